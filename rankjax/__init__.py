@@ -1,0 +1,30 @@
+"""rankjax: RankRLS and friends as pure, jittable JAX functions.
+
+One flat public namespace; host-side data loading lives in :mod:`rankjax.io`.
+"""
+from ._checks import Segments as Segments, segment_ids as segment_ids
+from ._graph import (
+    IdentityGraph as IdentityGraph, PreferenceGraph as PreferenceGraph,
+    QueryGraph as QueryGraph, global_graph as global_graph, has_sqrt as has_sqrt,
+    identity_graph as identity_graph, incidence_mv as incidence_mv,
+    incidence_t_mv as incidence_t_mv, laplacian_dense as laplacian_dense,
+    laplacian_mv as laplacian_mv, laplacian_sqrt_mv as laplacian_sqrt_mv,
+    pairs_from_scores as pairs_from_scores, preference_graph as preference_graph,
+    query_graph as query_graph, query_pair_counts as query_pair_counts)
+from ._kernels import (
+    Kernel as Kernel, gaussian_kernel as gaussian_kernel, kernel_matrix as kernel_matrix,
+    linear_kernel as linear_kernel, polynomial_kernel as polynomial_kernel)
+from ._rankrls import (
+    DualModel as DualModel, KernelModel as KernelModel, LinearModel as LinearModel,
+    predict as predict, primal_system as primal_system, rankrls_dual as rankrls_dual,
+    rankrls_kernel as rankrls_kernel, rankrls_primal as rankrls_primal)
+from ._metrics import (
+    PerQuery as PerQuery, auc as auc, cindex as cindex,
+    disagreement_error as disagreement_error,
+    edge_disagreement_error as edge_disagreement_error, kendall_tau_b as kendall_tau_b,
+    mean_average_precision as mean_average_precision, ndcg as ndcg,
+    pairwise_error as pairwise_error, precision_at_k as precision_at_k)
+
+__version__ = "0.1.0"
+
+__all__ = [k for k in dir() if not k.startswith("_")]

@@ -1,0 +1,169 @@
+"""Host-side validation at the public boundary, and query-id remapping.
+
+Everything here runs on concrete (non-traced) values only; when a value is a
+tracer (the caller jitted or vmapped a public function) the value checks are
+skipped and only static checks (ranks, shapes, dtypes) are made. Errors name the
+offending argument.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import sparse
+
+__all__ = ["segment_ids", "Segments"]
+
+
+def is_concrete(x) -> bool:
+    """True when ``x`` holds values on the host side (not a jax tracer)."""
+    if isinstance(x, sparse.BCOO):
+        return is_concrete(x.data)
+    return not isinstance(x, jax.core.Tracer)
+
+
+def _finite(x, name: str) -> None:
+    if isinstance(x, sparse.BCOO):
+        x = x.data
+    if is_concrete(x) and not bool(np.all(np.isfinite(np.asarray(x)))):
+        raise ValueError(f"{name} contains NaN or inf values")
+
+
+def as_float_array(x, name: str):
+    """Converts ``x`` to a floating jax array (integers are promoted, others rejected)."""
+    if isinstance(x, sparse.BCOO):
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            raise TypeError(f"{name} must have a floating dtype, got {x.dtype}")
+        return x
+    if x is None:
+        raise TypeError(f"{name} must be an array, got None")
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        x = np.asarray(x)
+        dtype = x.dtype
+    if np.issubdtype(dtype, np.complexfloating) or dtype == np.bool_ or dtype.kind in "OUSV":
+        raise TypeError(f"{name} must be a real numeric array, got dtype {dtype}")
+    if np.issubdtype(dtype, np.integer):
+        return jnp.asarray(x, dtype=jnp.result_type(float))
+    return jnp.asarray(x)
+
+
+def check_matrix(X, name: str = "X"):
+    """``X`` must be a finite 2-D dense array or BCOO matrix with at least one row."""
+    X = as_float_array(X, name)
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D [m, n], got shape {tuple(X.shape)}")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{name} is empty (shape {tuple(X.shape)})")
+    _finite(X, name)
+    return X
+
+
+def check_targets(y, m: int, name: str = "y"):
+    """``y`` must be finite with shape ``[m]`` or ``[m, k]``."""
+    y = as_float_array(y, name)
+    if y.ndim not in (1, 2):
+        raise ValueError(f"{name} must have shape [m] or [m, k], got {tuple(y.shape)}")
+    if y.shape[0] != m:
+        raise ValueError(f"{name} has {y.shape[0]} rows but {m} were expected")
+    if y.shape[0] == 0:
+        raise ValueError(f"{name} is empty")
+    _finite(y, name)
+    return y
+
+
+def check_lam(lam, *, allow_zero: bool = False, name: str = "lam"):
+    """λ must be a finite scalar (or array of them) > 0 (>= 0 if ``allow_zero``)."""
+    if lam is None:
+        raise TypeError(f"{name} is required")
+    if is_concrete(lam):
+        arr = np.asarray(lam)
+        if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
+            raise TypeError(f"{name} must be a real number, got {arr.dtype}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} must be finite, got {lam}")
+        if allow_zero and np.any(arr < 0):
+            raise ValueError(f"{name} must be >= 0, got {lam}")
+        if not allow_zero and np.any(arr <= 0):
+            raise ValueError(f"{name} must be > 0, got {lam}")
+    return lam
+
+
+class Segments(NamedTuple):
+    """Query ids remapped to dense segment ids.
+
+    Attributes:
+      seg: ``[m]`` int32 segment id of every row, in ``0 .. num_queries - 1``.
+      num_queries: number of distinct query ids (a static Python int).
+      qids: ``[num_queries]`` the original query id of each segment (sorted).
+    """
+
+    seg: np.ndarray
+    num_queries: int
+    qids: np.ndarray
+
+
+def segment_ids(qid, name: str = "qid") -> Segments:
+    """Remaps arbitrary integer query ids (unsorted allowed) to ``0 .. Q-1``.
+
+    Runs on the host (numpy), outside ``jit``. Segment ``c`` is the ``c``-th
+    smallest query id.
+
+    Args:
+      qid: ``[m]`` integer query id of every row.
+
+    Returns:
+      :class:`Segments` ``(seg, num_queries, qids)``.
+
+    Raises:
+      TypeError: ``qid`` is not an integer array.
+      ValueError: ``qid`` is not 1-D or is empty.
+
+    Example:
+      >>> s = segment_ids([7, 3, 7, 9])
+      >>> s.seg.tolist(), s.num_queries, s.qids.tolist()
+      ([1, 0, 1, 2], 3, [3, 7, 9])
+    """
+    if not is_concrete(qid):
+        raise TypeError(f"{name} must be concrete (remap query ids outside jit)")
+    q = np.asarray(qid)
+    if q.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be an integer array, got dtype {q.dtype}; "
+                        "cast it with .astype(int) if its values are whole numbers")
+    if q.ndim != 1:
+        raise ValueError(f"{name} must be 1-D [m], got shape {q.shape}")
+    if q.size == 0:
+        raise ValueError(f"{name} is empty")
+    qids, seg = np.unique(q, return_inverse=True)
+    return Segments(seg.astype(np.int32).reshape(-1), int(qids.size), qids)
+
+
+def resolve_segments(qid, num_queries, m: int, name: str = "qid"):
+    """Segment ids for metric-style functions.
+
+    With ``num_queries=None`` the ids are remapped on the host (any integers);
+    otherwise ``qid`` must already be segment ids in ``0 .. num_queries - 1``
+    (checked when concrete) and may be traced.
+    """
+    if qid is None:
+        return jnp.zeros((m,), jnp.int32), 1
+    if num_queries is None:
+        s = segment_ids(qid, name)
+        if s.seg.shape[0] != m:
+            raise ValueError(f"{name} has {s.seg.shape[0]} rows but {m} were expected")
+        return jnp.asarray(s.seg), s.num_queries
+    if not isinstance(num_queries, (int, np.integer)) or num_queries < 1:
+        raise TypeError("num_queries must be a positive Python int (static)")
+    dtype = getattr(qid, "dtype", np.asarray(qid).dtype)
+    if not np.issubdtype(dtype, np.integer):
+        raise TypeError(f"{name} must be an integer array, got dtype {dtype}")
+    if np.ndim(qid) != 1 or np.shape(qid)[0] != m:
+        raise ValueError(f"{name} must have shape [{m}], got {np.shape(qid)}")
+    if is_concrete(qid):
+        q = np.asarray(qid)
+        if q.size and (q.min() < 0 or q.max() >= num_queries):
+            raise ValueError(f"{name} must hold segment ids in [0, {num_queries}) when "
+                             "num_queries is given; pass num_queries=None to remap raw ids")
+    return jnp.asarray(qid, jnp.int32), int(num_queries)

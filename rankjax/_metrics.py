@@ -1,0 +1,383 @@
+"""Ranking measures per query over segment ids (SPEC §6).
+
+Every measure is computed per query and averaged over the queries where it is
+defined ("valid": at least one pair with different labels for the pairwise
+measures; at least one relevant document for NDCG/MAP/P@k unless
+``no_relevant`` says otherwise). When no query is valid the average is
+undefined and NaN is returned; ``per_query=True`` returns the per-query values
+and the validity mask instead.
+
+Pair counts are obtained by sorting, O(m log^2 m) time and O(m) memory —
+never by enumerating pairs, so a global ranking of 10^6 rows is fine.
+
+Query ids: with ``num_queries=None`` any integer ids are remapped on the host;
+under ``jit`` pass segment ids ``0 .. Q-1`` and ``num_queries=Q`` (static).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ._checks import as_float_array, is_concrete, resolve_segments
+
+__all__ = ["PerQuery", "pairwise_error", "cindex", "auc", "disagreement_error",
+           "kendall_tau_b", "ndcg", "mean_average_precision", "precision_at_k",
+           "edge_disagreement_error"]
+
+
+class PerQuery(NamedTuple):
+    """Per-query values ``[Q]`` and the mask ``[Q]`` of queries where they are defined."""
+
+    values: jax.Array
+    valid: jax.Array
+
+
+def _prep(scores, y, qid, num_queries):
+    f = as_float_array(scores, "scores")
+    if f.ndim != 1:
+        raise ValueError(f"scores must be 1-D [m] (vmap over outputs), got shape {f.shape}")
+    if f.shape[0] == 0:
+        raise ValueError("scores is empty")
+    y = as_float_array(y, "y")
+    if y.shape != f.shape:
+        raise ValueError(f"y must have the shape of scores {f.shape}, got {y.shape}")
+    for name, v in (("scores", f), ("y", y)):
+        if is_concrete(v) and not bool(np.all(np.isfinite(np.asarray(v)))):
+            raise ValueError(f"{name} contains NaN or inf values")
+    seg, Q = resolve_segments(qid, num_queries, f.shape[0])
+    dtype = jnp.result_type(f.dtype, y.dtype)
+    return f.astype(dtype), y.astype(dtype), seg, Q
+
+
+def _finish(values, valid, per_query):
+    if per_query:
+        return PerQuery(values, valid)
+    w = valid.astype(values.dtype)
+    return jnp.sum(jnp.where(valid, values, 0)) / jnp.sum(w)
+
+
+def _run_ids(*sorted_keys):
+    """Run id (0-based) of every position in lexicographically sorted keys."""
+    new = jnp.zeros(sorted_keys[0].shape[0] - 1, bool)
+    for k in sorted_keys:
+        new = new | (k[1:] != k[:-1])
+    return jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.cumsum(new, dtype=jnp.int32)])
+
+
+def _tied_pairs(seg, Q, dtype, *keys):
+    """``[Q]``: number of pairs inside each query that are equal on all ``keys``."""
+    m = seg.shape[0]
+    ops = lax.sort((seg, *keys), num_keys=1 + len(keys))
+    s_seg = ops[0]
+    rid = _run_ids(*ops)
+    size = jax.ops.segment_sum(jnp.ones(m, dtype), rid, num_segments=m)
+    return jax.ops.segment_sum((size[rid] - 1) / 2, s_seg, num_segments=Q)
+
+
+def _strict_discordant(f, y, seg, Q, dtype):
+    """``[Q]``: pairs (j, k) in one query with ``y_j < y_k`` and ``f_j > f_k``.
+
+    Rows sorted by (query, y, f) leave no strict f-inversion inside a label tie,
+    so the strict inversions of f in that order are exactly the discordant
+    pairs. ``f`` is replaced by its dense rank in (query, f) order, which keeps
+    queries apart, and inversions are counted by a bottom-up merge sort: at each
+    level every element of a right half counts the elements of its left sibling
+    that are strictly larger (one sort + cumsum per level, log2 m levels).
+    """
+    m = seg.shape[0]
+    idx = jnp.arange(m, dtype=jnp.int32)
+    s_seg, s_f, s_idx = lax.sort((seg, f, idx), num_keys=2)
+    g_sorted = _run_ids(s_seg, s_f)
+    g = jnp.zeros(m, jnp.int32).at[s_idx].set(g_sorted)
+    seg_of_g = jnp.zeros(m + 1, jnp.int32).at[g_sorted].set(s_seg).at[m].set(Q)
+    seq = lax.sort((seg, y, f, g), num_keys=3)[3]
+    P = 1 << max(1, (m - 1).bit_length())
+    arr = jnp.concatenate([seq, jnp.full(P - m, m, jnp.int32)])
+    out = jnp.zeros(Q + 1, dtype)
+    b = 1
+    while b < P:
+        blocks = arr.reshape(P // (2 * b), 2 * b)
+        is_right = (jnp.arange(2 * b) >= b).astype(jnp.int32)
+        tag = jnp.broadcast_to(is_right, blocks.shape)
+        vals, tags = lax.sort((blocks, tag), dimension=1, num_keys=2)
+        left_le = jnp.cumsum(1 - tags, axis=1)          # left elements <= value so far
+        greater = jnp.where(tags == 1, b - left_le, 0)  # left elements > a right value
+        out = out + jax.ops.segment_sum(greater.reshape(-1).astype(dtype),
+                                        seg_of_g[vals.reshape(-1)], num_segments=Q + 1)
+        arr = vals.reshape(-1)
+        b *= 2
+    return out[:Q]
+
+
+class _PairStats(NamedTuple):
+    n_pairs: jax.Array      # pairs with different labels
+    discordant: jax.Array   # y_j < y_k and f_j > f_k
+    score_ties: jax.Array   # f_j == f_k with different labels
+    all_pairs: jax.Array    # n (n - 1) / 2
+    all_score_ties: jax.Array
+
+
+def _pair_stats(f, y, seg, Q):
+    dtype = f.dtype
+    n = jax.ops.segment_sum(jnp.ones_like(f), seg, num_segments=Q)
+    all_pairs = n * (n - 1) / 2
+    y_ties = _tied_pairs(seg, Q, dtype, y)
+    f_ties = _tied_pairs(seg, Q, dtype, f)
+    fy_ties = _tied_pairs(seg, Q, dtype, y, f)
+    return _PairStats(all_pairs - y_ties, _strict_discordant(f, y, seg, Q, dtype),
+                      f_ties - fy_ties, all_pairs, f_ties)
+
+
+def _safe_div(a, b):
+    return jnp.where(b > 0, a / jnp.where(b > 0, b, 1), 0)
+
+
+def pairwise_error(scores, y, qid=None, *, num_queries: Optional[int] = None,
+                   per_query: bool = False):
+    """Pairwise ranking error (seed 004 eq. 1), averaged over queries with pairs.
+
+    ``1/|Q| sum_Q 1/N_Q sum_{y_j < y_k} H(f_j - f_k)`` with ``H(0) = 1/2``: the
+    fraction of differently-labelled pairs ordered wrongly, score ties counting
+    half. Computed by sorting; a query whose labels are all equal (or of size 1)
+    has no pair and is left out of the average.
+
+    Args:
+      scores: ``[m]`` predicted scores.
+      y: ``[m]`` labels.
+      qid: ``[m]`` query ids; ``None`` for one global ranking.
+      num_queries: see the module docstring.
+      per_query: return :class:`PerQuery` instead of the mean.
+
+    Example:
+      >>> import numpy as np
+      >>> f, y = np.array([0.1, 0.4, 0.4, 0.9]), np.array([0, 1, 0, 1])
+      >>> print(f"{float(pairwise_error(f, y)):.4f}")
+      0.1250
+    """
+    f, y, seg, Q = _prep(scores, y, qid, num_queries)
+    st = _pair_stats(f, y, seg, Q)
+    return _finish(_safe_div(st.discordant + st.score_ties / 2, st.n_pairs), st.n_pairs > 0,
+                   per_query)
+
+
+def cindex(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query: bool = False):
+    """Concordance index ``1 - pairwise_error`` (ties count half); AUC for two labels.
+
+    Example:
+      >>> print(f"{float(cindex([0.1, 0.4, 0.4, 0.9], [0, 1, 0, 1])):.4f}")
+      0.8750
+    """
+    r = pairwise_error(scores, y, qid, num_queries=num_queries, per_query=per_query)
+    return PerQuery(1 - r.values, r.valid) if per_query else 1 - r
+
+
+def auc(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query: bool = False):
+    """Area under the ROC curve for binary labels (1 positive, 0 negative):
+    the :func:`cindex` of the scores, ties counting half. Per query when ``qid``
+    is given (queries with only one class are left out).
+
+    Example:
+      >>> print(f"{float(auc([0.2, 0.8, 0.5], [0, 1, 0])):.2f}")
+      1.00
+    """
+    if is_concrete(y):
+        vals = np.unique(np.asarray(y))
+        if not np.all(np.isin(vals, [0, 1])):
+            raise ValueError(f"auc needs binary labels 0/1 in y, got values {vals[:5]}")
+    return cindex(scores, y, qid, num_queries=num_queries, per_query=per_query)
+
+
+def disagreement_error(scores, y, qid=None, *, num_queries: Optional[int] = None,
+                       per_query: bool = False):
+    """Disagreement error (seed 001 eq. 1): like :func:`pairwise_error` but with the
+    ``sign(0) = -1`` convention, i.e. a score tie counts as a full error.
+
+    Example:
+      >>> print(f"{float(disagreement_error([0.1, 0.4, 0.4, 0.9], [0, 1, 0, 1])):.4f}")
+      0.2500
+    """
+    f, y, seg, Q = _prep(scores, y, qid, num_queries)
+    st = _pair_stats(f, y, seg, Q)
+    return _finish(_safe_div(st.discordant + st.score_ties, st.n_pairs), st.n_pairs > 0,
+                   per_query)
+
+
+def kendall_tau_b(scores, y, qid=None, *, num_queries: Optional[int] = None,
+                  per_query: bool = False):
+    """Kendall's τ_b between scores and labels per query (seed 000 §3.2).
+
+    ``(C - D) / sqrt((n0 - n1)(n0 - n2))`` with ``n1``, ``n2`` the pairs tied in
+    ``y`` and in the scores. Queries where either factor is 0 (all labels or all
+    scores tied) are left out.
+
+    Example:
+      >>> print(f"{float(kendall_tau_b([1., 2., 3.], [1, 3, 2])):.4f}")
+      0.3333
+    """
+    f, y, seg, Q = _prep(scores, y, qid, num_queries)
+    st = _pair_stats(f, y, seg, Q)
+    concordant_minus_discordant = st.n_pairs - 2 * st.discordant - st.score_ties
+    denom = st.n_pairs * (st.all_pairs - st.all_score_ties)
+    valid = denom > 0
+    tau = concordant_minus_discordant / jnp.sqrt(jnp.where(valid, denom, 1))
+    return _finish(jnp.where(valid, tau, 0), valid, per_query)
+
+
+# ----------------------------------------------------------------------------
+# list measures
+
+_NO_RELEVANT = ("skip", "one", "zero")
+
+
+def _ranked(f, seg, Q):
+    """Rows in (query, descending score, input order); rank within query, run ids."""
+    m = f.shape[0]
+    idx = jnp.arange(m, dtype=jnp.int32)
+    s_seg, s_negf, s_idx = lax.sort((seg, -f, idx), num_keys=3)
+    counts = jax.ops.segment_sum(jnp.ones(m, jnp.int32), seg, num_segments=Q)
+    start = jnp.cumsum(counts) - counts
+    rank = jnp.arange(m, dtype=jnp.int32) - start[s_seg]
+    return s_seg, s_negf, s_idx, rank
+
+
+def _check_k(k):
+    if k is not None and (not isinstance(k, (int, np.integer)) or k < 1):
+        raise ValueError(f"k must be a positive int or None, got {k!r}")
+
+
+def _apply_no_relevant(values, has_rel, no_relevant):
+    if no_relevant not in _NO_RELEVANT:
+        raise ValueError(f"no_relevant must be one of {_NO_RELEVANT}, got {no_relevant!r}")
+    if no_relevant == "skip":
+        return values, has_rel
+    fill = 1.0 if no_relevant == "one" else 0.0
+    return jnp.where(has_rel, values, fill), jnp.ones_like(has_rel)
+
+
+def _present(seg, Q):
+    return jax.ops.segment_sum(jnp.ones(seg.shape, jnp.int32), seg, num_segments=Q) > 0
+
+
+def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[int] = 10,
+         gain: str = "exp2", ties: str = "average", no_relevant: str = "skip",
+         per_query: bool = False):
+    """NDCG@k per query, averaged (SPEC §6).
+
+    ``DCG@k = sum_{r < k} gain(y_(r)) / log2(r + 2)`` over the rows ranked by
+    descending score, divided by the DCG@k of the ideal order.
+
+    Args:
+      scores, y, qid, num_queries: as in :func:`pairwise_error`.
+      k: cut-off (static int); ``None`` for the whole list.
+      gain: ``"exp2"`` (``2^y - 1``, default) or ``"linear"`` (``y``).
+      ties: ``"average"`` (default): rows with equal scores share the mean gain
+        of their group, i.e. the expected DCG over random tie-breaking;
+        ``"stable"``: ties keep the input order.
+      no_relevant: a query whose ideal DCG is 0 (no relevant document) is
+        ``"skip"``-ped (default, as the LETOR tools), or counts as ``"one"`` or
+        ``"zero"``.
+      per_query: return :class:`PerQuery`.
+
+    Example:
+      >>> print(f"{float(ndcg([3., 2., 1.], [0, 1, 2], k=None, gain='linear')):.4f}")
+      0.7899
+    """
+    _check_k(k)
+    if gain not in ("exp2", "linear"):
+        raise ValueError(f"gain must be 'exp2' or 'linear', got {gain!r}")
+    if ties not in ("average", "stable"):
+        raise ValueError(f"ties must be 'average' or 'stable', got {ties!r}")
+    f, y, seg, Q = _prep(scores, y, qid, num_queries)
+    m = f.shape[0]
+    g = jnp.exp2(y) - 1 if gain == "exp2" else y
+    kk = m if k is None else k
+
+    def discount(rank):
+        return jnp.where(rank < kk, 1 / jnp.log2(rank.astype(f.dtype) + 2), 0)
+
+    s_seg, s_negf, s_idx, rank = _ranked(f, seg, Q)
+    gs = g[s_idx]
+    if ties == "average":
+        rid = _run_ids(s_seg, s_negf)
+        size = jax.ops.segment_sum(jnp.ones(m, f.dtype), rid, num_segments=m)
+        gs = (jax.ops.segment_sum(gs, rid, num_segments=m) / jnp.maximum(size, 1))[rid]
+    dcg = jax.ops.segment_sum(gs * discount(rank), s_seg, num_segments=Q)
+    i_seg, i_neg_g = lax.sort((seg, -g), num_keys=2)
+    counts = jax.ops.segment_sum(jnp.ones(m, jnp.int32), seg, num_segments=Q)
+    irank = jnp.arange(m, dtype=jnp.int32) - (jnp.cumsum(counts) - counts)[i_seg]
+    idcg = jax.ops.segment_sum(-i_neg_g * discount(irank), i_seg, num_segments=Q)
+    has_rel = idcg > 0
+    values = jnp.where(has_rel, dcg / jnp.where(has_rel, idcg, 1), 0)
+    values, valid = _apply_no_relevant(values, has_rel, no_relevant)
+    return _finish(values, valid & _present(seg, Q), per_query)
+
+
+def _relevance_ranked(scores, y, qid, num_queries, threshold):
+    f, y, seg, Q = _prep(scores, y, qid, num_queries)
+    s_seg, _, s_idx, rank = _ranked(f, seg, Q)
+    rel = (y[s_idx] >= threshold).astype(f.dtype)
+    n_rel = jax.ops.segment_sum(rel, s_seg, num_segments=Q)
+    return f, seg, Q, s_seg, rank, rel, n_rel
+
+
+def mean_average_precision(scores, y, qid=None, *, num_queries: Optional[int] = None,
+                           threshold: float = 1.0, no_relevant: str = "skip",
+                           per_query: bool = False):
+    """Mean average precision; a row is relevant when ``y >= threshold``
+    (OHSUMED: ``threshold=2``, seed 000 §3.1). Score ties keep the input order.
+
+    ``AP = 1/R sum_{relevant r} (#relevant in top r+1) / (r + 1)``; queries with no
+    relevant row are handled by ``no_relevant`` (see :func:`ndcg`).
+
+    Example:
+      >>> print(f"{float(mean_average_precision([3., 2., 1.], [0, 1, 1])):.4f}")
+      0.5833
+    """
+    f, seg, Q, s_seg, rank, rel, n_rel = _relevance_ranked(scores, y, qid, num_queries, threshold)
+    # relevant rows up to each position within its query: global cumsum minus query offset
+    within = jnp.cumsum(rel) - (jnp.cumsum(n_rel) - n_rel)[s_seg]
+    prec = within / (rank.astype(f.dtype) + 1)
+    ap = jax.ops.segment_sum(prec * rel, s_seg, num_segments=Q)
+    has_rel = n_rel > 0
+    values = jnp.where(has_rel, ap / jnp.where(has_rel, n_rel, 1), 0)
+    values, valid = _apply_no_relevant(values, has_rel, no_relevant)
+    return _finish(values, valid & _present(seg, Q), per_query)
+
+
+def precision_at_k(scores, y, qid=None, *, num_queries: Optional[int] = None, k: int = 10,
+                   threshold: float = 1.0, no_relevant: str = "skip", per_query: bool = False):
+    """P@k: relevant rows (``y >= threshold``) among the top ``k``, divided by ``k``
+    (also for queries shorter than ``k``, as the LETOR evaluation tool). Score ties
+    keep the input order.
+
+    Example:
+      >>> print(f"{float(precision_at_k([3., 2., 1.], [0, 1, 1], k=2)):.4f}")
+      0.5000
+    """
+    _check_k(k)
+    if k is None:
+        raise ValueError("k must be a positive int")
+    f, seg, Q, s_seg, rank, rel, n_rel = _relevance_ranked(scores, y, qid, num_queries, threshold)
+    hits = jax.ops.segment_sum(rel * (rank < k), s_seg, num_segments=Q)
+    has_rel = n_rel > 0
+    values, valid = _apply_no_relevant(hits / k, has_rel, no_relevant)
+    return _finish(values, valid & _present(seg, Q), per_query)
+
+
+def edge_disagreement_error(scores, head, tail):
+    """Disagreement error over explicit preference edges (seed 001 eq. 1):
+    the fraction of edges ``(h, j)`` with ``f_h <= f_j`` (``sign(0) = -1``).
+
+    Example:
+      >>> print(f"{float(edge_disagreement_error([1., 2., 2.], [1, 0, 2], [0, 2, 1])):.4f}")
+      0.6667
+    """
+    f = as_float_array(scores, "scores")
+    h, t = jnp.asarray(head), jnp.asarray(tail)
+    if h.shape != t.shape or h.ndim != 1 or h.shape[0] == 0:
+        raise ValueError("head and tail must be non-empty 1-D arrays of equal length")
+    return jnp.mean((f[h] <= f[t]).astype(f.dtype))

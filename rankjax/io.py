@@ -1,0 +1,315 @@
+"""Host-side data loading and saving (SPEC §7): SVMlight/LETOR text, LightGBM
+group files, preference-pair files, query-id remapping and query-wise min-max
+normalisation. numpy/scipy only, no jit.
+"""
+from __future__ import annotations
+
+import os
+from typing import NamedTuple, Optional
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._checks import segment_ids
+
+__all__ = ["Dataset", "read_svmlight", "write_svmlight", "read_groups", "write_groups",
+           "groups_to_qid", "qid_to_groups", "read_preferences", "write_preferences",
+           "normalize_per_query", "to_bcoo", "segment_ids", "save_model", "load_model"]
+
+
+class Dataset(NamedTuple):
+    """Rows of a ranking data set.
+
+    Attributes:
+      X: ``[m, n]`` float64 numpy array, or ``scipy.sparse.csr_matrix`` when read
+        with ``sparse=True``.
+      y: ``[m]`` float64 labels.
+      qid: ``[m]`` int64 query ids (as in the file, or from a group file; all 0
+        when the file has neither).
+      comments: ``[m]`` list of the text after ``#`` on each line ('' if none).
+    """
+
+    X: object
+    y: np.ndarray
+    qid: np.ndarray
+    comments: list
+
+
+def _open(path):
+    return open(os.fspath(path), "r", encoding="utf-8")
+
+
+def read_svmlight(path, *, num_features: Optional[int] = None, sparse: bool = False,
+                  query_file="auto", zero_based: bool = False, dtype=np.float64) -> Dataset:
+    """Reads an SVMlight / LETOR file ``<label> [qid:<id>] <index>:<value> ... [# comment]``.
+
+    Feature indices are 1-based (LETOR) unless ``zero_based``. Missing features
+    are 0. Blank lines and lines starting with ``#`` are skipped.
+
+    Args:
+      path: the file.
+      num_features: number of columns; the largest index in the file when None
+        (an index beyond a given ``num_features`` is an error).
+      sparse: return ``X`` as ``scipy.sparse.csr_matrix`` instead of dense.
+      query_file: group-size file (LightGBM ``*.query``) giving the query of
+        each row when the file has no ``qid:``; ``"auto"`` uses ``path + ".query"``
+        if it exists; ``None`` never.
+      zero_based: indices start at 0.
+
+    Returns:
+      :class:`Dataset`.
+
+    Raises:
+      ValueError: a malformed line (the message names the file and line
+        number), mixed lines with and without ``qid``, or a group file whose
+        sizes do not add up to the number of rows.
+    """
+    labels, qids, rows, cols, vals, comments = [], [], [], [], [], []
+    has_qid = None
+    base = 0 if zero_based else 1
+    with _open(path) as fh:
+        for lineno, line in enumerate(fh, 1):
+            body, _, comment = line.partition("#")
+            tokens = body.split()
+            if not tokens:
+                continue
+
+            def bad(msg):
+                return ValueError(f"{path}: line {lineno}: {msg}: {line.strip()[:80]!r}")
+
+            try:
+                label = float(tokens[0])
+            except ValueError:
+                raise bad("the label is not a number") from None
+            if not np.isfinite(label):
+                raise bad("the label is not finite")
+            rest = tokens[1:]
+            line_has_qid = bool(rest) and rest[0].startswith("qid:")
+            if has_qid is None:
+                has_qid = line_has_qid
+            elif has_qid != line_has_qid:
+                raise bad("some lines have qid: and some do not")
+            if line_has_qid:
+                try:
+                    qids.append(int(rest[0][4:]))
+                except ValueError:
+                    raise bad("qid is not an integer") from None
+                rest = rest[1:]
+            r = len(labels)
+            last = -1
+            for tok in rest:
+                idx, sep, val = tok.partition(":")
+                try:
+                    j, v = int(idx) - base, float(val)
+                except ValueError:
+                    raise bad(f"bad feature token {tok!r}") from None
+                if not sep:
+                    raise bad(f"bad feature token {tok!r}")
+                if j < 0:
+                    raise bad(f"feature index {idx} is below {base}")
+                if not np.isfinite(v):
+                    raise bad(f"feature {idx} is not finite")
+                if j <= last:
+                    raise bad("feature indices must increase along a line")
+                last = j
+                rows.append(r)
+                cols.append(j)
+                vals.append(v)
+            labels.append(label)
+            comments.append(comment.strip())
+    m = len(labels)
+    if m == 0:
+        raise ValueError(f"{path}: no data lines")
+    n_file = (max(cols) + 1) if cols else 0
+    n = n_file if num_features is None else int(num_features)
+    if n_file > n:
+        raise ValueError(f"{path}: feature index {n_file - 1 + base} exceeds num_features={n}")
+    X = sp.csr_matrix((np.asarray(vals, dtype), (np.asarray(rows), np.asarray(cols, np.int64))),
+                      shape=(m, n))
+    if has_qid:
+        qid = np.asarray(qids, np.int64)
+    else:
+        gpath = os.fspath(path) + ".query" if query_file == "auto" else query_file
+        if gpath is not None and os.path.exists(gpath):
+            qid = groups_to_qid(read_groups(gpath))
+            if qid.shape[0] != m:
+                raise ValueError(f"{gpath}: group sizes add up to {qid.shape[0]} rows, "
+                                 f"{path} has {m}")
+        elif query_file not in ("auto", None):
+            raise ValueError(f"query_file {gpath} does not exist")
+        else:
+            qid = np.zeros(m, np.int64)
+    return Dataset(X if sparse else X.toarray(), np.asarray(labels), qid, comments)
+
+
+def _fmt(v: float) -> str:
+    return repr(float(v)) if v != int(v) else str(int(v))
+
+
+def write_svmlight(path, X, y, qid=None, comments=None, *, zero_based: bool = False) -> None:
+    """Writes ``X, y, qid`` in SVMlight/LETOR format (zeros omitted, 1-based
+    indices unless ``zero_based``); values are written with full precision so
+    :func:`read_svmlight` returns them exactly."""
+    Xc = sp.csr_matrix(X)
+    y = np.asarray(y, np.float64)
+    m = Xc.shape[0]
+    if y.shape != (m,):
+        raise ValueError(f"y must have shape [{m}], got {y.shape}")
+    if qid is not None and np.asarray(qid).shape != (m,):
+        raise ValueError(f"qid must have shape [{m}]")
+    base = 0 if zero_based else 1
+    with open(os.fspath(path), "w", encoding="utf-8") as fh:
+        for i in range(m):
+            parts = [_fmt(y[i])]
+            if qid is not None:
+                parts.append(f"qid:{int(qid[i])}")
+            lo, hi = Xc.indptr[i], Xc.indptr[i + 1]
+            order = np.argsort(Xc.indices[lo:hi])
+            for j, v in zip(Xc.indices[lo:hi][order], Xc.data[lo:hi][order]):
+                if v != 0:
+                    parts.append(f"{j + base}:{_fmt(v)}")
+            line = " ".join(parts)
+            if comments is not None and comments[i]:
+                line += " # " + str(comments[i]).replace("\n", " ")
+            fh.write(line + "\n")
+
+
+def read_groups(path) -> np.ndarray:
+    """Reads a LightGBM group file (one positive query size per line)."""
+    sizes = []
+    with _open(path) as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                s = int(line)
+            except ValueError:
+                raise ValueError(f"{path}: line {lineno}: not an integer: {line.strip()!r}") from None
+            if s < 1:
+                raise ValueError(f"{path}: line {lineno}: query size must be >= 1, got {s}")
+            sizes.append(s)
+    return np.asarray(sizes, np.int64)
+
+
+def write_groups(path, sizes) -> None:
+    """Writes query sizes one per line (LightGBM ``*.query``)."""
+    with open(os.fspath(path), "w", encoding="utf-8") as fh:
+        fh.writelines(f"{int(s)}\n" for s in sizes)
+
+
+def groups_to_qid(sizes) -> np.ndarray:
+    """Query sizes in row order -> ``[m]`` query ids ``0, 0, ..., 1, ...``.
+
+    Example:
+      >>> groups_to_qid([2, 1, 3]).tolist()
+      [0, 0, 1, 2, 2, 2]
+    """
+    sizes = np.asarray(sizes, np.int64)
+    return np.repeat(np.arange(sizes.shape[0]), sizes)
+
+
+def qid_to_groups(qid) -> np.ndarray:
+    """Query ids whose rows are contiguous -> sizes in row order.
+
+    Raises:
+      ValueError: a query's rows are not contiguous (sort the rows first).
+
+    Example:
+      >>> qid_to_groups([7, 7, 3, 5, 5]).tolist()
+      [2, 1, 2]
+    """
+    q = np.asarray(qid)
+    starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+    if np.unique(q[starts]).shape[0] != starts.shape[0]:
+        raise ValueError("qid: the rows of a query are not contiguous")
+    return np.diff(np.r_[starts, q.shape[0]])
+
+
+def read_preferences(path):
+    """Reads a preference file, one edge per line: ``h j [magnitude]`` (0-based rows,
+    ``h`` preferred to ``j``; magnitude 1 when omitted).
+
+    Returns:
+      ``(head, tail, magnitude)`` numpy arrays, ready for ``preference_graph``.
+    """
+    h, t, mag = [], [], []
+    with _open(path) as fh:
+        for lineno, line in enumerate(fh, 1):
+            tok = line.split("#")[0].split()
+            if not tok:
+                continue
+            try:
+                if len(tok) not in (2, 3):
+                    raise ValueError
+                a, b = int(tok[0]), int(tok[1])
+                c = float(tok[2]) if len(tok) == 3 else 1.0
+                if a < 0 or b < 0 or not np.isfinite(c):
+                    raise ValueError
+            except ValueError:
+                raise ValueError(f"{path}: line {lineno}: expected 'h j [magnitude]' with "
+                                 f"row indices >= 0, got {line.strip()!r}") from None
+            h.append(a)
+            t.append(b)
+            mag.append(c)
+    return np.asarray(h, np.int64), np.asarray(t, np.int64), np.asarray(mag)
+
+
+def write_preferences(path, head, tail, magnitude=None) -> None:
+    """Writes edges as ``h j magnitude`` lines."""
+    head, tail = np.asarray(head), np.asarray(tail)
+    mag = np.ones(head.shape[0]) if magnitude is None else np.asarray(magnitude)
+    with open(os.fspath(path), "w", encoding="utf-8") as fh:
+        fh.writelines(f"{int(a)} {int(b)} {_fmt(c)}\n" for a, b, c in zip(head, tail, mag))
+
+
+def normalize_per_query(X, qid) -> np.ndarray:
+    """Query-wise min-max normalisation of every feature to [0, 1] (seed 000 §3.1).
+
+    A feature constant within a query becomes 0 there. Dense input; returns a
+    new float64 array.
+
+    Example:
+      >>> normalize_per_query(np.array([[1., 5.], [3., 5.], [7., 0.]]), [0, 0, 1]).tolist()
+      [[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]]
+    """
+    X = np.asarray(X.toarray() if sp.issparse(X) else X, np.float64)
+    s = segment_ids(qid)
+    if s.seg.shape[0] != X.shape[0]:
+        raise ValueError(f"qid has {s.seg.shape[0]} rows, X has {X.shape[0]}")
+    lo = np.full((s.num_queries, X.shape[1]), np.inf)
+    hi = np.full((s.num_queries, X.shape[1]), -np.inf)
+    np.minimum.at(lo, s.seg, X)
+    np.maximum.at(hi, s.seg, X)
+    span = (hi - lo)[s.seg]
+    return np.where(span > 0, (X - lo[s.seg]) / np.where(span > 0, span, 1), 0.0)
+
+
+def to_bcoo(X, dtype=None):
+    """``scipy.sparse`` matrix (or dense array) -> ``jax.experimental.sparse.BCOO``."""
+    import jax.numpy as jnp
+    from jax.experimental import sparse as jsparse
+    if not sp.issparse(X):
+        return jsparse.BCOO.fromdense(jnp.asarray(X, dtype))
+    C = sp.coo_matrix(X)
+    idx = np.stack([C.row, C.col], axis=1).astype(np.int32)
+    data = jnp.asarray(C.data, dtype)
+    return jsparse.BCOO((data, jnp.asarray(idx)), shape=C.shape)
+
+
+def save_model(path, weights, **meta) -> None:
+    """Saves linear weights ``[n]`` or ``[n, k]`` and scalar metadata to ``.npz``."""
+    arrays = {"weights": np.asarray(weights)}
+    for k, v in meta.items():
+        arrays[f"meta_{k}"] = np.asarray(v)
+    with open(os.fspath(path), "wb") as fh:
+        np.savez(fh, **arrays)
+
+
+def load_model(path):
+    """Loads what :func:`save_model` wrote: ``(weights, meta_dict)``."""
+    with np.load(os.fspath(path)) as z:
+        if "weights" not in z:
+            raise ValueError(f"{path} is not a rankjax model file (no 'weights')")
+        meta = {k[5:]: z[k].item() if z[k].ndim == 0 else z[k] for k in z.files
+                if k.startswith("meta_")}
+        return z["weights"], meta
