@@ -25,6 +25,8 @@ from ._metrics import (
     mean_average_precision as mean_average_precision, ndcg as ndcg,
     pairwise_error as pairwise_error, precision_at_k as precision_at_k)
 
+from . import io as io
+
 __version__ = "0.1.0"
 
 __all__ = [k for k in dir() if not k.startswith("_")]

@@ -1,0 +1,157 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rankjax as rj
+from conftest import random_qids
+from reference import laplacian_from_edges, laplacian_from_pairs, query_pairs
+
+VARIANTS = [
+    dict(normalized=True), dict(normalized=False),
+    dict(normalized=True, exclude_ties=True), dict(normalized=False, exclude_ties=True),
+    dict(normalized=False, query_weights="w"), dict(normalized=True, query_weights="pairs"),
+    dict(normalized=True, exclude_ties=True, query_weights="pairs"),
+]
+
+
+def make_labels(rng, qid):
+    y = rng.integers(0, 3, len(qid)).astype(float)
+    q = np.unique(qid)
+    y[qid == q[-1]] = 2.0                       # an all-tie query
+    return y
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("k", [None, 3])
+def test_query_laplacian_matches_dense_pairs(rng, variant, k):
+    m = 40
+    qid = random_qids(rng, m)
+    y = make_labels(rng, qid)
+    kw = dict(variant)
+    if kw.get("query_weights") == "w":
+        kw["query_weights"] = rng.random(len(np.unique(qid))) + 0.1
+    g = rj.query_graph(qid, y, **kw)
+    L = laplacian_from_pairs(m, query_pairs(qid, y, **kw))
+    v = rng.standard_normal((m,) if k is None else (m, k))
+    np.testing.assert_allclose(rj.laplacian_mv(g, v), L @ v, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(rj.laplacian_dense(g), L, atol=1e-12)
+    if rj.has_sqrt(g):
+        S = np.asarray(rj.laplacian_sqrt_mv(g, np.eye(m)))
+        np.testing.assert_allclose(S, S.T, atol=1e-12)
+        np.testing.assert_allclose(S @ S, L, atol=1e-12)
+        np.testing.assert_allclose(rj.laplacian_sqrt_mv(g, v), S @ v, atol=1e-12)
+    else:
+        with pytest.raises(ValueError, match="square root"):
+            rj.laplacian_sqrt_mv(g, v)
+    pairs = query_pairs(qid, y, **kw)
+    counts = np.zeros(g.num_queries)
+    for i, _, _ in pairs:
+        counts[np.searchsorted(np.unique(qid), qid[i])] += 1
+    np.testing.assert_allclose(rj.query_pair_counts(g), counts)
+
+
+def test_degenerate_queries_give_zero_not_nan(rng):
+    qid = np.array([3, 9, 9, 9, 4])
+    y = np.array([1.0, 2.0, 2.0, 2.0, 0.0])
+    for kw in [dict(), dict(normalized=False), dict(exclude_ties=True),
+               dict(exclude_ties=True, query_weights="pairs")]:
+        g = rj.query_graph(qid, y, **kw)
+        out = np.asarray(rj.laplacian_mv(g, rng.standard_normal(5)))
+        assert np.all(np.isfinite(out))
+        if kw.get("exclude_ties"):
+            np.testing.assert_array_equal(out, 0.0)   # every query is size 1 or all ties
+        else:
+            assert out[0] == 0 and out[4] == 0
+
+
+def test_global_and_all_pairs_graph(rng):
+    m = 12
+    y = rng.integers(0, 3, m).astype(float)
+    v = rng.standard_normal((m, 2))
+    full = laplacian_from_pairs(m, query_pairs(np.zeros(m, int), y, normalized=False))
+    np.testing.assert_allclose(rj.laplacian_mv(rj.global_graph(m), v), full @ v, atol=1e-12)
+    noties = laplacian_from_pairs(m, query_pairs(np.zeros(m, int), y, normalized=False,
+                                                 exclude_ties=True))
+    g = rj.global_graph(m, y, exclude_ties=True)
+    np.testing.assert_allclose(rj.laplacian_mv(g, v), noties @ v, atol=1e-12)
+
+
+@pytest.mark.parametrize("cost", ["unit", "magnitude", "inverse"])
+def test_preference_laplacian_matches_dense(rng, cost):
+    m, l = 15, 60
+    head = rng.integers(0, m, l)
+    tail = (head + rng.integers(1, m, l)) % m          # never equal to head
+    mag = rng.random(l) + 0.2
+    g = rj.preference_graph(head, tail, mag, num_rows=m, cost=cost)
+    w = {"unit": np.ones(l), "magnitude": np.ones(l), "inverse": 1 / mag}[cost]
+    z = np.ones(l) if cost == "unit" else mag
+    L = laplacian_from_edges(m, head, tail, w)
+    v = rng.standard_normal((m, 3))
+    np.testing.assert_allclose(rj.laplacian_mv(g, v), L @ v, atol=1e-12)
+    np.testing.assert_allclose(g.target, w * z)
+    # M^T and M are adjoint
+    u = rng.standard_normal(l)
+    lhs = np.dot(rj.incidence_t_mv(g, v[:, 0]), u)
+    np.testing.assert_allclose(lhs, np.dot(v[:, 0], rj.incidence_mv(g, u)), rtol=1e-12)
+
+
+def test_scored_magnitude_edges_equal_unnormalized_query_graph(rng):
+    """SPEC §1.2: scored data + cost (21) + complete query graph == §1.1 unnormalized."""
+    m = 20
+    qid = random_qids(rng, m, 3, 0)
+    y = rng.standard_normal(m)
+    h, t, d = rj.pairs_from_scores(y, qid)
+    pg = rj.preference_graph(h, t, d, num_rows=m)
+    qg = rj.query_graph(qid, normalized=False)
+    v = rng.standard_normal(m)
+    np.testing.assert_allclose(rj.laplacian_mv(pg, v), rj.laplacian_mv(qg, v), atol=1e-12)
+    np.testing.assert_allclose(rj.incidence_mv(pg, pg.target), rj.laplacian_mv(qg, y), atol=1e-12)
+
+
+def test_graph_operators_jit_vmap_and_float32(rng):
+    m = 30
+    qid = random_qids(rng, m)
+    g = rj.query_graph(qid)
+    V = rng.standard_normal((4, m))
+    f = jax.jit(rj.laplacian_mv)
+    np.testing.assert_allclose(jax.vmap(f, in_axes=(None, 0))(g, V),
+                               np.stack([rj.laplacian_mv(g, v) for v in V]), atol=1e-12)
+    v32 = jnp.asarray(V[0], jnp.float32)
+    for op in (rj.laplacian_mv, rj.laplacian_sqrt_mv):
+        out = jax.jit(op)(g, v32)
+        assert out.dtype == jnp.float32
+        np.testing.assert_allclose(out, op(g, V[0]), rtol=1e-4, atol=1e-5)
+
+
+def test_unsorted_qids_equal_sorted_permutation(rng):
+    m = 25
+    qid = random_qids(rng, m)
+    v = rng.standard_normal(m)
+    perm = np.argsort(qid, kind="stable")
+    a = rj.laplacian_mv(rj.query_graph(qid), v)
+    b = rj.laplacian_mv(rj.query_graph(qid[perm]), v[perm])
+    np.testing.assert_allclose(np.asarray(a)[perm], b, atol=1e-12)
+
+
+def test_graph_constructor_errors():
+    with pytest.raises(TypeError, match="qid"):
+        rj.query_graph(np.array([0.5, 1.0]))
+    with pytest.raises(ValueError, match="qid"):
+        rj.query_graph(np.array([], int))
+    with pytest.raises(ValueError, match="y is required"):
+        rj.query_graph(np.array([0, 0]), exclude_ties=True)
+    with pytest.raises(ValueError, match="query_weights"):
+        rj.query_graph(np.array([0, 0, 1]), query_weights=np.ones(3))
+    with pytest.raises(ValueError, match="query_weights"):
+        rj.query_graph(np.array([0, 0, 1]), query_weights=np.array([1.0, -1.0]))
+    with pytest.raises(ValueError, match="head"):
+        rj.preference_graph([0, 5], [1, 2], num_rows=3)
+    with pytest.raises(ValueError, match="itself"):
+        rj.preference_graph([0, 1], [1, 1], num_rows=3)
+    with pytest.raises(ValueError, match="magnitudes > 0"):
+        rj.preference_graph([0], [1], [0.0], num_rows=2, cost="inverse")
+    with pytest.raises(ValueError, match="cost"):
+        rj.preference_graph([0], [1], num_rows=2, cost="hinge")
+    with pytest.raises(TypeError, match="head"):
+        rj.preference_graph([0.0], [1], num_rows=2)
