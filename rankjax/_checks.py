@@ -148,7 +148,8 @@ def resolve_segments(qid, num_queries, m: int, name: str = "qid"):
     (checked when concrete) and may be traced.
     """
     if qid is None:
-        return jnp.zeros((m,), jnp.int32), 1
+        # the barrier keeps XLA from constant-folding segment sums over a constant id array
+        return jax.lax.optimization_barrier(jnp.zeros((m,), jnp.int32)), 1
     if num_queries is None:
         s = segment_ids(qid, name)
         if s.seg.shape[0] != m:
@@ -156,7 +157,7 @@ def resolve_segments(qid, num_queries, m: int, name: str = "qid"):
         return jnp.asarray(s.seg), s.num_queries
     if not isinstance(num_queries, (int, np.integer)) or num_queries < 1:
         raise TypeError("num_queries must be a positive Python int (static)")
-    dtype = getattr(qid, "dtype", np.asarray(qid).dtype)
+    dtype = qid.dtype if hasattr(qid, "dtype") else np.asarray(qid).dtype
     if not np.issubdtype(dtype, np.integer):
         raise TypeError(f"{name} must be an integer array, got dtype {dtype}")
     if np.ndim(qid) != 1 or np.shape(qid)[0] != m:

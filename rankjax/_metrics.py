@@ -68,14 +68,31 @@ def _run_ids(*sorted_keys):
     return jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.cumsum(new, dtype=jnp.int32)])
 
 
+def _count_sum(c, seg, Q, dtype, bits: int = 31):
+    """Exact per-segment sum of non-negative int32 counts ``c < 2^bits``, as ``dtype``.
+
+    Pair counts reach m^2/2, beyond float32's 24-bit mantissa and int32. With
+    x64 on the sum is done in int64; otherwise ``c`` is split into base-256
+    digits whose per-segment sums fit int32 (exact for up to 2^23 rows), and the
+    digit sums are combined in floating point (one rounding each).
+    """
+    if jax.config.jax_enable_x64:
+        return jax.ops.segment_sum(c.astype(jnp.int64), seg, num_segments=Q).astype(dtype)
+    total = jnp.zeros(Q, dtype)
+    for d in range(-(-bits // 8)):
+        digit = (c >> (8 * d)) & 255
+        total = total + jax.ops.segment_sum(digit, seg, num_segments=Q).astype(dtype) * (256.0 ** d)
+    return total
+
+
 def _tied_pairs(seg, Q, dtype, *keys):
     """``[Q]``: number of pairs inside each query that are equal on all ``keys``."""
     m = seg.shape[0]
     ops = lax.sort((seg, *keys), num_keys=1 + len(keys))
     s_seg = ops[0]
     rid = _run_ids(*ops)
-    size = jax.ops.segment_sum(jnp.ones(m, dtype), rid, num_segments=m)
-    return jax.ops.segment_sum((size[rid] - 1) / 2, s_seg, num_segments=Q)
+    size = jax.ops.segment_sum(jnp.ones(m, jnp.int32), rid, num_segments=m)
+    return _count_sum(size[rid] - 1, s_seg, Q, dtype) / 2
 
 
 def _strict_discordant(f, y, seg, Q, dtype):
@@ -98,7 +115,7 @@ def _strict_discordant(f, y, seg, Q, dtype):
     P = 1 << max(1, (m - 1).bit_length())
     arr = jnp.concatenate([seq, jnp.full(P - m, m, jnp.int32)])
     out = jnp.zeros(Q + 1, dtype)
-    b = 1
+    b, level = 1, 0
     while b < P:
         blocks = arr.reshape(P // (2 * b), 2 * b)
         is_right = (jnp.arange(2 * b) >= b).astype(jnp.int32)
@@ -106,10 +123,10 @@ def _strict_discordant(f, y, seg, Q, dtype):
         vals, tags = lax.sort((blocks, tag), dimension=1, num_keys=2)
         left_le = jnp.cumsum(1 - tags, axis=1)          # left elements <= value so far
         greater = jnp.where(tags == 1, b - left_le, 0)  # left elements > a right value
-        out = out + jax.ops.segment_sum(greater.reshape(-1).astype(dtype),
-                                        seg_of_g[vals.reshape(-1)], num_segments=Q + 1)
+        out = out + _count_sum(greater.reshape(-1), seg_of_g[vals.reshape(-1)], Q + 1, dtype,
+                               bits=level + 1)
         arr = vals.reshape(-1)
-        b *= 2
+        b, level = 2 * b, level + 1
     return out[:Q]
 
 
@@ -123,8 +140,8 @@ class _PairStats(NamedTuple):
 
 def _pair_stats(f, y, seg, Q):
     dtype = f.dtype
-    n = jax.ops.segment_sum(jnp.ones_like(f), seg, num_segments=Q)
-    all_pairs = n * (n - 1) / 2
+    n = jax.ops.segment_sum(jnp.ones(f.shape, jnp.int32), seg, num_segments=Q)
+    all_pairs = n.astype(dtype) * (n - 1).astype(dtype) / 2
     y_ties = _tied_pairs(seg, Q, dtype, y)
     f_ties = _tied_pairs(seg, Q, dtype, f)
     fy_ties = _tied_pairs(seg, Q, dtype, y, f)

@@ -1,0 +1,158 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rankjax as rj
+import reference as ref
+from conftest import random_qids
+
+
+def data(rng, m=60, levels=3, score_levels=4):
+    qid = random_qids(rng, m, num_queries=8, singletons=2)
+    y = rng.integers(0, levels, m).astype(float)
+    q_allties = np.unique(qid)[0]
+    y[qid == q_allties] = 1.0                                   # a query of all-tied labels
+    f = rng.integers(0, score_levels, m).astype(float)         # many score ties
+    return f, y, qid
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pairwise_measures_equal_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    f, y, qid = data(rng)
+    assert abs(float(rj.pairwise_error(f, y, qid)) - ref.pairwise_error(f, y, qid)) < 1e-12
+    assert abs(float(rj.cindex(f, y, qid)) - (1 - ref.pairwise_error(f, y, qid))) < 1e-12
+    assert abs(float(rj.disagreement_error(f, y, qid))
+               - ref.pairwise_error(f, y, qid, tie=1.0)) < 1e-12
+    assert abs(float(rj.kendall_tau_b(f, y, qid)) - ref.kendall_tau_b(f, y, qid)) < 1e-12
+    # global ranking, continuous scores and labels
+    g, z = rng.standard_normal(50), rng.standard_normal(50)
+    assert abs(float(rj.pairwise_error(g, z)) - ref.pairwise_error(g, z)) < 1e-12
+    yb = (z > 0).astype(float)
+    assert abs(float(rj.auc(g, yb)) - (1 - ref.pairwise_error(g, yb))) < 1e-12
+
+
+def test_per_query_values_and_validity(rng):
+    f, y, qid = data(rng)
+    r = rj.pairwise_error(f, y, qid, per_query=True)
+    uq = np.unique(qid)
+    for c, q in enumerate(uq):
+        rows = qid == q
+        expect = ref.pairwise_error(f[rows], y[rows])
+        if np.isnan(expect):
+            assert not bool(r.valid[c])
+        else:
+            assert bool(r.valid[c]) and abs(float(r.values[c]) - expect) < 1e-12
+
+
+def test_kendall_matches_scipy(rng):
+    from scipy.stats import kendalltau
+    f, y = rng.integers(0, 5, 40).astype(float), rng.integers(0, 3, 40).astype(float)
+    assert abs(float(rj.kendall_tau_b(f, y)) - kendalltau(f, y).statistic) < 1e-12
+
+
+@pytest.mark.parametrize("k", [1, 3, 5, None])
+@pytest.mark.parametrize("gain", ["exp2", "linear"])
+@pytest.mark.parametrize("ties", ["average", "stable"])
+@pytest.mark.parametrize("no_relevant", ["skip", "one", "zero"])
+def test_ndcg_equals_brute_force(k, gain, ties, no_relevant):
+    rng = np.random.default_rng(3)
+    m = 36
+    qid = rng.permutation(np.repeat(np.arange(6) * 5 + 11, 6))    # 6 queries of size 6
+    y = rng.integers(0, 3, m).astype(float)
+    y[qid == 11] = 0                                              # no relevant document
+    f = rng.integers(0, 3, m).astype(float)                       # heavy ties
+    got = float(rj.ndcg(f, y, qid, k=k, gain=gain, ties=ties, no_relevant=no_relevant))
+    assert abs(got - ref.ndcg(f, y, qid, k=k, gain=gain, ties=ties,
+                              no_relevant=no_relevant)) < 1e-12
+
+
+def test_ndcg_matches_sklearn(rng):
+    sklearn_metrics = pytest.importorskip("sklearn.metrics")
+    m = 80
+    qid = np.repeat(np.arange(8), 10)
+    y = rng.integers(0, 4, m).astype(float)
+    f = np.round(rng.standard_normal(m), 1)                       # some ties
+    for k in (3, 10):
+        per_q = [sklearn_metrics.ndcg_score(y[qid == q][None], f[qid == q][None], k=k)
+                 for q in range(8)]
+        got = rj.ndcg(f, y, qid, k=k, gain="linear", ties="average", no_relevant="zero")
+        assert abs(float(got) - np.mean(per_q)) < 1e-12
+
+
+@pytest.mark.parametrize("threshold", [1.0, 2.0])
+def test_map_and_precision_equal_brute_force(rng, threshold):
+    f, y, qid = data(rng)
+    got = float(rj.mean_average_precision(f, y, qid, threshold=threshold))
+    assert abs(got - ref.average_precision(f, y, qid, threshold)) < 1e-12
+    for k in (1, 3, 10):
+        got = float(rj.precision_at_k(f, y, qid, k=k, threshold=threshold))
+        assert abs(got - ref.average_precision(f, y, qid, threshold, k=k)) < 1e-12
+
+
+def test_edge_disagreement(rng):
+    f = rng.integers(0, 3, 20).astype(float)
+    h, t = rng.integers(0, 20, 50), rng.integers(0, 20, 50)
+    expect = np.mean([0.5 * (1 - (1 if f[a] - f[b] > 0 else -1)) for a, b in zip(h, t)])
+    assert abs(float(rj.edge_disagreement_error(f, h, t)) - expect) < 1e-12
+
+
+def test_metrics_under_jit_vmap_and_float32(rng):
+    f, y, qid = data(rng)
+    s = rj.segment_ids(qid)
+    F = np.stack([f, -f, f + rng.standard_normal(len(f))])
+    for metric in (rj.pairwise_error, rj.kendall_tau_b, rj.ndcg, rj.mean_average_precision,
+                   rj.precision_at_k, rj.disagreement_error):
+        fn = jax.jit(lambda a, b, c: metric(a, b, c, num_queries=s.num_queries))
+        batched = jax.vmap(fn, in_axes=(0, None, None))(F, y, s.seg)
+        eager = [float(metric(row, y, qid)) for row in F]
+        np.testing.assert_allclose(batched, eager, rtol=1e-12)
+        out32 = fn(jnp.asarray(f, jnp.float32), jnp.asarray(y, jnp.float32), s.seg)
+        assert out32.dtype == jnp.float32
+        np.testing.assert_allclose(out32, eager[0], rtol=1e-5)
+
+
+def test_global_pairwise_error_of_a_million_rows_is_linear_memory():
+    """10^6 rows in one ranking: an O(m^2) method would need 8 TB; this needs O(m)."""
+    rng = np.random.default_rng(1)
+    m = 1_000_000
+    f = rng.standard_normal(m).astype(np.float32)
+    y = (rng.random(m) < 0.3).astype(np.float32)
+    f[: m // 10] = 0.0                                           # a block of score ties
+    err = float(rj.pairwise_error(jnp.asarray(f), jnp.asarray(y)))
+    # exact count by sorting in numpy (positives vs negatives, ties half)
+    pos, neg = np.sort(f[y == 1]), np.sort(f[y == 0])
+    greater = len(neg) - np.searchsorted(neg, pos, side="right")
+    equal = np.searchsorted(neg, pos, side="right") - np.searchsorted(neg, pos, side="left")
+    expect = (greater.sum() + 0.5 * equal.sum()) / (len(pos) * len(neg))
+    assert abs(err - expect) < 1e-7          # float32 result; the counts themselves are exact
+
+
+def test_degenerate_inputs_are_defined(rng):
+    # one query of size 1 and one of all-tied labels: no pair anywhere -> NaN by definition
+    r = rj.pairwise_error([1.0, 2.0, 3.0], [1.0, 1.0, 0.0], [0, 0, 1], per_query=True)
+    assert not np.any(np.asarray(r.valid))
+    assert np.all(np.isfinite(np.asarray(r.values)))
+    assert np.isnan(float(rj.pairwise_error([1.0, 2.0], [1.0, 1.0])))
+    # no relevant document
+    assert float(rj.ndcg([1.0, 2.0], [0.0, 0.0], no_relevant="one")) == 1.0
+    assert float(rj.ndcg([1.0, 2.0], [0.0, 0.0], no_relevant="zero")) == 0.0
+    assert np.isnan(float(rj.ndcg([1.0, 2.0], [0.0, 0.0])))
+
+
+def test_metric_input_errors():
+    with pytest.raises(ValueError, match="scores"):
+        rj.ndcg([1.0, np.nan], [0, 1])
+    with pytest.raises(ValueError, match="y"):
+        rj.pairwise_error([1.0, 2.0], [0, 1, 2])
+    with pytest.raises(TypeError, match="qid"):
+        rj.pairwise_error([1.0, 2.0], [0, 1], [0.5, 1.5])
+    with pytest.raises(ValueError, match="qid"):
+        rj.pairwise_error([1.0, 2.0], [0, 1], [0, 5], num_queries=2)
+    with pytest.raises(ValueError, match="k"):
+        rj.ndcg([1.0, 2.0], [0, 1], k=0)
+    with pytest.raises(ValueError, match="auc"):
+        rj.auc([1.0, 2.0], [0, 2])
+    with pytest.raises(ValueError, match="empty"):
+        rj.ndcg(np.zeros(0), np.zeros(0))
