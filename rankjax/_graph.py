@@ -370,7 +370,13 @@ def laplacian_mv(graph: Graph, v) -> Array:
 
 
 def has_sqrt(graph: Graph) -> bool:
-    """True when ``S = L^{1/2}`` is a segment operation (no tie exclusion)."""
+    """True when ``S = L^{1/2}`` is a segment operation (no tie exclusion).
+
+    Example:
+      >>> has_sqrt(query_graph(np.array([0, 0]))), has_sqrt(query_graph(
+      ...     np.array([0, 0]), np.array([1., 1.]), exclude_ties=True))
+      (True, False)
+    """
     return isinstance(graph, IdentityGraph) or (
         isinstance(graph, QueryGraph) and graph.group_seg is None)
 
@@ -414,12 +420,24 @@ def _incidence_mv(graph: PreferenceGraph, u):
 
 
 def incidence_t_mv(graph: PreferenceGraph, v) -> Array:
-    """``M^T v = w ⊙ (v[head] - v[tail])``: ``[m(, k)] -> [l(, k)]`` (gathers only)."""
+    """``M^T v = w ⊙ (v[head] - v[tail])``: ``[m(, k)] -> [l(, k)]`` (gathers only).
+
+    Example:
+      >>> g = preference_graph([0, 2], [1, 1], num_rows=3)
+      >>> print(np.asarray(incidence_t_mv(g, np.array([5., 1., 3.]))))
+      [4. 2.]
+    """
     return _incidence_t_mv(graph, jnp.asarray(v))
 
 
 def incidence_mv(graph: PreferenceGraph, u) -> Array:
-    """``M u``: ``[l(, k)] -> [m(, k)]`` by two segment sums."""
+    """``M u``: ``[l(, k)] -> [m(, k)]`` by two segment sums (``M = [w_t (e_h - e_j)]``).
+
+    Example:
+      >>> g = preference_graph([0, 2], [1, 1], num_rows=3)
+      >>> print(np.asarray(incidence_mv(g, np.array([1., 2.]))))
+      [ 1. -3.  2.]
+    """
     return _incidence_mv(graph, jnp.asarray(u))
 
 
@@ -427,6 +445,12 @@ def laplacian_dense(graph: Graph, dtype=None) -> Array:
     """The dense ``[m, m]`` Laplacian (O(m^2) memory; for the dual and for tests).
 
     Built as ``L I`` with :func:`laplacian_mv`, so it is exact for every graph.
+
+    Example:
+      >>> print(laplacian_dense(query_graph(np.array([0, 0, 1]))))
+      [[ 0.5 -0.5  0. ]
+       [-0.5  0.5  0. ]
+       [ 0.   0.   0. ]]
     """
     m = num_rows(graph)
     dtype = dtype or jnp.result_type(float)
@@ -439,7 +463,13 @@ def num_rows(graph: Graph) -> int:
 
 
 def query_pair_counts(graph: QueryGraph, dtype=None) -> Array:
-    """``[Q]`` number of pairs (edges) inside each query, ties excluded if so built."""
+    """``[Q]`` number of pairs (edges) inside each query, ties excluded if so built.
+
+    Example:
+      >>> g = query_graph(np.array([0, 0, 0, 1]), np.array([1., 1., 2., 0.]), exclude_ties=True)
+      >>> print(np.asarray(query_pair_counts(g)))
+      [2. 0.]
+    """
     dtype = dtype or jnp.result_type(float)
     ones = jnp.ones(graph.seg.shape, dtype)
     n = _seg_sum(ones, graph.seg, graph.num_queries)

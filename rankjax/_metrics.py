@@ -301,7 +301,7 @@ def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[
 
     Example:
       >>> print(f"{float(ndcg([3., 2., 1.], [0, 1, 2], k=None, gain='linear')):.4f}")
-      0.7899
+      0.6199
     """
     _check_k(k)
     if gain not in ("exp2", "linear"):

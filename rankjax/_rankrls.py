@@ -17,6 +17,8 @@ from jax.experimental import sparse
 from ._checks import check_lam, check_matrix, check_targets
 from ._graph import (Graph, IdentityGraph, PreferenceGraph, QueryGraph, has_sqrt,
                      incidence_mv, laplacian_mv, laplacian_sqrt_mv)
+import numpy as np
+
 from ._kernels import Kernel, kernel_matrix
 from ._ridge import ridge_solve
 
@@ -120,6 +122,15 @@ def primal_system(X, y, graph: Graph, *, block_size: Optional[int] = None):
 
     Returns:
       ``(G [n, n], b [n] or [n, k])``.
+
+    Example:
+      >>> import rankjax as rj
+      >>> X = np.array([[1., 0.], [0., 1.], [2., 2.]])
+      >>> G, b = rj.primal_system(X, np.array([1., 0., 0.]), rj.global_graph(3))
+      >>> print(np.round(np.asarray(G), 4)); print(np.round(np.asarray(b), 4))
+      [[6. 3.]
+       [3. 6.]]
+      [ 0. -3.]
     """
     dtype = X.dtype
     if isinstance(X, sparse.BCOO):
@@ -154,12 +165,12 @@ def rankrls_primal(X, y, graph: Graph, *, lam, block_size: Optional[int] = None)
       :class:`LinearModel` with ``weights`` ``[n]`` or ``[n, k]`` (dtype of X).
 
     Example:
-      >>> import numpy as np
+      >>> import numpy as np, rankjax as rj
       >>> X = np.array([[1., 0.], [0., 1.], [1., 1.], [2., 0.]])
       >>> y, qid = np.array([1., 0., 2., 1.]), np.array([0, 0, 0, 1])
-      >>> model = rankrls_primal(X, y, query_graph(qid), lam=0.1)
+      >>> model = rj.rankrls_primal(X, y, rj.query_graph(qid), lam=0.1)
       >>> print(np.round(np.asarray(model.weights), 4))
-      [0.9524 0.4762]
+      [1.6084 0.6993]
     """
     X, y = _check_inputs(X, y, graph, lam)
     G, b = primal_system(X, y, graph, block_size=block_size)
@@ -186,12 +197,12 @@ def rankrls_dual(K, y, graph: Graph, *, lam) -> DualModel:
       :class:`DualModel` with ``coef`` ``A``; predict with ``K_test @ coef``.
 
     Example:
-      >>> import numpy as np
+      >>> import numpy as np, rankjax as rj
       >>> X = np.array([[1., 0.], [0., 1.], [1., 1.], [2., 0.]])
       >>> y, qid = np.array([1., 0., 2., 1.]), np.array([0, 0, 0, 1])
-      >>> a = rankrls_dual(X @ X.T, y, query_graph(qid), lam=0.1).coef
+      >>> a = rj.rankrls_dual(X @ X.T, y, rj.query_graph(qid), lam=0.1).coef
       >>> print(np.round(np.asarray(X.T @ a), 4))   # equals the primal weights
-      [0.9524 0.4762]
+      [1.6084 0.6993]
     """
     K, y = _check_inputs(K, y, graph, lam, "K")
     if isinstance(K, sparse.BCOO):
@@ -214,10 +225,11 @@ def rankrls_kernel(X, y, graph: Graph, *, lam, kernel: Kernel,
     """Kernel RankRLS from features: evaluates ``K = k(X, X)`` then :func:`rankrls_dual`.
 
     Example:
-      >>> import numpy as np
+      >>> import numpy as np, rankjax as rj
       >>> X = np.array([[0.], [1.], [2.], [3.]]); y = np.array([0., 1., 2., 3.])
-      >>> model = rankrls_kernel(X, y, global_graph(4), lam=0.01, kernel=gaussian_kernel(0.5))
-      >>> f = predict(model, np.array([[0.5], [2.5]]))
+      >>> model = rj.rankrls_kernel(X, y, rj.global_graph(4), lam=0.01,
+      ...                           kernel=rj.gaussian_kernel(0.5))
+      >>> f = rj.predict(model, np.array([[0.5], [2.5]]))
       >>> bool(f[1] > f[0])
       True
     """
@@ -238,6 +250,10 @@ def predict(model, X, *, block_size: Optional[int] = None):
 
     Returns:
       ``[m_test]`` or ``[m_test, k]`` scores.
+
+    Example:
+      >>> print(np.asarray(predict(LinearModel(np.array([1., -1.])), np.array([[2., 1.]]))))
+      [1.]
     """
     if isinstance(model, LinearModel):
         X = check_matrix(X)

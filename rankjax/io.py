@@ -63,6 +63,14 @@ def read_svmlight(path, *, num_features: Optional[int] = None, sparse: bool = Fa
       ValueError: a malformed line (the message names the file and line
         number), mixed lines with and without ``qid``, or a group file whose
         sizes do not add up to the number of rows.
+
+    Example:
+      >>> import tempfile, pathlib
+      >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.txt"
+      >>> _ = p.write_text("2 qid:7 1:0.5 3:1 # doc a\\n0 qid:7 2:0.25\\n")
+      >>> d = read_svmlight(p)
+      >>> d.X.tolist(), d.y.tolist(), d.qid.tolist(), d.comments
+      ([[0.5, 0.0, 1.0], [0.0, 0.25, 0.0]], [2.0, 0.0], [7, 7], ['doc a', ''])
     """
     labels, qids, rows, cols, vals, comments = [], [], [], [], [], []
     has_qid = None
@@ -149,7 +157,15 @@ def _fmt(v: float) -> str:
 def write_svmlight(path, X, y, qid=None, comments=None, *, zero_based: bool = False) -> None:
     """Writes ``X, y, qid`` in SVMlight/LETOR format (zeros omitted, 1-based
     indices unless ``zero_based``); values are written with full precision so
-    :func:`read_svmlight` returns them exactly."""
+    :func:`read_svmlight` returns them exactly.
+
+    Example:
+      >>> import tempfile, pathlib
+      >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.txt"
+      >>> write_svmlight(p, np.array([[0.5, 0.0]]), [1.0], qid=[3])
+      >>> p.read_text()
+      '1 qid:3 1:0.5\\n'
+    """
     Xc = sp.csr_matrix(X)
     y = np.asarray(y, np.float64)
     m = Xc.shape[0]
@@ -175,7 +191,14 @@ def write_svmlight(path, X, y, qid=None, comments=None, *, zero_based: bool = Fa
 
 
 def read_groups(path) -> np.ndarray:
-    """Reads a LightGBM group file (one positive query size per line)."""
+    """Reads a LightGBM group file (one positive query size per line).
+
+    Example:
+      >>> import tempfile, pathlib
+      >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.query"
+      >>> write_groups(p, [2, 3]); read_groups(p).tolist()
+      [2, 3]
+    """
     sizes = []
     with _open(path) as fh:
         for lineno, line in enumerate(fh, 1):
@@ -192,7 +215,14 @@ def read_groups(path) -> np.ndarray:
 
 
 def write_groups(path, sizes) -> None:
-    """Writes query sizes one per line (LightGBM ``*.query``)."""
+    """Writes query sizes one per line (LightGBM ``*.query``).
+
+    Example:
+      >>> import tempfile, pathlib
+      >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.query"
+      >>> write_groups(p, [4, 1]); p.read_text()
+      '4\\n1\\n'
+    """
     with open(os.fspath(path), "w", encoding="utf-8") as fh:
         fh.writelines(f"{int(s)}\n" for s in sizes)
 
@@ -231,6 +261,13 @@ def read_preferences(path):
 
     Returns:
       ``(head, tail, magnitude)`` numpy arrays, ready for ``preference_graph``.
+
+    Example:
+      >>> import tempfile, pathlib
+      >>> p = pathlib.Path(tempfile.mkdtemp()) / "prefs.txt"
+      >>> _ = p.write_text("0 1 2.5\\n3 2\\n")
+      >>> [a.tolist() for a in read_preferences(p)]
+      [[0, 3], [1, 2], [2.5, 1.0]]
     """
     h, t, mag = [], [], []
     with _open(path) as fh:
@@ -255,7 +292,14 @@ def read_preferences(path):
 
 
 def write_preferences(path, head, tail, magnitude=None) -> None:
-    """Writes edges as ``h j magnitude`` lines."""
+    """Writes edges as ``h j magnitude`` lines.
+
+    Example:
+      >>> import tempfile, pathlib
+      >>> p = pathlib.Path(tempfile.mkdtemp()) / "prefs.txt"
+      >>> write_preferences(p, [0], [1], [0.5]); p.read_text()
+      '0 1 0.5\\n'
+    """
     head, tail = np.asarray(head), np.asarray(tail)
     mag = np.ones(head.shape[0]) if magnitude is None else np.asarray(magnitude)
     with open(os.fspath(path), "w", encoding="utf-8") as fh:
@@ -285,7 +329,13 @@ def normalize_per_query(X, qid) -> np.ndarray:
 
 
 def to_bcoo(X, dtype=None):
-    """``scipy.sparse`` matrix (or dense array) -> ``jax.experimental.sparse.BCOO``."""
+    """``scipy.sparse`` matrix (or dense array) -> ``jax.experimental.sparse.BCOO``.
+
+    Example:
+      >>> B = to_bcoo(sp.csr_matrix(np.array([[0., 2.], [1., 0.]])))
+      >>> B.nse, np.asarray(B.todense()).tolist()
+      (2, [[0.0, 2.0], [1.0, 0.0]])
+    """
     import jax.numpy as jnp
     from jax.experimental import sparse as jsparse
     if not sp.issparse(X):
@@ -297,7 +347,15 @@ def to_bcoo(X, dtype=None):
 
 
 def save_model(path, weights, **meta) -> None:
-    """Saves linear weights ``[n]`` or ``[n, k]`` and scalar metadata to ``.npz``."""
+    """Saves linear weights ``[n]`` or ``[n, k]`` and scalar metadata to ``.npz``.
+
+    Example:
+      >>> import tempfile, pathlib
+      >>> p = pathlib.Path(tempfile.mkdtemp()) / "m.npz"
+      >>> save_model(p, np.array([0.5, -1.0]), lam=10.0)
+      >>> w, meta = load_model(p); w.tolist(), meta
+      ([0.5, -1.0], {'lam': 10.0})
+    """
     arrays = {"weights": np.asarray(weights)}
     for k, v in meta.items():
         arrays[f"meta_{k}"] = np.asarray(v)
@@ -306,7 +364,15 @@ def save_model(path, weights, **meta) -> None:
 
 
 def load_model(path):
-    """Loads what :func:`save_model` wrote: ``(weights, meta_dict)``."""
+    """Loads what :func:`save_model` wrote: ``(weights, meta_dict)``.
+
+    Example:
+      >>> import tempfile, pathlib
+      >>> p = pathlib.Path(tempfile.mkdtemp()) / "m.npz"
+      >>> save_model(p, np.ones(2), graph="normalized")
+      >>> load_model(p)[1]
+      {'graph': 'normalized'}
+    """
     with np.load(os.fspath(path)) as z:
         if "weights" not in z:
             raise ValueError(f"{path} is not a rankjax model file (no 'weights')")

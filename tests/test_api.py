@@ -1,0 +1,41 @@
+"""Public surface: docstrings with examples; module layering (DESIGN.md)."""
+import ast
+import inspect
+import pathlib
+
+import rankjax as rj
+from rankjax import io
+
+PKG = pathlib.Path(rj.__file__).parent
+ORDER = ["_checks", "_graph", "_kernels", "_ridge", "_rankrls", "_cv", "_cg", "_kpcrank",
+         "_ranksvm", "_gp", "_rankboost", "_metrics", "_synthetic", "_distributed", "io",
+         "estimators", "cli", "__main__", "__init__"]
+
+
+def public_names():
+    for mod in (rj, io):
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if inspect.isfunction(obj) or inspect.isclass(obj):
+                yield f"{mod.__name__}.{name}", obj
+
+
+def test_every_public_name_has_a_docstring_with_an_example():
+    missing = [n for n, obj in public_names()
+               if not obj.__doc__ or (inspect.isfunction(obj) and ">>>" not in obj.__doc__)]
+    assert not missing, f"public names without a docstring/example: {missing}"
+
+
+def test_modules_import_only_from_modules_above():
+    for path in PKG.glob("*.py"):
+        name = path.stem
+        if name not in ORDER:
+            raise AssertionError(f"{name} is not placed in the layering order of test_api.py")
+        rank = ORDER.index(name)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                targets = [node.module] if node.module else [a.name for a in node.names]
+                for t in targets:
+                    t = t.split(".")[0]
+                    if t in ORDER:
+                        assert ORDER.index(t) < rank, f"{name} imports {t} from below"

@@ -1,0 +1,91 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from conftest import LAMBDARANK
+from rankjax import io
+
+needs_data = pytest.mark.skipif(not (LAMBDARANK / "rank.train").exists(),
+                                reason="../shared/data/lambdarank_sample not present")
+
+
+@needs_data
+def test_reads_lambdarank_sample():
+    d = io.read_svmlight(LAMBDARANK / "rank.train")
+    assert d.X.shape == (3005, 300)
+    assert set(np.unique(d.y)) <= {0, 1, 2, 3, 4}
+    sizes = io.read_groups(LAMBDARANK / "rank.train.query")
+    assert len(sizes) == 201 and sizes.sum() == 3005
+    np.testing.assert_array_equal(io.qid_to_groups(d.qid), sizes)
+    s = io.read_svmlight(LAMBDARANK / "rank.test", sparse=True, num_features=300)
+    assert sp.issparse(s.X) and s.X.shape == (768, 300) and len(np.unique(s.qid)) == 50
+    assert 0.0 <= s.X.min() and s.X.max() <= 1.0
+
+
+def test_write_then_read_round_trips(tmp_path, rng):
+    X = np.where(rng.random((20, 7)) < 0.5, 0.0, rng.standard_normal((20, 7)))
+    y = rng.integers(0, 5, 20).astype(float)
+    qid = np.repeat([10, 3, 7, 42], 5)
+    comments = [f"doc{i}" if i % 3 else "" for i in range(20)]
+    path = tmp_path / "data.txt"
+    io.write_svmlight(path, X, y, qid, comments)
+    d = io.read_svmlight(path, num_features=7)
+    np.testing.assert_array_equal(d.X, X)
+    np.testing.assert_array_equal(d.y, y)
+    np.testing.assert_array_equal(d.qid, qid)
+    assert d.comments == comments
+    # group files instead of qid
+    io.write_svmlight(tmp_path / "g.txt", X, y)
+    io.write_groups(tmp_path / "g.txt.query", io.qid_to_groups(qid))
+    g = io.read_svmlight(tmp_path / "g.txt", num_features=7)
+    np.testing.assert_array_equal(io.qid_to_groups(g.qid), [5, 5, 5, 5])
+    # preferences
+    io.write_preferences(tmp_path / "p.txt", [0, 2], [1, 0], [1.5, 2.0])
+    h, t, mag = io.read_preferences(tmp_path / "p.txt")
+    assert h.tolist() == [0, 2] and t.tolist() == [1, 0] and mag.tolist() == [1.5, 2.0]
+
+
+@pytest.mark.parametrize("line,msg", [
+    ("1 qid:1 3:0.5 x:1", "line 2"),
+    ("abc qid:1 1:0.5", "line 2"),
+    ("1 qid:z 1:0.5", "line 2"),
+    ("1 qid:1 0:0.5", "line 2"),
+    ("1 qid:1 2:0.5 1:0.3", "line 2"),
+    ("1 2:0.5", "line 2"),
+    ("1 qid:1 2:nan", "line 2"),
+])
+def test_malformed_lines_name_the_line(tmp_path, line, msg):
+    path = tmp_path / "bad.txt"
+    path.write_text("0 qid:1 1:0.25 # ok\n" + line + "\n")
+    with pytest.raises(ValueError, match=msg):
+        io.read_svmlight(path)
+
+
+def test_other_file_errors(tmp_path):
+    (tmp_path / "e.txt").write_text("\n# only a comment\n")
+    with pytest.raises(ValueError, match="no data"):
+        io.read_svmlight(tmp_path / "e.txt")
+    (tmp_path / "q.txt").write_text("1 1:1\n0 1:2\n")
+    (tmp_path / "q.txt.query").write_text("3\n")
+    with pytest.raises(ValueError, match="add up"):
+        io.read_svmlight(tmp_path / "q.txt")
+    (tmp_path / "p.txt").write_text("0 1\n0 x\n")
+    with pytest.raises(ValueError, match="line 2"):
+        io.read_preferences(tmp_path / "p.txt")
+    (tmp_path / "w.txt").write_text("1 qid:1 5:1\n")
+    with pytest.raises(ValueError, match="num_features"):
+        io.read_svmlight(tmp_path / "w.txt", num_features=3)
+    with pytest.raises(ValueError, match="contiguous"):
+        io.qid_to_groups([1, 2, 1])
+
+
+def test_normalize_per_query_and_bcoo(rng):
+    X = rng.standard_normal((12, 3))
+    qid = np.repeat([5, 1, 9], 4)
+    Z = io.normalize_per_query(X, qid)
+    for q in (5, 1, 9):
+        rows = Z[qid == q]
+        np.testing.assert_allclose(rows.min(0), 0)
+        np.testing.assert_allclose(rows.max(0), 1)
+    B = io.to_bcoo(sp.csr_matrix(np.where(X > 0, X, 0)))
+    np.testing.assert_array_equal(np.asarray(B.todense()), np.where(X > 0, X, 0))

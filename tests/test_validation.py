@@ -1,0 +1,88 @@
+"""Bad input at the public boundary raises a clear error naming the argument."""
+import numpy as np
+import pytest
+
+import rankjax as rj
+
+
+@pytest.fixture
+def good(rng):
+    X = rng.standard_normal((6, 2))
+    y = rng.standard_normal(6)
+    qid = np.array([0, 0, 0, 1, 1, 1])
+    return X, y, qid
+
+
+def test_nan_inf(good):
+    X, y, qid = good
+    g = rj.query_graph(qid)
+    Xn = X.copy(); Xn[1, 1] = np.nan
+    with pytest.raises(ValueError, match="X contains NaN"):
+        rj.rankrls_primal(Xn, y, g, lam=1.0)
+    yi = y.copy(); yi[0] = np.inf
+    with pytest.raises(ValueError, match="y contains NaN"):
+        rj.rankrls_primal(X, yi, g, lam=1.0)
+    with pytest.raises(ValueError, match="K contains NaN"):
+        rj.rankrls_dual(np.full((6, 6), np.nan), y, g, lam=1.0)
+    with pytest.raises(ValueError, match="y"):
+        rj.query_graph(qid, yi, exclude_ties=True)
+
+
+def test_shapes(good):
+    X, y, qid = good
+    g = rj.query_graph(qid)
+    with pytest.raises(ValueError, match="y has 5 rows"):
+        rj.rankrls_primal(X, y[:5], g, lam=1.0)
+    with pytest.raises(ValueError, match="graph is defined on 6 rows"):
+        rj.rankrls_primal(X[:4], y[:4], g, lam=1.0)
+    with pytest.raises(ValueError, match="X must be 2-D"):
+        rj.rankrls_primal(X[:, 0], y, g, lam=1.0)
+    with pytest.raises(ValueError, match="K must be square"):
+        rj.rankrls_dual(X, y, g, lam=1.0)
+    with pytest.raises(ValueError, match="features"):
+        rj.predict(rj.LinearModel(np.ones(3)), X)
+    with pytest.raises(ValueError, match="y must have shape"):
+        rj.rankrls_primal(X, y[:, None, None] * np.ones((1, 2, 2)), g, lam=1.0)
+    with pytest.raises(ValueError, match="y must be None"):
+        rj.rankrls_primal(X, y, rj.preference_graph([0], [1], num_rows=6), lam=1.0)
+
+
+def test_empty(good):
+    X, y, qid = good
+    with pytest.raises(ValueError, match="X is empty"):
+        rj.rankrls_primal(np.zeros((0, 2)), np.zeros(0), rj.identity_graph(1), lam=1.0)
+    with pytest.raises(ValueError, match="qid is empty"):
+        rj.query_graph(np.zeros(0, int))
+
+
+def test_qid_type(good):
+    X, y, qid = good
+    with pytest.raises(TypeError, match="qid must be an integer"):
+        rj.query_graph(qid.astype(float))
+    with pytest.raises(TypeError, match="qid must be an integer"):
+        rj.ndcg(y, y, qid.astype(str))
+
+
+@pytest.mark.parametrize("lam", [0.0, -1.0, np.nan, np.inf])
+def test_lambda(good, lam):
+    X, y, qid = good
+    with pytest.raises(ValueError, match="lam"):
+        rj.rankrls_primal(X, y, rj.query_graph(qid), lam=lam)
+    with pytest.raises(ValueError, match="lam"):
+        rj.rankrls_dual(X @ X.T, y, rj.query_graph(qid), lam=lam)
+
+
+def test_types(good):
+    X, y, qid = good
+    with pytest.raises(TypeError, match="graph"):
+        rj.rankrls_primal(X, y, qid, lam=1.0)
+    with pytest.raises(TypeError, match="X must be a real"):
+        rj.rankrls_primal(X.astype(complex), y, rj.query_graph(qid), lam=1.0)
+    with pytest.raises(TypeError, match="lam is required"):
+        rj.rankrls_primal(X, y, rj.query_graph(qid), lam=None)
+    with pytest.raises(TypeError, match="kernel"):
+        rj.kernel_matrix("rbf", X)
+    with pytest.raises(ValueError, match="gamma"):
+        rj.gaussian_kernel(-1.0)
+    with pytest.raises(TypeError, match="model"):
+        rj.predict(object(), X)
