@@ -110,6 +110,12 @@ def _bcoo_gram(X: sparse.BCOO, graph, block_size: Optional[int]):
     return (G + G.T) / 2
 
 
+def _tdot(Z, t):
+    """``Z^T t`` as a contraction over rows (``Z.T @ t`` is several times slower on CPU
+    when XLA fuses the producer of ``Z`` into a transposed matrix-vector product)."""
+    return jnp.einsum("mn,m...->n...", Z, t, precision=_HI)
+
+
 def primal_system(X, y, graph: Graph, *, block_size: Optional[int] = None):
     """The normal equations of primal RankRLS: ``G = X^T L X``, ``b = X^T L y``.
 
@@ -139,10 +145,10 @@ def primal_system(X, y, graph: Graph, *, block_size: Optional[int] = None):
     if has_sqrt(graph):
         Z = laplacian_sqrt_mv(graph, X)
         t = laplacian_sqrt_mv(graph, y)
-        return jnp.matmul(Z.T, Z, precision=_HI), jnp.matmul(Z.T, t, precision=_HI)
+        return jnp.matmul(Z.T, Z, precision=_HI), _tdot(Z, t)
     Xc = _centre_for(graph, X)
     G = jnp.matmul(Xc.T, laplacian_mv(graph, Xc), precision=_HI)
-    b = jnp.matmul(Xc.T, _rhs(graph, y, dtype), precision=_HI)
+    b = _tdot(Xc, _rhs(graph, y, dtype))
     return (G + G.T) / 2, b
 
 

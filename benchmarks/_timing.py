@@ -1,0 +1,33 @@
+"""Shared timing for the benchmarks: compile time apart, median of >= 3 warm runs,
+``block_until_ready``; results printed as JSON lines."""
+import json
+import statistics
+import time
+
+import jax
+
+
+def device_name():
+    d = jax.devices()[0]
+    return f"{d.platform}:{getattr(d, 'device_kind', '')}".rstrip(":")
+
+
+def time_jitted(fn, *args, repeats=3):
+    """(compile_s, median_run_s, output) of ``jax.jit(fn)(*args)``."""
+    jitted = jax.jit(fn)
+    t0 = time.perf_counter()
+    compiled = jitted.lower(*args).compile()
+    compile_s = time.perf_counter() - t0
+    out = jax.block_until_ready(compiled(*args))          # warm-up
+    runs = []
+    for _ in range(max(3, repeats)):
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(compiled(*args))
+        runs.append(time.perf_counter() - t0)
+    return compile_s, statistics.median(runs), out
+
+
+def emit(**fields):
+    fields.setdefault("device", device_name())
+    print(json.dumps({k: (round(v, 6) if isinstance(v, float) else v) for k, v in fields.items()}),
+          flush=True)
