@@ -18,6 +18,11 @@ from ._rankrls import (
     DualModel as DualModel, KernelModel as KernelModel, LinearModel as LinearModel,
     predict as predict, primal_system as primal_system, rankrls_dual as rankrls_dual,
     rankrls_kernel as rankrls_kernel, rankrls_primal as rankrls_primal)
+from ._path import (
+    DualPath as DualPath, PrimalPath as PrimalPath, Selection as Selection,
+    SparsePath as SparsePath, nystrom_features as nystrom_features,
+    rankrls_dual_path as rankrls_dual_path, rankrls_primal_path as rankrls_primal_path,
+    rankrls_sparse_path as rankrls_sparse_path, select_lambda as select_lambda)
 from ._metrics import (
     PerQuery as PerQuery, auc as auc, cindex as cindex,
     disagreement_error as disagreement_error,

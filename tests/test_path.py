@@ -1,0 +1,187 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rankjax as rj
+from conftest import random_qids
+from reference import laplacian_from_edges, laplacian_from_pairs, query_pairs
+
+LAMS = np.array([1e-3, 0.05, 1.0, 30.0, 1e3])
+
+
+def rel(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return np.max(np.abs(a - b)) / np.max(np.abs(b))
+
+
+def graphs(rng, qid, labels, m):
+    head = rng.integers(0, m, 3 * m)
+    tail = (head + rng.integers(1, m, 3 * m)) % m
+    return {
+        "normalized": (rj.query_graph(qid), True),
+        "unnormalized": (rj.query_graph(qid, normalized=False), True),
+        "ties": (rj.query_graph(qid, labels, exclude_ties=True), True),
+        "pairs-weighted": (rj.query_graph(qid, labels, query_weights="pairs"), True),
+        "global": (rj.global_graph(m), True),
+        "rls": (rj.identity_graph(m), True),
+        "edges": (rj.preference_graph(head, tail, rng.random(3 * m) + 0.5, num_rows=m), False),
+    }
+
+
+def data(rng, m=40, n=6, k=None):
+    qid = random_qids(rng, m)
+    X = rng.standard_normal((m, n)) + 1.0
+    labels = rng.integers(0, 3, m).astype(float)
+    y = labels if k is None else np.column_stack([labels] + [rng.standard_normal(m)
+                                                             for _ in range(k - 1)])
+    return X, y, labels, qid
+
+
+@pytest.mark.parametrize("k", [None, 5])
+def test_primal_path_equals_single_solves(rng, k):
+    X, y, labels, qid = data(rng, k=k)
+    Xv = rng.standard_normal((7, X.shape[1]))
+    for name, (g, scored) in graphs(rng, qid, labels, len(labels)).items():
+        yy = y if scored else None
+        if name == "ties" and k is not None:
+            continue
+        p = rj.rankrls_primal_path(X, yy, g, lams=LAMS, X_valid=Xv, train_scores=True)
+        assert p.weights.shape == (len(LAMS), X.shape[1]) + (() if k is None or not scored else (k,))
+        for i, lam in enumerate(LAMS):
+            w = rj.rankrls_primal(X, yy, g, lam=lam).weights
+            assert rel(p.weights[i], w) < 1e-8, (name, lam)
+            np.testing.assert_allclose(p.train_scores[i], X @ np.asarray(w), rtol=1e-8, atol=1e-10)
+            np.testing.assert_allclose(p.valid_scores[i], Xv @ np.asarray(w), rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("k", [None, 5])
+def test_dual_path_equals_single_solves(rng, k):
+    X, y, labels, qid = data(rng, m=30, k=k)
+    K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.2), X))
+    Kv = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.2), X[:4] + 0.1, X))
+    for name, (g, scored) in graphs(rng, qid, labels, len(labels)).items():
+        if name == "ties" and k is not None:
+            continue
+        yy = y if scored else None
+        p = rj.rankrls_dual_path(K, yy, g, lams=LAMS, K_valid=Kv)
+        for i, lam in enumerate(LAMS):
+            a = np.asarray(rj.rankrls_dual(K, yy, g, lam=lam).coef)
+            # compare fitted scores (A itself is unique only up to null(L K) directions)
+            assert rel(p.train_scores[i], K @ a) < 1e-8, (name, lam)
+            assert rel(p.valid_scores[i], Kv @ a) < 1e-8, (name, lam)
+            assert rel(K @ np.asarray(p.coef[i]), K @ a) < 1e-8
+
+
+@pytest.mark.parametrize("kernel", [rj.gaussian_kernel(0.3), rj.polynomial_kernel(2, 0.5, 1.0),
+                                    rj.linear_kernel()])
+@pytest.mark.parametrize("k", [None, 3])
+def test_sparse_approximation_equals_brute_force_minimiser(rng, kernel, k):
+    """seed 001 eq. 40-41: a = (K_R L K_R^T + λ K_RR)^{-1} K_R L y, L from enumerated pairs."""
+    X, y, labels, qid = data(rng, m=35, n=5 if kernel.kind != "linear" else 12, k=k)
+    basis = np.sort(rng.choice(35, 9, replace=False))
+    L = laplacian_from_pairs(35, query_pairs(qid, labels, normalized=True))
+    K_R = np.asarray(rj.kernel_matrix(kernel, X[basis], X))
+    K_RR = np.asarray(rj.kernel_matrix(kernel, X[basis]))
+    Xv = rng.standard_normal((6, X.shape[1]))
+    p = rj.rankrls_sparse_path(X, y, rj.query_graph(qid), lams=LAMS, kernel=kernel, basis=basis,
+                               X_valid=Xv, train_scores=True)
+    Kv = np.asarray(rj.kernel_matrix(kernel, Xv, X[basis]))
+    for i, lam in enumerate(LAMS):
+        a = np.linalg.solve(K_R @ L @ K_R.T + lam * K_RR, K_R @ L @ y)
+        assert rel(p.coef[i], a) < 1e-8, lam
+        assert rel(p.train_scores[i], K_R.T @ a) < 1e-8
+        assert rel(p.valid_scores[i], Kv @ a) < 1e-8
+
+
+def test_sparse_approximation_with_preference_edges(rng):
+    m = 30
+    X = rng.standard_normal((m, 4))
+    head = rng.integers(0, m, 90)
+    tail = (head + rng.integers(1, m, 90)) % m
+    mag = rng.random(90) + 0.5
+    g = rj.preference_graph(head, tail, mag, num_rows=m, cost="inverse")
+    kernel = rj.gaussian_kernel(0.4)
+    basis = np.arange(0, m, 3)
+    p = rj.rankrls_sparse_path(X, None, g, lams=LAMS, kernel=kernel, basis=basis)
+    K_R = np.asarray(rj.kernel_matrix(kernel, X[basis], X))
+    K_RR = np.asarray(rj.kernel_matrix(kernel, X[basis]))
+    w = 1 / mag
+    L = laplacian_from_edges(m, head, tail, w)
+    MN = np.zeros(m)
+    np.add.at(MN, head, w * w * mag)
+    np.add.at(MN, tail, -w * w * mag)
+    for i, lam in enumerate(LAMS):
+        a = np.linalg.solve(K_R @ L @ K_R.T + lam * K_RR, K_R @ MN)
+        assert rel(p.coef[i], a) < 1e-8
+
+
+def test_bcoo_path_equals_dense(rng):
+    X, y, labels, qid = data(rng, k=2)
+    X[rng.random(X.shape) < 0.5] = 0
+    g = rj.query_graph(qid)
+    dense = rj.rankrls_primal_path(X, y, g, lams=LAMS, train_scores=True)
+    sp = rj.rankrls_primal_path(rj.io.to_bcoo(X), y, g, lams=LAMS, train_scores=True)
+    assert rel(sp.weights, dense.weights) < 1e-10
+    assert rel(sp.train_scores, dense.train_scores) < 1e-10
+
+
+def test_lambda_grid_is_traced_no_recompile(rng):
+    X, y, labels, qid = data(rng)
+    g = rj.query_graph(qid)
+    traces = []
+
+    @jax.jit
+    def fit(X, y, g, lams):
+        traces.append(1)
+        return rj.rankrls_primal_path(X, y, g, lams=lams).weights
+
+    a = fit(X, y, g, jnp.asarray(LAMS))
+    b = fit(X, y, g, jnp.asarray(LAMS * 3))
+    assert len(traces) == 1
+    np.testing.assert_allclose(b[0], rj.rankrls_primal(X, y, g, lam=LAMS[0] * 3).weights, rtol=1e-8)
+    assert not np.allclose(a, b)
+    K = X @ X.T
+    dual = jax.jit(lambda K, y, g, lams: rj.rankrls_dual_path(K, y, g, lams=lams).coef)
+    np.testing.assert_allclose(X.T @ np.asarray(dual(K, y, g, jnp.asarray(LAMS)))[2],
+                               rj.rankrls_primal(X, y, g, lam=LAMS[2]).weights, rtol=1e-7)
+
+
+def test_select_lambda_table_and_choice(rng):
+    X, y, labels, qid = data(rng, k=3)
+    Xv, yv, _, qv = data(np.random.default_rng(5), k=3)
+    p = rj.rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS, X_valid=Xv)
+    for metric, kw in [(rj.ndcg, dict(k=5)), (rj.pairwise_error, {})]:
+        sel = rj.select_lambda(LAMS, p.valid_scores, yv, qv, metric=metric, **kw)
+        assert sel.table.shape == (len(LAMS), 3)
+        for i in range(len(LAMS)):
+            for j in range(3):
+                np.testing.assert_allclose(sel.table[i, j],
+                                           metric(p.valid_scores[i, :, j], yv[:, j], qv, **kw),
+                                           rtol=1e-12)
+        t = np.asarray(sel.table)
+        expect = t.argmin(0) if metric is rj.pairwise_error else t.argmax(0)
+        np.testing.assert_array_equal(sel.best_index, expect)
+        np.testing.assert_allclose(sel.best_lam, LAMS[expect])
+
+
+def test_path_float32_keeps_dtype(rng):
+    X, y, labels, qid = data(rng)
+    p = rj.rankrls_primal_path(jnp.asarray(X, jnp.float32), jnp.asarray(y, jnp.float32),
+                               rj.query_graph(qid), lams=jnp.asarray(LAMS, jnp.float32))
+    assert p.weights.dtype == jnp.float32
+    ref = rj.rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS).weights
+    np.testing.assert_allclose(p.weights[1:], ref[1:], rtol=5e-3, atol=1e-4)
+
+
+def test_path_input_errors(rng):
+    X, y, labels, qid = data(rng)
+    g = rj.query_graph(qid)
+    with pytest.raises(ValueError, match="lams"):
+        rj.rankrls_primal_path(X, y, g, lams=[1.0, 0.0])
+    with pytest.raises(ValueError, match="lams"):
+        rj.rankrls_primal_path(X, y, g, lams=np.ones((2, 2)))
+    with pytest.raises(ValueError, match="basis"):
+        rj.rankrls_sparse_path(X, y, g, lams=LAMS, kernel=rj.linear_kernel(), basis=0)
+    with pytest.raises(ValueError, match="scores"):
+        rj.select_lambda(LAMS, np.zeros((2, 40)), y, qid, metric=rj.ndcg)
