@@ -68,12 +68,7 @@ def _evaluate(scores, y, qid):
 
 def _select_lambda(X, y, qid, args, lams):
     """NDCG@10 on held-out training queries for every λ, from one eigh."""
-    import jax
-    import jax.numpy as jnp
-
-    from . import ndcg, segment_ids
-    from ._rankrls import primal_system
-    from ._ridge import eigh_psd, eigh_solve
+    from . import ndcg, rankrls_primal_path, select_lambda
 
     rng = np.random.default_rng(args.seed)
     queries = np.unique(qid)
@@ -83,16 +78,10 @@ def _select_lambda(X, y, qid, args, lams):
     valid_q = rng.choice(queries, n_valid, replace=False)
     vmask = np.isin(qid, valid_q)
     fit = ~vmask
-    G, b = primal_system(jnp.asarray(X[fit]), jnp.asarray(y[fit]), _graph(args, qid[fit], y[fit]))
-    eig = eigh_psd(G)
-    W = jax.vmap(lambda lam: eigh_solve(eig, b, lam))(jnp.asarray(lams, G.dtype))
-    seg = segment_ids(qid[vmask])
-    scores = jnp.asarray(X[vmask]) @ W.T                       # [m_valid, L]
-    yv = jnp.asarray(y[vmask])
-    per_lam = jax.vmap(lambda f: ndcg(f, yv, seg.seg, num_queries=seg.num_queries, k=10),
-                       in_axes=1)(scores)
-    per_lam = np.asarray(per_lam)
-    return per_lam, int(np.argmax(per_lam)), n_valid, len(queries) - n_valid
+    path = rankrls_primal_path(X[fit], y[fit], _graph(args, qid[fit], y[fit]), lams=lams,
+                               X_valid=X[vmask])
+    sel = select_lambda(lams, path.valid_scores, y[vmask], qid[vmask], metric=ndcg, k=10)
+    return np.asarray(sel.table), int(sel.best_index), n_valid, len(queries) - n_valid
 
 
 def main(argv=None) -> int:
