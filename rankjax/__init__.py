@@ -23,6 +23,14 @@ from ._path import (
     SparsePath as SparsePath, nystrom_features as nystrom_features,
     rankrls_dual_path as rankrls_dual_path, rankrls_primal_path as rankrls_primal_path,
     rankrls_sparse_path as rankrls_sparse_path, select_lambda as select_lambda)
+from ._cv import (
+    CVResult as CVResult, Folds as Folds, HoldOut as HoldOut, PairHoldOut as PairHoldOut,
+    PermutationResult as PermutationResult, cross_validate as cross_validate,
+    differing_pairs as differing_pairs, holdout_dual as holdout_dual,
+    holdout_primal as holdout_primal, holdout_sparse as holdout_sparse,
+    leave_pair_out_dual as leave_pair_out_dual, leave_pair_out_primal as leave_pair_out_primal,
+    lpo_cindex as lpo_cindex, make_folds as make_folds, permutation_test as permutation_test,
+    permuted_labels as permuted_labels, positive_negative_pairs as positive_negative_pairs)
 from ._metrics import (
     PerQuery as PerQuery, auc as auc, cindex as cindex,
     disagreement_error as disagreement_error,
