@@ -319,7 +319,7 @@ def holdout_sparse(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=Non
         if not 1 <= basis <= m:
             raise ValueError(f"basis must be between 1 and {m} rows, got {basis}")
         basis = np.sort(np.random.default_rng(seed).choice(m, int(basis), replace=False))
-    XR = X[jnp.asarray(basis)]
+    XR = (X.todense() if hasattr(X, "todense") else X)[jnp.asarray(basis)]
     Phi, _ = nystrom_features(kernel_matrix(kernel, XR, X), kernel_matrix(kernel, XR))
     return holdout_primal(Phi, y, graph, lams=lams, folds=folds, seed=seed)
 
