@@ -15,6 +15,7 @@ under ``jit`` pass segment ids ``0 .. Q-1`` and ``num_queries=Q`` (static).
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple, Optional
 
 import jax
@@ -138,6 +139,7 @@ class _PairStats(NamedTuple):
     all_score_ties: jax.Array
 
 
+@partial(jax.jit, static_argnums=3)   # compiled once per shape; inlined under user jit/vmap
 def _pair_stats(f, y, seg, Q):
     dtype = f.dtype
     n = jax.ops.segment_sum(jnp.ones(f.shape, jnp.int32), seg, num_segments=Q)
@@ -309,9 +311,16 @@ def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[
     if ties not in ("average", "stable"):
         raise ValueError(f"ties must be 'average' or 'stable', got {ties!r}")
     f, y, seg, Q = _prep(scores, y, qid, num_queries)
+    values, has_rel = _ndcg_core(f, y, seg, Q, f.shape[0] if k is None else k, gain, ties)
+    values, valid = _apply_no_relevant(values, has_rel, no_relevant)
+    return _finish(values, valid & _present(seg, Q), per_query)
+
+
+@partial(jax.jit, static_argnums=(3, 4, 5, 6))
+def _ndcg_core(f, y, seg, Q, kk, gain, ties):
+    """Per-query NDCG@kk values and the has-a-relevant-document mask."""
     m = f.shape[0]
     g = jnp.exp2(y) - 1 if gain == "exp2" else y
-    kk = m if k is None else k
 
     def discount(rank):
         return jnp.where(rank < kk, 1 / jnp.log2(rank.astype(f.dtype) + 2), 0)
@@ -328,9 +337,7 @@ def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[
     irank = jnp.arange(m, dtype=jnp.int32) - (jnp.cumsum(counts) - counts)[i_seg]
     idcg = jax.ops.segment_sum(-i_neg_g * discount(irank), i_seg, num_segments=Q)
     has_rel = idcg > 0
-    values = jnp.where(has_rel, dcg / jnp.where(has_rel, idcg, 1), 0)
-    values, valid = _apply_no_relevant(values, has_rel, no_relevant)
-    return _finish(values, valid & _present(seg, Q), per_query)
+    return jnp.where(has_rel, dcg / jnp.where(has_rel, idcg, 1), 0), has_rel
 
 
 def _relevance_ranked(scores, y, qid, num_queries, threshold):
