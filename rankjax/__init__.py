@@ -31,6 +31,9 @@ from ._cv import (
     leave_pair_out_dual as leave_pair_out_dual, leave_pair_out_primal as leave_pair_out_primal,
     lpo_cindex as lpo_cindex, make_folds as make_folds, permutation_test as permutation_test,
     permuted_labels as permuted_labels, positive_negative_pairs as positive_negative_pairs)
+from ._cg import (
+    STOP_REASONS as STOP_REASONS, CGResult as CGResult, cg_solve as cg_solve,
+    rankrls_cg as rankrls_cg)
 from ._metrics import (
     PerQuery as PerQuery, auc as auc, cindex as cindex,
     disagreement_error as disagreement_error,
