@@ -28,7 +28,7 @@ from jax import lax
 from ._checks import check_matrix, is_concrete, segment_ids
 from ._graph import Graph, IdentityGraph, QueryGraph, global_graph, has_sqrt
 from ._kernels import Kernel
-from ._path import _check_lams, dual_system, nystrom_features, select_lambda
+from ._path import _check_lams, basis_rows, dual_system, nystrom_features, select_lambda
 from ._rankrls import _check_inputs, _tdot, primal_system
 from ._ridge import eigh_psd
 
@@ -313,13 +313,7 @@ def holdout_sparse(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=Non
       True
     """
     from ._kernels import kernel_matrix
-    X = check_matrix(X)
-    m = X.shape[0]
-    if isinstance(basis, (int, np.integer)):
-        if not 1 <= basis <= m:
-            raise ValueError(f"basis must be between 1 and {m} rows, got {basis}")
-        basis = np.sort(np.random.default_rng(seed).choice(m, int(basis), replace=False))
-    XR = (X.todense() if hasattr(X, "todense") else X)[jnp.asarray(basis)]
+    _, XR = basis_rows(check_matrix(X), basis, seed)
     Phi, _ = nystrom_features(kernel_matrix(kernel, XR, X), kernel_matrix(kernel, XR))
     return holdout_primal(Phi, y, graph, lams=lams, folds=folds, seed=seed)
 

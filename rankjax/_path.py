@@ -230,6 +230,20 @@ def nystrom_features(K_R, K_RR):
     return jnp.matmul(K_R.T, T, precision=_HI), T
 
 
+def basis_rows(X, basis, seed: int = 0):
+    """``(basis [r] indices, X[basis] [r, n] dense)``; an int ``basis`` draws that many
+    distinct rows with ``seed`` (host side)."""
+    m = X.shape[0]
+    if isinstance(basis, (int, np.integer)):
+        if not 1 <= basis <= m:
+            raise ValueError(f"basis must be between 1 and {m} rows, got {basis}")
+        basis = np.sort(np.random.default_rng(seed).choice(m, int(basis), replace=False))
+    basis = jnp.asarray(basis)
+    if basis.ndim != 1 or not jnp.issubdtype(basis.dtype, jnp.integer):
+        raise TypeError("basis must be an int or a 1-D integer array of row indices")
+    return basis, (X.todense() if isinstance(X, sparse.BCOO) else X)[basis]
+
+
 def rankrls_sparse_path(X, y, graph: Graph, *, lams, kernel: Kernel, basis, X_valid=None,
                         train_scores: bool = False, block_size: Optional[int] = None,
                         seed: int = 0) -> SparsePath:
@@ -260,15 +274,7 @@ def rankrls_sparse_path(X, y, graph: Graph, *, lams, kernel: Kernel, basis, X_va
       (2, 50)
     """
     X = check_matrix(X)
-    m = X.shape[0]
-    if isinstance(basis, (int, np.integer)):
-        if not 1 <= basis <= m:
-            raise ValueError(f"basis must be between 1 and {m} rows, got {basis}")
-        basis = np.sort(np.random.default_rng(seed).choice(m, int(basis), replace=False))
-    basis = jnp.asarray(basis)
-    if basis.ndim != 1 or not jnp.issubdtype(basis.dtype, jnp.integer):
-        raise TypeError("basis must be an int or a 1-D integer array of row indices")
-    XR = X.todense()[basis] if isinstance(X, sparse.BCOO) else X[basis]
+    basis, XR = basis_rows(X, basis, seed)
     K_R = kernel_matrix(kernel, XR, X, block_size=block_size)
     Phi, T = nystrom_features(K_R, kernel_matrix(kernel, XR))
     path = rankrls_primal_path(Phi, y, graph, lams=lams, train_scores=train_scores)
