@@ -28,7 +28,7 @@ from jax import lax
 from ._checks import check_matrix, is_concrete, segment_ids
 from ._graph import Graph, IdentityGraph, QueryGraph, global_graph, has_sqrt
 from ._kernels import Kernel
-from ._path import _check_lams, basis_rows, dual_system, nystrom_features, select_lambda
+from ._path import _check_lams, _scale, basis_rows, dual_system, nystrom_features, select_lambda
 from ._rankrls import _check_inputs, _tdot, primal_system
 from ._ridge import eigh_psd
 
@@ -175,9 +175,6 @@ def _holdout_folds(folds: Folds, graph, Pfeat, d_fn, F, y, K=None, lams=None):
     dtype = Pfeat.dtype
     rd = _row_factor_data(graph, dtype)
     D = jax.vmap(d_fn)(lams)                                     # [L, r]
-    # materialise the loop inputs: otherwise XLA may fuse their producers (X V, the
-    # fitted values) into the per-fold gathers and recompute them for every fold
-    Pfeat, F, y, D, rd, K = lax.optimization_barrier((Pfeat, F, y, D, rd, K))
     out = jnp.zeros(F.shape, dtype)
 
     def one_fold(args):
@@ -258,12 +255,8 @@ def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> Ho
     Pf = jnp.matmul(X, eig.vectors, precision=_HI)                # [m, n]
     c = _tdot(eig.vectors, b)                                      # [n(, k)]
     d_fn = lambda lam: 1 / (eig.values + lam)  # noqa: E731
-    F = jax.vmap(lambda lam: jnp.matmul(Pf, c * _col(d_fn(lam), c), precision=_HI))(lams)
+    F = jax.vmap(lambda lam: jnp.matmul(Pf, _scale(c, eig.values, lam), precision=_HI))(lams)
     return HoldOut(lams, _holdout_folds(folds, graph, Pf, d_fn, F, y, lams=lams), folds)
-
-
-def _col(d, c):
-    return d.reshape(d.shape + (1,) * (c.ndim - 1))
 
 
 def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> HoldOut:
@@ -293,7 +286,7 @@ def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> Hold
     KSU = jnp.matmul(K, apply_S(eig.vectors), precision=_HI)      # [m, m]
     c = _tdot(eig.vectors, rhs)
     d_fn = lambda lam: 1 / (eig.values + lam)  # noqa: E731
-    F = jax.vmap(lambda lam: jnp.matmul(KSU, c * _col(d_fn(lam), c), precision=_HI))(lams)
+    F = jax.vmap(lambda lam: jnp.matmul(KSU, _scale(c, eig.values, lam), precision=_HI))(lams)
     return HoldOut(lams, _holdout_folds(folds, graph, KSU, d_fn, F, y, K=K, lams=lams), folds)
 
 

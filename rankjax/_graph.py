@@ -452,14 +452,9 @@ def laplacian_dense(graph: Graph, dtype=None) -> Array:
        [-0.5  0.5  0. ]
        [ 0.   0.   0. ]]
     """
-    m = num_rows(graph)
+    m = graph.num_rows
     dtype = dtype or jnp.result_type(float)
     return laplacian_mv(graph, jnp.eye(m, dtype=dtype))
-
-
-def num_rows(graph: Graph) -> int:
-    """Number of rows ``m`` the graph is defined on (static)."""
-    return graph.num_rows
 
 
 def query_pair_counts(graph: QueryGraph, dtype=None) -> Array:

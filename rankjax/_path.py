@@ -27,7 +27,7 @@ from ._checks import as_float_array, check_lam, check_matrix, check_targets
 from ._graph import Graph, PreferenceGraph, has_sqrt, laplacian_dense, laplacian_mv, laplacian_sqrt_mv
 from ._kernels import Kernel, kernel_matrix
 from ._rankrls import _check_inputs, _rhs, _tdot, primal_system
-from ._ridge import eigh_psd
+from ._ridge import eigh_psd, eigh_solve
 
 __all__ = ["PrimalPath", "DualPath", "SparsePath", "rankrls_primal_path", "rankrls_dual_path",
            "rankrls_sparse_path", "select_lambda", "Selection", "nystrom_features"]
@@ -89,9 +89,7 @@ def _scale(c, vals, lam):
 def _eigen_path(G, b, lams):
     """``[L, p(, k)]`` solutions of ``(G + λ I) x = b`` for every λ, from one eigh."""
     eig = eigh_psd(G)
-    c = _tdot(eig.vectors, b)                                   # V^T b
-    C = jax.vmap(lambda lam: _scale(c, eig.values, lam))(lams.astype(G.dtype))
-    return jnp.einsum("pq,lq...->lp...", eig.vectors, C, precision=_HI)
+    return jax.vmap(lambda lam: eigh_solve(eig, b, lam))(lams.astype(G.dtype))
 
 
 def _scores(X, W):
