@@ -33,7 +33,9 @@ from ._cv import (
     permuted_labels as permuted_labels, positive_negative_pairs as positive_negative_pairs)
 from ._cg import (
     STOP_REASONS as STOP_REASONS, CGResult as CGResult, cg_solve as cg_solve,
-    rankrls_cg as rankrls_cg)
+    rankrls_cg as rankrls_cg, rankrls_cg_dual as rankrls_cg_dual,
+    validation_criterion as validation_criterion)
+from ._sparse import CSRMatrix as CSRMatrix, to_csr as to_csr
 from ._metrics import (
     PerQuery as PerQuery, auc as auc, cindex as cindex,
     disagreement_error as disagreement_error,

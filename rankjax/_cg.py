@@ -19,11 +19,17 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._checks import check_lam, check_matrix, check_targets
-from ._graph import Graph, PreferenceGraph, laplacian_mv
-from ._rankrls import _check_graph, _rhs
+from jax.experimental import sparse
 
-__all__ = ["CGResult", "cg_solve", "rankrls_cg", "STOP_REASONS"]
+from ._checks import as_float_array, check_lam, check_matrix, check_targets, is_concrete
+from ._graph import (Graph, IdentityGraph, PreferenceGraph, QueryGraph, has_sqrt, incidence_mv,
+                     incidence_t_mv, laplacian_mv, laplacian_sqrt_mv)
+from ._metrics import _greater_is_better, edge_disagreement_error, pairwise_error
+from ._rankrls import _check_graph, _rhs
+from ._sparse import CSRMatrix, to_csr
+
+__all__ = ["CGResult", "cg_solve", "rankrls_cg", "rankrls_cg_dual", "validation_criterion",
+           "STOP_REASONS"]
 
 STOP_REASONS = ("converged", "maxiter", "early_stopping", "breakdown")
 
@@ -139,34 +145,128 @@ def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, maxiter: int = 
     return CGResult(bx, i, reason == 0, reason, bi, hr, hv)
 
 
-def rankrls_cg(X, y, graph: Graph, *, lam=0.0, x0=None, tol=1e-5, maxiter: int = 500,
-               valid_fn: Optional[Callable] = None, patience: int = 10,
+def validation_criterion(valid, metric="pairwise_error", **metric_kwargs) -> Callable:
+    """Turns validation data into a ``scores -> value`` criterion, lower is better
+    (SPEC §4: pairwise ranking error by default, the RankRLS squared loss as an
+    option, any rankjax metric pluggable).
+
+    Args:
+      valid: ``(y_valid, graph_valid)``: ``[m_v]`` labels (``None`` for a
+        :class:`PreferenceGraph`) and a graph on the ``m_v`` validation rows
+        (``query_graph(qid_valid)``, ``global_graph(m_v)``, ``identity_graph``
+        or ``preference_graph``).
+      metric: ``"pairwise_error"`` (default; edge disagreement for preference
+        graphs; one global ranking for the identity graph), ``"loss"``
+        (``(y - f)^T L (y - f)``, or ``||M^T f - N||^2`` for edges), or a rankjax
+        metric ``metric(scores, y, qid, *, num_queries, **metric_kwargs)``;
+        metrics where greater is better (NDCG, MAP, ...) are negated.
+      **metric_kwargs: passed to a callable metric (``k=10``, ...).
+
+    Returns:
+      ``f [m_v] -> scalar``, jittable.
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> crit = validation_criterion((np.array([2., 1., 0.]), rj.query_graph(np.zeros(3, int))))
+      >>> float(crit(np.array([0., 1., 2.])))    # every pair reversed
+      1.0
+      >>> crit = validation_criterion((np.array([2., 1., 0.]), rj.query_graph(np.zeros(3, int))),
+      ...                             rj.ndcg, k=2)
+      >>> float(crit(np.array([3., 2., 1.])))    # negated NDCG@2
+      -1.0
+    """
+    if not (isinstance(valid, tuple) and len(valid) == 2):
+        raise TypeError("valid must be a tuple (y_valid, graph_valid)")
+    y, g = valid
+    if not isinstance(g, (QueryGraph, PreferenceGraph, IdentityGraph)):
+        raise TypeError(f"the validation graph must be a rankjax graph, got {type(g).__name__}")
+    m = g.num_rows
+    if isinstance(g, PreferenceGraph):
+        if y is not None:
+            raise ValueError("validation y must be None with a PreferenceGraph")
+        if metric == "pairwise_error":
+            return lambda f: edge_disagreement_error(f, g.head, g.tail)
+        if metric == "loss":
+            return lambda f: jnp.sum(jnp.square(incidence_t_mv(g, f) - g.target.astype(f.dtype)))
+        raise ValueError("with preference-edge validation, metric must be 'pairwise_error' "
+                         "or 'loss'")
+    y = check_targets(y, m, "validation y")
+    if y.ndim != 1:
+        raise ValueError("validation y must be 1-D (one output)")
+    if metric == "loss":
+        return lambda f: (y - f) @ laplacian_mv(g, y - f)
+    if isinstance(g, IdentityGraph):
+        seg, Q = jnp.zeros(m, jnp.int32), 1
+    else:
+        seg, Q = g.seg, g.num_queries
+    if metric == "pairwise_error":
+        metric = pairwise_error
+    if not callable(metric):
+        raise ValueError(f"metric must be 'pairwise_error', 'loss' or a callable, got {metric!r}")
+    sign = -1.0 if _greater_is_better(metric) else 1.0
+    return lambda f: sign * metric(f, y, seg, num_queries=Q, **metric_kwargs)
+
+
+def _solve(matvec, b, scores_fn, valid, metric, lam, kw):
+    valid_fn = None
+    if valid is not None:
+        crit = validation_criterion(valid, metric)
+        valid_fn = lambda x: crit(scores_fn(x))  # noqa: E731
+    return cg_solve(matvec, b, lam=lam, valid_fn=valid_fn, **kw)
+
+
+def _as_operator(X, name):
+    """Dense, BCOO (converted to :class:`CSRMatrix` when concrete) or CSRMatrix."""
+    X = check_matrix(X, name)
+    if isinstance(X, sparse.BCOO) and is_concrete(X):
+        X = to_csr(X)
+    return X
+
+
+def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_error", x0=None,
+               tol=1e-5, maxiter: int = 500, patience: int = 10,
                recompute_every: int = 50) -> CGResult:
     """Primal RankRLS by matrix-free CG (SPEC §4; seed 004 §3): solves
     ``(X^T L X + λ I) w = X^T L y`` (edges: ``X^T M N``) with
-    ``A v = X^T (L (X v))`` — two (sparse) matvecs and O(m) segment work per
-    iteration, O(m s + l) for preference edges; never an ``[l, n]`` or ``[m, m]``
-    array.
+    ``A v = X^T (L (X v))`` — two sparse matvecs and O(m) segment work per
+    iteration, O(m s + l) for preference edges; never an ``[l, n]`` or
+    ``[m, m]`` array. The three methods of seed 004 Table 1: Tikhonov
+    (``lam > 0``, no ``valid``), early stopping (``lam = 0`` with ``valid``) and
+    hybrid (both).
+
+    Sparse ``X``: pass a :class:`CSRMatrix` (:func:`to_csr`, built once); a
+    concrete BCOO is converted on every call. Under ``vmap`` over λ or over the
+    columns of ``y`` the products become one CSR matrix product per iteration.
 
     Args:
-      X: ``[m, n]`` dense or BCOO.
-      y: ``[m]`` scores; ``None`` for a :class:`PreferenceGraph`.
-      graph: any rankjax graph.
-      lam: λ >= 0 (0: regularization by iteration with ``valid_fn``).
-      valid_fn: ``w -> score`` (lower is better), e.g.
-        ``lambda w: pairwise_error(Xv @ w, yv, segv, num_queries=Qv)``.
+      X: ``[m, n]`` dense, :class:`CSRMatrix` or BCOO.
+      y: ``[m]`` scores; ``None`` for a :class:`PreferenceGraph`. (For several
+        outputs vmap over the columns.)
+      graph: any rankjax graph on the ``m`` rows.
+      lam: λ >= 0 (traced; vmap over it).
+      valid: ``(X_valid, y_valid, graph_valid)`` to evaluate a criterion on
+        ``X_valid @ w`` after every iteration and stop early (see
+        :func:`validation_criterion`); ``None``: no early stopping.
+      metric: the validation criterion (default pairwise error).
       Other arguments as in :func:`cg_solve`.
+
+    Returns:
+      :class:`CGResult` with ``x`` = ``w [n]``.
 
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(20, num_features=5, seed=0)
+      >>> v = rj.make_ranking_data(10, num_features=5, seed=1)
       >>> g = rj.query_graph(d.qid)
       >>> r = rj.rankrls_cg(d.X, d.y, g, lam=1.0, tol=1e-10)
       >>> w = rj.rankrls_primal(d.X, d.y, g, lam=1.0).weights
       >>> bool(np.allclose(r.x, w, rtol=1e-4, atol=1e-5))
       True
+      >>> r = rj.rankrls_cg(d.X, d.y, g, lam=0.0, valid=(v.X, v.y, rj.query_graph(v.qid)))
+      >>> bool(r.valid_history[r.best_iteration] == np.nanmin(r.valid_history))
+      True
     """
-    X = check_matrix(X)
+    X = _as_operator(X, "X")
     _check_graph(graph, X.shape[0])
     if isinstance(graph, PreferenceGraph):
         if y is not None:
@@ -176,7 +276,107 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, x0=None, tol=1e-5, maxiter: int =
         if y.ndim != 1:
             raise ValueError("rankrls_cg solves one output; vmap over the columns of y")
     check_lam(lam, allow_zero=True)
+    scores_fn = None
+    if valid is not None:
+        if not (isinstance(valid, tuple) and len(valid) == 3):
+            raise TypeError("valid must be a tuple (X_valid, y_valid, graph_valid)")
+        Xv = _as_operator(valid[0], "X_valid")
+        if Xv.shape[1] != X.shape[1]:
+            raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {X.shape[1]}")
+        scores_fn = lambda w: Xv @ w  # noqa: E731
+        valid = valid[1:]
     b = X.T @ _rhs(graph, y, X.dtype)
     matvec = lambda v: X.T @ laplacian_mv(graph, X @ v)  # noqa: E731
-    return cg_solve(matvec, b, lam=lam, x0=x0, tol=tol, maxiter=maxiter, valid_fn=valid_fn,
-                    patience=patience, recompute_every=recompute_every)
+    return _solve(matvec, b, scores_fn, valid, metric, lam,
+                  dict(x0=x0, tol=tol, maxiter=maxiter, patience=patience,
+                       recompute_every=recompute_every))
+
+
+def _root(graph: Graph):
+    """``(R, R^T, dim)`` with ``R R^T = L``: ``S`` for query graphs (no tie
+    exclusion), the incidence ``M`` for preference edges, ``I`` for RLS."""
+    if isinstance(graph, PreferenceGraph):
+        return (lambda u: incidence_mv(graph, u)), (lambda v: incidence_t_mv(graph, v)), \
+            graph.head.shape[0]
+    if not has_sqrt(graph):
+        raise ValueError("rankrls_cg_dual needs a graph with a factor R R^T = L (query graph "
+                         "without tie exclusion, preference edges, identity); with excluded "
+                         "ties use rankrls_cg (primal) or rankrls_dual")
+    S = lambda v: laplacian_sqrt_mv(graph, v)  # noqa: E731
+    return S, S, graph.num_rows
+
+
+def _kernel_operator(K, m, name):
+    if callable(K) and not hasattr(K, "shape"):
+        return K
+    K = as_float_array(K, name)
+    if K.ndim != 2 or K.shape[1] != m:
+        raise ValueError(f"{name} must be [*, {m}] or a callable, got shape {tuple(K.shape)}")
+    check_matrix(K, name)
+    return lambda a: K @ a
+
+
+def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_error",
+                    x0=None, tol=1e-5, maxiter: int = 500, patience: int = 10,
+                    recompute_every: int = 50) -> CGResult:
+    """Dual (kernel) RankRLS by CG on the symmetric system (SPEC §4):
+    ``(R^T K R + λ I) B = R^T y`` and ``A = R B``, with ``R R^T = L`` — ``R = S``
+    (``L^{1/2}``, a segment operation) for query graphs, ``R = M`` (the incidence
+    matrix, ``B`` lives on the ``l`` edges and the rhs is ``N``) for preference
+    edges, ``R = I`` for RLS. ``A`` equals :func:`rankrls_dual`'s
+    ``(L K + λ I)^{-1} L y``. One kernel matvec and O(m + l) work per iteration.
+
+    Args:
+      K: ``[m, m]`` kernel matrix, or a callable ``a [m] -> K a`` for matrix-free
+        kernels (it must accept vmapped inputs when you vmap).
+      y: ``[m]``; ``None`` for a :class:`PreferenceGraph`.
+      graph: a query graph without tie exclusion, a preference graph or the
+        identity graph.
+      lam: λ >= 0.
+      valid: ``(K_valid, y_valid, graph_valid)``, ``K_valid`` ``[m_v, m]`` or a
+        callable ``a -> K_valid a``; see :func:`validation_criterion`.
+      x0: warm start for ``B`` (root space: ``[m]``, or ``[l]`` for edges).
+      Other arguments as in :func:`cg_solve`.
+
+    Returns:
+      :class:`CGResult` with ``x`` = the dual coefficients ``A [m]``
+      (predict with ``K_test @ A``).
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> d = rj.make_ranking_data(10, num_features=5, seed=0)
+      >>> K = d.X @ d.X.T
+      >>> g = rj.query_graph(d.qid)
+      >>> r = rj.rankrls_cg_dual(K, d.y, g, lam=1.0, tol=1e-12)
+      >>> bool(np.allclose(r.x, rj.rankrls_dual(K, d.y, g, lam=1.0).coef, atol=1e-8))
+      True
+    """
+    if not isinstance(graph, (QueryGraph, PreferenceGraph, IdentityGraph)):
+        _check_graph(graph, 0)
+    m = graph.num_rows
+    kmv = _kernel_operator(K, m, "K")
+    if isinstance(graph, PreferenceGraph):
+        if y is not None:
+            raise ValueError("y must be None with a PreferenceGraph (targets are in the graph)")
+    else:
+        y = check_targets(y, m, "y")
+        if y.ndim != 1:
+            raise ValueError("rankrls_cg_dual solves one output; vmap over the columns of y")
+    check_lam(lam, allow_zero=True)
+    R, Rt, _ = _root(graph)
+    dtype = (y if y is not None else graph.target).dtype
+    if not jnp.issubdtype(dtype, jnp.floating):
+        dtype = jnp.result_type(float)
+    b = graph.target.astype(dtype) if isinstance(graph, PreferenceGraph) else Rt(y)
+    scores_fn = None
+    if valid is not None:
+        if not (isinstance(valid, tuple) and len(valid) == 3):
+            raise TypeError("valid must be a tuple (K_valid, y_valid, graph_valid)")
+        kv = _kernel_operator(valid[0], m, "K_valid")
+        scores_fn = lambda B: kv(R(B))  # noqa: E731
+        valid = valid[1:]
+    matvec = lambda v: Rt(kmv(R(v)))  # noqa: E731
+    res = _solve(matvec, b, scores_fn, valid, metric, lam,
+                 dict(x0=x0, tol=tol, maxiter=maxiter, patience=patience,
+                      recompute_every=recompute_every))
+    return res._replace(x=R(res.x))

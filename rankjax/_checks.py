@@ -14,18 +14,20 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import sparse
 
+from ._sparse import CSRMatrix
+
 __all__ = ["segment_ids", "Segments"]
 
 
 def is_concrete(x) -> bool:
     """True when ``x`` holds values on the host side (not a jax tracer)."""
-    if isinstance(x, sparse.BCOO):
+    if isinstance(x, (sparse.BCOO, CSRMatrix)):
         return is_concrete(x.data)
     return not isinstance(x, jax.core.Tracer)
 
 
 def _finite(x, name: str) -> None:
-    if isinstance(x, sparse.BCOO):
+    if isinstance(x, (sparse.BCOO, CSRMatrix)):
         x = x.data
     if is_concrete(x) and not bool(np.all(np.isfinite(np.asarray(x)))):
         raise ValueError(f"{name} contains NaN or inf values")
@@ -33,7 +35,7 @@ def _finite(x, name: str) -> None:
 
 def as_float_array(x, name: str):
     """Converts ``x`` to a floating jax array (integers are promoted, others rejected)."""
-    if isinstance(x, sparse.BCOO):
+    if isinstance(x, (sparse.BCOO, CSRMatrix)):
         if not jnp.issubdtype(x.dtype, jnp.floating):
             raise TypeError(f"{name} must have a floating dtype, got {x.dtype}")
         return x

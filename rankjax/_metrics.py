@@ -392,6 +392,16 @@ def precision_at_k(scores, y, qid=None, *, num_queries: Optional[int] = None, k:
     return _finish(values, valid & _present(seg, Q), per_query)
 
 
+_LOWER_IS_BETTER = {"pairwise_error", "disagreement_error", "edge_disagreement_error"}
+
+
+def _greater_is_better(metric) -> bool:
+    """Errors (by name; ``functools.partial`` unwrapped) are minimised, the rest maximised."""
+    while isinstance(metric, partial):
+        metric = metric.func
+    return getattr(metric, "__name__", "") not in _LOWER_IS_BETTER
+
+
 def edge_disagreement_error(scores, head, tail):
     """Disagreement error over explicit preference edges (seed 001 eq. 1):
     the fraction of edges ``(h, j)`` with ``f_h <= f_j`` (``sign(0) = -1``).

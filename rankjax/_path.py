@@ -24,6 +24,7 @@ from jax import lax
 from jax.experimental import sparse
 
 from ._checks import as_float_array, check_lam, check_matrix, check_targets
+from ._metrics import _greater_is_better
 from ._graph import Graph, PreferenceGraph, has_sqrt, laplacian_dense, laplacian_mv, laplacian_sqrt_mv
 from ._kernels import Kernel, kernel_matrix
 from ._rankrls import _check_inputs, _rhs, _tdot, primal_system
@@ -301,9 +302,6 @@ class Selection(NamedTuple):
     best_lam: jax.Array
 
 
-_LOWER_IS_BETTER = {"pairwise_error", "disagreement_error"}
-
-
 def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: Optional[int] = None,
                   greater_is_better: Optional[bool] = None, **metric_kwargs) -> Selection:
     """Scores every λ (and every output) of a path on validation data with any
@@ -342,7 +340,7 @@ def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: O
     y = check_targets(y, m, "y")
     seg, Q = resolve_segments(qid, num_queries, m)
     if greater_is_better is None:
-        greater_is_better = getattr(metric, "__name__", "") not in _LOWER_IS_BETTER
+        greater_is_better = _greater_is_better(metric)
 
     def one(f, yy):
         return metric(f, yy, seg, num_queries=Q, **metric_kwargs)

@@ -7,8 +7,8 @@ import rankjax as rj
 from rankjax import io
 
 PKG = pathlib.Path(rj.__file__).parent
-ORDER = ["_checks", "_graph", "_kernels", "_ridge", "_rankrls", "_path", "_cv", "_cg", "_kpcrank",
-         "_ranksvm", "_gp", "_rankboost", "_metrics", "_synthetic", "_distributed", "io",
+ORDER = ["_sparse", "_checks", "_metrics", "_graph", "_kernels", "_ridge", "_rankrls", "_path", "_cv",
+         "_cg", "_kpcrank", "_ranksvm", "_gp", "_rankboost", "_synthetic", "_distributed", "io",
          "estimators", "cli", "__main__", "__init__"]
 
 

@@ -1,3 +1,5 @@
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -6,6 +8,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 import rankjax as rj
+import reference as ref
 from conftest import random_qids
 
 
@@ -21,23 +24,48 @@ def problem(rng, m=60, n=8):
     return X, y, qid
 
 
-def graphs(rng, qid, y, m):
-    head = rng.integers(0, m, 3 * m)
-    tail = (head + rng.integers(1, m, 3 * m)) % m
-    return {"normalized": (rj.query_graph(qid), y), "unnormalized": (rj.query_graph(qid, normalized=False), y),
-            "ties": (rj.query_graph(qid, y, exclude_ties=True), y), "global": (rj.global_graph(m), y),
-            "rls": (rj.identity_graph(m), y),
-            "edges": (rj.preference_graph(head, tail, rng.random(3 * m) + .5, num_rows=m), None)}
+def edges(rng, m, l):
+    head = rng.integers(0, m, l)
+    tail = (head + rng.integers(1, m, l)) % m
+    return head, tail
 
 
-@pytest.mark.parametrize("sparse_x", [False, True])
-def test_cg_equals_closed_form_for_every_operator(rng, sparse_x):
+def graphs(rng, qid, y, m, ties=True):
+    head, tail = edges(rng, m, 3 * m)
+    out = {"normalized": (rj.query_graph(qid), y),
+           "unnormalized": (rj.query_graph(qid, normalized=False), y),
+           "weighted": (rj.query_graph(qid, query_weights="pairs"), y),
+           "global": (rj.global_graph(m), y), "rls": (rj.identity_graph(m), y)}
+    for cost in ("magnitude", "unit", "inverse"):
+        out["edges-" + cost] = (rj.preference_graph(head, tail, rng.random(3 * m) + .5, num_rows=m,
+                                                    cost=cost), None)
+    if ties:
+        out["ties"] = (rj.query_graph(qid, y, exclude_ties=True), y)
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["dense", "bcoo", "csr"])
+def test_primal_cg_equals_closed_form_for_every_operator(rng, fmt):
     X, y, qid = problem(rng)
-    Xs = rj.io.to_bcoo(X) if sparse_x else X
+    Xs = {"dense": X, "bcoo": rj.io.to_bcoo(X), "csr": rj.to_csr(X)}[fmt]
     for name, (g, yy) in graphs(rng, qid, y, len(y)).items():
         r = rj.rankrls_cg(Xs, yy, g, lam=0.5, tol=1e-10, maxiter=500)
         assert bool(r.converged), name
         assert rel(r.x, rj.rankrls_primal(X, yy, g, lam=0.5).weights) < 1e-6, name
+
+
+def test_dual_cg_equals_closed_form_for_every_operator(rng):
+    X, y, qid = problem(rng, m=50)
+    K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.2), X))
+    for name, (g, yy) in graphs(rng, qid, y, len(y), ties=False).items():
+        for Kop in (K, lambda a: jnp.asarray(K) @ a):
+            r = rj.rankrls_cg_dual(Kop, yy, g, lam=0.3, tol=1e-11, maxiter=2000)
+            assert bool(r.converged), name
+            assert rel(r.x, rj.rankrls_dual(K, yy, g, lam=0.3).coef) < 1e-6, name
+    # and against L from enumerated pairs: A = (L K + λ I)^{-1} L y
+    L = ref.laplacian_from_pairs(len(y), ref.query_pairs(qid))
+    A = np.linalg.solve(L @ K + 0.3 * np.eye(len(y)), L @ y)
+    assert rel(rj.rankrls_cg_dual(K, y, rj.query_graph(qid), lam=0.3, tol=1e-11).x, A) < 1e-6
 
 
 def test_first_iterates_equal_scipy(rng):
@@ -46,63 +74,155 @@ def test_first_iterates_equal_scipy(rng):
     L = np.asarray(rj.laplacian_dense(g))
     A = X.T @ L @ X + 0.3 * np.eye(X.shape[1])
     b = X.T @ L @ y
+    K = X @ X.T + 1.0
+    S = np.asarray(rj.laplacian_sqrt_mv(g, np.eye(len(y))))
+    Ad, bd = S @ K @ S + 0.3 * np.eye(len(y)), S @ y
     for k in (1, 2, 3):
-        ref, _ = spla.cg(A, b, maxiter=k, rtol=1e-300, atol=0)
+        expect, _ = spla.cg(A, b, maxiter=k, rtol=1e-300, atol=0)
         r = rj.rankrls_cg(X, y, g, lam=0.3, tol=0.0, maxiter=k)
         assert int(r.iterations) == k and rj.STOP_REASONS[int(r.stop_reason)] == "maxiter"
-        assert rel(r.x, ref) < 1e-10
+        assert rel(r.x, expect) < 1e-10
+        expect, _ = spla.cg(Ad, bd, maxiter=k, rtol=1e-300, atol=0)
+        assert rel(rj.rankrls_cg_dual(K, y, g, lam=0.3, tol=0.0, maxiter=k).x, S @ expect) < 1e-10
 
 
-def test_early_stopping_returns_the_rerun_iterate(rng):
-    X, y, qid = problem(rng, m=120, n=30)
-    w_true = rng.standard_normal(30)
-    y = X @ w_true + 3 * rng.standard_normal(120)               # noisy: semi-convergence
-    Xv = rng.standard_normal((80, 30))
-    yv = Xv @ w_true
+def noisy_problem(rng, m=120, n=30):
+    X, _, qid = problem(rng, m=m, n=n)
+    w_true = rng.standard_normal(n)
+    y = X @ w_true + 3 * rng.standard_normal(m)               # noisy: semi-convergence
+    Xv = rng.standard_normal((80, n))
+    yv = np.round(Xv @ w_true)
     qv = np.repeat(np.arange(8), 10)
-    g = rj.query_graph(qid)
-    valid = lambda w: rj.pairwise_error(Xv @ w, yv, qv, num_queries=8)  # noqa: E731
-    r = rj.rankrls_cg(X, y, g, lam=0.0, tol=1e-12, maxiter=200, valid_fn=valid, patience=5)
+    return X, y, qid, Xv, yv, qv
+
+
+@pytest.mark.parametrize("lam,metric", [(0.0, "pairwise_error"), (0.0, "loss"),
+                                        (1.0, "pairwise_error"), (0.0, "ndcg")])
+def test_early_stopping_returns_the_rerun_iterate(rng, lam, metric):
+    """Early stopping (λ = 0) and hybrid (λ > 0): the returned w is the rerun with
+    best_iteration fixed steps, and its score is the history minimum; the
+    history equals the criterion recomputed by brute force on every rerun."""
+    X, y, qid, Xv, yv, qv = noisy_problem(rng)
+    g, gv = rj.query_graph(qid), rj.query_graph(qv)
+    crit = functools.partial(rj.ndcg, k=5, ties="stable") if metric == "ndcg" else metric
+    r = rj.rankrls_cg(X, y, g, lam=lam, tol=1e-12, maxiter=200, valid=(Xv, yv, gv),
+                      metric=crit, patience=5)
     hist = np.asarray(r.valid_history)
-    best = int(r.best_iteration)
+    best, its = int(r.best_iteration), int(r.iterations)
     assert np.nanmin(hist) == hist[best]
-    rerun = rj.rankrls_cg(X, y, g, lam=0.0, tol=0.0, maxiter=best) if best > 0 else None
-    if rerun is not None:
-        np.testing.assert_array_equal(r.x, rerun.x)
-    if rj.STOP_REASONS[int(r.stop_reason)] == "early_stopping":
-        assert int(r.iterations) == best + 5
+    assert rj.STOP_REASONS[int(r.stop_reason)] == "early_stopping" and its == best + 5
+    assert np.all(np.isnan(hist[its + 1:])) and not np.any(np.isnan(hist[:its + 1]))
+    Lv = ref.laplacian_from_pairs(len(yv), ref.query_pairs(qv))
+    for k in sorted({0, 1, best, its}):
+        w = rj.rankrls_cg(X, y, g, lam=lam, tol=0.0, maxiter=max(k, 1)).x if k else np.zeros(30)
+        f = Xv @ np.asarray(w)
+        brute = {"pairwise_error": lambda: ref.pairwise_error(f, yv, qv),
+                 "loss": lambda: (yv - f) @ Lv @ (yv - f),
+                 "ndcg": lambda: -ref.ndcg(f, yv, qv, k=5, ties="stable")}[metric]()
+        assert abs(hist[k] - brute) < 1e-9 * max(1, abs(brute)), k
+        if k == best:
+            np.testing.assert_array_equal(r.x, w)
 
 
-def test_vmap_over_eight_lambdas(rng):
+def test_early_stopping_dual_and_edges(rng):
+    X, y, qid, Xv, yv, qv = noisy_problem(rng)
+    K, Kv = X @ X.T, Xv @ X.T
+    g, gv = rj.query_graph(qid), rj.query_graph(qv)
+    r = rj.rankrls_cg_dual(K, y, g, lam=0.0, valid=(Kv, yv, gv), tol=1e-12, patience=4)
+    best = int(r.best_iteration)
+    assert best > 0 and rj.STOP_REASONS[int(r.stop_reason)] == "early_stopping"
+    rerun = rj.rankrls_cg_dual(K, y, g, lam=0.0, tol=0.0, maxiter=best)
+    np.testing.assert_allclose(r.x, rerun.x, rtol=0, atol=0)
+    # preference-edge training and validation
+    h, t = edges(rng, 120, 400)
+    h, t = np.where(y[h] > y[t], h, t), np.where(y[h] > y[t], t, h)
+    hv, tv = np.nonzero(yv[:, None] > yv[None, :])
+    ge = rj.preference_graph(h, t, y[h] - y[t], num_rows=120)
+    gve = rj.preference_graph(hv, tv, num_rows=80)
+    r = rj.rankrls_cg(X, None, ge, lam=0.0, valid=(Xv, None, gve), tol=1e-12, patience=3)
+    f = Xv @ np.asarray(r.x)
+    assert abs(float(r.valid_history[r.best_iteration]) - np.mean(f[hv] <= f[tv])) < 1e-12
+
+
+def test_vmap_over_eight_lambdas_and_over_outputs(rng):
     X, y, qid = problem(rng)
     g = rj.query_graph(qid)
     lams = jnp.asarray(np.logspace(-2, 2, 8))
-    f = jax.jit(lambda lam: rj.rankrls_cg(X, y, g, lam=lam, tol=1e-9, maxiter=300))
-    batched = jax.vmap(f)(lams)
+    for Xs in (X, rj.to_csr(X)):
+        f = jax.jit(lambda lam, X: rj.rankrls_cg(X, y, g, lam=lam, tol=1e-9, maxiter=300))
+        batched = jax.vmap(f, in_axes=(0, None))(lams, Xs)
+        for i, lam in enumerate(lams):
+            one = f(lam, Xs)
+            np.testing.assert_allclose(batched.x[i], one.x, rtol=1e-10, atol=1e-12)
+            assert int(batched.iterations[i]) == int(one.iterations)
+            np.testing.assert_allclose(batched.residual_history[i], one.residual_history,
+                                       rtol=1e-8, atol=1e-14)
+    K = X @ X.T
+    fd = jax.vmap(lambda lam: rj.rankrls_cg_dual(K, y, g, lam=lam, tol=1e-9))(lams)
     for i, lam in enumerate(lams):
-        one = f(lam)
-        np.testing.assert_allclose(batched.x[i], one.x, rtol=1e-10, atol=1e-12)
-        assert int(batched.iterations[i]) == int(one.iterations)
+        np.testing.assert_allclose(fd.x[i], rj.rankrls_cg_dual(K, y, g, lam=lam, tol=1e-9).x,
+                                   rtol=1e-10, atol=1e-12)
+    Y = np.stack([y, -y, y ** 2], 1)
+    cols = jax.vmap(lambda yy: rj.rankrls_cg(rj.to_csr(X), yy, g, lam=1.0, tol=1e-10).x,
+                    in_axes=1, out_axes=1)(Y)
+    assert rel(cols, rj.rankrls_primal(X, Y, g, lam=1.0).weights) < 1e-6
 
 
 def test_preference_edges_never_materialise_large_arrays():
     """m = 100,000 rows, n = 20,000 sparse features, l = 1,000,000 edges: an [l, n]
-    array would need 160 GB and an [m, m] one 80 GB; the run needs megabytes."""
+    array would need 80 GB and an [m, m] one 40 GB in float32; the run needs megabytes."""
     rng = np.random.default_rng(0)
     m, n, l = 100_000, 20_000, 1_000_000
     cols = rng.integers(0, n, (m, 10))                      # 10 nonzeros per row
     X = sp.csr_matrix((rng.random(m * 10, dtype=np.float32), cols.ravel(),
                        np.arange(0, m * 10 + 1, 10)), shape=(m, n))
-    head = rng.integers(0, m, l)
-    tail = (head + rng.integers(1, m, l)) % m
+    head, tail = edges(rng, m, l)
     g = rj.preference_graph(head, tail, num_rows=m)
-    r = rj.rankrls_cg(rj.io.to_bcoo(X, jnp.float32), None, g, lam=1.0, tol=1e-3, maxiter=3)
+    r = rj.rankrls_cg(rj.to_csr(X, jnp.float32), None, g, lam=1.0, tol=1e-3, maxiter=3)
+    assert r.x.dtype == jnp.float32
     assert np.all(np.isfinite(np.asarray(r.x))) and int(r.iterations) >= 1
+
+
+def test_csr_matrix_products_transposes_and_vmap(rng):
+    A = sp.random(30, 20, density=0.2, random_state=1, format="coo")
+    D = A.toarray()
+    for src in (A, A.tocsr(), D, rj.io.to_bcoo(A),
+                jax.experimental.sparse.BCSR.fromdense(jnp.asarray(D))):
+        C = rj.to_csr(src)
+        np.testing.assert_allclose(C.todense(), D, atol=1e-15)
+        v, u, V = rng.standard_normal(20), rng.standard_normal(30), rng.standard_normal((20, 3))
+        np.testing.assert_allclose(C @ v, D @ v, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(C.T @ u, D.T @ u, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(C @ V, D @ V, rtol=1e-12, atol=1e-14)
+    Vb = rng.standard_normal((4, 5, 20))                        # nested vmap
+    out = jax.vmap(jax.vmap(lambda v: C @ v))(Vb)
+    np.testing.assert_allclose(out, Vb @ D.T, rtol=1e-12, atol=1e-14)
+    Cs = jax.tree.map(lambda a: jnp.stack([a, a]), C)           # vmap over matrices
+    out = jax.vmap(lambda M, v: M @ v)(Cs, Vb[:2, 0])
+    np.testing.assert_allclose(out, Vb[:2, 0] @ D.T, rtol=1e-12, atol=1e-14)
+    assert rj.to_csr(A, jnp.float32).dtype == jnp.float32
+    with pytest.raises(ValueError, match="multiply"):
+        C @ np.ones(3)
 
 
 def test_cg_input_errors(rng):
     X, y, qid = problem(rng)
+    g = rj.query_graph(qid)
     with pytest.raises(ValueError, match="lam"):
-        rj.rankrls_cg(X, y, rj.query_graph(qid), lam=-1.0)
+        rj.rankrls_cg(X, y, g, lam=-1.0)
     with pytest.raises(ValueError, match="vmap"):
-        rj.rankrls_cg(X, np.stack([y, y], 1), rj.query_graph(qid), lam=1.0)
+        rj.rankrls_cg(X, np.stack([y, y], 1), g, lam=1.0)
+    with pytest.raises(ValueError, match="X_valid has 3 columns"):
+        rj.rankrls_cg(X, y, g, valid=(X[:, :3], y, g))
+    with pytest.raises(ValueError, match="metric"):
+        rj.rankrls_cg(X, y, g, valid=(X, y, g), metric="ndcg")
+    with pytest.raises(TypeError, match="valid"):
+        rj.rankrls_cg(X, y, g, valid=(X, y))
+    with pytest.raises(ValueError, match="validation y has 5 rows"):
+        rj.rankrls_cg(X, y, g, valid=(X, y[:5], g))
+    with pytest.raises(ValueError, match="tie exclusion"):
+        rj.rankrls_cg_dual(X @ X.T, y, rj.query_graph(qid, y, exclude_ties=True))
+    with pytest.raises(ValueError, match="K must be"):
+        rj.rankrls_cg_dual(X, y, g)
+    with pytest.raises(ValueError, match="NaN"):
+        rj.rankrls_cg_dual(np.full((60, 60), np.nan), y, g)
