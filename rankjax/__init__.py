@@ -43,7 +43,9 @@ from ._metrics import (
     mean_average_precision as mean_average_precision, ndcg as ndcg,
     pairwise_error as pairwise_error, precision_at_k as precision_at_k)
 
-from ._synthetic import RankingData as RankingData, make_ranking_data as make_ranking_data
+from ._synthetic import (
+    RankingData as RankingData, make_ranking_data as make_ranking_data,
+    make_sparse_ranking_data as make_sparse_ranking_data)
 from . import io as io
 
 __version__ = "0.1.0"

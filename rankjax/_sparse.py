@@ -1,13 +1,17 @@
 """A sparse matrix for matrix-free solvers: CSR of ``X`` and of ``X^T`` (SPEC §4).
 
-``X @ v`` and ``X.T @ u`` both run the CSR-by-rows kernel of
-``jax.experimental.sparse.BCSR`` (which has no transposed product, so the
-transpose is stored too: twice the memory of one CSR). Under ``vmap`` the
-product is routed to **one** sparse-times-dense-matrix product
+``X @ v`` and ``X.T @ u`` are products by rows, so the transpose is stored too
+(``BCSR`` has no transposed product): twice the memory of one CSR plus a row id
+per nonzero. Kernel choice, measured by ``benchmarks/bench_cg.py`` on the 2-core
+CPU (100,000 × 50,000, 7.5 M nonzeros): several columns go to the CSR kernel of
+``jax.experimental.sparse.BCSR`` (8 columns: 21–28 ms, against 165–380 ms for
+BCOO or gather + ``segment_sum``); a single float32 vector goes to gather +
+``segment_sum`` over the sorted row ids (19–32 ms against 120 ms for the BCSR
+kernel and 78–95 ms for BCOO); a single float64 vector to BCSR (40 ms against
+47–59 ms). On GPU every product uses BCSR. Under ``vmap`` the product is routed
+to **one** sparse-times-dense-matrix product
 (``jax.custom_batching.custom_vmap``): a CG over 8 λ or 8 outputs costs one
-CSR pass per iteration, not 8. Measured on the 2-core CPU (100,000 × 50,000,
-7.5 M nonzeros, float64, ``benchmarks/bench_cg.py``): one vector 30 ms (BCOO
-69 ms, gather + ``segment_sum`` 42 ms), eight vectors at once 15–17 ms.
+CSR pass per iteration, not 8.
 
 Products are not differentiable (``custom_vmap`` has no autodiff rule); the
 solvers that use them do not need gradients.
@@ -37,17 +41,20 @@ class CSRMatrix:
     as an argument.
 
     Attributes:
-      data, indices, indptr: CSR of ``X`` (``[nse]``, ``[nse]`` int32, ``[m+1]`` int32).
-      t_data, t_indices, t_indptr: CSR of ``X^T``.
+      data, indices, indptr, rows: CSR of ``X`` (``[nse]``, ``[nse]`` int32,
+        ``[m+1]`` int32) and the row of every nonzero (``[nse]`` int32, sorted).
+      t_data, t_indices, t_indptr, t_rows: the same for ``X^T``.
       shape: ``(m, n)`` (static).
     """
 
     data: jax.Array
     indices: jax.Array
     indptr: jax.Array
+    rows: jax.Array
     t_data: jax.Array
     t_indices: jax.Array
     t_indptr: jax.Array
+    t_rows: jax.Array
     shape: tuple = dataclasses.field(metadata=dict(static=True))
 
     @property
@@ -64,8 +71,8 @@ class CSRMatrix:
 
     @property
     def T(self) -> "CSRMatrix":
-        return CSRMatrix(self.t_data, self.t_indices, self.t_indptr, self.data, self.indices,
-                         self.indptr, (self.shape[1], self.shape[0]))
+        return CSRMatrix(self.t_data, self.t_indices, self.t_indptr, self.t_rows, self.data,
+                         self.indices, self.indptr, self.rows, (self.shape[1], self.shape[0]))
 
     def astype(self, dtype) -> "CSRMatrix":
         return dataclasses.replace(self, data=self.data.astype(dtype),
@@ -80,30 +87,34 @@ class CSRMatrix:
             raise ValueError(f"cannot multiply a {self.shape} CSRMatrix by shape {v.shape}")
         dtype = jnp.result_type(self.data.dtype, v.dtype)
         V = v[:, None] if v.ndim == 1 else v
-        out = _csr_mm(self.data.astype(dtype), self.indices, self.indptr, V.astype(dtype))
+        out = _csr_mm(self.data.astype(dtype), self.indices, self.indptr, self.rows,
+                      V.astype(dtype))
         return out[:, 0] if v.ndim == 1 else out
 
 
-def _plain_mm(data, indices, indptr, V):
-    return sparse.BCSR((data, indices, indptr), shape=(indptr.shape[0] - 1, V.shape[0])) @ V
+def _plain_mm(data, indices, indptr, rows, V):
+    m = indptr.shape[0] - 1
+    if V.shape[1] == 1 and V.dtype == jnp.float32 and jax.default_backend() == "cpu":
+        return jax.ops.segment_sum(data[:, None] * V[indices], rows, m, indices_are_sorted=True)
+    return sparse.BCSR((data, indices, indptr), shape=(m, V.shape[0])) @ V
 
 
 @jax.custom_batching.custom_vmap
-def _csr_mm(data, indices, indptr, V):
-    return _plain_mm(data, indices, indptr, V)
+def _csr_mm(data, indices, indptr, rows, V):
+    return _plain_mm(data, indices, indptr, rows, V)
 
 
 @_csr_mm.def_vmap
-def _csr_mm_vmap(axis_size, in_batched, data, indices, indptr, V):
-    if any(in_batched[:3]):         # a batch of matrices: one product per matrix
+def _csr_mm_vmap(axis_size, in_batched, data, indices, indptr, rows, V):
+    if any(in_batched[:4]):         # a batch of matrices: one product per matrix
         args = [a if b else jnp.broadcast_to(a, (axis_size,) + a.shape)
-                for a, b in zip((data, indices, indptr, V), in_batched)]
+                for a, b in zip((data, indices, indptr, rows, V), in_batched)]
         return lax.map(lambda a: _csr_mm(*a), tuple(args)), True
-    if not in_batched[3]:
-        return _csr_mm(data, indices, indptr, V), False
+    if not in_batched[4]:
+        return _csr_mm(data, indices, indptr, rows, V), False
     b, n, k = V.shape                # [b, n, k] -> one [n, b k] product
     W = jnp.moveaxis(V, 0, 1).reshape(n, b * k)
-    out = _csr_mm(data, indices, indptr, W)
+    out = _csr_mm(data, indices, indptr, rows, W)
     return jnp.moveaxis(out.reshape(out.shape[0], b, k), 1, 0), True
 
 
@@ -146,7 +157,9 @@ def to_csr(X, dtype=None) -> CSRMatrix:
         raise TypeError(f"dtype must be floating, got {dtype}")
     T = C.T.tocsr()
     T.sort_indices()
-    arr = lambda a, t: jnp.asarray(np.asarray(a, t))  # noqa: E731
-    return CSRMatrix(arr(C.data, dtype), arr(C.indices, np.int32), arr(C.indptr, np.int32),
-                     arr(T.data, dtype), arr(T.indices, np.int32), arr(T.indptr, np.int32),
-                     tuple(int(s) for s in C.shape))
+    def parts(A):
+        rows = np.repeat(np.arange(A.shape[0], dtype=np.int32), np.diff(A.indptr))
+        return [jnp.asarray(np.asarray(a, t)) for a, t in
+                ((A.data, dtype), (A.indices, np.int32), (A.indptr, np.int32), (rows, np.int32))]
+
+    return CSRMatrix(*parts(C), *parts(T), tuple(int(s) for s in C.shape))
