@@ -13,14 +13,16 @@ def device_name():
 
 
 def time_jitted(fn, *args, repeats=3):
-    """(compile_s, median_run_s, output) of ``jax.jit(fn)(*args)``."""
+    """(compile_s, median_run_s, output) of ``jax.jit(fn)(*args)``: a warm-up run
+    and the median of ``repeats`` runs; ``repeats=1`` (long runs): one run, no warm-up."""
     jitted = jax.jit(fn)
     t0 = time.perf_counter()
     compiled = jitted.lower(*args).compile()
     compile_s = time.perf_counter() - t0
-    out = jax.block_until_ready(compiled(*args))          # warm-up
+    if repeats > 1:
+        out = jax.block_until_ready(compiled(*args))      # warm-up
     runs = []
-    for _ in range(max(3, repeats)):
+    for _ in range(repeats):
         t0 = time.perf_counter()
         out = jax.block_until_ready(compiled(*args))
         runs.append(time.perf_counter() - t0)

@@ -35,6 +35,9 @@ from ._cg import (
     STOP_REASONS as STOP_REASONS, CGResult as CGResult, cg_solve as cg_solve,
     rankrls_cg as rankrls_cg, rankrls_cg_dual as rankrls_cg_dual,
     validation_criterion as validation_criterion)
+from ._kpcrank import (
+    KPCModel as KPCModel, KPCPath as KPCPath, center_kernel as center_kernel,
+    center_test_kernel as center_test_kernel, kpcrank as kpcrank, kpcrank_path as kpcrank_path)
 from ._sparse import CSRMatrix as CSRMatrix, to_csr as to_csr
 from ._metrics import (
     PerQuery as PerQuery, auc as auc, cindex as cindex,

@@ -3,15 +3,26 @@
 ``X @ v`` and ``X.T @ u`` are products by rows, so the transpose is stored too
 (``BCSR`` has no transposed product): twice the memory of one CSR plus a row id
 per nonzero. Kernel choice, measured by ``benchmarks/bench_cg.py`` on the 2-core
-CPU (100,000 × 50,000, 7.5 M nonzeros): several columns go to the CSR kernel of
-``jax.experimental.sparse.BCSR`` (8 columns: 21–28 ms, against 165–380 ms for
-BCOO or gather + ``segment_sum``); a single float32 vector goes to gather +
-``segment_sum`` over the sorted row ids (19–32 ms against 120 ms for the BCSR
-kernel and 78–95 ms for BCOO); a single float64 vector to BCSR (40 ms against
-47–59 ms). On GPU every product uses BCSR. Under ``vmap`` the product is routed
-to **one** sparse-times-dense-matrix product
-(``jax.custom_batching.custom_vmap``): a CG over 8 λ or 8 outputs costs one
-CSR pass per iteration, not 8.
+CPU (100,000 × 50,000, 7.5 M nonzeros; ``X v`` / ``X^T u`` in ms):
+
+=====================  ===========  ===========  ===========  ===========
+kernel                 f64, 1 col   f32, 1 col   f64, 8 cols  f32, 8 cols
+=====================  ===========  ===========  ===========  ===========
+scipy CSR (reference)  9.6 / 9.5    7.6 / 7.8    27 / 33      25 / 27
+BCSR kernel            30 / 30      64 / 70      15 / 18      13 / 15
+BCOO                   68 / 56      59 / 49      223 / 180    120 / 109
+gather + segment_sum   41 / 31      24 / 10      163 / 151    97 / 84
+**CSRMatrix**          30 / 30      11 / 10      14 / 15      14 / 15
+=====================  ===========  ===========  ===========  ===========
+
+So several columns go to the BCSR kernel and, on CPU, one vector to gather +
+``segment_sum`` read along the *other* orientation (``X v`` gathers ``v`` by
+the sorted rows of ``X^T`` and scatter-adds into the ``m`` outputs, which was
+2–6× faster than the BCSR kernel in float32 and equal in float64). On GPU every
+product uses BCSR (cuSPARSE); not yet measured here. Under ``vmap`` the product
+is routed to **one** sparse-times-dense-matrix product
+(``jax.custom_batching.custom_vmap``): a CG over 8 λ or 8 outputs costs one CSR
+pass per iteration, not 8.
 
 Products are not differentiable (``custom_vmap`` has no autodiff rule); the
 solvers that use them do not need gradients.
@@ -87,34 +98,35 @@ class CSRMatrix:
             raise ValueError(f"cannot multiply a {self.shape} CSRMatrix by shape {v.shape}")
         dtype = jnp.result_type(self.data.dtype, v.dtype)
         V = v[:, None] if v.ndim == 1 else v
-        out = _csr_mm(self.data.astype(dtype), self.indices, self.indptr, self.rows,
-                      V.astype(dtype))
+        out = _csr_mm(self.astype(dtype), V.astype(dtype))
         return out[:, 0] if v.ndim == 1 else out
 
 
-def _plain_mm(data, indices, indptr, rows, V):
-    m = indptr.shape[0] - 1
-    if V.shape[1] == 1 and V.dtype == jnp.float32 and jax.default_backend() == "cpu":
-        return jax.ops.segment_sum(data[:, None] * V[indices], rows, m, indices_are_sorted=True)
-    return sparse.BCSR((data, indices, indptr), shape=(m, V.shape[0])) @ V
+def _plain_mm(A: CSRMatrix, V):
+    if V.shape[1] == 1 and jax.default_backend() == "cpu":
+        # one vector: read X^T by its rows (v gathered in order), scatter-add into m outputs
+        return jax.ops.segment_sum(A.t_data[:, None] * V[A.t_rows], A.t_indices, A.shape[0])
+    return sparse.BCSR((A.data, A.indices, A.indptr), shape=A.shape) @ V
 
 
 @jax.custom_batching.custom_vmap
-def _csr_mm(data, indices, indptr, rows, V):
-    return _plain_mm(data, indices, indptr, rows, V)
+def _csr_mm(A: CSRMatrix, V):
+    return _plain_mm(A, V)
 
 
 @_csr_mm.def_vmap
-def _csr_mm_vmap(axis_size, in_batched, data, indices, indptr, rows, V):
-    if any(in_batched[:4]):         # a batch of matrices: one product per matrix
-        args = [a if b else jnp.broadcast_to(a, (axis_size,) + a.shape)
-                for a, b in zip((data, indices, indptr, rows, V), in_batched)]
-        return lax.map(lambda a: _csr_mm(*a), tuple(args)), True
-    if not in_batched[4]:
-        return _csr_mm(data, indices, indptr, rows, V), False
+def _csr_mm_vmap(axis_size, in_batched, A, V):
+    a_batched, v_batched = in_batched
+    if any(jax.tree.leaves(a_batched)):          # a batch of matrices: one product each
+        bcast = lambda x, b: x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)  # noqa
+        A = jax.tree.map(bcast, A, a_batched)
+        V = bcast(V, v_batched)
+        return lax.map(lambda a: _csr_mm(*a), (A, V)), True
+    if not v_batched:
+        return _csr_mm(A, V), False
     b, n, k = V.shape                # [b, n, k] -> one [n, b k] product
     W = jnp.moveaxis(V, 0, 1).reshape(n, b * k)
-    out = _csr_mm(data, indices, indptr, rows, W)
+    out = _csr_mm(A, W)
     return jnp.moveaxis(out.reshape(out.shape[0], b, k), 1, 0), True
 
 

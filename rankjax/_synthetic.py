@@ -86,7 +86,8 @@ def make_sparse_ranking_data(num_rows: int, num_features: int, *, nnz_per_row: i
 
     Each row has ``nnz_per_row`` positive entries in columns drawn with Zipf
     frequencies ``p_j ∝ (j + 1)^-zipf`` (word-like: a few common, many rare
-    features; ``zipf=0`` is uniform), duplicates merged, scaled to unit L2 norm. The latent score is
+    features; ``zipf=0`` is uniform; a column drawn twice in a row is redrawn
+    uniformly, so rows have ``nnz_per_row`` entries), scaled to unit L2 norm. The latent score is
     ``X w_true + noise * N(0, 1)`` with ``w_true ~ N(0, I)`` (the same for every
     seed; ``X w_true`` has variance about 1); labels are per-query quantile
     grades of it (:func:`make_ranking_data`'s shares; 47 % positive for
@@ -95,7 +96,7 @@ def make_sparse_ranking_data(num_rows: int, num_features: int, *, nnz_per_row: i
     Args:
       num_rows: ``m``.
       num_features: ``n``.
-      nnz_per_row: nonzeros per row (before merging duplicate columns).
+      nnz_per_row: nonzeros per row (at most ``num_features``).
       num_queries: ``0`` for one global ranking (``qid`` all 0), else that many
         contiguous queries of (almost) equal size.
       levels: number of relevance levels (2: bipartite).
@@ -109,10 +110,12 @@ def make_sparse_ranking_data(num_rows: int, num_features: int, *, nnz_per_row: i
 
     Example:
       >>> d = make_sparse_ranking_data(1000, 500, nnz_per_row=10, num_queries=50, levels=3)
-      >>> d.X.shape, d.X.nnz <= 10_000, sorted(set(d.y.tolist())), len(set(d.qid.tolist()))
-      ((1000, 500), True, [0.0, 1.0, 2.0], 50)
+      >>> d.X.shape, d.X.nnz, sorted(set(d.y.tolist())), len(set(d.qid.tolist()))
+      ((1000, 500), 10000, [0.0, 1.0, 2.0], 50)
     """
     import scipy.sparse as sp
+    if nnz_per_row > num_features:
+        raise ValueError(f"nnz_per_row={nnz_per_row} exceeds num_features={num_features}")
     if num_rows < 1 or num_features < 1 or nnz_per_row < 1 or levels < 2 or num_queries < 0:
         raise ValueError("num_rows, num_features, nnz_per_row >= 1, levels >= 2 and "
                          "num_queries >= 0 are required")
@@ -121,6 +124,13 @@ def make_sparse_ranking_data(num_rows: int, num_features: int, *, nnz_per_row: i
     cdf = np.cumsum((np.arange(num_features) + 1.0) ** -zipf)
     cols = np.searchsorted(cdf, rng.random((num_rows, nnz_per_row)) * cdf[-1], side="right")
     cols = np.minimum(cols, num_features - 1).astype(np.int32)
+    for _ in range(8):                       # redraw repeated columns uniformly
+        cols.sort(axis=1)
+        dup = np.zeros(cols.shape, bool)
+        dup[:, 1:] = cols[:, 1:] == cols[:, :-1]
+        if not dup.any():
+            break
+        cols[dup] = rng.integers(0, num_features, int(dup.sum()))
     vals = rng.exponential(1.0, (num_rows, nnz_per_row))
     vals /= np.sqrt(np.sum(vals * vals, axis=1, keepdims=True))
     X = sp.csr_matrix((vals.ravel().astype(dtype), cols.ravel(),

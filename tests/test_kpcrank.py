@@ -1,0 +1,88 @@
+import numpy as np
+import pytest
+
+import rankjax as rj
+import reference as ref
+from conftest import random_qids
+
+
+def rel(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return np.max(np.abs(a - b)) / np.max(np.abs(b))
+
+
+def explicit_projection(K, Kt, p):
+    """Feature-space recipe of seed 003, by brute force with numpy."""
+    m = K.shape[0]
+    C = np.eye(m) - np.ones((m, m)) / m
+    Kc = C @ K @ C
+    vals, vecs = np.linalg.eigh(Kc)
+    vals, vecs = vals[::-1][:p], vecs[:, ::-1][:, :p]
+    Z = vecs * np.sqrt(vals)
+    Kt_c = (Kt - np.ones((Kt.shape[0], m)) @ K / m) @ C
+    return Z, Kt_c @ vecs / np.sqrt(vals)
+
+
+@pytest.mark.parametrize("graph_kind,ridge", [("query", 0.0), ("query", 0.5), ("kpcr", 0.0),
+                                              ("edges", 0.0)])
+def test_path_over_p_equals_each_p_solved_separately(rng, graph_kind, ridge):
+    m, P = 70, 25
+    X, Xt = rng.standard_normal((m, 4)), rng.standard_normal((30, 4))
+    y = rng.integers(0, 4, m).astype(float)
+    qid = random_qids(rng, m)
+    kern = rj.gaussian_kernel(0.3)
+    K = np.asarray(rj.kernel_matrix(kern, X))
+    Kt = np.asarray(rj.kernel_matrix(kern, Xt, X))
+    if graph_kind == "edges":
+        h, t = np.nonzero((y[:, None] > y[None, :]) & (qid[:, None] == qid[None, :]))
+        g, yy = rj.preference_graph(h, t, y[h] - y[t], num_rows=m), None
+        L = ref.laplacian_from_edges(m, h, t, np.ones(len(h)))   # eq. 21: w = 1, z = magnitude
+        rhs = np.zeros(m)
+        np.add.at(rhs, h, y[h] - y[t])
+        np.add.at(rhs, t, -(y[h] - y[t]))
+    else:
+        g = rj.query_graph(qid) if graph_kind == "query" else rj.identity_graph(m)
+        yy = y
+        L = (ref.laplacian_from_pairs(m, ref.query_pairs(qid)) if graph_kind == "query"
+             else np.eye(m))
+        rhs = L @ y
+    path = rj.kpcrank_path(K, yy, g, max_components=P, ridge=ridge, K_valid=Kt)
+    for p in range(1, P + 1):
+        Z, Zt = explicit_projection(K, Kt, p)
+        w = np.linalg.solve(Z.T @ L @ Z + ridge * np.eye(p), Z.T @ rhs)
+        assert rel(path.weights[p - 1, :p], w) < 1e-8, p
+        assert np.all(np.asarray(path.weights[p - 1, p:]) == 0)
+        assert rel(path.valid_scores[p - 1], Zt @ w) < 1e-8, p
+        assert rel(Kt @ np.asarray(path.coef[p - 1]) - path.offset[p - 1], Zt @ w) < 1e-8
+
+
+def test_centring_equals_explicit_feature_space_centring(rng):
+    X, T = rng.standard_normal((40, 6)) + 3.0, rng.standard_normal((15, 6))
+    mu = X.mean(0)
+    np.testing.assert_allclose(rj.center_kernel(X @ X.T), (X - mu) @ (X - mu).T, atol=1e-10)
+    np.testing.assert_allclose(rj.center_test_kernel(T @ X.T, X @ X.T), (T - mu) @ (X - mu).T,
+                               atol=1e-10)
+
+
+def test_linear_kernel_full_rank_equals_unregularized_primal(rng):
+    """With a linear kernel and p = n, KPCRank is unregularized RankRLS on the
+    centred features: same test scores (up to a constant per ranking)."""
+    X, Xt = rng.standard_normal((80, 5)), rng.standard_normal((20, 5))
+    y, qid = rng.standard_normal(80), random_qids(rng, 80)
+    g = rj.query_graph(qid)
+    model = rj.kpcrank(X @ X.T, y, g, components=5)
+    f = Xt @ X.T @ np.asarray(model.coef) - model.offset
+    w = rj.rankrls_primal(X - X.mean(0), y, g, lam=1e-9).weights
+    f_ref = (Xt - X.mean(0)) @ np.asarray(w)
+    assert rel(f - f.mean(), f_ref - f_ref.mean()) < 1e-6
+
+
+def test_kpcrank_input_errors(rng):
+    X = rng.standard_normal((10, 3))
+    g = rj.query_graph(np.zeros(10, int))
+    with pytest.raises(ValueError, match="max_components"):
+        rj.kpcrank_path(X @ X.T, np.arange(10.), g, max_components=11)
+    with pytest.raises(ValueError, match="square"):
+        rj.kpcrank_path(X @ X[:5].T, np.arange(10.), g, max_components=2)
+    with pytest.raises(ValueError, match="K_valid"):
+        rj.kpcrank_path(X @ X.T, np.arange(10.), g, max_components=2, K_valid=X)
