@@ -38,6 +38,10 @@ from ._cg import (
 from ._kpcrank import (
     KPCModel as KPCModel, KPCPath as KPCPath, center_kernel as center_kernel,
     center_test_kernel as center_test_kernel, kpcrank as kpcrank, kpcrank_path as kpcrank_path)
+from ._ranksvm import (
+    RankLevels as RankLevels, RankSVMKernelModel as RankSVMKernelModel,
+    RankSVMResult as RankSVMResult, rank_levels as rank_levels, ranksvm_kernel as ranksvm_kernel,
+    ranksvm_l2 as ranksvm_l2)
 from ._sparse import CSRMatrix as CSRMatrix, to_csr as to_csr
 from ._metrics import (
     PerQuery as PerQuery, auc as auc, cindex as cindex,

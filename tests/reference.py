@@ -152,3 +152,25 @@ def average_precision(f, y, qid=None, threshold=1.0, k=None):
             hits = np.cumsum(rel)
             vals.append(np.mean([hits[i] / (i + 1) for i in np.flatnonzero(rel)]))
     return np.mean(vals) if vals else np.nan
+
+
+def ranksvm_pairs(y, qid):
+    """Every pair (i, j) of one query with y_i > y_j, enumerated."""
+    qid = np.zeros(len(y), int) if qid is None else np.asarray(qid)
+    return [(i, j) for i in range(len(y)) for j in range(len(y))
+            if qid[i] == qid[j] and y[i] > y[j]]
+
+
+def ranksvm_fgh(w, X, y, qid, C, v):
+    """f, grad and generalised Hv of the L2-loss RankSVM over enumerated pairs; a
+    pair violates when fl(z_i - 1) < z_j (margin exactly 0 excluded)."""
+    z = X @ w
+    f, g, hv = 0.5 * w @ w, w.copy(), v.copy()
+    for i, j in ranksvm_pairs(y, qid):
+        if z[i] - 1.0 < z[j]:
+            d = X[i] - X[j]
+            mgn = 1.0 - (z[i] - z[j])
+            f += C * mgn ** 2
+            g -= 2 * C * mgn * d
+            hv += 2 * C * d * (d @ v)
+    return f, g, hv

@@ -1,0 +1,371 @@
+"""Linear RankSVM with the L2 (squared hinge) loss, trained by trust-region
+Newton (TRON) with Steihaug CG (SPEC §5.2; seed 002; ``ranksvm_l2.md``).
+
+    min_w  f(w) = ½ wᵀw + C Σ_{(i,j) ∈ P} max(0, 1 - wᵀ(x_i - x_j))²
+
+over the pairs ``P`` of one query with ``y_i > y_j``. ``P`` is never enumerated:
+f, the gradient and generalised Hessian-vector products come from per-instance
+counts and sums over margin-violating partners (``l±``, ``α±``, ``β±``), which
+are 2-D dominance sums computed with sorts and segmented scans over the *bits*
+of the level index (``ranksvm_l2.md`` §5.3, "Algorithm B", the pointer-free
+form of the selection tree): O(l log l · log K) per function evaluation and
+O(l log K) per Hessian-vector product, O(l log K) memory, for any number ``K``
+of relevance levels. A pair is *violating* when ``z_lo > fl(z_hi - 1)``
+(margin exactly 0 excluded; equal scores included), bit for bit as in
+liblinear-ranksvm.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ._checks import check_matrix, check_targets, segment_ids
+from ._path import nystrom_features
+from ._kernels import Kernel, kernel_matrix
+from ._sparse import CSRMatrix, to_csr
+
+__all__ = ["RankLevels", "rank_levels", "RankSVMResult", "ranksvm_l2", "ranksvm_kernel",
+           "RankSVMKernelModel"]
+
+
+# ----------------------------------------------------------------------------
+# levels (host side)
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["seg", "level"],
+                   meta_fields=["num_bits"])
+@dataclasses.dataclass(frozen=True)
+class RankLevels:
+    """Dense per-query label levels for RankSVM (``ranksvm_l2.md`` §5.0).
+
+    Attributes:
+      seg: ``[l]`` int32 query segment of every instance.
+      level: ``[l]`` int32 dense rank of ``y`` within its query (ties share a level).
+      num_bits: ``B = ceil(log2 K)``, ``K`` the largest number of levels in a query.
+    """
+
+    seg: jax.Array
+    level: jax.Array
+    num_bits: int
+
+
+def rank_levels(y, qid=None) -> RankLevels:
+    """Levels of ``y`` within each query (host side; ``qid=None``: one query).
+
+    Example:
+      >>> lv = rank_levels(np.array([3., 1., 3., 0.5]), np.array([0, 0, 0, 1]))
+      >>> lv.level.tolist(), lv.num_bits
+      ([1, 0, 1, 0], 1)
+    """
+    y = np.asarray(check_targets(y, np.shape(y)[0] if np.ndim(y) else 0, "y"))
+    if y.ndim != 1:
+        raise ValueError("y must be 1-D for RankSVM")
+    seg = np.zeros(y.shape[0], np.int32) if qid is None else segment_ids(qid).seg
+    if seg.shape[0] != y.shape[0]:
+        raise ValueError(f"qid has {seg.shape[0]} rows but y has {y.shape[0]}")
+    order = np.lexsort((y, seg))
+    s, v = seg[order], y[order]
+    new_q = np.r_[True, s[1:] != s[:-1]]
+    step = np.r_[False, (v[1:] > v[:-1]) & ~new_q[1:]].astype(np.int64)
+    cum = np.cumsum(step)
+    level = np.empty_like(cum)
+    level[order] = cum - np.maximum.accumulate(np.where(new_q, cum, 0))
+    K = int(level.max()) + 1
+    return RankLevels(jnp.asarray(seg), jnp.asarray(level.astype(np.int32)),
+                      int(math.ceil(math.log2(K))) if K > 1 else 0)
+
+
+# ----------------------------------------------------------------------------
+# per-instance dominance sums (device side)
+
+class _Bit(NamedTuple):
+    order: jax.Array      # [2l] event permutation for this bit
+    start: jax.Array      # [2l] bool: a segment starts at this sorted event
+    ends: jax.Array       # [2l] bool: a segment ends here
+    plus_point: jax.Array  # [2l] float: C-event of a bit-1 instance (the higher member)
+    minus_point: jax.Array  # [2l] float: Z-event of a bit-0 instance (the lower member)
+    plus_read: jax.Array   # [l] sorted position of the Z-event of each bit-0 instance, or -1
+    minus_read: jax.Array  # [l] sorted position of the C-event of each bit-1 instance, or -1
+
+
+class SVState(NamedTuple):
+    """Cached state of one function evaluation (``ranksvm_l2.md`` §3 caching contract)."""
+
+    z: jax.Array
+    bits: tuple
+    l_plus: jax.Array
+    l_minus: jax.Array
+    a: jax.Array
+    e: jax.Array
+
+
+def _seg_scan(values, start):
+    """Inclusive segmented cumulative sum along axis 0 (no base subtraction)."""
+    def op(x, y):
+        fx, vx = x
+        fy, vy = y
+        return fx | fy, jnp.where(fy[:, None] if vy.ndim == 2 else fy, vy, vx + vy)
+    return lax.associative_scan(op, (start, values))[1]
+
+
+def _bits(z, levels: RankLevels):
+    l = z.shape[0]
+    c = z - 1.0
+    key = jnp.concatenate([z, c])
+    typ = jnp.concatenate([jnp.zeros(l, jnp.int32), jnp.ones(l, jnp.int32)])
+    inst = jnp.concatenate([jnp.arange(l), jnp.arange(l)])
+    lev = levels.level[inst]
+    seg = levels.seg[inst]
+    out = []
+    for b in range(levels.num_bits):
+        prefix = lev >> (b + 1)
+        bit = (lev >> b) & 1
+        order = jnp.lexsort((typ, key, prefix, seg))
+        sp, ss = prefix[order], seg[order]
+        start = jnp.concatenate([jnp.ones(1, bool), (sp[1:] != sp[:-1]) | (ss[1:] != ss[:-1])])
+        ends = jnp.concatenate([start[1:], jnp.ones(1, bool)])
+        bo, to = bit[order], typ[order]
+        pos = jnp.zeros(2 * l, jnp.int32).at[order].set(jnp.arange(2 * l, dtype=jnp.int32))
+        bit_i = (levels.level >> b) & 1
+        out.append(_Bit(order, start, ends,
+                        ((to == 1) & (bo == 1)).astype(z.dtype),
+                        ((to == 0) & (bo == 0)).astype(z.dtype),
+                        jnp.where(bit_i == 0, pos[:l], -1),
+                        jnp.where(bit_i == 1, pos[l:], -1)))
+    return tuple(out)
+
+
+def _dominance(bits, W):
+    """Per instance: sums of ``W`` (``[l, k]``) over violating higher partners
+    (plus) and lower partners (minus), accumulated over the level bits."""
+    l = W.shape[0]
+    plus = jnp.zeros_like(W)
+    minus = jnp.zeros_like(W)
+    Wev = jnp.concatenate([W, W])
+    for bt in bits:
+        w = Wev[bt.order]
+        fwd = _seg_scan(w * bt.plus_point[:, None], bt.start)
+        bwd = _seg_scan((w * bt.minus_point[:, None])[::-1], bt.ends[::-1])[::-1]
+        pr, mr = bt.plus_read, bt.minus_read
+        plus = plus + jnp.where((pr >= 0)[:, None], fwd[jnp.maximum(pr, 0)], 0)
+        minus = minus + jnp.where((mr >= 0)[:, None], bwd[jnp.maximum(mr, 0)], 0)
+    return plus, minus
+
+
+def _fun(w, X, levels: RankLevels, C):
+    z = X @ w
+    bits = _bits(z, levels)
+    ones = jnp.ones_like(z)
+    plus, minus = _dominance(bits, jnp.stack([ones, z], 1))
+    lp, ap, lm, am = plus[:, 0], plus[:, 1], minus[:, 0], minus[:, 1]
+    a = (lp + lm) * z - ap - am
+    e = lm - lp
+    f = 0.5 * w @ w + C * jnp.sum(z * (a - 2 * e) + lm)
+    return f, SVState(z, bits, lp, lm, a, e)
+
+
+def _grad(w, X, state: SVState, C):
+    return w + 2 * C * (X.T @ (state.a - state.e))
+
+
+def _hvp(v, X, state: SVState, C):
+    u = X @ v
+    plus, minus = _dominance(state.bits, u[:, None])
+    return v + 2 * C * (X.T @ ((state.l_plus + state.l_minus) * u - plus[:, 0] - minus[:, 0]))
+
+
+# ----------------------------------------------------------------------------
+# TRON (ranksvm_l2.md §4)
+
+class RankSVMResult(NamedTuple):
+    """Result of :func:`ranksvm_l2`.
+
+    Attributes:
+      weights: ``[n]`` the trained ``w`` (scores ``X @ w``).
+      objective: ``f(w)``.
+      grad_norm: ``||∇f(w)||``.
+      iterations: accepted Newton steps.
+      cg_iterations: total Steihaug-CG iterations.
+      converged: ``||∇f(w)|| <= tol ||∇f(0)||``.
+    """
+
+    weights: jax.Array
+    objective: jax.Array
+    grad_norm: jax.Array
+    iterations: jax.Array
+    cg_iterations: jax.Array
+    converged: jax.Array
+
+
+_ETA0, _ETA1, _ETA2 = 1e-4, 0.25, 0.75
+_SIG1, _SIG2, _SIG3 = 0.25, 0.5, 4.0
+
+
+def _trcg(hv, g, delta, eps_cg, max_cg):
+    """Steihaug truncated CG on ``H s = -g`` inside the radius ``delta``
+    (``ranksvm_l2.md`` §4); returns ``(s, r = -g - H s, iterations, reached_boundary)``."""
+    r0 = -g
+    cgtol = eps_cg * jnp.linalg.norm(g)
+
+    def cond(c):
+        return ~c[5] & (c[4] < max_cg)
+
+    def body(c):
+        s, r, d, rr, it, _, _ = c
+        Hd = hv(d)
+        alpha = rr / (d @ Hd)
+        over = jnp.linalg.norm(s + alpha * d) > delta
+        std, sts, dtd = s @ d, s @ s, d @ d
+        rad = jnp.sqrt(jnp.maximum(std * std + dtd * (delta * delta - sts), 0))
+        tau = jnp.where(std >= 0, (delta * delta - sts) / (std + rad), (rad - std) / dtd)
+        step = jnp.where(over, tau, alpha)
+        s = s + step * d
+        r = r - step * Hd
+        rr_new = r @ r
+        d = r + (rr_new / rr) * d
+        return s, r, d, rr_new, it + 1, over | (jnp.sqrt(rr_new) <= cgtol), over
+
+    init = (jnp.zeros_like(g), r0, r0, r0 @ r0, jnp.int32(0), jnp.linalg.norm(r0) <= cgtol,
+            jnp.bool_(False))
+    s, r, _, _, it, _, boundary = lax.while_loop(cond, body, init)
+    return s, r, it, boundary
+
+
+def _tron(X, levels, C, tol, max_iter, eps_cg, max_cg):
+    n = X.shape[1]
+    w0 = jnp.zeros(n, X.dtype)
+    f0, st0 = _fun(w0, X, levels, C)
+    g0 = _grad(w0, X, st0, C)
+    gnorm0 = jnp.linalg.norm(g0)
+    # carry: w, f, g, state, delta, it (accepted steps + 1), cg_total, stop
+    init = (w0, f0, g0, st0, gnorm0, jnp.int32(1), jnp.int32(0), gnorm0 <= tol * gnorm0)
+
+    def cond(c):
+        return ~c[7] & (c[5] <= max_iter)
+
+    def body(c):
+        w, f, g, st, delta, it, cgt, _ = c
+        s, r, cg_it, boundary = _trcg(lambda v: _hvp(v, X, st, C), g, delta, eps_cg, max_cg)
+        w_new = w + s
+        gs = g @ s
+        prered = -0.5 * (gs - s @ r)
+        f_new, st_new = _fun(w_new, X, levels, C)
+        actred = f - f_new
+        snorm = jnp.linalg.norm(s)
+        delta = jnp.where(it == 1, jnp.minimum(delta, snorm), delta)
+        den = f_new - f - gs
+        alpha = jnp.where(den <= 0, _SIG3, jnp.maximum(_SIG1, -0.5 * gs / jnp.where(den <= 0, 1, den)))
+        delta = jnp.where(
+            actred < _ETA0 * prered, jnp.minimum(jnp.maximum(alpha, _SIG1) * snorm, _SIG2 * delta),
+            jnp.where(actred < _ETA1 * prered,
+                      jnp.maximum(_SIG1 * delta, jnp.minimum(alpha * snorm, _SIG2 * delta)),
+                      jnp.where(actred < _ETA2 * prered,
+                                jnp.maximum(_SIG1 * delta, jnp.minimum(alpha * snorm, _SIG3 * delta)),
+                                jnp.where(boundary, _SIG3 * delta,
+                                          jnp.maximum(delta, jnp.minimum(alpha * snorm,
+                                                                         _SIG3 * delta))))))
+        accept = actred > _ETA0 * prered
+        g_new = _grad(w_new, X, st_new, C)
+        w = jnp.where(accept, w_new, w)
+        f = jnp.where(accept, f_new, f)
+        g = jnp.where(accept, g_new, g)
+        st = jax.tree.map(lambda a, b: jnp.where(accept, a, b), st_new, st)
+        it = it + accept.astype(jnp.int32)
+        stop = (accept & (jnp.linalg.norm(g) <= tol * gnorm0)) | (f < -1e32) | (prered <= 0) | (
+            (jnp.abs(actred) <= 1e-12 * jnp.abs(f)) & (jnp.abs(prered) <= 1e-12 * jnp.abs(f)))
+        return w, f, g, st, delta, it, cgt + cg_it, stop
+
+    w, f, g, _, _, it, cgt, _ = lax.while_loop(cond, body, init)
+    gn = jnp.linalg.norm(g)
+    return RankSVMResult(w, f, gn, it - 1, cgt, gn <= tol * gnorm0)
+
+
+def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=0.1,
+               max_cg: int = 1000) -> RankSVMResult:
+    """Linear L2-loss RankSVM by trust-region Newton (SPEC §5.2; seed 002;
+    ``ranksvm_l2.md`` §1–4): liblinear-ranksvm's ``-s 8`` with its defaults
+    (``C = 1``, ``eps = 1e-3``, stop when ``||∇f(w)|| <= tol ||∇f(0)||``, start
+    ``w = 0``). No intercept. Pairs are those of one query with ``y_i > y_j``
+    (equal labels form no pair); ``qid=None`` is one global ranking.
+
+    Cost per Newton step: one sort of ``2l`` events per bit of the level index
+    and a few sparse products per CG iteration; memory O(l log K + nnz) — no
+    pair array, so one query of 10^6 rows is fine.
+
+    Args:
+      X: ``[l, n]`` dense, :class:`CSRMatrix` or BCOO.
+      y: ``[l]`` labels (any reals; ties share a level).
+      qid: ``[l]`` integer query ids, or ``None``.
+      C: loss weight (> 0; not divided by the number of pairs).
+      tol: relative gradient-norm tolerance.
+      max_iter: Newton iteration cap (static).
+      eps_cg: relative tolerance of each inner CG.
+      max_cg: inner CG iteration cap (static; liblinear has none).
+
+    Returns:
+      :class:`RankSVMResult`.
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> d = rj.make_ranking_data(30, num_features=5, seed=0)
+      >>> r = rj.ranksvm_l2(d.X, d.y, d.qid, C=0.1)
+      >>> bool(r.converged), bool(rj.pairwise_error(d.X @ np.asarray(r.weights), d.y, d.qid) < 0.3)
+      (True, True)
+    """
+    X = check_matrix(X)
+    if not (isinstance(X, CSRMatrix) or isinstance(X, jax.Array)):
+        X = to_csr(X)
+    levels = rank_levels(y, qid)
+    if levels.seg.shape[0] != X.shape[0]:
+        raise ValueError(f"y has {levels.seg.shape[0]} rows but X has {X.shape[0]}")
+    if not (np.isfinite(C) and C > 0):
+        raise ValueError(f"C must be finite and > 0, got {C}")
+    return _tron_jit(X, levels, jnp.asarray(C, X.dtype), jnp.asarray(tol, X.dtype), max_iter,
+                     jnp.asarray(eps_cg, X.dtype), max_cg)
+
+
+_tron_jit = jax.jit(_tron, static_argnums=(4, 6))
+
+
+class RankSVMKernelModel(NamedTuple):
+    """Kernel RankSVM: ``scores = kernel(X_test, basis_X) @ coef``."""
+
+    coef: jax.Array
+    basis_X: jax.Array
+    kernel: Kernel
+
+
+def ranksvm_kernel(X, y, qid=None, *, kernel: Kernel, C=1.0, basis=None, seed: int = 0,
+                   **tron_kw) -> RankSVMKernelModel:
+    """Kernel RankSVM through an empirical kernel map (seed 001 §4.2, §4.4):
+    ``Φ = K_{:R} Z^{-T}`` with ``K_RR = Z Z^T`` (all rows, or ``basis`` rows /
+    an int number of random rows), then :func:`ranksvm_l2` on ``Φ``.
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> d = rj.make_ranking_data(20, num_features=5, seed=0)
+      >>> mdl = rj.ranksvm_kernel(d.X, d.y, d.qid, kernel=rj.gaussian_kernel(0.2), basis=100)
+      >>> f = rj.kernel_matrix(mdl.kernel, d.X, mdl.basis_X) @ mdl.coef
+      >>> bool(rj.pairwise_error(f, d.y, d.qid) < 0.3)
+      True
+    """
+    X = check_matrix(X)
+    m = X.shape[0]
+    if basis is None:
+        idx = np.arange(m)
+    elif isinstance(basis, (int, np.integer)):
+        if not 1 <= basis <= m:
+            raise ValueError(f"basis must be between 1 and {m} rows, got {basis}")
+        idx = np.sort(np.random.default_rng(seed).choice(m, int(basis), replace=False))
+    else:
+        idx = np.asarray(basis)
+    XR = jnp.asarray(X)[idx]
+    Phi, T = nystrom_features(kernel_matrix(kernel, XR, X), kernel_matrix(kernel, XR))
+    res = ranksvm_l2(Phi, y, qid, C=C, **tron_kw)
+    return RankSVMKernelModel(T @ res.weights, XR, kernel)
