@@ -175,7 +175,7 @@ def early_stopping(name, C, y, g, Cv, yv, gv, shape, dtype, **extra):
     return out
 
 
-def tikhonov_grid(C, y, g, Cv, yv, gv, shape, dtype, lams=np.logspace(-4, 2, 8)):
+def tikhonov_grid(C, y, g, Cv, yv, gv, shape, dtype, lams=np.logspace(0, 7, 8)):
     """Seed 004 Table 1's alternative: Tikhonov for a λ grid (8 λ in one vmapped
     run, each to tol 1e-5), then selection on the validation set."""
     def grid(C, y, g, lams):

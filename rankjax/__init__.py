@@ -38,6 +38,10 @@ from ._cg import (
 from ._kpcrank import (
     KPCModel as KPCModel, KPCPath as KPCPath, center_kernel as center_kernel,
     center_test_kernel as center_test_kernel, kpcrank as kpcrank, kpcrank_path as kpcrank_path)
+from ._gp import (
+    PairwiseGP as PairwiseGP, gp_fit as gp_fit, gp_pairwise_gaussian as gp_pairwise_gaussian,
+    gp_pairwise_probit as gp_pairwise_probit, gp_predict as gp_predict,
+    gp_preference_probability as gp_preference_probability)
 from ._ranksvm import (
     RankLevels as RankLevels, RankSVMKernelModel as RankSVMKernelModel,
     RankSVMResult as RankSVMResult, rank_levels as rank_levels, ranksvm_kernel as ranksvm_kernel,

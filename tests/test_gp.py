@@ -1,0 +1,103 @@
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal, norm
+
+import rankjax as rj
+
+
+def rel(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return np.max(np.abs(a - b)) / np.max(np.abs(b))
+
+
+def items(rng, m=40):
+    X = rng.uniform(0, 1, (m, 1))
+    K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(8.0), X)) * 4.0 + 1e-9 * np.eye(m)
+    return X, K
+
+
+def test_gaussian_posterior_equals_closed_form_and_dual_rankrls(rng):
+    X, K = items(rng)
+    m, l, s2 = len(K), 120, 0.3
+    head = rng.integers(0, m, l)
+    tail = (head + rng.integers(1, m, l)) % m
+    diffs = rng.uniform(0.1, 2.0, l)
+    gp = rj.gp_pairwise_gaussian(K, head, tail, diffs, noise_var=s2)
+    A = np.zeros((m, l))
+    A[head, np.arange(l)] += 1
+    A[tail, np.arange(l)] -= 1
+    C = A.T @ K @ A + s2 * np.eye(l)
+    mean_ref = K @ A @ np.linalg.solve(C, diffs)
+    cov_ref = K - K @ A @ np.linalg.solve(C, A.T @ K)
+    mean, var = rj.gp_predict(gp, K, np.diag(K))
+    assert rel(mean, mean_ref) < 1e-8
+    assert rel(var, np.diag(cov_ref)) < 1e-8
+    dual = rj.rankrls_dual(K, None, rj.preference_graph(head, tail, diffs, num_rows=m), lam=s2)
+    assert rel(mean, K @ np.asarray(dual.coef)) < 1e-8
+    logml = multivariate_normal(np.zeros(l), C).logpdf(diffs)
+    assert abs(float(gp.log_marginal) - logml) < 1e-8 * abs(logml)
+
+
+def test_ep_is_exact_for_one_comparison(rng):
+    X, K = items(rng, 5)
+    gp = rj.gp_pairwise_probit(K, [0], [3], tol=1e-12)
+    kd = K[0, 0] + K[3, 3] - 2 * K[0, 3]
+    assert abs(float(gp.log_marginal) - np.log(0.5)) < 1e-10      # p(w = 1) = Φ(0)
+    # exact posterior mean of d = f_0 - f_3 under Φ(d) N(d | 0, kd)
+    mean_d = kd / np.sqrt(1 + kd) * norm.pdf(0) / norm.cdf(0)
+    mean, _ = rj.gp_predict(gp, K, np.diag(K))
+    assert abs(float(mean[0] - mean[3]) - mean_d) < 1e-8
+
+
+def test_ep_converges_and_is_calibrated_on_data_from_the_model():
+    rng = np.random.default_rng(3)
+    X, K = items(rng, 60)
+    f = rng.multivariate_normal(np.zeros(60), K)
+    def draw(l):
+        h = rng.integers(0, 60, l)
+        t = (h + rng.integers(1, 60, l)) % 60
+        win = rng.random(l) < norm.cdf(f[h] - f[t])
+        return h, t, np.where(win, 1.0, -1.0)
+    h, t, w = draw(400)
+    gp = rj.gp_pairwise_probit(K, h, t, w, tol=1e-9, max_iter=500)
+    assert int(gp.iterations) < 500
+    ht, tt, wt = draw(20000)
+    p = np.asarray(rj.gp_preference_probability(gp, K[ht], K[tt], K[ht, ht], K[tt, tt],
+                                                K[ht, tt]))
+    won = wt > 0
+    bins = np.digitize(p, [0.2, 0.4, 0.6, 0.8])
+    for b in range(5):
+        sel = bins == b
+        assert sel.sum() > 500
+        assert abs(p[sel].mean() - won[sel].mean()) < 0.04, b
+    latent = np.asarray(rj.gp_preference_probability(gp, K[ht], K[tt], K[ht, ht], K[tt, tt],
+                                                     K[ht, tt], latent=True))
+    assert np.all(np.abs(latent - 0.5) >= np.abs(p - 0.5) - 1e-12)   # eq. 11 is sharper
+
+
+def test_gp_fit_increases_the_marginal_likelihood(rng):
+    X = rng.uniform(0, 1, (30, 1))
+    f = np.sin(6 * X[:, 0])
+    h = rng.integers(0, 30, 80)
+    t = (h + rng.integers(1, 30, 80)) % 30
+    d = f[h] - f[t] + 0.1 * rng.standard_normal(80)
+    K0 = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(1.0), X))
+    before = float(rj.gp_pairwise_gaussian(K0, h, t, d, noise_var=1.0).log_marginal)
+    model, params = rj.gp_fit(X, h, t, d, likelihood="gaussian", steps=150, learning_rate=0.1)
+    assert float(model.log_marginal) > before + 10
+    model, params = rj.gp_fit(X, h, t, np.sign(d), likelihood="probit", steps=20)
+    assert np.isfinite(float(model.log_marginal))
+
+
+def test_gp_input_errors(rng):
+    K = np.eye(4)
+    with pytest.raises(ValueError, match="noise_var"):
+        rj.gp_pairwise_gaussian(K, [0], [1], [1.], noise_var=0.0)
+    with pytest.raises(ValueError, match="itself"):
+        rj.gp_pairwise_probit(K, [1], [1])
+    with pytest.raises(ValueError, match="outside"):
+        rj.gp_pairwise_probit(K, [0], [4])
+    with pytest.raises(ValueError, match="direction"):
+        rj.gp_pairwise_probit(K, [0], [1], [0.5])
+    with pytest.raises(ValueError, match="likelihood"):
+        rj.gp_fit(np.ones((4, 1)), [0], [1], likelihood="logit")
