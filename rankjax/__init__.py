@@ -42,6 +42,9 @@ from ._gp import (
     PairwiseGP as PairwiseGP, gp_fit as gp_fit, gp_pairwise_gaussian as gp_pairwise_gaussian,
     gp_pairwise_probit as gp_pairwise_probit, gp_predict as gp_predict,
     gp_preference_probability as gp_preference_probability)
+from ._rankboost import (
+    RankBoostModel as RankBoostModel, rankboost as rankboost,
+    rankboost_predict as rankboost_predict)
 from ._ranksvm import (
     RankLevels as RankLevels, RankSVMKernelModel as RankSVMKernelModel,
     RankSVMResult as RankSVMResult, rank_levels as rank_levels, ranksvm_kernel as ranksvm_kernel,

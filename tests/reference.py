@@ -174,3 +174,27 @@ def ranksvm_fgh(w, X, y, qid, C, v):
             g -= 2 * C * mgn * d
             hv += 2 * C * d * (d @ v)
     return f, g, hv
+
+
+def rankboost(X, y, qid, thresholds, rounds):
+    """RankBoost over enumerated crucial pairs with an explicit distribution D."""
+    pairs = np.array(ranksvm_pairs(y, qid))
+    D = np.full(len(pairs), 1.0 / len(pairs))
+    out = []
+    for _ in range(rounds):
+        best = None
+        for f in range(X.shape[1]):
+            for b, th in enumerate(thresholds[f]):
+                if np.isnan(th):
+                    continue
+                h = (X[:, f] > th).astype(float)
+                r = np.sum(D * (h[pairs[:, 0]] - h[pairs[:, 1]]))
+                if best is None or abs(r) > abs(best[2]):
+                    best = (f, th, r)
+        f, th, r = best
+        alpha = 0.5 * np.log((1 + r) / (1 - r))
+        h = (X[:, f] > th).astype(float)
+        D = D * np.exp(alpha * (h[pairs[:, 1]] - h[pairs[:, 0]]))
+        D /= D.sum()
+        out.append((f, th, alpha, r))
+    return out
