@@ -10,7 +10,9 @@ letor   ../shared/data/lambdarank_sample: test NDCG@1/5/10, MAP and pairwise
         parameter (λ / C / p / rounds) chosen on 40 held-out training queries by
         NDCG@10, then refit on all training queries.
 
-    python benchmarks/bench_learners.py [--only noisy,letor] [--data DIR]
+svm1m   RankSVM on one query of 1,000,000 rows, full training.
+
+    python benchmarks/bench_learners.py [--only noisy,letor,svm1m] [--data DIR]
 """
 import argparse
 import pathlib
@@ -133,9 +135,25 @@ def letor(data_dir):
     evaluate("RankBoost", f"rounds={int(R)}", rj.rankboost_predict(boost, te.X), te.y, te.qid)
 
 
+def ranksvm_one_big_query(l=1_000_000, n=20):
+    """One query of 10^6 rows (10^11 preference pairs if enumerated): full TRON."""
+    import time
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((l, n))
+    y = np.digitize(X @ rng.standard_normal(n) + rng.standard_normal(l), [-1, 0, 1, 2])
+    t0 = time.perf_counter()
+    res = jax.block_until_ready(rj.ranksvm_l2(X, y.astype(float), C=1e-6))
+    total = time.perf_counter() - t0
+    f = X @ np.asarray(res.weights)
+    emit(name="RankSVM one query", shape=f"{l}x{n}, 5 levels", dtype="float64",
+         total_with_compile_s=total, newton_iterations=int(res.iterations),
+         cg_iterations=int(res.cg_iterations), converged=bool(res.converged),
+         pairwise_accuracy=1 - float(rj.pairwise_error(f, y.astype(float))))
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="noisy,letor")
+    ap.add_argument("--only", default="noisy,letor,svm1m")
     ap.add_argument("--data", default=str(DATA))
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -143,6 +161,8 @@ def main():
         noisy_experiment()
     if "letor" in only:
         letor(pathlib.Path(args.data))
+    if "svm1m" in only:
+        ranksvm_one_big_query()
 
 
 if __name__ == "__main__":
