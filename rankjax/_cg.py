@@ -215,6 +215,24 @@ def _solve(matvec, b, scores_fn, valid, metric, lam, kw):
     return cg_solve(matvec, b, lam=lam, valid_fn=valid_fn, **kw)
 
 
+def _check_y(y, graph, m, fn):
+    """``None`` for preference edges, else one finite ``[m]`` output."""
+    if isinstance(graph, PreferenceGraph):
+        if y is not None:
+            raise ValueError("y must be None with a PreferenceGraph (targets are in the graph)")
+        return None
+    y = check_targets(y, m, "y")
+    if y.ndim != 1:
+        raise ValueError(f"{fn} solves one output; vmap over the columns of y")
+    return y
+
+
+def _valid_triple(valid, first):
+    if not (isinstance(valid, tuple) and len(valid) == 3):
+        raise TypeError(f"valid must be a tuple ({first}, y_valid, graph_valid)")
+    return valid
+
+
 def _as_operator(X, name):
     """Dense, BCOO (converted to :class:`CSRMatrix` when concrete) or CSRMatrix."""
     X = check_matrix(X, name)
@@ -268,19 +286,11 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_erro
     """
     X = _as_operator(X, "X")
     _check_graph(graph, X.shape[0])
-    if isinstance(graph, PreferenceGraph):
-        if y is not None:
-            raise ValueError("y must be None with a PreferenceGraph (targets are in the graph)")
-    else:
-        y = check_targets(y, X.shape[0], "y")
-        if y.ndim != 1:
-            raise ValueError("rankrls_cg solves one output; vmap over the columns of y")
+    y = _check_y(y, graph, X.shape[0], "rankrls_cg")
     check_lam(lam, allow_zero=True)
     scores_fn = None
     if valid is not None:
-        if not (isinstance(valid, tuple) and len(valid) == 3):
-            raise TypeError("valid must be a tuple (X_valid, y_valid, graph_valid)")
-        Xv = _as_operator(valid[0], "X_valid")
+        Xv = _as_operator(_valid_triple(valid, "X_valid")[0], "X_valid")
         if Xv.shape[1] != X.shape[1]:
             raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {X.shape[1]}")
         scores_fn = lambda w: Xv @ w  # noqa: E731
@@ -293,17 +303,16 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_erro
 
 
 def _root(graph: Graph):
-    """``(R, R^T, dim)`` with ``R R^T = L``: ``S`` for query graphs (no tie
+    """``(R, R^T)`` with ``R R^T = L``: ``S`` for query graphs (no tie
     exclusion), the incidence ``M`` for preference edges, ``I`` for RLS."""
     if isinstance(graph, PreferenceGraph):
-        return (lambda u: incidence_mv(graph, u)), (lambda v: incidence_t_mv(graph, v)), \
-            graph.head.shape[0]
+        return (lambda u: incidence_mv(graph, u)), (lambda v: incidence_t_mv(graph, v))
     if not has_sqrt(graph):
         raise ValueError("rankrls_cg_dual needs a graph with a factor R R^T = L (query graph "
                          "without tie exclusion, preference edges, identity); with excluded "
                          "ties use rankrls_cg (primal) or rankrls_dual")
     S = lambda v: laplacian_sqrt_mv(graph, v)  # noqa: E731
-    return S, S, graph.num_rows
+    return S, S
 
 
 def _kernel_operator(K, m, name):
@@ -355,24 +364,16 @@ def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise
         _check_graph(graph, 0)
     m = graph.num_rows
     kmv = _kernel_operator(K, m, "K")
-    if isinstance(graph, PreferenceGraph):
-        if y is not None:
-            raise ValueError("y must be None with a PreferenceGraph (targets are in the graph)")
-    else:
-        y = check_targets(y, m, "y")
-        if y.ndim != 1:
-            raise ValueError("rankrls_cg_dual solves one output; vmap over the columns of y")
+    y = _check_y(y, graph, m, "rankrls_cg_dual")
     check_lam(lam, allow_zero=True)
-    R, Rt, _ = _root(graph)
+    R, Rt = _root(graph)
     dtype = (y if y is not None else graph.target).dtype
     if not jnp.issubdtype(dtype, jnp.floating):
         dtype = jnp.result_type(float)
     b = graph.target.astype(dtype) if isinstance(graph, PreferenceGraph) else Rt(y)
     scores_fn = None
     if valid is not None:
-        if not (isinstance(valid, tuple) and len(valid) == 3):
-            raise TypeError("valid must be a tuple (K_valid, y_valid, graph_valid)")
-        kv = _kernel_operator(valid[0], m, "K_valid")
+        kv = _kernel_operator(_valid_triple(valid, "K_valid")[0], m, "K_valid")
         scores_fn = lambda B: kv(R(B))  # noqa: E731
         valid = valid[1:]
     matvec = lambda v: Rt(kmv(R(v)))  # noqa: E731

@@ -73,7 +73,9 @@ def _check_pairs(K, head, tail):
 
 
 def _KA(K, head, tail):
-    return K[:, head] - K[:, tail]                  # [m, l] = K A
+    """``K A`` (``[*, l]``): covariance of scores with the comparison differences."""
+    K = jnp.asarray(K)
+    return K[:, head] - K[:, tail]
 
 
 def _Kd(K, head, tail):
@@ -238,12 +240,6 @@ def _probit_fit(K, h, t, y, max_iter, tol, damping):
                       _ep_logml(Kd, y, tau, nu), it)
 
 
-def _cross(model: PairwiseGP, K_t):
-    """``K_* A``: covariance of test scores with the comparison differences."""
-    K_t = jnp.asarray(K_t)
-    return K_t[:, model.head] - K_t[:, model.tail]
-
-
 def gp_predict(model: PairwiseGP, K_test, k_test_diag):
     """Posterior mean and variance of ``f`` at test items (seed 003 §5).
 
@@ -261,7 +257,7 @@ def gp_predict(model: PairwiseGP, K_test, k_test_diag):
       >>> print(np.round(np.asarray(mean), 4), np.round(np.asarray(var), 4))
       [ 0.6667 -0.6667] [0.6667 0.6667]
     """
-    KA = _cross(model, K_test)
+    KA = _KA(K_test, model.head, model.tail)
     mean = KA @ model.alpha
     var = jnp.asarray(k_test_diag, mean.dtype) - jnp.einsum("ij,ij->i", KA, KA @ _inv(model))
     return mean, var
@@ -296,7 +292,7 @@ def gp_preference_probability(model: PairwiseGP, K_a, K_b, k_aa, k_bb, k_ab, *,
       >>> bool(0.5 < p[0] < 1)
       True
     """
-    KAa, KAb = _cross(model, K_a), _cross(model, K_b)
+    KAa, KAb = _KA(K_a, model.head, model.tail), _KA(K_b, model.head, model.tail)
     mu = (KAa - KAb) @ model.alpha
     D = KAa - KAb
     var = (jnp.asarray(k_aa) + jnp.asarray(k_bb) - 2 * jnp.asarray(k_ab)

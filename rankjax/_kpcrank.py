@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
-from ._checks import check_matrix
+from ._checks import check_lam, check_matrix
 from ._graph import Graph, laplacian_mv
 from ._rankrls import _check_inputs, _rhs
 
@@ -134,6 +134,7 @@ def kpcrank_path(K, y, graph: Graph, *, max_components: int, ridge=0.0,
     P = int(max_components)
     if not 1 <= P <= m:
         raise ValueError(f"max_components must be in 1..{m}, got {max_components}")
+    check_lam(ridge, allow_zero=True, name="ridge")
     ridge = jnp.asarray(ridge, K.dtype)
     vals, Z, proj = _kpc_basis(K, P)
     M = Z.T @ laplacian_mv(graph, Z) + ridge * jnp.eye(P, dtype=K.dtype)

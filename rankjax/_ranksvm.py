@@ -27,7 +27,7 @@ import numpy as np
 from jax import lax
 
 from ._checks import check_matrix, check_targets, segment_ids
-from ._path import nystrom_features
+from ._path import basis_rows, nystrom_features
 from ._kernels import Kernel, kernel_matrix
 from ._sparse import CSRMatrix, to_csr
 
@@ -356,16 +356,7 @@ def ranksvm_kernel(X, y, qid=None, *, kernel: Kernel, C=1.0, basis=None, seed: i
       True
     """
     X = check_matrix(X)
-    m = X.shape[0]
-    if basis is None:
-        idx = np.arange(m)
-    elif isinstance(basis, (int, np.integer)):
-        if not 1 <= basis <= m:
-            raise ValueError(f"basis must be between 1 and {m} rows, got {basis}")
-        idx = np.sort(np.random.default_rng(seed).choice(m, int(basis), replace=False))
-    else:
-        idx = np.asarray(basis)
-    XR = jnp.asarray(X)[idx]
+    _, XR = basis_rows(X, np.arange(X.shape[0]) if basis is None else basis, seed)
     Phi, T = nystrom_features(kernel_matrix(kernel, XR, X), kernel_matrix(kernel, XR))
     res = ranksvm_l2(Phi, y, qid, C=C, **tron_kw)
     return RankSVMKernelModel(T @ res.weights, XR, kernel)
