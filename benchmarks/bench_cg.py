@@ -134,13 +134,13 @@ def bench_a(dtype, iters=40):
          run_s=scipy_s, per_iteration_ms=1e3 * scipy_s / iters)
     C = rj.to_csr(X)
     yj = jnp.asarray(y)
-    solve = lambda C, y, g, lam: rj.rankrls_cg(C, y, g, lam=lam, tol=0.0, maxiter=iters,  # noqa
-                                               recompute_every=0).x
+    solve = lambda C, y, g, lam: rj.rankrls_cg(C, y, g, lam=lam, tol=0.0, max_iter=iters,  # noqa
+                                               recompute_every=0).weights
     c1, r1, x1 = time_jitted(solve, C, yj, g, jnp.asarray(lams[0]))
     # the same iterates (rounding differences grow with the iterations on this
     # ill-conditioned system, as CG loses orthogonality; compare after 5)
     x5 = numpy_cg(X, XT, seg, counts, b, lams[0], 5)
-    j5 = rj.rankrls_cg(C, yj, g, lam=lams[0], tol=0.0, maxiter=5, recompute_every=0).x
+    j5 = rj.rankrls_cg(C, yj, g, lam=lams[0], tol=0.0, max_iter=5, recompute_every=0).weights
     emit(name="CG (a) rankjax", dtype=dtype, shape=shape, lambdas=1, iterations=iters,
          compile_s=c1, run_s=r1, per_iteration_ms=1e3 * r1 / iters,
          ratio_to_scipy=r1 / scipy_s,
@@ -162,7 +162,7 @@ def data_b(rows, dtype):
 
 def early_stopping(name, C, y, g, Cv, yv, gv, shape, dtype, **extra):
     def train(C, y, g, Cv, yv, gv):
-        return rj.rankrls_cg(C, y, g, lam=0.0, valid=(Cv, yv, gv), tol=1e-5, maxiter=500,
+        return rj.rankrls_cg(C, y, g, lam=0.0, valid=(Cv, yv, gv), tol=1e-5, max_iter=500,
                              patience=10)
     c, r, out = time_jitted(train, C, y, g, Cv, yv, gv)
     best = int(out.best_iteration)
@@ -179,9 +179,9 @@ def tikhonov_grid(C, y, g, Cv, yv, gv, shape, dtype, lams=np.logspace(0, 7, 8)):
     """Seed 004 Table 1's alternative: Tikhonov for a λ grid (8 λ in one vmapped
     run, each to tol 1e-5), then selection on the validation set."""
     def grid(C, y, g, lams):
-        return jax.vmap(lambda lam: rj.rankrls_cg(C, y, g, lam=lam, tol=1e-5, maxiter=500))(lams)
+        return jax.vmap(lambda lam: rj.rankrls_cg(C, y, g, lam=lam, tol=1e-5, max_iter=500))(lams)
     c, r, out = time_jitted(grid, C, y, g, jnp.asarray(lams, dtype), repeats=1)
-    errs = [float(rj.pairwise_error(Cv @ w, yv, num_queries=1)) for w in out.x]
+    errs = [float(rj.pairwise_error(Cv @ w, yv, num_queries=1)) for w in out.weights]
     emit(name="CG (b) Tikhonov grid, 8 lambdas vmapped", dtype=dtype, shape=shape,
          compile_s=c, run_s=r, iterations=[int(i) for i in out.iterations],
          lambdas=[float(x) for x in lams], valid_pairwise_error=errs,

@@ -33,13 +33,13 @@ def main():
 
     c, r, _ = time_jitted(rj.laplacian_mv, g, X)
     emit(name="laplacian_mv [m, n]", dtype=str(np.dtype(dtype)), shape=shape, compile_s=c, run_s=r)
-    c, r, (G, b) = time_jitted(lambda X, y, g: rj.primal_system(X, y, g), X, y, g)
+    c, r, (G, b) = time_jitted(lambda X, y, g: primal_system(X, y, g), X, y, g)
     Xs = np.asarray(X[:200_000], np.float64); qs = qid[:200_000]
     means = np.zeros((Q, n)); np.add.at(means, qs, Xs)
     cnt = np.bincount(qs, minlength=Q)[:, None]
     Z = Xs - (means / np.maximum(cnt, 1))[qs]          # normalized graph: S = I - 1 1^T / n_c
     G_ref = Z.T @ Z
-    Gs, _ = jax.jit(lambda X, y, g: rj.primal_system(X, y, g))(X[:200_000], y[:200_000],
+    Gs, _ = jax.jit(lambda X, y, g: primal_system(X, y, g))(X[:200_000], y[:200_000],
                                                               rj.query_graph(qs))
     dev = float(np.max(np.abs(np.asarray(Gs, np.float64) - G_ref)) / np.max(np.abs(G_ref)))
     emit(name="primal_system X^T L X", dtype=str(np.dtype(dtype)), shape=shape, compile_s=c,

@@ -103,7 +103,7 @@ def bench_sparse(m=100_000, r_basis=1_000, dtype=jnp.float32):
     g = rj.query_graph(qid)
     basis = jnp.asarray(np.sort(rng.choice(m, r_basis, replace=False)))
     lams = jnp.asarray(LAMS, dtype)
-    fn = lambda X, y, g, lams, basis: rj.rankrls_sparse_path(  # noqa: E731
+    fn = lambda X, y, g, lams, basis: rj.rankrls_nystrom_path(  # noqa: E731
         X, y, g, lams=lams, kernel=rj.gaussian_kernel(0.02), basis=basis, block_size=20_000)
     c, r, out = time_jitted(fn, X, y, g, lams, basis)
     emit(name="sparse approximation path (c)", dtype=jnp.dtype(dtype).name,

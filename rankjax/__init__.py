@@ -5,7 +5,7 @@ One flat public namespace; host-side data loading lives in :mod:`rankjax.io`.
 from ._checks import Segments as Segments, segment_ids as segment_ids
 from ._graph import (
     IdentityGraph as IdentityGraph, PreferenceGraph as PreferenceGraph,
-    QueryGraph as QueryGraph, global_graph as global_graph, has_sqrt as has_sqrt,
+    QueryGraph as QueryGraph, global_graph as global_graph,
     identity_graph as identity_graph, incidence_mv as incidence_mv,
     incidence_t_mv as incidence_t_mv, laplacian_dense as laplacian_dense,
     laplacian_mv as laplacian_mv, laplacian_sqrt_mv as laplacian_sqrt_mv,
@@ -16,18 +16,18 @@ from ._kernels import (
     linear_kernel as linear_kernel, polynomial_kernel as polynomial_kernel)
 from ._rankrls import (
     DualModel as DualModel, KernelModel as KernelModel, LinearModel as LinearModel,
-    predict as predict, primal_system as primal_system, rankrls_dual as rankrls_dual,
+    predict as predict, rankrls_dual as rankrls_dual,
     rankrls_kernel as rankrls_kernel, rankrls_primal as rankrls_primal)
 from ._path import (
-    DualPath as DualPath, PrimalPath as PrimalPath, Selection as Selection,
-    SparsePath as SparsePath, nystrom_features as nystrom_features,
-    rankrls_dual_path as rankrls_dual_path, rankrls_primal_path as rankrls_primal_path,
-    rankrls_sparse_path as rankrls_sparse_path, select_lambda as select_lambda)
+    DualPath as DualPath, NystromPath as NystromPath, PrimalPath as PrimalPath,
+    Selection as Selection, nystrom_features as nystrom_features,
+    rankrls_dual_path as rankrls_dual_path, rankrls_nystrom_path as rankrls_nystrom_path,
+    rankrls_primal_path as rankrls_primal_path, select_lambda as select_lambda)
 from ._cv import (
     CVResult as CVResult, Folds as Folds, HoldOut as HoldOut, PairHoldOut as PairHoldOut,
     PermutationResult as PermutationResult, cross_validate as cross_validate,
     differing_pairs as differing_pairs, holdout_dual as holdout_dual,
-    holdout_primal as holdout_primal, holdout_sparse as holdout_sparse,
+    holdout_primal as holdout_primal, holdout_nystrom as holdout_nystrom,
     leave_pair_out_dual as leave_pair_out_dual, leave_pair_out_primal as leave_pair_out_primal,
     lpo_cindex as lpo_cindex, make_folds as make_folds, permutation_test as permutation_test,
     permuted_labels as permuted_labels, positive_negative_pairs as positive_negative_pairs)
@@ -51,7 +51,7 @@ from ._ranksvm import (
     ranksvm_l2 as ranksvm_l2)
 from ._sparse import CSRMatrix as CSRMatrix, to_csr as to_csr
 from ._metrics import (
-    PerQuery as PerQuery, auc as auc, cindex as cindex,
+    Metric as Metric, PerQuery as PerQuery, auc as auc, cindex as cindex,
     disagreement_error as disagreement_error,
     edge_disagreement_error as edge_disagreement_error, kendall_tau_b as kendall_tau_b,
     mean_average_precision as mean_average_precision, ndcg as ndcg,

@@ -2,7 +2,7 @@
 seed 001 §4.3).
 
 Solves ``(A + λ I) x = b`` for a symmetric PSD operator ``A`` given as a matvec.
-Stops on the relative residual ``||r|| <= tol ||b||``, at ``maxiter``, on a
+Stops on the relative residual ``||r|| <= tol ||b||``, at ``max_iter``, on a
 breakdown (``p^T (A + λ I) p <= 0`` or a non-finite value), or — with a
 validation function — after ``patience`` iterations without improvement
 (early stopping, "regularization by iteration", λ = 0 allowed; seed 004 §3.3).
@@ -21,34 +21,38 @@ from jax import lax
 
 from jax.experimental import sparse
 
-from ._checks import as_float_array, check_lam, check_matrix, check_targets, is_concrete
-from ._graph import (Graph, IdentityGraph, PreferenceGraph, QueryGraph, has_sqrt, incidence_mv,
-                     incidence_t_mv, laplacian_mv, laplacian_sqrt_mv)
-from ._metrics import _greater_is_better, edge_disagreement_error, pairwise_error
-from ._rankrls import _check_graph, _rhs
-from ._sparse import CSRMatrix, to_csr
+from functools import partial
+
+from ._checks import as_float_array, check_lam, check_matrix, is_concrete
+from ._graph import Graph, check_graph
+from ._rankrls import LinearModel
+from ._ridge import HI
+from ._sparse import to_csr
 
 __all__ = ["CGResult", "cg_solve", "rankrls_cg", "rankrls_cg_dual", "validation_criterion",
            "STOP_REASONS"]
 
-STOP_REASONS = ("converged", "maxiter", "early_stopping", "breakdown")
+STOP_REASONS = ("converged", "max_iter", "early_stopping", "breakdown")
 
 
 class CGResult(NamedTuple):
     """Result of :func:`cg_solve`.
 
     Attributes:
-      x: the solution (the best validation iterate with early stopping).
+      weights: the solution (the best validation iterate with early stopping):
+        linear weights ``w`` for :func:`rankrls_cg`, dual coefficients ``A`` for
+        :func:`rankrls_cg_dual`; ``predict(result, X)`` is ``X @ weights``
+        (``X`` the test kernel for the dual).
       iterations: iterations performed.
       converged: ``||r|| <= tol ||b||`` was reached.
       stop_reason: index into :data:`STOP_REASONS`.
       best_iteration: iteration of ``x`` (0 = the start point).
-      residual_history: ``[maxiter + 1]`` ``||r_i|| / ||b||`` (NaN after the stop).
-      valid_history: ``[maxiter + 1]`` validation score of each iterate (NaN
+      residual_history: ``[max_iter + 1]`` ``||r_i|| / ||b||`` (NaN after the stop).
+      valid_history: ``[max_iter + 1]`` validation score of each iterate (NaN
         after the stop, or everywhere without a validation function).
     """
 
-    x: jax.Array
+    weights: jax.Array
     iterations: jax.Array
     converged: jax.Array
     stop_reason: jax.Array
@@ -56,8 +60,11 @@ class CGResult(NamedTuple):
     residual_history: jax.Array
     valid_history: jax.Array
 
+    def predict(self, X):
+        return LinearModel(self.weights).predict(X)
 
-def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, maxiter: int = 500,
+
+def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, max_iter: int = 500,
              valid_fn: Optional[Callable] = None, patience: int = 10,
              recompute_every: int = 50) -> CGResult:
     """Conjugate gradient for ``(A + λ I) x = b`` as one ``lax.while_loop``.
@@ -68,7 +75,7 @@ def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, maxiter: int = 
       lam: λ >= 0 (traced; vmap over it).
       x0: warm start (zeros by default).
       tol: relative residual tolerance (traced).
-      maxiter: iteration cap (static).
+      max_iter: iteration cap (static).
       valid_fn: ``x -> score`` (lower is better) evaluated on every iterate;
         enables early stopping.
       patience: iterations without improvement before stopping (static).
@@ -81,7 +88,7 @@ def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, maxiter: int = 
     Example:
       >>> A = jnp.array([[4., 1.], [1., 3.]])
       >>> r = cg_solve(lambda v: A @ v, jnp.array([1., 2.]), tol=1e-8)
-      >>> print(jnp.round(r.x, 4), int(r.iterations), STOP_REASONS[int(r.stop_reason)])
+      >>> print(jnp.round(r.weights, 4), int(r.iterations), STOP_REASONS[int(r.stop_reason)])
       [0.0909 0.6364] 2 converged
     """
     b = jnp.asarray(b)
@@ -92,7 +99,7 @@ def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, maxiter: int = 
     r = b - op(x) if x0 is not None else b
     bnorm = jnp.linalg.norm(b)
     scale = jnp.where(bnorm > 0, bnorm, 1)
-    nan = jnp.full((maxiter + 1,), jnp.nan, dtype)
+    nan = jnp.full((max_iter + 1,), jnp.nan, dtype)
     score0 = valid_fn(x).astype(dtype) if valid_fn is not None else jnp.asarray(jnp.nan, dtype)
     res0 = jnp.linalg.norm(r) / scale
     # carry: i, x, r, p, rr, best_x, best_score, best_i, since_best, reason, hist_r, hist_v
@@ -131,7 +138,7 @@ def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, maxiter: int = 
             bx, bi = x_new, i
         new_reason = jnp.select(
             [broke, res <= tol, (since >= patience) if valid_fn is not None else False,
-             i >= maxiter], [3, 0, 2, 1], -1).astype(jnp.int32)
+             i >= max_iter], [3, 0, 2, 1], -1).astype(jnp.int32)
         keep = broke                       # on breakdown keep the previous iterate
         x_out = jnp.where(keep, x, x_new)
         if valid_fn is None:
@@ -145,7 +152,8 @@ def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, maxiter: int = 
     return CGResult(bx, i, reason == 0, reason, bi, hr, hv)
 
 
-def validation_criterion(valid, metric="pairwise_error", **metric_kwargs) -> Callable:
+def validation_criterion(valid, metric="pairwise_error", *, greater_is_better=None,
+                         **metric_kwargs) -> Callable:
     """Turns validation data into a ``scores -> value`` criterion, lower is better
     (SPEC §4: pairwise ranking error by default, the RankRLS squared loss as an
     option, any rankjax metric pluggable).
@@ -160,6 +168,8 @@ def validation_criterion(valid, metric="pairwise_error", **metric_kwargs) -> Cal
         (``(y - f)^T L (y - f)``, or ``||M^T f - N||^2`` for edges), or a rankjax
         metric ``metric(scores, y, qid, *, num_queries, **metric_kwargs)``;
         metrics where greater is better (NDCG, MAP, ...) are negated.
+      greater_is_better: the metric's direction when it carries none
+        (see :class:`rankjax.Metric`).
       **metric_kwargs: passed to a callable metric (``k=10``, ...).
 
     Returns:
@@ -178,59 +188,39 @@ def validation_criterion(valid, metric="pairwise_error", **metric_kwargs) -> Cal
     if not (isinstance(valid, tuple) and len(valid) == 2):
         raise TypeError("valid must be a tuple (y_valid, graph_valid)")
     y, g = valid
-    if not isinstance(g, (QueryGraph, PreferenceGraph, IdentityGraph)):
-        raise TypeError(f"the validation graph must be a rankjax graph, got {type(g).__name__}")
-    m = g.num_rows
-    if isinstance(g, PreferenceGraph):
-        if y is not None:
-            raise ValueError("validation y must be None with a PreferenceGraph")
-        if metric == "pairwise_error":
-            return lambda f: edge_disagreement_error(f, g.head, g.tail)
-        if metric == "loss":
-            return lambda f: jnp.sum(jnp.square(incidence_t_mv(g, f) - g.target.astype(f.dtype)))
-        raise ValueError("with preference-edge validation, metric must be 'pairwise_error' "
-                         "or 'loss'")
-    y = check_targets(y, m, "validation y")
-    if y.ndim != 1:
+    check_graph(g, name="the validation graph")
+    y = g.check_labels(y, "validation y")
+    if y is not None and y.ndim != 1:
         raise ValueError("validation y must be 1-D (one output)")
-    if metric == "loss":
-        return lambda f: (y - f) @ laplacian_mv(g, y - f)
-    if isinstance(g, IdentityGraph):
-        seg, Q = jnp.zeros(m, jnp.int32), 1
-    else:
-        seg, Q = g.seg, g.num_queries
-    if metric == "pairwise_error":
-        metric = pairwise_error
-    if not callable(metric):
-        raise ValueError(f"metric must be 'pairwise_error', 'loss' or a callable, got {metric!r}")
-    sign = -1.0 if _greater_is_better(metric) else 1.0
-    return lambda f: sign * metric(f, y, seg, num_queries=Q, **metric_kwargs)
+    return g.criterion(y, metric, greater_is_better, **metric_kwargs)
 
 
-def _solve(matvec, b, scores_fn, valid, metric, lam, kw):
-    valid_fn = None
-    if valid is not None:
-        crit = validation_criterion(valid, metric)
-        valid_fn = lambda x: crit(scores_fn(x))  # noqa: E731
-    return cg_solve(matvec, b, lam=lam, valid_fn=valid_fn, **kw)
+def _criterion_args(valid, n, name, metric, greater_is_better, kw):
+    """Host checks of ``valid = (M_valid, y_valid, graph_valid)``; the criterion is
+    rebuilt inside the jitted core from these pytrees and the static metric."""
+    if valid is None:
+        return None, None
+    if not (isinstance(valid, tuple) and len(valid) == 3):
+        raise TypeError(f"valid must be a tuple ({name}, y_valid, graph_valid)")
+    Mv, yv, gv = valid
+    validation_criterion((yv, gv), metric, greater_is_better=greater_is_better, **dict(kw))
+    yv = gv.check_labels(yv, "validation y")
+    return Mv, (yv, gv)
 
 
-def _check_y(y, graph, m, fn):
-    """``None`` for preference edges, else one finite ``[m]`` output."""
-    if isinstance(graph, PreferenceGraph):
-        if y is not None:
-            raise ValueError("y must be None with a PreferenceGraph (targets are in the graph)")
+def _make_valid_fn(scores_fn, vdata, metric, greater_is_better, kw):
+    if vdata is None:
         return None
-    y = check_targets(y, m, "y")
-    if y.ndim != 1:
+    yv, gv = vdata
+    crit = gv.criterion(yv, metric, greater_is_better, **dict(kw))
+    return lambda x: crit(scores_fn(x))
+
+
+def _check_y(y, graph, fn):
+    y = graph.check_labels(y)
+    if y is not None and y.ndim != 1:
         raise ValueError(f"{fn} solves one output; vmap over the columns of y")
     return y
-
-
-def _valid_triple(valid, first):
-    if not (isinstance(valid, tuple) and len(valid) == 3):
-        raise TypeError(f"valid must be a tuple ({first}, y_valid, graph_valid)")
-    return valid
 
 
 def _as_operator(X, name):
@@ -241,9 +231,32 @@ def _as_operator(X, name):
     return X
 
 
+def _static_metric(metric, kw):
+    kw = tuple(sorted(kw.items()))
+    try:
+        hash((metric, kw))
+    except TypeError as e:
+        raise TypeError("metric and its keyword arguments must be hashable "
+                        "(strings, numbers, functions)") from e
+    return kw
+
+
+_STATIC = ("metric", "greater_is_better", "kw", "max_iter", "patience", "recompute_every")
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def _cg_primal_core(X, y, graph, lam, Xv, vdata, x0, tol, *, metric, greater_is_better, kw,
+                    max_iter, patience, recompute_every):
+    b = X.T @ graph.rhs(y, X.dtype)
+    valid_fn = _make_valid_fn(lambda w: Xv @ w, vdata, metric, greater_is_better, kw)
+    return cg_solve(lambda v: X.T @ graph.mv(X @ v), b, lam=lam, x0=x0, tol=tol,
+                    max_iter=max_iter, valid_fn=valid_fn, patience=patience,
+                    recompute_every=recompute_every)
+
+
 def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_error", x0=None,
-               tol=1e-5, maxiter: int = 500, patience: int = 10,
-               recompute_every: int = 50) -> CGResult:
+               tol=1e-5, max_iter: int = 500, patience: int = 10, recompute_every: int = 50,
+               greater_is_better=None, **metric_kwargs) -> CGResult:
     """Primal RankRLS by matrix-free CG (SPEC §4; seed 004 §3): solves
     ``(X^T L X + λ I) w = X^T L y`` (edges: ``X^T M N``) with
     ``A v = X^T (L (X v))`` — two sparse matvecs and O(m) segment work per
@@ -278,56 +291,65 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_erro
       >>> g = rj.query_graph(d.qid)
       >>> r = rj.rankrls_cg(d.X, d.y, g, lam=1.0, tol=1e-10)
       >>> w = rj.rankrls_primal(d.X, d.y, g, lam=1.0).weights
-      >>> bool(np.allclose(r.x, w, rtol=1e-4, atol=1e-5))
+      >>> bool(np.allclose(r.weights, w, rtol=1e-4, atol=1e-5))
       True
       >>> r = rj.rankrls_cg(d.X, d.y, g, lam=0.0, valid=(v.X, v.y, rj.query_graph(v.qid)))
       >>> bool(r.valid_history[r.best_iteration] == np.nanmin(r.valid_history))
       True
     """
     X = _as_operator(X, "X")
-    _check_graph(graph, X.shape[0])
-    y = _check_y(y, graph, X.shape[0], "rankrls_cg")
+    check_graph(graph, X.shape[0])
+    y = _check_y(y, graph, "rankrls_cg")
     check_lam(lam, allow_zero=True)
-    scores_fn = None
-    if valid is not None:
-        Xv = _as_operator(_valid_triple(valid, "X_valid")[0], "X_valid")
+    kw = _static_metric(metric, metric_kwargs)
+    Xv, vdata = _criterion_args(valid, X.shape[1], "X_valid", metric, greater_is_better, kw)
+    if Xv is not None:
+        Xv = _as_operator(Xv, "X_valid")
         if Xv.shape[1] != X.shape[1]:
             raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {X.shape[1]}")
-        scores_fn = lambda w: Xv @ w  # noqa: E731
-        valid = valid[1:]
-    b = X.T @ _rhs(graph, y, X.dtype)
-    matvec = lambda v: X.T @ laplacian_mv(graph, X @ v)  # noqa: E731
-    return _solve(matvec, b, scores_fn, valid, metric, lam,
-                  dict(x0=x0, tol=tol, maxiter=maxiter, patience=patience,
-                       recompute_every=recompute_every))
+    return _cg_primal_core(X, y, graph, lam, Xv, vdata, _check_x0(x0, X.shape[1]), tol,
+                           metric=metric, greater_is_better=greater_is_better, kw=kw,
+                           max_iter=max_iter, patience=patience, recompute_every=recompute_every)
 
 
-def _root(graph: Graph):
-    """``(R, R^T)`` with ``R R^T = L``: ``S`` for query graphs (no tie
-    exclusion), the incidence ``M`` for preference edges, ``I`` for RLS."""
-    if isinstance(graph, PreferenceGraph):
-        return (lambda u: incidence_mv(graph, u)), (lambda v: incidence_t_mv(graph, v))
-    if not has_sqrt(graph):
-        raise ValueError("rankrls_cg_dual needs a graph with a factor R R^T = L (query graph "
-                         "without tie exclusion, preference edges, identity); with excluded "
-                         "ties use rankrls_cg (primal) or rankrls_dual")
-    S = lambda v: laplacian_sqrt_mv(graph, v)  # noqa: E731
-    return S, S
+def _check_x0(x0, n):
+    if x0 is None:
+        return None
+    x0 = as_float_array(x0, "x0")
+    if x0.shape != (n,):
+        raise ValueError(f"x0 must have shape [{n}], got {tuple(x0.shape)}")
+    return x0
 
 
 def _kernel_operator(K, m, name):
+    """``(K, None)`` for a kernel matrix ``[*, m]``, ``(None, fn)`` for a matvec callable."""
     if callable(K) and not hasattr(K, "shape"):
-        return K
-    K = as_float_array(K, name)
-    if K.ndim != 2 or K.shape[1] != m:
+        return None, K
+    K = check_matrix(K, name)
+    if K.shape[1] != m:
         raise ValueError(f"{name} must be [*, {m}] or a callable, got shape {tuple(K.shape)}")
-    check_matrix(K, name)
-    return lambda a: K @ a
+    return K, None
+
+
+@partial(jax.jit, static_argnames=_STATIC + ("kfn", "kvfn"))
+def _cg_dual_core(K, y, graph, lam, Kv, vdata, x0, tol, *, kfn, kvfn, metric, greater_is_better,
+                  kw, max_iter, patience, recompute_every):
+    R, Rt, rhs = graph.factor()
+    kmv = kfn or (lambda a: jnp.matmul(K, a, precision=HI))
+    kvmv = kvfn or (lambda a: jnp.matmul(Kv, a, precision=HI))
+    valid_fn = _make_valid_fn(lambda B: kvmv(R(B)), vdata, metric, greater_is_better, kw)
+    b = rhs(y)
+    dtype = b.dtype if jnp.issubdtype(b.dtype, jnp.floating) else jnp.result_type(float)
+    res = cg_solve(lambda v: Rt(kmv(R(v))), b.astype(dtype), lam=lam, x0=x0, tol=tol,
+                   max_iter=max_iter, valid_fn=valid_fn, patience=patience,
+                   recompute_every=recompute_every)
+    return res._replace(weights=R(res.weights))
 
 
 def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_error",
-                    x0=None, tol=1e-5, maxiter: int = 500, patience: int = 10,
-                    recompute_every: int = 50) -> CGResult:
+                    x0=None, tol=1e-5, max_iter: int = 500, patience: int = 10,
+                    recompute_every: int = 50, greater_is_better=None,
+                    **metric_kwargs) -> CGResult:
     """Dual (kernel) RankRLS by CG on the symmetric system (SPEC §4):
     ``(R^T K R + λ I) B = R^T y`` and ``A = R B``, with ``R R^T = L`` — ``R = S``
     (``L^{1/2}``, a segment operation) for query graphs, ``R = M`` (the incidence
@@ -357,27 +379,21 @@ def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise
       >>> K = d.X @ d.X.T
       >>> g = rj.query_graph(d.qid)
       >>> r = rj.rankrls_cg_dual(K, d.y, g, lam=1.0, tol=1e-12)
-      >>> bool(np.allclose(r.x, rj.rankrls_dual(K, d.y, g, lam=1.0).coef, atol=1e-8))
+      >>> bool(np.allclose(r.weights, rj.rankrls_dual(K, d.y, g, lam=1.0).coef, atol=1e-8))
       True
     """
-    if not isinstance(graph, (QueryGraph, PreferenceGraph, IdentityGraph)):
-        _check_graph(graph, 0)
+    check_graph(graph)
     m = graph.num_rows
-    kmv = _kernel_operator(K, m, "K")
-    y = _check_y(y, graph, m, "rankrls_cg_dual")
+    K, kfn = _kernel_operator(K, m, "K")
+    y = _check_y(y, graph, "rankrls_cg_dual")
     check_lam(lam, allow_zero=True)
-    R, Rt = _root(graph)
-    dtype = (y if y is not None else graph.target).dtype
-    if not jnp.issubdtype(dtype, jnp.floating):
-        dtype = jnp.result_type(float)
-    b = graph.target.astype(dtype) if isinstance(graph, PreferenceGraph) else Rt(y)
-    scores_fn = None
-    if valid is not None:
-        kv = _kernel_operator(_valid_triple(valid, "K_valid")[0], m, "K_valid")
-        scores_fn = lambda B: kv(R(B))  # noqa: E731
-        valid = valid[1:]
-    matvec = lambda v: Rt(kmv(R(v)))  # noqa: E731
-    res = _solve(matvec, b, scores_fn, valid, metric, lam,
-                 dict(x0=x0, tol=tol, maxiter=maxiter, patience=patience,
-                      recompute_every=recompute_every))
-    return res._replace(x=R(res.x))
+    kw = _static_metric(metric, metric_kwargs)
+    Kv, vdata = _criterion_args(valid, m, "K_valid", metric, greater_is_better, kw)
+    kvfn = None
+    if Kv is not None:
+        Kv, kvfn = _kernel_operator(Kv, m, "K_valid")
+    if x0 is not None:
+        x0 = as_float_array(x0, "x0")
+    return _cg_dual_core(K, y, graph, lam, Kv, vdata, x0, tol, kfn=kfn, kvfn=kvfn, metric=metric,
+                         greater_is_better=greater_is_better, kw=kw, max_iter=max_iter,
+                         patience=patience, recompute_every=recompute_every)

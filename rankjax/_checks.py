@@ -14,9 +14,20 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import sparse
 
+from ._segments import bucket
 from ._sparse import CSRMatrix
 
 __all__ = ["segment_ids", "Segments"]
+
+
+def device_array(x, dtype=None):
+    """Host data to a device array without compiling anything (``jax.device_put``;
+    ``jnp.asarray`` of a numpy array compiles a staging program per shape)."""
+    if isinstance(x, jax.Array):
+        return x if dtype is None else x.astype(dtype)
+    a = np.asarray(x)
+    dt = jax.dtypes.canonicalize_dtype(a.dtype if dtype is None else dtype)
+    return jax.device_put(a.astype(dt, copy=False))
 
 
 def is_concrete(x) -> bool:
@@ -26,60 +37,81 @@ def is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
-def _finite(x, name: str) -> None:
+@jax.jit
+def _all_finite(x):
+    return jnp.all(jnp.isfinite(x))
+
+
+def all_finite(x) -> bool:
+    """True when every value is finite: numpy input is checked on the host, a jax
+    array by one device reduction (no copy of the data to the host)."""
     if isinstance(x, (sparse.BCOO, CSRMatrix)):
         x = x.data
-    if is_concrete(x) and not bool(np.all(np.isfinite(np.asarray(x)))):
+    if isinstance(x, jax.Array):
+        return bool(_all_finite(x))
+    return bool(np.all(np.isfinite(np.asarray(x))))
+
+
+def _finite(x, name: str) -> None:
+    if is_concrete(x) and not all_finite(x):
         raise ValueError(f"{name} contains NaN or inf values")
 
 
-def as_float_array(x, name: str):
-    """Converts ``x`` to a floating jax array (integers are promoted, others rejected)."""
+def as_float_array(x, name: str, finite: bool = False):
+    """Converts ``x`` to a floating jax array (integers are promoted, others rejected).
+
+    With ``finite`` NaN/inf is an error: host data is checked on the host before
+    the transfer, a jax array by one device reduction."""
     if isinstance(x, (sparse.BCOO, CSRMatrix)):
         if not jnp.issubdtype(x.dtype, jnp.floating):
             raise TypeError(f"{name} must have a floating dtype, got {x.dtype}")
+        if finite:
+            _finite(x, name)
         return x
     if x is None:
         raise TypeError(f"{name} must be an array, got None")
-    dtype = getattr(x, "dtype", None)
-    if dtype is None:
+    if not isinstance(x, jax.Array):
         x = np.asarray(x)
-        dtype = x.dtype
+    dtype = x.dtype
     if np.issubdtype(dtype, np.complexfloating) or dtype == np.bool_ or dtype.kind in "OUSV":
         raise TypeError(f"{name} must be a real numeric array, got dtype {dtype}")
+    if finite:
+        _finite(x, name)
     if np.issubdtype(dtype, np.integer):
-        return jnp.asarray(x, dtype=jnp.result_type(float))
-    return jnp.asarray(x)
+        return device_array(x, jnp.result_type(float))
+    return device_array(x)
 
 
 def check_matrix(X, name: str = "X"):
     """``X`` must be a finite 2-D dense array or BCOO matrix with at least one row."""
-    X = as_float_array(X, name)
+    X = as_float_array(X, name, finite=True)
     if X.ndim != 2:
         raise ValueError(f"{name} must be 2-D [m, n], got shape {tuple(X.shape)}")
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{name} is empty (shape {tuple(X.shape)})")
-    _finite(X, name)
     return X
 
 
 def check_targets(y, m: int, name: str = "y"):
     """``y`` must be finite with shape ``[m]`` or ``[m, k]``."""
-    y = as_float_array(y, name)
+    y = as_float_array(y, name, finite=True)
     if y.ndim not in (1, 2):
         raise ValueError(f"{name} must have shape [m] or [m, k], got {tuple(y.shape)}")
     if y.shape[0] != m:
         raise ValueError(f"{name} has {y.shape[0]} rows but {m} were expected")
     if y.shape[0] == 0:
         raise ValueError(f"{name} is empty")
-    _finite(y, name)
     return y
 
 
-def check_lam(lam, *, allow_zero: bool = False, name: str = "lam"):
-    """λ must be a finite scalar (or array of them) > 0 (>= 0 if ``allow_zero``)."""
+def check_lam(lam, *, allow_zero: bool = False, name: str = "lam", scalar: bool = False):
+    """λ must be a finite scalar (or array of them) > 0 (>= 0 if ``allow_zero``);
+    with ``scalar`` an array of several values is a ``TypeError`` (vmap instead)."""
     if lam is None:
         raise TypeError(f"{name} is required")
+    if scalar and np.ndim(lam) != 0:
+        raise TypeError(f"{name} must be a scalar, got shape {np.shape(lam)} "
+                        "(use the *_path functions, or jax.vmap, for a grid)")
     if is_concrete(lam):
         arr = np.asarray(lam)
         if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
@@ -147,16 +179,18 @@ def resolve_segments(qid, num_queries, m: int, name: str = "qid"):
 
     With ``num_queries=None`` the ids are remapped on the host (any integers);
     otherwise ``qid`` must already be segment ids in ``0 .. num_queries - 1``
-    (checked when concrete) and may be traced.
+    (checked when concrete) and may be traced. The returned number of segments
+    is padded to a power of two (empty segments are inert), so the compiled
+    metric does not depend on the exact number of queries.
     """
     if qid is None:
         # the barrier keeps XLA from constant-folding segment sums over a constant id array
-        return jax.lax.optimization_barrier(jnp.zeros((m,), jnp.int32)), 1
+        return jax.lax.optimization_barrier(jnp.zeros((m,), jnp.int32)), 1, 1
     if num_queries is None:
         s = segment_ids(qid, name)
         if s.seg.shape[0] != m:
             raise ValueError(f"{name} has {s.seg.shape[0]} rows but {m} were expected")
-        return jnp.asarray(s.seg), s.num_queries
+        return device_array(s.seg), bucket(s.num_queries), s.num_queries
     if not isinstance(num_queries, (int, np.integer)) or num_queries < 1:
         raise TypeError("num_queries must be a positive Python int (static)")
     dtype = qid.dtype if hasattr(qid, "dtype") else np.asarray(qid).dtype
@@ -169,4 +203,4 @@ def resolve_segments(qid, num_queries, m: int, name: str = "qid"):
         if q.size and (q.min() < 0 or q.max() >= num_queries):
             raise ValueError(f"{name} must hold segment ids in [0, {num_queries}) when "
                              "num_queries is given; pass num_queries=None to remap raw ids")
-    return jnp.asarray(qid, jnp.int32), int(num_queries)
+    return device_array(qid, jnp.int32), bucket(num_queries), int(num_queries)

@@ -18,6 +18,7 @@ grid and every output, from one decomposition.
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import Callable, NamedTuple, Optional
 
 import jax
@@ -25,20 +26,31 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import check_matrix, is_concrete, segment_ids
-from ._graph import Graph, IdentityGraph, QueryGraph, global_graph, has_sqrt
-from ._kernels import Kernel
-from ._path import _check_lams, _scale, basis_rows, dual_system, nystrom_features, select_lambda
-from ._rankrls import _check_inputs, _tdot, primal_system
-from ._ridge import eigh_psd
+from ._checks import device_array, check_matrix, check_targets, is_concrete, segment_ids
+from ._graph import Graph, check_graph, check_problem, global_graph
+from ._kernels import Kernel, kernel_matrix
+from ._metrics import metric_sign
+from ._path import basis_rows, check_lams, select_lambda
+from ._rankrls import check_kernel_matrix
+from ._ridge import (HI, dual_system, eigh_psd, nystrom_map, primal_system,
+                     spectral_filter, tdot)
+from ._segments import bucket
 
 __all__ = ["Folds", "make_folds", "HoldOut", "CVResult", "holdout_primal", "holdout_dual",
-           "holdout_sparse", "cross_validate", "PairHoldOut", "leave_pair_out_primal",
+           "holdout_nystrom", "cross_validate", "PairHoldOut", "leave_pair_out_primal",
            "leave_pair_out_dual", "differing_pairs", "positive_negative_pairs", "lpo_cindex",
            "PermutationResult", "permuted_labels", "permutation_test"]
 
-_HI = lax.Precision.HIGHEST
 _BUDGET = 1 << 24          # elements of [L, P, P] work arrays per batch of folds
+
+
+def _padded_size(n):
+    """Fold sizes are padded to 1, 2, 4, 8, 16, then four steps per octave
+    (20, 24, 28, 32, 40, ...): at most 25 % padding, few distinct shapes."""
+    n = np.maximum(np.asarray(n), 1)
+    p2 = 1 << np.ceil(np.log2(n)).astype(int)
+    step = np.maximum(p2 // 8, 1)
+    return np.where(p2 <= 16, p2, -(-n // step) * step)
 
 
 @jax.tree_util.register_dataclass
@@ -48,9 +60,12 @@ class Folds:
 
     Attributes:
       index: tuple of ``[F_b, P_b]`` int32 row indices, one array per bucket of
-        folds padded to size ``P_b`` (a power of two).
+        folds padded to size ``P_b``; ``F_b`` is padded to a power of two with
+        inert (all-masked) folds.
       mask: tuple of ``[F_b, P_b]`` bool, False on padding.
       fold_of_row: ``[m]`` int32 fold id of every row.
+      unit_of_row: ``[m]`` int32 query (or row) of every row: the graph the folds
+        were built for (checked by the hold-out functions).
       num_rows: ``m`` (static).
       num_folds: number of folds (static).
     """
@@ -58,6 +73,7 @@ class Folds:
     index: tuple
     mask: tuple
     fold_of_row: jax.Array
+    unit_of_row: jax.Array
     num_rows: int = dataclasses.field(metadata=dict(static=True))
     num_folds: int = dataclasses.field(metadata=dict(static=True))
 
@@ -79,21 +95,12 @@ def make_folds(graph: Graph, folds=None, *, seed: int = 0) -> Folds:
       >>> f.num_folds, [i.shape for i in f.index]
       (3, [(1, 1), (1, 2), (1, 4)])
     """
-    if isinstance(graph, QueryGraph):
-        if not is_concrete(graph.seg):
-            raise TypeError("make_folds needs a concrete graph: build the folds outside jit")
-        unit = np.asarray(graph.seg)
-        n_units = graph.num_queries
-    elif isinstance(graph, IdentityGraph):
-        unit = np.arange(graph.num_rows)
-        n_units = graph.num_rows
-    else:
-        raise TypeError("hold-out folds need a QueryGraph (folds of whole queries) or an "
-                        "IdentityGraph; a PreferenceGraph's edges may cross any split")
+    check_graph(graph)
+    unit, n_units = graph.fold_units()
     m = unit.shape[0]
     if folds is None:
         fold = unit
-    elif isinstance(folds, (int, np.integer)):
+    elif isinstance(folds, (int, np.integer)) and not isinstance(folds, (bool, np.bool_)):
         if not 2 <= folds <= n_units:
             raise ValueError(f"folds must be between 2 and {n_units}, got {folds}")
         perm = np.random.default_rng(seed).permutation(n_units)
@@ -113,16 +120,18 @@ def make_folds(graph: Graph, folds=None, *, seed: int = 0) -> Folds:
     order = np.argsort(fold, kind="stable")
     sizes = np.bincount(fold)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    padded = 1 << np.ceil(np.log2(np.maximum(sizes, 1))).astype(int)
+    padded = _padded_size(sizes)
     index, mask = [], []
     for P in np.unique(padded):
         which = np.flatnonzero(padded == P)
+        which = np.concatenate([which, np.full(bucket(which.size) - which.size, -1)])
         pos = np.arange(P)[None, :]
-        valid = pos < sizes[which, None]
+        valid = (pos < sizes[which, None]) & (which[:, None] >= 0)
         rows = order[np.where(valid, starts[which, None] + pos, 0)]
-        index.append(jnp.asarray(np.where(valid, rows, 0), jnp.int32))
-        mask.append(jnp.asarray(valid))
-    return Folds(tuple(index), tuple(mask), jnp.asarray(fold), int(m), int(sizes.shape[0]))
+        index.append(device_array(np.where(valid, rows, 0), jnp.int32))
+        mask.append(device_array(valid))
+    return Folds(tuple(index), tuple(mask), device_array(fold), device_array(unit, jnp.int32),
+                 int(m), int(sizes.shape[0]))
 
 
 class HoldOut(NamedTuple):
@@ -134,107 +143,138 @@ class HoldOut(NamedTuple):
     folds: Folds
 
 
-def _row_factor_data(graph, dtype):
-    """Per-row data to build each fold's factor ``B`` of ``L_UU``."""
-    if isinstance(graph, IdentityGraph):
-        return None
-    ones = jnp.ones(graph.seg.shape, dtype)
-    n = jax.ops.segment_sum(ones, graph.seg, num_segments=graph.num_queries)[graph.seg]
-    e = graph.edge_weight.astype(dtype)[graph.seg]
-    if graph.group_seg is None:
-        return dict(seg=graph.seg, n=n, e=e)
-    ng = jax.ops.segment_sum(ones, graph.group_seg, num_segments=graph.num_groups)[graph.group_seg]
-    return dict(seg=graph.seg, n=n, e=e, grp=graph.group_seg, ng=ng)
-
-
-def _fold_factor(rd, idx, mask, dtype):
-    """``B`` with ``B B^T = L_UU`` for one padded fold (zero on padding)."""
-    P = idx.shape[0]
-    mm = (mask[:, None] & mask[None, :]).astype(dtype)
-    eye = jnp.eye(P, dtype=dtype)
-    if rd is None:
-        return eye * mask.astype(dtype)
-    seg, n, e = rd["seg"][idx], rd["n"][idx], rd["e"][idx]
-    same = (seg[:, None] == seg[None, :]).astype(dtype)
-    if "grp" not in rd:                            # S_UU = sqrt(e n) (I - same / n)
-        return mm * jnp.sqrt(e * n)[:, None] * (eye - same / n[:, None])
-    grp, ng = rd["grp"][idx], rd["ng"][idx]
-    sameg = (grp[:, None] == grp[None, :]).astype(dtype)
-    L = mm * (e[:, None] * (eye * (n - ng)[:, None] - same + sameg))
-    eig = eigh_psd(L)
-    return (eig.vectors * jnp.sqrt(eig.values)) @ eig.vectors.T
-
-
-def _holdout_folds(folds: Folds, graph, Pfeat, d_fn, F, y, K=None, lams=None):
-    """Shared LQO core.
-
-    ``Pfeat [m, r]`` and ``d_fn(lam) -> [r]`` define ``H_UU = P_U diag(d) P_U^T``
-    (primal) or ``H_UU = (K_UU - P_U diag(d) P_U^T) / λ`` (dual, ``K`` given).
-    ``F [L, m(, k)]`` are the full-data fitted values.
-    """
+def _woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
+    """Eq. 33-34 for one padded fold: ``H_UU = P_U diag(d) P_U^T`` (primal) or
+    ``(K_UU - P_U diag(d) P_U^T) / λ`` (dual); O(|U|^2 r + |U|^3) per λ."""
     dtype = Pfeat.dtype
-    rd = _row_factor_data(graph, dtype)
-    D = jax.vmap(d_fn)(lams)                                     # [L, r]
-    out = jnp.zeros(F.shape, dtype)
+    mf = mask.astype(dtype)
+    Pu = Pfeat[idx] * mf[:, None]
+    B = graph.block_root(idx, mask, dtype)
+    yu = y[idx] * mf.reshape(mf.shape + (1,) * (y.ndim - 1))
+    Ly = B @ tdot(B, yu)
+    Kuu = None if K is None else K[idx[:, None], idx[None, :]] * (mf[:, None] * mf[None, :])
+    eye = jnp.eye(idx.shape[0], dtype=dtype)
 
-    def one_fold(args):
-        idx, mask = args
-        mf = mask.astype(dtype)
-        Pu = Pfeat[idx] * mf[:, None]
-        B = _fold_factor(rd, idx, mask, dtype)
-        yu = y[idx] * mf.reshape(mf.shape + (1,) * (y.ndim - 1))
-        Ly = B @ _tdot(B, yu)
-        Kuu = None if K is None else K[idx[:, None], idx[None, :]] * (mf[:, None] * mf[None, :])
-        eye = jnp.eye(idx.shape[0], dtype=dtype)
+    def per_lam(d, lam, fu):
+        H = jnp.matmul(Pu * d, Pu.T, precision=HI)
+        if Kuu is not None:
+            H = (Kuu - H) / lam
+        HB = jnp.matmul(H, B, precision=HI)
+        t = fu - jnp.matmul(H, Ly, precision=HI)
+        M = eye - jnp.matmul(B.T, HB, precision=HI)
+        return t + jnp.matmul(HB, jnp.linalg.solve(M, tdot(B, t)), precision=HI)
 
-        def per_lam(d, lam, fu):
-            H = jnp.matmul(Pu * d, Pu.T, precision=_HI)
-            if Kuu is not None:
-                H = (Kuu - H) / lam
-            HB = jnp.matmul(H, B, precision=_HI)
-            t = fu - jnp.matmul(H, Ly, precision=_HI)
-            M = eye - jnp.matmul(B.T, HB, precision=_HI)
-            return t + jnp.matmul(HB, jnp.linalg.solve(M, _tdot(B, t)), precision=_HI)
+    return jax.vmap(per_lam)(D, lams, F[:, idx])               # [L, P(, k)]
 
-        return jax.vmap(per_lam)(D, lams, F[:, idx])            # [L, P(, k)]
 
+def _refit_fold(graph, idx, mask, X, G, b, y, lams):
+    """Primal retraining without a large fold in feature space: ``G - X_U^T L_UU X_U``,
+    ``b - X_U^T L_UU y_U``, one ``eigh`` of ``n x n``; O(|U|^2 n + n^3) per fold."""
+    dtype = X.dtype
+    mf = mask.astype(dtype)
+    B = graph.block_root(idx, mask, dtype)
+    Xu = X[idx] * mf[:, None]
+    Zu = tdot(B, Xu)
+    yu = y[idx] * mf.reshape(mf.shape + (1,) * (y.ndim - 1))
+    eig = eigh_psd(G - jnp.matmul(Zu.T, Zu, precision=HI))
+    c = tdot(eig.vectors, b - tdot(Zu, tdot(B, yu)))
+    XV = jnp.matmul(Xu, eig.vectors, precision=HI)
+
+    def per_lam(lam):
+        d = spectral_filter(eig.values, lam)
+        return jnp.matmul(XV, c * d.reshape(d.shape + (1,) * (c.ndim - 1)), precision=HI)
+
+    return jax.vmap(per_lam)(lams)
+
+
+def _over_folds(folds: Folds, m, L, out_shape, dtype, fold_fn):
+    """Runs ``fold_fn(P)(idx, mask) -> [L, P(, k)]`` over every padded fold of size
+    ``P`` (``lax.map`` over batches, ``vmap`` inside) and scatters the predictions
+    to ``[L, m(, k)]``."""
+    out = jnp.zeros(out_shape, dtype)
     for idx_b, mask_b in zip(folds.index, folds.mask):
         # chain the buckets: independent loops run concurrently on XLA:CPU's thread pool
-        # and were seen to deadlock it (2 cores, JAX 0.10); this orders them
+        # and were seen to deadlock it (2 cores); this orders them
         idx_b, mask_b, out = lax.optimization_barrier((idx_b, mask_b, out))
         Fb, P = idx_b.shape
-        batch = max(1, min(Fb, _BUDGET // max(1, lams.shape[0] * P * P)))
+        batch = max(1, min(Fb, _BUDGET // max(1, L * P * P)))
         chunks = -(-Fb // batch)
         pad = chunks * batch - Fb                 # inert folds (all masked) fill the last chunk
         idx_b = jnp.pad(idx_b, ((0, pad), (0, 0)))
         mask_b = jnp.pad(mask_b, ((0, pad), (0, 0)))
-        res = lax.map(jax.vmap(one_fold), (idx_b.reshape(chunks, batch, P),
-                                           mask_b.reshape(chunks, batch, P)))
+        one_fold = fold_fn(P)
+        res = lax.map(jax.vmap(lambda a: one_fold(*a)), (idx_b.reshape(chunks, batch, P),
+                                                         mask_b.reshape(chunks, batch, P)))
         res = res.reshape((chunks * batch,) + res.shape[2:])            # [F, L, P(, k)]
         res = jnp.moveaxis(res, 1, 0)                                   # [L, F, P(, k)]
-        flat_idx = jnp.where(mask_b, idx_b, F.shape[1]).reshape(-1)
+        flat_idx = jnp.where(mask_b, idx_b, m).reshape(-1)
         vals = res.reshape((res.shape[0], -1) + res.shape[3:])
         out = out.at[:, flat_idx].set(vals, mode="drop")
     return out
 
 
-def _resolve_folds(graph, folds, seed):
-    return folds if isinstance(folds, Folds) else make_folds(graph, folds, seed=seed)
+def _resolve_folds(graph, folds, seed, m):
+    if not isinstance(folds, Folds):
+        return make_folds(graph, folds, seed=seed)
+    if folds.num_rows != m:
+        raise ValueError(f"folds were built for {folds.num_rows} rows but the data has {m}")
+    if not is_concrete(folds.unit_of_row):
+        return folds
+    try:
+        unit, _ = graph.fold_units()
+    except TypeError:                 # a traced graph (under the caller's jit): not checkable
+        return folds
+    if not np.array_equal(np.asarray(folds.unit_of_row), unit):
+        raise ValueError("folds were built for another graph (its queries differ): "
+                         "build them with make_folds(graph)")
+    return folds
+
+
+def _check_holdout(X, y, graph, lams, folds, seed, name="X"):
+    check_graph(graph)
+    if not graph.takes_labels:
+        graph.fold_units()            # raises: preference edges may cross any split
+    X, y = check_problem(X, y, graph, name)
+    folds = _resolve_folds(graph, folds, seed, X.shape[0])
+    return X, y, check_lams(lams).astype(X.dtype), folds
+
+
+@jax.jit
+def _holdout_primal_core(X, y, graph, lams, folds):
+    m, n = X.shape
+    G, b = primal_system(X, y, graph)
+    eig = eigh_psd(G)
+    Pf = jnp.matmul(X, eig.vectors, precision=HI)                 # [m, n]
+    c = tdot(eig.vectors, b)                                       # [n(, k)]
+    D = spectral_filter(eig.values[None, :], lams[:, None])        # [L, n]
+    F = jnp.einsum("mr,lr...->lm...", Pf, D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None],
+                   precision=HI)
+
+    def fold_fn(P):
+        if P > n:
+            return partial(_refit_fold, graph, X=X, G=G, b=b, y=y, lams=lams)
+        return partial(_woodbury_fold, graph, Pfeat=Pf, D=D, lams=lams, F=F, y=y, K=None)
+
+    return _over_folds(folds, m, lams.shape[0], F.shape, X.dtype, fold_fn)
 
 
 def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> HoldOut:
     """Leave-query-out / k-fold hold-out predictions of primal RankRLS (or RLS with an
     identity graph) for a λ grid, from one eigendecomposition of ``X^T L X``
-    (SPEC §3.1; seed 001 §3.3, eq. 33).
+    (Pahikkala et al. 2009, §3.3, eq. 33-34).
 
-    ``H = X (X^T L X + λ I)^{-1} X^T = P diag(1/(Λ+λ)) P^T`` with ``P = X V``.
+    Folds smaller than the number of features use eq. 33 with
+    ``H = X (X^T L X + λ I)^{-1} X^T = P diag(1/(Λ+λ)) P^T``, ``P = X V``; larger
+    folds (k-fold) retrain in feature space, ``eigh(X^T L X - X_U^T L_UU X_U)``.
+    Both equal retraining without the fold.
 
     Args:
       X: ``[m, n]`` (dense).
       y: ``[m]`` or ``[m, k]``.
       graph: :class:`QueryGraph` or :class:`IdentityGraph`.
       lams: ``[L]`` λ grid (traced).
-      folds: see :func:`make_folds`, or a prebuilt :class:`Folds` (needed under jit).
+      folds: see :func:`make_folds`, or a prebuilt :class:`Folds` of this graph
+        (needed under jit).
 
     Returns:
       :class:`HoldOut` with ``predictions [L, m(, k)]``.
@@ -246,24 +286,31 @@ def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> Ho
       >>> h.predictions.shape == (2, len(d.y))
       True
     """
-    X, y = _check_inputs(X, y, graph, 1.0)
+    X, y, lams, folds = _check_holdout(X, y, graph, lams, folds, seed)
     X = X.todense() if hasattr(X, "todense") else X
-    lams = _check_lams(lams).astype(X.dtype)
-    folds = _resolve_folds(graph, folds, seed)
-    G, b = primal_system(X, y, graph)
-    eig = eigh_psd(G)
-    Pf = jnp.matmul(X, eig.vectors, precision=_HI)                # [m, n]
-    c = _tdot(eig.vectors, b)                                      # [n(, k)]
-    d_fn = lambda lam: 1 / (eig.values + lam)  # noqa: E731
-    F = jax.vmap(lambda lam: jnp.matmul(Pf, _scale(c, eig.values, lam), precision=_HI))(lams)
-    return HoldOut(lams, _holdout_folds(folds, graph, Pf, d_fn, F, y, lams=lams), folds)
+    return HoldOut(lams, _holdout_primal_core(X, y, graph, lams, folds), folds)
+
+
+@jax.jit
+def _holdout_dual_core(K, y, graph, lams, folds):
+    system = dual_system(K, y, graph)
+    eig = eigh_psd(system.G)
+    KSU = jnp.matmul(K, system.root.apply(eig.vectors), precision=HI)    # [m, m]
+    c = tdot(eig.vectors, system.rhs)
+    D = spectral_filter(eig.values[None, :], lams[:, None])
+    F = jnp.einsum("mr,lr...->lm...", KSU, D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None],
+                   precision=HI)
+    one = partial(_woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=K)
+    return _over_folds(folds, K.shape[0], lams.shape[0], F.shape, K.dtype, lambda P: one)
 
 
 def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> HoldOut:
     """Leave-query-out / k-fold hold-out predictions of dual (kernel) RankRLS for a λ
-    grid, from one eigendecomposition of ``S K S`` (SPEC §3.1; seed 001 eq. 33-34).
+    grid, from one eigendecomposition of ``S K S`` (Pahikkala et al. 2009, §3.3,
+    eq. 33-34, Lemma 2).
 
-    ``H = (L + λ K^{-1})^{-1} = (K - K S U diag(1/(Γ+λ)) U^T S K) / λ``.
+    ``H = (L + λ K^{-1})^{-1} = (K - K S U diag(1/(Γ+λ)) U^T S K) / λ``; each fold
+    needs only its block ``H_UU``: O(|U|^2 m + |U|^3) per fold and λ.
 
     Args:
       K: ``[m, m]`` kernel matrix.
@@ -276,39 +323,34 @@ def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> Hold
       >>> rj.holdout_dual(K, d.y, rj.query_graph(d.qid), lams=[1.]).predictions.shape[0]
       1
     """
-    K, y = _check_inputs(K, y, graph, 1.0, "K")
-    if K.shape[0] != K.shape[1]:
-        raise ValueError(f"K must be square [m, m], got {tuple(K.shape)}")
-    lams = _check_lams(lams).astype(K.dtype)
-    folds = _resolve_folds(graph, folds, seed)
-    SKS, rhs, apply_S = dual_system(K, y, graph)
-    eig = eigh_psd(SKS)
-    KSU = jnp.matmul(K, apply_S(eig.vectors), precision=_HI)      # [m, m]
-    c = _tdot(eig.vectors, rhs)
-    d_fn = lambda lam: 1 / (eig.values + lam)  # noqa: E731
-    F = jax.vmap(lambda lam: jnp.matmul(KSU, _scale(c, eig.values, lam), precision=_HI))(lams)
-    return HoldOut(lams, _holdout_folds(folds, graph, KSU, d_fn, F, y, K=K, lams=lams), folds)
+    K, _ = check_kernel_matrix(K, y, graph)
+    K, y, lams, folds = _check_holdout(K, y, graph, lams, folds, seed, "K")
+    return HoldOut(lams, _holdout_dual_core(K, y, graph, lams, folds), folds)
 
 
-def holdout_sparse(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=None,
-                   seed: int = 0) -> HoldOut:
-    """Hold-out predictions of sparse-approximation RankRLS (SPEC §2.4 + §3.1): the
-    primal hold-out on the Nyström features of the basis rows (``basis``: indices,
-    or an int to draw that many rows with ``seed``). The basis stays fixed across
-    folds, as in seed 001 §3.5.
+def holdout_nystrom(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=None,
+                    seed: int = 0, block_size: Optional[int] = None) -> HoldOut:
+    """Hold-out predictions of Nyström (basis-vector) RankRLS (Pahikkala et al. 2009,
+    §3.5 with §3.3): the primal hold-out on the Nyström features of the basis rows
+    (``basis``: indices, or an int to draw that many rows with ``seed``). The basis
+    stays fixed across folds, as in the paper.
 
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(12, num_features=4, seed=0)
-      >>> h = rj.holdout_sparse(d.X, d.y, rj.query_graph(d.qid), lams=[1.],
-      ...                       kernel=rj.gaussian_kernel(0.3), basis=20)
+      >>> h = rj.holdout_nystrom(d.X, d.y, rj.query_graph(d.qid), lams=[1.],
+      ...                        kernel=rj.gaussian_kernel(0.3), basis=20)
       >>> h.predictions.shape == (1, len(d.y))
       True
     """
-    from ._kernels import kernel_matrix
-    _, XR = basis_rows(check_matrix(X), basis, seed)
-    Phi, _ = nystrom_features(kernel_matrix(kernel, XR, X), kernel_matrix(kernel, XR))
+    X = check_matrix(X)
+    _, XR = basis_rows(X, basis, seed)
+    Phi, _ = _nystrom_jit(kernel_matrix(kernel, XR, X, block_size=block_size),
+                          kernel_matrix(kernel, XR))
     return holdout_primal(Phi, y, graph, lams=lams, folds=folds, seed=seed)
+
+
+_nystrom_jit = jax.jit(nystrom_map)
 
 
 class CVResult(NamedTuple):
@@ -329,7 +371,8 @@ class CVResult(NamedTuple):
 
 
 def cross_validate(holdout: HoldOut, y, qid=None, *, metric: Callable,
-                   num_queries: Optional[int] = None, **metric_kwargs) -> CVResult:
+                   num_queries: Optional[int] = None, greater_is_better: Optional[bool] = None,
+                   **metric_kwargs) -> CVResult:
     """Scores hold-out predictions with any rankjax metric (per query, averaged)
     for every λ and output, and picks λ (see :func:`select_lambda`).
 
@@ -342,7 +385,8 @@ def cross_validate(holdout: HoldOut, y, qid=None, *, metric: Callable,
       (3,)
     """
     sel = select_lambda(holdout.lams, holdout.predictions, y, qid, metric=metric,
-                        num_queries=num_queries, **metric_kwargs)
+                        num_queries=num_queries, greater_is_better=greater_is_better,
+                        **metric_kwargs)
     return CVResult(holdout.lams, sel.table, sel.best_index, sel.best_lam, holdout.predictions)
 
 
@@ -387,73 +431,85 @@ def positive_negative_pairs(y) -> np.ndarray:
     return np.stack([a.ravel(), b.ravel()], 1).astype(np.int32)
 
 
-def _solve3(M, b):
-    """Batched 3x3 solve ``M^{-1} b`` by the adjugate (elementwise; far faster than a
-    batched LU for millions of tiny systems). ``M [p, 3, 3]``, ``b [p, 3, k]``."""
-    a = [[M[:, i, j] for j in range(3)] for i in range(3)]
-    cof = [[a[(j + 1) % 3][(i + 1) % 3] * a[(j + 2) % 3][(i + 2) % 3]
-            - a[(j + 1) % 3][(i + 2) % 3] * a[(j + 2) % 3][(i + 1) % 3] for j in range(3)]
-           for i in range(3)]                      # cof[i][j] = adjugate entry (i, j)
-    det = a[0][0] * cof[0][0] + a[0][1] * cof[1][0] + a[0][2] * cof[2][0]
-    adj = jnp.stack([jnp.stack(row, -1) for row in cof], -2)
-    return jnp.einsum("pab,pbk->pak", adj, b) / det[:, None, None]
-
-
-def _lpo(Pf, sig, y, pairs, lams):
-    """Eq. 38-39 with ``Q = P diag(1/((m-2) σ + λ)) P^T`` (``P P^T = K``)."""
-    m = Pf.shape[0]
-    dtype = Pf.dtype
-    n2 = jnp.asarray(m - 2, dtype)
+def _lpo_pairs(Q, q1, c, Qy, sumy, oQy, y, h1, h2, n2):
+    """Eq. 38-39 for every pair at once, written out elementwise (a 3x3 system per
+    pair solved by its adjugate), so XLA fuses it into one pass over the pairs.
+    ``y``, ``Qy`` are ``[m, k]``; returns ``[p, 2, k]``."""
     s = jnp.sqrt(n2)
-    h1, h2 = pairs[:, 0], pairs[:, 1]
-    R = jnp.array([[-1.0, 1.0, 0.0], [-1.0, 0.0, 1.0]], dtype) * jnp.array([1.0, s, s], dtype)
+    A, Bq, D = Q[h1, h1][:, None], Q[h1, h2][:, None], Q[h2, h2][:, None]
+    qa, qb = q1[h1][:, None], q1[h2][:, None]
+    ya, yb = y[h1], y[h2]
+    da, db = n2 * Qy[h1], n2 * Qy[h2]                        # Q D S y at the pair
+    # B^T Q B (symmetric 3x3) and Q B restricted to the pair (2x3)
+    m00 = c - 2 * (qa + qb) + A + 2 * Bq + D
+    m01, m02 = s * (qa - A - Bq), s * (qb - Bq - D)
+    m11, m12, m22 = s * s * A, s * s * Bq, s * s * D
+    u0, u1, u2 = qa - A - Bq, s * A, s * Bq                   # row h1 of Q B
+    v0, v1, v2 = qb - Bq - D, s * Bq, s * D                   # row h2 of Q B
+    b0, b1, b2 = sumy - ya - yb, s * ya, s * yb               # B^T y
+    r0 = n2 * oQy - (da + db) - (m00 * b0 + m01 * b1 + m02 * b2)
+    r1 = s * da - (m01 * b0 + m11 * b1 + m12 * b2)
+    r2 = s * db - (m02 * b0 + m12 * b1 + m22 * b2)
+    la = da - (u0 * b0 + u1 * b1 + u2 * b2)
+    lb = db - (v0 * b0 + v1 * b1 + v2 * b2)
+    a00, a11, a22 = m00 - 1, m11 - 1, m22 - 1                 # B^T Q B - I
+    c00, c01, c02 = a11 * a22 - m12 * m12, m02 * m12 - m01 * a22, m01 * m12 - m02 * a11
+    c11, c12, c22 = a00 * a22 - m02 * m02, m01 * m02 - a00 * m12, a00 * a11 - m01 * m01
+    det = a00 * c00 + m01 * c01 + m02 * c02
+    z0 = (c00 * r0 + c01 * r1 + c02 * r2) / det
+    z1 = (c01 * r0 + c11 * r1 + c12 * r2) / det
+    z2 = (c02 * r0 + c12 * r1 + c22 * r2) / det
+    return jnp.stack([la - (u0 * z0 + u1 * z1 + u2 * z2), lb - (v0 * z0 + v1 * z1 + v2 * z2)], 1)
+
+
+@jax.jit
+def _lpo_core(Pf, sig, y, pairs, lams):
+    """Eq. 38-39 with ``Q = P diag(1/((m-2) σ + λ)) P^T`` (``P P^T = K``), every λ."""
+    m = Pf.shape[0]
+    n2 = jnp.asarray(m - 2, Pf.dtype)
     yk = y if y.ndim == 2 else y[:, None]
-    ones = jnp.ones((m,), dtype)
+    h1, h2 = pairs[:, 0], pairs[:, 1]
 
     def per_lam(lam):
-        Q = jnp.matmul(Pf / (n2 * sig + lam), Pf.T, precision=_HI)   # [m, m]
-        q1 = Q @ ones
-        c = q1.sum()
-        Qy = jnp.matmul(Q, yk, precision=_HI)                        # [m, k]
-        sumy, oQy = yk.sum(0), Qy.sum(0)                               # [k]
-        Quu = jnp.stack([jnp.stack([Q[h1, h1], Q[h1, h2]], -1),
-                         jnp.stack([Q[h2, h1], Q[h2, h2]], -1)], -2)  # [p, 2, 2]
-        QC = jnp.zeros((h1.shape[0], 2, 3), dtype).at[:, :, 0].set(jnp.stack([q1[h1], q1[h2]], -1))
-        CtQC = jnp.zeros((3, 3), dtype).at[0, 0].set(c)
-        RtQC = jnp.einsum("ua,pub->pab", R, QC)
-        BtQB = CtQC + RtQC + jnp.swapaxes(RtQC, 1, 2) + jnp.einsum("ua,puv,vb->pab", R, Quu, R)
-        yu = jnp.stack([yk[h1], yk[h2]], 1)                            # [p, 2, k]
-        QDSu = n2 * jnp.stack([Qy[h1], Qy[h2]], 1)                     # [p, 2, k]
-        CtQDS = jnp.zeros((3,) + sumy.shape, dtype).at[0].set(n2 * oQy)
-        BtS = jnp.zeros((3,) + sumy.shape, dtype).at[0].set(sumy) + jnp.einsum("ua,puk->pak", R, yu)
-        BtQLS = CtQDS + jnp.einsum("ua,puk->pak", R, QDSu) - jnp.einsum("pab,pbk->pak", BtQB, BtS)
-        QBu = QC + jnp.einsum("puv,vb->pub", Quu, R)
-        QLSu = QDSu - jnp.einsum("pub,pbk->puk", QBu, BtS)
-        Mx = BtQB - jnp.eye(3, dtype=dtype)
-        return QLSu - jnp.einsum("pub,pbk->puk", QBu, _solve3(Mx, BtQLS))
+        Q = jnp.matmul(Pf * spectral_filter(n2 * sig, lam), Pf.T, precision=HI)   # [m, m]
+        q1 = jnp.sum(Q, axis=1)
+        Qy = jnp.matmul(Q, yk, precision=HI)
+        return _lpo_pairs(Q, q1, jnp.sum(q1), Qy, yk.sum(0), Qy.sum(0), yk, h1, h2, n2)
 
     out = lax.map(per_lam, lams)                                       # [L, p, 2, k]
     return out if y.ndim == 2 else out[..., 0]
 
 
 def _check_pairs(pairs, m):
-    pairs = jnp.asarray(pairs)
-    if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.shape[0] == 0:
+    p = np.asarray(pairs) if is_concrete(pairs) else None
+    if np.ndim(pairs) != 2 or np.shape(pairs)[1] != 2 or np.shape(pairs)[0] == 0:
         raise ValueError("pairs must be a non-empty [p, 2] integer array")
-    if not jnp.issubdtype(pairs.dtype, jnp.integer):
+    dtype = pairs.dtype if hasattr(pairs, "dtype") else p.dtype
+    if not np.issubdtype(dtype, np.integer):
         raise TypeError("pairs must be an integer array")
-    if is_concrete(pairs):
-        p = np.asarray(pairs)
-        if p.min() < 0 or p.max() >= m or np.any(p[:, 0] == p[:, 1]):
-            raise ValueError(f"pairs must hold two different row indices in [0, {m})")
-    return pairs.astype(jnp.int32)
+    if p is not None and (p.min() < 0 or p.max() >= m or np.any(p[:, 0] == p[:, 1])):
+        raise ValueError(f"pairs must hold two different row indices in [0, {m})")
+    return device_array(pairs, jnp.int32)
+
+
+def _check_lpo(M, y, pairs, lams, name):
+    M, y = check_problem(M, y, global_graph(np.shape(M)[0]), name)
+    if M.shape[0] < 3:
+        raise ValueError(f"leave-pair-out needs at least 3 rows, got {M.shape[0]}")
+    return M, y, _check_pairs(pairs, M.shape[0]), check_lams(lams).astype(M.dtype)
+
+
+@jax.jit
+def _lpo_dual_core(K, y, pairs, lams):
+    eig = eigh_psd(K)
+    return _lpo_core(eig.vectors * jnp.sqrt(eig.values), eig.values, y, pairs, lams)
 
 
 def leave_pair_out_dual(K, y, pairs, *, lams) -> PairHoldOut:
     """Exact leave-pair-out predictions of dual RankRLS for global ranking (complete
-    unnormalized graph, cost (21); SPEC §3.2, seed 001 §3.4, eq. 35-39).
+    unnormalized graph, cost (21); Pahikkala et al. 2009, §3.4, eq. 35-39).
 
-    One ``eigh`` of ``K``, then O(1) per pair and λ (plus one ``[m, m]`` product per λ).
+    One ``eigh`` of ``K``, then one ``[m, m]`` product and O(1) per pair for every λ.
     Precision: the Woodbury step loses accuracy in float32 when λ is small
     relative to ``(m-2)`` times K's small eigenvalues (predictions off by ~15 % at
     λ = 0.01 for a Gaussian kernel at m = 1,000, 2e-3 at λ = 1, while the
@@ -475,14 +531,16 @@ def leave_pair_out_dual(K, y, pairs, *, lams) -> PairHoldOut:
       >>> print(f"{float(rj.lpo_cindex(r, y)[0]):.2f}")
       1.00
     """
-    K, y = _check_inputs(K, y, global_graph(np.shape(K)[0]), 1.0, "K")
-    m = K.shape[0]
-    if K.shape != (m, m) or m < 3:
-        raise ValueError(f"K must be square with at least 3 rows, got {tuple(K.shape)}")
-    eig = eigh_psd(K)
-    return PairHoldOut(_check_lams(lams), _check_pairs(pairs, m),
-                       _lpo(eig.vectors * jnp.sqrt(eig.values), eig.values,
-                            y, _check_pairs(pairs, m), _check_lams(lams).astype(K.dtype)))
+    K, y, pairs, lams = _check_lpo(K, y, pairs, lams, "K")
+    if K.shape[0] != K.shape[1]:
+        raise ValueError(f"K must be square [m, m], got {tuple(K.shape)}")
+    return PairHoldOut(lams, pairs, _lpo_dual_core(K, y, pairs, lams))
+
+
+@jax.jit
+def _lpo_primal_core(X, y, pairs, lams):
+    eig = eigh_psd(jnp.matmul(X.T, X, precision=HI))
+    return _lpo_core(jnp.matmul(X, eig.vectors, precision=HI), eig.values, y, pairs, lams)
 
 
 def leave_pair_out_primal(X, y, pairs, *, lams) -> PairHoldOut:
@@ -496,17 +554,9 @@ def leave_pair_out_primal(X, y, pairs, *, lams) -> PairHoldOut:
       >>> rj.leave_pair_out_primal(X, y, [[0, 1], [2, 3]], lams=[1., 2.]).predictions.shape
       (2, 2, 2)
     """
-    X, y = _check_inputs(X, y, global_graph(np.shape(X)[0]), 1.0)
-    m = X.shape[0]
-    if m < 3:
-        raise ValueError("leave-pair-out needs at least 3 rows")
+    X, y, pairs, lams = _check_lpo(X, y, pairs, lams, "X")
     X = X.todense() if hasattr(X, "todense") else X
-    eig = eigh_psd(jnp.matmul(X.T, X, precision=_HI))
-    Pf = jnp.matmul(X, eig.vectors, precision=_HI)
-    lams = _check_lams(lams).astype(X.dtype)
-    pairs = _check_pairs(pairs, m)
-    # P P^T = X X^T with P = X W; Q = P diag(1/((m-2) σ + λ)) P^T
-    return PairHoldOut(lams, pairs, _lpo(Pf, eig.values, y, pairs, lams))
+    return PairHoldOut(lams, pairs, _lpo_primal_core(X, y, pairs, lams))
 
 
 def lpo_cindex(result: PairHoldOut, y):
@@ -563,7 +613,8 @@ def permuted_labels(y, qid=None, *, num_permutations: int, seed: int = 0) -> np.
 
 
 def permutation_test(holdout_fn: Callable, y, qid=None, *, metric: Callable,
-                     num_permutations: int = 99, seed: int = 0, **metric_kwargs
+                     num_permutations: int = 99, seed: int = 0,
+                     greater_is_better: Optional[bool] = None, **metric_kwargs
                      ) -> PermutationResult:
     """Permutation test of a cross-validation score (SPEC §3.3; seed 001 §4.1).
 
@@ -586,11 +637,15 @@ def permutation_test(holdout_fn: Callable, y, qid=None, *, metric: Callable,
       >>> bool(res.pvalue[0] <= 0.05)
       True
     """
+    if (not isinstance(num_permutations, (int, np.integer)) or isinstance(num_permutations, bool)
+            or num_permutations < 1):
+        raise ValueError(f"num_permutations must be an int >= 1, got {num_permutations!r}")
+    sign = metric_sign(metric, greater_is_better)
     perms = permuted_labels(y, qid, num_permutations=num_permutations, seed=seed)
     Y = np.column_stack([np.asarray(y, np.float64), perms])
-    h = holdout_fn(jnp.asarray(Y, jnp.result_type(float)))
-    table = select_lambda(h.lams, h.predictions, Y, qid, metric=metric, **metric_kwargs).table
-    greater = getattr(metric, "__name__", "") not in ("pairwise_error", "disagreement_error")
+    h = holdout_fn(device_array(Y, jnp.result_type(float)))
+    table = select_lambda(h.lams, h.predictions, Y, qid, metric=metric,
+                          greater_is_better=sign < 0, **metric_kwargs).table
     obs, null = table[:, 0], table[:, 1:]
-    better = null >= obs[:, None] if greater else null <= obs[:, None]
+    better = sign * null <= sign * obs[:, None]
     return PermutationResult(obs, null, (1 + better.sum(1)) / (1 + num_permutations))

@@ -54,6 +54,15 @@ class PairwiseGP(NamedTuple):
     log_marginal: jax.Array
     iterations: jax.Array
 
+    def predict(self, K_test):
+        """Posterior mean ``[t]`` of the scores of test items (``K_test [t, m]``)."""
+        K_test = check_matrix(K_test, "K_test")
+        top = int(max(np.max(np.asarray(self.head)), np.max(np.asarray(self.tail)))) + 1
+        if K_test.shape[1] < top:
+            raise ValueError(f"K_test has {K_test.shape[1]} columns but the model compares "
+                             f"training item {top - 1}")
+        return _gp_mean(self, K_test)
+
 
 def _check_pairs(K, head, tail):
     K = check_matrix(K, "K")
@@ -261,6 +270,11 @@ def gp_predict(model: PairwiseGP, K_test, k_test_diag):
     mean = KA @ model.alpha
     var = jnp.asarray(k_test_diag, mean.dtype) - jnp.einsum("ij,ij->i", KA, KA @ _inv(model))
     return mean, var
+
+
+@jax.jit
+def _gp_mean(model, K_test):
+    return _KA(K_test, model.head, model.tail) @ model.alpha
 
 
 def _inv(model: PairwiseGP):

@@ -1,21 +1,33 @@
-"""Preference graphs and their Laplacians as segment operations (SPEC §1).
+"""Preference graphs and their Laplacians as operators (``docs/math.md`` §1).
 
-Three graph types share one interface (``laplacian_mv``, ``laplacian_sqrt_mv``):
+Three graph types carry their own operators; every solver uses only these
+methods, so no other module switches on the graph type:
 
 * :class:`QueryGraph` — every pair of rows in the same query is an edge
-  (seed 001 §2.3, seed 004 §3.1). All pairs of query ``c`` share one edge weight
-  ``e_c``: ``e_c = omega_c`` (unnormalized ``D - W``) or ``e_c = omega_c / n_c``
-  (normalized ``I - P P^T``), with optional query weights ``omega_c``. The
-  Laplacian of query ``c`` is ``e_c (n_c I - 1 1^T)``; excluding ties subtracts
-  the same clique over every (query, label) group. Matvecs are segment sums,
-  O(m k), never O(m^2).
+  (Pahikkala et al. 2009, §2.3; Airola et al. 2010, §3.1). All pairs of query
+  ``c`` share one edge weight ``e_c``: ``e_c = omega_c`` (unnormalized
+  ``D - W``) or ``e_c = omega_c / n_c`` (normalized ``I - P P^T``), with
+  optional query weights ``omega_c``. The Laplacian of query ``c`` is
+  ``e_c (n_c I - 1 1^T)``; excluding ties subtracts the same clique over every
+  (query, label) group. Matvecs are segment sums, O(m k), never O(m^2).
 * :class:`PreferenceGraph` — explicit edges ``(h_t, j_t)`` with width ``w_t``
-  (seed 001 §2.4): ``L = M M^T``, ``M^T v = w (v[h] - v[j])``. O(m + l).
-* :class:`IdentityGraph` — ``L = I``: pointwise RLS regression (SPEC §2.5).
+  (Pahikkala et al. 2009, §2.4): ``L = M M^T``, ``M^T v = w (v[h] - v[j])``. O(m + l).
+* :class:`IdentityGraph` — ``L = I``: pointwise RLS regression.
 
-Graphs are pytrees whose sizes are static, so they can be passed to jitted
-functions. They are built on the host by :func:`query_graph`,
-:func:`global_graph`, :func:`preference_graph` and :func:`identity_graph`.
+The operator methods, shared by all three:
+
+``mv(v)`` (``L v``), ``has_root`` and ``root_mv(v)`` (the segment root ``S``,
+``S^2 = L``), ``rhs(y, dtype)`` (``L y``, or ``M N`` for edges),
+``normal_equations(X, y)`` (``X^T L X``, ``X^T L y``), ``dual_root(dtype)``
+(the root of the symmetric dual system), ``factor()`` (``R R^T = L`` for CG),
+``as_dense(dtype)``, ``loss(f, y)``, ``criterion(y, metric)``,
+``fold_units()`` and ``block_root(idx, mask, dtype)`` (hold-out folds),
+``check_labels(y)``.
+
+Graphs are pytrees. Per-query counts are computed once on the host and
+stored; the number of query segments is padded to a power of two
+(:func:`rankjax._segments.bucket`), so data with the same number of rows but
+another number of queries reuses compiled programs.
 """
 from __future__ import annotations
 
@@ -26,13 +38,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import check_targets, is_concrete, segment_ids
+from ._checks import check_matrix, check_targets, device_array, is_concrete, segment_ids
+from ._metrics import edge_disagreement_error, metric_sign, pairwise_error
+from ._ridge import HI, psd_root, tdot
+from ._segments import bucket, expand, seg_sum
 
 __all__ = [
-    "QueryGraph", "PreferenceGraph", "IdentityGraph", "Graph",
+    "QueryGraph", "PreferenceGraph", "IdentityGraph", "Graph", "check_graph", "check_problem",
     "query_graph", "global_graph", "preference_graph", "identity_graph",
     "pairs_from_scores", "laplacian_mv", "laplacian_sqrt_mv", "laplacian_dense",
-    "query_pair_counts", "has_sqrt",
+    "incidence_mv", "incidence_t_mv", "query_pair_counts",
 ]
 
 Array = jax.Array
@@ -45,35 +60,184 @@ def _pytree(data, meta):
     return wrap
 
 
-@_pytree(["seg", "edge_weight", "group_seg", "group_query"], ["num_queries", "num_groups"])
-class QueryGraph:
-    """Query (label-ranking) graph over ``m`` rows.
+class _Root:
+    """``S`` of the symmetric dual system: ``apply(v) = S v``, ``rhs(y) = S^+ L y``."""
+
+    def __init__(self, apply, rhs):
+        self.apply, self.rhs = apply, rhs
+
+
+def _dense_root(graph, dtype, rhs):
+    S, S_pinv = psd_root(graph.as_dense(dtype))
+    return _Root(lambda v: jnp.matmul(S, v, precision=HI),
+                 lambda y: jnp.matmul(S_pinv, rhs(y), precision=HI))
+
+
+class _GraphBase:
+    """Operator methods common to all graphs (each graph overrides what differs)."""
+
+    takes_labels = True
+
+    def check_labels(self, y, name: str = "y"):
+        """``y`` checked against the graph: ``[m]``/``[m, k]`` finite, or ``None`` for edges."""
+        return check_targets(y, self.num_rows, name)
+
+    def rhs(self, y, dtype):
+        """``L y`` (``[m(, k)]``); ``M N`` for preference edges."""
+        return self.mv(y)
+
+    def as_dense(self, dtype=None) -> Array:
+        """The dense ``[m, m]`` Laplacian (O(m^2) memory)."""
+        return self.mv(jnp.eye(self.num_rows, dtype=dtype or jnp.result_type(float)))
+
+    def centre(self, X):
+        """``X`` minus a constant ``L`` annihilates (float32 accuracy of ``X^T L X``)."""
+        return X
+
+    def normal_equations(self, X, y):
+        """``(X^T L X, X^T L y)``: ``Z^T Z`` with ``Z = S X`` when a segment root exists."""
+        if self.has_root:
+            Z = self.root_mv(X)
+            return jnp.matmul(Z.T, Z, precision=HI), tdot(Z, self.root_mv(y))
+        Xc = self.centre(X)
+        G = jnp.matmul(Xc.T, self.mv(Xc), precision=HI)
+        return (G + G.T) / 2, tdot(Xc, self.rhs(y, X.dtype))
+
+    def dual_root(self, dtype):
+        """The root ``S`` (``S^2 = L``) of the symmetric dual system and its rhs map."""
+        if self.has_root:
+            return _Root(self.root_mv, self.root_mv)
+        return _dense_root(self, dtype, lambda y: self.rhs(y, dtype))
+
+    def loss(self, f, y):
+        """The RankRLS loss ``(y - f)^T L (y - f)``."""
+        r = y - f
+        return r @ self.mv(r)
+
+    def criterion(self, y, metric="pairwise_error", greater_is_better=None, **kw):
+        """``f -> value`` (lower is better) on this graph's rows: ``"pairwise_error"``,
+        ``"loss"`` or a metric ``metric(f, y, seg, num_queries=..., **kw)``."""
+        if metric == "loss":
+            return lambda f: self.loss(f, y)
+        if metric == "pairwise_error":
+            metric = pairwise_error
+        if not callable(metric):
+            raise ValueError(f"metric must be 'pairwise_error', 'loss' or a callable, got {metric!r}")
+        sign = metric_sign(metric, greater_is_better)
+        seg, num = self.segments()
+        return lambda f: sign * metric(f, y, seg, num_queries=num, **kw)
+
+
+@_pytree(["seg", "counts", "edge_weight", "group_seg", "group_query", "group_counts"],
+         ["num_segments", "num_group_segments"])
+class QueryGraph(_GraphBase):
+    """Query (label-ranking) graph over ``m`` rows (build with :func:`query_graph`).
 
     Attributes:
-      seg: ``[m]`` int32 query segment id of every row, ``0 .. num_queries-1``.
-      edge_weight: ``[Q]`` weight ``e_c`` of every pair inside query ``c``.
+      seg: ``[m]`` int32 query segment of every row (sorted distinct qids).
+      counts: ``[S]`` rows per segment (0 on padding segments).
+      edge_weight: ``[S]`` weight ``e_c`` of every pair inside query ``c``.
       group_seg: ``[m]`` int32 (query, label) group of every row, or ``None``
         when ties are kept.
       group_query: ``[G]`` int32 query of every group, or ``None``.
-      num_queries: ``Q`` (static).
-      num_groups: ``G`` (static; 0 when ties are kept).
+      group_counts: ``[G]`` rows per group, or ``None``.
+      num_segments: ``S`` >= the number of queries, a power of two (static).
+      num_group_segments: ``G`` (static; 0 when ties are kept).
     """
 
     seg: Array
+    counts: Array
     edge_weight: Array
     group_seg: Optional[Array]
     group_query: Optional[Array]
-    num_queries: int
-    num_groups: int
+    group_counts: Optional[Array]
+    num_segments: int
+    num_group_segments: int
 
     @property
     def num_rows(self) -> int:
         return self.seg.shape[0]
 
+    @property
+    def num_queries(self) -> int:
+        """Number of (non-empty) queries (host side)."""
+        return int(np.count_nonzero(np.asarray(self.counts)))
+
+    @property
+    def has_root(self) -> bool:
+        return self.group_seg is None
+
+    def _clique(self, v, seg, counts, e, num):
+        # (L v)_i = e_c (n_c v_i - sum_{j in c} v_j)
+        sums = seg_sum(v, seg, num)
+        return expand(e[seg], v) * (expand(counts[seg], v) * v - sums[seg])
+
+    def mv(self, v):
+        dt = v.dtype
+        e, n = self.edge_weight.astype(dt), self.counts.astype(dt)
+        out = self._clique(v, self.seg, n, e, self.num_segments)
+        if self.group_seg is not None:
+            out = out - self._clique(v, self.group_seg, self.group_counts.astype(dt),
+                                     e[self.group_query], self.num_group_segments)
+        return out
+
+    def _query_mean(self, v):
+        n = jnp.maximum(self.counts.astype(v.dtype), 1)
+        return (seg_sum(v, self.seg, self.num_segments) / expand(n, v))[self.seg]
+
+    def root_mv(self, v):
+        # S = sqrt(e_c n_c) (I - 1 1^T / n_c): centre within the query, then scale.
+        if not self.has_root:
+            raise ValueError("a query graph with excluded ties has no segment root S "
+                             "(use laplacian_dense, the dual solvers or primal CG)")
+        dt = v.dtype
+        scale = jnp.sqrt(self.edge_weight.astype(dt) * self.counts.astype(dt))
+        return expand(scale[self.seg], v) * (v - self._query_mean(v))
+
+    def centre(self, X):
+        return X - self._query_mean(X)
+
+    def factor(self):
+        return self.root_mv, self.root_mv, self.root_mv
+
+    def segments(self):
+        return self.seg, self.num_segments
+
+    def pair_counts(self, dtype=None):
+        dtype = dtype or jnp.result_type(float)
+        n = self.counts.astype(dtype)
+        pairs = n * (n - 1) / 2
+        if self.group_seg is not None:
+            g = self.group_counts.astype(dtype)
+            pairs = pairs - seg_sum(g * (g - 1) / 2, self.group_query, self.num_segments)
+        return pairs
+
+    def fold_units(self):
+        if not is_concrete(self.seg):
+            raise TypeError("make_folds needs a concrete graph: build the folds outside jit")
+        seg = np.asarray(self.seg)
+        return seg, int(seg.max()) + 1
+
+    def block_root(self, idx, mask, dtype):
+        """``B`` with ``B B^T = L_UU`` for a padded fold ``idx [P]`` of whole queries."""
+        P = idx.shape[0]
+        mm = (mask[:, None] & mask[None, :]).astype(dtype)
+        eye = jnp.eye(P, dtype=dtype)
+        seg = self.seg[idx]
+        n, e = self.counts.astype(dtype)[seg], self.edge_weight.astype(dtype)[seg]
+        same = (seg[:, None] == seg[None, :]).astype(dtype)
+        if self.has_root:                              # S_UU = sqrt(e n) (I - same / n)
+            return mm * jnp.sqrt(e * n)[:, None] * (eye - same / jnp.maximum(n, 1)[:, None])
+        grp = self.group_seg[idx]
+        ng = self.group_counts.astype(dtype)[grp]
+        sameg = (grp[:, None] == grp[None, :]).astype(dtype)
+        return psd_root(mm * (e[:, None] * (eye * (n - ng)[:, None] - same + sameg)))[0]
+
 
 @_pytree(["head", "tail", "weight", "target"], ["num_rows"])
-class PreferenceGraph:
-    """Explicit preference multigraph: row ``head[t]`` preferred to ``tail[t]``.
+class PreferenceGraph(_GraphBase):
+    """Explicit preference multigraph: row ``head[t]`` preferred to ``tail[t]``
+    (build with :func:`preference_graph`).
 
     Attributes:
       head, tail: ``[l]`` int32 row indices.
@@ -88,15 +252,91 @@ class PreferenceGraph:
     target: Array
     num_rows: int
 
+    takes_labels = False
+    has_root = False
+
+    def check_labels(self, y, name: str = "y"):
+        if y is not None:
+            raise ValueError(f"{name} must be None with a PreferenceGraph: the edge targets "
+                             "come from the graph's magnitudes (graph.target)")
+        return None
+
+    def incidence_t_mv(self, v):
+        # (M^T v)_t = w_t (v[h_t] - v[j_t])
+        return expand(self.weight.astype(v.dtype), v) * (v[self.head] - v[self.tail])
+
+    def incidence_mv(self, u):
+        # M u = segment_sum(w u, h) - segment_sum(w u, j)
+        wu = expand(self.weight.astype(u.dtype), u) * u
+        return seg_sum(wu, self.head, self.num_rows) - seg_sum(wu, self.tail, self.num_rows)
+
+    def mv(self, v):
+        return self.incidence_mv(self.incidence_t_mv(v))
+
+    def rhs(self, y, dtype):
+        return self.incidence_mv(self.target.astype(dtype))
+
+    def centre(self, X):
+        return X - jnp.mean(X, axis=0)
+
+    def factor(self):
+        return self.incidence_mv, self.incidence_t_mv, lambda y: self.target
+
+    def loss(self, f, y=None):
+        return jnp.sum(jnp.square(self.incidence_t_mv(f) - self.target.astype(f.dtype)))
+
+    def criterion(self, y, metric="pairwise_error", greater_is_better=None, **kw):
+        if metric == "pairwise_error":
+            return lambda f: edge_disagreement_error(f, self.head, self.tail)
+        if metric == "loss":
+            return lambda f: self.loss(f)
+        raise ValueError("with preference edges, metric must be 'pairwise_error' or 'loss'")
+
+    def segments(self):
+        raise TypeError("a PreferenceGraph has no query segments")
+
+    def fold_units(self):
+        raise TypeError("hold-out folds need a QueryGraph (folds of whole queries) or an "
+                        "IdentityGraph; a PreferenceGraph's edges may cross any split")
+
 
 @_pytree([], ["num_rows"])
-class IdentityGraph:
+class IdentityGraph(_GraphBase):
     """``L = I`` over ``num_rows`` rows: RankRLS machinery becomes RLS regression."""
 
     num_rows: int
 
+    has_root = True
+
+    def mv(self, v):
+        return v
+
+    root_mv = mv
+
+    def factor(self):
+        return self.mv, self.mv, self.mv
+
+    def segments(self):
+        return jnp.zeros(self.num_rows, jnp.int32), 1
+
+    def fold_units(self):
+        return np.arange(self.num_rows), self.num_rows
+
+    def block_root(self, idx, mask, dtype):
+        return jnp.eye(idx.shape[0], dtype=dtype) * mask.astype(dtype)
+
 
 Graph = Union[QueryGraph, PreferenceGraph, IdentityGraph]
+
+
+def check_graph(graph, m: Optional[int] = None, name: str = "graph"):
+    """Raises unless ``graph`` is a rankjax graph (on ``m`` rows when given)."""
+    if not isinstance(graph, (QueryGraph, PreferenceGraph, IdentityGraph)):
+        raise TypeError(f"{name} must be a rankjax graph (query_graph, preference_graph, "
+                        f"identity_graph), got {type(graph).__name__}")
+    if m is not None and graph.num_rows != m:
+        raise ValueError(f"{name} is defined on {graph.num_rows} rows but the data has {m}")
+    return graph
 
 
 # ----------------------------------------------------------------------------
@@ -131,7 +371,7 @@ def query_graph(qid, y=None, *, normalized: bool = True, exclude_ties: bool = Fa
     Example:
       >>> import numpy as np
       >>> g = query_graph(np.array([5, 5, 5, 2]), normalized=False)
-      >>> print(np.asarray(laplacian_mv(g, np.array([1., 2., 6., 4.]))))
+      >>> print(np.asarray(g.mv(np.array([1., 2., 6., 4.]))))
       [-6. -3.  9.  0.]
     """
     s = segment_ids(qid)
@@ -169,11 +409,24 @@ def query_graph(qid, y=None, *, normalized: bool = True, exclude_ties: bool = Fa
         if not np.all(np.isfinite(omega)) or np.any(omega < 0):
             raise ValueError("query_weights must be finite and >= 0")
     edge_weight = omega / counts if normalized else omega
-    return QueryGraph(
-        seg=jnp.asarray(s.seg), edge_weight=jnp.asarray(edge_weight),
-        group_seg=None if group_seg is None else jnp.asarray(group_seg),
-        group_query=None if group_query is None else jnp.asarray(group_query),
-        num_queries=s.num_queries, num_groups=num_groups)
+    dtype = jnp.result_type(float)
+    S = bucket(s.num_queries)
+    group = {}
+    if exclude_ties:
+        G = bucket(num_groups)
+        group = dict(group_seg=device_array(group_seg),
+                     group_query=device_array(_pad(group_query, G)),
+                     group_counts=device_array(_pad(gcounts, G), dtype))
+    else:
+        G = 0
+        group = dict(group_seg=None, group_query=None, group_counts=None)
+    return QueryGraph(seg=device_array(s.seg), counts=device_array(_pad(counts, S), dtype),
+                      edge_weight=device_array(_pad(edge_weight, S), dtype),
+                      num_segments=S, num_group_segments=G, **group)
+
+
+def _pad(a, size):
+    return np.concatenate([a, np.zeros(size - a.shape[0], a.dtype)])
 
 
 def global_graph(num_rows: int, y=None, *, normalized: bool = False,
@@ -186,7 +439,7 @@ def global_graph(num_rows: int, y=None, *, normalized: bool = False,
 
     Example:
       >>> g = global_graph(3)
-      >>> print(laplacian_dense(g))
+      >>> print(g.as_dense())
       [[ 2. -1. -1.]
        [-1.  2. -1.]
        [-1. -1.  2.]]
@@ -221,7 +474,7 @@ def preference_graph(head, tail, magnitude=None, *, num_rows: int,
 
     Example:
       >>> g = preference_graph([0, 1], [1, 2], [2.0, 1.0], num_rows=3)
-      >>> print(np.asarray(g.target), np.asarray(laplacian_mv(g, np.array([1., 0., 0.]))))
+      >>> print(np.asarray(g.target), np.asarray(g.mv(np.array([1., 0., 0.]))))
       [2. 1.] [ 1. -1.  0.]
     """
     if cost not in COSTS:
@@ -258,8 +511,9 @@ def preference_graph(head, tail, magnitude=None, *, num_rows: int,
         if np.any(y <= 0):
             raise ValueError("cost='inverse' (eq. 22) needs magnitudes > 0")
         w, z = 1.0 / y, y
-    return PreferenceGraph(head=jnp.asarray(h, jnp.int32), tail=jnp.asarray(j, jnp.int32),
-                           weight=jnp.asarray(w), target=jnp.asarray(w * z),
+    dtype = jnp.result_type(float)
+    return PreferenceGraph(head=device_array(h, jnp.int32), tail=device_array(j, jnp.int32),
+                           weight=device_array(w, dtype), target=device_array(w * z, dtype),
                            num_rows=int(num_rows))
 
 
@@ -267,7 +521,7 @@ def identity_graph(num_rows: int) -> IdentityGraph:
     """``L = I``: every learner becomes pointwise RLS regression (SPEC §2.5).
 
     Example:
-      >>> print(np.asarray(laplacian_mv(identity_graph(2), np.array([3., 4.]))))
+      >>> print(np.asarray(identity_graph(2).mv(np.array([3., 4.]))))
       [3. 4.]
     """
     if not isinstance(num_rows, (int, np.integer)) or num_rows < 1:
@@ -308,41 +562,10 @@ def pairs_from_scores(y, qid=None, *, include_ties: bool = False):
 
 
 # ----------------------------------------------------------------------------
-# operators (jittable)
-
-def _seg_sum(v, seg, n):
-    return jax.ops.segment_sum(v, seg, num_segments=n)
-
-
-def _clique_parts(v, seg, edge_weight, num):
-    """Per-segment counts, sums and broadcast helpers for a weighted clique."""
-    ones = jnp.ones(v.shape[:1], v.dtype)
-    counts = _seg_sum(ones, seg, num)
-    sums = _seg_sum(v, seg, num)
-    e = edge_weight.astype(v.dtype)
-    return counts, sums, e
-
-
-def _expand(a, v):
-    return a.reshape(a.shape + (1,) * (v.ndim - 1))
-
-
-def _clique_mv(v, seg, edge_weight, num):
-    # (L v)_i = e_c (n_c v_i - sum_{j in c} v_j)
-    counts, sums, e = _clique_parts(v, seg, edge_weight, num)
-    return _expand(e[seg], v) * (_expand(counts[seg], v) * v - sums[seg])
-
-
-def _clique_sqrt_mv(v, seg, edge_weight, num):
-    # S = sqrt(e_c n_c) (I - 1 1^T / n_c): centre within the segment, then scale.
-    counts, sums, e = _clique_parts(v, seg, edge_weight, num)
-    mean = sums / _expand(jnp.maximum(counts, 1), sums)
-    scale = jnp.sqrt(e * counts)
-    return _expand(scale[seg], v) * (v - mean[seg])
-
+# functional forms of the operators (jittable)
 
 def laplacian_mv(graph: Graph, v) -> Array:
-    """Laplacian-vector product ``L v`` by segment sums / gathers (SPEC §1).
+    """Laplacian-vector product ``L v`` by segment sums / gathers: ``graph.mv(v)``.
 
     Args:
       graph: a :class:`QueryGraph`, :class:`PreferenceGraph` or :class:`IdentityGraph`.
@@ -357,66 +580,25 @@ def laplacian_mv(graph: Graph, v) -> Array:
       >>> print(np.asarray(laplacian_mv(g, np.array([1., 3., 5.]))))
       [-1.  1.  0.]
     """
-    v = jnp.asarray(v)
-    if isinstance(graph, IdentityGraph):
-        return v
-    if isinstance(graph, PreferenceGraph):
-        return _incidence_mv(graph, _incidence_t_mv(graph, v))
-    out = _clique_mv(v, graph.seg, graph.edge_weight, graph.num_queries)
-    if graph.group_seg is not None:
-        ge = graph.edge_weight[graph.group_query]
-        out = out - _clique_mv(v, graph.group_seg, ge, graph.num_groups)
-    return out
-
-
-def has_sqrt(graph: Graph) -> bool:
-    """True when ``S = L^{1/2}`` is a segment operation (no tie exclusion).
-
-    Example:
-      >>> has_sqrt(query_graph(np.array([0, 0]))), has_sqrt(query_graph(
-      ...     np.array([0, 0]), np.array([1., 1.]), exclude_ties=True))
-      (True, False)
-    """
-    return isinstance(graph, IdentityGraph) or (
-        isinstance(graph, QueryGraph) and graph.group_seg is None)
+    return graph.mv(jnp.asarray(v))
 
 
 def laplacian_sqrt_mv(graph: Graph, v) -> Array:
-    """Symmetric square-root product ``S v`` with ``S^2 = L`` (SPEC §1.1).
+    """Symmetric square-root product ``S v`` with ``S^2 = L``: ``graph.root_mv(v)``.
 
     For a query block ``S = sqrt(e_c n_c) (I - 1 1^T / n_c)``: centre within the
-    query, then scale. Defined for query graphs without tie exclusion and the
-    identity graph; for a :class:`PreferenceGraph` use :func:`incidence_t_mv`
-    (``L = M M^T``) and for tie-excluded graphs :func:`laplacian_dense`.
-
-    Args:
-      graph: a graph with ``has_sqrt(graph)``.
-      v: ``[m]`` or ``[m, k]``.
+    query, then scale. Defined when ``graph.has_root`` (query graphs without tie
+    exclusion, the identity graph).
 
     Example:
       >>> g = query_graph(np.array([0, 0, 1]))
       >>> print(np.asarray(laplacian_sqrt_mv(g, np.array([1., 3., 5.]))))
       [-1.  1.  0.]
     """
-    v = jnp.asarray(v)
-    if isinstance(graph, IdentityGraph):
-        return v
-    if not has_sqrt(graph):
-        raise ValueError("laplacian_sqrt_mv needs a query graph without tie exclusion "
-                         "(no closed-form square root otherwise); use laplacian_dense")
-    return _clique_sqrt_mv(v, graph.seg, graph.edge_weight, graph.num_queries)
-
-
-def _incidence_t_mv(graph: PreferenceGraph, v):
-    # (M^T v)_t = w_t (v[h_t] - v[j_t])
-    w = graph.weight.astype(v.dtype)
-    return _expand(w, v) * (v[graph.head] - v[graph.tail])
-
-
-def _incidence_mv(graph: PreferenceGraph, u):
-    # M u = segment_sum(w u, h) - segment_sum(w u, j)
-    wu = _expand(graph.weight.astype(u.dtype), u) * u
-    return (_seg_sum(wu, graph.head, graph.num_rows) - _seg_sum(wu, graph.tail, graph.num_rows))
+    if not graph.has_root:
+        raise ValueError("laplacian_sqrt_mv needs a graph with a segment square root (a query graph "
+                         "without tie exclusion, or the identity graph); use laplacian_dense")
+    return graph.root_mv(jnp.asarray(v))
 
 
 def incidence_t_mv(graph: PreferenceGraph, v) -> Array:
@@ -427,7 +609,7 @@ def incidence_t_mv(graph: PreferenceGraph, v) -> Array:
       >>> print(np.asarray(incidence_t_mv(g, np.array([5., 1., 3.]))))
       [4. 2.]
     """
-    return _incidence_t_mv(graph, jnp.asarray(v))
+    return graph.incidence_t_mv(jnp.asarray(v))
 
 
 def incidence_mv(graph: PreferenceGraph, u) -> Array:
@@ -438,13 +620,11 @@ def incidence_mv(graph: PreferenceGraph, u) -> Array:
       >>> print(np.asarray(incidence_mv(g, np.array([1., 2.]))))
       [ 1. -3.  2.]
     """
-    return _incidence_mv(graph, jnp.asarray(u))
+    return graph.incidence_mv(jnp.asarray(u))
 
 
 def laplacian_dense(graph: Graph, dtype=None) -> Array:
     """The dense ``[m, m]`` Laplacian (O(m^2) memory; for the dual and for tests).
-
-    Built as ``L I`` with :func:`laplacian_mv`, so it is exact for every graph.
 
     Example:
       >>> print(laplacian_dense(query_graph(np.array([0, 0, 1]))))
@@ -452,24 +632,25 @@ def laplacian_dense(graph: Graph, dtype=None) -> Array:
        [-0.5  0.5  0. ]
        [ 0.   0.   0. ]]
     """
-    m = graph.num_rows
-    dtype = dtype or jnp.result_type(float)
-    return laplacian_mv(graph, jnp.eye(m, dtype=dtype))
+    return graph.as_dense(dtype)
 
 
 def query_pair_counts(graph: QueryGraph, dtype=None) -> Array:
-    """``[Q]`` number of pairs (edges) inside each query, ties excluded if so built.
+    """``[S]`` number of pairs (edges) inside each query segment, ties excluded if so
+    built (padding segments: 0).
 
     Example:
       >>> g = query_graph(np.array([0, 0, 0, 1]), np.array([1., 1., 2., 0.]), exclude_ties=True)
       >>> print(np.asarray(query_pair_counts(g)))
       [2. 0.]
     """
-    dtype = dtype or jnp.result_type(float)
-    ones = jnp.ones(graph.seg.shape, dtype)
-    n = _seg_sum(ones, graph.seg, graph.num_queries)
-    pairs = n * (n - 1) / 2
-    if graph.group_seg is not None:
-        g = _seg_sum(ones, graph.group_seg, graph.num_groups)
-        pairs = pairs - _seg_sum(g * (g - 1) / 2, graph.group_query, graph.num_queries)
-    return pairs
+    return graph.pair_counts(dtype)
+
+
+def check_problem(X, y, graph, name: str = "X"):
+    """Checks a learning problem at the public boundary: ``X`` a finite ``[m, n]``
+    matrix (dense or BCOO), ``graph`` a graph on its ``m`` rows, ``y`` as the graph
+    wants it (``None`` for preference edges). Returns ``(X, y)``."""
+    X = check_matrix(X, name)
+    check_graph(graph, X.shape[0])
+    return X, graph.check_labels(y)

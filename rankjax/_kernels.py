@@ -6,10 +6,12 @@ vmapped over), ``kind`` and ``degree`` are static.
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.experimental import sparse
 
@@ -115,6 +117,13 @@ def kernel_matrix(kernel: Kernel, X1, X2=None, *, block_size: Optional[int] = No
     B = A if X2 is None else _dense(X2)
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[1]:
         raise ValueError(f"X1 and X2 must be [m, n] with equal n, got {A.shape} and {B.shape}")
+    if block_size is not None and (not isinstance(block_size, (int, np.integer)) or block_size < 1):
+        raise ValueError(f"block_size must be a positive int or None, got {block_size!r}")
+    return _kernel_core(kernel, A, B, None if block_size is None else int(block_size))
+
+
+@partial(jax.jit, static_argnums=3)
+def _kernel_core(kernel, A, B, block_size):
     if block_size is None or block_size >= A.shape[0]:
         return _block(kernel, A, B)
     m1 = A.shape[0]

@@ -15,15 +15,18 @@ triangular solve per ``p``, O(P^3) in all.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.linalg import solve_triangular
 
-from ._checks import check_lam, check_matrix
-from ._graph import Graph, laplacian_mv
-from ._rankrls import _check_inputs, _rhs
+from ._checks import check_lam
+from ._graph import Graph
+from ._rankrls import check_kernel_matrix, check_test_matrix, linear_scores, path_scores
+from ._ridge import HI
 
 __all__ = ["KPCPath", "KPCModel", "center_kernel", "center_test_kernel", "kpcrank_path",
            "kpcrank"]
@@ -47,8 +50,17 @@ class KPCPath(NamedTuple):
     weights: jax.Array
     coef: jax.Array
     offset: jax.Array
+
+    def predict(self, K_test):
+        K_test = check_test_matrix(K_test, self.coef.shape[0], "K_test", "columns (training rows)")
+        return linear_scores(K_test, self.coef) - self.offset
     eigenvalues: jax.Array
     valid_scores: Optional[jax.Array]
+
+    def predict(self, K_test):
+        """``[P, m_t]`` scores of every number of components (uncentred ``K_test``)."""
+        K_test = check_test_matrix(K_test, self.coef.shape[1], "K_test", "columns (training rows)")
+        return path_scores(K_test, self.coef) - self.offset[:, None]
 
 
 class KPCModel(NamedTuple):
@@ -101,7 +113,7 @@ def _kpc_basis(K, P: int):
     return vals, vecs * sq, vecs * inv          # Z, and the test projection V Λ^{-1/2}
 
 
-def kpcrank_path(K, y, graph: Graph, *, max_components: int, ridge=0.0,
+def kpcrank_path(K, y, graph: Graph, *, max_components: int, lam=0.0,
                  K_valid=None) -> KPCPath:
     """KPCRank / KPCR for every number of components ``p = 1..max_components``
     from one eigendecomposition and one Cholesky factor (SPEC §5.1).
@@ -111,7 +123,7 @@ def kpcrank_path(K, y, graph: Graph, *, max_components: int, ridge=0.0,
       y: ``[m]``; ``None`` for a :class:`PreferenceGraph`.
       graph: query graph (KPCRank), ``identity_graph`` (KPCR) or preference edges.
       max_components: ``P`` (static), at most ``m``.
-      ridge: optional ridge ``ρ >= 0`` added to ``Z^T L Z`` (0 = the seed's
+      lam: optional ridge ``λ >= 0`` added to ``Z^T L Z`` (0 = the seed's
         unregularized fit; components beyond the rank of ``L Z`` need ρ > 0).
       K_valid: ``[m_v, m]`` uncentred validation kernel, for selecting ``p``
         (e.g. with :func:`select_lambda` over ``components``).
@@ -127,28 +139,29 @@ def kpcrank_path(K, y, graph: Graph, *, max_components: int, ridge=0.0,
       >>> path.weights.shape, path.valid_scores.shape
       ((20, 20), (20, 210))
     """
-    K, y = _check_inputs(K, y, graph, 1.0, "K")
+    K, y = check_kernel_matrix(K, y, graph)
     m = K.shape[0]
-    if K.shape != (m, m):
-        raise ValueError(f"K must be square [m, m], got {tuple(K.shape)}")
+    if isinstance(max_components, bool) or not isinstance(max_components, (int, np.integer)):
+        raise TypeError(f"max_components must be an int, got {max_components!r}")
     P = int(max_components)
     if not 1 <= P <= m:
-        raise ValueError(f"max_components must be in 1..{m}, got {max_components}")
-    check_lam(ridge, allow_zero=True, name="ridge")
-    ridge = jnp.asarray(ridge, K.dtype)
+        raise ValueError(f"max_components must be between 1 and {m}, got {P}")
+    check_lam(lam, allow_zero=True, scalar=True)
+    if K_valid is not None:
+        K_valid = check_test_matrix(K_valid, m, "K_valid", "columns (training rows)")
+    return _kpc_core(K, y, graph, lam, K_valid, P)
+
+
+@partial(jax.jit, static_argnums=5)
+def _kpc_core(K, y, graph, lam, K_valid, P):
     vals, Z, proj = _kpc_basis(K, P)
-    M = Z.T @ laplacian_mv(graph, Z) + ridge * jnp.eye(P, dtype=K.dtype)
-    b = Z.T @ _rhs(graph, y, K.dtype)
+    M = jnp.matmul(Z.T, graph.mv(Z), precision=HI) + lam * jnp.eye(P, dtype=K.dtype)
+    b = jnp.matmul(Z.T, graph.rhs(y, K.dtype), precision=HI)
     W = _nested_cholesky_path(M, b)
     A = W @ proj.T                               # [P, m] coefficients on centred kernels
     A = A - A.mean(axis=1, keepdims=True)        # C a: scores = K_t (C a) - k̄ . (C a)
     offset = A @ K.mean(axis=0)
-    valid = None
-    if K_valid is not None:
-        K_valid = check_matrix(K_valid, "K_valid")
-        if K_valid.ndim != 2 or K_valid.shape[1] != m:
-            raise ValueError(f"K_valid must be [m_v, {m}], got {tuple(K_valid.shape)}")
-        valid = (K_valid @ A.T - offset).T
+    valid = None if K_valid is None else (K_valid @ A.T - offset).T
     return KPCPath(jnp.arange(1, P + 1), W, A, offset, vals, valid)
 
 
@@ -167,7 +180,7 @@ def _nested_cholesky_path(M, b):
     return jax.vmap(one)(idx + 1)
 
 
-def kpcrank(K, y, graph: Graph, *, components: int, ridge=0.0) -> KPCModel:
+def kpcrank(K, y, graph: Graph, *, components: int, lam=0.0) -> KPCModel:
     """KPCRank (query graph) / KPCR (``identity_graph``) with a fixed number of
     components (seed 003 §3).
 
@@ -180,5 +193,5 @@ def kpcrank(K, y, graph: Graph, *, components: int, ridge=0.0) -> KPCModel:
       >>> bool(rj.pairwise_error(scores, d.y, d.qid) < 0.3)
       True
     """
-    path = kpcrank_path(K, y, graph, max_components=components, ridge=ridge)
+    path = kpcrank_path(K, y, graph, max_components=components, lam=lam)
     return KPCModel(path.coef[-1], path.offset[-1])

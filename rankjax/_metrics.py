@@ -24,8 +24,9 @@ import numpy as np
 from jax import lax
 
 from ._checks import as_float_array, is_concrete, resolve_segments
+from ._segments import count_sum as _count_sum, run_ids as _run_ids
 
-__all__ = ["PerQuery", "pairwise_error", "cindex", "auc", "disagreement_error",
+__all__ = ["Metric", "metric_sign", "PerQuery", "pairwise_error", "cindex", "auc", "disagreement_error",
            "kendall_tau_b", "ndcg", "mean_average_precision", "precision_at_k",
            "edge_disagreement_error"]
 
@@ -38,52 +39,26 @@ class PerQuery(NamedTuple):
 
 
 def _prep(scores, y, qid, num_queries):
-    f = as_float_array(scores, "scores")
+    f = as_float_array(scores, "scores", finite=True)
     if f.ndim != 1:
         raise ValueError(f"scores must be 1-D [m] (vmap over outputs), got shape {f.shape}")
     if f.shape[0] == 0:
         raise ValueError("scores is empty")
-    y = as_float_array(y, "y")
+    y = as_float_array(y, "y", finite=True)
     if y.shape != f.shape:
         raise ValueError(f"y must have the shape of scores {f.shape}, got {y.shape}")
-    for name, v in (("scores", f), ("y", y)):
-        if is_concrete(v) and not bool(np.all(np.isfinite(np.asarray(v)))):
-            raise ValueError(f"{name} contains NaN or inf values")
-    seg, Q = resolve_segments(qid, num_queries, f.shape[0])
+    seg, Q, num = resolve_segments(qid, num_queries, f.shape[0])
     dtype = jnp.result_type(f.dtype, y.dtype)
-    return f.astype(dtype), y.astype(dtype), seg, Q
+    return f.astype(dtype), y.astype(dtype), seg, Q, num
 
 
-def _finish(values, valid, per_query):
+def _finish(values, valid, per_query, num):
+    """Mean over the valid queries, or the per-query values of the ``num`` real queries
+    (the segments beyond ``num`` are padding)."""
     if per_query:
-        return PerQuery(values, valid)
+        return PerQuery(values[:num], valid[:num])
     w = valid.astype(values.dtype)
     return jnp.sum(jnp.where(valid, values, 0)) / jnp.sum(w)
-
-
-def _run_ids(*sorted_keys):
-    """Run id (0-based) of every position in lexicographically sorted keys."""
-    new = jnp.zeros(sorted_keys[0].shape[0] - 1, bool)
-    for k in sorted_keys:
-        new = new | (k[1:] != k[:-1])
-    return jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.cumsum(new, dtype=jnp.int32)])
-
-
-def _count_sum(c, seg, Q, dtype, bits: int = 31):
-    """Exact per-segment sum of non-negative int32 counts ``c < 2^bits``, as ``dtype``.
-
-    Pair counts reach m^2/2, beyond float32's 24-bit mantissa and int32. With
-    x64 on the sum is done in int64; otherwise ``c`` is split into base-256
-    digits whose per-segment sums fit int32 (exact for up to 2^23 rows), and the
-    digit sums are combined in floating point (one rounding each).
-    """
-    if jax.config.jax_enable_x64:
-        return jax.ops.segment_sum(c.astype(jnp.int64), seg, num_segments=Q).astype(dtype)
-    total = jnp.zeros(Q, dtype)
-    for d in range(-(-bits // 8)):
-        digit = (c >> (8 * d)) & 255
-        total = total + jax.ops.segment_sum(digit, seg, num_segments=Q).astype(dtype) * (256.0 ** d)
-    return total
 
 
 def _tied_pairs(seg, Q, dtype, *keys):
@@ -177,10 +152,7 @@ def pairwise_error(scores, y, qid=None, *, num_queries: Optional[int] = None,
       >>> print(f"{float(pairwise_error(f, y)):.4f}")
       0.1250
     """
-    f, y, seg, Q = _prep(scores, y, qid, num_queries)
-    st = _pair_stats(f, y, seg, Q)
-    return _finish(_safe_div(st.discordant + st.score_ties / 2, st.n_pairs), st.n_pairs > 0,
-                   per_query)
+    return _pair_metric(*_prep(scores, y, qid, num_queries), per_query, "pairwise")
 
 
 def cindex(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query: bool = False):
@@ -190,8 +162,7 @@ def cindex(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query:
       >>> print(f"{float(cindex([0.1, 0.4, 0.4, 0.9], [0, 1, 0, 1])):.4f}")
       0.8750
     """
-    r = pairwise_error(scores, y, qid, num_queries=num_queries, per_query=per_query)
-    return PerQuery(1 - r.values, r.valid) if per_query else 1 - r
+    return _pair_metric(*_prep(scores, y, qid, num_queries), per_query, "cindex")
 
 
 def auc(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query: bool = False):
@@ -219,10 +190,7 @@ def disagreement_error(scores, y, qid=None, *, num_queries: Optional[int] = None
       >>> print(f"{float(disagreement_error([0.1, 0.4, 0.4, 0.9], [0, 1, 0, 1])):.4f}")
       0.2500
     """
-    f, y, seg, Q = _prep(scores, y, qid, num_queries)
-    st = _pair_stats(f, y, seg, Q)
-    return _finish(_safe_div(st.discordant + st.score_ties, st.n_pairs), st.n_pairs > 0,
-                   per_query)
+    return _pair_metric(*_prep(scores, y, qid, num_queries), per_query, "disagreement")
 
 
 def kendall_tau_b(scores, y, qid=None, *, num_queries: Optional[int] = None,
@@ -237,13 +205,21 @@ def kendall_tau_b(scores, y, qid=None, *, num_queries: Optional[int] = None,
       >>> print(f"{float(kendall_tau_b([1., 2., 3.], [1, 3, 2])):.4f}")
       0.3333
     """
-    f, y, seg, Q = _prep(scores, y, qid, num_queries)
+    return _pair_metric(*_prep(scores, y, qid, num_queries), per_query, "tau_b")
+
+
+@partial(jax.jit, static_argnums=(3, 4, 5, 6))
+def _pair_metric(f, y, seg, Q, num, per_query, kind):
     st = _pair_stats(f, y, seg, Q)
-    concordant_minus_discordant = st.n_pairs - 2 * st.discordant - st.score_ties
-    denom = st.n_pairs * (st.all_pairs - st.all_score_ties)
-    valid = denom > 0
-    tau = concordant_minus_discordant / jnp.sqrt(jnp.where(valid, denom, 1))
-    return _finish(jnp.where(valid, tau, 0), valid, per_query)
+    if kind == "tau_b":
+        concordant_minus_discordant = st.n_pairs - 2 * st.discordant - st.score_ties
+        denom = st.n_pairs * (st.all_pairs - st.all_score_ties)
+        valid = denom > 0
+        tau = concordant_minus_discordant / jnp.sqrt(jnp.where(valid, denom, 1))
+        return _finish(jnp.where(valid, tau, 0), valid, per_query, num)
+    ties = st.score_ties if kind == "disagreement" else st.score_ties / 2
+    err = _safe_div(st.discordant + ties, st.n_pairs)
+    return _finish(1 - err if kind == "cindex" else err, st.n_pairs > 0, per_query, num)
 
 
 # ----------------------------------------------------------------------------
@@ -269,8 +245,6 @@ def _check_k(k):
 
 
 def _apply_no_relevant(values, has_rel, no_relevant):
-    if no_relevant not in _NO_RELEVANT:
-        raise ValueError(f"no_relevant must be one of {_NO_RELEVANT}, got {no_relevant!r}")
     if no_relevant == "skip":
         return values, has_rel
     fill = 1.0 if no_relevant == "one" else 0.0
@@ -310,13 +284,20 @@ def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[
         raise ValueError(f"gain must be 'exp2' or 'linear', got {gain!r}")
     if ties not in ("average", "stable"):
         raise ValueError(f"ties must be 'average' or 'stable', got {ties!r}")
-    f, y, seg, Q = _prep(scores, y, qid, num_queries)
-    values, has_rel = _ndcg_core(f, y, seg, Q, f.shape[0] if k is None else k, gain, ties)
+    if no_relevant not in _NO_RELEVANT:
+        raise ValueError(f"no_relevant must be one of {_NO_RELEVANT}, got {no_relevant!r}")
+    f, y, seg, Q, num = _prep(scores, y, qid, num_queries)
+    return _ndcg(f, y, seg, Q, num, per_query, f.shape[0] if k is None else k, gain, ties,
+                 no_relevant)
+
+
+@partial(jax.jit, static_argnums=tuple(range(3, 10)))
+def _ndcg(f, y, seg, Q, num, per_query, kk, gain, ties, no_relevant):
+    values, has_rel = _ndcg_core(f, y, seg, Q, kk, gain, ties)
     values, valid = _apply_no_relevant(values, has_rel, no_relevant)
-    return _finish(values, valid & _present(seg, Q), per_query)
+    return _finish(values, valid & _present(seg, Q), per_query, num)
 
 
-@partial(jax.jit, static_argnums=(3, 4, 5, 6))
 def _ndcg_core(f, y, seg, Q, kk, gain, ties):
     """Per-query NDCG@kk values and the has-a-relevant-document mask."""
     m = f.shape[0]
@@ -340,12 +321,32 @@ def _ndcg_core(f, y, seg, Q, kk, gain, ties):
     return jnp.where(has_rel, dcg / jnp.where(has_rel, idcg, 1), 0), has_rel
 
 
-def _relevance_ranked(scores, y, qid, num_queries, threshold):
-    f, y, seg, Q = _prep(scores, y, qid, num_queries)
+def _relevance_metric(scores, y, qid, num_queries, threshold, no_relevant, per_query, k):
+    if no_relevant not in _NO_RELEVANT:
+        raise ValueError(f"no_relevant must be one of {_NO_RELEVANT}, got {no_relevant!r}")
+    if not np.isscalar(threshold) and np.ndim(threshold) != 0:
+        raise TypeError(f"threshold must be a scalar, got shape {np.shape(threshold)}")
+    f, y, seg, Q, num = _prep(scores, y, qid, num_queries)
+    return _relevance(f, y, seg, threshold, Q, num, per_query, no_relevant, k)
+
+
+@partial(jax.jit, static_argnums=tuple(range(4, 9)))
+def _relevance(f, y, seg, threshold, Q, num, per_query, no_relevant, k):
+    """MAP (``k is None``) or P@k over rows ranked by descending score (ties: input order)."""
     s_seg, _, s_idx, rank = _ranked(f, seg, Q)
     rel = (y[s_idx] >= threshold).astype(f.dtype)
     n_rel = jax.ops.segment_sum(rel, s_seg, num_segments=Q)
-    return f, seg, Q, s_seg, rank, rel, n_rel
+    has_rel = n_rel > 0
+    if k is None:
+        # relevant rows up to each position within its query: global cumsum minus query offset
+        within = jnp.cumsum(rel) - (jnp.cumsum(n_rel) - n_rel)[s_seg]
+        prec = within / (rank.astype(f.dtype) + 1)
+        ap = jax.ops.segment_sum(prec * rel, s_seg, num_segments=Q)
+        values = jnp.where(has_rel, ap / jnp.where(has_rel, n_rel, 1), 0)
+    else:
+        values = jax.ops.segment_sum(rel * (rank < k), s_seg, num_segments=Q) / k
+    values, valid = _apply_no_relevant(values, has_rel, no_relevant)
+    return _finish(values, valid & _present(seg, Q), per_query, num)
 
 
 def mean_average_precision(scores, y, qid=None, *, num_queries: Optional[int] = None,
@@ -361,15 +362,7 @@ def mean_average_precision(scores, y, qid=None, *, num_queries: Optional[int] = 
       >>> print(f"{float(mean_average_precision([3., 2., 1.], [0, 1, 1])):.4f}")
       0.5833
     """
-    f, seg, Q, s_seg, rank, rel, n_rel = _relevance_ranked(scores, y, qid, num_queries, threshold)
-    # relevant rows up to each position within its query: global cumsum minus query offset
-    within = jnp.cumsum(rel) - (jnp.cumsum(n_rel) - n_rel)[s_seg]
-    prec = within / (rank.astype(f.dtype) + 1)
-    ap = jax.ops.segment_sum(prec * rel, s_seg, num_segments=Q)
-    has_rel = n_rel > 0
-    values = jnp.where(has_rel, ap / jnp.where(has_rel, n_rel, 1), 0)
-    values, valid = _apply_no_relevant(values, has_rel, no_relevant)
-    return _finish(values, valid & _present(seg, Q), per_query)
+    return _relevance_metric(scores, y, qid, num_queries, threshold, no_relevant, per_query, None)
 
 
 def precision_at_k(scores, y, qid=None, *, num_queries: Optional[int] = None, k: int = 10,
@@ -385,21 +378,63 @@ def precision_at_k(scores, y, qid=None, *, num_queries: Optional[int] = None, k:
     _check_k(k)
     if k is None:
         raise ValueError("k must be a positive int")
-    f, seg, Q, s_seg, rank, rel, n_rel = _relevance_ranked(scores, y, qid, num_queries, threshold)
-    hits = jax.ops.segment_sum(rel * (rank < k), s_seg, num_segments=Q)
-    has_rel = n_rel > 0
-    values, valid = _apply_no_relevant(hits / k, has_rel, no_relevant)
-    return _finish(values, valid & _present(seg, Q), per_query)
+    return _relevance_metric(scores, y, qid, num_queries, threshold, no_relevant, per_query, k)
 
 
-_LOWER_IS_BETTER = {"pairwise_error", "disagreement_error", "edge_disagreement_error"}
+class Metric:
+    """A metric with an explicit direction, for the selectors (``select_lambda``,
+    ``cross_validate``, ``permutation_test``, the CG validation criterion).
+
+    Every rankjax metric function carries ``higher_is_better``; wrap your own
+    function (or a ``lambda`` around a rankjax metric) in ``Metric`` to give it one.
+
+    Args:
+      fn: ``fn(scores, y, qid, *, num_queries, **kw) -> value``.
+      higher_is_better: the direction (required).
+
+    Example:
+      >>> m = Metric(lambda f, y, q, **kw: pairwise_error(f, y, q, **kw), higher_is_better=False)
+      >>> print(f"{float(m([0.1, 0.4, 0.4, 0.9], [0, 1, 0, 1])):.4f}", m.higher_is_better)
+      0.1250 False
+    """
+
+    def __init__(self, fn, *, higher_is_better: bool):
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+        if not isinstance(higher_is_better, (bool, np.bool_)):
+            raise TypeError("higher_is_better must be True or False")
+        self.fn, self.higher_is_better = fn, bool(higher_is_better)
+        self.__name__ = getattr(fn, "__name__", "metric")
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self):
+        return f"Metric({self.__name__}, higher_is_better={self.higher_is_better})"
 
 
-def _greater_is_better(metric) -> bool:
-    """Errors (by name; ``functools.partial`` unwrapped) are minimised, the rest maximised."""
-    while isinstance(metric, partial):
-        metric = metric.func
-    return getattr(metric, "__name__", "") not in _LOWER_IS_BETTER
+def metric_sign(metric, greater_is_better: Optional[bool] = None) -> float:
+    """``+1`` when lower values of ``metric`` are better, ``-1`` when higher are.
+
+    The direction is ``greater_is_better`` when given, else the metric's
+    ``higher_is_better`` attribute (``functools.partial`` is unwrapped). A
+    callable without one (a ``lambda``, your own function) is an error rather
+    than a guess.
+
+    Example:
+      >>> metric_sign(ndcg), metric_sign(pairwise_error), metric_sign(lambda *a: 0, True)
+      (-1.0, 1.0, -1.0)
+    """
+    if greater_is_better is None:
+        inner = metric
+        while isinstance(inner, partial):
+            inner = inner.func
+        greater_is_better = getattr(inner, "higher_is_better", None)
+        if greater_is_better is None:
+            raise ValueError(f"the direction of metric {getattr(inner, '__name__', inner)!r} "
+                             "is unknown: pass greater_is_better=True/False or wrap it in "
+                             "rankjax.Metric(fn, higher_is_better=...)")
+    return -1.0 if greater_is_better else 1.0
 
 
 def edge_disagreement_error(scores, head, tail):
@@ -415,3 +450,9 @@ def edge_disagreement_error(scores, head, tail):
     if h.shape != t.shape or h.ndim != 1 or h.shape[0] == 0:
         raise ValueError("head and tail must be non-empty 1-D arrays of equal length")
     return jnp.mean((f[h] <= f[t]).astype(f.dtype))
+
+
+for _fn, _hib in ((pairwise_error, False), (cindex, True), (auc, True), (disagreement_error, False),
+                  (kendall_tau_b, True), (ndcg, True), (mean_average_precision, True),
+                  (precision_at_k, True), (edge_disagreement_error, False)):
+    _fn.higher_is_better = _hib

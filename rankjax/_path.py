@@ -15,25 +15,24 @@ decomposition: the extra cost is O(k) matrix-vector work per λ.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
-from jax.experimental import sparse
 
-from ._checks import as_float_array, check_lam, check_matrix, check_targets
-from ._metrics import _greater_is_better
-from ._graph import Graph, PreferenceGraph, has_sqrt, laplacian_dense, laplacian_mv, laplacian_sqrt_mv
+from ._checks import (as_float_array, check_lam, check_matrix, check_targets, device_array,
+                      resolve_segments)
+from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
-from ._rankrls import _check_inputs, _rhs, _tdot, primal_system
-from ._ridge import eigh_psd, eigh_solve
+from ._metrics import metric_sign
+from ._rankrls import check_kernel_matrix, check_test_matrix, path_scores
+from ._ridge import HI, dual_system, eigh_path, eigh_psd, nystrom_map, primal_system
 
-__all__ = ["PrimalPath", "DualPath", "SparsePath", "rankrls_primal_path", "rankrls_dual_path",
-           "rankrls_sparse_path", "select_lambda", "Selection", "nystrom_features"]
-
-_HI = lax.Precision.HIGHEST
+__all__ = ["PrimalPath", "DualPath", "NystromPath", "rankrls_primal_path", "rankrls_dual_path",
+           "rankrls_nystrom_path", "select_lambda", "Selection", "nystrom_features",
+           "check_lams", "basis_rows"]
 
 
 class PrimalPath(NamedTuple):
@@ -51,30 +50,46 @@ class PrimalPath(NamedTuple):
     train_scores: Optional[jax.Array]
     valid_scores: Optional[jax.Array]
 
+    def predict(self, X):
+        return path_scores(check_test_matrix(X, self.weights.shape[1]), self.weights)
+
 
 class DualPath(NamedTuple):
     """Dual solutions for a λ grid: ``coef [L, m(, k)]``, training scores
-    ``K A [L, m(, k)]``, and ``K_valid A [L, m_valid(, k)]`` or ``None``."""
+    ``K A [L, m(, k)]``, and ``K_valid A [L, m_valid(, k)]`` or ``None``;
+    ``predict(K_test [m_test, m])``."""
 
     lams: jax.Array
     coef: jax.Array
     train_scores: jax.Array
     valid_scores: Optional[jax.Array]
 
+    def predict(self, K_test):
+        K_test = check_test_matrix(K_test, self.coef.shape[1], "K_test", "columns (training rows)")
+        return path_scores(K_test, self.coef)
 
-class SparsePath(NamedTuple):
-    """Sparse-approximation solutions: ``coef [L, r(, k)]`` over the basis rows
-    ``basis [r]`` (``f(x) = sum_i coef_i k(x, X[basis_i])``), training and
-    validation scores as in :class:`PrimalPath`."""
+
+class NystromPath(NamedTuple):
+    """Nyström (basis-vector) solutions: ``coef [L, r(, k)]`` over the basis rows
+    ``basis [r]`` (``f(x) = sum_i coef_i k(x, basis_X_i)``), training and
+    validation scores as in :class:`PrimalPath`; ``predict(X [m_test, n])``."""
 
     lams: jax.Array
     coef: jax.Array
     basis: jax.Array
+    basis_X: jax.Array
+    kernel: Kernel
     train_scores: Optional[jax.Array]
     valid_scores: Optional[jax.Array]
 
+    def predict(self, X, block_size: Optional[int] = None):
+        X = check_test_matrix(X, self.basis_X.shape[1])
+        return path_scores(kernel_matrix(self.kernel, X, self.basis_X, block_size=block_size),
+                           self.coef)
 
-def _check_lams(lams):
+
+def check_lams(lams):
+    """A non-empty 1-D grid of finite λ > 0."""
     lams = as_float_array(lams, "lams")
     if lams.ndim != 1 or lams.shape[0] == 0:
         raise ValueError(f"lams must be a non-empty 1-D grid, got shape {tuple(lams.shape)}")
@@ -82,29 +97,20 @@ def _check_lams(lams):
     return lams
 
 
-def _scale(c, vals, lam):
-    d = 1 / (vals + lam)
-    return c * d.reshape(d.shape + (1,) * (c.ndim - 1))
+def _valid_matrix(X_valid, n, name="X_valid"):
+    return None if X_valid is None else check_test_matrix(X_valid, n, name)
 
 
-def _eigen_path(G, b, lams):
-    """``[L, p(, k)]`` solutions of ``(G + λ I) x = b`` for every λ, from one eigh."""
-    eig = eigh_psd(G)
-    return jax.vmap(lambda lam: eigh_solve(eig, b, lam))(lams.astype(G.dtype))
+@partial(jax.jit, static_argnames="train")
+def _primal_path_core(X, y, graph, lams, X_valid, train):
+    G, b = primal_system(X, y, graph)
+    W = eigh_path(eigh_psd(G), b, lams.astype(G.dtype))
+    return (W, path_scores(X, W) if train else None,
+            None if X_valid is None else path_scores(X_valid, W))
 
 
-def _scores(X, W):
-    """``X w(λ)`` for every λ: ``[L, m(, k)]`` in one matrix product."""
-    if isinstance(X, sparse.BCOO):
-        L = W.shape[0]
-        flat = jnp.moveaxis(W, 0, -1).reshape(W.shape[1], -1)    # [n, (k) L]
-        out = X @ flat
-        return jnp.moveaxis(out.reshape((X.shape[0],) + W.shape[2:] + (L,)), -1, 0)
-    return jnp.einsum("mn,ln...->lm...", X, W, precision=_HI)
-
-
-def rankrls_primal_path(X, y, graph: Graph, *, lams, X_valid=None, train_scores: bool = False,
-                        block_size: Optional[int] = None) -> PrimalPath:
+def rankrls_primal_path(X, y, graph: Graph, *, lams, X_valid=None,
+                        train_scores: bool = False) -> PrimalPath:
     """Primal RankRLS for a whole λ grid from one eigendecomposition (SPEC §2.3).
 
     ``X^T L X = V Λ V^T`` (O(m n^2 + n^3) once), then
@@ -128,41 +134,19 @@ def rankrls_primal_path(X, y, graph: Graph, *, lams, X_valid=None, train_scores:
       >>> path.weights.shape
       (2, 5)
     """
-    X, y = _check_inputs(X, y, graph, 1.0)
-    lams = _check_lams(lams)
-    G, b = primal_system(X, y, graph, block_size=block_size)
-    W = _eigen_path(G, b, lams)
-    return PrimalPath(lams, W, _scores(X, W) if train_scores else None,
-                      None if X_valid is None else _scores(check_matrix(X_valid, "X_valid"), W))
+    X, y = check_problem(X, y, graph)
+    lams = check_lams(lams)
+    W, train, valid = _primal_path_core(X, y, graph, lams, _valid_matrix(X_valid, X.shape[1]),
+                                        bool(train_scores))
+    return PrimalPath(lams, W, train, valid)
 
 
-def _dense_root(graph: Graph, dtype):
-    """``S = L^{1/2}`` dense, and ``S^+``, from ``eigh(L)`` (O(m^3); ties/edges)."""
-    L = laplacian_dense(graph, dtype)
-    eig = eigh_psd(L)
-    tol = eig.values.max() * L.shape[0] * jnp.finfo(dtype).eps
-    root = jnp.sqrt(eig.values)
-    inv = jnp.where(eig.values > tol, 1 / jnp.where(eig.values > tol, root, 1), 0)
-    S = (eig.vectors * root) @ eig.vectors.T
-    S_pinv = (eig.vectors * inv) @ eig.vectors.T
-    return (S + S.T) / 2, (S_pinv + S_pinv.T) / 2
-
-
-def dual_system(K, y, graph: Graph):
-    """``(S K S, S-rhs, apply_S)`` of the symmetric dual form (SPEC §2.2)."""
-    dtype = K.dtype
-    if has_sqrt(graph):
-        apply_S = lambda v: laplacian_sqrt_mv(graph, v)  # noqa: E731
-        SKS = apply_S(apply_S(K).T)
-        return (SKS + SKS.T) / 2, apply_S(y), apply_S
-    S, S_pinv = _dense_root(graph, dtype)
-    apply_S = lambda v: jnp.matmul(S, v, precision=_HI)  # noqa: E731
-    SKS = apply_S(apply_S(K).T)
-    if isinstance(graph, PreferenceGraph):
-        rhs = jnp.matmul(S_pinv, _rhs(graph, None, dtype), precision=_HI)
-    else:
-        rhs = apply_S(y)
-    return (SKS + SKS.T) / 2, rhs, apply_S
+@jax.jit
+def _dual_path_core(K, y, graph, lams, K_valid):
+    system = dual_system(K, y, graph)
+    B = eigh_path(eigh_psd(system.G), system.rhs, lams.astype(K.dtype))    # [L, m(, k)]
+    A = jnp.moveaxis(system.root.apply(jnp.moveaxis(B, 0, -1)), -1, 0)
+    return A, path_scores(K, A), None if K_valid is None else path_scores(K_valid, A)
 
 
 def rankrls_dual_path(K, y, graph: Graph, *, lams, K_valid=None) -> DualPath:
@@ -185,27 +169,17 @@ def rankrls_dual_path(K, y, graph: Graph, *, lams, K_valid=None) -> DualPath:
       >>> rj.rankrls_dual_path(K, d.y, rj.query_graph(d.qid), lams=[0.1, 1., 10.]).coef.shape[0]
       3
     """
-    K, y = _check_inputs(K, y, graph, 1.0, "K")
-    if isinstance(K, sparse.BCOO) or K.shape[0] != K.shape[1]:
-        raise ValueError(f"K must be a dense square kernel matrix, got shape {tuple(K.shape)}")
-    lams = _check_lams(lams)
-    SKS, rhs, apply_S = dual_system(K, y, graph)
-    B = _eigen_path(SKS, rhs, lams)                              # [L, m(, k)]
-    A = jax.vmap(apply_S)(B)
-    train = jnp.einsum("ij,lj...->li...", K, A, precision=_HI)
-    valid = None
-    if K_valid is not None:
-        K_valid = check_matrix(K_valid, "K_valid")
-        if K_valid.shape[1] != K.shape[0]:
-            raise ValueError(f"K_valid must have {K.shape[0]} columns, got {K_valid.shape[1]}")
-        valid = jnp.einsum("ij,lj...->li...", K_valid, A, precision=_HI)
+    K, y = check_kernel_matrix(K, y, graph)
+    lams = check_lams(lams)
+    A, train, valid = _dual_path_core(K, y, graph, lams, _valid_matrix(K_valid, K.shape[0], "K_valid"))
     return DualPath(lams, A, train, valid)
 
 
 def nystrom_features(K_R, K_RR):
-    """Nyström map of the sparse approximation (SPEC §2.4): ``Φ = K_R^T Z^{-T}`` with
-    ``K_RR = Z Z^T`` (``Z = V Λ^{1/2}``, directions with ``Λ ≈ 0`` dropped), and the
-    back-map ``T = Z^{-T}`` so that basis coefficients are ``A = T w``.
+    """Nyström map of the basis-vector approximation (Pahikkala et al. 2009, §3.5):
+    ``Φ = K_R^T Z^{-T}`` with ``K_RR = Z Z^T`` (``Z = V Λ^{1/2}``, directions with
+    ``Λ ≈ 0`` dropped), and the back-map ``T = Z^{-T}`` so that basis
+    coefficients are ``A = T w``.
 
     Args:
       K_R: ``[r, m]`` kernel between basis and training rows.
@@ -221,33 +195,53 @@ def nystrom_features(K_R, K_RR):
       >>> bool(np.allclose(Phi[:3] @ Phi[:3].T, X[:3] @ X[:3].T, atol=1e-5))
       True
     """
-    eig = eigh_psd(K_RR)
-    tol = eig.values.max() * K_RR.shape[0] * jnp.finfo(K_RR.dtype).eps
-    keep = eig.values > tol
-    inv_root = jnp.where(keep, 1 / jnp.sqrt(jnp.where(keep, eig.values, 1)), 0)
-    T = eig.vectors * inv_root                                   # Z^{-T} = V Λ^{-1/2}
-    return jnp.matmul(K_R.T, T, precision=_HI), T
+    K_R, K_RR = check_matrix(K_R, "K_R"), check_matrix(K_RR, "K_RR")
+    if K_RR.shape != (K_R.shape[0],) * 2:
+        raise ValueError(f"K_RR must be [{K_R.shape[0]}, {K_R.shape[0]}], got {tuple(K_RR.shape)}")
+    return _nystrom_jit(K_R, K_RR)
+
+
+_nystrom_jit = jax.jit(nystrom_map)
 
 
 def basis_rows(X, basis, seed: int = 0):
     """``(basis [r] indices, X[basis] [r, n] dense)``; an int ``basis`` draws that many
-    distinct rows with ``seed`` (host side)."""
+    distinct rows with ``seed`` (host side). Indices are range-checked."""
     m = X.shape[0]
+    if isinstance(basis, (bool, np.bool_)):
+        raise TypeError("basis must be an int or a 1-D integer array of row indices")
     if isinstance(basis, (int, np.integer)):
         if not 1 <= basis <= m:
             raise ValueError(f"basis must be between 1 and {m} rows, got {basis}")
         basis = np.sort(np.random.default_rng(seed).choice(m, int(basis), replace=False))
-    basis = jnp.asarray(basis)
-    if basis.ndim != 1 or not jnp.issubdtype(basis.dtype, jnp.integer):
-        raise TypeError("basis must be an int or a 1-D integer array of row indices")
-    return basis, (X.todense() if isinstance(X, sparse.BCOO) else X)[basis]
+    b = np.asarray(basis)
+    if b.ndim != 1 or b.dtype.kind not in "iu" or b.size == 0:
+        raise TypeError("basis must be an int or a non-empty 1-D integer array of row indices")
+    if b.min() < 0 or b.max() >= m:
+        raise ValueError(f"basis holds row indices outside [0, {m})")
+    if np.unique(b).size != b.size:
+        raise ValueError("basis holds repeated row indices")
+    b = device_array(b, jnp.int32)
+    return b, (X.todense() if hasattr(X, "todense") else X)[b]
 
 
-def rankrls_sparse_path(X, y, graph: Graph, *, lams, kernel: Kernel, basis, X_valid=None,
-                        train_scores: bool = False, block_size: Optional[int] = None,
-                        seed: int = 0) -> SparsePath:
-    """Sparse-approximation (subset of regressors) RankRLS for a λ grid (SPEC §2.4;
-    seed 001 §3.5, eq. 40-42).
+@partial(jax.jit, static_argnames=("train", "block_size"))
+def _nystrom_path_core(X, XR, y, graph, lams, kernel, X_valid, train, block_size):
+    Phi, T = nystrom_map(kernel_matrix(kernel, XR, X, block_size=block_size),
+                         kernel_matrix(kernel, XR))
+    W, tr, _ = _primal_path_core(Phi, y, graph, lams, None, train)
+    coef = jnp.einsum("rq,lq...->lr...", T, W, precision=HI)
+    valid = None
+    if X_valid is not None:
+        valid = path_scores(kernel_matrix(kernel, X_valid, XR, block_size=block_size), coef)
+    return coef, tr, valid
+
+
+def rankrls_nystrom_path(X, y, graph: Graph, *, lams, kernel: Kernel, basis, X_valid=None,
+                         train_scores: bool = False, block_size: Optional[int] = None,
+                         seed: int = 0) -> NystromPath:
+    """Nyström (basis-vector, subset-of-regressors) RankRLS for a λ grid
+    (Pahikkala et al. 2009, §3.5, eq. 40-42).
 
     ``f(x) = sum_{i in R} a_i k(x, x_i)`` minimising
     ``(K_R^T a - y)^T L (K_R^T a - y) + λ a^T K_RR a``, i.e.
@@ -264,25 +258,25 @@ def rankrls_sparse_path(X, y, graph: Graph, *, lams, kernel: Kernel, basis, X_va
         ``r`` distinct rows at random with ``seed``.
       X_valid: optional rows to score for every λ.
 
+    Returns:
+      :class:`NystromPath` (scores new rows itself: ``predict(path, X)``).
+
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(30, num_features=4, seed=0)
-      >>> p = rj.rankrls_sparse_path(d.X, d.y, rj.query_graph(d.qid), lams=[1., 10.],
-      ...                            kernel=rj.gaussian_kernel(0.2), basis=50)
-      >>> p.coef.shape
-      (2, 50)
+      >>> p = rj.rankrls_nystrom_path(d.X, d.y, rj.query_graph(d.qid), lams=[1., 10.],
+      ...                             kernel=rj.gaussian_kernel(0.2), basis=50)
+      >>> p.coef.shape, rj.predict(p, d.X[:3]).shape
+      ((2, 50), (2, 3))
     """
-    X = check_matrix(X)
+    X, y = check_problem(X, y, graph)
+    lams = check_lams(lams)
     basis, XR = basis_rows(X, basis, seed)
-    K_R = kernel_matrix(kernel, XR, X, block_size=block_size)
-    Phi, T = nystrom_features(K_R, kernel_matrix(kernel, XR))
-    path = rankrls_primal_path(Phi, y, graph, lams=lams, train_scores=train_scores)
-    coef = jnp.einsum("rq,lq...->lr...", T, path.weights, precision=_HI)
-    valid = None
-    if X_valid is not None:
-        Kv = kernel_matrix(kernel, check_matrix(X_valid, "X_valid"), XR, block_size=block_size)
-        valid = jnp.einsum("vr,lr...->lv...", Kv, coef, precision=_HI)
-    return SparsePath(path.lams, coef, basis, path.train_scores, valid)
+    Xd = X.todense() if hasattr(X, "todense") else X
+    coef, train, valid = _nystrom_path_core(
+        Xd, XR, y, graph, lams, kernel, _valid_matrix(X_valid, X.shape[1]), bool(train_scores),
+        block_size)
+    return NystromPath(lams, coef, basis, XR, kernel, train, valid)
 
 
 # ----------------------------------------------------------------------------
@@ -313,12 +307,14 @@ def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: O
       y: ``[m]`` or ``[m, k]`` validation labels (one column per output).
       qid: ``[m]`` query ids (``None``: one ranking).
       metric: e.g. ``rankjax.ndcg`` or ``rankjax.pairwise_error``.
-      greater_is_better: inferred from the metric's name when ``None`` (errors
-        are minimised, everything else maximised).
+      greater_is_better: the direction; when ``None`` the metric's own
+        ``higher_is_better`` (every rankjax metric and :class:`Metric` has one;
+        a bare ``lambda`` without it is an error).
       **metric_kwargs: passed to the metric (``k=10``, ``threshold=2``, ...).
 
     Returns:
-      :class:`Selection`. Ties go to the first (smallest-index) λ.
+      :class:`Selection`. Ties go to the first (smallest-index) λ; NaN values
+      (no valid query) are never chosen.
 
     Example:
       >>> import numpy as np, rankjax as rj
@@ -330,7 +326,6 @@ def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: O
       >>> sel.table.shape
       (3,)
     """
-    from ._checks import resolve_segments
     lams = as_float_array(lams, "lams")
     scores = as_float_array(scores, "scores")
     if scores.ndim not in (2, 3) or scores.shape[0] != lams.shape[0]:
@@ -338,12 +333,20 @@ def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: O
                          f"got {tuple(scores.shape)}")
     m = scores.shape[1]
     y = check_targets(y, m, "y")
-    seg, Q = resolve_segments(qid, num_queries, m)
-    if greater_is_better is None:
-        greater_is_better = _greater_is_better(metric)
+    seg, Q, _ = resolve_segments(qid, num_queries, m)
+    sign = metric_sign(metric, greater_is_better)
+    kw = tuple(sorted(metric_kwargs.items()))
+    try:
+        hash(kw)
+        hash(metric)
+    except TypeError:
+        return _selection(lams, scores, y, seg, metric, Q, kw, sign)
+    return _selection_jit(lams, scores, y, seg, metric, Q, kw, sign)
 
+
+def _selection(lams, scores, y, seg, metric, Q, kw, sign):
     def one(f, yy):
-        return metric(f, yy, seg, num_queries=Q, **metric_kwargs)
+        return metric(f, yy, seg, num_queries=Q, **dict(kw))
 
     if scores.ndim == 2:
         yy = y if y.ndim == 1 else y[:, 0]
@@ -351,6 +354,8 @@ def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: O
     else:
         Y = y if y.ndim == 2 else jnp.broadcast_to(y[:, None], scores.shape[1:])
         table = jax.vmap(jax.vmap(one, in_axes=(1, 1)), in_axes=(0, None))(scores, Y)
-    crit = jnp.where(jnp.isnan(table), -jnp.inf if greater_is_better else jnp.inf, table)
-    best = jnp.argmax(crit, axis=0) if greater_is_better else jnp.argmin(crit, axis=0)
+    best = jnp.argmin(jnp.where(jnp.isnan(table), jnp.inf, sign * table), axis=0)
     return Selection(table, best, lams[best])
+
+
+_selection_jit = jax.jit(_selection, static_argnums=(4, 5, 6, 7))

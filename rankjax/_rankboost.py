@@ -22,8 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import check_matrix
-from ._ranksvm import _seg_scan, rank_levels
+from ._checks import device_array, check_matrix
+from ._ranksvm import rank_levels
+from ._segments import bucket, seg_scan
 
 __all__ = ["RankBoostModel", "rankboost", "rankboost_predict"]
 
@@ -36,6 +37,9 @@ class RankBoostModel(NamedTuple):
     threshold: jax.Array
     alpha: jax.Array
     r: jax.Array
+
+    def predict(self, X):
+        return rankboost_predict(self, X)
 
 
 def _thresholds(X, num_thresholds):
@@ -58,8 +62,8 @@ def _potential(H, group, group_start, group_query, num_groups, num_queries):
     eP, eM = jnp.exp(H), jnp.exp(-H)
     GP = jax.ops.segment_sum(eP, group, num_groups)
     GM = jax.ops.segment_sum(eM, group, num_groups)
-    below = _seg_scan(GP[:, None], group_start)[:, 0] - GP          # lower levels, same query
-    incl = _seg_scan(GM[:, None], group_start)[:, 0]
+    below = seg_scan(GP[:, None], group_start)[:, 0] - GP          # lower levels, same query
+    incl = seg_scan(GM[:, None], group_start)[:, 0]
     total = jax.ops.segment_sum(GM, group_query, num_queries)
     above = total[group_query] - incl                                # higher levels
     b, a = below[group], above[group]
@@ -101,11 +105,17 @@ def rankboost(X, y, qid=None, *, rounds: int = 100, num_thresholds: int = 32) ->
     uniq, group = np.unique(keys, return_inverse=True)
     group_query = (uniq // (int(level.max()) + 1)).astype(np.int32)
     group_start = np.r_[True, group_query[1:] != group_query[:-1]]
+    # pad groups and queries to buckets (empty groups start a segment of their own and
+    # hold no row), so another number of queries reuses the compiled program
+    G, Q = bucket(uniq.size), bucket(int(seg.max()) + 1)
+    pad = G - uniq.size
+    group_start = np.r_[group_start, np.ones(pad, bool)]
+    group_query = np.r_[group_query, np.zeros(pad, np.int32)]
     T, bins = _thresholds(X, num_thresholds)
     dtype = jnp.result_type(float)
-    return _boost(jnp.asarray(bins), jnp.asarray(T, dtype), jnp.asarray(group.astype(np.int32)),
-                 jnp.asarray(group_start), jnp.asarray(group_query), jnp.asarray(seg),
-                 int(uniq.size), int(seg.max()) + 1, rounds)
+    return _boost(device_array(bins), device_array(T, dtype), device_array(group.astype(np.int32)),
+                 device_array(group_start), device_array(group_query), device_array(seg),
+                 G, Q, int(rounds))
 
 
 def _boost_impl(bins, T, group, group_start, group_query, seg, G, Q, rounds):
@@ -144,5 +154,14 @@ def rankboost_predict(model: RankBoostModel, X):
       >>> print(rankboost_predict(model, jnp.array([[0., 1.], [0., 0.]])))
       [2. 0.]
     """
-    X = jnp.asarray(X)
+    X = check_matrix(X)
+    X = X.todense() if hasattr(X, "todense") else X
+    used = int(np.max(np.asarray(model.feature))) + 1 if model.feature.size else 0
+    if X.shape[1] < used:
+        raise ValueError(f"X has {X.shape[1]} features but the model uses feature {used - 1}")
+    return _boost_scores(model, X)
+
+
+@jax.jit
+def _boost_scores(model, X):
     return jnp.sum(model.alpha * (X[:, model.feature] > model.threshold), axis=1)

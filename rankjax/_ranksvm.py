@@ -26,9 +26,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import check_matrix, check_targets, segment_ids
-from ._path import basis_rows, nystrom_features
+from ._checks import device_array, check_matrix, check_targets, segment_ids
 from ._kernels import Kernel, kernel_matrix
+from ._path import basis_rows, nystrom_features
+from ._rankrls import LinearModel, check_test_matrix, linear_scores
+from ._segments import seg_scan
 from ._sparse import CSRMatrix, to_csr
 
 __all__ = ["RankLevels", "rank_levels", "RankSVMResult", "ranksvm_l2", "ranksvm_kernel",
@@ -77,7 +79,7 @@ def rank_levels(y, qid=None) -> RankLevels:
     level = np.empty_like(cum)
     level[order] = cum - np.maximum.accumulate(np.where(new_q, cum, 0))
     K = int(level.max()) + 1
-    return RankLevels(jnp.asarray(seg), jnp.asarray(level.astype(np.int32)),
+    return RankLevels(device_array(seg), device_array(level.astype(np.int32)),
                       int(math.ceil(math.log2(K))) if K > 1 else 0)
 
 
@@ -103,15 +105,6 @@ class SVState(NamedTuple):
     l_minus: jax.Array
     a: jax.Array
     e: jax.Array
-
-
-def _seg_scan(values, start):
-    """Inclusive segmented cumulative sum along axis 0 (no base subtraction)."""
-    def op(x, y):
-        fx, vx = x
-        fy, vy = y
-        return fx | fy, jnp.where(fy[:, None] if vy.ndim == 2 else fy, vy, vx + vy)
-    return lax.associative_scan(op, (start, values))[1]
 
 
 def _bits(z, levels: RankLevels):
@@ -150,8 +143,8 @@ def _dominance(bits, W):
     Wev = jnp.concatenate([W, W])
     for bt in bits:
         w = Wev[bt.order]
-        fwd = _seg_scan(w * bt.plus_point[:, None], bt.start)
-        bwd = _seg_scan((w * bt.minus_point[:, None])[::-1], bt.ends[::-1])[::-1]
+        fwd = seg_scan(w * bt.plus_point[:, None], bt.start)
+        bwd = seg_scan((w * bt.minus_point[:, None])[::-1], bt.ends[::-1])[::-1]
         pr, mr = bt.plus_read, bt.minus_read
         plus = plus + jnp.where((pr >= 0)[:, None], fwd[jnp.maximum(pr, 0)], 0)
         minus = minus + jnp.where((mr >= 0)[:, None], bwd[jnp.maximum(mr, 0)], 0)
@@ -201,6 +194,9 @@ class RankSVMResult(NamedTuple):
     iterations: jax.Array
     cg_iterations: jax.Array
     converged: jax.Array
+
+    def predict(self, X):
+        return LinearModel(self.weights).predict(X)
 
 
 _ETA0, _ETA1, _ETA2 = 1e-4, 0.25, 0.75
@@ -326,8 +322,8 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
         raise ValueError(f"y has {levels.seg.shape[0]} rows but X has {X.shape[0]}")
     if not (np.isfinite(C) and C > 0):
         raise ValueError(f"C must be finite and > 0, got {C}")
-    return _tron_jit(X, levels, jnp.asarray(C, X.dtype), jnp.asarray(tol, X.dtype), max_iter,
-                     jnp.asarray(eps_cg, X.dtype), max_cg)
+    return _tron_jit(X, levels, device_array(C, X.dtype), device_array(tol, X.dtype), max_iter,
+                     device_array(eps_cg, X.dtype), max_cg)
 
 
 _tron_jit = jax.jit(_tron, static_argnums=(4, 6))
@@ -340,6 +336,11 @@ class RankSVMKernelModel(NamedTuple):
     basis_X: jax.Array
     kernel: Kernel
 
+    def predict(self, X, block_size=None):
+        X = check_test_matrix(X, self.basis_X.shape[1])
+        return linear_scores(kernel_matrix(self.kernel, X, self.basis_X, block_size=block_size),
+                             self.coef)
+
 
 def ranksvm_kernel(X, y, qid=None, *, kernel: Kernel, C=1.0, basis=None, seed: int = 0,
                    **tron_kw) -> RankSVMKernelModel:
@@ -351,7 +352,7 @@ def ranksvm_kernel(X, y, qid=None, *, kernel: Kernel, C=1.0, basis=None, seed: i
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(20, num_features=5, seed=0)
       >>> mdl = rj.ranksvm_kernel(d.X, d.y, d.qid, kernel=rj.gaussian_kernel(0.2), basis=100)
-      >>> f = rj.kernel_matrix(mdl.kernel, d.X, mdl.basis_X) @ mdl.coef
+      >>> f = rj.predict(mdl, d.X)
       >>> bool(rj.pairwise_error(f, d.y, d.qid) < 0.3)
       True
     """

@@ -1,9 +1,22 @@
-"""The shared ridge core: ``(G + λ I) x = b`` for a symmetric PSD ``G`` (SPEC §2).
+"""The shared ridge core: ``(G + λ I) x = b`` for a symmetric PSD ``G``.
 
-Primal RankRLS is ridge regression on ``(Z, t) = (S X, S y)`` with
-``G = Z^T Z``; dual RankRLS is kernel ridge on ``G = S K S``. One λ is solved
-by Cholesky (falling back to an eigendecomposition if the factor breaks down in
-low precision); a λ grid shares one ``eigh`` (SPEC §2.3).
+Every closed form of the library is ridge regression on a symmetric system
+(see ``docs/math.md``):
+
+* primal RankRLS: ``G = X^T L X`` (``= Z^T Z`` with ``Z = S X``), ``b = X^T L y``
+  (Pahikkala et al. 2009, eq. 28; Airola et al. 2010, eq. 6);
+* dual RankRLS: ``G = S K S`` with ``S = L^{1/2}`` and ``A = S x``
+  (Pahikkala et al. 2007, Thm 1; 2009, eq. 17);
+* the Nyström (basis-vector) approximation: the primal system on the features
+  ``Φ = K_R^T Z^{-T}`` (Pahikkala et al. 2009, §3.5).
+
+One λ is solved by Cholesky (falling back to the eigendecomposition when the
+factor breaks down in low precision); a λ grid shares one ``eigh`` and applies
+the spectral filter ``1 / (Λ + λ)`` per λ. ``psd_root`` is the one PSD
+square root, with the one tolerance :data:`PSD_RTOL`.
+
+The builders take a graph and use only its operator methods (``normal_equations``,
+``dual_root``), so this module knows no graph type.
 """
 from __future__ import annotations
 
@@ -12,8 +25,17 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.experimental import sparse
 
-__all__ = ["Eigh", "eigh_psd", "eigh_solve", "ridge_solve"]
+__all__ = ["Eigh", "PSD_RTOL", "eigh_psd", "psd_mask", "psd_root", "spectral_filter",
+           "eigh_solve", "eigh_path", "ridge_solve", "primal_system", "dual_system",
+           "nystrom_map", "tdot", "HI"]
+
+HI = lax.Precision.HIGHEST
+
+PSD_RTOL = 1.0
+"""Eigenvalues ``<= PSD_RTOL * size * eps * max(eigenvalue)`` of a PSD matrix are
+treated as exact zeros (rounding noise) by :func:`psd_root` and :func:`nystrom_map`."""
 
 
 class Eigh(NamedTuple):
@@ -23,27 +45,147 @@ class Eigh(NamedTuple):
     vectors: jax.Array
 
 
+def tdot(Z, t):
+    """``Z^T t`` as a contraction over rows (faster than ``Z.T @ t`` on CPU when XLA
+    fuses the producer of ``Z`` into a transposed matrix-vector product)."""
+    return jnp.einsum("mn,m...->n...", Z, t, precision=HI)
+
+
 def eigh_psd(G) -> Eigh:
     """Symmetric eigendecomposition of a PSD matrix, rounding-negative values clipped to 0."""
-    G = (G + G.T) / 2
-    vals, vecs = jnp.linalg.eigh(G)
+    vals, vecs = jnp.linalg.eigh((G + G.T) / 2)
     return Eigh(jnp.maximum(vals, 0), vecs)
 
 
+def psd_mask(eig: Eigh):
+    """``[p]`` True for the eigenvalues above the rounding level (:data:`PSD_RTOL`)."""
+    p = eig.values.shape[0]
+    tol = PSD_RTOL * p * jnp.finfo(eig.values.dtype).eps * jnp.max(eig.values)
+    return eig.values > tol
+
+
+def psd_root(M):
+    """``(S, S^+)``: the symmetric square root of a PSD ``M`` and its pseudo-inverse.
+
+    Example:
+      >>> S, Sp = psd_root(jnp.array([[2., -2.], [-2., 2.]]))
+      >>> print(jnp.round(S, 4)); print(jnp.round(Sp @ S, 4))
+      [[ 1. -1.]
+       [-1.  1.]]
+      [[ 0.5 -0.5]
+       [-0.5  0.5]]
+    """
+    eig = eigh_psd(M)
+    keep = psd_mask(eig)
+    root = jnp.where(keep, jnp.sqrt(eig.values), 0)
+    inv = jnp.where(keep, 1 / jnp.where(keep, root, 1), 0)
+    V = eig.vectors
+    S = jnp.matmul(V * root, V.T, precision=HI)
+    Sp = jnp.matmul(V * inv, V.T, precision=HI)
+    return (S + S.T) / 2, (Sp + Sp.T) / 2
+
+
+def spectral_filter(values, lam):
+    """``1 / (Λ + λ)``: the ridge filter of the eigenvalues ``Λ`` (``[p]``)."""
+    return 1 / (values + lam)
+
+
 def eigh_solve(eig: Eigh, b, lam):
-    """``(G + λ I)^{-1} b`` from ``G``'s eigendecomposition: ``V diag(1/(Λ+λ)) V^T b``."""
-    vecs = eig.vectors
-    c = jnp.matmul(vecs.T, b, precision=lax.Precision.HIGHEST)
-    scale = 1 / (eig.values + lam)
-    c = c * scale.reshape(scale.shape + (1,) * (c.ndim - 1))
-    return jnp.matmul(vecs, c, precision=lax.Precision.HIGHEST)
+    """``(G + λ I)^{-1} b = V diag(1/(Λ+λ)) V^T b`` from ``G``'s eigendecomposition."""
+    c = tdot(eig.vectors, b)
+    d = spectral_filter(eig.values, lam)
+    return jnp.matmul(eig.vectors, c * d.reshape(d.shape + (1,) * (c.ndim - 1)), precision=HI)
+
+
+def eigh_path(eig: Eigh, b, lams):
+    """``[L, p(, k)]`` solutions of ``(G + λ I) x = b`` for every λ of ``lams [L]``."""
+    c = tdot(eig.vectors, b)
+    D = spectral_filter(eig.values[None, :], lams[:, None])            # [L, p]
+    Dc = D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None]
+    return jnp.einsum("pq,lq...->lp...", eig.vectors, Dc, precision=HI)
 
 
 def ridge_solve(G, b, lam):
     """``(G + λ I)^{-1} b`` for symmetric PSD ``G`` ``[p, p]`` and ``b`` ``[p]``/``[p, k]``."""
     p = G.shape[0]
-    A = G + lam * jnp.eye(p, dtype=G.dtype)
-    fac = jax.scipy.linalg.cho_factor(A, lower=True)
+    fac = jax.scipy.linalg.cho_factor(G + lam * jnp.eye(p, dtype=G.dtype), lower=True)
     x = jax.scipy.linalg.cho_solve(fac, b)
     return lax.cond(jnp.all(jnp.isfinite(x)), lambda: x,
                     lambda: eigh_solve(eigh_psd(G), b, lam))
+
+
+# ----------------------------------------------------------------------------
+# system builders
+
+def _bcoo_normal_equations(X: sparse.BCOO, y, graph, block: int = 0):
+    """``X^T L X`` for sparse X without sparse-sparse products: column blocks of X are
+    densified one at a time, ``G[:, blk] = X^T (L X[:, blk])``. O(nnz n) work."""
+    m, n = X.shape
+    b = block or max(1, min(n, (1 << 22) // max(m, 1)))
+    nb = -(-n // b)
+    rows, cols = X.indices[:, 0], X.indices[:, 1]
+
+    def one(start):
+        local = cols - start
+        inside = (local >= 0) & (local < b)
+        dense = jnp.zeros((m, b), X.dtype).at[rows, jnp.where(inside, local, b)].add(
+            jnp.where(inside, X.data, 0), mode="drop")
+        return X.T @ graph.mv(dense)
+
+    G = lax.map(one, jnp.arange(nb) * b)            # [nb, n, b]
+    G = jnp.moveaxis(G, 0, 1).reshape(n, nb * b)[:, :n]
+    return (G + G.T) / 2, X.T @ graph.rhs(y, X.dtype)
+
+
+def primal_system(X, y, graph):
+    """The normal equations of primal RankRLS: ``(G, b) = (X^T L X, X^T L y)``.
+
+    For graphs with a segment root ``S`` the rows are transformed first and
+    ``G = Z^T Z`` with ``Z = S X`` (accurate in float32); otherwise ``X`` is
+    centred by a constant that ``L`` annihilates. With preference edges
+    ``b = X^T M N``. Dense cost O(m n^2), never O(m^2).
+    """
+    if isinstance(X, sparse.BCOO):
+        return _bcoo_normal_equations(X, y, graph)
+    return graph.normal_equations(X, y)
+
+
+class DualSystem(NamedTuple):
+    """``G = S K S``, its right-hand side ``S^+ L y`` (``= S y``; ``S^+ M N`` for
+    edges) and the root ``S`` (an object with ``apply``)."""
+
+    G: jax.Array
+    rhs: jax.Array
+    root: object
+
+
+def dual_system(K, y, graph) -> DualSystem:
+    """The symmetric dual system ``(S K S + λ I) B = S^+ L y``, ``A = S B``.
+
+    Follows from ``(L K + λ I) S = S (S K S + λ I)``: ``A`` equals
+    ``(L K + λ I)^{-1} L y`` for every graph; ``S`` is a segment operation for
+    query graphs and a dense root (``psd_root(L)``) for tie-excluded and
+    preference graphs.
+    """
+    root = graph.dual_root(K.dtype)
+    SK = root.apply(K)
+    SKS = root.apply(SK.T)
+    return DualSystem((SKS + SKS.T) / 2, root.rhs(y), root)
+
+
+def nystrom_map(K_R, K_RR):
+    """Nyström map of the basis-vector approximation: ``Φ = K_R^T Z^{-T}`` with
+    ``K_RR = Z Z^T`` (``Z = V Λ^{1/2}``, rounding-level directions dropped), and
+    ``T = Z^{-T}`` so that basis coefficients are ``A = T w``.
+
+    Args:
+      K_R: ``[r, m]`` kernel between basis and training rows.
+      K_RR: ``[r, r]`` kernel among the basis rows.
+
+    Returns:
+      ``(Φ [m, r], T [r, r])``.
+    """
+    eig = eigh_psd(K_RR)
+    keep = psd_mask(eig)
+    T = eig.vectors * jnp.where(keep, 1 / jnp.sqrt(jnp.where(keep, eig.values, 1)), 0)
+    return jnp.matmul(K_R.T, T, precision=HI), T

@@ -49,9 +49,9 @@ def test_primal_cg_equals_closed_form_for_every_operator(rng, fmt):
     X, y, qid = problem(rng)
     Xs = {"dense": X, "bcoo": rj.io.to_bcoo(X), "csr": rj.to_csr(X)}[fmt]
     for name, (g, yy) in graphs(rng, qid, y, len(y)).items():
-        r = rj.rankrls_cg(Xs, yy, g, lam=0.5, tol=1e-10, maxiter=500)
+        r = rj.rankrls_cg(Xs, yy, g, lam=0.5, tol=1e-10, max_iter=500)
         assert bool(r.converged), name
-        assert rel(r.x, rj.rankrls_primal(X, yy, g, lam=0.5).weights) < 1e-6, name
+        assert rel(r.weights, rj.rankrls_primal(X, yy, g, lam=0.5).weights) < 1e-6, name
 
 
 def test_dual_cg_equals_closed_form_for_every_operator(rng):
@@ -59,13 +59,13 @@ def test_dual_cg_equals_closed_form_for_every_operator(rng):
     K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.2), X))
     for name, (g, yy) in graphs(rng, qid, y, len(y), ties=False).items():
         for Kop in (K, lambda a: jnp.asarray(K) @ a):
-            r = rj.rankrls_cg_dual(Kop, yy, g, lam=0.3, tol=1e-11, maxiter=2000)
+            r = rj.rankrls_cg_dual(Kop, yy, g, lam=0.3, tol=1e-11, max_iter=2000)
             assert bool(r.converged), name
-            assert rel(r.x, rj.rankrls_dual(K, yy, g, lam=0.3).coef) < 1e-6, name
+            assert rel(r.weights, rj.rankrls_dual(K, yy, g, lam=0.3).coef) < 1e-6, name
     # and against L from enumerated pairs: A = (L K + λ I)^{-1} L y
     L = ref.laplacian_from_pairs(len(y), ref.query_pairs(qid))
     A = np.linalg.solve(L @ K + 0.3 * np.eye(len(y)), L @ y)
-    assert rel(rj.rankrls_cg_dual(K, y, rj.query_graph(qid), lam=0.3, tol=1e-11).x, A) < 1e-6
+    assert rel(rj.rankrls_cg_dual(K, y, rj.query_graph(qid), lam=0.3, tol=1e-11).weights, A) < 1e-6
 
 
 def test_first_iterates_equal_scipy(rng):
@@ -79,11 +79,11 @@ def test_first_iterates_equal_scipy(rng):
     Ad, bd = S @ K @ S + 0.3 * np.eye(len(y)), S @ y
     for k in (1, 2, 3):
         expect, _ = spla.cg(A, b, maxiter=k, rtol=1e-300, atol=0)
-        r = rj.rankrls_cg(X, y, g, lam=0.3, tol=0.0, maxiter=k)
-        assert int(r.iterations) == k and rj.STOP_REASONS[int(r.stop_reason)] == "maxiter"
-        assert rel(r.x, expect) < 1e-10
+        r = rj.rankrls_cg(X, y, g, lam=0.3, tol=0.0, max_iter=k)
+        assert int(r.iterations) == k and rj.STOP_REASONS[int(r.stop_reason)] == "max_iter"
+        assert rel(r.weights, expect) < 1e-10
         expect, _ = spla.cg(Ad, bd, maxiter=k, rtol=1e-300, atol=0)
-        assert rel(rj.rankrls_cg_dual(K, y, g, lam=0.3, tol=0.0, maxiter=k).x, S @ expect) < 1e-10
+        assert rel(rj.rankrls_cg_dual(K, y, g, lam=0.3, tol=0.0, max_iter=k).weights, S @ expect) < 1e-10
 
 
 def noisy_problem(rng, m=120, n=30):
@@ -105,7 +105,7 @@ def test_early_stopping_returns_the_rerun_iterate(rng, lam, metric):
     X, y, qid, Xv, yv, qv = noisy_problem(rng)
     g, gv = rj.query_graph(qid), rj.query_graph(qv)
     crit = functools.partial(rj.ndcg, k=5, ties="stable") if metric == "ndcg" else metric
-    r = rj.rankrls_cg(X, y, g, lam=lam, tol=1e-12, maxiter=200, valid=(Xv, yv, gv),
+    r = rj.rankrls_cg(X, y, g, lam=lam, tol=1e-12, max_iter=200, valid=(Xv, yv, gv),
                       metric=crit, patience=5)
     hist = np.asarray(r.valid_history)
     best, its = int(r.best_iteration), int(r.iterations)
@@ -114,14 +114,14 @@ def test_early_stopping_returns_the_rerun_iterate(rng, lam, metric):
     assert np.all(np.isnan(hist[its + 1:])) and not np.any(np.isnan(hist[:its + 1]))
     Lv = ref.laplacian_from_pairs(len(yv), ref.query_pairs(qv))
     for k in sorted({0, 1, best, its}):
-        w = rj.rankrls_cg(X, y, g, lam=lam, tol=0.0, maxiter=max(k, 1)).x if k else np.zeros(30)
+        w = rj.rankrls_cg(X, y, g, lam=lam, tol=0.0, max_iter=max(k, 1)).weights if k else np.zeros(30)
         f = Xv @ np.asarray(w)
         brute = {"pairwise_error": lambda: ref.pairwise_error(f, yv, qv),
                  "loss": lambda: (yv - f) @ Lv @ (yv - f),
                  "ndcg": lambda: -ref.ndcg(f, yv, qv, k=5, ties="stable")}[metric]()
         assert abs(hist[k] - brute) < 1e-9 * max(1, abs(brute)), k
         if k == best:
-            np.testing.assert_array_equal(r.x, w)
+            np.testing.assert_array_equal(r.weights, w)
 
 
 def test_early_stopping_dual_and_edges(rng):
@@ -131,8 +131,8 @@ def test_early_stopping_dual_and_edges(rng):
     r = rj.rankrls_cg_dual(K, y, g, lam=0.0, valid=(Kv, yv, gv), tol=1e-12, patience=4)
     best = int(r.best_iteration)
     assert best > 0 and rj.STOP_REASONS[int(r.stop_reason)] == "early_stopping"
-    rerun = rj.rankrls_cg_dual(K, y, g, lam=0.0, tol=0.0, maxiter=best)
-    np.testing.assert_allclose(r.x, rerun.x, rtol=0, atol=0)
+    rerun = rj.rankrls_cg_dual(K, y, g, lam=0.0, tol=0.0, max_iter=best)
+    np.testing.assert_allclose(r.weights, rerun.weights, rtol=0, atol=0)
     # preference-edge training and validation
     h, t = edges(rng, 120, 400)
     h, t = np.where(y[h] > y[t], h, t), np.where(y[h] > y[t], t, h)
@@ -140,7 +140,7 @@ def test_early_stopping_dual_and_edges(rng):
     ge = rj.preference_graph(h, t, y[h] - y[t], num_rows=120)
     gve = rj.preference_graph(hv, tv, num_rows=80)
     r = rj.rankrls_cg(X, None, ge, lam=0.0, valid=(Xv, None, gve), tol=1e-12, patience=3)
-    f = Xv @ np.asarray(r.x)
+    f = Xv @ np.asarray(r.weights)
     assert abs(float(r.valid_history[r.best_iteration]) - np.mean(f[hv] <= f[tv])) < 1e-12
 
 
@@ -149,21 +149,21 @@ def test_vmap_over_eight_lambdas_and_over_outputs(rng):
     g = rj.query_graph(qid)
     lams = jnp.asarray(np.logspace(-2, 2, 8))
     for Xs in (X, rj.to_csr(X)):
-        f = jax.jit(lambda lam, X: rj.rankrls_cg(X, y, g, lam=lam, tol=1e-9, maxiter=300))
+        f = jax.jit(lambda lam, X: rj.rankrls_cg(X, y, g, lam=lam, tol=1e-9, max_iter=300))
         batched = jax.vmap(f, in_axes=(0, None))(lams, Xs)
         for i, lam in enumerate(lams):
             one = f(lam, Xs)
-            np.testing.assert_allclose(batched.x[i], one.x, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(batched.weights[i], one.weights, rtol=1e-10, atol=1e-12)
             assert int(batched.iterations[i]) == int(one.iterations)
             np.testing.assert_allclose(batched.residual_history[i], one.residual_history,
                                        rtol=1e-8, atol=1e-14)
     K = X @ X.T
     fd = jax.vmap(lambda lam: rj.rankrls_cg_dual(K, y, g, lam=lam, tol=1e-9))(lams)
     for i, lam in enumerate(lams):
-        np.testing.assert_allclose(fd.x[i], rj.rankrls_cg_dual(K, y, g, lam=lam, tol=1e-9).x,
+        np.testing.assert_allclose(fd.weights[i], rj.rankrls_cg_dual(K, y, g, lam=lam, tol=1e-9).weights,
                                    rtol=1e-10, atol=1e-12)
     Y = np.stack([y, -y, y ** 2], 1)
-    cols = jax.vmap(lambda yy: rj.rankrls_cg(rj.to_csr(X), yy, g, lam=1.0, tol=1e-10).x,
+    cols = jax.vmap(lambda yy: rj.rankrls_cg(rj.to_csr(X), yy, g, lam=1.0, tol=1e-10).weights,
                     in_axes=1, out_axes=1)(Y)
     assert rel(cols, rj.rankrls_primal(X, Y, g, lam=1.0).weights) < 1e-6
 
@@ -180,12 +180,12 @@ def test_preference_edges_never_materialise_large_arrays():
     head, tail = edges(rng, m, l)
     g = rj.preference_graph(head, tail, num_rows=m)
     C = rj.to_csr(X, jnp.float32)
-    run = jax.jit(lambda C, g: rj.rankrls_cg(C, None, g, lam=1.0, tol=1e-3, maxiter=3))
+    run = jax.jit(lambda C, g: rj.rankrls_cg(C, None, g, lam=1.0, tol=1e-3, max_iter=3))
     mem = run.lower(C, g).compile().memory_analysis()
     assert mem.temp_size_in_bytes + mem.output_size_in_bytes < 100e6
     r = run(C, g)
-    assert r.x.dtype == jnp.float32
-    assert np.all(np.isfinite(np.asarray(r.x))) and int(r.iterations) >= 1
+    assert r.weights.dtype == jnp.float32
+    assert np.all(np.isfinite(np.asarray(r.weights))) and int(r.iterations) >= 1
 
 
 def test_csr_matrix_products_transposes_and_vmap(rng):

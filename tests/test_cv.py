@@ -89,7 +89,7 @@ def test_sparse_holdout_equals_retraining(rng):
     X, y, labels, qid = data(rng, m=36, k=2)
     kern = rj.gaussian_kernel(0.25)
     basis = np.arange(0, 36, 4)
-    h = rj.holdout_sparse(X, y, rj.query_graph(qid), lams=LAMS, kernel=kern, basis=basis)
+    h = rj.holdout_nystrom(X, y, rj.query_graph(qid), lams=LAMS, kernel=kern, basis=basis)
     KB = np.asarray(rj.kernel_matrix(kern, X[basis], X))
     KBB = np.asarray(rj.kernel_matrix(kern, X[basis]))
     fold = np.asarray(h.folds.fold_of_row)

@@ -46,7 +46,7 @@ def test_path_over_p_equals_each_p_solved_separately(rng, graph_kind, ridge):
         L = (ref.laplacian_from_pairs(m, ref.query_pairs(qid)) if graph_kind == "query"
              else np.eye(m))
         rhs = L @ y
-    path = rj.kpcrank_path(K, yy, g, max_components=P, ridge=ridge, K_valid=Kt)
+    path = rj.kpcrank_path(K, yy, g, max_components=P, lam=ridge, K_valid=Kt)
     for p in range(1, P + 1):
         Z, Zt = explicit_projection(K, Kt, p)
         w = np.linalg.solve(Z.T @ L @ Z + ridge * np.eye(p), Z.T @ rhs)

@@ -84,7 +84,7 @@ def test_sparse_approximation_equals_brute_force_minimiser(rng, kernel, k):
     K_R = np.asarray(rj.kernel_matrix(kernel, X[basis], X))
     K_RR = np.asarray(rj.kernel_matrix(kernel, X[basis]))
     Xv = rng.standard_normal((6, X.shape[1]))
-    p = rj.rankrls_sparse_path(X, y, rj.query_graph(qid), lams=LAMS, kernel=kernel, basis=basis,
+    p = rj.rankrls_nystrom_path(X, y, rj.query_graph(qid), lams=LAMS, kernel=kernel, basis=basis,
                                X_valid=Xv, train_scores=True)
     Kv = np.asarray(rj.kernel_matrix(kernel, Xv, X[basis]))
     for i, lam in enumerate(LAMS):
@@ -103,7 +103,7 @@ def test_sparse_approximation_with_preference_edges(rng):
     g = rj.preference_graph(head, tail, mag, num_rows=m, cost="inverse")
     kernel = rj.gaussian_kernel(0.4)
     basis = np.arange(0, m, 3)
-    p = rj.rankrls_sparse_path(X, None, g, lams=LAMS, kernel=kernel, basis=basis)
+    p = rj.rankrls_nystrom_path(X, None, g, lams=LAMS, kernel=kernel, basis=basis)
     K_R = np.asarray(rj.kernel_matrix(kernel, X[basis], X))
     K_RR = np.asarray(rj.kernel_matrix(kernel, X[basis]))
     w = 1 / mag
@@ -182,6 +182,6 @@ def test_path_input_errors(rng):
     with pytest.raises(ValueError, match="lams"):
         rj.rankrls_primal_path(X, y, g, lams=np.ones((2, 2)))
     with pytest.raises(ValueError, match="basis"):
-        rj.rankrls_sparse_path(X, y, g, lams=LAMS, kernel=rj.linear_kernel(), basis=0)
+        rj.rankrls_nystrom_path(X, y, g, lams=LAMS, kernel=rj.linear_kernel(), basis=0)
     with pytest.raises(ValueError, match="scores"):
         rj.select_lambda(LAMS, np.zeros((2, 40)), y, qid, metric=rj.ndcg)

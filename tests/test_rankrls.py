@@ -47,7 +47,7 @@ def test_primal_and_dual_equal_enumerated_minimiser(rng, variant, k):
     # BCOO equals dense
     Xs = sparse.BCOO.fromdense(jnp.asarray(np.where(rng.random(X.shape) < 0.4, 0, X)))
     Xd = np.asarray(Xs.todense())
-    w_s = rj.rankrls_primal(Xs, y, g, lam=lam, block_size=4).weights
+    w_s = rj.rankrls_primal(Xs, y, g, lam=lam).weights
     assert rel(w_s, primal_pairs(Xd, y, query_pairs(qid, labels, **variant), lam)) < 1e-8
 
 

@@ -1,0 +1,76 @@
+"""Segment helpers shared by graphs, metrics, RankSVM and RankBoost.
+
+A *segment* is a query (or a (query, label) group): rows carry an int32
+segment id in ``0 .. S-1``. Sizes that vary with the data only through the
+number of segments are padded to a *bucket* (the next power of two), so that
+a new data set with the same number of rows but another number of queries
+reuses the compiled program: padded segments hold no row and are inert.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+__all__ = ["bucket", "seg_sum", "seg_counts", "run_ids", "count_sum", "seg_scan", "expand"]
+
+
+def bucket(n: int) -> int:
+    """Smallest power of two ``>= n`` (and ``>= 1``): the padded size of ``n`` segments.
+
+    Example:
+      >>> [bucket(n) for n in (0, 1, 5, 8, 9)]
+      [1, 1, 8, 8, 16]
+    """
+    n = int(n)
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def seg_sum(v, seg, num_segments: int):
+    """``out[s] = sum_{i: seg_i = s} v_i`` along axis 0 (``jax.ops.segment_sum``)."""
+    return jax.ops.segment_sum(v, seg, num_segments=num_segments)
+
+
+def seg_counts(seg, num_segments: int, dtype=jnp.int32):
+    """``[S]`` number of rows of every segment."""
+    return seg_sum(jnp.ones(seg.shape, dtype), seg, num_segments)
+
+
+def expand(a, v):
+    """Reshapes ``a [m]`` to broadcast against ``v [m, ...]``."""
+    return a.reshape(a.shape + (1,) * (v.ndim - a.ndim))
+
+
+def run_ids(*sorted_keys):
+    """Run id (0-based) of every position in lexicographically sorted keys."""
+    new = jnp.zeros(sorted_keys[0].shape[0] - 1, bool)
+    for k in sorted_keys:
+        new = new | (k[1:] != k[:-1])
+    return jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.cumsum(new, dtype=jnp.int32)])
+
+
+def count_sum(c, seg, num_segments: int, dtype, bits: int = 31):
+    """Exact per-segment sum of non-negative int32 counts ``c < 2^bits``, as ``dtype``.
+
+    Pair counts reach m^2/2, beyond float32's 24-bit mantissa and int32. With
+    x64 on the sum is done in int64; otherwise ``c`` is split into base-256
+    digits whose per-segment sums fit int32 (exact for up to 2^23 rows), and the
+    digit sums are combined in floating point (one rounding each).
+    """
+    if jax.config.jax_enable_x64:
+        return seg_sum(c.astype(jnp.int64), seg, num_segments).astype(dtype)
+    total = jnp.zeros(num_segments, dtype)
+    for d in range(-(-bits // 8)):
+        digit = (c >> (8 * d)) & 255
+        total = total + seg_sum(digit, seg, num_segments).astype(dtype) * (256.0 ** d)
+    return total
+
+
+def seg_scan(values, start):
+    """Inclusive segmented cumulative sum along axis 0; ``start [l]`` marks the
+    first position of every segment (``values`` ``[l]`` or ``[l, k]``)."""
+    def op(x, y):
+        fx, vx = x
+        fy, vy = y
+        return fx | fy, jnp.where(expand(fy, vy), vy, vx + vy)
+    return lax.associative_scan(op, (start, values))[1]
