@@ -127,7 +127,7 @@ def bench_a(dtype, iters=40):
     b = (XT @ u).astype(dtype)
     lams = np.logspace(-2, 1, 8).astype(dtype)
     t0 = time.perf_counter()
-    x_ref = numpy_cg(X, XT, seg, counts, b, lams[0], iters)
+    numpy_cg(X, XT, seg, counts, b, lams[0], iters)
     scipy_s = time.perf_counter() - t0
     shape = f"{m}x{n}, nnz={X.nnz}, {g.num_queries} queries"
     emit(name="CG (a) numpy/scipy", dtype=dtype, shape=shape, lambdas=1, iterations=iters,

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import device_array, check_matrix, check_targets, is_concrete, segment_ids
+from ._checks import device_array, check_matrix, is_concrete, segment_ids
 from ._graph import Graph, check_graph, check_problem, global_graph
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import metric_sign

@@ -16,7 +16,7 @@ are fitted by maximising it with optax (:func:`gp_fit`).
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp

@@ -188,7 +188,7 @@ class QueryGraph(_GraphBase):
     def root_mv(self, v):
         # S = sqrt(e_c n_c) (I - 1 1^T / n_c): centre within the query, then scale.
         if not self.has_root:
-            raise ValueError("a query graph with excluded ties has no segment root S "
+            raise ValueError("a query graph built with tie exclusion has no segment root S "
                              "(use laplacian_dense, the dual solvers or primal CG)")
         dt = v.dtype
         scale = jnp.sqrt(self.edge_weight.astype(dt) * self.counts.astype(dt))

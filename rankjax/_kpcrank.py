@@ -50,10 +50,6 @@ class KPCPath(NamedTuple):
     weights: jax.Array
     coef: jax.Array
     offset: jax.Array
-
-    def predict(self, K_test):
-        K_test = check_test_matrix(K_test, self.coef.shape[0], "K_test", "columns (training rows)")
-        return linear_scores(K_test, self.coef) - self.offset
     eigenvalues: jax.Array
     valid_scores: Optional[jax.Array]
 
@@ -69,6 +65,10 @@ class KPCModel(NamedTuple):
 
     coef: jax.Array
     offset: jax.Array
+
+    def predict(self, K_test):
+        K_test = check_test_matrix(K_test, self.coef.shape[0], "K_test", "columns (training rows)")
+        return linear_scores(K_test, self.coef) - self.offset
 
 
 def center_kernel(K):

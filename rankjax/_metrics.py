@@ -38,7 +38,7 @@ class PerQuery(NamedTuple):
     valid: jax.Array
 
 
-def _prep(scores, y, qid, num_queries):
+def _prep(scores, y, qid, num_queries, per_query=False):
     f = as_float_array(scores, "scores", finite=True)
     if f.ndim != 1:
         raise ValueError(f"scores must be 1-D [m] (vmap over outputs), got shape {f.shape}")
@@ -49,7 +49,8 @@ def _prep(scores, y, qid, num_queries):
         raise ValueError(f"y must have the shape of scores {f.shape}, got {y.shape}")
     seg, Q, num = resolve_segments(qid, num_queries, f.shape[0])
     dtype = jnp.result_type(f.dtype, y.dtype)
-    return f.astype(dtype), y.astype(dtype), seg, Q, num
+    # the real number of queries only matters (and is only a static argument) per query
+    return f.astype(dtype), y.astype(dtype), seg, Q, num if per_query else 0
 
 
 def _finish(values, valid, per_query, num):
@@ -152,7 +153,7 @@ def pairwise_error(scores, y, qid=None, *, num_queries: Optional[int] = None,
       >>> print(f"{float(pairwise_error(f, y)):.4f}")
       0.1250
     """
-    return _pair_metric(*_prep(scores, y, qid, num_queries), per_query, "pairwise")
+    return _pair_metric(*_prep(scores, y, qid, num_queries, per_query), per_query, "pairwise")
 
 
 def cindex(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query: bool = False):
@@ -162,7 +163,7 @@ def cindex(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query:
       >>> print(f"{float(cindex([0.1, 0.4, 0.4, 0.9], [0, 1, 0, 1])):.4f}")
       0.8750
     """
-    return _pair_metric(*_prep(scores, y, qid, num_queries), per_query, "cindex")
+    return _pair_metric(*_prep(scores, y, qid, num_queries, per_query), per_query, "cindex")
 
 
 def auc(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query: bool = False):
@@ -190,7 +191,7 @@ def disagreement_error(scores, y, qid=None, *, num_queries: Optional[int] = None
       >>> print(f"{float(disagreement_error([0.1, 0.4, 0.4, 0.9], [0, 1, 0, 1])):.4f}")
       0.2500
     """
-    return _pair_metric(*_prep(scores, y, qid, num_queries), per_query, "disagreement")
+    return _pair_metric(*_prep(scores, y, qid, num_queries, per_query), per_query, "disagreement")
 
 
 def kendall_tau_b(scores, y, qid=None, *, num_queries: Optional[int] = None,
@@ -205,7 +206,7 @@ def kendall_tau_b(scores, y, qid=None, *, num_queries: Optional[int] = None,
       >>> print(f"{float(kendall_tau_b([1., 2., 3.], [1, 3, 2])):.4f}")
       0.3333
     """
-    return _pair_metric(*_prep(scores, y, qid, num_queries), per_query, "tau_b")
+    return _pair_metric(*_prep(scores, y, qid, num_queries, per_query), per_query, "tau_b")
 
 
 @partial(jax.jit, static_argnums=(3, 4, 5, 6))
@@ -286,7 +287,7 @@ def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[
         raise ValueError(f"ties must be 'average' or 'stable', got {ties!r}")
     if no_relevant not in _NO_RELEVANT:
         raise ValueError(f"no_relevant must be one of {_NO_RELEVANT}, got {no_relevant!r}")
-    f, y, seg, Q, num = _prep(scores, y, qid, num_queries)
+    f, y, seg, Q, num = _prep(scores, y, qid, num_queries, per_query)
     return _ndcg(f, y, seg, Q, num, per_query, f.shape[0] if k is None else k, gain, ties,
                  no_relevant)
 
@@ -326,7 +327,7 @@ def _relevance_metric(scores, y, qid, num_queries, threshold, no_relevant, per_q
         raise ValueError(f"no_relevant must be one of {_NO_RELEVANT}, got {no_relevant!r}")
     if not np.isscalar(threshold) and np.ndim(threshold) != 0:
         raise TypeError(f"threshold must be a scalar, got shape {np.shape(threshold)}")
-    f, y, seg, Q, num = _prep(scores, y, qid, num_queries)
+    f, y, seg, Q, num = _prep(scores, y, qid, num_queries, per_query)
     return _relevance(f, y, seg, threshold, Q, num, per_query, no_relevant, k)
 
 

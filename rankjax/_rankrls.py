@@ -16,7 +16,6 @@ from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.experimental import sparse
 
 from ._checks import check_lam, check_matrix

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -137,7 +137,6 @@ def _bits(z, levels: RankLevels):
 def _dominance(bits, W):
     """Per instance: sums of ``W`` (``[l, k]``) over violating higher partners
     (plus) and lower partners (minus), accumulated over the level bits."""
-    l = W.shape[0]
     plus = jnp.zeros_like(W)
     minus = jnp.zeros_like(W)
     Wev = jnp.concatenate([W, W])

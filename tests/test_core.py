@@ -1,0 +1,201 @@
+"""The redesigned core: graph operators only in _graph.py, the symmetric dual against an
+extended-precision solve, metric directions, one predict, and compile-free repeat calls."""
+import ast
+import functools
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rankjax as rj
+
+PKG = pathlib.Path(rj.__file__).parent
+GRAPH_TYPES = {"QueryGraph", "PreferenceGraph", "IdentityGraph"}
+
+
+def test_no_graph_type_switch_outside_graph_module():
+    offenders = []
+    for path in PKG.glob("*.py"):
+        if path.name == "_graph.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance":
+                names = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+                names |= {n.attr for n in ast.walk(node.args[1]) if isinstance(n, ast.Attribute)}
+                if names & GRAPH_TYPES:
+                    offenders.append(f"{path.name}:{node.lineno}")
+    assert not offenders, f"isinstance on graph types outside _graph.py: {offenders}"
+
+
+def _refined_solve(A, b, steps=6):
+    """Solution of A x = b by float64 LU with residuals in extended precision."""
+    Al, bl = A.astype(np.longdouble), b.astype(np.longdouble)
+    x = np.linalg.solve(A, b).astype(np.longdouble)
+    for _ in range(steps):
+        r = bl - Al @ x
+        x = x + np.linalg.solve(A, r.astype(np.float64)).astype(np.longdouble)
+    return x
+
+
+def test_preference_dual_matches_extended_precision_on_ill_conditioned_problem():
+    rng = np.random.default_rng(3)
+    m = 40
+    X = rng.standard_normal((m, 3))
+    K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.05), X))
+    h = rng.integers(0, m, 120)
+    t = rng.integers(0, m, 120)
+    keep = h != t
+    h, t = h[keep], t[keep]
+    mag = rng.random(h.size) + 0.5
+    g = rj.preference_graph(h, t, mag, num_rows=m)
+    L = np.asarray(rj.laplacian_dense(g))
+    lam = 1e-4
+    A = L @ K + lam * np.eye(m)
+    assert np.linalg.cond(A) >= 1e7
+    b = np.asarray(rj.incidence_mv(g, g.target))
+    ref = _refined_solve(A, b)
+    got = np.asarray(rj.rankrls_dual(K, None, g, lam=lam).coef, np.longdouble)
+    err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+    assert err <= 1e-9, err
+    path = rj.rankrls_dual_path(K, None, g, lams=[lam, 1.0])
+    np.testing.assert_allclose(path.coef[0], got.astype(np.float64), rtol=0,
+                               atol=1e-9 * float(np.abs(ref).max()))
+
+
+METRICS = [(rj.pairwise_error, {}), (rj.cindex, {}), (rj.disagreement_error, {}),
+           (rj.kendall_tau_b, {}), (rj.ndcg, {"k": 5}), (rj.mean_average_precision, {}),
+           (rj.precision_at_k, {"k": 3})]
+
+
+@pytest.mark.parametrize("metric,kw", METRICS, ids=lambda m: getattr(m, "__name__", ""))
+def test_metric_wrappers_choose_like_the_metric(metric, kw):
+    d = rj.make_ranking_data(25, num_features=6, seed=4)
+    g = rj.query_graph(d.qid)
+    lams = np.array([1e-3, 1.0, 1e4])
+    h = rj.holdout_primal(d.X, d.y, g, lams=lams)
+    hib = metric.higher_is_better
+    lam_fn = lambda f, y, q, **k: metric(f, y, q, **k)  # noqa: E731
+    wrappers = [dict(metric=functools.partial(metric)),
+                dict(metric=lam_fn, greater_is_better=hib),
+                dict(metric=rj.Metric(lam_fn, higher_is_better=hib))]
+    base = rj.cross_validate(h, d.y, d.qid, metric=metric, **kw)
+    for w in wrappers:
+        cv = rj.cross_validate(h, d.y, d.qid, **w, **kw)
+        assert int(cv.best_index) == int(base.best_index)
+    with pytest.raises(ValueError, match="greater_is_better"):
+        rj.cross_validate(h, d.y, d.qid, metric=lam_fn, **kw)
+    fn = lambda Y: rj.holdout_primal(d.X, Y, g, lams=lams[1:2])  # noqa: E731
+    p0 = rj.permutation_test(fn, d.y, d.qid, metric=metric, num_permutations=9, **kw).pvalue
+    for w in wrappers:
+        p = rj.permutation_test(fn, d.y, d.qid, num_permutations=9, **w, **kw).pvalue
+        np.testing.assert_array_equal(p, p0)
+
+
+def test_predict_works_on_every_model_type():
+    d = rj.make_ranking_data(12, num_features=4, seed=1)
+    X, y, qid = d.X, d.y, d.qid
+    g = rj.query_graph(qid)
+    kern = rj.gaussian_kernel(0.3)
+    K = np.asarray(rj.kernel_matrix(kern, X))
+    Xt = X[:7]
+    Kt = K[:7]
+    m = X.shape[0]
+    lin = rj.rankrls_primal(X, y, g, lam=1.0)
+    expect = {
+        "linear": (lin, Xt, Xt @ np.asarray(lin.weights)),
+        "dual": (rj.rankrls_dual(K, y, g, lam=1.0), Kt, None),
+        "kernel": (rj.rankrls_kernel(X, y, g, lam=1.0, kernel=kern), Xt, None),
+        "primal path": (rj.rankrls_primal_path(X, y, g, lams=[1., 2.]), Xt, None),
+        "dual path": (rj.rankrls_dual_path(K, y, g, lams=[1., 2.]), Kt, None),
+        "nystrom path": (rj.rankrls_nystrom_path(X, y, g, lams=[1., 2.], kernel=kern,
+                                                 basis=10), Xt, None),
+        "cg": (rj.rankrls_cg(X, y, g, lam=1.0, tol=1e-10), Xt, None),
+        "cg dual": (rj.rankrls_cg_dual(K, y, g, lam=1.0, tol=1e-10), Kt, None),
+        "kpc": (rj.kpcrank(K, y, g, components=5), Kt, None),
+        "kpc path": (rj.kpcrank_path(K, y, g, max_components=5), Kt, None),
+        "ranksvm": (rj.ranksvm_l2(X, y, qid, C=0.1), Xt, None),
+        "ranksvm kernel": (rj.ranksvm_kernel(X, y, qid, kernel=kern, basis=10), Xt, None),
+        "rankboost": (rj.rankboost(X, y, qid, rounds=5), Xt, None),
+        "gp": (rj.gp_pairwise_gaussian(K, [0, 1], [2, 3], [1., 1.], noise_var=1.0), Kt, None),
+    }
+    paths = {"primal path", "dual path", "nystrom path", "kpc path"}
+    for name, (model, inp, ref) in expect.items():
+        f = np.asarray(rj.predict(model, inp))
+        assert f.shape[-1] == 7 and np.all(np.isfinite(f)), name
+        assert f.ndim == (2 if name in paths else 1), name
+        if ref is not None:
+            np.testing.assert_allclose(f, ref, rtol=1e-10)
+    # dual and kernel models agree with K_test @ coef; paths with their single solves
+    np.testing.assert_allclose(rj.predict(expect["kernel"][0], Xt),
+                               rj.predict(expect["dual"][0], Kt), rtol=1e-8)
+    np.testing.assert_allclose(rj.predict(expect["primal path"][0], Xt)[0],
+                               rj.predict(lin, Xt), rtol=1e-8)
+    with pytest.raises(ValueError, match="features"):
+        rj.predict(lin, X[:, :3])
+    with pytest.raises(TypeError):
+        rj.predict(np.ones(3), Xt)
+    assert m > 7
+
+
+COMPILES = [0]
+
+
+def _count(event, duration, **kw):
+    if event == "/jax/core/compile/backend_compile_duration":
+        COMPILES[0] += 1
+
+
+jax.monitoring.register_event_duration_secs_listener(_count)
+
+
+def _compiles(fn):
+    before = COMPILES[0]
+    jax.block_until_ready(fn())
+    return COMPILES[0] - before
+
+
+def _data(seed, num_queries, m=240):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, 5))
+    y = np.round(X[:, 0] + rng.standard_normal(m)) + 3
+    return X, y, np.repeat(np.arange(num_queries), m // num_queries)
+
+
+@pytest.mark.parametrize("name", ["primal", "path", "dual", "cg", "ndcg", "pairwise",
+                                  "rankboost"])
+def test_new_values_or_query_count_compile_nothing(name):
+    lams = np.array([0.1, 1.0, 10.0])
+    calls = {
+        "primal": lambda X, y, q: rj.rankrls_primal(X, y, rj.query_graph(q), lam=1.0),
+        "path": lambda X, y, q: rj.rankrls_primal_path(X, y, rj.query_graph(q), lams=lams,
+                                                       X_valid=X),
+        "dual": lambda X, y, q: rj.rankrls_dual(X @ X.T, y, rj.query_graph(q), lam=1.0),
+        "lqo": lambda X, y, q: rj.holdout_primal(X, y, rj.query_graph(q), lams=lams, folds=3),
+        "cg": lambda X, y, q: rj.rankrls_cg(X, y, rj.query_graph(q), lam=1.0),
+        "ndcg": lambda X, y, q: rj.ndcg(X[:, 0], y, q, k=5),
+        "pairwise": lambda X, y, q: rj.pairwise_error(X[:, 0], y, q),
+        "rankboost": lambda X, y, q: rj.rankboost(X, y, q, rounds=3),
+    }
+    fn = calls[name]
+    _compiles(lambda: fn(*_data(0, 40)))
+    assert _compiles(lambda: fn(*_data(1, 40))) == 0           # new values
+    assert _compiles(lambda: fn(*_data(2, 48))) == 0           # 48 queries instead of 40
+
+
+def test_caller_jit_and_vmap_still_work():
+    X, y, q = _data(0, 40)
+    g = rj.query_graph(q)
+    eager = rj.rankrls_primal(X, y, g, lam=0.5).weights
+    jitted = jax.jit(lambda X, y, g, lam: rj.rankrls_primal(X, y, g, lam=lam).weights)
+    np.testing.assert_allclose(jitted(X, y, g, 0.5), eager, rtol=1e-10)
+    lams = jnp.array([0.5, 2.0])
+    batched = jax.vmap(lambda lam: rj.rankrls_primal(X, y, g, lam=lam).weights)(lams)
+    np.testing.assert_allclose(batched[0], eager, rtol=1e-10)
+    grad = jax.grad(lambda lam: jnp.sum(rj.rankrls_primal(X, y, g, lam=lam).weights))(0.5)
+    fd = (np.sum(rj.rankrls_primal(X, y, g, lam=0.5 + 1e-6).weights)
+          - np.sum(rj.rankrls_primal(X, y, g, lam=0.5 - 1e-6).weights)) / 2e-6
+    np.testing.assert_allclose(grad, fd, rtol=1e-5)
+    with pytest.raises(TypeError, match="scalar"):
+        rj.rankrls_primal(X, y, g, lam=[1.0, 2.0])
