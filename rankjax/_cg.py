@@ -1,11 +1,11 @@
-"""Matrix-free conjugate gradient in one ``lax.while_loop`` (SPEC §4; seed 004;
-seed 001 §4.3).
+"""Matrix-free conjugate gradient in one ``lax.while_loop`` (docs/math.md; Airola et al. 2010;
+Pahikkala et al. 2009 §4.3).
 
 Solves ``(A + λ I) x = b`` for a symmetric PSD operator ``A`` given as a matvec.
 Stops on the relative residual ``||r|| <= tol ||b||``, at ``max_iter``, on a
 breakdown (``p^T (A + λ I) p <= 0`` or a non-finite value), or — with a
 validation function — after ``patience`` iterations without improvement
-(early stopping, "regularization by iteration", λ = 0 allowed; seed 004 §3.3).
+(early stopping, "regularization by iteration", λ = 0 allowed; Airola et al. 2010 §3.3).
 The best iterate by the validation score is returned in that case.
 
 Under ``vmap`` (over λ or right-hand-side columns) every lane stops on its own
@@ -155,7 +155,7 @@ def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, max_iter: int =
 def validation_criterion(valid, metric="pairwise_error", *, greater_is_better=None,
                          **metric_kwargs) -> Callable:
     """Turns validation data into a ``scores -> value`` criterion, lower is better
-    (SPEC §4: pairwise ranking error by default, the RankRLS squared loss as an
+    (docs/math.md: pairwise ranking error by default, the RankRLS squared loss as an
     option, any rankjax metric pluggable).
 
     Args:
@@ -257,11 +257,11 @@ def _cg_primal_core(X, y, graph, lam, Xv, vdata, x0, tol, *, metric, greater_is_
 def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_error", x0=None,
                tol=1e-5, max_iter: int = 500, patience: int = 10, recompute_every: int = 50,
                greater_is_better=None, **metric_kwargs) -> CGResult:
-    """Primal RankRLS by matrix-free CG (SPEC §4; seed 004 §3): solves
+    """Primal RankRLS by matrix-free CG (docs/math.md; Airola et al. 2010 §3): solves
     ``(X^T L X + λ I) w = X^T L y`` (edges: ``X^T M N``) with
     ``A v = X^T (L (X v))`` — two sparse matvecs and O(m) segment work per
     iteration, O(m s + l) for preference edges; never an ``[l, n]`` or
-    ``[m, m]`` array. The three methods of seed 004 Table 1: Tikhonov
+    ``[m, m]`` array. The three methods of Airola et al. 2010 Table 1: Tikhonov
     (``lam > 0``, no ``valid``), early stopping (``lam = 0`` with ``valid``) and
     hybrid (both).
 
@@ -350,7 +350,7 @@ def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise
                     x0=None, tol=1e-5, max_iter: int = 500, patience: int = 10,
                     recompute_every: int = 50, greater_is_better=None,
                     **metric_kwargs) -> CGResult:
-    """Dual (kernel) RankRLS by CG on the symmetric system (SPEC §4):
+    """Dual (kernel) RankRLS by CG on the symmetric system (docs/math.md):
     ``(R^T K R + λ I) B = R^T y`` and ``A = R B``, with ``R R^T = L`` — ``R = S``
     (``L^{1/2}``, a segment operation) for query graphs, ``R = M`` (the incidence
     matrix, ``B`` lives on the ``l`` edges and the rhs is ``N``) for preference

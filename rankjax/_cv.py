@@ -1,4 +1,4 @@
-"""Exact fast cross-validation (SPEC §3; seed 001 §3.3-3.4, Lemma 2).
+"""Exact fast cross-validation (docs/math.md; Pahikkala et al. 2009 §3.3-3.4, Lemma 2).
 
 Hold-out predictions equal retraining without the held-out rows, for a whole λ
 grid and every output, from one decomposition.
@@ -616,7 +616,7 @@ def permutation_test(holdout_fn: Callable, y, qid=None, *, metric: Callable,
                      num_permutations: int = 99, seed: int = 0,
                      greater_is_better: Optional[bool] = None, **metric_kwargs
                      ) -> PermutationResult:
-    """Permutation test of a cross-validation score (SPEC §3.3; seed 001 §4.1).
+    """Permutation test of a cross-validation score (docs/math.md; Pahikkala et al. 2009 §4.1).
 
     The ``p`` shuffled label vectors are extra outputs: ``holdout_fn(Y)`` is called
     once with ``Y = [y, perm_1 .. perm_p]`` (one decomposition for all). The graph

@@ -1,4 +1,4 @@
-"""Gaussian-process regression on pairwise data (SPEC §5.3; seed 003 §5).
+"""Gaussian-process regression on pairwise data (docs/math.md; Tsivtsivadze et al. §5).
 
 A zero-mean GP prior ``f ~ N(0, K)`` on item scores; each comparison ``l``
 observes the difference ``d_l = f_{head_l} - f_{tail_l} = (A^T f)_l``:
@@ -11,7 +11,7 @@ observes the difference ``d_l = f_{head_l} - f_{tail_l} = (A^T f)_l``:
 Both are handled in the space of the ``l`` differences, whose prior is
 ``N(0, K_d = A^T K A)``: the likelihood depends on ``f`` only through ``d``.
 Sites ``N(μ̃, 1/τ̃)`` (exact for (a)) give the posterior, predictions at new
-items (seed 003 eq. 11) and the (EP) log marginal likelihood; hyper-parameters
+items (Tsivtsivadze et al. eq. 11) and the (EP) log marginal likelihood; hyper-parameters
 are fitted by maximising it with optax (:func:`gp_fit`).
 """
 from __future__ import annotations
@@ -118,7 +118,7 @@ def _gaussian_logml(Kd, y, noise_var):
 
 def gp_pairwise_gaussian(K, head, tail, diffs, *, noise_var) -> PairwiseGP:
     """Pairwise GP regression (a): observed score differences
-    ``w_l ~ N(f_head - f_tail, σ²)``, closed-form posterior (seed 003 §5).
+    ``w_l ~ N(f_head - f_tail, σ²)``, closed-form posterior (Tsivtsivadze et al. §5).
 
     The posterior mean of ``f`` at the training items is ``K A (K_d + σ² I)^{-1} w``:
     dual RankRLS on the preference graph with λ = σ² (``rankrls_dual`` with
@@ -211,7 +211,7 @@ def _ep_logml(Kd, y, tau, nu):
 def gp_pairwise_probit(K, head, tail, direction=None, *, max_iter: int = 200, tol=1e-6,
                        damping=0.5) -> PairwiseGP:
     """Pairwise GP preference learning (b): ``p(w_l | f) = Φ(w_l (f_head - f_tail))``
-    (seed 003 eq. 10), posterior by parallel EP with damping (GPML Alg. 3.5 on the
+    (Tsivtsivadze et al. eq. 10), posterior by parallel EP with damping (GPML Alg. 3.5 on the
     comparison differences), EP log marginal likelihood (GPML eq. 3.65).
 
     Args:
@@ -250,7 +250,7 @@ def _probit_fit(K, h, t, y, max_iter, tol, damping):
 
 
 def gp_predict(model: PairwiseGP, K_test, k_test_diag):
-    """Posterior mean and variance of ``f`` at test items (seed 003 §5).
+    """Posterior mean and variance of ``f`` at test items (Tsivtsivadze et al. §5).
 
     Args:
       K_test: ``[t, m]`` prior covariance between test and training items.
@@ -285,7 +285,7 @@ def _inv(model: PairwiseGP):
 
 def gp_preference_probability(model: PairwiseGP, K_a, K_b, k_aa, k_bb, k_ab, *,
                               latent: bool = False):
-    """Predictive probability that item ``a`` beats item ``b`` (seed 003 eq. 11).
+    """Predictive probability that item ``a`` beats item ``b`` (Tsivtsivadze et al. eq. 11).
 
     Args:
       K_a, K_b: ``[t, m]`` prior covariances of the ``a`` and ``b`` items with
@@ -320,7 +320,7 @@ def gp_fit(X, head, tail, target=None, *, likelihood: str = "probit", gamma=1.0,
            ep_iter: int = 100):
     """Hyper-parameters by maximising the (EP) log marginal likelihood with optax
     Adam over ``log γ``, ``log amplitude`` (and ``log σ²`` for the Gaussian model),
-    with a Gaussian kernel ``amplitude · exp(-γ ||x - x'||²)`` (seed 003 §5).
+    with a Gaussian kernel ``amplitude · exp(-γ ||x - x'||²)`` (Tsivtsivadze et al. §5).
 
     Args:
       X: ``[m, n]`` item features.

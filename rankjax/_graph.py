@@ -344,13 +344,13 @@ def check_graph(graph, m: Optional[int] = None, name: str = "graph"):
 
 def query_graph(qid, y=None, *, normalized: bool = True, exclude_ties: bool = False,
                 query_weights=None) -> QueryGraph:
-    """Builds the query graph of scored data (SPEC §1.1).
+    """Builds the query graph of scored data (docs/math.md).
 
     Every pair of rows with the same query id is an edge. The Laplacian block of
     query ``c`` (size ``n_c``) is ``omega_c (n_c I - 1 1^T)`` (unnormalized,
-    seeds 000/001) or ``omega_c (I - 1 1^T / n_c)`` (normalized, seed 004
+    seeds 000/001) or ``omega_c (I - 1 1^T / n_c)`` (normalized, Airola et al. 2010
     eq. 3-4, the default). With ``exclude_ties`` the pairs with equal labels are
-    dropped (seed 000 §3): ``L = L_query - L_(query, label)``.
+    dropped (Pahikkala et al. 2007 §3): ``L = L_query - L_(query, label)``.
 
     Args:
       qid: ``[m]`` integer query ids (any values, unsorted allowed).
@@ -359,7 +359,7 @@ def query_graph(qid, y=None, *, normalized: bool = True, exclude_ties: bool = Fa
       exclude_ties: drop the pairs whose labels are equal.
       query_weights: ``None``; a ``[Q]`` array of non-negative weights in the
         order of the sorted distinct query ids; or ``"pairs"`` for
-        ``omega_c = 1 / #pairs(c)`` (every query equally important, seed 001
+        ``omega_c = 1 / #pairs(c)`` (every query equally important, Pahikkala et al. 2009
         end of §2.4; a query with no pair gets weight 0).
 
     Returns:
@@ -433,9 +433,9 @@ def global_graph(num_rows: int, y=None, *, normalized: bool = False,
                  exclude_ties: bool = False) -> QueryGraph:
     """One query holding every row: global (object) ranking, or "all pairs".
 
-    The default is the unnormalized complete graph ``m I - 1 1^T`` (SPEC §1.1),
+    The default is the unnormalized complete graph ``m I - 1 1^T`` (docs/math.md),
     the graph of the leave-pair-out formulas. Use it also for the MPRank-style
-    "all pairs" experiments of seed 001 §5, ignoring the query ids.
+    "all pairs" experiments of Pahikkala et al. 2009 §5, ignoring the query ids.
 
     Example:
       >>> g = global_graph(3)
@@ -455,7 +455,7 @@ COSTS = {"unit": "(20) z=1, w=1", "magnitude": "(21) z=y, w=1", "inverse": "(22)
 
 def preference_graph(head, tail, magnitude=None, *, num_rows: int,
                      cost: str = "magnitude") -> PreferenceGraph:
-    """Builds an explicit preference multigraph (SPEC §1.2, seed 001 §2.4).
+    """Builds an explicit preference multigraph (docs/math.md, Pahikkala et al. 2009 §2.4).
 
     Edge ``t`` says row ``head[t]`` is preferred to row ``tail[t]`` with
     magnitude ``magnitude[t]`` (1 when omitted). The least-squares cost is
@@ -518,7 +518,7 @@ def preference_graph(head, tail, magnitude=None, *, num_rows: int,
 
 
 def identity_graph(num_rows: int) -> IdentityGraph:
-    """``L = I``: every learner becomes pointwise RLS regression (SPEC §2.5).
+    """``L = I``: every learner becomes pointwise RLS regression (docs/math.md).
 
     Example:
       >>> print(np.asarray(identity_graph(2).mv(np.array([3., 4.]))))
@@ -533,7 +533,7 @@ def pairs_from_scores(y, qid=None, *, include_ties: bool = False):
     """Lists the preference pairs induced by scored data (host side, O(sum n_c^2)).
 
     For each query and each pair with ``y[h] > y[j]`` emits ``(h, j, y[h] - y[j])``;
-    with ``include_ties`` also one edge per tied pair with magnitude 0 (seed 001
+    with ``include_ties`` also one edge per tied pair with magnitude 0 (Pahikkala et al. 2009
     §5). Meant for small data, for building a :func:`preference_graph`, and for
     tests; the learners never need it for scored data.
 

@@ -1,4 +1,4 @@
-"""Kernel functions with blockwise evaluation (SPEC §2.2).
+"""Kernel functions with blockwise evaluation (docs/math.md).
 
 A :class:`Kernel` is a pytree: ``gamma`` and ``coef0`` are traced (they can be
 vmapped over), ``kind`` and ``degree`` are static.

@@ -1,5 +1,5 @@
-"""Kernel principal component ranking (KPCRank) and regression (KPCR) (SPEC §5.1;
-seed 003 §3–4).
+"""Kernel principal component ranking (KPCRank) and regression (KPCR) (docs/math.md;
+Tsivtsivadze et al. §3–4).
 
 Centre the training kernel ``K̂ = C K C`` (``C = I - 1 1^T / m``), keep the top
 ``p`` eigenpairs ``K̂ = V Λ V^T`` and fit *unregularized* (optionally ridge)
@@ -73,7 +73,7 @@ class KPCModel(NamedTuple):
 
 def center_kernel(K):
     """``K̂ = C K C`` with ``C = I - 1 1^T / m``: the kernel of the mean-centred
-    feature vectors (seed 003 eq. 3).
+    feature vectors (Tsivtsivadze et al. eq. 3).
 
     Example:
       >>> X = jnp.array([[1., 0.], [0., 2.], [2., 1.]])
@@ -116,7 +116,7 @@ def _kpc_basis(K, P: int):
 def kpcrank_path(K, y, graph: Graph, *, max_components: int, lam=0.0,
                  K_valid=None) -> KPCPath:
     """KPCRank / KPCR for every number of components ``p = 1..max_components``
-    from one eigendecomposition and one Cholesky factor (SPEC §5.1).
+    from one eigendecomposition and one Cholesky factor (docs/math.md).
 
     Args:
       K: ``[m, m]`` training kernel (uncentred; centring is done here).
@@ -182,7 +182,7 @@ def _nested_cholesky_path(M, b):
 
 def kpcrank(K, y, graph: Graph, *, components: int, lam=0.0) -> KPCModel:
     """KPCRank (query graph) / KPCR (``identity_graph``) with a fixed number of
-    components (seed 003 §3).
+    components (Tsivtsivadze et al. §3).
 
     Example:
       >>> import numpy as np, rankjax as rj

@@ -1,4 +1,4 @@
-"""Ranking measures per query over segment ids (SPEC §6).
+"""Ranking measures per query over segment ids (docs/math.md).
 
 Every measure is computed per query and averaged over the queries where it is
 defined ("valid": at least one pair with different labels for the pairwise
@@ -133,7 +133,7 @@ def _safe_div(a, b):
 
 def pairwise_error(scores, y, qid=None, *, num_queries: Optional[int] = None,
                    per_query: bool = False):
-    """Pairwise ranking error (seed 004 eq. 1), averaged over queries with pairs.
+    """Pairwise ranking error (Airola et al. 2010 eq. 1), averaged over queries with pairs.
 
     ``1/|Q| sum_Q 1/N_Q sum_{y_j < y_k} H(f_j - f_k)`` with ``H(0) = 1/2``: the
     fraction of differently-labelled pairs ordered wrongly, score ties counting
@@ -184,7 +184,7 @@ def auc(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query: bo
 
 def disagreement_error(scores, y, qid=None, *, num_queries: Optional[int] = None,
                        per_query: bool = False):
-    """Disagreement error (seed 001 eq. 1): like :func:`pairwise_error` but with the
+    """Disagreement error (Pahikkala et al. 2009 eq. 1): like :func:`pairwise_error` but with the
     ``sign(0) = -1`` convention, i.e. a score tie counts as a full error.
 
     Example:
@@ -196,7 +196,7 @@ def disagreement_error(scores, y, qid=None, *, num_queries: Optional[int] = None
 
 def kendall_tau_b(scores, y, qid=None, *, num_queries: Optional[int] = None,
                   per_query: bool = False):
-    """Kendall's τ_b between scores and labels per query (seed 000 §3.2).
+    """Kendall's τ_b between scores and labels per query (Pahikkala et al. 2007 §3.2).
 
     ``(C - D) / sqrt((n0 - n1)(n0 - n2))`` with ``n1``, ``n2`` the pairs tied in
     ``y`` and in the scores. Queries where either factor is 0 (all labels or all
@@ -259,7 +259,7 @@ def _present(seg, Q):
 def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[int] = 10,
          gain: str = "exp2", ties: str = "average", no_relevant: str = "skip",
          per_query: bool = False):
-    """NDCG@k per query, averaged (SPEC §6).
+    """NDCG@k per query, averaged (docs/math.md).
 
     ``DCG@k = sum_{r < k} gain(y_(r)) / log2(r + 2)`` over the rows ranked by
     descending score, divided by the DCG@k of the ideal order.
@@ -354,7 +354,7 @@ def mean_average_precision(scores, y, qid=None, *, num_queries: Optional[int] = 
                            threshold: float = 1.0, no_relevant: str = "skip",
                            per_query: bool = False):
     """Mean average precision; a row is relevant when ``y >= threshold``
-    (OHSUMED: ``threshold=2``, seed 000 §3.1). Score ties keep the input order.
+    (OHSUMED: ``threshold=2``, Pahikkala et al. 2007 §3.1). Score ties keep the input order.
 
     ``AP = 1/R sum_{relevant r} (#relevant in top r+1) / (r + 1)``; queries with no
     relevant row are handled by ``no_relevant`` (see :func:`ndcg`).
@@ -439,7 +439,7 @@ def metric_sign(metric, greater_is_better: Optional[bool] = None) -> float:
 
 
 def edge_disagreement_error(scores, head, tail):
-    """Disagreement error over explicit preference edges (seed 001 eq. 1):
+    """Disagreement error over explicit preference edges (Pahikkala et al. 2009 eq. 1):
     the fraction of edges ``(h, j)`` with ``f_h <= f_j`` (``sign(0) = -1``).
 
     Example:

@@ -1,5 +1,5 @@
-"""Regularization paths: one decomposition, every λ of a grid (SPEC §2.3, §2.4;
-seed 001 §3.2, §3.5; seed 000 end of §2).
+"""Regularization paths: one decomposition, every λ of a grid (docs/math.md, §2.4;
+Pahikkala et al. 2009 §3.2, §3.5; Pahikkala et al. 2007 end of §2).
 
 * primal: ``X^T L X = V Λ V^T``, ``c = V^T X^T L Y``, ``w(λ) = V diag(1/(Λ+λ)) c``;
 * dual: ``S K S = U Γ U^T``, ``c = U^T S Y``, ``A(λ) = S U diag(1/(Γ+λ)) c``, with
@@ -111,7 +111,7 @@ def _primal_path_core(X, y, graph, lams, X_valid, train):
 
 def rankrls_primal_path(X, y, graph: Graph, *, lams, X_valid=None,
                         train_scores: bool = False) -> PrimalPath:
-    """Primal RankRLS for a whole λ grid from one eigendecomposition (SPEC §2.3).
+    """Primal RankRLS for a whole λ grid from one eigendecomposition (docs/math.md).
 
     ``X^T L X = V Λ V^T`` (O(m n^2 + n^3) once), then
     ``w(λ) = V diag(1/(Λ + λ)) V^T X^T L Y`` for every λ (O(n^2 k) each, vmapped).
@@ -150,7 +150,7 @@ def _dual_path_core(K, y, graph, lams, K_valid):
 
 
 def rankrls_dual_path(K, y, graph: Graph, *, lams, K_valid=None) -> DualPath:
-    """Dual RankRLS for a whole λ grid from one eigendecomposition (SPEC §2.3).
+    """Dual RankRLS for a whole λ grid from one eigendecomposition (docs/math.md).
 
     ``S K S = U Γ U^T`` (O(m^3) once), ``A(λ) = S U diag(1/(Γ + λ)) U^T S Y``
     (O(m^2 k) per λ). Every graph type: query graphs use the segment-sum root

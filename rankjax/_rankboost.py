@@ -1,5 +1,5 @@
-"""RankBoost with thresholded-feature weak rankers (SPEC §5.4; Freund, Iyer,
-Schapire & Singer 2003; the baseline of seed 000).
+"""RankBoost with thresholded-feature weak rankers (docs/math.md; Freund, Iyer,
+Schapire & Singer 2003; the baseline of Pahikkala et al. 2007).
 
 Crucial pairs are those of one query with ``y_i > y_j``; the initial distribution
 is uniform over them. Because every update multiplies ``D(i, j)`` by

@@ -1,5 +1,5 @@
 """Linear RankSVM with the L2 (squared hinge) loss, trained by trust-region
-Newton (TRON) with Steihaug CG (SPEC §5.2; seed 002; ``ranksvm_l2.md``).
+Newton (TRON) with Steihaug CG (docs/math.md; Lee & Lin 2014; Lee & Lin 2014).
 
     min_w  f(w) = ½ wᵀw + C Σ_{(i,j) ∈ P} max(0, 1 - wᵀ(x_i - x_j))²
 
@@ -7,7 +7,7 @@ over the pairs ``P`` of one query with ``y_i > y_j``. ``P`` is never enumerated:
 f, the gradient and generalised Hessian-vector products come from per-instance
 counts and sums over margin-violating partners (``l±``, ``α±``, ``β±``), which
 are 2-D dominance sums computed with sorts and segmented scans over the *bits*
-of the level index (``ranksvm_l2.md`` §5.3, "Algorithm B", the pointer-free
+of the level index (Lee & Lin 2014 §5.3, "Algorithm B", the pointer-free
 form of the selection tree): O(l log l · log K) per function evaluation and
 O(l log K) per Hessian-vector product, O(l log K) memory, for any number ``K``
 of relevance levels. A pair is *violating* when ``z_lo > fl(z_hi - 1)``
@@ -44,7 +44,7 @@ __all__ = ["RankLevels", "rank_levels", "RankSVMResult", "ranksvm_l2", "ranksvm_
                    meta_fields=["num_bits"])
 @dataclasses.dataclass(frozen=True)
 class RankLevels:
-    """Dense per-query label levels for RankSVM (``ranksvm_l2.md`` §5.0).
+    """Dense per-query label levels for RankSVM (Lee & Lin 2014 §5.0).
 
     Attributes:
       seg: ``[l]`` int32 query segment of every instance.
@@ -97,7 +97,7 @@ class _Bit(NamedTuple):
 
 
 class SVState(NamedTuple):
-    """Cached state of one function evaluation (``ranksvm_l2.md`` §3 caching contract)."""
+    """Cached state of one function evaluation (Lee & Lin 2014 §3 caching contract)."""
 
     z: jax.Array
     bits: tuple
@@ -173,7 +173,7 @@ def _hvp(v, X, state: SVState, C):
 
 
 # ----------------------------------------------------------------------------
-# TRON (ranksvm_l2.md §4)
+# TRON (Lee & Lin 2014, §4; liblinear-ranksvm)
 
 class RankSVMResult(NamedTuple):
     """Result of :func:`ranksvm_l2`.
@@ -204,7 +204,7 @@ _SIG1, _SIG2, _SIG3 = 0.25, 0.5, 4.0
 
 def _trcg(hv, g, delta, eps_cg, max_cg):
     """Steihaug truncated CG on ``H s = -g`` inside the radius ``delta``
-    (``ranksvm_l2.md`` §4); returns ``(s, r = -g - H s, iterations, reached_boundary)``."""
+    (Lee & Lin 2014 §4); returns ``(s, r = -g - H s, iterations, reached_boundary)``."""
     r0 = -g
     cgtol = eps_cg * jnp.linalg.norm(g)
 
@@ -283,8 +283,8 @@ def _tron(X, levels, C, tol, max_iter, eps_cg, max_cg):
 
 def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=0.1,
                max_cg: int = 1000) -> RankSVMResult:
-    """Linear L2-loss RankSVM by trust-region Newton (SPEC §5.2; seed 002;
-    ``ranksvm_l2.md`` §1–4): liblinear-ranksvm's ``-s 8`` with its defaults
+    """Linear L2-loss RankSVM by trust-region Newton (docs/math.md; Lee & Lin 2014;
+    Lee & Lin 2014 §1–4): liblinear-ranksvm's ``-s 8`` with its defaults
     (``C = 1``, ``eps = 1e-3``, stop when ``||∇f(w)|| <= tol ||∇f(0)||``, start
     ``w = 0``). No intercept. Pairs are those of one query with ``y_i > y_j``
     (equal labels form no pair); ``qid=None`` is one global ranking.
@@ -343,7 +343,7 @@ class RankSVMKernelModel(NamedTuple):
 
 def ranksvm_kernel(X, y, qid=None, *, kernel: Kernel, C=1.0, basis=None, seed: int = 0,
                    **tron_kw) -> RankSVMKernelModel:
-    """Kernel RankSVM through an empirical kernel map (seed 001 §4.2, §4.4):
+    """Kernel RankSVM through an empirical kernel map (Pahikkala et al. 2009 §4.2, §4.4):
     ``Φ = K_{:R} Z^{-T}`` with ``K_RR = Z Z^T`` (all rows, or ``basis`` rows /
     an int number of random rows), then :func:`ranksvm_l2` on ``Φ``.
 

@@ -1,4 +1,4 @@
-"""A sparse matrix for matrix-free solvers: CSR of ``X`` and of ``X^T`` (SPEC §4).
+"""A sparse matrix for matrix-free solvers: CSR of ``X`` and of ``X^T`` (docs/math.md).
 
 ``X @ v`` and ``X.T @ u`` are products by rows, so the transpose is stored too
 (``BCSR`` has no transposed product): twice the memory of one CSR plus a row id

@@ -82,7 +82,7 @@ def make_sparse_ranking_data(num_rows: int, num_features: int, *, nnz_per_row: i
                              num_queries: int = 0, levels: int = 2, noise: float = 1.0,
                              zipf: float = 1.0, seed: int = 0, dtype=np.float32) -> RankingData:
     """Draws sparse, text-like ranking data (RCV1-style TF-IDF rows of unit norm)
-    for the large-scale CG benchmarks and examples (seed 004 §4).
+    for the large-scale CG benchmarks and examples (Airola et al. 2010 §4).
 
     Each row has ``nnz_per_row`` positive entries in columns drawn with Zipf
     frequencies ``p_j ∝ (j + 1)^-zipf`` (word-like: a few common, many rare

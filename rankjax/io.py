@@ -1,4 +1,4 @@
-"""Host-side data loading and saving (SPEC §7): SVMlight/LETOR text, LightGBM
+"""Host-side data loading and saving (docs/math.md): SVMlight/LETOR text, LightGBM
 group files, preference-pair files, query-id remapping and query-wise min-max
 normalisation. numpy/scipy only, no jit.
 """
@@ -307,7 +307,7 @@ def write_preferences(path, head, tail, magnitude=None) -> None:
 
 
 def normalize_per_query(X, qid) -> np.ndarray:
-    """Query-wise min-max normalisation of every feature to [0, 1] (seed 000 §3.1).
+    """Query-wise min-max normalisation of every feature to [0, 1] (Pahikkala et al. 2007 §3.1).
 
     A feature constant within a query becomes 0 there. Dense input; returns a
     new float64 array.
