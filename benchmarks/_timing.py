@@ -33,3 +33,14 @@ def emit(**fields):
     fields.setdefault("device", device_name())
     print(json.dumps({k: (round(v, 6) if isinstance(v, float) else v) for k, v in fields.items()}),
           flush=True)
+
+
+def median_s(fn, repeats=5):
+    """Median seconds of ``repeats`` warm calls of ``fn()`` (after one warm-up)."""
+    jax.block_until_ready(fn())
+    runs = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        runs.append(time.perf_counter() - t0)
+    return statistics.median(runs)

@@ -20,28 +20,19 @@ tikhonov  (b)'s data, Tikhonov over 8 λ (one vmapped run to tol 1e-5) for
 (b) and (c) run together.
 """
 import argparse
-import statistics
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _timing import emit, time_jitted
+from _timing import emit, median_s, time_jitted
 
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
 from jax.experimental import sparse as jsparse  # noqa: E402
 
 
-def median_s(fn, repeats=5):
-    jax.block_until_ready(fn())
-    runs = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        runs.append(time.perf_counter() - t0)
-    return statistics.median(runs)
 
 
 def data_a(dtype):

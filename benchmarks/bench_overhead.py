@@ -12,14 +12,13 @@ Target (issue 10): second eager call <= 1.5 x the caller-jitted call + 5 ms, and
 Run: ``python benchmarks/bench_overhead.py [--float64] [--only NAME]``.
 """
 import argparse
-import statistics
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _timing import emit
+from _timing import emit, median_s
 
 COMPILES = [0]
 
@@ -48,14 +47,6 @@ def timed(fn):
     return time.perf_counter() - t0, COMPILES[0] - before
 
 
-def median_time(fn, repeats=5):
-    jax.block_until_ready(fn())
-    runs = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        runs.append(time.perf_counter() - t0)
-    return statistics.median(runs)
 
 
 def entries(rj, dtype):
@@ -144,9 +135,9 @@ def main():
             continue
         first_s, first_c = timed(lambda: eager(*A))
         second_s, second_c = timed(lambda: eager(*B))
-        second_med = median_time(lambda: eager(*B))
+        second_med = median_s(lambda: eager(*B))
         queries_s, queries_c = timed(lambda: eager(*C))
-        jit_s = median_time(jitted(*B)) if jitted else None
+        jit_s = median_s(jitted(*B)) if jitted else None
         ok = None if jit_s is None else second_med <= 1.5 * jit_s + 0.005
         emit(name=f"overhead {name}", dtype=np.dtype(dtype).name, shape=[1000, 20],
              first_call_s=first_s, first_call_compiles=first_c,
