@@ -394,7 +394,7 @@ class Metric:
       higher_is_better: the direction (required).
 
     Example:
-      >>> m = Metric(lambda f, y, q, **kw: pairwise_error(f, y, q, **kw), higher_is_better=False)
+      >>> m = Metric(lambda f, y, q=None, **kw: pairwise_error(f, y, q, **kw), higher_is_better=False)
       >>> print(f"{float(m([0.1, 0.4, 0.4, 0.9], [0, 1, 0, 1])):.4f}", m.higher_is_better)
       0.1250 False
     """

@@ -202,6 +202,7 @@ def predict(model, X, **kw):
     ``[L, m_test(, k)]`` (λ axis first), single models ``[m_test(, k)]``.
 
     Example:
+      >>> import numpy as np
       >>> print(np.asarray(predict(LinearModel(np.array([1., -1.])), np.array([[2., 1.]]))))
       [1.]
     """

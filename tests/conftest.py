@@ -1,8 +1,5 @@
-import jax
 import numpy as np
 import pytest
-
-jax.config.update("jax_enable_x64", True)
 
 SHARED_DATA = __import__("pathlib").Path(__file__).resolve().parents[1].parent / "shared" / "data"
 LAMBDARANK = SHARED_DATA / "lambdarank_sample"
