@@ -2,6 +2,7 @@
 
 One flat public namespace; host-side data loading lives in :mod:`rankjax.io`.
 """
+from . import _xla  # noqa: F401  (XLA:CPU flags, before JAX starts a backend)
 from ._checks import Segments as Segments, segment_ids as segment_ids
 from ._graph import (
     IdentityGraph as IdentityGraph, PreferenceGraph as PreferenceGraph,

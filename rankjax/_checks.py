@@ -125,6 +125,15 @@ def check_lam(lam, *, allow_zero: bool = False, name: str = "lam", scalar: bool 
     return lam
 
 
+def check_count(n, name: str, minimum: int = 1) -> int:
+    """An iteration cap or size: a Python/numpy integer ``>= minimum`` (not a bool)."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(n).__name__}")
+    if n < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {n}")
+    return int(n)
+
+
 class Segments(NamedTuple):
     """Query ids remapped to dense segment ids.
 

@@ -203,9 +203,13 @@ def _over_folds(folds: Folds, m, L, out_shape, dtype, fold_fn):
         idx_b = jnp.pad(idx_b, ((0, pad), (0, 0)))
         mask_b = jnp.pad(mask_b, ((0, pad), (0, 0)))
         one_fold = fold_fn(P)
-        res = lax.map(jax.vmap(lambda a: one_fold(*a)), (idx_b.reshape(chunks, batch, P),
-                                                         mask_b.reshape(chunks, batch, P)))
-        res = res.reshape((chunks * batch,) + res.shape[2:])            # [F, L, P(, k)]
+        batched = jax.vmap(one_fold)
+        if chunks == 1:
+            res = batched(idx_b, mask_b)                                # [F, L, P(, k)]
+        else:
+            res = lax.map(lambda a: batched(*a), (idx_b.reshape(chunks, batch, P),
+                                                  mask_b.reshape(chunks, batch, P)))
+            res = res.reshape((chunks * batch,) + res.shape[2:])
         res = jnp.moveaxis(res, 1, 0)                                   # [L, F, P(, k)]
         flat_idx = jnp.where(mask_b, idx_b, m).reshape(-1)
         vals = res.reshape((res.shape[0], -1) + res.shape[3:])

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import device_array, check_matrix, check_targets, segment_ids
+from ._checks import check_count, check_lam, check_matrix, check_targets, device_array, segment_ids
 from ._kernels import Kernel, kernel_matrix
 from ._path import basis_rows, nystrom_features
 from ._rankrls import LinearModel, check_test_matrix, linear_scores
@@ -100,23 +100,23 @@ class SVState(NamedTuple):
     """Cached state of one function evaluation (Lee & Lin 2014 §3 caching contract)."""
 
     z: jax.Array
-    bits: tuple
+    bits: _Bit
     l_plus: jax.Array
     l_minus: jax.Array
     a: jax.Array
     e: jax.Array
 
 
-def _bits(z, levels: RankLevels):
+def _bits(z, levels: RankLevels) -> _Bit:
+    """The sorted events of every bit of the level index, stacked on a leading
+    ``[B]`` axis (one vmapped program whatever ``B``)."""
     l = z.shape[0]
-    c = z - 1.0
-    key = jnp.concatenate([z, c])
+    key = jnp.concatenate([z, z - 1.0])
     typ = jnp.concatenate([jnp.zeros(l, jnp.int32), jnp.ones(l, jnp.int32)])
-    inst = jnp.concatenate([jnp.arange(l), jnp.arange(l)])
-    lev = levels.level[inst]
-    seg = levels.seg[inst]
-    out = []
-    for b in range(levels.num_bits):
+    lev = jnp.concatenate([levels.level, levels.level])
+    seg = jnp.concatenate([levels.seg, levels.seg])
+
+    def one(b):
         prefix = lev >> (b + 1)
         bit = (lev >> b) & 1
         order = jnp.lexsort((typ, key, prefix, seg))
@@ -125,29 +125,33 @@ def _bits(z, levels: RankLevels):
         ends = jnp.concatenate([start[1:], jnp.ones(1, bool)])
         bo, to = bit[order], typ[order]
         pos = jnp.zeros(2 * l, jnp.int32).at[order].set(jnp.arange(2 * l, dtype=jnp.int32))
-        bit_i = (levels.level >> b) & 1
-        out.append(_Bit(order, start, ends,
-                        ((to == 1) & (bo == 1)).astype(z.dtype),
-                        ((to == 0) & (bo == 0)).astype(z.dtype),
-                        jnp.where(bit_i == 0, pos[:l], -1),
-                        jnp.where(bit_i == 1, pos[l:], -1)))
-    return tuple(out)
+        bit_i = bit[:l]
+        return _Bit(order, start, ends,
+                    ((to == 1) & (bo == 1)).astype(z.dtype),
+                    ((to == 0) & (bo == 0)).astype(z.dtype),
+                    jnp.where(bit_i == 0, pos[:l], -1),
+                    jnp.where(bit_i == 1, pos[l:], -1))
+
+    return jax.vmap(one)(jnp.arange(max(levels.num_bits, 1), dtype=jnp.int32))
 
 
-def _dominance(bits, W):
+def _dominance(bits: _Bit, W):
     """Per instance: sums of ``W`` (``[l, k]``) over violating higher partners
     (plus) and lower partners (minus), accumulated over the level bits."""
-    plus = jnp.zeros_like(W)
-    minus = jnp.zeros_like(W)
     Wev = jnp.concatenate([W, W])
-    for bt in bits:
+
+    def one(bt):
         w = Wev[bt.order]
-        fwd = seg_scan(w * bt.plus_point[:, None], bt.start)
-        bwd = seg_scan((w * bt.minus_point[:, None])[::-1], bt.ends[::-1])[::-1]
+        # forward scan of the C-events and backward scan of the Z-events, as one scan
+        vals = jnp.stack([w * bt.plus_point[:, None], (w * bt.minus_point[:, None])[::-1]])
+        both = seg_scan(jnp.moveaxis(vals, 0, 1), jnp.stack([bt.start, bt.ends[::-1]], 1))
+        fwd, bwd = both[:, 0], both[:, 1][::-1]
         pr, mr = bt.plus_read, bt.minus_read
-        plus = plus + jnp.where((pr >= 0)[:, None], fwd[jnp.maximum(pr, 0)], 0)
-        minus = minus + jnp.where((mr >= 0)[:, None], bwd[jnp.maximum(mr, 0)], 0)
-    return plus, minus
+        return (jnp.where((pr >= 0)[:, None], fwd[jnp.maximum(pr, 0)], 0),
+                jnp.where((mr >= 0)[:, None], bwd[jnp.maximum(mr, 0)], 0))
+
+    plus, minus = jax.vmap(one)(bits)
+    return plus.sum(0), minus.sum(0)
 
 
 def _fun(w, X, levels: RankLevels, C):
@@ -299,9 +303,9 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
       qid: ``[l]`` integer query ids, or ``None``.
       C: loss weight (> 0; not divided by the number of pairs).
       tol: relative gradient-norm tolerance.
-      max_iter: Newton iteration cap (static).
+      max_iter: Newton iteration cap.
       eps_cg: relative tolerance of each inner CG.
-      max_cg: inner CG iteration cap (static; liblinear has none).
+      max_cg: inner CG iteration cap (liblinear has none).
 
     Returns:
       :class:`RankSVMResult`.
@@ -319,13 +323,16 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
     levels = rank_levels(y, qid)
     if levels.seg.shape[0] != X.shape[0]:
         raise ValueError(f"y has {levels.seg.shape[0]} rows but X has {X.shape[0]}")
-    if not (np.isfinite(C) and C > 0):
-        raise ValueError(f"C must be finite and > 0, got {C}")
-    return _tron_jit(X, levels, device_array(C, X.dtype), device_array(tol, X.dtype), max_iter,
-                     device_array(eps_cg, X.dtype), max_cg)
+    C = check_lam(C, name="C", scalar=True)
+    tol = check_lam(tol, name="tol", scalar=True)
+    eps_cg = check_lam(eps_cg, name="eps_cg", scalar=True)
+    max_iter, max_cg = check_count(max_iter, "max_iter"), check_count(max_cg, "max_cg")
+    return _tron_jit(X, levels, device_array(C, X.dtype), device_array(tol, X.dtype),
+                     device_array(max_iter, jnp.int32), device_array(eps_cg, X.dtype),
+                     device_array(max_cg, jnp.int32))
 
 
-_tron_jit = jax.jit(_tron, static_argnums=(4, 6))
+_tron_jit = jax.jit(_tron)
 
 
 class RankSVMKernelModel(NamedTuple):

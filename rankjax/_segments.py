@@ -68,7 +68,8 @@ def count_sum(c, seg, num_segments: int, dtype, bits: int = 31):
 
 def seg_scan(values, start):
     """Inclusive segmented cumulative sum along axis 0; ``start [l]`` marks the
-    first position of every segment (``values`` ``[l]`` or ``[l, k]``)."""
+    first position of every segment (``values`` ``[l, ...]``; ``start`` ``[l]`` or
+    ``[l, j]`` for ``j`` independent scans of ``values [l, j, ...]``)."""
     def op(x, y):
         fx, vx = x
         fy, vy = y

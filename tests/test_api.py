@@ -7,7 +7,7 @@ import rankjax as rj
 from rankjax import io
 
 PKG = pathlib.Path(rj.__file__).parent
-ORDER = ["_sparse", "_segments", "_checks", "_metrics", "_ridge", "_graph", "_kernels", "_rankrls",
+ORDER = ["_xla", "_sparse", "_segments", "_checks", "_metrics", "_ridge", "_graph", "_kernels", "_rankrls",
          "_path", "_cv",
          "_cg", "_kpcrank", "_ranksvm", "_gp", "_rankboost", "_synthetic", "_distributed", "io",
          "estimators", "cli", "__main__", "__init__"]
