@@ -48,7 +48,8 @@ def all_finite(x) -> bool:
     if isinstance(x, (sparse.BCOO, CSRMatrix)):
         x = x.data
     if isinstance(x, jax.Array):
-        return bool(_all_finite(x))
+        with jax.ensure_compile_time_eval():       # concrete even inside a caller's trace
+            return bool(_all_finite(x))
     return bool(np.all(np.isfinite(np.asarray(x))))
 
 
