@@ -31,8 +31,9 @@ def time_jitted(fn, *args, repeats=3):
 
 def emit(**fields):
     fields.setdefault("device", device_name())
-    print(json.dumps({k: (round(v, 6) if isinstance(v, float) else v) for k, v in fields.items()}),
-          flush=True)
+    # seconds to the microsecond; accuracy figures keep every digit (1e-12 is not 0)
+    print(json.dumps({k: (round(v, 6) if isinstance(v, float) and k.endswith("_s") else v)
+                      for k, v in fields.items()}), flush=True)
 
 
 def median_s(fn, repeats=5):

@@ -34,7 +34,7 @@ from ._path import basis_rows, check_lams, select_lambda
 from ._rankrls import check_kernel_matrix
 from ._ridge import (HI, dual_system, eigh_psd, nystrom_map, primal_system,
                      spectral_filter, tdot)
-from ._segments import bucket
+
 
 __all__ = ["Folds", "make_folds", "HoldOut", "CVResult", "holdout_primal", "holdout_dual",
            "holdout_nystrom", "cross_validate", "PairHoldOut", "leave_pair_out_primal",
@@ -60,7 +60,7 @@ class Folds:
 
     Attributes:
       index: tuple of ``[F_b, P_b]`` int32 row indices, one array per bucket of
-        folds padded to size ``P_b``; ``F_b`` is padded to a power of two with
+        folds padded to size ``P_b``; ``F_b`` is padded like the sizes (:func:`_padded_size`) with
         inert (all-masked) folds.
       mask: tuple of ``[F_b, P_b]`` bool, False on padding.
       fold_of_row: ``[m]`` int32 fold id of every row.
@@ -124,7 +124,7 @@ def make_folds(graph: Graph, folds=None, *, seed: int = 0) -> Folds:
     index, mask = [], []
     for P in np.unique(padded):
         which = np.flatnonzero(padded == P)
-        which = np.concatenate([which, np.full(bucket(which.size) - which.size, -1)])
+        which = np.concatenate([which, np.full(int(_padded_size(which.size)) - which.size, -1)])
         pos = np.arange(P)[None, :]
         valid = (pos < sizes[which, None]) & (which[:, None] >= 0)
         rows = order[np.where(valid, starts[which, None] + pos, 0)]
@@ -155,8 +155,13 @@ def _woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
     Kuu = None if K is None else K[idx[:, None], idx[None, :]] * (mf[:, None] * mf[None, :])
     eye = jnp.eye(idx.shape[0], dtype=dtype)
 
-    def per_lam(d, lam, fu):
-        H = jnp.matmul(Pu * d, Pu.T, precision=HI)
+    # every λ's H_UU from one product with the shared D (one GEMM across vmapped folds):
+    # H_l[p, q] = sum_r (P_pr P_qr) d_lr
+    P = idx.shape[0]
+    Hs = jnp.matmul((Pu[:, None, :] * Pu[None, :, :]).reshape(P * P, -1), D.T, precision=HI)
+    Hs = jnp.moveaxis(Hs, 1, 0).reshape(-1, P, P)
+
+    def per_lam(H, lam, fu):
         if Kuu is not None:
             H = (Kuu - H) / lam
         HB = jnp.matmul(H, B, precision=HI)
@@ -164,7 +169,7 @@ def _woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
         M = eye - jnp.matmul(B.T, HB, precision=HI)
         return t + jnp.matmul(HB, jnp.linalg.solve(M, tdot(B, t)), precision=HI)
 
-    return jax.vmap(per_lam)(D, lams, F[:, idx])               # [L, P(, k)]
+    return jax.vmap(per_lam)(Hs, lams, F[:, idx])              # [L, P(, k)]
 
 
 def _refit_fold(graph, idx, mask, X, G, b, y, lams):
@@ -187,17 +192,18 @@ def _refit_fold(graph, idx, mask, X, G, b, y, lams):
     return jax.vmap(per_lam)(lams)
 
 
-def _over_folds(folds: Folds, m, L, out_shape, dtype, fold_fn):
+def _over_folds(folds: Folds, m, L, width, out_shape, dtype, fold_fn):
     """Runs ``fold_fn(P)(idx, mask) -> [L, P(, k)]`` over every padded fold of size
-    ``P`` (``lax.map`` over batches, ``vmap`` inside) and scatters the predictions
-    to ``[L, m(, k)]``."""
+    ``P`` (``lax.map`` over batches of about ``_BUDGET / ((L + width) P^2)`` folds,
+    ``vmap`` inside; ``width`` = columns of the fold's feature block) and scatters
+    the predictions to ``[L, m(, k)]``."""
     out = jnp.zeros(out_shape, dtype)
     for idx_b, mask_b in zip(folds.index, folds.mask):
         # chain the buckets: independent loops run concurrently on XLA:CPU's thread pool
         # and were seen to deadlock it (2 cores); this orders them
         idx_b, mask_b, out = lax.optimization_barrier((idx_b, mask_b, out))
         Fb, P = idx_b.shape
-        batch = max(1, min(Fb, _BUDGET // max(1, L * P * P)))
+        batch = max(1, min(Fb, _BUDGET // max(1, (L + width) * P * P)))
         chunks = -(-Fb // batch)
         pad = chunks * batch - Fb                 # inert folds (all masked) fill the last chunk
         idx_b = jnp.pad(idx_b, ((0, pad), (0, 0)))
@@ -259,7 +265,7 @@ def _holdout_primal_core(X, y, graph, lams, folds):
             return partial(_refit_fold, graph, X=X, G=G, b=b, y=y, lams=lams)
         return partial(_woodbury_fold, graph, Pfeat=Pf, D=D, lams=lams, F=F, y=y, K=None)
 
-    return _over_folds(folds, m, lams.shape[0], F.shape, X.dtype, fold_fn)
+    return _over_folds(folds, m, lams.shape[0], n, F.shape, X.dtype, fold_fn)
 
 
 def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> HoldOut:
@@ -305,7 +311,8 @@ def _holdout_dual_core(K, y, graph, lams, folds):
     F = jnp.einsum("mr,lr...->lm...", KSU, D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None],
                    precision=HI)
     one = partial(_woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=K)
-    return _over_folds(folds, K.shape[0], lams.shape[0], F.shape, K.dtype, lambda P: one)
+    m = K.shape[0]
+    return _over_folds(folds, m, lams.shape[0], m, F.shape, K.dtype, lambda P: one)
 
 
 def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> HoldOut:
