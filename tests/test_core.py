@@ -199,3 +199,18 @@ def test_caller_jit_and_vmap_still_work():
     np.testing.assert_allclose(grad, fd, rtol=1e-5)
     with pytest.raises(TypeError, match="scalar"):
         rj.rankrls_primal(X, y, g, lam=[1.0, 2.0])
+
+
+def test_xla_cpu_scheduler_flag_is_added_once_and_never_overrides_the_caller():
+    from rankjax._xla import _configure
+    env = {}
+    _configure(env)
+    assert env["XLA_FLAGS"] == "--xla_cpu_enable_concurrency_optimized_scheduler=false"
+    _configure(env)
+    assert env["XLA_FLAGS"].count("concurrency") == 1
+    mine = {"XLA_FLAGS": "--xla_cpu_enable_concurrency_optimized_scheduler=true --foo"}
+    _configure(mine)
+    assert mine["XLA_FLAGS"] == "--xla_cpu_enable_concurrency_optimized_scheduler=true --foo"
+    other = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    _configure(other)
+    assert other["XLA_FLAGS"].startswith("--xla_force_host_platform_device_count=4 --xla_cpu")
