@@ -23,7 +23,7 @@ from jax.experimental import sparse
 
 from functools import partial
 
-from ._checks import as_float_array, check_lam, check_matrix, is_concrete
+from ._checks import as_float_array, check_lam, check_matrix, check_symmetric, is_concrete
 from ._graph import Graph, check_graph
 from ._rankrls import LinearModel
 from ._ridge import HI
@@ -300,7 +300,7 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_erro
     X = _as_operator(X, "X")
     check_graph(graph, X.shape[0])
     y = _check_y(y, graph, "rankrls_cg")
-    check_lam(lam, allow_zero=True)
+    check_lam(lam, allow_zero=True, scalar=True)
     kw = _static_metric(metric, metric_kwargs)
     Xv, vdata = _criterion_args(valid, X.shape[1], "X_valid", metric, greater_is_better, kw)
     if Xv is not None:
@@ -385,8 +385,10 @@ def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise
     check_graph(graph)
     m = graph.num_rows
     K, kfn = _kernel_operator(K, m, "K")
+    if isinstance(K, jax.Array):
+        check_symmetric(K)
     y = _check_y(y, graph, "rankrls_cg_dual")
-    check_lam(lam, allow_zero=True)
+    check_lam(lam, allow_zero=True, scalar=True)
     kw = _static_metric(metric, metric_kwargs)
     Kv, vdata = _criterion_args(valid, m, "K_valid", metric, greater_is_better, kw)
     kvfn = None

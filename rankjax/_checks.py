@@ -59,7 +59,8 @@ def _finite(x, name: str) -> None:
 
 
 def as_float_array(x, name: str, finite: bool = False):
-    """Converts ``x`` to a floating jax array (integers are promoted, others rejected).
+    """Converts ``x`` to a floating jax array (integers are promoted to the default
+    float, float16/bfloat16 to float32; complex, bool and text are rejected).
 
     With ``finite`` NaN/inf is an error: host data is checked on the host before
     the transfer, a jax array by one device reduction."""
@@ -68,7 +69,7 @@ def as_float_array(x, name: str, finite: bool = False):
             raise TypeError(f"{name} must have a floating dtype, got {x.dtype}")
         if finite:
             _finite(x, name)
-        return x
+        return x.astype(jnp.float32) if jnp.finfo(x.dtype).bits < 32 else x
     if x is None:
         raise TypeError(f"{name} must be an array, got None")
     if not isinstance(x, jax.Array):
@@ -80,6 +81,8 @@ def as_float_array(x, name: str, finite: bool = False):
         _finite(x, name)
     if np.issubdtype(dtype, np.integer):
         return device_array(x, jnp.result_type(float))
+    if jnp.finfo(dtype).bits < 32:          # float16 / bfloat16: no LAPACK, computed in float32
+        return device_array(x, jnp.float32)
     return device_array(x)
 
 
@@ -133,6 +136,43 @@ def check_count(n, name: str, minimum: int = 1) -> int:
     if n < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {n}")
     return int(n)
+
+
+def check_indices(v, name: str, upper: int, ndim: int = 1):
+    """Row indices: an integer array of ``ndim`` dimensions, non-empty, every entry in
+    ``[0, upper)`` (checked when concrete: JAX gathers clamp out-of-range indices
+    silently). Returns an int32 device array."""
+    dtype = v.dtype if hasattr(v, "dtype") else np.asarray(v).dtype
+    if not np.issubdtype(dtype, np.integer):
+        raise TypeError(f"{name} must hold integer row indices, got dtype {dtype}")
+    if np.ndim(v) != ndim or np.size(v) == 0:
+        raise ValueError(f"{name} must be a non-empty {ndim}-D integer array, got shape {np.shape(v)}")
+    if is_concrete(v):
+        a = np.asarray(v)
+        if a.min() < 0 or a.max() >= upper:
+            raise ValueError(f"{name} holds row indices outside [0, {upper}): "
+                             f"min {a.min()}, max {a.max()}")
+    return device_array(v, jnp.int32)
+
+
+@jax.jit
+def _asymmetry(K):
+    return jnp.max(jnp.abs(K - K.T)), jnp.max(jnp.abs(K))
+
+
+def check_symmetric(K, name: str = "K"):
+    """A dense kernel matrix must be square and symmetric up to rounding
+    (``max|K - K^T| <= sqrt(eps) max|K|``; one device reduction, skipped on tracers).
+    Positive semi-definiteness is not checked (it costs a decomposition)."""
+    if K.ndim != 2 or K.shape[0] != K.shape[1]:
+        raise ValueError(f"{name} must be square [m, m], got {tuple(K.shape)}")
+    if is_concrete(K):
+        with jax.ensure_compile_time_eval():
+            diff, size = (float(v) for v in _asymmetry(K))
+        if diff > np.sqrt(np.finfo(K.dtype).eps) * size:
+            raise ValueError(f"{name} is not symmetric (max |K - K^T| = {diff:.3g}): "
+                             "pass a kernel matrix K(X, X)")
+    return K
 
 
 class Segments(NamedTuple):

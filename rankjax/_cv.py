@@ -26,7 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import device_array, check_matrix, is_concrete, segment_ids
+from ._checks import (as_float_array, check_indices, check_matrix, check_symmetric, device_array,
+                      is_concrete, segment_ids)
 from ._graph import Graph, check_graph, check_problem, global_graph
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import metric_sign
@@ -414,7 +415,8 @@ class PairHoldOut(NamedTuple):
 
 
 def differing_pairs(y) -> np.ndarray:
-    """``[p, 2]`` all pairs ``(i, j)``, ``i < j``, with ``y_i != y_j`` (host side).
+    """``[p, 2]`` all pairs ``(i, j)``, ``i < j``, with ``y_i != y_j``, in lexicographic
+    order (host side; memory O(m + p), time O(m × distinct labels + p log p)).
 
     Example:
       >>> differing_pairs([1, 0, 1]).tolist()
@@ -423,9 +425,24 @@ def differing_pairs(y) -> np.ndarray:
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError("y must be 1-D")
-    i, j = np.triu_indices(y.shape[0], 1)
-    keep = y[i] != y[j]
-    return np.stack([i[keep], j[keep]], 1).astype(np.int32)
+    m = y.shape[0]
+    labels, group = np.unique(y, return_inverse=True)
+    if labels.size == m:                          # all labels differ: every pair
+        return np.stack(np.triu_indices(m, 1), 1).astype(np.int32)
+    rows, cols = [], []
+    everyone = np.arange(m)
+    for g in range(labels.size):                  # O(m) per label + the output: memory O(m + p)
+        members = np.flatnonzero(group == g)
+        others = everyone[group != g]             # sorted
+        start = np.searchsorted(others, members)  # partners of i: others[start_i:] (all > i)
+        counts = others.size - start
+        total = int(counts.sum())
+        first = np.repeat(np.cumsum(counts) - counts - start, counts)
+        rows.append(np.repeat(members, counts))
+        cols.append(others[np.arange(total) - first])
+    i, j = np.concatenate(rows), np.concatenate(cols)
+    order = np.lexsort((j, i))
+    return np.stack([i[order], j[order]], 1).astype(np.int32)
 
 
 def positive_negative_pairs(y) -> np.ndarray:
@@ -492,15 +509,12 @@ def _lpo_core(Pf, sig, y, pairs, lams):
 
 
 def _check_pairs(pairs, m):
-    p = np.asarray(pairs) if is_concrete(pairs) else None
-    if np.ndim(pairs) != 2 or np.shape(pairs)[1] != 2 or np.shape(pairs)[0] == 0:
-        raise ValueError("pairs must be a non-empty [p, 2] integer array")
-    dtype = pairs.dtype if hasattr(pairs, "dtype") else p.dtype
-    if not np.issubdtype(dtype, np.integer):
-        raise TypeError("pairs must be an integer array")
-    if p is not None and (p.min() < 0 or p.max() >= m or np.any(p[:, 0] == p[:, 1])):
-        raise ValueError(f"pairs must hold two different row indices in [0, {m})")
-    return device_array(pairs, jnp.int32)
+    p = check_indices(pairs, "pairs", m, ndim=2)
+    if p.shape[1] != 2:
+        raise ValueError(f"pairs must be a [p, 2] integer array, got shape {p.shape}")
+    if is_concrete(pairs) and np.any(np.asarray(pairs)[:, 0] == np.asarray(pairs)[:, 1]):
+        raise ValueError("pairs must hold two different row indices")
+    return p
 
 
 def _check_lpo(M, y, pairs, lams, name):
@@ -543,8 +557,7 @@ def leave_pair_out_dual(K, y, pairs, *, lams) -> PairHoldOut:
       1.00
     """
     K, y, pairs, lams = _check_lpo(K, y, pairs, lams, "K")
-    if K.shape[0] != K.shape[1]:
-        raise ValueError(f"K must be square [m, m], got {tuple(K.shape)}")
+    check_symmetric(K)
     return PairHoldOut(lams, pairs, _lpo_dual_core(K, y, pairs, lams))
 
 
@@ -573,7 +586,8 @@ def leave_pair_out_primal(X, y, pairs, *, lams) -> PairHoldOut:
 def lpo_cindex(result: PairHoldOut, y):
     """Leave-pair-out concordance: the fraction of pairs with ``y_a != y_b`` whose
     hold-out predictions are ordered like the labels (ties count half); the AUC
-    for positive–negative pairs. ``[L]`` or ``[L, k]``.
+    for positive–negative pairs. ``[L]`` or ``[L, k]``. Pairs with equal labels are
+    not counted; when none differ the value is undefined (``ValueError``).
 
     Example:
       >>> import numpy as np, rankjax as rj
@@ -582,10 +596,17 @@ def lpo_cindex(result: PairHoldOut, y):
       >>> print(f"{float(rj.lpo_cindex(r, y)[0]):.2f}")
       1.00
     """
-    y = jnp.asarray(y)
+    y = as_float_array(y, "y", finite=True)
     p = result.pairs
+    if y.ndim not in (1, 2):
+        raise ValueError(f"y must be [m] or [m, k], got shape {y.shape}")
+    if is_concrete(p) and int(np.asarray(p).max()) >= y.shape[0]:
+        raise ValueError(f"y has {y.shape[0]} rows but the pairs index row {int(np.asarray(p).max())}")
     f = result.predictions                                   # [L, p, 2(, k)]
     dy = y[p[:, 0]] - y[p[:, 1]]                              # [p(, k)]
+    if is_concrete(dy) and not bool(jnp.all(jnp.any(dy != 0, axis=0))):
+        raise ValueError("no pair has different labels in y: the leave-pair-out concordance "
+                         "is undefined")
     df = f[:, :, 0] - f[:, :, 1]
     good = jnp.where(jnp.sign(df) == jnp.sign(dy), 1.0, jnp.where(df == 0, 0.5, 0.0))
     counted = (dy != 0).astype(good.dtype)

@@ -25,7 +25,7 @@ from jax import lax
 from jax.scipy.linalg import cho_solve, solve_triangular
 from jax.scipy.stats import norm
 
-from ._checks import as_float_array, check_matrix
+from ._checks import as_float_array, check_indices, check_matrix, check_symmetric
 from ._kernels import gaussian_kernel, kernel_matrix
 
 __all__ = ["PairwiseGP", "gp_pairwise_gaussian", "gp_pairwise_probit", "gp_predict",
@@ -66,16 +66,11 @@ class PairwiseGP(NamedTuple):
 
 def _check_pairs(K, head, tail):
     K = check_matrix(K, "K")
-    m = K.shape[0]
-    if K.shape != (m, m):
-        raise ValueError(f"K must be square [m, m], got {tuple(K.shape)}")
+    m = check_symmetric(K).shape[0]
+    check_indices(head, "head", m), check_indices(tail, "tail", m)
     h, t = np.asarray(head), np.asarray(tail)
-    if h.dtype.kind not in "iu" or t.dtype.kind not in "iu":
-        raise TypeError("head and tail must be integer row indices")
-    if h.ndim != 1 or h.shape != t.shape or h.size == 0:
-        raise ValueError("head and tail must be non-empty 1-D arrays of equal length")
-    if h.min() < 0 or t.min() < 0 or max(h.max(), t.max()) >= m:
-        raise ValueError(f"head/tail hold indices outside [0, {m})")
+    if h.shape != t.shape:
+        raise ValueError(f"head and tail differ in length: {h.shape[0]} vs {t.shape[0]}")
     if np.any(h == t):
         raise ValueError("a comparison joins an item to itself (head == tail)")
     return K, jnp.asarray(h), jnp.asarray(t)

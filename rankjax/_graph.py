@@ -650,7 +650,12 @@ def query_pair_counts(graph: QueryGraph, dtype=None) -> Array:
 def check_problem(X, y, graph, name: str = "X"):
     """Checks a learning problem at the public boundary: ``X`` a finite ``[m, n]``
     matrix (dense or BCOO), ``graph`` a graph on its ``m`` rows, ``y`` as the graph
-    wants it (``None`` for preference edges). Returns ``(X, y)``."""
+    wants it (``None`` for preference edges). Returns ``(X, y)`` in one dtype, the
+    promotion of theirs (float32 ``X`` with float64 ``y`` computes in float64)."""
     X = check_matrix(X, name)
     check_graph(graph, X.shape[0])
-    return X, graph.check_labels(y)
+    y = graph.check_labels(y)
+    if y is not None and y.dtype != X.dtype:        # one rule: numpy promotion of the inputs
+        dtype = jnp.result_type(X.dtype, y.dtype)
+        X, y = X.astype(dtype), y.astype(dtype)
+    return X, y

@@ -15,6 +15,8 @@ import numpy as np
 from jax import lax
 from jax.experimental import sparse
 
+from ._checks import check_count, check_lam
+
 __all__ = ["Kernel", "linear_kernel", "gaussian_kernel", "polynomial_kernel", "kernel_matrix"]
 
 _HI = lax.Precision.HIGHEST
@@ -58,9 +60,7 @@ def gaussian_kernel(gamma: float) -> Kernel:
       [[1.     0.3679]
        [0.3679 1.    ]]
     """
-    if isinstance(gamma, (int, float)) and not gamma > 0:
-        raise ValueError(f"gamma must be > 0, got {gamma}")
-    return Kernel("gaussian", gamma=gamma)
+    return Kernel("gaussian", gamma=check_lam(gamma, name="gamma", scalar=True))
 
 
 def polynomial_kernel(degree: int, gamma: float = 1.0, coef0: float = 1.0) -> Kernel:
@@ -70,8 +70,9 @@ def polynomial_kernel(degree: int, gamma: float = 1.0, coef0: float = 1.0) -> Ke
       >>> print(kernel_matrix(polynomial_kernel(2), jnp.array([[1., 2.]]), jnp.array([[3., 4.]])))
       [[144.]]
     """
-    if not isinstance(degree, int) or degree < 1:
-        raise ValueError(f"degree must be a positive int, got {degree!r}")
+    degree = check_count(degree, "degree")
+    gamma = check_lam(gamma, name="gamma", scalar=True)
+    coef0 = check_lam(coef0, name="coef0", scalar=True, allow_zero=True)   # >= 0: PSD kernel
     return Kernel("polynomial", gamma=gamma, coef0=coef0, degree=degree)
 
 

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import as_float_array, is_concrete, resolve_segments
+from ._checks import as_float_array, check_indices, is_concrete, resolve_segments
 from ._segments import count_sum as _count_sum, run_ids as _run_ids
 
 __all__ = ["Metric", "metric_sign", "PerQuery", "pairwise_error", "cindex", "auc", "disagreement_error",
@@ -266,8 +266,9 @@ def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[
 
     Args:
       scores, y, qid, num_queries: as in :func:`pairwise_error`.
-      k: cut-off (static int); ``None`` for the whole list.
-      gain: ``"exp2"`` (``2^y - 1``, default) or ``"linear"`` (``y``).
+      k: cut-off (static int; default 10, as the LETOR tools); ``None`` for the whole list.
+      gain: ``"exp2"`` (``2^y - 1``, default) or ``"linear"`` (``y``); labels must
+        be ``>= 0`` (``ValueError`` otherwise).
       ties: ``"average"`` (default): rows with equal scores share the mean gain
         of their group, i.e. the expected DCG over random tie-breaking;
         ``"stable"``: ties keep the input order.
@@ -283,11 +284,16 @@ def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[
     _check_k(k)
     if gain not in ("exp2", "linear"):
         raise ValueError(f"gain must be 'exp2' or 'linear', got {gain!r}")
-    if ties not in ("average", "stable"):
-        raise ValueError(f"ties must be 'average' or 'stable', got {ties!r}")
+    _check_ties(ties)
     if no_relevant not in _NO_RELEVANT:
         raise ValueError(f"no_relevant must be one of {_NO_RELEVANT}, got {no_relevant!r}")
     f, y, seg, Q, num = _prep(scores, y, qid, num_queries, per_query)
+    if is_concrete(y):
+        with jax.ensure_compile_time_eval():
+            negative = bool(jnp.any(y < 0))
+        if negative:
+            raise ValueError("ndcg needs graded relevance labels y >= 0 (gains 2^y - 1 or y); "
+                             "shift or clip the labels, e.g. -1/+1 to 0/1")
     return _ndcg(f, y, seg, Q, num, per_query, f.shape[0] if k is None else k, gain, ties,
                  no_relevant)
 
@@ -302,7 +308,13 @@ def _ndcg(f, y, seg, Q, num, per_query, kk, gain, ties, no_relevant):
 def _ndcg_core(f, y, seg, Q, kk, gain, ties):
     """Per-query NDCG@kk values and the has-a-relevant-document mask."""
     m = f.shape[0]
-    g = jnp.exp2(y) - 1 if gain == "exp2" else y
+    if gain == "exp2":
+        # 2^y - 1 scaled by 2^-max_q(y) in each query (the ratio DCG/IDCG is unchanged):
+        # no overflow for large labels, e.g. y > 127 in float32
+        top = jax.ops.segment_max(y, seg, num_segments=Q)[seg]
+        g = jnp.exp2(y - top) - jnp.exp2(-top)
+    else:
+        g = y
 
     def discount(rank):
         return jnp.where(rank < kk, 1 / jnp.log2(rank.astype(f.dtype) + 2), 0)
@@ -322,39 +334,60 @@ def _ndcg_core(f, y, seg, Q, kk, gain, ties):
     return jnp.where(has_rel, dcg / jnp.where(has_rel, idcg, 1), 0), has_rel
 
 
-def _relevance_metric(scores, y, qid, num_queries, threshold, no_relevant, per_query, k):
+def _check_ties(ties):
+    if ties not in ("average", "stable"):
+        raise ValueError(f"ties must be 'average' or 'stable', got {ties!r}")
+
+
+def _relevance_metric(scores, y, qid, num_queries, threshold, no_relevant, per_query, k, ties):
+    _check_ties(ties)
     if no_relevant not in _NO_RELEVANT:
         raise ValueError(f"no_relevant must be one of {_NO_RELEVANT}, got {no_relevant!r}")
     if not np.isscalar(threshold) and np.ndim(threshold) != 0:
         raise TypeError(f"threshold must be a scalar, got shape {np.shape(threshold)}")
     f, y, seg, Q, num = _prep(scores, y, qid, num_queries, per_query)
-    return _relevance(f, y, seg, threshold, Q, num, per_query, no_relevant, k)
+    return _relevance(f, y, seg, threshold, Q, num, per_query, no_relevant, k, ties)
 
 
-@partial(jax.jit, static_argnums=tuple(range(4, 9)))
-def _relevance(f, y, seg, threshold, Q, num, per_query, no_relevant, k):
-    """MAP (``k is None``) or P@k over rows ranked by descending score (ties: input order)."""
-    s_seg, _, s_idx, rank = _ranked(f, seg, Q)
+@partial(jax.jit, static_argnums=tuple(range(4, 10)))
+def _relevance(f, y, seg, threshold, Q, num, per_query, no_relevant, k, ties):
+    """MAP (``k is None``) or P@k over rows ranked by descending score; score ties
+    averaged over their random orderings (``"average"``) or in input order."""
+    m = f.shape[0]
+    s_seg, s_negf, s_idx, rank = _ranked(f, seg, Q)
     rel = (y[s_idx] >= threshold).astype(f.dtype)
     n_rel = jax.ops.segment_sum(rel, s_seg, num_segments=Q)
     has_rel = n_rel > 0
+    # relevant rows before each position within its query: global cumsum minus query offset
+    before = jnp.cumsum(rel) - rel - (jnp.cumsum(n_rel) - n_rel)[s_seg]
+    pos = rank.astype(f.dtype)
+    if ties == "average":
+        rid = _run_ids(s_seg, s_negf)                 # tie groups, in ranked order
+        n_g = jax.ops.segment_sum(jnp.ones(m, f.dtype), rid, num_segments=m)[rid]
+        r_g = jax.ops.segment_sum(rel, rid, num_segments=m)[rid]
+        r_before = jax.ops.segment_min(before, rid, num_segments=m)[rid]
+        j = pos - jax.ops.segment_min(pos, rid, num_segments=m)[rid]
+        p_rel = r_g / n_g
+        # E[#relevant in the top pos+1 | this position relevant] (McSherry & Najork 2008)
+        hits = r_before + 1 + j * (r_g - 1) / jnp.maximum(n_g - 1, 1)
+    else:
+        p_rel, hits = rel, before + 1
     if k is None:
-        # relevant rows up to each position within its query: global cumsum minus query offset
-        within = jnp.cumsum(rel) - (jnp.cumsum(n_rel) - n_rel)[s_seg]
-        prec = within / (rank.astype(f.dtype) + 1)
-        ap = jax.ops.segment_sum(prec * rel, s_seg, num_segments=Q)
+        ap = jax.ops.segment_sum(p_rel * hits / (pos + 1), s_seg, num_segments=Q)
         values = jnp.where(has_rel, ap / jnp.where(has_rel, n_rel, 1), 0)
     else:
-        values = jax.ops.segment_sum(rel * (rank < k), s_seg, num_segments=Q) / k
+        values = jax.ops.segment_sum(p_rel * (rank < k), s_seg, num_segments=Q) / k
     values, valid = _apply_no_relevant(values, has_rel, no_relevant)
     return _finish(values, valid & _present(seg, Q), per_query, num)
 
 
 def mean_average_precision(scores, y, qid=None, *, num_queries: Optional[int] = None,
-                           threshold: float = 1.0, no_relevant: str = "skip",
+                           threshold: float = 1.0, ties: str = "average", no_relevant: str = "skip",
                            per_query: bool = False):
     """Mean average precision; a row is relevant when ``y >= threshold``
-    (OHSUMED: ``threshold=2``, Pahikkala et al. 2007 §3.1). Score ties keep the input order.
+    (OHSUMED: ``threshold=2``, Pahikkala et al. 2007 §3.1). Score ties: ``"average"``
+    (default) gives the expected AP over random orderings of the tied rows (McSherry &
+    Najork 2008), so the input order never matters; ``"stable"`` keeps the input order.
 
     ``AP = 1/R sum_{relevant r} (#relevant in top r+1) / (r + 1)``; queries with no
     relevant row are handled by ``no_relevant`` (see :func:`ndcg`).
@@ -363,14 +396,17 @@ def mean_average_precision(scores, y, qid=None, *, num_queries: Optional[int] = 
       >>> print(f"{float(mean_average_precision([3., 2., 1.], [0, 1, 1])):.4f}")
       0.5833
     """
-    return _relevance_metric(scores, y, qid, num_queries, threshold, no_relevant, per_query, None)
+    return _relevance_metric(scores, y, qid, num_queries, threshold, no_relevant, per_query, None,
+                             ties)
 
 
 def precision_at_k(scores, y, qid=None, *, num_queries: Optional[int] = None, k: int = 10,
-                   threshold: float = 1.0, no_relevant: str = "skip", per_query: bool = False):
+                   threshold: float = 1.0, ties: str = "average", no_relevant: str = "skip",
+                   per_query: bool = False):
     """P@k: relevant rows (``y >= threshold``) among the top ``k``, divided by ``k``
-    (also for queries shorter than ``k``, as the LETOR evaluation tool). Score ties
-    keep the input order.
+    (also for queries shorter than ``k``, as the LETOR evaluation tool). Score ties:
+    ``"average"`` (default, the expectation over random orderings of tied rows) or
+    ``"stable"`` (input order).
 
     Example:
       >>> print(f"{float(precision_at_k([3., 2., 1.], [0, 1, 1], k=2)):.4f}")
@@ -379,7 +415,7 @@ def precision_at_k(scores, y, qid=None, *, num_queries: Optional[int] = None, k:
     _check_k(k)
     if k is None:
         raise ValueError("k must be a positive int")
-    return _relevance_metric(scores, y, qid, num_queries, threshold, no_relevant, per_query, k)
+    return _relevance_metric(scores, y, qid, num_queries, threshold, no_relevant, per_query, k, ties)
 
 
 class Metric:
@@ -446,10 +482,12 @@ def edge_disagreement_error(scores, head, tail):
       >>> print(f"{float(edge_disagreement_error([1., 2., 2.], [1, 0, 2], [0, 2, 1])):.4f}")
       0.6667
     """
-    f = as_float_array(scores, "scores")
-    h, t = jnp.asarray(head), jnp.asarray(tail)
-    if h.shape != t.shape or h.ndim != 1 or h.shape[0] == 0:
-        raise ValueError("head and tail must be non-empty 1-D arrays of equal length")
+    f = as_float_array(scores, "scores", finite=True)
+    if f.ndim != 1:
+        raise ValueError(f"scores must be 1-D [m], got shape {f.shape}")
+    h, t = check_indices(head, "head", f.shape[0]), check_indices(tail, "tail", f.shape[0])
+    if h.shape != t.shape:
+        raise ValueError(f"head and tail differ in length: {h.shape[0]} vs {t.shape[0]}")
     return jnp.mean((f[h] <= f[t]).astype(f.dtype))
 
 

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import (as_float_array, check_lam, check_matrix, check_targets, device_array,
-                      resolve_segments)
+                      is_concrete, resolve_segments)
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import metric_sign
@@ -313,8 +313,9 @@ def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: O
       **metric_kwargs: passed to the metric (``k=10``, ``threshold=2``, ...).
 
     Returns:
-      :class:`Selection`. Ties go to the first (smallest-index) λ; NaN values
-      (no valid query) are never chosen.
+      :class:`Selection`. Ties go to the first (smallest-index) λ; a λ whose scores
+      hold NaN/inf, or whose metric is undefined (no valid query), scores NaN in the
+      table and is never chosen; when every λ is NaN, ``ValueError`` (outside jit).
 
     Example:
       >>> import numpy as np, rankjax as rj
@@ -340,13 +341,23 @@ def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: O
         hash(kw)
         hash(metric)
     except TypeError:
-        return _selection(lams, scores, y, seg, metric, Q, kw, sign)
-    return _selection_jit(lams, scores, y, seg, metric, Q, kw, sign)
+        sel = _selection(lams, scores, y, seg, metric, Q, kw, sign)
+    else:
+        sel = _selection_jit(lams, scores, y, seg, metric, Q, kw, sign)
+    if is_concrete(sel.table):
+        with jax.ensure_compile_time_eval():
+            undefined = bool(jnp.any(jnp.all(jnp.isnan(sel.table), axis=0)))
+        if undefined:
+            raise ValueError("the metric is undefined (NaN) for every λ: the scores are not finite "
+                             "or no query has a pair / relevant document to score")
+    return sel
 
 
 def _selection(lams, scores, y, seg, metric, Q, kw, sign):
     def one(f, yy):
-        return metric(f, yy, seg, num_queries=Q, **dict(kw))
+        # scores with NaN/inf (a diverged λ) score NaN and are never selected
+        value = metric(f, yy, seg, num_queries=Q, **dict(kw))
+        return jnp.where(jnp.all(jnp.isfinite(f)), value, jnp.nan)
 
     if scores.ndim == 2:
         yy = y if y.ndim == 1 else y[:, 0]

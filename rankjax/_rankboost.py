@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import device_array, check_matrix
+from ._checks import check_count, check_matrix, device_array
 from ._ranksvm import rank_levels
 from ._segments import bucket, seg_scan
 
@@ -37,6 +37,7 @@ class RankBoostModel(NamedTuple):
     threshold: jax.Array
     alpha: jax.Array
     r: jax.Array
+    num_features: int = -1          # columns of the training X (-1: not recorded)
 
     def predict(self, X):
         return rankboost_predict(self, X)
@@ -98,8 +99,8 @@ def rankboost(X, y, qid=None, *, rounds: int = 100, num_thresholds: int = 32) ->
     lv = rank_levels(y, qid)
     if lv.seg.shape[0] != X.shape[0]:
         raise ValueError(f"y has {lv.seg.shape[0]} rows but X has {X.shape[0]}")
-    if rounds < 1 or num_thresholds < 1:
-        raise ValueError("rounds and num_thresholds must be >= 1")
+    rounds = check_count(rounds, "rounds")
+    num_thresholds = check_count(num_thresholds, "num_thresholds")
     seg, level = np.asarray(lv.seg), np.asarray(lv.level)
     keys = seg.astype(np.int64) * (int(level.max()) + 1) + level
     uniq, group = np.unique(keys, return_inverse=True)
@@ -113,9 +114,10 @@ def rankboost(X, y, qid=None, *, rounds: int = 100, num_thresholds: int = 32) ->
     group_query = np.r_[group_query, np.zeros(pad, np.int32)]
     T, bins = _thresholds(X, num_thresholds)
     dtype = jnp.result_type(float)
-    return _boost(device_array(bins), device_array(T, dtype), device_array(group.astype(np.int32)),
-                 device_array(group_start), device_array(group_query), device_array(seg),
-                 G, Q, int(rounds))
+    model = _boost(device_array(bins), device_array(T, dtype), device_array(group.astype(np.int32)),
+                   device_array(group_start), device_array(group_query), device_array(seg),
+                   G, Q, rounds)
+    return model._replace(num_features=int(X.shape[1]))
 
 
 def _boost_impl(bins, T, group, group_start, group_query, seg, G, Q, rounds):
@@ -156,6 +158,10 @@ def rankboost_predict(model: RankBoostModel, X):
     """
     X = check_matrix(X)
     X = X.todense() if hasattr(X, "todense") else X
+    if isinstance(model.num_features, int) and model.num_features >= 0:
+        if X.shape[1] != model.num_features:
+            raise ValueError(f"X has {X.shape[1]} features but the model was trained on "
+                             f"{model.num_features}")
     used = int(np.max(np.asarray(model.feature))) + 1 if model.feature.size else 0
     if X.shape[1] < used:
         raise ValueError(f"X has {X.shape[1]} features but the model uses feature {used - 1}")

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import sparse
 
-from ._checks import check_lam, check_matrix
+from ._checks import check_lam, check_matrix, check_symmetric
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._ridge import HI, dual_system, primal_system, ridge_solve
@@ -131,9 +131,7 @@ def check_kernel_matrix(K, y, graph, name: str = "K"):
     if isinstance(K, sparse.BCOO):
         raise TypeError(f"{name} must be a dense kernel matrix")
     K, y = check_problem(K, y, graph, name)
-    if K.shape[0] != K.shape[1]:
-        raise ValueError(f"{name} must be square [m, m], got {tuple(K.shape)}")
-    return K, y
+    return check_symmetric(K, name), y
 
 
 @jax.jit

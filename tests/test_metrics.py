@@ -1,3 +1,4 @@
+import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -84,11 +85,36 @@ def test_ndcg_matches_sklearn(rng):
 @pytest.mark.parametrize("threshold", [1.0, 2.0])
 def test_map_and_precision_equal_brute_force(rng, threshold):
     f, y, qid = data(rng)
-    got = float(rj.mean_average_precision(f, y, qid, threshold=threshold))
+    got = float(rj.mean_average_precision(f, y, qid, threshold=threshold, ties="stable"))
     assert abs(got - ref.average_precision(f, y, qid, threshold)) < 1e-12
     for k in (1, 3, 10):
-        got = float(rj.precision_at_k(f, y, qid, k=k, threshold=threshold))
+        got = float(rj.precision_at_k(f, y, qid, k=k, threshold=threshold, ties="stable"))
         assert abs(got - ref.average_precision(f, y, qid, threshold, k=k)) < 1e-12
+
+
+def test_map_and_precision_average_ties_equal_the_mean_over_all_orderings(rng):
+    # queries of <= 6 rows with heavy score ties: the tie-averaged value is the mean of the
+    # stable value over every permutation of the input order (uniform tie-breaking)
+    import itertools
+    for trial in range(6):
+        n = int(rng.integers(2, 7))
+        f = rng.integers(0, 2, n).astype(float)
+        y = rng.integers(0, 3, n).astype(float)
+        if not (y >= 1).any():
+            y[0] = 1.0
+        for k in (None, 1, 2, 4):
+            vals = []
+            for perm in itertools.permutations(range(n)):
+                p = np.array(perm)
+                vals.append(ref.average_precision(f[p], y[p], None, 1.0, k=k))
+            fn = (rj.mean_average_precision if k is None
+                  else functools.partial(rj.precision_at_k, k=k))
+            assert abs(float(fn(f, y)) - np.mean(vals)) < 1e-12, (f, y, k)
+    # input order no longer matters: a constant scorer on a file sorted by label
+    y = np.array([1, 1, 0, 0.])
+    assert float(rj.mean_average_precision(np.zeros(4), y)) == float(
+        rj.mean_average_precision(np.zeros(4), y[::-1]))
+    assert float(rj.precision_at_k(np.zeros(4), y, k=2)) == 0.5
 
 
 def test_edge_disagreement(rng):

@@ -152,6 +152,7 @@ def test_select_lambda_table_and_choice(rng):
     Xv, yv, _, qv = data(np.random.default_rng(5), k=3)
     p = rj.rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS, X_valid=Xv)
     for metric, kw in [(rj.ndcg, dict(k=5)), (rj.pairwise_error, {})]:
+        yv = yv - yv.min()                   # graded relevance >= 0 (ndcg requires it)
         sel = rj.select_lambda(LAMS, p.valid_scores, yv, qv, metric=metric, **kw)
         assert sel.table.shape == (len(LAMS), 3)
         for i in range(len(LAMS)):
