@@ -4,7 +4,9 @@ normalisation. numpy/scipy only, no jit.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -39,6 +41,44 @@ def _open(path):
     return open(os.fspath(path), "r", encoding="utf-8")
 
 
+@contextlib.contextmanager
+def _atomic(path, mode="w"):
+    """Writes to a temporary file beside ``path`` and renames it over ``path`` only
+    when everything was written: a failed write leaves the old file intact."""
+    path = os.fspath(path)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
+                               prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
+            yield fh
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _integers(v, name: str) -> np.ndarray:
+    """Integer-valued input (ints, or floats without a fractional part) as int64;
+    anything else is an error (never truncated)."""
+    a = np.asarray(v)
+    if a.dtype.kind in "iu":
+        return a.astype(np.int64)
+    if a.dtype.kind != "f" or not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
+        raise ValueError(f"{name} must hold integers, got values like {a.ravel()[:3].tolist()}")
+    if a.size and np.max(np.abs(a)) >= 2.0 ** 63:
+        raise ValueError(f"{name} holds values outside the int64 range")
+    return a.astype(np.int64)
+
+
+def _dense_limit() -> int:
+    """Bytes a dense read may allocate: half the available memory (4 GiB if unknown)."""
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError, AttributeError):
+        return 4 << 30
+
+
 def read_svmlight(path, *, num_features: Optional[int] = None, sparse: bool = False,
                   query_file="auto", zero_based: bool = False, dtype=np.float64) -> Dataset:
     """Reads an SVMlight / LETOR file ``<label> [qid:<id>] <index>:<value> ... [# comment]``.
@@ -50,7 +90,9 @@ def read_svmlight(path, *, num_features: Optional[int] = None, sparse: bool = Fa
       path: the file.
       num_features: number of columns; the largest index in the file when None
         (an index beyond a given ``num_features`` is an error).
-      sparse: return ``X`` as ``scipy.sparse.csr_matrix`` instead of dense.
+      sparse: return ``X`` as ``scipy.sparse.csr_matrix`` instead of dense (memory
+        O(nnz); a dense ``X`` that would not fit in half the available memory is a
+        ``ValueError`` naming its size).
       query_file: group-size file (LightGBM ``*.query``) giving the query of
         each row when the file has no ``qid:``; ``"auto"`` uses ``path + ".query"``
         if it exists; ``None`` never.
@@ -99,9 +141,12 @@ def read_svmlight(path, *, num_features: Optional[int] = None, sparse: bool = Fa
                 raise bad("some lines have qid: and some do not")
             if line_has_qid:
                 try:
-                    qids.append(int(rest[0][4:]))
+                    q = int(rest[0][4:])
                 except ValueError:
                     raise bad("qid is not an integer") from None
+                if not -(1 << 63) <= q < (1 << 63):
+                    raise bad("qid is outside the int64 range")
+                qids.append(q)
                 rest = rest[1:]
             r = len(labels)
             last = -1
@@ -115,6 +160,8 @@ def read_svmlight(path, *, num_features: Optional[int] = None, sparse: bool = Fa
                     raise bad(f"bad feature token {tok!r}")
                 if j < 0:
                     raise bad(f"feature index {idx} is below {base}")
+                if j >= 1 << 31:
+                    raise bad(f"feature index {idx} is beyond 2^31")
                 if not np.isfinite(v):
                     raise bad(f"feature {idx} is not finite")
                 if j <= last:
@@ -147,7 +194,13 @@ def read_svmlight(path, *, num_features: Optional[int] = None, sparse: bool = Fa
             raise ValueError(f"query_file {gpath} does not exist")
         else:
             qid = np.zeros(m, np.int64)
-    return Dataset(X if sparse else X.toarray(), np.asarray(labels), qid, comments)
+    if not sparse:
+        need = m * n * np.dtype(dtype).itemsize
+        if need > _dense_limit():
+            raise ValueError(f"{path}: a dense X of {m} x {n} needs {need / 2**30:.1f} GiB; "
+                             "read it with sparse=True")
+        X = X.toarray()
+    return Dataset(X, np.asarray(labels), qid, comments)
 
 
 def _fmt(v: float) -> str:
@@ -171,10 +224,16 @@ def write_svmlight(path, X, y, qid=None, comments=None, *, zero_based: bool = Fa
     m = Xc.shape[0]
     if y.shape != (m,):
         raise ValueError(f"y must have shape [{m}], got {y.shape}")
-    if qid is not None and np.asarray(qid).shape != (m,):
-        raise ValueError(f"qid must have shape [{m}]")
+    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(Xc.data))):
+        raise ValueError("X and y must be finite to be written")
+    if qid is not None:
+        qid = _integers(qid, "qid")
+        if qid.shape != (m,):
+            raise ValueError(f"qid must have shape [{m}], got {qid.shape}")
+    if comments is not None and len(comments) != m:
+        raise ValueError(f"comments must have {m} entries, got {len(comments)}")
     base = 0 if zero_based else 1
-    with open(os.fspath(path), "w", encoding="utf-8") as fh:
+    with _atomic(path) as fh:
         for i in range(m):
             parts = [_fmt(y[i])]
             if qid is not None:
@@ -223,8 +282,16 @@ def write_groups(path, sizes) -> None:
       >>> write_groups(p, [4, 1]); p.read_text()
       '4\\n1\\n'
     """
-    with open(os.fspath(path), "w", encoding="utf-8") as fh:
+    sizes = _group_sizes(sizes)
+    with _atomic(path) as fh:
         fh.writelines(f"{int(s)}\n" for s in sizes)
+
+
+def _group_sizes(sizes) -> np.ndarray:
+    sizes = _integers(sizes, "sizes")
+    if sizes.ndim != 1 or np.any(sizes < 1):
+        raise ValueError("sizes must be a 1-D array of query sizes >= 1")
+    return sizes
 
 
 def groups_to_qid(sizes) -> np.ndarray:
@@ -234,7 +301,7 @@ def groups_to_qid(sizes) -> np.ndarray:
       >>> groups_to_qid([2, 1, 3]).tolist()
       [0, 0, 1, 2, 2, 2]
     """
-    sizes = np.asarray(sizes, np.int64)
+    sizes = _group_sizes(sizes)
     return np.repeat(np.arange(sizes.shape[0]), sizes)
 
 
@@ -300,9 +367,13 @@ def write_preferences(path, head, tail, magnitude=None) -> None:
       >>> write_preferences(p, [0], [1], [0.5]); p.read_text()
       '0 1 0.5\\n'
     """
-    head, tail = np.asarray(head), np.asarray(tail)
-    mag = np.ones(head.shape[0]) if magnitude is None else np.asarray(magnitude)
-    with open(os.fspath(path), "w", encoding="utf-8") as fh:
+    head, tail = _integers(head, "head"), _integers(tail, "tail")
+    mag = np.ones(head.shape[0]) if magnitude is None else np.asarray(magnitude, np.float64)
+    if head.ndim != 1 or head.shape != tail.shape or mag.shape != head.shape:
+        raise ValueError("head, tail and magnitude must be 1-D of one length")
+    if np.any(head < 0) or np.any(tail < 0) or not np.all(np.isfinite(mag)):
+        raise ValueError("head/tail must be row indices >= 0 and magnitude finite")
+    with _atomic(path) as fh:
         fh.writelines(f"{int(a)} {int(b)} {_fmt(c)}\n" for a, b, c in zip(head, tail, mag))
 
 
@@ -317,6 +388,8 @@ def normalize_per_query(X, qid) -> np.ndarray:
       [[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]]
     """
     X = np.asarray(X.toarray() if sp.issparse(X) else X, np.float64)
+    if not np.all(np.isfinite(X)):
+        raise ValueError("X contains NaN or inf values")
     s = segment_ids(qid)
     if s.seg.shape[0] != X.shape[0]:
         raise ValueError(f"qid has {s.seg.shape[0]} rows, X has {X.shape[0]}")
@@ -341,13 +414,20 @@ def to_bcoo(X, dtype=None):
     if not sp.issparse(X):
         return jsparse.BCOO.fromdense(jnp.asarray(X, dtype))
     C = sp.coo_matrix(X)
+    if max(C.shape) >= 1 << 31:
+        raise ValueError(f"X of shape {C.shape} has indices beyond int32 (BCOO stores int32)")
     idx = np.stack([C.row, C.col], axis=1).astype(np.int32)
     data = jnp.asarray(C.data, dtype)
     return jsparse.BCOO((data, jnp.asarray(idx)), shape=C.shape)
 
 
+MODEL_FORMAT = "rankjax-linear-model"
+MODEL_VERSION = 1
+
+
 def save_model(path, weights, **meta) -> None:
-    """Saves linear weights ``[n]`` or ``[n, k]`` and scalar metadata to ``.npz``.
+    """Saves linear weights ``[n]`` or ``[n, k]`` and scalar metadata (str, bool, int,
+    float) to ``.npz``, with a format name and version; the file is replaced atomically.
 
     Example:
       >>> import tempfile, pathlib
@@ -356,15 +436,25 @@ def save_model(path, weights, **meta) -> None:
       >>> w, meta = load_model(p); w.tolist(), meta
       ([0.5, -1.0], {'lam': 10.0})
     """
-    arrays = {"weights": np.asarray(weights)}
+    w = np.asarray(weights)
+    if w.dtype.kind != "f" or w.ndim not in (1, 2) or not np.all(np.isfinite(w)):
+        raise ValueError(f"weights must be a finite float array [n] or [n, k], got {w.dtype} "
+                         f"{w.shape}")
+    arrays = {"weights": w, "format": np.asarray(MODEL_FORMAT), "version": np.asarray(MODEL_VERSION)}
     for k, v in meta.items():
+        if isinstance(v, np.generic):
+            v = v.item()
+        if not isinstance(v, (str, bool, int, float)):
+            raise TypeError(f"metadata {k!r} must be a str, bool, int or float, got "
+                            f"{type(v).__name__}")
         arrays[f"meta_{k}"] = np.asarray(v)
-    with open(os.fspath(path), "wb") as fh:
+    with _atomic(path, "wb") as fh:
         np.savez(fh, **arrays)
 
 
 def load_model(path):
-    """Loads what :func:`save_model` wrote: ``(weights, meta_dict)``.
+    """Loads what :func:`save_model` wrote: ``(weights, meta_dict)``. A file that is
+    not a rankjax model, is damaged, or has another format version is a ``ValueError``.
 
     Example:
       >>> import tempfile, pathlib
@@ -373,9 +463,22 @@ def load_model(path):
       >>> load_model(p)[1]
       {'graph': 'normalized'}
     """
-    with np.load(os.fspath(path)) as z:
-        if "weights" not in z:
-            raise ValueError(f"{path} is not a rankjax model file (no 'weights')")
-        meta = {k[5:]: z[k].item() if z[k].ndim == 0 else z[k] for k in z.files
-                if k.startswith("meta_")}
-        return z["weights"], meta
+    import zipfile
+    try:
+        with np.load(os.fspath(path), allow_pickle=False) as z:
+            files = set(z.files)
+            if not {"weights", "format", "version"} <= files or str(z["format"]) != MODEL_FORMAT:
+                raise ValueError(f"{path} is not a rankjax model file")
+            if int(z["version"]) != MODEL_VERSION:
+                raise ValueError(f"{path} is a rankjax model of format version {int(z['version'])}; "
+                                 f"this rankjax reads version {MODEL_VERSION}")
+            meta = {k[5:]: z[k].item() for k in z.files if k.startswith("meta_")}
+            return z["weights"], meta
+    except (zipfile.BadZipFile, EOFError, OSError, KeyError) as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise ValueError(f"{path} is not a readable rankjax model file ({type(e).__name__})") from None
+    except ValueError as e:
+        if "rankjax" in str(e):
+            raise
+        raise ValueError(f"{path} is not a readable rankjax model file ({e})") from None

@@ -1,4 +1,7 @@
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -39,8 +42,65 @@ def test_lambdarank_ndcg10_reaches_072(tmp_path, capsys):
     assert res["ndcg@10"] >= 0.72
 
 
-def test_cli_argument_errors(tmp_path):
-    with pytest.raises(SystemExit):
-        cli.main(["--train", "x.txt"])
-    with pytest.raises(SystemExit):
-        cli.main(["--lams", "0", "1"])
+def _console(*args, cwd=None):
+    """The installed console script (``python -m rankjax`` if it is not on the path)."""
+    script = os.path.join(os.path.dirname(sys.executable), "rankjax")
+    cmd = [script] if os.path.exists(script) else [sys.executable, "-m", "rankjax"]
+    return subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300)
+
+
+def _one_line_error(r, *words):
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rankjax: error: "), r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    from rankjax import io
+    from rankjax._synthetic import make_ranking_data
+    d = tmp_path_factory.mktemp("cli")
+    tr, te = make_ranking_data(8, num_features=4, seed=1), make_ranking_data(4, num_features=6, seed=2)
+    io.write_svmlight(d / "train.txt", tr.X, tr.y, tr.qid)
+    io.write_svmlight(d / "wide.txt", te.X, te.y, te.qid)
+    io.write_svmlight(d / "noqid.txt", tr.X, tr.y)
+    (d / "bad.txt").write_text("1 qid:1 1:0.5\nnot-a-label qid:1 2:1\n")
+    io.save_model(d / "m.npz", np.ones(4), lam=1.0)
+    (d / "junk.npz").write_bytes(b"not a zip file")
+    return d
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--train", "{d}/train.txt"], ["--train and --test"]),
+    (["--lams", "0", "1"], ["--lams"]),
+    (["--valid-fraction", "0"], ["--valid-fraction"]),
+    (["--valid-fraction", "1.5"], ["--valid-fraction"]),
+    (["--predict", "{d}/train.txt", "--output", "{d}/s.txt"], ["--load"]),
+    (["--load", "{d}/m.npz"], ["--predict"]),
+    (["--train", "{d}/missing.txt", "--test", "{d}/train.txt"], ["missing.txt", "no such file"]),
+    (["--train", "{d}/bad.txt", "--test", "{d}/train.txt"], ["line 2"]),
+    (["--train", "{d}/train.txt", "--test", "{d}/wide.txt"], ["num_features"]),
+    (["--train", "{d}/noqid.txt", "--test", "{d}/train.txt"], ["one query"]),
+    (["--train", "{d}/train.txt", "--test", "{d}/train.txt", "--save", "{d}/nodir/m.npz"],
+     ["--save", "does not exist"]),
+    (["--load", "{d}/m.npz", "--predict", "{d}/train.txt", "--output", "{d}"], ["directory"]),
+    (["--load", "{d}/junk.npz", "--predict", "{d}/train.txt"], ["not a readable rankjax model"]),
+    (["--load", "{d}/m.npz", "--predict", "{d}/wide.txt"], ["num_features"]),
+    (["--no-such-flag"], ["unrecognized"]),
+])
+def test_console_script_errors_are_one_line_with_status_2(files, args, words):
+    r = _console(*[a.format(d=files) for a in args], cwd=files)
+    _one_line_error(r, *words)
+    assert not (files / "rankjax_model.npz").exists()
+    assert not (files / "s.txt").exists()
+
+
+def test_default_run_writes_no_file(tmp_path):
+    r = _console("--lams", "1", "100", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert list(tmp_path.iterdir()) == []
+    assert "model not saved" in r.stdout

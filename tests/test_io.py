@@ -89,3 +89,72 @@ def test_normalize_per_query_and_bcoo(rng):
         np.testing.assert_allclose(rows.max(0), 1)
     B = io.to_bcoo(sp.csr_matrix(np.where(X > 0, X, 0)))
     np.testing.assert_array_equal(np.asarray(B.todense()), np.where(X > 0, X, 0))
+
+
+def test_failed_writes_leave_the_old_file_intact(tmp_path):
+    p = tmp_path / "d.txt"
+    io.write_svmlight(p, np.ones((2, 2)), [1.0, 0.0], qid=[1, 1])
+    before = p.read_text()
+    with pytest.raises(ValueError, match="finite"):
+        io.write_svmlight(p, np.array([[np.nan, 1.0], [0.0, 1.0]]), [1.0, 0.0], qid=[1, 1])
+    with pytest.raises(ValueError, match="qid must hold integers"):
+        io.write_svmlight(p, np.ones((2, 2)), [1.0, 0.0], qid=[1.5, 2.0])
+    assert p.read_text() == before
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["d.txt"]      # no temporary left
+    m = tmp_path / "m.npz"
+    io.save_model(m, np.ones(3), lam=1.0)
+    with pytest.raises(TypeError, match="'note'"):
+        io.save_model(m, np.zeros(3), note=None)
+    with pytest.raises(TypeError, match="'cfg'"):
+        io.save_model(m, np.zeros(3), cfg={"a": 1})
+    np.testing.assert_array_equal(io.load_model(m)[0], np.ones(3))
+    with pytest.raises(ValueError, match="integers"):
+        io.write_groups(tmp_path / "g.query", [2.5, 1])
+    with pytest.raises(ValueError, match="integers"):
+        io.groups_to_qid([2.5])
+    with pytest.raises(ValueError, match="integers"):
+        io.write_preferences(tmp_path / "p.txt", [0.5], [1])
+
+
+def test_model_files_carry_a_format_version(tmp_path):
+    m = tmp_path / "m.npz"
+    io.save_model(m, np.ones(3), lam=1.0)
+    with np.load(m) as z:
+        assert str(z["format"]) == io.MODEL_FORMAT and int(z["version"]) == io.MODEL_VERSION
+        arrays = {k: z[k] for k in z.files}
+    arrays["version"] = np.asarray(io.MODEL_VERSION + 1)
+    np.savez(tmp_path / "future.npz", **arrays)
+    with pytest.raises(ValueError, match="format version"):
+        io.load_model(tmp_path / "future.npz")
+    np.savez(tmp_path / "foreign.npz", weights=np.ones(3))
+    with pytest.raises(ValueError, match="not a rankjax model"):
+        io.load_model(tmp_path / "foreign.npz")
+    (tmp_path / "junk.npz").write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(ValueError, match="not a readable rankjax model"):
+        io.load_model(tmp_path / "junk.npz")
+    full = m.read_bytes()
+    (tmp_path / "cut.npz").write_bytes(full[: len(full) // 2])
+    with pytest.raises(ValueError, match="rankjax model"):
+        io.load_model(tmp_path / "cut.npz")
+
+
+def test_reader_refuses_huge_dense_and_out_of_range_ids(tmp_path):
+    p = tmp_path / "wide.txt"
+    p.write_text("1 qid:1 1000000000:1\n0 qid:1 1:1\n")
+    with pytest.raises(ValueError, match="GiB; read it with sparse=True"):
+        io.read_svmlight(p)
+    d = io.read_svmlight(p, sparse=True)
+    assert d.X.shape == (2, 10**9) and d.X.nnz == 2
+    big = sp.csr_matrix((np.ones(1), (np.zeros(1, np.int64), np.array([3 * 10**9]))),
+                        shape=(1, 3 * 10**9 + 1))
+    with pytest.raises(ValueError, match="int32"):
+        io.to_bcoo(big)
+    p.write_text(f"1 qid:1 {3 * 10**9}:1\n")
+    with pytest.raises(ValueError, match="beyond 2"):
+        io.read_svmlight(p, sparse=True)
+    q = tmp_path / "q.txt"
+    q.write_text(f"1 qid:{2**64} 1:1\n")
+    with pytest.raises(ValueError, match="line 1: qid is outside the int64 range"):
+        io.read_svmlight(q)
+    with pytest.raises(ValueError, match="NaN"):
+        io.normalize_per_query(np.array([[np.nan, 1.0], [0.0, 2.0]]), [0, 0])
