@@ -1,0 +1,135 @@
+"""Bad and degenerate input across the public surface: a ValueError/TypeError that names
+the argument, or the documented value (issue 11; more classes to come)."""
+import numpy as np
+import pytest
+
+import rankjax as rj
+
+
+@pytest.fixture(scope="module")
+def prob():
+    d = rj.make_ranking_data(6, num_features=5, seed=0)
+    return d.X, d.y, d.qid, rj.query_graph(d.qid), d.X @ d.X.T
+
+
+def test_indices_out_of_range_are_errors_never_clamped(prob):
+    X, y, qid, g, K = prob
+    m = len(y)
+    kern = rj.gaussian_kernel(1.0)
+    for bad in ([0, 10**5], [0, -1], [0, m]):
+        with pytest.raises(ValueError, match="basis"):
+            rj.rankrls_nystrom_path(X, y, g, lams=[1.0], kernel=kern, basis=bad)
+    for head, tail, name in (([0, m + 5], [1, 2], "head"), ([0, 1], [-1, 2], "tail")):
+        with pytest.raises(ValueError, match=name):
+            rj.edge_disagreement_error(np.zeros(m), head, tail)
+    with pytest.raises(TypeError, match="head"):
+        rj.edge_disagreement_error(np.zeros(m), [0.0, 1.0], [1, 2])
+    with pytest.raises(ValueError, match="pairs"):
+        rj.leave_pair_out_dual(K, y, [[0, m]], lams=[1.0])
+    with pytest.raises(ValueError, match="head"):
+        rj.gp_pairwise_gaussian(K, [0, m], [1, 2], [1.0, 1.0], noise_var=1.0)
+    model = rj.rankboost(X, y, qid, rounds=3)
+    for cols in (3, 7):
+        with pytest.raises(ValueError, match="trained on 5"):
+            rj.rankboost_predict(model, np.ones((2, cols)))
+
+
+@pytest.mark.parametrize("call", [
+    lambda X, y, g, K: rj.rankrls_primal(X, y, g, lam=[1.0] * 5),
+    lambda X, y, g, K: rj.rankrls_dual(K, y, g, lam=np.ones(2)),
+    lambda X, y, g, K: rj.rankrls_cg(X, y, g, lam=np.ones(5)),
+    lambda X, y, g, K: rj.rankrls_cg_dual(K, y, g, lam=np.ones(2)),
+    lambda X, y, g, K: rj.ranksvm_l2(X, y, C=np.ones(2)),
+    lambda X, y, g, K: rj.gaussian_kernel(np.ones(2)),
+])
+def test_arrays_where_a_scalar_is_meant_are_type_errors(prob, call):
+    X, y, qid, g, K = prob
+    with pytest.raises(TypeError, match="must be a scalar"):
+        call(X, y, g, K)
+
+
+def test_counts_and_kernel_parameters(prob):
+    X, y, qid, g, K = prob
+    with pytest.raises(TypeError, match="rounds"):
+        rj.rankboost(X, y, qid, rounds=2.5)
+    with pytest.raises(ValueError, match="rounds"):
+        rj.rankboost(X, y, qid, rounds=0)
+    with pytest.raises(TypeError, match="max_iter"):
+        rj.ranksvm_l2(X, y, qid, max_iter=True)
+    with pytest.raises(ValueError, match="gamma"):
+        rj.gaussian_kernel(np.float32(-1))
+    with pytest.raises(ValueError, match="coef0"):
+        rj.polynomial_kernel(2, coef0=-1.0)
+    with pytest.raises(TypeError, match="degree"):
+        rj.polynomial_kernel(2.5)
+
+
+def test_asymmetric_kernel_matrices_are_rejected(prob):
+    X, y, qid, g, K = prob
+    bad = K + np.triu(np.ones_like(K))
+    for call in (lambda: rj.rankrls_dual(bad, y, g, lam=1.0),
+                 lambda: rj.rankrls_dual_path(bad, y, g, lams=[1.0]),
+                 lambda: rj.holdout_dual(bad, y, g, lams=[1.0]),
+                 lambda: rj.leave_pair_out_dual(bad, y, [[0, 1]], lams=[1.0]),
+                 lambda: rj.rankrls_cg_dual(bad, y, g, lam=1.0)):
+        with pytest.raises(ValueError, match="K is not symmetric"):
+            call()
+
+
+def test_degenerate_criteria_have_documented_values(prob):
+    X, y, qid, g, K = prob
+    m = len(y)
+    # a λ whose scores are not finite is NaN in the table and never chosen
+    scores = np.stack([np.full(m, np.nan), X @ np.ones(5), X @ -np.ones(5)])
+    sel = rj.select_lambda([1.0, 2.0, 3.0], scores, y, qid, metric=rj.pairwise_error)
+    assert np.isnan(sel.table[0]) and int(sel.best_index) in (1, 2)
+    with pytest.raises(ValueError, match="every λ"):
+        rj.select_lambda([1.0], np.full((1, m), np.inf), y, qid, metric=rj.pairwise_error)
+    # leave-pair-out concordance: no differing pair -> error; all-tied predictions -> 0.5
+    same = np.flatnonzero(y == y[0])[:2]
+    r = rj.leave_pair_out_dual(K, y, [same], lams=[1.0])
+    with pytest.raises(ValueError, match="no pair has different labels"):
+        rj.lpo_cindex(r, y)
+    r = rj.leave_pair_out_dual(np.zeros((m, m)), y, rj.differing_pairs(y)[:20], lams=[1.0])
+    assert float(rj.lpo_cindex(r, y)[0]) == 0.5
+
+
+def test_ndcg_labels_must_be_graded_and_large_labels_do_not_overflow():
+    with pytest.raises(ValueError, match="y >= 0"):
+        rj.ndcg(np.arange(4.0), np.array([-1.0, 1, -1, 1]))
+    f = np.array([1.0, 2, 3, 4])
+    y = np.array([2.0, 0, 1, 1])
+    base = float(rj.ndcg(f, y))
+    # 2^y - 1 scaled per query: shifting labels far up changes gains, but never to inf/NaN
+    for shift in (100.0, 300.0):
+        v = float(rj.ndcg(f.astype(np.float32), (y + shift).astype(np.float32)))
+        assert np.isfinite(v) and 0 <= v <= 1
+    assert abs(base - 0.7075790686744425) < 1e-12       # worked by hand: 2.9229 / 4.1309
+
+
+def test_one_dtype_rule(prob):
+    import jax.numpy as jnp
+    X, y, qid, g, K = prob
+    X32 = jnp.asarray(X, jnp.float32)
+    assert rj.rankrls_primal(X32, jnp.asarray(y, jnp.float32), g, lam=1.0).weights.dtype == jnp.float32
+    assert rj.rankrls_primal(X32, y, g, lam=1.0).weights.dtype == jnp.float64
+    assert rj.holdout_dual(np.asarray(K, np.float32), y, g, lams=[1.0]).predictions.dtype == jnp.float64
+    assert rj.leave_pair_out_dual(np.asarray(K, np.float32), y, [[0, 1]],
+                                  lams=[1.0]).predictions.dtype == jnp.float64
+    w16 = rj.rankrls_primal(X.astype(np.float16), y.astype(np.float16), g, lam=1.0).weights
+    assert w16.dtype == jnp.float32
+
+
+def test_differing_pairs_is_linear_in_memory():
+    import tracemalloc
+    rng = np.random.default_rng(0)
+    for y in (rng.integers(0, 3, 40), rng.normal(size=25), np.r_[1, np.zeros(30)], np.zeros(4)):
+        i, j = np.triu_indices(len(y), 1)
+        keep = y[i] != y[j]
+        np.testing.assert_array_equal(rj.differing_pairs(y), np.stack([i[keep], j[keep]], 1))
+    y = np.r_[1.0, np.zeros(30000)]
+    tracemalloc.start()
+    out = rj.differing_pairs(y)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert out.shape == (30000, 2) and peak < 50e6          # quadratic would be ~7 GB
