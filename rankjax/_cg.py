@@ -6,7 +6,9 @@ Stops on the relative residual ``||r|| <= tol ||b||``, at ``max_iter``, on a
 breakdown (``p^T (A + λ I) p <= 0`` or a non-finite value), or — with a
 validation function — after ``patience`` iterations without improvement
 (early stopping, "regularization by iteration", λ = 0 allowed; Airola et al. 2010 §3.3).
-The best iterate by the validation score is returned in that case.
+The best iterate by the validation score is returned in that case. An undefined (NaN)
+criterion, e.g. τ_b of the all-tied scores of ``w = 0``, never wins against a defined
+one and never stops the loop.
 
 Under ``vmap`` (over λ or right-hand-side columns) every lane stops on its own
 (its carry is frozen), but the loop runs until the slowest lane is done.
@@ -128,7 +130,9 @@ def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, max_iter: int =
         res = jnp.sqrt(rr_new) / scale
         if valid_fn is not None:
             s = valid_fn(x_new).astype(dtype)
-            better = s < bs
+            # an undefined (NaN) criterion never wins against a defined one and never
+            # stops the iteration; while no iterate has a defined value, follow plain CG
+            better = (s < bs) | jnp.isnan(bs)
             bx = jnp.where(better, x_new, bx)
             bi = jnp.where(better, i, bi)
             since = jnp.where(better, 0, since + 1)

@@ -133,3 +133,21 @@ def test_differing_pairs_is_linear_in_memory():
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert out.shape == (30000, 2) and peak < 50e6          # quadratic would be ~7 GB
+
+
+def test_cg_early_stopping_with_a_criterion_undefined_at_the_start(prob):
+    X, y, qid, g, K = prob
+    v = rj.make_ranking_data(3, num_features=5, seed=7)
+    valid = (v.X, v.y, rj.query_graph(v.qid))
+    # w = 0 ties every score: tau_b is NaN at iteration 0 and must not win
+    r = rj.rankrls_cg(X, y, g, lam=0.0, valid=valid, metric=rj.kendall_tau_b, patience=3)
+    assert np.isnan(r.valid_history[0])
+    assert int(r.best_iteration) > 0 and np.any(np.asarray(r.weights) != 0)
+    # the history holds the criterion with lower = better (here -tau_b)
+    assert float(r.valid_history[r.best_iteration]) == np.nanmin(np.asarray(r.valid_history))
+    # a validation set without any pair: the criterion is NaN throughout; plain CG runs on
+    flat = (v.X, np.zeros_like(v.y), rj.query_graph(v.qid))
+    r2 = rj.rankrls_cg(X, y, g, lam=1.0, valid=flat, tol=1e-10)
+    plain = rj.rankrls_cg(X, y, g, lam=1.0, tol=1e-10)
+    assert rj.STOP_REASONS[int(r2.stop_reason)] == "converged"
+    np.testing.assert_allclose(r2.weights, plain.weights, rtol=1e-8)
