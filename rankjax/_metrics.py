@@ -290,12 +290,15 @@ def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[
     f, y, seg, Q, num = _prep(scores, y, qid, num_queries, per_query)
     if is_concrete(y):
         with jax.ensure_compile_time_eval():
-            negative = bool(jnp.any(y < 0))
+            negative = bool(_any_negative(y))
         if negative:
             raise ValueError("ndcg needs graded relevance labels y >= 0 (gains 2^y - 1 or y); "
                              "shift or clip the labels, e.g. -1/+1 to 0/1")
     return _ndcg(f, y, seg, Q, num, per_query, f.shape[0] if k is None else k, gain, ties,
                  no_relevant)
+
+
+_any_negative = jax.jit(lambda y: jnp.any(y < 0))
 
 
 @partial(jax.jit, static_argnums=tuple(range(3, 10)))

@@ -159,7 +159,7 @@ def _compiles(fn):
 def _data(seed, num_queries, m=240):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((m, 5))
-    y = np.round(X[:, 0] + rng.standard_normal(m)) + 3
+    y = np.clip(np.round(X[:, 0] + rng.standard_normal(m)) + 3, 0, None)    # graded, >= 0
     return X, y, np.repeat(np.arange(num_queries), m // num_queries)
 
 
