@@ -110,7 +110,7 @@ def _kpc_basis(K, P: int):
     keep = vals > floor
     sq = jnp.where(keep, jnp.sqrt(jnp.where(keep, vals, 1)), 0)
     inv = jnp.where(keep, 1 / jnp.where(keep, sq, 1), 0)
-    return vals, vecs * sq, vecs * inv          # Z, and the test projection V Λ^{-1/2}
+    return vals, vecs * sq, vecs * inv, keep    # Z, the test projection V Λ^{-1/2}, kept
 
 
 def kpcrank_path(K, y, graph: Graph, *, max_components: int, lam=0.0,
@@ -154,9 +154,14 @@ def kpcrank_path(K, y, graph: Graph, *, max_components: int, lam=0.0,
 
 @partial(jax.jit, static_argnums=5)
 def _kpc_core(K, y, graph, lam, K_valid, P):
-    vals, Z, proj = _kpc_basis(K, P)
-    M = jnp.matmul(Z.T, graph.mv(Z), precision=HI) + lam * jnp.eye(P, dtype=K.dtype)
+    vals, Z, proj, keep = _kpc_basis(K, P)
+    eye = jnp.eye(P, dtype=K.dtype)
+    M = jnp.matmul(Z.T, graph.mv(Z), precision=HI) + lam * eye
     b = jnp.matmul(Z.T, graph.rhs(y, K.dtype), precision=HI)
+    # components beyond the kernel's rank (zero columns of Z) get weight 0, not NaN
+    both = keep[:, None] & keep[None, :]
+    M = jnp.where(both, M, eye)
+    b = jnp.where(keep.reshape(keep.shape + (1,) * (b.ndim - 1)), b, 0)
     W = _nested_cholesky_path(M, b)
     A = W @ proj.T                               # [P, m] coefficients on centred kernels
     A = A - A.mean(axis=1, keepdims=True)        # C a: scores = K_t (C a) - k̄ . (C a)
@@ -168,8 +173,15 @@ def _kpc_core(K, y, graph, lam, K_valid, P):
 def _nested_cholesky_path(M, b):
     """``W[p-1, :p] = M[:p, :p]^{-1} b[:p]`` for every ``p`` from one Cholesky."""
     P = M.shape[0]
-    R = jnp.linalg.cholesky((M + M.T) / 2)
+    # directions that the graph does not see (L Z e = 0, e.g. size-1 queries with λ = 0)
+    # have a zero pivot: a rounding-level ridge keeps the factor finite and their weight 0
+    M = (M + M.T) / 2
+    jitter = P * jnp.finfo(M.dtype).eps * jnp.max(jnp.abs(jnp.diag(M)))
+    R = jnp.linalg.cholesky(M + jitter * jnp.eye(P, dtype=M.dtype))
+    ok = jnp.diag(R) ** 2 > 4 * jitter
+    R = jnp.where(ok[:, None] | ok[None, :], R, jnp.eye(P, dtype=R.dtype))
     t = solve_triangular(R, b, lower=True)
+    t = jnp.where(ok.reshape(ok.shape + (1,) * (t.ndim - 1)), t, 0)
     idx = jnp.arange(P)
 
     def one(p):
