@@ -37,9 +37,21 @@ def is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
+def reduce_concrete(fn, *args):
+    """Host value of ``fn(*args)``, a module-level jitted reduction of concrete jax
+    arrays: only its result leaves the device, also inside a caller's trace."""
+    with jax.ensure_compile_time_eval():
+        return jax.device_get(fn(*args))
+
+
 @jax.jit
 def _all_finite(x):
     return jnp.all(jnp.isfinite(x))
+
+
+@jax.jit
+def _min_max(x):
+    return jnp.min(x), jnp.max(x)
 
 
 def all_finite(x) -> bool:
@@ -48,9 +60,18 @@ def all_finite(x) -> bool:
     if isinstance(x, (sparse.BCOO, CSRMatrix)):
         x = x.data
     if isinstance(x, jax.Array):
-        with jax.ensure_compile_time_eval():       # concrete even inside a caller's trace
-            return bool(_all_finite(x))
+        return bool(reduce_concrete(_all_finite, x))
     return bool(np.all(np.isfinite(np.asarray(x))))
+
+
+def value_range(x):
+    """``(min, max)`` of a non-empty concrete array: on the host for numpy input,
+    one device reduction for a jax array."""
+    if isinstance(x, jax.Array):
+        lo, hi = reduce_concrete(_min_max, x)
+        return lo.item(), hi.item()
+    a = np.asarray(x)
+    return a.min().item(), a.max().item()
 
 
 def _finite(x, name: str) -> None:
@@ -148,10 +169,9 @@ def check_indices(v, name: str, upper: int, ndim: int = 1):
     if np.ndim(v) != ndim or np.size(v) == 0:
         raise ValueError(f"{name} must be a non-empty {ndim}-D integer array, got shape {np.shape(v)}")
     if is_concrete(v):
-        a = np.asarray(v)
-        if a.min() < 0 or a.max() >= upper:
-            raise ValueError(f"{name} holds row indices outside [0, {upper}): "
-                             f"min {a.min()}, max {a.max()}")
+        lo, hi = value_range(v)
+        if lo < 0 or hi >= upper:
+            raise ValueError(f"{name} holds row indices outside [0, {upper}): min {lo}, max {hi}")
     return device_array(v, jnp.int32)
 
 
@@ -167,8 +187,7 @@ def check_symmetric(K, name: str = "K"):
     if K.ndim != 2 or K.shape[0] != K.shape[1]:
         raise ValueError(f"{name} must be square [m, m], got {tuple(K.shape)}")
     if is_concrete(K):
-        with jax.ensure_compile_time_eval():
-            diff, size = (float(v) for v in _asymmetry(K))
+        diff, size = (float(v) for v in reduce_concrete(_asymmetry, K))
         if diff > np.sqrt(np.finfo(K.dtype).eps) * size:
             raise ValueError(f"{name} is not symmetric (max |K - K^T| = {diff:.3g}): "
                              "pass a kernel matrix K(X, X)")
@@ -248,9 +267,9 @@ def resolve_segments(qid, num_queries, m: int, name: str = "qid"):
         raise TypeError(f"{name} must be an integer array, got dtype {dtype}")
     if np.ndim(qid) != 1 or np.shape(qid)[0] != m:
         raise ValueError(f"{name} must have shape [{m}], got {np.shape(qid)}")
-    if is_concrete(qid):
-        q = np.asarray(qid)
-        if q.size and (q.min() < 0 or q.max() >= num_queries):
+    if is_concrete(qid) and np.size(qid):
+        lo, hi = value_range(qid)
+        if lo < 0 or hi >= num_queries:
             raise ValueError(f"{name} must hold segment ids in [0, {num_queries}) when "
                              "num_queries is given; pass num_queries=None to remap raw ids")
     return device_array(qid, jnp.int32), bucket(num_queries), int(num_queries)

@@ -27,7 +27,7 @@ import numpy as np
 from jax import lax
 
 from ._checks import (as_float_array, check_indices, check_matrix, check_symmetric, device_array,
-                      is_concrete, segment_ids)
+                      is_concrete, reduce_concrete, segment_ids, value_range)
 from ._graph import Graph, check_graph, check_problem, global_graph
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import metric_sign
@@ -200,23 +200,10 @@ def _over_folds(folds: Folds, m, L, width, out_shape, dtype, fold_fn):
     the predictions to ``[L, m(, k)]``."""
     out = jnp.zeros(out_shape, dtype)
     for idx_b, mask_b in zip(folds.index, folds.mask):
-        # chain the buckets: independent loops run concurrently on XLA:CPU's thread pool
-        # and were seen to deadlock it (2 cores); this orders them
-        idx_b, mask_b, out = lax.optimization_barrier((idx_b, mask_b, out))
         Fb, P = idx_b.shape
         batch = max(1, min(Fb, _BUDGET // max(1, (L + width) * P * P)))
-        chunks = -(-Fb // batch)
-        pad = chunks * batch - Fb                 # inert folds (all masked) fill the last chunk
-        idx_b = jnp.pad(idx_b, ((0, pad), (0, 0)))
-        mask_b = jnp.pad(mask_b, ((0, pad), (0, 0)))
         one_fold = fold_fn(P)
-        batched = jax.vmap(one_fold)
-        if chunks == 1:
-            res = batched(idx_b, mask_b)                                # [F, L, P(, k)]
-        else:
-            res = lax.map(lambda a: batched(*a), (idx_b.reshape(chunks, batch, P),
-                                                  mask_b.reshape(chunks, batch, P)))
-            res = res.reshape((chunks * batch,) + res.shape[2:])
+        res = lax.map(lambda a: one_fold(*a), (idx_b, mask_b), batch_size=batch)  # [F, L, P(, k)]
         res = jnp.moveaxis(res, 1, 0)                                   # [L, F, P(, k)]
         flat_idx = jnp.where(mask_b, idx_b, m).reshape(-1)
         vals = res.reshape((res.shape[0], -1) + res.shape[3:])
@@ -512,9 +499,13 @@ def _check_pairs(pairs, m):
     p = check_indices(pairs, "pairs", m, ndim=2)
     if p.shape[1] != 2:
         raise ValueError(f"pairs must be a [p, 2] integer array, got shape {p.shape}")
-    if is_concrete(pairs) and np.any(np.asarray(pairs)[:, 0] == np.asarray(pairs)[:, 1]):
+    if is_concrete(p) and bool(reduce_concrete(_self_pair, p)):
         raise ValueError("pairs must hold two different row indices")
     return p
+
+
+_self_pair = jax.jit(lambda p: jnp.any(p[:, 0] == p[:, 1]))
+_no_differing = jax.jit(lambda dy: ~jnp.all(jnp.any(dy != 0, axis=0)))
 
 
 def _check_lpo(M, y, pairs, lams, name):
@@ -600,11 +591,11 @@ def lpo_cindex(result: PairHoldOut, y):
     p = result.pairs
     if y.ndim not in (1, 2):
         raise ValueError(f"y must be [m] or [m, k], got shape {y.shape}")
-    if is_concrete(p) and int(np.asarray(p).max()) >= y.shape[0]:
-        raise ValueError(f"y has {y.shape[0]} rows but the pairs index row {int(np.asarray(p).max())}")
+    if is_concrete(p) and value_range(p)[1] >= y.shape[0]:
+        raise ValueError(f"y has {y.shape[0]} rows but the pairs index row {value_range(p)[1]}")
     f = result.predictions                                   # [L, p, 2(, k)]
     dy = y[p[:, 0]] - y[p[:, 1]]                              # [p(, k)]
-    if is_concrete(dy) and not bool(jnp.all(jnp.any(dy != 0, axis=0))):
+    if is_concrete(dy) and bool(reduce_concrete(_no_differing, dy)):
         raise ValueError("no pair has different labels in y: the leave-pair-out concordance "
                          "is undefined")
     df = f[:, :, 0] - f[:, :, 1]

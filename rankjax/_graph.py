@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import check_matrix, check_targets, device_array, is_concrete, segment_ids
+from ._checks import check_indices, check_matrix, check_targets, device_array, is_concrete, segment_ids
 from ._metrics import edge_disagreement_error, metric_sign, pairwise_error
 from ._ridge import HI, psd_root, tdot
 from ._segments import bucket, expand, seg_sum
@@ -481,18 +481,12 @@ def preference_graph(head, tail, magnitude=None, *, num_rows: int,
         raise ValueError(f"cost must be one of {sorted(COSTS)}, got {cost!r}")
     if not isinstance(num_rows, (int, np.integer)) or num_rows < 1:
         raise ValueError(f"num_rows must be a positive int, got {num_rows!r}")
+    if np.size(head) == 0:
+        raise ValueError("the preference graph has no edges (head is empty)")
+    check_indices(head, "head", num_rows), check_indices(tail, "tail", num_rows)
     h, j = np.asarray(head), np.asarray(tail)
-    for name, v in (("head", h), ("tail", j)):
-        if v.dtype.kind not in "iu":
-            raise TypeError(f"{name} must be an integer array, got dtype {v.dtype}")
-        if v.ndim != 1:
-            raise ValueError(f"{name} must be 1-D, got shape {v.shape}")
-        if v.size and (v.min() < 0 or v.max() >= num_rows):
-            raise ValueError(f"{name} holds row indices outside [0, {num_rows})")
     if h.shape != j.shape:
         raise ValueError(f"head and tail differ in length: {h.shape[0]} vs {j.shape[0]}")
-    if h.size == 0:
-        raise ValueError("the preference graph has no edges (head is empty)")
     if np.any(h == j):
         raise ValueError(f"edge {int(np.argmax(h == j))} joins a row to itself (head == tail)")
     if magnitude is None:

@@ -20,10 +20,9 @@ from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.scipy.linalg import solve_triangular
 
-from ._checks import check_lam
+from ._checks import check_count, check_lam
 from ._graph import Graph
 from ._rankrls import check_kernel_matrix, check_test_matrix, linear_scores, path_scores
 from ._ridge import HI
@@ -141,10 +140,8 @@ def kpcrank_path(K, y, graph: Graph, *, max_components: int, lam=0.0,
     """
     K, y = check_kernel_matrix(K, y, graph)
     m = K.shape[0]
-    if isinstance(max_components, bool) or not isinstance(max_components, (int, np.integer)):
-        raise TypeError(f"max_components must be an int, got {max_components!r}")
-    P = int(max_components)
-    if not 1 <= P <= m:
+    P = check_count(max_components, "max_components")
+    if P > m:
         raise ValueError(f"max_components must be between 1 and {m}, got {P}")
     check_lam(lam, allow_zero=True, scalar=True)
     if K_valid is not None:

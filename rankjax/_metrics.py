@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import as_float_array, check_indices, is_concrete, resolve_segments
+from ._checks import as_float_array, check_indices, is_concrete, reduce_concrete, resolve_segments
 from ._segments import count_sum as _count_sum, run_ids as _run_ids
 
 __all__ = ["Metric", "metric_sign", "PerQuery", "pairwise_error", "cindex", "auc", "disagreement_error",
@@ -289,9 +289,7 @@ def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[
         raise ValueError(f"no_relevant must be one of {_NO_RELEVANT}, got {no_relevant!r}")
     f, y, seg, Q, num = _prep(scores, y, qid, num_queries, per_query)
     if is_concrete(y):
-        with jax.ensure_compile_time_eval():
-            negative = bool(_any_negative(y))
-        if negative:
+        if bool(reduce_concrete(_any_negative, y)):
             raise ValueError("ndcg needs graded relevance labels y >= 0 (gains 2^y - 1 or y); "
                              "shift or clip the labels, e.g. -1/+1 to 0/1")
     return _ndcg(f, y, seg, Q, num, per_query, f.shape[0] if k is None else k, gain, ties,

@@ -22,8 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import (as_float_array, check_lam, check_matrix, check_targets, device_array,
-                      is_concrete, resolve_segments)
+from ._checks import (as_float_array, check_indices, check_lam, check_matrix, check_targets,
+                      is_concrete, reduce_concrete, resolve_segments)
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import metric_sign
@@ -217,11 +217,10 @@ def basis_rows(X, basis, seed: int = 0):
     b = np.asarray(basis)
     if b.ndim != 1 or b.dtype.kind not in "iu" or b.size == 0:
         raise TypeError("basis must be an int or a non-empty 1-D integer array of row indices")
-    if b.min() < 0 or b.max() >= m:
-        raise ValueError(f"basis holds row indices outside [0, {m})")
+    b_dev = check_indices(b, "basis", m)
     if np.unique(b).size != b.size:
         raise ValueError("basis holds repeated row indices")
-    b = device_array(b, jnp.int32)
+    b = b_dev
     return b, (X.todense() if hasattr(X, "todense") else X)[b]
 
 
@@ -345,12 +344,13 @@ def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: O
     else:
         sel = _selection_jit(lams, scores, y, seg, metric, Q, kw, sign)
     if is_concrete(sel.table):
-        with jax.ensure_compile_time_eval():
-            undefined = bool(jnp.any(jnp.all(jnp.isnan(sel.table), axis=0)))
-        if undefined:
+        if bool(reduce_concrete(_all_nan_column, sel.table)):
             raise ValueError("the metric is undefined (NaN) for every λ: the scores are not finite "
                              "or no query has a pair / relevant document to score")
     return sel
+
+
+_all_nan_column = jax.jit(lambda t: jnp.any(jnp.all(jnp.isnan(t), axis=0)))
 
 
 def _selection(lams, scores, y, seg, metric, Q, kw, sign):

@@ -465,20 +465,19 @@ def load_model(path):
     """
     import zipfile
     try:
-        with np.load(os.fspath(path), allow_pickle=False) as z:
-            files = set(z.files)
-            if not {"weights", "format", "version"} <= files or str(z["format"]) != MODEL_FORMAT:
-                raise ValueError(f"{path} is not a rankjax model file")
-            if int(z["version"]) != MODEL_VERSION:
-                raise ValueError(f"{path} is a rankjax model of format version {int(z['version'])}; "
-                                 f"this rankjax reads version {MODEL_VERSION}")
-            meta = {k[5:]: z[k].item() for k in z.files if k.startswith("meta_")}
-            return z["weights"], meta
-    except (zipfile.BadZipFile, EOFError, OSError, KeyError) as e:
-        if isinstance(e, FileNotFoundError):
-            raise
-        raise ValueError(f"{path} is not a readable rankjax model file ({type(e).__name__})") from None
-    except ValueError as e:
-        if "rankjax" in str(e):
-            raise
+        z = np.load(os.fspath(path), allow_pickle=False)
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise ValueError("not an .npz archive")
+        with z:
+            contents = {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise
+    except (zipfile.BadZipFile, EOFError, OSError, KeyError, ValueError) as e:
         raise ValueError(f"{path} is not a readable rankjax model file ({e})") from None
+    if not {"weights", "format", "version"} <= contents.keys() or str(contents["format"]) != MODEL_FORMAT:
+        raise ValueError(f"{path} is not a rankjax model file")
+    if int(contents["version"]) != MODEL_VERSION:
+        raise ValueError(f"{path} is a rankjax model of format version {int(contents['version'])}; "
+                         f"this rankjax reads version {MODEL_VERSION}")
+    meta = {k[5:]: v.item() for k, v in contents.items() if k.startswith("meta_")}
+    return contents["weights"], meta
