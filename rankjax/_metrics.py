@@ -24,7 +24,7 @@ import numpy as np
 from jax import lax
 
 from ._checks import as_float_array, check_indices, is_concrete, reduce_concrete, resolve_segments
-from ._segments import count_sum as _count_sum, run_ids as _run_ids
+from ._segments import count_sum as _count_sum, count_to_float as _to_float, run_ids as _run_ids
 
 __all__ = ["Metric", "metric_sign", "PerQuery", "pairwise_error", "cindex", "auc", "disagreement_error",
            "kendall_tau_b", "ndcg", "mean_average_precision", "precision_at_k",
@@ -62,17 +62,19 @@ def _finish(values, valid, per_query, num):
     return jnp.sum(jnp.where(valid, values, 0)) / jnp.sum(w)
 
 
-def _tied_pairs(seg, Q, dtype, *keys):
-    """``[Q]``: number of pairs inside each query that are equal on all ``keys``."""
+def _tied_pairs(seg, Q, *keys):
+    """``[Q]`` exact count (see :func:`count_sum`) of the pairs inside each query that
+    are equal on all ``keys`` (all pairs when there is no key): every row counts
+    the rows before it in its run of equal keys."""
     m = seg.shape[0]
     ops = lax.sort((seg, *keys), num_keys=1 + len(keys))
-    s_seg = ops[0]
     rid = _run_ids(*ops)
-    size = jax.ops.segment_sum(jnp.ones(m, jnp.int32), rid, num_segments=m)
-    return _count_sum(size[rid] - 1, s_seg, Q, dtype) / 2
+    idx = jnp.arange(m, dtype=jnp.int32)
+    first = jax.ops.segment_min(idx, rid, num_segments=m)
+    return _count_sum(idx - first[rid], ops[0], Q, bits=max(1, (m - 1).bit_length()))
 
 
-def _strict_discordant(f, y, seg, Q, dtype):
+def _strict_discordant(f, y, seg, Q):
     """``[Q]``: pairs (j, k) in one query with ``y_j < y_k`` and ``f_j > f_k``.
 
     Rows sorted by (query, y, f) leave no strict f-inversion inside a label tie,
@@ -91,7 +93,7 @@ def _strict_discordant(f, y, seg, Q, dtype):
     seq = lax.sort((seg, y, f, g), num_keys=3)[3]
     P = 1 << max(1, (m - 1).bit_length())
     arr = jnp.concatenate([seq, jnp.full(P - m, m, jnp.int32)])
-    out = jnp.zeros(Q + 1, dtype)
+    out = 0
     b, level = 1, 0
     while b < P:
         blocks = arr.reshape(P // (2 * b), 2 * b)
@@ -100,7 +102,7 @@ def _strict_discordant(f, y, seg, Q, dtype):
         vals, tags = lax.sort((blocks, tag), dimension=1, num_keys=2)
         left_le = jnp.cumsum(1 - tags, axis=1)          # left elements <= value so far
         greater = jnp.where(tags == 1, b - left_le, 0)  # left elements > a right value
-        out = out + _count_sum(greater.reshape(-1), seg_of_g[vals.reshape(-1)], Q + 1, dtype,
+        out = out + _count_sum(greater.reshape(-1), seg_of_g[vals.reshape(-1)], Q + 1,
                                bits=level + 1)
         arr = vals.reshape(-1)
         b, level = 2 * b, level + 1
@@ -108,6 +110,8 @@ def _strict_discordant(f, y, seg, Q, dtype):
 
 
 class _PairStats(NamedTuple):
+    """Exact counts per query (:func:`count_sum` form): differences never cancel."""
+
     n_pairs: jax.Array      # pairs with different labels
     discordant: jax.Array   # y_j < y_k and f_j > f_k
     score_ties: jax.Array   # f_j == f_k with different labels
@@ -117,14 +121,10 @@ class _PairStats(NamedTuple):
 
 @partial(jax.jit, static_argnums=3)   # compiled once per shape; inlined under user jit/vmap
 def _pair_stats(f, y, seg, Q):
-    dtype = f.dtype
-    n = jax.ops.segment_sum(jnp.ones(f.shape, jnp.int32), seg, num_segments=Q)
-    all_pairs = n.astype(dtype) * (n - 1).astype(dtype) / 2
-    y_ties = _tied_pairs(seg, Q, dtype, y)
-    f_ties = _tied_pairs(seg, Q, dtype, f)
-    fy_ties = _tied_pairs(seg, Q, dtype, y, f)
-    return _PairStats(all_pairs - y_ties, _strict_discordant(f, y, seg, Q, dtype),
-                      f_ties - fy_ties, all_pairs, f_ties)
+    all_pairs = _tied_pairs(seg, Q)
+    f_ties = _tied_pairs(seg, Q, f)
+    return _PairStats(all_pairs - _tied_pairs(seg, Q, y), _strict_discordant(f, y, seg, Q),
+                      f_ties - _tied_pairs(seg, Q, y, f), all_pairs, f_ties)
 
 
 def _safe_div(a, b):
@@ -212,15 +212,19 @@ def kendall_tau_b(scores, y, qid=None, *, num_queries: Optional[int] = None,
 @partial(jax.jit, static_argnums=(3, 4, 5, 6))
 def _pair_metric(f, y, seg, Q, num, per_query, kind):
     st = _pair_stats(f, y, seg, Q)
+    n_pairs = _to_float(st.n_pairs, f.dtype)
     if kind == "tau_b":
-        concordant_minus_discordant = st.n_pairs - 2 * st.discordant - st.score_ties
-        denom = st.n_pairs * (st.all_pairs - st.all_score_ties)
+        concordant_minus_discordant = _to_float(st.n_pairs - 2 * st.discordant - st.score_ties,
+                                                f.dtype)
+        denom = n_pairs * _to_float(st.all_pairs - st.all_score_ties, f.dtype)
         valid = denom > 0
         tau = concordant_minus_discordant / jnp.sqrt(jnp.where(valid, denom, 1))
         return _finish(jnp.where(valid, tau, 0), valid, per_query, num)
-    ties = st.score_ties if kind == "disagreement" else st.score_ties / 2
-    err = _safe_div(st.discordant + ties, st.n_pairs)
-    return _finish(1 - err if kind == "cindex" else err, st.n_pairs > 0, per_query, num)
+    if kind == "disagreement":
+        err = _safe_div(_to_float(st.discordant + st.score_ties, f.dtype), n_pairs)
+    else:                                   # ties count half
+        err = _safe_div(_to_float(2 * st.discordant + st.score_ties, f.dtype), 2 * n_pairs)
+    return _finish(1 - err if kind == "cindex" else err, n_pairs > 0, per_query, num)
 
 
 # ----------------------------------------------------------------------------

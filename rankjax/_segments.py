@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-__all__ = ["bucket", "seg_sum", "seg_counts", "run_ids", "count_sum", "seg_scan", "expand"]
+__all__ = ["bucket", "seg_sum", "seg_counts", "run_ids", "count_sum", "count_to_float", "seg_scan", "expand"]
 
 
 def bucket(n: int) -> int:
@@ -49,21 +49,49 @@ def run_ids(*sorted_keys):
     return jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.cumsum(new, dtype=jnp.int32)])
 
 
-def count_sum(c, seg, num_segments: int, dtype, bits: int = 31):
-    """Exact per-segment sum of non-negative int32 counts ``c < 2^bits``, as ``dtype``.
+_DIGITS = 6                   # base-256 digits of an exact count without x64: < 2^48
+MAX_ROWS_X32 = 1 << 23        # digit sums of 255 * m must fit int32
 
-    Pair counts reach m^2/2, beyond float32's 24-bit mantissa and int32. With
-    x64 on the sum is done in int64; otherwise ``c`` is split into base-256
-    digits whose per-segment sums fit int32 (exact for up to 2^23 rows), and the
-    digit sums are combined in floating point (one rounding each).
+
+def count_sum(c, seg, num_segments: int, bits: int = 31):
+    """Exact per-segment sum of non-negative int32 counts ``c < 2^bits``.
+
+    Pair counts reach m^2/2, beyond float32's 24-bit mantissa and int32. With x64
+    the result is int64 ``[S]``; otherwise ``[S, 6]`` int32 base-256 digits
+    (normalised: every digit but the last in ``[0, 256)``), exact for up to 2^23
+    rows. Either form is closed under ``+``, ``-`` and small integer multiples
+    (exact differences of counts, no cancellation); :func:`count_to_float`
+    converts at the end.
     """
     if jax.config.jax_enable_x64:
-        return seg_sum(c.astype(jnp.int64), seg, num_segments).astype(dtype)
-    total = jnp.zeros(num_segments, dtype)
-    for d in range(-(-bits // 8)):
-        digit = (c >> (8 * d)) & 255
-        total = total + seg_sum(digit, seg, num_segments).astype(dtype) * (256.0 ** d)
-    return total
+        return seg_sum(c.astype(jnp.int64), seg, num_segments)
+    if c.shape[0] > MAX_ROWS_X32:
+        raise ValueError(f"exact pair counts over {c.shape[0]} rows need 64-bit integers: "
+                         "enable jax_enable_x64 (jax.config.update('jax_enable_x64', True))")
+    n = -(-bits // 8)
+    digits = [seg_sum((c >> (8 * d)) & 255, seg, num_segments) for d in range(n)]
+    zero = jnp.zeros(num_segments, jnp.int32)
+    return _carry(digits + [zero] * (_DIGITS - n))
+
+
+def _carry(digits):
+    for d in range(len(digits) - 1):
+        carry = digits[d] >> 8                       # floor division: negative digits too
+        digits[d] = digits[d] - (carry << 8)
+        digits[d + 1] = digits[d + 1] + carry
+    return jnp.stack(digits, -1)
+
+
+def count_to_float(v, dtype):
+    """An exact count of :func:`count_sum` (or a small integer combination of some)
+    as ``dtype``, rounded once per digit from the top (relative error ~ 6 ulp)."""
+    if v.dtype == jnp.int64:
+        return v.astype(dtype)
+    digits = _carry([v[..., d] for d in range(v.shape[-1])])
+    out = digits[..., -1].astype(dtype)
+    for d in range(v.shape[-1] - 2, -1, -1):
+        out = out * 256 + digits[..., d].astype(dtype)
+    return out
 
 
 def seg_scan(values, start):
