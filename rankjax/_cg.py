@@ -25,7 +25,8 @@ from jax.experimental import sparse
 
 from functools import partial
 
-from ._checks import as_float_array, check_lam, check_matrix, check_symmetric, is_concrete
+from ._checks import (as_float_array, check_count, check_lam, check_matrix, check_symmetric,
+                      is_concrete, lam_ok, nan_unless)
 from ._graph import Graph, check_graph
 from ._rankrls import LinearModel
 from ._ridge import HI
@@ -34,7 +35,7 @@ from ._sparse import to_csr
 __all__ = ["CGResult", "cg_solve", "rankrls_cg", "rankrls_cg_dual", "validation_criterion",
            "STOP_REASONS"]
 
-STOP_REASONS = ("converged", "max_iter", "early_stopping", "breakdown")
+STOP_REASONS = ("converged", "max_iter", "early_stopping", "breakdown", "invalid")
 
 
 class CGResult(NamedTuple):
@@ -93,7 +94,14 @@ def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, max_iter: int =
       >>> print(jnp.round(r.weights, 4), int(r.iterations), STOP_REASONS[int(r.stop_reason)])
       [0.0909 0.6364] 2 converged
     """
-    b = jnp.asarray(b)
+    if not callable(matvec):
+        raise TypeError(f"matvec must be a callable v -> A v, got {type(matvec).__name__}")
+    b = as_float_array(b, "b", finite=True)
+    if b.ndim != 1:
+        raise ValueError(f"b must be 1-D [n], got shape {tuple(b.shape)}")
+    check_lam(lam, allow_zero=True, scalar=True)
+    _check_loop(tol, max_iter, patience, recompute_every)
+    x0 = _check_x0(x0, b.shape[0])
     dtype = b.dtype
     lam = jnp.asarray(lam, dtype)
     op = lambda v: matvec(v) + lam * v  # noqa: E731
@@ -105,8 +113,10 @@ def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, max_iter: int =
     score0 = valid_fn(x).astype(dtype) if valid_fn is not None else jnp.asarray(jnp.nan, dtype)
     res0 = jnp.linalg.norm(r) / scale
     # carry: i, x, r, p, rr, best_x, best_score, best_i, since_best, reason, hist_r, hist_v
+    # under jit an invalid λ or tol cannot raise: no iteration, NaN weights, "invalid"
+    ok = lam_ok(lam, allow_zero=True) & lam_ok(tol)
     init = (jnp.int32(0), x, r, r, r @ r, x, score0, jnp.int32(0), jnp.int32(0),
-            jnp.where(res0 <= tol, 0, -1).astype(jnp.int32),
+            jnp.select([~ok, res0 <= tol], [4, 0], -1).astype(jnp.int32),
             nan.at[0].set(res0), nan.at[0].set(score0))
 
     def cond(c):
@@ -153,7 +163,7 @@ def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, max_iter: int =
 
     out = lax.while_loop(cond, body, init)
     i, x, _, _, _, bx, _, bi, _, reason, hr, hv = out
-    return CGResult(bx, i, reason == 0, reason, bi, hr, hv)
+    return CGResult(nan_unless(ok, bx), i, reason == 0, reason, bi, hr, hv)
 
 
 def validation_criterion(valid, metric="pairwise_error", *, greater_is_better=None,
@@ -305,6 +315,7 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_erro
     check_graph(graph, X.shape[0])
     y = _check_y(y, graph, "rankrls_cg")
     check_lam(lam, allow_zero=True, scalar=True)
+    _check_loop(tol, max_iter, patience, recompute_every)
     kw = _static_metric(metric, metric_kwargs)
     Xv, vdata = _criterion_args(valid, X.shape[1], "X_valid", metric, greater_is_better, kw)
     if Xv is not None:
@@ -314,6 +325,12 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_erro
     return _cg_primal_core(X, y, graph, lam, Xv, vdata, _check_x0(x0, X.shape[1]), tol,
                            metric=metric, greater_is_better=greater_is_better, kw=kw,
                            max_iter=max_iter, patience=patience, recompute_every=recompute_every)
+
+
+def _check_loop(tol, max_iter, patience, recompute_every):
+    check_lam(tol, name="tol", scalar=True)
+    check_count(max_iter, "max_iter"), check_count(patience, "patience")
+    check_count(recompute_every, "recompute_every", minimum=0)
 
 
 def _check_x0(x0, n):
@@ -393,13 +410,13 @@ def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise
         check_symmetric(K)
     y = _check_y(y, graph, "rankrls_cg_dual")
     check_lam(lam, allow_zero=True, scalar=True)
+    _check_loop(tol, max_iter, patience, recompute_every)
     kw = _static_metric(metric, metric_kwargs)
     Kv, vdata = _criterion_args(valid, m, "K_valid", metric, greater_is_better, kw)
     kvfn = None
     if Kv is not None:
         Kv, kvfn = _kernel_operator(Kv, m, "K_valid")
-    if x0 is not None:
-        x0 = as_float_array(x0, "x0")
-    return _cg_dual_core(K, y, graph, lam, Kv, vdata, x0, tol, kfn=kfn, kvfn=kvfn, metric=metric,
+    return _cg_dual_core(K, y, graph, lam, Kv, vdata, _check_x0(x0, m), tol, kfn=kfn, kvfn=kvfn,
+                         metric=metric,
                          greater_is_better=greater_is_better, kw=kw, max_iter=max_iter,
                          patience=patience, recompute_every=recompute_every)

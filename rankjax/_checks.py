@@ -107,6 +107,22 @@ def as_float_array(x, name: str, finite: bool = False):
     return device_array(x)
 
 
+def host_labels(y, name: str = "y") -> np.ndarray:
+    """Labels for a host-side routine (pair lists, levels): a concrete, finite,
+    non-empty 1-D real array, returned as numpy float64."""
+    if not is_concrete(y):
+        raise TypeError(f"{name} must be concrete: this runs on the host, outside jit")
+    a = np.asarray(y)
+    if a.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a real numeric array, got dtype {a.dtype}")
+    a = a.astype(np.float64)
+    if a.ndim != 1 or a.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains NaN or inf values")
+    return a
+
+
 def check_matrix(X, name: str = "X"):
     """``X`` must be a finite 2-D dense array or BCOO matrix with at least one row."""
     X = as_float_array(X, name, finite=True)
@@ -148,6 +164,28 @@ def check_lam(lam, *, allow_zero: bool = False, name: str = "lam", scalar: bool 
         if not allow_zero and np.any(arr <= 0):
             raise ValueError(f"{name} must be > 0, got {lam}")
     return lam
+
+
+def indices_ok(v, upper: int):
+    """Traced validity of row indices (all in ``[0, upper)``), for :func:`nan_unless`."""
+    return jnp.all((v >= 0) & (v < upper))
+
+
+def lam_ok(lam, allow_zero: bool = False):
+    """Traced validity of λ (or a grid ``[L]``): finite and ``> 0`` (``>= 0``)."""
+    lam = jnp.asarray(lam)
+    return jnp.isfinite(lam) & ((lam >= 0) if allow_zero else (lam > 0))
+
+
+def nan_unless(ok, tree):
+    """The under-``jit`` contract for values that cannot raise there: every floating
+    leaf of ``tree`` is NaN where ``ok`` is False. ``ok`` is ``[]`` or ``[L]`` (the
+    λ axis, first in every leaf); integer leaves are left alone."""
+    def one(a):
+        if not jnp.issubdtype(a.dtype, jnp.inexact):
+            return a
+        return jnp.where(ok.reshape(ok.shape + (1,) * (a.ndim - ok.ndim)), a, jnp.nan)
+    return jax.tree.map(one, tree)
 
 
 def check_count(n, name: str, minimum: int = 1) -> int:
@@ -272,4 +310,9 @@ def resolve_segments(qid, num_queries, m: int, name: str = "qid"):
         if lo < 0 or hi >= num_queries:
             raise ValueError(f"{name} must hold segment ids in [0, {num_queries}) when "
                              "num_queries is given; pass num_queries=None to remap raw ids")
-    return device_array(qid, jnp.int32), bucket(num_queries), int(num_queries)
+        return device_array(qid, jnp.int32), bucket(num_queries), int(num_queries)
+    # traced ids cannot raise: one id outside [0, num_queries) empties every query, so
+    # the result is NaN (no valid query) instead of silently dropping rows
+    seg = jnp.asarray(qid, jnp.int32)
+    seg = jnp.where(jnp.any((seg < 0) | (seg >= num_queries)), bucket(num_queries), seg)
+    return seg, bucket(num_queries), int(num_queries)

@@ -26,8 +26,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import (as_float_array, check_indices, check_matrix, check_symmetric, device_array,
-                      is_concrete, reduce_concrete, segment_ids, value_range)
+from ._checks import (as_float_array, check_count, check_indices, check_matrix, check_symmetric,
+                      device_array, host_labels, indices_ok, is_concrete, lam_ok, nan_unless,
+                      reduce_concrete, segment_ids, value_range)
 from ._graph import Graph, check_graph, check_problem, global_graph
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import metric_sign
@@ -253,7 +254,8 @@ def _holdout_primal_core(X, y, graph, lams, folds):
             return partial(_refit_fold, graph, X=X, G=G, b=b, y=y, lams=lams)
         return partial(_woodbury_fold, graph, Pfeat=Pf, D=D, lams=lams, F=F, y=y, K=None)
 
-    return _over_folds(folds, m, lams.shape[0], n, F.shape, X.dtype, fold_fn)
+    return nan_unless(lam_ok(lams), _over_folds(folds, m, lams.shape[0], n, F.shape, X.dtype,
+                                                 fold_fn))
 
 
 def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> HoldOut:
@@ -300,7 +302,8 @@ def _holdout_dual_core(K, y, graph, lams, folds):
                    precision=HI)
     one = partial(_woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=K)
     m = K.shape[0]
-    return _over_folds(folds, m, lams.shape[0], m, F.shape, K.dtype, lambda P: one)
+    return nan_unless(lam_ok(lams), _over_folds(folds, m, lams.shape[0], m, F.shape, K.dtype,
+                                                 lambda P: one))
 
 
 def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> HoldOut:
@@ -383,6 +386,9 @@ def cross_validate(holdout: HoldOut, y, qid=None, *, metric: Callable,
       >>> cv.table.shape
       (3,)
     """
+    if not isinstance(holdout, HoldOut):
+        raise TypeError(f"holdout must be a HoldOut (from holdout_primal / holdout_dual / "
+                        f"holdout_nystrom), got {type(holdout).__name__}")
     sel = select_lambda(holdout.lams, holdout.predictions, y, qid, metric=metric,
                         num_queries=num_queries, greater_is_better=greater_is_better,
                         **metric_kwargs)
@@ -409,9 +415,7 @@ def differing_pairs(y) -> np.ndarray:
       >>> differing_pairs([1, 0, 1]).tolist()
       [[0, 1], [1, 2]]
     """
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError("y must be 1-D")
+    y = host_labels(y)
     m = y.shape[0]
     labels, group = np.unique(y, return_inverse=True)
     if labels.size == m:                          # all labels differ: every pair
@@ -440,7 +444,11 @@ def positive_negative_pairs(y) -> np.ndarray:
       >>> positive_negative_pairs([1, 0, 1, 0]).tolist()
       [[0, 1], [0, 3], [2, 1], [2, 3]]
     """
-    y = np.asarray(y)
+    y = host_labels(y)
+    vals = np.unique(y)
+    if not (np.all(np.isin(vals, [0, 1])) or np.all(np.isin(vals, [-1, 1]))):
+        raise ValueError(f"y must be binary (0/1 or -1/+1), got values {vals[:5].tolist()}; "
+                         "use differing_pairs for graded labels")
     pos, neg = np.flatnonzero(y > 0), np.flatnonzero(y <= 0)
     a, b = np.meshgrid(pos, neg, indexing="ij")
     return np.stack([a.ravel(), b.ravel()], 1).astype(np.int32)
@@ -491,7 +499,8 @@ def _lpo_core(Pf, sig, y, pairs, lams):
         Qy = jnp.matmul(Q, yk, precision=HI)
         return _lpo_pairs(Q, q1, jnp.sum(q1), Qy, yk.sum(0), Qy.sum(0), yk, h1, h2, n2)
 
-    out = lax.map(per_lam, lams)                                       # [L, p, 2, k]
+    ok = lam_ok(lams) & indices_ok(pairs, m)            # traced values cannot raise: NaN lanes
+    out = nan_unless(ok, lax.map(per_lam, lams))        # [L, p, 2, k]
     return out if y.ndim == 2 else out[..., 0]
 
 
@@ -623,15 +632,15 @@ def permuted_labels(y, qid=None, *, num_permutations: int, seed: int = 0) -> np.
       >>> permuted_labels([0, 1, 2, 3], [0, 0, 1, 1], num_permutations=2).shape
       (4, 2)
     """
-    y = np.asarray(y, np.float64)
+    y = host_labels(y)
+    p = check_count(num_permutations, "num_permutations")
     seg = np.zeros(len(y), np.int64) if qid is None else segment_ids(qid).seg
-    rng = np.random.default_rng(seed)
-    out = np.empty((len(y), num_permutations))
-    for p in range(num_permutations):
-        key = seg + rng.random(len(y))          # random order within each query
-        order = np.argsort(key, kind="stable")
-        base = np.argsort(seg, kind="stable")
-        out[base, p] = y[order]
+    if seg.shape[0] != y.shape[0]:
+        raise ValueError(f"qid has {seg.shape[0]} rows but y has {y.shape[0]}")
+    key = seg[:, None] + np.random.default_rng(seed).random((p, len(y))).T   # order within queries
+    order = np.argsort(key, axis=0, kind="stable")
+    out = np.empty((len(y), p))
+    out[np.argsort(seg, kind="stable")] = y[order]
     return out
 
 
@@ -660,9 +669,10 @@ def permutation_test(holdout_fn: Callable, y, qid=None, *, metric: Callable,
       >>> bool(res.pvalue[0] <= 0.05)
       True
     """
-    if (not isinstance(num_permutations, (int, np.integer)) or isinstance(num_permutations, bool)
-            or num_permutations < 1):
-        raise ValueError(f"num_permutations must be an int >= 1, got {num_permutations!r}")
+    if not callable(holdout_fn):
+        raise TypeError("holdout_fn must be a callable Y -> HoldOut, e.g. "
+                        "lambda Y: holdout_primal(X, Y, graph, lams=lams)")
+    num_permutations = check_count(num_permutations, "num_permutations")
     sign = metric_sign(metric, greater_is_better)
     perms = permuted_labels(y, qid, num_permutations=num_permutations, seed=seed)
     Y = np.column_stack([np.asarray(y, np.float64), perms])

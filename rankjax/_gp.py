@@ -25,7 +25,7 @@ from jax import lax
 from jax.scipy.linalg import cho_solve, solve_triangular
 from jax.scipy.stats import norm
 
-from ._checks import as_float_array, check_indices, check_matrix, check_symmetric
+from ._checks import as_float_array, check_count, check_indices, check_matrix, check_symmetric
 from ._kernels import gaussian_kernel, kernel_matrix
 
 __all__ = ["PairwiseGP", "gp_pairwise_gaussian", "gp_pairwise_probit", "gp_predict",
@@ -56,12 +56,26 @@ class PairwiseGP(NamedTuple):
 
     def predict(self, K_test):
         """Posterior mean ``[t]`` of the scores of test items (``K_test [t, m]``)."""
-        K_test = check_matrix(K_test, "K_test")
-        top = int(max(np.max(np.asarray(self.head)), np.max(np.asarray(self.tail)))) + 1
-        if K_test.shape[1] < top:
-            raise ValueError(f"K_test has {K_test.shape[1]} columns but the model compares "
-                             f"training item {top - 1}")
-        return _gp_mean(self, K_test)
+        return _gp_mean(self, _check_test(self, K_test, "K_test"))
+
+
+def _check_test(model, K, name):
+    """``K [t, m]`` covariances with the training items: every compared item a column."""
+    if not isinstance(model, PairwiseGP):
+        raise TypeError(f"model must be a PairwiseGP, got {type(model).__name__}")
+    K = check_matrix(K, name)
+    top = int(max(np.max(np.asarray(model.head)), np.max(np.asarray(model.tail)))) + 1
+    if K.shape[1] < top:
+        raise ValueError(f"{name} has {K.shape[1]} columns but the model compares "
+                         f"training item {top - 1}")
+    return K
+
+
+def _check_diag(v, t, name):
+    v = as_float_array(v, name, finite=True)
+    if v.shape != (t,):
+        raise ValueError(f"{name} must have shape [{t}] (one per test row), got {tuple(v.shape)}")
+    return v
 
 
 def _check_pairs(K, head, tail):
@@ -261,9 +275,11 @@ def gp_predict(model: PairwiseGP, K_test, k_test_diag):
       >>> print(np.round(np.asarray(mean), 4), np.round(np.asarray(var), 4))
       [ 0.6667 -0.6667] [0.6667 0.6667]
     """
+    K_test = _check_test(model, K_test, "K_test")
+    k_test_diag = _check_diag(k_test_diag, K_test.shape[0], "k_test_diag")
     KA = _KA(K_test, model.head, model.tail)
     mean = KA @ model.alpha
-    var = jnp.asarray(k_test_diag, mean.dtype) - jnp.einsum("ij,ij->i", KA, KA @ _inv(model))
+    var = k_test_diag.astype(mean.dtype) - jnp.einsum("ij,ij->i", KA, KA @ _inv(model))
     return mean, var
 
 
@@ -301,6 +317,11 @@ def gp_preference_probability(model: PairwiseGP, K_a, K_b, k_aa, k_bb, k_ab, *,
       >>> bool(0.5 < p[0] < 1)
       True
     """
+    K_a, K_b = _check_test(model, K_a, "K_a"), _check_test(model, K_b, "K_b")
+    if K_b.shape != K_a.shape:
+        raise ValueError(f"K_a and K_b must have one shape, got {K_a.shape} and {K_b.shape}")
+    k_aa, k_bb, k_ab = (_check_diag(v, K_a.shape[0], n)
+                        for v, n in ((k_aa, "k_aa"), (k_bb, "k_bb"), (k_ab, "k_ab")))
     KAa, KAb = _KA(K_a, model.head, model.tail), _KA(K_b, model.head, model.tail)
     mu = (KAa - KAb) @ model.alpha
     D = KAa - KAb
@@ -337,6 +358,7 @@ def gp_fit(X, head, tail, target=None, *, likelihood: str = "probit", gamma=1.0,
     """
     import optax
     X = check_matrix(X)
+    steps, ep_iter = check_count(steps, "steps"), check_count(ep_iter, "ep_iter")
     if likelihood not in ("probit", "gaussian"):
         raise ValueError(f"likelihood must be 'probit' or 'gaussian', got {likelihood!r}")
     K0 = kernel_matrix(gaussian_kernel(gamma), X)

@@ -38,7 +38,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import check_indices, check_matrix, check_targets, device_array, is_concrete, segment_ids
+from ._checks import (as_float_array, check_indices, check_matrix, check_targets, device_array,
+                      host_labels, is_concrete, segment_ids)
 from ._metrics import edge_disagreement_error, metric_sign, pairwise_error
 from ._ridge import HI, psd_root, tdot
 from ._segments import bucket, expand, seg_sum
@@ -376,6 +377,8 @@ def query_graph(qid, y=None, *, normalized: bool = True, exclude_ties: bool = Fa
     """
     s = segment_ids(qid)
     m = s.seg.shape[0]
+    if y is not None:
+        check_targets(y, m, "y")
     counts = np.bincount(s.seg, minlength=s.num_queries).astype(np.float64)
     group_seg = group_query = None
     num_groups = 0
@@ -444,7 +447,8 @@ def global_graph(num_rows: int, y=None, *, normalized: bool = False,
        [-1.  2. -1.]
        [-1. -1.  2.]]
     """
-    if not isinstance(num_rows, (int, np.integer)) or num_rows < 1:
+    if (not isinstance(num_rows, (int, np.integer)) or isinstance(num_rows, bool)
+            or num_rows < 1):
         raise ValueError(f"num_rows must be a positive int, got {num_rows!r}")
     return query_graph(np.zeros(int(num_rows), np.int64), y, normalized=normalized,
                        exclude_ties=exclude_ties)
@@ -539,10 +543,10 @@ def pairs_from_scores(y, qid=None, *, include_ties: bool = False):
       >>> h.tolist(), t.tolist(), d.tolist()
       ([1, 1, 2], [0, 2, 0], [2.0, 1.0, 1.0])
     """
-    y = np.asarray(y, dtype=np.float64)
+    y = host_labels(y)
     seg = np.zeros(y.shape[0], np.int64) if qid is None else segment_ids(qid).seg
     if seg.shape[0] != y.shape[0]:
-        raise ValueError("y and qid differ in length")
+        raise ValueError(f"qid has {seg.shape[0]} rows but y has {y.shape[0]}")
     heads, tails = [], []
     order = np.argsort(seg, kind="stable")
     bounds = np.flatnonzero(np.diff(seg[order])) + 1
@@ -574,7 +578,19 @@ def laplacian_mv(graph: Graph, v) -> Array:
       >>> print(np.asarray(laplacian_mv(g, np.array([1., 3., 5.]))))
       [-1.  1.  0.]
     """
-    return graph.mv(jnp.asarray(v))
+    v = _rows(graph, v, getattr(graph, "num_rows", None), "v")
+    return graph.mv(v)
+
+
+def _rows(graph, v, rows, name, kind=None):
+    """``v [rows(, k)]`` for an operator of ``graph`` (a rankjax graph, of ``kind``)."""
+    check_graph(graph)
+    if kind is not None and not isinstance(graph, kind):
+        raise TypeError(f"graph must be a {kind.__name__}, got {type(graph).__name__}")
+    v = as_float_array(v, name)
+    if v.ndim not in (1, 2) or v.shape[0] != rows:
+        raise ValueError(f"{name} must have shape [{rows}] or [{rows}, k], got {tuple(v.shape)}")
+    return v
 
 
 def laplacian_sqrt_mv(graph: Graph, v) -> Array:
@@ -589,10 +605,11 @@ def laplacian_sqrt_mv(graph: Graph, v) -> Array:
       >>> print(np.asarray(laplacian_sqrt_mv(g, np.array([1., 3., 5.]))))
       [-1.  1.  0.]
     """
+    v = _rows(graph, v, getattr(graph, "num_rows", None), "v")
     if not graph.has_root:
         raise ValueError("laplacian_sqrt_mv needs a graph with a segment square root (a query graph "
                          "without tie exclusion, or the identity graph); use laplacian_dense")
-    return graph.root_mv(jnp.asarray(v))
+    return graph.root_mv(v)
 
 
 def incidence_t_mv(graph: PreferenceGraph, v) -> Array:
@@ -603,7 +620,8 @@ def incidence_t_mv(graph: PreferenceGraph, v) -> Array:
       >>> print(np.asarray(incidence_t_mv(g, np.array([5., 1., 3.]))))
       [4. 2.]
     """
-    return graph.incidence_t_mv(jnp.asarray(v))
+    v = _rows(graph, v, getattr(graph, "num_rows", None), "v", PreferenceGraph)
+    return graph.incidence_t_mv(v)
 
 
 def incidence_mv(graph: PreferenceGraph, u) -> Array:
@@ -614,7 +632,10 @@ def incidence_mv(graph: PreferenceGraph, u) -> Array:
       >>> print(np.asarray(incidence_mv(g, np.array([1., 2.]))))
       [ 1. -3.  2.]
     """
-    return graph.incidence_mv(jnp.asarray(u))
+    check_graph(graph)
+    rows = graph.head.shape[0] if isinstance(graph, PreferenceGraph) else None
+    u = _rows(graph, u, rows, "u", PreferenceGraph)
+    return graph.incidence_mv(u)
 
 
 def laplacian_dense(graph: Graph, dtype=None) -> Array:
@@ -626,7 +647,7 @@ def laplacian_dense(graph: Graph, dtype=None) -> Array:
        [-0.5  0.5  0. ]
        [ 0.   0.   0. ]]
     """
-    return graph.as_dense(dtype)
+    return check_graph(graph).as_dense(dtype)
 
 
 def query_pair_counts(graph: QueryGraph, dtype=None) -> Array:
@@ -638,6 +659,8 @@ def query_pair_counts(graph: QueryGraph, dtype=None) -> Array:
       >>> print(np.asarray(query_pair_counts(g)))
       [2. 0.]
     """
+    if not isinstance(graph, QueryGraph):
+        raise TypeError(f"graph must be a QueryGraph, got {type(graph).__name__}")
     return graph.pair_counts(dtype)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from jax import lax
 from jax.experimental import sparse
 
-from ._checks import check_count, check_lam
+from ._checks import check_count, check_lam, check_matrix, lam_ok, nan_unless
 
 __all__ = ["Kernel", "linear_kernel", "gaussian_kernel", "polynomial_kernel", "kernel_matrix"]
 
@@ -114,9 +114,9 @@ def kernel_matrix(kernel: Kernel, X1, X2=None, *, block_size: Optional[int] = No
     """
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a rankjax Kernel, got {type(kernel).__name__}")
-    A = _dense(X1)
-    B = A if X2 is None else _dense(X2)
-    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[1]:
+    A = _dense(check_matrix(X1, "X1"))
+    B = A if X2 is None else _dense(check_matrix(X2, "X2"))
+    if A.shape[1] != B.shape[1]:
         raise ValueError(f"X1 and X2 must be [m, n] with equal n, got {A.shape} and {B.shape}")
     if block_size is not None and (not isinstance(block_size, (int, np.integer)) or block_size < 1):
         raise ValueError(f"block_size must be a positive int or None, got {block_size!r}")
@@ -125,6 +125,18 @@ def kernel_matrix(kernel: Kernel, X1, X2=None, *, block_size: Optional[int] = No
 
 @partial(jax.jit, static_argnums=3)
 def _kernel_core(kernel, A, B, block_size):
+    return nan_unless(_params_ok(kernel), _kernel_blocks(kernel, A, B, block_size))
+
+
+def _params_ok(kernel):
+    """Traced validity of the kernel parameters (positive definite kernels only)."""
+    if kernel.kind == "linear":
+        return jnp.asarray(True)
+    ok = lam_ok(kernel.gamma)
+    return ok & lam_ok(kernel.coef0, allow_zero=True) if kernel.kind == "polynomial" else ok
+
+
+def _kernel_blocks(kernel, A, B, block_size):
     if block_size is None or block_size >= A.shape[0]:
         return _block(kernel, A, B)
     m1 = A.shape[0]

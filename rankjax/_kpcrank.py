@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
-from ._checks import check_count, check_lam
+from ._checks import check_count, check_lam, check_matrix, lam_ok, nan_unless
 from ._graph import Graph
 from ._rankrls import check_kernel_matrix, check_test_matrix, linear_scores, path_scores
 from ._ridge import HI
@@ -80,9 +80,16 @@ def center_kernel(K):
       >>> bool(jnp.allclose(center_kernel(X @ X.T), Xc @ Xc.T))
       True
     """
-    K = jnp.asarray(K)
+    K = _square(K, "K")
     rm = K.mean(axis=0, keepdims=True)
     return K - rm - K.mean(axis=1, keepdims=True) + rm.mean()
+
+
+def _square(K, name):
+    K = check_matrix(K, name)
+    if K.shape[0] != K.shape[1]:
+        raise ValueError(f"{name} must be square [m, m], got shape {tuple(K.shape)}")
+    return K
 
 
 def center_test_kernel(K_test, K):
@@ -95,7 +102,11 @@ def center_test_kernel(K_test, K):
       >>> bool(jnp.allclose(center_test_kernel(T @ X.T, X @ X.T), (T - mu) @ (X - mu).T))
       True
     """
-    K_test, K = jnp.asarray(K_test), jnp.asarray(K)
+    K = _square(K, "K")
+    K_test = check_matrix(K_test, "K_test")
+    if K_test.shape[1] != K.shape[0]:
+        raise ValueError(f"K_test must have {K.shape[0]} columns (one per training row), "
+                         f"got shape {tuple(K_test.shape)}")
     A = K_test - K.mean(axis=0, keepdims=True)
     return A - A.mean(axis=1, keepdims=True)
 
@@ -164,7 +175,8 @@ def _kpc_core(K, y, graph, lam, K_valid, P):
     A = A - A.mean(axis=1, keepdims=True)        # C a: scores = K_t (C a) - k̄ . (C a)
     offset = A @ K.mean(axis=0)
     valid = None if K_valid is None else (K_valid @ A.T - offset).T
-    return KPCPath(jnp.arange(1, P + 1), W, A, offset, vals, valid)
+    return nan_unless(lam_ok(lam, allow_zero=True),
+                      KPCPath(jnp.arange(1, P + 1), W, A, offset, vals, valid))
 
 
 def _nested_cholesky_path(M, b):

@@ -23,7 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import as_float_array, check_indices, is_concrete, reduce_concrete, resolve_segments
+from ._checks import (as_float_array, check_indices, indices_ok, is_concrete, nan_unless,
+                      reduce_concrete, resolve_segments)
 from ._segments import count_sum as _count_sum, count_to_float as _to_float, run_ids as _run_ids
 
 __all__ = ["Metric", "metric_sign", "PerQuery", "pairwise_error", "cindex", "auc", "disagreement_error",
@@ -166,6 +167,9 @@ def cindex(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query:
     return _pair_metric(*_prep(scores, y, qid, num_queries, per_query), per_query, "cindex")
 
 
+_not_binary = jax.jit(lambda y: jnp.any((y != 0) & (y != 1)))
+
+
 def auc(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query: bool = False):
     """Area under the ROC curve for binary labels (1 positive, 0 negative):
     the :func:`cindex` of the scores, ties counting half. Per query when ``qid``
@@ -175,10 +179,8 @@ def auc(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query: bo
       >>> print(f"{float(auc([0.2, 0.8, 0.5], [0, 1, 0])):.2f}")
       1.00
     """
-    if is_concrete(y):
-        vals = np.unique(np.asarray(y))
-        if not np.all(np.isin(vals, [0, 1])):
-            raise ValueError(f"auc needs binary labels 0/1 in y, got values {vals[:5]}")
+    if is_concrete(y) and np.size(y) and bool(reduce_concrete(_not_binary, y)):
+        raise ValueError("auc needs binary labels 0/1 in y (graded labels: use cindex)")
     return cindex(scores, y, qid, num_queries=num_queries, per_query=per_query)
 
 
@@ -350,6 +352,8 @@ def _relevance_metric(scores, y, qid, num_queries, threshold, no_relevant, per_q
         raise ValueError(f"no_relevant must be one of {_NO_RELEVANT}, got {no_relevant!r}")
     if not np.isscalar(threshold) and np.ndim(threshold) != 0:
         raise TypeError(f"threshold must be a scalar, got shape {np.shape(threshold)}")
+    if is_concrete(threshold) and not np.isfinite(float(threshold)):
+        raise ValueError(f"threshold must be finite, got {threshold}")
     f, y, seg, Q, num = _prep(scores, y, qid, num_queries, per_query)
     return _relevance(f, y, seg, threshold, Q, num, per_query, no_relevant, k, ties)
 
@@ -467,6 +471,8 @@ def metric_sign(metric, greater_is_better: Optional[bool] = None) -> float:
       >>> metric_sign(ndcg), metric_sign(pairwise_error), metric_sign(lambda *a: 0, True)
       (-1.0, 1.0, -1.0)
     """
+    if not callable(metric):
+        raise TypeError(f"metric must be a callable (e.g. rankjax.ndcg), got {metric!r}")
     if greater_is_better is None:
         inner = metric
         while isinstance(inner, partial):
@@ -493,7 +499,9 @@ def edge_disagreement_error(scores, head, tail):
     h, t = check_indices(head, "head", f.shape[0]), check_indices(tail, "tail", f.shape[0])
     if h.shape != t.shape:
         raise ValueError(f"head and tail differ in length: {h.shape[0]} vs {t.shape[0]}")
-    return jnp.mean((f[h] <= f[t]).astype(f.dtype))
+    # traced indices cannot raise: one outside [0, m) makes the value NaN, never a clamped one
+    return nan_unless(indices_ok(h, f.shape[0]) & indices_ok(t, f.shape[0]),
+                      jnp.mean((f[h] <= f[t]).astype(f.dtype)))
 
 
 for _fn, _hib in ((pairwise_error, False), (cindex, True), (auc, True), (disagreement_error, False),

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import (as_float_array, check_indices, check_lam, check_matrix, check_targets,
+                      lam_ok, nan_unless,
                       is_concrete, reduce_concrete, resolve_segments)
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
@@ -105,8 +106,8 @@ def _valid_matrix(X_valid, n, name="X_valid"):
 def _primal_path_core(X, y, graph, lams, X_valid, train):
     G, b = primal_system(X, y, graph)
     W = eigh_path(eigh_psd(G), b, lams.astype(G.dtype))
-    return (W, path_scores(X, W) if train else None,
-            None if X_valid is None else path_scores(X_valid, W))
+    return nan_unless(lam_ok(lams), (W, path_scores(X, W) if train else None,
+                                     None if X_valid is None else path_scores(X_valid, W)))
 
 
 def rankrls_primal_path(X, y, graph: Graph, *, lams, X_valid=None,
@@ -146,7 +147,8 @@ def _dual_path_core(K, y, graph, lams, K_valid):
     system = dual_system(K, y, graph)
     B = eigh_path(eigh_psd(system.G), system.rhs, lams.astype(K.dtype))    # [L, m(, k)]
     A = jnp.moveaxis(system.root.apply(jnp.moveaxis(B, 0, -1)), -1, 0)
-    return A, path_scores(K, A), None if K_valid is None else path_scores(K_valid, A)
+    return nan_unless(lam_ok(lams), (A, path_scores(K, A),
+                                     None if K_valid is None else path_scores(K_valid, A)))
 
 
 def rankrls_dual_path(K, y, graph: Graph, *, lams, K_valid=None) -> DualPath:

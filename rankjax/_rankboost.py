@@ -156,6 +156,8 @@ def rankboost_predict(model: RankBoostModel, X):
       >>> print(rankboost_predict(model, jnp.array([[0., 1.], [0., 0.]])))
       [2. 0.]
     """
+    if not isinstance(model, RankBoostModel):
+        raise TypeError(f"model must be a RankBoostModel, got {type(model).__name__}")
     X = check_matrix(X)
     X = X.todense() if hasattr(X, "todense") else X
     if isinstance(model.num_features, int) and model.num_features >= 0:

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import sparse
 
-from ._checks import check_lam, check_matrix, check_symmetric
+from ._checks import check_lam, check_matrix, check_symmetric, lam_ok, nan_unless
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._ridge import HI, dual_system, primal_system, ridge_solve
@@ -92,7 +92,7 @@ class KernelModel(NamedTuple):
 @jax.jit
 def _primal_core(X, y, graph, lam):
     G, b = primal_system(X, y, graph)
-    return ridge_solve(G, b, jnp.asarray(lam, G.dtype))
+    return nan_unless(lam_ok(lam), ridge_solve(G, b, jnp.asarray(lam, G.dtype)))
 
 
 def rankrls_primal(X, y, graph: Graph, *, lam) -> LinearModel:
@@ -137,7 +137,8 @@ def check_kernel_matrix(K, y, graph, name: str = "K"):
 @jax.jit
 def _dual_core(K, y, graph, lam):
     system = dual_system(K, y, graph)
-    return system.root.apply(ridge_solve(system.G, system.rhs, jnp.asarray(lam, K.dtype)))
+    A = system.root.apply(ridge_solve(system.G, system.rhs, jnp.asarray(lam, K.dtype)))
+    return nan_unless(lam_ok(lam), A)
 
 
 def rankrls_dual(K, y, graph: Graph, *, lam) -> DualModel:

@@ -26,7 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import check_count, check_lam, check_matrix, check_targets, device_array, segment_ids
+from ._checks import (check_count, check_lam, check_matrix, device_array, host_labels, lam_ok,
+                      nan_unless, segment_ids)
 from ._kernels import Kernel, kernel_matrix
 from ._path import basis_rows, nystrom_features
 from ._rankrls import LinearModel, check_test_matrix, linear_scores
@@ -65,9 +66,7 @@ def rank_levels(y, qid=None) -> RankLevels:
       >>> lv.level.tolist(), lv.num_bits
       ([1, 0, 1, 0], 1)
     """
-    y = np.asarray(check_targets(y, np.shape(y)[0] if np.ndim(y) else 0, "y"))
-    if y.ndim != 1:
-        raise ValueError("y must be 1-D for RankSVM")
+    y = host_labels(y)
     seg = np.zeros(y.shape[0], np.int32) if qid is None else segment_ids(qid).seg
     if seg.shape[0] != y.shape[0]:
         raise ValueError(f"qid has {seg.shape[0]} rows but y has {y.shape[0]}")
@@ -282,7 +281,8 @@ def _tron(X, levels, C, tol, max_iter, eps_cg, max_cg):
 
     w, f, g, _, _, it, cgt, _ = lax.while_loop(cond, body, init)
     gn = jnp.linalg.norm(g)
-    return RankSVMResult(w, f, gn, it - 1, cgt, gn <= tol * gnorm0)
+    ok = lam_ok(C) & lam_ok(tol) & lam_ok(eps_cg)
+    return nan_unless(ok, RankSVMResult(w, f, gn, it - 1, cgt, ok & (gn <= tol * gnorm0)))
 
 
 def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=0.1,

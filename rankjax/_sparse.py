@@ -162,6 +162,8 @@ def to_csr(X, dtype=None) -> CSRMatrix:
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D, got shape {X.shape}")
     C = sp.csr_matrix(X)
+    if C.dtype.kind in "fc" and not np.all(np.isfinite(C.data)):
+        raise ValueError("X contains NaN or inf")
     C.sum_duplicates()
     if dtype is None:
         dtype = C.dtype if np.issubdtype(C.dtype, np.floating) else jnp.result_type(float)

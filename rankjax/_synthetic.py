@@ -49,9 +49,15 @@ def make_ranking_data(num_queries: int = 300, *, num_features: int = 46,
     w = w_rng.standard_normal(num_features) * (w_rng.random(num_features) < 0.5)
     w[0] = 2.0
     if isinstance(docs_per_query, (int, np.integer)):
-        sizes = np.full(num_queries, int(docs_per_query))
+        lo = hi = int(docs_per_query)
     else:
         lo, hi = docs_per_query
+    if not 1 <= lo <= hi:
+        raise ValueError(f"docs_per_query must be an int >= 1 or a range (lo, hi) with "
+                         f"1 <= lo <= hi, got {docs_per_query!r}")
+    if lo == hi:
+        sizes = np.full(num_queries, lo)
+    else:
         sizes = rng.integers(lo, hi + 1, num_queries)
     qid = np.repeat(np.arange(first_qid, first_qid + num_queries), sizes)
     m = int(sizes.sum())

@@ -16,7 +16,8 @@ from ._checks import segment_ids
 
 __all__ = ["Dataset", "read_svmlight", "write_svmlight", "read_groups", "write_groups",
            "groups_to_qid", "qid_to_groups", "read_preferences", "write_preferences",
-           "normalize_per_query", "to_bcoo", "segment_ids", "save_model", "load_model"]
+           "normalize_per_query", "to_bcoo", "segment_ids", "save_model", "load_model",
+           "MODEL_FORMAT", "MODEL_VERSION"]
 
 
 class Dataset(NamedTuple):
@@ -315,7 +316,9 @@ def qid_to_groups(qid) -> np.ndarray:
       >>> qid_to_groups([7, 7, 3, 5, 5]).tolist()
       [2, 1, 2]
     """
-    q = np.asarray(qid)
+    q = _integers(qid, "qid")
+    if q.ndim != 1 or q.size == 0:
+        raise ValueError(f"qid must be a non-empty 1-D array, got shape {q.shape}")
     starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
     if np.unique(q[starts]).shape[0] != starts.shape[0]:
         raise ValueError("qid: the rows of a query are not contiguous")
@@ -412,8 +415,13 @@ def to_bcoo(X, dtype=None):
     import jax.numpy as jnp
     from jax.experimental import sparse as jsparse
     if not sp.issparse(X):
-        return jsparse.BCOO.fromdense(jnp.asarray(X, dtype))
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D [m, n], got shape {X.shape}")
+        X = sp.coo_matrix(X)
     C = sp.coo_matrix(X)
+    if C.dtype.kind in "fc" and not np.all(np.isfinite(C.data)):
+        raise ValueError("X contains NaN or inf")
     if max(C.shape) >= 1 << 31:
         raise ValueError(f"X of shape {C.shape} has indices beyond int32 (BCOO stores int32)")
     idx = np.stack([C.row, C.col], axis=1).astype(np.int32)
