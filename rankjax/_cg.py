@@ -114,7 +114,7 @@ def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, max_iter: int =
     res0 = jnp.linalg.norm(r) / scale
     # carry: i, x, r, p, rr, best_x, best_score, best_i, since_best, reason, hist_r, hist_v
     # under jit an invalid λ or tol cannot raise: no iteration, NaN weights, "invalid"
-    ok = lam_ok(lam, allow_zero=True) & lam_ok(tol)
+    ok = lam_ok(lam, allow_zero=True) & lam_ok(tol, allow_zero=True)
     init = (jnp.int32(0), x, r, r, r @ r, x, score0, jnp.int32(0), jnp.int32(0),
             jnp.select([~ok, res0 <= tol], [4, 0], -1).astype(jnp.int32),
             nan.at[0].set(res0), nan.at[0].set(score0))
@@ -328,7 +328,7 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_erro
 
 
 def _check_loop(tol, max_iter, patience, recompute_every):
-    check_lam(tol, name="tol", scalar=True)
+    check_lam(tol, name="tol", scalar=True, allow_zero=True)     # 0: run max_iter iterations
     check_count(max_iter, "max_iter"), check_count(patience, "patience")
     check_count(recompute_every, "recompute_every", minimum=0)
 

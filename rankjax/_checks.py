@@ -247,19 +247,20 @@ class Segments(NamedTuple):
 
 
 def segment_ids(qid, name: str = "qid") -> Segments:
-    """Remaps arbitrary integer query ids (unsorted allowed) to ``0 .. Q-1``.
+    """Remaps arbitrary query ids (unsorted allowed) to ``0 .. Q-1``.
 
     Runs on the host (numpy), outside ``jit``. Segment ``c`` is the ``c``-th
-    smallest query id.
+    smallest query id. Integers, strings and other hashable objects (e.g. a pandas
+    categorical) are accepted; floats are not (a fractional id is ambiguous).
 
     Args:
-      qid: ``[m]`` integer query id of every row.
+      qid: ``[m]`` query id of every row.
 
     Returns:
       :class:`Segments` ``(seg, num_queries, qids)``.
 
     Raises:
-      TypeError: ``qid`` is not an integer array.
+      TypeError: ``qid`` holds floats, booleans or other values that are not ids.
       ValueError: ``qid`` is not 1-D or is empty.
 
     Example:
@@ -270,13 +271,21 @@ def segment_ids(qid, name: str = "qid") -> Segments:
     if not is_concrete(qid):
         raise TypeError(f"{name} must be concrete (remap query ids outside jit)")
     q = np.asarray(qid)
-    if q.dtype.kind not in "iu":
-        raise TypeError(f"{name} must be an integer array, got dtype {q.dtype}; "
-                        "cast it with .astype(int) if its values are whole numbers")
+    if q.dtype.kind not in "iuUSO":
+        raise TypeError(f"{name} must be an integer (or string / categorical) array, got dtype "
+                        f"{q.dtype}; cast it with .astype(int) if its values are whole numbers")
     if q.ndim != 1:
         raise ValueError(f"{name} must be 1-D [m], got shape {q.shape}")
     if q.size == 0:
         raise ValueError(f"{name} is empty")
+    if q.dtype.kind == "O":
+        if any(isinstance(v, (float, np.floating)) for v in set(q.tolist())):
+            raise TypeError(f"{name} holds floating-point ids; cast them to int or str")
+        try:
+            qids, seg = np.unique(q, return_inverse=True)
+        except TypeError:                       # ids of mixed, unorderable types
+            qids, seg = np.unique(np.array([repr(v) for v in q.tolist()]), return_inverse=True)
+        return Segments(seg.astype(np.int32).reshape(-1), int(qids.size), qids)
     qids, seg = np.unique(q, return_inverse=True)
     return Segments(seg.astype(np.int32).reshape(-1), int(qids.size), qids)
 

@@ -354,7 +354,7 @@ def query_graph(qid, y=None, *, normalized: bool = True, exclude_ties: bool = Fa
     dropped (Pahikkala et al. 2007 §3): ``L = L_query - L_(query, label)``.
 
     Args:
-      qid: ``[m]`` integer query ids (any values, unsorted allowed).
+      qid: ``[m]`` query ids (integers, strings or categories; unsorted allowed).
       y: ``[m]`` labels; required when ``exclude_ties``.
       normalized: ``I - P P^T`` per query when True, ``D - W`` when False.
       exclude_ties: drop the pairs whose labels are equal.

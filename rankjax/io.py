@@ -429,13 +429,66 @@ def to_bcoo(X, dtype=None):
     return jsparse.BCOO((data, jnp.asarray(idx)), shape=C.shape)
 
 
-MODEL_FORMAT = "rankjax-linear-model"
-MODEL_VERSION = 1
+MODEL_FORMAT = "rankjax-model"
+MODEL_VERSION = 2
 
 
-def save_model(path, weights, **meta) -> None:
-    """Saves linear weights ``[n]`` or ``[n, k]`` and scalar metadata (str, bool, int,
-    float) to ``.npz``, with a format name and version; the file is replaced atomically.
+def _encode(obj, arrays):
+    """A model as JSON-able structure; arrays go to ``arrays`` (names ``a0, a1 ..``)."""
+    import dataclasses
+    if obj is None or isinstance(obj, (str, bool, int, float)):
+        return obj
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if hasattr(obj, "_fields"):                                  # a rankjax NamedTuple
+        return {"type": type(obj).__name__,
+                "fields": {f: _encode(getattr(obj, f), arrays) for f in obj._fields}}
+    if dataclasses.is_dataclass(obj):                            # Kernel
+        return {"type": type(obj).__name__,
+                "fields": {f.name: _encode(getattr(obj, f.name), arrays)
+                           for f in dataclasses.fields(obj)}}
+    if isinstance(obj, (list, tuple)):
+        return {"list": [_encode(v, arrays) for v in obj]}
+    if isinstance(obj, dict):
+        if not all(isinstance(k, str) for k in obj):
+            raise TypeError("model dictionaries must have string keys")
+        return {"dict": {k: _encode(v, arrays) for k, v in obj.items()}}
+    if hasattr(obj, "shape") and hasattr(obj, "dtype"):
+        a = np.asarray(obj)
+        if a.dtype.kind not in "biuf":
+            raise TypeError(f"cannot save an array of dtype {a.dtype}")
+        key = f"a{len(arrays)}"
+        arrays[key] = a
+        return {"array": key}
+    raise TypeError(f"cannot save a value of type {type(obj).__name__}")
+
+
+def _decode(tree, arrays):
+    import rankjax
+    if not isinstance(tree, dict):
+        return tree
+    if "array" in tree:
+        return arrays[tree["array"]]
+    if "list" in tree:
+        return tuple(_decode(v, arrays) for v in tree["list"])
+    if "dict" in tree:
+        return {k: _decode(v, arrays) for k, v in tree["dict"].items()}
+    cls = getattr(rankjax, tree["type"], None)
+    if cls is None:
+        from . import estimators
+        cls = getattr(estimators, tree["type"], None)
+    if not isinstance(cls, type):
+        raise ValueError(f"unknown model type {tree['type']!r}")
+    return cls(**{k: _decode(v, arrays) for k, v in tree["fields"].items()})
+
+
+def save_model(path, model, **meta) -> None:
+    """Saves a model to ``.npz`` with a format name and version; the file is replaced
+    atomically. ``model`` is linear weights ``[n]`` / ``[n, k]`` or any rankjax model
+    (``LinearModel``, ``KernelModel``, ``DualModel``, a path, ``KPCModel``,
+    ``RankSVMKernelModel``, ``RankBoostModel``, ``PairwiseGP``, ``CGResult`` ...).
+    ``meta``: scalar metadata (str, bool, int, float) or lists of them (feature
+    names). Read back with :func:`load_model`.
 
     Example:
       >>> import tempfile, pathlib
@@ -444,25 +497,32 @@ def save_model(path, weights, **meta) -> None:
       >>> w, meta = load_model(p); w.tolist(), meta
       ([0.5, -1.0], {'lam': 10.0})
     """
-    w = np.asarray(weights)
-    if w.dtype.kind != "f" or w.ndim not in (1, 2) or not np.all(np.isfinite(w)):
-        raise ValueError(f"weights must be a finite float array [n] or [n, k], got {w.dtype} "
-                         f"{w.shape}")
-    arrays = {"weights": w, "format": np.asarray(MODEL_FORMAT), "version": np.asarray(MODEL_VERSION)}
+    import json
+    if hasattr(model, "shape") and not hasattr(model, "_fields"):
+        w = np.asarray(model)
+        if w.dtype.kind != "f" or w.ndim not in (1, 2) or not np.all(np.isfinite(w)):
+            raise ValueError(f"weights must be a finite float array [n] or [n, k], got {w.dtype} "
+                             f"{w.shape}")
     for k, v in meta.items():
-        if isinstance(v, np.generic):
-            v = v.item()
-        if not isinstance(v, (str, bool, int, float)):
-            raise TypeError(f"metadata {k!r} must be a str, bool, int or float, got "
-                            f"{type(v).__name__}")
-        arrays[f"meta_{k}"] = np.asarray(v)
+        ok = (isinstance(v, (str, bool, int, float, np.generic)) or
+              isinstance(v, (list, tuple)) and all(isinstance(e, (str, int, float)) for e in v))
+        if not ok:
+            raise TypeError(f"metadata {k!r} must be a str, bool, int, float or a list of them, "
+                            f"got {type(v).__name__}")
+    arrays = {}
+    tree = _encode(model, arrays)
+    meta = {k: (v.item() if isinstance(v, np.generic) else list(v) if isinstance(v, tuple) else v)
+            for k, v in meta.items()}
+    header = json.dumps({"format": MODEL_FORMAT, "version": MODEL_VERSION, "model": tree,
+                         "meta": meta})
     with _atomic(path, "wb") as fh:
-        np.savez(fh, **arrays)
+        np.savez(fh, header=np.asarray(header), **arrays)
 
 
 def load_model(path):
-    """Loads what :func:`save_model` wrote: ``(weights, meta_dict)``. A file that is
-    not a rankjax model, is damaged, or has another format version is a ``ValueError``.
+    """Loads what :func:`save_model` wrote: ``(model, meta_dict)`` — the weights array
+    for linear weights, else the rankjax model. A file that is not a rankjax model,
+    is damaged, or has another format version is a ``ValueError``.
 
     Example:
       >>> import tempfile, pathlib
@@ -471,6 +531,7 @@ def load_model(path):
       >>> load_model(p)[1]
       {'graph': 'normalized'}
     """
+    import json
     import zipfile
     try:
         z = np.load(os.fspath(path), allow_pickle=False)
@@ -482,10 +543,22 @@ def load_model(path):
         raise
     except (zipfile.BadZipFile, EOFError, OSError, KeyError, ValueError) as e:
         raise ValueError(f"{path} is not a readable rankjax model file ({e})") from None
-    if not {"weights", "format", "version"} <= contents.keys() or str(contents["format"]) != MODEL_FORMAT:
+    try:
+        header = json.loads(str(contents["header"]))
+        fmt, version = header["format"], header["version"]
+    except (KeyError, ValueError, TypeError):
+        if {"format", "version"} <= contents.keys() and str(contents["format"]).startswith("rankjax"):
+            raise ValueError(f"{path} is a rankjax model of format version "
+                             f"{int(contents['version'])}; this rankjax reads version "
+                             f"{MODEL_VERSION}") from None
+        raise ValueError(f"{path} is not a rankjax model file") from None
+    if fmt != MODEL_FORMAT:
         raise ValueError(f"{path} is not a rankjax model file")
-    if int(contents["version"]) != MODEL_VERSION:
-        raise ValueError(f"{path} is a rankjax model of format version {int(contents['version'])}; "
+    if version != MODEL_VERSION:
+        raise ValueError(f"{path} is a rankjax model of format version {version}; "
                          f"this rankjax reads version {MODEL_VERSION}")
-    meta = {k[5:]: v.item() for k, v in contents.items() if k.startswith("meta_")}
-    return contents["weights"], meta
+    try:
+        model = _decode(header["model"], contents)
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"{path} is a damaged rankjax model file ({e})") from None
+    return model, header["meta"]

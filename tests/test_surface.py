@@ -253,7 +253,7 @@ CASES.update({
     "cg_solve": [
         (lambda d: rj.cg_solve(d.K, np.ones(d.m)), E(TypeError, "matvec")),
         (lambda d: rj.cg_solve(lambda v: v, np.ones(3), lam=-1.0), E(ValueError, "lam")),
-        (lambda d: rj.cg_solve(lambda v: v, np.ones(3), tol=0.0), E(ValueError, "tol")),
+        (lambda d: rj.cg_solve(lambda v: v, np.ones(3), tol=-1.0), E(ValueError, "tol")),
         (lambda d: rj.cg_solve(lambda v: v, np.r_[np.nan, 1, 1]), E(ValueError, "b")),
         (lambda d: rj.cg_solve(lambda v: v, np.ones(3), x0=np.ones(2)), E(ValueError, "x0")),
         (lambda d: rj.cg_solve(lambda v: v, np.zeros(3)),
@@ -464,6 +464,26 @@ CASES.update({
     ],
 })
 
+# scikit-learn style estimators (rankjax.estimators)
+from rankjax import estimators as est  # noqa: E402
+
+CASES.update({
+    f"estimators.{name}": [
+        (lambda d, c=name: getattr(est, c)().predict(d.X), E(ValueError, "not fitted")),
+        (lambda d, c=name: getattr(est, c)().fit(d.X, d.y[:-1], qid=d.qid), E(ValueError, "y")),
+        (lambda d, c=name: getattr(est, c)().fit(d.X, d.y, qid=d.qid.astype(float)),
+         E(TypeError, "qid")),
+        (lambda d, c=name: getattr(est, c)().fit(np.c_[d.X[:, :-1], d.nanv], d.y, qid=d.qid),
+         E(ValueError, "NaN")),
+    ] for name in ("RankRLS", "RankRLSCV", "RankSVM", "KPCRank", "RankBoost")})
+CASES["estimators.CGRankRLS"] = [
+    (lambda d: est.CGRankRLS().fit(d.X, d.y, qid=d.qid), E(ValueError, "eval_set")),
+    (lambda d: est.CGRankRLS(lam=-1.0).fit(d.X, d.y, qid=d.qid), E(ValueError, "lam")),
+]
+CASES["estimators.load"] = [
+    (lambda d: est.load(d.model_file), E(ValueError, "no rankjax estimator")),
+]
+
 # result, model and configuration types: constructed by the functions above
 TYPES = {"CGResult", "CSRMatrix", "CVResult", "DualModel", "DualPath", "Folds", "HoldOut",
          "IdentityGraph", "KPCModel", "KPCPath", "Kernel", "KernelModel", "LinearModel", "Metric",
@@ -475,7 +495,8 @@ CONSTANTS = {"STOP_REASONS", "io", "io.MODEL_FORMAT", "io.MODEL_VERSION"}   # da
 
 
 def public_names():
-    return ({n for n in rj.__all__} | {f"io.{n}" for n in io.__all__})
+    return ({n for n in rj.__all__} | {f"io.{n}" for n in io.__all__}
+            | {f"estimators.{n}" for n in est.__all__})
 
 
 def test_every_public_name_is_covered():

@@ -1,0 +1,445 @@
+"""scikit-learn style estimators: thin classes over the public functions.
+
+``fit(X, y, qid=None)``, ``predict(X)``, ``score(X, y, qid=None)`` (NDCG@10),
+``get_params`` / ``set_params``, ``save(path)`` / :func:`load`. scikit-learn is
+optional: with it installed the classes are ``BaseEstimator`` subclasses (clone,
+``GridSearchCV``, pipelines, metadata routing of ``qid``); without it they keep
+the same methods.
+
+Inputs: dense numpy/JAX arrays, ``scipy.sparse`` matrices, BCOO, pandas
+DataFrames (feature names are kept; a column named ``qid`` is taken as the
+query ids when ``qid`` is not given, as XGBoost's ranker does). Query ids may be
+integers, strings or categories; ``qid=None`` makes all rows one query.
+
+Under ``GridSearchCV`` ``qid`` reaches ``fit`` as a fit parameter and reaches
+``score`` only with metadata routing on
+(``sklearn.set_config(enable_metadata_routing=True)``; the estimators request
+``qid`` by default) or as a DataFrame column; otherwise ``score`` warns that it
+ranks all rows as one query.
+
+Example:
+  >>> import numpy as np, rankjax as rj
+  >>> from rankjax.estimators import RankRLS
+  >>> d = rj.make_ranking_data(20, num_features=5, seed=0)
+  >>> model = RankRLS(lam=1.0).fit(d.X, d.y, qid=d.qid)
+  >>> model.predict(d.X[:3]).shape, round(model.score(d.X, d.y, qid=d.qid), 2) > 0.5
+  ((3,), True)
+"""
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import jax
+import numpy as np
+import scipy.sparse as sp
+
+from . import _cg, _cv, _kernels, _kpcrank, _metrics, _path, _rankboost, _rankrls, _ranksvm
+from ._checks import segment_ids
+from ._graph import identity_graph, query_graph
+from . import io
+
+__all__ = ["RankRLS", "RankRLSCV", "CGRankRLS", "RankSVM", "KPCRank", "RankBoost", "load"]
+
+try:                                            # scikit-learn is an optional extra
+    from sklearn.base import BaseEstimator as _Base
+except ImportError:                             # pragma: no cover - exercised without sklearn
+    class _Base:
+        @classmethod
+        def _get_param_names(cls):
+            sig = inspect.signature(cls.__init__)
+            return sorted(p for p in sig.parameters if p != "self")
+
+        def get_params(self, deep=True):
+            return {k: getattr(self, k) for k in self._get_param_names()}
+
+        def set_params(self, **params):
+            for k, v in params.items():
+                if k not in self._get_param_names():
+                    raise ValueError(f"invalid parameter {k!r} for {type(self).__name__}")
+                setattr(self, k, v)
+            return self
+
+        def __repr__(self):
+            args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+            return f"{type(self).__name__}({args})"
+
+
+# ----------------------------------------------------------------------------
+# inputs
+
+def _is_frame(X):
+    return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "to_numpy")
+
+
+def _split_frame(X, qid):
+    """A DataFrame's ``qid`` column (when ``qid`` is not given) and its feature names."""
+    if not _is_frame(X):
+        return X, qid, None
+    if qid is None and "qid" in X.columns:
+        qid, X = X["qid"].to_numpy(), X.drop(columns="qid")
+    names = [str(c) for c in X.columns]
+    try:
+        values = X.to_numpy(dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"X: every DataFrame column must be numeric ({e})") from None
+    return values, qid, names
+
+
+def _matrix(X):
+    """Dense numpy, or CSR for scipy.sparse / BCOO input (converted once)."""
+    if sp.issparse(X):
+        return sp.csr_matrix(X, dtype=np.float64 if X.dtype.kind != "f" else X.dtype)
+    if hasattr(X, "todense") and hasattr(X, "indices"):          # BCOO
+        return X
+    return X if isinstance(X, jax.Array) else np.asarray(X)
+
+
+def _dense(X):
+    if sp.issparse(X):
+        return X.toarray()
+    return X.todense() if hasattr(X, "todense") else X
+
+
+def _for_solver(X):
+    """Dense arrays as they are; scipy CSR as BCOO (the closed forms take BCOO)."""
+    return io.to_bcoo(X) if sp.issparse(X) else X
+
+
+def _kernel(kind, gamma, degree, coef0):
+    if kind is None or kind == "linear":
+        return None
+    if isinstance(kind, _kernels.Kernel):
+        return kind
+    if kind == "gaussian" or kind == "rbf":
+        return _kernels.gaussian_kernel(gamma)
+    if kind == "polynomial" or kind == "poly":
+        return _kernels.polynomial_kernel(degree, gamma, coef0)
+    raise ValueError(f"kernel must be None, 'linear', 'gaussian', 'polynomial' or a Kernel, "
+                     f"got {kind!r}")
+
+
+class _Ranker(_Base):
+    """Shared input handling, prediction, scoring and persistence."""
+
+    __metadata_request__fit = {"qid": True}
+    __metadata_request__score = {"qid": True}
+
+    def _inputs(self, X, y, qid, fit: bool):
+        X, qid, names = _split_frame(X, qid)
+        X = _matrix(X)
+        if getattr(X, "ndim", 2) != 2:
+            raise ValueError(f"X must be 2-D [m, n], got shape {np.shape(X)}")
+        m, n = X.shape
+        if fit:
+            self.n_features_in_ = n
+            if names is not None:
+                self.feature_names_in_ = np.asarray(names, dtype=object)
+            elif hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        else:
+            self._check_fitted()
+            if n != self.n_features_in_:
+                raise ValueError(f"X has {n} features, but {type(self).__name__} was fitted "
+                                 f"with {self.n_features_in_}")
+            fitted = getattr(self, "feature_names_in_", None)
+            if names is not None and fitted is not None and list(fitted) != names:
+                raise ValueError("X has other feature names than those seen in fit")
+        if y is not None:
+            y = np.asarray(y, dtype=np.float64) if not hasattr(y, "to_numpy") else \
+                y.to_numpy(dtype=np.float64)
+            if y.ndim != 1 or y.shape[0] != m:
+                raise ValueError(f"y must have shape [{m}], got {y.shape}")
+        seg = np.zeros(m, np.int32) if qid is None else segment_ids(
+            qid.to_numpy() if hasattr(qid, "to_numpy") else qid).seg
+        if seg.shape[0] != m:
+            raise ValueError(f"qid has {seg.shape[0]} rows but X has {m}")
+        return X, y, seg, qid is not None
+
+    def _check_fitted(self):
+        if not hasattr(self, "model_"):
+            raise ValueError(f"this {type(self).__name__} is not fitted yet: call fit first")
+
+    def _graph(self, seg, y):
+        return query_graph(seg, y, normalized=getattr(self, "normalized", True),
+                           exclude_ties=getattr(self, "exclude_ties", False))
+
+    def predict(self, X):
+        """Scores ``[m]`` of new rows (higher ranks first)."""
+        X, _, _, _ = self._inputs(X, None, None, fit=False)
+        return np.asarray(self._scores(X))
+
+    def _scores(self, X):
+        return _rankrls.predict(self.model_, _for_solver(X))
+
+    def score(self, X, y, qid=None):
+        """Mean NDCG@``score_k`` over the queries of ``(X, y, qid)`` (``qid=None``: one
+        query, with a warning when the model was fitted on several)."""
+        X, y, seg, given = self._inputs(X, y, qid, fit=False)
+        if not given and getattr(self, "num_queries_", 1) > 1:
+            warnings.warn(f"{type(self).__name__}.score got no qid: all rows are ranked as one "
+                          "query; pass qid (with scikit-learn: enable metadata routing)",
+                          UserWarning, stacklevel=2)
+        f = self._scores(X)
+        return float(_metrics.ndcg(f, y, seg, k=getattr(self, "score_k", 10)))
+
+    def _finish_fit(self, seg):
+        self.num_queries_ = int(seg.max()) + 1
+        return self
+
+    # persistence -------------------------------------------------------------
+    def save(self, path) -> None:
+        """Saves the fitted estimator (learner, hyper-parameters, model pytree, feature
+        count and names) atomically; :func:`load` reads it back."""
+        self._check_fitted()
+        params = {k: (np.asarray(v) if isinstance(v, (list, tuple)) else v)
+                  for k, v in self.get_params().items()}
+        state = {k: v for k, v in vars(self).items() if k.endswith("_") and k != "feature_names_in_"
+                 and k != "cv_results_"}
+        meta = dict(learner=type(self).__name__, num_features=int(self.n_features_in_))
+        if hasattr(self, "feature_names_in_"):
+            meta["feature_names"] = [str(c) for c in self.feature_names_in_]
+        io.save_model(path, {"params": params, "state": state}, **meta)
+
+
+def load(path):
+    """Loads an estimator written by ``save``; its class, hyper-parameters, feature
+    count and names come from the file.
+
+    Example:
+      >>> import tempfile, pathlib, rankjax as rj
+      >>> from rankjax.estimators import RankBoost, load
+      >>> d = rj.make_ranking_data(5, num_features=3, seed=0)
+      >>> p = pathlib.Path(tempfile.mkdtemp()) / "boost.npz"
+      >>> RankBoost(rounds=5).fit(d.X, d.y, qid=d.qid).save(p)
+      >>> load(p).rounds
+      5
+    """
+    tree, meta = io.load_model(path)
+    cls = globals().get(meta.get("learner", ""))
+    if not (isinstance(tree, dict) and isinstance(cls, type) and issubclass(cls, _Ranker)):
+        raise ValueError(f"{path} holds no rankjax estimator (use rankjax.io.load_model)")
+    params = {k: (tuple(np.asarray(v).tolist()) if isinstance(v, np.ndarray) and v.ndim else v)
+              for k, v in tree["params"].items()}
+    est = cls(**params)
+    for k, v in tree["state"].items():
+        setattr(est, k, v)
+    if "feature_names" in meta:
+        est.feature_names_in_ = np.asarray(meta["feature_names"], dtype=object)
+    return est
+
+
+# ----------------------------------------------------------------------------
+# learners
+
+class RankRLS(_Ranker):
+    """RankRLS (Pahikkala et al. 2009): linear (primal, or dual when there are more
+    features than rows), kernel, or Nyström with ``basis`` rows; ``graph="query"``
+    ranks within queries, ``"identity"`` is RLS regression.
+
+    Args:
+      lam: λ > 0. kernel: ``None``/``"linear"``, ``"gaussian"``, ``"polynomial"``
+        or a :class:`rankjax.Kernel`; gamma, degree, coef0 its parameters.
+      basis: ``None`` or the number of basis rows of the Nyström approximation.
+      normalized, exclude_ties: query-graph options. score_k: NDCG cut-off of
+        ``score``. random_state: seed of the basis rows.
+    """
+
+    def __init__(self, lam=1.0, *, kernel=None, gamma=1.0, degree=2, coef0=1.0, basis=None,
+                 graph="query", normalized=True, exclude_ties=False, score_k=10,
+                 random_state=0):
+        self.lam, self.kernel, self.gamma, self.degree, self.coef0 = lam, kernel, gamma, degree, coef0
+        self.basis, self.graph, self.normalized = basis, graph, normalized
+        self.exclude_ties, self.score_k, self.random_state = exclude_ties, score_k, random_state
+
+    def _graph(self, seg, y):
+        if self.graph == "identity":
+            return identity_graph(seg.shape[0])
+        if self.graph != "query":
+            raise ValueError(f"graph must be 'query' or 'identity', got {self.graph!r}")
+        return super()._graph(seg, y)
+
+    def fit(self, X, y, qid=None):
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True)
+        g = self._graph(seg, y)
+        self.model_ = _fit_rankrls(X, y, g, self.lam, _kernel(self.kernel, self.gamma, self.degree,
+                                                              self.coef0),
+                                   self.basis, self.random_state)
+        return self._finish_fit(seg)
+
+    def _scores(self, X):
+        f = _rankrls.predict(self.model_, _for_solver(X) if isinstance(
+            self.model_, _rankrls.LinearModel) else _dense(X))
+        return f[0] if isinstance(self.model_, _path.NystromPath) else f
+
+
+def _fit_rankrls(X, y, g, lam, kern, basis, seed):
+    """The model of one λ: primal when ``n <= m``, else the dual with a linear kernel
+    (``w = X^T A``); a kernel model; or a one-λ Nyström path."""
+    m, n = X.shape
+    if basis is not None:
+        if kern is None:
+            kern = _kernels.linear_kernel()
+        return _path.rankrls_nystrom_path(_dense(X), y, g, lams=[lam], kernel=kern, basis=basis,
+                                          seed=seed)
+    if kern is not None:
+        return _rankrls.rankrls_kernel(_dense(X), y, g, lam=lam, kernel=kern)
+    if n <= m:
+        return _rankrls.rankrls_primal(_for_solver(X), y, g, lam=lam)
+    Xd = _dense(X)                         # more features than rows: an m x m system
+    A = _rankrls.rankrls_dual(Xd @ Xd.T, y, g, lam=lam).coef
+    return _rankrls.LinearModel(Xd.T @ A)
+
+
+class RankRLSCV(RankRLS):
+    """RankRLS with λ (and a kernel's ``gamma``) chosen by exact leave-query-out
+    (``cv=None``) or k-fold over queries (``cv=k``): one decomposition per kernel for
+    the whole λ grid (Pahikkala et al. 2009, §3.3), then a refit on all rows.
+
+    Attributes (after fit): ``lam_``, ``gamma_``, ``best_score_`` and
+    ``cv_results_`` (``params``, ``param_lam``, ``param_gamma``,
+    ``mean_test_score``, ``rank_test_score``), scored by NDCG@``score_k``.
+    """
+
+    def __init__(self, lams=tuple(np.logspace(-3, 3, 13)), *, gammas=None, cv=None, kernel=None,
+                 gamma=1.0, degree=2, coef0=1.0, graph="query", normalized=True,
+                 exclude_ties=False, score_k=10, random_state=0):
+        self.lams, self.gammas, self.cv = lams, gammas, cv
+        self.kernel, self.gamma, self.degree, self.coef0 = kernel, gamma, degree, coef0
+        self.graph, self.normalized, self.exclude_ties = graph, normalized, exclude_ties
+        self.score_k, self.random_state = score_k, random_state
+
+    def fit(self, X, y, qid=None):
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True)
+        g = self._graph(seg, y)
+        folds = _cv.make_folds(g, self.cv, seed=self.random_state)
+        lams = np.asarray(self.lams, dtype=np.float64)
+        gammas = [self.gamma] if self.gammas is None else list(self.gammas)
+        rows, scores = [], []
+        for gamma in gammas:                          # one decomposition per kernel
+            kern = _kernel(self.kernel, gamma, self.degree, self.coef0)
+            if kern is None:
+                h = _cv.holdout_primal(_dense(X), y, g, lams=lams, folds=folds)
+            else:
+                h = _cv.holdout_dual(_kernels.kernel_matrix(kern, _dense(X)), y, g, lams=lams,
+                                     folds=folds)
+            table = _cv.cross_validate(h, y, seg, metric=_metrics.ndcg, k=self.score_k).table
+            rows += [(float(lam), float(gamma)) for lam in lams]
+            scores.append(np.asarray(table))
+        s = np.concatenate(scores)
+        if np.all(np.isnan(s)):
+            raise ValueError("NDCG is undefined for every λ (no query has a relevant document)")
+        best = int(np.nanargmax(s))
+        self.lam_, self.gamma_ = rows[best]
+        self.best_score_ = float(s[best])
+        order = np.argsort(-np.where(np.isnan(s), -np.inf, s), kind="stable")
+        rank = np.empty(len(s), int)
+        rank[order] = np.arange(1, len(s) + 1)
+        self.cv_results_ = {"params": [{"lam": a, "gamma": b} for a, b in rows],
+                            "param_lam": np.array([a for a, _ in rows]),
+                            "param_gamma": np.array([b for _, b in rows]),
+                            "mean_test_score": s, "rank_test_score": rank}
+        kern = _kernel(self.kernel, self.gamma_, self.degree, self.coef0)
+        self.model_ = _fit_rankrls(X, y, g, self.lam_, kern, None, self.random_state)
+        return self._finish_fit(seg)
+
+
+class CGRankRLS(_Ranker):
+    """Primal RankRLS by conjugate gradient for large sparse data, with early stopping
+    on an evaluation set (Airola et al. 2010): ``fit(X, y, qid, eval_set=(Xv, yv),
+    eval_qid=qv)``. ``lam=0`` with an evaluation set is early stopping alone."""
+
+    def __init__(self, lam=0.0, *, max_iter=500, tol=1e-5, patience=10, normalized=True,
+                 score_k=10):
+        self.lam, self.max_iter, self.tol, self.patience = lam, max_iter, tol, patience
+        self.normalized, self.score_k = normalized, score_k
+
+    def fit(self, X, y, qid=None, eval_set=None, eval_qid=None):
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True)
+        valid = None
+        if eval_set is not None:
+            Xv, yv, sv, _ = self._inputs(eval_set[0], eval_set[1], eval_qid, fit=False)
+            valid = (_cg.to_csr(Xv) if sp.issparse(Xv) else Xv, yv, query_graph(sv))
+        if valid is None and self.lam == 0:
+            raise ValueError("lam=0 needs an eval_set (early stopping) or use lam > 0")
+        Xs = _cg.to_csr(X) if sp.issparse(X) else X
+        self.model_ = _cg.rankrls_cg(Xs, y, self._graph(seg, y), lam=self.lam, valid=valid,
+                                     tol=self.tol, max_iter=self.max_iter, patience=self.patience)
+        self.n_iter_ = int(self.model_.iterations)
+        self.best_iteration_ = int(self.model_.best_iteration)
+        return self._finish_fit(seg)
+
+    def _scores(self, X):
+        return _rankrls.predict(_rankrls.LinearModel(self.model_.weights), _for_solver(X))
+
+
+class RankSVM(_Ranker):
+    """L2-loss RankSVM (linear by TRON, Lee & Lin 2014; or kernel with ``basis`` rows)."""
+
+    def __init__(self, C=1.0, *, kernel=None, gamma=1.0, degree=2, coef0=1.0, basis=None,
+                 tol=1e-3, max_iter=1000, score_k=10, random_state=0):
+        self.C, self.kernel, self.gamma, self.degree, self.coef0 = C, kernel, gamma, degree, coef0
+        self.basis, self.tol, self.max_iter = basis, tol, max_iter
+        self.score_k, self.random_state = score_k, random_state
+
+    def fit(self, X, y, qid=None):
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True)
+        kern = _kernel(self.kernel, self.gamma, self.degree, self.coef0)
+        if kern is None:
+            r = _ranksvm.ranksvm_l2(_cg.to_csr(X) if sp.issparse(X) else X, y, seg, C=self.C,
+                                    tol=self.tol, max_iter=self.max_iter)
+            self.model_ = _rankrls.LinearModel(r.weights)
+            self.converged_ = bool(r.converged)
+        else:
+            self.model_ = _ranksvm.ranksvm_kernel(
+                _dense(X), y, seg, kernel=kern, C=self.C, seed=self.random_state,
+                basis=self.basis if self.basis is not None else min(X.shape[0], 1000),
+                tol=self.tol, max_iter=self.max_iter)
+        return self._finish_fit(seg)
+
+    def _scores(self, X):
+        lin = isinstance(self.model_, _rankrls.LinearModel)
+        return _rankrls.predict(self.model_, _for_solver(X) if lin else _dense(X))
+
+
+class KPCRank(_Ranker):
+    """Kernel principal component ranking (Pahikkala et al. 2009, §3.6): RankRLS on
+    the leading ``n_components`` kernel principal components."""
+
+    def __init__(self, n_components=10, *, lam=0.0, kernel="gaussian", gamma=1.0, degree=2,
+                 coef0=1.0, normalized=True, score_k=10):
+        self.n_components, self.lam, self.kernel = n_components, lam, kernel
+        self.gamma, self.degree, self.coef0 = gamma, degree, coef0
+        self.normalized, self.score_k = normalized, score_k
+
+    def _kern(self):
+        return _kernel(self.kernel, self.gamma, self.degree, self.coef0) or _kernels.linear_kernel()
+
+    def fit(self, X, y, qid=None):
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True)
+        self.X_train_ = np.asarray(_dense(X), dtype=np.float64)
+        K = _kernels.kernel_matrix(self._kern(), self.X_train_)
+        self.model_ = _kpcrank.kpcrank(K, y, self._graph(seg, y), components=self.n_components,
+                                       lam=self.lam)
+        return self._finish_fit(seg)
+
+    def _scores(self, X):
+        Kt = _kernels.kernel_matrix(self._kern(), _dense(X), self.X_train_)
+        return Kt @ self.model_.coef - self.model_.offset
+
+
+class RankBoost(_Ranker):
+    """RankBoost with threshold weak rankers (Freund et al. 2003)."""
+
+    def __init__(self, rounds=100, *, num_thresholds=32, score_k=10):
+        self.rounds, self.num_thresholds, self.score_k = rounds, num_thresholds, score_k
+
+    def fit(self, X, y, qid=None):
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True)
+        self.model_ = _rankboost.rankboost(_dense(X), y, seg, rounds=self.rounds,
+                                           num_thresholds=self.num_thresholds)
+        return self._finish_fit(seg)
+
+    def _scores(self, X):
+        return _rankboost.rankboost_predict(self.model_, _dense(X))
+
