@@ -69,7 +69,7 @@ class CGResult(NamedTuple):
 
 def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, max_iter: int = 500,
              valid_fn: Optional[Callable] = None, patience: int = 10,
-             recompute_every: int = 50) -> CGResult:
+             recompute_every: int = 50, progress: int = 0) -> CGResult:
     """Conjugate gradient for ``(A + λ I) x = b`` as one ``lax.while_loop``.
 
     Args:
@@ -82,6 +82,8 @@ def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, max_iter: int =
       valid_fn: ``x -> score`` (lower is better) evaluated on every iterate;
         enables early stopping.
       patience: iterations without improvement before stopping (static).
+      progress: print the iteration, relative residual and validation score to
+        stderr every that many iterations (static; 0 = off, nothing compiled in).
       recompute_every: recompute the residual as ``b - (A + λ I) x`` every that
         many iterations to curb drift (static; 0 = never).
 
@@ -158,12 +160,21 @@ def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, max_iter: int =
         if valid_fn is None:
             bx = jnp.where(keep, x, bx)
             bi = jnp.where(keep, i - 1, bi)
+        if progress:
+            jax.debug.callback(_report, i, res, s, progress)
         return (i, x_out, r_new, p_new, rr_new, bx, bs, bi, since, new_reason,
                 hr.at[i].set(jnp.where(keep, jnp.nan, res)), hv.at[i].set(s))
 
     out = lax.while_loop(cond, body, init)
     i, x, _, _, _, bx, _, bi, _, reason, hr, hv = out
     return CGResult(nan_unless(ok, bx), i, reason == 0, reason, bi, hr, hv)
+
+
+def _report(i, res, score, every):
+    if int(i) % every == 0:
+        import sys
+        sys.stderr.write(f"rankjax cg: iteration {int(i)}: relative residual {float(res):.3e}, "
+                         f"validation {float(score):.6g}\n")
 
 
 def validation_criterion(valid, metric="pairwise_error", *, greater_is_better=None,
@@ -255,21 +266,22 @@ def _static_metric(metric, kw):
     return kw
 
 
-_STATIC = ("metric", "greater_is_better", "kw", "max_iter", "patience", "recompute_every")
+_STATIC = ("metric", "greater_is_better", "kw", "max_iter", "patience", "recompute_every", "progress")
 
 
 @partial(jax.jit, static_argnames=_STATIC)
 def _cg_primal_core(X, y, graph, lam, Xv, vdata, x0, tol, *, metric, greater_is_better, kw,
-                    max_iter, patience, recompute_every):
+                    max_iter, patience, recompute_every, progress):
     b = X.T @ graph.rhs(y, X.dtype)
     valid_fn = _make_valid_fn(lambda w: Xv @ w, vdata, metric, greater_is_better, kw)
     return cg_solve(lambda v: X.T @ graph.mv(X @ v), b, lam=lam, x0=x0, tol=tol,
                     max_iter=max_iter, valid_fn=valid_fn, patience=patience,
-                    recompute_every=recompute_every)
+                    recompute_every=recompute_every, progress=progress)
 
 
 def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_error", x0=None,
                tol=1e-5, max_iter: int = 500, patience: int = 10, recompute_every: int = 50,
+               progress: int = 0,
                greater_is_better=None, **metric_kwargs) -> CGResult:
     """Primal RankRLS by matrix-free CG (docs/math.md; Airola et al. 2010 §3): solves
     ``(X^T L X + λ I) w = X^T L y`` (edges: ``X^T M N``) with
@@ -293,6 +305,7 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_erro
         ``X_valid @ w`` after every iteration and stop early (see
         :func:`validation_criterion`); ``None``: no early stopping.
       metric: the validation criterion (default pairwise error).
+      progress: print progress every that many iterations (0 = off; see :func:`cg_solve`).
       Other arguments as in :func:`cg_solve`.
 
     Returns:
@@ -324,7 +337,8 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_erro
             raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {X.shape[1]}")
     return _cg_primal_core(X, y, graph, lam, Xv, vdata, _check_x0(x0, X.shape[1]), tol,
                            metric=metric, greater_is_better=greater_is_better, kw=kw,
-                           max_iter=max_iter, patience=patience, recompute_every=recompute_every)
+                           max_iter=max_iter, patience=patience, recompute_every=recompute_every,
+                           progress=check_count(progress, "progress", minimum=0))
 
 
 def _check_loop(tol, max_iter, patience, recompute_every):
@@ -354,7 +368,7 @@ def _kernel_operator(K, m, name):
 
 @partial(jax.jit, static_argnames=_STATIC + ("kfn", "kvfn"))
 def _cg_dual_core(K, y, graph, lam, Kv, vdata, x0, tol, *, kfn, kvfn, metric, greater_is_better,
-                  kw, max_iter, patience, recompute_every):
+                  kw, max_iter, patience, recompute_every, progress):
     R, Rt, rhs = graph.factor()
     kmv = kfn or (lambda a: jnp.matmul(K, a, precision=HI))
     kvmv = kvfn or (lambda a: jnp.matmul(Kv, a, precision=HI))
@@ -363,13 +377,13 @@ def _cg_dual_core(K, y, graph, lam, Kv, vdata, x0, tol, *, kfn, kvfn, metric, gr
     dtype = b.dtype if jnp.issubdtype(b.dtype, jnp.floating) else jnp.result_type(float)
     res = cg_solve(lambda v: Rt(kmv(R(v))), b.astype(dtype), lam=lam, x0=x0, tol=tol,
                    max_iter=max_iter, valid_fn=valid_fn, patience=patience,
-                   recompute_every=recompute_every)
+                   recompute_every=recompute_every, progress=progress)
     return res._replace(weights=R(res.weights))
 
 
 def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_error",
                     x0=None, tol=1e-5, max_iter: int = 500, patience: int = 10,
-                    recompute_every: int = 50, greater_is_better=None,
+                    recompute_every: int = 50, greater_is_better=None, progress: int = 0,
                     **metric_kwargs) -> CGResult:
     """Dual (kernel) RankRLS by CG on the symmetric system (docs/math.md):
     ``(R^T K R + λ I) B = R^T y`` and ``A = R B``, with ``R R^T = L`` — ``R = S``
@@ -419,4 +433,5 @@ def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise
     return _cg_dual_core(K, y, graph, lam, Kv, vdata, _check_x0(x0, m), tol, kfn=kfn, kvfn=kvfn,
                          metric=metric,
                          greater_is_better=greater_is_better, kw=kw, max_iter=max_iter,
-                         patience=patience, recompute_every=recompute_every)
+                         patience=patience, recompute_every=recompute_every,
+                         progress=check_count(progress, "progress", minimum=0))

@@ -179,7 +179,7 @@ def auc(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query: bo
       >>> print(f"{float(auc([0.2, 0.8, 0.5], [0, 1, 0])):.2f}")
       1.00
     """
-    if is_concrete(y) and np.size(y) and bool(reduce_concrete(_not_binary, y)):
+    if is_concrete(y) and np.size(y) and bool(reduce_concrete(_not_binary, as_float_array(y, "y"))):
         raise ValueError("auc needs binary labels 0/1 in y (graded labels: use cindex)")
     return cindex(scores, y, qid, num_queries=num_queries, per_query=per_query)
 

@@ -2,10 +2,14 @@
 
 Trains query RankRLS (primal, linear) on an SVMlight train file, picks λ on
 held-out training queries by NDCG@10 (one eigendecomposition serves the whole
-λ grid), refits on all training queries, reports NDCG@1/5/10, MAP and pairwise
-accuracy on a test file and saves the model. ``--load`` + ``--predict`` scores a
-new file with a saved model. Without data arguments it runs on built-in
-LETOR-like data (fixed seed). A model file is written only with ``--save``.
+λ grid; ``--folds k`` / ``loo`` for exact k-fold / leave-query-out), refits on all
+training queries, reports NDCG@1/5/10, MAP and pairwise accuracy on a test file,
+and prints them as one JSON line (``--json FILE`` also writes it). ``--learner``
+picks RLS, RankSVM, RankBoost or CG with early stopping instead. ``--load`` +
+``--predict`` scores a new file (tab-separated qid, row, score); ``--load`` +
+``--test`` evaluates a saved model on a labelled file. Without data arguments it
+runs on built-in LETOR-like data (fixed seed). A file is written only when asked
+(``--save``, ``--output``, ``--json``).
 
 Errors (bad arguments, unreadable or malformed files, unwritable outputs) print one
 line ``rankjax: error: ...`` on stderr and exit with status 2; outputs are checked
@@ -50,23 +54,60 @@ def _parser():
     p.add_argument("--output", help="where --predict writes one score per line (stdout if unset)")
     p.add_argument("--seed", type=int, default=0, help="seed of the split and built-in data")
     p.add_argument("--float64", action="store_true", help="compute in float64")
+    p.add_argument("--learner", choices=LEARNERS, default="rankrls",
+                   help="rankrls (default, λ chosen), rls (pointwise RLS, λ chosen), ranksvm "
+                        "(L2 RankSVM, C=1), rankboost (100 rounds), cg (RankRLS by CG, early "
+                        "stopping on the held-out queries)")
+    p.add_argument("--folds", type=_folds,
+                   help="choose λ by exact k-fold over the training queries (an int k >= 2) or "
+                        "leave-query-out ('loo') instead of one held-out split")
+    p.add_argument("--json", help="also write the results as JSON to this file")
+    p.add_argument("--quiet", action="store_true", help="print only the final JSON line")
+    p.add_argument("--version", action="version", version=f"rankjax {_version()}")
     return p
 
 
+LEARNERS = ("rankrls", "rls", "ranksvm", "rankboost", "cg")
+
+
+def _version():
+    from . import __version__
+    return __version__
+
+
+def _folds(text):
+    if text == "loo":
+        return "loo"
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an int >= 2 or 'loo', got {text!r}") from None
+    if k < 2:
+        raise argparse.ArgumentTypeError(f"must be an int >= 2 or 'loo', got {k}")
+    return k
+
+
+_QUIET = [False]
+
+
 def _say(msg):
-    print(msg, flush=True)
+    if not _QUIET[0]:
+        print(msg, flush=True)
 
 
 def _load(path, args, num_features=None):
     from . import io
+    t0 = time.time()
     d = io.read_svmlight(path, num_features=num_features)
+    dt = max(time.time() - t0, 1e-9)
+    _say(f"  read {path}: {d.X.shape[0]} rows in {dt:.2f} s ({d.X.shape[0] / dt:,.0f} rows/s)")
     X = io.normalize_per_query(d.X, d.qid) if args.normalize else d.X
     return X, d.y, d.qid
 
 
 def _graph(args, qid, y):
     from . import identity_graph, query_graph
-    if args.graph == "rls":
+    if args.graph == "rls" or getattr(args, "learner", None) == "rls":
         return identity_graph(len(y))
     return query_graph(qid, y, normalized=args.graph == "normalized",
                        exclude_ties=args.exclude_ties)
@@ -81,9 +122,19 @@ def _evaluate(scores, y, qid):
 
 
 def _select_lambda(X, y, qid, args, lams):
-    """NDCG@10 on held-out training queries for every λ, from one eigh."""
-    from . import ndcg, rankrls_primal_path, select_lambda
+    """NDCG@10 on held-out training queries for every λ, from one eigh; with
+    ``--folds`` by exact k-fold / leave-query-out over all training queries."""
+    from . import cross_validate, holdout_primal, make_folds, ndcg, rankrls_primal_path, select_lambda
 
+    if args.folds is not None:
+        g = _graph(args, qid, y)
+        nq = len(np.unique(qid))
+        if args.folds != "loo" and args.folds > nq:
+            raise UsageError(f"--folds {args.folds} exceeds the {nq} training queries")
+        folds = make_folds(g, None if args.folds == "loo" else args.folds, seed=args.seed)
+        h = holdout_primal(X, y, g, lams=lams, folds=folds)
+        cv = cross_validate(h, y, qid, metric=ndcg, k=10)
+        return np.asarray(cv.table), int(cv.best_index), nq, nq
     rng = np.random.default_rng(args.seed)
     queries = np.unique(qid)
     n_valid = max(1, int(round(args.valid_fraction * len(queries))))
@@ -119,11 +170,13 @@ def _check_args(args):
         if not args.predict:
             raise UsageError("--output needs --predict FILE")
     if args.load:
-        if not args.predict:
-            raise UsageError("--load needs --predict FILE")
-        if args.train or args.test or args.save:
-            raise UsageError("--load/--predict cannot be combined with --train/--test/--save")
-    if bool(args.train) != bool(args.test):
+        if not (args.predict or args.test):
+            raise UsageError("--load needs --predict FILE (scores) or --test FILE (evaluation)")
+        if args.train or args.save:
+            raise UsageError("--load cannot be combined with --train/--save")
+        if args.predict and args.test:
+            raise UsageError("--load takes one of --predict and --test")
+    if bool(args.train) != bool(args.test) and not args.load:
         raise UsageError("give both --train and --test, or neither for the built-in data")
     if not 0 < args.valid_fraction < 1:
         raise UsageError(f"--valid-fraction must be in (0, 1), got {args.valid_fraction}")
@@ -135,6 +188,9 @@ def _check_args(args):
             raise UsageError(f"{flag} {path}: no such file")
     _writable(args.save, "--save")
     _writable(args.output, "--output")
+    _writable(args.json, "--json")
+    if args.folds is not None and args.learner not in ("rankrls", "rls"):
+        raise UsageError(f"--folds chooses λ of rankrls/rls, not of --learner {args.learner}")
 
 
 def main(argv=None) -> int:
@@ -150,66 +206,156 @@ def main(argv=None) -> int:
 
 def _main(argv):
     args = _parser().parse_args(argv)
+    _QUIET[0] = args.quiet
     _check_args(args)
     import jax
     if args.float64:
         jax.config.update("jax_enable_x64", True)
-    import jax.numpy as jnp
-
-    from . import LinearModel, predict, rankrls_primal
-    from . import io
-    from ._synthetic import make_ranking_data
 
     t0 = time.time()
     if args.load:
-        weights, meta = io.load_model(args.load)
-        X, y, qid = _load(args.predict, argparse.Namespace(normalize=bool(meta.get("normalize"))),
-                          num_features=weights.shape[0])
-        scores = np.asarray(predict(LinearModel(jnp.asarray(weights)), X))
-        text = "\n".join(f"{s:.8g}" for s in scores) + "\n"
-        if args.output:
-            with io._atomic(args.output) as fh:
-                fh.write(text)
-            _say(f"scored {len(scores)} rows of {args.predict} -> {args.output}")
-        else:
-            sys.stdout.write(text)
-        return 0
-
-    if args.train:
-        X, y, qid = _load(args.train, args)
-        Xt, yt, qt = _load(args.test, args, num_features=X.shape[1])
-        source = f"train={args.train} test={args.test}"
-    else:
-        tr = make_ranking_data(300, seed=args.seed)
-        te = make_ranking_data(100, seed=args.seed + 1, first_qid=300)
-        X, y, qid, Xt, yt, qt = tr.X, tr.y, tr.qid, te.X, te.y, te.qid
-        source = f"built-in LETOR-like data (seed {args.seed})"
+        return _use_loaded(args, t0)
+    X, y, qid, Xt, yt, qt = _data(args)
     if len(np.unique(qid)) < 2:
         raise UsageError("the training data has one query (no qid: fields or .query file?); "
                          "λ is chosen on held-out queries, so at least 2 are needed")
-    _say(f"rankjax: {source}")
-    _say(f"  train {X.shape[0]} rows x {X.shape[1]} features, {len(np.unique(qid))} queries; "
-         f"test {Xt.shape[0]} rows, {len(np.unique(qt))} queries")
-    lams = np.asarray(args.lams if args.lams else 10.0 ** np.arange(-3, 5.5, 0.5))
-    per_lam, best, n_valid, n_fit = _select_lambda(X, y, qid, args, lams)
-    lam = float(lams[best])
-    _say(f"  graph={args.graph}{' (ties excluded)' if args.exclude_ties else ''}; "
-         f"λ chosen on {n_valid} held-out training queries (fit on {n_fit}) by NDCG@10:")
-    for l_, s in zip(lams, per_lam):
-        _say(f"    λ={l_:<10.4g} valid NDCG@10={s:.4f}{'  <- chosen' if l_ == lam else ''}")
-    model = rankrls_primal(jnp.asarray(X), jnp.asarray(y), _graph(args, qid, y), lam=lam)
-    metrics = _evaluate(np.asarray(predict(model, jnp.asarray(Xt))), yt, qt)
-    _say(f"  refit on all training queries with λ={lam:.4g}; test: " +
-         ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()))
+    if args.learner in ("rankrls", "rls"):
+        model, result = _fit_rankrls(args, X, y, qid)
+        scores = np.asarray(_predict_linear(model.weights, Xt))
+    else:
+        model, result = _fit_other(args, X, y, qid)
+        scores = model.predict(Xt)
+    metrics = _evaluate(scores, yt, qt)
+    _say("  test: " + ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()))
     if args.save:
-        io.save_model(args.save, np.asarray(model.weights), lam=lam, graph=args.graph,
-                      exclude_ties=args.exclude_ties, normalize=args.normalize)
+        if args.learner in ("rankrls", "rls"):
+            from . import io
+            io.save_model(args.save, np.asarray(model.weights), learner=args.learner,
+                          lam=result["lam"], graph=args.graph, exclude_ties=args.exclude_ties,
+                          normalize=args.normalize, num_features=int(X.shape[1]))
+        else:
+            model.save(args.save)
         _say(f"  model saved to {args.save}")
     else:
         _say("  model not saved (use --save PATH)")
     _say(f"  {time.time() - t0:.1f} s on {jax.devices()[0].platform}")
-    print(json.dumps({"lam": lam, **{k: round(v, 6) for k, v in metrics.items()},
-                      "seconds": round(time.time() - t0, 3)}))
+    _report({"learner": args.learner, **result, **{k: round(v, 6) for k, v in metrics.items()},
+             "seconds": round(time.time() - t0, 3)}, args)
+    return 0
+
+
+def _report(out, args):
+    line = json.dumps(out)
+    print(line, flush=True)
+    if args.json:
+        from . import io
+        with io._atomic(args.json) as fh:
+            fh.write(line + "\n")
+
+
+def _warn(msg):
+    sys.stderr.write(f"rankjax: warning: {msg}\n")
+
+
+def _predict_linear(weights, X):
+    import jax.numpy as jnp
+    from . import LinearModel, predict
+    return predict(LinearModel(jnp.asarray(weights)), jnp.asarray(X))
+
+
+def _data(args):
+    from ._synthetic import make_ranking_data
+    if args.train:
+        _say(f"rankjax: train={args.train} test={args.test}")
+        X, y, qid = _load(args.train, args)
+        Xt, yt, qt = _load(args.test, args, num_features=X.shape[1])
+    else:
+        _say(f"rankjax: built-in LETOR-like data (seed {args.seed})")
+        tr = make_ranking_data(300, seed=args.seed)
+        te = make_ranking_data(100, seed=args.seed + 1, first_qid=300)
+        X, y, qid, Xt, yt, qt = tr.X, tr.y, tr.qid, te.X, te.y, te.qid
+    _say(f"  train {X.shape[0]} rows x {X.shape[1]} features, {len(np.unique(qid))} queries; "
+         f"test {Xt.shape[0]} rows, {len(np.unique(qt))} queries")
+    return X, y, qid, Xt, yt, qt
+
+
+def _fit_rankrls(args, X, y, qid):
+    import jax.numpy as jnp
+    from . import rankrls_primal
+    lams = np.asarray(args.lams if args.lams else 10.0 ** np.arange(-3, 5.5, 0.5))
+    per_lam, best, n_valid, n_fit = _select_lambda(X, y, qid, args, lams)
+    lam = float(lams[best])
+    how = (f"{'leave-query-out' if args.folds == 'loo' else f'{args.folds}-fold'} over "
+           f"{n_valid} training queries" if args.folds is not None else
+           f"{n_valid} held-out training queries (fit on {n_fit})")
+    _say(f"  {args.learner}, graph={'rls' if args.learner == 'rls' else args.graph}"
+         f"{' (ties excluded)' if args.exclude_ties else ''}; λ chosen on {how} by NDCG@10:")
+    for l_, s in zip(lams, per_lam):
+        _say(f"    λ={l_:<10.4g} valid NDCG@10={s:.4f}{'  <- chosen' if l_ == lam else ''}")
+    if len(lams) > 1 and best in (0, len(lams) - 1):
+        _warn(f"the chosen λ={lam:.4g} is at the {'low' if best == 0 else 'high'} edge of the "
+              "grid: widen --lams")
+    model = rankrls_primal(jnp.asarray(X), jnp.asarray(y), _graph(args, qid, y), lam=lam)
+    _say(f"  refit on all training queries with λ={lam:.4g}")
+    return model, {"lam": lam}
+
+
+def _fit_other(args, X, y, qid):
+    from . import estimators
+    t = time.time()
+    if args.learner == "ranksvm":
+        model = estimators.RankSVM().fit(X, y, qid=qid)
+        result = {"C": 1.0}
+    elif args.learner == "rankboost":
+        model = estimators.RankBoost().fit(X, y, qid=qid)
+        result = {"rounds": 100}
+    else:                                              # cg: early stopping on held-out queries
+        rng = np.random.default_rng(args.seed)
+        queries = np.unique(qid)
+        n_valid = max(1, int(round(args.valid_fraction * len(queries))))
+        vmask = np.isin(qid, rng.choice(queries, n_valid, replace=False))
+        model = estimators.CGRankRLS(lam=0.0).fit(X[~vmask], y[~vmask], qid=qid[~vmask],
+                                                  eval_set=(X[vmask], y[vmask]),
+                                                  eval_qid=qid[vmask])
+        result = {"best_iteration": model.best_iteration_}
+    dt = max(time.time() - t, 1e-9)
+    _say(f"  {args.learner} fitted in {dt:.2f} s ({X.shape[0] / dt:,.0f} rows/s)")
+    return model, result
+
+
+def _use_loaded(args, t0):
+    """``--load`` with ``--predict`` (scores with qid and row columns) or ``--test``
+    (evaluation on a labelled file)."""
+    from . import io, estimators
+    model, meta = io.load_model(args.load)
+    if "learner" in meta and meta["learner"] not in LEARNERS:
+        est = estimators.load(args.load)
+        n, score = est.n_features_in_, est.predict
+    elif hasattr(model, "shape"):
+        n = model.shape[0]
+        score = lambda X: np.asarray(_predict_linear(model, X))  # noqa: E731
+    else:
+        raise UsageError(f"--load {args.load} holds a {type(model).__name__}, not a model "
+                         "saved by the command line or an estimator")
+    path = args.test or args.predict
+    if args.predict and not args.output:
+        _QUIET[0] = True                    # stdout carries the scores
+    X, y, qid = _load(path, argparse.Namespace(normalize=bool(meta.get("normalize"))),
+                      num_features=n)
+    scores = score(X)
+    if args.test:
+        metrics = _evaluate(scores, y, qid)
+        _say(f"  {args.load} on {path}: " + ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()))
+        _report({**{k: round(v, 6) for k, v in metrics.items()},
+                 "seconds": round(time.time() - t0, 3)}, args)
+        return 0
+    text = "".join(f"{q}\t{i}\t{s:.8g}\n" for i, (q, s) in enumerate(zip(qid, scores)))
+    if args.output:
+        with io._atomic(args.output) as fh:
+            fh.write(text)
+        _say(f"scored {len(scores)} rows of {args.predict} -> {args.output} (qid, row, score)")
+    else:
+        sys.stdout.write(text)
     return 0
 
 

@@ -125,7 +125,7 @@ class _Ranker(_Base):
     __metadata_request__fit = {"qid": True}
     __metadata_request__score = {"qid": True}
 
-    def _inputs(self, X, y, qid, fit: bool):
+    def _inputs(self, X, y, qid, fit: bool, need_model: bool = True):
         X, qid, names = _split_frame(X, qid)
         X = _matrix(X)
         if getattr(X, "ndim", 2) != 2:
@@ -138,7 +138,8 @@ class _Ranker(_Base):
             elif hasattr(self, "feature_names_in_"):
                 del self.feature_names_in_
         else:
-            self._check_fitted()
+            if need_model:
+                self._check_fitted()
             if n != self.n_features_in_:
                 raise ValueError(f"X has {n} features, but {type(self).__name__} was fitted "
                                  f"with {self.n_features_in_}")
@@ -358,7 +359,8 @@ class CGRankRLS(_Ranker):
         X, y, seg, _ = self._inputs(X, y, qid, fit=True)
         valid = None
         if eval_set is not None:
-            Xv, yv, sv, _ = self._inputs(eval_set[0], eval_set[1], eval_qid, fit=False)
+            Xv, yv, sv, _ = self._inputs(eval_set[0], eval_set[1], eval_qid, fit=False,
+                                         need_model=False)
             valid = (_cg.to_csr(Xv) if sp.issparse(Xv) else Xv, yv, query_graph(sv))
         if valid is None and self.lam == 0:
             raise ValueError("lam=0 needs an eval_set (early stopping) or use lam > 0")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from typing import NamedTuple, Optional
 
@@ -115,9 +116,100 @@ def read_svmlight(path, *, num_features: Optional[int] = None, sparse: bool = Fa
       >>> d.X.tolist(), d.y.tolist(), d.qid.tolist(), d.comments
       ([[0.5, 0.0, 1.0], [0.0, 0.25, 0.0]], [2.0, 0.0], [7, 7], ['doc a', ''])
     """
+    base = 0 if zero_based else 1
+    with open(os.fspath(path), "rb") as fh:
+        parsed = _parse_fast(fh.read(), base)
+    if parsed is None:                  # something is malformed: the line-by-line reader
+        parsed = _parse_lines(path, base)   # names the file and line
+    labels, qids, rows, cols, vals, comments, has_qid = parsed
+    m = len(labels)
+    if m == 0:
+        raise ValueError(f"{path}: no data lines")
+    n_file = int(np.max(cols)) + 1 if len(cols) else 0
+    n = n_file if num_features is None else int(num_features)
+    if num_features is not None and (isinstance(num_features, bool) or n < 1):
+        raise ValueError(f"num_features must be a positive int, got {num_features!r}")
+    if n_file > n:
+        raise ValueError(f"{path}: feature index {n_file - 1 + base} exceeds num_features={n}")
+    X = sp.csr_matrix((np.asarray(vals, dtype), (np.asarray(rows), np.asarray(cols, np.int64))),
+                      shape=(m, n))
+    if has_qid:
+        qid = np.asarray(qids, np.int64)
+    else:
+        gpath = os.fspath(path) + ".query" if query_file == "auto" else query_file
+        if gpath is not None and os.path.exists(gpath):
+            qid = groups_to_qid(read_groups(gpath))
+            if qid.shape[0] != m:
+                raise ValueError(f"{gpath}: group sizes add up to {qid.shape[0]} rows, "
+                                 f"{path} has {m}")
+        elif query_file not in ("auto", None):
+            raise ValueError(f"query_file {gpath} does not exist")
+        else:
+            qid = np.zeros(m, np.int64)
+    if not sparse:
+        need = m * n * np.dtype(dtype).itemsize
+        if need > _dense_limit():
+            raise ValueError(f"{path}: a dense X of {m} x {n} needs {need / 2**30:.1f} GiB; "
+                             "read it with sparse=True")
+        X = X.toarray()
+    return Dataset(X, np.asarray(labels, np.float64), qid, comments)
+
+
+def _parse_fast(data: bytes, base: int):
+    """Vectorised parse of a well-formed file (C number parsing, no per-token Python);
+    ``None`` when anything is off, so that the line reader reports where."""
+    lines = data.split(b"\n")
+    comments = [b""] * len(lines)
+    if b"#" in data:
+        for i, line in enumerate(lines):
+            if b"#" in line:
+                lines[i], _, comments[i] = line.partition(b"#")
+    keep = [i for i, line in enumerate(lines) if line.strip()]
+    body = b"\n".join([lines[i] for i in keep])
+    m = len(keep)
+    if m == 0:
+        return None
+    nq = body.count(b"qid:")
+    if nq not in (0, m):
+        return None
+    has_qid = nq == m
+    if has_qid and len(re.findall(rb"(?m)^[ \t\r]*[^ \t\r\n]+[ \t]+qid:", body)) != m:
+        return None                     # a qid: that is not the second token
+    try:
+        nums = np.fromstring(body.replace(b"qid:", b"").replace(b":", b" "), sep=" ")
+    except ValueError:
+        return None
+    raw = np.frombuffer(body, np.uint8)
+    ends = np.flatnonzero(raw == ord("\n"))
+    line_of_colon = np.searchsorted(ends, np.flatnonzero(raw == ord(":")))
+    pairs = np.bincount(line_of_colon, minlength=m) - has_qid
+    width = 1 + has_qid + 2 * pairs
+    if nums.shape[0] != int(width.sum()) or np.any(pairs < 0):
+        return None
+    start = np.cumsum(width) - width
+    labels = nums[start]
+    qids = nums[start + 1] if has_qid else None
+    row = np.repeat(np.arange(m), pairs)
+    first = start + 1 + has_qid
+    within = np.arange(row.shape[0]) - np.repeat(np.cumsum(pairs) - pairs, pairs)
+    pos = first[row] + 2 * within
+    cols, vals = nums[pos] - base, nums[pos + 1]
+    ok = (np.all(np.isfinite(labels)) and np.all(np.isfinite(vals)) and np.all(cols >= 0)
+          and np.all(cols < 2.0 ** 31) and np.all(cols == np.round(cols))
+          and np.all((np.diff(cols) > 0) | (row[1:] != row[:-1])))
+    if has_qid:
+        ok = ok and np.all(qids == np.round(qids)) and np.all(np.abs(qids) < 2.0 ** 53)
+    if not ok:
+        return None
+    comments = [comments[i].decode("utf-8", "replace").strip() for i in keep]
+    return (labels, None if qids is None else qids.astype(np.int64), row, cols.astype(np.int64),
+            vals, comments, has_qid)
+
+
+def _parse_lines(path, base: int):
+    """The line-by-line reader: slow, but names the first malformed line."""
     labels, qids, rows, cols, vals, comments = [], [], [], [], [], []
     has_qid = None
-    base = 0 if zero_based else 1
     with _open(path) as fh:
         for lineno, line in enumerate(fh, 1):
             body, _, comment = line.partition("#")
@@ -173,35 +265,7 @@ def read_svmlight(path, *, num_features: Optional[int] = None, sparse: bool = Fa
                 vals.append(v)
             labels.append(label)
             comments.append(comment.strip())
-    m = len(labels)
-    if m == 0:
-        raise ValueError(f"{path}: no data lines")
-    n_file = (max(cols) + 1) if cols else 0
-    n = n_file if num_features is None else int(num_features)
-    if n_file > n:
-        raise ValueError(f"{path}: feature index {n_file - 1 + base} exceeds num_features={n}")
-    X = sp.csr_matrix((np.asarray(vals, dtype), (np.asarray(rows), np.asarray(cols, np.int64))),
-                      shape=(m, n))
-    if has_qid:
-        qid = np.asarray(qids, np.int64)
-    else:
-        gpath = os.fspath(path) + ".query" if query_file == "auto" else query_file
-        if gpath is not None and os.path.exists(gpath):
-            qid = groups_to_qid(read_groups(gpath))
-            if qid.shape[0] != m:
-                raise ValueError(f"{gpath}: group sizes add up to {qid.shape[0]} rows, "
-                                 f"{path} has {m}")
-        elif query_file not in ("auto", None):
-            raise ValueError(f"query_file {gpath} does not exist")
-        else:
-            qid = np.zeros(m, np.int64)
-    if not sparse:
-        need = m * n * np.dtype(dtype).itemsize
-        if need > _dense_limit():
-            raise ValueError(f"{path}: a dense X of {m} x {n} needs {need / 2**30:.1f} GiB; "
-                             "read it with sparse=True")
-        X = X.toarray()
-    return Dataset(X, np.asarray(labels), qid, comments)
+    return labels, qids, rows, cols, vals, comments, has_qid
 
 
 def _fmt(v: float) -> str:
@@ -474,9 +538,6 @@ def _decode(tree, arrays):
     if "dict" in tree:
         return {k: _decode(v, arrays) for k, v in tree["dict"].items()}
     cls = getattr(rankjax, tree["type"], None)
-    if cls is None:
-        from . import estimators
-        cls = getattr(estimators, tree["type"], None)
     if not isinstance(cls, type):
         raise ValueError(f"unknown model type {tree['type']!r}")
     return cls(**{k: _decode(v, arrays) for k, v in tree["fields"].items()})

@@ -4,17 +4,17 @@ import inspect
 import pathlib
 
 import rankjax as rj
-from rankjax import io
+from rankjax import estimators, io, plot
 
 PKG = pathlib.Path(rj.__file__).parent
 ORDER = ["_xla", "_sparse", "_segments", "_checks", "_metrics", "_ridge", "_graph", "_kernels", "_rankrls",
          "_path", "_cv",
          "_cg", "_kpcrank", "_ranksvm", "_gp", "_rankboost", "_synthetic", "_distributed", "io",
-         "estimators", "cli", "__main__", "__init__"]
+         "estimators", "plot", "cli", "__main__", "__init__"]
 
 
 def public_names():
-    for mod in (rj, io):
+    for mod in (rj, io, estimators, plot):
         for name in mod.__all__:
             obj = getattr(mod, name)
             if inspect.isfunction(obj) or inspect.isclass(obj):

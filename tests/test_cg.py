@@ -231,3 +231,15 @@ def test_cg_input_errors(rng):
         rj.rankrls_cg_dual(X, y, g)
     with pytest.raises(ValueError, match="NaN"):
         rj.rankrls_cg_dual(np.full((60, 60), np.nan), y, g)
+
+
+def test_progress_report_is_optional(capfd):
+    d = rj.make_ranking_data(8, num_features=4, seed=0)
+    g = rj.query_graph(d.qid)
+    quiet = rj.rankrls_cg(d.X, d.y, g, lam=1.0, tol=1e-10)
+    assert capfd.readouterr().err == ""
+    loud = rj.rankrls_cg(d.X, d.y, g, lam=1.0, tol=1e-10, progress=2)
+    jax.effects_barrier()
+    err = capfd.readouterr().err.splitlines()
+    assert len(err) == int(loud.iterations) // 2 and err[0].startswith("rankjax cg: iteration 2:")
+    np.testing.assert_array_equal(loud.weights, quiet.weights)

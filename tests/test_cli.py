@@ -26,9 +26,15 @@ def test_main_job_on_builtin_data_then_predict(tmp_path, capsys):
     out = tmp_path / "scores.txt"
     assert cli.main(["--load", str(model), "--predict", str(tmp_path / "new.txt"),
                      "--output", str(out)]) == 0
-    scores = np.loadtxt(out)
+    table = np.loadtxt(out)                       # qid, row, score
     w, _ = io.load_model(model)
-    np.testing.assert_allclose(scores, d.X @ w, rtol=1e-6)
+    np.testing.assert_array_equal(table[:, 0], d.qid)
+    np.testing.assert_array_equal(table[:, 1], np.arange(len(d.y)))
+    np.testing.assert_allclose(table[:, 2], d.X @ w, rtol=1e-6)
+    # a loaded model evaluated on a labelled file
+    assert cli.main(["--load", str(model), "--test", str(tmp_path / "new.txt")]) == 0
+    res = _last_json(capsys.readouterr().out)
+    assert 0 <= res["ndcg@10"] <= 1 and "map" in res
 
 
 @pytest.mark.skipif(not (LAMBDARANK / "rank.train").exists(), reason="shared data absent")
@@ -81,6 +87,12 @@ def files(tmp_path_factory):
     (["--valid-fraction", "1.5"], ["--valid-fraction"]),
     (["--predict", "{d}/train.txt", "--output", "{d}/s.txt"], ["--load"]),
     (["--load", "{d}/m.npz"], ["--predict"]),
+    (["--folds", "1"], ["--folds"]),
+    (["--folds", "x"], ["--folds"]),
+    (["--learner", "svm"], ["--learner"]),
+    (["--learner", "ranksvm", "--folds", "3"], ["--folds"]),
+    (["--train", "{d}/train.txt", "--test", "{d}/train.txt", "--folds", "50"], ["exceeds"]),
+    (["--json", "{d}/nodir/r.json"], ["--json", "does not exist"]),
     (["--train", "{d}/missing.txt", "--test", "{d}/train.txt"], ["missing.txt", "no such file"]),
     (["--train", "{d}/bad.txt", "--test", "{d}/train.txt"], ["line 2"]),
     (["--train", "{d}/train.txt", "--test", "{d}/wide.txt"], ["num_features"]),
@@ -104,3 +116,28 @@ def test_default_run_writes_no_file(tmp_path):
     assert r.returncode == 0, r.stderr
     assert list(tmp_path.iterdir()) == []
     assert "model not saved" in r.stdout
+
+
+def test_new_flags(tmp_path, capsys):
+    from rankjax import __version__
+    r = _console("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"rankjax {__version__}"
+    out = tmp_path / "r.json"
+    assert cli.main(["--quiet", "--folds", "3", "--lams", "0.01", "1", "100", "--json", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert len(printed.out.strip().splitlines()) == 1          # quiet: only the JSON line
+    assert json.loads(out.read_text()) == _last_json(printed.out)
+    assert cli.main(["--folds", "loo", "--lams", "1000", "10000", "100000"]) == 0
+    printed = capsys.readouterr()
+    assert "leave-query-out" in printed.out and "edge of the grid" in printed.err
+    for learner in ("rls", "ranksvm", "cg"):
+        save = tmp_path / f"{learner}.npz"
+        assert cli.main(["--quiet", "--learner", learner, "--save", str(save)]) == 0
+        res = _last_json(capsys.readouterr().out)
+        assert res["learner"] == learner and res["ndcg@10"] > 0.7
+        from rankjax import io
+        from rankjax._synthetic import make_ranking_data
+        d = make_ranking_data(3, seed=9)
+        io.write_svmlight(tmp_path / "new.txt", d.X, d.y, d.qid)
+        assert cli.main(["--quiet", "--load", str(save), "--test", str(tmp_path / "new.txt")]) == 0
+        assert 0 <= _last_json(capsys.readouterr().out)["ndcg@10"] <= 1

@@ -452,7 +452,9 @@ CASES.update({
         (lambda d: io.to_bcoo(np.ones((2, 2, 2))), E(ValueError, "2-D")),
     ],
     "io.segment_ids": [
-        (lambda d: io.segment_ids(np.array(["a", "b"])), E(TypeError, "qid")),
+        (lambda d: io.segment_ids(np.array([1.5, "a"], dtype=object)), E(TypeError, "qid")),
+        (lambda d: io.segment_ids(np.array(["b", "a", "b"])),
+         V(lambda s: s.seg.tolist() == [1, 0, 1] and s.num_queries == 2)),
     ],
     "io.save_model": [
         (lambda d: io.save_model(d.keep, np.ones(3), note=None), E(TypeError, "note")),
