@@ -1,4 +1,5 @@
-"""Every notebook's code cells run top to bottom (shell/magic lines skipped, no display)."""
+"""Every notebook's code cells run top to bottom (shell/magic lines skipped, no display),
+and every committed notebook carries its outputs with at least one plot."""
 import json
 import pathlib
 
@@ -9,6 +10,8 @@ NOTEBOOKS = sorted((pathlib.Path(__file__).resolve().parents[1] / "notebooks").g
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs(path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("sklearn")
     monkeypatch.setenv("MPLBACKEND", "Agg")
     cells = json.loads(path.read_text())["cells"]
     code = [l for c in cells if c["cell_type"] == "code" for l in "".join(c["source"]).splitlines()
@@ -16,3 +19,14 @@ def test_notebook_runs(path, monkeypatch):
     namespace = {}
     exec(compile("\n".join(code), str(path), "exec"), namespace)
     assert namespace, "the notebook defined nothing"
+    import matplotlib.pyplot as plt
+    plt.close("all")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_committed_with_outputs_and_a_plot(path):
+    cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    assert all(c.get("outputs") for c in cells[1:]), "a code cell has no committed output"
+    kinds = {k for c in cells for o in c["outputs"] for k in o.get("data", {})}
+    assert "image/png" in kinds, "no plot in the committed outputs"
+    assert not any(o.get("output_type") == "error" for c in cells for o in c["outputs"])
