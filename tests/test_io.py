@@ -197,3 +197,23 @@ def test_every_model_type_round_trips(tmp_path):
         if hasattr(model, "predict") and not isinstance(model, (rj.DualModel, rj.DualPath,
                                                                  rj.KPCModel, rj.PairwiseGP)):
             np.testing.assert_array_equal(rj.predict(back, d.X), rj.predict(model, d.X))
+
+
+def test_vectorised_reader_equals_scikit_learn_on_ragged_sparse_files(tmp_path):
+    skd = pytest.importorskip("sklearn.datasets")
+    import scipy.sparse as sp
+    rng = np.random.default_rng(0)
+    X = sp.random(300, 50, density=0.1, random_state=1, format="csr")
+    X.data = np.round(X.data * 10 - 5, 4)
+    y, qid = rng.integers(0, 4, 300).astype(float), np.sort(rng.integers(0, 20, 300))
+    io.write_svmlight(tmp_path / "r.txt", X.toarray(), y, qid,
+                      comments=[f"doc {i}" if i % 7 == 0 else "" for i in range(300)])
+    ours = io.read_svmlight(tmp_path / "r.txt", sparse=True, num_features=50)
+    Xs, ys, qs = skd.load_svmlight_file(str(tmp_path / "r.txt"), n_features=50, query_id=True)
+    assert abs(ours.X - Xs).max() == 0 and np.array_equal(ours.y, ys) and np.array_equal(ours.qid, qs)
+    assert ours.comments[7] == "doc 7" and ours.comments[1] == ""
+    lines = (tmp_path / "r.txt").read_text().splitlines()
+    lines[150] = lines[150].replace(":", "::", 1)          # one malformed token: the line is named
+    (tmp_path / "bad.txt").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match="line 151"):
+        io.read_svmlight(tmp_path / "bad.txt")
