@@ -7,11 +7,13 @@ offending argument.
 """
 from __future__ import annotations
 
+import os
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.sparse as sp
 from jax.experimental import sparse
 
 from ._segments import bucket
@@ -79,12 +81,25 @@ def _finite(x, name: str) -> None:
         raise ValueError(f"{name} contains NaN or inf values")
 
 
+def _scipy_to_bcoo(x, name):
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got shape {x.shape}")
+    if max(x.shape) >= 1 << 31:
+        raise ValueError(f"{name} of shape {x.shape} has indices beyond int32")
+    c = x.tocoo()
+    data = c.data if c.dtype.kind == "f" else c.data.astype(jnp.result_type(float))
+    idx = np.stack([c.row, c.col], axis=1).astype(np.int32)
+    return sparse.BCOO((device_array(data), device_array(idx)), shape=c.shape)
+
+
 def as_float_array(x, name: str, finite: bool = False):
     """Converts ``x`` to a floating jax array (integers are promoted to the default
     float, float16/bfloat16 to float32; complex, bool and text are rejected).
 
     With ``finite`` NaN/inf is an error: host data is checked on the host before
     the transfer, a jax array by one device reduction."""
+    if sp.issparse(x):                    # scipy.sparse: converted once, to BCOO
+        x = _scipy_to_bcoo(x, name)
     if isinstance(x, (sparse.BCOO, CSRMatrix)):
         if not jnp.issubdtype(x.dtype, jnp.floating):
             raise TypeError(f"{name} must have a floating dtype, got {x.dtype}")
@@ -186,6 +201,27 @@ def nan_unless(ok, tree):
             return a
         return jnp.where(ok.reshape(ok.shape + (1,) * (a.ndim - ok.ndim)), a, jnp.nan)
     return jax.tree.map(one, tree)
+
+
+def memory_limit() -> int:
+    """Bytes one allocation may take: half the available memory (4 GiB if unknown)."""
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError, AttributeError):
+        return 4 << 30
+
+
+def check_gram(X, name: str = "X"):
+    """The primal forms build ``n x n`` matrices (Gram, eigenvectors): refuse clearly
+    when they cannot fit, and say what to use instead."""
+    n = X.shape[1]
+    need = 3 * n * n * jnp.dtype(X.dtype).itemsize
+    if need > memory_limit():
+        raise ValueError(f"{name} has {n} features: the primal form needs n x n matrices "
+                         f"({need / 2**30:.1f} GiB); use rankrls_dual on an m x m kernel matrix "
+                         "(fewer rows than features), rankrls_cg (sparse, matrix-free), or "
+                         "rankjax.estimators.RankRLS, which picks the form by shape")
+    return X
 
 
 def check_count(n, name: str, minimum: int = 1) -> int:

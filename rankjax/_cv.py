@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import (as_float_array, check_count, check_indices, check_matrix, check_symmetric,
+from ._checks import (as_float_array, check_count, check_gram, check_indices, check_matrix, check_symmetric,
                       device_array, host_labels, indices_ok, is_concrete, lam_ok, nan_unless,
                       reduce_concrete, segment_ids, value_range)
 from ._graph import Graph, check_graph, check_problem, global_graph
@@ -287,6 +287,7 @@ def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> Ho
       True
     """
     X, y, lams, folds = _check_holdout(X, y, graph, lams, folds, seed)
+    check_gram(X)
     X = X.todense() if hasattr(X, "todense") else X
     return HoldOut(lams, _holdout_primal_core(X, y, graph, lams, folds), folds)
 
@@ -579,6 +580,7 @@ def leave_pair_out_primal(X, y, pairs, *, lams) -> PairHoldOut:
       (2, 2, 2)
     """
     X, y, pairs, lams = _check_lpo(X, y, pairs, lams, "X")
+    check_gram(X)
     X = X.todense() if hasattr(X, "todense") else X
     return PairHoldOut(lams, pairs, _lpo_primal_core(X, y, pairs, lams))
 

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import (as_float_array, check_indices, check_lam, check_matrix, check_targets,
-                      lam_ok, nan_unless,
+                      check_gram, lam_ok, nan_unless,
                       is_concrete, reduce_concrete, resolve_segments)
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
@@ -136,6 +136,7 @@ def rankrls_primal_path(X, y, graph: Graph, *, lams, X_valid=None,
       (2, 5)
     """
     X, y = check_problem(X, y, graph)
+    check_gram(X)
     lams = check_lams(lams)
     W, train, valid = _primal_path_core(X, y, graph, lams, _valid_matrix(X_valid, X.shape[1]),
                                         bool(train_scores))

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import sparse
 
-from ._checks import check_lam, check_matrix, check_symmetric, lam_ok, nan_unless
+from ._checks import check_gram, check_lam, check_matrix, check_symmetric, lam_ok, nan_unless
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._ridge import HI, dual_system, primal_system, ridge_solve
@@ -122,6 +122,7 @@ def rankrls_primal(X, y, graph: Graph, *, lam) -> LinearModel:
       [1.6084 0.6993]
     """
     X, y = check_problem(X, y, graph)
+    check_gram(X)
     check_lam(lam, scalar=True)
     return LinearModel(_primal_core(X, y, graph, lam))
 

@@ -13,7 +13,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 import scipy.sparse as sp
 
-from ._checks import segment_ids
+from ._checks import memory_limit, segment_ids
 
 __all__ = ["Dataset", "read_svmlight", "write_svmlight", "read_groups", "write_groups",
            "groups_to_qid", "qid_to_groups", "read_preferences", "write_preferences",
@@ -73,16 +73,9 @@ def _integers(v, name: str) -> np.ndarray:
     return a.astype(np.int64)
 
 
-def _dense_limit() -> int:
-    """Bytes a dense read may allocate: half the available memory (4 GiB if unknown)."""
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
-    except (ValueError, OSError, AttributeError):
-        return 4 << 30
-
-
 def read_svmlight(path, *, num_features: Optional[int] = None, sparse: bool = False,
-                  query_file="auto", zero_based: bool = False, dtype=np.float64) -> Dataset:
+                  query_file="auto", zero_based: bool = False, dtype=np.float64,
+                  drop_extra: bool = False) -> Dataset:
     """Reads an SVMlight / LETOR file ``<label> [qid:<id>] <index>:<value> ... [# comment]``.
 
     Feature indices are 1-based (LETOR) unless ``zero_based``. Missing features
@@ -99,6 +92,8 @@ def read_svmlight(path, *, num_features: Optional[int] = None, sparse: bool = Fa
         each row when the file has no ``qid:``; ``"auto"`` uses ``path + ".query"``
         if it exists; ``None`` never.
       zero_based: indices start at 0.
+      drop_extra: with ``num_features``, drop features beyond it (e.g. a test file
+        read with the training width) instead of raising.
 
     Returns:
       :class:`Dataset`.
@@ -129,8 +124,14 @@ def read_svmlight(path, *, num_features: Optional[int] = None, sparse: bool = Fa
     n = n_file if num_features is None else int(num_features)
     if num_features is not None and (isinstance(num_features, bool) or n < 1):
         raise ValueError(f"num_features must be a positive int, got {num_features!r}")
-    if n_file > n:
-        raise ValueError(f"{path}: feature index {n_file - 1 + base} exceeds num_features={n}")
+    if n_file > n and drop_extra:
+        keep = np.asarray(cols) < n
+        row = np.repeat(np.arange(m), np.diff(indptr))
+        cols, vals = np.asarray(cols)[keep], np.asarray(vals)[keep]
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(row[keep], minlength=m))])
+    elif n_file > n:
+        raise ValueError(f"{path}: feature index {n_file - 1 + base} exceeds num_features={n} "
+                         "(drop_extra=True drops such features)")
     X = sp.csr_matrix((np.asarray(vals, dtype), np.asarray(cols, np.int64), indptr), shape=(m, n))
     if has_qid:
         qid = np.asarray(qids, np.int64)
@@ -147,7 +148,7 @@ def read_svmlight(path, *, num_features: Optional[int] = None, sparse: bool = Fa
             qid = np.zeros(m, np.int64)
     if not sparse:
         need = m * n * np.dtype(dtype).itemsize
-        if need > _dense_limit():
+        if need > memory_limit():
             raise ValueError(f"{path}: a dense X of {m} x {n} needs {need / 2**30:.1f} GiB; "
                              "read it with sparse=True")
         X = X.toarray()

@@ -148,3 +148,20 @@ def test_estimator_errors(data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         est.RankRLS().fit(X, y, qid=qid).score(X, y, qid=qid)        # no warning with qid
+
+
+def test_functions_take_scipy_sparse_and_refuse_a_gram_that_cannot_fit(data):
+    X, y, qid = data
+    g = rj.query_graph(qid)
+    S = sp.csr_matrix(X)
+    w = np.asarray(rj.rankrls_primal(X, y, g, lam=1.0).weights)
+    for w2 in (rj.rankrls_primal(S, y, g, lam=1.0).weights,
+               rj.rankrls_primal_path(S, y, g, lams=[1.0]).weights[0],
+               rj.rankrls_cg(S, y, g, lam=1.0, tol=1e-12).weights):
+        np.testing.assert_allclose(w2, w, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(rj.predict(rj.LinearModel(w), S), X @ w, rtol=1e-12)
+    np.testing.assert_allclose(rj.ranksvm_l2(S, y, qid).weights, rj.ranksvm_l2(X, y, qid).weights,
+                               rtol=1e-9, atol=1e-12)
+    wide = sp.random(20, 10**6, density=1e-6, format="csr", random_state=0)
+    with pytest.raises(ValueError, match="rankrls_dual"):
+        rj.rankrls_primal(wide, np.arange(20.0), rj.query_graph(np.zeros(20, int)), lam=1.0)

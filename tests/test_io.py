@@ -217,3 +217,12 @@ def test_vectorised_reader_equals_scikit_learn_on_ragged_sparse_files(tmp_path):
     (tmp_path / "bad.txt").write_text("\n".join(lines) + "\n")
     with pytest.raises(ValueError, match="line 151"):
         io.read_svmlight(tmp_path / "bad.txt")
+
+
+def test_drop_extra_features_reads_with_the_training_width(tmp_path):
+    X = np.arange(12.0).reshape(3, 4) + 1
+    io.write_svmlight(tmp_path / "w.txt", X, np.ones(3), np.array([0, 0, 1]))
+    with pytest.raises(ValueError, match="drop_extra"):
+        io.read_svmlight(tmp_path / "w.txt", num_features=2)
+    d = io.read_svmlight(tmp_path / "w.txt", num_features=2, drop_extra=True)
+    np.testing.assert_array_equal(d.X, X[:, :2])
