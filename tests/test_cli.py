@@ -46,6 +46,7 @@ def test_lambdarank_ndcg10_reaches_072(tmp_path, capsys):
     res = _last_json(out)
     print(out)
     assert res["ndcg@10"] >= 0.72
+    assert "rank.train: 3005 rows in" in out and "rows/s" in out       # read progress
 
 
 def _console(*args, cwd=None):
