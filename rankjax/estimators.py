@@ -43,7 +43,11 @@ __all__ = ["RankRLS", "RankRLSCV", "CGRankRLS", "RankSVM", "KPCRank", "RankBoost
 
 try:                                            # scikit-learn is an optional extra
     from sklearn.base import BaseEstimator as _Base
+    from sklearn.exceptions import NotFittedError as _NotFitted
 except ImportError:                             # pragma: no cover - exercised without sklearn
+    class _NotFitted(ValueError, AttributeError):
+        pass
+
     class _Base:
         @classmethod
         def _get_param_names(cls):
@@ -88,11 +92,23 @@ def _split_frame(X, qid):
 
 def _matrix(X):
     """Dense numpy, or CSR for scipy.sparse / BCOO input (converted once)."""
+    if getattr(X, "dtype", None) is not None and np.issubdtype(X.dtype, np.complexfloating):
+        raise ValueError("Complex data not supported: X must be real")
     if sp.issparse(X):
         return sp.csr_matrix(X, dtype=np.float64 if X.dtype.kind != "f" else X.dtype)
     if hasattr(X, "todense") and hasattr(X, "indices"):          # BCOO
         return X
-    return X if isinstance(X, jax.Array) else np.asarray(X)
+    if isinstance(X, jax.Array):
+        return X
+    X = np.asarray(X)
+    if X.dtype == object:
+        try:
+            X = X.astype(np.float64)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"X: argument must be a string or a number ({e})") from None
+    elif np.issubdtype(X.dtype, np.complexfloating):
+        raise ValueError("Complex data not supported: X must be real")
+    return X
 
 
 def _dense(X):
@@ -129,8 +145,12 @@ class _Ranker(_Base):
         X, qid, names = _split_frame(X, qid)
         X = _matrix(X)
         if getattr(X, "ndim", 2) != 2:
-            raise ValueError(f"X must be 2-D [m, n], got shape {np.shape(X)}")
+            raise ValueError(f"X must be 2-D [m, n], got shape {np.shape(X)}; Reshape your data "
+                             "(X.reshape(-1, 1) for one feature, X.reshape(1, -1) for one row)")
         m, n = X.shape
+        if m == 0 or n == 0:
+            raise ValueError(f"0 {'sample' if m == 0 else 'feature'}(s) (shape={(m, n)}) while a "
+                             "minimum of 1 is required.")
         if fit:
             self.n_features_in_ = n
             if names is not None:
@@ -141,14 +161,16 @@ class _Ranker(_Base):
             if need_model:
                 self._check_fitted()
             if n != self.n_features_in_:
-                raise ValueError(f"X has {n} features, but {type(self).__name__} was fitted "
-                                 f"with {self.n_features_in_}")
+                raise ValueError(f"X has {n} features, but {type(self).__name__} is expecting "
+                                 f"{self.n_features_in_} features as input")
             fitted = getattr(self, "feature_names_in_", None)
             if names is not None and fitted is not None and list(fitted) != names:
                 raise ValueError("X has other feature names than those seen in fit")
         if y is not None:
-            y = np.asarray(y, dtype=np.float64) if not hasattr(y, "to_numpy") else \
-                y.to_numpy(dtype=np.float64)
+            y = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
+            if np.issubdtype(y.dtype, np.complexfloating):
+                raise ValueError("Complex data not supported: y must be real")
+            y = y.astype(np.float64)
             if y.ndim != 1 or y.shape[0] != m:
                 raise ValueError(f"y must have shape [{m}], got {y.shape}")
         seg = np.zeros(m, np.int32) if qid is None else segment_ids(
@@ -159,7 +181,12 @@ class _Ranker(_Base):
 
     def _check_fitted(self):
         if not hasattr(self, "model_"):
-            raise ValueError(f"this {type(self).__name__} is not fitted yet: call fit first")
+            raise _NotFitted(f"this {type(self).__name__} is not fitted yet: call fit first")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
 
     def _graph(self, seg, y):
         return query_graph(seg, y, normalized=getattr(self, "normalized", True),

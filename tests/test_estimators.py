@@ -165,3 +165,13 @@ def test_functions_take_scipy_sparse_and_refuse_a_gram_that_cannot_fit(data):
     wide = sp.random(20, 10**6, density=1e-6, format="csr", random_state=0)
     with pytest.raises(ValueError, match="rankrls_dual"):
         rj.rankrls_primal(wide, np.arange(20.0), rj.query_graph(np.zeros(20, int)), lam=1.0)
+
+
+@pytest.mark.parametrize("make", [lambda: est.RankRLS(), lambda: est.RankBoost(rounds=5)])
+def test_scikit_learn_check_estimator(make):
+    from sklearn.utils.estimator_checks import check_estimator
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(make(), on_fail=None)
+    failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
+    assert not failed, failed
