@@ -19,6 +19,7 @@ from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import scipy.sparse as sp
 from jax import lax
 
 from jax.experimental import sparse
@@ -249,7 +250,10 @@ def _check_y(y, graph, fn):
 
 
 def _as_operator(X, name):
-    """Dense, BCOO (converted to :class:`CSRMatrix` when concrete) or CSRMatrix."""
+    """Dense, BCOO (converted to :class:`CSRMatrix` when concrete), scipy.sparse
+    (converted to CSR directly) or CSRMatrix."""
+    if sp.issparse(X):
+        X = to_csr(X)
     X = check_matrix(X, name)
     if isinstance(X, sparse.BCOO) and is_concrete(X):
         X = to_csr(X)

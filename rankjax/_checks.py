@@ -81,7 +81,8 @@ def _finite(x, name: str) -> None:
         raise ValueError(f"{name} contains NaN or inf values")
 
 
-def _scipy_to_bcoo(x, name):
+def scipy_to_bcoo(x, name: str = "X"):
+    """A scipy.sparse matrix as a BCOO (int32 indices; integer data as the default float)."""
     if x.ndim != 2:
         raise ValueError(f"{name} must be 2-D, got shape {x.shape}")
     if max(x.shape) >= 1 << 31:
@@ -99,7 +100,7 @@ def as_float_array(x, name: str, finite: bool = False):
     With ``finite`` NaN/inf is an error: host data is checked on the host before
     the transfer, a jax array by one device reduction."""
     if sp.issparse(x):                    # scipy.sparse: converted once, to BCOO
-        x = _scipy_to_bcoo(x, name)
+        x = scipy_to_bcoo(x, name)
     if isinstance(x, (sparse.BCOO, CSRMatrix)):
         if not jnp.issubdtype(x.dtype, jnp.floating):
             raise TypeError(f"{name} must have a floating dtype, got {x.dtype}")
@@ -314,15 +315,12 @@ def segment_ids(qid, name: str = "qid") -> Segments:
         raise ValueError(f"{name} must be 1-D [m], got shape {q.shape}")
     if q.size == 0:
         raise ValueError(f"{name} is empty")
-    if q.dtype.kind == "O":
-        if any(isinstance(v, (float, np.floating)) for v in set(q.tolist())):
-            raise TypeError(f"{name} holds floating-point ids; cast them to int or str")
-        try:
-            qids, seg = np.unique(q, return_inverse=True)
-        except TypeError:                       # ids of mixed, unorderable types
-            qids, seg = np.unique(np.array([repr(v) for v in q.tolist()]), return_inverse=True)
-        return Segments(seg.astype(np.int32).reshape(-1), int(qids.size), qids)
-    qids, seg = np.unique(q, return_inverse=True)
+    if q.dtype.kind == "O" and any(isinstance(v, (float, np.floating)) for v in set(q.tolist())):
+        raise TypeError(f"{name} holds floating-point ids; cast them to int or str")
+    try:
+        qids, seg = np.unique(q, return_inverse=True)
+    except TypeError:                           # object ids of mixed, unorderable types
+        qids, seg = np.unique(np.array([repr(v) for v in q.tolist()]), return_inverse=True)
     return Segments(seg.astype(np.int32).reshape(-1), int(qids.size), qids)
 
 

@@ -377,8 +377,7 @@ def query_graph(qid, y=None, *, normalized: bool = True, exclude_ties: bool = Fa
     """
     s = segment_ids(qid)
     m = s.seg.shape[0]
-    if y is not None:
-        check_targets(y, m, "y")
+    yv = None if y is None else check_targets(y, m, "y")
     counts = np.bincount(s.seg, minlength=s.num_queries).astype(np.float64)
     group_seg = group_query = None
     num_groups = 0
@@ -386,7 +385,7 @@ def query_graph(qid, y=None, *, normalized: bool = True, exclude_ties: bool = Fa
     if exclude_ties:
         if y is None:
             raise ValueError("y is required when exclude_ties=True")
-        yv = np.asarray(check_targets(y, m, "y"))
+        yv = np.asarray(yv)
         if yv.ndim != 1:
             raise ValueError("exclude_ties needs one label vector y of shape [m]")
         _, group_seg = np.unique(np.stack([s.seg.astype(np.float64), yv]), axis=1,
@@ -632,7 +631,6 @@ def incidence_mv(graph: PreferenceGraph, u) -> Array:
       >>> print(np.asarray(incidence_mv(g, np.array([1., 2.]))))
       [ 1. -3.  2.]
     """
-    check_graph(graph)
     rows = graph.head.shape[0] if isinstance(graph, PreferenceGraph) else None
     u = _rows(graph, u, rows, "u", PreferenceGraph)
     return graph.incidence_mv(u)

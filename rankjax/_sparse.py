@@ -130,6 +130,18 @@ def _csr_mm_vmap(axis_size, in_batched, A, V):
     return jnp.moveaxis(out.reshape(out.shape[0], b, k), 1, 0), True
 
 
+def host_sparse(X):
+    """``X`` (dense or scipy.sparse, on the host) as a scipy sparse matrix: 2-D and finite."""
+    if not sp.issparse(X):
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D [m, n], got shape {X.shape}")
+        X = sp.coo_matrix(X)
+    if X.dtype.kind in "fc" and not np.all(np.isfinite(X.data)):
+        raise ValueError("X contains NaN or inf")
+    return X
+
+
 def to_csr(X, dtype=None) -> CSRMatrix:
     """``scipy.sparse`` matrix, BCOO, BCSR or dense array -> :class:`CSRMatrix`
     (host side; duplicates summed, explicit zeros kept).
@@ -157,13 +169,7 @@ def to_csr(X, dtype=None) -> CSRMatrix:
             X = sp.coo_matrix((d, (i[:, 0], i[:, 1])), shape=X.shape)
         else:
             X = sp.csr_matrix((d, np.asarray(X.indices), np.asarray(X.indptr)), shape=X.shape)
-    if not sp.issparse(X):
-        X = np.asarray(X)
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-D, got shape {X.shape}")
-    C = sp.csr_matrix(X)
-    if C.dtype.kind in "fc" and not np.all(np.isfinite(C.data)):
-        raise ValueError("X contains NaN or inf")
+    C = sp.csr_matrix(host_sparse(X))
     C.sum_duplicates()
     if dtype is None:
         dtype = C.dtype if np.issubdtype(C.dtype, np.floating) else jnp.result_type(float)

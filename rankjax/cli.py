@@ -135,18 +135,22 @@ def _select_lambda(X, y, qid, args, lams):
         h = holdout_primal(X, y, g, lams=lams, folds=folds)
         cv = cross_validate(h, y, qid, metric=ndcg, k=10)
         return np.asarray(cv.table), int(cv.best_index), nq, nq
-    rng = np.random.default_rng(args.seed)
+    vmask = _held_out(qid, args)
+    fit = ~vmask
+    n_valid = len(np.unique(qid[vmask]))
+    path = rankrls_primal_path(X[fit], y[fit], _graph(args, qid[fit], y[fit]), lams=lams,
+                               X_valid=X[vmask])
+    sel = select_lambda(lams, path.valid_scores, y[vmask], qid[vmask], metric=ndcg, k=10)
+    return np.asarray(sel.table), int(sel.best_index), n_valid, len(np.unique(qid[fit]))
+
+
+def _held_out(qid, args):
+    """Row mask of the ``--valid-fraction`` of training queries held out (seeded)."""
     queries = np.unique(qid)
     n_valid = max(1, int(round(args.valid_fraction * len(queries))))
     if n_valid >= len(queries):
         raise UsageError(f"--valid-fraction {args.valid_fraction} leaves no training query")
-    valid_q = rng.choice(queries, n_valid, replace=False)
-    vmask = np.isin(qid, valid_q)
-    fit = ~vmask
-    path = rankrls_primal_path(X[fit], y[fit], _graph(args, qid[fit], y[fit]), lams=lams,
-                               X_valid=X[vmask])
-    sel = select_lambda(lams, path.valid_scores, y[vmask], qid[vmask], metric=ndcg, k=10)
-    return np.asarray(sel.table), int(sel.best_index), n_valid, len(queries) - n_valid
+    return np.isin(qid, np.random.default_rng(args.seed).choice(queries, n_valid, replace=False))
 
 
 def _writable(path, flag):
@@ -310,10 +314,7 @@ def _fit_other(args, X, y, qid):
         model = estimators.RankBoost().fit(X, y, qid=qid)
         result = {"rounds": 100}
     else:                                              # cg: early stopping on held-out queries
-        rng = np.random.default_rng(args.seed)
-        queries = np.unique(qid)
-        n_valid = max(1, int(round(args.valid_fraction * len(queries))))
-        vmask = np.isin(qid, rng.choice(queries, n_valid, replace=False))
+        vmask = _held_out(qid, args)
         model = estimators.CGRankRLS(lam=0.0).fit(X[~vmask], y[~vmask], qid=qid[~vmask],
                                                   eval_set=(X[vmask], y[vmask]),
                                                   eval_qid=qid[vmask])

@@ -117,11 +117,6 @@ def _dense(X):
     return X.todense() if hasattr(X, "todense") else X
 
 
-def _for_solver(X):
-    """Dense arrays as they are; scipy CSR as BCOO (the closed forms take BCOO)."""
-    return io.to_bcoo(X) if sp.issparse(X) else X
-
-
 def _kernel(kind, gamma, degree, coef0):
     if kind is None or kind == "linear":
         return None
@@ -198,7 +193,7 @@ class _Ranker(_Base):
         return np.asarray(self._scores(X))
 
     def _scores(self, X):
-        return _rankrls.predict(self.model_, _for_solver(X))
+        return _rankrls.predict(self.model_, X)
 
     def score(self, X, y, qid=None):
         """Mean NDCG@``score_k`` over the queries of ``(X, y, qid)`` (``qid=None``: one
@@ -296,8 +291,8 @@ class RankRLS(_Ranker):
         return self._finish_fit(seg)
 
     def _scores(self, X):
-        f = _rankrls.predict(self.model_, _for_solver(X) if isinstance(
-            self.model_, _rankrls.LinearModel) else _dense(X))
+        f = _rankrls.predict(self.model_, X if isinstance(self.model_, _rankrls.LinearModel)
+                             else _dense(X))
         return f[0] if isinstance(self.model_, _path.NystromPath) else f
 
 
@@ -313,7 +308,7 @@ def _fit_rankrls(X, y, g, lam, kern, basis, seed):
     if kern is not None:
         return _rankrls.rankrls_kernel(_dense(X), y, g, lam=lam, kernel=kern)
     if n <= m:
-        return _rankrls.rankrls_primal(_for_solver(X), y, g, lam=lam)
+        return _rankrls.rankrls_primal(X, y, g, lam=lam)
     Xd = _dense(X)                         # more features than rows: an m x m system
     A = _rankrls.rankrls_dual(Xd @ Xd.T, y, g, lam=lam).coef
     return _rankrls.LinearModel(Xd.T @ A)
@@ -388,18 +383,17 @@ class CGRankRLS(_Ranker):
         if eval_set is not None:
             Xv, yv, sv, _ = self._inputs(eval_set[0], eval_set[1], eval_qid, fit=False,
                                          need_model=False)
-            valid = (_cg.to_csr(Xv) if sp.issparse(Xv) else Xv, yv, query_graph(sv))
+            valid = (Xv, yv, query_graph(sv))
         if valid is None and self.lam == 0:
             raise ValueError("lam=0 needs an eval_set (early stopping) or use lam > 0")
-        Xs = _cg.to_csr(X) if sp.issparse(X) else X
-        self.model_ = _cg.rankrls_cg(Xs, y, self._graph(seg, y), lam=self.lam, valid=valid,
+        self.model_ = _cg.rankrls_cg(X, y, self._graph(seg, y), lam=self.lam, valid=valid,
                                      tol=self.tol, max_iter=self.max_iter, patience=self.patience)
         self.n_iter_ = int(self.model_.iterations)
         self.best_iteration_ = int(self.model_.best_iteration)
         return self._finish_fit(seg)
 
     def _scores(self, X):
-        return _rankrls.predict(_rankrls.LinearModel(self.model_.weights), _for_solver(X))
+        return _rankrls.predict(_rankrls.LinearModel(self.model_.weights), X)
 
 
 class RankSVM(_Ranker):
@@ -415,7 +409,7 @@ class RankSVM(_Ranker):
         X, y, seg, _ = self._inputs(X, y, qid, fit=True)
         kern = _kernel(self.kernel, self.gamma, self.degree, self.coef0)
         if kern is None:
-            r = _ranksvm.ranksvm_l2(_cg.to_csr(X) if sp.issparse(X) else X, y, seg, C=self.C,
+            r = _ranksvm.ranksvm_l2(X, y, seg, C=self.C,
                                     tol=self.tol, max_iter=self.max_iter)
             self.model_ = _rankrls.LinearModel(r.weights)
             self.converged_ = bool(r.converged)
@@ -428,7 +422,7 @@ class RankSVM(_Ranker):
 
     def _scores(self, X):
         lin = isinstance(self.model_, _rankrls.LinearModel)
-        return _rankrls.predict(self.model_, _for_solver(X) if lin else _dense(X))
+        return _rankrls.predict(self.model_, X if lin else _dense(X))
 
 
 class KPCRank(_Ranker):

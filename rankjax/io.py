@@ -5,6 +5,7 @@ normalisation. numpy/scipy only, no jit.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import warnings
 import tempfile
@@ -13,7 +14,8 @@ from typing import NamedTuple, Optional
 import numpy as np
 import scipy.sparse as sp
 
-from ._checks import memory_limit, segment_ids
+from ._checks import memory_limit, scipy_to_bcoo, segment_ids
+from ._sparse import host_sparse
 
 __all__ = ["Dataset", "read_svmlight", "write_svmlight", "read_groups", "write_groups",
            "groups_to_qid", "qid_to_groups", "read_preferences", "write_preferences",
@@ -489,21 +491,8 @@ def to_bcoo(X, dtype=None):
       >>> B.nse, np.asarray(B.todense()).tolist()
       (2, [[0.0, 2.0], [1.0, 0.0]])
     """
-    import jax.numpy as jnp
-    from jax.experimental import sparse as jsparse
-    if not sp.issparse(X):
-        X = np.asarray(X)
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-D [m, n], got shape {X.shape}")
-        X = sp.coo_matrix(X)
-    C = sp.coo_matrix(X)
-    if C.dtype.kind in "fc" and not np.all(np.isfinite(C.data)):
-        raise ValueError("X contains NaN or inf")
-    if max(C.shape) >= 1 << 31:
-        raise ValueError(f"X of shape {C.shape} has indices beyond int32 (BCOO stores int32)")
-    idx = np.stack([C.row, C.col], axis=1).astype(np.int32)
-    data = jnp.asarray(C.data, dtype)
-    return jsparse.BCOO((data, jnp.asarray(idx)), shape=C.shape)
+    B = scipy_to_bcoo(host_sparse(X), "X")
+    return B if dtype is None else B.astype(dtype)
 
 
 MODEL_FORMAT = "rankjax-model"
@@ -512,7 +501,6 @@ MODEL_VERSION = 2
 
 def _encode(obj, arrays):
     """A model as JSON-able structure; arrays go to ``arrays`` (names ``a0, a1 ..``)."""
-    import dataclasses
     if obj is None or isinstance(obj, (str, bool, int, float)):
         return obj
     if isinstance(obj, np.generic):
