@@ -50,6 +50,12 @@ from ._ranksvm import (
     RankLevels as RankLevels, RankSVMKernelModel as RankSVMKernelModel,
     RankSVMResult as RankSVMResult, rank_levels as rank_levels, ranksvm_kernel as ranksvm_kernel,
     ranksvm_l2 as ranksvm_l2)
+from ._shard import (
+    AXIS as AXIS, GridSearch as GridSearch, QueryPartition as QueryPartition,
+    ShardedData as ShardedData, partition_queries as partition_queries, shard_data as shard_data,
+    sharded_cg as sharded_cg, sharded_holdout as sharded_holdout,
+    sharded_kernel_grid as sharded_kernel_grid, sharded_metric as sharded_metric,
+    sharded_primal_path as sharded_primal_path)
 from ._sparse import CSRMatrix as CSRMatrix, to_csr as to_csr
 from ._metrics import (
     Metric as Metric, PerQuery as PerQuery, auc as auc, cindex as cindex,

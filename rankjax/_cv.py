@@ -240,8 +240,16 @@ def _check_holdout(X, y, graph, lams, folds, seed, name="X"):
 
 @jax.jit
 def _holdout_primal_core(X, y, graph, lams, folds):
-    m, n = X.shape
     G, b = primal_system(X, y, graph)
+    return nan_unless(lam_ok(lams), holdout_from_system(X, y, graph, lams, folds, G, b))
+
+
+def holdout_from_system(X, y, graph, lams, folds, G, b):
+    """Eq. 33-34 hold-out predictions ``[L, m(, k)]`` of the rows ``X`` (whole queries of
+    ``graph``) when the full training system ``(G, b) = (X^T L X, X^T L y)`` may include
+    further rows elsewhere (other devices, other chunks): no edge leaves a query, so a
+    fold needs only its own rows and the global system."""
+    m, n = X.shape
     eig = eigh_psd(G)
     Pf = jnp.matmul(X, eig.vectors, precision=HI)                 # [m, n]
     c = tdot(eig.vectors, b)                                       # [n(, k)]
@@ -254,8 +262,7 @@ def _holdout_primal_core(X, y, graph, lams, folds):
             return partial(_refit_fold, graph, X=X, G=G, b=b, y=y, lams=lams)
         return partial(_woodbury_fold, graph, Pfeat=Pf, D=D, lams=lams, F=F, y=y, K=None)
 
-    return nan_unless(lam_ok(lams), _over_folds(folds, m, lams.shape[0], n, F.shape, X.dtype,
-                                                 fold_fn))
+    return _over_folds(folds, m, lams.shape[0], n, F.shape, X.dtype, fold_fn)
 
 
 def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> HoldOut:
