@@ -50,7 +50,7 @@ from ._ranksvm import (
     RankLevels as RankLevels, RankSVMKernelModel as RankSVMKernelModel,
     RankSVMResult as RankSVMResult, rank_levels as rank_levels, ranksvm_kernel as ranksvm_kernel,
     ranksvm_l2 as ranksvm_l2)
-from ._shard import (
+from ._distributed import (
     AXIS as AXIS, GridSearch as GridSearch, QueryPartition as QueryPartition,
     ShardedData as ShardedData, partition_queries as partition_queries, shard_data as shard_data,
     sharded_cg as sharded_cg, sharded_holdout as sharded_holdout,

@@ -54,6 +54,7 @@ def d(tmp_path_factory):
     gp = rj.gp_pairwise_gaussian(K, [0, 1], [1, 2], [1.0, 1.0], noise_var=1.0)
     holdout = rj.holdout_primal(X, y, g, lams=[1.0, 10.0])
     return SimpleNamespace(X=X, y=y, qid=qid, m=m, n=n, g=g, K=K, pref=pref, tmp=tmp,
+                           sharded=rj.shard_data(X, y, g),
                            bad_file=bad_file, good_file=good_file, keep=keep,
                            model_file=model_file, foreign=foreign,
                            lpo=lpo, gp=gp, holdout=holdout, folds=rj.make_folds(g),
@@ -486,14 +487,68 @@ CASES["estimators.load"] = [
     (lambda d: est.load(d.model_file), E(ValueError, "no rankjax estimator")),
 ]
 
+# sharding by whole queries (the 8-device equalities are in test_distributed.py)
+CASES.update({
+    "partition_queries": [
+        (lambda d: rj.partition_queries(d.qid, 0), E(ValueError, "num_shards")),
+        (lambda d: rj.partition_queries(d.qid, 2.5), E(TypeError, "num_shards")),
+        (lambda d: rj.partition_queries(d.qid, 2, multiple=0), E(ValueError, "multiple")),
+        (lambda d: rj.partition_queries(d.qid.astype(float), 2), E(TypeError, "qid")),
+        (lambda d: rj.partition_queries(d.qid, 50), V(lambda p: p.rows.shape[0] == 50)),
+    ],
+    "shard_data": [
+        (lambda d: rj.shard_data(d.X, d.y, d.pref), E(TypeError, "QueryGraph")),
+        (lambda d: rj.shard_data(d.X[:-1], d.y[:-1], d.g), E(ValueError, "rows")),
+        (lambda d: rj.shard_data(d.X, d.nanv, d.g), E(ValueError, "y")),
+        (lambda d: rj.shard_data(d.X, d.y, d.g, mesh="cpu"), E(TypeError, "mesh")),
+        (lambda d: rj.shard_data(d.X, d.y, d.g, partition=(1, 2)), E(TypeError, "partition")),
+        (lambda d: rj.shard_data(d.X, d.y, d.g, partition=rj.partition_queries(d.qid, 3)),
+         E(ValueError, "partition")),
+    ],
+    "sharded_primal_path": [
+        (lambda d: rj.sharded_primal_path((d.X, d.y), lams=[1.0]), E(TypeError, "data")),
+        (lambda d: rj.sharded_primal_path(d.sharded, lams=[0.0]), E(ValueError, "lams")),
+        (lambda d: rj.sharded_primal_path(d.sharded, lams=[[1.0]]), E(ValueError, "lams")),
+    ],
+    "sharded_holdout": [
+        (lambda d: rj.sharded_holdout(d.sharded, lams=[np.nan]), E(ValueError, "lams")),
+        (lambda d: rj.sharded_holdout(None, lams=[1.0]), E(TypeError, "data")),
+    ],
+    "sharded_cg": [
+        (lambda d: rj.sharded_cg(d.sharded, lam=-1.0), E(ValueError, "lam")),
+        (lambda d: rj.sharded_cg(d.sharded, lam=[1.0, 2.0]), E(TypeError, "lam")),
+        (lambda d: rj.sharded_cg(d.sharded, max_iter=0), E(ValueError, "max_iter")),
+        (lambda d: rj.sharded_cg(d.sharded, x0=np.ones(d.n + 1)), E(ValueError, "x0")),
+        (lambda d: rj.sharded_cg(d.sharded, valid=(d.X[:, :2], d.y, d.g)), E(ValueError, "X_valid")),
+    ],
+    "sharded_metric": [
+        (lambda d: rj.sharded_metric(d.sharded, d.y[:-1]), E(ValueError, "scores")),
+        (lambda d: rj.sharded_metric(d.sharded, d.nanv), E(ValueError, "scores")),
+        (lambda d: rj.sharded_metric(d.sharded, d.y, "ndcg"), E(TypeError, "metric")),
+        (lambda d: rj.sharded_metric(d.sharded, d.y, rj.ndcg, y=d.nanv), E(ValueError, "y")),
+        (lambda d: rj.sharded_metric(d.sharded, d.X[:, 0], rj.pairwise_error, y=d.ties),
+         V(nan)),
+    ],
+    "sharded_kernel_grid": [
+        (lambda d: rj.sharded_kernel_grid(d.X, d.y, d.g, lams=[1.0], gammas=[-1.0],
+                                          valid=(d.X, d.y, d.qid)), E(ValueError, "gammas")),
+        (lambda d: rj.sharded_kernel_grid(d.X, d.y, d.g, lams=[1.0], gammas=[1.0],
+                                          valid=(d.X, d.y)), E(TypeError, "valid")),
+        (lambda d: rj.sharded_kernel_grid(d.X, d.y, d.g, lams=[1.0], gammas=[1.0],
+                                          valid=(d.X[:, :2], d.y, d.qid)), E(ValueError, "X_valid")),
+        (lambda d: rj.sharded_kernel_grid(d.X, d.y, d.g, lams=[1.0], gammas=[1.0], kernel="rbf",
+                                          valid=(d.X, d.y, d.qid)), E(ValueError, "kernel")),
+    ],
+})
+
 # result, model and configuration types: constructed by the functions above
-TYPES = {"CGResult", "CSRMatrix", "CVResult", "DualModel", "DualPath", "Folds", "HoldOut",
-         "IdentityGraph", "KPCModel", "KPCPath", "Kernel", "KernelModel", "LinearModel", "Metric",
-         "NystromPath", "PairHoldOut", "PairwiseGP", "PerQuery", "PermutationResult",
-         "PreferenceGraph", "PrimalPath", "QueryGraph", "RankBoostModel", "RankLevels",
-         "RankSVMKernelModel", "RankSVMResult", "RankingData", "Segments", "Selection",
-         "io.Dataset"}
-CONSTANTS = {"STOP_REASONS", "io", "io.MODEL_FORMAT", "io.MODEL_VERSION"}   # data, no input
+TYPES = {"CGResult", "CSRMatrix", "CVResult", "DualModel", "DualPath", "Folds", "GridSearch",
+         "HoldOut", "IdentityGraph", "KPCModel", "KPCPath", "Kernel", "KernelModel", "LinearModel",
+         "Metric", "NystromPath", "PairHoldOut", "PairwiseGP", "PerQuery", "PermutationResult",
+         "PreferenceGraph", "PrimalPath", "QueryGraph", "QueryPartition", "RankBoostModel",
+         "RankLevels", "RankSVMKernelModel", "RankSVMResult", "RankingData", "Segments",
+         "Selection", "ShardedData", "io.Dataset"}
+CONSTANTS = {"AXIS", "STOP_REASONS", "io", "io.MODEL_FORMAT", "io.MODEL_VERSION"}   # data, no input
 
 
 def public_names():

@@ -35,13 +35,13 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from ._cg import CGResult, _check_loop, _check_x0, _criterion_args, _make_valid_fn, _static_metric, cg_solve
 from ._checks import (as_float_array, check_count, check_lam, check_matrix, lam_ok, nan_unless,
                       segment_ids)
-from ._cv import HoldOut, _BUDGET, _padded_size, holdout_from_system, make_folds, _over_folds
+from ._cv import HoldOut, _padded_size, holdout_from_system, make_folds
 from ._graph import QueryGraph, check_graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import metric_sign, pairwise_error
 from ._path import PrimalPath, check_lams
 from ._rankrls import path_scores
-from ._ridge import HI, dual_system, eigh_path, eigh_psd, primal_system
+from ._ridge import dual_system, eigh_path, eigh_psd, primal_system
 from ._segments import bucket
 from ._sparse import CSRMatrix, host_sparse, to_csr
 
@@ -92,7 +92,7 @@ def partition_queries(qid, num_shards: int, *, multiple: int = 8) -> QueryPartit
     Example:
       >>> p = partition_queries([1, 1, 1, 2, 2, 3, 3, 3, 3], 2, multiple=1)
       >>> p.shard_of_query.tolist(), p.rows.tolist()
-      ([0, 0, 1], [[0, 1, 2, 3, 4, -1, -1], [5, 6, 7, 8, -1, -1, -1]])
+      ([0, 0, 1], [[0, 1, 2, 3, 4], [5, 6, 7, 8, -1]])
     """
     D = check_count(num_shards, "num_shards")
     multiple = check_count(multiple, "multiple")

@@ -1,0 +1,235 @@
+"""Sharding by whole queries equals the single-device results (float64).
+
+The device tests need 8 devices; XLA's CPU device count is fixed when JAX starts, so
+``test_on_eight_simulated_devices`` re-runs this module in a subprocess with
+``XLA_FLAGS=--xla_force_host_platform_device_count=8`` (where they run, not skip).
+"""
+import os
+import pathlib
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import rankjax as rj
+
+EIGHT = jax.device_count() >= 8
+needs8 = pytest.mark.skipif(not EIGHT, reason="runs in the 8-device subprocess")
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_on_eight_simulated_devices():
+    if EIGHT:
+        pytest.skip("already on 8 devices")
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                          "-o", "addopts=", str(pathlib.Path(__file__)), "-k", "not eight_simulated"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert " passed" in out.stdout and "skipped" not in out.stdout, out.stdout[-2000:]
+
+
+def _data(seed=0, num_queries=25, n=6, max_size=30):
+    """Unequal queries (1 to max_size rows), unsorted non-contiguous ids, graded labels."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, max_size, num_queries)
+    qid = np.repeat(rng.permutation(1000)[:num_queries] * 3, sizes)
+    rng.shuffle(qid)
+    m = qid.shape[0]
+    return rng.standard_normal((m, n)), rng.integers(0, 4, m).astype(float), qid
+
+
+GRAPHS = {"normalized": {}, "ties_excluded": dict(exclude_ties=True),
+          "unnormalized_pair_weights": dict(normalized=False, query_weights="pairs")}
+LAMS = np.array([1e-3, 0.3, 10.0, 1e3])
+
+
+# ----------------------------------------------------------------------------
+# partition (host only: runs everywhere)
+
+@pytest.mark.parametrize("D", [1, 3, 8, 40])
+def test_partition_keeps_queries_whole_and_balances_rows(D):
+    _, _, qid = _data(1)
+    p = rj.partition_queries(qid, D)
+    rows = p.rows[p.rows >= 0]
+    assert np.array_equal(np.sort(rows), np.arange(qid.shape[0]))      # every row once
+    shard_of_row = np.repeat(np.arange(D), (p.rows >= 0).sum(1))
+    by_query = {}
+    for r, s in zip(p.rows[p.rows >= 0], shard_of_row):
+        by_query.setdefault(qid[r], set()).add(s)
+    assert all(len(s) == 1 for s in by_query.values())                 # never split
+    assert np.array_equal(p.rows_per_shard, (p.rows >= 0).sum(1))
+    biggest = np.bincount(np.unique(qid, return_inverse=True)[1]).max()
+    assert p.rows_per_shard.max() - qid.shape[0] / D <= biggest
+    assert p.rows.shape[1] % 8 == 0
+    for row in p.rows:                                                  # original order
+        kept = row[row >= 0]
+        assert np.all(np.diff(kept) > 0)
+
+
+def test_partition_errors():
+    with pytest.raises(ValueError, match="num_shards"):
+        rj.partition_queries([1, 2], 0)
+    with pytest.raises(TypeError, match="qid"):
+        rj.partition_queries([1.5, 2.0], 2)
+
+
+def test_shard_data_errors():
+    X, y, qid = _data()
+    with pytest.raises(TypeError, match="QueryGraph"):
+        rj.shard_data(X, y, rj.identity_graph(len(y)))
+    with pytest.raises(ValueError, match="rows"):
+        rj.shard_data(X[:-1], y[:-1], rj.query_graph(qid))
+    with pytest.raises(TypeError, match="mesh"):
+        rj.shard_data(X, y, rj.query_graph(qid), mesh="all")
+    with pytest.raises(TypeError, match="data"):
+        rj.sharded_primal_path((X, y), lams=[1.0])
+    with pytest.raises(ValueError, match="lams"):
+        rj.sharded_primal_path(rj.shard_data(X, y, rj.query_graph(qid)), lams=[-1.0])
+    s = rj.shard_data(X, y, rj.query_graph(qid))
+    with pytest.raises(ValueError, match="scores"):
+        rj.sharded_metric(s, np.zeros(3), rj.ndcg)
+    with pytest.raises(ValueError, match="scores"):
+        rj.sharded_metric(s, np.full(len(y), np.nan), rj.ndcg)
+    with pytest.raises(ValueError, match="partition"):
+        rj.shard_data(X, y, rj.query_graph(qid),
+                      partition=rj.partition_queries(qid, jax.device_count() + 1))
+
+
+# ----------------------------------------------------------------------------
+# 8 devices
+
+@needs8
+def test_layout_has_unequal_devices():
+    X, y, qid = _data()
+    s = rj.shard_data(X, y, rj.query_graph(qid))
+    per = (s.rows >= 0).sum(1)
+    assert s.rows.shape[0] == 8 and per.min() < per.max() < s.rows.shape[1]
+    assert np.array_equal(s.unshard(s.shard_rows(y)), y)
+
+
+@needs8
+@pytest.mark.parametrize("kind", GRAPHS)
+def test_sharded_path_and_holdout_equal_single_device(kind):
+    X, y, qid = _data()
+    g = rj.query_graph(qid, y, **GRAPHS[kind])
+    s = rj.shard_data(X, y, g)
+    p = rj.sharded_primal_path(s, lams=LAMS, train_scores=True)
+    q = rj.rankrls_primal_path(X, y, g, lams=LAMS, train_scores=True)
+    np.testing.assert_allclose(p.weights, q.weights, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(p.train_scores, q.train_scores, rtol=1e-10, atol=1e-10)
+    h = rj.sharded_holdout(s, lams=LAMS)
+    h0 = rj.holdout_primal(X, y, g, lams=LAMS)
+    np.testing.assert_allclose(h.predictions, h0.predictions, rtol=1e-8, atol=1e-8)
+
+
+@needs8
+def test_holdout_equals_retraining_without_each_query():
+    X, y, qid = _data(2, num_queries=9, max_size=9)
+    g = rj.query_graph(qid)
+    h = rj.sharded_holdout(rj.shard_data(X, y, g), lams=[0.5])
+    for q in np.unique(qid):
+        out = qid == q
+        w = rj.rankrls_primal(X[~out], y[~out], rj.query_graph(qid[~out]), lam=0.5).weights
+        np.testing.assert_allclose(h.predictions[0, out], X[out] @ w, rtol=1e-8, atol=1e-8)
+
+
+@needs8
+def test_more_devices_than_queries_and_multi_output():
+    X, y, qid = _data(3, num_queries=5)
+    Y = np.stack([y, X[:, 0] + y], 1)
+    g = rj.query_graph(qid)
+    s = rj.shard_data(X, Y, g)
+    assert np.sum(s.rows.max(1) < 0) >= 3                      # devices with no row at all
+    p = rj.sharded_primal_path(s, lams=LAMS, train_scores=True)
+    q = rj.rankrls_primal_path(X, Y, g, lams=LAMS, train_scores=True)
+    np.testing.assert_allclose(p.weights, q.weights, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(p.train_scores, q.train_scores, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(rj.sharded_holdout(s, lams=LAMS).predictions,
+                               rj.holdout_primal(X, Y, g, lams=LAMS).predictions,
+                               rtol=1e-8, atol=1e-8)
+
+
+@needs8
+@pytest.mark.parametrize("kind", GRAPHS)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_sharded_cg_equals_single_device(kind, sparse):
+    X, y, qid = _data(4)
+    if sparse:
+        X = sp.csr_matrix(X * (np.random.default_rng(0).random(X.shape) < 0.4))
+    g = rj.query_graph(qid, y, **GRAPHS[kind])
+    s = rj.shard_data(X, y, g)
+    assert s.sparse == sparse
+    r = rj.sharded_cg(s, lam=0.7, tol=1e-13, max_iter=100)
+    r0 = rj.rankrls_cg(X, y, g, lam=0.7, tol=1e-13, max_iter=100)
+    np.testing.assert_allclose(r.weights, r0.weights, rtol=1e-10, atol=1e-10)
+    w = rj.rankrls_primal(X.toarray() if sparse else X, y, g, lam=0.7).weights
+    np.testing.assert_allclose(r.weights, w, rtol=1e-8, atol=1e-8)
+    v = _data(5, num_queries=6)
+    valid = (v[0], v[1], rj.query_graph(v[2]))
+    r = rj.sharded_cg(s, lam=0.0, valid=valid, metric=rj.ndcg, k=5, max_iter=30)
+    r0 = rj.rankrls_cg(X, y, g, lam=0.0, valid=valid, metric=rj.ndcg, k=5, max_iter=30)
+    assert int(r.best_iteration) == int(r0.best_iteration)
+    np.testing.assert_allclose(r.valid_history, r0.valid_history, rtol=1e-8, atol=1e-10)
+
+
+@needs8
+@pytest.mark.parametrize("metric,kw", [(rj.ndcg, dict(k=5)), (rj.pairwise_error, {}),
+                                       (rj.mean_average_precision, dict(threshold=2)),
+                                       (rj.kendall_tau_b, {}), (rj.precision_at_k, dict(k=3))])
+def test_sharded_metric_equals_single_device(metric, kw):
+    X, y, qid = _data(6)
+    s = rj.shard_data(X, y, rj.query_graph(qid))
+    F = X[:, :3].T                                              # three score vectors
+    got = rj.sharded_metric(s, F, metric, **kw)
+    want = [metric(f, y, qid, **kw) for f in F]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    y2 = (y > 1).astype(float)
+    np.testing.assert_allclose(rj.sharded_metric(s, F[0], metric, y=y2, **kw),
+                               metric(F[0], y2, qid, **kw), rtol=1e-12)
+
+
+@needs8
+def test_metric_with_no_valid_query_is_nan():
+    X, y, qid = _data(7)
+    s = rj.shard_data(X, np.zeros_like(y), rj.query_graph(qid))
+    assert np.isnan(rj.sharded_metric(s, X[:, 0], rj.pairwise_error))
+
+
+@needs8
+@pytest.mark.parametrize("kernel", ["gaussian", "polynomial"])
+def test_sharded_kernel_grid_equals_a_loop(kernel):
+    X, y, qid = _data(8, num_queries=10, max_size=10)
+    Xv, yv, qv = _data(9, num_queries=5, max_size=10)
+    g = rj.query_graph(qid)
+    lams, gammas = np.array([0.01, 1.0, 100.0]), np.array([0.01, 0.03, 0.1, 0.3, 1.0])
+    r = rj.sharded_kernel_grid(X, y, g, lams=lams, gammas=gammas, valid=(Xv, yv, qv),
+                               metric=rj.ndcg, kernel=kernel, k=5)
+    want = np.empty((5, 3))
+    for i, gm in enumerate(gammas):
+        k = rj.gaussian_kernel(gm) if kernel == "gaussian" else rj.polynomial_kernel(2, gm)
+        path = rj.rankrls_dual_path(rj.kernel_matrix(k, X), y, g, lams=lams,
+                                    K_valid=rj.kernel_matrix(k, Xv, X))
+        want[i] = [-rj.ndcg(f, yv, qv, k=5) for f in path.valid_scores]
+    np.testing.assert_allclose(r.table, want, rtol=1e-8, atol=1e-10)
+    i, j = np.unravel_index(np.argmin(want), want.shape)
+    assert (r.best_gamma, r.best_lam) == (gammas[i], lams[j])
+
+
+@needs8
+def test_second_call_compiles_nothing():
+    from test_core import _compiles
+    X, y, qid = _data(10)
+    rng = np.random.default_rng(1)
+    s = rj.shard_data(X, y, rj.query_graph(qid))
+    s2 = rj.shard_data(rng.standard_normal(X.shape), rng.permutation(y), rj.query_graph(qid))
+    calls = [lambda d: rj.sharded_primal_path(d, lams=LAMS, train_scores=True),
+             lambda d: rj.sharded_holdout(d, lams=LAMS),
+             lambda d: rj.sharded_cg(d, lam=1.0),
+             lambda d: rj.sharded_metric(d, X[:, 0], rj.ndcg)]
+    for call in calls:
+        _compiles(lambda: call(s))
+        assert _compiles(lambda: call(s2)) == 0
