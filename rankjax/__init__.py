@@ -56,6 +56,7 @@ from ._distributed import (
     sharded_cg as sharded_cg, sharded_holdout as sharded_holdout,
     sharded_kernel_grid as sharded_kernel_grid, sharded_metric as sharded_metric,
     sharded_primal_path as sharded_primal_path)
+from ._stream import StreamFit as StreamFit, rankrls_primal_stream as rankrls_primal_stream
 from ._sparse import CSRMatrix as CSRMatrix, to_csr as to_csr
 from ._metrics import (
     Metric as Metric, PerQuery as PerQuery, auc as auc, cindex as cindex,

@@ -1,0 +1,147 @@
+"""Out-of-core primal RankRLS equals the in-memory fit (float64), from lists, .npy files,
+memmaps and SVMlight files; leave-query-out by chunks equals holdout_primal."""
+import numpy as np
+import pytest
+
+import rankjax as rj
+from rankjax import io
+
+LAMS = np.array([1e-2, 1.0, 100.0])
+GRAPHS = [dict(), dict(exclude_ties=True), dict(normalized=False, query_weights="pairs")]
+
+
+def _data(seed=0, num_queries=30, n=5):
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 25, num_queries)
+    qid = np.repeat(rng.permutation(500)[:num_queries], sizes)      # contiguous, unsorted ids
+    m = qid.shape[0]
+    X = rng.standard_normal((m, n))
+    y = rng.integers(0, 4, m).astype(float)
+    return X, y, qid
+
+
+def _chunks(X, y, qid, rows=60):
+    return list(io.iter_npy(X, y, qid, chunk_rows=rows))
+
+
+@pytest.mark.parametrize("kw", GRAPHS, ids=["normalized", "ties", "pairs"])
+def test_stream_equals_in_memory(kw):
+    X, y, qid = _data()
+    chunks = _chunks(X, y, qid)
+    assert len(chunks) > 3
+    fit = rj.rankrls_primal_stream(chunks, lams=LAMS, **kw)
+    g = rj.query_graph(qid, y, **kw)
+    ref = rj.rankrls_primal_path(X, y, g, lams=LAMS)
+    np.testing.assert_allclose(fit.path.weights, ref.weights, rtol=1e-10, atol=1e-10)
+    G = rj.laplacian_dense(g)
+    np.testing.assert_allclose(fit.gram, X.T @ G @ X, rtol=1e-10, atol=1e-10)
+    assert (fit.num_rows, fit.num_queries, fit.num_chunks) == (len(y), len(np.unique(qid)),
+                                                               len(chunks))
+
+
+def test_multi_output_and_float32_chunks():
+    X, y, qid = _data(1)
+    Y = np.stack([y, X[:, 0]], 1)
+    fit = rj.rankrls_primal_stream(io.iter_npy(X, Y, qid, chunk_rows=50), lams=LAMS)
+    ref = rj.rankrls_primal_path(X, Y, rj.query_graph(qid), lams=LAMS)
+    np.testing.assert_allclose(fit.path.weights, ref.weights, rtol=1e-10, atol=1e-10)
+    fit32 = rj.rankrls_primal_stream(io.iter_npy(X.astype(np.float32), y, qid, chunk_rows=50),
+                                     lams=LAMS)
+    np.testing.assert_allclose(fit32.path.weights, ref.weights[..., 0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("metric,kw", [(rj.ndcg, dict(k=5)), (rj.pairwise_error, {})])
+def test_holdout_by_chunks_equals_holdout_primal(metric, kw):
+    X, y, qid = _data(2)
+    fit = rj.rankrls_primal_stream(_chunks(X, y, qid), lams=LAMS, holdout_metric=metric, **kw)
+    h = rj.holdout_primal(X, y, rj.query_graph(qid), lams=LAMS)
+    want = [metric(p, y, qid, **kw) for p in h.predictions]
+    np.testing.assert_allclose(fit.holdout, want, rtol=1e-10)
+
+
+def test_selection_on_validation_data():
+    X, y, qid = _data(3)
+    Xv, yv, qv = _data(4, num_queries=8)
+    fit = rj.rankrls_primal_stream(_chunks(X, y, qid), lams=LAMS, valid=(Xv, yv, qv),
+                                   holdout_metric=rj.ndcg, k=5)
+    ref = rj.rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS, X_valid=Xv)
+    np.testing.assert_allclose(fit.path.valid_scores, ref.valid_scores, rtol=1e-10, atol=1e-10)
+    sel = rj.select_lambda(LAMS, ref.valid_scores, yv, qv, metric=rj.ndcg, k=5)
+    np.testing.assert_allclose(fit.selection.table, sel.table, rtol=1e-12)
+    assert float(fit.selection.best_lam) == float(sel.best_lam)
+
+
+def test_npy_files_memmaps_and_progress(tmp_path, capsys):
+    X, y, qid = _data(5)
+    for name, a in (("X", X.astype(np.float32)), ("y", y), ("q", qid)):
+        np.save(tmp_path / f"{name}.npy", a)
+    files = io.iter_npy(tmp_path / "X.npy", tmp_path / "y.npy", tmp_path / "q.npy", chunk_rows=40)
+    maps = io.iter_npy(np.load(tmp_path / "X.npy", mmap_mode="r"), y, qid, chunk_rows=40)
+    a = rj.rankrls_primal_stream(files, lams=LAMS, progress=True)
+    b = rj.rankrls_primal_stream(maps, lams=LAMS)
+    np.testing.assert_array_equal(a.path.weights, b.path.weights)
+    assert "rows/s" in capsys.readouterr().err
+    for Xc, yc, qc in files:                                      # never cuts a query
+        assert Xc.dtype == np.float32 and Xc.shape[0] == yc.shape[0] == qc.shape[0]
+    ends = np.cumsum([c[2].shape[0] for c in files])[:-1]
+    assert np.all(qid[ends] != qid[ends - 1])
+
+
+def test_svmlight_chunks_equal_read_svmlight(tmp_path):
+    X, y, qid = _data(6)
+    X[np.abs(X) < 0.5] = 0
+    path = tmp_path / "d.txt"
+    io.write_svmlight(path, X, y, qid)
+    chunks = io.iter_svmlight(path, num_features=X.shape[1], chunk_rows=37, dtype=np.float64)
+    parts = list(chunks)
+    assert len(parts) > 3
+    np.testing.assert_array_equal(np.concatenate([c[0] for c in parts]), X)
+    np.testing.assert_array_equal(np.concatenate([c[2] for c in parts]), qid)
+    fit = rj.rankrls_primal_stream(chunks, lams=LAMS, holdout_metric=rj.ndcg)
+    ref = rj.rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS)
+    np.testing.assert_allclose(fit.path.weights, ref.weights, rtol=1e-10, atol=1e-10)
+
+
+def test_long_query_is_a_chunk_of_its_own():
+    qid = np.repeat([1, 2, 3], [3, 50, 2])
+    sizes = [c[2].shape[0] for c in io.iter_npy(np.zeros((55, 1)), np.zeros(55), qid,
+                                                 chunk_rows=10)]
+    assert sizes == [3, 50, 2]
+
+
+def test_errors(tmp_path):
+    X, y, qid = _data(7)
+    chunks = _chunks(X, y, qid)
+    with pytest.raises(ValueError, match="earlier chunk"):
+        rj.rankrls_primal_stream(chunks + chunks[:1], lams=LAMS)
+    gen = (c for c in chunks)
+    with pytest.raises(ValueError, match="re-iterable"):
+        rj.rankrls_primal_stream(gen, lams=LAMS, holdout_metric=rj.ndcg)
+    with pytest.raises(ValueError, match="columns"):
+        rj.rankrls_primal_stream([chunks[0], (chunks[1][0][:, :2],) + chunks[1][1:]], lams=LAMS)
+    with pytest.raises(ValueError, match="empty"):
+        rj.rankrls_primal_stream([], lams=LAMS)
+    with pytest.raises(TypeError, match="chunk 0"):
+        rj.rankrls_primal_stream([X], lams=LAMS)
+    with pytest.raises(ValueError, match="NaN"):
+        rj.rankrls_primal_stream([(np.full((2, 2), np.nan), [1., 0.], [1, 1])], lams=LAMS)
+    with pytest.raises(ValueError, match="query_weights"):
+        rj.rankrls_primal_stream(chunks, lams=LAMS, query_weights=np.ones(3))
+    with pytest.raises(ValueError, match="lams"):
+        rj.rankrls_primal_stream(chunks, lams=[-1.0])
+    with pytest.raises(TypeError, match="holdout_metric"):
+        rj.rankrls_primal_stream(chunks, lams=LAMS, holdout_metric="ndcg")
+    with pytest.raises(ValueError, match="qid"):
+        io.iter_npy(X, y, qid[:-1])
+    with pytest.raises(ValueError, match="chunk_rows"):
+        io.iter_npy(X, y, qid, chunk_rows=0)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1 qid:1 1:0.5\n2 qid:1 x:1\n")
+    with pytest.raises(ValueError, match="line 2"):
+        list(io.iter_svmlight(bad, num_features=2))
+    noq = tmp_path / "noq.txt"
+    noq.write_text("1 1:0.5\n")
+    with pytest.raises(ValueError, match="qid"):
+        list(io.iter_svmlight(noq, num_features=2))
+    with pytest.raises(ValueError, match="num_features"):
+        list(io.iter_svmlight(noq, num_features=0))
