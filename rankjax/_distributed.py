@@ -193,8 +193,10 @@ def _put(local, mesh, spec):
     sharding = NamedSharding(mesh, spec)
     if jax.process_count() == 1:
         return jax.device_put(local, sharding)
-    shape = (local.shape[0] * mesh.devices.size // _local_count(mesh),) + local.shape[1:]
-    return jax.make_array_from_process_local_data(sharding, local, shape)
+    ax = list(spec).index(mesh.axis_names[0])                 # the sharded (row) axis
+    shape = list(local.shape)
+    shape[ax] = shape[ax] * mesh.devices.size // _local_count(mesh)
+    return jax.make_array_from_process_local_data(sharding, local, tuple(shape))
 
 
 def _local_count(mesh):

@@ -233,3 +233,29 @@ def test_second_call_compiles_nothing():
     for call in calls:
         _compiles(lambda: call(s))
         assert _compiles(lambda: call(s2)) == 0
+
+
+# ----------------------------------------------------------------------------
+# two processes (jax.distributed over loopback, CPU)
+
+def test_two_process_example_matches_single_process(tmp_path):
+    if EIGHT:
+        pytest.skip("runs in the main test process")
+    out = tmp_path / "two.npz"
+    run = subprocess.run([sys.executable, str(ROOT / "examples" / "multihost.py"), "--launch", "2",
+                          "--queries", "30", "--out", str(out)],
+                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = np.load(out)
+    assert (int(got["processes"]), int(got["devices"])) == (2, 4)
+    d = rj.make_ranking_data(30, num_features=20, seed=0)       # the example's data
+    g = rj.query_graph(d.qid)
+    lams = np.logspace(-2, 3, 6)
+    path = rj.rankrls_primal_path(d.X, d.y, g, lams=lams)
+    np.testing.assert_allclose(got["weights"], path.weights, rtol=1e-10, atol=1e-10)
+    h = rj.holdout_primal(d.X, d.y, g, lams=lams)
+    np.testing.assert_allclose(got["holdout_ndcg"],
+                               [rj.ndcg(p, d.y, d.qid, k=10) for p in h.predictions], rtol=1e-10)
+    np.testing.assert_allclose(got["cg_weights"],
+                               rj.rankrls_cg(d.X, d.y, g, lam=1.0, tol=1e-12).weights,
+                               rtol=1e-8, atol=1e-10)

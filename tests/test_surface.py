@@ -541,13 +541,44 @@ CASES.update({
     ],
 })
 
+# out of core
+CASES.update({
+    "rankrls_primal_stream": [
+        (lambda d: rj.rankrls_primal_stream((d.X, d.y, d.qid), lams=[1.0]), E(TypeError, "chunks")),
+        (lambda d: rj.rankrls_primal_stream([(d.X, d.y, d.qid)], lams=[0.0]), E(ValueError, "lams")),
+        (lambda d: rj.rankrls_primal_stream([(d.X, d.nanv, d.qid)], lams=[1.0]), E(ValueError, "y")),
+        (lambda d: rj.rankrls_primal_stream([(d.X, d.y, d.qid[:-1])], lams=[1.0]),
+         E(ValueError, "qid")),
+        (lambda d: rj.rankrls_primal_stream([(d.X, d.y, d.qid)] * 2, lams=[1.0]),
+         E(ValueError, "earlier chunk")),
+        (lambda d: rj.rankrls_primal_stream([(d.X, d.y, d.qid)], lams=[1.0], valid=(d.X, d.y)),
+         E(TypeError, "valid")),
+        (lambda d: rj.rankrls_primal_stream([(d.X, d.ties, d.qid)], lams=[1.0],
+                                            holdout_metric=rj.pairwise_error),
+         V(lambda r: nan(r.holdout))),
+    ],
+    "io.iter_npy": [
+        (lambda d: io.iter_npy(d.X[:, 0], d.y, d.qid), E(ValueError, "X")),
+        (lambda d: io.iter_npy(d.X, d.y[:-1], d.qid), E(ValueError, "y")),
+        (lambda d: io.iter_npy(d.X, d.y, d.qid, chunk_rows=1.5), E(TypeError, "chunk_rows")),
+        (lambda d: io.iter_npy(d.bad_file, d.y, d.qid), E(ValueError, "npy")),
+    ],
+    "io.iter_svmlight": [
+        (lambda d: list(io.iter_svmlight(d.bad_file, num_features=2)), E(ValueError, "line 2")),
+        (lambda d: io.iter_svmlight(d.tmp / "missing.txt", num_features=2),
+         E(ValueError, "exist")),
+        (lambda d: list(io.iter_svmlight(d.good_file, num_features=1)),
+         E(ValueError, "num_features")),
+    ],
+})
+
 # result, model and configuration types: constructed by the functions above
 TYPES = {"CGResult", "CSRMatrix", "CVResult", "DualModel", "DualPath", "Folds", "GridSearch",
          "HoldOut", "IdentityGraph", "KPCModel", "KPCPath", "Kernel", "KernelModel", "LinearModel",
          "Metric", "NystromPath", "PairHoldOut", "PairwiseGP", "PerQuery", "PermutationResult",
          "PreferenceGraph", "PrimalPath", "QueryGraph", "QueryPartition", "RankBoostModel",
          "RankLevels", "RankSVMKernelModel", "RankSVMResult", "RankingData", "Segments",
-         "Selection", "ShardedData", "io.Dataset"}
+         "Selection", "StreamFit", "ShardedData", "io.Dataset"}
 CONSTANTS = {"AXIS", "STOP_REASONS", "io", "io.MODEL_FORMAT", "io.MODEL_VERSION"}   # data, no input
 
 
