@@ -18,6 +18,10 @@ nothing to any sum) and a local :class:`~rankjax.QueryGraph` whose arrays are
 stacked along a leading device axis. Everything runs in ``jax.shard_map`` over a
 1-D :class:`jax.sharding.Mesh`; the same code serves several processes
 (``jax.distributed``), each holding its own queries on its own devices.
+
+The ``sharded_*`` functions are host boundaries (they place data on the mesh and
+map rows back); call them outside ``jit``. Their cores are module-level jitted
+``shard_map`` programs: new values of the same layout compile nothing.
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ from ._cg import CGResult, _check_loop, _check_x0, _criterion_args, _make_valid_
 from ._checks import (as_float_array, check_count, check_lam, check_matrix, lam_ok, nan_unless,
                       segment_ids)
 from ._cv import HoldOut, _padded_size, holdout_from_system, make_folds
-from ._graph import QueryGraph, check_graph, check_problem
+from ._graph import QueryGraph, check_graph, check_problem, query_graph
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import metric_sign, pairwise_error
 from ._path import PrimalPath, check_lams
@@ -768,7 +772,6 @@ def sharded_kernel_grid(X, y, graph, *, lams, gammas, valid, metric: Callable = 
     Xv = check_matrix(as_float_array(Xv, "X_valid", finite=True), "X_valid")
     if Xv.shape[1] != X.shape[1]:
         raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {X.shape[1]}")
-    from ._graph import query_graph
     gv = query_graph(qv if qv is not None else np.zeros(Xv.shape[0], int))
     yv = gv.check_labels(yv, "validation y")
     sign = metric_sign(metric, greater_is_better)

@@ -61,7 +61,9 @@ class StreamFit(NamedTuple):
 
 @jax.jit
 def _chunk_system(X, y, graph):
-    return primal_system(X, y, graph)
+    """The chunk's ``(X^T L X, X^T L y)`` and whether ``X`` is finite (checked in the same
+    program: no separate host pass over the chunk)."""
+    return primal_system(X, y, graph), jnp.all(jnp.isfinite(X))
 
 
 @jax.jit
@@ -84,8 +86,6 @@ def _chunk(item, n, k, index):
         raise TypeError(f"chunk {index}: X must be numeric, got dtype {X.dtype}")
     if n is not None and X.shape[1] != n:
         raise ValueError(f"chunk {index}: X has {X.shape[1]} columns, the first chunk {n}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError(f"chunk {index}: X contains NaN or inf")
     y = np.asarray(check_targets(y, X.shape[0], f"chunk {index}: y"))
     if k is not None and y.shape[1:] != k:
         raise ValueError(f"chunk {index}: y has shape {y.shape}, the first chunk had outputs {k}")
@@ -137,19 +137,19 @@ def _passes(chunks, progress, label, graph_kw, expected=None):
     if not isinstance(chunks, Iterable) or isinstance(chunks, (tuple, np.ndarray)):
         raise TypeError("chunks must be an iterable of (X, y, qid) tuples (a list, a reader "
                         "such as rankjax.io.iter_npy, or a generator)")
-    seen = np.zeros(0, object)
+    seen: set = set()
     n = k = None
     rows = 0
     start = time.perf_counter()
     for i, item in enumerate(_prefetch(chunks)):
         X, y, s = _chunk(item, n, k, i)
         n, k = X.shape[1], y.shape[1:]
-        ids = np.asarray(s.qids, object)
-        again = np.isin(ids, seen)
-        if np.any(again):
-            raise ValueError(f"chunk {i}: query {ids[again][0]!r} also appears in an earlier "
+        ids = np.asarray(s.qids).tolist()
+        again = seen.intersection(ids)
+        if again:
+            raise ValueError(f"chunk {i}: query {min(again)!r} also appears in an earlier "
                              "chunk (chunks must hold whole queries)")
-        seen = np.concatenate([seen, ids])
+        seen.update(ids)
         rows += X.shape[0]
         yield X, y, s, _padded(X, y, s.seg, s.num_queries, **graph_kw)
         if progress:
@@ -215,7 +215,9 @@ def rankrls_primal_stream(chunks, *, lams, normalized: bool = True, exclude_ties
     G = b = None
     rows = queries = num = 0
     for X, y, s, (Xp, yp, gp) in _passes(chunks, progress, "normal equations", graph_kw):
-        Gc, bc = _chunk_system(Xp, yp, gp)
+        (Gc, bc), finite = _chunk_system(Xp, yp, gp)
+        if not finite:
+            raise ValueError(f"chunk {num}: X contains NaN or inf")
         Gc, bc = np.asarray(Gc, np.float64), np.asarray(bc, np.float64)
         G, b = (Gc, bc) if G is None else (G + Gc, b + bc)
         rows, queries, num = rows + X.shape[0], queries + s.num_queries, num + 1

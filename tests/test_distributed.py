@@ -154,8 +154,7 @@ def test_more_devices_than_queries_and_multi_output():
 
 
 @needs8
-@pytest.mark.parametrize("kind", GRAPHS)
-@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("kind,sparse", [(k, False) for k in GRAPHS] + [("ties_excluded", True)])
 def test_sharded_cg_equals_single_device(kind, sparse):
     X, y, qid = _data(4)
     if sparse:
