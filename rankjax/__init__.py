@@ -55,6 +55,7 @@ from ._distributed import (
     ShardedData as ShardedData, partition_queries as partition_queries, shard_data as shard_data,
     sharded_cg as sharded_cg, sharded_holdout as sharded_holdout,
     sharded_kernel_grid as sharded_kernel_grid, sharded_metric as sharded_metric,
+    sharded_normal_equations as sharded_normal_equations,
     sharded_primal_path as sharded_primal_path)
 from ._stream import StreamFit as StreamFit, rankrls_primal_stream as rankrls_primal_stream
 from ._sparse import CSRMatrix as CSRMatrix, to_csr as to_csr

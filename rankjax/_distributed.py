@@ -46,11 +46,11 @@ from ._metrics import metric_sign, pairwise_error
 from ._path import PrimalPath, check_lams
 from ._rankrls import path_scores
 from ._ridge import dual_system, eigh_path, eigh_psd, primal_system
-from ._segments import bucket
 from ._sparse import CSRMatrix, host_sparse, to_csr
 
 __all__ = ["QueryPartition", "partition_queries", "ShardedData", "shard_data",
-           "sharded_primal_path", "sharded_holdout", "sharded_cg", "sharded_metric",
+           "sharded_normal_equations", "sharded_primal_path", "sharded_holdout", "sharded_cg",
+           "sharded_metric",
            "GridSearch", "sharded_kernel_grid", "AXIS"]
 
 AXIS = "queries"
@@ -73,7 +73,7 @@ class QueryPartition(NamedTuple):
 
 
 def _seg_counts(qid_or_graph):
-    if isinstance(qid_or_graph, QueryGraph):
+    if hasattr(qid_or_graph, "shard_blocks"):                     # a QueryGraph
         seg = np.asarray(qid_or_graph.seg)
         return seg, int(seg.max()) + 1 if seg.size else 0
     s = segment_ids(qid_or_graph)
@@ -228,45 +228,6 @@ def _check_mesh(mesh, axis):
     return mesh, mesh.axis_names[0]
 
 
-def _local_graphs(graph: QueryGraph, part: QueryPartition):
-    """Host arrays of the stacked local graphs ``[D, ...]`` and the real-query mask."""
-    seg = np.asarray(graph.seg)
-    counts = np.asarray(graph.counts)
-    edge = np.asarray(graph.edge_weight)
-    D, width = part.rows.shape
-    nq = np.bincount(part.shard_of_query, minlength=D)
-    q0 = np.cumsum(nq) - nq
-    valid = part.rows >= 0
-    rows = np.where(valid, part.rows, 0)
-    npad = width - part.rows_per_shard
-    S = bucket(int(nq.max()) + 1)
-    j = np.arange(S)[None, :]
-    real = j < nq[:, None]
-    src = np.where(real, q0[:, None] + j, 0)
-    out = dict(seg=np.where(valid, seg[rows] - q0[:, None], S - 1).astype(np.int32),
-               counts=np.where(real, counts[src], np.where(j == S - 1, npad[:, None], 0)),
-               edge_weight=np.where(real, edge[src], 0))
-    sizes = dict(num_segments=S, num_group_segments=0)
-    if graph.group_seg is not None:
-        gseg = np.asarray(graph.group_seg)
-        gq = np.asarray(graph.group_query)
-        gc = np.asarray(graph.group_counts)
-        n_groups = int(gseg.max()) + 1
-        shard_g = part.shard_of_query[gq[:n_groups]]
-        ng = np.bincount(shard_g, minlength=D)
-        g0 = np.cumsum(ng) - ng
-        G = bucket(int(ng.max()) + 1)
-        jg = np.arange(G)[None, :]
-        realg = jg < ng[:, None]
-        srcg = np.where(realg, g0[:, None] + jg, 0)
-        out.update(group_seg=np.where(valid, gseg[rows] - g0[:, None], G - 1).astype(np.int32),
-                   group_query=np.where(realg, gq[srcg] - q0[:, None], S - 1).astype(np.int32),
-                   group_counts=np.where(realg, gc[srcg],
-                                         np.where(jg == G - 1, npad[:, None], 0)))
-        sizes["num_group_segments"] = G
-    return out, sizes, real
-
-
 def _stack_csr(X, part: QueryPartition, dtype, nse):
     """Per-shard CSRMatrix of the shard's rows (padding rows empty), arrays padded to ``nse``."""
     mats = []
@@ -318,7 +279,7 @@ def shard_data(X, y, graph: QueryGraph, mesh: Optional[Mesh] = None, *,
     """
     mesh, axis = _check_mesh(mesh, None)
     check_graph(graph)
-    if not isinstance(graph, QueryGraph):
+    if not hasattr(graph, "shard_blocks"):
         raise TypeError("shard_data needs a QueryGraph: whole queries are the unit of "
                         f"sharding, got {type(graph).__name__}")
     is_sparse = sp.issparse(X)
@@ -342,7 +303,7 @@ def shard_data(X, y, graph: QueryGraph, mesh: Optional[Mesh] = None, *,
     flat = np.sort(partition.rows[partition.rows >= 0])
     if not np.array_equal(flat, np.arange(graph.num_rows)):
         raise ValueError("partition must hold every row exactly once")
-    arrays, sizes, real = _local_graphs(graph, partition)
+    arrays, sizes, real = graph.shard_blocks(partition.rows, partition.shard_of_query)
     width, S, G = _agree(partition.rows.shape[1], sizes["num_segments"],
                          sizes["num_group_segments"])
     if (width, S, G) != (partition.rows.shape[1], sizes["num_segments"],
@@ -350,7 +311,7 @@ def shard_data(X, y, graph: QueryGraph, mesh: Optional[Mesh] = None, *,
         rows = np.full((D_local, width), -1, np.int64)
         rows[:, :partition.rows.shape[1]] = partition.rows
         partition = partition._replace(rows=rows)
-        arrays, sizes, real = _local_graphs(graph, partition)
+        arrays, sizes, real = graph.shard_blocks(partition.rows, partition.shard_of_query)
         arrays, real = _grow(arrays, real, sizes, S, G)
         sizes = dict(num_segments=S, num_group_segments=G)
     dtype = jnp.result_type(float) if is_sparse else X.dtype
@@ -430,6 +391,30 @@ def _smap(fn, data, in_specs, out_specs):
 def _system(X, y, graph, axis):
     G, b = primal_system(X, y, graph)
     return lax.psum(G, axis), lax.psum(b, axis)
+
+
+@partial(jax.jit, static_argnames=("mesh", "axis"))
+def _system_core(X, y, graph, mesh, axis):
+    spec = P(axis)
+    return jax.shard_map(lambda X, y, g: _system(X, y, _local(g), axis), mesh=mesh,
+                         in_specs=(spec, spec, spec), out_specs=P())(X, y, graph)
+
+
+def sharded_normal_equations(data: ShardedData):
+    """``(X^T L X [n, n], X^T L y [n(, k)])`` of all processes' rows: per-device
+    ``X_d^T L_d X_d`` (Pahikkala et al. 2009 eq. 28) joined by one ``psum``; replicated.
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> d = rj.make_ranking_data(10, num_features=3, seed=0)
+      >>> g = rj.query_graph(d.qid)
+      >>> G, b = rj.sharded_normal_equations(rj.shard_data(d.X, d.y, g))
+      >>> bool(np.allclose(G, d.X.T @ rj.laplacian_dense(g) @ d.X, atol=1e-4))
+      True
+    """
+    data = _check_sharded(data)
+    _dense_only(data, "sharded_normal_equations")
+    return _system_core(data.X, data.y, data.graph, data.mesh, data.axis)
 
 
 @partial(jax.jit, static_argnames=("mesh", "axis", "train"))

@@ -235,6 +235,54 @@ class QueryGraph(_GraphBase):
         return psd_root(mm * (e[:, None] * (eye * (n - ng)[:, None] - same + sameg)))[0]
 
 
+    def shard_blocks(self, rows, shard_of_query):
+        """Host arrays of the local graphs of shards of whole queries, stacked ``[D, ...]``.
+
+        ``rows [D, P]`` holds each shard's rows (``-1`` padding), ``shard_of_query [Q]``
+        the shard of every query (non-decreasing: contiguous runs of queries). Local
+        segments are the shard's queries in order, then one padding segment (its
+        padding rows, edge weight 0: it adds nothing to any product). Returns
+        ``(arrays, sizes, real [D, S])``.
+        """
+        graph = self
+        shard_of_query = np.asarray(shard_of_query)
+        valid = np.asarray(rows) >= 0
+        rows = np.where(valid, rows, 0)
+        seg = np.asarray(graph.seg)
+        counts = np.asarray(graph.counts)
+        edge = np.asarray(graph.edge_weight)
+        D, width = rows.shape
+        nq = np.bincount(shard_of_query, minlength=D)
+        q0 = np.cumsum(nq) - nq
+        npad = width - valid.sum(1)
+        S = bucket(int(nq.max()) + 1)
+        j = np.arange(S)[None, :]
+        real = j < nq[:, None]
+        src = np.where(real, q0[:, None] + j, 0)
+        out = dict(seg=np.where(valid, seg[rows] - q0[:, None], S - 1).astype(np.int32),
+                   counts=np.where(real, counts[src], np.where(j == S - 1, npad[:, None], 0)),
+                   edge_weight=np.where(real, edge[src], 0))
+        sizes = dict(num_segments=S, num_group_segments=0)
+        if graph.group_seg is not None:
+            gseg = np.asarray(graph.group_seg)
+            gq = np.asarray(graph.group_query)
+            gc = np.asarray(graph.group_counts)
+            n_groups = int(gseg.max()) + 1
+            shard_g = shard_of_query[gq[:n_groups]]
+            ng = np.bincount(shard_g, minlength=D)
+            g0 = np.cumsum(ng) - ng
+            G = bucket(int(ng.max()) + 1)
+            jg = np.arange(G)[None, :]
+            realg = jg < ng[:, None]
+            srcg = np.where(realg, g0[:, None] + jg, 0)
+            out.update(group_seg=np.where(valid, gseg[rows] - g0[:, None], G - 1).astype(np.int32),
+                       group_query=np.where(realg, gq[srcg] - q0[:, None], S - 1).astype(np.int32),
+                       group_counts=np.where(realg, gc[srcg],
+                                             np.where(jg == G - 1, npad[:, None], 0)))
+            sizes["num_group_segments"] = G
+        return out, sizes, real
+
+
 @_pytree(["head", "tail", "weight", "target"], ["num_rows"])
 class PreferenceGraph(_GraphBase):
     """Explicit preference multigraph: row ``head[t]`` preferred to ``tail[t]``

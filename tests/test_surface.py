@@ -510,6 +510,12 @@ CASES.update({
         (lambda d: rj.sharded_primal_path(d.sharded, lams=[0.0]), E(ValueError, "lams")),
         (lambda d: rj.sharded_primal_path(d.sharded, lams=[[1.0]]), E(ValueError, "lams")),
     ],
+    "sharded_normal_equations": [
+        (lambda d: rj.sharded_normal_equations(d.X), E(TypeError, "data")),
+        (lambda d: rj.sharded_normal_equations(rj.shard_data(__import__("scipy.sparse").sparse
+                                                             .csr_matrix(d.X), d.y, d.g)),
+         E(ValueError, "dense")),
+    ],
     "sharded_holdout": [
         (lambda d: rj.sharded_holdout(d.sharded, lams=[np.nan]), E(ValueError, "lams")),
         (lambda d: rj.sharded_holdout(None, lams=[1.0]), E(TypeError, "data")),
