@@ -86,6 +86,8 @@ def test_metric_wrappers_choose_like_the_metric(metric, kw):
         assert int(cv.best_index) == int(base.best_index)
     with pytest.raises(ValueError, match="greater_is_better"):
         rj.cross_validate(h, d.y, d.qid, metric=lam_fn, **kw)
+    if metric not in (rj.pairwise_error, rj.ndcg):  # one metric of each direction suffices
+        return
     fn = lambda Y: rj.holdout_primal(d.X, Y, g, lams=lams[1:2])  # noqa: E731
     p0 = rj.permutation_test(fn, d.y, d.qid, metric=metric, num_permutations=9, **kw).pvalue
     p = rj.permutation_test(fn, d.y, d.qid, num_permutations=9, **wrappers[1], **kw).pvalue
