@@ -171,6 +171,32 @@ def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, max_iter: int =
     return CGResult(nan_unless(ok, bx), i, reason == 0, reason, bi, hr, hv)
 
 
+def _differentiable_cg(matvec, b, *, lam, valid_fn, **cg_kw) -> CGResult:
+    """:func:`cg_solve` whose solution ``x`` can be differentiated in reverse mode
+    (w.r.t. λ, ``b`` and whatever ``matvec`` closes over, e.g. ``X`` or ``y``).
+
+    Without early stopping the solve is ``lax.custom_linear_solve`` of the symmetric
+    operator ``A + λ I``: the gradient is implicit, ``dx = (A + λ I)^{-1} (db - dA x)``,
+    computed by one more CG run on the cotangent instead of differentiating the
+    ``while_loop`` (which JAX cannot reverse). With early stopping (``valid_fn``) the
+    iterate is not a solution of a fixed system and the plain loop is returned (no
+    reverse-mode gradient)."""
+    if valid_fn is not None:
+        return cg_solve(matvec, b, lam=lam, valid_fn=valid_fn, **cg_kw)
+    lam = jnp.asarray(lam, b.dtype)
+    op = lambda v: matvec(v) + lam * v  # noqa: E731
+    ok = lam_ok(lam, allow_zero=True)
+    # an invalid (traced) λ makes the tolerance invalid too: no iteration, "invalid"
+    cg_kw["tol"] = jnp.where(ok, cg_kw["tol"], jnp.nan)
+
+    def solve(mv, rhs):
+        r = cg_solve(mv, rhs, lam=0.0, **cg_kw)
+        return r.weights, r
+
+    x, aux = lax.custom_linear_solve(op, b, solve, symmetric=True, has_aux=True)
+    return aux._replace(weights=nan_unless(ok, x))
+
+
 def _report(i, res, score, every):
     if int(i) % every == 0:
         import sys
@@ -278,9 +304,9 @@ def _cg_primal_core(X, y, graph, lam, Xv, vdata, x0, tol, *, metric, greater_is_
                     max_iter, patience, recompute_every, progress):
     b = X.T @ graph.rhs(y, X.dtype)
     valid_fn = _make_valid_fn(lambda w: Xv @ w, vdata, metric, greater_is_better, kw)
-    return cg_solve(lambda v: X.T @ graph.mv(X @ v), b, lam=lam, x0=x0, tol=tol,
-                    max_iter=max_iter, valid_fn=valid_fn, patience=patience,
-                    recompute_every=recompute_every, progress=progress)
+    return _differentiable_cg(lambda v: X.T @ graph.mv(X @ v), b, lam=lam, x0=x0, tol=tol,
+                              max_iter=max_iter, valid_fn=valid_fn, patience=patience,
+                              recompute_every=recompute_every, progress=progress)
 
 
 def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_error", x0=None,
@@ -379,9 +405,9 @@ def _cg_dual_core(K, y, graph, lam, Kv, vdata, x0, tol, *, kfn, kvfn, metric, gr
     valid_fn = _make_valid_fn(lambda B: kvmv(R(B)), vdata, metric, greater_is_better, kw)
     b = rhs(y)
     dtype = b.dtype if jnp.issubdtype(b.dtype, jnp.floating) else jnp.result_type(float)
-    res = cg_solve(lambda v: Rt(kmv(R(v))), b.astype(dtype), lam=lam, x0=x0, tol=tol,
-                   max_iter=max_iter, valid_fn=valid_fn, patience=patience,
-                   recompute_every=recompute_every, progress=progress)
+    res = _differentiable_cg(lambda v: Rt(kmv(R(v))), b.astype(dtype), lam=lam, x0=x0, tol=tol,
+                             max_iter=max_iter, valid_fn=valid_fn, patience=patience,
+                             recompute_every=recompute_every, progress=progress)
     return res._replace(weights=R(res.weights))
 
 
