@@ -57,6 +57,8 @@ from ._distributed import (
     sharded_kernel_grid as sharded_kernel_grid, sharded_metric as sharded_metric,
     sharded_normal_equations as sharded_normal_equations,
     sharded_primal_path as sharded_primal_path)
+from ._tune import (
+    TuneResult as TuneResult, cv_loss as cv_loss, cv_predictions as cv_predictions, tune as tune)
 from ._stream import StreamFit as StreamFit, rankrls_primal_stream as rankrls_primal_stream
 from ._sparse import CSRMatrix as CSRMatrix, to_csr as to_csr
 from ._metrics import (

@@ -578,13 +578,38 @@ CASES.update({
     ],
 })
 
+# learned hyper-parameters
+CASES.update({
+    "cv_loss": [
+        (lambda d: rj.cv_loss({"log_lam": 0.0}, d.X, d.y, d.g, d.folds, loss="ndcg"),
+         E(ValueError, "loss")),
+        (lambda d: rj.cv_loss({"log_lam": 0.0}, d.X, d.y, d.g, d.folds, loss="pairwise"),
+         E(ValueError, "pairs")),
+        (lambda d: rj.cv_loss({"lam": 1.0}, d.X, d.y, d.g, d.folds), E(TypeError, "params")),
+        (lambda d: rj.cv_loss({"log_lam": 0.0}, d.X, d.ties, d.g, d.folds), V(lambda v: v == 0)),
+    ],
+    "cv_predictions": [
+        (lambda d: rj.cv_predictions({"log_lam": 0.0}, d.X, d.y, d.g, None), E(TypeError, "folds")),
+        (lambda d: rj.cv_predictions({"log_lam": 0.0}, d.X, d.y, d.g, d.folds, "rbf"),
+         E(ValueError, "kernel")),
+    ],
+    "tune": [
+        (lambda d: rj.tune(d.X, d.y, d.g, kernel="rbf"), E(ValueError, "kernel")),
+        (lambda d: rj.tune(d.X, d.y, d.g, steps=0), E(ValueError, "steps")),
+        (lambda d: rj.tune(d.X, d.y, d.g, lam=[1.0, 2.0]), E(TypeError, "lam")),
+        (lambda d: rj.tune(d.X, d.nanv, d.g), E(ValueError, "y")),
+        (lambda d: rj.tune(d.X, d.y, d.g, learning_rate=0.0), E(ValueError, "learning_rate")),
+        (lambda d: rj.tune(d.X, d.ties, d.g, loss="pairwise"), E(ValueError, "pairs")),
+    ],
+})
+
 # result, model and configuration types: constructed by the functions above
 TYPES = {"CGResult", "CSRMatrix", "CVResult", "DualModel", "DualPath", "Folds", "GridSearch",
          "HoldOut", "IdentityGraph", "KPCModel", "KPCPath", "Kernel", "KernelModel", "LinearModel",
          "Metric", "NystromPath", "PairHoldOut", "PairwiseGP", "PerQuery", "PermutationResult",
          "PreferenceGraph", "PrimalPath", "QueryGraph", "QueryPartition", "RankBoostModel",
          "RankLevels", "RankSVMKernelModel", "RankSVMResult", "RankingData", "Segments",
-         "Selection", "StreamFit", "ShardedData", "io.Dataset"}
+         "Selection", "StreamFit", "TuneResult", "ShardedData", "io.Dataset"}
 CONSTANTS = {"AXIS", "STOP_REASONS", "io", "io.MODEL_FORMAT", "io.MODEL_VERSION"}   # data, no input
 
 
