@@ -34,7 +34,7 @@ import jax
 import numpy as np
 import scipy.sparse as sp
 
-from . import _cg, _cv, _kernels, _kpcrank, _metrics, _path, _rankboost, _rankrls, _ranksvm
+from . import _cg, _cv, _kernels, _kpcrank, _metrics, _path, _rankboost, _rankrls, _ranksvm, _tune
 from ._checks import segment_ids
 from ._graph import identity_graph, query_graph
 from . import io
@@ -322,11 +322,19 @@ class RankRLSCV(RankRLS):
     Attributes (after fit): ``lam_``, ``gamma_``, ``best_score_`` and
     ``cv_results_`` (``params``, ``param_lam``, ``param_gamma``,
     ``mean_test_score``, ``rank_test_score``), scored by NDCG@``score_k``.
+
+    ``optimize=True`` refines the grid's best point by gradient descent on the exact
+    hold-out loss (:func:`rankjax.tune`, ``optimize_steps`` Adam steps in log λ and
+    log γ; linear or Gaussian kernels) and keeps the refined
+    point when its hold-out NDCG is not below the grid's; ``tune_`` holds the
+    trajectory.
     """
 
     def __init__(self, lams=tuple(np.logspace(-3, 3, 13)), *, gammas=None, cv=None, kernel=None,
                  gamma=1.0, degree=2, coef0=1.0, graph="query", normalized=True,
-                 exclude_ties=False, score_k=10, random_state=0):
+                 exclude_ties=False, score_k=10, random_state=0, optimize=False,
+                 optimize_steps=20):
+        self.optimize, self.optimize_steps = optimize, optimize_steps
         self.lams, self.gammas, self.cv = lams, gammas, cv
         self.kernel, self.gamma, self.degree, self.coef0 = kernel, gamma, degree, coef0
         self.graph, self.normalized, self.exclude_ties = graph, normalized, exclude_ties
@@ -362,9 +370,29 @@ class RankRLSCV(RankRLS):
                             "param_lam": np.array([a for a, _ in rows]),
                             "param_gamma": np.array([b for _, b in rows]),
                             "mean_test_score": s, "rank_test_score": rank}
+        if self.optimize:
+            self._refine(X, y, seg, g, folds)
         kern = _kernel(self.kernel, self.gamma_, self.degree, self.coef0)
         self.model_ = _fit_rankrls(X, y, g, self.lam_, kern, None, self.random_state)
         return self._finish_fit(seg)
+
+    def _refine(self, X, y, seg, g, folds):
+        kern = _kernel(self.kernel, self.gamma_, self.degree, self.coef0)
+        kind = "linear" if kern is None else kern.kind
+        if kind not in ("linear", "gaussian"):
+            raise ValueError(f"optimize=True learns linear and Gaussian kernels, got {kind!r}")
+        r = _tune.tune(_dense(X), y, g, kernel=kind, lam=self.lam_,
+                       gamma=None if kern is None else float(kern.gamma), folds=folds,
+                       steps=self.optimize_steps, learning_rate=0.1)
+        self.tune_ = r
+        best = int(np.argmin(r.loss_history))
+        params = {k: jax.numpy.asarray(v[best]) for k, v in r.params_history.items()}
+        f = _tune.cv_predictions(params, _dense(X), y, g, folds, kind)
+        score = float(_metrics.ndcg(f, y, seg, k=self.score_k))
+        if np.isfinite(score) and score >= self.best_score_:
+            self.lam_, self.best_score_ = float(np.exp(params["log_lam"])), score
+            if kern is not None:
+                self.gamma_ = float(np.exp(params["log_gamma"]))
 
 
 class CGRankRLS(_Ranker):

@@ -86,7 +86,7 @@ def test_gradient_is_finite_with_repeated_eigenvalues():
     g = rj.query_graph(np.repeat([0, 1, 2], 4))
     folds = rj.make_folds(g)
     params = {"log_lam": jax.numpy.asarray(-1.0), "log_gamma": jax.numpy.asarray(0.0)}
-    f = lambda p: rj.cv_loss(p, X, y, g, folds, "gaussian")   # noqa: E731
+    f = jax.jit(lambda p: rj.cv_loss(p, X, y, g, folds, "gaussian"))
     grad = jax.grad(f)(params)
     assert all(np.isfinite(v) for v in jax.tree.leaves(grad))
     np.testing.assert_allclose(grad["log_lam"], _fd(f, params, "log_lam"), rtol=1e-6)
@@ -115,3 +115,17 @@ def test_tune_errors(prob):
         rj.tune(d.X, d.y, g, steps=0)
     with pytest.raises(ValueError, match="y"):
         rj.tune(d.X, np.stack([d.y, d.y], 1), g)
+
+
+def test_estimator_optimize_refines_the_grid_choice():
+    pytest.importorskip("sklearn")
+    from rankjax.estimators import RankRLSCV
+    d = rj.make_ranking_data(15, num_features=4, seed=5)
+    grid = RankRLSCV(lams=[0.1, 10.0], gammas=[0.3], kernel="gaussian").fit(d.X, d.y, qid=d.qid)
+    opt = RankRLSCV(lams=[0.1, 10.0], gammas=[0.3], kernel="gaussian", optimize=True,
+                    optimize_steps=10).fit(d.X, d.y, qid=d.qid)
+    assert opt.best_score_ >= grid.best_score_
+    assert opt.tune_.loss_history.shape == (11,)
+    assert opt.tune_.params_history["log_lam"][0] == pytest.approx(np.log(grid.lam_))
+    with pytest.raises(ValueError, match="optimize"):
+        RankRLSCV(kernel="polynomial", optimize=True).fit(d.X, d.y, qid=d.qid)
