@@ -112,23 +112,37 @@ def _prefetch(iterable, depth: int = 1):
     """Reads the next chunk in a background thread while the device works on this one."""
     q: queue.Queue = queue.Queue(maxsize=depth)
     done = object()
+    stop = threading.Event()
+
+    def put(item):
+        while not stop.is_set():            # give up when the consumer has gone
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                pass
+        return False
 
     def work():
         try:
             for item in iterable:
-                q.put(item)
-            q.put(done)
+                if not put(item):
+                    return
+            put(done)
         except BaseException as e:          # handed to the consumer
-            q.put(e)
+            put(e)
 
     threading.Thread(target=work, daemon=True).start()
-    while True:
-        item = q.get()
-        if item is done:
-            return
-        if isinstance(item, BaseException):
-            raise item
-        yield item
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
 
 
 def _passes(chunks, progress, label, graph_kw, expected=None):

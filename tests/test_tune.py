@@ -117,10 +117,10 @@ def test_tune_errors(prob):
         rj.tune(d.X, np.stack([d.y, d.y], 1), g)
 
 
-def test_estimator_optimize_refines_the_grid_choice():
+def test_estimator_optimize_refines_the_grid_choice(prob):
     pytest.importorskip("sklearn")
     from rankjax.estimators import RankRLSCV
-    d = rj.make_ranking_data(15, num_features=4, seed=5)
+    d = prob[0]                      # the data of the tune tests: the compiled step is reused
     grid = RankRLSCV(lams=[0.1, 10.0], gammas=[0.3], kernel="gaussian").fit(d.X, d.y, qid=d.qid)
     opt = RankRLSCV(lams=[0.1, 10.0], gammas=[0.3], kernel="gaussian", optimize=True,
                     optimize_steps=10).fit(d.X, d.y, qid=d.qid)
