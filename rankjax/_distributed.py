@@ -156,7 +156,7 @@ class ShardedData:
         v = np.asarray(v)
         if v.shape[:1] != (self.num_rows,):
             raise ValueError(f"{name} must have {self.num_rows} rows, got shape {v.shape}")
-        return _put(_layout(self, v), self.mesh, P(self.axis))
+        return _put(_layout(self.rows, v), self.mesh, P(self.axis))
 
     def unshard(self, v, row_axis: int = -1) -> np.ndarray:
         """Values in the sharded layout (rows along ``row_axis``) back to this
@@ -169,9 +169,10 @@ class ShardedData:
         return np.moveaxis(out, 0, row_axis)
 
 
-def _layout(data, v):
-    """``[m, ...]`` host rows -> ``[D_local P, ...]`` host layout (0 on padding)."""
-    flat = data.rows.reshape(-1)
+def _layout(rows, v):
+    """``[m, ...]`` host rows -> ``[D_local P, ...]`` host layout of ``rows [D_local, P]``
+    (0 on padding)."""
+    flat = rows.reshape(-1)
     out = np.zeros((flat.size,) + v.shape[1:], v.dtype)
     out[flat >= 0] = v[flat[flat >= 0]]
     return out
@@ -287,7 +288,7 @@ def shard_data(X, y, graph: QueryGraph, mesh: Optional[Mesh] = None, *,
         Xs = host_sparse(X).tocsr()
         if Xs.shape[0] != graph.num_rows:
             raise ValueError(f"graph is defined on {graph.num_rows} rows but X has {Xs.shape[0]}")
-        y = check_problem(np.zeros((Xs.shape[0], 1)), y, graph)[1]
+        y = graph.check_labels(y)
     else:
         X, y = check_problem(X, y, graph)
         if hasattr(X, "todense"):
@@ -321,11 +322,6 @@ def shard_data(X, y, graph: QueryGraph, mesh: Optional[Mesh] = None, *,
     for k in ("group_seg", "group_query", "group_counts"):
         gdev.setdefault(k, None)
     graph_s = QueryGraph(**gdev, **sizes)
-    flat = partition.rows.reshape(-1)
-    keep = flat >= 0
-    y_host = np.asarray(y)
-    y_lay = np.zeros((flat.size,) + y_host.shape[1:], y_host.dtype)
-    y_lay[keep] = y_host[flat[keep]]
     if is_sparse:
         fields, nse = _stack_csr(Xs, partition, dtype, 0)
         nse = _agree(nse)[0]
@@ -335,12 +331,10 @@ def shard_data(X, y, graph: QueryGraph, mesh: Optional[Mesh] = None, *,
                         shape=(width, Xs.shape[1]))
         n = Xs.shape[1]
     else:
-        Xh = np.asarray(X)
-        X_lay = np.zeros((flat.size, Xh.shape[1]), Xh.dtype)
-        X_lay[keep] = Xh[flat[keep]]
-        X_s = _put(X_lay, mesh, spec)
-        n = Xh.shape[1]
-    return ShardedData(X_s, _put(y_lay, mesh, spec), graph_s, _put(real, mesh, spec),
+        X_s = _put(_layout(partition.rows, np.asarray(X)), mesh, spec)
+        n = X.shape[1]
+    y_s = _put(_layout(partition.rows, np.asarray(y)), mesh, spec)
+    return ShardedData(X_s, y_s, graph_s, _put(real, mesh, spec),
                        partition.rows, mesh, axis, int(n))
 
 
@@ -675,7 +669,7 @@ def sharded_metric(data: ShardedData, scores, metric: Callable = pairwise_error,
         raise ValueError(f"scores must be [..., {data.num_rows}] (this process's rows), "
                          f"got shape {f.shape}")
     lead = f.shape[:-1]
-    f = _layout(data, np.moveaxis(f.reshape((-1, f.shape[-1])), -1, 0))
+    f = _layout(data.rows, np.moveaxis(f.reshape((-1, f.shape[-1])), -1, 0))
     f = np.moveaxis(f, 0, -1).reshape(lead + (-1,))
     f = _put(f, data.mesh, P(*([None] * (f.ndim - 1)), data.axis))
     return _metric_core(f, ys, data.graph, data.real, data.mesh, data.axis, metric, kw)

@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from ._checks import as_float_array, check_targets, segment_ids
 from ._cv import holdout_from_system
 from ._graph import query_graph
-from ._metrics import metric_sign
+from ._metrics import metric_sign, pairwise_error
 from ._path import PrimalPath, Selection, check_lams, select_lambda
 from ._rankrls import path_scores
 from ._ridge import eigh_path, eigh_psd, primal_system
@@ -237,7 +237,6 @@ def rankrls_primal_stream(chunks, *, lams, normalized: bool = True, exclude_ties
         rows, queries, num = rows + X.shape[0], queries + s.num_queries, num + 1
     dtype = jnp.result_type(float)
     W = _path(jnp.asarray(G, dtype), jnp.asarray(b, dtype), lams.astype(dtype))
-    Wd = jax.device_put(W)
     holdout = None
     if metric is not None:
         holdout = _holdout_pass(chunks, G, b, lams, metric, metric_kwargs, rows, graph_kw,
@@ -249,16 +248,11 @@ def rankrls_primal_stream(chunks, *, lams, normalized: bool = True, exclude_ties
         Xv = as_float_array(valid[0], "X_valid", finite=True)
         if Xv.ndim != 2 or Xv.shape[1] != G.shape[0]:
             raise ValueError(f"X_valid must be [m_valid, {G.shape[0]}], got shape {Xv.shape}")
-        valid_scores = path_scores(Xv, Wd)
+        valid_scores = path_scores(Xv, W)
         selection = select_lambda(lams, valid_scores, valid[1], valid[2],
-                                  metric=metric or _default_metric(), **metric_kwargs)
-    return StreamFit(PrimalPath(lams, Wd, None, valid_scores), G, b, rows, queries, num,
+                                  metric=metric or pairwise_error, **metric_kwargs)
+    return StreamFit(PrimalPath(lams, W, None, valid_scores), G, b, rows, queries, num,
                      holdout, selection)
-
-
-def _default_metric():
-    from ._metrics import pairwise_error
-    return pairwise_error
 
 
 class _Folds(NamedTuple):
