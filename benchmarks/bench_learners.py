@@ -5,14 +5,11 @@ noisy   seed 003's noisy-label experiment shape on generated LETOR-like data:
         repetitions; disagreement error on clean test labels for KPCRank, KPCR,
         RLS and RankRLS (Gaussian kernel; p or λ chosen on held-out training
         queries by disagreement error);
-letor   ../shared/data/lambdarank_sample: test NDCG@1/5/10, MAP and pairwise
-        accuracy for RankRLS, RLS, RankSVM, KPCRank and RankBoost, each with its
-        parameter (λ / C / p / rounds) chosen on 40 held-out training queries by
-        NDCG@10, then refit on all training queries.
+(The document-ranking table with every learner is bench_paper.py's ``ranking``.)
 
 svm1m   RankSVM on one query of 1,000,000 rows, full training.
 
-    python benchmarks/bench_learners.py [--only noisy,letor,svm1m] [--data DIR]
+    python benchmarks/bench_learners.py [--only noisy,svm1m]
 """
 import argparse
 import pathlib
@@ -85,56 +82,6 @@ def noisy_experiment(reps=3):
                  per_repetition=[round(x, 4) for x in e])
 
 
-def evaluate(name, param, f, y, qid):
-    emit(name=f"lambdarank_sample {name}", chosen=param,
-         ndcg1=float(rj.ndcg(f, y, qid, k=1)), ndcg5=float(rj.ndcg(f, y, qid, k=5)),
-         ndcg10=float(rj.ndcg(f, y, qid, k=10)), map=float(rj.mean_average_precision(f, y, qid)),
-         pairwise_accuracy=1 - float(rj.pairwise_error(f, y, qid)))
-
-
-def letor(data_dir):
-    tr = rj.io.read_svmlight(data_dir / "rank.train")
-    te = rj.io.read_svmlight(data_dir / "rank.test", num_features=tr.X.shape[1])
-    X, y, qid = tr.X, tr.y, tr.qid
-    v = split_queries(qid, 40)
-    nd = lambda f: rj.ndcg(f, y[v], qid[v], k=10)  # noqa: E731
-
-    for name, graph_of in (("RankRLS", lambda q, yy: rj.query_graph(q)),
-                           ("RLS", lambda q, yy: rj.identity_graph(len(q)))):
-        path = rj.rankrls_primal_path(X[~v], y[~v], graph_of(qid[~v], y[~v]), lams=LAMS,
-                                      X_valid=X[v])
-        lam, _ = pick(LAMS, [nd(s) for s in path.valid_scores], greater=True)
-        w = rj.rankrls_primal(X, y, graph_of(qid, y), lam=float(lam)).weights
-        evaluate(name, f"lambda={lam:.4g}", te.X @ np.asarray(w), te.y, te.qid)
-
-    Cs = np.logspace(-7, 1, 9)
-    table = [nd(X[v] @ np.asarray(rj.ranksvm_l2(X[~v], y[~v], qid[~v], C=c).weights)) for c in Cs]
-    C, _ = pick(Cs, table, greater=True)
-    w = rj.ranksvm_l2(X, y, qid, C=float(C)).weights
-    evaluate("RankSVM (L2 loss)", f"C={C:.4g}", te.X @ np.asarray(w), te.y, te.qid)
-
-    Xs = X / np.maximum(X.std(0), 1e-12)
-    kern = kernel(1.0 / X.shape[1])
-    scale = lambda A: A / np.maximum(X.std(0), 1e-12)  # noqa: E731
-    K = np.asarray(rj.kernel_matrix(kern, Xs[~v]))
-    Kv = np.asarray(rj.kernel_matrix(kern, Xs[v], Xs[~v]))
-    P = 300
-    path = rj.kpcrank_path(K, y[~v], rj.query_graph(qid[~v]), max_components=P, K_valid=Kv)
-    p, _ = pick(np.arange(1, P + 1), [nd(s) for s in path.valid_scores], greater=True)
-    Kall = np.asarray(rj.kernel_matrix(kern, Xs))
-    mdl = rj.kpcrank(Kall, y, rj.query_graph(qid), components=int(p))
-    Kt = np.asarray(rj.kernel_matrix(kern, scale(te.X), Xs))
-    evaluate("KPCRank (Gaussian kernel)", f"p={int(p)}", Kt @ np.asarray(mdl.coef), te.y, te.qid)
-
-    rounds = np.array([25, 50, 100, 200, 400])
-    boost = rj.rankboost(X[~v], y[~v], qid[~v], rounds=int(rounds[-1]))
-    table = [nd(rj.rankboost_predict(rj.RankBoostModel(*(a[:r] for a in boost)), X[v]))
-             for r in rounds]
-    R, _ = pick(rounds, table, greater=True)
-    boost = rj.rankboost(X, y, qid, rounds=int(R))
-    evaluate("RankBoost", f"rounds={int(R)}", rj.rankboost_predict(boost, te.X), te.y, te.qid)
-
-
 def ranksvm_one_big_query(l=1_000_000, n=20):
     """One query of 10^6 rows (10^11 preference pairs if enumerated): full TRON."""
     import time
@@ -153,14 +100,11 @@ def ranksvm_one_big_query(l=1_000_000, n=20):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="noisy,letor,svm1m")
-    ap.add_argument("--data", default=str(DATA))
+    ap.add_argument("--only", default="noisy,svm1m")
     args = ap.parse_args()
     only = set(args.only.split(","))
     if "noisy" in only:
         noisy_experiment()
-    if "letor" in only:
-        letor(pathlib.Path(args.data))
     if "svm1m" in only:
         ranksvm_one_big_query()
 

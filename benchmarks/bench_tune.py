@@ -38,11 +38,17 @@ def load(data):
     return X, tr.y, tr.qid, Xt, te.y, te.qid
 
 
-def test_ndcg(X, y, qid, Xt, yt, qt, lam, gamma, scales=None):
+def test_metrics(X, y, qid, Xt, yt, qt, lam, gamma, scales=None):
+    """Test NDCG@1/5/10, MAP and disagreement error of the model refit on all training
+    rows with the chosen hyper-parameters."""
     s = np.ones(X.shape[1]) if scales is None else scales
     k = rj.gaussian_kernel(gamma)
-    model = rj.rankrls_kernel(X * s, y, rj.query_graph(qid), lam=lam, kernel=k)
-    return float(rj.ndcg(model.predict(Xt * s), yt, qt, k=10))
+    f = rj.rankrls_kernel(X * s, y, rj.query_graph(qid), lam=lam, kernel=k).predict(Xt * s)
+    return {"test_ndcg1": float(rj.ndcg(f, yt, qt, k=1)),
+            "test_ndcg5": float(rj.ndcg(f, yt, qt, k=5)),
+            "test_ndcg10": float(rj.ndcg(f, yt, qt, k=10)),
+            "test_map": float(rj.mean_average_precision(f, yt, qt)),
+            "test_disagreement": float(rj.disagreement_error(f, yt, qt))}
 
 
 def main():
@@ -69,8 +75,9 @@ def main():
     i, j = np.unravel_index(np.argmin(table), table.shape)
     emit(name="tune_grid_20x20", dtype="float64", shape=list(X.shape), run_s=grid_s,
          decompositions=20, best_cv_loss=float(table[i, j]), best_lam=float(lams[j]),
-         best_gamma=float(gammas[i]),
-         test_ndcg10=test_ndcg(X, y, qid, Xt, yt, qt, lams[j], gammas[i]))
+         best_gamma=float(gammas[i]), lams=[float(v) for v in lams],
+         gammas=[float(v) for v in gammas], cv_loss_table=np.round(table, 7).tolist(),
+         **test_metrics(X, y, qid, Xt, yt, qt, lams[j], gammas[i]))
     t0 = time.perf_counter()
     r = rj.tune(X, y, g, kernel="gaussian", ard=a.ard, lam=1.0, gamma=1.0 / n, folds=folds,
                 steps=a.steps, learning_rate=a.lr)
@@ -84,8 +91,10 @@ def main():
          steps=a.steps, decompositions=best + 1, best_cv_loss=float(r.loss_history[best]),
          reaches_grid_best_at_step=int(first[0]) if first.size else None,
          best_lam=lam_t, best_gamma=gam_t,
-         loss_history=[round(float(v), 6) for v in r.loss_history],
-         test_ndcg10=test_ndcg(X, y, qid, Xt, yt, qt, lam_t, gam_t, scales))
+         loss_history=[round(float(v), 7) for v in r.loss_history],
+         lam_history=np.exp(r.params_history["log_lam"]).tolist(),
+         gamma_history=np.exp(r.params_history["log_gamma"]).tolist(),
+         **test_metrics(X, y, qid, Xt, yt, qt, lam_t, gam_t, scales))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,430 @@
+"""Writes benchmarks/REPORT.md and its plots (benchmarks/report/*.png) from one run of
+every benchmark:
+
+    python benchmarks/report.py            # about 40 minutes on a 2-core CPU
+
+Each job below runs as a subprocess of the same Python; its JSON lines are kept in
+benchmarks/report/results.jsonl (with the job's command line and wall time) and every
+figure of the report is read from them. ``--full`` runs the benchmarks at their own
+(paper-scale) defaults, for an accelerator; ``--only KEY,...`` and ``--out DIR`` are for
+working on the report (a partial run says so at the top).
+"""
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+# key, issue, title, arguments (CPU sizes), arguments with --full
+JOBS = [
+    ("paper", 14, "Paper experiments: ranking, irrelevant pairs, costs",
+     ["bench_paper.py"], ["bench_paper.py"]),
+    ("tune", 14, "Learned hyper-parameters against a 20 x 20 grid", ["bench_tune.py"],
+     ["bench_tune.py"]),
+    ("noisy", 6, "KPCRank under label noise", ["bench_learners.py", "--only", "noisy"],
+     ["bench_learners.py", "--only", "noisy"]),
+    ("early", 5, "Early stopping against Tikhonov (RCV1-shaped)",
+     ["bench_cg.py", "--only", "b,tikhonov", "--rows", "100000"],
+     ["bench_cg.py", "--only", "b,tikhonov"]),
+    ("core", 2, "Core operations", ["bench_core.py", "--rows", "500000", "--queries", "4000"],
+     ["bench_core.py"]),
+    ("path", 3, "Regularization paths and the sparse approximation",
+     ["bench_path.py", "--scale", "0.1"], ["bench_path.py"]),
+    ("cv", 4, "Exact fast cross-validation", ["bench_cv.py", "--scale", "0.1"],
+     ["bench_cv.py"]),
+    ("cg", 5, "Sparse products and CG against scipy", ["bench_cg.py", "--only", "matvec,a"],
+     ["bench_cg.py", "--only", "matvec,a"]),
+    ("svm", 6, "RankSVM on one query of 10^6 rows", ["bench_learners.py", "--only", "svm1m"],
+     ["bench_learners.py", "--only", "svm1m"]),
+    ("overhead", 10, "Per-call overhead of the public functions", ["bench_overhead.py"],
+     ["bench_overhead.py"]),
+    ("shortcuts", 10, "The shortcuts through the public functions", ["bench_shortcuts.py"],
+     ["bench_shortcuts.py"]),
+    ("io", 12, "SVMlight reading against scikit-learn", ["bench_io.py", "--rows", "50000"],
+     ["bench_io.py"]),
+    ("stream", 13, "Out-of-core primal RankRLS",
+     ["bench_stream.py", "--rows", "2000000", "--clean", "--dir", "{tmp}/stream"],
+     ["bench_stream.py", "--clean", "--dir", "{tmp}/stream"]),
+    ("scaling", 13, "Weak scaling over simulated devices",
+     ["bench_scaling.py", "--rows-per-device", "100000"], ["bench_scaling.py"]),
+]
+
+
+def run_jobs(keys, full, out):
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for key, issue, title, cpu_args, full_args in JOBS:
+            if key not in keys:
+                continue
+            args = [a.format(tmp=tmp) for a in (full_args if full else cpu_args)]
+            shown = "python benchmarks/" + " ".join(a.format(tmp="TMP") for a in
+                                                     (full_args if full else cpu_args))
+            print(f"[report] {shown}", file=sys.stderr, flush=True)
+            t0 = time.perf_counter()
+            p = subprocess.run([sys.executable, *args], cwd=HERE, capture_output=True,
+                               text=True)
+            lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+            err = p.stderr.strip().splitlines()[-1] if p.returncode and p.stderr.strip() else ""
+            results.append({"key": key, "issue": issue, "title": title, "command": shown,
+                            "wall_s": round(time.perf_counter() - t0, 1),
+                            "returncode": p.returncode, "error": err, "lines": lines})
+    path = out / "report" / "results.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, "".join(json.dumps(r) + "\n" for r in results))
+    return results
+
+
+def write_atomic(path, text):
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+# --- formatting ------------------------------------------------------------------------
+
+def fmt(v):
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, float):
+        if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e6):
+            return f"{v:.2e}"
+        return f"{v:.4g}" if abs(v) >= 1 else f"{v:.4f}"
+    if isinstance(v, list):
+        return "[" + ", ".join(fmt(x) for x in v) + "]"
+    return str(v).replace("|", "/")
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    out += ["| " + " | ".join(fmt(c) for c in r) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def generic(lines, skip=("device",)):
+    """Every line of a job as one table: the union of the keys (short lists only)."""
+    keys = []
+    for ln in lines:
+        for k, v in ln.items():
+            if k not in keys and k not in skip and not (isinstance(v, list) and len(v) > 8):
+                keys.append(k)
+    return table(keys, [[ln.get(k, "") for k in keys] for ln in lines])
+
+
+def devices(lines):
+    return ", ".join(sorted({ln.get("device", "?") for ln in lines}))
+
+
+def mean_std(m, s):
+    return f"{m:.4f} ± {s:.4f}" if s else f"{m:.4f}"
+
+
+# --- the paper sections ----------------------------------------------------------------
+
+def ranking_section(paper, tune, plots, plt):
+    rows = [ln for ln in paper if ln["name"] == "ranking"]
+    for ln in tune:
+        rows.append({"learner": "RankRLS Gaussian kernel, " + (
+            "learned by tune() (Adam)" if ln["name"] == "tune_adam" else "20 x 20 grid"),
+            "selection": "exact leave-query-out squared loss" + (
+                f", {ln['decompositions']} Cholesky steps" if ln["name"] == "tune_adam"
+                else ", 20 eigendecompositions"),
+            "chosen": [f"lambda={ln['best_lam']:.4g}, gamma={ln['best_gamma']:.4g}"],
+            **{k: ln["test_" + k] for k in ("ndcg1", "ndcg5", "ndcg10", "map", "disagreement")},
+            "ndcg10_std": 0.0, "refit_s": None})
+    if not rows:
+        return "(not run)\n"
+    body = table(["learner", "parameter chosen by", "chosen", "NDCG@1", "NDCG@5",
+                  "NDCG@10 (± std over draws)", "MAP", "disagreement error", "refit s"],
+                 [[r["learner"] + (f" {r['version']}" if r.get("version") else ""),
+                   r["selection"], ", ".join(r["chosen"][:5]), r["ndcg1"], r["ndcg5"],
+                   mean_std(r["ndcg10"], r["ndcg10_std"]), r["map"], r["disagreement"],
+                   r["refit_s"]] for r in rows])
+    top = max(rows, key=lambda r: r["ndcg10"])
+    body += (f"\nHighest test NDCG@10 in this run: {top['learner']} ({top['ndcg10']:.4f}); "
+             f"lowest disagreement error: "
+             f"{min(rows, key=lambda r: r['disagreement'])['learner']}.\n")
+    if plt:
+        fig, ax = plt.subplots(figsize=(8, 0.35 * len(rows) + 1))
+        names = [r["learner"][:48] for r in rows]
+        ax.barh(names, [r["ndcg10"] for r in rows], xerr=[r["ndcg10_std"] for r in rows],
+                color="tab:blue")
+        ax.set_xlim(min(r["ndcg10"] for r in rows) - 0.03, top["ndcg10"] + 0.02)
+        ax.invert_yaxis()
+        ax.set_xlabel("test NDCG@10 (lambdarank_sample)")
+        plots.save(fig, "ranking.png")
+        body += "\n![test NDCG@10 per learner](report/ranking.png)\n"
+    return body
+
+
+def pairs_section(paper, plots, plt):
+    fig2 = [ln for ln in paper if ln["name"] == "pairs figure 2"]
+    body = ""
+    if fig2:
+        body += ("The 4-point example of Fig. 2 (two objects, relevant pairs (x1, x2) and "
+                 "(x3, x4)):\n\n" + table(
+                     ["training pairs", "learnt weight", "relevant pairs ordered right (of 2)"],
+                     [[ln["graph"], ln["weight"], ln["relevant_pairs_correct"]]
+                      for ln in fig2]) + "\n")
+    rows = [ln for ln in paper if ln["name"] == "pairs"]
+    for data in dict.fromkeys(r["data"] for r in rows):
+        sub = [r for r in rows if r["data"] == data]
+        body += f"Linear RankRLS on {data} ({sub[0]['shape'][0]} x {sub[0]['shape'][1]}):\n\n"
+        body += table(["training pairs", "test disagreement error (± std)", "test NDCG@10",
+                       "λ chosen"],
+                      [[r["graph"], mean_std(r["disagreement"], r["disagreement_std"]),
+                        r["ndcg10"], ", ".join(r["chosen"])] for r in sub]) + "\n"
+    return body or "(not run)\n"
+
+
+def costs_section(paper):
+    rows = [ln for ln in paper if ln["name"] == "costs"]
+    body = ""
+    for data in dict.fromkeys(r["data"] for r in rows):
+        sub = [r for r in rows if r["data"] == data]
+        body += f"On {data} ({sub[0]['shape'][0]} x {sub[0]['shape'][1]}):\n\n"
+        body += table(["method", "training edges", "test disagreement error (± std)",
+                       "test NDCG@10", "λ / C chosen"],
+                      [[r["method"], r.get("edges", ""),
+                        mean_std(r["disagreement"], r["disagreement_std"]), r["ndcg10"],
+                        ", ".join(r["chosen"])] for r in sub]) + "\n"
+    return body or "(not run)\n"
+
+
+def noise_section(noisy, plots, plt):
+    if not noisy:
+        return "(not run)\n"
+    sigmas = sorted({ln["sigma"] for ln in noisy})
+    names = list(dict.fromkeys(ln["name"].replace("noisy labels ", "") for ln in noisy))
+    get = {(ln["name"].replace("noisy labels ", ""), ln["sigma"]): ln for ln in noisy}
+    body = table(["learner"] + [f"σ = {s}" for s in sigmas],
+                 [[n] + [mean_std(get[n, s]["disagreement_error_mean"],
+                                  get[n, s]["disagreement_error_std"]) for s in sigmas]
+                  for n in names])
+    if plt:
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        for n in names:
+            ax.errorbar(sigmas, [get[n, s]["disagreement_error_mean"] for s in sigmas],
+                        yerr=[get[n, s]["disagreement_error_std"] for s in sigmas],
+                        marker="o", capsize=3, label=n)
+        ax.set_xlabel("label noise σ")
+        ax.set_ylabel("test disagreement error")
+        ax.legend()
+        plots.save(fig, "label_noise.png")
+        body += "\n![disagreement error against label noise](report/label_noise.png)\n"
+    return body
+
+
+def early_section(early, plots, plt):
+    if not early:
+        return "(not run)\n"
+    body = generic(early)
+    es = next((ln for ln in early if "early stopping" in ln["name"] and "(b)" in ln["name"]),
+              None)
+    tk = next((ln for ln in early if "Tikhonov" in ln["name"]), None)
+    if es and tk:
+        body += (f"\nEarly stopping (λ = 0): best validation pairwise error "
+                 f"{es['valid_pairwise_error_best']:.4f} at iteration {es['best_iteration']} "
+                 f"({es['iterations']} iterations run, {es['total_with_compile_s']:.3g} s with "
+                 f"compilation). Tikhonov over {len(tk['lambdas'])} λ: best "
+                 f"{tk['valid_pairwise_error_best']:.4f} at λ = {tk['best_lambda']:.3g} "
+                 f"({tk['compile_s'] + tk['run_s']:.3g} s, {sum(tk['iterations'])} iterations "
+                 f"in all).\n")
+    if plt and tk and "valid_histories" in tk:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        if es:
+            ax.plot(es["valid_history"], color="k", lw=2, label="λ = 0 (early stopping)")
+        for lam, h in zip(tk["lambdas"], tk["valid_histories"]):
+            ax.plot(h, lw=1, label=f"λ = {lam:.0e}")
+        ax.set_xscale("symlog", linthresh=1)
+        ax.set_xlabel("CG iteration")
+        ax.set_ylabel("validation pairwise error")
+        ax.legend(fontsize=7, ncol=2)
+        plots.save(fig, "early_stopping.png")
+        body += ("\n![validation error against iterations for several λ]"
+                 "(report/early_stopping.png)\n")
+    return body
+
+
+def tune_section(tune, plots, plt):
+    if not tune:
+        return "(not run)\n"
+    grid = next((ln for ln in tune if ln["name"] == "tune_grid_20x20"), None)
+    ad = next((ln for ln in tune if ln["name"] == "tune_adam"), None)
+    body = generic(tune)
+    if grid and ad:
+        reach = ad["reaches_grid_best_at_step"]
+        body += (f"\nGrid: best leave-query-out loss {grid['best_cv_loss']:.6f} from "
+                 f"{grid['decompositions']} decompositions; tune(): "
+                 f"{ad['best_cv_loss']:.6f} after {ad['decompositions']} Cholesky steps, "
+                 + (f"at or below the grid's best from step {reach}" if reach is not None
+                    else "never reaching the grid's best") + ".\n")
+    if plt and grid and ad and "cv_loss_table" in grid:
+        import numpy as np
+        fig, ax = plt.subplots(figsize=(5.5, 4.5))
+        L, G = np.meshgrid(grid["lams"], grid["gammas"])
+        cs = ax.contourf(L, G, np.array(grid["cv_loss_table"]), levels=30, cmap="viridis")
+        fig.colorbar(cs, label="leave-query-out loss")
+        ax.plot(ad["lam_history"], ad["gamma_history"], "w.-", label="tune() trajectory")
+        ax.plot(grid["best_lam"], grid["best_gamma"], "r*", ms=12, label="grid best")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("λ")
+        ax.set_ylabel("γ")
+        ax.legend(fontsize=8)
+        plots.save(fig, "tune_trajectory.png")
+        body += "\n![tune() on the grid's CV surface](report/tune_trajectory.png)\n"
+    return body
+
+
+def scaling_plot(lines, plots, plt):
+    pts = [ln for ln in lines if isinstance(ln.get("devices"), int) and ln.get("rows_per_s")]
+    if not (plt and pts):
+        return ""
+    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    ax.plot([p["devices"] for p in pts], [p["rows_per_s"] for p in pts], "o-")
+    ax.set_xlabel("simulated devices")
+    ax.set_ylabel("rows / s")
+    plots.save(fig, "scaling.png")
+    return "\n![weak scaling](report/scaling.png)\n"
+
+
+class Plots:
+    def __init__(self, out):
+        self.dir = out / "report"
+
+    def save(self, fig, name):
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fig.tight_layout()
+        fig.savefig(self.dir / name, dpi=110)
+        fig.clf()
+
+
+def render(results, out, argv, started, total_s, partial):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        plt = None
+    import jax
+    import numpy as np  # noqa: F401  (the plots need it)
+    by = {r["key"]: r for r in results}
+    lines = lambda k: by[k]["lines"] if k in by else []  # noqa: E731
+    plots = Plots(out)
+    dev = jax.devices()[0]
+    head = [
+        "# rankjax reproduction and benchmark report", "",
+        "Produced by one command, from the repository root:", "",
+        "```bash", "python benchmarks/report.py" + (" " + " ".join(argv) if argv else ""),
+        "```", "",
+        f"Run started {started} and took {total_s / 60:.1f} min. Machine: "
+        f"{platform.machine()}, {os.cpu_count()} CPU cores, Python "
+        f"{platform.python_version()}, jax {jax.__version__}, first device "
+        f"`{dev.platform}:{getattr(dev, 'device_kind', '')}`. Every figure below comes from "
+        "this run; the raw JSON lines are in `report/results.jsonl`. Each table names the "
+        "device its lines ran on; on a CPU-only machine the benchmarks run at the reduced "
+        "sizes given in their commands (`--full`: the benchmarks' own, paper-scale sizes).",
+        ""]
+    if partial:
+        head += [f"**Partial run** (`--only {','.join(by)}`): sections not run say so.", ""]
+    failed = [r for r in results if r["returncode"]]
+    if failed:
+        head += ["**Failed jobs:** " + "; ".join(
+            f"`{r['command']}` (exit {r['returncode']}: {r['error']})" for r in failed), ""]
+    paper, tune = lines("paper"), lines("tune")
+    sections = [
+        ("## 1. Document ranking on lambdarank_sample (Pahikkala et al. 2009 §5.3, Table 3)",
+         "Training 3,005 rows in 201 queries, test 768 rows in 50 queries, 300 features "
+         "normalised to [0, 1] per query (as in the paper). Each learner's parameter is "
+         "chosen by NDCG@10 on 40 held-out training queries and the model refit on all "
+         "training queries, for 5 draws of the held-out queries (mean ± std); the "
+         "leave-query-out and learned rows use only the training set's own exact "
+         "cross-validation. LightGBM and XGBoost run with their defaults, only the number "
+         "of trees chosen like RankBoost's rounds. The pairwise GP of Tsivtsivadze et al. "
+         "is left out: its posterior mean is dual RankRLS on the preference graph with "
+         "λ = σ² (cost (21)), and its O(l³) cost in the 13,543 training pairs is the "
+         "reason the RankRLS shortcuts exist.",
+         [("paper", lambda: ranking_section(paper, tune, plots, plt))]),
+        ("## 2. Irrelevant pairs and tied pairs (Pahikkala et al. 2009 §5.1, Fig. 2)",
+         "Relevant pairs: two rows of one query with different labels. Ties: same query, "
+         "same label (cost (21) with magnitude 0). All pairs: every pair of the training "
+         "set, queries ignored (one global ranking). λ chosen by disagreement error on "
+         "held-out training queries (5 draws).", [("paper", lambda: pairs_section(
+             paper, plots, plt))]),
+        ("## 3. Cost functions (20), (21), (22) (Pahikkala et al. 2009 §2.4, Table 2)",
+         "RankRLS on explicit preference graphs: (20) ignores magnitudes, (21) keeps them, "
+         "(22) weighs each edge by 1/magnitude (an upper bound of the disagreement error). "
+         "Magnitudes are label differences; 'all pairs' adds the pairs across queries.",
+         [("paper", lambda: costs_section(paper))]),
+        ("## 4. KPCRank under label noise (Tsivtsivadze et al., noisy-label experiment)",
+         "Generated LETOR-like data, Gaussian label noise on the training labels, clean "
+         "test labels, 3 repetitions; p or λ chosen on held-out training queries.",
+         [("noisy", lambda: noise_section(lines("noisy"), plots, plt))]),
+        ("## 5. Early stopping against Tikhonov regularization (Airola et al. 2010, Table 1)",
+         "RCV1-shaped generated sparse data (bipartite global ranking), CG on the primal "
+         "system; early stopping at λ = 0 by validation pairwise error against a Tikhonov "
+         "grid of 8 λ solved to tol 1e-5 in one vmapped run.",
+         [("early", lambda: early_section(lines("early"), plots, plt))]),
+        ("## 6. Learned hyper-parameters against grid search",
+         "Gaussian-kernel RankRLS on lambdarank_sample, exact leave-query-out squared "
+         "RankRLS loss; the grid evaluates every λ of a γ from one eigendecomposition, "
+         "tune() takes one Cholesky factorisation (and its gradient) per Adam step.",
+         [("tune", lambda: tune_section(tune, plots, plt))]),
+    ]
+    body = head
+    for title, intro, parts in sections:
+        body += [title, "", intro, ""]
+        for key, fn in parts:
+            if key in by:
+                body += [f"`{by[key]['command']}` ({by[key]['wall_s']:.0f} s, device: "
+                         f"{devices(lines(key))})", ""]
+            body += [fn() if key in by else "(not run)\n"]
+    body += ["## 7. Benchmark figures of the earlier issues", "",
+             "Seconds are medians of at least 3 warm runs with `block_until_ready`, "
+             "compilation apart, unless a column says otherwise; every line carries its "
+             "accuracy check.", ""]
+    for key, issue, title, _, _ in JOBS:
+        if key in ("paper", "tune", "noisy", "early"):
+            continue
+        body += [f"### {title} (issue {issue})", ""]
+        if key not in by:
+            body += ["(not run)", ""]
+            continue
+        r = by[key]
+        body += [f"`{r['command']}` ({r['wall_s']:.0f} s, device: {devices(r['lines'])})", "",
+                 generic(r["lines"]) if r["lines"] else "(no output)\n"]
+        if key == "scaling":
+            body += [scaling_plot(r["lines"], plots, plt)]
+    write_atomic(out / "REPORT.md", "\n".join(body))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--full", action="store_true", help="paper-scale sizes (accelerator)")
+    ap.add_argument("--only", default=None, help="comma-separated job keys: " +
+                    ",".join(k for k, *_ in JOBS))
+    ap.add_argument("--out", default=str(HERE), help="directory of REPORT.md")
+    a = ap.parse_args()
+    keys = [k for k, *_ in JOBS]
+    only = keys if a.only is None else a.only.split(",")
+    unknown = sorted(set(only) - set(keys))
+    if unknown:
+        ap.error(f"unknown job(s) {unknown}; choose from {keys}")
+    out = pathlib.Path(a.out)
+    started = datetime.datetime.now().isoformat(timespec="minutes")
+    t0 = time.perf_counter()
+    results = run_jobs(only, a.full, out)
+    render(results, out, sys.argv[1:], started, time.perf_counter() - t0,
+           partial=a.only is not None)
+    print(f"[report] wrote {out / 'REPORT.md'}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
