@@ -219,22 +219,27 @@ def boosted(kind, trees=(50, 100, 200, 400)):
 def learners(n):
     gammas = [1.0 / n, 3.0 / n, 10.0 / n]
     unnorm = lambda y, q: rj.query_graph(q, y, normalized=False, exclude_ties=True)  # noqa
-    out = {
-        "RankRLS linear (relevant pairs)": rankrls_linear(unnorm),
-        "RankRLS linear, all pairs": rankrls_linear(lambda y, q: rj.global_graph(len(y))),
-        "RankRLS linear, normalized query graph": rankrls_linear(
-            lambda y, q: rj.query_graph(q)),
-        "RLS regression": rankrls_linear(lambda y, q: rj.identity_graph(len(y))),
-        "RankRLS Gaussian kernel (dual)": rankrls_gaussian(gammas),
-        "sparse RankRLS (Nystrom, 500 basis vectors)": nystrom(gammas),
-        "KPCRank (Gaussian kernel)": kpcrank(gammas),
-        "CG early stopping (lambda = 0)": cg_early_stopping(),
-        "RankSVM (linear, L2 loss)": ranksvm(),
-        "RankBoost": rankboost(),
-        "LightGBM LGBMRanker": boosted("lightgbm"),
-        "XGBoost XGBRanker": boosted("xgboost"),
+    out = {   # name: (path, fit), the parameter(s) chosen
+        "RankRLS linear (relevant pairs)": (rankrls_linear(unnorm), "λ"),
+        "RankRLS linear, all pairs": (rankrls_linear(lambda y, q: rj.global_graph(len(y))),
+                                      "λ"),
+        "RankRLS linear, normalized query graph": (rankrls_linear(
+            lambda y, q: rj.query_graph(q)), "λ"),
+        "RLS regression": (rankrls_linear(lambda y, q: rj.identity_graph(len(y))), "λ"),
+        "RankRLS Gaussian kernel (dual)": (rankrls_gaussian(gammas), "γ, λ"),
+        "sparse RankRLS (Nystrom, 500 basis vectors)": (nystrom(gammas), "γ, λ"),
+        "KPCRank (Gaussian kernel)": (kpcrank(gammas), "γ, p"),
+        "CG early stopping (lambda = 0)": (cg_early_stopping(), "iterations"),
+        "RankSVM (linear, L2 loss)": (ranksvm(), "C"),
+        "RankBoost": (rankboost(), "rounds"),
+        "LightGBM LGBMRanker": (boosted("lightgbm"), "trees"),
+        "XGBoost XGBRanker": (boosted("xgboost"), "trees"),
     }
-    return {k: v for k, v in out.items() if v is not None}
+    return {k: v for k, v in out.items() if v[0] is not None}
+
+
+def show(p):
+    return ", ".join(f"{x:.3g}" for x in np.atleast_1d(p))
 
 
 def version(kind):
@@ -246,7 +251,7 @@ def version(kind):
 
 def document_ranking(data_dir, splits):
     (X, y, qid), (Xt, yt, qt) = load_letor(data_dir)
-    for name, (path, fit) in learners(X.shape[1]).items():
+    for name, ((path, fit), label) in learners(X.shape[1]).items():
         rows, params, fit_s = [], [], []
         for s in range(splits):
             v = held_out(qid, 40, seed=s)
@@ -255,9 +260,9 @@ def document_ranking(data_dir, splits):
             t0 = time.perf_counter()
             rows.append(metrics(fit(X, y, qid, p, Xt), yt, qt))
             fit_s.append(time.perf_counter() - t0)
-            params.append(p if np.isscalar(p) else list(p))
+            params.append(show(p))
         emit(name="ranking", learner=name, selection=f"held-out NDCG@10, {splits} draws",
-             dtype="float64", shape=list(X.shape), chosen=[str(np.round(p, 6)) for p in params],
+             dtype="float64", shape=list(X.shape), parameter=label, chosen=params,
              refit_s=float(np.median(fit_s)),
              **{k: float(np.mean([r[k] for r in rows])) for k in rows[0]},
              ndcg10_std=float(np.std([r["ndcg10"] for r in rows])),
@@ -272,7 +277,7 @@ def document_ranking(data_dir, splits):
     f = Xt @ np.asarray(rj.rankrls_primal(X, y, g, lam=lam).weights)
     emit(name="ranking", learner="RankRLS linear, normalized query graph",
          selection="exact leave-query-out NDCG@10", dtype="float64", shape=list(X.shape),
-         chosen=[f"{lam:.4g}"], refit_s=time.perf_counter() - t0, **metrics(f, yt, qt),
+         parameter="λ", chosen=[show(lam)], refit_s=time.perf_counter() - t0, **metrics(f, yt, qt),
          ndcg10_std=0.0)
 
 

@@ -6,8 +6,9 @@ every benchmark:
 Each job below runs as a subprocess of the same Python; its JSON lines are kept in
 benchmarks/report/results.jsonl (with the job's command line and wall time) and every
 figure of the report is read from them. ``--full`` runs the benchmarks at their own
-(paper-scale) defaults, for an accelerator; ``--only KEY,...`` and ``--out DIR`` are for
-working on the report (a partial run says so at the top).
+(paper-scale) defaults, for an accelerator; ``--only KEY,...``, ``--out DIR`` and
+``--render-only`` (rewrite REPORT.md from the saved lines of the last run) are for working
+on the report (a partial run says so at the top).
 """
 import argparse
 import datetime
@@ -63,9 +64,9 @@ def run_jobs(keys, full, out):
         for key, issue, title, cpu_args, full_args in JOBS:
             if key not in keys:
                 continue
-            args = [a.format(tmp=tmp) for a in (full_args if full else cpu_args)]
-            shown = "python benchmarks/" + " ".join(a.format(tmp="TMP") for a in
-                                                     (full_args if full else cpu_args))
+            argv = full_args if full else cpu_args
+            args = [a.replace("{tmp}", tmp) for a in argv]
+            shown = "python benchmarks/" + " ".join(a.replace("{tmp}", "TMP") for a in argv)
             print(f"[report] {shown}", file=sys.stderr, flush=True)
             t0 = time.perf_counter()
             p = subprocess.run([sys.executable, *args], cwd=HERE, capture_output=True,
@@ -90,7 +91,9 @@ def write_atomic(path, text):
 # --- formatting ------------------------------------------------------------------------
 
 def fmt(v):
-    if isinstance(v, bool) or v is None:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
         return str(v)
     if isinstance(v, float):
         if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e6):
@@ -112,13 +115,14 @@ def generic(lines, skip=("device",)):
     keys = []
     for ln in lines:
         for k, v in ln.items():
-            if k not in keys and k not in skip and not (isinstance(v, list) and len(v) > 8):
+            if k not in keys and k not in skip and not (isinstance(v, list) and (
+                    len(v) > 8 or any(isinstance(x, list) for x in v))):
                 keys.append(k)
     return table(keys, [[ln.get(k, "") for k in keys] for ln in lines])
 
 
 def devices(lines):
-    return ", ".join(sorted({ln.get("device", "?") for ln in lines}))
+    return ", ".join(sorted({ln["device"] for ln in lines if "device" in ln})) or "none"
 
 
 def mean_std(m, s):
@@ -135,15 +139,16 @@ def ranking_section(paper, tune, plots, plt):
             "selection": "exact leave-query-out squared loss" + (
                 f", {ln['decompositions']} Cholesky steps" if ln["name"] == "tune_adam"
                 else ", 20 eigendecompositions"),
-            "chosen": [f"lambda={ln['best_lam']:.4g}, gamma={ln['best_gamma']:.4g}"],
+            "parameter": "γ, λ", "chosen": [f"{ln['best_gamma']:.3g}, {ln['best_lam']:.3g}"],
             **{k: ln["test_" + k] for k in ("ndcg1", "ndcg5", "ndcg10", "map", "disagreement")},
             "ndcg10_std": 0.0, "refit_s": None})
     if not rows:
         return "(not run)\n"
-    body = table(["learner", "parameter chosen by", "chosen", "NDCG@1", "NDCG@5",
+    body = table(["learner", "parameter chosen by", "chosen (per draw)", "NDCG@1", "NDCG@5",
                   "NDCG@10 (± std over draws)", "MAP", "disagreement error", "refit s"],
                  [[r["learner"] + (f" {r['version']}" if r.get("version") else ""),
-                   r["selection"], ", ".join(r["chosen"][:5]), r["ndcg1"], r["ndcg5"],
+                   r["selection"], f"{r.get('parameter', '')}: " + "; ".join(r["chosen"]),
+                   r["ndcg1"], r["ndcg5"],
                    mean_std(r["ndcg10"], r["ndcg10_std"]), r["map"], r["disagreement"],
                    r["refit_s"]] for r in rows])
     top = max(rows, key=lambda r: r["ndcg10"])
@@ -238,10 +243,10 @@ def early_section(early, plots, plt):
                  f"in all).\n")
     if plt and tk and "valid_histories" in tk:
         fig, ax = plt.subplots(figsize=(6, 4))
-        if es:
-            ax.plot(es["valid_history"], color="k", lw=2, label="λ = 0 (early stopping)")
         for lam, h in zip(tk["lambdas"], tk["valid_histories"]):
             ax.plot(h, lw=1, label=f"λ = {lam:.0e}")
+        if es:
+            ax.plot(es["valid_history"], "k--", lw=2, label="λ = 0 (early stopping)")
         ax.set_xscale("symlog", linthresh=1)
         ax.set_xlabel("CG iteration")
         ax.set_ylabel("validation pairwise error")
@@ -275,6 +280,8 @@ def tune_section(tune, plots, plt):
         ax.plot(grid["best_lam"], grid["best_gamma"], "r*", ms=12, label="grid best")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.set_ylim(min(grid["gammas"] + ad["gamma_history"]) / 1.2,
+                    max(grid["gammas"] + ad["gamma_history"]) * 1.2)
         ax.set_xlabel("λ")
         ax.set_ylabel("γ")
         ax.legend(fontsize=8)
@@ -411,18 +418,28 @@ def main():
     ap.add_argument("--only", default=None, help="comma-separated job keys: " +
                     ",".join(k for k, *_ in JOBS))
     ap.add_argument("--out", default=str(HERE), help="directory of REPORT.md")
+    ap.add_argument("--render-only", action="store_true",
+                    help="rewrite REPORT.md from OUT/report/results.jsonl and run.json")
     a = ap.parse_args()
+    out = pathlib.Path(a.out)
+    if a.render_only:
+        run = json.loads((out / "report" / "run.json").read_text())
+        results = [json.loads(x) for x in
+                   (out / "report" / "results.jsonl").read_text().splitlines()]
+        render(results, out, run["argv"], run["started"], run["total_s"], run["partial"])
+        return
     keys = [k for k, *_ in JOBS]
     only = keys if a.only is None else a.only.split(",")
     unknown = sorted(set(only) - set(keys))
     if unknown:
         ap.error(f"unknown job(s) {unknown}; choose from {keys}")
-    out = pathlib.Path(a.out)
     started = datetime.datetime.now().isoformat(timespec="minutes")
     t0 = time.perf_counter()
     results = run_jobs(only, a.full, out)
-    render(results, out, sys.argv[1:], started, time.perf_counter() - t0,
-           partial=a.only is not None)
+    run = {"argv": sys.argv[1:], "started": started, "total_s": time.perf_counter() - t0,
+           "partial": a.only is not None}
+    write_atomic(out / "report" / "run.json", json.dumps(run) + "\n")
+    render(results, out, **run)
     print(f"[report] wrote {out / 'REPORT.md'}", file=sys.stderr)
 
 

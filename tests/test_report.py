@@ -1,0 +1,59 @@
+"""benchmarks/report.py: every benchmark is a job of the report, and the report is
+rendered from the JSON lines of the run (figures, commands, devices, failures)."""
+import json
+import pathlib
+import sys
+
+import pytest
+
+BENCH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+report = pytest.importorskip("report")
+
+
+def test_every_benchmark_script_is_a_job_of_the_report():
+    scripts = {p.name for p in BENCH.glob("bench_*.py")}
+    run = {args[0] for _, _, _, cpu, full in report.JOBS for args in (cpu, full)}
+    assert scripts == run
+    keys = [k for k, *_ in report.JOBS]
+    assert len(keys) == len(set(keys))
+
+
+def line(**kw):
+    return {"device": "cpu:cpu", **kw}
+
+
+def test_render_takes_every_figure_from_the_results(tmp_path):
+    results = [
+        {"key": "noisy", "issue": 6, "title": "t", "command": "python benchmarks/x.py",
+         "wall_s": 3.0, "returncode": 0, "error": "", "lines": [
+             line(name=f"noisy labels {n}", sigma=s, disagreement_error_mean=m,
+                  disagreement_error_std=0.01) for n, m0 in (("KPCRank", 0.2), ("RLS", 0.3))
+             for s, m in ((0.5, m0), (1.0, m0 + 0.0123))]},
+        {"key": "io", "issue": 12, "title": "t", "command": "python benchmarks/bench_io.py",
+         "wall_s": 1.0, "returncode": 0, "error": "", "lines": [
+             line(name="read_svmlight", rows=50000, run_s=0.4321, same=True,
+                  long=list(range(20)))]},
+        {"key": "cv", "issue": 4, "title": "t", "command": "python benchmarks/bench_cv.py",
+         "wall_s": 1.0, "returncode": 1, "error": "ValueError: boom", "lines": []},
+    ]
+    report.render(results, tmp_path, ["--only", "noisy,io,cv"], "2026-01-01T00:00", 60.0,
+                  partial=True)
+    text = (tmp_path / "REPORT.md").read_text()
+    assert "python benchmarks/report.py --only noisy,io,cv" in text.splitlines()[5]
+    assert "**Partial run**" in text and "ValueError: boom" in text
+    assert "0.2123 ± 0.0100" in text and "0.3000 ± 0.0100" in text     # noise table
+    assert "| read_svmlight | 50000 | 0.4321 | True |" in text          # long list left out
+    assert "(not run)" in text                                           # e.g. the paper
+    assert (tmp_path / "report" / "label_noise.png").stat().st_size > 1000
+
+
+def test_run_jobs_keeps_the_lines_and_the_command(tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "JOBS", [
+        ("echo", 0, "echo", ["-c", "print('{\"name\": \"a\", \"run_s\": 1.5}'); print('x')"],
+         ["-c", "print(1)"])])
+    (r,) = report.run_jobs(["echo"], False, tmp_path)
+    assert r["returncode"] == 0 and r["lines"] == [{"name": "a", "run_s": 1.5}]
+    saved = [json.loads(x) for x in (tmp_path / "report" / "results.jsonl").read_text()
+             .splitlines()]
+    assert saved == [r]
