@@ -11,7 +11,7 @@ ranking  document ranking on ../shared/data/lambdarank_sample (Pahikkala et al. 
 pairs    the irrelevant-pairs and tied-pairs effect (2009 §5.1, Fig. 2 and the Table 3
          "all pairs" rows): the 4-point example of Fig. 2, then linear RankRLS with
          relevant pairs only, with ties, with every pair of the training set, on
-         lambdarank_sample and on generated data with per-query feature clusters.
+         lambdarank_sample and on generated LETOR-like data.
 costs    cost functions (20), (21), (22) with relevant or all pairs (2009 §5.2 Table 2):
          RankRLS on explicit preference graphs, RankSVM and RLS beside; disagreement
          error, λ chosen on held-out queries by disagreement error.
@@ -310,7 +310,7 @@ def pair_graphs():
     }
 
 
-def synthetic_clustered():
+def synthetic():
     tr = rj.make_ranking_data(150, num_features=20, levels=5, seed=3)
     te = rj.make_ranking_data(100, num_features=20, levels=5, seed=4, first_qid=10_000)
     return (tr.X, tr.y, tr.qid), (te.X, te.y, te.qid)
@@ -334,7 +334,7 @@ def select_and_test(name, path, fit, train, test, splits, **fields):
 def pairs_effect(data_dir, splits):
     figure2()
     for data_name, (train, test) in (("lambdarank_sample", load_letor(data_dir)),
-                                     ("generated, clustered queries", synthetic_clustered())):
+                                     ("generated (make_ranking_data, 150 queries)", synthetic())):
         for graph_name, graph_of in pair_graphs().items():
             path, fit = rankrls_linear(graph_of)
             select_and_test("pairs", path, fit, train, test, splits, data=data_name,
@@ -352,7 +352,7 @@ def preference_learner(cost, all_pairs):
 
 def cost_functions(data_dir, splits):
     for data_name, (train, test) in (("lambdarank_sample", load_letor(data_dir)),
-                                     ("generated, clustered queries", synthetic_clustered())):
+                                     ("generated (make_ranking_data, 150 queries)", synthetic())):
         for eq, cost in (("(20)", "unit"), ("(21)", "magnitude"), ("(22)", "inverse")):
             for all_pairs in (False, True):
                 path, fit = preference_learner(cost, all_pairs)

@@ -136,7 +136,7 @@ def main():
          normal_eq_rel_residual=float(resid), cos_true_weights=cos,
          check_rows=cut, check_max_abs_diff_vs_in_memory=diff, check_weight_scale=scale,
          note="run_s is one pass (read + device Gram + host float64 sum + path), median not "
-              "taken: a second pass reads the same 11 GB")
+              "taken: a second pass reads the whole file again")
 
     nrows = int(np.searchsorted(q, q[min(a.numpy_rows, q.size - 1)]))
     sub = rj.io.iter_npy(np.load(files[0], mmap_mode="r")[:nrows], np.load(files[1])[:nrows],

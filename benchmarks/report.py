@@ -101,7 +101,7 @@ def fmt(v):
         return f"{v:.4g}" if abs(v) >= 1 else f"{v:.4f}"
     if isinstance(v, list):
         return "[" + ", ".join(fmt(x) for x in v) + "]"
-    return str(v).replace("|", "/")
+    return str(v).replace("|", "\\|")
 
 
 def table(header, rows):
@@ -126,7 +126,8 @@ def devices(lines):
 
 
 def mean_std(m, s):
-    return f"{m:.4f} ± {s:.4f}" if s else f"{m:.4f}"
+    """``m ± s``; ``s`` is None for a deterministic selection (no draws)."""
+    return f"{m:.4f}" if s is None else f"{m:.4f} ± {s:.4f}"
 
 
 # --- the paper sections ----------------------------------------------------------------
@@ -141,7 +142,7 @@ def ranking_section(paper, tune, plots, plt):
                 else ", 20 eigendecompositions"),
             "parameter": "γ, λ", "chosen": [f"{ln['best_gamma']:.3g}, {ln['best_lam']:.3g}"],
             **{k: ln["test_" + k] for k in ("ndcg1", "ndcg5", "ndcg10", "map", "disagreement")},
-            "ndcg10_std": 0.0, "refit_s": None})
+            "ndcg10_std": None, "refit_s": None})
     if not rows:
         return "(not run)\n"
     body = table(["learner", "parameter chosen by", "chosen (per draw)", "NDCG@1", "NDCG@5",
@@ -158,7 +159,7 @@ def ranking_section(paper, tune, plots, plt):
     if plt:
         fig, ax = plt.subplots(figsize=(8, 0.35 * len(rows) + 1))
         names = [r["learner"][:48] for r in rows]
-        ax.barh(names, [r["ndcg10"] for r in rows], xerr=[r["ndcg10_std"] for r in rows],
+        ax.barh(names, [r["ndcg10"] for r in rows], xerr=[r["ndcg10_std"] or 0 for r in rows],
                 color="tab:blue")
         ax.set_xlim(min(r["ndcg10"] for r in rows) - 0.03, top["ndcg10"] + 0.02)
         ax.invert_yaxis()
@@ -185,6 +186,13 @@ def pairs_section(paper, plots, plt):
                        "λ chosen"],
                       [[r["graph"], mean_std(r["disagreement"], r["disagreement_std"]),
                         r["ndcg10"], ", ".join(r["chosen"])] for r in sub]) + "\n"
+        rel = next((r for r in sub if r["graph"].startswith("relevant pairs (")), None)
+        alls = [r for r in sub if r["graph"].startswith("all pairs")]
+        if rel and alls:
+            body += ("Adding the irrelevant pairs changes the test disagreement error by " +
+                     " and ".join(f"{r['disagreement'] - rel['disagreement']:+.4f}"
+                                  for r in alls) +
+                     f" (relevant pairs only: {rel['disagreement']:.4f}).\n\n")
     return body or "(not run)\n"
 
 
@@ -199,6 +207,8 @@ def costs_section(paper):
                       [[r["method"], r.get("edges", ""),
                         mean_std(r["disagreement"], r["disagreement_std"]), r["ndcg10"],
                         ", ".join(r["chosen"])] for r in sub]) + "\n"
+        top = min(sub, key=lambda r: r["disagreement"])
+        body += f"Lowest test disagreement error: {top['method']} ({top['disagreement']:.4f}).\n\n"
     return body or "(not run)\n"
 
 
