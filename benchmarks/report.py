@@ -1,7 +1,7 @@
 """Writes benchmarks/REPORT.md and its plots (benchmarks/report/*.png) from one run of
 every benchmark:
 
-    python benchmarks/report.py            # about 40 minutes on a 2-core CPU
+    python benchmarks/report.py            # about 25 minutes on a 2-core CPU
 
 Each job below runs as a subprocess of the same Python; its JSON lines are kept in
 benchmarks/report/results.jsonl (with the job's command line and wall time) and every
