@@ -71,8 +71,19 @@ def table(scores, valid):
     _, yv, qv, crit = valid
     return [float(CRITERIA[crit][0](f, yv, qv)) for f in scores]
 
+
 def gram(gamma, A, B=None):
     return np.asarray(rj.kernel_matrix(rj.gaussian_kernel(gamma), A, B))
+
+
+def per_gamma(params, gammas, one_path):
+    """A path over (γ, parameter): one_path(γ, X, y, qid, Xv) gives the valid scores per γ."""
+    def path(X, y, qid, valid):
+        out = []
+        for g in gammas:
+            out += list(np.asarray(one_path(g, X, y, qid, valid[0]).valid_scores))
+        return params, table(out, valid)
+    return path
 
 
 def rankrls_linear(graph_of):
@@ -92,14 +103,8 @@ def rankrls_linear(graph_of):
 def rankrls_gaussian(gammas):
     params = [(g, lam) for g in gammas for lam in LAMS]
 
-    def path(X, y, qid, valid):
-        Xv = valid[0]
-        out = []
-        for g in gammas:
-            p = rj.rankrls_dual_path(gram(g, X), y, rj.query_graph(qid), lams=LAMS,
-                                     K_valid=gram(g, Xv, X))
-            out += list(np.asarray(p.valid_scores))
-        return params, table(out, valid)
+    path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: rj.rankrls_dual_path(
+        gram(g, X), y, rj.query_graph(qid), lams=LAMS, K_valid=gram(g, Xv, X)))
 
     def fit(X, y, qid, param, Xt):
         g, lam = param
@@ -111,14 +116,9 @@ def rankrls_gaussian(gammas):
 def nystrom(gammas, basis=500):
     params = [(g, lam) for g in gammas for lam in LAMS]
 
-    def path(X, y, qid, valid):
-        Xv = valid[0]
-        out = []
-        for g in gammas:
-            p = rj.rankrls_nystrom_path(X, y, rj.query_graph(qid), lams=LAMS, basis=basis,
-                                        kernel=rj.gaussian_kernel(g), X_valid=Xv)
-            out += list(np.asarray(p.valid_scores))
-        return params, table(out, valid)
+    path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: rj.rankrls_nystrom_path(
+        X, y, rj.query_graph(qid), lams=LAMS, basis=basis, kernel=rj.gaussian_kernel(g),
+        X_valid=Xv))
 
     def fit(X, y, qid, param, Xt):
         g, lam = param
@@ -131,14 +131,8 @@ def nystrom(gammas, basis=500):
 def kpcrank(gammas, P=300):
     params = [(g, p) for g in gammas for p in range(1, P + 1)]
 
-    def path(X, y, qid, valid):
-        Xv = valid[0]
-        out = []
-        for g in gammas:
-            p = rj.kpcrank_path(gram(g, X), y, rj.query_graph(qid), max_components=P,
-                                K_valid=gram(g, Xv, X))
-            out += list(np.asarray(p.valid_scores))
-        return params, table(out, valid)
+    path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: rj.kpcrank_path(
+        gram(g, X), y, rj.query_graph(qid), max_components=P, K_valid=gram(g, Xv, X)))
 
     def fit(X, y, qid, param, Xt):
         g, p = param
