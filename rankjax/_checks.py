@@ -225,6 +225,14 @@ def check_gram(X, name: str = "X"):
     return X
 
 
+def check_flag(value, name: str) -> bool:
+    """A switch: ``True`` or ``False`` (numpy bools too). Anything else, the string
+    ``"no"`` or the number 2 say, is a TypeError rather than a silent truth value."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def check_count(n, name: str, minimum: int = 1) -> int:
     """An iteration cap or size: a Python/numpy integer ``>= minimum`` (not a bool)."""
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):

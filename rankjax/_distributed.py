@@ -37,7 +37,7 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from ._cg import CGResult, _check_loop, _check_x0, _criterion_args, _make_valid_fn, _static_metric, cg_solve
-from ._checks import (as_float_array, check_count, check_lam, check_matrix, lam_ok, nan_unless,
+from ._checks import (as_float_array, check_flag, check_count, check_lam, check_matrix, lam_ok, nan_unless,
                       segment_ids)
 from ._cv import HoldOut, _padded_size, holdout_from_system, make_folds
 from ._graph import QueryGraph, check_graph, check_problem, query_graph
@@ -457,7 +457,7 @@ def sharded_primal_path(data: ShardedData, *, lams, train_scores: bool = False) 
     _dense_only(data, "sharded_primal_path")
     lams = check_lams(lams)
     W, train = _path_core(data.X, data.y, data.graph, lams, data.mesh, data.axis,
-                          bool(train_scores))
+                          check_flag(train_scores, "train_scores"))
     return PrimalPath(lams, W, None if train is None else data.unshard(train, 1), None)
 
 

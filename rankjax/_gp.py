@@ -25,7 +25,7 @@ from jax import lax
 from jax.scipy.linalg import cho_solve, solve_triangular
 from jax.scipy.stats import norm
 
-from ._checks import as_float_array, check_count, check_indices, check_matrix, check_symmetric
+from ._checks import as_float_array, check_flag, check_count, check_indices, check_matrix, check_symmetric
 from ._kernels import gaussian_kernel, kernel_matrix
 
 __all__ = ["PairwiseGP", "gp_pairwise_gaussian", "gp_pairwise_probit", "gp_predict",
@@ -327,7 +327,7 @@ def gp_preference_probability(model: PairwiseGP, K_a, K_b, k_aa, k_bb, k_ab, *,
     D = KAa - KAb
     var = (jnp.asarray(k_aa) + jnp.asarray(k_bb) - 2 * jnp.asarray(k_ab)
            - jnp.einsum("ij,ij->i", D, D @ _inv(model)))
-    var = jnp.maximum(var, 0) + (0.0 if latent else 1.0)
+    var = jnp.maximum(var, 0) + (0.0 if check_flag(latent, "latent") else 1.0)
     return norm.cdf(mu / jnp.sqrt(var))
 
 

@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import (as_float_array, check_indices, check_matrix, check_targets, device_array,
+from ._checks import (as_float_array, check_flag, check_indices, check_matrix, check_targets, device_array,
                       host_labels, is_concrete, segment_ids)
 from ._metrics import edge_disagreement_error, metric_sign, pairwise_error
 from ._ridge import HI, psd_root, tdot
@@ -423,6 +423,8 @@ def query_graph(qid, y=None, *, normalized: bool = True, exclude_ties: bool = Fa
       >>> print(np.asarray(g.mv(np.array([1., 2., 6., 4.]))))
       [-6. -3.  9.  0.]
     """
+    normalized = check_flag(normalized, "normalized")
+    exclude_ties = check_flag(exclude_ties, "exclude_ties")
     s = segment_ids(qid)
     m = s.seg.shape[0]
     yv = None if y is None else check_targets(y, m, "y")
@@ -590,6 +592,7 @@ def pairs_from_scores(y, qid=None, *, include_ties: bool = False):
       >>> h.tolist(), t.tolist(), d.tolist()
       ([1, 1, 2], [0, 2, 0], [2.0, 1.0, 1.0])
     """
+    include_ties = check_flag(include_ties, "include_ties")
     y = host_labels(y)
     seg = np.zeros(y.shape[0], np.int64) if qid is None else segment_ids(qid).seg
     if seg.shape[0] != y.shape[0]:

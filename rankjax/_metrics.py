@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import (as_float_array, check_indices, indices_ok, is_concrete, nan_unless,
+from ._checks import (as_float_array, check_flag, check_indices, indices_ok, is_concrete, nan_unless,
                       reduce_concrete, resolve_segments)
 from ._segments import count_sum as _count_sum, count_to_float as _to_float, run_ids as _run_ids
 
@@ -40,6 +40,7 @@ class PerQuery(NamedTuple):
 
 
 def _prep(scores, y, qid, num_queries, per_query=False):
+    check_flag(per_query, "per_query")
     f = as_float_array(scores, "scores", finite=True)
     if f.ndim != 1:
         raise ValueError(f"scores must be 1-D [m] (vmap over outputs), got shape {f.shape}")
@@ -447,9 +448,7 @@ class Metric:
     def __init__(self, fn, *, higher_is_better: bool):
         if not callable(fn):
             raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-        if not isinstance(higher_is_better, (bool, np.bool_)):
-            raise TypeError("higher_is_better must be True or False")
-        self.fn, self.higher_is_better = fn, bool(higher_is_better)
+        self.fn, self.higher_is_better = fn, check_flag(higher_is_better, "higher_is_better")
         self.__name__ = getattr(fn, "__name__", "metric")
 
     def __call__(self, *args, **kwargs):

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import (as_float_array, check_indices, check_lam, check_matrix, check_targets,
+from ._checks import (as_float_array, check_flag, check_indices, check_lam, check_matrix, check_targets,
                       check_gram, lam_ok, nan_unless,
                       is_concrete, reduce_concrete, resolve_segments)
 from ._graph import Graph, check_problem
@@ -139,7 +139,7 @@ def rankrls_primal_path(X, y, graph: Graph, *, lams, X_valid=None,
     check_gram(X)
     lams = check_lams(lams)
     W, train, valid = _primal_path_core(X, y, graph, lams, _valid_matrix(X_valid, X.shape[1]),
-                                        bool(train_scores))
+                                        check_flag(train_scores, "train_scores"))
     return PrimalPath(lams, W, train, valid)
 
 
@@ -276,8 +276,8 @@ def rankrls_nystrom_path(X, y, graph: Graph, *, lams, kernel: Kernel, basis, X_v
     basis, XR = basis_rows(X, basis, seed)
     Xd = X.todense() if hasattr(X, "todense") else X
     coef, train, valid = _nystrom_path_core(
-        Xd, XR, y, graph, lams, kernel, _valid_matrix(X_valid, X.shape[1]), bool(train_scores),
-        block_size)
+        Xd, XR, y, graph, lams, kernel, _valid_matrix(X_valid, X.shape[1]),
+        check_flag(train_scores, "train_scores"), block_size)
     return NystromPath(lams, coef, basis, XR, kernel, train, valid)
 
 

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from ._checks import as_float_array, check_targets, segment_ids
+from ._checks import as_float_array, check_flag, check_targets, segment_ids
 from ._cv import holdout_from_system
 from ._graph import query_graph
 from ._metrics import metric_sign, pairwise_error
@@ -217,6 +217,9 @@ def rankrls_primal_stream(chunks, *, lams, normalized: bool = True, exclude_ties
       (True, 2)
     """
     lams = check_lams(lams)
+    for flag, name in ((normalized, "normalized"), (exclude_ties, "exclude_ties"),
+                       (progress, "progress")):
+        check_flag(flag, name)
     if not (query_weights is None or (isinstance(query_weights, str) and query_weights == "pairs")):
         raise ValueError("query_weights must be None or 'pairs' for streamed data "
                          f"(per-query arrays need every query at once), got {query_weights!r}")

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ._checks import check_count, check_lam, check_matrix
+from ._checks import check_count, check_flag, check_lam, check_matrix
 from ._cv import Folds, _over_folds, _resolve_folds, _woodbury_fold
 from ._graph import Graph, check_problem, pairs_from_scores
 from ._kernels import Kernel, kernel_matrix
@@ -196,6 +196,7 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
     if y.ndim != 1:
         raise ValueError("tune learns from one output: y must be [m]")
     steps = check_count(steps, "steps")
+    ard = check_flag(ard, "ard")
     check_lam(lam, scalar=True)
     check_lam(learning_rate, name="learning_rate", scalar=True)
     check_lam(temperature, name="temperature", scalar=True)

@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _cg, _cv, _kernels, _kpcrank, _metrics, _path, _rankboost, _rankrls, _ranksvm, _tune
-from ._checks import segment_ids
+from ._checks import check_flag, segment_ids
 from ._graph import identity_graph, query_graph
 from . import io
 
@@ -341,6 +341,7 @@ class RankRLSCV(RankRLS):
         self.score_k, self.random_state = score_k, random_state
 
     def fit(self, X, y, qid=None):
+        optimize = check_flag(self.optimize, "optimize")
         X, y, seg, _ = self._inputs(X, y, qid, fit=True)
         g = self._graph(seg, y)
         folds = _cv.make_folds(g, self.cv, seed=self.random_state)
@@ -370,7 +371,7 @@ class RankRLSCV(RankRLS):
                             "param_lam": np.array([a for a, _ in rows]),
                             "param_gamma": np.array([b for _, b in rows]),
                             "mean_test_score": s, "rank_test_score": rank}
-        if self.optimize:
+        if optimize:
             self._refine(X, y, seg, g, folds)
         kern = _kernel(self.kernel, self.gamma_, self.degree, self.coef0)
         self.model_ = _fit_rankrls(X, y, g, self.lam_, kern, None, self.random_state)

@@ -15,7 +15,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 import scipy.sparse as sp
 
-from ._checks import memory_limit, scipy_to_bcoo, segment_ids
+from ._checks import check_count, check_flag, memory_limit, scipy_to_bcoo, segment_ids
 from ._sparse import host_sparse
 
 __all__ = ["Dataset", "read_svmlight", "write_svmlight", "read_groups", "write_groups",
@@ -114,7 +114,8 @@ def read_svmlight(path, *, num_features: Optional[int] = None, sparse: bool = Fa
       >>> d.X.tolist(), d.y.tolist(), d.qid.tolist(), d.comments
       ([[0.5, 0.0, 1.0], [0.0, 0.25, 0.0]], [2.0, 0.0], [7, 7], ['doc a', ''])
     """
-    base = 0 if zero_based else 1
+    base = 0 if check_flag(zero_based, "zero_based") else 1
+    sparse, drop_extra = check_flag(sparse, "sparse"), check_flag(drop_extra, "drop_extra")
     with open(os.fspath(path), "rb") as fh:
         parsed = _parse_fast(fh.read(), base)
     if parsed is None:                  # something is malformed: the line-by-line reader
@@ -363,7 +364,6 @@ def iter_npy(X, y, qid, *, chunk_rows: int = 1 << 18):
       >>> [c[2].tolist() for c in chunks]
       [[1, 1], [2, 2, 2]]
     """
-    from ._checks import check_count
     chunk_rows = check_count(chunk_rows, "chunk_rows")
     read_x, shape_x = _npy_source(X, "X")
     read_y, shape_y = _npy_source(y, "y")
@@ -408,10 +408,9 @@ def iter_svmlight(path, *, num_features: int, chunk_rows: int = 1 << 16,
       >>> [c[2].tolist() for c in iter_svmlight(p, num_features=2, chunk_rows=2)]
       [[1, 1], [2]]
     """
-    from ._checks import check_count
     chunk_rows = check_count(chunk_rows, "chunk_rows")
     n = check_count(num_features, "num_features")
-    base = 0 if zero_based else 1
+    base = 0 if check_flag(zero_based, "zero_based") else 1
     path = os.fspath(path)
     if not os.path.exists(path):
         raise ValueError(f"{path} does not exist")
@@ -481,7 +480,7 @@ def write_svmlight(path, X, y, qid=None, comments=None, *, zero_based: bool = Fa
             raise ValueError(f"qid must have shape [{m}], got {qid.shape}")
     if comments is not None and len(comments) != m:
         raise ValueError(f"comments must have {m} entries, got {len(comments)}")
-    base = 0 if zero_based else 1
+    base = 0 if check_flag(zero_based, "zero_based") else 1
     with _atomic(path) as fh:
         for i in range(m):
             parts = [_fmt(y[i])]

@@ -86,3 +86,40 @@ def test_types(good):
         rj.gaussian_kernel(-1.0)
     with pytest.raises(TypeError, match="model"):
         rj.predict(object(), X)
+
+
+def _switch_calls(X, y, qid, tmp_path):
+    """Every public True/False switch, as ``name -> call(value)``."""
+    from rankjax.estimators import RankRLSCV
+    g = rj.query_graph(qid)
+    p = tmp_path / "d.txt"
+    rj.io.write_svmlight(p, X, np.round(np.abs(y)), qid)
+    h, t, d = rj.pairs_from_scores(y, qid)
+    gp = rj.gp_pairwise_gaussian(X @ X.T, h, t, d, noise_var=1.0)
+    return {
+        "per_query": lambda v: rj.ndcg(y, np.round(np.abs(y)), qid, per_query=v),
+        "higher_is_better": lambda v: rj.Metric(rj.ndcg, higher_is_better=v),
+        "normalized": lambda v: rj.query_graph(qid, normalized=v),
+        "exclude_ties": lambda v: rj.global_graph(6, y, exclude_ties=v),
+        "include_ties": lambda v: rj.pairs_from_scores(y, qid, include_ties=v),
+        "train_scores": lambda v: rj.rankrls_primal_path(X, y, g, lams=[1.0], train_scores=v),
+        "ard": lambda v: rj.tune(X, y, g, ard=v, steps=1),
+        "zero_based": lambda v: rj.io.read_svmlight(p, zero_based=v),
+        "sparse": lambda v: rj.io.read_svmlight(p, sparse=v),
+        "latent": lambda v: rj.gp_preference_probability(
+            gp, X[:1] @ X.T, X[1:2] @ X.T, X[:1, 0] ** 2, X[1:2, 0] ** 2, X[:1, 0] * X[1:2, 0],
+            latent=v),
+        "optimize": lambda v: RankRLSCV(lams=[1.0], optimize=v, optimize_steps=1).fit(
+            X, np.round(np.abs(y)), qid=qid),
+    }
+
+
+def test_switches_take_only_true_or_false(good, tmp_path):
+    """A string or a number given to a True/False switch is an error naming it (``"no"``
+    would otherwise be read as True), and numpy bools are accepted."""
+    pytest.importorskip("sklearn")
+    for name, call in _switch_calls(*good, tmp_path).items():
+        for bad in ("no", 2, None):
+            with pytest.raises(TypeError, match=name):
+                call(bad)
+        call(np.False_)
