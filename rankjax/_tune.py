@@ -24,9 +24,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ._checks import check_count, check_flag, check_lam, check_matrix
+from ._checks import check_count, check_flag, check_indices, check_lam, check_matrix
 from ._cv import Folds, _over_folds, _resolve_folds, _woodbury_fold
-from ._graph import Graph, check_problem, pairs_from_scores
+from ._graph import Graph, check_graph, check_problem, pairs_from_scores
 from ._kernels import Kernel, kernel_matrix
 from ._ridge import HI, dual_system, primal_system
 
@@ -46,6 +46,42 @@ def _kernel(params, kind):
         return Kernel("gaussian", gamma=jnp.exp(params["log_gamma"]))
     return Kernel("polynomial", gamma=jnp.exp(params["log_gamma"]),
                   coef0=jnp.exp(params.get("log_coef0", 0.0)), degree=2)
+
+
+def _check_data(X, y, graph):
+    """``X [m, n]`` (dense), ``y [m]`` and a query or identity graph on the ``m`` rows."""
+    check_graph(graph)
+    if not graph.takes_labels:
+        raise TypeError("graph must be a query or identity graph (scored data): the edges of "
+                        "a PreferenceGraph may cross any hold-out split")
+    X = check_matrix(X)
+    X, y = check_problem(X.todense() if hasattr(X, "todense") else X, y, graph)
+    if y.ndim != 1:
+        raise ValueError(f"y must be [m] (one output), got shape {y.shape}")
+    return X, y
+
+
+def _check_params(params, kernel, n):
+    """Keys and shapes of ``params`` (static, so checked under ``jit``/``grad`` too): a
+    missing, unknown or unused key is an error rather than a silently ignored value."""
+    if not isinstance(params, dict) or "log_lam" not in params:
+        raise TypeError("params must be a dict with 'log_lam' (and 'log_gamma' for kernels)")
+    allowed = {"linear": {"log_lam", "log_scales"},
+               "gaussian": {"log_lam", "log_gamma", "log_scales"},
+               "polynomial": {"log_lam", "log_gamma", "log_coef0", "log_scales"}}[kernel]
+    extra = sorted(set(params) - allowed)
+    if extra:
+        raise ValueError(f"params has {extra}, not used with kernel={kernel!r} "
+                         f"(it takes {sorted(allowed)})")
+    if kernel != "linear" and "log_gamma" not in params:
+        raise ValueError(f"params needs 'log_gamma' with kernel={kernel!r}")
+    for key in ("log_lam", "log_gamma", "log_coef0"):
+        if key in params and np.shape(params[key]) != ():
+            raise TypeError(f"params[{key!r}] must be a scalar, got shape "
+                            f"{np.shape(params[key])} (jax.vmap over a grid)")
+    if "log_scales" in params and np.shape(params["log_scales"]) != (n,):
+        raise ValueError(f"params['log_scales'] must have shape [{n}] (one per feature), "
+                         f"got {np.shape(params['log_scales'])}")
 
 
 def _tri_solve(C, B):
@@ -69,9 +105,9 @@ def cv_predictions(params, X, y, graph: Graph, folds: Folds, kernel: str = "line
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     if not isinstance(folds, Folds):
         raise TypeError(f"folds must be a Folds (rankjax.make_folds), got {type(folds).__name__}")
-    if not isinstance(params, dict) or "log_lam" not in params:
-        raise TypeError("params must be a dict with 'log_lam' (and 'log_gamma' for kernels)")
-    X, y = jnp.asarray(X), jnp.asarray(y)
+    X, y = _check_data(X, y, graph)
+    _check_params(params, kernel, X.shape[1])
+    folds = _resolve_folds(graph, folds, 0, X.shape[0])
     lam = jnp.exp(params["log_lam"])
     m = X.shape[0]
     Xs = _scaled(X, params)
@@ -121,12 +157,17 @@ def cv_loss(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear",
     """
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    if loss == "pairwise" and pairs is None:
-        raise ValueError("loss='pairwise' needs pairs=(head, tail, weight)")
     f = cv_predictions(params, X, y, graph, folds, kernel)
     if loss == "squared":
         return graph.loss(f, y) / X.shape[0]
-    head, tail, weight = pairs
+    if pairs is None or len(pairs) != 3:
+        raise ValueError("loss='pairwise' needs pairs=(head, tail, weight)")
+    head, tail = (check_indices(v, f"pairs {k}", f.shape[0])
+                  for k, v in zip(("head", "tail"), pairs[:2]))
+    weight = jnp.asarray(pairs[2])
+    if head.shape != tail.shape or weight.shape != head.shape:
+        raise ValueError(f"pairs must be three [p] arrays, got shapes "
+                         f"{[np.shape(v) for v in pairs]}")
     return _pairwise(f, head, tail, weight, temperature)
 
 
@@ -190,11 +231,7 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    X = check_matrix(X)
-    X = X.todense() if hasattr(X, "todense") else X
-    X, y = check_problem(X, y, graph)
-    if y.ndim != 1:
-        raise ValueError("tune learns from one output: y must be [m]")
+    X, y = _check_data(X, y, graph)
     steps = check_count(steps, "steps")
     ard = check_flag(ard, "ard")
     check_lam(lam, scalar=True)

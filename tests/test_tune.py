@@ -129,3 +129,38 @@ def test_estimator_optimize_refines_the_grid_choice(prob):
     assert opt.tune_.params_history["log_lam"][0] == pytest.approx(np.log(grid.lam_))
     with pytest.raises(ValueError, match="optimize"):
         RankRLSCV(kernel="polynomial", optimize=True).fit(d.X, d.y, qid=d.qid)
+
+
+def test_cv_loss_errors(prob):
+    """A missing, misspelt or unused parameter, a grid where a scalar belongs, folds or
+    pairs of other data, and a preference graph are errors naming the problem (each
+    would otherwise be ignored, clamped or broadcast into a plausible loss)."""
+    d, g, folds = prob
+    lin, gau = {"log_lam": 0.0}, {"log_lam": 0.0, "log_gamma": 0.0}
+    cases = [
+        (ValueError, "log_gamma", lambda: rj.cv_loss(lin, d.X, d.y, g, folds, "gaussian")),
+        (ValueError, "log_gama", lambda: rj.cv_loss({**lin, "log_gama": 1.0}, d.X, d.y, g,
+                                                    folds)),
+        (ValueError, "not used", lambda: rj.cv_loss(gau, d.X, d.y, g, folds, "linear")),
+        (ValueError, "log_coef0", lambda: rj.cv_loss({**gau, "log_coef0": 0.0}, d.X, d.y, g,
+                                                     folds, "gaussian")),
+        (ValueError, "log_scales", lambda: rj.cv_loss({**lin, "log_scales": np.zeros(3)}, d.X,
+                                                      d.y, g, folds)),
+        (TypeError, "scalar", lambda: rj.cv_loss({"log_lam": np.zeros(2)}, d.X, d.y, g, folds)),
+        (ValueError, "folds", lambda: rj.cv_loss(lin, d.X, d.y, g,
+                                                 rj.make_folds(rj.query_graph(d.qid[:-3])))),
+        (ValueError, "pairs head", lambda: rj.cv_loss(
+            lin, d.X, d.y, g, folds, "linear", "pairwise", ([0, 100], [1, 2], [1.0, 1.0]))),
+        (ValueError, "y must be", lambda: rj.cv_loss(lin, d.X, np.stack([d.y, d.y], 1), g,
+                                                     folds)),
+        (TypeError, "PreferenceGraph", lambda: rj.tune(
+            d.X, None, rj.preference_graph(*rj.pairs_from_scores(d.y, d.qid),
+                                           num_rows=d.y.size))),
+    ]
+    for error, match, call in cases:
+        with pytest.raises(error, match=match):
+            call()
+    # same-size folds of other queries are caught as well
+    other = rj.make_folds(rj.query_graph(np.arange(d.y.size) // 2))
+    with pytest.raises(ValueError, match="another graph"):
+        rj.cv_loss(lin, d.X, d.y, g, other)
