@@ -231,6 +231,9 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    if kernel == "linear" and gamma is not None:
+        raise ValueError("gamma is not used with kernel='linear' (a Gaussian or polynomial "
+                         "kernel learns it)")
     X, y = _check_data(X, y, graph)
     steps = check_count(steps, "steps")
     ard = check_flag(ard, "ard")

@@ -113,6 +113,8 @@ def test_tune_errors(prob):
         rj.tune(d.X, d.y, g, lam=-1.0)
     with pytest.raises(ValueError, match="steps"):
         rj.tune(d.X, d.y, g, steps=0)
+    with pytest.raises(ValueError, match="gamma is not used"):
+        rj.tune(d.X, d.y, g, gamma=0.5)
     with pytest.raises(ValueError, match="y"):
         rj.tune(d.X, np.stack([d.y, d.y], 1), g)
 
