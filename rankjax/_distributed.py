@@ -39,7 +39,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from ._cg import CGResult, _check_loop, _check_x0, _criterion_args, _make_valid_fn, _static_metric, cg_solve
 from ._checks import (as_float_array, check_flag, check_count, check_lam, check_matrix, lam_ok, nan_unless,
                       segment_ids)
-from ._cv import HoldOut, _padded_size, holdout_from_system, make_folds
+from ._cv import HoldOut, _build_folds, _padded_size, holdout_from_system
 from ._graph import QueryGraph, check_graph, check_problem, query_graph
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import metric_sign, pairwise_error
@@ -474,7 +474,7 @@ def _stacked_folds(data):
     sizes = sorted(set(int(s) for s in _padded_size(np.arange(1, width + 1))))
     per_dev = []
     for seg in seg_local:
-        f = make_folds(_host_graph(seg, data.graph.num_segments))
+        f = _build_folds(_host_graph(seg, data.graph.num_segments), None, 0)
         per_dev.append({int(i.shape[1]): (np.asarray(i), np.asarray(k))
                         for i, k in zip(f.index, f.mask)})
     counts = [max([d[s][0].shape[0] if s in d else 0 for d in per_dev]) for s in sizes]
@@ -495,7 +495,7 @@ def _stacked_folds(data):
 
 
 def _host_graph(seg, S):
-    """A stand-in query graph on host segment ids (only its units are used by make_folds)."""
+    """A stand-in query graph on host segment ids (only its units are used by _build_folds)."""
     return QueryGraph(seg=seg, counts=None, edge_weight=None, group_seg=None, group_query=None,
                       group_counts=None, num_segments=S, num_group_segments=0)
 
@@ -536,6 +536,10 @@ def sharded_holdout(data: ShardedData, *, lams) -> HoldOut:
     """
     data = _check_sharded(data)
     _dense_only(data, "sharded_holdout")
+    queries = int(jnp.sum(data.real))         # one scalar reduction over the devices
+    if queries < 2:                           # leaving the one query out trains on nothing
+        raise ValueError(f"sharded_holdout needs at least 2 queries (leave-query-out), "
+                         f"the data holds {queries}")
     lams = check_lams(lams).astype(data.X.dtype)
     pred = _holdout_core(data.X, data.y, data.graph, lams, _stacked_folds(data),
                          data.mesh, data.axis)

@@ -242,6 +242,9 @@ def rankrls_primal_stream(chunks, *, lams, normalized: bool = True, exclude_ties
     W = _path(jnp.asarray(G, dtype), jnp.asarray(b, dtype), lams.astype(dtype))
     holdout = None
     if metric is not None:
+        if queries < 2:                 # leaving the one query out trains on nothing
+            raise ValueError(f"holdout_metric needs at least 2 queries (leave-query-out), the "
+                             f"chunks hold {queries}")
         holdout = _holdout_pass(chunks, G, b, lams, metric, metric_kwargs, rows, graph_kw,
                                 progress)
     valid_scores = selection = None

@@ -1,4 +1,6 @@
 """Every hold-out prediction equals retraining without the held-out rows (float64)."""
+import importlib.util
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -193,6 +195,31 @@ def test_cv_errors(rng):
         rj.make_folds(rj.query_graph(qid), 1)
     with pytest.raises(ValueError, match="pairs"):
         rj.leave_pair_out_dual(X @ X.T, y, [[0, 0]], lams=LAMS)
+
+
+def test_a_single_fold_is_an_error(rng):
+    """Leaving out the only query (or putting every row in one fold) would train on
+    nothing and give a plausible-looking criterion: every hold-out entry refuses it."""
+    X, y, labels, qid = data(rng)
+    one = np.zeros(40, int)
+    calls = [lambda: rj.make_folds(rj.query_graph(one)),
+             lambda: rj.make_folds(rj.query_graph(qid), np.zeros(40, int)),
+             lambda: rj.make_folds(rj.identity_graph(1)),
+             lambda: rj.holdout_primal(X, y, rj.query_graph(one), lams=LAMS),
+             lambda: rj.holdout_dual(X @ X.T, y, rj.query_graph(one), lams=LAMS),
+             lambda: rj.tune(X, y, rj.query_graph(one), steps=1),
+             lambda: rj.sharded_holdout(rj.shard_data(X, y, rj.query_graph(one)), lams=LAMS)]
+    for call in calls:
+        with pytest.raises(ValueError, match="at least 2 folds|at least 2 queries"):
+            call()
+    with pytest.raises(ValueError, match="at least 2 queries"):
+        rj.rankrls_primal_stream(rj.io.iter_npy(X, y, one, chunk_rows=16), lams=LAMS,
+                                 holdout_metric=rj.ndcg)
+    if importlib.util.find_spec("sklearn"):
+        from rankjax.estimators import RankRLSCV
+        with pytest.raises(ValueError, match="qid"):
+            RankRLSCV().fit(X, labels)                  # no qid: one query
+    assert rj.make_folds(rj.query_graph(qid)).num_folds == np.unique(qid).size
 
 
 @pytest.mark.skipif(not (LAMBDARANK / "rank.train").exists(), reason="shared data absent")
