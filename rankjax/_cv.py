@@ -29,7 +29,7 @@ from jax import lax
 from ._checks import (as_float_array, check_count, check_gram, check_indices, check_matrix, check_symmetric,
                       device_array, host_labels, indices_ok, is_concrete, lam_ok, nan_unless,
                       reduce_concrete, segment_ids, value_range)
-from ._graph import Graph, IdentityGraph, check_graph, check_problem, global_graph
+from ._graph import Graph, check_graph, check_problem, global_graph
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import metric_sign
 from ._path import basis_rows, check_lams, select_lambda
@@ -100,11 +100,8 @@ def make_folds(graph: Graph, folds=None, *, seed: int = 0) -> Folds:
     check_graph(graph)
     f = _build_folds(graph, folds, seed)
     if f.num_folds < 2:               # one fold: every model would be trained on nothing
-        n_units = graph.fold_units()[1]
-        what = ("row", "rows") if isinstance(graph, IdentityGraph) else ("query", "queries")
-        raise ValueError(f"a hold-out needs at least 2 folds, got one ({n_units} "
-                         f"{what[n_units > 1]} in one fold): give the query ids (qid) of "
-                         "several queries, or more rows")
+        raise ValueError("a hold-out needs at least 2 folds, got one (every row in one fold): "
+                         "give the query ids (qid) of several queries, or more rows")
     return f
 
 
