@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _cg, _cv, _kernels, _kpcrank, _metrics, _path, _rankboost, _rankrls, _ranksvm, _tune
-from ._checks import check_flag, segment_ids
+from ._checks import check_count, check_flag, segment_ids
 from ._graph import identity_graph, query_graph
 from . import io
 
@@ -342,6 +342,12 @@ class RankRLSCV(RankRLS):
 
     def fit(self, X, y, qid=None):
         optimize = check_flag(self.optimize, "optimize")
+        if optimize:                                  # before the grid, not after it
+            kern = _kernel(self.kernel, self.gamma, self.degree, self.coef0)
+            kind = "linear" if kern is None else kern.kind
+            if kind not in ("linear", "gaussian"):
+                raise ValueError(f"optimize=True learns linear and Gaussian kernels, got {kind!r}")
+            check_count(self.optimize_steps, "optimize_steps")
         X, y, seg, _ = self._inputs(X, y, qid, fit=True)
         g = self._graph(seg, y)
         folds = _cv.make_folds(g, self.cv, seed=self.random_state)
@@ -380,8 +386,6 @@ class RankRLSCV(RankRLS):
     def _refine(self, X, y, seg, g, folds):
         kern = _kernel(self.kernel, self.gamma_, self.degree, self.coef0)
         kind = "linear" if kern is None else kern.kind
-        if kind not in ("linear", "gaussian"):
-            raise ValueError(f"optimize=True learns linear and Gaussian kernels, got {kind!r}")
         r = _tune.tune(_dense(X), y, g, kernel=kind, lam=self.lam_,
                        gamma=None if kern is None else float(kern.gamma), folds=folds,
                        steps=self.optimize_steps, learning_rate=0.1)

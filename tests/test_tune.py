@@ -129,8 +129,11 @@ def test_estimator_optimize_refines_the_grid_choice(prob):
     assert opt.best_score_ >= grid.best_score_
     assert opt.tune_.loss_history.shape == (11,)
     assert opt.tune_.params_history["log_lam"][0] == pytest.approx(np.log(grid.lam_))
-    with pytest.raises(ValueError, match="optimize"):
-        RankRLSCV(kernel="polynomial", optimize=True).fit(d.X, d.y, qid=d.qid)
+    # refused before the grid is computed: the grid would fail if it were reached
+    with pytest.raises(ValueError, match="optimize=True learns"):
+        RankRLSCV(kernel="polynomial", optimize=True, lams=[-1.0]).fit(d.X, d.y, qid=d.qid)
+    with pytest.raises(ValueError, match="optimize_steps"):
+        RankRLSCV(optimize=True, optimize_steps=0, lams=[-1.0]).fit(d.X, d.y, qid=d.qid)
 
 
 def test_cv_loss_errors(prob):
