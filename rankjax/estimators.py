@@ -130,13 +130,51 @@ def _kernel(kind, gamma, degree, coef0):
                      f"got {kind!r}")
 
 
+def _sizes_to_qid(qid, group, m: int, names=("qid", "group")):
+    """``qid``, or the query ids of LightGBM-style ``group`` sizes (rows in query
+    order); giving both is an error, and the sizes must add up to the ``m`` rows."""
+    if group is None:
+        return qid
+    if qid is not None:
+        raise ValueError(f"pass {names[0]} or {names[1]}, not both")
+    sizes = io._group_sizes(group.to_numpy() if hasattr(group, "to_numpy") else group, names[1])
+    if int(sizes.sum()) != m:
+        raise ValueError(f"{names[1]}: the query sizes add up to {int(sizes.sum())} rows but X "
+                         f"has {m}")
+    return np.repeat(np.arange(sizes.shape[0]), sizes)
+
+
+def _one_eval_set(eval_set, eval_qid, eval_group):
+    """``(X, y)``, or XGBoost/LightGBM's list of one such pair with ``eval_qid`` /
+    ``eval_group`` as lists of one array."""
+    def one(v):
+        return v[0] if isinstance(v, (list, tuple)) and len(v) == 1 and np.ndim(v[0]) == 1 else v
+    if isinstance(eval_set, list) and len(eval_set) > 1 and all(
+            isinstance(e, tuple) and len(e) == 2 for e in eval_set):
+        raise ValueError(f"eval_set: early stopping follows one evaluation set, got {len(eval_set)}")
+    if isinstance(eval_set, list) and len(eval_set) == 1:
+        eval_set, eval_qid, eval_group = eval_set[0], one(eval_qid), one(eval_group)
+    if not (isinstance(eval_set, (list, tuple)) and len(eval_set) == 2):
+        raise ValueError("eval_set must be one pair (X_valid, y_valid) or a list of one such "
+                         f"pair, got {type(eval_set).__name__}"
+                         + (f" of {len(eval_set)}" if isinstance(eval_set, (list, tuple)) else ""))
+    return eval_set, eval_qid, eval_group
+
+
 class _Ranker(_Base):
-    """Shared input handling, prediction, scoring and persistence."""
+    """Shared input handling, prediction, scoring and persistence.
 
-    __metadata_request__fit = {"qid": True}
-    __metadata_request__score = {"qid": True}
+    Queries are given as ``qid`` (a query id per row, as XGBoost and SVMlight) or as
+    ``group`` (query sizes in row order, as LightGBM), never both."""
 
-    def _inputs(self, X, y, qid, fit: bool, need_model: bool = True):
+    __metadata_request__fit = {"qid": True}       # group sizes are not per-row: never
+    __metadata_request__score = {"qid": True}     # routed by a meta-estimator (use qid)
+
+    def _inputs(self, X, y, qid, fit: bool, need_model: bool = True, group=None,
+                query_args=("qid", "group")):
+        if group is not None and qid is None and _is_frame(X) and "qid" in X.columns:
+            raise ValueError(f"pass {query_args[0]} or {query_args[1]}, not both (X has a 'qid' "
+                             "column)")
         X, qid, names = _split_frame(X, qid)
         X = _matrix(X)
         if getattr(X, "ndim", 2) != 2:
@@ -168,6 +206,7 @@ class _Ranker(_Base):
             y = y.astype(np.float64)
             if y.ndim != 1 or y.shape[0] != m:
                 raise ValueError(f"y must have shape [{m}], got {y.shape}")
+        qid = _sizes_to_qid(qid, group, m, query_args)
         seg = np.zeros(m, np.int32) if qid is None else segment_ids(
             qid.to_numpy() if hasattr(qid, "to_numpy") else qid).seg
         if seg.shape[0] != m:
@@ -195,10 +234,10 @@ class _Ranker(_Base):
     def _scores(self, X):
         return _rankrls.predict(self.model_, X)
 
-    def score(self, X, y, qid=None):
-        """Mean NDCG@``score_k`` over the queries of ``(X, y, qid)`` (``qid=None``: one
-        query, with a warning when the model was fitted on several)."""
-        X, y, seg, given = self._inputs(X, y, qid, fit=False)
+    def score(self, X, y, qid=None, *, group=None):
+        """Mean NDCG@``score_k`` over the queries of ``(X, y, qid)`` (or ``group``
+        sizes; neither: one query, with a warning when the model was fitted on several)."""
+        X, y, seg, given = self._inputs(X, y, qid, fit=False, group=group)
         if not given and getattr(self, "num_queries_", 1) > 1:
             warnings.warn(f"{type(self).__name__}.score got no qid: all rows are ranked as one "
                           "query; pass qid (with scikit-learn: enable metadata routing)",
@@ -282,8 +321,8 @@ class RankRLS(_Ranker):
             raise ValueError(f"graph must be 'query' or 'identity', got {self.graph!r}")
         return super()._graph(seg, y)
 
-    def fit(self, X, y, qid=None):
-        X, y, seg, _ = self._inputs(X, y, qid, fit=True)
+    def fit(self, X, y, qid=None, *, group=None):
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group)
         g = self._graph(seg, y)
         self.model_ = _fit_rankrls(X, y, g, self.lam, _kernel(self.kernel, self.gamma, self.degree,
                                                               self.coef0),
@@ -340,7 +379,7 @@ class RankRLSCV(RankRLS):
         self.graph, self.normalized, self.exclude_ties = graph, normalized, exclude_ties
         self.score_k, self.random_state = score_k, random_state
 
-    def fit(self, X, y, qid=None):
+    def fit(self, X, y, qid=None, *, group=None):
         optimize = check_flag(self.optimize, "optimize")
         if optimize:                                  # before the grid, not after it
             kern = _kernel(self.kernel, self.gamma, self.degree, self.coef0)
@@ -348,7 +387,7 @@ class RankRLSCV(RankRLS):
             if kind not in ("linear", "gaussian"):
                 raise ValueError(f"optimize=True learns linear and Gaussian kernels, got {kind!r}")
             check_count(self.optimize_steps, "optimize_steps")
-        X, y, seg, _ = self._inputs(X, y, qid, fit=True)
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group)
         g = self._graph(seg, y)
         folds = _cv.make_folds(g, self.cv, seed=self.random_state)
         lams = np.asarray(self.lams, dtype=np.float64)
@@ -403,19 +442,23 @@ class RankRLSCV(RankRLS):
 class CGRankRLS(_Ranker):
     """Primal RankRLS by conjugate gradient for large sparse data, with early stopping
     on an evaluation set (Airola et al. 2010): ``fit(X, y, qid, eval_set=(Xv, yv),
-    eval_qid=qv)``. ``lam=0`` with an evaluation set is early stopping alone."""
+    eval_qid=qv)`` (or ``group=``/``eval_group=`` sizes, and XGBoost/LightGBM's
+    ``eval_set=[(Xv, yv)]`` with ``eval_qid=[qv]``). ``lam=0`` with an evaluation set is early stopping
+    alone."""
 
     def __init__(self, lam=0.0, *, max_iter=500, tol=1e-5, patience=10, normalized=True,
                  score_k=10):
         self.lam, self.max_iter, self.tol, self.patience = lam, max_iter, tol, patience
         self.normalized, self.score_k = normalized, score_k
 
-    def fit(self, X, y, qid=None, eval_set=None, eval_qid=None):
-        X, y, seg, _ = self._inputs(X, y, qid, fit=True)
+    def fit(self, X, y, qid=None, eval_set=None, eval_qid=None, *, group=None,
+            eval_group=None):
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group)
         valid = None
         if eval_set is not None:
-            Xv, yv, sv, _ = self._inputs(eval_set[0], eval_set[1], eval_qid, fit=False,
-                                         need_model=False)
+            (Xv, yv), eval_qid, eval_group = _one_eval_set(eval_set, eval_qid, eval_group)
+            Xv, yv, sv, _ = self._inputs(Xv, yv, eval_qid, fit=False, need_model=False,
+                                         group=eval_group, query_args=("eval_qid", "eval_group"))
             valid = (Xv, yv, query_graph(sv))
         if valid is None and self.lam == 0:
             raise ValueError("lam=0 needs an eval_set (early stopping) or use lam > 0")
@@ -438,8 +481,8 @@ class RankSVM(_Ranker):
         self.basis, self.tol, self.max_iter = basis, tol, max_iter
         self.score_k, self.random_state = score_k, random_state
 
-    def fit(self, X, y, qid=None):
-        X, y, seg, _ = self._inputs(X, y, qid, fit=True)
+    def fit(self, X, y, qid=None, *, group=None):
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group)
         kern = _kernel(self.kernel, self.gamma, self.degree, self.coef0)
         if kern is None:
             r = _ranksvm.ranksvm_l2(X, y, seg, C=self.C,
@@ -471,8 +514,8 @@ class KPCRank(_Ranker):
     def _kern(self):
         return _kernel(self.kernel, self.gamma, self.degree, self.coef0) or _kernels.linear_kernel()
 
-    def fit(self, X, y, qid=None):
-        X, y, seg, _ = self._inputs(X, y, qid, fit=True)
+    def fit(self, X, y, qid=None, *, group=None):
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group)
         self.X_train_ = np.asarray(_dense(X), dtype=np.float64)
         K = _kernels.kernel_matrix(self._kern(), self.X_train_)
         self.model_ = _kpcrank.kpcrank(K, y, self._graph(seg, y), components=self.n_components,
@@ -490,8 +533,8 @@ class RankBoost(_Ranker):
     def __init__(self, rounds=100, *, num_thresholds=32, score_k=10):
         self.rounds, self.num_thresholds, self.score_k = rounds, num_thresholds, score_k
 
-    def fit(self, X, y, qid=None):
-        X, y, seg, _ = self._inputs(X, y, qid, fit=True)
+    def fit(self, X, y, qid=None, *, group=None):
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group)
         self.model_ = _rankboost.rankboost(_dense(X), y, seg, rounds=self.rounds,
                                            num_thresholds=self.num_thresholds)
         return self._finish_fit(seg)

@@ -535,10 +535,10 @@ def write_groups(path, sizes) -> None:
         fh.writelines(f"{int(s)}\n" for s in sizes)
 
 
-def _group_sizes(sizes) -> np.ndarray:
-    sizes = _integers(sizes, "sizes")
+def _group_sizes(sizes, name: str = "sizes") -> np.ndarray:
+    sizes = _integers(sizes, name)
     if sizes.ndim != 1 or np.any(sizes < 1):
-        raise ValueError("sizes must be a 1-D array of query sizes >= 1")
+        raise ValueError(f"{name} must be a 1-D array of query sizes >= 1")
     return sizes
 
 

@@ -94,6 +94,10 @@ def test_every_input_type_gives_the_same_model(data, make):
         m = make().fit(Xin, y, qid=q)
         Xp = Xin.drop(columns="qid") if hasattr(Xin, "columns") and "qid" in Xin else Xin
         np.testing.assert_allclose(m.predict(Xp), base, rtol=1e-8, atol=1e-10)
+    sizes = rj.io.qid_to_groups(qid)                  # LightGBM's group= (query sizes)
+    m = make().fit(frame, y, group=pd.Series(sizes))
+    np.testing.assert_allclose(m.predict(frame), base, rtol=1e-8, atol=1e-10)
+    assert m.score(X, y, group=sizes) == m.score(X, y, qid=qid)
     m = make().fit(frame, y, qid=qid)
     assert list(m.feature_names_in_) == names
     with pytest.raises(ValueError, match="features"):
@@ -148,6 +152,38 @@ def test_estimator_errors(data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         est.RankRLS().fit(X, y, qid=qid).score(X, y, qid=qid)        # no warning with qid
+
+
+def test_group_sizes_and_eval_set_forms(data):
+    """``group=`` sizes are the queries of ``qid``; giving both, sizes that do not add
+    up to the rows, or non-integer sizes are errors; XGBoost/LightGBM's list of one
+    evaluation set is the pair itself, and several sets are refused."""
+    X, y, qid = data
+    sizes = rj.io.qid_to_groups(qid)
+    assert sizes.shape[0] == 12 and sizes.sum() == X.shape[0]
+    cut = int(sizes[:8].sum())                          # 8 queries to fit, 4 to early-stop on
+    tr, va = slice(0, cut), slice(cut, None)
+    ref = est.CGRankRLS(lam=0.0, patience=3).fit(X[tr], y[tr], qid=qid[tr],
+                                                eval_set=(X[va], y[va]), eval_qid=qid[va])
+    for kw in (dict(eval_set=[(X[va], y[va])], eval_qid=[qid[va]]),
+               dict(eval_set=[(X[va], y[va])], eval_group=[sizes[8:]]),
+               dict(eval_set=(X[va], y[va]), eval_group=sizes[8:])):
+        m = est.CGRankRLS(lam=0.0, patience=3).fit(X[tr], y[tr], group=sizes[:8], **kw)
+        assert m.best_iteration_ == ref.best_iteration_
+        np.testing.assert_allclose(m.predict(X), ref.predict(X), rtol=1e-12, atol=1e-14)
+    for bad, match in ((dict(qid=qid, group=sizes), "qid or group, not both"),
+                       (dict(group=sizes[:-1]), "add up to"),
+                       (dict(group=np.r_[sizes, 0]), "sizes >= 1"),
+                       (dict(group=sizes + 0.5), "group must hold integers")):
+        with pytest.raises(ValueError, match=match):
+            est.RankRLS().fit(X, y, **bad)
+    with pytest.raises(ValueError, match="eval_group: the query sizes add up"):
+        est.CGRankRLS().fit(X, y, qid=qid, eval_set=(X, y), eval_group=sizes[1:])
+    with pytest.raises(ValueError, match="one evaluation set, got 2"):
+        est.CGRankRLS().fit(X, y, qid=qid, eval_set=[(X, y), (X, y)], eval_qid=[qid, qid])
+    pd = pytest.importorskip("pandas")
+    with pytest.raises(ValueError, match="not both"):
+        est.RankRLS().fit(pd.DataFrame(X).assign(qid=qid), y, group=sizes)
 
 
 def test_functions_take_scipy_sparse_and_refuse_a_gram_that_cannot_fit(data):
