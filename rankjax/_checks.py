@@ -233,9 +233,14 @@ def check_flag(value, name: str) -> bool:
     return bool(value)
 
 
+def is_int(v) -> bool:
+    """A Python or numpy integer that is not a bool (``True`` is an int to Python)."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
 def check_count(n, name: str, minimum: int = 1) -> int:
     """An iteration cap or size: a Python/numpy integer ``>= minimum`` (not a bool)."""
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+    if not is_int(n):
         raise TypeError(f"{name} must be an int, got {type(n).__name__}")
     if n < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {n}")
@@ -349,7 +354,7 @@ def resolve_segments(qid, num_queries, m: int, name: str = "qid"):
         if s.seg.shape[0] != m:
             raise ValueError(f"{name} has {s.seg.shape[0]} rows but {m} were expected")
         return device_array(s.seg), bucket(s.num_queries), s.num_queries
-    if not isinstance(num_queries, (int, np.integer)) or num_queries < 1:
+    if not is_int(num_queries) or num_queries < 1:
         raise TypeError("num_queries must be a positive Python int (static)")
     dtype = qid.dtype if hasattr(qid, "dtype") else np.asarray(qid).dtype
     if not np.issubdtype(dtype, np.integer):

@@ -27,7 +27,7 @@ import numpy as np
 from jax import lax
 
 from ._checks import (as_float_array, check_count, check_gram, check_indices, check_matrix, check_symmetric,
-                      device_array, host_labels, indices_ok, is_concrete, lam_ok, nan_unless,
+                      device_array, host_labels, indices_ok, is_concrete, is_int, lam_ok, nan_unless,
                       reduce_concrete, segment_ids, value_range)
 from ._graph import Graph, check_graph, check_problem, global_graph
 from ._kernels import Kernel, kernel_matrix
@@ -112,7 +112,7 @@ def _build_folds(graph, folds, seed):
     m = unit.shape[0]
     if folds is None:
         fold = unit
-    elif isinstance(folds, (int, np.integer)) and not isinstance(folds, (bool, np.bool_)):
+    elif is_int(folds):
         if not 2 <= folds <= n_units:
             raise ValueError(f"folds must be between 2 and {n_units}, got {folds}")
         perm = np.random.default_rng(seed).permutation(n_units)

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import (as_float_array, check_flag, check_indices, check_matrix, check_targets, device_array,
-                      host_labels, is_concrete, segment_ids)
+                      host_labels, is_concrete, is_int, segment_ids)
 from ._metrics import edge_disagreement_error, metric_sign, pairwise_error
 from ._ridge import HI, psd_root, tdot
 from ._segments import bucket, expand, seg_sum
@@ -496,8 +496,7 @@ def global_graph(num_rows: int, y=None, *, normalized: bool = False,
        [-1.  2. -1.]
        [-1. -1.  2.]]
     """
-    if (not isinstance(num_rows, (int, np.integer)) or isinstance(num_rows, bool)
-            or num_rows < 1):
+    if not is_int(num_rows) or num_rows < 1:
         raise ValueError(f"num_rows must be a positive int, got {num_rows!r}")
     return query_graph(np.zeros(int(num_rows), np.int64), y, normalized=normalized,
                        exclude_ties=exclude_ties)
@@ -532,7 +531,7 @@ def preference_graph(head, tail, magnitude=None, *, num_rows: int,
     """
     if cost not in COSTS:
         raise ValueError(f"cost must be one of {sorted(COSTS)}, got {cost!r}")
-    if not isinstance(num_rows, (int, np.integer)) or num_rows < 1:
+    if not is_int(num_rows) or num_rows < 1:
         raise ValueError(f"num_rows must be a positive int, got {num_rows!r}")
     if np.size(head) == 0:
         raise ValueError("the preference graph has no edges (head is empty)")
@@ -571,7 +570,7 @@ def identity_graph(num_rows: int) -> IdentityGraph:
       >>> print(np.asarray(identity_graph(2).mv(np.array([3., 4.]))))
       [3. 4.]
     """
-    if not isinstance(num_rows, (int, np.integer)) or num_rows < 1:
+    if not is_int(num_rows) or num_rows < 1:
         raise ValueError(f"num_rows must be a positive int, got {num_rows!r}")
     return IdentityGraph(num_rows=int(num_rows))
 

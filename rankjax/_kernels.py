@@ -11,11 +11,10 @@ from typing import Optional
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 from jax.experimental import sparse
 
-from ._checks import check_count, check_lam, check_matrix, lam_ok, nan_unless
+from ._checks import check_count, check_lam, check_matrix, is_int, lam_ok, nan_unless
 
 __all__ = ["Kernel", "linear_kernel", "gaussian_kernel", "polynomial_kernel", "kernel_matrix"]
 
@@ -118,7 +117,7 @@ def kernel_matrix(kernel: Kernel, X1, X2=None, *, block_size: Optional[int] = No
     B = A if X2 is None else _dense(check_matrix(X2, "X2"))
     if A.shape[1] != B.shape[1]:
         raise ValueError(f"X1 and X2 must be [m, n] with equal n, got {A.shape} and {B.shape}")
-    if block_size is not None and (not isinstance(block_size, (int, np.integer)) or block_size < 1):
+    if block_size is not None and (not is_int(block_size) or block_size < 1):
         raise ValueError(f"block_size must be a positive int or None, got {block_size!r}")
     return _kernel_core(kernel, A, B, None if block_size is None else int(block_size))
 

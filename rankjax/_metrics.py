@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import (as_float_array, check_flag, check_indices, indices_ok, is_concrete, nan_unless,
+from ._checks import (as_float_array, check_flag, check_indices, indices_ok, is_concrete, is_int, nan_unless,
                       reduce_concrete, resolve_segments)
 from ._segments import count_sum as _count_sum, count_to_float as _to_float, run_ids as _run_ids
 
@@ -248,7 +248,7 @@ def _ranked(f, seg, Q):
 
 
 def _check_k(k):
-    if k is not None and (not isinstance(k, (int, np.integer)) or k < 1):
+    if k is not None and (not is_int(k) or k < 1):
         raise ValueError(f"k must be a positive int or None, got {k!r}")
 
 

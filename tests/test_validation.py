@@ -123,3 +123,19 @@ def test_switches_take_only_true_or_false(good, tmp_path):
             with pytest.raises(TypeError, match=name):
                 call(bad)
         call(np.False_)
+
+
+def test_integer_arguments_refuse_bools(good):
+    """``True`` is an int to Python; as a count, a fold number or a cut-off it is a
+    mistake (``k=True`` would score NDCG@1), so it is refused like any non-integer."""
+    X, y, qid = good
+    g = rj.query_graph(qid)
+    calls = {"k": lambda v: rj.ndcg(X[:, 0], np.abs(y), qid, k=v),
+             "folds": lambda v: rj.make_folds(g, v),
+             "num_rows": lambda v: rj.identity_graph(v),
+             "block_size": lambda v: rj.kernel_matrix(rj.gaussian_kernel(1.0), X, block_size=v),
+             "max_iter": lambda v: rj.rankrls_cg(X, y, g, lam=1.0, max_iter=v)}
+    for name, call in calls.items():
+        with pytest.raises((TypeError, ValueError), match=name):
+            call(True)
+        call(2)
