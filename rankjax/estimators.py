@@ -203,7 +203,12 @@ class _Ranker(_Base):
             y = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
             if np.issubdtype(y.dtype, np.complexfloating):
                 raise ValueError("Complex data not supported: y must be real")
-            y = y.astype(np.float64)
+            if y.dtype.kind in "USV":                 # numpy would parse "2" silently
+                raise TypeError(f"y must hold numbers (relevance labels), got dtype {y.dtype}")
+            try:
+                y = y.astype(np.float64)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"y must hold numbers (relevance labels) ({e})") from None
             if y.ndim != 1 or y.shape[0] != m:
                 raise ValueError(f"y must have shape [{m}], got {y.shape}")
         qid = _sizes_to_qid(qid, group, m, query_args)

@@ -141,6 +141,8 @@ def test_estimator_errors(data):
         est.RankRLS(kernel="rbff").fit(X, y, qid=qid)
     with pytest.raises(ValueError, match="qid has"):
         est.RankRLS().fit(X, y, qid=qid[:-1])
+    with pytest.raises(TypeError, match="y must hold numbers"):     # not parsed silently
+        est.RankRLS().fit(X, y.astype(str), qid=qid)
     with pytest.raises(ValueError, match="eval_set"):
         est.CGRankRLS(lam=0.0).fit(X, y, qid=qid)
     with pytest.raises(ValueError, match="no rankjax estimator"):
