@@ -52,7 +52,7 @@ def _parser():
     p.add_argument("--load", help="a saved model; with --predict, only score")
     p.add_argument("--predict", help="file to score with --load")
     p.add_argument("--output", help="where --predict writes one score per line (stdout if unset)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the split and built-in data")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the split and built-in data")
     p.add_argument("--float64", action="store_true", help="compute in float64")
     p.add_argument("--learner", choices=LEARNERS, default="rankrls",
                    help="rankrls (default, λ chosen), rls (pointwise RLS, λ chosen), ranksvm "
@@ -73,6 +73,16 @@ LEARNERS = ("rankrls", "rls", "ranksvm", "rankboost", "cg")
 def _version():
     from . import __version__
     return __version__
+
+
+def _seed(text):
+    try:
+        s = int(text)
+    except ValueError:
+        s = -1
+    if not 0 <= s < 2**31:                    # numpy's and the built-in data's seed range
+        raise argparse.ArgumentTypeError(f"must be an int in [0, 2^31), got {text!r}")
+    return s
 
 
 def _folds(text):

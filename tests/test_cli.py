@@ -90,6 +90,7 @@ def files(tmp_path_factory):
     (["--load", "{d}/m.npz"], ["--predict"]),
     (["--folds", "1"], ["--folds"]),
     (["--folds", "x"], ["--folds"]),
+    (["--seed", "-1"], ["--seed"]),
     (["--learner", "svm"], ["--learner"]),
     (["--learner", "ranksvm", "--folds", "3"], ["--folds"]),
     (["--train", "{d}/train.txt", "--test", "{d}/train.txt", "--folds", "50"], ["exceeds"]),
