@@ -137,11 +137,10 @@ def _sizes_to_qid(qid, group, m: int, names=("qid", "group")):
         return qid
     if qid is not None:
         raise ValueError(f"pass {names[0]} or {names[1]}, not both")
-    sizes = io._group_sizes(group.to_numpy() if hasattr(group, "to_numpy") else group, names[1])
-    if int(sizes.sum()) != m:
-        raise ValueError(f"{names[1]}: the query sizes add up to {int(sizes.sum())} rows but X "
-                         f"has {m}")
-    return np.repeat(np.arange(sizes.shape[0]), sizes)
+    qid = io._qid_from_sizes(group.to_numpy() if hasattr(group, "to_numpy") else group, names[1])
+    if qid.shape[0] != m:
+        raise ValueError(f"{names[1]}: the query sizes add up to {qid.shape[0]} rows but X has {m}")
+    return qid
 
 
 def _one_eval_set(eval_set, eval_qid, eval_group):
@@ -385,13 +384,7 @@ class RankRLSCV(RankRLS):
         self.score_k, self.random_state = score_k, random_state
 
     def fit(self, X, y, qid=None, *, group=None):
-        optimize = check_flag(self.optimize, "optimize")
-        if optimize:                                  # before the grid, not after it
-            kern = _kernel(self.kernel, self.gamma, self.degree, self.coef0)
-            kind = "linear" if kern is None else kern.kind
-            if kind not in ("linear", "gaussian"):
-                raise ValueError(f"optimize=True learns linear and Gaussian kernels, got {kind!r}")
-            check_count(self.optimize_steps, "optimize_steps")
+        kind = self._tune_kind() if check_flag(self.optimize, "optimize") else None
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group)
         g = self._graph(seg, y)
         folds = _cv.make_folds(g, self.cv, seed=self.random_state)
@@ -421,15 +414,23 @@ class RankRLSCV(RankRLS):
                             "param_lam": np.array([a for a, _ in rows]),
                             "param_gamma": np.array([b for _, b in rows]),
                             "mean_test_score": s, "rank_test_score": rank}
-        if optimize:
-            self._refine(X, y, seg, g, folds)
+        if kind is not None:
+            self._refine(X, y, seg, g, folds, kind)
         kern = _kernel(self.kernel, self.gamma_, self.degree, self.coef0)
         self.model_ = _fit_rankrls(X, y, g, self.lam_, kern, None, self.random_state)
         return self._finish_fit(seg)
 
-    def _refine(self, X, y, seg, g, folds):
-        kern = _kernel(self.kernel, self.gamma_, self.degree, self.coef0)
+    def _tune_kind(self):
+        """The kernel ``tune`` learns (checked before the grid is computed, not after)."""
+        kern = _kernel(self.kernel, self.gamma, self.degree, self.coef0)
         kind = "linear" if kern is None else kern.kind
+        if kind not in ("linear", "gaussian"):
+            raise ValueError(f"optimize=True learns linear and Gaussian kernels, got {kind!r}")
+        check_count(self.optimize_steps, "optimize_steps")
+        return kind
+
+    def _refine(self, X, y, seg, g, folds, kind):
+        kern = _kernel(self.kernel, self.gamma_, self.degree, self.coef0)
         r = _tune.tune(_dense(X), y, g, kernel=kind, lam=self.lam_,
                        gamma=None if kern is None else float(kern.gamma), folds=folds,
                        steps=self.optimize_steps, learning_rate=0.1)

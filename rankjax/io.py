@@ -549,7 +549,11 @@ def groups_to_qid(sizes) -> np.ndarray:
       >>> groups_to_qid([2, 1, 3]).tolist()
       [0, 0, 1, 2, 2, 2]
     """
-    sizes = _group_sizes(sizes)
+    return _qid_from_sizes(sizes)
+
+
+def _qid_from_sizes(sizes, name: str = "sizes") -> np.ndarray:
+    sizes = _group_sizes(sizes, name)
     return np.repeat(np.arange(sizes.shape[0]), sizes)
 
 
