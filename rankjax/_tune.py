@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ._checks import check_count, check_flag, check_indices, check_lam, check_matrix
+from ._checks import check_count, check_flag, check_indices, check_lam, check_matrix, indices_ok, nan_unless
 from ._cv import Folds, _over_folds, _resolve_folds, _woodbury_fold
 from ._graph import Graph, check_graph, check_problem, pairs_from_scores
 from ._kernels import Kernel, kernel_matrix
@@ -108,6 +108,16 @@ def cv_predictions(params, X, y, graph: Graph, folds: Folds, kernel: str = "line
     X, y = _check_data(X, y, graph)
     _check_params(params, kernel, X.shape[1])
     folds = _resolve_folds(graph, folds, 0, X.shape[0])
+    return _predictions_core(params, X, y, graph, folds, kernel=kernel)
+
+
+@partial(jax.jit, static_argnames="kernel")
+def _predictions_core(params, X, y, graph, folds, *, kernel):
+    return _predictions(params, X, y, graph, folds, kernel)
+
+
+def _predictions(params, X, y, graph, folds, kernel):
+    """The body of :func:`cv_predictions` on checked inputs (traced by the cores)."""
     lam = jnp.exp(params["log_lam"])
     m = X.shape[0]
     Xs = _scaled(X, params)
@@ -146,7 +156,12 @@ def cv_loss(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear",
       loss: ``"squared"`` — the RankRLS loss ``(y - f')^T L (y - f')`` of the hold-out
         predictions ``f'`` per row; ``"pairwise"`` — the pairwise error with the step
         replaced by ``sigmoid(./temperature)``, each query weighted equally.
-      pairs: ``(head, tail, weight)`` for ``"pairwise"`` (from :func:`tune`).
+      pairs: ``(head, tail, weight)`` for ``"pairwise"`` (from :func:`tune`); indices
+        are range-checked, and under the caller's ``jit`` an index outside ``[0, m)``
+        makes the loss NaN.
+
+    Host checks, then one module-level jitted core: a second call with new values of
+    the same shapes compiles nothing.
 
     Example:
       >>> import numpy as np, rankjax as rj
@@ -157,18 +172,39 @@ def cv_loss(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear",
     """
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    f = cv_predictions(params, X, y, graph, folds, kernel)
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    if not isinstance(folds, Folds):
+        raise TypeError(f"folds must be a Folds (rankjax.make_folds), got {type(folds).__name__}")
+    X, y = _check_data(X, y, graph)
+    _check_params(params, kernel, X.shape[1])
+    folds = _resolve_folds(graph, folds, 0, X.shape[0])
+    if loss == "pairwise":
+        if pairs is None or len(pairs) != 3:
+            raise ValueError("loss='pairwise' needs pairs=(head, tail, weight)")
+        head, tail = (check_indices(v, f"pairs {k}", X.shape[0])
+                      for k, v in zip(("head", "tail"), pairs[:2]))
+        weight = jnp.asarray(pairs[2])
+        if head.shape != tail.shape or weight.shape != head.shape:
+            raise ValueError(f"pairs must be three [p] arrays, got shapes "
+                             f"{[np.shape(v) for v in pairs]}")
+        pairs = (head, tail, weight)
+    check_lam(temperature, name="temperature", scalar=True)
+    return _loss_core(params, X, y, graph, folds, pairs, temperature, kernel=kernel, loss=loss)
+
+
+def _loss(params, X, y, graph, folds, pairs, temperature, kernel, loss):
+    """The body of :func:`cv_loss` on checked inputs; a traced pair index outside
+    ``[0, m)`` (unchecked under the caller's ``jit``) makes the loss NaN."""
+    f = _predictions(params, X, y, graph, folds, kernel)
     if loss == "squared":
         return graph.loss(f, y) / X.shape[0]
-    if pairs is None or len(pairs) != 3:
-        raise ValueError("loss='pairwise' needs pairs=(head, tail, weight)")
-    head, tail = (check_indices(v, f"pairs {k}", f.shape[0])
-                  for k, v in zip(("head", "tail"), pairs[:2]))
-    weight = jnp.asarray(pairs[2])
-    if head.shape != tail.shape or weight.shape != head.shape:
-        raise ValueError(f"pairs must be three [p] arrays, got shapes "
-                         f"{[np.shape(v) for v in pairs]}")
-    return _pairwise(f, head, tail, weight, temperature)
+    head, tail, weight = pairs
+    ok = indices_ok(head, f.shape[0]) & indices_ok(tail, f.shape[0])
+    return nan_unless(ok, _pairwise(f, head, tail, weight, temperature))
+
+
+_loss_core = jax.jit(_loss, static_argnames=("kernel", "loss"))
 
 
 class TuneResult(NamedTuple):
@@ -191,8 +227,8 @@ second :func:`tune` with new values compiles nothing."""
 
 @partial(jax.jit, static_argnames=("kernel", "loss"))
 def _step(params, state, X, y, graph, folds, pairs, temperature, *, kernel, loss):
-    value, grad = jax.value_and_grad(cv_loss)(params, X, y, graph, folds, kernel, loss, pairs,
-                                              temperature)
+    value, grad = jax.value_and_grad(_loss)(params, X, y, graph, folds, pairs, temperature,
+                                            kernel, loss)
     updates, state = _ADAM.update(grad, state, params)
     return optax.apply_updates(params, updates), state, value
 
@@ -270,7 +306,7 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
                                      kernel=kernel, loss=loss)
         losses.append(value)
         history.append(params)
-    losses.append(cv_loss(params, X, y, graph, folds, kernel, loss, pairs, temp))
+    losses.append(_loss_core(params, X, y, graph, folds, pairs, temp, kernel=kernel, loss=loss))
     stacked = {k: np.stack([np.asarray(p[k]) for p in history]) for k in params}
     final = {k: np.asarray(v) for k, v in params.items()}
     kern = None if kernel == "linear" else _kernel(params, kernel)

@@ -2,6 +2,7 @@
 and retraining; gradients of the CV loss w.r.t. log λ, log γ, log c0 and ARD scales
 equal central finite differences (float64, 1e-6 relative); the optax loop descends."""
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -169,3 +170,18 @@ def test_cv_loss_errors(prob):
     other = rj.make_folds(rj.query_graph(np.arange(d.y.size) // 2))
     with pytest.raises(ValueError, match="another graph"):
         rj.cv_loss(lin, d.X, d.y, g, other)
+
+
+def test_cv_loss_under_the_callers_jit(prob):
+    """Under ``jit`` the loss equals the eager one; a traced pair index outside ``[0, m)``
+    (it cannot raise there, and a gather would clamp it) makes the loss NaN."""
+    d, g, folds = prob
+    gau = {"log_lam": jnp.asarray(0.0), "log_gamma": jnp.asarray(-1.0)}
+    h, t, w = rj.pairs_from_scores(d.y, d.qid)
+
+    @jax.jit
+    def loss(head):
+        return rj.cv_loss(gau, d.X, d.y, g, folds, "gaussian", "pairwise", (head, t, w))
+    eager = rj.cv_loss(gau, d.X, d.y, g, folds, "gaussian", "pairwise", (h, t, w))
+    np.testing.assert_allclose(loss(jnp.asarray(h)), eager, rtol=1e-10)
+    assert np.isnan(loss(jnp.asarray(h).at[0].set(d.y.size)))
