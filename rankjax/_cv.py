@@ -27,14 +27,16 @@ import numpy as np
 from jax import lax
 
 from ._checks import (as_float_array, check_count, check_gram, check_indices, check_matrix, check_symmetric,
-                      device_array, host_labels, indices_ok, is_concrete, is_int, lam_ok, nan_unless,
-                      reduce_concrete, segment_ids, value_range)
+                      check_memory, device_array, host_labels, indices_ok, is_concrete, is_int, lam_ok,
+                      nan_unless, reduce_concrete, segment_ids, value_range)
 from ._graph import Graph, check_graph, check_problem, global_graph
-from ._kernels import Kernel, kernel_matrix
+from ._kernels import Kernel
 from ._metrics import metric_sign
-from ._path import basis_rows, check_lams, select_lambda
+from ._nystrom import masked_features, padded_basis
+from ._path import check_lams, select_lambda
 from ._rankrls import check_kernel_matrix
-from ._ridge import (HI, dual_system, eigh_psd, nystrom_map, primal_system,
+from ._segments import padded_size
+from ._ridge import (HI, dual_system, eigh_psd, primal_system,
                      spectral_filter, tdot)
 
 
@@ -46,15 +48,6 @@ __all__ = ["Folds", "make_folds", "HoldOut", "CVResult", "holdout_primal", "hold
 _BUDGET = 1 << 24          # elements of [L, P, P] work arrays per batch of folds
 
 
-def _padded_size(n):
-    """Fold sizes are padded to 1, 2, 4, 8, 16, then four steps per octave
-    (20, 24, 28, 32, 40, ...): at most 25 % padding, few distinct shapes."""
-    n = np.maximum(np.asarray(n), 1)
-    p2 = 1 << np.ceil(np.log2(n)).astype(int)
-    step = np.maximum(p2 // 8, 1)
-    return np.where(p2 <= 16, p2, -(-n // step) * step)
-
-
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class Folds:
@@ -62,7 +55,7 @@ class Folds:
 
     Attributes:
       index: tuple of ``[F_b, P_b]`` int32 row indices, one array per bucket of
-        folds padded to size ``P_b``; ``F_b`` is padded like the sizes (:func:`_padded_size`) with
+        folds padded to size ``P_b``; ``F_b`` is padded like the sizes (:func:`padded_size`) with
         inert (all-masked) folds.
       mask: tuple of ``[F_b, P_b]`` bool, False on padding.
       fold_of_row: ``[m]`` int32 fold id of every row.
@@ -132,11 +125,11 @@ def _build_folds(graph, folds, seed):
     order = np.argsort(fold, kind="stable")
     sizes = np.bincount(fold)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    padded = _padded_size(sizes)
+    padded = padded_size(sizes)
     index, mask = [], []
     for P in np.unique(padded):
         which = np.flatnonzero(padded == P)
-        which = np.concatenate([which, np.full(int(_padded_size(which.size)) - which.size, -1)])
+        which = np.concatenate([which, np.full(int(padded_size(which.size)) - which.size, -1)])
         pos = np.arange(P)[None, :]
         valid = (pos < sizes[which, None]) & (which[:, None] >= 0)
         rows = order[np.where(valid, starts[which, None] + pos, 0)]
@@ -169,9 +162,7 @@ def _woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
 
     # every λ's H_UU from one product with the shared D (one GEMM across vmapped folds):
     # H_l[p, q] = sum_r (P_pr P_qr) d_lr
-    P = idx.shape[0]
-    Hs = jnp.matmul((Pu[:, None, :] * Pu[None, :, :]).reshape(P * P, -1), D.T, precision=HI)
-    Hs = jnp.moveaxis(Hs, 1, 0).reshape(-1, P, P)
+    Hs = jnp.einsum("pr,lr,qr->lpq", Pu, D, Pu, precision=HI)
 
     def per_lam(H, lam, fu):
         if Kuu is not None:
@@ -254,14 +245,17 @@ def _holdout_primal_core(X, y, graph, lams, folds):
     return nan_unless(lam_ok(lams), holdout_from_system(X, y, graph, lams, folds, G, b))
 
 
-def holdout_from_system(X, y, graph, lams, folds, G, b):
+def holdout_from_system(X, y, graph, lams, folds, G, b, right=None):
     """Eq. 33-34 hold-out predictions ``[L, m(, k)]`` of the rows ``X`` (whole queries of
     ``graph``) when the full training system ``(G, b) = (X^T L X, X^T L y)`` may include
     further rows elsewhere (other devices, other chunks): no edge leaves a query, so a
-    fold needs only its own rows and the global system."""
-    m, n = X.shape
+    fold needs only its own rows and the global system. With ``right [n, r]`` the
+    features are ``X right`` (never formed whole: ``X (right V)``; Nyström)."""
+    m = X.shape[0]
+    n = G.shape[0]
     eig = eigh_psd(G)
-    Pf = jnp.matmul(X, eig.vectors, precision=HI)                 # [m, n]
+    V = eig.vectors if right is None else jnp.matmul(right, eig.vectors, precision=HI)
+    Pf = jnp.matmul(X, V, precision=HI)                            # [m, n]
     c = tdot(eig.vectors, b)                                       # [n(, k)]
     D = spectral_filter(eig.values[None, :], lams[:, None])        # [L, n]
     F = jnp.einsum("mr,lr...->lm...", Pf, D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None],
@@ -269,7 +263,8 @@ def holdout_from_system(X, y, graph, lams, folds, G, b):
 
     def fold_fn(P):
         if P > n:
-            return partial(_refit_fold, graph, X=X, G=G, b=b, y=y, lams=lams)
+            feats = X if right is None else jnp.matmul(X, right, precision=HI)
+            return partial(_refit_fold, graph, X=feats, G=G, b=b, y=y, lams=lams)
         return partial(_woodbury_fold, graph, Pfeat=Pf, D=D, lams=lams, F=F, y=y, K=None)
 
     return _over_folds(folds, m, lams.shape[0], n, F.shape, X.dtype, fold_fn)
@@ -351,9 +346,14 @@ def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> Hold
 def holdout_nystrom(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=None,
                     seed: int = 0, block_size: Optional[int] = None) -> HoldOut:
     """Hold-out predictions of Nyström (basis-vector) RankRLS (Pahikkala et al. 2009,
-    §3.5 with §3.3): the primal hold-out on the Nyström features of the basis rows
-    (``basis``: indices, or an int to draw that many rows with ``seed``). The basis
-    stays fixed across folds, as in the paper.
+    §3.5 with §3.3): the primal hold-out (eq. 33-34) on the Nyström features
+    ``Φ = K_R^T Z^{-T}`` of the basis rows (``basis``: indices, e.g. from
+    :func:`nystrom_basis`, or an int to draw that many rows uniformly with ``seed``),
+    for the whole λ grid from one eigendecomposition of ``Φ^T L Φ`` (``b x b``). The
+    basis stays fixed across folds, as in the paper. O(m b^2) time, O(m b) memory.
+
+    The basis is padded to a size bucket with masked rows and the kernel parameters
+    are traced: another γ, or another basis size in the same bucket, compiles nothing.
 
     Example:
       >>> import numpy as np, rankjax as rj
@@ -363,14 +363,26 @@ def holdout_nystrom(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=No
       >>> h.predictions.shape == (1, len(d.y))
       True
     """
-    X = check_matrix(X)
-    _, XR = basis_rows(X, basis, seed)
-    Phi, _ = _nystrom_jit(kernel_matrix(kernel, XR, X, block_size=block_size),
-                          kernel_matrix(kernel, XR))
-    return holdout_primal(Phi, y, graph, lams=lams, folds=folds, seed=seed)
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"kernel must be a rankjax Kernel, got {type(kernel).__name__}")
+    X, y, lams, folds = _check_holdout(check_matrix(X), y, graph, lams, folds, seed)
+    X = X.todense() if hasattr(X, "todense") else X
+    _, XR, rmask = padded_basis(X, basis, seed)
+    check_memory(4 * X.shape[0] * XR.shape[0] * X.dtype.itemsize,
+                 f"the Nyström hold-out ({X.shape[0]} rows x {XR.shape[0]} basis rows)",
+                 "use a smaller basis or rankrls_falkon (row blocks)")
+    return HoldOut(lams, _holdout_nystrom_core(X, XR, rmask, y, graph, lams, folds, kernel,
+                                               block_size), folds)
 
 
-_nystrom_jit = jax.jit(nystrom_map)
+@partial(jax.jit, static_argnames="block_size")
+def _holdout_nystrom_core(X, XR, rmask, y, graph, lams, folds, kernel, block_size):
+    # Φ = K_R^T T is never formed: G = T^T (K_R L K_R^T) T and Φ V = K_R^T (T V)
+    KRt, T = masked_features(X, XR, rmask, kernel, block_size, features=False)
+    GK, bK = primal_system(KRt, y, graph)
+    G = jnp.matmul(T.T, jnp.matmul(GK, T, precision=HI), precision=HI)
+    return nan_unless(lam_ok(lams), holdout_from_system(KRt, y, graph, lams, folds, (G + G.T) / 2,
+                                                        tdot(T, bK), right=T))
 
 
 class CVResult(NamedTuple):

@@ -39,7 +39,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from ._cg import CGResult, _check_loop, _check_x0, _criterion_args, _make_valid_fn, _static_metric, cg_solve
 from ._checks import (as_float_array, check_flag, check_count, check_lam, check_matrix, lam_ok, nan_unless,
                       segment_ids)
-from ._cv import HoldOut, _build_folds, _padded_size, holdout_from_system
+from ._cv import HoldOut, _build_folds, holdout_from_system
+from ._segments import padded_size
 from ._graph import QueryGraph, check_graph, check_problem, query_graph
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import metric_sign, pairwise_error
@@ -471,7 +472,7 @@ def _stacked_folds(data):
     padded fold size (sizes agreed between processes)."""
     width = data.rows.shape[1]
     seg_local = _local_rows(data.graph.seg, 0).reshape(-1, width)
-    sizes = sorted(set(int(s) for s in _padded_size(np.arange(1, width + 1))))
+    sizes = sorted(set(int(s) for s in padded_size(np.arange(1, width + 1))))
     per_dev = []
     for seg in seg_local:
         f = _build_folds(_host_graph(seg, data.graph.num_segments), None, 0)

@@ -41,7 +41,7 @@ import numpy as np
 from ._checks import (as_float_array, check_flag, check_indices, check_matrix, check_targets, device_array,
                       host_labels, is_concrete, is_int, segment_ids)
 from ._metrics import edge_disagreement_error, metric_sign, pairwise_error
-from ._ridge import HI, psd_root, tdot
+from ._ridge import HI, gram, psd_root, tdot
 from ._segments import bucket, expand, seg_sum
 
 __all__ = [
@@ -99,7 +99,7 @@ class _GraphBase:
         """``(X^T L X, X^T L y)``: ``Z^T Z`` with ``Z = S X`` when a segment root exists."""
         if self.has_root:
             Z = self.root_mv(X)
-            return jnp.matmul(Z.T, Z, precision=HI), tdot(Z, self.root_mv(y))
+            return gram(Z), tdot(Z, self.root_mv(y))
         Xc = self.centre(X)
         G = jnp.matmul(Xc.T, self.mv(Xc), precision=HI)
         return (G + G.T) / 2, tdot(Xc, self.rhs(y, X.dtype))
@@ -235,6 +235,33 @@ class QueryGraph(_GraphBase):
         return psd_root(mm * (e[:, None] * (eye * (n - ng)[:, None] - same + sameg)))[0]
 
 
+    def restrict(self, rows):
+        """The graph of the rows ``rows`` (host ``[r]`` indices of whole queries, in any
+        order): ``L_UU`` of those rows, the same edge weights (for a preconditioner or a
+        subsample). A query cut in two is an error (its Laplacian block would change)."""
+        rows = np.asarray(rows)
+        seg = np.asarray(self.seg)[rows]
+        uq, new_seg = np.unique(seg, return_inverse=True)
+        counts = np.asarray(self.counts)[uq]
+        if not np.array_equal(np.bincount(new_seg, minlength=uq.size), counts):
+            raise ValueError("rows must hold whole queries of the graph")
+        S = bucket(uq.size)
+        dtype = self.counts.dtype
+        out = dict(seg=device_array(new_seg.astype(np.int32)),
+                   counts=device_array(_pad(counts, S), dtype),
+                   edge_weight=device_array(_pad(np.asarray(self.edge_weight)[uq], S), dtype),
+                   num_segments=S, group_seg=None, group_query=None, group_counts=None,
+                   num_group_segments=0)
+        if self.group_seg is not None:
+            ug, new_g = np.unique(np.asarray(self.group_seg)[rows], return_inverse=True)
+            G = bucket(ug.size)
+            gq = np.searchsorted(uq, np.asarray(self.group_query)[ug])
+            out.update(group_seg=device_array(new_g.astype(np.int32)),
+                       group_query=device_array(_pad(gq.astype(np.int32), G)),
+                       group_counts=device_array(_pad(np.asarray(self.group_counts)[ug], G), dtype),
+                       num_group_segments=G)
+        return QueryGraph(**out)
+
     def shard_blocks(self, rows, shard_of_query):
         """Host arrays of the local graphs of shards of whole queries, stacked ``[D, ...]``.
 
@@ -344,6 +371,10 @@ class PreferenceGraph(_GraphBase):
     def segments(self):
         raise TypeError("a PreferenceGraph has no query segments")
 
+    def restrict(self, rows):
+        raise TypeError("a PreferenceGraph cannot be restricted to a subset of rows: its "
+                        "edges may leave any subset (use a QueryGraph or an IdentityGraph)")
+
     def fold_units(self):
         raise TypeError("hold-out folds need a QueryGraph (folds of whole queries) or an "
                         "IdentityGraph; a PreferenceGraph's edges may cross any split")
@@ -373,6 +404,9 @@ class IdentityGraph(_GraphBase):
 
     def block_root(self, idx, mask, dtype):
         return jnp.eye(idx.shape[0], dtype=dtype) * mask.astype(dtype)
+
+    def restrict(self, rows):
+        return IdentityGraph(int(np.asarray(rows).shape[0]))
 
 
 Graph = Union[QueryGraph, PreferenceGraph, IdentityGraph]

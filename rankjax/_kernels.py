@@ -79,7 +79,7 @@ def _dense(X):
     return X.todense() if isinstance(X, sparse.BCOO) else jnp.asarray(X)
 
 
-def _block(kernel: Kernel, A, B):
+def kernel_block(kernel: Kernel, A, B):
     dot = jnp.matmul(A, B.T, precision=_HI)
     if kernel.kind == "linear":
         return dot
@@ -137,9 +137,9 @@ def _params_ok(kernel):
 
 def _kernel_blocks(kernel, A, B, block_size):
     if block_size is None or block_size >= A.shape[0]:
-        return _block(kernel, A, B)
+        return kernel_block(kernel, A, B)
     m1 = A.shape[0]
     nb = -(-m1 // block_size)
     Ap = jnp.pad(A, ((0, nb * block_size - m1), (0, 0))).reshape(nb, block_size, -1)
-    K = lax.map(lambda a: _block(kernel, a, B), Ap)
+    K = lax.map(lambda a: kernel_block(kernel, a, B), Ap)
     return K.reshape(nb * block_size, -1)[:m1]

@@ -7,9 +7,9 @@ import rankjax as rj
 from rankjax import estimators, io, plot
 
 PKG = pathlib.Path(rj.__file__).parent
-ORDER = ["_xla", "_sparse", "_segments", "_checks", "_metrics", "_ridge", "_graph", "_kernels", "_rankrls",
+ORDER = ["_xla", "_sparse", "_segments", "_checks", "_metrics", "_ridge", "_graph", "_kernels", "_nystrom", "_rankrls",
          "_path", "_cv",
-         "_cg", "_kpcrank", "_ranksvm", "_gp", "_rankboost", "_synthetic", "_distributed",
+         "_cg", "_falkon", "_kpcrank", "_ranksvm", "_gp", "_rankboost", "_synthetic", "_distributed",
          "_stream", "_tune", "io",
          "estimators", "plot", "cli", "__main__", "__init__"]
 
