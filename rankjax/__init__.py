@@ -36,6 +36,8 @@ from ._cg import (
     STOP_REASONS as STOP_REASONS, CGResult as CGResult, cg_solve as cg_solve,
     rankrls_cg as rankrls_cg, rankrls_cg_dual as rankrls_cg_dual,
     validation_criterion as validation_criterion)
+from ._nystrom import BASIS_METHODS as BASIS_METHODS, nystrom_basis as nystrom_basis
+from ._falkon import FalkonModel as FalkonModel, rankrls_falkon as rankrls_falkon
 from ._kpcrank import (
     KPCModel as KPCModel, KPCPath as KPCPath, center_kernel as center_kernel,
     center_test_kernel as center_test_kernel, kpcrank as kpcrank, kpcrank_path as kpcrank_path)

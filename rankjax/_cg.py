@@ -103,8 +103,8 @@ def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, max_iter: int =
     if b.ndim != 1:
         raise ValueError(f"b must be 1-D [n], got shape {tuple(b.shape)}")
     check_lam(lam, allow_zero=True, scalar=True)
-    _check_loop(tol, max_iter, patience, recompute_every)
-    x0 = _check_x0(x0, b.shape[0])
+    check_loop(tol, max_iter, patience, recompute_every)
+    x0 = check_x0(x0, b.shape[0])
     dtype = b.dtype
     lam = jnp.asarray(lam, dtype)
     op = lambda v: matvec(v) + lam * v  # noqa: E731
@@ -247,7 +247,7 @@ def validation_criterion(valid, metric="pairwise_error", *, greater_is_better=No
     return g.criterion(y, metric, greater_is_better, **metric_kwargs)
 
 
-def _criterion_args(valid, n, name, metric, greater_is_better, kw):
+def criterion_args(valid, n, name, metric, greater_is_better, kw):
     """Host checks of ``valid = (M_valid, y_valid, graph_valid)``; the criterion is
     rebuilt inside the jitted core from these pytrees and the static metric."""
     if valid is None:
@@ -260,7 +260,7 @@ def _criterion_args(valid, n, name, metric, greater_is_better, kw):
     return Mv, (yv, gv)
 
 
-def _make_valid_fn(scores_fn, vdata, metric, greater_is_better, kw):
+def make_valid_fn(scores_fn, vdata, metric, greater_is_better, kw):
     if vdata is None:
         return None
     yv, gv = vdata
@@ -286,7 +286,7 @@ def _as_operator(X, name):
     return X
 
 
-def _static_metric(metric, kw):
+def static_metric(metric, kw):
     kw = tuple(sorted(kw.items()))
     try:
         hash((metric, kw))
@@ -303,7 +303,7 @@ _STATIC = ("metric", "greater_is_better", "kw", "max_iter", "patience", "recompu
 def _cg_primal_core(X, y, graph, lam, Xv, vdata, x0, tol, *, metric, greater_is_better, kw,
                     max_iter, patience, recompute_every, progress):
     b = X.T @ graph.rhs(y, X.dtype)
-    valid_fn = _make_valid_fn(lambda w: Xv @ w, vdata, metric, greater_is_better, kw)
+    valid_fn = make_valid_fn(lambda w: Xv @ w, vdata, metric, greater_is_better, kw)
     return _differentiable_cg(lambda v: X.T @ graph.mv(X @ v), b, lam=lam, x0=x0, tol=tol,
                               max_iter=max_iter, valid_fn=valid_fn, patience=patience,
                               recompute_every=recompute_every, progress=progress)
@@ -358,26 +358,26 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_erro
     check_graph(graph, X.shape[0])
     y = _check_y(y, graph, "rankrls_cg")
     check_lam(lam, allow_zero=True, scalar=True)
-    _check_loop(tol, max_iter, patience, recompute_every)
-    kw = _static_metric(metric, metric_kwargs)
-    Xv, vdata = _criterion_args(valid, X.shape[1], "X_valid", metric, greater_is_better, kw)
+    check_loop(tol, max_iter, patience, recompute_every)
+    kw = static_metric(metric, metric_kwargs)
+    Xv, vdata = criterion_args(valid, X.shape[1], "X_valid", metric, greater_is_better, kw)
     if Xv is not None:
         Xv = _as_operator(Xv, "X_valid")
         if Xv.shape[1] != X.shape[1]:
             raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {X.shape[1]}")
-    return _cg_primal_core(X, y, graph, lam, Xv, vdata, _check_x0(x0, X.shape[1]), tol,
+    return _cg_primal_core(X, y, graph, lam, Xv, vdata, check_x0(x0, X.shape[1]), tol,
                            metric=metric, greater_is_better=greater_is_better, kw=kw,
                            max_iter=max_iter, patience=patience, recompute_every=recompute_every,
                            progress=check_count(progress, "progress", minimum=0))
 
 
-def _check_loop(tol, max_iter, patience, recompute_every):
+def check_loop(tol, max_iter, patience, recompute_every):
     check_lam(tol, name="tol", scalar=True, allow_zero=True)     # 0: run max_iter iterations
     check_count(max_iter, "max_iter"), check_count(patience, "patience")
     check_count(recompute_every, "recompute_every", minimum=0)
 
 
-def _check_x0(x0, n):
+def check_x0(x0, n):
     if x0 is None:
         return None
     x0 = as_float_array(x0, "x0")
@@ -402,7 +402,7 @@ def _cg_dual_core(K, y, graph, lam, Kv, vdata, x0, tol, *, kfn, kvfn, metric, gr
     R, Rt, rhs = graph.factor()
     kmv = kfn or (lambda a: jnp.matmul(K, a, precision=HI))
     kvmv = kvfn or (lambda a: jnp.matmul(Kv, a, precision=HI))
-    valid_fn = _make_valid_fn(lambda B: kvmv(R(B)), vdata, metric, greater_is_better, kw)
+    valid_fn = make_valid_fn(lambda B: kvmv(R(B)), vdata, metric, greater_is_better, kw)
     b = rhs(y)
     dtype = b.dtype if jnp.issubdtype(b.dtype, jnp.floating) else jnp.result_type(float)
     res = _differentiable_cg(lambda v: Rt(kmv(R(v))), b.astype(dtype), lam=lam, x0=x0, tol=tol,
@@ -454,13 +454,13 @@ def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise
         check_symmetric(K)
     y = _check_y(y, graph, "rankrls_cg_dual")
     check_lam(lam, allow_zero=True, scalar=True)
-    _check_loop(tol, max_iter, patience, recompute_every)
-    kw = _static_metric(metric, metric_kwargs)
-    Kv, vdata = _criterion_args(valid, m, "K_valid", metric, greater_is_better, kw)
+    check_loop(tol, max_iter, patience, recompute_every)
+    kw = static_metric(metric, metric_kwargs)
+    Kv, vdata = criterion_args(valid, m, "K_valid", metric, greater_is_better, kw)
     kvfn = None
     if Kv is not None:
         Kv, kvfn = _kernel_operator(Kv, m, "K_valid")
-    return _cg_dual_core(K, y, graph, lam, Kv, vdata, _check_x0(x0, m), tol, kfn=kfn, kvfn=kvfn,
+    return _cg_dual_core(K, y, graph, lam, Kv, vdata, check_x0(x0, m), tol, kfn=kfn, kvfn=kvfn,
                          metric=metric,
                          greater_is_better=greater_is_better, kw=kw, max_iter=max_iter,
                          patience=patience, recompute_every=recompute_every,

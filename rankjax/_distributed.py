@@ -36,7 +36,7 @@ import scipy.sparse as sp
 from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from ._cg import CGResult, _check_loop, _check_x0, _criterion_args, _make_valid_fn, _static_metric, cg_solve
+from ._cg import CGResult, check_loop, check_x0, criterion_args, make_valid_fn, static_metric, cg_solve
 from ._checks import (as_float_array, check_flag, check_count, check_lam, check_matrix, lam_ok, nan_unless,
                       segment_ids)
 from ._cv import HoldOut, _build_folds, holdout_from_system
@@ -562,7 +562,7 @@ def _cg_core(X, y, graph, lam, Xv, vdata, x0, tol, *, mesh, axis, metric, greate
         if isinstance(X, CSRMatrix):
             X = _local(X)
         b = lax.psum(X.T @ g.rhs(y, X.dtype), axis)
-        valid_fn = _make_valid_fn(lambda w: Xv @ w, vdata, metric, greater_is_better, kw)
+        valid_fn = make_valid_fn(lambda w: Xv @ w, vdata, metric, greater_is_better, kw)
         return cg_solve(lambda v: lax.psum(X.T @ g.mv(X @ v), axis), b, lam=lam, x0=x0,
                         tol=tol, max_iter=max_iter, valid_fn=valid_fn, patience=patience,
                         recompute_every=recompute_every)
@@ -599,15 +599,15 @@ def sharded_cg(data: ShardedData, *, lam=0.0, valid=None, metric="pairwise_error
     if data.y.ndim != 1:
         raise ValueError("sharded_cg solves one output; shard one column of y")
     check_lam(lam, allow_zero=True, scalar=True)
-    _check_loop(tol, max_iter, patience, recompute_every)
-    kw = _static_metric(metric, metric_kwargs)
+    check_loop(tol, max_iter, patience, recompute_every)
+    kw = static_metric(metric, metric_kwargs)
     n = data.num_features
-    Xv, vdata = _criterion_args(valid, n, "X_valid", metric, greater_is_better, kw)
+    Xv, vdata = criterion_args(valid, n, "X_valid", metric, greater_is_better, kw)
     if Xv is not None:
         Xv = check_matrix(as_float_array(Xv, "X_valid", finite=True), "X_valid")
         if Xv.shape[1] != n:
             raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {n}")
-    return _cg_core(data.X, data.y, data.graph, lam, Xv, vdata, _check_x0(x0, n), tol,
+    return _cg_core(data.X, data.y, data.graph, lam, Xv, vdata, check_x0(x0, n), tol,
                     mesh=data.mesh, axis=data.axis, metric=metric,
                     greater_is_better=greater_is_better, kw=kw, max_iter=max_iter,
                     patience=patience, recompute_every=recompute_every)
@@ -662,7 +662,7 @@ def sharded_metric(data: ShardedData, scores, metric: Callable = pairwise_error,
     if not callable(metric) or not hasattr(metric, "higher_is_better"):
         raise TypeError(f"metric must be a rankjax metric, got {metric!r}")
     metric_sign(metric)
-    kw = _static_metric(metric, metric_kwargs)
+    kw = static_metric(metric, metric_kwargs)
     if y is None:
         if data.y.ndim != 1:
             raise ValueError("data has several outputs: pass y (one column)")
@@ -759,7 +759,7 @@ def sharded_kernel_grid(X, y, graph, *, lams, gammas, valid, metric: Callable = 
     gv = query_graph(qv if qv is not None else np.zeros(Xv.shape[0], int))
     yv = gv.check_labels(yv, "validation y")
     sign = metric_sign(metric, greater_is_better)
-    kw = _static_metric(metric, metric_kwargs)
+    kw = static_metric(metric, metric_kwargs)
     D = mesh.devices.size
     G = gammas.shape[0]
     host = np.asarray(gammas)

@@ -235,30 +235,36 @@ class QueryGraph(_GraphBase):
         return psd_root(mm * (e[:, None] * (eye * (n - ng)[:, None] - same + sameg)))[0]
 
 
-    def restrict(self, rows):
+    def restrict(self, rows, size: Optional[int] = None):
         """The graph of the rows ``rows`` (host ``[r]`` indices of whole queries, in any
-        order): ``L_UU`` of those rows, the same edge weights (for a preconditioner or a
-        subsample). A query cut in two is an error (its Laplacian block would change)."""
+        order): ``L_UU`` of those rows with the same edge weights (a preconditioner's
+        subsample). With ``size >= r`` the graph has ``size`` rows, the last ``size - r``
+        in one padding segment of edge weight 0 (adds nothing), so that subsamples of one
+        bucket share compiled programs. A query cut in two is an error."""
         rows = np.asarray(rows)
+        size = rows.size if size is None else int(size)
+        npad = size - rows.size
         seg = np.asarray(self.seg)[rows]
         uq, new_seg = np.unique(seg, return_inverse=True)
         counts = np.asarray(self.counts)[uq]
         if not np.array_equal(np.bincount(new_seg, minlength=uq.size), counts):
             raise ValueError("rows must hold whole queries of the graph")
-        S = bucket(uq.size)
+        S = bucket(uq.size + 1)
         dtype = self.counts.dtype
-        out = dict(seg=device_array(new_seg.astype(np.int32)),
-                   counts=device_array(_pad(counts, S), dtype),
+        pad_seg = np.full(npad, S - 1, np.int32)
+        out = dict(seg=device_array(np.r_[new_seg.astype(np.int32), pad_seg]),
+                   counts=device_array(np.r_[counts, np.zeros(S - 1 - uq.size), npad], dtype),
                    edge_weight=device_array(_pad(np.asarray(self.edge_weight)[uq], S), dtype),
                    num_segments=S, group_seg=None, group_query=None, group_counts=None,
                    num_group_segments=0)
         if self.group_seg is not None:
             ug, new_g = np.unique(np.asarray(self.group_seg)[rows], return_inverse=True)
-            G = bucket(ug.size)
-            gq = np.searchsorted(uq, np.asarray(self.group_query)[ug])
-            out.update(group_seg=device_array(new_g.astype(np.int32)),
-                       group_query=device_array(_pad(gq.astype(np.int32), G)),
-                       group_counts=device_array(_pad(np.asarray(self.group_counts)[ug], G), dtype),
+            G = bucket(ug.size + 1)
+            gq = np.searchsorted(uq, np.asarray(self.group_query)[ug]).astype(np.int32)
+            out.update(group_seg=device_array(np.r_[new_g.astype(np.int32), np.full(npad, G - 1, np.int32)]),
+                       group_query=device_array(np.r_[gq, np.full(G - ug.size, S - 1, np.int32)]),
+                       group_counts=device_array(np.r_[np.asarray(self.group_counts)[ug],
+                                                       np.zeros(G - 1 - ug.size), npad], dtype),
                        num_group_segments=G)
         return QueryGraph(**out)
 
@@ -371,7 +377,7 @@ class PreferenceGraph(_GraphBase):
     def segments(self):
         raise TypeError("a PreferenceGraph has no query segments")
 
-    def restrict(self, rows):
+    def restrict(self, rows, size=None):
         raise TypeError("a PreferenceGraph cannot be restricted to a subset of rows: its "
                         "edges may leave any subset (use a QueryGraph or an IdentityGraph)")
 
@@ -405,8 +411,8 @@ class IdentityGraph(_GraphBase):
     def block_root(self, idx, mask, dtype):
         return jnp.eye(idx.shape[0], dtype=dtype) * mask.astype(dtype)
 
-    def restrict(self, rows):
-        return IdentityGraph(int(np.asarray(rows).shape[0]))
+    def restrict(self, rows, size=None):
+        return IdentityGraph(int(np.asarray(rows).shape[0] if size is None else size))
 
 
 Graph = Union[QueryGraph, PreferenceGraph, IdentityGraph]

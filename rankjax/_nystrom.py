@@ -99,9 +99,9 @@ def _kmeanspp_core(X, kernel, key, size):
         j = jax.random.categorical(k, logits)
         chosen = chosen.at[j].set(True)
         d2 = jnp.where(chosen, 0, jnp.minimum(d2, dist(j)))
-        return idx.at[i].set(j), d2, chosen, key
+        return idx.at[i].set(j.astype(jnp.int32)), d2, chosen, key
 
-    idx = jnp.zeros(size, jnp.int32).at[0].set(first)
+    idx = jnp.zeros(size, jnp.int32).at[0].set(first.astype(jnp.int32))
     return lax.fori_loop(1, size, body, (idx, d2, chosen, key))[0]
 
 

@@ -1,0 +1,119 @@
+"""Nyström basis choice and FALKON-preconditioned CG against the closed form (float64)."""
+import numpy as np
+import pytest
+import jax
+import jax.numpy as jnp
+
+import rankjax as rj
+
+
+
+
+def _data(q=40, seed=0):
+    d = rj.make_ranking_data(q, num_features=5, docs_per_query=(5, 15), seed=seed)
+    return d, rj.query_graph(d.qid)
+
+
+def _closed_form(X, y, graph, basis, lam, kernel):
+    """Brute force: the a-space system (K_Rm L K_mR + λ (K_RR + ε I)) a = K_Rm L y,
+    dense Laplacian, solved directly (ε the jitter of rankrls_falkon)."""
+    X = np.asarray(X)
+    K = np.asarray(rj.kernel_matrix(kernel, X, X[basis]))
+    KRR = K[basis]
+    eps = 1.0 * len(basis) * np.finfo(float).eps * KRR.diagonal().max()
+    L = np.asarray(rj.laplacian_dense(graph))
+    return np.linalg.solve(K.T @ L @ K + lam * (KRR + eps * np.eye(len(basis))), K.T @ L @ y)
+
+
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("lam", [1e-4, 1.0])
+def test_falkon_equals_the_closed_form(lam, ties):
+    d, _ = _data()
+    g = rj.query_graph(d.qid, d.y, exclude_ties=ties)
+    k = rj.gaussian_kernel(0.3)
+    basis = rj.nystrom_basis(d.X, 60, seed=1)
+    f = rj.rankrls_falkon(d.X, d.y, g, lam=lam, kernel=k, basis=basis, tol=1e-12, max_iter=300)
+    a = _closed_form(d.X, d.y, g, basis, lam, k)
+    np.testing.assert_allclose(np.asarray(f.coef), a, rtol=1e-6, atol=1e-8 * np.abs(a).max())
+    np.testing.assert_allclose(np.asarray(rj.predict(f, d.X)), np.asarray(rj.kernel_matrix(
+        k, d.X, d.X[basis])) @ a, rtol=1e-6, atol=1e-9)
+    assert bool(f.cg.converged)
+
+
+def test_falkon_equals_the_nystrom_path_and_rls():
+    d, g = _data(seed=2)
+    k = rj.gaussian_kernel(0.2)
+    basis = np.arange(0, d.X.shape[0], 4)
+    for graph in (g, rj.identity_graph(d.X.shape[0])):
+        f = rj.rankrls_falkon(d.X, d.y, graph, lam=0.5, kernel=k, basis=basis, tol=1e-12)
+        p = rj.rankrls_nystrom_path(d.X, d.y, graph, lams=[0.5], kernel=k, basis=basis)
+        np.testing.assert_allclose(np.asarray(rj.predict(f, d.X)), np.asarray(rj.predict(p, d.X)[0]),
+                                   rtol=1e-6, atol=1e-8)
+
+
+def test_falkon_row_blocks_vmap_and_early_stopping():
+    d, g = _data(seed=3)
+    v, _ = _data(10, seed=4)
+    k = rj.gaussian_kernel(0.3)
+    basis = rj.nystrom_basis(d.X, 50, seed=0)
+    whole = rj.rankrls_falkon(d.X, d.y, g, lam=0.1, kernel=k, basis=basis, tol=1e-12)
+    blocks = rj.rankrls_falkon(d.X, d.y, g, lam=0.1, kernel=k, basis=basis, tol=1e-12, block_rows=37)
+    np.testing.assert_allclose(np.asarray(blocks.coef), np.asarray(whole.coef), rtol=1e-8, atol=1e-10)
+    lams = jnp.asarray([0.01, 0.1, 1.0])
+    grid = jax.vmap(lambda lam: rj.rankrls_falkon(d.X, d.y, g, lam=lam, kernel=k, basis=basis,
+                                                  tol=1e-12).coef)(lams)
+    for i, lam in enumerate(lams):
+        np.testing.assert_allclose(np.asarray(grid[i]), _closed_form(d.X, d.y, g, basis, float(lam), k),
+                                   rtol=1e-6, atol=1e-8)
+    es = rj.rankrls_falkon(d.X, d.y, g, lam=0.0, kernel=k, basis=basis, max_iter=60, patience=5,
+                           valid=(v.X, v.y, rj.query_graph(v.qid)))
+    h = np.asarray(es.cg.valid_history)
+    assert h[int(es.cg.best_iteration)] == np.nanmin(h)
+    assert rj.STOP_REASONS[int(es.cg.stop_reason)] in ("early_stopping", "converged", "max_iter")
+
+
+def test_falkon_refuses_bad_input():
+    d, g = _data()
+    k = rj.gaussian_kernel(0.3)
+    with pytest.raises(ValueError, match="lam"):
+        rj.rankrls_falkon(d.X, d.y, g, lam=0.0, kernel=k, basis=10)
+    with pytest.raises(ValueError, match="basis"):
+        rj.rankrls_falkon(d.X, d.y, g, lam=1.0, kernel=k, basis=np.array([0, d.X.shape[0]]))
+    with pytest.raises(TypeError, match="PreferenceGraph"):
+        pg = rj.preference_graph(np.array([0]), np.array([1]), num_rows=d.X.shape[0])
+        rj.rankrls_falkon(d.X, None, pg, lam=1.0, kernel=k, basis=10)
+    with pytest.raises(TypeError, match="kernel"):
+        rj.rankrls_falkon(d.X, d.y, g, lam=1.0, kernel="gaussian", basis=10)
+
+
+def test_kmeanspp_basis_is_distinct_and_covers_the_data():
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(0, 0.01, (200, 2)), rng.normal(8, 0.01, (3, 2))]
+    k = rj.gaussian_kernel(1.0)
+    b = rj.nystrom_basis(X, 4, kernel=k, method="kmeans++", seed=0)
+    assert np.unique(b).size == 4 and np.any(b >= 200)
+    dup = np.ones((10, 3))                                  # all rows equal: still distinct rows
+    assert np.unique(rj.nystrom_basis(dup, 5, kernel=k, method="kmeans++")).size == 5
+    assert np.array_equal(rj.nystrom_basis(X, 5, seed=3), rj.nystrom_basis(X, 5, seed=3))
+    with pytest.raises(ValueError, match="method"):
+        rj.nystrom_basis(X, 4, method="random")
+    with pytest.raises(TypeError, match="kernel"):
+        rj.nystrom_basis(X, 4, method="kmeans++")
+
+
+def test_holdout_nystrom_new_gamma_or_basis_in_bucket_compiles_nothing():
+    d, g = _data(30, seed=5)
+    folds = rj.make_folds(g)
+    kw = dict(lams=[0.1, 1.0], folds=folds)
+    rj.holdout_nystrom(d.X, d.y, g, kernel=rj.gaussian_kernel(0.3), basis=np.arange(45), **kw)          # bucket 48
+    with jax.log_compiles():
+        import logging
+        records = []
+        handler = logging.Handler()
+        handler.emit = records.append
+        logging.getLogger("jax").addHandler(handler)
+        try:
+            rj.holdout_nystrom(d.X, d.y, g, kernel=rj.gaussian_kernel(0.7), basis=np.arange(3, 45), **kw)
+        finally:
+            logging.getLogger("jax").removeHandler(handler)
+    assert not [r for r in records if "Compiling" in r.getMessage()], [r.getMessage() for r in records]
