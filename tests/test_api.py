@@ -7,7 +7,8 @@ import rankjax as rj
 from rankjax import estimators, io, plot
 
 PKG = pathlib.Path(rj.__file__).parent
-ORDER = ["_xla", "_sparse", "_segments", "_checks", "_metrics", "_ridge", "_graph", "_kernels", "_nystrom", "_rankrls",
+ORDER = ["_xla", "_sparse", "_segments", "_checks", "_metrics", "_ridge", "_graph", "_kernels", "_nystrom",
+         "_rankrls",
          "_path", "_cv",
          "_cg", "_falkon", "_kpcrank", "_ranksvm", "_gp", "_rankboost", "_synthetic", "_distributed",
          "_stream", "_tune", "io",

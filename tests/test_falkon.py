@@ -105,7 +105,7 @@ def test_holdout_nystrom_new_gamma_or_basis_in_bucket_compiles_nothing():
     d, g = _data(30, seed=5)
     folds = rj.make_folds(g)
     kw = dict(lams=[0.1, 1.0], folds=folds)
-    rj.holdout_nystrom(d.X, d.y, g, kernel=rj.gaussian_kernel(0.3), basis=np.arange(45), **kw)          # bucket 48
+    rj.holdout_nystrom(d.X, d.y, g, kernel=rj.gaussian_kernel(0.3), basis=np.arange(45), **kw)  # bucket 48
     with jax.log_compiles():
         import logging
         records = []
