@@ -27,16 +27,17 @@ import numpy as np
 from jax import lax
 
 from ._checks import (as_float_array, check_count, check_gram, check_indices, check_matrix, check_symmetric,
-                      check_memory, device_array, host_labels, indices_ok, is_concrete, is_int, lam_ok,
+                      check_memory, device_array, kernel_plan, host_labels, indices_ok, is_concrete, is_int,
+                      lam_ok,
                       nan_unless, reduce_concrete, segment_ids, value_range)
 from ._graph import Graph, check_graph, check_problem, global_graph
 from ._kernels import Kernel
 from ._metrics import metric_sign
-from ._nystrom import masked_features, padded_basis
+from ._nystrom import cholesky_features, padded_basis
 from ._path import check_lams, select_lambda
 from ._rankrls import check_kernel_matrix
 from ._segments import padded_size
-from ._ridge import (HI, dual_system, eigh_psd, primal_system,
+from ._ridge import (HI, dual_system, eigh_path, eigh_psd, primal_system,
                      spectral_filter, tdot)
 
 
@@ -245,7 +246,7 @@ def _holdout_primal_core(X, y, graph, lams, folds):
     return nan_unless(lam_ok(lams), holdout_from_system(X, y, graph, lams, folds, G, b))
 
 
-def holdout_from_system(X, y, graph, lams, folds, G, b, right=None):
+def holdout_from_system(X, y, graph, lams, folds, G, b, right=None, eig=None):
     """Eq. 33-34 hold-out predictions ``[L, m(, k)]`` of the rows ``X`` (whole queries of
     ``graph``) when the full training system ``(G, b) = (X^T L X, X^T L y)`` may include
     further rows elsewhere (other devices, other chunks): no edge leaves a query, so a
@@ -253,7 +254,7 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, right=None):
     features are ``X right`` (never formed whole: ``X (right V)``; Nyström)."""
     m = X.shape[0]
     n = G.shape[0]
-    eig = eigh_psd(G)
+    eig = eigh_psd(G) if eig is None else eig
     V = eig.vectors if right is None else jnp.matmul(right, eig.vectors, precision=HI)
     Pf = jnp.matmul(X, V, precision=HI)                            # [m, n]
     c = tdot(eig.vectors, b)                                       # [n(, k)]
@@ -338,7 +339,7 @@ def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> Hold
       >>> rj.holdout_dual(K, d.y, rj.query_graph(d.qid), lams=[1.]).predictions.shape[0]
       1
     """
-    K, _ = check_kernel_matrix(K, y, graph)
+    K, _ = check_kernel_matrix(K, y, graph, count=6, what="holdout_dual")
     K, y, lams, folds = _check_holdout(K, y, graph, lams, folds, seed, "K")
     return HoldOut(lams, _holdout_dual_core(K, y, graph, lams, folds), folds)
 
@@ -347,7 +348,8 @@ def holdout_nystrom(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=No
                     seed: int = 0, block_size: Optional[int] = None) -> HoldOut:
     """Hold-out predictions of Nyström (basis-vector) RankRLS (Pahikkala et al. 2009,
     §3.5 with §3.3): the primal hold-out (eq. 33-34) on the Nyström features
-    ``Φ = K_R^T Z^{-T}`` of the basis rows (``basis``: indices, e.g. from
+    ``Φ = K_mR C^{-T}`` (``C C^T = K_RR + ε I``, ``ε`` a rounding-level jitter, as
+    :func:`rankrls_falkon`) of the basis rows (``basis``: indices, e.g. from
     :func:`nystrom_basis`, or an int to draw that many rows uniformly with ``seed``),
     for the whole λ grid from one eigendecomposition of ``Φ^T L Φ`` (``b x b``). The
     basis stays fixed across folds, as in the paper. O(m b^2) time, O(m b) memory.
@@ -371,18 +373,23 @@ def holdout_nystrom(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=No
     check_memory(4 * X.shape[0] * XR.shape[0] * X.dtype.itemsize,
                  f"the Nyström hold-out ({X.shape[0]} rows x {XR.shape[0]} basis rows)",
                  "use a smaller basis or rankrls_falkon (row blocks)")
-    return HoldOut(lams, _holdout_nystrom_core(X, XR, rmask, y, graph, lams, folds, kernel,
-                                               block_size), folds)
+    return HoldOut(lams, nystrom_holdout_core(X, XR, rmask, y, graph, lams, folds, kernel,
+                                              block_size)[0], folds)
 
 
 @partial(jax.jit, static_argnames="block_size")
-def _holdout_nystrom_core(X, XR, rmask, y, graph, lams, folds, kernel, block_size):
-    # Φ = K_R^T T is never formed: G = T^T (K_R L K_R^T) T and Φ V = K_R^T (T V)
-    KRt, T = masked_features(X, XR, rmask, kernel, block_size, features=False)
+def nystrom_holdout_core(X, XR, rmask, y, graph, lams, folds, kernel, block_size):
+    """``(predictions [L, m(, k)], coef [L, b_pad(, k)])``: the hold-out and the full-data
+    basis coefficients of every λ from one ``eigh`` of ``Φ^T L Φ`` (``b x b``), with
+    ``Φ = K_mR C^{-T}`` never formed (``G = C^{-1} (K_Rm L K_mR) C^{-T}``)."""
+    KRt, Tm = cholesky_features(X, XR, rmask, kernel, block_size)
     GK, bK = primal_system(KRt, y, graph)
-    G = jnp.matmul(T.T, jnp.matmul(GK, T, precision=HI), precision=HI)
-    return nan_unless(lam_ok(lams), holdout_from_system(KRt, y, graph, lams, folds, (G + G.T) / 2,
-                                                        tdot(T, bK), right=T))
+    G = jnp.matmul(Tm.T, jnp.matmul(GK, Tm, precision=HI), precision=HI)
+    b = tdot(Tm, bK)
+    eig = eigh_psd((G + G.T) / 2)
+    coef = jnp.einsum("rq,lq...->lr...", Tm, eigh_path(eig, b, lams), precision=HI)
+    pred = holdout_from_system(KRt, y, graph, lams, folds, G, b, right=Tm, eig=eig)
+    return nan_unless(lam_ok(lams), (pred, coef))
 
 
 class CVResult(NamedTuple):
@@ -586,6 +593,7 @@ def leave_pair_out_dual(K, y, pairs, *, lams) -> PairHoldOut:
       >>> print(f"{float(rj.lpo_cindex(r, y)[0]):.2f}")
       1.00
     """
+    kernel_plan(np.shape(K)[0], getattr(K, "dtype", np.float32), 5, "leave_pair_out_dual")
     K, y, pairs, lams = _check_lpo(K, y, pairs, lams, "K")
     check_symmetric(K)
     return PairHoldOut(lams, pairs, _lpo_dual_core(K, y, pairs, lams))

@@ -33,7 +33,7 @@ from ._checks import (available_memory, check_count, check_lam, check_matrix, ch
                       device_array, is_int, lam_ok, nan_unless)
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_block, kernel_matrix
-from ._nystrom import padded_basis
+from ._nystrom import basis_cholesky, padded_basis
 from ._rankrls import check_test_matrix
 from ._ridge import HI, PSD_RTOL
 from ._segments import padded_size
@@ -114,9 +114,8 @@ def _falkon_core(X, y, graph, XR, rmask, XU, umask, sub, scale, lam, Xv, vdata, 
     bp = XR.shape[0]
     mf = rmask.astype(dt)
     eye = jnp.eye(bp, dtype=dt)
-    KRR = kernel_block(kernel, XR, XR) * (mf[:, None] * mf[None, :]) + jnp.diag(1 - mf)
+    C = basis_cholesky(kernel_block(kernel, XR, XR), rmask)
     eps = PSD_RTOL * bp * jnp.finfo(dt).eps
-    C = jnp.linalg.cholesky(KRR + eps * jnp.max(jnp.diag(KRR)) * eye)
     # the preconditioner: (m/|U|) Φ_U^T L_UU Φ_U + λ I = A A^T
     KUR = kernel_block(kernel, XU, XR) * mf * umask.astype(dt)[:, None]
     PhiU = _tri(C, KUR.T).T

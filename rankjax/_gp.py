@@ -25,7 +25,8 @@ from jax import lax
 from jax.scipy.linalg import cho_solve, solve_triangular
 from jax.scipy.stats import norm
 
-from ._checks import as_float_array, check_flag, check_count, check_indices, check_matrix, check_symmetric
+from ._checks import (as_float_array, check_flag, check_count, check_indices, check_matrix, check_memory,
+                      check_symmetric)
 from ._kernels import gaussian_kernel, kernel_matrix
 
 __all__ = ["PairwiseGP", "gp_pairwise_gaussian", "gp_pairwise_probit", "gp_predict",
@@ -87,6 +88,9 @@ def _check_pairs(K, head, tail):
         raise ValueError(f"head and tail differ in length: {h.shape[0]} vs {t.shape[0]}")
     if np.any(h == t):
         raise ValueError("a comparison joins an item to itself (head == tail)")
+    check_memory((2 * m * h.size + 6 * h.size * h.size) * jnp.dtype(K.dtype).itemsize,
+                 f"the pairwise GP with {h.size} comparisons ({h.size} x {h.size} covariances)",
+                 "use fewer comparisons, or RankRLS on the items' scores")
     return K, jnp.asarray(h), jnp.asarray(t)
 
 

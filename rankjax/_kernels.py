@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import sparse
 
-from ._checks import check_count, check_lam, check_matrix, is_int, lam_ok, nan_unless
+from ._checks import check_count, check_lam, check_matrix, check_memory, is_int, lam_ok, nan_unless
 
 __all__ = ["Kernel", "linear_kernel", "gaussian_kernel", "polynomial_kernel", "kernel_matrix"]
 
@@ -119,6 +119,12 @@ def kernel_matrix(kernel: Kernel, X1, X2=None, *, block_size: Optional[int] = No
         raise ValueError(f"X1 and X2 must be [m, n] with equal n, got {A.shape} and {B.shape}")
     if block_size is not None and (not is_int(block_size) or block_size < 1):
         raise ValueError(f"block_size must be a positive int or None, got {block_size!r}")
+    m1, m2 = A.shape[0], B.shape[0]
+    work = m1 if block_size is None else min(m1, int(block_size))
+    check_memory((m1 + work) * m2 * jnp.dtype(A.dtype).itemsize,
+                 f"kernel_matrix of {m1} x {m2} rows",
+                 "use a Nyström basis (nystrom_basis, rankrls_nystrom_path, holdout_nystrom) or "
+                 "rankrls_falkon, which hold m x b kernel values, not m x m")
     return _kernel_core(kernel, A, B, None if block_size is None else int(block_size))
 
 

@@ -28,7 +28,7 @@ from jax import lax
 
 from ._checks import check_matrix, device_array, is_concrete, is_int
 from ._kernels import Kernel, kernel_block, kernel_matrix
-from ._ridge import nystrom_map
+from ._ridge import PSD_RTOL, nystrom_map
 from ._segments import padded_size
 
 __all__ = ["BASIS_METHODS", "nystrom_basis"]
@@ -137,6 +137,28 @@ def padded_basis(X, basis, seed: int = 0):
 @jax.jit
 def _take(X, idx, mask):
     return jnp.where(mask[:, None], jnp.asarray(X)[idx], 0)
+
+
+def basis_cholesky(KRR, mask):
+    """Lower ``C`` with ``C C^T = K_RR + ε I`` for a padded basis (padding rows get a unit
+    diagonal), ``ε = b eps max diag(K_RR)`` a rounding-level jitter: the factor of the
+    basis system shared by the Nyström hold-out and :func:`rankjax.rankrls_falkon`."""
+    dt = KRR.dtype
+    mf = mask.astype(dt)
+    bp = KRR.shape[0]
+    K = KRR * (mf[:, None] * mf[None, :]) + jnp.diag(1 - mf)
+    eps = PSD_RTOL * bp * jnp.finfo(dt).eps * jnp.max(jnp.diag(K))
+    return jnp.linalg.cholesky(K + eps * jnp.eye(bp, dtype=dt))
+
+
+def cholesky_features(X, XR, mask, kernel, block_size=None):
+    """``(K_mR [m, b_pad], C^{-T} [b_pad, b_pad])``: the Nyström features are
+    ``Φ = K_mR C^{-T}`` with :func:`basis_cholesky` (padding columns are zero)."""
+    mf = mask.astype(X.dtype)
+    K_Rt = kernel_matrix(kernel, X, XR, block_size=block_size) * mf[None, :]
+    C = basis_cholesky(kernel_block(kernel, XR, XR), mask)
+    eye = jnp.eye(C.shape[0], dtype=C.dtype)
+    return K_Rt, jax.scipy.linalg.solve_triangular(C, eye, lower=True, trans=1)
 
 
 def masked_features(X, XR, mask, kernel, block_size=None, features=True):

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import sparse
 
-from ._checks import check_gram, check_lam, check_matrix, check_symmetric, lam_ok, nan_unless
+from ._checks import check_gram, check_lam, check_matrix, check_symmetric, kernel_plan, lam_ok, nan_unless
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._ridge import HI, dual_system, primal_system, ridge_solve
@@ -127,10 +127,13 @@ def rankrls_primal(X, y, graph: Graph, *, lam) -> LinearModel:
     return LinearModel(_primal_core(X, y, graph, lam))
 
 
-def check_kernel_matrix(K, y, graph, name: str = "K"):
-    """``K`` a dense square ``[m, m]`` kernel matrix for the graph's rows; returns ``(K, y)``."""
+def check_kernel_matrix(K, y, graph, name: str = "K", count: int = 5, what: str = "the dual solve"):
+    """``K`` a dense square ``[m, m]`` kernel matrix for the graph's rows; returns ``(K, y)``.
+    Refuses up front when ``count`` ``m x m`` matrices (the work's peak) do not fit."""
     if isinstance(K, sparse.BCOO):
         raise TypeError(f"{name} must be a dense kernel matrix")
+    if getattr(K, "ndim", 0) == 2:
+        kernel_plan(K.shape[0], getattr(K, "dtype", jnp.float32), count, what)
     K, y = check_problem(K, y, graph, name)
     return check_symmetric(K, name), y
 

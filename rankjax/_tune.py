@@ -24,7 +24,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ._checks import check_count, check_flag, check_indices, check_lam, check_matrix, indices_ok, nan_unless
+from ._checks import (check_count, check_flag, check_indices, check_lam, check_matrix, indices_ok,
+                      kernel_plan,
+                      nan_unless)
 from ._cv import Folds, _over_folds, _resolve_folds, _woodbury_fold
 from ._graph import Graph, check_graph, check_problem, pairs_from_scores
 from ._kernels import Kernel, kernel_matrix
@@ -48,13 +50,17 @@ def _kernel(params, kind):
                   coef0=jnp.exp(params.get("log_coef0", 0.0)), degree=2)
 
 
-def _check_data(X, y, graph):
-    """``X [m, n]`` (dense), ``y [m]`` and a query or identity graph on the ``m`` rows."""
+def _check_data(X, y, graph, kernel="linear", what="tune"):
+    """``X [m, n]`` (dense), ``y [m]`` and a query or identity graph on the ``m`` rows;
+    with a kernel, the ``m x m`` matrices of a differentiated step must fit (about 12:
+    kernel, system, Cholesky factor, features and their cotangents)."""
     check_graph(graph)
     if not graph.takes_labels:
         raise TypeError("graph must be a query or identity graph (scored data): the edges of "
                         "a PreferenceGraph may cross any hold-out split")
     X = check_matrix(X)
+    if kernel != "linear" and X.ndim == 2:
+        kernel_plan(X.shape[0], X.dtype, 12, what)
     X, y = check_problem(X.todense() if hasattr(X, "todense") else X, y, graph)
     if y.ndim != 1:
         raise ValueError(f"y must be [m] (one output), got shape {y.shape}")
@@ -105,7 +111,7 @@ def cv_predictions(params, X, y, graph: Graph, folds: Folds, kernel: str = "line
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     if not isinstance(folds, Folds):
         raise TypeError(f"folds must be a Folds (rankjax.make_folds), got {type(folds).__name__}")
-    X, y = _check_data(X, y, graph)
+    X, y = _check_data(X, y, graph, kernel, "cv_predictions")
     _check_params(params, kernel, X.shape[1])
     folds = _resolve_folds(graph, folds, 0, X.shape[0])
     return _predictions_core(params, X, y, graph, folds, kernel=kernel)
@@ -176,7 +182,7 @@ def cv_loss(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear",
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     if not isinstance(folds, Folds):
         raise TypeError(f"folds must be a Folds (rankjax.make_folds), got {type(folds).__name__}")
-    X, y = _check_data(X, y, graph)
+    X, y = _check_data(X, y, graph, kernel, "cv_loss (with its gradient)")
     _check_params(params, kernel, X.shape[1])
     folds = _resolve_folds(graph, folds, 0, X.shape[0])
     if loss == "pairwise":
@@ -270,7 +276,7 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
     if kernel == "linear" and gamma is not None:
         raise ValueError("gamma is not used with kernel='linear' (a Gaussian or polynomial "
                          "kernel learns it)")
-    X, y = _check_data(X, y, graph)
+    X, y = _check_data(X, y, graph, kernel, "tune")
     steps = check_count(steps, "steps")
     ard = check_flag(ard, "ard")
     check_lam(lam, scalar=True)
