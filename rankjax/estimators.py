@@ -34,8 +34,8 @@ import jax
 import numpy as np
 import scipy.sparse as sp
 
-from . import _cg, _cv, _kernels, _kpcrank, _metrics, _path, _rankboost, _rankrls, _ranksvm, _tune
-from ._checks import check_count, check_flag, segment_ids
+from . import _cg, _cv, _kernels, _kpcrank, _metrics, _nystrom, _path, _rankboost, _rankrls, _ranksvm, _tune
+from ._checks import check_count, check_flag, is_int, kernel_plan, segment_ids
 from ._graph import identity_graph, query_graph
 from . import io
 
@@ -128,6 +128,28 @@ def _kernel(kind, gamma, degree, coef0):
         return _kernels.polynomial_kernel(degree, gamma, coef0)
     raise ValueError(f"kernel must be None, 'linear', 'gaussian', 'polynomial' or a Kernel, "
                      f"got {kind!r}")
+
+
+AUTO_BASIS_ROWS = 5000
+"""Above this many training rows a kernel estimator with ``basis="auto"`` switches from
+the exact kernel (``m x m`` matrices, O(m^3)) to a Nyström basis of
+:data:`AUTO_BASIS_SIZE` rows (O(m b^2) time, O(m b) memory)."""
+AUTO_BASIS_SIZE = 2000
+
+
+def _basis_size(basis, kernel, m: int):
+    """The Nyström basis size an estimator uses, or None for the exact kernel / linear."""
+    if kernel is None or kernel == "linear":
+        if basis not in (None, "auto"):
+            raise ValueError("basis is used with a kernel (kernel='gaussian', ...), not the linear model")
+        return None
+    if basis == "auto":
+        return min(AUTO_BASIS_SIZE, m) if m > AUTO_BASIS_ROWS else None
+    if basis is None:
+        return None
+    if not is_int(basis) or basis < 1:
+        raise ValueError(f"basis must be 'auto', None or a positive int, got {basis!r}")
+    return min(int(basis), m)
 
 
 def _sizes_to_qid(qid, group, m: int, names=("qid", "group")):
@@ -306,12 +328,14 @@ class RankRLS(_Ranker):
     Args:
       lam: λ > 0. kernel: ``None``/``"linear"``, ``"gaussian"``, ``"polynomial"``
         or a :class:`rankjax.Kernel`; gamma, degree, coef0 its parameters.
-      basis: ``None`` or the number of basis rows of the Nyström approximation.
+      basis: ``"auto"`` (exact kernel up to :data:`AUTO_BASIS_ROWS` rows, above it a
+        Nyström basis of :data:`AUTO_BASIS_SIZE` rows), ``None`` (always exact) or the
+        number of basis rows of the Nyström approximation.
       normalized, exclude_ties: query-graph options. score_k: NDCG cut-off of
         ``score``. random_state: seed of the basis rows.
     """
 
-    def __init__(self, lam=1.0, *, kernel=None, gamma=1.0, degree=2, coef0=1.0, basis=None,
+    def __init__(self, lam=1.0, *, kernel=None, gamma=1.0, degree=2, coef0=1.0, basis="auto",
                  graph="query", normalized=True, exclude_ties=False, score_k=10,
                  random_state=0):
         self.lam, self.kernel, self.gamma, self.degree, self.coef0 = lam, kernel, gamma, degree, coef0
@@ -330,7 +354,7 @@ class RankRLS(_Ranker):
         g = self._graph(seg, y)
         self.model_ = _fit_rankrls(X, y, g, self.lam, _kernel(self.kernel, self.gamma, self.degree,
                                                               self.coef0),
-                                   self.basis, self.random_state)
+                                   _basis_size(self.basis, self.kernel, X.shape[0]), self.random_state)
         return self._finish_fit(seg)
 
     def _scores(self, X):
@@ -366,6 +390,13 @@ class RankRLSCV(RankRLS):
     ``cv_results_`` (``params``, ``param_lam``, ``param_gamma``,
     ``mean_test_score``, ``rank_test_score``), scored by NDCG@``score_k``.
 
+    ``basis`` (``"auto"``, ``None`` or an int, as :class:`RankRLS`) with a kernel uses the
+    Nyström model: per γ one ``b x b`` decomposition gives the exact hold-out of the
+    whole λ grid and every λ's model (no refit); ``basis_method`` ``"uniform"`` or
+    ``"kmeans++"`` (:func:`rankjax.nystrom_basis`); ``basis_`` holds the rows. With a
+    basis, ``optimize=True`` refines γ by golden-section search on the hold-out NDCG.
+    An exact kernel fit that cannot fit in memory is refused before any work.
+
     ``optimize=True`` refines the grid's best point by gradient descent on the exact
     hold-out loss (:func:`rankjax.tune`, ``optimize_steps`` Adam steps in log λ and
     log γ; linear or Gaussian kernels) and keeps the refined
@@ -374,27 +405,38 @@ class RankRLSCV(RankRLS):
     """
 
     def __init__(self, lams=tuple(np.logspace(-3, 3, 13)), *, gammas=None, cv=None, kernel=None,
-                 gamma=1.0, degree=2, coef0=1.0, graph="query", normalized=True,
+                 gamma=1.0, degree=2, coef0=1.0, basis="auto", basis_method="uniform",
+                 graph="query", normalized=True,
                  exclude_ties=False, score_k=10, random_state=0, optimize=False,
                  optimize_steps=20):
         self.optimize, self.optimize_steps = optimize, optimize_steps
+        self.basis, self.basis_method = basis, basis_method
         self.lams, self.gammas, self.cv = lams, gammas, cv
         self.kernel, self.gamma, self.degree, self.coef0 = kernel, gamma, degree, coef0
         self.graph, self.normalized, self.exclude_ties = graph, normalized, exclude_ties
         self.score_k, self.random_state = score_k, random_state
 
     def fit(self, X, y, qid=None, *, group=None):
-        kind = self._tune_kind() if check_flag(self.optimize, "optimize") else None
+        optimize = check_flag(self.optimize, "optimize")
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group)
+        b = _basis_size(self.basis, self.kernel, X.shape[0])
+        kind = self._tune_kind() if optimize and b is None else None
+        if b is None and self.kernel not in (None, "linear"):     # before any work
+            kernel_plan(X.shape[0], np.result_type(float), 7 + (12 if optimize else 0),
+                        "RankRLSCV with an exact kernel (basis=None)")
         g = self._graph(seg, y)
         folds = _cv.make_folds(g, self.cv, seed=self.random_state)
         lams = np.asarray(self.lams, dtype=np.float64)
         gammas = [self.gamma] if self.gammas is None else list(self.gammas)
-        rows, scores = [], []
+        if self.kernel in (None, "linear") and self.gammas is not None:
+            raise ValueError("gammas is not used by the linear kernel: set kernel= or drop gammas")
+        rows, scores, self._coefs = [], [], {}
         for gamma in gammas:                          # one decomposition per kernel
             kern = _kernel(self.kernel, gamma, self.degree, self.coef0)
             if kern is None:
                 h = _cv.holdout_primal(_dense(X), y, g, lams=lams, folds=folds)
+            elif b is not None:
+                h = self._nystrom_holdout(X, y, g, folds, lams, kern, b, gamma)
             else:
                 h = _cv.holdout_dual(_kernels.kernel_matrix(kern, _dense(X)), y, g, lams=lams,
                                      folds=folds)
@@ -416,9 +458,72 @@ class RankRLSCV(RankRLS):
                             "mean_test_score": s, "rank_test_score": rank}
         if kind is not None:
             self._refine(X, y, seg, g, folds, kind)
+        elif optimize and b is not None:
+            self._refine_gamma(X, y, seg, g, folds, lams, b, gammas)
         kern = _kernel(self.kernel, self.gamma_, self.degree, self.coef0)
-        self.model_ = _fit_rankrls(X, y, g, self.lam_, kern, None, self.random_state)
+        if b is not None:
+            self.model_ = self._nystrom_model(lams, kern)
+        else:
+            self.model_ = _fit_rankrls(X, y, g, self.lam_, kern, None, self.random_state)
+        del self._coefs
         return self._finish_fit(seg)
+
+    def _nystrom_holdout(self, X, y, g, folds, lams, kern, b, gamma):
+        """The exact hold-out of the Nyström model for the λ grid (one ``eigh`` of
+        ``b x b``); the full-data coefficients of every λ are kept (no refit)."""
+        Xd = _dense(X)
+        idx = _nystrom.nystrom_basis(Xd, b, kernel=kern, method=self.basis_method,
+                                     seed=self.random_state)
+        _, XR, mask = _nystrom.padded_basis(Xd, idx)
+        pred, coef = _cv.nystrom_holdout_core(jax.numpy.asarray(Xd), XR, mask, jax.numpy.asarray(
+            y, XR.dtype), g, jax.numpy.asarray(lams, XR.dtype), folds, kern, None)
+        self._coefs[float(gamma)] = (idx, XR[:b], coef[:, :b])
+        return _cv.HoldOut(lams, pred, folds)
+
+    def _nystrom_model(self, lams, kern):
+        idx, XR, coef = self._coefs[float(self.gamma_)]
+        i = int(np.argmin(np.abs(np.log(lams) - np.log(self.lam_))))     # λ_ is a grid point
+        self.basis_ = np.asarray(idx)
+        return _path.NystromPath(np.asarray([self.lam_]), coef[i][None], jax.numpy.asarray(idx), XR,
+                                 kern, None, None)
+
+    def _refine_gamma(self, X, y, seg, g, folds, lams, b, gammas, steps=None):
+        """``optimize=True`` with a Nyström basis: golden-section search over log γ between
+        the grid's neighbours of the best γ, each point scored by the exact hold-out of the
+        whole λ grid (one ``b x b`` decomposition; a gradient step through the ``m x b``
+        features would cost about three). Keeps a point only when its NDCG is higher."""
+        steps = check_count(self.optimize_steps if steps is None else steps, "optimize_steps")
+        grid = np.sort(np.asarray(gammas, float))
+        j = int(np.searchsorted(grid, self.gamma_))
+        lo = np.log(grid[j - 1] if j > 0 else self.gamma_ / 4)
+        hi = np.log(grid[j + 1] if j + 1 < grid.size else self.gamma_ * 4)
+        ratio = (np.sqrt(5) - 1) / 2
+        cache = {}
+
+        def score(lg):
+            if lg not in cache:
+                gamma = float(np.exp(lg))
+                kern = _kernel(self.kernel, gamma, self.degree, self.coef0)
+                h = self._nystrom_holdout(X, y, g, folds, lams, kern, b, gamma)
+                t = np.asarray(_cv.cross_validate(h, y, seg, metric=_metrics.ndcg,
+                                                  k=self.score_k).table)
+                cache[lg] = (np.nanmax(t) if np.any(np.isfinite(t)) else -np.inf,
+                             float(lams[int(np.nanargmax(t))]) if np.any(np.isfinite(t)) else None)
+            return cache[lg][0]
+
+        a, c = lo + (1 - ratio) * (hi - lo), lo + ratio * (hi - lo)
+        for _ in range(max(1, min(steps, 4) - 2)):       # at most 4 decompositions
+            if score(a) >= score(c):
+                hi, c = c, a
+                a = lo + (1 - ratio) * (hi - lo)
+            else:
+                lo, a = a, c
+                c = lo + ratio * (hi - lo)
+        best = max(cache, key=lambda k: cache[k][0])
+        self.tune_ = {"log_gamma": np.array(list(cache)), "score": np.array([v[0] for v in cache.values()])}
+        if cache[best][0] > self.best_score_:
+            self.best_score_, self.lam_ = float(cache[best][0]), cache[best][1]
+            self.gamma_ = float(np.exp(best))
 
     def _tune_kind(self):
         """The kernel ``tune`` learns (checked before the grid is computed, not after)."""

@@ -14,12 +14,14 @@ def _data(q=40, seed=0):
     return d, rj.query_graph(d.qid)
 
 
-def _closed_form(X, y, graph, basis, lam, kernel):
+def _closed_form(X, y, graph, basis, lam, kernel, centres=None):
     """Brute force: the a-space system (K_Rm L K_mR + λ (K_RR + ε I)) a = K_Rm L y,
-    dense Laplacian, solved directly (ε the jitter of rankrls_falkon)."""
+    dense Laplacian, solved directly (ε the jitter of rankrls_falkon); ``centres`` the
+    basis rows when they are not rows of ``X``."""
     X = np.asarray(X)
-    K = np.asarray(rj.kernel_matrix(kernel, X, X[basis]))
-    KRR = K[basis]
+    XR = X[basis] if centres is None else centres
+    K = np.asarray(rj.kernel_matrix(kernel, X, XR))
+    KRR = np.asarray(rj.kernel_matrix(kernel, XR))
     eps = 1.0 * len(basis) * np.finfo(float).eps * KRR.diagonal().max()
     L = np.asarray(rj.laplacian_dense(graph))
     return np.linalg.solve(K.T @ L @ K + lam * (KRR + eps * np.eye(len(basis))), K.T @ L @ y)
@@ -117,3 +119,44 @@ def test_holdout_nystrom_new_gamma_or_basis_in_bucket_compiles_nothing():
         finally:
             logging.getLogger("jax").removeHandler(handler)
     assert not [r for r in records if "Compiling" in r.getMessage()], [r.getMessage() for r in records]
+
+
+def test_rankrlscv_nystrom_equals_the_hold_out_and_retraining():
+    from rankjax.estimators import RankRLSCV
+    d, g = _data(30, seed=6)
+    lams = np.logspace(-2, 1, 4)
+    m = RankRLSCV(kernel="gaussian", gammas=[0.1, 0.3], lams=lams, basis=40).fit(d.X, d.y, qid=d.qid)
+    basis = m.basis_
+    k = rj.gaussian_kernel(m.gamma_)
+    h = rj.holdout_nystrom(d.X, d.y, g, lams=lams, kernel=k, basis=basis)
+    table = np.asarray(rj.cross_validate(h, d.y, d.qid, metric=rj.ndcg, k=10).table)
+    assert np.isclose(m.best_score_, np.nanmax(table))
+    # the kept model equals retraining on all rows (dense closed form of the same system)
+    a = _closed_form(d.X, d.y, g, basis, m.lam_, k)
+    np.testing.assert_allclose(m.predict(d.X), np.asarray(rj.kernel_matrix(k, d.X, d.X[basis])) @ a,
+                               rtol=1e-6, atol=1e-8)
+    # hold-out predictions equal retraining without each query (brute force, 3 queries)
+    for q in np.unique(d.qid[basis])[:3]:                   # queries holding basis rows
+        out = d.qid == q
+        keep = np.flatnonzero(~out)
+        gk = rj.query_graph(d.qid[keep])                    # the basis stays fixed
+        ak = _closed_form(d.X[keep], d.y[keep], gk, basis, float(lams[0]), k, centres=d.X[basis])
+        f = np.asarray(rj.kernel_matrix(k, d.X[out], d.X[basis])) @ ak
+        np.testing.assert_allclose(np.asarray(h.predictions[0])[out], f, rtol=1e-6, atol=1e-8)
+
+
+def test_exact_kernel_fit_too_large_for_memory_is_refused_at_once():
+    import time
+    from rankjax.estimators import RankRLSCV
+    X = np.zeros((300_000, 2))
+    X[:, 0] = np.arange(300_000) % 7
+    y = (np.arange(300_000) % 3).astype(float)
+    qid = np.arange(300_000) // 10
+    t = time.perf_counter()
+    with pytest.raises(MemoryError, match=r"GiB.*(Nyström|basis)"):
+        RankRLSCV(kernel="gaussian", basis=None).fit(X, y, qid=qid)
+    with pytest.raises(MemoryError, match="GiB"):
+        rj.kernel_matrix(rj.gaussian_kernel(1.0), X)
+    with pytest.raises(MemoryError, match="GiB"):
+        rj.tune(X, y, rj.query_graph(qid), kernel="gaussian", steps=1)
+    assert time.perf_counter() - t < 5
