@@ -53,6 +53,9 @@ JOBS = [
     ("stream", 13, "Out-of-core primal RankRLS",
      ["bench_stream.py", "--rows", "2000000", "--clean", "--dir", "{tmp}/stream"],
      ["bench_stream.py", "--clean", "--dir", "{tmp}/stream"]),
+    ("kernel_scale", 22, "Kernel RankRLS at scale: Nyström hold-out, RankRLSCV, FALKON",
+     ["bench_kernel_scale.py", "--optimize"], ["bench_kernel_scale.py", "--optimize",
+                                                "--large-rows", "1000000"]),
     ("scaling", 13, "Weak scaling over simulated devices",
      ["bench_scaling.py", "--rows-per-device", "100000"], ["bench_scaling.py"]),
 ]
