@@ -56,6 +56,8 @@ JOBS = [
     ("kernel_scale", 22, "Kernel RankRLS at scale: Nyström hold-out, RankRLSCV, FALKON",
      ["bench_kernel_scale.py", "--optimize"], ["bench_kernel_scale.py", "--optimize",
                                                 "--large-rows", "1000000"]),
+    ("mq2008", 22, "MQ2008 (LETOR 4.0), five folds: every learner beside LightGBM and XGBoost",
+     ["bench_mq2008.py"], ["bench_mq2008.py"]),
     ("scaling", 13, "Weak scaling over simulated devices",
      ["bench_scaling.py", "--rows-per-device", "100000"], ["bench_scaling.py"]),
 ]
@@ -81,6 +83,12 @@ def run_jobs(keys, full, out):
                             "returncode": p.returncode, "error": err, "lines": lines})
     path = out / "report" / "results.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
+    if set(keys) != {k for k, *_ in JOBS} and path.exists():     # a partial run replaces its jobs
+        done = {r["key"] for r in results}
+        old = [json.loads(x) for x in path.read_text().splitlines()]
+        results = [r for r in old if r["key"] not in done] + results
+        order = [k for k, *_ in JOBS]
+        results.sort(key=lambda r: order.index(r["key"]) if r["key"] in order else len(order))
     write_atomic(path, "".join(json.dumps(r) + "\n" for r in results))
     return results
 
@@ -122,6 +130,23 @@ def generic(lines, skip=("device",)):
                     len(v) > 8 or any(isinstance(x, list) for x in v))):
                 keys.append(k)
     return table(keys, [[ln.get(k, "") for k in keys] for ln in lines])
+
+
+def mq2008_summary(lines):
+    """Mean test figures over the folds per learner, best NDCG@10 first."""
+    rows = [ln for ln in lines if ln.get("name") == "mq2008"]
+    keys = ["ndcg1_zero", "ndcg5_zero", "ndcg10_zero", "map_zero", "ndcg10_skip", "map_skip"]
+    by = {}
+    for ln in rows:
+        name = ln["learner"].split(" (components")[0].split(" (C on")[0].split(" (rounds")[0]
+        by.setdefault(name, []).append(ln)
+    out = []
+    for name, lns in by.items():
+        out.append([name, len(lns)] + [sum(ln[k] for ln in lns) / len(lns) for k in keys])
+    out.sort(key=lambda r: -r[4])
+    return ("Mean over folds (test partition; `_zero`: queries without a relevant document "
+            "count as 0, as LETOR's tool; `_skip`: left out). The per-fold lines are in the "
+            "table above.\n\n" + table(["learner", "folds"] + keys, out))
 
 
 def devices(lines):
@@ -422,6 +447,8 @@ def render(results, out, argv, started, total_s, partial):
                  generic(r["lines"]) if r["lines"] else "(no output)\n"]
         if key == "scaling":
             body += [scaling_plot(r["lines"], plots, plt)]
+        if key == "mq2008":
+            body += [mq2008_summary(r["lines"])]
     write_atomic(out / "REPORT.md", "\n".join(body))
 
 

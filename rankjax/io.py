@@ -42,8 +42,23 @@ class Dataset(NamedTuple):
     comments: list
 
 
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "lzma"))
+
+
+def _open_binary(path):
+    """The file, decompressed transparently when it is gzip, bz2 or xz (by its first
+    bytes, as scikit-learn's loader does by extension)."""
+    path = os.fspath(path)
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+    for magic, module in _MAGIC:
+        if head.startswith(magic):
+            return __import__(module).open(path, "rb")
+    return open(path, "rb")
+
+
 def _open(path):
-    return open(os.fspath(path), "r", encoding="utf-8")
+    return __import__("io").TextIOWrapper(_open_binary(path), encoding="utf-8")
 
 
 @contextlib.contextmanager
@@ -116,7 +131,7 @@ def read_svmlight(path, *, num_features: Optional[int] = None, sparse: bool = Fa
     """
     base = 0 if check_flag(zero_based, "zero_based") else 1
     sparse, drop_extra = check_flag(sparse, "sparse"), check_flag(drop_extra, "drop_extra")
-    with open(os.fspath(path), "rb") as fh:
+    with _open_binary(path) as fh:
         parsed = _parse_fast(fh.read(), base)
     if parsed is None:                  # something is malformed: the line-by-line reader
         parsed = _parse_lines(path, base)   # names the file and line
@@ -432,7 +447,7 @@ def iter_svmlight(path, *, num_features: int, chunk_rows: int = 1 << 16,
 
     def read():
         carry = []
-        with open(path, "rb") as fh:
+        with _open_binary(path) as fh:
             numbered = ((i, t) for i, t in enumerate(fh, 1)
                         if t.strip() and not t.lstrip().startswith(b"#"))
             while True:

@@ -155,3 +155,27 @@ def test_graph_constructor_errors():
         rj.preference_graph([0], [1], num_rows=2, cost="hinge")
     with pytest.raises(TypeError, match="head"):
         rj.preference_graph([0.0], [1], num_rows=2)
+
+
+def test_restrict_is_the_laplacian_block_of_whole_queries():
+    qid = np.array([3, 3, 1, 1, 1, 7, 7, 9])
+    y = np.array([1., 0, 2, 2, 0, 1, 1, 0])
+    rows = np.array([2, 3, 4, 0, 1, 7])
+    for kw in (dict(), dict(normalized=False), dict(exclude_ties=True)):
+        g = rj.query_graph(qid, y, **kw)
+        L = np.asarray(g.as_dense())[np.ix_(rows, rows)]
+        sub = g.restrict(rows, size=9)
+        Ls = np.asarray(sub.as_dense())
+        np.testing.assert_allclose(Ls[:6, :6], L, atol=1e-12)
+        assert not np.any(Ls[6:]) and not np.any(Ls[:, 6:])
+    with pytest.raises(ValueError, match="whole queries"):
+        rj.query_graph(qid).restrict(np.array([0, 2]))
+    with pytest.raises(TypeError, match="PreferenceGraph"):
+        rj.preference_graph(np.array([0]), np.array([1]), num_rows=3).restrict(np.array([0, 1]))
+    assert rj.identity_graph(8).restrict(rows, 9).num_rows == 9
+
+
+def test_gram_equals_the_plain_product():
+    from rankjax._ridge import gram
+    Z = np.random.default_rng(0).standard_normal((37, 5))
+    np.testing.assert_allclose(np.asarray(gram(Z)), Z.T @ Z, rtol=1e-12)

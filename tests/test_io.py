@@ -1,3 +1,4 @@
+import pathlib
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -226,3 +227,28 @@ def test_drop_extra_features_reads_with_the_training_width(tmp_path):
         io.read_svmlight(tmp_path / "w.txt", num_features=2)
     d = io.read_svmlight(tmp_path / "w.txt", num_features=2, drop_extra=True)
     np.testing.assert_array_equal(d.X, X[:, :2])
+
+
+def test_compressed_svmlight_reads_like_the_plain_file(tmp_path):
+    import bz2
+    import gzip
+    import lzma
+    src = pathlib.Path(__file__).parents[2] / "shared" / "data" / "mq2008" / "S1.txt.gz"
+    if not src.exists():
+        pytest.skip("../shared/data/mq2008 is absent")
+    plain = tmp_path / "S1.txt"
+    plain.write_bytes(gzip.open(src).read())
+    ref = io.read_svmlight(plain)
+    for mod, ext in ((gzip, "gz"), (bz2, "bz2"), (lzma, "xz")):
+        path = tmp_path / f"S1.txt.{ext}"
+        with mod.open(path, "wb") as fh:
+            fh.write(plain.read_bytes()[:200_000].rsplit(b"\n", 1)[0] + b"\n")
+        part = io.read_svmlight(path)
+        n = part.X.shape[0]
+        np.testing.assert_array_equal(part.X, ref.X[:n, :part.X.shape[1]])
+        np.testing.assert_array_equal(part.qid, ref.qid[:n])
+    d = io.read_svmlight(src)
+    np.testing.assert_array_equal(d.X, ref.X)
+    np.testing.assert_array_equal(d.y, ref.y)
+    np.testing.assert_array_equal(d.qid, ref.qid)
+    assert d.comments == ref.comments
