@@ -55,7 +55,7 @@ from ._ranksvm import (
 from ._distributed import (
     AXIS as AXIS, GridSearch as GridSearch, QueryPartition as QueryPartition,
     ShardedData as ShardedData, partition_queries as partition_queries, shard_data as shard_data,
-    sharded_cg as sharded_cg, sharded_holdout as sharded_holdout,
+    sharded_cg as sharded_cg, sharded_falkon as sharded_falkon, sharded_holdout as sharded_holdout,
     sharded_kernel_grid as sharded_kernel_grid, sharded_metric as sharded_metric,
     sharded_normal_equations as sharded_normal_equations,
     sharded_primal_path as sharded_primal_path)

@@ -42,7 +42,8 @@ from ._checks import (as_float_array, check_flag, check_count, check_lam, check_
 from ._cv import HoldOut, _build_folds, holdout_from_system
 from ._segments import padded_size
 from ._graph import QueryGraph, check_graph, check_problem, query_graph
-from ._kernels import Kernel, kernel_matrix
+from ._falkon import STATIC as FALKON_STATIC, falkon_preconditioner, falkon_solve
+from ._kernels import Kernel, kernel_block, kernel_matrix
 from ._metrics import metric_sign, pairwise_error
 from ._path import PrimalPath, check_lams
 from ._rankrls import path_scores
@@ -51,6 +52,7 @@ from ._sparse import CSRMatrix, host_sparse, to_csr
 
 __all__ = ["QueryPartition", "partition_queries", "ShardedData", "shard_data",
            "sharded_normal_equations", "sharded_primal_path", "sharded_holdout", "sharded_cg",
+           "sharded_falkon",
            "sharded_metric",
            "GridSearch", "sharded_kernel_grid", "AXIS"]
 
@@ -611,6 +613,97 @@ def sharded_cg(data: ShardedData, *, lam=0.0, valid=None, metric="pairwise_error
                     mesh=data.mesh, axis=data.axis, metric=metric,
                     greater_is_better=greater_is_better, kw=kw, max_iter=max_iter,
                     patience=patience, recompute_every=recompute_every)
+
+
+@partial(jax.jit, static_argnames=("mesh", "axis", "u") + FALKON_STATIC)
+def _falkon_core(X, y, graph, XR, rmask, scale, lam, Xv, vdata, tol, kernel, *, mesh, axis, u,
+                 metric, greater_is_better, kw, max_iter, patience, recompute_every, progress):
+    def local(X, y, graph, XR, rmask, scale, lam, Xv, vdata, tol):
+        g = _local(graph)
+        dt = X.dtype
+        mf = rmask.astype(dt)
+
+        def gram_U(C):          # each device's first u rows: a principal block of L (PSD)
+            PhiU = jax.scipy.linalg.solve_triangular(
+                C, (kernel_block(kernel, X[:u], XR) * mf).T, lower=True).T
+            return scale * lax.psum(PhiU.T @ g.prefix(u).mv(PhiU), axis)
+
+        C, A = falkon_preconditioner(kernel, XR, rmask, gram_U, lam)
+        K = kernel_block(kernel, X, XR) * mf              # padding rows: L kills them
+        bwd = lambda v: lax.psum(v @ K, axis)  # noqa: E731
+        scores_fn = None if Xv is None else (
+            lambda a: (kernel_block(kernel, Xv, XR) * mf) @ a)
+        return falkon_solve(C, A, lam, lambda a: bwd(g.mv(K @ a)), bwd(g.rhs(y, dt)), scores_fn,
+                            Xv is not None, vdata, tol, metric=metric,
+                            greater_is_better=greater_is_better, kw=kw, max_iter=max_iter,
+                            patience=patience, recompute_every=recompute_every, progress=progress)
+    spec = P(axis)
+    return jax.shard_map(local, mesh=mesh, in_specs=(spec, spec, spec) + (P(),) * 7,
+                         out_specs=P(), check_vma=False)(X, y, graph, XR, rmask, scale, lam, Xv,
+                                                         vdata, tol)
+
+
+def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis_X, valid=None,
+                   metric="pairwise_error", metric_kwargs=None, greater_is_better=None, tol=1e-8,
+                   max_iter: int = 100, patience: int = 10, recompute_every: int = 50,
+                   precond_rows: Optional[int] = None, progress: int = 0):
+    """:func:`~rankjax.rankrls_falkon` on sharded data (dense ``X``): each device keeps its
+    rows' ``K_mR`` block, and the CG matvec is a per-device product over its own queries
+    plus one ``psum`` of a ``[b]`` vector; the preconditioner's subsample is the first
+    ``precond_rows / D`` rows of every device (a principal block of ``L``: PSD).
+
+    Args:
+      data: :class:`ShardedData` with one output.
+      basis_X: ``[b, n]`` basis rows (e.g. ``X[rj.nystrom_basis(X, b)]``).
+      Other arguments as in :func:`~rankjax.rankrls_falkon`.
+
+    Returns:
+      ``(coef [b], CGResult)``; scores are ``kernel_matrix(kernel, X, basis_X) @ coef``.
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> d = rj.make_ranking_data(30, num_features=4, seed=0)
+      >>> g, k = rj.query_graph(d.qid), rj.gaussian_kernel(0.2)
+      >>> coef, r = rj.sharded_falkon(rj.shard_data(d.X, d.y, g), lam=1.0, kernel=k,
+      ...                             basis_X=d.X[:60], tol=1e-12)
+      >>> f = rj.rankrls_falkon(d.X, d.y, g, lam=1.0, kernel=k, basis=np.arange(60), tol=1e-12)
+      >>> bool(np.allclose(coef, f.coef, atol=1e-6))
+      True
+    """
+    data = _check_sharded(data)
+    if data.sparse or data.y.ndim != 1:
+        raise ValueError("sharded_falkon takes dense X and one output")
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"kernel must be a rankjax Kernel, got {type(kernel).__name__}")
+    check_lam(lam, allow_zero=valid is not None, scalar=True)
+    check_loop(tol, max_iter, patience, recompute_every)
+    kw = static_metric(metric, dict(metric_kwargs or {}))
+    n = data.num_features
+    XR = check_matrix(as_float_array(basis_X, "basis_X", finite=True), "basis_X")
+    if XR.shape[1] != n:
+        raise ValueError(f"basis_X has {XR.shape[1]} columns but X has {n}")
+    b = XR.shape[0]
+    XR, rmask = _pad_basis(XR)
+    D, width = data.rows.shape
+    want = 3 * XR.shape[0] if precond_rows is None else check_count(precond_rows, "precond_rows")
+    u = int(min(width, -(-want // D)))
+    real = int(np.minimum(u, (data.rows >= 0).sum(1)).sum())
+    scale = data.num_rows / max(real, 1)
+    Xv, vdata = criterion_args(valid, n, "X_valid", metric, greater_is_better, kw)
+    if Xv is not None:
+        Xv = check_matrix(as_float_array(Xv, "X_valid", finite=True), "X_valid")
+    coef, r = _falkon_core(data.X, data.y, data.graph, XR, rmask, scale, lam, Xv, vdata, tol, kernel,
+                           mesh=data.mesh, axis=data.axis, u=u, metric=metric,
+                           greater_is_better=greater_is_better, kw=kw, max_iter=max_iter,
+                           patience=patience, recompute_every=recompute_every,
+                           progress=check_count(progress, "progress", minimum=0))
+    return coef[:b], r
+
+
+def _pad_basis(XR):
+    b = XR.shape[0]
+    bp = int(padded_size(b))
+    return jnp.pad(XR, ((0, bp - b), (0, 0))), jnp.arange(bp) < b
 
 
 # ----------------------------------------------------------------------------

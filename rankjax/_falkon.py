@@ -40,6 +40,8 @@ from ._segments import padded_size
 
 __all__ = ["FalkonModel", "rankrls_falkon"]
 
+STATIC = ("metric", "greater_is_better", "kw", "max_iter", "patience", "recompute_every", "progress")
+
 
 class FalkonModel(NamedTuple):
     """Nyström RankRLS solved by :func:`rankrls_falkon`.
@@ -101,8 +103,43 @@ def _block_ops(kernel, X, XR, mf, block_rows):
     return fwd, bwd
 
 
-_STATIC = ("block_rows", "metric", "greater_is_better", "kw", "max_iter", "patience",
-           "recompute_every", "progress")
+_STATIC = ("block_rows",) + STATIC
+
+
+def falkon_preconditioner(kernel, XR, rmask, PhiU_gram, lam):
+    """``(C, A)``: ``C C^T = K_RR + ε I`` and ``A A^T = G_U + λ I`` (``G_U`` the scaled
+    subsample Gram ``(m/|U|) Φ_U^T L_UU Φ_U``, from ``PhiU_gram(C)``)."""
+    bp = XR.shape[0]
+    dt = XR.dtype
+    C = basis_cholesky(kernel_block(kernel, XR, XR), rmask)
+    GU = PhiU_gram(C)
+    GU = (GU + GU.T) / 2
+    eps = PSD_RTOL * bp * jnp.finfo(dt).eps
+    A = jnp.linalg.cholesky(GU + (lam + eps * jnp.maximum(jnp.trace(GU) / bp, 1)) * jnp.eye(bp, dtype=dt))
+    return C, A
+
+
+def falkon_solve(C, A, lam, apply_H, rhs_raw, scores_fn, valid_ok, vdata, tol, *, metric,
+                 greater_is_better, kw, max_iter, patience, recompute_every, progress):
+    """CG on ``A^{-1} (Φ^T L Φ + λ I) A^{-T} β = A^{-1} C^{-1} rhs_raw`` with
+    ``apply_H(a) = K_Rm L K_mR a`` (traced); returns ``(a [b_pad], CGResult)``."""
+    def coef(beta):                                   # a = C^{-T} A^{-T} β
+        return _tri(C, _tri(A, beta, trans=True), trans=True)
+
+    def matvec(beta):
+        w = _tri(A, beta, trans=True)
+        return _tri(A, _tri(C, apply_H(_tri(C, w, trans=True))) + lam * w)
+
+    rhs = _tri(A, _tri(C, rhs_raw))
+    valid_fn = None
+    if scores_fn is not None:
+        valid_fn = make_valid_fn(lambda beta: scores_fn(coef(beta)), vdata, metric,
+                                 greater_is_better, kw)
+    ok = lam_ok(lam, allow_zero=valid_ok)
+    r = cg_solve(matvec, rhs, lam=0.0, tol=jnp.where(ok, tol, jnp.nan), max_iter=max_iter,
+                 valid_fn=valid_fn, patience=patience, recompute_every=recompute_every,
+                 progress=progress)
+    return nan_unless(ok, coef(r.weights)), r
 
 
 @partial(jax.jit, static_argnames=_STATIC)
@@ -111,38 +148,24 @@ def _falkon_core(X, y, graph, XR, rmask, XU, umask, sub, scale, lam, Xv, vdata, 
                  progress):
     dt = X.dtype
     lam = jnp.asarray(lam, dt)
-    bp = XR.shape[0]
     mf = rmask.astype(dt)
-    eye = jnp.eye(bp, dtype=dt)
-    C = basis_cholesky(kernel_block(kernel, XR, XR), rmask)
-    eps = PSD_RTOL * bp * jnp.finfo(dt).eps
-    # the preconditioner: (m/|U|) Φ_U^T L_UU Φ_U + λ I = A A^T
-    KUR = kernel_block(kernel, XU, XR) * mf * umask.astype(dt)[:, None]
-    PhiU = _tri(C, KUR.T).T
-    GU, _ = sub.normal_equations(PhiU, jnp.zeros(XU.shape[0], dt))
-    GU = scale * (GU + GU.T) / 2
-    A = jnp.linalg.cholesky(GU + (lam + eps * jnp.maximum(jnp.trace(GU) / bp, 1)) * eye)
+
+    def gram_U(C):                                    # (m/|U|) Φ_U^T L_UU Φ_U
+        KUR = kernel_block(kernel, XU, XR) * mf * umask.astype(dt)[:, None]
+        PhiU = _tri(C, KUR.T).T
+        return scale * sub.normal_equations(PhiU, jnp.zeros(XU.shape[0], dt))[0]
+
+    C, A = falkon_preconditioner(kernel, XR, rmask, gram_U, lam)
     fwd, bwd = _block_ops(kernel, X, XR, mf, block_rows)
-
-    def coef(beta):                                   # a = C^{-T} A^{-T} β
-        return _tri(C, _tri(A, beta, trans=True), trans=True)
-
-    def matvec(beta):
-        w = _tri(A, beta, trans=True)
-        g = _tri(C, bwd(graph.mv(fwd(_tri(C, w, trans=True)))))
-        return _tri(A, g + lam * w)
-
-    rhs = _tri(A, _tri(C, bwd(graph.rhs(y, dt))))
-    valid_fn = None
+    scores_fn = None
     if Xv is not None:
         Kv = kernel_block(kernel, Xv, XR) * mf
-        valid_fn = make_valid_fn(lambda beta: jnp.matmul(Kv, coef(beta), precision=HI), vdata,
-                                 metric, greater_is_better, kw)
-    ok = lam_ok(lam, allow_zero=Xv is not None)
-    r = cg_solve(matvec, rhs, lam=0.0, tol=jnp.where(ok, tol, jnp.nan), max_iter=max_iter,
-                 valid_fn=valid_fn, patience=patience, recompute_every=recompute_every,
-                 progress=progress)
-    return nan_unless(ok, coef(r.weights) * mf), r
+        scores_fn = lambda a: jnp.matmul(Kv, a, precision=HI)  # noqa: E731
+    a, r = falkon_solve(C, A, lam, lambda a: bwd(graph.mv(fwd(a))), bwd(graph.rhs(y, dt)),
+                        scores_fn, Xv is not None, vdata, tol, metric=metric,
+                        greater_is_better=greater_is_better, kw=kw, max_iter=max_iter,
+                        patience=patience, recompute_every=recompute_every, progress=progress)
+    return a * mf, r
 
 
 def rankrls_falkon(X, y, graph: Graph, *, lam, kernel: Kernel, basis, valid=None,

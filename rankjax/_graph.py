@@ -268,6 +268,12 @@ class QueryGraph(_GraphBase):
                        num_group_segments=G)
         return QueryGraph(**out)
 
+    def prefix(self, u: int):
+        """The graph of the first ``u`` rows (traced; ``u`` static): the principal block
+        ``L_UU`` of the Laplacian (PSD; a query cut at ``u`` keeps its edge weights)."""
+        return dataclasses.replace(self, seg=self.seg[:u], group_seg=(
+            None if self.group_seg is None else self.group_seg[:u]))
+
     def shard_blocks(self, rows, shard_of_query):
         """Host arrays of the local graphs of shards of whole queries, stacked ``[D, ...]``.
 
@@ -410,6 +416,9 @@ class IdentityGraph(_GraphBase):
 
     def block_root(self, idx, mask, dtype):
         return jnp.eye(idx.shape[0], dtype=dtype) * mask.astype(dtype)
+
+    def prefix(self, u: int):
+        return IdentityGraph(int(u))
 
     def restrict(self, rows, size=None):
         return IdentityGraph(int(np.asarray(rows).shape[0] if size is None else size))

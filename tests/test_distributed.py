@@ -161,6 +161,26 @@ def test_more_devices_than_queries_and_multi_output():
 
 
 @needs8
+@pytest.mark.parametrize("kind", list(GRAPHS))
+def test_sharded_falkon_equals_the_closed_form(kind):
+    X, y, qid = _data(6)
+    g = rj.query_graph(qid, y, **GRAPHS[kind])
+    k = rj.gaussian_kernel(0.3)
+    basis = np.arange(0, X.shape[0], 5)
+    coef, r = rj.sharded_falkon(rj.shard_data(X, y, g), lam=0.3, kernel=k, basis_X=X[basis],
+                                tol=1e-13, max_iter=300)
+    f = rj.rankrls_falkon(X, y, g, lam=0.3, kernel=k, basis=basis, tol=1e-13, max_iter=300)
+    np.testing.assert_allclose(coef, f.coef, rtol=1e-6, atol=1e-8 * np.abs(np.asarray(f.coef)).max())
+    # brute force: (K_Rm L K_mR + λ (K_RR + ε I)) a = K_Rm L y with the dense Laplacian
+    K = np.asarray(rj.kernel_matrix(k, X, X[basis]))
+    KRR = K[basis]
+    eps = len(basis) * np.finfo(float).eps * KRR.diagonal().max()
+    L = np.asarray(rj.laplacian_dense(g))
+    a = np.linalg.solve(K.T @ L @ K + 0.3 * (KRR + eps * np.eye(len(basis))), K.T @ L @ y)
+    np.testing.assert_allclose(coef, a, rtol=1e-6, atol=1e-8 * np.abs(a).max())
+
+
+@needs8
 @pytest.mark.parametrize("kind,sparse", [(k, False) for k in GRAPHS] + [("ties_excluded", True)])
 def test_sharded_cg_equals_single_device(kind, sparse):
     X, y, qid = _data(4)
