@@ -195,6 +195,26 @@ CASES.update({
     "center_test_kernel": [
         (lambda d: rj.center_test_kernel(d.K[:2, :-1], d.K), E(ValueError, "K_test")),
     ],
+    "nystrom_basis": [
+        (lambda d: rj.nystrom_basis(d.X, 0), E(ValueError, "size")),
+        (lambda d: rj.nystrom_basis(d.X, 2, method="kmeans++"), E(TypeError, "kernel")),
+        (lambda d: rj.nystrom_basis(d.X, 2, method="grid"), E(ValueError, "method")),
+    ],
+    "rankrls_falkon": [
+        (lambda d: rj.rankrls_falkon(d.X, d.y, d.g, lam=-1.0, kernel=rj.gaussian_kernel(1.0), basis=3),
+         E(ValueError, "lam")),
+        (lambda d: rj.rankrls_falkon(d.X, d.y, d.pref, lam=1.0, kernel=rj.gaussian_kernel(1.0),
+                                     basis=3), E(ValueError, "y must be None")),
+        (lambda d: rj.rankrls_falkon(d.X, d.y, d.g, lam=1.0, kernel=rj.gaussian_kernel(1.0),
+                                     basis=np.array([0, d.m])), E(ValueError, "basis")),
+        (lambda d: rj.rankrls_falkon(d.X, d.y, d.g, lam=1.0, kernel=None, basis=3), E(TypeError, "kernel")),
+    ],
+    "sharded_falkon": [
+        (lambda d: rj.sharded_falkon(d.sharded, lam=1.0, kernel=rj.gaussian_kernel(1.0),
+                                     basis_X=d.X[:, :-1]), E(ValueError, "basis_X")),
+        (lambda d: rj.sharded_falkon(d.sharded, lam=0.0, kernel=rj.gaussian_kernel(1.0),
+                                     basis_X=d.X[:3]), E(ValueError, "lam")),
+    ],
     "nystrom_features": [
         (lambda d: rj.nystrom_features(d.K[:3], d.K[:2, :2]), E(ValueError, "K_RR")),
     ],
@@ -609,8 +629,9 @@ TYPES = {"CGResult", "CSRMatrix", "CVResult", "DualModel", "DualPath", "Folds", 
          "Metric", "NystromPath", "PairHoldOut", "PairwiseGP", "PerQuery", "PermutationResult",
          "PreferenceGraph", "PrimalPath", "QueryGraph", "QueryPartition", "RankBoostModel",
          "RankLevels", "RankSVMKernelModel", "RankSVMResult", "RankingData", "Segments",
-         "Selection", "StreamFit", "TuneResult", "ShardedData", "io.Dataset"}
-CONSTANTS = {"AXIS", "STOP_REASONS", "io", "io.MODEL_FORMAT", "io.MODEL_VERSION"}   # data, no input
+         "Selection", "StreamFit", "TuneResult", "ShardedData", "FalkonModel", "io.Dataset"}
+CONSTANTS = {"AXIS", "BASIS_METHODS", "STOP_REASONS", "io", "io.MODEL_FORMAT",
+             "io.MODEL_VERSION"}   # data, no input
 
 
 def public_names():
