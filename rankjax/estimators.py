@@ -273,6 +273,7 @@ class _Ranker(_Base):
 
     def _finish_fit(self, seg):
         self.num_queries_ = int(seg.max()) + 1
+        jax.block_until_ready(self.model_)      # fit returns a ready model (async dispatch)
         return self
 
     # persistence -------------------------------------------------------------
