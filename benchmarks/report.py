@@ -378,7 +378,10 @@ def render(results, out, argv, started, total_s, partial):
         "sizes given in their commands (`--full`: the benchmarks' own, paper-scale sizes).",
         ""]
     if partial:
-        head += [f"**Partial run** (`--only {','.join(by)}`): sections not run say so.", ""]
+        head += ["**Partial run**: the command above re-ran only the jobs it names; every other "
+                 "section keeps the saved lines of the earlier full run (`python "
+                 "benchmarks/report.py`, 25.7 min, the same machine); each section names the "
+                 "command and wall time its lines came from. Sections never run say so.", ""]
     failed = [r for r in results if r["returncode"]]
     if failed:
         head += ["**Failed jobs:** " + "; ".join(
