@@ -373,7 +373,8 @@ def render(results, out, argv, started, total_s, partial):
         f"{platform.machine()}, {os.cpu_count()} CPU cores, Python "
         f"{platform.python_version()}, jax {jax.__version__}, first device "
         f"`{dev.platform}:{getattr(dev, 'device_kind', '')}`. Every figure below comes from "
-        "this run; the raw JSON lines are in `report/results.jsonl`. Each table names the "
+        + ("the run its section names" if partial else "this run")
+        + "; the raw JSON lines are in `report/results.jsonl`. Each table names the "
         "device its lines ran on; on a CPU-only machine the benchmarks run at the reduced "
         "sizes given in their commands (`--full`: the benchmarks' own, paper-scale sizes).",
         ""]
