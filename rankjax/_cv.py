@@ -247,6 +247,7 @@ def _holdout_primal_core(X, y, graph, lams, folds):
 
 
 def holdout_from_system(X, y, graph, lams, folds, G, b, right=None, eig=None):
+    # ``right``: None, a matrix ``[n, r]``, or ``("chol", C)`` for ``C^{-T}`` (lower ``C``)
     """Eq. 33-34 hold-out predictions ``[L, m(, k)]`` of the rows ``X`` (whole queries of
     ``graph``) when the full training system ``(G, b) = (X^T L X, X^T L y)`` may include
     further rows elsewhere (other devices, other chunks): no edge leaves a query, so a
@@ -255,7 +256,13 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, right=None, eig=None):
     m = X.shape[0]
     n = G.shape[0]
     eig = eigh_psd(G) if eig is None else eig
-    V = eig.vectors if right is None else jnp.matmul(right, eig.vectors, precision=HI)
+    chol = isinstance(right, tuple)
+    if right is None:
+        V = eig.vectors
+    elif chol:
+        V = jax.scipy.linalg.solve_triangular(right[1], eig.vectors, lower=True, trans=1)
+    else:
+        V = jnp.matmul(right, eig.vectors, precision=HI)
     Pf = jnp.matmul(X, V, precision=HI)                            # [m, n]
     c = tdot(eig.vectors, b)                                       # [n(, k)]
     D = spectral_filter(eig.values[None, :], lams[:, None])        # [L, n]
@@ -264,7 +271,9 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, right=None, eig=None):
 
     def fold_fn(P):
         if P > n:
-            feats = X if right is None else jnp.matmul(X, right, precision=HI)
+            feats = (X if right is None else
+                     jax.scipy.linalg.solve_triangular(right[1], X.T, lower=True).T if chol else
+                     jnp.matmul(X, right, precision=HI))
             return partial(_refit_fold, graph, X=feats, G=G, b=b, y=y, lams=lams)
         return partial(_woodbury_fold, graph, Pfeat=Pf, D=D, lams=lams, F=F, y=y, K=None)
 
@@ -382,13 +391,16 @@ def nystrom_holdout_core(X, XR, rmask, y, graph, lams, folds, kernel, block_size
     """``(predictions [L, m(, k)], coef [L, b_pad(, k)])``: the hold-out and the full-data
     basis coefficients of every λ from one ``eigh`` of ``Φ^T L Φ`` (``b x b``), with
     ``Φ = K_mR C^{-T}`` never formed (``G = C^{-1} (K_Rm L K_mR) C^{-T}``)."""
-    KRt, Tm = cholesky_features(X, XR, rmask, kernel, block_size)
+    KRt, C = cholesky_features(X, XR, rmask, kernel, block_size, inverse=False)
     GK, bK = primal_system(KRt, y, graph)
-    G = jnp.matmul(Tm.T, jnp.matmul(GK, Tm, precision=HI), precision=HI)
-    b = tdot(Tm, bK)
+    tri = partial(jax.scipy.linalg.solve_triangular, C, lower=True)
+    G = tri(tri(GK).T)                                      # C^{-1} GK C^{-T}
+    b = tri(bK)
     eig = eigh_psd((G + G.T) / 2)
-    coef = jnp.einsum("rq,lq...->lr...", Tm, eigh_path(eig, b, lams), precision=HI)
-    pred = holdout_from_system(KRt, y, graph, lams, folds, G, b, right=Tm, eig=eig)
+    W = eigh_path(eig, b, lams)                             # [L, r(, k)]
+    Wr = jnp.moveaxis(W, 1, 0)                              # [r, L(, k)]
+    coef = jnp.moveaxis(tri(Wr.reshape(Wr.shape[0], -1), trans=1).reshape(Wr.shape), 0, 1)
+    pred = holdout_from_system(KRt, y, graph, lams, folds, G, b, right=("chol", C), eig=eig)
     return nan_unless(lam_ok(lams), (pred, coef))
 
 

@@ -151,12 +151,15 @@ def basis_cholesky(KRR, mask):
     return jnp.linalg.cholesky(K + eps * jnp.eye(bp, dtype=dt))
 
 
-def cholesky_features(X, XR, mask, kernel, block_size=None):
+def cholesky_features(X, XR, mask, kernel, block_size=None, inverse=True):
     """``(K_mR [m, b_pad], C^{-T} [b_pad, b_pad])``: the Nyström features are
-    ``Φ = K_mR C^{-T}`` with :func:`basis_cholesky` (padding columns are zero)."""
+    ``Φ = K_mR C^{-T}`` with :func:`basis_cholesky` (padding columns are zero);
+    ``inverse=False`` returns ``C`` itself."""
     mf = mask.astype(X.dtype)
     K_Rt = kernel_matrix(kernel, X, XR, block_size=block_size) * mf[None, :]
     C = basis_cholesky(kernel_block(kernel, XR, XR), mask)
+    if not inverse:
+        return K_Rt, C
     eye = jnp.eye(C.shape[0], dtype=C.dtype)
     return K_Rt, jax.scipy.linalg.solve_triangular(C, eye, lower=True, trans=1)
 

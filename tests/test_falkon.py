@@ -160,3 +160,22 @@ def test_exact_kernel_fit_too_large_for_memory_is_refused_at_once():
     with pytest.raises(MemoryError, match="GiB"):
         rj.tune(X, y, rj.query_graph(qid), kernel="gaussian", steps=1)
     assert time.perf_counter() - t < 5
+
+
+def test_holdout_nystrom_k_fold_and_multi_output_equal_retraining():
+    d, g = _data(12, seed=7)
+    k = rj.gaussian_kernel(0.3)
+    basis = np.arange(0, d.X.shape[0], 9)                  # folds larger than the basis: refit path
+    f = rj.make_folds(g, 2, seed=0)
+    Y = np.c_[d.y, d.y ** 2]
+    h = rj.holdout_nystrom(d.X, Y, g, lams=[0.5, 2.0], kernel=k, basis=basis, folds=f)
+    fold = np.asarray(f.fold_of_row)
+    for u in (0, 1):
+        keep = fold != u
+        gk = rj.query_graph(d.qid[keep])
+        for j in range(2):
+            for i, lam in enumerate((0.5, 2.0)):
+                a = _closed_form(d.X[keep], Y[keep, j], gk, basis, lam, k, centres=d.X[basis])
+                pred = np.asarray(rj.kernel_matrix(k, d.X[~keep], d.X[basis])) @ a
+                np.testing.assert_allclose(np.asarray(h.predictions)[i, ~keep, j], pred,
+                                           rtol=1e-6, atol=1e-9)
