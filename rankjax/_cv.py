@@ -391,7 +391,7 @@ def nystrom_holdout_core(X, XR, rmask, y, graph, lams, folds, kernel, block_size
     """``(predictions [L, m(, k)], coef [L, b_pad(, k)])``: the hold-out and the full-data
     basis coefficients of every λ from one ``eigh`` of ``Φ^T L Φ`` (``b x b``), with
     ``Φ = K_mR C^{-T}`` never formed (``G = C^{-1} (K_Rm L K_mR) C^{-T}``)."""
-    KRt, C = cholesky_features(X, XR, rmask, kernel, block_size, inverse=False)
+    KRt, C = cholesky_features(X, XR, rmask, kernel, block_size)
     GK, bK = primal_system(KRt, y, graph)
     tri = partial(jax.scipy.linalg.solve_triangular, C, lower=True)
     G = tri(tri(GK).T)                                      # C^{-1} GK C^{-T}

@@ -210,7 +210,9 @@ def rankrls_falkon(X, y, graph: Graph, *, lam, kernel: Kernel, basis, valid=None
     """
     X, y = check_problem(check_matrix(X), y, graph)
     X = X.todense() if hasattr(X, "todense") else X
-    graph.restrict(np.zeros(0, np.int64))              # a TypeError for preference graphs
+    if not graph.takes_labels:
+        raise TypeError("rankrls_falkon needs a QueryGraph or an IdentityGraph: a PreferenceGraph's "
+                        "edges may leave the preconditioner's subsample")
     if y.ndim != 1:
         raise ValueError("rankrls_falkon solves one output; vmap over the columns of y")
     if not isinstance(kernel, Kernel):

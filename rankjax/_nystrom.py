@@ -28,7 +28,7 @@ from jax import lax
 
 from ._checks import check_matrix, device_array, is_concrete, is_int
 from ._kernels import Kernel, kernel_block, kernel_matrix
-from ._ridge import PSD_RTOL, nystrom_map
+from ._ridge import PSD_RTOL
 from ._segments import padded_size
 
 __all__ = ["BASIS_METHODS", "nystrom_basis"]
@@ -151,27 +151,8 @@ def basis_cholesky(KRR, mask):
     return jnp.linalg.cholesky(K + eps * jnp.eye(bp, dtype=dt))
 
 
-def cholesky_features(X, XR, mask, kernel, block_size=None, inverse=True):
-    """``(K_mR [m, b_pad], C^{-T} [b_pad, b_pad])``: the Nyström features are
-    ``Φ = K_mR C^{-T}`` with :func:`basis_cholesky` (padding columns are zero);
-    ``inverse=False`` returns ``C`` itself."""
-    mf = mask.astype(X.dtype)
-    K_Rt = kernel_matrix(kernel, X, XR, block_size=block_size) * mf[None, :]
-    C = basis_cholesky(kernel_block(kernel, XR, XR), mask)
-    if not inverse:
-        return K_Rt, C
-    eye = jnp.eye(C.shape[0], dtype=C.dtype)
-    return K_Rt, jax.scipy.linalg.solve_triangular(C, eye, lower=True, trans=1)
-
-
-def masked_features(X, XR, mask, kernel, block_size=None, features=True):
-    """Nyström features of a padded basis (traced): ``(Φ [m, b_pad], T [b_pad, b_pad])``
-    with ``Φ = K_R^T T``, the padding rows' kernel values set to 0 so that their features
-    and coefficients are exactly 0 (their eigenvalues of ``K_RR`` are 0 and dropped).
-    ``features=False`` returns ``(K_R^T, T)`` instead (``Φ`` not formed)."""
-    mf = mask.astype(X.dtype)
-    K_Rt = kernel_matrix(kernel, X, XR, block_size=block_size) * mf[None, :]
-    K_RR = kernel_block(kernel, XR, XR) * (mf[:, None] * mf[None, :])
-    if features:
-        return nystrom_map(K_Rt.T, K_RR)
-    return K_Rt, nystrom_map(K_RR[:, :1], K_RR)[1]
+def cholesky_features(X, XR, mask, kernel, block_size=None):
+    """``(K_mR [m, b_pad], C [b_pad, b_pad])``: the Nyström features are
+    ``Φ = K_mR C^{-T}`` with :func:`basis_cholesky` (padding columns are zero)."""
+    K_Rt = kernel_matrix(kernel, X, XR, block_size=block_size) * mask.astype(X.dtype)[None, :]
+    return K_Rt, basis_cholesky(kernel_block(kernel, XR, XR), mask)
