@@ -38,7 +38,7 @@ from ._path import check_lams, select_lambda
 from ._rankrls import check_kernel_matrix
 from ._segments import padded_size
 from ._ridge import (HI, dual_system, eigh_path, eigh_psd, primal_system,
-                     spectral_filter, tdot)
+                     SMALL_SOLVE, spectral_filter, symmetric_solve, tdot)
 
 
 __all__ = ["Folds", "make_folds", "HoldOut", "CVResult", "holdout_primal", "holdout_dual",
@@ -171,9 +171,16 @@ def _woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
         HB = jnp.matmul(H, B, precision=HI)
         t = fu - jnp.matmul(H, Ly, precision=HI)
         M = eye - jnp.matmul(B.T, HB, precision=HI)
-        return t + jnp.matmul(HB, jnp.linalg.solve(M, tdot(B, t)), precision=HI)
+        return t + jnp.matmul(HB, symmetric_solve(M, tdot(B, t)), precision=HI)
 
-    return jax.vmap(per_lam)(Hs, lams, F[:, idx])              # [L, P(, k)]
+    # large folds: one λ at a time, so LAPACK gets unbatched calls (see symmetric_solve)
+    over_lams = jax.vmap(per_lam) if idx.shape[0] <= SMALL_SOLVE else partial(_each, per_lam)
+    return over_lams(Hs, lams, F[:, idx])                      # [L, P(, k)]
+
+
+def _each(f, *args):
+    """``f`` over the leading axis of ``args``, one slice at a time (``lax.map``)."""
+    return lax.map(lambda a: f(*a), args)
 
 
 def _refit_fold(graph, idx, mask, X, G, b, y, lams):
@@ -205,6 +212,8 @@ def _over_folds(folds: Folds, m, L, width, out_shape, dtype, fold_fn):
     for idx_b, mask_b in zip(folds.index, folds.mask):
         Fb, P = idx_b.shape
         batch = max(1, min(Fb, _BUDGET // max(1, (L + width) * P * P)))
+        if P > min(width, SMALL_SOLVE):   # LAPACK per fold: unbatched (see symmetric_solve)
+            batch = 1
         one_fold = fold_fn(P)
         res = lax.map(lambda a: one_fold(*a), (idx_b, mask_b), batch_size=batch)  # [F, L, P(, k)]
         res = jnp.moveaxis(res, 1, 0)                                   # [L, F, P(, k)]

@@ -29,7 +29,7 @@ from jax.experimental import sparse
 
 __all__ = ["Eigh", "PSD_RTOL", "eigh_psd", "psd_mask", "psd_root", "spectral_filter",
            "eigh_solve", "eigh_path", "ridge_solve", "primal_system", "dual_system",
-           "nystrom_map", "tdot", "gram", "HI"]
+           "nystrom_map", "tdot", "gram", "symmetric_solve", "HI"]
 
 HI = lax.Precision.HIGHEST
 
@@ -70,6 +70,67 @@ def psd_mask(eig: Eigh):
     p = eig.values.shape[0]
     tol = PSD_RTOL * p * jnp.finfo(eig.values.dtype).eps * jnp.max(eig.values)
     return eig.values > tol
+
+
+SMALL_SOLVE = 256
+"""Largest size solved by :func:`symmetric_solve` in plain XLA operations."""
+
+
+def _ldl(M):
+    """``M = L diag(d) L^T`` (unit lower ``L``, no pivoting) in ``P`` steps of plain XLA
+    operations (left-looking: step ``j`` forms column ``j`` from the finished ones)."""
+    P = M.shape[-1]
+    rows = jnp.arange(P)
+
+    def step(j, Ld):
+        L, d = Ld
+        lj = L[j] * d                                           # row j scaled (cols < j)
+        v = M[:, j] - jnp.matmul(L, lj, precision=HI)
+        dj = v[j]
+        col = jnp.where(rows > j, v / dj, (rows == j).astype(M.dtype))
+        return L.at[:, j].set(col), d.at[j].set(dj)
+
+    z = jnp.zeros_like(M)
+    return lax.fori_loop(0, P, step, (z, jnp.zeros(P, M.dtype)))
+
+
+def _ldl_solve(Ld, r):
+    L, d = Ld
+    P = L.shape[0]
+
+    def fwd(i, z):                                              # L z = r
+        return z.at[i].set(r[i] - jnp.matmul(L[i], z, precision=HI))
+
+    def bwd(k, x):                                  # L^T x = z / d (x_i holds w_i)
+        i = P - 1 - k
+        return x.at[i].set(2 * x[i] - jnp.matmul(L[:, i], x, precision=HI))
+
+    z = lax.fori_loop(0, P, fwd, jnp.zeros_like(r))
+    w = z / d.reshape(d.shape + (1,) * (r.ndim - 1))
+    return lax.fori_loop(0, P, bwd, w)
+
+
+def symmetric_solve(M, r):
+    """``M^{-1} r`` for a small symmetric nonsingular ``M`` ``[P, P]`` (``r`` ``[P]`` or
+    ``[P, k]``), e.g. the fold system ``I - B^T H_UU B`` of the hold-outs.
+
+    Up to :data:`SMALL_SOLVE` rows it is an ``L D L^T`` factorization in plain XLA
+    operations, not a LAPACK call: XLA:CPU runs independent LAPACK calls concurrently on
+    its intra-op pool and jaxlib's batched kernels then wait on that same pool, which
+    deadlocks eager ``jax.grad`` on a 2-thread CPU (two batched ``getrf`` waiting on each
+    other). Differentiated implicitly (``lax.custom_linear_solve``), as ``jnp.linalg.solve``.
+
+    Example:
+      >>> M = jnp.array([[2., 1.], [1., 3.]])
+      >>> print(jnp.round(symmetric_solve(M, jnp.array([3., 4.])), 4))
+      [1. 1.]
+    """
+    M, r = jnp.asarray(M), jnp.asarray(r)
+    if M.shape[-1] > SMALL_SOLVE:
+        return jnp.linalg.solve(M, r)
+    Ld = _ldl(lax.stop_gradient(M))
+    return lax.custom_linear_solve(lambda x: jnp.matmul(M, x, precision=HI), r,
+                                   lambda _, b: _ldl_solve(Ld, b), symmetric=True)
 
 
 def psd_root(M):
