@@ -136,7 +136,8 @@ def _boost_impl(bins, T, group, group_start, group_query, seg, G, Q, rounds):
         score = jnp.where(valid, jnp.abs(r), -1.0)
         k = jnp.argmax(score.ravel())
         f, b = k // nb, k % nb
-        rk = jnp.clip(r[f, b], -1 + 1e-12, 1 - 1e-12)
+        c = 1 - 4 * jnp.finfo(T.dtype).eps            # a perfect weak ranker: alpha finite
+        rk = jnp.clip(r[f, b], -c, c)
         alpha = 0.5 * jnp.log((1 + rk) / (1 - rk))
         H = H + alpha * (bins[:, f] > b)
         return H, (f, T[f, b], alpha, r[f, b])

@@ -188,6 +188,10 @@ class RankSVMResult(NamedTuple):
       iterations: accepted Newton steps.
       cg_iterations: total Steihaug-CG iterations.
       converged: ``||∇f(w)|| <= tol ||∇f(0)||``.
+      best_iteration: with ``valid``, the Newton step whose iterate is returned
+        (0 = ``w = 0``); else ``iterations``.
+      valid_history: with ``valid``, ``[max_iter + 1]`` criterion of every iterate
+        (lower is better; NaN after the stop); else None.
     """
 
     weights: jax.Array
@@ -196,6 +200,8 @@ class RankSVMResult(NamedTuple):
     iterations: jax.Array
     cg_iterations: jax.Array
     converged: jax.Array
+    best_iteration: jax.Array = None
+    valid_history: jax.Array = None
 
     def predict(self, X):
         return LinearModel(self.weights).predict(X)
@@ -235,20 +241,24 @@ def _trcg(hv, g, delta, eps_cg, max_cg):
     return s, r, it, boundary
 
 
-def _tron(X, levels, C, tol, max_iter, eps_cg, max_cg):
+def _tron(X, levels, C, tol, max_iter, eps_cg, max_cg, valid_fn=None, patience=0, hist_len=0):
     n = X.shape[1]
     w0 = jnp.zeros(n, X.dtype)
     f0, st0 = _fun(w0, X, levels, C)
     g0 = _grad(w0, X, st0, C)
     gnorm0 = jnp.linalg.norm(g0)
-    # carry: w, f, g, state, delta, it (accepted steps + 1), cg_total, stop
-    init = (w0, f0, g0, st0, gnorm0, jnp.int32(1), jnp.int32(0), gnorm0 <= tol * gnorm0)
+    # carry: w, f, g, state, delta, it (accepted steps + 1), cg_total, stop, and with a
+    # validation criterion (best w, best score, best step, history)
+    track = () if valid_fn is None else (
+        w0, valid_fn(w0), jnp.int32(0),
+        jnp.full(hist_len, jnp.nan, X.dtype).at[0].set(valid_fn(w0)))
+    init = (w0, f0, g0, st0, gnorm0, jnp.int32(1), jnp.int32(0), gnorm0 <= tol * gnorm0, track)
 
     def cond(c):
         return ~c[7] & (c[5] <= max_iter)
 
     def body(c):
-        w, f, g, st, delta, it, cgt, _ = c
+        w, f, g, st, delta, it, cgt, _, track = c
         s, r, cg_it, boundary = _trcg(lambda v: _hvp(v, X, st, C), g, delta, eps_cg, max_cg)
         w_new = w + s
         gs = g @ s
@@ -277,16 +287,27 @@ def _tron(X, levels, C, tol, max_iter, eps_cg, max_cg):
         it = it + accept.astype(jnp.int32)
         stop = (accept & (jnp.linalg.norm(g) <= tol * gnorm0)) | (f < -1e32) | (prered <= 0) | (
             (jnp.abs(actred) <= 1e-12 * jnp.abs(f)) & (jnp.abs(prered) <= 1e-12 * jnp.abs(f)))
-        return w, f, g, st, delta, it, cgt + cg_it, stop
+        if valid_fn is not None:                 # early stopping on the validation criterion
+            bw, bs, bi, hist = track
+            sc = valid_fn(w)
+            better = sc < bs
+            track = (jnp.where(better, w, bw), jnp.where(better, sc, bs),
+                     jnp.where(better, it - 1, bi), hist.at[it - 1].set(sc))
+            stop = stop | (it - 1 - track[2] >= patience)
+        return w, f, g, st, delta, it, cgt + cg_it, stop, track
 
-    w, f, g, _, _, it, cgt, _ = lax.while_loop(cond, body, init)
+    w, f, g, _, _, it, cgt, _, track = lax.while_loop(cond, body, init)
     gn = jnp.linalg.norm(g)
     ok = lam_ok(C) & lam_ok(tol) & lam_ok(eps_cg)
-    return nan_unless(ok, RankSVMResult(w, f, gn, it - 1, cgt, ok & (gn <= tol * gnorm0)))
+    res = RankSVMResult(w, f, gn, it - 1, cgt, ok & (gn <= tol * gnorm0), it - 1, None)
+    if valid_fn is not None:
+        res = res._replace(weights=track[0], best_iteration=track[2], valid_history=track[3])
+    return nan_unless(ok, res)
 
 
 def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=0.1,
-               max_cg: int = 1000) -> RankSVMResult:
+               max_cg: int = 1000, valid=None, metric="pairwise_error", patience: int = 10,
+               metric_kwargs=None) -> RankSVMResult:
     """Linear L2-loss RankSVM by trust-region Newton (docs/math.md; Lee & Lin 2014;
     Lee & Lin 2014 §1–4): liblinear-ranksvm's ``-s 8`` with its defaults
     (``C = 1``, ``eps = 1e-3``, stop when ``||∇f(w)|| <= tol ||∇f(0)||``, start
@@ -306,6 +327,10 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
       max_iter: Newton iteration cap.
       eps_cg: relative tolerance of each inner CG.
       max_cg: inner CG iteration cap (liblinear has none).
+      valid: ``(X_valid, y_valid, graph_valid)``: the criterion ``metric`` (as
+        :func:`rankrls_cg`; ``metric_kwargs`` its options) is evaluated on every Newton
+        iterate, the best iterate is returned and the loop stops after ``patience``
+        steps without improvement (``best_iteration``, ``valid_history``).
 
     Returns:
       :class:`RankSVMResult`.
@@ -327,12 +352,32 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
     tol = check_lam(tol, name="tol", scalar=True)
     eps_cg = check_lam(eps_cg, name="eps_cg", scalar=True)
     max_iter, max_cg = check_count(max_iter, "max_iter"), check_count(max_cg, "max_cg")
-    return _tron_jit(X, levels, device_array(C, X.dtype), device_array(tol, X.dtype),
-                     device_array(max_iter, jnp.int32), device_array(eps_cg, X.dtype),
-                     device_array(max_cg, jnp.int32))
+    args = (X, levels, device_array(C, X.dtype), device_array(tol, X.dtype),
+            device_array(max_iter, jnp.int32), device_array(eps_cg, X.dtype),
+            device_array(max_cg, jnp.int32))
+    if valid is None:
+        return _tron_jit(*args)
+    from ._cg import _as_operator, criterion_args, static_metric
+    if metric_kwargs is not None and not isinstance(metric_kwargs, dict):
+        raise TypeError(f"metric_kwargs must be a dict, got {type(metric_kwargs).__name__}")
+    kw = static_metric(metric, metric_kwargs or {})
+    Xv, vdata = criterion_args(valid, X.shape[1], "X_valid", metric, None, kw)
+    Xv = _as_operator(Xv, "X_valid")
+    if Xv.shape[1] != X.shape[1]:
+        raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {X.shape[1]}")
+    return _tron_valid_jit(*args, Xv, vdata, metric=metric, kw=kw,
+                           patience=check_count(patience, "patience"), hist_len=max_iter + 1)
 
 
 _tron_jit = jax.jit(_tron)
+
+
+@functools.partial(jax.jit, static_argnames=("metric", "kw", "patience", "hist_len"))
+def _tron_valid_jit(X, levels, C, tol, max_iter, eps_cg, max_cg, Xv, vdata, *, metric, kw,
+                    patience, hist_len):
+    from ._cg import make_valid_fn
+    valid_fn = make_valid_fn(lambda w: Xv @ w, vdata, metric, None, kw)
+    return _tron(X, levels, C, tol, max_iter, eps_cg, max_cg, valid_fn, patience, hist_len)
 
 
 class RankSVMKernelModel(NamedTuple):

@@ -9,7 +9,14 @@ the same methods.
 Inputs: dense numpy/JAX arrays, ``scipy.sparse`` matrices, BCOO, pandas
 DataFrames (feature names are kept; a column named ``qid`` is taken as the
 query ids when ``qid`` is not given, as XGBoost's ranker does). Query ids may be
-integers, strings or categories; ``qid=None`` makes all rows one query.
+integers, strings or categories. ``fit`` needs the queries, as LightGBM's and
+XGBoost's rankers: ``qid`` (an id per row) or ``group`` (query sizes in row order);
+for one query over all rows pass ``qid=np.zeros(len(X))``. (RLS regression,
+``RankRLS(graph="identity")``, needs none.)
+
+Kernel estimators default to ``gamma="scale"``: ``1 / (n_features * X.var())`` of the
+training rows, as scikit-learn's SVC (``"auto"``: ``1 / n_features``); the value used
+is ``gamma_`` after ``fit``.
 
 Under ``GridSearchCV`` ``qid`` reaches ``fit`` as a fit parameter and reaches
 ``score`` only with metadata routing on
@@ -28,6 +35,7 @@ Example:
 from __future__ import annotations
 
 import inspect
+import sys
 import warnings
 
 import jax
@@ -117,6 +125,28 @@ def _dense(X):
     return X.todense() if hasattr(X, "todense") else X
 
 
+GAMMAS = ("scale", "auto")
+"""The data-scaled values of a kernel estimator's ``gamma``."""
+
+
+def _gamma_value(gamma, X):
+    """``gamma`` as a number: ``"scale"`` is ``1 / (n * var(X))`` over every entry of the
+    training rows (1 when X is constant), ``"auto"`` is ``1 / n``."""
+    if not isinstance(gamma, str):
+        return gamma
+    if gamma not in GAMMAS:
+        raise ValueError(f"gamma must be a positive number, 'scale' or 'auto', got {gamma!r}")
+    n = X.shape[1]
+    if gamma == "auto":
+        return 1.0 / n
+    if sp.issparse(X):
+        mean = X.sum() / (X.shape[0] * n)
+        var = X.multiply(X).sum() / (X.shape[0] * n) - mean ** 2
+    else:
+        var = float(jax.numpy.var(jax.numpy.asarray(_dense(X), dtype=float)))
+    return 1.0 / (n * var) if var > 0 and np.isfinite(var) else 1.0
+
+
 def _kernel(kind, gamma, degree, coef0):
     if kind is None or kind == "linear":
         return None
@@ -182,6 +212,9 @@ def _one_eval_set(eval_set, eval_qid, eval_group):
     return eval_set, eval_qid, eval_group
 
 
+_QUERY_COLUMNS = ("query_id", "queryid", "query", "group", "group_id", "qid_", "query id")
+
+
 class _Ranker(_Base):
     """Shared input handling, prediction, scoring and persistence.
 
@@ -189,13 +222,78 @@ class _Ranker(_Base):
     ``group`` (query sizes in row order, as LightGBM), never both."""
 
     __metadata_request__fit = {"qid": True}       # group sizes are not per-row: never
-    __metadata_request__score = {"qid": True}     # routed by a meta-estimator (use qid)
+    __metadata_request__score = {"qid": True,     # routed by a meta-estimator (use qid)
+                                 "sample_weight": True}
+
+    def _fit_kernel(self, X):
+        """The kernel of this fit, with ``gamma`` (``"scale"``, ``"auto"`` or a number)
+        resolved on the training rows into ``gamma_``; None for the linear model."""
+        if self.kernel in (None, "linear") or isinstance(self.kernel, _kernels.Kernel):
+            return _kernel(self.kernel, None, self.degree, self.coef0)
+        kern = _kernel(self.kernel, _gamma_value(self.gamma, X), self.degree, self.coef0)
+        self.gamma_ = float(kern.gamma)
+        return kern
+
+    def _eval_data(self, eval_set, eval_qid, eval_group):
+        """``(X_valid, y_valid, seg_valid)`` of a LightGBM/XGBoost-style evaluation set."""
+        (Xv, yv), eval_qid, eval_group = _one_eval_set(eval_set, eval_qid, eval_group)
+        return self._inputs(Xv, yv, eval_qid, fit=False, need_model=False, group=eval_group,
+                            query_args=("eval_qid", "eval_group"), need_queries=True)[:3]
+
+    def _eval_sequence(self, scores, yv, segv):
+        """Scores ``[T, m_v]`` of the ``T`` successive models (rounds, components, ...) on
+        the evaluation set: sets ``evals_result_`` (LightGBM's layout,
+        ``{"valid_0": {"ndcg@k": [...]}}``), ``best_iteration_`` (how many steps the kept
+        model has) and ``best_score_``, stopping after ``early_stopping_rounds`` steps
+        without improvement; prints the scores on stderr with ``verbose``. Returns
+        ``best_iteration_``."""
+        k = getattr(self, "score_k", 10)
+        T = scores.shape[0]
+        vals = np.asarray(_path.select_lambda(np.arange(1.0, T + 1), scores, yv, segv,
+                                              metric=_metrics.ndcg, k=k).table, dtype=float)
+        rounds = self.early_stopping_rounds
+        if rounds is not None:
+            rounds = check_count(rounds, "early_stopping_rounds")
+        key = jnp_nan_to(vals)
+        best, stop = 0, T
+        for t in range(T):
+            if key[t] > key[best]:
+                best = t
+            elif rounds is not None and t - best >= rounds:
+                stop = t + 1
+                break
+        self._report(vals[:stop], first=1)
+        self.best_iteration_ = best + 1
+        self.best_score_ = float(vals[best])
+        return best + 1
+
+    def _report(self, vals, first=0, show=True):
+        """``evals_result_`` (LightGBM's layout) of the per-step scores ``vals``, printed on
+        stderr with ``verbose`` (step numbers from ``first``)."""
+        name = f"ndcg@{getattr(self, 'score_k', 10)}"
+        every = _verbose_every(getattr(self, "verbose", False)) if show else 0
+        for t, v in enumerate(vals):
+            if every and ((t + first) % every == 0 or t == len(vals) - 1):
+                print(f"[{t + first}]\tvalid_0's {name}: {v:.6g}", file=sys.stderr)
+        self.evals_result_ = {"valid_0": {name: np.asarray(vals, float).tolist()}}
+
+    def _needs_queries(self):
+        return getattr(self, "graph", "query") != "identity"
 
     def _inputs(self, X, y, qid, fit: bool, need_model: bool = True, group=None,
-                query_args=("qid", "group")):
+                query_args=("qid", "group"), need_queries: bool = False):
         if group is not None and qid is None and _is_frame(X) and "qid" in X.columns:
             raise ValueError(f"pass {query_args[0]} or {query_args[1]}, not both (X has a 'qid' "
                              "column)")
+        if need_queries and qid is None and group is None and self._needs_queries() and not (
+                _is_frame(X) and "qid" in X.columns):
+            hint = [c for c in getattr(X, "columns", ()) if str(c).lower() in _QUERY_COLUMNS]
+            raise ValueError(
+                f"{type(self).__name__}.fit needs the queries: pass {query_args[0]}= (a query id "
+                f"per row) or {query_args[1]}= (query sizes in row order); for one query over "
+                "all rows pass qid=np.zeros(len(X))"
+                + (f". X has a column {hint[0]!r}: pass {query_args[0]}=X.pop({hint[0]!r})"
+                   if hint else ""))
         X, qid, names = _split_frame(X, qid)
         X = _matrix(X)
         if getattr(X, "ndim", 2) != 2:
@@ -260,16 +358,25 @@ class _Ranker(_Base):
     def _scores(self, X):
         return _rankrls.predict(self.model_, X)
 
-    def score(self, X, y, qid=None, *, group=None):
+    def score(self, X, y, qid=None, *, group=None, sample_weight=None):
         """Mean NDCG@``score_k`` over the queries of ``(X, y, qid)`` (or ``group``
-        sizes; neither: one query, with a warning when the model was fitted on several)."""
+        sizes; neither: one query, with a warning when the model was fitted on several).
+        ``sample_weight`` (per row, constant within a query) weights the queries."""
         X, y, seg, given = self._inputs(X, y, qid, fit=False, group=group)
         if not given and getattr(self, "num_queries_", 1) > 1:
             warnings.warn(f"{type(self).__name__}.score got no qid: all rows are ranked as one "
                           "query; pass qid (with scikit-learn: enable metadata routing)",
                           UserWarning, stacklevel=2)
         f = self._scores(X)
-        return float(_metrics.ndcg(f, y, seg, k=getattr(self, "score_k", 10)))
+        k = getattr(self, "score_k", 10)
+        if sample_weight is None:
+            return float(_metrics.ndcg(f, y, seg, k=k))
+        w = _query_weights(sample_weight, seg)
+        pq = _metrics.ndcg(f, y, seg, k=k, per_query=True)
+        valid = np.asarray(pq.valid) & (w > 0)
+        if not valid.any():
+            return float("nan")
+        return float(np.sum(np.asarray(pq.values)[valid] * w[valid]) / np.sum(w[valid]))
 
     def _finish_fit(self, seg):
         self.num_queries_ = int(seg.max()) + 1
@@ -289,6 +396,36 @@ class _Ranker(_Base):
         if hasattr(self, "feature_names_in_"):
             meta["feature_names"] = [str(c) for c in self.feature_names_in_]
         io.save_model(path, {"params": params, "state": state}, **meta)
+
+
+def jnp_nan_to(v):
+    """NaN (undefined metric) ranks below every number."""
+    return np.where(np.isnan(v), -np.inf, v)
+
+
+def _verbose_every(verbose):
+    """``verbose``: False/0 (silent), True (every step) or an int n (every n-th step)."""
+    if isinstance(verbose, (bool, np.bool_)):
+        return int(bool(verbose))
+    if not is_int(verbose) or verbose < 0:
+        raise ValueError(f"verbose must be a bool or an int >= 0, got {verbose!r}")
+    return int(verbose)
+
+
+def _query_weights(sample_weight, seg):
+    """``[Q]`` weight of every query from per-row weights that are constant within it."""
+    w = np.asarray(sample_weight.to_numpy() if hasattr(sample_weight, "to_numpy") else sample_weight,
+                   dtype=np.float64)
+    if w.shape != seg.shape:
+        raise ValueError(f"sample_weight must have shape [{seg.shape[0]}], got {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("sample_weight must be finite and >= 0")
+    Q = int(seg.max()) + 1
+    qw = np.zeros(Q)
+    qw[seg] = w
+    if np.any(qw[seg] != w):
+        raise ValueError("sample_weight must be constant within each query (it weights queries)")
+    return qw
 
 
 def load(path):
@@ -336,7 +473,7 @@ class RankRLS(_Ranker):
         ``score``. random_state: seed of the basis rows.
     """
 
-    def __init__(self, lam=1.0, *, kernel=None, gamma=1.0, degree=2, coef0=1.0, basis="auto",
+    def __init__(self, lam=1.0, *, kernel=None, gamma="scale", degree=2, coef0=1.0, basis="auto",
                  graph="query", normalized=True, exclude_ties=False, score_k=10,
                  random_state=0):
         self.lam, self.kernel, self.gamma, self.degree, self.coef0 = lam, kernel, gamma, degree, coef0
@@ -351,10 +488,9 @@ class RankRLS(_Ranker):
         return super()._graph(seg, y)
 
     def fit(self, X, y, qid=None, *, group=None):
-        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group)
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         g = self._graph(seg, y)
-        self.model_ = _fit_rankrls(X, y, g, self.lam, _kernel(self.kernel, self.gamma, self.degree,
-                                                              self.coef0),
+        self.model_ = _fit_rankrls(X, y, g, self.lam, self._fit_kernel(X),
                                    _basis_size(self.basis, self.kernel, X.shape[0]), self.random_state)
         return self._finish_fit(seg)
 
@@ -406,7 +542,7 @@ class RankRLSCV(RankRLS):
     """
 
     def __init__(self, lams=tuple(np.logspace(-3, 3, 13)), *, gammas=None, cv=None, kernel=None,
-                 gamma=1.0, degree=2, coef0=1.0, basis="auto", basis_method="uniform",
+                 gamma="scale", degree=2, coef0=1.0, basis="auto", basis_method="uniform",
                  graph="query", normalized=True,
                  exclude_ties=False, score_k=10, random_state=0, optimize=False,
                  optimize_steps=20):
@@ -417,18 +553,32 @@ class RankRLSCV(RankRLS):
         self.graph, self.normalized, self.exclude_ties = graph, normalized, exclude_ties
         self.score_k, self.random_state = score_k, random_state
 
-    def fit(self, X, y, qid=None, *, group=None):
+    def fit(self, X, y, qid=None, *, group=None, eval_set=None, eval_qid=None, eval_group=None):
+        """Chooses (λ, γ) by the exact hold-out over queries, or with ``eval_set`` (as
+        LightGBM/XGBoost, with ``eval_qid``/``eval_group``) by NDCG@``score_k`` on that set:
+        every λ of the path from one decomposition per γ (``evals_result_`` in grid
+        order, as ``cv_results_``)."""
         optimize = check_flag(self.optimize, "optimize")
-        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group)
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         b = _basis_size(self.basis, self.kernel, X.shape[0])
+        if eval_set is not None:
+            if optimize:
+                raise ValueError("optimize=True refines the cross-validation choice; with "
+                                 "eval_set the grid is scored on the evaluation set: drop one")
+            return self._fit_on_eval_set(X, y, seg, b, self._eval_data(eval_set, eval_qid,
+                                                                        eval_group))
         kind = self._tune_kind() if optimize and b is None else None
         if b is None and self.kernel not in (None, "linear"):     # before any work
             kernel_plan(X.shape[0], np.result_type(float), 7 + (12 if optimize else 0),
                         "RankRLSCV with an exact kernel (basis=None)")
+        if X.shape[0] < 2:
+            raise ValueError("RankRLSCV cross-validates and needs at least 2 rows in 2 queries, "
+                             "got n_samples=1")
         g = self._graph(seg, y)
         folds = _cv.make_folds(g, self.cv, seed=self.random_state)
         lams = np.asarray(self.lams, dtype=np.float64)
         gammas = [self.gamma] if self.gammas is None else list(self.gammas)
+        gammas = [_gamma_value(v, X) for v in gammas]
         if self.kernel in (None, "linear") and self.gammas is not None:
             raise ValueError("gammas is not used by the linear kernel: set kernel= or drop gammas")
         rows, scores, self._coefs = [], [], {}
@@ -444,7 +594,22 @@ class RankRLSCV(RankRLS):
             table = _cv.cross_validate(h, y, seg, metric=_metrics.ndcg, k=self.score_k).table
             rows += [(float(lam), float(gamma)) for lam in lams]
             scores.append(np.asarray(table))
-        s = np.concatenate(scores)
+        self._choose(rows, np.concatenate(scores))
+        if kind is not None:
+            self._refine(X, y, seg, g, folds, kind)
+        elif optimize and b is not None:
+            self._refine_gamma(X, y, seg, g, folds, lams, b, gammas)
+        kern = _kernel(self.kernel, self.gamma_, self.degree, self.coef0)
+        if b is not None:
+            self.model_ = self._nystrom_model(lams, kern)
+        else:
+            self.model_ = _fit_rankrls(X, y, g, self.lam_, kern, None, self.random_state)
+        del self._coefs
+        return self._finish_fit(seg)
+
+    def _choose(self, rows, s):
+        """``lam_``, ``gamma_``, ``best_score_`` and ``cv_results_`` from the scores ``s``
+        of the grid points ``rows`` ((λ, γ) pairs)."""
         if np.all(np.isnan(s)):
             raise ValueError("NDCG is undefined for every λ (no query has a relevant document)")
         best = int(np.nanargmax(s))
@@ -457,16 +622,53 @@ class RankRLSCV(RankRLS):
                             "param_lam": np.array([a for a, _ in rows]),
                             "param_gamma": np.array([b for _, b in rows]),
                             "mean_test_score": s, "rank_test_score": rank}
-        if kind is not None:
-            self._refine(X, y, seg, g, folds, kind)
-        elif optimize and b is not None:
-            self._refine_gamma(X, y, seg, g, folds, lams, b, gammas)
-        kern = _kernel(self.kernel, self.gamma_, self.degree, self.coef0)
-        if b is not None:
-            self.model_ = self._nystrom_model(lams, kern)
-        else:
-            self.model_ = _fit_rankrls(X, y, g, self.lam_, kern, None, self.random_state)
-        del self._coefs
+        return best
+
+    def _fit_on_eval_set(self, X, y, seg, b, valid):
+        """(λ, γ) by NDCG on the evaluation set: the validation scores of every λ's model
+        come with the path (one decomposition per γ)."""
+        Xv, yv, sv = valid
+        g = self._graph(seg, y)
+        lams = np.asarray(self.lams, dtype=np.float64)
+        if self.kernel in (None, "linear") and self.gammas is not None:
+            raise ValueError("gammas is not used by the linear kernel: set kernel= or drop gammas")
+        gammas = [_gamma_value(v, X) for v in ([self.gamma] if self.gammas is None else self.gammas)]
+        if b is None and self.kernel not in (None, "linear"):
+            kernel_plan(X.shape[0], np.result_type(float), 4, "RankRLSCV with an exact kernel")
+        rows, scores, models = [], [], []
+        for gamma in gammas:
+            kern = _kernel(self.kernel, gamma, self.degree, self.coef0)
+            if kern is None:
+                path = _path.rankrls_primal_path(X, y, g, lams=lams, X_valid=Xv)
+            elif b is not None:
+                Xd = _dense(X)
+                idx = _nystrom.nystrom_basis(Xd, b, kernel=kern, method=self.basis_method,
+                                             seed=self.random_state)
+                path = _path.rankrls_nystrom_path(Xd, y, g, lams=lams, kernel=kern, basis=idx,
+                                                  X_valid=_dense(Xv))
+            else:
+                Xd = _dense(X)
+                path = _path.rankrls_dual_path(_kernels.kernel_matrix(kern, Xd), y, g, lams=lams,
+                                               K_valid=_kernels.kernel_matrix(kern, _dense(Xv), Xd))
+            table = _path.select_lambda(lams, path.valid_scores, yv, sv, metric=_metrics.ndcg,
+                                        k=self.score_k).table
+            rows += [(float(lam), float(gamma)) for lam in lams]
+            scores.append(np.asarray(table, dtype=float))
+            models.append(path)
+        s = np.concatenate(scores)
+        best = self._choose(rows, s)
+        self.evals_result_ = {"valid_0": {f"ndcg@{self.score_k}": s.tolist()}}
+        path, i = models[best // lams.size], best % lams.size
+        if isinstance(path, _path.PrimalPath):
+            self.model_ = _rankrls.LinearModel(path.weights[i])
+        elif isinstance(path, _path.NystromPath):
+            self.basis_ = np.asarray(path.basis)
+            self.model_ = path._replace(lams=path.lams[i:i + 1], coef=path.coef[i:i + 1],
+                                        train_scores=None, valid_scores=None)
+        else:                                   # exact kernel: the chosen λ's model
+            self.model_ = _fit_rankrls(X, y, g, self.lam_, _kernel(self.kernel, self.gamma_,
+                                                                   self.degree, self.coef0),
+                                       None, self.random_state)
         return self._finish_fit(seg)
 
     def _nystrom_holdout(self, X, y, g, folds, lams, kern, b, gamma):
@@ -528,7 +730,7 @@ class RankRLSCV(RankRLS):
 
     def _tune_kind(self):
         """The kernel ``tune`` learns (checked before the grid is computed, not after)."""
-        kern = _kernel(self.kernel, self.gamma, self.degree, self.coef0)
+        kern = _kernel(self.kernel, 1.0, self.degree, self.coef0)
         kind = "linear" if kern is None else kern.kind
         if kind not in ("linear", "gaussian"):
             raise ValueError(f"optimize=True learns linear and Gaussian kernels, got {kind!r}")
@@ -556,28 +758,39 @@ class CGRankRLS(_Ranker):
     on an evaluation set (Airola et al. 2010): ``fit(X, y, qid, eval_set=(Xv, yv),
     eval_qid=qv)`` (or ``group=``/``eval_group=`` sizes, and XGBoost/LightGBM's
     ``eval_set=[(Xv, yv)]`` with ``eval_qid=[qv]``). ``lam=0`` with an evaluation set is early stopping
-    alone."""
+    alone. With an evaluation set the iterate of the best NDCG@``score_k`` is kept and
+    the loop stops after ``early_stopping_rounds`` iterations without improvement
+    (``evals_result_``, ``best_iteration_``, ``best_score_``); ``verbose`` prints the
+    progress on stderr. ``coef_`` holds the weights."""
 
-    def __init__(self, lam=0.0, *, max_iter=500, tol=1e-5, patience=10, normalized=True,
-                 score_k=10):
-        self.lam, self.max_iter, self.tol, self.patience = lam, max_iter, tol, patience
+    def __init__(self, lam=1.0, *, max_iter=500, tol=1e-5, early_stopping_rounds=10,
+                 verbose=False, normalized=True, score_k=10):
+        self.lam, self.max_iter, self.tol = lam, max_iter, tol
+        self.early_stopping_rounds, self.verbose = early_stopping_rounds, verbose
         self.normalized, self.score_k = normalized, score_k
 
     def fit(self, X, y, qid=None, eval_set=None, eval_qid=None, *, group=None,
             eval_group=None):
-        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group)
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        every = _verbose_every(self.verbose)
+        rounds = self.max_iter + 1 if self.early_stopping_rounds is None else self.early_stopping_rounds
         valid = None
         if eval_set is not None:
-            (Xv, yv), eval_qid, eval_group = _one_eval_set(eval_set, eval_qid, eval_group)
-            Xv, yv, sv, _ = self._inputs(Xv, yv, eval_qid, fit=False, need_model=False,
-                                         group=eval_group, query_args=("eval_qid", "eval_group"))
+            Xv, yv, sv = self._eval_data(eval_set, eval_qid, eval_group)
             valid = (Xv, yv, query_graph(sv))
         if valid is None and self.lam == 0:
             raise ValueError("lam=0 needs an eval_set (early stopping) or use lam > 0")
         self.model_ = _cg.rankrls_cg(X, y, self._graph(seg, y), lam=self.lam, valid=valid,
-                                     tol=self.tol, max_iter=self.max_iter, patience=self.patience)
+                                     metric=_metrics.ndcg, k=self.score_k, tol=self.tol,
+                                     max_iter=self.max_iter, patience=rounds, progress=every)
         self.n_iter_ = int(self.model_.iterations)
         self.best_iteration_ = int(self.model_.best_iteration)
+        if valid is not None:
+            # the loop minimizes: its history is -NDCG
+            hist = -np.asarray(self.model_.valid_history, dtype=float)[:self.n_iter_ + 1]
+            self._report(hist, show=False)          # the loop printed its progress
+            self.best_score_ = float(hist[self.best_iteration_])
+        self.coef_ = np.asarray(self.model_.weights)
         return self._finish_fit(seg)
 
     def _scores(self, X):
@@ -587,20 +800,41 @@ class CGRankRLS(_Ranker):
 class RankSVM(_Ranker):
     """L2-loss RankSVM (linear by TRON, Lee & Lin 2014; or kernel with ``basis`` rows)."""
 
-    def __init__(self, C=1.0, *, kernel=None, gamma=1.0, degree=2, coef0=1.0, basis=None,
-                 tol=1e-3, max_iter=1000, score_k=10, random_state=0):
+    def __init__(self, C=1.0, *, kernel=None, gamma="scale", degree=2, coef0=1.0, basis=None,
+                 tol=1e-3, max_iter=1000, early_stopping_rounds=None, verbose=False, score_k=10,
+                 random_state=0):
         self.C, self.kernel, self.gamma, self.degree, self.coef0 = C, kernel, gamma, degree, coef0
         self.basis, self.tol, self.max_iter = basis, tol, max_iter
+        self.early_stopping_rounds, self.verbose = early_stopping_rounds, verbose
         self.score_k, self.random_state = score_k, random_state
 
-    def fit(self, X, y, qid=None, *, group=None):
-        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group)
-        kern = _kernel(self.kernel, self.gamma, self.degree, self.coef0)
+    def fit(self, X, y, qid=None, *, group=None, eval_set=None, eval_qid=None, eval_group=None):
+        """With ``eval_set`` (linear model) every Newton iterate is scored by NDCG@``score_k``
+        on it, the best is kept and the loop stops after ``early_stopping_rounds`` steps
+        without improvement (``evals_result_``, ``best_iteration_``, ``best_score_``)."""
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        kern = self._fit_kernel(X)
+        if eval_set is not None and kern is not None:
+            raise ValueError("eval_set (early stopping) is supported by the linear RankSVM; "
+                             "choose C on a validation set for the kernel model")
         if kern is None:
-            r = _ranksvm.ranksvm_l2(X, y, seg, C=self.C,
-                                    tol=self.tol, max_iter=self.max_iter)
+            kw = {}
+            if eval_set is not None:
+                Xv, yv, sv = self._eval_data(eval_set, eval_qid, eval_group)
+                rounds = self.early_stopping_rounds
+                kw = dict(valid=(Xv, yv, query_graph(sv)), metric=_metrics.ndcg,
+                          metric_kwargs={"k": self.score_k},
+                          patience=self.max_iter + 1 if rounds is None else rounds)
+            r = _ranksvm.ranksvm_l2(X, y, seg, C=self.C, tol=self.tol, max_iter=self.max_iter, **kw)
             self.model_ = _rankrls.LinearModel(r.weights)
+            self.coef_ = np.asarray(r.weights)
             self.converged_ = bool(r.converged)
+            self.n_iter_ = int(r.iterations)
+            if eval_set is not None:           # the loop minimizes: its history is -NDCG
+                hist = -np.asarray(r.valid_history, dtype=float)[:self.n_iter_ + 1]
+                self._report(hist)
+                self.best_iteration_ = int(r.best_iteration)
+                self.best_score_ = float(hist[self.best_iteration_])
         else:
             self.model_ = _ranksvm.ranksvm_kernel(
                 _dense(X), y, seg, kernel=kern, C=self.C, seed=self.random_state,
@@ -617,21 +851,37 @@ class KPCRank(_Ranker):
     """Kernel principal component ranking (Pahikkala et al. 2009, §3.6): RankRLS on
     the leading ``n_components`` kernel principal components."""
 
-    def __init__(self, n_components=10, *, lam=0.0, kernel="gaussian", gamma=1.0, degree=2,
-                 coef0=1.0, normalized=True, score_k=10):
+    def __init__(self, n_components=10, *, lam=0.0, kernel="gaussian", gamma="scale", degree=2,
+                 coef0=1.0, normalized=True, early_stopping_rounds=None, verbose=False,
+                 score_k=10):
         self.n_components, self.lam, self.kernel = n_components, lam, kernel
         self.gamma, self.degree, self.coef0 = gamma, degree, coef0
         self.normalized, self.score_k = normalized, score_k
+        self.early_stopping_rounds, self.verbose = early_stopping_rounds, verbose
 
     def _kern(self):
-        return _kernel(self.kernel, self.gamma, self.degree, self.coef0) or _kernels.linear_kernel()
+        """The fitted kernel (``gamma_`` resolved at fit)."""
+        return (_kernel(self.kernel, getattr(self, "gamma_", None), self.degree, self.coef0)
+                or _kernels.linear_kernel())
 
-    def fit(self, X, y, qid=None, *, group=None):
-        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group)
+    def fit(self, X, y, qid=None, *, group=None, eval_set=None, eval_qid=None, eval_group=None):
+        """With ``eval_set`` the models of ``1..n_components`` components (one
+        decomposition) are scored on it and the best number is kept (``best_iteration_``
+        components; ``evals_result_``; ``early_stopping_rounds`` as for boosting)."""
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         self.X_train_ = np.asarray(_dense(X), dtype=np.float64)
-        K = _kernels.kernel_matrix(self._kern(), self.X_train_)
-        self.model_ = _kpcrank.kpcrank(K, y, self._graph(seg, y), components=self.n_components,
-                                       lam=self.lam)
+        kern = self._fit_kernel(self.X_train_) or _kernels.linear_kernel()
+        K = _kernels.kernel_matrix(kern, self.X_train_)
+        g = self._graph(seg, y)
+        if eval_set is None:
+            self.model_ = _kpcrank.kpcrank(K, y, g, components=self.n_components, lam=self.lam)
+            return self._finish_fit(seg)
+        Xv, yv, sv = self._eval_data(eval_set, eval_qid, eval_group)
+        Kv = _kernels.kernel_matrix(kern, np.asarray(_dense(Xv), np.float64), self.X_train_)
+        path = _kpcrank.kpcrank_path(K, y, g, max_components=self.n_components, lam=self.lam,
+                                     K_valid=Kv)
+        p = self._eval_sequence(path.valid_scores, yv, sv)
+        self.model_ = _kpcrank.KPCModel(path.coef[p - 1], path.offset[p - 1])
         return self._finish_fit(seg)
 
     def _scores(self, X):
@@ -642,13 +892,26 @@ class KPCRank(_Ranker):
 class RankBoost(_Ranker):
     """RankBoost with threshold weak rankers (Freund et al. 2003)."""
 
-    def __init__(self, rounds=100, *, num_thresholds=32, score_k=10):
+    def __init__(self, rounds=100, *, num_thresholds=32, early_stopping_rounds=None,
+                 verbose=False, score_k=10):
         self.rounds, self.num_thresholds, self.score_k = rounds, num_thresholds, score_k
+        self.early_stopping_rounds, self.verbose = early_stopping_rounds, verbose
 
-    def fit(self, X, y, qid=None, *, group=None):
-        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group)
-        self.model_ = _rankboost.rankboost(_dense(X), y, seg, rounds=self.rounds,
-                                           num_thresholds=self.num_thresholds)
+    def fit(self, X, y, qid=None, *, group=None, eval_set=None, eval_qid=None, eval_group=None):
+        """With ``eval_set`` every round's model is scored (NDCG@``score_k``) and the model
+        is cut at the best round (``best_iteration_`` rounds), stopping the search after
+        ``early_stopping_rounds`` rounds without improvement (``evals_result_``)."""
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        model = _rankboost.rankboost(_dense(X), y, seg, rounds=self.rounds,
+                                     num_thresholds=self.num_thresholds)
+        if eval_set is not None:
+            Xv, yv, sv = self._eval_data(eval_set, eval_qid, eval_group)
+            Xv = jax.numpy.asarray(_dense(Xv), model.threshold.dtype)
+            steps = model.alpha[:, None] * (Xv[:, model.feature].T > model.threshold[:, None])
+            keep = self._eval_sequence(jax.numpy.cumsum(steps, axis=0), yv, sv)
+            model = model._replace(feature=model.feature[:keep], threshold=model.threshold[:keep],
+                                   alpha=model.alpha[:keep], r=model.r[:keep])
+        self.model_ = model
         return self._finish_fit(seg)
 
     def _scores(self, X):

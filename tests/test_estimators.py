@@ -165,12 +165,12 @@ def test_group_sizes_and_eval_set_forms(data):
     assert sizes.shape[0] == 12 and sizes.sum() == X.shape[0]
     cut = int(sizes[:8].sum())                          # 8 queries to fit, 4 to early-stop on
     tr, va = slice(0, cut), slice(cut, None)
-    ref = est.CGRankRLS(lam=0.0, patience=3).fit(X[tr], y[tr], qid=qid[tr],
+    ref = est.CGRankRLS(lam=0.0, early_stopping_rounds=3).fit(X[tr], y[tr], qid=qid[tr],
                                                 eval_set=(X[va], y[va]), eval_qid=qid[va])
     for kw in (dict(eval_set=[(X[va], y[va])], eval_qid=[qid[va]]),
                dict(eval_set=[(X[va], y[va])], eval_group=[sizes[8:]]),
                dict(eval_set=(X[va], y[va]), eval_group=sizes[8:])):
-        m = est.CGRankRLS(lam=0.0, patience=3).fit(X[tr], y[tr], group=sizes[:8], **kw)
+        m = est.CGRankRLS(lam=0.0, early_stopping_rounds=3).fit(X[tr], y[tr], group=sizes[:8], **kw)
         assert m.best_iteration_ == ref.best_iteration_
         np.testing.assert_allclose(m.predict(X), ref.predict(X), rtol=1e-12, atol=1e-14)
     for bad, match in ((dict(qid=qid, group=sizes), "qid or group, not both"),
@@ -205,11 +205,184 @@ def test_functions_take_scipy_sparse_and_refuse_a_gram_that_cannot_fit(data):
         rj.rankrls_primal(wide, np.arange(20.0), rj.query_graph(np.zeros(20, int)), lam=1.0)
 
 
-@pytest.mark.parametrize("make", [lambda: est.RankRLS(), lambda: est.RankBoost(rounds=5)])
-def test_scikit_learn_check_estimator(make):
+class _TwoQueries:
+    """scikit-learn's checks call ``fit(X, y)``; a ranker needs the queries: rows are split
+    into two queries (first and second half), every hyper-parameter keeps its default."""
+
+    def fit(self, X, y, qid=None, **kw):
+        if qid is None and kw.get("group") is None:
+            m = X.shape[0] if hasattr(X, "shape") else len(X)
+            qid = (np.arange(m) >= m // 2).astype(int)
+        return super().fit(X, y, qid=qid, **kw)
+
+
+ESTIMATORS = ["RankRLS", "RankRLSCV", "CGRankRLS", "RankSVM", "KPCRank", "RankBoost"]
+for _name in ESTIMATORS:          # module-level classes: the pickling checks find them
+    globals()["Checked" + _name] = type("Checked" + _name, (_TwoQueries, getattr(est, _name)),
+                                        {"__module__": __name__})
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_scikit_learn_check_estimator_with_defaults(name):
     from sklearn.utils.estimator_checks import check_estimator
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        results = check_estimator(make(), on_fail=None)
+        results = check_estimator(globals()["Checked" + name](), on_fail=None)
     failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
-    assert not failed, failed
+    assert len(results) > 30 and not failed, failed
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_fit_without_queries_is_an_error_naming_qid_and_group(data, name):
+    X, y, qid = data
+    with pytest.raises(ValueError, match=r"qid=.*group="):
+        getattr(est, name)().fit(X, y)
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])]).assign(query_id=qid)
+    with pytest.raises(ValueError, match=r"X.pop\('query_id'\)"):
+        getattr(est, name)().fit(frame, y)
+    # RLS regression (identity graph) needs no queries
+    est.RankRLS(graph="identity").fit(X, y)
+
+
+def test_pipeline_grid_search_with_routing_equals_manual_refits(data):
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+    X, y, qid = data
+    grid = {"r__lams": [(0.01, 0.1), (1.0, 10.0)]}
+    pipe = Pipeline([("s", StandardScaler()), ("r", est.RankRLSCV(cv=3))])
+    with sklearn.config_context(enable_metadata_routing=True):
+        gs = GridSearchCV(pipe, grid, cv=GroupKFold(5)).fit(X, y, groups=qid, qid=qid)
+        assert np.isfinite(gs.score(X, y, qid=qid))
+    scores = gs.cv_results_["mean_test_score"]
+    assert np.all(np.isfinite(scores))
+    for j, lams in enumerate(grid["r__lams"]):
+        manual = []
+        for tr, te in GroupKFold(5).split(X, y, qid):
+            sc = StandardScaler().fit(X[tr])
+            m = est.RankRLSCV(lams=lams, cv=3).fit(sc.transform(X[tr]), y[tr], qid=qid[tr])
+            manual.append(float(rj.ndcg(m.predict(sc.transform(X[te])), y[te], qid[te])))
+        assert scores[j] == pytest.approx(np.mean(manual), abs=1e-12)
+
+
+def test_score_sample_weight_weights_queries(data):
+    X, y, qid = data
+    m = est.RankRLS().fit(X, y, qid=qid)
+    pq = rj.ndcg(m.predict(X), y, qid, per_query=True)
+    _, seg = np.unique(qid, return_inverse=True)
+    qw = np.arange(1.0, seg.max() + 2)
+    ok = np.asarray(pq.valid)
+    want = np.sum(np.asarray(pq.values)[ok] * qw[ok]) / np.sum(qw[ok])
+    assert m.score(X, y, qid=qid, sample_weight=qw[seg]) == pytest.approx(want, abs=1e-12)
+    assert m.score(X, y, qid=qid, sample_weight=np.ones(len(y))) == pytest.approx(m.score(X, y, qid=qid))
+    with pytest.raises(ValueError, match="constant within each query"):
+        m.score(X, y, qid=qid, sample_weight=np.arange(len(y), dtype=float))
+
+
+def test_gamma_scale_is_data_scaled(data):
+    X, y, qid = data
+    for make in (lambda: est.RankRLS(kernel="gaussian"), lambda: est.KPCRank(n_components=3),
+                 lambda: est.RankSVM(kernel="gaussian", basis=10)):
+        m = make().fit(X * 10, y, qid=qid)
+        assert m.gamma_ == pytest.approx(1 / (X.shape[1] * np.var(X * 10)))
+    m = est.RankRLS(kernel="gaussian", gamma="auto").fit(X, y, qid=qid)
+    assert m.gamma_ == pytest.approx(1 / X.shape[1])
+    with pytest.raises(ValueError, match="gamma"):
+        est.RankRLS(kernel="gaussian", gamma="bogus").fit(X, y, qid=qid)
+    cv = est.RankRLSCV(kernel="gaussian", lams=(1.0,), cv=3).fit(X, y, qid=qid)
+    assert cv.gamma_ == pytest.approx(1 / (X.shape[1] * np.var(X)))
+
+
+@pytest.mark.parametrize("make", LEARNERS)
+def test_fit_returns_a_ready_model(data, make):
+    """``fit`` blocks until the model is computed (JAX dispatches asynchronously): every
+    array of ``model_`` is ready when ``fit`` returns, so ``predict`` pays no fit work."""
+    import jax
+    X, y, qid = data
+    m = make().fit(X, y, qid=qid)
+    leaves = [v for v in jax.tree_util.tree_leaves(m.model_) if isinstance(v, jax.Array)]
+    assert leaves and all(v.is_ready() for v in leaves)
+
+
+@pytest.fixture(scope="module")
+def split():
+    d = rj.make_ranking_data(30, num_features=6, seed=3)
+    v = rj.make_ranking_data(12, num_features=6, seed=4, first_qid=500)
+    return d, v
+
+
+def _check_evals(m, v, capsys, printed=True):
+    hist = m.evals_result_["valid_0"]["ndcg@10"]
+    assert len(hist) >= m.best_iteration_ and np.all(np.isfinite(hist))
+    assert m.best_score_ == pytest.approx(max(hist), abs=1e-12)
+    # the kept model is the one scored best on the evaluation set
+    assert m.score(v.X, v.y, qid=v.qid) == pytest.approx(m.best_score_, abs=1e-5)
+    err = capsys.readouterr().err
+    assert ("valid_0's ndcg@10" in err or "rankjax cg" in err) == printed, err
+
+
+@pytest.mark.parametrize("rounds", [3, None])
+def test_rankboost_eval_set_keeps_the_best_round_equal_to_refitting(split, capsys, rounds):
+    d, v = split
+    m = est.RankBoost(rounds=40, early_stopping_rounds=rounds, verbose=True).fit(
+        d.X, d.y, qid=d.qid, eval_set=[(v.X, v.y)], eval_qid=[v.qid])
+    _check_evals(m, v, capsys)
+    hist = m.evals_result_["valid_0"]["ndcg@10"]
+    if rounds is None:
+        assert len(hist) == 40
+    else:                                  # stopped `rounds` rounds after the best one
+        assert len(hist) == 40 or len(hist) == m.best_iteration_ + rounds
+    ref = est.RankBoost(rounds=m.best_iteration_).fit(d.X, d.y, qid=d.qid)
+    np.testing.assert_allclose(m.predict(v.X), ref.predict(v.X), rtol=1e-6)
+
+
+def test_kpcrank_eval_set_chooses_the_number_of_components(split, capsys):
+    d, v = split
+    m = est.KPCRank(n_components=25, gamma=0.1, verbose=5).fit(
+        d.X, d.y, qid=d.qid, eval_set=(v.X, v.y), eval_qid=v.qid)
+    _check_evals(m, v, capsys)
+    assert len(m.evals_result_["valid_0"]["ndcg@10"]) == 25
+    ref = est.KPCRank(n_components=m.best_iteration_, gamma=0.1).fit(d.X, d.y, qid=d.qid)
+    np.testing.assert_allclose(m.predict(v.X), ref.predict(v.X), rtol=1e-5, atol=1e-6)
+
+
+def test_ranksvm_eval_set_keeps_the_best_newton_iterate(split, capsys):
+    d, v = split
+    m = est.RankSVM(C=10.0, early_stopping_rounds=2, verbose=True).fit(
+        d.X, d.y, qid=d.qid, eval_set=[(v.X, v.y)], eval_qid=[v.qid])
+    _check_evals(m, v, capsys)
+    ref = rj.ranksvm_l2(d.X, d.y, d.qid, C=10.0, max_iter=max(m.best_iteration_, 1))
+    if m.best_iteration_ > 0:
+        np.testing.assert_allclose(m.coef_, ref.weights, rtol=1e-6, atol=1e-8)
+    with pytest.raises(ValueError, match="linear RankSVM"):
+        est.RankSVM(kernel="gaussian").fit(d.X, d.y, qid=d.qid, eval_set=(v.X, v.y), eval_qid=v.qid)
+
+
+def test_cg_eval_set_history_is_ndcg(split, capsys):
+    d, v = split
+    m = est.CGRankRLS(lam=0.0, early_stopping_rounds=4, verbose=1).fit(
+        d.X, d.y, qid=d.qid, eval_set=[(v.X, v.y)], eval_qid=[v.qid])
+    _check_evals(m, v, capsys)
+    assert m.evals_result_["valid_0"]["ndcg@10"][m.best_iteration_] == pytest.approx(m.best_score_)
+    np.testing.assert_allclose(m.coef_, m.model_.weights)
+
+
+@pytest.mark.parametrize("kw", [{}, {"kernel": "gaussian", "gammas": [0.05, 0.3]},
+                                {"kernel": "gaussian", "gamma": 0.1, "basis": 60}])
+def test_rankrlscv_eval_set_equals_scoring_every_refit(split, kw):
+    d, v = split
+    lams = (0.01, 1.0, 100.0)
+    m = est.RankRLSCV(lams=lams, **kw).fit(d.X, d.y, qid=d.qid, eval_set=(v.X, v.y), eval_qid=v.qid)
+    hist = m.evals_result_["valid_0"]["ndcg@10"]
+    np.testing.assert_allclose(hist, m.cv_results_["mean_test_score"])
+    manual = []
+    for p in m.cv_results_["params"]:
+        one = {k: val for k, val in kw.items() if k != "gammas"}
+        if "gammas" in kw:
+            one["gamma"] = p["gamma"]
+        r = est.RankRLS(lam=p["lam"], **one).fit(d.X, d.y, qid=d.qid)
+        manual.append(r.score(v.X, v.y, qid=v.qid))
+    np.testing.assert_allclose(hist, manual, atol=2e-5)
+    assert m.score(v.X, v.y, qid=v.qid) == pytest.approx(m.best_score_, abs=2e-5)
+    with pytest.raises(ValueError, match="optimize"):
+        est.RankRLSCV(optimize=True).fit(d.X, d.y, qid=d.qid, eval_set=(v.X, v.y), eval_qid=v.qid)

@@ -500,7 +500,7 @@ CASES.update({
          E(ValueError, "NaN")),
     ] for name in ("RankRLS", "RankRLSCV", "RankSVM", "KPCRank", "RankBoost")})
 CASES["estimators.CGRankRLS"] = [
-    (lambda d: est.CGRankRLS().fit(d.X, d.y, qid=d.qid), E(ValueError, "eval_set")),
+    (lambda d: est.CGRankRLS(lam=0.0).fit(d.X, d.y, qid=d.qid), E(ValueError, "eval_set")),
     (lambda d: est.CGRankRLS(lam=-1.0).fit(d.X, d.y, qid=d.qid), E(ValueError, "lam")),
 ]
 CASES["estimators.load"] = [
