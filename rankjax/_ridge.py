@@ -90,8 +90,8 @@ def _ldl(M):
         col = jnp.where(rows > j, v / dj, (rows == j).astype(M.dtype))
         return L.at[:, j].set(col), d.at[j].set(dj)
 
-    z = jnp.zeros_like(M)
-    return lax.fori_loop(0, P, step, (z, jnp.zeros(P, M.dtype)))
+    # carries derived from M: inside shard_map they vary over the same mesh axes as M
+    return lax.fori_loop(0, P, step, (jnp.zeros_like(M), jnp.zeros_like(M[0])))
 
 
 def _ldl_solve(Ld, r):
@@ -105,7 +105,7 @@ def _ldl_solve(Ld, r):
         i = P - 1 - k
         return x.at[i].set(2 * x[i] - jnp.matmul(L[:, i], x, precision=HI))
 
-    z = lax.fori_loop(0, P, fwd, jnp.zeros_like(r))
+    z = lax.fori_loop(0, P, fwd, jnp.zeros_like(r) * L[0, 0])   # varies as r and L do
     w = z / d.reshape(d.shape + (1,) * (r.ndim - 1))
     return lax.fori_loop(0, P, bwd, w)
 

@@ -7,9 +7,12 @@ training queries, reports NDCG@1/5/10, MAP and pairwise accuracy on a test file,
 and prints them as one JSON line (``--json FILE`` also writes it). ``--learner``
 picks RLS, RankSVM, RankBoost or CG with early stopping instead. ``--load`` +
 ``--predict`` scores a new file (tab-separated qid, row, score); ``--load`` +
-``--test`` evaluates a saved model on a labelled file. Without data arguments it
-runs on built-in LETOR-like data (fixed seed). A file is written only when asked
-(``--save``, ``--output``, ``--json``).
+``--test`` evaluates a saved model on a labelled file. Model files are the
+estimators' (``rankjax.estimators.load`` reads what ``--save`` writes, and
+``--load`` reads any estimator's ``save``). Without data arguments it runs on
+built-in LETOR-like data (fixed seed). A file is written only when asked
+(``--save``, ``--output``, ``--json``), never over an input or another output.
+A flag that does not apply to the chosen learner or mode is an error.
 
 Errors (bad arguments, unreadable or malformed files, unwritable outputs) print one
 line ``rankjax: error: ...`` on stderr and exit with status 2; outputs are checked
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 
@@ -36,27 +40,31 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser():
-    p = _Parser(prog="rankjax", description=__doc__.split("\n\n")[0])
+    p = _Parser(prog="rankjax", description=re.sub(r"``([^`]*)``", r"'\1'", __doc__.split("\n\n")[0]))
     p.add_argument("--train", help="SVMlight/LETOR training file (qid: or a .query file)")
     p.add_argument("--test", help="SVMlight/LETOR test file")
-    p.add_argument("--valid-fraction", type=float, default=0.2,
-                   help="fraction of training queries held out to choose λ (default 0.2)")
+    p.add_argument("--valid-fraction", type=float,
+                   help="fraction of training queries held out to choose λ (rankrls, rls) or to "
+                        "stop early (cg) (default 0.2)")
     p.add_argument("--lams", type=float, nargs="+",
                    help="λ grid (default: 10^-3 .. 10^5, 17 values)")
-    p.add_argument("--graph", choices=["normalized", "unnormalized", "rls"], default="normalized",
-                   help="query Laplacian I - P P^T (default), D - W, or pointwise RLS")
+    p.add_argument("--graph", choices=["normalized", "unnormalized", "rls"],
+                   help="rankrls/cg: query Laplacian I - P P^T (default), D - W, or pointwise RLS")
     p.add_argument("--exclude-ties", action="store_true", help="drop tied pairs from the loss")
     p.add_argument("--normalize", action="store_true",
                    help="query-wise min-max normalise the features first")
     p.add_argument("--save", help="where to save the trained model (.npz); nothing is saved without it")
     p.add_argument("--load", help="a saved model; with --predict, only score")
     p.add_argument("--predict", help="file to score with --load")
-    p.add_argument("--output", help="where --predict writes one score per line (stdout if unset)")
-    p.add_argument("--seed", type=_seed, default=0, help="seed of the split and built-in data")
+    p.add_argument("--output", help="where --predict writes its scores, one row per line as "
+                                    "tab-separated 'qid row score' (stdout if unset)")
+    p.add_argument("--seed", type=_seed, help="seed of the split and built-in data (default 0)")
     p.add_argument("--float64", action="store_true", help="compute in float64")
+    p.add_argument("--C", type=float, dest="C", help="ranksvm: the loss weight C (default 1)")
+    p.add_argument("--rounds", type=int, help="rankboost: boosting rounds (default 100)")
     p.add_argument("--learner", choices=LEARNERS, default="rankrls",
                    help="rankrls (default, λ chosen), rls (pointwise RLS, λ chosen), ranksvm "
-                        "(L2 RankSVM, C=1), rankboost (100 rounds), cg (RankRLS by CG, early "
+                        "(L2 RankSVM, --C), rankboost (--rounds), cg (RankRLS by CG, early "
                         "stopping on the held-out queries)")
     p.add_argument("--folds", type=_folds,
                    help="choose λ by exact k-fold over the training queries (an int k >= 2) or "
@@ -105,10 +113,14 @@ def _say(msg):
         print(msg, flush=True)
 
 
-def _load(path, args, num_features=None):
+def _load(path, args, num_features=None, flag="--train"):
     from . import io
     t0 = time.time()
     d = io.read_svmlight(path, num_features=num_features)
+    nonzero = d.X.nnz if hasattr(d.X, "nnz") else np.count_nonzero(d.X)
+    if d.X.shape[0] and nonzero == 0:
+        raise UsageError(f"{flag} {path}: no row has a nonzero feature (not an SVMlight/LETOR "
+                         "file? a .query file goes beside its data file)")
     dt = max(time.time() - t0, 1e-9)
     _say(f"  read {path}: {d.X.shape[0]} rows in {dt:.2f} s ({d.X.shape[0] / dt:,.0f} rows/s)")
     X = io.normalize_per_query(d.X, d.qid) if args.normalize else d.X
@@ -177,7 +189,64 @@ def _writable(path, flag):
         raise UsageError(f"{flag} {path} is not writable")
 
 
+_APPLIES = {                                   # training flags and the learners they act on
+    "lams": ("rankrls", "rls"), "folds": ("rankrls", "rls"), "graph": ("rankrls", "cg"),
+    "exclude_ties": ("rankrls",), "valid_fraction": ("rankrls", "rls", "cg"),
+    "C": ("ranksvm",), "rounds": ("rankboost",)}
+
+
+def _given(args, name):
+    v = getattr(args, name)
+    return v is not None and v is not False
+
+
+def _check_flags(args):
+    """Every flag acts or is an error: training flags with --load, or with a learner
+    they do not apply to."""
+    flag = lambda n: "--" + n.replace("_", "-")  # noqa: E731
+    if args.load:
+        for n in ("lams", "folds", "graph", "exclude_ties", "valid_fraction", "C", "rounds",
+                  "normalize", "seed", "save"):
+            if _given(args, n):
+                raise UsageError(f"{flag(n)} is a training option; --load uses the saved model"
+                                 + (" (and its --normalize)" if n == "normalize" else ""))
+        if args.learner != "rankrls":
+            raise UsageError("--learner is a training option; --load uses the saved model")
+        return
+    for n, learners in _APPLIES.items():
+        if _given(args, n) and args.learner not in learners:
+            raise UsageError(f"{flag(n)} does not apply to --learner {args.learner} "
+                             f"(it is used by {', '.join(learners)})")
+    if args.learner == "rls" and args.graph not in (None, "rls"):
+        raise UsageError("--learner rls is pointwise RLS: --graph does not apply")
+    if args.C is not None and not (np.isfinite(args.C) and args.C > 0):
+        raise UsageError(f"--C must be finite and > 0, got {args.C}")
+    if args.rounds is not None and args.rounds < 1:
+        raise UsageError(f"--rounds must be >= 1, got {args.rounds}")
+
+
+def _distinct_paths(args):
+    """Two outputs never share a path, and no output overwrites an input."""
+    real = lambda p: os.path.realpath(p)  # noqa: E731
+    outs = [(f, getattr(args, f[2:])) for f in ("--save", "--output", "--json")]
+    ins = [(f, getattr(args, f[2:])) for f in ("--train", "--test", "--load", "--predict")]
+    outs, ins = [(f, p) for f, p in outs if p], [(f, p) for f, p in ins if p]
+    for i, (f, p) in enumerate(outs):
+        for g, q in outs[i + 1:] + ins:
+            if real(p) == real(q):
+                raise UsageError(f"{f} and {g} name the same file {p}: an output may not "
+                                 "overwrite another output or an input")
+
+
 def _check_args(args):
+    _check_flags(args)
+    if args.valid_fraction is None:
+        args.valid_fraction = 0.2
+    if args.seed is None:
+        args.seed = 0
+    if args.graph is None:
+        args.graph = "normalized"
+    _distinct_paths(args)
     if args.predict or args.output:
         if not args.load:
             raise UsageError("--predict/--output score a file with a saved model: give --load MODEL")
@@ -235,20 +304,13 @@ def _main(argv):
                          "λ is chosen on held-out queries, so at least 2 are needed")
     if args.learner in ("rankrls", "rls"):
         model, result = _fit_rankrls(args, X, y, qid)
-        scores = np.asarray(_predict_linear(model.weights, Xt))
     else:
         model, result = _fit_other(args, X, y, qid)
-        scores = model.predict(Xt)
+    scores = model.predict(Xt)
     metrics = _evaluate(scores, yt, qt)
     _say("  test: " + ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()))
-    if args.save:
-        if args.learner in ("rankrls", "rls"):
-            from . import io
-            io.save_model(args.save, np.asarray(model.weights), learner=args.learner,
-                          lam=result["lam"], graph=args.graph, exclude_ties=args.exclude_ties,
-                          normalize=args.normalize, num_features=int(X.shape[1]))
-        else:
-            model.save(args.save)
+    if args.save:                         # the estimators' model file, for every learner
+        model.save(args.save, normalize=bool(args.normalize), cli_learner=args.learner)
         _say(f"  model saved to {args.save}")
     else:
         _say("  model not saved (use --save PATH)")
@@ -282,7 +344,7 @@ def _data(args):
     if args.train:
         _say(f"rankjax: train={args.train} test={args.test}")
         X, y, qid = _load(args.train, args)
-        Xt, yt, qt = _load(args.test, args, num_features=X.shape[1])
+        Xt, yt, qt = _load(args.test, args, num_features=X.shape[1], flag="--test")
     else:
         _say(f"rankjax: built-in LETOR-like data (seed {args.seed})")
         tr = make_ranking_data(300, seed=args.seed)
@@ -294,8 +356,7 @@ def _data(args):
 
 
 def _fit_rankrls(args, X, y, qid):
-    import jax.numpy as jnp
-    from . import rankrls_primal
+    from . import estimators
     lams = np.asarray(args.lams if args.lams else 10.0 ** np.arange(-3, 5.5, 0.5))
     per_lam, best, n_valid, n_fit = _select_lambda(X, y, qid, args, lams)
     lam = float(lams[best])
@@ -309,7 +370,10 @@ def _fit_rankrls(args, X, y, qid):
     if len(lams) > 1 and best in (0, len(lams) - 1):
         _warn(f"the chosen λ={lam:.4g} is at the {'low' if best == 0 else 'high'} edge of the "
               "grid: widen --lams")
-    model = rankrls_primal(jnp.asarray(X), jnp.asarray(y), _graph(args, qid, y), lam=lam)
+    rls = args.graph == "rls" or args.learner == "rls"
+    model = estimators.RankRLS(lam=lam, graph="identity" if rls else "query",
+                               normalized=args.graph == "normalized",
+                               exclude_ties=bool(args.exclude_ties)).fit(X, y, qid=qid)
     _say(f"  refit on all training queries with λ={lam:.4g}")
     return model, {"lam": lam}
 
@@ -318,14 +382,17 @@ def _fit_other(args, X, y, qid):
     from . import estimators
     t = time.time()
     if args.learner == "ranksvm":
-        model = estimators.RankSVM().fit(X, y, qid=qid)
-        result = {"C": 1.0}
+        C = 1.0 if args.C is None else args.C
+        model = estimators.RankSVM(C=C).fit(X, y, qid=qid)
+        result = {"C": C}
     elif args.learner == "rankboost":
-        model = estimators.RankBoost().fit(X, y, qid=qid)
-        result = {"rounds": 100}
+        rounds = 100 if args.rounds is None else args.rounds
+        model = estimators.RankBoost(rounds=rounds).fit(X, y, qid=qid)
+        result = {"rounds": rounds}
     else:                                              # cg: early stopping on held-out queries
         vmask = _held_out(qid, args)
-        model = estimators.CGRankRLS(lam=0.0).fit(X[~vmask], y[~vmask], qid=qid[~vmask],
+        model = estimators.CGRankRLS(lam=0.0, normalized=args.graph != "unnormalized").fit(
+            X[~vmask], y[~vmask], qid=qid[~vmask],
                                                   eval_set=(X[vmask], y[vmask]),
                                                   eval_qid=qid[vmask])
         result = {"best_iteration": model.best_iteration_}
@@ -339,10 +406,10 @@ def _use_loaded(args, t0):
     (evaluation on a labelled file)."""
     from . import io, estimators
     model, meta = io.load_model(args.load)
-    if "learner" in meta and meta["learner"] not in LEARNERS:
+    if isinstance(model, dict) and meta.get("learner") in estimators.__all__:
         est = estimators.load(args.load)
         n, score = est.n_features_in_, est.predict
-    elif hasattr(model, "shape"):
+    elif hasattr(model, "shape"):          # weights saved by an older command line
         n = model.shape[0]
         score = lambda X: np.asarray(_predict_linear(model, X))  # noqa: E731
     else:
@@ -352,7 +419,7 @@ def _use_loaded(args, t0):
     if args.predict and not args.output:
         _QUIET[0] = True                    # stdout carries the scores
     X, y, qid = _load(path, argparse.Namespace(normalize=bool(meta.get("normalize"))),
-                      num_features=n)
+                      num_features=n, flag="--test" if args.test else "--predict")
     scores = score(X)
     if args.test:
         metrics = _evaluate(scores, y, qid)
@@ -367,6 +434,11 @@ def _use_loaded(args, t0):
         _say(f"scored {len(scores)} rows of {args.predict} -> {args.output} (qid, row, score)")
     else:
         sys.stdout.write(text)
+    if args.json:                            # the summary; stdout keeps only the scores
+        with io._atomic(args.json) as fh:
+            fh.write(json.dumps({"rows": int(len(scores)), "queries": int(len(np.unique(qid))),
+                                 "predict": args.predict, "output": args.output or "stdout",
+                                 "seconds": round(time.time() - t0, 3)}) + "\n")
     return 0
 
 

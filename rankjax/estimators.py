@@ -304,6 +304,7 @@ class _Ranker(_Base):
             raise ValueError(f"0 {'sample' if m == 0 else 'feature'}(s) (shape={(m, n)}) while a "
                              "minimum of 1 is required.")
         if fit:
+            self.__dict__.pop("gamma_", None)          # set again by a kernel fit
             self.n_features_in_ = n
             if names is not None:
                 self.feature_names_in_ = np.asarray(names, dtype=object)
@@ -384,15 +385,17 @@ class _Ranker(_Base):
         return self
 
     # persistence -------------------------------------------------------------
-    def save(self, path) -> None:
-        """Saves the fitted estimator (learner, hyper-parameters, model pytree, feature
-        count and names) atomically; :func:`load` reads it back."""
+    def save(self, path, **meta) -> None:
+        """Saves the fitted estimator (learner, hyper-parameters, fitted attributes with
+        ``cv_results_`` and ``evals_result_``, feature count and names) atomically, in
+        the one model format (:data:`rankjax.io.MODEL_VERSION`; the command line
+        reads and writes the same files); ``meta``: extra scalar metadata.
+        :func:`load` reads it back."""
         self._check_fitted()
         params = {k: (np.asarray(v) if isinstance(v, (list, tuple)) else v)
                   for k, v in self.get_params().items()}
-        state = {k: v for k, v in vars(self).items() if k.endswith("_") and k != "feature_names_in_"
-                 and k != "cv_results_"}
-        meta = dict(learner=type(self).__name__, num_features=int(self.n_features_in_))
+        state = {k: v for k, v in vars(self).items() if k.endswith("_") and k != "feature_names_in_"}
+        meta = dict(meta, learner=type(self).__name__, num_features=int(self.n_features_in_))
         if hasattr(self, "feature_names_in_"):
             meta["feature_names"] = [str(c) for c in self.feature_names_in_]
         io.save_model(path, {"params": params, "state": state}, **meta)
@@ -428,6 +431,13 @@ def _query_weights(sample_weight, seg):
     return qw
 
 
+def _lists(v):
+    """Tuples of a saved result dictionary back to lists (JSON keeps no difference)."""
+    if isinstance(v, dict):
+        return {k: _lists(e) for k, e in v.items()}
+    return [_lists(e) for e in v] if isinstance(v, tuple) else v
+
+
 def load(path):
     """Loads an estimator written by ``save``; its class, hyper-parameters, feature
     count and names come from the file.
@@ -449,7 +459,7 @@ def load(path):
               for k, v in tree["params"].items()}
     est = cls(**params)
     for k, v in tree["state"].items():
-        setattr(est, k, v)
+        setattr(est, k, _lists(v) if k in ("cv_results_", "evals_result_") else v)
     if "feature_names" in meta:
         est.feature_names_in_ = np.asarray(meta["feature_names"], dtype=object)
     return est
@@ -578,7 +588,8 @@ class RankRLSCV(RankRLS):
         folds = _cv.make_folds(g, self.cv, seed=self.random_state)
         lams = np.asarray(self.lams, dtype=np.float64)
         gammas = [self.gamma] if self.gammas is None else list(self.gammas)
-        gammas = [_gamma_value(v, X) for v in gammas]
+        gammas = ([None] if self.kernel in (None, "linear") else
+                  [_gamma_value(v, X) for v in gammas])
         if self.kernel in (None, "linear") and self.gammas is not None:
             raise ValueError("gammas is not used by the linear kernel: set kernel= or drop gammas")
         rows, scores, self._coefs = [], [], {}
@@ -592,14 +603,14 @@ class RankRLSCV(RankRLS):
                 h = _cv.holdout_dual(_kernels.kernel_matrix(kern, _dense(X)), y, g, lams=lams,
                                      folds=folds)
             table = _cv.cross_validate(h, y, seg, metric=_metrics.ndcg, k=self.score_k).table
-            rows += [(float(lam), float(gamma)) for lam in lams]
+            rows += [(float(lam), None if gamma is None else float(gamma)) for lam in lams]
             scores.append(np.asarray(table))
         self._choose(rows, np.concatenate(scores))
         if kind is not None:
             self._refine(X, y, seg, g, folds, kind)
         elif optimize and b is not None:
             self._refine_gamma(X, y, seg, g, folds, lams, b, gammas)
-        kern = _kernel(self.kernel, self.gamma_, self.degree, self.coef0)
+        kern = _kernel(self.kernel, getattr(self, "gamma_", None), self.degree, self.coef0)
         if b is not None:
             self.model_ = self._nystrom_model(lams, kern)
         else:
@@ -613,15 +624,20 @@ class RankRLSCV(RankRLS):
         if np.all(np.isnan(s)):
             raise ValueError("NDCG is undefined for every λ (no query has a relevant document)")
         best = int(np.nanargmax(s))
-        self.lam_, self.gamma_ = rows[best]
+        self.lam_, gamma = rows[best]
+        if gamma is not None:                    # the linear model has no γ
+            self.gamma_ = gamma
         self.best_score_ = float(s[best])
         order = np.argsort(-np.where(np.isnan(s), -np.inf, s), kind="stable")
         rank = np.empty(len(s), int)
         rank[order] = np.arange(1, len(s) + 1)
-        self.cv_results_ = {"params": [{"lam": a, "gamma": b} for a, b in rows],
+        linear = rows[0][1] is None
+        self.cv_results_ = {"params": [{"lam": a} if linear else {"lam": a, "gamma": b}
+                                       for a, b in rows],
                             "param_lam": np.array([a for a, _ in rows]),
-                            "param_gamma": np.array([b for _, b in rows]),
                             "mean_test_score": s, "rank_test_score": rank}
+        if not linear:
+            self.cv_results_["param_gamma"] = np.array([b for _, b in rows])
         return best
 
     def _fit_on_eval_set(self, X, y, seg, b, valid):
@@ -632,7 +648,8 @@ class RankRLSCV(RankRLS):
         lams = np.asarray(self.lams, dtype=np.float64)
         if self.kernel in (None, "linear") and self.gammas is not None:
             raise ValueError("gammas is not used by the linear kernel: set kernel= or drop gammas")
-        gammas = [_gamma_value(v, X) for v in ([self.gamma] if self.gammas is None else self.gammas)]
+        gammas = ([None] if self.kernel in (None, "linear") else
+                  [_gamma_value(v, X) for v in ([self.gamma] if self.gammas is None else self.gammas)])
         if b is None and self.kernel not in (None, "linear"):
             kernel_plan(X.shape[0], np.result_type(float), 4, "RankRLSCV with an exact kernel")
         rows, scores, models = [], [], []
@@ -652,7 +669,7 @@ class RankRLSCV(RankRLS):
                                                K_valid=_kernels.kernel_matrix(kern, _dense(Xv), Xd))
             table = _path.select_lambda(lams, path.valid_scores, yv, sv, metric=_metrics.ndcg,
                                         k=self.score_k).table
-            rows += [(float(lam), float(gamma)) for lam in lams]
+            rows += [(float(lam), None if gamma is None else float(gamma)) for lam in lams]
             scores.append(np.asarray(table, dtype=float))
             models.append(path)
         s = np.concatenate(scores)
@@ -738,7 +755,7 @@ class RankRLSCV(RankRLS):
         return kind
 
     def _refine(self, X, y, seg, g, folds, kind):
-        kern = _kernel(self.kernel, self.gamma_, self.degree, self.coef0)
+        kern = _kernel(self.kernel, getattr(self, "gamma_", None), self.degree, self.coef0)
         r = _tune.tune(_dense(X), y, g, kernel=kind, lam=self.lam_,
                        gamma=None if kern is None else float(kern.gamma), folds=folds,
                        steps=self.optimize_steps, learning_rate=0.1)

@@ -69,6 +69,7 @@ def _atomic(path, mode="w"):
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
                                prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o666 & ~_umask())     # mkstemp makes 0600: a new file follows the umask
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
             yield fh
         os.replace(tmp, path)
@@ -76,6 +77,12 @@ def _atomic(path, mode="w"):
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _integers(v, name: str) -> np.ndarray:
@@ -683,7 +690,12 @@ def to_bcoo(X, dtype=None):
 
 
 MODEL_FORMAT = "rankjax-model"
-MODEL_VERSION = 2
+MODEL_VERSION = 3
+"""Model files are zip archives: ``header.json`` (UTF-8 JSON: ``format``, ``version``,
+``rankjax_version``, ``model`` — the structure with arrays by name —, ``meta``) and one
+``.npy`` member per array (``a0.npy``, ...). ``unzip -p model.npz header.json`` shows
+the header; ``numpy.load`` reads the arrays. Version 2 files (header as a numpy
+string) are still read."""
 
 
 def _encode(obj, arrays):
@@ -762,10 +774,16 @@ def save_model(path, model, **meta) -> None:
     tree = _encode(model, arrays)
     meta = {k: (v.item() if isinstance(v, np.generic) else list(v) if isinstance(v, tuple) else v)
             for k, v in meta.items()}
-    header = json.dumps({"format": MODEL_FORMAT, "version": MODEL_VERSION, "model": tree,
-                         "meta": meta})
-    with _atomic(path, "wb") as fh:
-        np.savez(fh, header=np.asarray(header), **arrays)
+    import zipfile
+    from . import __version__
+    header = json.dumps({"format": MODEL_FORMAT, "version": MODEL_VERSION,
+                         "rankjax_version": __version__, "model": tree, "meta": meta},
+                        indent=1, ensure_ascii=False)
+    with _atomic(path, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("header.json", header.encode("utf-8"))
+        for key, a in arrays.items():
+            with z.open(key + ".npy", "w") as member:
+                np.lib.format.write_array(member, np.ascontiguousarray(a), allow_pickle=False)
 
 
 def load_model(path):
@@ -782,15 +800,25 @@ def load_model(path):
     """
     import json
     import zipfile
+    if not os.path.isfile(os.fspath(path)):
+        raise FileNotFoundError(f"{path}: no such file")
+    if not zipfile.is_zipfile(os.fspath(path)):
+        with open(os.fspath(path), "rb") as fh:
+            damaged = fh.read(2) == b"PK"
+        raise ValueError(f"{path} is not a {'readable ' if damaged else ''}rankjax model file ("
+                         + ("a damaged zip archive)" if damaged else
+                            "a model is a zip archive written by save / save_model)"))
     try:
-        z = np.load(os.fspath(path), allow_pickle=False)
-        if not isinstance(z, np.lib.npyio.NpzFile):
-            raise ValueError("not an .npz archive")
-        with z:
-            contents = {k: z[k] for k in z.files}
-    except FileNotFoundError:
-        raise
-    except (zipfile.BadZipFile, EOFError, OSError, KeyError, ValueError) as e:
+        with zipfile.ZipFile(os.fspath(path)) as z:
+            names = set(z.namelist())
+            contents = {}
+            for name in names:
+                if name == "header.json":
+                    contents["header"] = z.read(name).decode("utf-8")
+                elif name.endswith(".npy"):
+                    with z.open(name) as fh:
+                        contents[name[:-4]] = np.lib.format.read_array(fh, allow_pickle=False)
+    except (zipfile.BadZipFile, EOFError, OSError, KeyError, ValueError, UnicodeDecodeError) as e:
         raise ValueError(f"{path} is not a readable rankjax model file ({e})") from None
     try:
         header = json.loads(str(contents["header"]))
@@ -803,7 +831,7 @@ def load_model(path):
         raise ValueError(f"{path} is not a rankjax model file") from None
     if fmt != MODEL_FORMAT:
         raise ValueError(f"{path} is not a rankjax model file")
-    if version != MODEL_VERSION:
+    if version not in (2, MODEL_VERSION):
         raise ValueError(f"{path} is a rankjax model of format version {version}; "
                          f"this rankjax reads version {MODEL_VERSION}")
     try:

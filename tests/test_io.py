@@ -118,17 +118,42 @@ def test_failed_writes_leave_the_old_file_intact(tmp_path):
 
 
 def test_model_files_carry_a_format_version(tmp_path):
+    """Version 3: a zip with a UTF-8 ``header.json`` (format, version, library version)
+    and ``.npy`` arrays; version 2 (header as a numpy string) is still read; other
+    versions, foreign and damaged files are errors naming the problem."""
     import json
+    import os
+    import zipfile
+    import rankjax
     m = tmp_path / "m.npz"
-    io.save_model(m, np.ones(3), lam=1.0)
-    with np.load(m) as z:
-        header = json.loads(str(z["header"]))
-        assert header["format"] == io.MODEL_FORMAT and header["version"] == io.MODEL_VERSION
-        arrays = {k: z[k] for k in z.files}
+    io.save_model(m, np.ones(3), lam=1.0, name="ünïcode")
+    with zipfile.ZipFile(m) as z:
+        header = json.loads(z.read("header.json").decode("utf-8"))
+        members = {n: z.read(n) for n in z.namelist()}
+    assert header["format"] == io.MODEL_FORMAT and header["version"] == io.MODEL_VERSION == 3
+    assert header["rankjax_version"] == rankjax.__version__ and header["meta"]["name"] == "ünïcode"
+    with np.load(m) as z:                       # numpy reads the arrays directly
+        np.testing.assert_array_equal(z[header["model"]["array"]], np.ones(3))
+    old = os.umask(0o027)
+    try:
+        io.save_model(tmp_path / "mode.npz", np.ones(3))
+    finally:
+        os.umask(old)
+    assert os.stat(tmp_path / "mode.npz").st_mode & 0o777 == 0o640      # follows the umask
     header["version"] = io.MODEL_VERSION + 1
-    np.savez(tmp_path / "future.npz", **{**arrays, "header": np.asarray(json.dumps(header))})
-    with pytest.raises(ValueError, match="format version"):
+    with zipfile.ZipFile(tmp_path / "future.npz", "w") as z:
+        for n, b in members.items():
+            z.writestr(n, json.dumps(header) if n == "header.json" else b)
+    with pytest.raises(ValueError, match="format version 4"):
         io.load_model(tmp_path / "future.npz")
+    v2 = dict(header, version=2)                 # the previous layout stays readable
+    np.savez(tmp_path / "v2.npz", header=np.asarray(json.dumps(v2)), a0=np.ones(3))
+    w, meta = io.load_model(tmp_path / "v2.npz")
+    assert w.tolist() == [1.0, 1.0, 1.0] and meta["lam"] == 1.0
+    (tmp_path / "text.npz").write_text("1 qid:1 1:0.5\n")
+    with pytest.raises(ValueError, match="not a rankjax model file") as e:
+        io.load_model(tmp_path / "text.npz")
+    assert "pickle" not in str(e.value)
     np.savez(tmp_path / "v1.npz", weights=np.ones(3), format=np.asarray("rankjax-linear-model"),
              version=np.asarray(1))
     with pytest.raises(ValueError, match="format version 1"):
