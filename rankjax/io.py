@@ -407,8 +407,9 @@ def iter_npy(X, y, qid, *, chunk_rows: int = 1 << 18):
 
 
 def iter_svmlight(path, *, num_features: int, chunk_rows: int = 1 << 16,
-                  zero_based: bool = False, dtype=np.float32):
-    """Chunks of whole queries from an SVMlight / LETOR file with ``qid:`` for
+                  zero_based: bool = False, dtype=np.float32, query_file="auto"):
+    """Chunks of whole queries from an SVMlight / LETOR file with ``qid:`` (or a
+    LightGBM ``.query`` file of query sizes beside it) for
     :func:`rankjax.rankrls_primal_stream` (the parser of :func:`read_svmlight`, a block
     of lines at a time; rows of one query must be contiguous).
 
@@ -419,6 +420,8 @@ def iter_svmlight(path, *, num_features: int, chunk_rows: int = 1 << 16,
       chunk_rows: lines per block; a block ends at the last query boundary before it.
       zero_based: feature indices start at 0.
       dtype: dtype of the dense ``X`` chunks.
+      query_file: group-size file giving the queries of a file without ``qid:``
+        (``"auto"``: ``path + ".query"`` when it exists), as :func:`read_svmlight`.
 
     Returns:
       A re-iterable of ``(X, y, qid)`` numpy chunks.
@@ -436,15 +439,27 @@ def iter_svmlight(path, *, num_features: int, chunk_rows: int = 1 << 16,
     path = os.fspath(path)
     if not os.path.exists(path):
         raise ValueError(f"{path} does not exist")
+    gpath = path + ".query" if query_file == "auto" else query_file
+    if query_file == "auto" and not os.path.exists(gpath):
+        gpath = None
+    rows_qid = None if gpath is None else groups_to_qid(read_groups(gpath))
 
-    def parse(lines):
+    def parse(lines, row0):
         parsed = _parse_fast(b"".join(text for _, text in lines), base)
         if parsed is None:
             parsed = _parse_lines(path, base, [(i, t.decode("utf-8", "replace"))
                                                for i, t in lines])
         labels, qids, indptr, cols, vals, _, has_qid = parsed
-        if not has_qid:
-            raise ValueError(f"{path}: line {lines[0][0]}: streaming needs qid: on every line")
+        if not has_qid and rows_qid is None:
+            raise ValueError(f"{path}: line {lines[0][0]}: streaming needs qid: on every line "
+                             "or a .query file of query sizes (query_file=)")
+        if rows_qid is not None:
+            if has_qid:
+                raise ValueError(f"{path} has qid: fields and a query file {gpath}: give one")
+            if row0 + len(labels) > rows_qid.size:
+                raise ValueError(f"{gpath}: the query sizes add up to {rows_qid.size} rows but "
+                                 f"{path} has more")
+            qids = rows_qid[row0:row0 + len(labels)]
         cols = np.asarray(cols, np.int64)
         if cols.size and cols.max() >= n:
             raise ValueError(f"{path}: feature index {int(cols.max()) + base} exceeds "
@@ -453,7 +468,7 @@ def iter_svmlight(path, *, num_features: int, chunk_rows: int = 1 << 16,
         return X.toarray(), np.asarray(labels, np.float64), np.asarray(qids, np.int64)
 
     def read():
-        carry = []
+        carry, row0 = [], 0
         with _open_binary(path) as fh:
             numbered = ((i, t) for i, t in enumerate(fh, 1)
                         if t.strip() and not t.lstrip().startswith(b"#"))
@@ -461,14 +476,21 @@ def iter_svmlight(path, *, num_features: int, chunk_rows: int = 1 << 16,
                 block = carry + list(itertools.islice(numbered, chunk_rows))
                 end = len(block) == len(carry)
                 if not block:
+                    if rows_qid is not None and row0 != rows_qid.size:
+                        raise ValueError(f"{gpath}: the query sizes add up to {rows_qid.size} "
+                                         f"rows but {path} has {row0}")
                     return
-                X, y, q = parse(block)
+                X, y, q = parse(block, row0)
                 cut = len(q) if end else int(np.flatnonzero(q != q[-1])[-1] + 1) if np.any(
                     q != q[-1]) else 0
                 if cut:
                     yield X[:cut], y[:cut], q[:cut]
+                row0 += cut
                 carry = block[cut:]
                 if end:
+                    if rows_qid is not None and row0 != rows_qid.size:
+                        raise ValueError(f"{gpath}: the query sizes add up to {rows_qid.size} "
+                                         f"rows but {path} has {row0}")
                     return
     return _Chunks(read, f"iter_svmlight({path!r})")
 
@@ -503,20 +525,33 @@ def write_svmlight(path, X, y, qid=None, comments=None, *, zero_based: bool = Fa
     if comments is not None and len(comments) != m:
         raise ValueError(f"comments must have {m} entries, got {len(comments)}")
     base = 0 if check_flag(zero_based, "zero_based") else 1
+    Xc.eliminate_zeros()
+    Xc.sort_indices()
+    cols = (Xc.indices.astype(np.int64) + base).tolist()
+    cells = [f"{j}:{v}" for j, v in zip(cols, _fmt_all(Xc.data))]
+    heads = _fmt_all(y)
+    if qid is not None:
+        heads = [f"{h} qid:{q}" for h, q in zip(heads, qid.tolist())]
+    ptr = Xc.indptr.tolist()
+    lines = [" ".join([h, *cells[a:b]]) for h, a, b in zip(heads, ptr[:-1], ptr[1:])]
+    if comments is not None:
+        lines = [ln + " # " + str(c).replace("\n", " ") if c else ln
+                 for ln, c in zip(lines, comments)]
     with _atomic(path) as fh:
-        for i in range(m):
-            parts = [_fmt(y[i])]
-            if qid is not None:
-                parts.append(f"qid:{int(qid[i])}")
-            lo, hi = Xc.indptr[i], Xc.indptr[i + 1]
-            order = np.argsort(Xc.indices[lo:hi])
-            for j, v in zip(Xc.indices[lo:hi][order], Xc.data[lo:hi][order]):
-                if v != 0:
-                    parts.append(f"{j + base}:{_fmt(v)}")
-            line = " ".join(parts)
-            if comments is not None and comments[i]:
-                line += " # " + str(comments[i]).replace("\n", " ")
-            fh.write(line + "\n")
+        fh.write("\n".join(lines) + ("\n" if lines else ""))
+
+
+def _fmt_all(v) -> list:
+    """:func:`_fmt` of every value: whole numbers as integers, others by ``repr`` (the
+    shortest string that reads back exactly)."""
+    v = np.asarray(v, np.float64)
+    whole = (v == np.round(v)) & (np.abs(v) < 2.0 ** 53)
+    if not whole.any():
+        return list(map(repr, v.tolist()))
+    out = np.empty(v.shape, dtype=object)
+    out[whole] = list(map(str, v[whole].astype(np.int64).tolist()))
+    out[~whole] = list(map(repr, v[~whole].tolist()))
+    return out.tolist()
 
 
 def read_groups(path) -> np.ndarray:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["lambda_curve", "cg_curve", "per_query"]
+__all__ = ["lambda_curve", "evals_curve", "cg_curve", "per_query"]
 
 
 def _axes(ax):
@@ -28,34 +28,101 @@ def _axes(ax):
     return ax
 
 
-def lambda_curve(result, ax=None, *, label: str = "validation"):
-    """The validation table of a :class:`rankjax.CVResult` or
-    :class:`rankjax.Selection` (``lams`` given by the result, or
-    ``(lams, table, best_index)``) against λ on a log axis, the chosen λ marked.
+def lambda_curve(result, ax=None, *, label: str = "validation", metric: str = None,
+                 title: str = None):
+    """The validation score against λ on a log axis, the chosen λ marked.
+
+    ``result``: a fitted :class:`rankjax.estimators.RankRLSCV` (one curve per γ of its
+    grid, NDCG@``score_k``), its ``cv_results_`` dictionary, a :class:`rankjax.CVResult`
+    or :class:`rankjax.Selection`, or ``(lams, table, best_index)``. ``metric`` names
+    the score on the y axis (estimators name it themselves).
 
     Example:
       >>> import matplotlib; matplotlib.use("Agg")
-      >>> ax = lambda_curve(([0.1, 1.0, 10.0], [0.5, 0.7, 0.6], 1))
-      >>> float(ax.lines[1].get_xdata()[0])
-      1.0
+      >>> ax = lambda_curve(([0.1, 1.0, 10.0], [0.5, 0.7, 0.6], 1), metric="NDCG@10")
+      >>> float(ax.lines[1].get_xdata()[0]), ax.get_ylabel()
+      (1.0, 'NDCG@10')
     """
+    curves, chosen = _lambda_curves(result)
+    if metric is None and hasattr(result, "cv_results_"):
+        metric = f"NDCG@{getattr(result, 'score_k', 10)}"
+    if title is None:
+        how = "evaluation set" if hasattr(result, "evals_result_") else "cross-validation"
+        title = (f"{type(result).__name__}: λ by {how}" if hasattr(result, "cv_results_")
+                 else "validation score along λ")
+    ax = _axes(ax)
+    for name, (lams, table) in curves.items():
+        ax.plot(lams, table, "o-", label=label if name is None else f"{label}, γ = {name:.3g}")
+    ax.axvline(chosen, color="grey", ls="--", lw=1, label=f"chosen λ = {chosen:.3g}")
+    ax.set_xscale("log")
+    ax.set_xlabel("λ")
+    ax.set_ylabel(metric or "validation score")
+    ax.set_title(title)
+    ax.legend(frameon=False)
+    return ax
+
+
+def _lambda_curves(result):
+    """``({γ or None: (lams, table)}, chosen λ)`` of any result ``lambda_curve`` takes."""
+    if hasattr(result, "cv_results_"):
+        chosen = float(result.lam_)
+        result = result.cv_results_
+    else:
+        chosen = None
+    if isinstance(result, dict):
+        lams = np.asarray(result["param_lam"], float)
+        table = np.asarray(result["mean_test_score"], float)
+        gam = result.get("param_gamma")
+        keys = [None] * lams.size if gam is None else [float(g) for g in np.asarray(gam)]
+        curves = {}
+        for k in dict.fromkeys(keys):
+            sel = np.array([kk == k for kk in keys])
+            curves[k] = (lams[sel], table[sel])
+        if chosen is None:
+            chosen = float(lams[int(np.nanargmax(table))])
+        return curves, chosen
     if isinstance(result, tuple) and len(result) == 3 and not hasattr(result, "_fields"):
         lams, table, best = result
     else:
         lams, table, best = result.lams, result.table, result.best_index
     lams, table = np.asarray(lams), np.asarray(table)
+    return {None: (lams, table)}, float(lams[np.atleast_1d(np.asarray(best))[0]])
+
+
+def evals_curve(estimator, ax=None, *, title: str = None):
+    """An estimator's ``evals_result_`` (the evaluation-set score of every boosting
+    round, CG or Newton iteration, or number of components), ``best_iteration_``
+    marked: LightGBM's ``plot_metric``.
+
+    Example:
+      >>> import matplotlib; matplotlib.use("Agg")
+      >>> import rankjax as rj
+      >>> from rankjax.estimators import RankBoost
+      >>> d = rj.make_ranking_data(10, num_features=4, seed=0)
+      >>> m = RankBoost(rounds=8).fit(d.X, d.y, qid=d.qid, eval_set=(d.X, d.y), eval_qid=d.qid)
+      >>> evals_curve(m).get_ylabel()
+      'ndcg@10'
+    """
+    if not hasattr(estimator, "evals_result_"):
+        raise ValueError(f"{type(estimator).__name__} has no evals_result_: fit it with eval_set=")
     ax = _axes(ax)
-    ax.plot(lams, table, "o-", label=label)
-    b = np.atleast_1d(np.asarray(best))[0]
-    ax.axvline(lams[b], color="grey", ls="--", lw=1, label=f"chosen λ = {lams[b]:.3g}")
-    ax.set_xscale("log")
-    ax.set_xlabel("λ")
-    ax.set_ylabel("validation score")
+    (name, results), = estimator.evals_result_.items()
+    for metric, vals in results.items():
+        first = 1 if type(estimator).__name__ in ("RankBoost", "KPCRank") else 0
+        ax.plot(np.arange(first, first + len(vals)), vals, label=f"{name} {metric}")
+    if hasattr(estimator, "best_iteration_") and type(estimator).__name__ != "RankRLSCV":
+        ax.axvline(estimator.best_iteration_, color="grey", ls="--", lw=1,
+                   label=f"best iteration {estimator.best_iteration_}")
+    ax.set_xlabel({"RankBoost": "boosting round", "KPCRank": "components",
+                   "CGRankRLS": "CG iteration", "RankSVM": "Newton iteration"}.get(
+                       type(estimator).__name__, "grid point"))
+    ax.set_ylabel(metric)
+    ax.set_title(title or f"{type(estimator).__name__} on the evaluation set")
     ax.legend(frameon=False)
     return ax
 
 
-def cg_curve(result, ax=None, *, label: str = "validation"):
+def cg_curve(result, ax=None, *, label: str = "validation", title: str = "CG early stopping"):
     """A :class:`rankjax.CGResult`'s validation criterion (lower is better) and
     relative residual against the iteration, the returned iterate marked.
 
@@ -77,11 +144,12 @@ def cg_curve(result, ax=None, *, label: str = "validation"):
     twin = ax.twinx()
     twin.semilogy(it, hr, color="tab:orange", alpha=0.6)
     twin.set_ylabel("relative residual", color="tab:orange")
+    ax.set_title(title)
     ax.legend(frameon=False)
     return ax
 
 
-def per_query(values, ax=None, *, label: str = "NDCG@10", bins: int = 20):
+def per_query(values, ax=None, *, label: str = "NDCG@10", bins: int = 20, title: str = None):
     """Histogram of a per-query metric (a :class:`rankjax.PerQuery`, undefined
     queries left out, or an array), its mean marked.
 
@@ -100,5 +168,6 @@ def per_query(values, ax=None, *, label: str = "NDCG@10", bins: int = 20):
     ax.axvline(v.mean(), color="k", lw=1, label=f"mean {v.mean():.3f} ({v.size} queries)")
     ax.set_xlabel(label)
     ax.set_ylabel("queries")
+    ax.set_title(title or f"{label} per query")
     ax.legend(frameon=False)
     return ax

@@ -277,3 +277,44 @@ def test_compressed_svmlight_reads_like_the_plain_file(tmp_path):
     np.testing.assert_array_equal(d.y, ref.y)
     np.testing.assert_array_equal(d.qid, ref.qid)
     assert d.comments == ref.comments
+
+
+def test_iter_svmlight_reads_lightgbm_query_files(tmp_path):
+    """A file without qid: streams with the queries of its ``.query`` file (as
+    ``read_svmlight``); sizes that do not add up, or both kinds of queries, are errors."""
+    from rankjax import make_ranking_data
+    d = make_ranking_data(9, num_features=4, seed=2)
+    p = tmp_path / "d.train"
+    io.write_svmlight(p, d.X, d.y)
+    io.write_groups(str(p) + ".query", io.qid_to_groups(d.qid))
+    ref = io.read_svmlight(p)
+    chunks = list(io.iter_svmlight(p, num_features=4, chunk_rows=25, dtype=np.float64))
+    assert len(chunks) > 1
+    np.testing.assert_array_equal(np.concatenate([c[0] for c in chunks]), np.asarray(ref.X))
+    np.testing.assert_array_equal(np.concatenate([c[2] for c in chunks]), np.asarray(ref.qid))
+    for c in chunks:                                # whole queries in every chunk
+        assert not set(c[2]) & set(np.concatenate([o[2] for o in chunks if o is not c]))
+    io.write_groups(tmp_path / "short.query", io.qid_to_groups(d.qid)[:-1])
+    with pytest.raises(ValueError, match="add up"):
+        list(io.iter_svmlight(p, num_features=4, query_file=tmp_path / "short.query"))
+    q = tmp_path / "q.train"
+    io.write_svmlight(q, d.X, d.y, d.qid)
+    with pytest.raises(ValueError, match="give one"):
+        list(io.iter_svmlight(q, num_features=4, query_file=str(p) + ".query"))
+
+
+def test_write_svmlight_round_trips_exactly_with_comments(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 7)) * 10.0 ** rng.integers(-8, 8, (50, 7))
+    X[rng.random((50, 7)) < 0.4] = 0
+    X[0, 0], X[1, 1] = 3.0, -2.0                      # whole numbers written as integers
+    y = rng.integers(0, 5, 50).astype(float)
+    qid = np.repeat(np.arange(10), 5)
+    p = tmp_path / "w.txt"
+    io.write_svmlight(p, X, y, qid, comments=["c"] * 49 + [""])
+    r = io.read_svmlight(p)
+    np.testing.assert_array_equal(np.asarray(r.X), X)
+    np.testing.assert_array_equal(r.y, y)
+    np.testing.assert_array_equal(r.qid, qid)
+    first = p.read_text().splitlines()[0]
+    assert first.startswith(f"{int(y[0])} qid:0 1:3 ") and first.endswith(" # c")

@@ -24,3 +24,26 @@ def test_plots_show_the_data_and_the_choice():
     pq = rj.ndcg(d.X[:, 0], d.y, d.qid, per_query=True)
     ax = plot.per_query(pq)
     assert sum(p.get_height() for p in ax.patches) == int(np.sum(pq.valid))
+
+
+def test_plots_take_fitted_estimators_and_cv_results():
+    from rankjax.estimators import RankBoost, RankRLSCV
+    d = rj.make_ranking_data(12, num_features=4, seed=0)
+    m = RankRLSCV(kernel="gaussian", gammas=[0.1, 1.0], lams=(0.1, 1.0, 10.0), cv=3).fit(
+        d.X, d.y, qid=d.qid)
+    ax = plot.lambda_curve(m)
+    assert len(ax.lines) == 3 and ax.get_ylabel() == "NDCG@10" and ax.get_title()
+    assert ax.lines[2].get_xdata()[0] == m.lam_
+    for i, g in enumerate([0.1, 1.0]):
+        sel = m.cv_results_["param_gamma"] == g
+        np.testing.assert_allclose(ax.lines[i].get_ydata(), m.cv_results_["mean_test_score"][sel])
+    ax = plot.lambda_curve(m.cv_results_, metric="NDCG@10")
+    assert ax.get_ylabel() == "NDCG@10" and len(ax.lines) == 3
+    lin = RankRLSCV(lams=(0.1, 1.0, 10.0), cv=3).fit(d.X, d.y, qid=d.qid)
+    assert len(plot.lambda_curve(lin).lines) == 2
+    b = RankBoost(rounds=6).fit(d.X, d.y, qid=d.qid, eval_set=(d.X, d.y), eval_qid=d.qid)
+    ax = plot.evals_curve(b)
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), b.evals_result_["valid_0"]["ndcg@10"])
+    assert ax.get_xlabel() == "boosting round" and ax.get_title()
+    with pytest.raises(ValueError, match="eval_set"):
+        plot.evals_curve(RankBoost(rounds=3).fit(d.X, d.y, qid=d.qid))
