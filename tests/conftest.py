@@ -15,3 +15,17 @@ def random_qids(rng, m, num_queries=6, singletons=2):
     ids = rng.choice(np.arange(100, 100 + 7 * num_queries, 7), m)
     ids[:singletons] = 1000 + np.arange(singletons)          # queries of size 1
     return rng.permutation(ids)
+
+
+SLOW = bool(__import__("os").environ.get("RANKJAX_SLOW"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``slow`` (minutes each on a 2-core CPU) run with ``RANKJAX_SLOW=1``;
+    the default run stays within the suite's time budget."""
+    if SLOW:
+        return
+    skip = pytest.mark.skip(reason="slow: run with RANKJAX_SLOW=1")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

@@ -30,3 +30,35 @@ def test_notebook_is_committed_with_outputs_and_a_plot(path):
     kinds = {k for c in cells for o in c["outputs"] for k in o.get("data", {})}
     assert "image/png" in kinds, "no plot in the committed outputs"
     assert not any(o.get("output_type") == "error" for c in cells for o in c["outputs"])
+
+
+def _install_code(path):
+    src = "".join(next(c for c in json.loads(path.read_text())["cells"]
+                       if c["cell_type"] == "code")["source"])
+    a = src.index("# Install rankjax when it is not importable")
+    return src[a:src.index("subprocess.check_call", a)] + "calls.append(spec)\n"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_install_cell_works_without_a_package_index(path, tmp_path, monkeypatch):
+    """The first cell installs from the clone, a wheel beside the notebook, or
+    RANKJAX_SOURCE — never from a package index rankjax is not on — or says what to do."""
+    import importlib.util
+    code = _install_code(path)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    repo = path.parents[1]
+
+    def run(cwd):
+        monkeypatch.chdir(cwd)
+        ns = {"calls": []}
+        exec(code, ns)
+        return ns["calls"]
+
+    assert run(repo / "notebooks") == [f"{repo}[plot,sklearn]"]
+    monkeypatch.delenv("RANKJAX_SOURCE", raising=False)
+    with pytest.raises(RuntimeError, match="RANKJAX_SOURCE"):
+        run(tmp_path)
+    monkeypatch.setenv("RANKJAX_SOURCE", "git+https://example.org/rankjax")
+    assert run(tmp_path) == ["rankjax[plot,sklearn] @ git+https://example.org/rankjax"]
+    (tmp_path / "rankjax-0.1.0-py3-none-any.whl").write_bytes(b"")
+    assert run(tmp_path) == ["rankjax-0.1.0-py3-none-any.whl[plot,sklearn]"]
