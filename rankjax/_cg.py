@@ -29,6 +29,7 @@ from functools import partial
 from ._checks import (as_float_array, check_count, check_lam, check_matrix, check_symmetric,
                       is_concrete, lam_ok, nan_unless)
 from ._graph import Graph, check_graph
+from ._metrics import check_metric_options
 from ._rankrls import LinearModel
 from ._ridge import HI
 from ._sparse import to_csr
@@ -244,6 +245,7 @@ def validation_criterion(valid, metric="pairwise_error", *, greater_is_better=No
     y = g.check_labels(y, "validation y")
     if y is not None and y.ndim != 1:
         raise ValueError("validation y must be 1-D (one output)")
+    check_metric_options(metric, metric_kwargs, "validation_criterion")
     return g.criterion(y, metric, greater_is_better, **metric_kwargs)
 
 
@@ -286,7 +288,10 @@ def _as_operator(X, name):
     return X
 
 
-def static_metric(metric, kw):
+def static_metric(metric, kw, where: str):
+    """The metric options as a hashable static tuple, each checked to be an option of
+    ``metric`` (:func:`rankjax._metrics.check_metric_options`)."""
+    check_metric_options(metric, kw, where)
     kw = tuple(sorted(kw.items()))
     try:
         hash((metric, kw))
@@ -359,7 +364,7 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_erro
     y = _check_y(y, graph, "rankrls_cg")
     check_lam(lam, allow_zero=True, scalar=True)
     check_loop(tol, max_iter, patience, recompute_every)
-    kw = static_metric(metric, metric_kwargs)
+    kw = static_metric(metric, metric_kwargs, "rankrls_cg")
     Xv, vdata = criterion_args(valid, X.shape[1], "X_valid", metric, greater_is_better, kw)
     if Xv is not None:
         Xv = _as_operator(Xv, "X_valid")
@@ -455,7 +460,7 @@ def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise
     y = _check_y(y, graph, "rankrls_cg_dual")
     check_lam(lam, allow_zero=True, scalar=True)
     check_loop(tol, max_iter, patience, recompute_every)
-    kw = static_metric(metric, metric_kwargs)
+    kw = static_metric(metric, metric_kwargs, "rankrls_cg_dual")
     Kv, vdata = criterion_args(valid, m, "K_valid", metric, greater_is_better, kw)
     kvfn = None
     if Kv is not None:

@@ -79,6 +79,30 @@ def value_range(x):
 def _finite(x, name: str) -> None:
     if is_concrete(x) and not all_finite(x):
         raise ValueError(f"{name} contains NaN or inf values")
+    _fits_compute_dtype(x, name)
+
+
+_X64_HINT = "jax.config.update('jax_enable_x64', True)"
+
+
+def _fits_compute_dtype(x, name: str) -> None:
+    """Host floats are cast to the compute dtype (float32 unless x64 is on): finite
+    float64 values beyond float32's range would become inf there, so they are refused
+    here, before the cast, with the figure."""
+    data = x.data if isinstance(x, (sparse.BCOO, CSRMatrix)) or sp.issparse(x) else x
+    if isinstance(data, jax.Array) or not is_concrete(data):
+        return                                   # already in its compute dtype
+    a = np.asarray(data)
+    if a.dtype.kind != "f" or a.size == 0:
+        return
+    target = jax.dtypes.canonicalize_dtype(a.dtype)
+    if np.finfo(target).max >= np.finfo(a.dtype).max:
+        return
+    top = float(np.max(np.abs(a)))
+    if top > float(np.finfo(target).max):
+        raise ValueError(f"{name} has values up to {top:.3g}, beyond the range of the {target} "
+                         f"compute dtype (max {np.finfo(target).max:.3g}): they would become inf; "
+                         f"rescale {name}, or compute in float64 ({_X64_HINT})")
 
 
 def scipy_to_bcoo(x, name: str = "X"):
@@ -179,7 +203,21 @@ def check_lam(lam, *, allow_zero: bool = False, name: str = "lam", scalar: bool 
             raise ValueError(f"{name} must be >= 0, got {lam}")
         if not allow_zero and np.any(arr <= 0):
             raise ValueError(f"{name} must be > 0, got {lam}")
+        if arr.dtype.kind == "f" or isinstance(lam, float):
+            _lam_fits(arr, name)
     return lam
+
+
+def _lam_fits(arr, name):
+    """A λ the compute dtype cannot hold (it would become 0 or inf there) is refused."""
+    dt = jax.dtypes.canonicalize_dtype(np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        cast = arr.astype(dt)
+    if np.any((cast == 0) & (arr != 0)) or np.any(np.isinf(cast)):
+        raise ValueError(f"{name}={arr.tolist()} cannot be represented in the {dt} compute dtype "
+                         f"(it would become {'0' if np.any(cast == 0) else 'inf'}; its range is "
+                         f"{np.finfo(dt).tiny:.3g} to {np.finfo(dt).max:.3g}): use a λ in range "
+                         f"or compute in float64 ({_X64_HINT})")
 
 
 def indices_ok(v, upper: int):
@@ -265,7 +303,16 @@ def kernel_plan(m: int, dtype, count: int, what: str) -> None:
 def check_gram(X, name: str = "X"):
     """The primal forms build ``n x n`` matrices (Gram, eigenvectors): refuse clearly
     when they cannot fit, and say what to use instead."""
-    n = X.shape[1]
+    m, n = X.shape
+    if is_concrete(X) and m and n:
+        data = X.data if isinstance(X, (sparse.BCOO, CSRMatrix)) else X
+        if getattr(data, "size", 1):
+            lo, hi = value_range(data)
+            top, big = max(abs(lo), abs(hi)), float(jnp.finfo(X.dtype).max)
+            if top * top * m > big / 4:          # an entry of X^T L X could overflow
+                raise ValueError(f"{name}: X^T L X would overflow {jnp.dtype(X.dtype).name} "
+                                 f"(|{name}| up to {top:.3g} over {m} rows): rescale the features "
+                                 f"(e.g. StandardScaler) or compute in float64 ({_X64_HINT})")
     need = 3 * n * n * jnp.dtype(X.dtype).itemsize
     if need > memory_limit():
         raise ValueError(f"{name} has {n} features: the primal form needs n x n matrices "

@@ -32,7 +32,7 @@ from ._checks import (as_float_array, check_count, check_gram, check_indices, ch
                       nan_unless, reduce_concrete, segment_ids, value_range)
 from ._graph import Graph, check_graph, check_problem, global_graph
 from ._kernels import Kernel
-from ._metrics import metric_sign
+from ._metrics import check_metric_options, metric_sign
 from ._nystrom import cholesky_features, padded_basis
 from ._path import check_lams, select_lambda
 from ._rankrls import check_kernel_matrix
@@ -444,6 +444,7 @@ def cross_validate(holdout: HoldOut, y, qid=None, *, metric: Callable,
       >>> cv.table.shape
       (3,)
     """
+    check_metric_options(metric, metric_kwargs, "cross_validate")
     if not isinstance(holdout, HoldOut):
         raise TypeError(f"holdout must be a HoldOut (from holdout_primal / holdout_dual / "
                         f"holdout_nystrom), got {type(holdout).__name__}")
@@ -729,6 +730,7 @@ def permutation_test(holdout_fn: Callable, y, qid=None, *, metric: Callable,
       >>> bool(res.pvalue[0] <= 0.05)
       True
     """
+    check_metric_options(metric, metric_kwargs, "permutation_test")
     if not callable(holdout_fn):
         raise TypeError("holdout_fn must be a callable Y -> HoldOut, e.g. "
                         "lambda Y: holdout_primal(X, Y, graph, lams=lams)")

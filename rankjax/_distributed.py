@@ -602,7 +602,7 @@ def sharded_cg(data: ShardedData, *, lam=0.0, valid=None, metric="pairwise_error
         raise ValueError("sharded_cg solves one output; shard one column of y")
     check_lam(lam, allow_zero=True, scalar=True)
     check_loop(tol, max_iter, patience, recompute_every)
-    kw = static_metric(metric, metric_kwargs)
+    kw = static_metric(metric, metric_kwargs, "sharded_cg")
     n = data.num_features
     Xv, vdata = criterion_args(valid, n, "X_valid", metric, greater_is_better, kw)
     if Xv is not None:
@@ -677,7 +677,7 @@ def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis_X, valid=Non
         raise TypeError(f"kernel must be a rankjax Kernel, got {type(kernel).__name__}")
     check_lam(lam, allow_zero=valid is not None, scalar=True)
     check_loop(tol, max_iter, patience, recompute_every)
-    kw = static_metric(metric, dict(metric_kwargs or {}))
+    kw = static_metric(metric, dict(metric_kwargs or {}), "sharded_falkon")
     n = data.num_features
     XR = check_matrix(as_float_array(basis_X, "basis_X", finite=True), "basis_X")
     if XR.shape[1] != n:
@@ -755,7 +755,7 @@ def sharded_metric(data: ShardedData, scores, metric: Callable = pairwise_error,
     if not callable(metric) or not hasattr(metric, "higher_is_better"):
         raise TypeError(f"metric must be a rankjax metric, got {metric!r}")
     metric_sign(metric)
-    kw = static_metric(metric, metric_kwargs)
+    kw = static_metric(metric, metric_kwargs, "sharded_metric")
     if y is None:
         if data.y.ndim != 1:
             raise ValueError("data has several outputs: pass y (one column)")
@@ -852,7 +852,7 @@ def sharded_kernel_grid(X, y, graph, *, lams, gammas, valid, metric: Callable = 
     gv = query_graph(qv if qv is not None else np.zeros(Xv.shape[0], int))
     yv = gv.check_labels(yv, "validation y")
     sign = metric_sign(metric, greater_is_better)
-    kw = static_metric(metric, metric_kwargs)
+    kw = static_metric(metric, metric_kwargs, "sharded_kernel_grid")
     D = mesh.devices.size
     G = gammas.shape[0]
     host = np.asarray(gammas)

@@ -221,7 +221,7 @@ def rankrls_falkon(X, y, graph: Graph, *, lam, kernel: Kernel, basis, valid=None
     check_loop(tol, max_iter, patience, recompute_every)
     if not is_int(seed):
         raise TypeError(f"seed must be an int, got {seed!r}")
-    kw = static_metric(metric, dict(metric_kwargs or {}))
+    kw = static_metric(metric, dict(metric_kwargs or {}), "rankrls_falkon")
     m, n = X.shape
     b, XR, rmask = padded_basis(X, basis, seed)
     bp = XR.shape[0]

@@ -458,6 +458,48 @@ class Metric:
         return f"Metric({self.__name__}, higher_is_better={self.higher_is_better})"
 
 
+_DATA_PARAMS = ("scores", "y", "qid", "num_queries", "per_query")
+
+
+def check_metric_options(metric, options: dict, where: str) -> None:
+    """Every keyword in ``options`` must be an option of ``metric`` (a keyword parameter
+    of the function, or of ``Metric.fn``): ``TypeError`` naming the unknown keyword and
+    the function it was given to otherwise, so a misspelt solver option (``maxiter``)
+    never passes silently as a metric option. A metric taking ``**kwargs`` accepts any.
+
+    Example:
+      >>> check_metric_options(ndcg, {"k": 5}, "select_lambda")
+      >>> check_metric_options(pairwise_error, {"maxiter": 0}, "rankrls_cg")  # doctest: +ELLIPSIS
+      Traceback (most recent call last):
+      ...
+      TypeError: rankrls_cg got an unexpected keyword argument 'maxiter' (the metric ...)
+    """
+    if not options:
+        return
+    if isinstance(metric, str):
+        fn = {"pairwise_error": pairwise_error}.get(metric)
+        if fn is None:                           # "loss" and other named criteria: no options
+            raise TypeError(f"{where} got an unexpected keyword argument {next(iter(options))!r} "
+                            f"(the criterion {metric!r} takes none)")
+    else:
+        fn = getattr(metric, "fn", metric)
+    import inspect
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return                                    # a builtin: cannot tell
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return
+    allowed = [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+               and p.name not in _DATA_PARAMS]
+    for key in options:
+        if key not in allowed:
+            name = getattr(fn, "__name__", "the metric")
+            takes = ", ".join(allowed) if allowed else "none"
+            raise TypeError(f"{where} got an unexpected keyword argument {key!r} "
+                            f"(the metric {name} takes {takes})")
+
+
 def metric_sign(metric, greater_is_better: Optional[bool] = None) -> float:
     """``+1`` when lower values of ``metric`` are better, ``-1`` when higher are.
 

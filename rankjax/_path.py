@@ -27,7 +27,7 @@ from ._checks import (as_float_array, check_flag, check_indices, check_lam, chec
                       is_concrete, reduce_concrete, resolve_segments)
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
-from ._metrics import metric_sign
+from ._metrics import check_metric_options, metric_sign
 from ._rankrls import check_kernel_matrix, check_test_matrix, path_scores
 from ._ridge import HI, dual_system, eigh_path, eigh_psd, nystrom_map, primal_system
 
@@ -91,7 +91,9 @@ class NystromPath(NamedTuple):
 
 def check_lams(lams):
     """A non-empty 1-D grid of finite λ > 0."""
-    lams = as_float_array(lams, "lams")
+    if not isinstance(lams, jax.Array) and np.asarray(lams).dtype.kind in "fiu":
+        check_lam(np.asarray(lams, dtype=float), name="lams")
+    lams = as_float_array(lams, "lams")           # (checked before the cast, and after)
     if lams.ndim != 1 or lams.shape[0] == 0:
         raise ValueError(f"lams must be a non-empty 1-D grid, got shape {tuple(lams.shape)}")
     check_lam(lams, name="lams")
@@ -329,6 +331,7 @@ def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: O
       >>> sel.table.shape
       (3,)
     """
+    check_metric_options(metric, metric_kwargs, "select_lambda")
     lams = as_float_array(lams, "lams")
     scores = as_float_array(scores, "scores")
     if scores.ndim not in (2, 3) or scores.shape[0] != lams.shape[0]:

@@ -212,5 +212,11 @@ def predict(model, X, **kw):
     fn = getattr(model, "predict", None)
     if not callable(fn) or isinstance(model, type):
         raise TypeError(f"predict needs a rankjax model or path, got {type(model).__name__}")
+    import inspect
+    takes = inspect.signature(fn).parameters
+    for key in kw:
+        if key not in takes:
+            raise TypeError(f"predict got an unexpected keyword argument {key!r} "
+                            f"({type(model).__name__}.predict takes {', '.join(takes) or 'X only'})")
     return fn(X, **kw)
 

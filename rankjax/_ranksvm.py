@@ -360,7 +360,7 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
     from ._cg import _as_operator, criterion_args, static_metric
     if metric_kwargs is not None and not isinstance(metric_kwargs, dict):
         raise TypeError(f"metric_kwargs must be a dict, got {type(metric_kwargs).__name__}")
-    kw = static_metric(metric, metric_kwargs or {})
+    kw = static_metric(metric, metric_kwargs or {}, "ranksvm_l2")
     Xv, vdata = criterion_args(valid, X.shape[1], "X_valid", metric, None, kw)
     Xv = _as_operator(Xv, "X_valid")
     if Xv.shape[1] != X.shape[1]:

@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from ._checks import as_float_array, check_flag, check_targets, segment_ids
 from ._cv import holdout_from_system
 from ._graph import query_graph
-from ._metrics import metric_sign, pairwise_error
+from ._metrics import check_metric_options, metric_sign, pairwise_error
 from ._path import PrimalPath, Selection, check_lams, select_lambda
 from ._rankrls import path_scores
 from ._ridge import eigh_path, eigh_psd, primal_system
@@ -216,6 +216,7 @@ def rankrls_primal_stream(chunks, *, lams, normalized: bool = True, exclude_ties
       >>> bool(np.allclose(fit.path.weights[0], w, atol=1e-6)), fit.num_chunks
       (True, 2)
     """
+    check_metric_options(holdout_metric or pairwise_error, metric_kwargs, "rankrls_primal_stream")
     lams = check_lams(lams)
     for flag, name in ((normalized, "normalized"), (exclude_ties, "exclude_ties"),
                        (progress, "progress")):

@@ -382,6 +382,8 @@ class _Ranker(_Base):
     def _finish_fit(self, seg):
         self.num_queries_ = int(seg.max()) + 1
         jax.block_until_ready(self.model_)      # fit returns a ready model (async dispatch)
+        if isinstance(self.model_, _rankrls.LinearModel):
+            self.coef_ = np.asarray(self.model_.weights)          # linear models: the weights
         return self
 
     # persistence -------------------------------------------------------------
@@ -929,6 +931,10 @@ class RankBoost(_Ranker):
             model = model._replace(feature=model.feature[:keep], threshold=model.threshold[:keep],
                                    alpha=model.alpha[:keep], r=model.r[:keep])
         self.model_ = model
+        # the weight of the rounds that split on each feature, normalised to sum to 1
+        imp = np.bincount(np.asarray(model.feature), np.abs(np.asarray(model.alpha, np.float64)),
+                          minlength=X.shape[1])
+        self.feature_importances_ = imp / imp.sum() if imp.sum() > 0 else imp
         return self._finish_fit(seg)
 
     def _scores(self, X):

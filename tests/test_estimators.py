@@ -387,3 +387,16 @@ def test_rankrlscv_eval_set_equals_scoring_every_refit(split, kw):
     assert m.score(v.X, v.y, qid=v.qid) == pytest.approx(m.best_score_, abs=2e-5)
     with pytest.raises(ValueError, match="optimize"):
         est.RankRLSCV(optimize=True).fit(d.X, d.y, qid=d.qid, eval_set=(v.X, v.y), eval_qid=v.qid)
+
+
+def test_coef_and_feature_importances(data):
+    X, y, qid = data
+    for make in (lambda: est.RankRLS(), lambda: est.RankRLSCV(lams=(0.1, 1.0), cv=3),
+                 lambda: est.RankSVM(), lambda: est.CGRankRLS()):
+        m = make().fit(X, y, qid=qid)
+        np.testing.assert_allclose(X @ m.coef_, m.predict(X), rtol=1e-5, atol=1e-6)
+    b = est.RankBoost(rounds=15).fit(X, y, qid=qid)
+    imp = b.feature_importances_
+    assert imp.shape == (X.shape[1],) and imp.sum() == pytest.approx(1.0) and np.all(imp >= 0)
+    used = np.unique(np.asarray(b.model_.feature))
+    assert set(np.flatnonzero(imp > 0)) == set(used.tolist())
