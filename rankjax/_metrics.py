@@ -55,13 +55,24 @@ def _prep(scores, y, qid, num_queries, per_query=False):
     return f.astype(dtype), y.astype(dtype), seg, Q, num if per_query else 0
 
 
-def _finish(values, valid, per_query, num):
+def _finish(values, valid, per_query, num, nan_queries=None):
     """Mean over the valid queries, or the per-query values of the ``num`` real queries
-    (the segments beyond ``num`` are padding)."""
+    (the segments beyond ``num`` are padding). A query with a NaN/inf score or label
+    (``nan_queries``, possible only under ``jit``, where values cannot be checked) is
+    NaN, and so is the mean: never a plausible number."""
+    if nan_queries is not None:
+        values = jnp.where(nan_queries, jnp.nan, values)
+        valid = valid | nan_queries
     if per_query:
         return PerQuery(values[:num], valid[:num])
     w = valid.astype(values.dtype)
     return jnp.sum(jnp.where(valid, values, 0)) / jnp.sum(w)
+
+
+def _nan_queries(f, y, seg, Q):
+    """``[Q]`` True for the queries holding a non-finite score or label."""
+    bad = ~(jnp.isfinite(f) & jnp.isfinite(y))
+    return jax.ops.segment_max(bad.astype(jnp.int32), seg, num_segments=Q) > 0
 
 
 def _tied_pairs(seg, Q, *keys):
@@ -182,7 +193,13 @@ def auc(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query: bo
     """
     if is_concrete(y) and np.size(y) and bool(reduce_concrete(_not_binary, as_float_array(y, "y"))):
         raise ValueError("auc needs binary labels 0/1 in y (graded labels: use cindex)")
-    return cindex(scores, y, qid, num_queries=num_queries, per_query=per_query)
+    out = cindex(scores, y, qid, num_queries=num_queries, per_query=per_query)
+    if is_concrete(y):
+        return out
+    ok = ~_not_binary(jnp.asarray(y))           # traced labels: non-binary gives NaN
+    if per_query:
+        return out._replace(values=jnp.where(ok, out.values, jnp.nan))
+    return jnp.where(ok, out, jnp.nan)
 
 
 def disagreement_error(scores, y, qid=None, *, num_queries: Optional[int] = None,
@@ -222,12 +239,13 @@ def _pair_metric(f, y, seg, Q, num, per_query, kind):
         denom = n_pairs * _to_float(st.all_pairs - st.all_score_ties, f.dtype)
         valid = denom > 0
         tau = concordant_minus_discordant / jnp.sqrt(jnp.where(valid, denom, 1))
-        return _finish(jnp.where(valid, tau, 0), valid, per_query, num)
+        return _finish(jnp.where(valid, tau, 0), valid, per_query, num, _nan_queries(f, y, seg, Q))
     if kind == "disagreement":
         err = _safe_div(_to_float(st.discordant + st.score_ties, f.dtype), n_pairs)
     else:                                   # ties count half
         err = _safe_div(_to_float(2 * st.discordant + st.score_ties, f.dtype), 2 * n_pairs)
-    return _finish(1 - err if kind == "cindex" else err, n_pairs > 0, per_query, num)
+    return _finish(1 - err if kind == "cindex" else err, n_pairs > 0, per_query, num,
+                   _nan_queries(f, y, seg, Q))
 
 
 # ----------------------------------------------------------------------------
@@ -310,7 +328,7 @@ _any_negative = jax.jit(lambda y: jnp.any(y < 0))
 def _ndcg(f, y, seg, Q, num, per_query, kk, gain, ties, no_relevant):
     values, has_rel = _ndcg_core(f, y, seg, Q, kk, gain, ties)
     values, valid = _apply_no_relevant(values, has_rel, no_relevant)
-    return _finish(values, valid & _present(seg, Q), per_query, num)
+    return _finish(values, valid & _present(seg, Q), per_query, num, _nan_queries(f, y, seg, Q))
 
 
 def _ndcg_core(f, y, seg, Q, kk, gain, ties):
@@ -388,7 +406,7 @@ def _relevance(f, y, seg, threshold, Q, num, per_query, no_relevant, k, ties):
     else:
         values = jax.ops.segment_sum(p_rel * (rank < k), s_seg, num_segments=Q) / k
     values, valid = _apply_no_relevant(values, has_rel, no_relevant)
-    return _finish(values, valid & _present(seg, Q), per_query, num)
+    return _finish(values, valid & _present(seg, Q), per_query, num, _nan_queries(f, y, seg, Q))
 
 
 def mean_average_precision(scores, y, qid=None, *, num_queries: Optional[int] = None,
