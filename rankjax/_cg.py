@@ -385,7 +385,7 @@ def check_loop(tol, max_iter, patience, recompute_every):
 def check_x0(x0, n):
     if x0 is None:
         return None
-    x0 = as_float_array(x0, "x0")
+    x0 = as_float_array(x0, "x0", finite=True)
     if x0.shape != (n,):
         raise ValueError(f"x0 must have shape [{n}], got {tuple(x0.shape)}")
     return x0

@@ -25,7 +25,8 @@ from jax import lax
 from jax.scipy.linalg import cho_solve, solve_triangular
 from jax.scipy.stats import norm
 
-from ._checks import (as_float_array, check_flag, check_count, check_indices, check_matrix, check_memory,
+from ._checks import (as_float_array, check_flag, check_count, check_indices, check_lam, check_matrix,
+                      check_memory,
                       check_symmetric)
 from ._kernels import gaussian_kernel, kernel_matrix
 
@@ -151,7 +152,7 @@ def gp_pairwise_gaussian(K, head, tail, diffs, *, noise_var) -> PairwiseGP:
       True
     """
     K, h, t = _check_pairs(K, head, tail)
-    w = as_float_array(diffs, "diffs")
+    w = as_float_array(diffs, "diffs", finite=True)
     if w.shape != h.shape:
         raise ValueError(f"diffs must have shape {h.shape}, got {w.shape}")
     if not (np.isfinite(noise_var) and noise_var > 0):
@@ -363,6 +364,9 @@ def gp_fit(X, head, tail, target=None, *, likelihood: str = "probit", gamma=1.0,
     import optax
     X = check_matrix(X)
     steps, ep_iter = check_count(steps, "steps"), check_count(ep_iter, "ep_iter")
+    for value, name in ((gamma, "gamma"), (amplitude, "amplitude"), (noise_var, "noise_var"),
+                        (learning_rate, "learning_rate")):
+        check_lam(value, name=name, scalar=True)
     if likelihood not in ("probit", "gaussian"):
         raise ValueError(f"likelihood must be 'probit' or 'gaussian', got {likelihood!r}")
     K0 = kernel_matrix(gaussian_kernel(gamma), X)
@@ -370,10 +374,10 @@ def gp_fit(X, head, tail, target=None, *, likelihood: str = "probit", gamma=1.0,
     if likelihood == "gaussian":
         if target is None:
             raise ValueError("the Gaussian likelihood needs target differences")
-        w = as_float_array(target, "target").astype(X.dtype)
+        w = as_float_array(target, "target", finite=True).astype(X.dtype)
     else:
         w = jnp.ones(h.shape, X.dtype) if target is None else as_float_array(
-            target, "target").astype(X.dtype)
+            target, "target", finite=True).astype(X.dtype)
 
     def kd(p):
         K = jnp.exp(p["log_amp"]) * kernel_matrix(gaussian_kernel(jnp.exp(p["log_gamma"])), X)

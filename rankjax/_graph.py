@@ -685,7 +685,7 @@ def _rows(graph, v, rows, name, kind=None):
     check_graph(graph)
     if kind is not None and not isinstance(graph, kind):
         raise TypeError(f"graph must be a {kind.__name__}, got {type(graph).__name__}")
-    v = as_float_array(v, name)
+    v = as_float_array(v, name, finite=True)     # NaN/inf: an error outside jit
     if v.ndim not in (1, 2) or v.shape[0] != rows:
         raise ValueError(f"{name} must have shape [{rows}] or [{rows}, k], got {tuple(v.shape)}")
     return v

@@ -332,7 +332,7 @@ def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: O
       (3,)
     """
     check_metric_options(metric, metric_kwargs, "select_lambda")
-    lams = as_float_array(lams, "lams")
+    lams = as_float_array(lams, "lams", finite=True)
     scores = as_float_array(scores, "scores")
     if scores.ndim not in (2, 3) or scores.shape[0] != lams.shape[0]:
         raise ValueError(f"scores must be [L, m] or [L, m, k] with L={lams.shape[0]}, "

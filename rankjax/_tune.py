@@ -24,9 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ._checks import (check_count, check_flag, check_indices, check_lam, check_matrix, indices_ok,
-                      kernel_plan,
-                      nan_unless)
+from ._checks import (as_float_array, check_count, check_flag, check_indices, check_lam,
+                      check_matrix, indices_ok, is_concrete, kernel_plan, nan_unless)
 from ._cv import Folds, _over_folds, _resolve_folds, _woodbury_fold
 from ._graph import Graph, check_graph, check_problem, pairs_from_scores
 from ._kernels import Kernel, kernel_matrix
@@ -85,6 +84,9 @@ def _check_params(params, kernel, n):
         if key in params and np.shape(params[key]) != ():
             raise TypeError(f"params[{key!r}] must be a scalar, got shape "
                             f"{np.shape(params[key])} (jax.vmap over a grid)")
+    for key, value in params.items():           # outside jit/grad: the values too
+        if is_concrete(value) and not np.all(np.isfinite(np.asarray(value, dtype=float))):
+            raise ValueError(f"params[{key!r}] must be finite, got {value}")
     if "log_scales" in params and np.shape(params["log_scales"]) != (n,):
         raise ValueError(f"params['log_scales'] must have shape [{n}] (one per feature), "
                          f"got {np.shape(params['log_scales'])}")
@@ -190,7 +192,9 @@ def cv_loss(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear",
             raise ValueError("loss='pairwise' needs pairs=(head, tail, weight)")
         head, tail = (check_indices(v, f"pairs {k}", X.shape[0])
                       for k, v in zip(("head", "tail"), pairs[:2]))
-        weight = jnp.asarray(pairs[2])
+        weight = as_float_array(pairs[2], "pairs weight", finite=True)
+        if is_concrete(weight) and bool(jnp.any(weight < 0)):
+            raise ValueError("pairs weight must be >= 0")
         if head.shape != tail.shape or weight.shape != head.shape:
             raise ValueError(f"pairs must be three [p] arrays, got shapes "
                              f"{[np.shape(v) for v in pairs]}")

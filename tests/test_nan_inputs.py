@@ -1,0 +1,43 @@
+"""Every float input of the entry points named in issue 24 (class 4) is checked for
+NaN/inf outside ``jit``: a ValueError naming it, never a NaN result."""
+import numpy as np
+import pytest
+
+import rankjax as rj
+
+
+@pytest.fixture(scope="module")
+def d():
+    return rj.make_ranking_data(6, num_features=3, seed=0)
+
+
+def _cases(d):
+    g = rj.query_graph(d.qid)
+    v = np.ones(len(d.y))
+    v[0] = np.nan
+    pg = rj.preference_graph([0, 1], [1, 2], num_rows=3)
+    X = np.asarray(d.X[:10])
+    return {
+        "v": lambda: rj.laplacian_mv(g, v),
+        "v ": lambda: rj.laplacian_sqrt_mv(g, v),
+        "v  ": lambda: rj.incidence_t_mv(pg, np.array([np.nan, 1.0, 2.0])),
+        "u": lambda: rj.incidence_mv(pg, np.array([np.nan, 1.0])),
+        "x0": lambda: rj.rankrls_cg(d.X, d.y, g, lam=1.0, x0=np.array([np.nan, 0, 0])),
+        "lams": lambda: rj.select_lambda([np.nan, 1.0], np.stack([np.asarray(d.X[:, 0])] * 2),
+                                         d.y, d.qid, metric=rj.ndcg),
+        "log_lam": lambda: rj.cv_loss({"log_lam": np.nan}, d.X, d.y, g, rj.make_folds(g)),
+        "pairs weight": lambda: rj.cv_loss({"log_lam": 0.0}, d.X, d.y, g, rj.make_folds(g),
+                                           loss="pairwise",
+                                           pairs=(np.array([0]), np.array([1]), np.array([np.nan]))),
+        "amplitude": lambda: rj.gp_fit(X, [0, 1], [1, 2], amplitude=-1.0, steps=1),
+        "target": lambda: rj.gp_fit(X, [0, 1], [1, 2], [np.nan, 1.0], likelihood="gaussian", steps=1),
+        "diffs": lambda: rj.gp_pairwise_gaussian(X @ X.T, [0, 1], [1, 2], [np.nan, 1.0],
+                                                 noise_var=0.1),
+    }
+
+
+@pytest.mark.parametrize("name", ["v", "v ", "v  ", "u", "x0", "lams", "log_lam", "pairs weight",
+                                  "amplitude", "target", "diffs"])
+def test_nan_input_is_an_error_naming_it(d, name):
+    with pytest.raises(ValueError, match=name.strip()):
+        _cases(d)[name]()
