@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import itertools
 import os
+import re
 import warnings
 import tempfile
 from typing import NamedTuple, Optional
@@ -196,8 +197,8 @@ def _parse_fast(data: bytes, base: int):
         data = b"\n".join(lines)
     keep = [i for i, line in enumerate(lines) if line.strip()]
     m = len(keep)
-    if m == 0:
-        return None
+    if m == 0 or re.search(rb"\s:|:\s|:$", data, flags=re.M):
+        return None                     # "3: 1", "3 :1", "3:": the line reader names the line
     kept = [lines[i] for i in keep]
     nq = data.count(b"qid:")
     if nq not in (0, m):
@@ -338,6 +339,11 @@ def _npy_source(src, name):
         if fortran and len(shape) > 1:
             raise ValueError(f"{name}: {path} is in Fortran order; save it C-ordered")
         width = int(np.prod(shape[1:], dtype=np.int64))
+        need = offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        size = os.path.getsize(path)
+        if size < need:                          # truncated: say so before any chunk is read
+            raise ValueError(f"{name}: {path} is truncated: its header says shape {tuple(shape)} "
+                             f"({need:,} bytes) but the file has {size:,} bytes")
 
         def read(a, b):
             with open(path, "rb") as fh:

@@ -318,3 +318,23 @@ def test_write_svmlight_round_trips_exactly_with_comments(tmp_path):
     np.testing.assert_array_equal(r.qid, qid)
     first = p.read_text().splitlines()[0]
     assert first.startswith(f"{int(y[0])} qid:0 1:3 ") and first.endswith(" # c")
+
+
+def test_readers_refuse_split_tokens_and_truncated_npy(tmp_path):
+    p = tmp_path / "d.txt"
+    for text in ("1 qid:1 3: 1\n0 qid:1 1:2\n", "1 qid:1 3 :1\n", "1 qid:1 3:\n"):
+        p.write_text(text)
+        with pytest.raises(ValueError, match="line 1"):
+            io.read_svmlight(p)
+        with pytest.raises(ValueError, match="line 1"):
+            list(io.iter_svmlight(p, num_features=3))
+    p.write_text("1 qid:1 3:1 # a: b\n0 qid:1 1:2\n")     # a colon in a comment is fine
+    assert io.read_svmlight(p).X.shape == (2, 3)
+    X = np.ones((50, 3))
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", np.ones(50))
+    np.save(tmp_path / "q.npy", np.arange(50))
+    full = (tmp_path / "X.npy").read_bytes()
+    (tmp_path / "X.npy").write_bytes(full[:-100])
+    with pytest.raises(ValueError, match="X.npy is truncated"):
+        io.iter_npy(tmp_path / "X.npy", tmp_path / "y.npy", tmp_path / "q.npy")
