@@ -134,7 +134,10 @@ def as_float_array(x, name: str, finite: bool = False):
     if x is None:
         raise TypeError(f"{name} must be an array, got None")
     if not isinstance(x, jax.Array):
-        x = np.asarray(x)
+        try:
+            x = np.asarray(x)
+        except ValueError as e:                  # ragged nested lists
+            raise ValueError(f"{name} must be a rectangular numeric array ({e})") from None
     dtype = x.dtype
     if np.issubdtype(dtype, np.complexfloating) or dtype == np.bool_ or dtype.kind in "OUSV":
         raise TypeError(f"{name} must be a real numeric array, got dtype {dtype}")

@@ -150,6 +150,9 @@ def kpcrank_path(K, y, graph: Graph, *, max_components: int, lam=0.0,
       ((20, 20), (20, 210))
     """
     K, y = check_kernel_matrix(K, y, graph)
+    if y is not None and y.ndim != 1:
+        raise ValueError(f"kpcrank_path fits one output: y must be [m], got shape {tuple(y.shape)} "
+                         "(call it per column)")
     m = K.shape[0]
     P = check_count(max_components, "max_components")
     if P > m:

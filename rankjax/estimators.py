@@ -314,7 +314,8 @@ class _Ranker(_Base):
             if need_model:
                 self._check_fitted()
             if n != self.n_features_in_:
-                raise ValueError(f"X has {n} features, but {type(self).__name__} is expecting "
+                what = "the eval_set's X" if query_args[0] == "eval_qid" else "X"
+                raise ValueError(f"{what} has {n} features, but {type(self).__name__} is expecting "
                                  f"{self.n_features_in_} features as input")
             fitted = getattr(self, "feature_names_in_", None)
             if names is not None and fitted is not None and list(fitted) != names:

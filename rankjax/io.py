@@ -705,6 +705,9 @@ def normalize_per_query(X, qid) -> np.ndarray:
       [[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]]
     """
     X = np.asarray(X.toarray() if sp.issparse(X) else X, np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D [m, n], got shape {X.shape} (X.reshape(-1, 1) for one "
+                         "feature)")
     if not np.all(np.isfinite(X)):
         raise ValueError("X contains NaN or inf values")
     s = segment_ids(qid)

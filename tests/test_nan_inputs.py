@@ -41,3 +41,22 @@ def _cases(d):
 def test_nan_input_is_an_error_naming_it(d, name):
     with pytest.raises(ValueError, match=name.strip()):
         _cases(d)[name]()
+
+
+def test_messages_name_the_argument(d):
+    """Issue 24, class 8: the message names what is wrong, not a numpy/JAX internal."""
+    from rankjax.estimators import CGRankRLS
+    g = rj.query_graph(d.qid)
+    cases = [
+        (lambda: rj.rankrls_primal([[1, 2], [3]], [1, 0], rj.query_graph([0, 0]), lam=1.0),
+         "X must be a rectangular"),
+        (lambda: rj.io.normalize_per_query(np.ones(4), [0, 0, 1, 1]), "X must be 2-D"),
+        (lambda: rj.kpcrank_path(np.eye(len(d.y)), np.stack([d.y] * 3, 1), g, max_components=2),
+         "y must be \\[m\\]"),
+        (lambda: CGRankRLS().fit(d.X, d.y, qid=d.qid, eval_set=(d.X[:, :2], d.y), eval_qid=d.qid),
+         "eval_set's X"),
+        (lambda: rj.gp_fit(np.asarray(d.X[:5]), [0, 1], [1, 2], gamma=-1.0, steps=1), "gamma"),
+    ]
+    for call, match in cases:
+        with pytest.raises(ValueError, match=match):
+            call()
