@@ -34,11 +34,12 @@ from ._graph import Graph, check_graph, check_problem, global_graph
 from ._kernels import Kernel
 from ._metrics import check_metric_options, metric_sign
 from ._nystrom import cholesky_features, padded_basis
-from ._path import check_lams, select_lambda
+from ._path import check_lams, refuse_indefinite, select_lambda
 from ._rankrls import check_kernel_matrix
 from ._segments import padded_size
 from ._ridge import (HI, dual_system, eigh_path, eigh_psd, primal_system,
-                     SMALL_SOLVE, spectral_filter, symmetric_solve, tdot)
+                     SMALL_SOLVE, eigh_psd_checked, psd_ok, spectral_filter, symmetric_solve,
+                     tdot)
 
 
 __all__ = ["Folds", "make_folds", "HoldOut", "CVResult", "holdout_primal", "holdout_dual",
@@ -326,7 +327,8 @@ def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> Ho
 @jax.jit
 def _holdout_dual_core(K, y, graph, lams, folds):
     system = dual_system(K, y, graph)
-    eig = eigh_psd(system.G)
+    eig, low, high = eigh_psd_checked(system.G)
+    psd = psd_ok(low, high, K.shape[0], K.dtype)
     KSU = jnp.matmul(K, system.root.apply(eig.vectors), precision=HI)    # [m, m]
     c = tdot(eig.vectors, system.rhs)
     D = spectral_filter(eig.values[None, :], lams[:, None])
@@ -334,8 +336,8 @@ def _holdout_dual_core(K, y, graph, lams, folds):
                    precision=HI)
     one = partial(_woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=K)
     m = K.shape[0]
-    return nan_unless(lam_ok(lams), _over_folds(folds, m, lams.shape[0], m, F.shape, K.dtype,
-                                                 lambda P: one))
+    return nan_unless(lam_ok(lams) & psd, _over_folds(folds, m, lams.shape[0], m, F.shape,
+                                                       K.dtype, lambda P: one)), (psd, low, high)
 
 
 def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> HoldOut:
@@ -359,7 +361,9 @@ def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> Hold
     """
     K, _ = check_kernel_matrix(K, y, graph, count=6, what="holdout_dual")
     K, y, lams, folds = _check_holdout(K, y, graph, lams, folds, seed, "K")
-    return HoldOut(lams, _holdout_dual_core(K, y, graph, lams, folds), folds)
+    pred, flags = _holdout_dual_core(K, y, graph, lams, folds)
+    refuse_indefinite(flags)
+    return HoldOut(lams, pred, folds)
 
 
 def holdout_nystrom(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=None,

@@ -29,7 +29,8 @@ from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import check_metric_options, metric_sign
 from ._rankrls import check_kernel_matrix, check_test_matrix, path_scores
-from ._ridge import HI, dual_system, eigh_path, eigh_psd, nystrom_map, primal_system
+from ._ridge import (HI, dual_system, eigh_path, eigh_psd, eigh_psd_checked, nystrom_map,
+                     primal_system, psd_ok)
 
 __all__ = ["PrimalPath", "DualPath", "NystromPath", "rankrls_primal_path", "rankrls_dual_path",
            "rankrls_nystrom_path", "select_lambda", "Selection", "nystrom_features",
@@ -148,10 +149,23 @@ def rankrls_primal_path(X, y, graph: Graph, *, lams, X_valid=None,
 @jax.jit
 def _dual_path_core(K, y, graph, lams, K_valid):
     system = dual_system(K, y, graph)
-    B = eigh_path(eigh_psd(system.G), system.rhs, lams.astype(K.dtype))    # [L, m(, k)]
+    eig, low, high = eigh_psd_checked(system.G)
+    psd = psd_ok(low, high, K.shape[0], K.dtype)
+    B = eigh_path(eig, system.rhs, lams.astype(K.dtype))    # [L, m(, k)]
     A = jnp.moveaxis(system.root.apply(jnp.moveaxis(B, 0, -1)), -1, 0)
-    return nan_unless(lam_ok(lams), (A, path_scores(K, A),
-                                     None if K_valid is None else path_scores(K_valid, A)))
+    out = nan_unless(lam_ok(lams) & psd, (A, path_scores(K, A),
+                                          None if K_valid is None else path_scores(K_valid, A)))
+    return out, (psd, low, high)
+
+
+def refuse_indefinite(flags, name="K"):
+    """Outside jit: a ValueError when the kernel matrix was found indefinite."""
+    psd, low, high = flags
+    if is_concrete(psd) and not bool(psd):
+        raise ValueError(f"{name} is not positive semidefinite: S {name} S has the eigenvalue "
+                         f"{float(low):.3g} against a largest {float(high):.3g} (beyond "
+                         "rounding); a kernel matrix must be PSD: check the kernel and its "
+                         "parameters")
 
 
 def rankrls_dual_path(K, y, graph: Graph, *, lams, K_valid=None) -> DualPath:
@@ -176,7 +190,9 @@ def rankrls_dual_path(K, y, graph: Graph, *, lams, K_valid=None) -> DualPath:
     """
     K, y = check_kernel_matrix(K, y, graph)
     lams = check_lams(lams)
-    A, train, valid = _dual_path_core(K, y, graph, lams, _valid_matrix(K_valid, K.shape[0], "K_valid"))
+    (A, train, valid), flags = _dual_path_core(K, y, graph, lams,
+                                               _valid_matrix(K_valid, K.shape[0], "K_valid"))
+    refuse_indefinite(flags)
     return DualPath(lams, A, train, valid)
 
 

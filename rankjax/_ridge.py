@@ -65,6 +65,24 @@ def eigh_psd(G) -> Eigh:
     return Eigh(jnp.maximum(vals, 0), vecs)
 
 
+INDEFINITE_RTOL = 10.0
+"""A symmetric matrix whose smallest eigenvalue is below ``-INDEFINITE_RTOL * size * eps *
+max|eigenvalue|`` is indefinite (not rounding noise): the dual paths and hold-outs refuse
+such a kernel matrix (NaN under jit)."""
+
+
+def eigh_psd_checked(G):
+    """``(Eigh, smallest, largest)``: :func:`eigh_psd` and the raw extreme eigenvalues, to
+    tell an indefinite matrix from rounding (:data:`INDEFINITE_RTOL`)."""
+    vals, vecs = jnp.linalg.eigh((G + G.T) / 2)
+    return Eigh(jnp.maximum(vals, 0), vecs), vals[0], jnp.max(jnp.abs(vals))
+
+
+def psd_ok(smallest, largest, size, dtype):
+    """Traced: the smallest eigenvalue is within rounding of PSD."""
+    return smallest >= -INDEFINITE_RTOL * size * jnp.finfo(dtype).eps * largest
+
+
 def psd_mask(eig: Eigh):
     """``[p]`` True for the eigenvalues above the rounding level (:data:`PSD_RTOL`)."""
     p = eig.values.shape[0]

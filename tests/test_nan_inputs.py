@@ -60,3 +60,19 @@ def test_messages_name_the_argument(d):
     for call, match in cases:
         with pytest.raises(ValueError, match=match):
             call()
+
+
+def test_indefinite_kernel_matrix_is_refused_by_the_eigen_paths(d):
+    import jax
+    g = rj.query_graph(d.qid)
+    K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.5), d.X))
+    bad = K - 0.5 * np.eye(len(K))
+    for call in (lambda K: rj.rankrls_dual_path(K, d.y, g, lams=[1.0]).coef,
+                 lambda K: rj.holdout_dual(K, d.y, g, lams=[1.0]).predictions):
+        assert np.all(np.isfinite(np.asarray(call(K))))
+        with pytest.raises(ValueError, match="not positive semidefinite"):
+            call(bad)
+    lin = np.asarray(d.X, np.float32) @ np.asarray(d.X, np.float32).T   # rank 3: rounding only
+    assert np.all(np.isfinite(np.asarray(rj.rankrls_dual_path(lin, d.y, g, lams=[1.0]).coef)))
+    jitted = jax.jit(lambda K: rj.rankrls_dual_path(K, d.y, g, lams=[1.0]).coef)
+    assert np.all(np.isnan(np.asarray(jitted(bad))))
