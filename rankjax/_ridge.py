@@ -67,8 +67,8 @@ def eigh_psd(G) -> Eigh:
 
 INDEFINITE_RTOL = 10.0
 """A symmetric matrix whose smallest eigenvalue is below ``-INDEFINITE_RTOL * size * eps *
-max|eigenvalue|`` is indefinite (not rounding noise): the dual paths and hold-outs refuse
-such a kernel matrix (NaN under jit)."""
+max|eigenvalue|`` (``eps`` at least float32's) is indefinite, not rounding noise: the dual
+paths and hold-outs refuse such a kernel matrix (NaN under jit)."""
 
 
 def eigh_psd_checked(G):
@@ -79,8 +79,10 @@ def eigh_psd_checked(G):
 
 
 def psd_ok(smallest, largest, size, dtype):
-    """Traced: the smallest eigenvalue is within rounding of PSD."""
-    return smallest >= -INDEFINITE_RTOL * size * jnp.finfo(dtype).eps * largest
+    """Traced: the smallest eigenvalue is within rounding of PSD (float32 rounding at
+    least: kernel matrices are often formed in float32 even when solved in float64)."""
+    eps = max(float(jnp.finfo(dtype).eps), float(jnp.finfo(jnp.float32).eps))
+    return smallest >= -INDEFINITE_RTOL * size * eps * largest
 
 
 def psd_mask(eig: Eigh):
