@@ -860,6 +860,9 @@ def sharded_kernel_grid(X, y, graph, *, lams, gammas, valid, metric: Callable = 
     table = _grid_core(X, y, graph, padded, lams, Xv, yv, gv, mesh, axis, kernel, metric, kw,
                        float(sign))
     table = np.asarray(table)[:G]
+    if np.all(np.isnan(table)):                  # as select_lambda: nothing to choose
+        raise ValueError("the validation metric is undefined (NaN) for every (γ, λ): no "
+                         "validation query qualifies, or every model gave non-finite scores")
     t = np.where(np.isnan(table), np.inf, table)
     i, j = np.unravel_index(int(np.argmin(t)), t.shape)
     return GridSearch(gammas, lams, table, float(gammas[i]), float(lams[j]))

@@ -76,3 +76,20 @@ def test_indefinite_kernel_matrix_is_refused_by_the_eigen_paths(d):
     assert np.all(np.isfinite(np.asarray(rj.rankrls_dual_path(lin, d.y, g, lams=[1.0]).coef)))
     jitted = jax.jit(lambda K: rj.rankrls_dual_path(K, d.y, g, lams=[1.0]).coef)
     assert np.all(np.isnan(np.asarray(jitted(bad))))
+
+
+def test_stream_refuses_what_rankrls_primal_refuses_and_grid_refuses_all_nan(d):
+    g = rj.query_graph(d.qid)
+    Xb = np.asarray(d.X) > 0
+    with pytest.raises(TypeError):
+        rj.rankrls_primal(Xb, d.y, g, lam=1.0)
+    with pytest.raises(TypeError, match="chunk 0: X must be a real numeric"):
+        rj.rankrls_primal_stream([(Xb, d.y, d.qid)], lams=[1.0])
+    Xn = np.asarray(d.X, float).copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="chunk 0: X contains NaN"):
+        rj.rankrls_primal_stream([(Xn, d.y, d.qid)], lams=[1.0])
+    flat = np.zeros_like(np.asarray(d.y, float))          # no relevant document anywhere
+    with pytest.raises(ValueError, match="undefined"):
+        rj.sharded_kernel_grid(d.X, d.y, g, lams=[1.0], gammas=[0.1],
+                               valid=(d.X, flat, d.qid), metric=rj.ndcg)
