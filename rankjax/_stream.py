@@ -100,7 +100,7 @@ def _chunk(item, n, k, index):
 def _padded(X, y, seg, num_queries, **graph_kw):
     m = X.shape[0]
     P = bucket(m)
-    dtype = jnp.result_type(X.dtype if X.dtype.kind == "f" else float)
+    dtype = jax.dtypes.canonicalize_dtype(X.dtype if X.dtype.kind == "f" else float)
     Xp = np.zeros((P, X.shape[1]), dtype)
     Xp[:m] = X
     yp = np.zeros((P,) + y.shape[1:], y.dtype)
