@@ -400,3 +400,17 @@ def test_coef_and_feature_importances(data):
     assert imp.shape == (X.shape[1],) and imp.sum() == pytest.approx(1.0) and np.all(imp >= 0)
     used = np.unique(np.asarray(b.model_.feature))
     assert set(np.flatnonzero(imp > 0)) == set(used.tolist())
+
+
+def test_saved_estimators_keep_cv_results_and_evals(data, tmp_path):
+    X, y, qid = data
+    m = est.RankRLSCV(kernel="gaussian", gammas=[0.1, 0.3], lams=(0.1, 1.0), cv=3).fit(X, y, qid=qid)
+    m.save(tmp_path / "cv.npz")
+    back = est.load(tmp_path / "cv.npz")
+    assert back.cv_results_["params"] == m.cv_results_["params"]
+    np.testing.assert_array_equal(back.cv_results_["mean_test_score"], m.cv_results_["mean_test_score"])
+    assert back.gamma_ == m.gamma_ and back.lam_ == m.lam_
+    np.testing.assert_allclose(back.predict(X), m.predict(X), rtol=1e-6)
+    b = est.RankBoost(rounds=5).fit(X, y, qid=qid, eval_set=(X, y), eval_qid=qid)
+    b.save(tmp_path / "b.npz")
+    assert est.load(tmp_path / "b.npz").evals_result_ == b.evals_result_
