@@ -21,6 +21,7 @@ needs8 = pytest.mark.skipif(not EIGHT, reason="runs in the 8-device subprocess")
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_on_eight_simulated_devices():
     if EIGHT:
         pytest.skip("already on 8 devices")
@@ -263,6 +264,7 @@ def test_second_call_compiles_nothing():
 # ----------------------------------------------------------------------------
 # two processes (jax.distributed over loopback, CPU)
 
+@pytest.mark.slow
 def test_two_process_example_matches_single_process(tmp_path):
     if EIGHT:
         pytest.skip("runs in the main test process")

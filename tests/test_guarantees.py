@@ -178,6 +178,7 @@ def test_kpcrank_beyond_the_kernel_rank_is_finite_and_adds_nothing():
     assert np.all(np.asarray(single.weights) == 0)      # size-1 queries: no pair, no signal
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("x64", [True, False])
 def test_pair_counts_are_exact_in_float32(x64):
     """Counts reach m^2/2; differences of counts are taken in exact integers (int64 with

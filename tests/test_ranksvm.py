@@ -74,6 +74,7 @@ def test_sparse_equals_dense_and_float32_runs(rng):
     assert f32.weights.dtype == jnp.float32 and bool(f32.converged)
 
 
+@pytest.mark.slow
 def test_one_query_of_a_million_rows_needs_no_pair_memory():
     """p = O(l^2) = 10^11 pairs would need terabytes; XLA's accounting of one
     compiled function evaluation + Hv stays under 1 GB."""
