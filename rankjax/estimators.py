@@ -254,7 +254,7 @@ class _Ranker(_Base):
         rounds = self.early_stopping_rounds
         if rounds is not None:
             rounds = check_count(rounds, "early_stopping_rounds")
-        key = jnp_nan_to(vals)
+        key = _nan_last(vals)
         best, stop = 0, T
         for t in range(T):
             if key[t] > key[best]:
@@ -404,7 +404,7 @@ class _Ranker(_Base):
         io.save_model(path, {"params": params, "state": state}, **meta)
 
 
-def jnp_nan_to(v):
+def _nan_last(v):
     """NaN (undefined metric) ranks below every number."""
     return np.where(np.isnan(v), -np.inf, v)
 
@@ -590,11 +590,7 @@ class RankRLSCV(RankRLS):
         g = self._graph(seg, y)
         folds = _cv.make_folds(g, self.cv, seed=self.random_state)
         lams = np.asarray(self.lams, dtype=np.float64)
-        gammas = [self.gamma] if self.gammas is None else list(self.gammas)
-        gammas = ([None] if self.kernel in (None, "linear") else
-                  [_gamma_value(v, X) for v in gammas])
-        if self.kernel in (None, "linear") and self.gammas is not None:
-            raise ValueError("gammas is not used by the linear kernel: set kernel= or drop gammas")
+        gammas = self._gamma_grid(X)
         rows, scores, self._coefs = [], [], {}
         for gamma in gammas:                          # one decomposition per kernel
             kern = _kernel(self.kernel, gamma, self.degree, self.coef0)
@@ -621,6 +617,16 @@ class RankRLSCV(RankRLS):
         del self._coefs
         return self._finish_fit(seg)
 
+    def _gamma_grid(self, X):
+        """The γ values of the grid (``"scale"``/``"auto"`` resolved on ``X``); ``[None]``
+        for the linear model, where ``gammas`` is an error (it would repeat each score)."""
+        if self.kernel in (None, "linear"):
+            if self.gammas is not None:
+                raise ValueError("gammas is not used by the linear kernel: set kernel= or drop "
+                                 "gammas")
+            return [None]
+        return [_gamma_value(v, X) for v in ([self.gamma] if self.gammas is None else self.gammas)]
+
     def _choose(self, rows, s):
         """``lam_``, ``gamma_``, ``best_score_`` and ``cv_results_`` from the scores ``s``
         of the grid points ``rows`` ((λ, γ) pairs)."""
@@ -631,7 +637,7 @@ class RankRLSCV(RankRLS):
         if gamma is not None:                    # the linear model has no γ
             self.gamma_ = gamma
         self.best_score_ = float(s[best])
-        order = np.argsort(-np.where(np.isnan(s), -np.inf, s), kind="stable")
+        order = np.argsort(-_nan_last(s), kind="stable")
         rank = np.empty(len(s), int)
         rank[order] = np.arange(1, len(s) + 1)
         linear = rows[0][1] is None
@@ -649,10 +655,7 @@ class RankRLSCV(RankRLS):
         Xv, yv, sv = valid
         g = self._graph(seg, y)
         lams = np.asarray(self.lams, dtype=np.float64)
-        if self.kernel in (None, "linear") and self.gammas is not None:
-            raise ValueError("gammas is not used by the linear kernel: set kernel= or drop gammas")
-        gammas = ([None] if self.kernel in (None, "linear") else
-                  [_gamma_value(v, X) for v in ([self.gamma] if self.gammas is None else self.gammas)])
+        gammas = self._gamma_grid(X)
         if b is None and self.kernel not in (None, "linear"):
             kernel_plan(X.shape[0], np.result_type(float), 4, "RankRLSCV with an exact kernel")
         rows, scores, models = [], [], []
