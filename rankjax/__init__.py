@@ -21,7 +21,8 @@ from ._rankrls import (
     rankrls_kernel as rankrls_kernel, rankrls_primal as rankrls_primal)
 from ._path import (
     DualPath as DualPath, NystromPath as NystromPath, PrimalPath as PrimalPath,
-    Selection as Selection, nystrom_features as nystrom_features,
+    Selection as Selection, UnresolvedLambdaWarning as UnresolvedLambdaWarning,
+    nystrom_features as nystrom_features,
     rankrls_dual_path as rankrls_dual_path, rankrls_nystrom_path as rankrls_nystrom_path,
     rankrls_primal_path as rankrls_primal_path, select_lambda as select_lambda)
 from ._cv import (

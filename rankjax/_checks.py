@@ -150,6 +150,15 @@ def as_float_array(x, name: str, finite: bool = False):
     return device_array(x)
 
 
+def require_concrete(x, name: str, where: str):
+    """A TypeError, not JAX's TracerArrayConversionError, when a host-side routine
+    (``where``) is given a traced ``x`` (called under the caller's ``jit``/``vmap``)."""
+    if not is_concrete(x):
+        raise TypeError(f"{where}: {name} must be concrete: it runs on the host, outside "
+                        "jit/vmap; call it before the jitted function and pass its result in")
+    return x
+
+
 def host_labels(y, name: str = "y") -> np.ndarray:
     """Labels for a host-side routine (pair lists, levels): a concrete, finite,
     non-empty 1-D real array, returned as numpy float64."""
@@ -336,6 +345,13 @@ def check_flag(value, name: str) -> bool:
 def is_int(v) -> bool:
     """A Python or numpy integer that is not a bool (``True`` is an int to Python)."""
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def check_seed(seed) -> int:
+    """A random seed: a Python/numpy integer (a TypeError for a float, bool, array or tracer)."""
+    if not is_int(seed):
+        raise TypeError(f"seed must be an int, got {seed!r}")
+    return int(seed)
 
 
 def check_count(n, name: str, minimum: int = 1) -> int:

@@ -26,19 +26,18 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import (as_float_array, check_count, check_gram, check_indices, check_matrix, check_symmetric,
-                      check_memory, device_array, kernel_plan, host_labels, indices_ok, is_concrete, is_int,
-                      lam_ok,
-                      nan_unless, reduce_concrete, segment_ids, value_range)
+from ._checks import (as_float_array, check_count, check_gram, check_indices, check_matrix, check_memory,
+                      check_seed, check_symmetric, device_array, host_labels, indices_ok, is_concrete,
+                      is_int, kernel_plan, lam_ok, nan_unless, reduce_concrete, segment_ids, value_range)
 from ._graph import Graph, check_graph, check_problem, global_graph
 from ._kernels import Kernel
 from ._metrics import check_metric_options, metric_sign
 from ._nystrom import cholesky_features, padded_basis
-from ._path import check_lams, refuse_indefinite, select_lambda
+from ._path import check_lams, check_spectrum, select_lambda
 from ._rankrls import check_kernel_matrix
 from ._segments import padded_size
 from ._ridge import (HI, dual_system, eigh_path, eigh_psd, primal_system,
-                     SMALL_SOLVE, eigh_psd_checked, psd_ok, spectral_filter, symmetric_solve,
+                     SMALL_SOLVE, eigh_psd_checked, lam_floor, psd_ok, spectral_filter, symmetric_solve,
                      tdot)
 
 
@@ -110,7 +109,7 @@ def _build_folds(graph, folds, seed):
     elif is_int(folds):
         if not 2 <= folds <= n_units:
             raise ValueError(f"folds must be between 2 and {n_units}, got {folds}")
-        perm = np.random.default_rng(seed).permutation(n_units)
+        perm = np.random.default_rng(check_seed(seed)).permutation(n_units)
         unit_fold = np.empty(n_units, np.int64)
         unit_fold[perm] = np.arange(n_units) % folds
         fold = unit_fold[unit]
@@ -329,6 +328,7 @@ def _holdout_dual_core(K, y, graph, lams, folds):
     system = dual_system(K, y, graph)
     eig, low, high = eigh_psd_checked(system.G)
     psd = psd_ok(low, high, K.shape[0], K.dtype)
+    floor = lam_floor(high, K.dtype, "holdout")
     KSU = jnp.matmul(K, system.root.apply(eig.vectors), precision=HI)    # [m, m]
     c = tdot(eig.vectors, system.rhs)
     D = spectral_filter(eig.values[None, :], lams[:, None])
@@ -336,8 +336,9 @@ def _holdout_dual_core(K, y, graph, lams, folds):
                    precision=HI)
     one = partial(_woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=K)
     m = K.shape[0]
-    return nan_unless(lam_ok(lams) & psd, _over_folds(folds, m, lams.shape[0], m, F.shape,
-                                                       K.dtype, lambda P: one)), (psd, low, high)
+    ok = lam_ok(lams) & psd & (lams >= floor)
+    return (nan_unless(ok, _over_folds(folds, m, lams.shape[0], m, F.shape, K.dtype, lambda P: one)),
+            (psd, low, high, floor))
 
 
 def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> HoldOut:
@@ -347,6 +348,10 @@ def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> Hold
 
     ``H = (L + λ K^{-1})^{-1} = (K - K S U diag(1/(Γ+λ)) U^T S K) / λ``; each fold
     needs only its block ``H_UU``: O(|U|^2 m + |U|^3) per fold and λ.
+
+    Precision: ``H`` is a cancellation divided by λ. A λ below ``3000 eps max Γ``
+    (:data:`~rankjax._ridge.RESOLVE_RTOL`; ``3.6e-4 max Γ`` in float32) gives a NaN lane
+    and an :class:`UnresolvedLambdaWarning`; above it float32 agrees with float64 to ~1 %.
 
     Args:
       K: ``[m, m]`` kernel matrix.
@@ -362,7 +367,7 @@ def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> Hold
     K, _ = check_kernel_matrix(K, y, graph, count=6, what="holdout_dual")
     K, y, lams, folds = _check_holdout(K, y, graph, lams, folds, seed, "K")
     pred, flags = _holdout_dual_core(K, y, graph, lams, folds)
-    refuse_indefinite(flags)
+    check_spectrum(flags, lams, "holdout_dual")
     return HoldOut(lams, pred, folds)
 
 
@@ -549,8 +554,9 @@ def _lpo_pairs(Q, q1, c, Qy, sumy, oQy, y, h1, h2, n2):
 
 
 @jax.jit
-def _lpo_core(Pf, sig, y, pairs, lams):
-    """Eq. 38-39 with ``Q = P diag(1/((m-2) σ + λ)) P^T`` (``P P^T = K``), every λ."""
+def _lpo_core(Pf, sig, y, pairs, lams, floor=0.0):
+    """Eq. 38-39 with ``Q = P diag(1/((m-2) σ + λ)) P^T`` (``P P^T = K``), every λ;
+    NaN lanes for λ below ``floor`` (:func:`lam_floor`)."""
     m = Pf.shape[0]
     n2 = jnp.asarray(m - 2, Pf.dtype)
     yk = y if y.ndim == 2 else y[:, None]
@@ -562,7 +568,7 @@ def _lpo_core(Pf, sig, y, pairs, lams):
         Qy = jnp.matmul(Q, yk, precision=HI)
         return _lpo_pairs(Q, q1, jnp.sum(q1), Qy, yk.sum(0), Qy.sum(0), yk, h1, h2, n2)
 
-    ok = lam_ok(lams) & indices_ok(pairs, m)            # traced values cannot raise: NaN lanes
+    ok = lam_ok(lams) & indices_ok(pairs, m) & (lams >= floor)   # traced: NaN lanes
     out = nan_unless(ok, lax.map(per_lam, lams))        # [L, p, 2, k]
     return out if y.ndim == 2 else out[..., 0]
 
@@ -589,8 +595,11 @@ def _check_lpo(M, y, pairs, lams, name):
 
 @jax.jit
 def _lpo_dual_core(K, y, pairs, lams):
-    eig = eigh_psd(K)
-    return _lpo_core(eig.vectors * jnp.sqrt(eig.values), eig.values, y, pairs, lams)
+    eig, low, high = eigh_psd_checked(K)
+    psd = psd_ok(low, high, K.shape[0], K.dtype)
+    floor = lam_floor((K.shape[0] - 2) * high, K.dtype, "pairs")
+    out = _lpo_core(eig.vectors * jnp.sqrt(eig.values), eig.values, y, pairs, lams, floor)
+    return nan_unless(psd, out), (psd, low, high, floor)
 
 
 def leave_pair_out_dual(K, y, pairs, *, lams) -> PairHoldOut:
@@ -598,10 +607,11 @@ def leave_pair_out_dual(K, y, pairs, *, lams) -> PairHoldOut:
     unnormalized graph, cost (21); Pahikkala et al. 2009, §3.4, eq. 35-39).
 
     One ``eigh`` of ``K``, then one ``[m, m]`` product and O(1) per pair for every λ.
-    Precision: the Woodbury step loses accuracy in float32 when λ is small
-    relative to ``(m-2)`` times K's small eigenvalues (predictions off by ~15 % at
-    λ = 0.01 for a Gaussian kernel at m = 1,000, 2e-3 at λ = 1, while the
-    concordance barely moves); use float64 there.
+    Precision: the 3 x 3 system cancels ``1 - (m-2) σ / ((m-2) σ + λ)``; a λ below
+    ``200 eps (m-2) max σ`` (:data:`~rankjax._ridge.RESOLVE_RTOL`; about 0.02 (m-2) max σ
+    in float32) gives a NaN lane and an
+    :class:`UnresolvedLambdaWarning`; above it float32 agrees with float64 to ~1 %.
+    An indefinite ``K`` is refused (NaN under ``jit``).
 
     Args:
       K: ``[m, m]`` kernel matrix (m >= 3).
@@ -622,7 +632,9 @@ def leave_pair_out_dual(K, y, pairs, *, lams) -> PairHoldOut:
     kernel_plan(np.shape(K)[0], getattr(K, "dtype", np.float32), 5, "leave_pair_out_dual")
     K, y, pairs, lams = _check_lpo(K, y, pairs, lams, "K")
     check_symmetric(K)
-    return PairHoldOut(lams, pairs, _lpo_dual_core(K, y, pairs, lams))
+    pred, flags = _lpo_dual_core(K, y, pairs, lams)
+    check_spectrum(flags, lams, "leave_pair_out_dual")
+    return PairHoldOut(lams, pairs, pred)
 
 
 @jax.jit
@@ -702,7 +714,8 @@ def permuted_labels(y, qid=None, *, num_permutations: int, seed: int = 0) -> np.
     seg = np.zeros(len(y), np.int64) if qid is None else segment_ids(qid).seg
     if seg.shape[0] != y.shape[0]:
         raise ValueError(f"qid has {seg.shape[0]} rows but y has {y.shape[0]}")
-    key = seg[:, None] + np.random.default_rng(seed).random((p, len(y))).T   # order within queries
+    rng = np.random.default_rng(check_seed(seed))
+    key = seg[:, None] + rng.random((p, len(y))).T             # order within queries
     order = np.argsort(key, axis=0, kind="stable")
     out = np.empty((len(y), p))
     out[np.argsort(seg, kind="stable")] = y[order]

@@ -37,8 +37,8 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from ._cg import CGResult, check_loop, check_x0, criterion_args, make_valid_fn, static_metric, cg_solve
-from ._checks import (as_float_array, check_flag, check_count, check_lam, check_matrix, lam_ok, nan_unless,
-                      segment_ids)
+from ._checks import (as_float_array, check_count, check_flag, check_lam, check_matrix, lam_ok,
+                      nan_unless, require_concrete, segment_ids)
 from ._cv import HoldOut, _build_folds, holdout_from_system
 from ._segments import padded_size
 from ._graph import QueryGraph, check_graph, check_problem, query_graph
@@ -47,7 +47,7 @@ from ._kernels import Kernel, kernel_block, kernel_matrix
 from ._metrics import metric_sign, pairwise_error
 from ._path import PrimalPath, check_lams
 from ._rankrls import path_scores
-from ._ridge import dual_system, eigh_path, eigh_psd, primal_system
+from ._ridge import dual_system, eigh_path, eigh_psd, lam_floor, primal_system
 from ._sparse import CSRMatrix, host_sparse, to_csr
 
 __all__ = ["QueryPartition", "partition_queries", "ShardedData", "shard_data",
@@ -282,6 +282,7 @@ def shard_data(X, y, graph: QueryGraph, mesh: Optional[Mesh] = None, *,
       (True, 4)
     """
     mesh, axis = _check_mesh(mesh, None)
+    require_concrete(X, "X", "shard_data"), require_concrete(y, "y", "shard_data")
     check_graph(graph)
     if not hasattr(graph, "shard_blocks"):
         raise TypeError("shard_data needs a QueryGraph: whole queries are the unit of "
@@ -793,9 +794,11 @@ def _grid_core(X, y, graph, gammas, lams, Xv, yv, gv, mesh, axis, kind, metric, 
     def per_gamma(gamma):
         kernel = Kernel(kind, gamma=gamma)
         system = dual_system(kernel_matrix(kernel, X), y, graph)
-        B = eigh_path(eigh_psd(system.G), system.rhs, lams.astype(X.dtype))
+        eig = eigh_psd(system.G)
+        B = eigh_path(eig, system.rhs, lams.astype(X.dtype))
         A = jnp.moveaxis(system.root.apply(jnp.moveaxis(B, 0, -1)), -1, 0)
-        F = path_scores(kernel_matrix(kernel, Xv, X), A)                  # [L, m_v]
+        floor = lam_floor(jnp.max(eig.values), X.dtype, "path")   # NaN lanes below it
+        F = nan_unless(lams >= floor, path_scores(kernel_matrix(kernel, Xv, X), A))  # [L, m_v]
         seg, num = gv.segments()
         return jax.vmap(lambda f: sign * metric(f, yv, seg, num_queries=num, **dict(kw)))(F)
 

@@ -29,8 +29,8 @@ from jax import lax
 
 from ._cg import (CGResult, cg_solve, check_loop, criterion_args, make_valid_fn,
                   static_metric)
-from ._checks import (available_memory, check_count, check_lam, check_matrix, check_memory,
-                      device_array, is_int, lam_ok, nan_unless)
+from ._checks import (check_seed, available_memory, check_count, check_lam, check_matrix, check_memory,
+                      device_array, lam_ok, nan_unless)
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_block, kernel_matrix
 from ._nystrom import basis_cholesky, padded_basis
@@ -70,7 +70,7 @@ class FalkonModel(NamedTuple):
 def _query_subsample(graph, m: int, rows: int, seed: int) -> np.ndarray:
     """Rows of whole queries drawn at random until at least ``rows`` rows (host)."""
     unit, n_units = graph.fold_units()
-    order = np.random.default_rng(seed).permutation(n_units)
+    order = np.random.default_rng(check_seed(seed)).permutation(n_units)
     sizes = np.bincount(unit, minlength=n_units)[order]
     take = order[: int(np.searchsorted(np.cumsum(sizes), rows)) + 1]
     return np.flatnonzero(np.isin(unit, take))
@@ -219,8 +219,7 @@ def rankrls_falkon(X, y, graph: Graph, *, lam, kernel: Kernel, basis, valid=None
         raise TypeError(f"kernel must be a rankjax Kernel, got {type(kernel).__name__}")
     check_lam(lam, allow_zero=valid is not None, scalar=True)
     check_loop(tol, max_iter, patience, recompute_every)
-    if not is_int(seed):
-        raise TypeError(f"seed must be an int, got {seed!r}")
+    check_seed(seed)
     kw = static_metric(metric, dict(metric_kwargs or {}), "rankrls_falkon")
     m, n = X.shape
     b, XR, rmask = padded_basis(X, basis, seed)

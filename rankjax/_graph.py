@@ -38,8 +38,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import (as_float_array, check_flag, check_indices, check_matrix, check_targets, device_array,
-                      host_labels, is_concrete, is_int, segment_ids)
+from ._checks import (as_float_array, check_flag, check_indices, check_matrix, check_targets,
+                      device_array, host_labels, is_concrete, is_int, require_concrete, segment_ids)
 from ._metrics import edge_disagreement_error, metric_sign, pairwise_error
 from ._ridge import HI, gram, psd_root, tdot
 from ._segments import bucket, expand, seg_sum
@@ -582,6 +582,8 @@ def preference_graph(head, tail, magnitude=None, *, num_rows: int,
         raise ValueError(f"cost must be one of {sorted(COSTS)}, got {cost!r}")
     if not is_int(num_rows) or num_rows < 1:
         raise ValueError(f"num_rows must be a positive int, got {num_rows!r}")
+    for a, nm in ((head, "head"), (tail, "tail"), (magnitude, "magnitude")):
+        require_concrete(a, nm, "preference_graph")
     if np.size(head) == 0:
         raise ValueError("the preference graph has no edges (head is empty)")
     check_indices(head, "head", num_rows), check_indices(tail, "tail", num_rows)
@@ -748,8 +750,9 @@ def laplacian_dense(graph: Graph, dtype=None) -> Array:
 
 
 def query_pair_counts(graph: QueryGraph, dtype=None) -> Array:
-    """``[S]`` number of pairs (edges) inside each query segment, ties excluded if so
-    built (padding segments: 0).
+    """``[Q]`` number of pairs (edges) inside each query, ties excluded if so built, in the
+    order of the remapped query ids (``graph.num_queries`` entries; the segments that pad
+    the count up to a compile bucket are left out).
 
     Example:
       >>> g = query_graph(np.array([0, 0, 0, 1]), np.array([1., 1., 2., 0.]), exclude_ties=True)
@@ -758,7 +761,7 @@ def query_pair_counts(graph: QueryGraph, dtype=None) -> Array:
     """
     if not isinstance(graph, QueryGraph):
         raise TypeError(f"graph must be a QueryGraph, got {type(graph).__name__}")
-    return graph.pair_counts(dtype)
+    return graph.pair_counts(dtype)[:graph.num_queries]
 
 
 def check_problem(X, y, graph, name: str = "X"):

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import check_matrix, device_array, is_concrete, is_int
+from ._checks import check_seed, check_matrix, device_array, is_concrete, is_int
 from ._kernels import Kernel, kernel_block, kernel_matrix
 from ._ridge import PSD_RTOL
 from ._segments import padded_size
@@ -64,10 +64,8 @@ def nystrom_basis(X, size: int, *, kernel: Optional[Kernel] = None, method: str 
         raise ValueError(f"size must be an int between 1 and {m} (rows of X), got {size!r}")
     if method not in BASIS_METHODS:
         raise ValueError(f"method must be one of {BASIS_METHODS}, got {method!r}")
-    if not is_int(seed):
-        raise TypeError(f"seed must be an int, got {seed!r}")
     if method == "uniform":
-        return np.sort(np.random.default_rng(seed).choice(m, int(size), replace=False))
+        return np.sort(np.random.default_rng(check_seed(seed)).choice(m, int(size), replace=False))
     if not isinstance(kernel, Kernel):
         raise TypeError(f"method='kmeans++' needs kernel=, a rankjax Kernel; got {kernel!r}")
     Xd = X.todense() if hasattr(X, "todense") else jnp.asarray(X)

@@ -18,19 +18,21 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable, NamedTuple, Optional
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import (as_float_array, check_flag, check_indices, check_lam, check_matrix, check_targets,
-                      check_gram, lam_ok, nan_unless,
-                      is_concrete, reduce_concrete, resolve_segments)
+from ._checks import (as_float_array, check_flag, check_gram, check_indices, check_lam, check_matrix,
+                      check_seed, check_targets, is_concrete, lam_ok, nan_unless, reduce_concrete,
+                      resolve_segments)
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import check_metric_options, metric_sign
 from ._rankrls import check_kernel_matrix, check_test_matrix, path_scores
 from ._ridge import (HI, dual_system, eigh_path, eigh_psd, eigh_psd_checked, nystrom_map,
-                     primal_system, psd_ok)
+                     primal_system, psd_ok, lam_floor)
 
 __all__ = ["PrimalPath", "DualPath", "NystromPath", "rankrls_primal_path", "rankrls_dual_path",
            "rankrls_nystrom_path", "select_lambda", "Selection", "nystrom_features",
@@ -151,21 +153,39 @@ def _dual_path_core(K, y, graph, lams, K_valid):
     system = dual_system(K, y, graph)
     eig, low, high = eigh_psd_checked(system.G)
     psd = psd_ok(low, high, K.shape[0], K.dtype)
+    floor = lam_floor(high, K.dtype, "path")
     B = eigh_path(eig, system.rhs, lams.astype(K.dtype))    # [L, m(, k)]
     A = jnp.moveaxis(system.root.apply(jnp.moveaxis(B, 0, -1)), -1, 0)
-    out = nan_unless(lam_ok(lams) & psd, (A, path_scores(K, A),
-                                          None if K_valid is None else path_scores(K_valid, A)))
-    return out, (psd, low, high)
+    out = nan_unless(lam_ok(lams) & psd & (lams >= floor),
+                     (A, path_scores(K, A), None if K_valid is None else path_scores(K_valid, A)))
+    return out, (psd, low, high, floor)
 
 
-def refuse_indefinite(flags, name="K"):
-    """Outside jit: a ValueError when the kernel matrix was found indefinite."""
-    psd, low, high = flags
-    if is_concrete(psd) and not bool(psd):
-        raise ValueError(f"{name} is not positive semidefinite: S {name} S has the eigenvalue "
+class UnresolvedLambdaWarning(UserWarning):
+    """Some λ of a grid lie below what the compute dtype resolves (their lanes are NaN)."""
+
+
+def check_spectrum(flags, lams, where, name="K"):
+    """Outside jit: a ValueError when the kernel matrix was found indefinite, and an
+    :class:`UnresolvedLambdaWarning` naming the λ below the dtype's floor (NaN lanes,
+    :data:`rankjax._ridge.RESOLVE_RTOL`)."""
+    psd, low, high, floor = flags
+    if not is_concrete(psd):
+        return
+    if not bool(psd):
+        raise ValueError(f"{name} is not positive semidefinite: its system has the eigenvalue "
                          f"{float(low):.3g} against a largest {float(high):.3g} (beyond "
                          "rounding); a kernel matrix must be PSD: check the kernel and its "
                          "parameters")
+    lams = np.asarray(lams)
+    low_lams = lams[lams < float(floor)]
+    if low_lams.size:
+        shown = ", ".join(f"{v:.3g}" for v in low_lams[:5]) + (", ..." if low_lams.size > 5 else "")
+        warnings.warn(
+            f"{where}: lams {shown} are below {float(floor):.3g}, the smallest λ that "
+            f"{lams.dtype} resolves against the largest eigenvalue {float(high):.3g} of the "
+            "system; their results are NaN. Use float64 (jax_enable_x64) or larger λ",
+            UnresolvedLambdaWarning, stacklevel=3)
 
 
 def rankrls_dual_path(K, y, graph: Graph, *, lams, K_valid=None) -> DualPath:
@@ -174,6 +194,10 @@ def rankrls_dual_path(K, y, graph: Graph, *, lams, K_valid=None) -> DualPath:
     ``S K S = U Γ U^T`` (O(m^3) once), ``A(λ) = S U diag(1/(Γ + λ)) U^T S Y``
     (O(m^2 k) per λ). Every graph type: query graphs use the segment-sum root
     ``S``; tie-excluded and preference graphs a dense root from ``eigh(L)``.
+
+    Precision: a λ below ``300 eps max Γ`` (:data:`~rankjax._ridge.RESOLVE_RTOL`;
+    ``3.6e-5 max Γ`` in float32) gives a NaN lane and an :class:`UnresolvedLambdaWarning`;
+    above it float32 agrees with float64 to ~1 %. An indefinite ``K`` is refused.
 
     Args:
       K: ``[m, m]`` training kernel matrix.
@@ -192,7 +216,7 @@ def rankrls_dual_path(K, y, graph: Graph, *, lams, K_valid=None) -> DualPath:
     lams = check_lams(lams)
     (A, train, valid), flags = _dual_path_core(K, y, graph, lams,
                                                _valid_matrix(K_valid, K.shape[0], "K_valid"))
-    refuse_indefinite(flags)
+    check_spectrum(flags, lams, "rankrls_dual_path")
     return DualPath(lams, A, train, valid)
 
 
@@ -234,7 +258,7 @@ def basis_rows(X, basis, seed: int = 0):
     if isinstance(basis, (int, np.integer)):
         if not 1 <= basis <= m:
             raise ValueError(f"basis must be between 1 and {m} rows, got {basis}")
-        basis = np.sort(np.random.default_rng(seed).choice(m, int(basis), replace=False))
+        basis = np.sort(np.random.default_rng(check_seed(seed)).choice(m, int(basis), replace=False))
     b = np.asarray(basis)
     if b.ndim != 1 or b.dtype.kind not in "iu" or b.size == 0:
         raise TypeError("basis must be an int or a non-empty 1-D integer array of row indices")

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import check_count, check_matrix, device_array
+from ._checks import check_count, check_matrix, device_array, require_concrete
 from ._ranksvm import rank_levels
 from ._segments import bucket, seg_scan
 
@@ -95,7 +95,7 @@ def rankboost(X, y, qid=None, *, rounds: int = 100, num_thresholds: int = 32) ->
       >>> bool(rj.pairwise_error(f, d.y, d.qid) < 0.3)
       True
     """
-    X = np.asarray(check_matrix(X))
+    X = np.asarray(check_matrix(require_concrete(X, "X", "rankboost")))
     lv = rank_levels(y, qid)
     if lv.seg.shape[0] != X.shape[0]:
         raise ValueError(f"y has {lv.seg.shape[0]} rows but X has {X.shape[0]}")

@@ -158,9 +158,10 @@ def to_csr(X, dtype=None) -> CSRMatrix:
     """
     if isinstance(X, CSRMatrix):
         return X if dtype is None else X.astype(dtype)
+    if isinstance(X, jax.core.Tracer) or isinstance(getattr(X, "data", None), jax.core.Tracer):
+        raise TypeError("to_csr: X must be concrete: it runs on the host, outside jit/vmap; "
+                        "call it before the jitted function and pass its result in")
     if isinstance(X, (sparse.BCOO, sparse.BCSR)):
-        if isinstance(X.data, jax.core.Tracer):
-            raise TypeError("to_csr needs concrete values; call it outside jit")
         if X.n_batch or X.n_dense:
             raise ValueError("to_csr takes an unbatched 2-D sparse matrix")
         d = np.asarray(X.data)

@@ -6,6 +6,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._checks import check_seed
+
 __all__ = ["RankingData", "make_ranking_data", "make_sparse_ranking_data"]
 
 
@@ -44,7 +46,7 @@ def make_ranking_data(num_queries: int = 300, *, num_features: int = 46,
     """
     if num_queries < 1 or num_features < 1 or levels < 2:
         raise ValueError("num_queries, num_features >= 1 and levels >= 2 are required")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     w_rng = np.random.default_rng(12345)        # the latent model is the same for every seed
     w = w_rng.standard_normal(num_features) * (w_rng.random(num_features) < 0.5)
     w[0] = 2.0
@@ -125,7 +127,7 @@ def make_sparse_ranking_data(num_rows: int, num_features: int, *, nnz_per_row: i
     if num_rows < 1 or num_features < 1 or nnz_per_row < 1 or levels < 2 or num_queries < 0:
         raise ValueError("num_rows, num_features, nnz_per_row >= 1, levels >= 2 and "
                          "num_queries >= 0 are required")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     w = np.random.default_rng(12345).standard_normal(num_features)
     cdf = np.cumsum((np.arange(num_features) + 1.0) ** -zipf)
     cols = np.searchsorted(cdf, rng.random((num_rows, nnz_per_row)) * cdf[-1], side="right")

@@ -16,7 +16,8 @@ from typing import NamedTuple, Optional
 import numpy as np
 import scipy.sparse as sp
 
-from ._checks import check_count, check_flag, memory_limit, scipy_to_bcoo, segment_ids
+from ._checks import (check_count, check_flag, memory_limit, require_concrete, scipy_to_bcoo,
+                      segment_ids)
 from ._sparse import host_sparse
 
 __all__ = ["Dataset", "read_svmlight", "write_svmlight", "read_groups", "write_groups",
@@ -704,6 +705,7 @@ def normalize_per_query(X, qid) -> np.ndarray:
       >>> normalize_per_query(np.array([[1., 5.], [3., 5.], [7., 0.]]), [0, 0, 1]).tolist()
       [[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]]
     """
+    require_concrete(X, "X", "normalize_per_query"), require_concrete(qid, "qid", "normalize_per_query")
     X = np.asarray(X.toarray() if sp.issparse(X) else X, np.float64)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D [m, n], got shape {X.shape} (X.reshape(-1, 1) for one "

@@ -179,3 +179,9 @@ def test_gram_equals_the_plain_product():
     from rankjax._ridge import gram
     Z = np.random.default_rng(0).standard_normal((37, 5))
     np.testing.assert_allclose(np.asarray(gram(Z)), Z.T @ Z, rtol=1e-12)
+
+
+def test_query_pair_counts_has_one_entry_per_query_and_takes_string_ids():
+    # three queries are padded to a compile bucket of four segments; the padding is not returned
+    g = rj.query_graph(np.array(["a", "b", "a", "c", "a"]))
+    np.testing.assert_array_equal(np.asarray(rj.query_pair_counts(g)), [3.0, 0.0, 0.0])

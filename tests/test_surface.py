@@ -629,7 +629,8 @@ TYPES = {"CGResult", "CSRMatrix", "CVResult", "DualModel", "DualPath", "Folds", 
          "Metric", "NystromPath", "PairHoldOut", "PairwiseGP", "PerQuery", "PermutationResult",
          "PreferenceGraph", "PrimalPath", "QueryGraph", "QueryPartition", "RankBoostModel",
          "RankLevels", "RankSVMKernelModel", "RankSVMResult", "RankingData", "Segments",
-         "Selection", "StreamFit", "TuneResult", "ShardedData", "FalkonModel", "io.Dataset"}
+         "Selection", "StreamFit", "TuneResult", "ShardedData", "FalkonModel", "io.Dataset",
+         "UnresolvedLambdaWarning"}
 CONSTANTS = {"AXIS", "BASIS_METHODS", "STOP_REASONS", "io", "io.MODEL_FORMAT",
              "io.MODEL_VERSION"}   # data, no input
 

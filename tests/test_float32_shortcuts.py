@@ -1,0 +1,117 @@
+"""The dual shortcuts in float32 at small λ (issue 24, class 11).
+
+Each shortcut is computed in float32 and in float64 on the same data. A λ below the
+float32 floor of its spectrum (``RESOLVE_RTOL * eps * largest eigenvalue``) must give a NaN
+lane and an :class:`UnresolvedLambdaWarning` naming it; every other lane must agree with
+float64 to 2 %. Before the floor existed these lanes were 5-170x off without a word.
+"""
+import warnings
+
+import jax
+import numpy as np
+import pytest
+
+import rankjax as rj
+from rankjax._ridge import RESOLVE_RTOL, dual_system
+
+EPS32 = float(np.finfo(np.float32).eps)
+LAMS = 10.0 ** np.arange(-7.0, 3.5, 0.5)
+
+
+@pytest.fixture(scope="module")
+def data():
+    d = rj.make_ranking_data(12, num_features=6, seed=3)
+    X, y, qid = np.asarray(d.X), np.asarray(d.y), np.asarray(d.qid)
+    K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.1), X))
+    return X, y, qid, K
+
+
+def _rel(a, b):
+    ax = tuple(range(1, b.ndim))
+    return np.linalg.norm(a - b, axis=ax) / np.linalg.norm(b, axis=ax)
+
+
+def _float32(fn):
+    """``fn`` in float32 compute; returns (result as float64, the warnings raised)."""
+    with jax.enable_x64(False), warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        out = np.asarray(fn(np.float32), np.float64)
+    return out, [x for x in w if issubclass(x.category, rj.UnresolvedLambdaWarning)]
+
+
+def _check_lanes(out32, out64, floor, caught):
+    assert np.all(np.isfinite(out64)), "float64 must resolve the whole grid"
+    below, above = LAMS < floor / 2, LAMS > floor * 2
+    assert below.any() and above.any()                     # the grid straddles the floor
+    nan_lane = np.isnan(out32).reshape(len(LAMS), -1).all(1)
+    assert nan_lane[below].all()
+    assert not np.isnan(out32[above]).any()
+    assert _rel(out32[above], out64[above]).max() < 2e-2
+    assert caught and "float32" in str(caught[0].message)
+    assert f"{LAMS[0]:.3g}" in str(caught[0].message)
+
+
+def _dual_floor(K, y, qid, kind):
+    G = np.asarray(dual_system(K, y, rj.query_graph(qid)).G)
+    return RESOLVE_RTOL[kind] * EPS32 * np.linalg.eigvalsh(G).max()
+
+
+def test_dual_path(data):
+    X, y, qid, K = data
+    out64 = np.asarray(rj.rankrls_dual_path(K, y, rj.query_graph(qid), lams=LAMS).train_scores)
+    out32, caught = _float32(lambda t: rj.rankrls_dual_path(
+        K.astype(t), y.astype(t), rj.query_graph(qid), lams=LAMS.astype(t)).train_scores)
+    _check_lanes(out32, out64, _dual_floor(K, y, qid, "path"), caught)
+
+
+def test_holdout_dual(data):
+    X, y, qid, K = data
+    out64 = np.asarray(rj.holdout_dual(K, y, rj.query_graph(qid), lams=LAMS).predictions)
+    out32, caught = _float32(lambda t: rj.holdout_dual(
+        K.astype(t), y.astype(t), rj.query_graph(qid), lams=LAMS.astype(t)).predictions)
+    _check_lanes(out32, out64, _dual_floor(K, y, qid, "holdout"), caught)
+
+
+def test_leave_pair_out_dual(data):
+    X, y, qid, K = data
+    pairs = rj.differing_pairs(y)[:400]
+    out64 = np.asarray(rj.leave_pair_out_dual(K, y, pairs, lams=LAMS).predictions)
+    out32, caught = _float32(lambda t: rj.leave_pair_out_dual(
+        K.astype(t), y.astype(t), pairs, lams=LAMS.astype(t)).predictions)
+    floor = RESOLVE_RTOL["pairs"] * EPS32 * (K.shape[0] - 2) * np.linalg.eigvalsh(K).max()
+    _check_lanes(out32, out64, floor, caught)
+
+
+def test_leave_pair_out_primal_is_resolved_at_every_lambda(data):
+    # full-rank features: no cancellation, so no floor and no NaN lane
+    X, y, qid, _ = data
+    pairs = rj.differing_pairs(y)[:400]
+    out64 = np.asarray(rj.leave_pair_out_primal(X, y, pairs, lams=LAMS).predictions)
+    out32, caught = _float32(lambda t: rj.leave_pair_out_primal(
+        X.astype(t), y.astype(t), pairs, lams=LAMS.astype(t)).predictions)
+    assert not caught and _rel(out32, out64).max() < 1e-3
+
+
+def test_under_jit_the_lanes_are_nan_without_a_warning(data):
+    X, y, qid, K = data
+    g = rj.query_graph(qid)
+    with jax.enable_x64(False), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = jax.jit(lambda K, y, lams: rj.holdout_dual(K, y, g, lams=lams).predictions)(
+            K.astype(np.float32), y.astype(np.float32), LAMS.astype(np.float32))
+    out = np.asarray(out)
+    assert np.isnan(out[0]).all() and np.isfinite(out[-1]).all()
+
+
+def test_kernel_grid_table_is_nan_below_the_floor(data):
+    X, y, qid, K = data
+    v = rj.make_ranking_data(4, num_features=6, seed=9)
+    valid = (np.asarray(v.X, np.float32), np.asarray(v.y, np.float32), np.asarray(v.qid))
+    with jax.enable_x64(False):
+        grid = rj.sharded_kernel_grid(X.astype(np.float32), y.astype(np.float32),
+                                      rj.query_graph(qid), lams=LAMS.astype(np.float32),
+                                      gammas=[0.1], valid=valid)
+    table = np.asarray(grid.table)[0]
+    assert np.isnan(table[LAMS < _dual_floor(K, y, qid, "path") / 2]).all()
+    assert np.isfinite(table[LAMS > 2 * _dual_floor(K, y, qid, "path")]).all()
+    assert grid.best_lam > _dual_floor(K, y, qid, "path")
