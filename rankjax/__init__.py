@@ -4,14 +4,14 @@ One flat public namespace; host-side data loading lives in :mod:`rankjax.io`.
 """
 from . import _xla  # noqa: F401  (XLA:CPU flags, before JAX starts a backend)
 from ._checks import Segments as Segments, segment_ids as segment_ids
-from ._graph import (
-    IdentityGraph as IdentityGraph, PreferenceGraph as PreferenceGraph,
-    QueryGraph as QueryGraph, global_graph as global_graph,
-    identity_graph as identity_graph, incidence_mv as incidence_mv,
-    incidence_t_mv as incidence_t_mv, laplacian_dense as laplacian_dense,
-    laplacian_mv as laplacian_mv, laplacian_sqrt_mv as laplacian_sqrt_mv,
-    pairs_from_scores as pairs_from_scores, preference_graph as preference_graph,
-    query_graph as query_graph, query_pair_counts as query_pair_counts)
+from ._graph import (IdentityGraph as IdentityGraph, PreferenceGraph as PreferenceGraph,
+                     QueryGraph as QueryGraph)
+from ._graph_build import (global_graph as global_graph, identity_graph as identity_graph,
+                           incidence_mv as incidence_mv, incidence_t_mv as incidence_t_mv,
+                           laplacian_dense as laplacian_dense, laplacian_mv as laplacian_mv,
+                           laplacian_sqrt_mv as laplacian_sqrt_mv,
+                           pairs_from_scores as pairs_from_scores, preference_graph as preference_graph,
+                           query_graph as query_graph, query_pair_counts as query_pair_counts)
 from ._kernels import (
     Kernel as Kernel, gaussian_kernel as gaussian_kernel, kernel_matrix as kernel_matrix,
     linear_kernel as linear_kernel, polynomial_kernel as polynomial_kernel)
@@ -25,14 +25,18 @@ from ._path import (
     nystrom_features as nystrom_features,
     rankrls_dual_path as rankrls_dual_path, rankrls_nystrom_path as rankrls_nystrom_path,
     rankrls_primal_path as rankrls_primal_path, select_lambda as select_lambda)
-from ._cv import (
-    CVResult as CVResult, Folds as Folds, HoldOut as HoldOut, PairHoldOut as PairHoldOut,
-    PermutationResult as PermutationResult, cross_validate as cross_validate,
-    differing_pairs as differing_pairs, holdout_dual as holdout_dual,
-    holdout_primal as holdout_primal, holdout_nystrom as holdout_nystrom,
+from ._folds import Folds as Folds, make_folds as make_folds
+from ._holdout import (
+    HoldOut as HoldOut, holdout_dual as holdout_dual, holdout_nystrom as holdout_nystrom,
+    holdout_primal as holdout_primal)
+from ._lpo import (
+    PairHoldOut as PairHoldOut, differing_pairs as differing_pairs,
     leave_pair_out_dual as leave_pair_out_dual, leave_pair_out_primal as leave_pair_out_primal,
-    lpo_cindex as lpo_cindex, make_folds as make_folds, permutation_test as permutation_test,
-    permuted_labels as permuted_labels, positive_negative_pairs as positive_negative_pairs)
+    lpo_cindex as lpo_cindex, positive_negative_pairs as positive_negative_pairs)
+from ._cv import (
+    CVResult as CVResult, PermutationResult as PermutationResult,
+    cross_validate as cross_validate, permutation_test as permutation_test,
+    permuted_labels as permuted_labels)
 from ._cg import (
     STOP_REASONS as STOP_REASONS, CGResult as CGResult, cg_solve as cg_solve,
     rankrls_cg as rankrls_cg, rankrls_cg_dual as rankrls_cg_dual,
@@ -53,29 +57,32 @@ from ._ranksvm import (
     RankLevels as RankLevels, RankSVMKernelModel as RankSVMKernelModel,
     RankSVMResult as RankSVMResult, rank_levels as rank_levels, ranksvm_kernel as ranksvm_kernel,
     ranksvm_l2 as ranksvm_l2)
-from ._distributed import (
+from ._tune import (
+    TuneResult as TuneResult, cv_loss as cv_loss, cv_predictions as cv_predictions, tune as tune)
+from .scale import (
     AXIS as AXIS, GridSearch as GridSearch, QueryPartition as QueryPartition,
-    ShardedData as ShardedData, partition_queries as partition_queries, shard_data as shard_data,
+    ShardedData as ShardedData, StreamFit as StreamFit, partition_queries as partition_queries,
+    rankrls_primal_stream as rankrls_primal_stream, shard_data as shard_data,
     sharded_cg as sharded_cg, sharded_falkon as sharded_falkon, sharded_holdout as sharded_holdout,
     sharded_kernel_grid as sharded_kernel_grid, sharded_metric as sharded_metric,
     sharded_normal_equations as sharded_normal_equations,
     sharded_primal_path as sharded_primal_path)
-from ._tune import (
-    TuneResult as TuneResult, cv_loss as cv_loss, cv_predictions as cv_predictions, tune as tune)
-from ._stream import StreamFit as StreamFit, rankrls_primal_stream as rankrls_primal_stream
 from ._sparse import CSRMatrix as CSRMatrix, to_csr as to_csr
 from ._metrics import (
     Metric as Metric, PerQuery as PerQuery, auc as auc, cindex as cindex,
-    disagreement_error as disagreement_error,
-    edge_disagreement_error as edge_disagreement_error, kendall_tau_b as kendall_tau_b,
-    mean_average_precision as mean_average_precision, ndcg as ndcg,
-    pairwise_error as pairwise_error, precision_at_k as precision_at_k)
+    disagreement_error as disagreement_error, edge_disagreement_error as edge_disagreement_error,
+    kendall_tau_b as kendall_tau_b, pairwise_error as pairwise_error)
+from ._metrics_graded import (
+    mean_average_precision as mean_average_precision, ndcg as ndcg, precision_at_k as precision_at_k)
 
 from ._synthetic import (
     RankingData as RankingData, make_ranking_data as make_ranking_data,
     make_sparse_ranking_data as make_sparse_ranking_data)
 from . import io as io
 
-__version__ = "0.1.0"
+from ._version import __version__ as __version__
+from ._types import register_model_types as _register
+
+_register(*[v for k, v in list(globals().items()) if isinstance(v, type) and not k.startswith("_")])
 
 __all__ = [k for k in dir() if not k.startswith("_")]

@@ -19,10 +19,8 @@ from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
-import scipy.sparse as sp
 from jax import lax
 
-from jax.experimental import sparse
 
 from functools import partial
 
@@ -32,7 +30,7 @@ from ._graph import Graph, check_graph
 from ._metrics import check_metric_options
 from ._rankrls import LinearModel
 from ._ridge import HI
-from ._sparse import to_csr
+from ._sparse import is_bcoo, is_scipy_sparse, to_csr
 
 __all__ = ["CGResult", "cg_solve", "rankrls_cg", "rankrls_cg_dual", "validation_criterion",
            "STOP_REASONS"]
@@ -277,13 +275,13 @@ def _check_y(y, graph, fn):
     return y
 
 
-def _as_operator(X, name):
+def as_operator(X, name):
     """Dense, BCOO (converted to :class:`CSRMatrix` when concrete), scipy.sparse
     (converted to CSR directly) or CSRMatrix."""
-    if sp.issparse(X):
+    if is_scipy_sparse(X):
         X = to_csr(X)
     X = check_matrix(X, name)
-    if isinstance(X, sparse.BCOO) and is_concrete(X):
+    if is_bcoo(X) and is_concrete(X):
         X = to_csr(X)
     return X
 
@@ -359,7 +357,7 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_erro
       >>> bool(r.valid_history[r.best_iteration] == np.nanmin(r.valid_history))
       True
     """
-    X = _as_operator(X, "X")
+    X = as_operator(X, "X")
     check_graph(graph, X.shape[0])
     y = _check_y(y, graph, "rankrls_cg")
     check_lam(lam, allow_zero=True, scalar=True)
@@ -367,7 +365,7 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_erro
     kw = static_metric(metric, metric_kwargs, "rankrls_cg")
     Xv, vdata = criterion_args(valid, X.shape[1], "X_valid", metric, greater_is_better, kw)
     if Xv is not None:
-        Xv = _as_operator(Xv, "X_valid")
+        Xv = as_operator(Xv, "X_valid")
         if Xv.shape[1] != X.shape[1]:
             raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {X.shape[1]}")
     return _cg_primal_core(X, y, graph, lam, Xv, vdata, check_x0(x0, X.shape[1]), tol,

@@ -7,17 +7,18 @@ offending argument.
 """
 from __future__ import annotations
 
+import collections
 import os
+import weakref
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.sparse as sp
 from jax.experimental import sparse
 
 from ._segments import bucket
-from ._sparse import CSRMatrix
+from ._sparse import is_scipy_sparse, is_sparse, sparse_values
 
 __all__ = ["segment_ids", "Segments"]
 
@@ -34,8 +35,8 @@ def device_array(x, dtype=None):
 
 def is_concrete(x) -> bool:
     """True when ``x`` holds values on the host side (not a jax tracer)."""
-    if isinstance(x, (sparse.BCOO, CSRMatrix)):
-        return is_concrete(x.data)
+    if is_sparse(x):
+        return is_concrete(sparse_values(x))
     return not isinstance(x, jax.core.Tracer)
 
 
@@ -59,8 +60,7 @@ def _min_max(x):
 def all_finite(x) -> bool:
     """True when every value is finite: numpy input is checked on the host, a jax
     array by one device reduction (no copy of the data to the host)."""
-    if isinstance(x, (sparse.BCOO, CSRMatrix)):
-        x = x.data
+    x = sparse_values(x)
     if isinstance(x, jax.Array):
         return bool(reduce_concrete(_all_finite, x))
     return bool(np.all(np.isfinite(np.asarray(x))))
@@ -76,7 +76,32 @@ def value_range(x):
     return a.min().item(), a.max().item()
 
 
+VALIDATIONS = collections.Counter()
+"""How many host validations ran, by argument name: a finiteness check of an array (one
+device reduction or host pass) and a remap of query ids each count one. An array this
+library produced and already checked is not checked again (:func:`known_finite`), and a
+:class:`Segments` is not remapped again; ``tests/test_validation_count.py`` holds the
+estimators to one validation per input."""
+
+_FINITE = {}                       # id -> weakref of a jax array (immutable) checked finite
+
+
+def known_finite(x) -> bool:
+    """Whether ``x`` is a concrete JAX array (or BCOO) this process already found finite:
+    JAX arrays are immutable, so the check need not run again."""
+    ref = _FINITE.get(id(x))
+    return ref is not None and ref() is x
+
+
+def _mark_finite(x) -> None:
+    if (isinstance(x, jax.Array) or is_sparse(x)) and is_concrete(x) and not is_scipy_sparse(x):
+        key = id(x)
+        _FINITE[key] = weakref.ref(x, lambda _, key=key: _FINITE.pop(key, None))
+
+
 def _finite(x, name: str) -> None:
+    if is_concrete(x):
+        VALIDATIONS[name] += 1
     if is_concrete(x) and not all_finite(x):
         raise ValueError(f"{name} contains NaN or inf values")
     _fits_compute_dtype(x, name)
@@ -89,7 +114,7 @@ def _fits_compute_dtype(x, name: str) -> None:
     """Host floats are cast to the compute dtype (float32 unless x64 is on): finite
     float64 values beyond float32's range would become inf there, so they are refused
     here, before the cast, with the figure."""
-    data = x.data if isinstance(x, (sparse.BCOO, CSRMatrix)) or sp.issparse(x) else x
+    data = sparse_values(x)
     if isinstance(data, jax.Array) or not is_concrete(data):
         return                                   # already in its compute dtype
     a = np.asarray(data)
@@ -122,15 +147,21 @@ def as_float_array(x, name: str, finite: bool = False):
     float, float16/bfloat16 to float32; complex, bool and text are rejected).
 
     With ``finite`` NaN/inf is an error: host data is checked on the host before
-    the transfer, a jax array by one device reduction."""
-    if sp.issparse(x):                    # scipy.sparse: converted once, to BCOO
+    the transfer, a jax array by one device reduction. An array already checked here is
+    returned as it is (:func:`known_finite`)."""
+    if known_finite(x):
+        return x
+    if is_scipy_sparse(x):                    # scipy.sparse: converted once, to BCOO
         x = scipy_to_bcoo(x, name)
-    if isinstance(x, (sparse.BCOO, CSRMatrix)):
+    if is_sparse(x):
         if not jnp.issubdtype(x.dtype, jnp.floating):
             raise TypeError(f"{name} must have a floating dtype, got {x.dtype}")
         if finite:
             _finite(x, name)
-        return x.astype(jnp.float32) if jnp.finfo(x.dtype).bits < 32 else x
+        x = x.astype(jnp.float32) if jnp.finfo(x.dtype).bits < 32 else x
+        if finite:
+            _mark_finite(x)
+        return x
     if x is None:
         raise TypeError(f"{name} must be an array, got None")
     if not isinstance(x, jax.Array):
@@ -144,10 +175,14 @@ def as_float_array(x, name: str, finite: bool = False):
     if finite:
         _finite(x, name)
     if np.issubdtype(dtype, np.integer):
-        return device_array(x, jnp.result_type(float))
-    if jnp.finfo(dtype).bits < 32:          # float16 / bfloat16: no LAPACK, computed in float32
-        return device_array(x, jnp.float32)
-    return device_array(x)
+        x = device_array(x, jnp.result_type(float))
+    elif jnp.finfo(dtype).bits < 32:        # float16 / bfloat16: no LAPACK, computed in float32
+        x = device_array(x, jnp.float32)
+    else:
+        x = device_array(x)
+    if finite:
+        _mark_finite(x)
+    return x
 
 
 def require_concrete(x, name: str, where: str):
@@ -317,7 +352,7 @@ def check_gram(X, name: str = "X"):
     when they cannot fit, and say what to use instead."""
     m, n = X.shape
     if is_concrete(X) and m and n:
-        data = X.data if isinstance(X, (sparse.BCOO, CSRMatrix)) else X
+        data = sparse_values(X)
         if getattr(data, "size", 1):
             lo, hi = value_range(data)
             top, big = max(abs(lo), abs(hi)), float(jnp.finfo(X.dtype).max)
@@ -433,7 +468,13 @@ def segment_ids(qid, name: str = "qid") -> Segments:
       >>> s = segment_ids([7, 3, 7, 9])
       >>> s.seg.tolist(), s.num_queries, s.qids.tolist()
       ([1, 0, 1, 2], 3, [3, 7, 9])
+
+    A :class:`Segments` is already remapped and is returned as it is, so a caller that
+    remapped once can pass it wherever query ids are taken.
     """
+    if isinstance(qid, Segments):
+        return qid
+    VALIDATIONS[name] += 1
     if not is_concrete(qid):
         raise TypeError(f"{name} must be concrete (remap query ids outside jit)")
     q = np.asarray(qid)
@@ -465,7 +506,7 @@ def resolve_segments(qid, num_queries, m: int, name: str = "qid"):
     if qid is None:
         # the barrier keeps XLA from constant-folding segment sums over a constant id array
         return jax.lax.optimization_barrier(jnp.zeros((m,), jnp.int32)), 1, 1
-    if num_queries is None:
+    if num_queries is None or isinstance(qid, Segments):
         s = segment_ids(qid, name)
         if s.seg.shape[0] != m:
             raise ValueError(f"{name} has {s.seg.shape[0]} rows but {m} were expected")

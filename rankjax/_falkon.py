@@ -27,8 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._cg import (CGResult, cg_solve, check_loop, criterion_args, make_valid_fn,
-                  static_metric)
+from ._cg import CGResult, cg_solve, check_loop, criterion_args, make_valid_fn, static_metric
 from ._checks import (check_seed, available_memory, check_count, check_lam, check_matrix, check_memory,
                       device_array, lam_ok, nan_unless)
 from ._graph import Graph, check_problem
@@ -37,6 +36,7 @@ from ._nystrom import basis_cholesky, padded_basis
 from ._rankrls import check_test_matrix
 from ._ridge import HI, PSD_RTOL
 from ._segments import padded_size
+from ._sparse import as_dense
 
 __all__ = ["FalkonModel", "rankrls_falkon"]
 
@@ -209,7 +209,7 @@ def rankrls_falkon(X, y, graph: Graph, *, lam, kernel: Kernel, basis, valid=None
       True
     """
     X, y = check_problem(check_matrix(X), y, graph)
-    X = X.todense() if hasattr(X, "todense") else X
+    X = as_dense(X)
     if not graph.takes_labels:
         raise TypeError("rankrls_falkon needs a QueryGraph or an IdentityGraph: a PreferenceGraph's "
                         "edges may leave the preconditioner's subsample")

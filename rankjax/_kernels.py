@@ -12,9 +12,9 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jax.experimental import sparse
 
 from ._checks import check_count, check_lam, check_matrix, check_memory, is_int, lam_ok, nan_unless
+from ._sparse import as_dense
 
 __all__ = ["Kernel", "linear_kernel", "gaussian_kernel", "polynomial_kernel", "kernel_matrix"]
 
@@ -76,7 +76,7 @@ def polynomial_kernel(degree: int, gamma: float = 1.0, coef0: float = 1.0) -> Ke
 
 
 def _dense(X):
-    return X.todense() if isinstance(X, sparse.BCOO) else jnp.asarray(X)
+    return jnp.asarray(as_dense(X))
 
 
 def kernel_block(kernel: Kernel, A, B):

@@ -30,6 +30,7 @@ from ._checks import check_seed, check_matrix, device_array, is_concrete, is_int
 from ._kernels import Kernel, kernel_block, kernel_matrix
 from ._ridge import PSD_RTOL
 from ._segments import padded_size
+from ._sparse import as_dense
 
 __all__ = ["BASIS_METHODS", "nystrom_basis"]
 
@@ -68,7 +69,7 @@ def nystrom_basis(X, size: int, *, kernel: Optional[Kernel] = None, method: str 
         return np.sort(np.random.default_rng(check_seed(seed)).choice(m, int(size), replace=False))
     if not isinstance(kernel, Kernel):
         raise TypeError(f"method='kmeans++' needs kernel=, a rankjax Kernel; got {kernel!r}")
-    Xd = X.todense() if hasattr(X, "todense") else jnp.asarray(X)
+    Xd = jnp.asarray(as_dense(X))
     idx = _kmeanspp_core(Xd, kernel, jax.random.PRNGKey(int(seed) % (1 << 31)), int(size))
     return np.sort(np.asarray(idx).astype(np.int64))
 
@@ -128,7 +129,7 @@ def padded_basis(X, basis, seed: int = 0):
     idx = np.zeros(bp, np.int32)
     idx[:b.size] = b
     mask = np.arange(bp) < b.size
-    Xd = X.todense() if hasattr(X, "todense") else X
+    Xd = as_dense(X)
     return b, _take(Xd, device_array(idx), device_array(mask)), device_array(mask)
 
 

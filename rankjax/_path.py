@@ -30,9 +30,10 @@ from ._checks import (as_float_array, check_flag, check_gram, check_indices, che
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import check_metric_options, metric_sign
-from ._rankrls import check_kernel_matrix, check_test_matrix, path_scores
+from ._rankrls import LinearModel, check_kernel_matrix, check_test_matrix, path_scores
 from ._ridge import (HI, dual_system, eigh_path, eigh_psd, eigh_psd_checked, nystrom_map,
                      primal_system, psd_ok, lam_floor)
+from ._sparse import as_dense
 
 __all__ = ["PrimalPath", "DualPath", "NystromPath", "rankrls_primal_path", "rankrls_dual_path",
            "rankrls_nystrom_path", "select_lambda", "Selection", "nystrom_features",
@@ -266,7 +267,7 @@ def basis_rows(X, basis, seed: int = 0):
     if np.unique(b).size != b.size:
         raise ValueError("basis holds repeated row indices")
     b = b_dev
-    return b, (X.todense() if hasattr(X, "todense") else X)[b]
+    return b, as_dense(X)[b]
 
 
 @partial(jax.jit, static_argnames=("train", "block_size"))
@@ -316,7 +317,7 @@ def rankrls_nystrom_path(X, y, graph: Graph, *, lams, kernel: Kernel, basis, X_v
     X, y = check_problem(X, y, graph)
     lams = check_lams(lams)
     basis, XR = basis_rows(X, basis, seed)
-    Xd = X.todense() if hasattr(X, "todense") else X
+    Xd = as_dense(X)
     coef, train, valid = _nystrom_path_core(
         Xd, XR, y, graph, lams, kernel, _valid_matrix(X_valid, X.shape[1]),
         check_flag(train_scores, "train_scores"), block_size)
@@ -416,3 +417,20 @@ def _selection(lams, scores, y, seg, metric, Q, kw, sign):
 
 
 _selection_jit = jax.jit(_selection, static_argnums=(4, 5, 6, 7))
+
+
+def is_path(model) -> bool:
+    """Whether ``model`` is a λ path (its scores carry a leading λ axis)."""
+    return isinstance(model, (PrimalPath, DualPath, NystromPath))
+
+
+def model_at(path, i: int):
+    """The model of the ``i``-th λ of a path: a :class:`LinearModel` of a primal path, a
+    one-λ :class:`NystromPath` of a Nyström path, ``None`` for a dual path (its model needs
+    the training rows: refit)."""
+    if isinstance(path, PrimalPath):
+        return LinearModel(path.weights[i])
+    if isinstance(path, NystromPath):
+        return path._replace(lams=path.lams[i:i + 1], coef=path.coef[i:i + 1],
+                             train_scores=None, valid_scores=None)
+    return None

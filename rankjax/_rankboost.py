@@ -25,6 +25,7 @@ from jax import lax
 from ._checks import check_count, check_matrix, device_array, require_concrete
 from ._ranksvm import rank_levels
 from ._segments import bucket, seg_scan
+from ._sparse import as_dense
 
 __all__ = ["RankBoostModel", "rankboost", "rankboost_predict"]
 
@@ -160,7 +161,7 @@ def rankboost_predict(model: RankBoostModel, X):
     if not isinstance(model, RankBoostModel):
         raise TypeError(f"model must be a RankBoostModel, got {type(model).__name__}")
     X = check_matrix(X)
-    X = X.todense() if hasattr(X, "todense") else X
+    X = as_dense(X)
     if isinstance(model.num_features, int) and model.num_features >= 0:
         if X.shape[1] != model.num_features:
             raise ValueError(f"X has {X.shape[1]} features but the model was trained on "

@@ -16,12 +16,12 @@ from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
-from jax.experimental import sparse
 
 from ._checks import check_gram, check_lam, check_matrix, check_symmetric, kernel_plan, lam_ok, nan_unless
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
-from ._ridge import HI, dual_system, primal_system, ridge_solve
+from ._ridge import dual_system, primal_system, ridge_solve
+from ._sparse import is_bcoo, matmul
 
 __all__ = ["LinearModel", "DualModel", "KernelModel", "rankrls_primal", "rankrls_dual",
            "rankrls_kernel", "predict", "check_test_matrix", "check_kernel_matrix",
@@ -36,11 +36,7 @@ def check_test_matrix(X, n: int, name: str = "X", what: str = "features"):
     return X
 
 
-@jax.jit
-def _matmul(X, W):
-    if isinstance(X, sparse.BCOO):
-        return X @ W
-    return jnp.matmul(X, W, precision=HI)
+_matmul = jax.jit(matmul)
 
 
 def linear_scores(X, W):
@@ -130,7 +126,7 @@ def rankrls_primal(X, y, graph: Graph, *, lam) -> LinearModel:
 def check_kernel_matrix(K, y, graph, name: str = "K", count: int = 5, what: str = "the dual solve"):
     """``K`` a dense square ``[m, m]`` kernel matrix for the graph's rows; returns ``(K, y)``.
     Refuses up front when ``count`` ``m x m`` matrices (the work's peak) do not fit."""
-    if isinstance(K, sparse.BCOO):
+    if is_bcoo(K):
         raise TypeError(f"{name} must be a dense kernel matrix")
     if getattr(K, "ndim", 0) == 2:
         kernel_plan(K.shape[0], getattr(K, "dtype", jnp.float32), count, what)
@@ -220,3 +216,7 @@ def predict(model, X, **kw):
                             f"({type(model).__name__}.predict takes {', '.join(takes) or 'X only'})")
     return fn(X, **kw)
 
+
+def is_linear(model) -> bool:
+    """Whether ``model`` scores by ``x^T w`` (a :class:`LinearModel`: sparse ``X`` allowed)."""
+    return isinstance(model, LinearModel)

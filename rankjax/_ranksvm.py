@@ -32,7 +32,7 @@ from ._kernels import Kernel, kernel_matrix
 from ._path import basis_rows, nystrom_features
 from ._rankrls import LinearModel, check_test_matrix, linear_scores
 from ._segments import seg_scan
-from ._sparse import CSRMatrix, to_csr
+from ._sparse import is_csr, to_csr
 
 __all__ = ["RankLevels", "rank_levels", "RankSVMResult", "ranksvm_l2", "ranksvm_kernel",
            "RankSVMKernelModel"]
@@ -343,7 +343,7 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
       (True, True)
     """
     X = check_matrix(X)
-    if not (isinstance(X, CSRMatrix) or isinstance(X, jax.Array)):
+    if not (is_csr(X) or isinstance(X, jax.Array)):
         X = to_csr(X)
     levels = rank_levels(y, qid)
     if levels.seg.shape[0] != X.shape[0]:
@@ -357,12 +357,12 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
             device_array(max_cg, jnp.int32))
     if valid is None:
         return _tron_jit(*args)
-    from ._cg import _as_operator, criterion_args, static_metric
+    from ._cg import as_operator, criterion_args, static_metric
     if metric_kwargs is not None and not isinstance(metric_kwargs, dict):
         raise TypeError(f"metric_kwargs must be a dict, got {type(metric_kwargs).__name__}")
     kw = static_metric(metric, metric_kwargs or {}, "ranksvm_l2")
     Xv, vdata = criterion_args(valid, X.shape[1], "X_valid", metric, None, kw)
-    Xv = _as_operator(Xv, "X_valid")
+    Xv = as_operator(Xv, "X_valid")
     if Xv.shape[1] != X.shape[1]:
         raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {X.shape[1]}")
     return _tron_valid_jit(*args, Xv, vdata, metric=metric, kw=kw,

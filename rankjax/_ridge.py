@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.experimental import sparse
+from ._sparse import is_bcoo
 
 __all__ = ["Eigh", "PSD_RTOL", "eigh_psd", "psd_mask", "psd_root", "spectral_filter",
            "eigh_solve", "eigh_path", "ridge_solve", "primal_system", "dual_system",
@@ -249,7 +250,7 @@ def primal_system(X, y, graph):
     centred by a constant that ``L`` annihilates. With preference edges
     ``b = X^T M N``. Dense cost O(m n^2), never O(m^2).
     """
-    if isinstance(X, sparse.BCOO):
+    if is_bcoo(X):
         return _bcoo_normal_equations(X, y, graph)
     return graph.normal_equations(X, y)
 

@@ -13,7 +13,7 @@ import numpy as np
 import jax.numpy as jnp
 from jax import lax
 
-__all__ = ["bucket", "seg_sum", "seg_counts", "run_ids", "count_sum", "count_to_float", "seg_scan", "expand"]
+__all__ = ["bucket", "seg_sum", "run_ids", "count_sum", "count_to_float", "seg_scan", "expand"]
 
 
 def bucket(n: int) -> int:
@@ -44,11 +44,6 @@ def padded_size(n):
 def seg_sum(v, seg, num_segments: int):
     """``out[s] = sum_{i: seg_i = s} v_i`` along axis 0 (``jax.ops.segment_sum``)."""
     return jax.ops.segment_sum(v, seg, num_segments=num_segments)
-
-
-def seg_counts(seg, num_segments: int, dtype=jnp.int32):
-    """``[S]`` number of rows of every segment."""
-    return seg_sum(jnp.ones(seg.shape, dtype), seg, num_segments)
 
 
 def expand(a, v):

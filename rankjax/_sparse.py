@@ -1,4 +1,14 @@
-"""A sparse matrix for matrix-free solvers: CSR of ``X`` and of ``X^T`` (docs/math.md).
+"""The kinds of ``X`` and a sparse matrix for matrix-free solvers (docs/design.md).
+
+**Kinds of X.** Data reach the library as dense numpy/JAX arrays, ``scipy.sparse``
+matrices, ``jax.experimental.sparse`` BCOO/BCSR or :class:`CSRMatrix`. This module is
+the one place that tells them apart: :func:`as_dense`, :func:`matmul`,
+:func:`is_sparse`, :func:`is_scipy_sparse`, :func:`is_bcoo`, :func:`is_csr`,
+:func:`sparse_values` and :func:`count_nonzero` dispatch on the kind
+(``functools.singledispatch``: a new kind registers its own handlers); every other
+module calls them instead of testing types or attributes.
+
+**CSRMatrix**: CSR of ``X`` and of ``X^T``.
 
 ``X @ v`` and ``X.T @ u`` are products by rows, so the transpose is stored too
 (``BCSR`` has no transposed product): twice the memory of one CSR plus a row id
@@ -30,6 +40,7 @@ solvers that use them do not need gradients.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -184,3 +195,79 @@ def to_csr(X, dtype=None) -> CSRMatrix:
                 ((A.data, dtype), (A.indices, np.int32), (A.indptr, np.int32), (rows, np.int32))]
 
     return CSRMatrix(*parts(C), *parts(T), tuple(int(s) for s in C.shape))
+
+
+# ----------------------------------------------------------------------------
+# the kinds of X
+
+_JAX_SPARSE = (sparse.BCOO, sparse.BCSR, CSRMatrix)
+
+
+def is_scipy_sparse(X) -> bool:
+    """A ``scipy.sparse`` matrix or array (host side)."""
+    return sp.issparse(X)
+
+
+def is_bcoo(X) -> bool:
+    """A ``jax.experimental.sparse.BCOO``."""
+    return isinstance(X, sparse.BCOO)
+
+
+def is_csr(X) -> bool:
+    """A :class:`CSRMatrix`."""
+    return isinstance(X, CSRMatrix)
+
+
+def is_sparse(X) -> bool:
+    """Any sparse kind: scipy, BCOO, BCSR or :class:`CSRMatrix`."""
+    return isinstance(X, _JAX_SPARSE) or sp.issparse(X)
+
+
+def sparse_values(X):
+    """The stored values of a sparse ``X`` (``.data``), or ``X`` itself when dense."""
+    return X.data if is_sparse(X) else X
+
+
+def count_nonzero(X) -> int:
+    """Stored nonzeros of a sparse ``X``; nonzero entries of a dense one (host)."""
+    if sp.issparse(X):
+        return int(X.nnz)
+    if isinstance(X, _JAX_SPARSE):
+        return int(np.count_nonzero(np.asarray(X.data)))
+    return int(np.count_nonzero(np.asarray(X)))
+
+
+@functools.singledispatch
+def as_dense(X):
+    """``X`` as a dense array: numpy/JAX arrays (and tracers) unchanged, JAX sparse kinds by
+    ``todense()``, scipy ones by ``toarray()``."""
+    return X
+
+
+@as_dense.register(sparse.BCOO)
+@as_dense.register(sparse.BCSR)
+@as_dense.register(CSRMatrix)
+def _(X):
+    return X.todense()
+
+
+@as_dense.register(sp.spmatrix)
+def _(X):
+    return X.toarray()
+
+
+if hasattr(sp, "sparray"):                        # scipy >= 1.8 sparse arrays
+    as_dense.register(sp.sparray)(lambda X: X.toarray())
+
+
+@functools.singledispatch
+def matmul(X, W):
+    """``X W`` for a dense ``X`` at full precision (``Precision.HIGHEST``)."""
+    return jnp.matmul(X, W, precision=lax.Precision.HIGHEST)
+
+
+@matmul.register(sparse.BCOO)
+@matmul.register(sparse.BCSR)
+@matmul.register(CSRMatrix)
+def _(X, W):
+    return X @ W

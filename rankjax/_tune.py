@@ -26,10 +26,13 @@ import optax
 
 from ._checks import (as_float_array, check_count, check_flag, check_indices, check_lam,
                       check_matrix, indices_ok, is_concrete, kernel_plan, nan_unless)
-from ._cv import Folds, _over_folds, _resolve_folds, _woodbury_fold
-from ._graph import Graph, check_graph, check_problem, pairs_from_scores
+from ._folds import Folds, over_folds, resolve_folds
+from ._holdout import woodbury_fold
+from ._graph import Graph, check_graph, check_problem
+from ._graph_build import pairs_from_scores
 from ._kernels import Kernel, kernel_matrix
 from ._ridge import HI, dual_system, primal_system
+from ._sparse import as_dense
 
 __all__ = ["TuneResult", "cv_predictions", "cv_loss", "tune", "KERNELS", "LOSSES"]
 
@@ -60,7 +63,7 @@ def _check_data(X, y, graph, kernel="linear", what="tune"):
     X = check_matrix(X)
     if kernel != "linear" and X.ndim == 2:
         kernel_plan(X.shape[0], X.dtype, 12, what)
-    X, y = check_problem(X.todense() if hasattr(X, "todense") else X, y, graph)
+    X, y = check_problem(as_dense(X), y, graph)
     if y.ndim != 1:
         raise ValueError(f"y must be [m] (one output), got shape {y.shape}")
     return X, y
@@ -115,7 +118,7 @@ def cv_predictions(params, X, y, graph: Graph, folds: Folds, kernel: str = "line
         raise TypeError(f"folds must be a Folds (rankjax.make_folds), got {type(folds).__name__}")
     X, y = _check_data(X, y, graph, kernel, "cv_predictions")
     _check_params(params, kernel, X.shape[1])
-    folds = _resolve_folds(graph, folds, 0, X.shape[0])
+    folds = resolve_folds(graph, folds, 0, X.shape[0])
     return _predictions_core(params, X, y, graph, folds, kernel=kernel)
 
 
@@ -142,8 +145,8 @@ def _predictions(params, X, y, graph, folds, kernel):
         P = _tri_solve(C, system.root.apply(K)).T                      # K S C^{-T}  [m, m]
         F = jnp.matmul(P, _tri_solve(C, system.rhs), precision=HI)
     D = jnp.ones((1, P.shape[1]), P.dtype)
-    one = partial(_woodbury_fold, graph, Pfeat=P, D=D, lams=lam[None], F=F[None], y=y, K=K)
-    return _over_folds(folds, m, 1, P.shape[1], (1, m), P.dtype, lambda _: one)[0]
+    one = partial(woodbury_fold, graph, Pfeat=P, D=D, lams=lam[None], F=F[None], y=y, K=K)
+    return over_folds(folds, m, 1, P.shape[1], (1, m), P.dtype, lambda _: one)[0]
 
 
 def _pairwise(f, head, tail, weight, T):
@@ -186,7 +189,7 @@ def cv_loss(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear",
         raise TypeError(f"folds must be a Folds (rankjax.make_folds), got {type(folds).__name__}")
     X, y = _check_data(X, y, graph, kernel, "cv_loss (with its gradient)")
     _check_params(params, kernel, X.shape[1])
-    folds = _resolve_folds(graph, folds, 0, X.shape[0])
+    folds = resolve_folds(graph, folds, 0, X.shape[0])
     if loss == "pairwise":
         if pairs is None or len(pairs) != 3:
             raise ValueError("loss='pairwise' needs pairs=(head, tail, weight)")
@@ -286,7 +289,7 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
     check_lam(lam, scalar=True)
     check_lam(learning_rate, name="learning_rate", scalar=True)
     check_lam(temperature, name="temperature", scalar=True)
-    folds = _resolve_folds(graph, folds, seed, X.shape[0])
+    folds = resolve_folds(graph, folds, seed, X.shape[0])
     n = X.shape[1]
     dtype = X.dtype
     params = {"log_lam": jnp.asarray(np.log(lam), dtype)}

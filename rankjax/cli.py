@@ -29,6 +29,10 @@ import time
 
 import numpy as np
 
+from ._sparse import count_nonzero
+from .io.files import atomic_write
+from .io.models import is_weights
+
 
 class UsageError(Exception):
     """A problem with the command line or its files: one line, exit status 2."""
@@ -79,7 +83,7 @@ LEARNERS = ("rankrls", "rls", "ranksvm", "rankboost", "cg")
 
 
 def _version():
-    from . import __version__
+    from ._version import __version__
     return __version__
 
 
@@ -117,7 +121,7 @@ def _load(path, args, num_features=None, flag="--train"):
     from . import io
     t0 = time.time()
     d = io.read_svmlight(path, num_features=num_features)
-    nonzero = d.X.nnz if hasattr(d.X, "nnz") else np.count_nonzero(d.X)
+    nonzero = count_nonzero(d.X)
     if d.X.shape[0] and nonzero == 0:
         raise UsageError(f"{flag} {path}: no row has a nonzero feature (not an SVMlight/LETOR "
                          "file? a .query file goes beside its data file)")
@@ -128,7 +132,7 @@ def _load(path, args, num_features=None, flag="--train"):
 
 
 def _graph(args, qid, y):
-    from . import identity_graph, query_graph
+    from ._graph_build import identity_graph, query_graph
     if args.graph == "rls" or getattr(args, "learner", None) == "rls":
         return identity_graph(len(y))
     return query_graph(qid, y, normalized=args.graph == "normalized",
@@ -136,7 +140,8 @@ def _graph(args, qid, y):
 
 
 def _evaluate(scores, y, qid):
-    from . import mean_average_precision, ndcg, pairwise_error
+    from ._metrics import pairwise_error
+    from ._metrics_graded import mean_average_precision, ndcg
     out = {f"ndcg@{k}": float(ndcg(scores, y, qid, k=k)) for k in (1, 5, 10)}
     out["map"] = float(mean_average_precision(scores, y, qid))
     out["pairwise_accuracy"] = 1 - float(pairwise_error(scores, y, qid))
@@ -146,7 +151,11 @@ def _evaluate(scores, y, qid):
 def _select_lambda(X, y, qid, args, lams):
     """NDCG@10 on held-out training queries for every λ, from one eigh; with
     ``--folds`` by exact k-fold / leave-query-out over all training queries."""
-    from . import cross_validate, holdout_primal, make_folds, ndcg, rankrls_primal_path, select_lambda
+    from ._cv import cross_validate
+    from ._folds import make_folds
+    from ._holdout import holdout_primal
+    from ._metrics_graded import ndcg
+    from ._path import rankrls_primal_path, select_lambda
 
     if args.folds is not None:
         g = _graph(args, qid, y)
@@ -324,8 +333,7 @@ def _report(out, args):
     line = json.dumps(out)
     print(line, flush=True)
     if args.json:
-        from . import io
-        with io._atomic(args.json) as fh:
+        with atomic_write(args.json) as fh:
             fh.write(line + "\n")
 
 
@@ -335,7 +343,7 @@ def _warn(msg):
 
 def _predict_linear(weights, X):
     import jax.numpy as jnp
-    from . import LinearModel, predict
+    from ._rankrls import LinearModel, predict
     return predict(LinearModel(jnp.asarray(weights)), jnp.asarray(X))
 
 
@@ -409,7 +417,7 @@ def _use_loaded(args, t0):
     if isinstance(model, dict) and meta.get("learner") in estimators.__all__:
         est = estimators.load(args.load)
         n, score = est.n_features_in_, est.predict
-    elif hasattr(model, "shape"):          # weights saved by an older command line
+    elif is_weights(model):                # weights saved by an older command line
         n = model.shape[0]
         score = lambda X: np.asarray(_predict_linear(model, X))  # noqa: E731
     else:
@@ -429,13 +437,13 @@ def _use_loaded(args, t0):
         return 0
     text = "".join(f"{q}\t{i}\t{s:.8g}\n" for i, (q, s) in enumerate(zip(qid, scores)))
     if args.output:
-        with io._atomic(args.output) as fh:
+        with atomic_write(args.output) as fh:
             fh.write(text)
         _say(f"scored {len(scores)} rows of {args.predict} -> {args.output} (qid, row, score)")
     else:
         sys.stdout.write(text)
     if args.json:                            # the summary; stdout keeps only the scores
-        with io._atomic(args.json) as fh:
+        with atomic_write(args.json) as fh:
             fh.write(json.dumps({"rows": int(len(scores)), "queries": int(len(np.unique(qid))),
                                  "predict": args.predict, "output": args.output or "stdout",
                                  "seconds": round(time.time() - t0, 3)}) + "\n")

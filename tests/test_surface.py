@@ -631,7 +631,7 @@ TYPES = {"CGResult", "CSRMatrix", "CVResult", "DualModel", "DualPath", "Folds", 
          "RankLevels", "RankSVMKernelModel", "RankSVMResult", "RankingData", "Segments",
          "Selection", "StreamFit", "TuneResult", "ShardedData", "FalkonModel", "io.Dataset",
          "UnresolvedLambdaWarning"}
-CONSTANTS = {"AXIS", "BASIS_METHODS", "STOP_REASONS", "io", "io.MODEL_FORMAT",
+CONSTANTS = {"AXIS", "BASIS_METHODS", "STOP_REASONS", "io", "scale", "io.MODEL_FORMAT",
              "io.MODEL_VERSION"}   # data, no input
 
 

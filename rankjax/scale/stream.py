@@ -21,16 +21,16 @@ from typing import Callable, Iterable, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.sparse as sp
 
-from ._checks import as_float_array, check_flag, check_targets, segment_ids
-from ._cv import holdout_from_system
-from ._graph import query_graph
-from ._metrics import check_metric_options, metric_sign, pairwise_error
-from ._path import PrimalPath, Selection, check_lams, select_lambda
-from ._rankrls import path_scores
-from ._ridge import eigh_path, eigh_psd, primal_system
-from ._segments import bucket
+from .._checks import as_float_array, check_flag, check_targets, segment_ids
+from .._graph_build import query_graph
+from .._holdout import holdout_from_system
+from .._metrics import check_metric_options, metric_sign, pairwise_error
+from .._path import PrimalPath, Selection, check_lams, select_lambda
+from .._rankrls import path_scores
+from .._ridge import eigh_path, eigh_psd, primal_system
+from .._segments import bucket
+from .._sparse import as_dense
 
 __all__ = ["StreamFit", "rankrls_primal_stream"]
 
@@ -77,9 +77,7 @@ def _chunk(item, n, k, index):
     if not (isinstance(item, tuple) and len(item) == 3):
         raise TypeError(f"chunk {index} must be a tuple (X, y, qid), got {type(item).__name__}")
     X, y, qid = item
-    if sp.issparse(X):
-        X = X.toarray()
-    X = np.asarray(X)
+    X = np.asarray(as_dense(X))
     if X.ndim != 2 or X.shape[0] == 0:
         raise ValueError(f"chunk {index}: X must be a non-empty 2-D [rows, n], got shape {X.shape}")
     if X.dtype.kind not in "fiu":                # as rankrls_primal: no bool, text or complex

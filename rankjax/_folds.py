@@ -1,0 +1,152 @@
+"""Hold-out folds of whole queries (Pahikkala et al. 2009, §3.3): the :class:`Folds`
+value (padded index buckets of equal size, built once on the host) and the driver that
+runs a per-fold function over every bucket with ``lax.map`` (no Python loop over folds).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ._checks import check_seed, device_array, is_concrete, is_int, segment_ids
+from ._graph import Graph, check_graph
+from ._ridge import SMALL_SOLVE
+from ._segments import padded_size
+
+FOLD_BUDGET = 1 << 24          # elements of [L, P, P] work arrays per batch of folds
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class Folds:
+    """Hold-out folds as padded index buckets (built on the host by :func:`make_folds`).
+
+    Attributes:
+      index: tuple of ``[F_b, P_b]`` int32 row indices, one array per bucket of
+        folds padded to size ``P_b``; ``F_b`` is padded like the sizes (:func:`padded_size`) with
+        inert (all-masked) folds.
+      mask: tuple of ``[F_b, P_b]`` bool, False on padding.
+      fold_of_row: ``[m]`` int32 fold id of every row.
+      unit_of_row: ``[m]`` int32 query (or row) of every row: the graph the folds
+        were built for (checked by the hold-out functions).
+      num_rows: ``m`` (static).
+      num_folds: number of folds (static).
+    """
+
+    index: tuple
+    mask: tuple
+    fold_of_row: jax.Array
+    unit_of_row: jax.Array
+    num_rows: int = dataclasses.field(metadata=dict(static=True))
+    num_folds: int = dataclasses.field(metadata=dict(static=True))
+
+
+def make_folds(graph: Graph, folds=None, *, seed: int = 0) -> Folds:
+    """Builds the folds of a hold-out computation (host side).
+
+    Args:
+      graph: a :class:`QueryGraph` (folds are unions of whole queries) or an
+        :class:`IdentityGraph` (RLS; any rows).
+      folds: ``None`` — leave-query-out (leave-one-out for an identity graph);
+        an int ``k`` — k-fold over queries (rows for an identity graph), queries
+        shuffled with ``seed``; or an ``[m]`` integer array of fold ids per row
+        (every query must lie in one fold).
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> f = rj.make_folds(rj.query_graph(np.array([4, 4, 9, 7, 7, 7])))
+      >>> f.num_folds, [i.shape for i in f.index]
+      (3, [(1, 1), (1, 2), (1, 4)])
+    """
+    check_graph(graph)
+    f = build_folds(graph, folds, seed)
+    if f.num_folds < 2:               # one fold: every model would be trained on nothing
+        raise ValueError("a hold-out needs at least 2 folds, got one (every row in one fold): "
+                         "give the query ids (qid) of several queries, or more rows")
+    return f
+
+
+def build_folds(graph, folds, seed):
+    """:func:`make_folds` without the two-fold check (a device's local graph may hold one
+    query)."""
+    unit, n_units = graph.fold_units()
+    m = unit.shape[0]
+    if folds is None:
+        fold = unit
+    elif is_int(folds):
+        if not 2 <= folds <= n_units:
+            raise ValueError(f"folds must be between 2 and {n_units}, got {folds}")
+        perm = np.random.default_rng(check_seed(seed)).permutation(n_units)
+        unit_fold = np.empty(n_units, np.int64)
+        unit_fold[perm] = np.arange(n_units) % folds
+        fold = unit_fold[unit]
+    else:
+        f = np.asarray(folds)
+        if f.dtype.kind not in "iu" or f.shape != (m,):
+            raise ValueError(f"folds must be None, an int or an [{m}] integer array")
+        first = np.full(n_units, -1, np.int64)
+        first[unit[::-1]] = f[::-1]
+        if np.any(first[unit] != f):
+            raise ValueError("folds must keep every query in one fold")
+        fold = f
+    fold = segment_ids(fold, "folds").seg
+    order = np.argsort(fold, kind="stable")
+    sizes = np.bincount(fold)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    padded = padded_size(sizes)
+    index, mask = [], []
+    for P in np.unique(padded):
+        which = np.flatnonzero(padded == P)
+        which = np.concatenate([which, np.full(int(padded_size(which.size)) - which.size, -1)])
+        pos = np.arange(P)[None, :]
+        valid = (pos < sizes[which, None]) & (which[:, None] >= 0)
+        rows = order[np.where(valid, starts[which, None] + pos, 0)]
+        index.append(device_array(np.where(valid, rows, 0), jnp.int32))
+        mask.append(device_array(valid))
+    return Folds(tuple(index), tuple(mask), device_array(fold), device_array(unit, jnp.int32),
+                 int(m), int(sizes.shape[0]))
+
+
+def each_slice(f, *args):
+    """``f`` over the leading axis of ``args``, one slice at a time (``lax.map``)."""
+    return lax.map(lambda a: f(*a), args)
+
+
+def over_folds(folds: Folds, m, L, width, out_shape, dtype, fold_fn):
+    """Runs ``fold_fn(P)(idx, mask) -> [L, P(, k)]`` over every padded fold of size
+    ``P`` (``lax.map`` over batches of about ``FOLD_BUDGET / ((L + width) P^2)`` folds,
+    ``vmap`` inside; ``width`` = columns of the fold's feature block) and scatters
+    the predictions to ``[L, m(, k)]``."""
+    out = jnp.zeros(out_shape, dtype)
+    for idx_b, mask_b in zip(folds.index, folds.mask):
+        Fb, P = idx_b.shape
+        batch = max(1, min(Fb, FOLD_BUDGET // max(1, (L + width) * P * P)))
+        if P > min(width, SMALL_SOLVE):   # LAPACK per fold: unbatched (see symmetric_solve)
+            batch = 1
+        one_fold = fold_fn(P)
+        res = lax.map(lambda a: one_fold(*a), (idx_b, mask_b), batch_size=batch)  # [F, L, P(, k)]
+        res = jnp.moveaxis(res, 1, 0)                                   # [L, F, P(, k)]
+        flat_idx = jnp.where(mask_b, idx_b, m).reshape(-1)
+        vals = res.reshape((res.shape[0], -1) + res.shape[3:])
+        out = out.at[:, flat_idx].set(vals, mode="drop")
+    return out
+
+
+def resolve_folds(graph, folds, seed, m):
+    if not isinstance(folds, Folds):
+        return make_folds(graph, folds, seed=seed)
+    if folds.num_rows != m:
+        raise ValueError(f"folds were built for {folds.num_rows} rows but the data has {m}")
+    if not is_concrete(folds.unit_of_row):
+        return folds
+    try:
+        unit, _ = graph.fold_units()
+    except TypeError:                 # a traced graph (under the caller's jit): not checkable
+        return folds
+    if not np.array_equal(np.asarray(folds.unit_of_row), unit):
+        raise ValueError("folds were built for another graph (its queries differ): "
+                         "build them with make_folds(graph)")
+    return folds

@@ -1,0 +1,279 @@
+"""Exact leave-query-out / k-fold hold-out predictions (Pahikkala et al. 2009, §3.3,
+eq. 33-34, Lemma 2) for a whole λ grid from one decomposition.
+
+With ``H = (L + λ K^{-1})^{-1}`` (primal: ``H = X (X^T L X + λ I)^{-1} X^T``) and
+full-data fitted values ``f``, a fold ``U`` of whole queries (no edge to the rest)
+and any factor ``L_UU = B B^T``: ``t = f_U - H_UU L_UU y_U``,
+``f'_U = t + H_UU B (I - B^T H_UU B)^{-1} B^T t``. Only ``H_UU`` is needed: O(|U|^2 r)
+per fold and λ.
+"""
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+
+from ._checks import check_gram, check_matrix, check_memory, lam_ok, nan_unless
+from ._folds import Folds, each_slice, over_folds, resolve_folds
+from ._graph import Graph, check_graph, check_problem
+from ._kernels import Kernel
+from ._nystrom import cholesky_features, padded_basis
+from ._path import check_lams, check_spectrum
+from ._rankrls import check_kernel_matrix
+from ._ridge import (
+    HI,
+    SMALL_SOLVE,
+    dual_system,
+    eigh_path,
+    eigh_psd,
+    eigh_psd_checked,
+    lam_floor,
+    primal_system,
+    psd_ok,
+    spectral_filter,
+    symmetric_solve,
+    tdot,
+)
+from ._sparse import as_dense
+
+
+class HoldOut(NamedTuple):
+    """Hold-out predictions: ``predictions [L, m(, k)]`` — row ``i`` predicted by
+    the model trained without ``i``'s fold — for the grid ``lams [L]``."""
+
+    lams: jax.Array
+    predictions: jax.Array
+    folds: Folds
+
+
+def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
+    """Eq. 33-34 for one padded fold: ``H_UU = P_U diag(d) P_U^T`` (primal) or
+    ``(K_UU - P_U diag(d) P_U^T) / λ`` (dual); O(|U|^2 r + |U|^3) per λ."""
+    dtype = Pfeat.dtype
+    mf = mask.astype(dtype)
+    Pu = Pfeat[idx] * mf[:, None]
+    B = graph.block_root(idx, mask, dtype)
+    yu = y[idx] * mf.reshape(mf.shape + (1,) * (y.ndim - 1))
+    Ly = B @ tdot(B, yu)
+    Kuu = None if K is None else K[idx[:, None], idx[None, :]] * (mf[:, None] * mf[None, :])
+    eye = jnp.eye(idx.shape[0], dtype=dtype)
+
+    # every λ's H_UU from one product with the shared D (one GEMM across vmapped folds):
+    # H_l[p, q] = sum_r (P_pr P_qr) d_lr
+    Hs = jnp.einsum("pr,lr,qr->lpq", Pu, D, Pu, precision=HI)
+
+    def per_lam(H, lam, fu):
+        if Kuu is not None:
+            H = (Kuu - H) / lam
+        HB = jnp.matmul(H, B, precision=HI)
+        t = fu - jnp.matmul(H, Ly, precision=HI)
+        M = eye - jnp.matmul(B.T, HB, precision=HI)
+        return t + jnp.matmul(HB, symmetric_solve(M, tdot(B, t)), precision=HI)
+
+    # large folds: one λ at a time, so LAPACK gets unbatched calls (see symmetric_solve)
+    over_lams = jax.vmap(per_lam) if idx.shape[0] <= SMALL_SOLVE else partial(each_slice, per_lam)
+    return over_lams(Hs, lams, F[:, idx])                      # [L, P(, k)]
+
+
+def _refit_fold(graph, idx, mask, X, G, b, y, lams):
+    """Primal retraining without a large fold in feature space: ``G - X_U^T L_UU X_U``,
+    ``b - X_U^T L_UU y_U``, one ``eigh`` of ``n x n``; O(|U|^2 n + n^3) per fold."""
+    dtype = X.dtype
+    mf = mask.astype(dtype)
+    B = graph.block_root(idx, mask, dtype)
+    Xu = X[idx] * mf[:, None]
+    Zu = tdot(B, Xu)
+    yu = y[idx] * mf.reshape(mf.shape + (1,) * (y.ndim - 1))
+    eig = eigh_psd(G - jnp.matmul(Zu.T, Zu, precision=HI))
+    c = tdot(eig.vectors, b - tdot(Zu, tdot(B, yu)))
+    XV = jnp.matmul(Xu, eig.vectors, precision=HI)
+
+    def per_lam(lam):
+        d = spectral_filter(eig.values, lam)
+        return jnp.matmul(XV, c * d.reshape(d.shape + (1,) * (c.ndim - 1)), precision=HI)
+
+    return jax.vmap(per_lam)(lams)
+
+
+def _check_holdout(X, y, graph, lams, folds, seed, name="X"):
+    check_graph(graph)
+    if not graph.takes_labels:
+        graph.fold_units()            # raises: preference edges may cross any split
+    X, y = check_problem(X, y, graph, name)
+    folds = resolve_folds(graph, folds, seed, X.shape[0])
+    return X, y, check_lams(lams).astype(X.dtype), folds
+
+
+@jax.jit
+def _holdout_primal_core(X, y, graph, lams, folds):
+    G, b = primal_system(X, y, graph)
+    return nan_unless(lam_ok(lams), holdout_from_system(X, y, graph, lams, folds, G, b))
+
+
+def holdout_from_system(X, y, graph, lams, folds, G, b, right=None, eig=None):
+    # ``right``: None, a matrix ``[n, r]``, or ``("chol", C)`` for ``C^{-T}`` (lower ``C``)
+    """Eq. 33-34 hold-out predictions ``[L, m(, k)]`` of the rows ``X`` (whole queries of
+    ``graph``) when the full training system ``(G, b) = (X^T L X, X^T L y)`` may include
+    further rows elsewhere (other devices, other chunks): no edge leaves a query, so a
+    fold needs only its own rows and the global system. With ``right [n, r]`` the
+    features are ``X right`` (never formed whole: ``X (right V)``; Nyström)."""
+    m = X.shape[0]
+    n = G.shape[0]
+    eig = eigh_psd(G) if eig is None else eig
+    chol = isinstance(right, tuple)
+    if right is None:
+        V = eig.vectors
+    elif chol:
+        V = jax.scipy.linalg.solve_triangular(right[1], eig.vectors, lower=True, trans=1)
+    else:
+        V = jnp.matmul(right, eig.vectors, precision=HI)
+    Pf = jnp.matmul(X, V, precision=HI)                            # [m, n]
+    c = tdot(eig.vectors, b)                                       # [n(, k)]
+    D = spectral_filter(eig.values[None, :], lams[:, None])        # [L, n]
+    F = jnp.einsum("mr,lr...->lm...", Pf, D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None],
+                   precision=HI)
+
+    def fold_fn(P):
+        if P > n:
+            feats = (X if right is None else
+                     jax.scipy.linalg.solve_triangular(right[1], X.T, lower=True).T if chol else
+                     jnp.matmul(X, right, precision=HI))
+            return partial(_refit_fold, graph, X=feats, G=G, b=b, y=y, lams=lams)
+        return partial(woodbury_fold, graph, Pfeat=Pf, D=D, lams=lams, F=F, y=y, K=None)
+
+    return over_folds(folds, m, lams.shape[0], n, F.shape, X.dtype, fold_fn)
+
+
+def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> HoldOut:
+    """Leave-query-out / k-fold hold-out predictions of primal RankRLS (or RLS with an
+    identity graph) for a λ grid, from one eigendecomposition of ``X^T L X``
+    (Pahikkala et al. 2009, §3.3, eq. 33-34).
+
+    Folds smaller than the number of features use eq. 33 with
+    ``H = X (X^T L X + λ I)^{-1} X^T = P diag(1/(Λ+λ)) P^T``, ``P = X V``; larger
+    folds (k-fold) retrain in feature space, ``eigh(X^T L X - X_U^T L_UU X_U)``.
+    Both equal retraining without the fold.
+
+    Args:
+      X: ``[m, n]`` (dense).
+      y: ``[m]`` or ``[m, k]``.
+      graph: :class:`QueryGraph` or :class:`IdentityGraph`.
+      lams: ``[L]`` λ grid (traced).
+      folds: see :func:`make_folds`, or a prebuilt :class:`Folds` of this graph
+        (needed under jit).
+
+    Returns:
+      :class:`HoldOut` with ``predictions [L, m(, k)]``.
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> d = rj.make_ranking_data(12, num_features=4, seed=0)
+      >>> h = rj.holdout_primal(d.X, d.y, rj.query_graph(d.qid), lams=[0.1, 10.])
+      >>> h.predictions.shape == (2, len(d.y))
+      True
+    """
+    X, y, lams, folds = _check_holdout(X, y, graph, lams, folds, seed)
+    check_gram(X)
+    X = as_dense(X)
+    return HoldOut(lams, _holdout_primal_core(X, y, graph, lams, folds), folds)
+
+
+@jax.jit
+def _holdout_dual_core(K, y, graph, lams, folds):
+    system = dual_system(K, y, graph)
+    eig, low, high = eigh_psd_checked(system.G)
+    psd = psd_ok(low, high, K.shape[0], K.dtype)
+    floor = lam_floor(high, K.dtype, "holdout")
+    KSU = jnp.matmul(K, system.root.apply(eig.vectors), precision=HI)    # [m, m]
+    c = tdot(eig.vectors, system.rhs)
+    D = spectral_filter(eig.values[None, :], lams[:, None])
+    F = jnp.einsum("mr,lr...->lm...", KSU, D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None],
+                   precision=HI)
+    one = partial(woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=K)
+    m = K.shape[0]
+    ok = lam_ok(lams) & psd & (lams >= floor)
+    return (nan_unless(ok, over_folds(folds, m, lams.shape[0], m, F.shape, K.dtype, lambda P: one)),
+            (psd, low, high, floor))
+
+
+def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> HoldOut:
+    """Leave-query-out / k-fold hold-out predictions of dual (kernel) RankRLS for a λ
+    grid, from one eigendecomposition of ``S K S`` (Pahikkala et al. 2009, §3.3,
+    eq. 33-34, Lemma 2).
+
+    ``H = (L + λ K^{-1})^{-1} = (K - K S U diag(1/(Γ+λ)) U^T S K) / λ``; each fold
+    needs only its block ``H_UU``: O(|U|^2 m + |U|^3) per fold and λ.
+
+    Precision: ``H`` is a cancellation divided by λ. A λ below ``3000 eps max Γ``
+    (:data:`~rankjax._ridge.RESOLVE_RTOL`; ``3.6e-4 max Γ`` in float32) gives a NaN lane
+    and an :class:`UnresolvedLambdaWarning`; above it float32 agrees with float64 to ~1 %.
+
+    Args:
+      K: ``[m, m]`` kernel matrix.
+      y, graph, lams, folds: as in :func:`holdout_primal`.
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> d = rj.make_ranking_data(12, num_features=4, seed=0)
+      >>> K = rj.kernel_matrix(rj.gaussian_kernel(0.3), d.X)
+      >>> rj.holdout_dual(K, d.y, rj.query_graph(d.qid), lams=[1.]).predictions.shape[0]
+      1
+    """
+    K, _ = check_kernel_matrix(K, y, graph, count=6, what="holdout_dual")
+    K, y, lams, folds = _check_holdout(K, y, graph, lams, folds, seed, "K")
+    pred, flags = _holdout_dual_core(K, y, graph, lams, folds)
+    check_spectrum(flags, lams, "holdout_dual")
+    return HoldOut(lams, pred, folds)
+
+
+def holdout_nystrom(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=None,
+                    seed: int = 0, block_size: Optional[int] = None) -> HoldOut:
+    """Hold-out predictions of Nyström (basis-vector) RankRLS (Pahikkala et al. 2009,
+    §3.5 with §3.3): the primal hold-out (eq. 33-34) on the Nyström features
+    ``Φ = K_mR C^{-T}`` (``C C^T = K_RR + ε I``, ``ε`` a rounding-level jitter, as
+    :func:`rankrls_falkon`) of the basis rows (``basis``: indices, e.g. from
+    :func:`nystrom_basis`, or an int to draw that many rows uniformly with ``seed``),
+    for the whole λ grid from one eigendecomposition of ``Φ^T L Φ`` (``b x b``). The
+    basis stays fixed across folds, as in the paper. O(m b^2) time, O(m b) memory.
+
+    The basis is padded to a size bucket with masked rows and the kernel parameters
+    are traced: another γ, or another basis size in the same bucket, compiles nothing.
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> d = rj.make_ranking_data(12, num_features=4, seed=0)
+      >>> h = rj.holdout_nystrom(d.X, d.y, rj.query_graph(d.qid), lams=[1.],
+      ...                        kernel=rj.gaussian_kernel(0.3), basis=20)
+      >>> h.predictions.shape == (1, len(d.y))
+      True
+    """
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"kernel must be a rankjax Kernel, got {type(kernel).__name__}")
+    X, y, lams, folds = _check_holdout(check_matrix(X), y, graph, lams, folds, seed)
+    X = as_dense(X)
+    _, XR, rmask = padded_basis(X, basis, seed)
+    check_memory(4 * X.shape[0] * XR.shape[0] * X.dtype.itemsize,
+                 f"the Nyström hold-out ({X.shape[0]} rows x {XR.shape[0]} basis rows)",
+                 "use a smaller basis or rankrls_falkon (row blocks)")
+    return HoldOut(lams, nystrom_holdout_core(X, XR, rmask, y, graph, lams, folds, kernel,
+                                              block_size)[0], folds)
+
+
+@partial(jax.jit, static_argnames="block_size")
+def nystrom_holdout_core(X, XR, rmask, y, graph, lams, folds, kernel, block_size):
+    """``(predictions [L, m(, k)], coef [L, b_pad(, k)])``: the hold-out and the full-data
+    basis coefficients of every λ from one ``eigh`` of ``Φ^T L Φ`` (``b x b``), with
+    ``Φ = K_mR C^{-T}`` never formed (``G = C^{-1} (K_Rm L K_mR) C^{-T}``)."""
+    KRt, C = cholesky_features(X, XR, rmask, kernel, block_size)
+    GK, bK = primal_system(KRt, y, graph)
+    tri = partial(jax.scipy.linalg.solve_triangular, C, lower=True)
+    G = tri(tri(GK).T)                                      # C^{-1} GK C^{-T}
+    b = tri(bK)
+    eig = eigh_psd((G + G.T) / 2)
+    W = eigh_path(eig, b, lams)                             # [L, r(, k)]
+    Wr = jnp.moveaxis(W, 1, 0)                              # [r, L(, k)]
+    coef = jnp.moveaxis(tri(Wr.reshape(Wr.shape[0], -1), trans=1).reshape(Wr.shape), 0, 1)
+    pred = holdout_from_system(KRt, y, graph, lams, folds, G, b, right=("chol", C), eig=eig)
+    return nan_unless(lam_ok(lams), (pred, coef))

@@ -1,0 +1,44 @@
+"""scikit-learn style estimators: thin classes over the public functions.
+
+``fit(X, y, qid=None)``, ``predict(X)``, ``score(X, y, qid=None)`` (NDCG@10),
+``get_params`` / ``set_params``, ``save(path)`` / :func:`load`. scikit-learn is
+optional: with it installed the classes are ``BaseEstimator`` subclasses (clone,
+``GridSearchCV``, pipelines, metadata routing of ``qid``); without it they keep
+the same methods.
+
+Inputs: dense numpy/JAX arrays, ``scipy.sparse`` matrices, BCOO, pandas
+DataFrames (feature names are kept; a column named ``qid`` is taken as the
+query ids when ``qid`` is not given, as XGBoost's ranker does). Query ids may be
+integers, strings or categories. ``fit`` needs the queries, as LightGBM's and
+XGBoost's rankers: ``qid`` (an id per row) or ``group`` (query sizes in row order);
+for one query over all rows pass ``qid=np.zeros(len(X))``. (RLS regression,
+``RankRLS(graph="identity")``, needs none.)
+
+Kernel estimators default to ``gamma="scale"``: ``1 / (n_features * X.var())`` of the
+training rows, as scikit-learn's SVC (``"auto"``: ``1 / n_features``); the value used
+is ``gamma_`` after ``fit``.
+
+Under ``GridSearchCV`` ``qid`` reaches ``fit`` as a fit parameter and reaches
+``score`` only with metadata routing on
+(``sklearn.set_config(enable_metadata_routing=True)``; the estimators request
+``qid`` by default) or as a DataFrame column; otherwise ``score`` warns that it
+ranks all rows as one query.
+
+Example:
+  >>> import numpy as np, rankjax as rj
+  >>> from rankjax.estimators import RankRLS
+  >>> d = rj.make_ranking_data(20, num_features=5, seed=0)
+  >>> model = RankRLS(lam=1.0).fit(d.X, d.y, qid=d.qid)
+  >>> model.predict(d.X[:3]).shape, round(model.score(d.X, d.y, qid=d.qid), 2) > 0.5
+  ((3,), True)
+"""
+from .base import ESTIMATORS as ESTIMATORS
+from .base import load as load
+from .iterative import CGRankRLS as CGRankRLS
+from .iterative import KPCRank as KPCRank
+from .iterative import RankBoost as RankBoost
+from .iterative import RankSVM as RankSVM
+from .rankrls import RankRLS as RankRLS
+from .rankrls import RankRLSCV as RankRLSCV
+
+__all__ = ["RankRLS", "RankRLSCV", "CGRankRLS", "RankSVM", "KPCRank", "RankBoost", "load"]

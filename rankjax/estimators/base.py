@@ -1,0 +1,443 @@
+"""The estimators' shared base (:class:`Ranker`): input handling (arrays, sparse,
+pandas, query ids or group sizes), evaluation sets, prediction, scoring (NDCG@10),
+persistence (one model format, :func:`load`) and the kernel defaults.
+"""
+from __future__ import annotations
+
+import inspect
+import sys
+import warnings
+
+import jax
+import numpy as np
+import scipy.sparse as sp
+
+from .. import _kernels, _metrics_graded, _path, _rankrls, io
+from .._checks import Segments, check_count, check_matrix, check_targets, is_int, segment_ids
+from .._graph_build import query_graph
+from .._sparse import as_dense, is_bcoo, is_scipy_sparse, is_sparse
+from ..io.groups import qid_from_sizes
+
+try:                                            # scikit-learn is an optional extra
+    from sklearn.base import BaseEstimator as _Base
+    from sklearn.exceptions import NotFittedError as _NotFitted
+except ImportError:                             # pragma: no cover - exercised without sklearn
+    class _NotFitted(ValueError, AttributeError):
+        pass
+
+    class _Base:
+        @classmethod
+        def _get_param_names(cls):
+            sig = inspect.signature(cls.__init__)
+            return sorted(p for p in sig.parameters if p != "self")
+
+        def get_params(self, deep=True):
+            return {k: getattr(self, k) for k in self._get_param_names()}
+
+        def set_params(self, **params):
+            for k, v in params.items():
+                if k not in self._get_param_names():
+                    raise ValueError(f"invalid parameter {k!r} for {type(self).__name__}")
+                setattr(self, k, v)
+            return self
+
+        def __repr__(self):
+            args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+            return f"{type(self).__name__}({args})"
+
+
+def is_frame(X):
+    return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "to_numpy")
+
+
+def split_frame(X, qid):
+    """A DataFrame's ``qid`` column (when ``qid`` is not given) and its feature names."""
+    if not is_frame(X):
+        return X, qid, None
+    if qid is None and "qid" in X.columns:
+        qid, X = X["qid"].to_numpy(), X.drop(columns="qid")
+    names = [str(c) for c in X.columns]
+    try:
+        values = X.to_numpy(dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"X: every DataFrame column must be numeric ({e})") from None
+    return values, qid, names
+
+
+def as_matrix(X):
+    """Dense numpy, or CSR for scipy.sparse / BCOO input (converted once)."""
+    if getattr(X, "dtype", None) is not None and np.issubdtype(X.dtype, np.complexfloating):
+        raise ValueError("Complex data not supported: X must be real")
+    if is_scipy_sparse(X):
+        return sp.csr_matrix(X, dtype=np.float64 if X.dtype.kind != "f" else X.dtype)
+    if is_bcoo(X):
+        return X
+    if isinstance(X, jax.Array):
+        return X
+    X = np.asarray(X)
+    if X.dtype == object:
+        try:
+            X = X.astype(np.float64)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"X: argument must be a string or a number ({e})") from None
+    elif np.issubdtype(X.dtype, np.complexfloating):
+        raise ValueError("Complex data not supported: X must be real")
+    return X
+
+
+GAMMAS = ("scale", "auto")
+"""The data-scaled values of a kernel estimator's ``gamma``."""
+
+
+def gamma_value(gamma, X):
+    """``gamma`` as a number: ``"scale"`` is ``1 / (n * var(X))`` over every entry of the
+    training rows (1 when X is constant), ``"auto"`` is ``1 / n``."""
+    if not isinstance(gamma, str):
+        return gamma
+    if gamma not in GAMMAS:
+        raise ValueError(f"gamma must be a positive number, 'scale' or 'auto', got {gamma!r}")
+    n = X.shape[1]
+    if gamma == "auto":
+        return 1.0 / n
+    if is_scipy_sparse(X):
+        mean = X.sum() / (X.shape[0] * n)
+        var = X.multiply(X).sum() / (X.shape[0] * n) - mean ** 2
+    else:
+        var = float(jax.numpy.var(jax.numpy.asarray(as_dense(X), dtype=float)))
+    return 1.0 / (n * var) if var > 0 and np.isfinite(var) else 1.0
+
+
+def make_kernel(kind, gamma, degree, coef0):
+    if kind is None or kind == "linear":
+        return None
+    if isinstance(kind, _kernels.Kernel):
+        return kind
+    if kind == "gaussian" or kind == "rbf":
+        return _kernels.gaussian_kernel(gamma)
+    if kind == "polynomial" or kind == "poly":
+        return _kernels.polynomial_kernel(degree, gamma, coef0)
+    raise ValueError(f"kernel must be None, 'linear', 'gaussian', 'polynomial' or a Kernel, "
+                     f"got {kind!r}")
+
+
+AUTO_BASIS_ROWS = 5000
+"""Above this many training rows a kernel estimator with ``basis="auto"`` switches from
+the exact kernel (``m x m`` matrices, O(m^3)) to a Nyström basis of
+:data:`AUTO_BASIS_SIZE` rows (O(m b^2) time, O(m b) memory)."""
+
+
+AUTO_BASIS_SIZE = 2000
+
+
+def basis_size(basis, kernel, m: int):
+    """The Nyström basis size an estimator uses, or None for the exact kernel / linear."""
+    if kernel is None or kernel == "linear":
+        if basis not in (None, "auto"):
+            raise ValueError("basis is used with a kernel (kernel='gaussian', ...), not the linear model")
+        return None
+    if basis == "auto":
+        return min(AUTO_BASIS_SIZE, m) if m > AUTO_BASIS_ROWS else None
+    if basis is None:
+        return None
+    if not is_int(basis) or basis < 1:
+        raise ValueError(f"basis must be 'auto', None or a positive int, got {basis!r}")
+    return min(int(basis), m)
+
+
+def sizes_to_qid(qid, group, m: int, names=("qid", "group")):
+    """``qid``, or the query ids of LightGBM-style ``group`` sizes (rows in query
+    order); giving both is an error, and the sizes must add up to the ``m`` rows."""
+    if group is None:
+        return qid
+    if qid is not None:
+        raise ValueError(f"pass {names[0]} or {names[1]}, not both")
+    qid = qid_from_sizes(group.to_numpy() if hasattr(group, "to_numpy") else group, names[1])
+    if qid.shape[0] != m:
+        raise ValueError(f"{names[1]}: the query sizes add up to {qid.shape[0]} rows but X has {m}")
+    return qid
+
+
+def one_eval_set(eval_set, eval_qid, eval_group):
+    """``(X, y)``, or XGBoost/LightGBM's list of one such pair with ``eval_qid`` /
+    ``eval_group`` as lists of one array."""
+    def one(v):
+        return v[0] if isinstance(v, (list, tuple)) and len(v) == 1 and np.ndim(v[0]) == 1 else v
+    if isinstance(eval_set, list) and len(eval_set) > 1 and all(
+            isinstance(e, tuple) and len(e) == 2 for e in eval_set):
+        raise ValueError(f"eval_set: early stopping follows one evaluation set, got {len(eval_set)}")
+    if isinstance(eval_set, list) and len(eval_set) == 1:
+        eval_set, eval_qid, eval_group = eval_set[0], one(eval_qid), one(eval_group)
+    if not (isinstance(eval_set, (list, tuple)) and len(eval_set) == 2):
+        raise ValueError("eval_set must be one pair (X_valid, y_valid) or a list of one such "
+                         f"pair, got {type(eval_set).__name__}"
+                         + (f" of {len(eval_set)}" if isinstance(eval_set, (list, tuple)) else ""))
+    return eval_set, eval_qid, eval_group
+
+
+ESTIMATORS: dict = {}
+"""Estimator classes by name (filled as they are defined), for :func:`load`."""
+
+
+QUERY_COLUMNS = ("query_id", "queryid", "query", "group", "group_id", "qid_", "query id")
+
+
+class Ranker(_Base):
+    """Shared input handling, prediction, scoring and persistence.
+
+    Queries are given as ``qid`` (a query id per row, as XGBoost and SVMlight) or as
+    ``group`` (query sizes in row order, as LightGBM), never both."""
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        ESTIMATORS[cls.__name__] = cls            # load() finds the class of a file here
+
+    __metadata_request__fit = {"qid": True}       # group sizes are not per-row: never
+    __metadata_request__score = {"qid": True,     # routed by a meta-estimator (use qid)
+                                 "sample_weight": True}
+
+    def _fit_kernel(self, X):
+        """The kernel of this fit, with ``gamma`` (``"scale"``, ``"auto"`` or a number)
+        resolved on the training rows into ``gamma_``; None for the linear model."""
+        if self.kernel in (None, "linear") or isinstance(self.kernel, _kernels.Kernel):
+            return make_kernel(self.kernel, None, self.degree, self.coef0)
+        kern = make_kernel(self.kernel, gamma_value(self.gamma, X), self.degree, self.coef0)
+        self.gamma_ = float(kern.gamma)
+        return kern
+
+    def _eval_data(self, eval_set, eval_qid, eval_group):
+        """``(X_valid, y_valid, seg_valid)`` of a LightGBM/XGBoost-style evaluation set."""
+        (Xv, yv), eval_qid, eval_group = one_eval_set(eval_set, eval_qid, eval_group)
+        return self._inputs(Xv, yv, eval_qid, fit=False, need_model=False, group=eval_group,
+                            query_args=("eval_qid", "eval_group"), need_queries=True)[:3]
+
+    def _eval_sequence(self, scores, yv, segv):
+        """Scores ``[T, m_v]`` of the ``T`` successive models (rounds, components, ...) on
+        the evaluation set: sets ``evals_result_`` (LightGBM's layout,
+        ``{"valid_0": {"ndcg@k": [...]}}``), ``best_iteration_`` (how many steps the kept
+        model has) and ``best_score_``, stopping after ``early_stopping_rounds`` steps
+        without improvement; prints the scores on stderr with ``verbose``. Returns
+        ``best_iteration_``."""
+        k = getattr(self, "score_k", 10)
+        T = scores.shape[0]
+        vals = np.asarray(_path.select_lambda(np.arange(1.0, T + 1), scores, yv, segv,
+                                              metric=_metrics_graded.ndcg, k=k).table, dtype=float)
+        rounds = self.early_stopping_rounds
+        if rounds is not None:
+            rounds = check_count(rounds, "early_stopping_rounds")
+        key = nan_last(vals)
+        best, stop = 0, T
+        for t in range(T):
+            if key[t] > key[best]:
+                best = t
+            elif rounds is not None and t - best >= rounds:
+                stop = t + 1
+                break
+        self._report(vals[:stop], first=1)
+        self.best_iteration_ = best + 1
+        self.best_score_ = float(vals[best])
+        return best + 1
+
+    def _report(self, vals, first=0, show=True):
+        """``evals_result_`` (LightGBM's layout) of the per-step scores ``vals``, printed on
+        stderr with ``verbose`` (step numbers from ``first``)."""
+        name = f"ndcg@{getattr(self, 'score_k', 10)}"
+        every = verbose_every(getattr(self, "verbose", False)) if show else 0
+        for t, v in enumerate(vals):
+            if every and ((t + first) % every == 0 or t == len(vals) - 1):
+                print(f"[{t + first}]\tvalid_0's {name}: {v:.6g}", file=sys.stderr)
+        self.evals_result_ = {"valid_0": {name: np.asarray(vals, float).tolist()}}
+
+    def _needs_queries(self):
+        return getattr(self, "graph", "query") != "identity"
+
+    def _inputs(self, X, y, qid, fit: bool, need_model: bool = True, group=None,
+                query_args=("qid", "group"), need_queries: bool = False):
+        if group is not None and qid is None and is_frame(X) and "qid" in X.columns:
+            raise ValueError(f"pass {query_args[0]} or {query_args[1]}, not both (X has a 'qid' "
+                             "column)")
+        if need_queries and qid is None and group is None and self._needs_queries() and not (
+                is_frame(X) and "qid" in X.columns):
+            hint = [c for c in getattr(X, "columns", ()) if str(c).lower() in QUERY_COLUMNS]
+            raise ValueError(
+                f"{type(self).__name__}.fit needs the queries: pass {query_args[0]}= (a query id "
+                f"per row) or {query_args[1]}= (query sizes in row order); for one query over "
+                "all rows pass qid=np.zeros(len(X))"
+                + (f". X has a column {hint[0]!r}: pass {query_args[0]}=X.pop({hint[0]!r})"
+                   if hint else ""))
+        X, qid, names = split_frame(X, qid)
+        X = as_matrix(X)
+        if getattr(X, "ndim", 2) != 2:
+            raise ValueError(f"X must be 2-D [m, n], got shape {np.shape(X)}; Reshape your data "
+                             "(X.reshape(-1, 1) for one feature, X.reshape(1, -1) for one row)")
+        m, n = X.shape
+        if m == 0 or n == 0:
+            raise ValueError(f"0 {'sample' if m == 0 else 'feature'}(s) (shape={(m, n)}) while a "
+                             "minimum of 1 is required.")
+        if not is_sparse(X):
+            X = check_matrix(X)              # checked once: the device array passes through
+        if fit:
+            self.__dict__.pop("gamma_", None)          # set again by a kernel fit
+            self.n_features_in_ = n
+            if names is not None:
+                self.feature_names_in_ = np.asarray(names, dtype=object)
+            elif hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        else:
+            if need_model:
+                self._check_fitted()
+            if n != self.n_features_in_:
+                what = "the eval_set's X" if query_args[0] == "eval_qid" else "X"
+                raise ValueError(f"{what} has {n} features, but {type(self).__name__} is expecting "
+                                 f"{self.n_features_in_} features as input")
+            fitted = getattr(self, "feature_names_in_", None)
+            if names is not None and fitted is not None and list(fitted) != names:
+                raise ValueError("X has other feature names than those seen in fit")
+        if y is not None:
+            y = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
+            if np.issubdtype(y.dtype, np.complexfloating):
+                raise ValueError("Complex data not supported: y must be real")
+            if y.dtype.kind in "USV":                 # numpy would parse "2" silently
+                raise TypeError(f"y must hold numbers (relevance labels), got dtype {y.dtype}")
+            try:
+                y = y.astype(np.float64)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"y must hold numbers (relevance labels) ({e})") from None
+            if y.ndim != 1 or y.shape[0] != m:
+                raise ValueError(f"y must have shape [{m}], got {y.shape}")
+            y = check_targets(y, m)          # checked once: the device array passes through
+        qid = sizes_to_qid(qid, group, m, query_args)
+        # the queries are remapped once, here: a Segments passes through every call below
+        seg = (Segments(np.zeros(m, np.int32), 1, np.zeros(1, np.int32)) if qid is None else
+               segment_ids(qid.to_numpy() if hasattr(qid, "to_numpy") else qid))
+        if seg.seg.shape[0] != m:
+            raise ValueError(f"qid has {seg.seg.shape[0]} rows but X has {m}")
+        return X, y, seg, qid is not None
+
+    def _check_fitted(self):
+        if not hasattr(self, "model_"):
+            raise _NotFitted(f"this {type(self).__name__} is not fitted yet: call fit first")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def _graph(self, seg, y):
+        return query_graph(seg, y, normalized=getattr(self, "normalized", True),
+                           exclude_ties=getattr(self, "exclude_ties", False))
+
+    def predict(self, X):
+        """Scores ``[m]`` of new rows (higher ranks first)."""
+        X, _, _, _ = self._inputs(X, None, None, fit=False)
+        return np.asarray(self._scores(X))
+
+    def _scores(self, X):
+        return _rankrls.predict(self.model_, X)
+
+    def score(self, X, y, qid=None, *, group=None, sample_weight=None):
+        """Mean NDCG@``score_k`` over the queries of ``(X, y, qid)`` (or ``group``
+        sizes; neither: one query, with a warning when the model was fitted on several).
+        ``sample_weight`` (per row, constant within a query) weights the queries."""
+        X, y, seg, given = self._inputs(X, y, qid, fit=False, group=group)
+        if not given and getattr(self, "num_queries_", 1) > 1:
+            warnings.warn(f"{type(self).__name__}.score got no qid: all rows are ranked as one "
+                          "query; pass qid (with scikit-learn: enable metadata routing)",
+                          UserWarning, stacklevel=2)
+        f = self._scores(X)
+        k = getattr(self, "score_k", 10)
+        if sample_weight is None:
+            return float(_metrics_graded.ndcg(f, y, seg, k=k))
+        w = query_weights(sample_weight, seg)
+        pq = _metrics_graded.ndcg(f, y, seg, k=k, per_query=True)
+        valid = np.asarray(pq.valid) & (w > 0)
+        if not valid.any():
+            return float("nan")
+        return float(np.sum(np.asarray(pq.values)[valid] * w[valid]) / np.sum(w[valid]))
+
+    def _finish_fit(self, seg):
+        self.num_queries_ = seg.num_queries
+        jax.block_until_ready(self.model_)      # fit returns a ready model (async dispatch)
+        if _rankrls.is_linear(self.model_):
+            self.coef_ = np.asarray(self.model_.weights)          # linear models: the weights
+        return self
+
+    # persistence -------------------------------------------------------------
+    def save(self, path, **meta) -> None:
+        """Saves the fitted estimator (learner, hyper-parameters, fitted attributes with
+        ``cv_results_`` and ``evals_result_``, feature count and names) atomically, in
+        the one model format (:data:`rankjax.io.MODEL_VERSION`; the command line
+        reads and writes the same files); ``meta``: extra scalar metadata.
+        :func:`load` reads it back."""
+        self._check_fitted()
+        params = {k: (np.asarray(v) if isinstance(v, (list, tuple)) else v)
+                  for k, v in self.get_params().items()}
+        state = {k: v for k, v in vars(self).items() if k.endswith("_") and k != "feature_names_in_"}
+        meta = dict(meta, learner=type(self).__name__, num_features=int(self.n_features_in_))
+        if hasattr(self, "feature_names_in_"):
+            meta["feature_names"] = [str(c) for c in self.feature_names_in_]
+        io.save_model(path, {"params": params, "state": state}, **meta)
+
+
+def nan_last(v):
+    """NaN (undefined metric) ranks below every number."""
+    return np.where(np.isnan(v), -np.inf, v)
+
+
+def verbose_every(verbose):
+    """``verbose``: False/0 (silent), True (every step) or an int n (every n-th step)."""
+    if isinstance(verbose, (bool, np.bool_)):
+        return int(bool(verbose))
+    if not is_int(verbose) or verbose < 0:
+        raise ValueError(f"verbose must be a bool or an int >= 0, got {verbose!r}")
+    return int(verbose)
+
+
+def query_weights(sample_weight, seg):
+    """``[Q]`` weight of every query from per-row weights that are constant within it."""
+    w = np.asarray(sample_weight.to_numpy() if hasattr(sample_weight, "to_numpy") else sample_weight,
+                   dtype=np.float64)
+    seg = seg.seg
+    if w.shape != seg.shape:
+        raise ValueError(f"sample_weight must have shape [{seg.shape[0]}], got {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("sample_weight must be finite and >= 0")
+    Q = int(seg.max()) + 1
+    qw = np.zeros(Q)
+    qw[seg] = w
+    if np.any(qw[seg] != w):
+        raise ValueError("sample_weight must be constant within each query (it weights queries)")
+    return qw
+
+
+def as_lists(v):
+    """Tuples of a saved result dictionary back to lists (JSON keeps no difference)."""
+    if isinstance(v, dict):
+        return {k: as_lists(e) for k, e in v.items()}
+    return [as_lists(e) for e in v] if isinstance(v, tuple) else v
+
+
+def load(path):
+    """Loads an estimator written by ``save``; its class, hyper-parameters, feature
+    count and names come from the file.
+
+    Example:
+      >>> import tempfile, pathlib, rankjax as rj
+      >>> from rankjax.estimators import RankBoost, load
+      >>> d = rj.make_ranking_data(5, num_features=3, seed=0)
+      >>> p = pathlib.Path(tempfile.mkdtemp()) / "boost.npz"
+      >>> RankBoost(rounds=5).fit(d.X, d.y, qid=d.qid).save(p)
+      >>> load(p).rounds
+      5
+    """
+    tree, meta = io.load_model(path)
+    cls = ESTIMATORS.get(meta.get("learner", ""))
+    if not (isinstance(tree, dict) and cls is not None):
+        raise ValueError(f"{path} holds no rankjax estimator (use rankjax.io.load_model)")
+    params = {k: (tuple(np.asarray(v).tolist()) if isinstance(v, np.ndarray) and v.ndim else v)
+              for k, v in tree["params"].items()}
+    est = cls(**params)
+    for k, v in tree["state"].items():
+        setattr(est, k, as_lists(v) if k in ("cv_results_", "evals_result_") else v)
+    if "feature_names" in meta:
+        est.feature_names_in_ = np.asarray(meta["feature_names"], dtype=object)
+    return est

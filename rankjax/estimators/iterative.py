@@ -1,0 +1,181 @@
+"""Estimators over the iterative and boosted learners: CG RankRLS with early stopping
+(Airola et al. 2010), RankSVM (L2 loss, TRON), KPCRank and RankBoost.
+"""
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from .. import _cg, _kernels, _kpcrank, _metrics_graded, _rankboost, _rankrls, _ranksvm
+from .._graph_build import query_graph
+from .._sparse import as_dense
+from .base import Ranker, make_kernel, verbose_every
+
+
+class CGRankRLS(Ranker):
+    """Primal RankRLS by conjugate gradient for large sparse data, with early stopping
+    on an evaluation set (Airola et al. 2010): ``fit(X, y, qid, eval_set=(Xv, yv),
+    eval_qid=qv)`` (or ``group=``/``eval_group=`` sizes, and XGBoost/LightGBM's
+    ``eval_set=[(Xv, yv)]`` with ``eval_qid=[qv]``). ``lam=0`` with an evaluation set is early stopping
+    alone. With an evaluation set the iterate of the best NDCG@``score_k`` is kept and
+    the loop stops after ``early_stopping_rounds`` iterations without improvement
+    (``evals_result_``, ``best_iteration_``, ``best_score_``); ``verbose`` prints the
+    progress on stderr. ``coef_`` holds the weights."""
+
+    def __init__(self, lam=1.0, *, max_iter=500, tol=1e-5, early_stopping_rounds=10,
+                 verbose=False, normalized=True, score_k=10):
+        self.lam, self.max_iter, self.tol = lam, max_iter, tol
+        self.early_stopping_rounds, self.verbose = early_stopping_rounds, verbose
+        self.normalized, self.score_k = normalized, score_k
+
+    def fit(self, X, y, qid=None, eval_set=None, eval_qid=None, *, group=None,
+            eval_group=None):
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        every = verbose_every(self.verbose)
+        rounds = self.max_iter + 1 if self.early_stopping_rounds is None else self.early_stopping_rounds
+        valid = None
+        if eval_set is not None:
+            Xv, yv, sv = self._eval_data(eval_set, eval_qid, eval_group)
+            valid = (Xv, yv, query_graph(sv))
+        if valid is None and self.lam == 0:
+            raise ValueError("lam=0 needs an eval_set (early stopping) or use lam > 0")
+        self.model_ = _cg.rankrls_cg(X, y, self._graph(seg, y), lam=self.lam, valid=valid,
+                                     metric=_metrics_graded.ndcg, k=self.score_k, tol=self.tol,
+                                     max_iter=self.max_iter, patience=rounds, progress=every)
+        self.n_iter_ = int(self.model_.iterations)
+        self.best_iteration_ = int(self.model_.best_iteration)
+        if valid is not None:
+            # the loop minimizes: its history is -NDCG
+            hist = -np.asarray(self.model_.valid_history, dtype=float)[:self.n_iter_ + 1]
+            self._report(hist, show=False)          # the loop printed its progress
+            self.best_score_ = float(hist[self.best_iteration_])
+        self.coef_ = np.asarray(self.model_.weights)
+        return self._finish_fit(seg)
+
+    def _scores(self, X):
+        return _rankrls.predict(_rankrls.LinearModel(self.model_.weights), X)
+
+
+class RankSVM(Ranker):
+    """L2-loss RankSVM (linear by TRON, Lee & Lin 2014; or kernel with ``basis`` rows)."""
+
+    def __init__(self, C=1.0, *, kernel=None, gamma="scale", degree=2, coef0=1.0, basis=None,
+                 tol=1e-3, max_iter=1000, early_stopping_rounds=None, verbose=False, score_k=10,
+                 random_state=0):
+        self.C, self.kernel, self.gamma, self.degree, self.coef0 = C, kernel, gamma, degree, coef0
+        self.basis, self.tol, self.max_iter = basis, tol, max_iter
+        self.early_stopping_rounds, self.verbose = early_stopping_rounds, verbose
+        self.score_k, self.random_state = score_k, random_state
+
+    def fit(self, X, y, qid=None, *, group=None, eval_set=None, eval_qid=None, eval_group=None):
+        """With ``eval_set`` (linear model) every Newton iterate is scored by NDCG@``score_k``
+        on it, the best is kept and the loop stops after ``early_stopping_rounds`` steps
+        without improvement (``evals_result_``, ``best_iteration_``, ``best_score_``)."""
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        kern = self._fit_kernel(X)
+        if eval_set is not None and kern is not None:
+            raise ValueError("eval_set (early stopping) is supported by the linear RankSVM; "
+                             "choose C on a validation set for the kernel model")
+        if kern is None:
+            kw = {}
+            if eval_set is not None:
+                Xv, yv, sv = self._eval_data(eval_set, eval_qid, eval_group)
+                rounds = self.early_stopping_rounds
+                kw = dict(valid=(Xv, yv, query_graph(sv)), metric=_metrics_graded.ndcg,
+                          metric_kwargs={"k": self.score_k},
+                          patience=self.max_iter + 1 if rounds is None else rounds)
+            r = _ranksvm.ranksvm_l2(X, y, seg, C=self.C, tol=self.tol, max_iter=self.max_iter, **kw)
+            self.model_ = _rankrls.LinearModel(r.weights)
+            self.coef_ = np.asarray(r.weights)
+            self.converged_ = bool(r.converged)
+            self.n_iter_ = int(r.iterations)
+            if eval_set is not None:           # the loop minimizes: its history is -NDCG
+                hist = -np.asarray(r.valid_history, dtype=float)[:self.n_iter_ + 1]
+                self._report(hist)
+                self.best_iteration_ = int(r.best_iteration)
+                self.best_score_ = float(hist[self.best_iteration_])
+        else:
+            self.model_ = _ranksvm.ranksvm_kernel(
+                as_dense(X), y, seg, kernel=kern, C=self.C, seed=self.random_state,
+                basis=self.basis if self.basis is not None else min(X.shape[0], 1000),
+                tol=self.tol, max_iter=self.max_iter)
+        return self._finish_fit(seg)
+
+    def _scores(self, X):
+        lin = _rankrls.is_linear(self.model_)
+        return _rankrls.predict(self.model_, X if lin else as_dense(X))
+
+
+class KPCRank(Ranker):
+    """Kernel principal component ranking (Pahikkala et al. 2009, §3.6): RankRLS on
+    the leading ``n_components`` kernel principal components."""
+
+    def __init__(self, n_components=10, *, lam=0.0, kernel="gaussian", gamma="scale", degree=2,
+                 coef0=1.0, normalized=True, early_stopping_rounds=None, verbose=False,
+                 score_k=10):
+        self.n_components, self.lam, self.kernel = n_components, lam, kernel
+        self.gamma, self.degree, self.coef0 = gamma, degree, coef0
+        self.normalized, self.score_k = normalized, score_k
+        self.early_stopping_rounds, self.verbose = early_stopping_rounds, verbose
+
+    def _kern(self):
+        """The fitted kernel (``gamma_`` resolved at fit)."""
+        return (make_kernel(self.kernel, getattr(self, "gamma_", None), self.degree, self.coef0)
+                or _kernels.linear_kernel())
+
+    def fit(self, X, y, qid=None, *, group=None, eval_set=None, eval_qid=None, eval_group=None):
+        """With ``eval_set`` the models of ``1..n_components`` components (one
+        decomposition) are scored on it and the best number is kept (``best_iteration_``
+        components; ``evals_result_``; ``early_stopping_rounds`` as for boosting)."""
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        self.X_train_ = as_dense(X)           # the checked device array (kernels of later calls)
+        kern = self._fit_kernel(self.X_train_) or _kernels.linear_kernel()
+        K = _kernels.kernel_matrix(kern, self.X_train_)
+        g = self._graph(seg, y)
+        if eval_set is None:
+            self.model_ = _kpcrank.kpcrank(K, y, g, components=self.n_components, lam=self.lam)
+            return self._finish_fit(seg)
+        Xv, yv, sv = self._eval_data(eval_set, eval_qid, eval_group)
+        Kv = _kernels.kernel_matrix(kern, np.asarray(as_dense(Xv), np.float64), self.X_train_)
+        path = _kpcrank.kpcrank_path(K, y, g, max_components=self.n_components, lam=self.lam,
+                                     K_valid=Kv)
+        p = self._eval_sequence(path.valid_scores, yv, sv)
+        self.model_ = _kpcrank.KPCModel(path.coef[p - 1], path.offset[p - 1])
+        return self._finish_fit(seg)
+
+    def _scores(self, X):
+        Kt = _kernels.kernel_matrix(self._kern(), as_dense(X), self.X_train_)
+        return Kt @ self.model_.coef - self.model_.offset
+
+
+class RankBoost(Ranker):
+    """RankBoost with threshold weak rankers (Freund et al. 2003)."""
+
+    def __init__(self, rounds=100, *, num_thresholds=32, early_stopping_rounds=None,
+                 verbose=False, score_k=10):
+        self.rounds, self.num_thresholds, self.score_k = rounds, num_thresholds, score_k
+        self.early_stopping_rounds, self.verbose = early_stopping_rounds, verbose
+
+    def fit(self, X, y, qid=None, *, group=None, eval_set=None, eval_qid=None, eval_group=None):
+        """With ``eval_set`` every round's model is scored (NDCG@``score_k``) and the model
+        is cut at the best round (``best_iteration_`` rounds), stopping the search after
+        ``early_stopping_rounds`` rounds without improvement (``evals_result_``)."""
+        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        model = _rankboost.rankboost(as_dense(X), y, seg, rounds=self.rounds,
+                                     num_thresholds=self.num_thresholds)
+        if eval_set is not None:
+            Xv, yv, sv = self._eval_data(eval_set, eval_qid, eval_group)
+            Xv = jax.numpy.asarray(as_dense(Xv), model.threshold.dtype)
+            steps = model.alpha[:, None] * (Xv[:, model.feature].T > model.threshold[:, None])
+            keep = self._eval_sequence(jax.numpy.cumsum(steps, axis=0), yv, sv)
+            model = model._replace(feature=model.feature[:keep], threshold=model.threshold[:keep],
+                                   alpha=model.alpha[:keep], r=model.r[:keep])
+        self.model_ = model
+        # the weight of the rounds that split on each feature, normalised to sum to 1
+        imp = np.bincount(np.asarray(model.feature), np.abs(np.asarray(model.alpha, np.float64)),
+                          minlength=X.shape[1])
+        self.feature_importances_ = imp / imp.sum() if imp.sum() > 0 else imp
+        return self._finish_fit(seg)
+
+    def _scores(self, X):
+        return _rankboost.rankboost_predict(self.model_, as_dense(X))

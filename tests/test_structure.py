@@ -1,0 +1,155 @@
+"""The house rules of the package layout (docs/design.md, "Layout"), read from the source:
+
+* no underscore name is imported across modules (``from ._x import _name`` or
+  ``_x._name``): what another module needs has a public-internal name;
+* no module imports the package root (``import rankjax``, ``from . import name`` of
+  a non-module): the arrows run one way, down the pipeline;
+* kinds of ``X`` (dense, scipy, BCOO, BCSR, CSRMatrix) are told apart only in
+  ``_sparse.py``, graph types only in ``_graph.py``, model and result types only in
+  the module that defines them (and plain weights only in ``io/models.py``);
+* no module is over ``MAX_LINES`` lines.
+"""
+import ast
+import pathlib
+
+import pytest
+
+import rankjax as rj
+
+PKG = pathlib.Path(rj.__file__).parent
+MAX_LINES = 500
+
+X_KIND_NAMES = {"BCOO", "BCSR", "CSRMatrix", "spmatrix", "sparray", "csr_matrix", "coo_matrix"}
+X_KIND_ATTRS = {"todense", "toarray", "tocsr", "tocoo", "nnz", "indices", "indptr"}
+GRAPH_NAMES = {"QueryGraph", "PreferenceGraph", "IdentityGraph"}
+GRAPH_ATTRS = {"shard_blocks", "head", "tail", "seg", "pair_counts", "incidence_mv", "block_root"}
+
+
+def modules():
+    return sorted(PKG.rglob("*.py"))
+
+
+def rel(path):
+    return str(path.relative_to(PKG))
+
+
+def module_names():
+    """Importable names inside the package: ``_cg``, ``io``, ``io.models`` ..."""
+    out = set()
+    for p in modules():
+        parts = list(p.relative_to(PKG).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if parts:
+            out.add(".".join(parts))
+    return out
+
+
+def model_types():
+    """Public model and result types (``*Model``, ``*Path``, ``*Result``, ``PairwiseGP``)
+    -> the file defining them."""
+    out = {}
+    for name in rj.__all__:
+        obj = getattr(rj, name)
+        if isinstance(obj, type) and (name.endswith(("Model", "Path", "Result")) or name == "PairwiseGP"):
+            out[name] = obj.__module__.split(".", 1)[1].replace(".", "/") + ".py"
+    return out
+
+
+def names_in(node):
+    return ({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            | {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)})
+
+
+def switches(tree):
+    """``(lineno, kind, names)`` for every ``isinstance``/``hasattr``/``issparse`` call."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        fn = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+        if fn == "isinstance" and len(node.args) == 2:
+            yield node.lineno, "isinstance", names_in(node.args[1])
+        elif fn == "hasattr" and len(node.args) == 2 and isinstance(node.args[1], ast.Constant):
+            yield node.lineno, "hasattr", {node.args[1].value}
+        elif fn == "issparse":
+            yield node.lineno, "issparse", {"spmatrix"}
+
+
+@pytest.mark.parametrize("path", modules(), ids=rel)
+def test_no_underscore_name_crosses_a_module(path):
+    mods = module_names()
+    tree = ast.parse(path.read_text())
+    imported_modules = set()
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level >= 1:
+            for a in node.names:
+                base = (node.module + "." if node.module else "")
+                full = base + a.name
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    if full.lstrip(".") in mods or a.name in {m.split(".")[-1] for m in mods}:
+                        imported_modules.add(a.asname or a.name)     # a private *module*
+                    else:
+                        bad.append(f"{rel(path)}:{node.lineno} imports {a.name}")
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in imported_modules and node.attr.startswith("_")
+                and not node.attr.startswith("__")):
+            bad.append(f"{rel(path)}:{node.lineno} uses {node.value.id}.{node.attr}")
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("path", modules(), ids=rel)
+def test_no_module_imports_the_package_root(path):
+    mods = {m.split(".")[-1] for m in module_names()}
+    depth = len(path.relative_to(PKG).parts) - 1
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "rankjax" for a in node.names):
+            bad.append(f"{rel(path)}:{node.lineno} import rankjax")
+        if (isinstance(node, ast.ImportFrom) and node.level == depth + 1 and node.module is None
+                and path.name != "__init__.py" or
+                isinstance(node, ast.ImportFrom) and node.level == depth + 1 and node.module is None
+                and depth > 0):
+            for a in node.names:
+                if a.name not in mods:
+                    bad.append(f"{rel(path)}:{node.lineno} from {'.' * node.level} import {a.name}")
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("path", modules(), ids=rel)
+def test_kinds_are_told_apart_only_in_their_home(path):
+    name = rel(path)
+    models = model_types()
+    bad = []
+    for line, how, names in switches(ast.parse(path.read_text())):
+        where = f"{name}:{line} {how} {sorted(names)}"
+        if names & (X_KIND_NAMES | (X_KIND_ATTRS if how == "hasattr" else set())):
+            if name != "_sparse.py":
+                bad.append(where + " (kinds of X live in _sparse.py)")
+        if names & GRAPH_NAMES or how == "hasattr" and names & GRAPH_ATTRS:
+            if name != "_graph.py":
+                bad.append(where + " (graph types live in _graph.py)")
+        for t in names & set(models):
+            if name != models[t]:
+                bad.append(where + f" ({t} lives in {models[t]})")
+        if how == "hasattr" and names & {"_fields", "shape"} and name in ("cli.py",):
+            bad.append(where + " (weights vs models: io/models.is_weights)")
+    assert not bad, bad
+
+
+def test_the_rules_see_a_violation(tmp_path):
+    # the scanners above are not vacuous: each finds the fault it is written for
+    src = ("from ._cv import _over_folds\nimport rankjax\n"
+           "def f(X, g):\n    return hasattr(X, 'todense'), isinstance(g, QueryGraph)\n")
+    tree = ast.parse(src)
+    found = {how for _, how, names in switches(tree) if names & (X_KIND_ATTRS | GRAPH_NAMES)}
+    assert found == {"hasattr", "isinstance"}
+    assert any(isinstance(n, ast.ImportFrom) and n.names[0].name == "_over_folds"
+               for n in ast.walk(tree))
+
+
+@pytest.mark.parametrize("path", modules(), ids=rel)
+def test_no_module_is_over_the_line_budget(path):
+    n = len(path.read_text().splitlines())
+    assert n <= MAX_LINES, f"{rel(path)} has {n} lines (split it by concern)"

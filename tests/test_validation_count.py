@@ -1,0 +1,92 @@
+"""Validate once (issue 25): an estimator's ``fit`` and its ``score`` each check every
+input once — ``X`` for finiteness, ``y`` for finiteness, the query ids by one remap —
+however many public functions they call inside. The counter is
+``rankjax._checks.VALIDATIONS`` (one count per host finiteness check of an array, by
+argument name, and per query-id remap); arrays the library produced itself (kernel
+matrices, λ grids, folds, scores) are not inputs and are not counted here.
+"""
+import warnings
+
+import numpy as np
+import pytest
+
+import rankjax as rj
+from rankjax import estimators as E
+from rankjax._checks import VALIDATIONS
+
+ESTIMATORS = [
+    lambda: E.RankRLS(),
+    lambda: E.RankRLS(kernel="gaussian"),
+    lambda: E.RankRLSCV(),
+    lambda: E.RankRLSCV(kernel="gaussian", gammas=[0.1, 1.0]),
+    lambda: E.CGRankRLS(),
+    lambda: E.RankSVM(),
+    lambda: E.KPCRank(),
+    lambda: E.RankBoost(rounds=5),
+]
+IDS = ["RankRLS", "RankRLS-kernel", "RankRLSCV", "RankRLSCV-kernel", "CGRankRLS", "RankSVM",
+       "KPCRank", "RankBoost"]
+
+
+@pytest.fixture(scope="module")
+def data():
+    d = rj.make_ranking_data(30, num_features=5, seed=0)
+    return np.asarray(d.X, np.float64), np.asarray(d.y), np.asarray(d.qid)
+
+
+def _counts():
+    c = dict(VALIDATIONS)
+    return {"X": c.get("X", 0) + c.get("X1", 0) + c.get("X2", 0), "y": c.get("y", 0),
+            "qid": c.get("qid", 0)}
+
+
+def _run(call):
+    VALIDATIONS.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        call()
+    return _counts()
+
+
+@pytest.mark.parametrize("make", ESTIMATORS, ids=IDS)
+def test_fit_and_score_check_each_input_once(data, make):
+    X, y, qid = data
+    est = make()
+    assert _run(lambda: est.fit(X, y, qid=qid)) == {"X": 1, "y": 1, "qid": 1}
+    assert _run(lambda: est.score(X, y, qid=qid)) == {"X": 1, "y": 1, "qid": 1}
+    assert _run(lambda: est.predict(X)) == {"X": 1, "y": 0, "qid": 0}
+
+
+@pytest.mark.parametrize("make", [ESTIMATORS[0], ESTIMATORS[2], ESTIMATORS[7]],
+                         ids=["RankRLS", "RankRLSCV", "RankBoost"])
+def test_group_sizes_and_pandas_are_checked_once(data, make):
+    pd = pytest.importorskip("pandas")
+    X, y, qid = data
+    sizes = np.bincount(qid)[np.unique(qid)]
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    est = make()
+    assert _run(lambda: est.fit(frame, pd.Series(y), group=sizes)) == {"X": 1, "y": 1, "qid": 1}
+    assert _run(lambda: est.score(frame, y, group=sizes)) == {"X": 1, "y": 1, "qid": 1}
+
+
+def test_a_remapped_query_set_is_not_remapped_again(data):
+    X, y, qid = data
+    s = rj.segment_ids(qid)
+    VALIDATIONS.clear()
+    g = rj.query_graph(s, y)
+    value = rj.ndcg(rj.rankrls_primal(X, y, g, lam=1.0).predict(X), y, s)
+    assert VALIDATIONS["qid"] == 0 and np.isfinite(float(value))
+    assert float(value) == pytest.approx(float(rj.ndcg(
+        rj.rankrls_primal(X, y, rj.query_graph(qid, y), lam=1.0).predict(X), y, qid)))
+
+
+def test_a_checked_array_is_not_checked_again_but_a_new_one_is(data):
+    from rankjax._checks import check_matrix
+    X, _, _ = data
+    VALIDATIONS.clear()
+    A = check_matrix(X)
+    assert check_matrix(A) is A and VALIDATIONS["X"] == 1
+    B = A.at[0, 0].set(np.nan)                    # a new array: checked, and refused
+    with pytest.raises(ValueError, match="NaN"):
+        check_matrix(B)
+    assert VALIDATIONS["X"] == 2
