@@ -1,4 +1,4 @@
-"""Public surface: docstrings with examples; module layering (DESIGN.md)."""
+"""Public surface: docstrings with examples; module layering (docs/design.md)."""
 import ast
 import inspect
 import pathlib

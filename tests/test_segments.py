@@ -1,0 +1,69 @@
+"""``_segments``: each primitive against a plain loop or numpy (float64)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rankjax._segments import (bucket, count_sum, count_to_float, expand, padded_size, run_ids,
+                               seg_scan, seg_sum)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+def test_seg_sum_is_a_loop_over_segments(rng):
+    seg = rng.integers(0, 5, 40)
+    v = rng.standard_normal((40, 3))
+    want = np.zeros((7, 3))
+    for i, s in enumerate(seg):
+        want[s] += v[i]
+    np.testing.assert_allclose(seg_sum(jnp.asarray(v), jnp.asarray(seg), 7), want, atol=1e-12)
+
+
+def test_bucket_and_padded_size_cover_and_stay_close():
+    for n in range(0, 3000, 7):
+        b, p = bucket(n), int(padded_size(n))
+        assert b >= max(n, 1) and (b == 1 or b // 2 < n)
+        assert p >= max(n, 1) and p <= max(1.25 * n, 16)
+
+
+def test_run_ids_number_the_runs_of_sorted_keys(rng):
+    a = np.sort(rng.integers(0, 4, 30))
+    b = rng.integers(0, 2, 30)
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    want, r = [0], 0
+    for i in range(1, 30):
+        r += (a[i], b[i]) != (a[i - 1], b[i - 1])
+        want.append(r)
+    np.testing.assert_array_equal(run_ids(jnp.asarray(a), jnp.asarray(b)), want)
+
+
+def test_count_sum_is_exact_beyond_float32(rng):
+    # counts whose sum exceeds 2^24 (float32's mantissa) and 2^31 (int32)
+    c = rng.integers(0, 1 << 30, 64).astype(np.int32)
+    seg = rng.integers(0, 3, 64).astype(np.int32)
+    want = [int(c[seg == s].astype(np.int64).sum()) for s in range(3)]
+    with jax.enable_x64(False):
+        got = count_to_float(count_sum(jnp.asarray(c), jnp.asarray(seg), 3), jnp.float32)
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-6)
+    with jax.enable_x64(True):
+        got64 = count_sum(jnp.asarray(c), jnp.asarray(seg), 3)
+    assert [int(v) for v in np.asarray(got64)] == want
+
+
+def test_seg_scan_restarts_at_every_segment(rng):
+    v = rng.standard_normal(20)
+    start = np.zeros(20, bool)
+    start[[0, 4, 5, 13]] = True
+    want, acc = [], 0.0
+    for i in range(20):
+        acc = v[i] if start[i] else acc + v[i]
+        want.append(acc)
+    np.testing.assert_allclose(seg_scan(jnp.asarray(v), jnp.asarray(start)), want, atol=1e-12)
+
+
+def test_expand_broadcasts_against_trailing_axes():
+    assert expand(jnp.ones(4), jnp.ones((4, 2, 3))).shape == (4, 1, 1)
