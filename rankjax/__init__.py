@@ -11,7 +11,8 @@ from ._graph_build import (global_graph as global_graph, identity_graph as ident
                            laplacian_dense as laplacian_dense, laplacian_mv as laplacian_mv,
                            laplacian_sqrt_mv as laplacian_sqrt_mv,
                            pairs_from_scores as pairs_from_scores, preference_graph as preference_graph,
-                           query_graph as query_graph, query_pair_counts as query_pair_counts)
+                           query_graph as query_graph, query_pair_counts as query_pair_counts,
+                           Validation as Validation)
 from ._kernels import (
     Kernel as Kernel, gaussian_kernel as gaussian_kernel, kernel_matrix as kernel_matrix,
     linear_kernel as linear_kernel, polynomial_kernel as polynomial_kernel)

@@ -27,6 +27,7 @@ from functools import partial
 from ._checks import (as_float_array, check_count, check_lam, check_matrix, check_symmetric,
                       is_concrete, lam_ok, nan_unless)
 from ._graph import Graph, check_graph
+from ._graph_build import as_validation
 from ._metrics import check_metric_options
 from ._rankrls import LinearModel
 from ._ridge import HI
@@ -252,9 +253,7 @@ def criterion_args(valid, n, name, metric, greater_is_better, kw):
     rebuilt inside the jitted core from these pytrees and the static metric."""
     if valid is None:
         return None, None
-    if not (isinstance(valid, tuple) and len(valid) == 3):
-        raise TypeError(f"valid must be a tuple ({name}, y_valid, graph_valid)")
-    Mv, yv, gv = valid
+    Mv, yv, gv = as_validation(valid, name)
     validation_criterion((yv, gv), metric, greater_is_better=greater_is_better, **dict(kw))
     yv = gv.check_labels(yv, "validation y")
     return Mv, (yv, gv)

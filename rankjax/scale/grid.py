@@ -16,7 +16,7 @@ from jax.sharding import PartitionSpec as P
 from .._cg import static_metric
 from .._checks import as_float_array, check_lam, check_matrix, nan_unless
 from .._graph import check_problem
-from .._graph_build import query_graph
+from .._graph_build import as_validation
 from .._kernels import Kernel, kernel_matrix
 from .._metrics import metric_sign, pairwise_error
 from .._path import check_lams
@@ -159,13 +159,10 @@ def sharded_kernel_grid(X, y, graph, *, lams, gammas, valid, metric: Callable = 
     if gammas.ndim != 1 or gammas.shape[0] == 0:
         raise ValueError(f"gammas must be a non-empty 1-D grid, got shape {tuple(gammas.shape)}")
     check_lam(gammas, name="gammas")
-    if not (isinstance(valid, tuple) and len(valid) == 3):
-        raise TypeError("valid must be a tuple (X_valid, y_valid, qid_valid)")
-    Xv, yv, qv = valid
+    Xv, yv, gv = as_validation(valid)
     Xv = check_matrix(as_float_array(Xv, "X_valid", finite=True), "X_valid")
     if Xv.shape[1] != X.shape[1]:
         raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {X.shape[1]}")
-    gv = query_graph(qv if qv is not None else np.zeros(Xv.shape[0], int))
     yv = gv.check_labels(yv, "validation y")
     sign = metric_sign(metric, greater_is_better)
     kw = static_metric(metric, metric_kwargs, "sharded_kernel_grid")

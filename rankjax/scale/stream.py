@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import as_float_array, check_flag, check_targets, segment_ids
-from .._graph_build import query_graph
+from .._graph_build import as_validation, query_graph
 from .._holdout import holdout_from_system
 from .._metrics import check_metric_options, metric_sign, pairwise_error
 from .._path import PrimalPath, Selection, check_lams, select_lambda
@@ -250,13 +250,13 @@ def rankrls_primal_stream(chunks, *, lams, normalized: bool = True, exclude_ties
                                 progress)
     valid_scores = selection = None
     if valid is not None:
-        if not (isinstance(valid, tuple) and len(valid) == 3):
-            raise TypeError("valid must be a tuple (X_valid, y_valid, qid_valid)")
-        Xv = as_float_array(valid[0], "X_valid", finite=True)
+        Xv, yv, gv = as_validation(valid)
+        Xv = as_float_array(Xv, "X_valid", finite=True)
         if Xv.ndim != 2 or Xv.shape[1] != G.shape[0]:
             raise ValueError(f"X_valid must be [m_valid, {G.shape[0]}], got shape {Xv.shape}")
         valid_scores = path_scores(Xv, W)
-        selection = select_lambda(lams, valid_scores, valid[1], valid[2],
+        seg, num = gv.segments()
+        selection = select_lambda(lams, valid_scores, yv, seg, num_queries=num,
                                   metric=metric or pairwise_error, **metric_kwargs)
     return StreamFit(PrimalPath(lams, W, None, valid_scores), G, b, rows, queries, num,
                      holdout, selection)
