@@ -39,7 +39,7 @@ from ._cv import (
     cross_validate as cross_validate, permutation_test as permutation_test,
     permuted_labels as permuted_labels)
 from ._cg import (
-    STOP_REASONS as STOP_REASONS, CGResult as CGResult, cg_solve as cg_solve,
+    STOP_REASONS as STOP_REASONS, CG as CG, CGResult as CGResult, cg_solve as cg_solve,
     rankrls_cg as rankrls_cg, rankrls_cg_dual as rankrls_cg_dual,
     validation_criterion as validation_criterion)
 from ._nystrom import BASIS_METHODS as BASIS_METHODS, nystrom_basis as nystrom_basis

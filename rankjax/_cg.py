@@ -15,6 +15,8 @@ Under ``vmap`` (over λ or right-hand-side columns) every lane stops on its own
 """
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Callable, NamedTuple, Optional
 
 import jax
@@ -68,12 +70,15 @@ class CGResult(NamedTuple):
         return LinearModel(self.weights).predict(X)
 
 
-def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, max_iter: int = 500,
+def cg_solve(matvec: Callable, b, *, options: Optional[CG] = None,
+             lam=0.0, x0=None, tol=1e-5, max_iter: int = 500,
              valid_fn: Optional[Callable] = None, patience: int = 10,
              recompute_every: int = 50, progress: int = 0) -> CGResult:
     """Conjugate gradient for ``(A + λ I) x = b`` as one ``lax.while_loop``.
 
     Args:
+      options: a :class:`~rankjax.CG` holding the loop options (``tol``, ``max_iter``,
+        ``patience``, ``recompute_every``, ``progress``) instead of those keywords.
       matvec: ``v -> A v`` for a symmetric PSD ``A`` (shape of ``b``).
       b: right-hand side ``[n]``.
       lam: λ >= 0 (traced; vmap over it).
@@ -103,7 +108,8 @@ def cg_solve(matvec: Callable, b, *, lam=0.0, x0=None, tol=1e-5, max_iter: int =
     if b.ndim != 1:
         raise ValueError(f"b must be 1-D [n], got shape {tuple(b.shape)}")
     check_lam(lam, allow_zero=True, scalar=True)
-    check_loop(tol, max_iter, patience, recompute_every)
+    tol, max_iter, patience, recompute_every, progress = loop_options(
+        options, cg_solve, tol, max_iter, patience, recompute_every, progress)
     x0 = check_x0(x0, b.shape[0])
     dtype = b.dtype
     lam = jnp.asarray(lam, dtype)
@@ -311,7 +317,8 @@ def _cg_primal_core(X, y, graph, lam, Xv, vdata, x0, tol, *, metric, greater_is_
                               recompute_every=recompute_every, progress=progress)
 
 
-def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_error", x0=None,
+def rankrls_cg(X, y, graph: Graph, *, options: Optional[CG] = None,
+               lam=0.0, valid=None, metric="pairwise_error", x0=None,
                tol=1e-5, max_iter: int = 500, patience: int = 10, recompute_every: int = 50,
                progress: int = 0,
                greater_is_better=None, **metric_kwargs) -> CGResult:
@@ -328,6 +335,8 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_erro
     columns of ``y`` the products become one CSR matrix product per iteration.
 
     Args:
+      options: a :class:`~rankjax.CG` holding the loop options (``tol``, ``max_iter``,
+        ``patience``, ``recompute_every``, ``progress``) instead of those keywords.
       X: ``[m, n]`` dense, :class:`CSRMatrix` or BCOO.
       y: ``[m]`` scores; ``None`` for a :class:`PreferenceGraph`. (For several
         outputs vmap over the columns.)
@@ -360,7 +369,8 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_erro
     check_graph(graph, X.shape[0])
     y = _check_y(y, graph, "rankrls_cg")
     check_lam(lam, allow_zero=True, scalar=True)
-    check_loop(tol, max_iter, patience, recompute_every)
+    tol, max_iter, patience, recompute_every, progress = loop_options(
+        options, rankrls_cg, tol, max_iter, patience, recompute_every, progress)
     kw = static_metric(metric, metric_kwargs, "rankrls_cg")
     Xv, vdata = criterion_args(valid, X.shape[1], "X_valid", metric, greater_is_better, kw)
     if Xv is not None:
@@ -370,7 +380,62 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_erro
     return _cg_primal_core(X, y, graph, lam, Xv, vdata, check_x0(x0, X.shape[1]), tol,
                            metric=metric, greater_is_better=greater_is_better, kw=kw,
                            max_iter=max_iter, patience=patience, recompute_every=recompute_every,
-                           progress=check_count(progress, "progress", minimum=0))
+                           progress=progress)
+
+
+@dataclasses.dataclass(frozen=True)
+class CG:
+    """The loop options of every CG solver (:func:`cg_solve`, :func:`rankrls_cg`,
+    :func:`rankrls_cg_dual`, :func:`~rankjax.rankrls_falkon`, :func:`~rankjax.sharded_cg`,
+    :func:`~rankjax.sharded_falkon`), checked once when built; pass it as ``options=``
+    instead of the keywords (Airola et al. 2010, §3: CG with early stopping).
+
+    Attributes:
+      tol: relative residual tolerance ``||r|| <= tol ||b||`` (>= 0; 0 runs ``max_iter``).
+      max_iter: iteration cap (static).
+      patience: iterations without a better validation score before stopping (static).
+      recompute_every: the residual is recomputed as ``b - (A + λ I) x`` every that many
+        iterations (static; 0 = never).
+      progress: print every that many iterations (static; 0 = off).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> opts = CG(tol=1e-8, max_iter=50)
+      >>> r = cg_solve(lambda v: 2 * v, jnp.array([2., 4.]), options=opts)
+      >>> print(r.weights, int(r.iterations))
+      [1. 2.] 1
+    """
+
+    tol: float = 1e-5
+    max_iter: int = 500
+    patience: int = 10
+    recompute_every: int = 50
+    progress: int = 0
+
+    def __post_init__(self):
+        check_loop(self.tol, self.max_iter, self.patience, self.recompute_every)
+        check_count(self.progress, "progress", minimum=0)
+
+
+_LOOP = tuple(f.name for f in dataclasses.fields(CG))
+
+
+def loop_options(options, fn, *values):
+    """``(tol, max_iter, patience, recompute_every, progress)`` from ``options`` (a
+    :class:`CG`) or from the keywords ``values`` of ``fn`` (in that order), checked;
+    giving both ``options`` and a keyword that differs from ``fn``'s default is a
+    TypeError."""
+    if options is None:
+        return dataclasses.astuple(CG(*values))
+    if not isinstance(options, CG):
+        raise TypeError(f"options must be a rankjax.CG, got {type(options).__name__}")
+    default = {**dataclasses.asdict(CG()), **(fn.__kwdefaults__ or {})}
+    changed = [k for k, v in zip(_LOOP, values)
+               if not (isinstance(v, (int, float)) and v == default[k])]
+    if changed:
+        raise TypeError(f"pass the loop options either as options=CG(...) or as keywords, "
+                        f"not both (got options and {', '.join(changed)})")
+    return dataclasses.astuple(options)
 
 
 def check_loop(tol, max_iter, patience, recompute_every):
@@ -413,7 +478,8 @@ def _cg_dual_core(K, y, graph, lam, Kv, vdata, x0, tol, *, kfn, kvfn, metric, gr
     return res._replace(weights=R(res.weights))
 
 
-def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise_error",
+def rankrls_cg_dual(K, y, graph: Graph, *, options: Optional[CG] = None,
+                    lam=0.0, valid=None, metric="pairwise_error",
                     x0=None, tol=1e-5, max_iter: int = 500, patience: int = 10,
                     recompute_every: int = 50, greater_is_better=None, progress: int = 0,
                     **metric_kwargs) -> CGResult:
@@ -425,6 +491,8 @@ def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise
     ``(L K + λ I)^{-1} L y``. One kernel matvec and O(m + l) work per iteration.
 
     Args:
+      options: a :class:`~rankjax.CG` holding the loop options (``tol``, ``max_iter``,
+        ``patience``, ``recompute_every``, ``progress``) instead of those keywords.
       K: ``[m, m]`` kernel matrix, or a callable ``a [m] -> K a`` for matrix-free
         kernels (it must accept vmapped inputs when you vmap).
       y: ``[m]``; ``None`` for a :class:`PreferenceGraph`.
@@ -456,7 +524,8 @@ def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise
         check_symmetric(K)
     y = _check_y(y, graph, "rankrls_cg_dual")
     check_lam(lam, allow_zero=True, scalar=True)
-    check_loop(tol, max_iter, patience, recompute_every)
+    tol, max_iter, patience, recompute_every, progress = loop_options(
+        options, rankrls_cg_dual, tol, max_iter, patience, recompute_every, progress)
     kw = static_metric(metric, metric_kwargs, "rankrls_cg_dual")
     Kv, vdata = criterion_args(valid, m, "K_valid", metric, greater_is_better, kw)
     kvfn = None
@@ -466,4 +535,4 @@ def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, valid=None, metric="pairwise
                          metric=metric,
                          greater_is_better=greater_is_better, kw=kw, max_iter=max_iter,
                          patience=patience, recompute_every=recompute_every,
-                         progress=check_count(progress, "progress", minimum=0))
+                         progress=progress)

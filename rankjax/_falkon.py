@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._cg import CGResult, cg_solve, check_loop, criterion_args, make_valid_fn, static_metric
+from ._cg import CG, CGResult, cg_solve, loop_options, criterion_args, make_valid_fn, static_metric
 from ._checks import (check_seed, available_memory, check_count, check_lam, check_matrix, check_memory,
                       device_array, lam_ok, nan_unless)
 from ._graph import Graph, check_problem
@@ -168,7 +168,8 @@ def _falkon_core(X, y, graph, XR, rmask, XU, umask, sub, scale, lam, Xv, vdata, 
     return a * mf, r
 
 
-def rankrls_falkon(X, y, graph: Graph, *, lam, kernel: Kernel, basis, valid=None,
+def rankrls_falkon(X, y, graph: Graph, *, options: Optional[CG] = None,
+                   lam, kernel: Kernel, basis, valid=None,
                    metric="pairwise_error", metric_kwargs=None, greater_is_better=None,
                    tol=1e-8, max_iter: int = 100, patience: int = 10, recompute_every: int = 50,
                    precond_rows: Optional[int] = None, block_rows: Optional[int] = None,
@@ -178,6 +179,8 @@ def rankrls_falkon(X, y, graph: Graph, *, lam, kernel: Kernel, basis, valid=None
     basis sizes up to ~10⁴, in ``O(m b)`` memory and time per iteration.
 
     Args:
+      options: a :class:`~rankjax.CG` holding the loop options (``tol``, ``max_iter``,
+        ``patience``, ``recompute_every``, ``progress``) instead of those keywords.
       X: ``[m, n]`` dense training rows.
       y: ``[m]`` labels.
       graph: a :class:`QueryGraph` or :class:`IdentityGraph` on the ``m`` rows.
@@ -218,7 +221,8 @@ def rankrls_falkon(X, y, graph: Graph, *, lam, kernel: Kernel, basis, valid=None
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a rankjax Kernel, got {type(kernel).__name__}")
     check_lam(lam, allow_zero=valid is not None, scalar=True)
-    check_loop(tol, max_iter, patience, recompute_every)
+    tol, max_iter, patience, recompute_every, progress = loop_options(
+        options, rankrls_falkon, tol, max_iter, patience, recompute_every, progress)
     check_seed(seed)
     kw = static_metric(metric, dict(metric_kwargs or {}), "rankrls_falkon")
     m, n = X.shape
@@ -247,5 +251,5 @@ def rankrls_falkon(X, y, graph: Graph, *, lam, kernel: Kernel, basis, valid=None
                            tol, kernel, block_rows=block_rows, metric=metric,
                            greater_is_better=greater_is_better, kw=kw, max_iter=max_iter,
                            patience=patience, recompute_every=recompute_every,
-                           progress=check_count(progress, "progress", minimum=0))
+                           progress=progress)
     return FalkonModel(coef[..., :b.size], device_array(b.astype(np.int32)), XR[:b.size], kernel, r)

@@ -630,7 +630,7 @@ TYPES = {"CGResult", "CSRMatrix", "CVResult", "DualModel", "DualPath", "Folds", 
          "PreferenceGraph", "PrimalPath", "QueryGraph", "QueryPartition", "RankBoostModel",
          "RankLevels", "RankSVMKernelModel", "RankSVMResult", "RankingData", "Segments",
          "Selection", "StreamFit", "TuneResult", "ShardedData", "FalkonModel", "io.Dataset",
-         "UnresolvedLambdaWarning", "Validation"}
+         "UnresolvedLambdaWarning", "Validation", "CG"}
 CONSTANTS = {"AXIS", "BASIS_METHODS", "STOP_REASONS", "io", "scale", "io.MODEL_FORMAT",
              "io.MODEL_VERSION"}   # data, no input
 

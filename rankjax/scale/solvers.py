@@ -13,7 +13,7 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from .._cg import CGResult, cg_solve, check_loop, check_x0, criterion_args, make_valid_fn, static_metric
+from .._cg import CG, CGResult, cg_solve, check_x0, loop_options, criterion_args, make_valid_fn, static_metric
 from .._checks import as_float_array, check_count, check_lam, check_matrix
 from .._falkon import STATIC as FALKON_STATIC
 from .._falkon import falkon_preconditioner, falkon_solve
@@ -44,7 +44,8 @@ def _cg_core(X, y, graph, lam, Xv, vdata, x0, tol, *, mesh, axis, metric, greate
                          out_specs=P(), check_vma=False)(X, y, graph, lam, Xv, vdata, x0, tol)
 
 
-def sharded_cg(data: ShardedData, *, lam=0.0, valid=None, metric="pairwise_error", x0=None,
+def sharded_cg(data: ShardedData, *, options: Optional[CG] = None,
+               lam=0.0, valid=None, metric="pairwise_error", x0=None,
                tol=1e-5, max_iter: int = 500, patience: int = 10, recompute_every: int = 50,
                greater_is_better=None, **metric_kwargs) -> CGResult:
     """:func:`~rankjax.rankrls_cg` on sharded data (dense or sparse ``X``): the matvec
@@ -52,6 +53,8 @@ def sharded_cg(data: ShardedData, *, lam=0.0, valid=None, metric="pairwise_error
     ``[n]`` vector per iteration; the loop state is replicated.
 
     Args:
+      options: a :class:`~rankjax.CG` holding the loop options (``tol``, ``max_iter``,
+        ``patience``, ``recompute_every``, ``progress``) instead of those keywords.
       data: :class:`ShardedData` with one output.
       valid: ``(X_valid, y_valid, graph_valid)`` for early stopping (replicated).
       Other arguments as in :func:`~rankjax.rankrls_cg`.
@@ -71,7 +74,8 @@ def sharded_cg(data: ShardedData, *, lam=0.0, valid=None, metric="pairwise_error
     if data.y.ndim != 1:
         raise ValueError("sharded_cg solves one output; shard one column of y")
     check_lam(lam, allow_zero=True, scalar=True)
-    check_loop(tol, max_iter, patience, recompute_every)
+    tol, max_iter, patience, recompute_every, _ = loop_options(      # progress: not printed
+        options, sharded_cg, tol, max_iter, patience, recompute_every, 0)
     kw = static_metric(metric, metric_kwargs, "sharded_cg")
     n = data.num_features
     Xv, vdata = criterion_args(valid, n, "X_valid", metric, greater_is_better, kw)
@@ -113,7 +117,8 @@ def _falkon_core(X, y, graph, XR, rmask, scale, lam, Xv, vdata, tol, kernel, *, 
                                                          vdata, tol)
 
 
-def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis_X, valid=None,
+def sharded_falkon(data: ShardedData, *, options: Optional[CG] = None,
+                   lam, kernel: Kernel, basis_X, valid=None,
                    metric="pairwise_error", metric_kwargs=None, greater_is_better=None, tol=1e-8,
                    max_iter: int = 100, patience: int = 10, recompute_every: int = 50,
                    precond_rows: Optional[int] = None, progress: int = 0):
@@ -123,6 +128,8 @@ def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis_X, valid=Non
     ``precond_rows / D`` rows of every device (a principal block of ``L``: PSD).
 
     Args:
+      options: a :class:`~rankjax.CG` holding the loop options (``tol``, ``max_iter``,
+        ``patience``, ``recompute_every``, ``progress``) instead of those keywords.
       data: :class:`ShardedData` with one output.
       basis_X: ``[b, n]`` basis rows (e.g. ``X[rj.nystrom_basis(X, b)]``).
       Other arguments as in :func:`~rankjax.rankrls_falkon`.
@@ -146,7 +153,8 @@ def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis_X, valid=Non
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a rankjax Kernel, got {type(kernel).__name__}")
     check_lam(lam, allow_zero=valid is not None, scalar=True)
-    check_loop(tol, max_iter, patience, recompute_every)
+    tol, max_iter, patience, recompute_every, progress = loop_options(
+        options, sharded_falkon, tol, max_iter, patience, recompute_every, progress)
     kw = static_metric(metric, dict(metric_kwargs or {}), "sharded_falkon")
     n = data.num_features
     XR = check_matrix(as_float_array(basis_X, "basis_X", finite=True), "basis_X")
@@ -166,7 +174,7 @@ def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis_X, valid=Non
                            mesh=data.mesh, axis=data.axis, u=u, metric=metric,
                            greater_is_better=greater_is_better, kw=kw, max_iter=max_iter,
                            patience=patience, recompute_every=recompute_every,
-                           progress=check_count(progress, "progress", minimum=0))
+                           progress=progress)
     return coef[:b], r
 
 

@@ -1,0 +1,45 @@
+"""Solver options as one checked object (issue 25): ``CG(...)`` is accepted by every CG
+solver as ``options=`` and gives the answer of the same keywords; it is checked when built."""
+import numpy as np
+import pytest
+
+import rankjax as rj
+
+
+@pytest.fixture(scope="module")
+def data():
+    d = rj.make_ranking_data(10, num_features=4, seed=0)
+    v = rj.make_ranking_data(4, num_features=4, seed=1)
+    return d, v
+
+
+def test_options_equal_the_keywords_in_every_solver(data):
+    d, v = data
+    X, y, g = np.asarray(d.X), np.asarray(d.y), rj.query_graph(d.qid)
+    valid = rj.Validation(np.asarray(v.X), np.asarray(v.y), v.qid)
+    kw = dict(tol=1e-7, max_iter=30, patience=3, recompute_every=5)
+    opts = rj.CG(**kw)
+    pairs = [
+        (lambda **o: rj.rankrls_cg(X, y, g, lam=1.0, valid=valid, **o).weights),
+        (lambda **o: rj.rankrls_cg_dual(X @ X.T, y, g, lam=1.0, **o).weights),
+        (lambda **o: rj.sharded_cg(rj.shard_data(X, y, g), lam=1.0, **o).weights),
+        (lambda **o: rj.rankrls_falkon(X, y, g, lam=1.0, kernel=rj.gaussian_kernel(0.5),
+                                       basis=16, **o).coef),
+    ]
+    for run in pairs:
+        np.testing.assert_allclose(run(options=opts), run(**kw), rtol=1e-10)
+    A = np.array([[4.0, 1.0], [1.0, 3.0]])
+    a = rj.cg_solve(lambda v_: A @ v_, np.array([1.0, 2.0]), options=opts)
+    np.testing.assert_allclose(a.weights, np.linalg.solve(A, [1.0, 2.0]), rtol=1e-6)
+
+
+def test_options_are_checked_once_when_built_and_not_mixed(data):
+    d, _ = data
+    with pytest.raises(TypeError, match="max_iter"):
+        rj.CG(max_iter=0.5)
+    with pytest.raises(ValueError, match="tol"):
+        rj.CG(tol=-1.0)
+    with pytest.raises(TypeError, match="not both.*max_iter"):
+        rj.rankrls_cg(d.X, d.y, rj.query_graph(d.qid), options=rj.CG(), max_iter=3)
+    with pytest.raises(TypeError, match="rankjax.CG"):
+        rj.rankrls_cg(d.X, d.y, rj.query_graph(d.qid), options={"tol": 1e-3})
