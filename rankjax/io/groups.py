@@ -176,6 +176,7 @@ def to_bcoo(X, dtype=None):
     """``scipy.sparse`` matrix (or dense array) -> ``jax.experimental.sparse.BCOO``.
 
     Example:
+      >>> import scipy.sparse as sp
       >>> B = to_bcoo(sp.csr_matrix(np.array([[0., 2.], [1., 0.]])))
       >>> B.nse, np.asarray(B.todense()).tolist()
       (2, [[0.0, 2.0], [1.0, 0.0]])
