@@ -38,10 +38,9 @@ from ._cv import (
     CVResult as CVResult, PermutationResult as PermutationResult,
     cross_validate as cross_validate, permutation_test as permutation_test,
     permuted_labels as permuted_labels)
-from ._cg import (
-    STOP_REASONS as STOP_REASONS, CG as CG, CGResult as CGResult, cg_solve as cg_solve,
-    rankrls_cg as rankrls_cg, rankrls_cg_dual as rankrls_cg_dual,
-    validation_criterion as validation_criterion)
+from ._cg import rankrls_cg as rankrls_cg, rankrls_cg_dual as rankrls_cg_dual
+from ._cg_loop import (STOP_REASONS as STOP_REASONS, CG as CG, CGResult as CGResult,
+                       cg_solve as cg_solve, validation_criterion as validation_criterion)
 from ._nystrom import BASIS_METHODS as BASIS_METHODS, nystrom_basis as nystrom_basis
 from ._falkon import FalkonModel as FalkonModel, rankrls_falkon as rankrls_falkon
 from ._kpcrank import (

@@ -1,276 +1,29 @@
-"""Matrix-free conjugate gradient in one ``lax.while_loop`` (docs/math.md; Airola et al. 2010;
-Pahikkala et al. 2009 §4.3).
-
-Solves ``(A + λ I) x = b`` for a symmetric PSD operator ``A`` given as a matvec.
-Stops on the relative residual ``||r|| <= tol ||b||``, at ``max_iter``, on a
-breakdown (``p^T (A + λ I) p <= 0`` or a non-finite value), or — with a
-validation function — after ``patience`` iterations without improvement
-(early stopping, "regularization by iteration", λ = 0 allowed; Airola et al. 2010 §3.3).
-The best iterate by the validation score is returned in that case. An undefined (NaN)
-criterion, e.g. τ_b of the all-tied scores of ``w = 0``, never wins against a defined
-one and never stops the loop.
-
-Under ``vmap`` (over λ or right-hand-side columns) every lane stops on its own
-(its carry is frozen), but the loop runs until the slowest lane is done.
+"""RankRLS by conjugate gradient (Airola et al. 2010, §3): the primal system
+``(X^T L X + λ I) w = X^T L y`` with two sparse matvecs per iteration, and the dual
+``(R^T K R + λ I) B = R^T y`` (``R R^T = L``), on the loop of :mod:`rankjax._cg_loop`.
 """
 from __future__ import annotations
 
-import dataclasses
-
-from typing import Callable, NamedTuple, Optional
+from functools import partial
+from typing import Optional
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
-
-from functools import partial
-
-from ._checks import (as_float_array, check_count, check_lam, check_matrix, check_symmetric,
-                      is_concrete, lam_ok, nan_unless)
+from ._cg_loop import (
+    CG,
+    CGResult,
+    check_x0,
+    criterion_args,
+    differentiable_cg,
+    loop_options,
+    make_valid_fn,
+    static_metric,
+)
+from ._checks import check_lam, check_matrix, check_symmetric, is_concrete
 from ._graph import Graph, check_graph
-from ._graph_build import as_validation
-from ._metrics import check_metric_options
-from ._rankrls import LinearModel
 from ._ridge import HI
 from ._sparse import is_bcoo, is_scipy_sparse, to_csr
-
-__all__ = ["CGResult", "cg_solve", "rankrls_cg", "rankrls_cg_dual", "validation_criterion",
-           "STOP_REASONS"]
-
-STOP_REASONS = ("converged", "max_iter", "early_stopping", "breakdown", "invalid")
-
-
-class CGResult(NamedTuple):
-    """Result of :func:`cg_solve`.
-
-    Attributes:
-      weights: the solution (the best validation iterate with early stopping):
-        linear weights ``w`` for :func:`rankrls_cg`, dual coefficients ``A`` for
-        :func:`rankrls_cg_dual`; ``predict(result, X)`` is ``X @ weights``
-        (``X`` the test kernel for the dual).
-      iterations: iterations performed.
-      converged: ``||r|| <= tol ||b||`` was reached.
-      stop_reason: index into :data:`STOP_REASONS`.
-      best_iteration: iteration of ``x`` (0 = the start point).
-      residual_history: ``[max_iter + 1]`` ``||r_i|| / ||b||`` (NaN after the stop).
-      valid_history: ``[max_iter + 1]`` validation score of each iterate (NaN
-        after the stop, or everywhere without a validation function).
-    """
-
-    weights: jax.Array
-    iterations: jax.Array
-    converged: jax.Array
-    stop_reason: jax.Array
-    best_iteration: jax.Array
-    residual_history: jax.Array
-    valid_history: jax.Array
-
-    def predict(self, X):
-        return LinearModel(self.weights).predict(X)
-
-
-def cg_solve(matvec: Callable, b, *, options: Optional[CG] = None,
-             lam=0.0, x0=None, tol=1e-5, max_iter: int = 500,
-             valid_fn: Optional[Callable] = None, patience: int = 10,
-             recompute_every: int = 50, progress: int = 0) -> CGResult:
-    """Conjugate gradient for ``(A + λ I) x = b`` as one ``lax.while_loop``.
-
-    Args:
-      options: a :class:`~rankjax.CG` holding the loop options (``tol``, ``max_iter``,
-        ``patience``, ``recompute_every``, ``progress``) instead of those keywords.
-      matvec: ``v -> A v`` for a symmetric PSD ``A`` (shape of ``b``).
-      b: right-hand side ``[n]``.
-      lam: λ >= 0 (traced; vmap over it).
-      x0: warm start (zeros by default).
-      tol: relative residual tolerance (traced).
-      max_iter: iteration cap (static).
-      valid_fn: ``x -> score`` (lower is better) evaluated on every iterate;
-        enables early stopping.
-      patience: iterations without improvement before stopping (static).
-      progress: print the iteration, relative residual and validation score to
-        stderr every that many iterations (static; 0 = off, nothing compiled in).
-      recompute_every: recompute the residual as ``b - (A + λ I) x`` every that
-        many iterations to curb drift (static; 0 = never).
-
-    Returns:
-      :class:`CGResult`.
-
-    Example:
-      >>> A = jnp.array([[4., 1.], [1., 3.]])
-      >>> r = cg_solve(lambda v: A @ v, jnp.array([1., 2.]), tol=1e-8)
-      >>> print(jnp.round(r.weights, 4), int(r.iterations), STOP_REASONS[int(r.stop_reason)])
-      [0.0909 0.6364] 2 converged
-    """
-    if not callable(matvec):
-        raise TypeError(f"matvec must be a callable v -> A v, got {type(matvec).__name__}")
-    b = as_float_array(b, "b", finite=True)
-    if b.ndim != 1:
-        raise ValueError(f"b must be 1-D [n], got shape {tuple(b.shape)}")
-    check_lam(lam, allow_zero=True, scalar=True)
-    tol, max_iter, patience, recompute_every, progress = loop_options(
-        options, cg_solve, tol, max_iter, patience, recompute_every, progress)
-    x0 = check_x0(x0, b.shape[0])
-    dtype = b.dtype
-    lam = jnp.asarray(lam, dtype)
-    op = lambda v: matvec(v) + lam * v  # noqa: E731
-    x = jnp.zeros_like(b) if x0 is None else jnp.asarray(x0, dtype)
-    r = b - op(x) if x0 is not None else b
-    bnorm = jnp.linalg.norm(b)
-    scale = jnp.where(bnorm > 0, bnorm, 1)
-    nan = jnp.full((max_iter + 1,), jnp.nan, dtype)
-    score0 = valid_fn(x).astype(dtype) if valid_fn is not None else jnp.asarray(jnp.nan, dtype)
-    res0 = jnp.linalg.norm(r) / scale
-    # carry: i, x, r, p, rr, best_x, best_score, best_i, since_best, reason, hist_r, hist_v
-    # under jit an invalid λ or tol cannot raise: no iteration, NaN weights, "invalid"
-    ok = lam_ok(lam, allow_zero=True) & lam_ok(tol, allow_zero=True)
-    init = (jnp.int32(0), x, r, r, r @ r, x, score0, jnp.int32(0), jnp.int32(0),
-            jnp.select([~ok, res0 <= tol], [4, 0], -1).astype(jnp.int32),
-            nan.at[0].set(res0), nan.at[0].set(score0))
-
-    def cond(c):
-        return c[9] < 0
-
-    def body(c):
-        i, x, r, p, rr, bx, bs, bi, since, reason, hr, hv = c
-        Ap = op(p)
-        pAp = p @ Ap
-        broke = ~(pAp > 0) | ~jnp.isfinite(pAp)
-        alpha = rr / jnp.where(broke, 1, pAp)
-        x_new = x + alpha * p
-        i = i + 1
-        if recompute_every:
-            r_new = lax.cond(i % recompute_every == 0, lambda: b - op(x_new),
-                             lambda: r - alpha * Ap)
-        else:
-            r_new = r - alpha * Ap
-        rr_new = r_new @ r_new
-        p_new = r_new + (rr_new / jnp.where(rr > 0, rr, 1)) * p
-        res = jnp.sqrt(rr_new) / scale
-        if valid_fn is not None:
-            s = valid_fn(x_new).astype(dtype)
-            # an undefined (NaN) criterion never wins against a defined one and never
-            # stops the iteration; while no iterate has a defined value, follow plain CG
-            better = (s < bs) | jnp.isnan(bs)
-            bx = jnp.where(better, x_new, bx)
-            bi = jnp.where(better, i, bi)
-            since = jnp.where(better, 0, since + 1)
-            bs = jnp.where(better, s, bs)
-        else:
-            s = jnp.asarray(jnp.nan, dtype)
-            bx, bi = x_new, i
-        new_reason = jnp.select(
-            [broke, res <= tol, (since >= patience) if valid_fn is not None else False,
-             i >= max_iter], [3, 0, 2, 1], -1).astype(jnp.int32)
-        keep = broke                       # on breakdown keep the previous iterate
-        x_out = jnp.where(keep, x, x_new)
-        if valid_fn is None:
-            bx = jnp.where(keep, x, bx)
-            bi = jnp.where(keep, i - 1, bi)
-        if progress:
-            jax.debug.callback(_report, i, res, s, progress)
-        return (i, x_out, r_new, p_new, rr_new, bx, bs, bi, since, new_reason,
-                hr.at[i].set(jnp.where(keep, jnp.nan, res)), hv.at[i].set(s))
-
-    out = lax.while_loop(cond, body, init)
-    i, x, _, _, _, bx, _, bi, _, reason, hr, hv = out
-    return CGResult(nan_unless(ok, bx), i, reason == 0, reason, bi, hr, hv)
-
-
-def _differentiable_cg(matvec, b, *, lam, valid_fn, **cg_kw) -> CGResult:
-    """:func:`cg_solve` whose solution ``x`` can be differentiated in reverse mode
-    (w.r.t. λ, ``b`` and whatever ``matvec`` closes over, e.g. ``X`` or ``y``).
-
-    Without early stopping the solve is ``lax.custom_linear_solve`` of the symmetric
-    operator ``A + λ I``: the gradient is implicit, ``dx = (A + λ I)^{-1} (db - dA x)``,
-    computed by one more CG run on the cotangent instead of differentiating the
-    ``while_loop`` (which JAX cannot reverse). With early stopping (``valid_fn``) the
-    iterate is not a solution of a fixed system and the plain loop is returned (no
-    reverse-mode gradient)."""
-    if valid_fn is not None:
-        return cg_solve(matvec, b, lam=lam, valid_fn=valid_fn, **cg_kw)
-    lam = jnp.asarray(lam, b.dtype)
-    op = lambda v: matvec(v) + lam * v  # noqa: E731
-    ok = lam_ok(lam, allow_zero=True)
-    # an invalid (traced) λ makes the tolerance invalid too: no iteration, "invalid"
-    cg_kw["tol"] = jnp.where(ok, cg_kw["tol"], jnp.nan)
-
-    def solve(mv, rhs):
-        r = cg_solve(mv, rhs, lam=0.0, **cg_kw)
-        return r.weights, r
-
-    x, aux = lax.custom_linear_solve(op, b, solve, symmetric=True, has_aux=True)
-    return aux._replace(weights=nan_unless(ok, x))
-
-
-def _report(i, res, score, every):
-    if int(i) % every == 0:
-        import sys
-        sys.stderr.write(f"rankjax cg: iteration {int(i)}: relative residual {float(res):.3e}, "
-                         f"validation {float(score):.6g}\n")
-
-
-def validation_criterion(valid, metric="pairwise_error", *, greater_is_better=None,
-                         **metric_kwargs) -> Callable:
-    """Turns validation data into a ``scores -> value`` criterion, lower is better
-    (docs/math.md: pairwise ranking error by default, the RankRLS squared loss as an
-    option, any rankjax metric pluggable).
-
-    Args:
-      valid: ``(y_valid, graph_valid)``: ``[m_v]`` labels (``None`` for a
-        :class:`PreferenceGraph`) and a graph on the ``m_v`` validation rows
-        (``query_graph(qid_valid)``, ``global_graph(m_v)``, ``identity_graph``
-        or ``preference_graph``).
-      metric: ``"pairwise_error"`` (default; edge disagreement for preference
-        graphs; one global ranking for the identity graph), ``"loss"``
-        (``(y - f)^T L (y - f)``, or ``||M^T f - N||^2`` for edges), or a rankjax
-        metric ``metric(scores, y, qid, *, num_queries, **metric_kwargs)``;
-        metrics where greater is better (NDCG, MAP, ...) are negated.
-      greater_is_better: the metric's direction when it carries none
-        (see :class:`rankjax.Metric`).
-      **metric_kwargs: passed to a callable metric (``k=10``, ...).
-
-    Returns:
-      ``f [m_v] -> scalar``, jittable.
-
-    Example:
-      >>> import numpy as np, rankjax as rj
-      >>> crit = validation_criterion((np.array([2., 1., 0.]), rj.query_graph(np.zeros(3, int))))
-      >>> float(crit(np.array([0., 1., 2.])))    # every pair reversed
-      1.0
-      >>> crit = validation_criterion((np.array([2., 1., 0.]), rj.query_graph(np.zeros(3, int))),
-      ...                             rj.ndcg, k=2)
-      >>> float(crit(np.array([3., 2., 1.])))    # negated NDCG@2
-      -1.0
-    """
-    if not (isinstance(valid, tuple) and len(valid) == 2):
-        raise TypeError("valid must be a tuple (y_valid, graph_valid)")
-    y, g = valid
-    check_graph(g, name="the validation graph")
-    y = g.check_labels(y, "validation y")
-    if y is not None and y.ndim != 1:
-        raise ValueError("validation y must be 1-D (one output)")
-    check_metric_options(metric, metric_kwargs, "validation_criterion")
-    return g.criterion(y, metric, greater_is_better, **metric_kwargs)
-
-
-def criterion_args(valid, n, name, metric, greater_is_better, kw):
-    """Host checks of ``valid = (M_valid, y_valid, graph_valid)``; the criterion is
-    rebuilt inside the jitted core from these pytrees and the static metric."""
-    if valid is None:
-        return None, None
-    Mv, yv, gv = as_validation(valid, name)
-    validation_criterion((yv, gv), metric, greater_is_better=greater_is_better, **dict(kw))
-    yv = gv.check_labels(yv, "validation y")
-    return Mv, (yv, gv)
-
-
-def make_valid_fn(scores_fn, vdata, metric, greater_is_better, kw):
-    if vdata is None:
-        return None
-    yv, gv = vdata
-    crit = gv.criterion(yv, metric, greater_is_better, **dict(kw))
-    return lambda x: crit(scores_fn(x))
 
 
 def _check_y(y, graph, fn):
@@ -291,19 +44,6 @@ def as_operator(X, name):
     return X
 
 
-def static_metric(metric, kw, where: str):
-    """The metric options as a hashable static tuple, each checked to be an option of
-    ``metric`` (:func:`rankjax._metrics.check_metric_options`)."""
-    check_metric_options(metric, kw, where)
-    kw = tuple(sorted(kw.items()))
-    try:
-        hash((metric, kw))
-    except TypeError as e:
-        raise TypeError("metric and its keyword arguments must be hashable "
-                        "(strings, numbers, functions)") from e
-    return kw
-
-
 _STATIC = ("metric", "greater_is_better", "kw", "max_iter", "patience", "recompute_every", "progress")
 
 
@@ -312,7 +52,7 @@ def _cg_primal_core(X, y, graph, lam, Xv, vdata, x0, tol, *, metric, greater_is_
                     max_iter, patience, recompute_every, progress):
     b = X.T @ graph.rhs(y, X.dtype)
     valid_fn = make_valid_fn(lambda w: Xv @ w, vdata, metric, greater_is_better, kw)
-    return _differentiable_cg(lambda v: X.T @ graph.mv(X @ v), b, lam=lam, x0=x0, tol=tol,
+    return differentiable_cg(lambda v: X.T @ graph.mv(X @ v), b, lam=lam, x0=x0, tol=tol,
                               max_iter=max_iter, valid_fn=valid_fn, patience=patience,
                               recompute_every=recompute_every, progress=progress)
 
@@ -383,76 +123,6 @@ def rankrls_cg(X, y, graph: Graph, *, options: Optional[CG] = None,
                            progress=progress)
 
 
-@dataclasses.dataclass(frozen=True)
-class CG:
-    """The loop options of every CG solver (:func:`cg_solve`, :func:`rankrls_cg`,
-    :func:`rankrls_cg_dual`, :func:`~rankjax.rankrls_falkon`, :func:`~rankjax.sharded_cg`,
-    :func:`~rankjax.sharded_falkon`), checked once when built; pass it as ``options=``
-    instead of the keywords (Airola et al. 2010, §3: CG with early stopping).
-
-    Attributes:
-      tol: relative residual tolerance ``||r|| <= tol ||b||`` (>= 0; 0 runs ``max_iter``).
-      max_iter: iteration cap (static).
-      patience: iterations without a better validation score before stopping (static).
-      recompute_every: the residual is recomputed as ``b - (A + λ I) x`` every that many
-        iterations (static; 0 = never).
-      progress: print every that many iterations (static; 0 = off).
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> opts = CG(tol=1e-8, max_iter=50)
-      >>> r = cg_solve(lambda v: 2 * v, jnp.array([2., 4.]), options=opts)
-      >>> print(r.weights, int(r.iterations))
-      [1. 2.] 1
-    """
-
-    tol: float = 1e-5
-    max_iter: int = 500
-    patience: int = 10
-    recompute_every: int = 50
-    progress: int = 0
-
-    def __post_init__(self):
-        check_loop(self.tol, self.max_iter, self.patience, self.recompute_every)
-        check_count(self.progress, "progress", minimum=0)
-
-
-_LOOP = tuple(f.name for f in dataclasses.fields(CG))
-
-
-def loop_options(options, fn, *values):
-    """``(tol, max_iter, patience, recompute_every, progress)`` from ``options`` (a
-    :class:`CG`) or from the keywords ``values`` of ``fn`` (in that order), checked;
-    giving both ``options`` and a keyword that differs from ``fn``'s default is a
-    TypeError."""
-    if options is None:
-        return dataclasses.astuple(CG(*values))
-    if not isinstance(options, CG):
-        raise TypeError(f"options must be a rankjax.CG, got {type(options).__name__}")
-    default = {**dataclasses.asdict(CG()), **(fn.__kwdefaults__ or {})}
-    changed = [k for k, v in zip(_LOOP, values)
-               if not (isinstance(v, (int, float)) and v == default[k])]
-    if changed:
-        raise TypeError(f"pass the loop options either as options=CG(...) or as keywords, "
-                        f"not both (got options and {', '.join(changed)})")
-    return dataclasses.astuple(options)
-
-
-def check_loop(tol, max_iter, patience, recompute_every):
-    check_lam(tol, name="tol", scalar=True, allow_zero=True)     # 0: run max_iter iterations
-    check_count(max_iter, "max_iter"), check_count(patience, "patience")
-    check_count(recompute_every, "recompute_every", minimum=0)
-
-
-def check_x0(x0, n):
-    if x0 is None:
-        return None
-    x0 = as_float_array(x0, "x0", finite=True)
-    if x0.shape != (n,):
-        raise ValueError(f"x0 must have shape [{n}], got {tuple(x0.shape)}")
-    return x0
-
-
 def _kernel_operator(K, m, name):
     """``(K, None)`` for a kernel matrix ``[*, m]``, ``(None, fn)`` for a matvec callable."""
     if callable(K) and not hasattr(K, "shape"):
@@ -472,7 +142,7 @@ def _cg_dual_core(K, y, graph, lam, Kv, vdata, x0, tol, *, kfn, kvfn, metric, gr
     valid_fn = make_valid_fn(lambda B: kvmv(R(B)), vdata, metric, greater_is_better, kw)
     b = rhs(y)
     dtype = b.dtype if jnp.issubdtype(b.dtype, jnp.floating) else jnp.result_type(float)
-    res = _differentiable_cg(lambda v: Rt(kmv(R(v))), b.astype(dtype), lam=lam, x0=x0, tol=tol,
+    res = differentiable_cg(lambda v: Rt(kmv(R(v))), b.astype(dtype), lam=lam, x0=x0, tol=tol,
                              max_iter=max_iter, valid_fn=valid_fn, patience=patience,
                              recompute_every=recompute_every, progress=progress)
     return res._replace(weights=R(res.weights))

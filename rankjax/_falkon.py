@@ -27,9 +27,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._cg import CG, CGResult, cg_solve, loop_options, criterion_args, make_valid_fn, static_metric
-from ._checks import (check_seed, available_memory, check_count, check_lam, check_matrix, check_memory,
-                      device_array, lam_ok, nan_unless)
+from ._cg_loop import CG, CGResult, cg_solve, loop_options, criterion_args, make_valid_fn, static_metric
+from ._checks import check_seed, check_count, check_lam, check_matrix, device_array, lam_ok, nan_unless
+from ._memory import available_memory, check_memory
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_block, kernel_matrix
 from ._nystrom import basis_cholesky, padded_basis

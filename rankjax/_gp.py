@@ -26,8 +26,8 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from jax.scipy.stats import norm
 
 from ._checks import (as_float_array, check_flag, check_count, check_indices, check_lam, check_matrix,
-                      check_memory,
                       check_symmetric)
+from ._memory import check_memory
 from ._kernels import gaussian_kernel, kernel_matrix
 
 __all__ = ["PairwiseGP", "gp_pairwise_gaussian", "gp_pairwise_probit", "gp_predict",

@@ -15,7 +15,8 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from ._checks import check_gram, check_matrix, check_memory, lam_ok, nan_unless
+from ._checks import check_gram, check_matrix, lam_ok, nan_unless
+from ._memory import check_memory
 from ._folds import Folds, each_slice, over_folds, resolve_folds
 from ._graph import Graph, check_graph, check_problem
 from ._kernels import Kernel

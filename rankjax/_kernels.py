@@ -13,7 +13,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._checks import check_count, check_lam, check_matrix, check_memory, is_int, lam_ok, nan_unless
+from ._checks import check_count, check_lam, check_matrix, is_int, lam_ok, nan_unless
+from ._memory import check_memory
 from ._sparse import as_dense
 
 __all__ = ["Kernel", "linear_kernel", "gaussian_kernel", "polynomial_kernel", "kernel_matrix"]

@@ -12,20 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import (
-    as_float_array,
-    check_gram,
-    check_indices,
-    check_symmetric,
-    host_labels,
-    indices_ok,
-    is_concrete,
-    kernel_plan,
-    lam_ok,
-    nan_unless,
-    reduce_concrete,
-    value_range,
-)
+from ._checks import (as_float_array, check_gram, check_indices, check_symmetric, host_labels,
+                      indices_ok, is_concrete, lam_ok, nan_unless, reduce_concrete, value_range)
+from ._memory import kernel_plan
 from ._graph import check_problem
 from ._graph_build import global_graph
 from ._path import check_lams, check_spectrum

@@ -17,7 +17,8 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from ._checks import check_gram, check_lam, check_matrix, check_symmetric, kernel_plan, lam_ok, nan_unless
+from ._checks import check_gram, check_lam, check_matrix, check_symmetric, lam_ok, nan_unless
+from ._memory import kernel_plan
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._ridge import dual_system, primal_system, ridge_solve

@@ -357,7 +357,8 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
             device_array(max_cg, jnp.int32))
     if valid is None:
         return _tron_jit(*args)
-    from ._cg import as_operator, criterion_args, static_metric
+    from ._cg import as_operator
+    from ._cg_loop import criterion_args, static_metric
     if metric_kwargs is not None and not isinstance(metric_kwargs, dict):
         raise TypeError(f"metric_kwargs must be a dict, got {type(metric_kwargs).__name__}")
     kw = static_metric(metric, metric_kwargs or {}, "ranksvm_l2")
@@ -375,7 +376,7 @@ _tron_jit = jax.jit(_tron)
 @functools.partial(jax.jit, static_argnames=("metric", "kw", "patience", "hist_len"))
 def _tron_valid_jit(X, levels, C, tol, max_iter, eps_cg, max_cg, Xv, vdata, *, metric, kw,
                     patience, hist_len):
-    from ._cg import make_valid_fn
+    from ._cg_loop import make_valid_fn
     valid_fn = make_valid_fn(lambda w: Xv @ w, vdata, metric, None, kw)
     return _tron(X, levels, C, tol, max_iter, eps_cg, max_cg, valid_fn, patience, hist_len)
 

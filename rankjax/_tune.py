@@ -24,8 +24,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ._checks import (as_float_array, check_count, check_flag, check_indices, check_lam,
-                      check_matrix, indices_ok, is_concrete, kernel_plan, nan_unless)
+from ._checks import (as_float_array, check_count, check_flag, check_indices, check_lam, check_matrix,
+                      indices_ok, is_concrete, nan_unless)
+from ._memory import kernel_plan
 from ._folds import Folds, over_folds, resolve_folds
 from ._holdout import woodbury_fold
 from ._graph import Graph, check_graph, check_problem

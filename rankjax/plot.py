@@ -107,15 +107,13 @@ def evals_curve(estimator, ax=None, *, title: str = None):
         raise ValueError(f"{type(estimator).__name__} has no evals_result_: fit it with eval_set=")
     ax = _axes(ax)
     (name, results), = estimator.evals_result_.items()
+    xlabel, first, mark_best = getattr(estimator, "evals_axis", ("iteration", 0, True))
     for metric, vals in results.items():
-        first = 1 if type(estimator).__name__ in ("RankBoost", "KPCRank") else 0
         ax.plot(np.arange(first, first + len(vals)), vals, label=f"{name} {metric}")
-    if hasattr(estimator, "best_iteration_") and type(estimator).__name__ != "RankRLSCV":
+    if mark_best and hasattr(estimator, "best_iteration_"):
         ax.axvline(estimator.best_iteration_, color="grey", ls="--", lw=1,
                    label=f"best iteration {estimator.best_iteration_}")
-    ax.set_xlabel({"RankBoost": "boosting round", "KPCRank": "components",
-                   "CGRankRLS": "CG iteration", "RankSVM": "Newton iteration"}.get(
-                       type(estimator).__name__, "grid point"))
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(metric)
     ax.set_title(title or f"{type(estimator).__name__} on the evaluation set")
     ax.legend(frameon=False)

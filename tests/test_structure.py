@@ -138,6 +138,25 @@ def test_kinds_are_told_apart_only_in_their_home(path):
     assert not bad, bad
 
 
+def type_name_switches(tree):
+    """Lines comparing ``type(x).__name__`` with names: a type switch in disguise."""
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute)
+                and node.left.attr == "__name__" and isinstance(node.left.value, ast.Call)
+                and getattr(node.left.value.func, "id", None) == "type"):
+            yield node.lineno
+        if (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "get"
+                and isinstance(node.func.value, ast.Dict) and node.args
+                and "type(" in ast.unparse(node.args[0]) and "__name__" in ast.unparse(node.args[0])):
+            yield node.lineno
+
+
+@pytest.mark.parametrize("path", modules(), ids=rel)
+def test_no_switch_on_type_names(path):
+    lines = list(type_name_switches(ast.parse(path.read_text())))
+    assert not lines, f"{rel(path)}: type(...).__name__ switches at lines {lines}"
+
+
 def test_the_rules_see_a_violation(tmp_path):
     # the scanners above are not vacuous: each finds the fault it is written for
     src = ("from ._cv import _over_folds\nimport rankjax\n"

@@ -187,6 +187,10 @@ class Ranker(_Base):
     Queries are given as ``qid`` (a query id per row, as XGBoost and SVMlight) or as
     ``group`` (query sizes in row order, as LightGBM), never both."""
 
+    evals_axis = ("grid point", 0, True)
+    """How ``plot.evals_curve`` draws ``evals_result_``: the x label, the first x value and
+    whether ``best_iteration_`` is marked (each estimator sets its own)."""
+
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
         ESTIMATORS[cls.__name__] = cls            # load() finds the class of a file here

@@ -22,6 +22,8 @@ class CGRankRLS(Ranker):
     (``evals_result_``, ``best_iteration_``, ``best_score_``); ``verbose`` prints the
     progress on stderr. ``coef_`` holds the weights."""
 
+    evals_axis = ("CG iteration", 0, True)
+
     def __init__(self, lam=1.0, *, max_iter=500, tol=1e-5, early_stopping_rounds=10,
                  verbose=False, normalized=True, score_k=10):
         self.lam, self.max_iter, self.tol = lam, max_iter, tol
@@ -58,6 +60,8 @@ class CGRankRLS(Ranker):
 
 class RankSVM(Ranker):
     """L2-loss RankSVM (linear by TRON, Lee & Lin 2014; or kernel with ``basis`` rows)."""
+
+    evals_axis = ("Newton iteration", 0, True)
 
     def __init__(self, C=1.0, *, kernel=None, gamma="scale", degree=2, coef0=1.0, basis=None,
                  tol=1e-3, max_iter=1000, early_stopping_rounds=None, verbose=False, score_k=10,
@@ -110,6 +114,8 @@ class KPCRank(Ranker):
     """Kernel principal component ranking (Pahikkala et al. 2009, §3.6): RankRLS on
     the leading ``n_components`` kernel principal components."""
 
+    evals_axis = ("components", 1, True)
+
     def __init__(self, n_components=10, *, lam=0.0, kernel="gaussian", gamma="scale", degree=2,
                  coef0=1.0, normalized=True, early_stopping_rounds=None, verbose=False,
                  score_k=10):
@@ -150,6 +156,8 @@ class KPCRank(Ranker):
 
 class RankBoost(Ranker):
     """RankBoost with threshold weak rankers (Freund et al. 2003)."""
+
+    evals_axis = ("boosting round", 1, True)
 
     def __init__(self, rounds=100, *, num_thresholds=32, early_stopping_rounds=None,
                  verbose=False, score_k=10):

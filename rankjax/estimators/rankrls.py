@@ -8,7 +8,8 @@ import jax
 import numpy as np
 
 from .. import _cv, _folds, _holdout, _kernels, _metrics_graded, _nystrom, _path, _rankrls, _tune
-from .._checks import check_count, check_flag, kernel_plan
+from .._checks import check_count, check_flag
+from .._memory import kernel_plan
 from .._graph_build import identity_graph
 from .._sparse import as_dense
 from .base import Ranker, basis_size, gamma_value, make_kernel, nan_last
@@ -95,6 +96,8 @@ class RankRLSCV(RankRLS):
     point when its hold-out NDCG is not below the grid's; ``tune_`` holds the
     trajectory.
     """
+
+    evals_axis = ("grid point", 0, False)        # one score per (λ, γ): no iterations
 
     def __init__(self, lams=tuple(np.logspace(-3, 3, 13)), *, gammas=None, cv=None, kernel=None,
                  gamma="scale", degree=2, coef0=1.0, basis="auto", basis_method="uniform",

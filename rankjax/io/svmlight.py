@@ -12,7 +12,8 @@ from typing import NamedTuple, Optional
 import numpy as np
 import scipy.sparse as sp
 
-from .._checks import check_flag, memory_limit
+from .._checks import check_flag
+from .._memory import memory_limit
 from .files import as_integers, atomic_write, open_binary, open_text
 from .groups import groups_to_qid, read_groups
 

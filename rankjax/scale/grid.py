@@ -13,7 +13,7 @@ from jax import lax
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from .._cg import static_metric
+from .._cg_loop import static_metric
 from .._checks import as_float_array, check_lam, check_matrix, nan_unless
 from .._graph import check_problem
 from .._graph_build import as_validation

@@ -13,7 +13,8 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from .._cg import CG, CGResult, cg_solve, check_x0, loop_options, criterion_args, make_valid_fn, static_metric
+from .._cg_loop import (CG, CGResult, cg_solve, check_x0, loop_options, criterion_args, make_valid_fn,
+                        static_metric)
 from .._checks import as_float_array, check_count, check_lam, check_matrix
 from .._falkon import STATIC as FALKON_STATIC
 from .._falkon import falkon_preconditioner, falkon_solve
