@@ -23,16 +23,12 @@ from ._kernels import Kernel
 from ._nystrom import cholesky_features, padded_basis
 from ._path import check_lams, check_spectrum
 from ._rankrls import check_kernel_matrix
-from ._ridge import (
+from ._ridge import (decompose_dual,
     HI,
     SMALL_SOLVE,
-    dual_system,
     eigh_path,
     eigh_psd,
-    eigh_psd_checked,
-    lam_floor,
     primal_system,
-    psd_ok,
     spectral_filter,
     symmetric_solve,
     tdot,
@@ -183,20 +179,18 @@ def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> Ho
 
 @jax.jit
 def _holdout_dual_core(K, y, graph, lams, folds):
-    system = dual_system(K, y, graph)
-    eig, low, high = eigh_psd_checked(system.G)
-    psd = psd_ok(low, high, K.shape[0], K.dtype)
-    floor = lam_floor(high, K.dtype, "holdout")
-    KSU = jnp.matmul(K, system.root.apply(eig.vectors), precision=HI)    # [m, m]
-    c = tdot(eig.vectors, system.rhs)
+    dec = decompose_dual(K, y, graph, "holdout")
+    eig = dec.eig
+    KSU = jnp.matmul(K, dec.root.apply(eig.vectors), precision=HI)       # [m, m]
+    c = tdot(eig.vectors, dec.rhs)
     D = spectral_filter(eig.values[None, :], lams[:, None])
     F = jnp.einsum("mr,lr...->lm...", KSU, D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None],
                    precision=HI)
     one = partial(woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=K)
     m = K.shape[0]
-    ok = lam_ok(lams) & psd & (lams >= floor)
+    ok = lam_ok(lams) & dec.ok(lams)
     return (nan_unless(ok, over_folds(folds, m, lams.shape[0], m, F.shape, K.dtype, lambda P: one)),
-            (psd, low, high, floor))
+            dec.flags())
 
 
 def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> HoldOut:

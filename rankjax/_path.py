@@ -31,8 +31,7 @@ from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import check_metric_options, metric_sign
 from ._rankrls import LinearModel, check_kernel_matrix, check_test_matrix, path_scores
-from ._ridge import (HI, dual_system, eigh_path, eigh_psd, eigh_psd_checked, nystrom_map,
-                     primal_system, psd_ok, lam_floor)
+from ._ridge import decompose_dual, HI, eigh_path, eigh_psd, nystrom_map, primal_system
 from ._sparse import as_dense
 
 __all__ = ["PrimalPath", "DualPath", "NystromPath", "rankrls_primal_path", "rankrls_dual_path",
@@ -151,15 +150,11 @@ def rankrls_primal_path(X, y, graph: Graph, *, lams, X_valid=None,
 
 @jax.jit
 def _dual_path_core(K, y, graph, lams, K_valid):
-    system = dual_system(K, y, graph)
-    eig, low, high = eigh_psd_checked(system.G)
-    psd = psd_ok(low, high, K.shape[0], K.dtype)
-    floor = lam_floor(high, K.dtype, "path")
-    B = eigh_path(eig, system.rhs, lams.astype(K.dtype))    # [L, m(, k)]
-    A = jnp.moveaxis(system.root.apply(jnp.moveaxis(B, 0, -1)), -1, 0)
-    out = nan_unless(lam_ok(lams) & psd & (lams >= floor),
+    dec = decompose_dual(K, y, graph, "path")
+    A = dec.coef_path(lams)                                 # [L, m(, k)]
+    out = nan_unless(lam_ok(lams) & dec.ok(lams),
                      (A, path_scores(K, A), None if K_valid is None else path_scores(K_valid, A)))
-    return out, (psd, low, high, floor)
+    return out, dec.flags()
 
 
 class UnresolvedLambdaWarning(UserWarning):

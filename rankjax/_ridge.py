@@ -30,7 +30,8 @@ from ._sparse import is_bcoo
 
 __all__ = ["Eigh", "PSD_RTOL", "eigh_psd", "psd_mask", "psd_root", "spectral_filter",
            "eigh_solve", "eigh_path", "ridge_solve", "primal_system", "dual_system",
-           "nystrom_map", "tdot", "gram", "symmetric_solve", "HI", "RESOLVE_RTOL", "lam_floor"]
+           "nystrom_map", "Decomposition", "decompose_dual", "tdot", "gram", "symmetric_solve",
+           "HI", "RESOLVE_RTOL", "lam_floor"]
 
 HI = lax.Precision.HIGHEST
 
@@ -276,6 +277,47 @@ def dual_system(K, y, graph) -> DualSystem:
     SK = root.apply(K)
     SKS = root.apply(SK.T)
     return DualSystem((SKS + SKS.T) / 2, root.rhs(y), root)
+
+
+class Decomposition(NamedTuple):
+    """A symmetric system decomposed once, ``G = U diag(values) U^T``, with what every
+    λ needs (Pahikkala et al. 2009, §3.2: one decomposition, every λ of a grid):
+    ``rhs`` (the system's right-hand side), ``root`` (``S`` of the dual, or ``None``)
+    and the checks on the spectrum: ``psd`` (within rounding of PSD), the raw
+    ``smallest`` / ``largest`` eigenvalues and ``floor``, the smallest λ the dtype
+    resolves for its shortcut (:func:`lam_floor`)."""
+
+    eig: Eigh
+    rhs: jax.Array
+    root: object
+    psd: jax.Array
+    smallest: jax.Array
+    largest: jax.Array
+    floor: jax.Array
+
+    def ok(self, lams):
+        """Traced ``[L]``: the λ lanes this decomposition answers (PSD, above the floor)."""
+        return self.psd & (lams >= self.floor)
+
+    def coef_path(self, lams):
+        """``[L, m(, k)]`` coefficients of every λ: ``root (G + λ I)^{-1} rhs``."""
+        B = eigh_path(self.eig, self.rhs, lams.astype(self.rhs.dtype))
+        if self.root is None:
+            return B
+        return jnp.moveaxis(self.root.apply(jnp.moveaxis(B, 0, -1)), -1, 0)
+
+    def flags(self):
+        """``(psd, smallest, largest, floor)`` for the host-side report (``check_spectrum``)."""
+        return self.psd, self.smallest, self.largest, self.floor
+
+
+def decompose_dual(K, y, graph, kind: str) -> Decomposition:
+    """:func:`dual_system` of ``K`` decomposed once, checked for PSD and given the λ floor of
+    the shortcut ``kind`` (``"path"`` or ``"holdout"``, :data:`RESOLVE_RTOL`)."""
+    system = dual_system(K, y, graph)
+    eig, low, high = eigh_psd_checked(system.G)
+    return Decomposition(eig, system.rhs, system.root, psd_ok(low, high, K.shape[0], K.dtype),
+                         low, high, lam_floor(high, K.dtype, kind))
 
 
 def nystrom_map(K_R, K_RR):

@@ -56,29 +56,30 @@ def _dual_floor(K, y, qid, kind):
     return RESOLVE_RTOL[kind] * EPS32 * np.linalg.eigvalsh(G).max()
 
 
-def test_dual_path(data):
+def _pairs(y):
+    return rj.differing_pairs(y)[:400]
+
+
+SHORTCUTS = {
+    "dual_path": (lambda K, y, qid, lams: rj.rankrls_dual_path(
+        K, y, rj.query_graph(qid), lams=lams).train_scores, "path"),
+    "holdout_dual": (lambda K, y, qid, lams: rj.holdout_dual(
+        K, y, rj.query_graph(qid), lams=lams).predictions, "holdout"),
+    "leave_pair_out_dual": (lambda K, y, qid, lams: rj.leave_pair_out_dual(
+        K, y, _pairs(np.asarray(y, np.float64)), lams=lams).predictions, "pairs"),
+}
+
+
+@pytest.mark.parametrize("name", SHORTCUTS)
+def test_dual_shortcut_in_float32(data, name):
     X, y, qid, K = data
-    out64 = np.asarray(rj.rankrls_dual_path(K, y, rj.query_graph(qid), lams=LAMS).train_scores)
-    out32, caught = _float32(lambda t: rj.rankrls_dual_path(
-        K.astype(t), y.astype(t), rj.query_graph(qid), lams=LAMS.astype(t)).train_scores)
-    _check_lanes(out32, out64, _dual_floor(K, y, qid, "path"), caught)
-
-
-def test_holdout_dual(data):
-    X, y, qid, K = data
-    out64 = np.asarray(rj.holdout_dual(K, y, rj.query_graph(qid), lams=LAMS).predictions)
-    out32, caught = _float32(lambda t: rj.holdout_dual(
-        K.astype(t), y.astype(t), rj.query_graph(qid), lams=LAMS.astype(t)).predictions)
-    _check_lanes(out32, out64, _dual_floor(K, y, qid, "holdout"), caught)
-
-
-def test_leave_pair_out_dual(data):
-    X, y, qid, K = data
-    pairs = rj.differing_pairs(y)[:400]
-    out64 = np.asarray(rj.leave_pair_out_dual(K, y, pairs, lams=LAMS).predictions)
-    out32, caught = _float32(lambda t: rj.leave_pair_out_dual(
-        K.astype(t), y.astype(t), pairs, lams=LAMS.astype(t)).predictions)
-    floor = RESOLVE_RTOL["pairs"] * EPS32 * (K.shape[0] - 2) * np.linalg.eigvalsh(K).max()
+    run, kind = SHORTCUTS[name]
+    out64 = np.asarray(run(K, y, qid, LAMS))
+    out32, caught = _float32(lambda t: run(K.astype(t), y.astype(t), qid, LAMS.astype(t)))
+    if kind == "pairs":
+        floor = RESOLVE_RTOL[kind] * EPS32 * (K.shape[0] - 2) * np.linalg.eigvalsh(K).max()
+    else:
+        floor = _dual_floor(K, y, qid, kind)
     _check_lanes(out32, out64, floor, caught)
 
 

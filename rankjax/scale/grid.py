@@ -21,7 +21,7 @@ from .._kernels import Kernel, kernel_matrix
 from .._metrics import metric_sign, pairwise_error
 from .._path import check_lams
 from .._rankrls import path_scores
-from .._ridge import dual_system, eigh_path, eigh_psd, lam_floor
+from .._ridge import decompose_dual
 from .._sparse import as_dense
 from .layout import ShardedData, check_mesh, check_sharded, local_block, put_rows, to_layout
 
@@ -106,12 +106,9 @@ class GridSearch(NamedTuple):
 def _grid_core(X, y, graph, gammas, lams, Xv, yv, gv, mesh, axis, kind, metric, kw, sign):
     def per_gamma(gamma):
         kernel = Kernel(kind, gamma=gamma)
-        system = dual_system(kernel_matrix(kernel, X), y, graph)
-        eig = eigh_psd(system.G)
-        B = eigh_path(eig, system.rhs, lams.astype(X.dtype))
-        A = jnp.moveaxis(system.root.apply(jnp.moveaxis(B, 0, -1)), -1, 0)
-        floor = lam_floor(jnp.max(eig.values), X.dtype, "path")   # NaN lanes below it
-        F = nan_unless(lams >= floor, path_scores(kernel_matrix(kernel, Xv, X), A))  # [L, m_v]
+        dec = decompose_dual(kernel_matrix(kernel, X), y, graph, "path")
+        A = dec.coef_path(lams)
+        F = nan_unless(dec.ok(lams), path_scores(kernel_matrix(kernel, Xv, X), A))   # [L, m_v]
         seg, num = gv.segments()
         return jax.vmap(lambda f: sign * metric(f, yv, seg, num_queries=num, **dict(kw)))(F)
 
