@@ -31,7 +31,7 @@ from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import check_metric_options, metric_sign
 from ._rankrls import LinearModel, check_kernel_matrix, check_test_matrix, path_scores
-from ._ridge import decompose_dual, HI, eigh_path, eigh_psd, nystrom_map, primal_system
+from ._ridge import decompose_primal, decompose_dual, HI, nystrom_map, primal_system
 from ._sparse import as_dense
 
 __all__ = ["PrimalPath", "DualPath", "NystromPath", "rankrls_primal_path", "rankrls_dual_path",
@@ -110,7 +110,7 @@ def _valid_matrix(X_valid, n, name="X_valid"):
 @partial(jax.jit, static_argnames="train")
 def _primal_path_core(X, y, graph, lams, X_valid, train):
     G, b = primal_system(X, y, graph)
-    W = eigh_path(eigh_psd(G), b, lams.astype(G.dtype))
+    W = decompose_primal(G, b).coef_path(lams)
     return nan_unless(lam_ok(lams), (W, path_scores(X, W) if train else None,
                                      None if X_valid is None else path_scores(X_valid, W)))
 

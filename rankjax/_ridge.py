@@ -30,8 +30,8 @@ from ._sparse import is_bcoo
 
 __all__ = ["Eigh", "PSD_RTOL", "eigh_psd", "psd_mask", "psd_root", "spectral_filter",
            "eigh_solve", "eigh_path", "ridge_solve", "primal_system", "dual_system",
-           "nystrom_map", "Decomposition", "decompose_dual", "tdot", "gram", "symmetric_solve",
-           "HI", "RESOLVE_RTOL", "lam_floor"]
+           "nystrom_map", "Decomposition", "decompose_dual", "decompose_primal", "tdot", "gram",
+           "symmetric_solve", "HI", "RESOLVE_RTOL", "lam_floor"]
 
 HI = lax.Precision.HIGHEST
 
@@ -318,6 +318,14 @@ def decompose_dual(K, y, graph, kind: str) -> Decomposition:
     eig, low, high = eigh_psd_checked(system.G)
     return Decomposition(eig, system.rhs, system.root, psd_ok(low, high, K.shape[0], K.dtype),
                          low, high, lam_floor(high, K.dtype, kind))
+
+
+def decompose_primal(G, b) -> Decomposition:
+    """The primal system ``(G + λ I) w = b`` (``G = X^T L X``) decomposed once; no root, no
+    PSD or floor check (``G`` is a Gram matrix; full-rank features need no floor)."""
+    eig = eigh_psd(G)
+    zero = jnp.zeros((), G.dtype)
+    return Decomposition(eig, b, None, jnp.ones((), bool), zero, jnp.max(eig.values), zero)
 
 
 def nystrom_map(K_R, K_RR):

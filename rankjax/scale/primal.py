@@ -19,7 +19,7 @@ from .._graph import QueryGraph
 from .._holdout import HoldOut, holdout_from_system
 from .._path import PrimalPath, check_lams
 from .._rankrls import path_scores
-from .._ridge import eigh_path, eigh_psd, primal_system
+from .._ridge import decompose_primal, primal_system
 from .._segments import padded_size
 from .layout import (
     ShardedData,
@@ -65,7 +65,7 @@ def sharded_normal_equations(data: ShardedData):
 def _path_core(X, y, graph, lams, mesh, axis, train):
     def local(X, y, graph, lams):
         G, b = _system(X, y, local_block(graph), axis)
-        W = eigh_path(eigh_psd(G), b, lams.astype(G.dtype))
+        W = decompose_primal(G, b).coef_path(lams)
         W = nan_unless(lam_ok(lams), W)
         return W, (path_scores(X, W) if train else None)
     spec = P(axis)

@@ -28,7 +28,7 @@ from .._holdout import holdout_from_system
 from .._metrics import check_metric_options, metric_sign, pairwise_error
 from .._path import PrimalPath, Selection, check_lams, select_lambda
 from .._rankrls import path_scores
-from .._ridge import eigh_path, eigh_psd, primal_system
+from .._ridge import decompose_primal, primal_system
 from .._segments import bucket
 from .._sparse import as_dense
 
@@ -68,7 +68,7 @@ def _chunk_system(X, y, graph):
 
 @jax.jit
 def _path(G, b, lams):
-    return eigh_path(eigh_psd(G), b, lams)
+    return decompose_primal(G, b).coef_path(lams)
 
 
 def _chunk(item, n, k, index):
