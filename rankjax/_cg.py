@@ -20,7 +20,7 @@ from ._cg_loop import (
     make_valid_fn,
     static_metric,
 )
-from ._checks import check_lam, check_matrix, check_symmetric, is_concrete
+from ._checks import check_positive, check_matrix, check_symmetric, is_concrete
 from ._graph import Graph, check_graph
 from ._ridge import HI
 from ._sparse import is_bcoo, is_scipy_sparse, to_csr
@@ -44,10 +44,10 @@ def as_operator(X, name):
     return X
 
 
-_STATIC = ("metric", "greater_is_better", "kw", "max_iter", "patience", "recompute_every", "progress")
+_CG_STATIC = ("metric", "greater_is_better", "kw", "max_iter", "patience", "recompute_every", "progress")
 
 
-@partial(jax.jit, static_argnames=_STATIC)
+@partial(jax.jit, static_argnames=_CG_STATIC)
 def _cg_primal_core(X, y, graph, lam, Xv, vdata, x0, tol, *, metric, greater_is_better, kw,
                     max_iter, patience, recompute_every, progress):
     b = X.T @ graph.rhs(y, X.dtype)
@@ -108,7 +108,7 @@ def rankrls_cg(X, y, graph: Graph, *, options: Optional[CG] = None,
     X = as_operator(X, "X")
     check_graph(graph, X.shape[0])
     y = _check_y(y, graph, "rankrls_cg")
-    check_lam(lam, allow_zero=True, scalar=True)
+    check_positive(lam, allow_zero=True, scalar=True)
     tol, max_iter, patience, recompute_every, progress = loop_options(
         options, rankrls_cg, tol, max_iter, patience, recompute_every, progress)
     kw = static_metric(metric, metric_kwargs, "rankrls_cg")
@@ -133,7 +133,7 @@ def _kernel_operator(K, m, name):
     return K, None
 
 
-@partial(jax.jit, static_argnames=_STATIC + ("kfn", "kvfn"))
+@partial(jax.jit, static_argnames=_CG_STATIC + ("kfn", "kvfn"))
 def _cg_dual_core(K, y, graph, lam, Kv, vdata, x0, tol, *, kfn, kvfn, metric, greater_is_better,
                   kw, max_iter, patience, recompute_every, progress):
     R, Rt, rhs = graph.factor()
@@ -193,7 +193,7 @@ def rankrls_cg_dual(K, y, graph: Graph, *, options: Optional[CG] = None,
     if isinstance(K, jax.Array):
         check_symmetric(K)
     y = _check_y(y, graph, "rankrls_cg_dual")
-    check_lam(lam, allow_zero=True, scalar=True)
+    check_positive(lam, allow_zero=True, scalar=True)
     tol, max_iter, patience, recompute_every, progress = loop_options(
         options, rankrls_cg_dual, tol, max_iter, patience, recompute_every, progress)
     kw = static_metric(metric, metric_kwargs, "rankrls_cg_dual")

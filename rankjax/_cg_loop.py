@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._checks import as_float_array, check_count, check_lam, lam_ok, nan_unless
+from ._checks import as_float_array, check_count, check_positive, lam_ok, nan_unless
 from ._graph import check_graph
 from ._graph_build import as_validation
 from ._metrics import check_metric_options
@@ -97,7 +97,7 @@ def cg_solve(matvec: Callable, b, *, options: Optional[CG] = None,
     b = as_float_array(b, "b", finite=True)
     if b.ndim != 1:
         raise ValueError(f"b must be 1-D [n], got shape {tuple(b.shape)}")
-    check_lam(lam, allow_zero=True, scalar=True)
+    check_positive(lam, allow_zero=True, scalar=True)
     tol, max_iter, patience, recompute_every, progress = loop_options(
         options, cg_solve, tol, max_iter, patience, recompute_every, progress)
     x0 = check_x0(x0, b.shape[0])
@@ -158,7 +158,7 @@ def cg_solve(matvec: Callable, b, *, options: Optional[CG] = None,
             bx = jnp.where(keep, x, bx)
             bi = jnp.where(keep, i - 1, bi)
         if progress:
-            jax.debug.callback(_report, i, res, s, progress)
+            jax.debug.callback(_print_progress, i, res, s, progress)
         return (i, x_out, r_new, p_new, rr_new, bx, bs, bi, since, new_reason,
                 hr.at[i].set(jnp.where(keep, jnp.nan, res)), hv.at[i].set(s))
 
@@ -193,7 +193,7 @@ def differentiable_cg(matvec, b, *, lam, valid_fn, **cg_kw) -> CGResult:
     return aux._replace(weights=nan_unless(ok, x))
 
 
-def _report(i, res, score, every):
+def _print_progress(i, res, score, every):
     if int(i) % every == 0:
         import sys
         sys.stderr.write(f"rankjax cg: iteration {int(i)}: relative residual {float(res):.3e}, "
@@ -332,7 +332,7 @@ def loop_options(options, fn, *values):
 
 
 def check_loop(tol, max_iter, patience, recompute_every):
-    check_lam(tol, name="tol", scalar=True, allow_zero=True)     # 0: run max_iter iterations
+    check_positive(tol, name="tol", scalar=True, allow_zero=True)     # 0: run max_iter iterations
     check_count(max_iter, "max_iter"), check_count(patience, "patience")
     check_count(recompute_every, "recompute_every", minimum=0)
 

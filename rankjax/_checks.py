@@ -231,8 +231,9 @@ def check_targets(y, m: int, name: str = "y"):
     return y
 
 
-def check_lam(lam, *, allow_zero: bool = False, name: str = "lam", scalar: bool = False):
-    """λ must be a finite scalar (or array of them) > 0 (>= 0 if ``allow_zero``);
+def check_positive(lam, *, allow_zero: bool = False, name: str = "lam", scalar: bool = False):
+    """A positive parameter (λ, γ, C, tol, a learning rate ... named by ``name``) must be a
+    finite scalar (or array of them) > 0 (>= 0 if ``allow_zero``);
     with ``scalar`` an array of several values is a ``TypeError`` (vmap instead)."""
     if lam is None:
         raise TypeError(f"{name} is required")

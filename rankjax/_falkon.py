@@ -28,7 +28,7 @@ import numpy as np
 from jax import lax
 
 from ._cg_loop import CG, CGResult, cg_solve, loop_options, criterion_args, make_valid_fn, static_metric
-from ._checks import check_seed, check_count, check_lam, check_matrix, device_array, lam_ok, nan_unless
+from ._checks import check_seed, check_count, check_positive, check_matrix, device_array, lam_ok, nan_unless
 from ._memory import available_memory, check_memory
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_block, kernel_matrix
@@ -103,7 +103,7 @@ def _block_ops(kernel, X, XR, mf, block_rows):
     return fwd, bwd
 
 
-_STATIC = ("block_rows",) + STATIC
+_FALKON_CORE_STATIC = ("block_rows",) + STATIC
 
 
 def falkon_preconditioner(kernel, XR, rmask, PhiU_gram, lam):
@@ -142,7 +142,7 @@ def falkon_solve(C, A, lam, apply_H, rhs_raw, scores_fn, valid_ok, vdata, tol, *
     return nan_unless(ok, coef(r.weights)), r
 
 
-@partial(jax.jit, static_argnames=_STATIC)
+@partial(jax.jit, static_argnames=_FALKON_CORE_STATIC)
 def _falkon_core(X, y, graph, XR, rmask, XU, umask, sub, scale, lam, Xv, vdata, tol, kernel, *,
                  block_rows, metric, greater_is_better, kw, max_iter, patience, recompute_every,
                  progress):
@@ -220,7 +220,7 @@ def rankrls_falkon(X, y, graph: Graph, *, options: Optional[CG] = None,
         raise ValueError("rankrls_falkon solves one output; vmap over the columns of y")
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a rankjax Kernel, got {type(kernel).__name__}")
-    check_lam(lam, allow_zero=valid is not None, scalar=True)
+    check_positive(lam, allow_zero=valid is not None, scalar=True)
     tol, max_iter, patience, recompute_every, progress = loop_options(
         options, rankrls_falkon, tol, max_iter, patience, recompute_every, progress)
     check_seed(seed)

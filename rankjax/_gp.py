@@ -25,7 +25,7 @@ from jax import lax
 from jax.scipy.linalg import cho_solve, solve_triangular
 from jax.scipy.stats import norm
 
-from ._checks import (as_float_array, check_flag, check_count, check_indices, check_lam, check_matrix,
+from ._checks import (as_float_array, check_flag, check_count, check_indices, check_positive, check_matrix,
                       check_symmetric)
 from ._memory import check_memory
 from ._kernels import gaussian_kernel, kernel_matrix
@@ -80,7 +80,7 @@ def _check_diag(v, t, name):
     return v
 
 
-def _check_pairs(K, head, tail):
+def _check_comparisons(K, head, tail):
     K = check_matrix(K, "K")
     m = check_symmetric(K).shape[0]
     check_indices(head, "head", m), check_indices(tail, "tail", m)
@@ -151,7 +151,7 @@ def gp_pairwise_gaussian(K, head, tail, diffs, *, noise_var) -> PairwiseGP:
       >>> bool(mean[0] > mean[1] > mean[2])
       True
     """
-    K, h, t = _check_pairs(K, head, tail)
+    K, h, t = _check_comparisons(K, head, tail)
     w = as_float_array(diffs, "diffs", finite=True)
     if w.shape != h.shape:
         raise ValueError(f"diffs must have shape {h.shape}, got {w.shape}")
@@ -243,7 +243,7 @@ def gp_pairwise_probit(K, head, tail, direction=None, *, max_iter: int = 200, to
       >>> bool(p[0] > 0.5), int(gp.iterations) < 200
       (True, True)
     """
-    K, h, t = _check_pairs(K, head, tail)
+    K, h, t = _check_comparisons(K, head, tail)
     y = jnp.ones(h.shape, K.dtype) if direction is None else as_float_array(direction,
                                                                             "direction")
     if y.shape != h.shape or (not isinstance(y, jax.core.Tracer)
@@ -366,11 +366,11 @@ def gp_fit(X, head, tail, target=None, *, likelihood: str = "probit", gamma=1.0,
     steps, ep_iter = check_count(steps, "steps"), check_count(ep_iter, "ep_iter")
     for value, name in ((gamma, "gamma"), (amplitude, "amplitude"), (noise_var, "noise_var"),
                         (learning_rate, "learning_rate")):
-        check_lam(value, name=name, scalar=True)
+        check_positive(value, name=name, scalar=True)
     if likelihood not in ("probit", "gaussian"):
         raise ValueError(f"likelihood must be 'probit' or 'gaussian', got {likelihood!r}")
     K0 = kernel_matrix(gaussian_kernel(gamma), X)
-    _, h, t = _check_pairs(K0, head, tail)
+    _, h, t = _check_comparisons(K0, head, tail)
     if likelihood == "gaussian":
         if target is None:
             raise ValueError("the Gaussian likelihood needs target differences")

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._checks import check_count, check_lam, check_matrix, is_int, lam_ok, nan_unless
+from ._checks import check_count, check_positive, check_matrix, is_int, lam_ok, nan_unless
 from ._memory import check_memory
 from ._sparse import as_dense
 
@@ -60,7 +60,7 @@ def gaussian_kernel(gamma: float) -> Kernel:
       [[1.     0.3679]
        [0.3679 1.    ]]
     """
-    return Kernel("gaussian", gamma=check_lam(gamma, name="gamma", scalar=True))
+    return Kernel("gaussian", gamma=check_positive(gamma, name="gamma", scalar=True))
 
 
 def polynomial_kernel(degree: int, gamma: float = 1.0, coef0: float = 1.0) -> Kernel:
@@ -71,8 +71,8 @@ def polynomial_kernel(degree: int, gamma: float = 1.0, coef0: float = 1.0) -> Ke
       [[144.]]
     """
     degree = check_count(degree, "degree")
-    gamma = check_lam(gamma, name="gamma", scalar=True)
-    coef0 = check_lam(coef0, name="coef0", scalar=True, allow_zero=True)   # >= 0: PSD kernel
+    gamma = check_positive(gamma, name="gamma", scalar=True)
+    coef0 = check_positive(coef0, name="coef0", scalar=True, allow_zero=True)   # >= 0: PSD kernel
     return Kernel("polynomial", gamma=gamma, coef0=coef0, degree=degree)
 
 

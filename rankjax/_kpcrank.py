@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
-from ._checks import check_count, check_lam, check_matrix, lam_ok, nan_unless
+from ._checks import check_count, check_positive, check_matrix, lam_ok, nan_unless
 from ._graph import Graph
 from ._rankrls import check_kernel_matrix, check_test_matrix, linear_scores, path_scores
 from ._ridge import HI
@@ -157,7 +157,7 @@ def kpcrank_path(K, y, graph: Graph, *, max_components: int, lam=0.0,
     P = check_count(max_components, "max_components")
     if P > m:
         raise ValueError(f"max_components must be between 1 and {m}, got {P}")
-    check_lam(lam, allow_zero=True, scalar=True)
+    check_positive(lam, allow_zero=True, scalar=True)
     if K_valid is not None:
         K_valid = check_test_matrix(K_valid, m, "K_valid", "columns (training rows)")
     return _kpc_core(K, y, graph, lam, K_valid, P)

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import (as_float_array, check_flag, check_gram, check_indices, check_lam, check_matrix,
+from ._checks import (as_float_array, check_flag, check_gram, check_indices, check_positive, check_matrix,
                       check_seed, check_targets, is_concrete, lam_ok, nan_unless, reduce_concrete,
                       resolve_segments)
 from ._graph import Graph, check_problem
@@ -95,11 +95,11 @@ class NystromPath(NamedTuple):
 def check_lams(lams):
     """A non-empty 1-D grid of finite λ > 0."""
     if not isinstance(lams, jax.Array) and np.asarray(lams).dtype.kind in "fiu":
-        check_lam(np.asarray(lams, dtype=float), name="lams")
+        check_positive(np.asarray(lams, dtype=float), name="lams")
     lams = as_float_array(lams, "lams")           # (checked before the cast, and after)
     if lams.ndim != 1 or lams.shape[0] == 0:
         raise ValueError(f"lams must be a non-empty 1-D grid, got shape {tuple(lams.shape)}")
-    check_lam(lams, name="lams")
+    check_positive(lams, name="lams")
     return lams
 
 

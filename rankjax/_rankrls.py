@@ -17,7 +17,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from ._checks import check_gram, check_lam, check_matrix, check_symmetric, lam_ok, nan_unless
+from ._checks import check_gram, check_positive, check_matrix, check_symmetric, lam_ok, nan_unless
 from ._memory import kernel_plan
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
@@ -120,7 +120,7 @@ def rankrls_primal(X, y, graph: Graph, *, lam) -> LinearModel:
     """
     X, y = check_problem(X, y, graph)
     check_gram(X)
-    check_lam(lam, scalar=True)
+    check_positive(lam, scalar=True)
     return LinearModel(_primal_core(X, y, graph, lam))
 
 
@@ -169,7 +169,7 @@ def rankrls_dual(K, y, graph: Graph, *, lam) -> DualModel:
       [1.6084 0.6993]
     """
     K, y = check_kernel_matrix(K, y, graph)
-    check_lam(lam, scalar=True)
+    check_positive(lam, scalar=True)
     return DualModel(_dual_core(K, y, graph, lam))
 
 

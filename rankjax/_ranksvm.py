@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import (check_count, check_lam, check_matrix, device_array, host_labels, lam_ok,
+from ._checks import (check_count, check_positive, check_matrix, device_array, host_labels, lam_ok,
                       nan_unless, segment_ids)
 from ._kernels import Kernel, kernel_matrix
 from ._path import basis_rows, nystrom_features
@@ -348,9 +348,9 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
     levels = rank_levels(y, qid)
     if levels.seg.shape[0] != X.shape[0]:
         raise ValueError(f"y has {levels.seg.shape[0]} rows but X has {X.shape[0]}")
-    C = check_lam(C, name="C", scalar=True)
-    tol = check_lam(tol, name="tol", scalar=True)
-    eps_cg = check_lam(eps_cg, name="eps_cg", scalar=True)
+    C = check_positive(C, name="C", scalar=True)
+    tol = check_positive(tol, name="tol", scalar=True)
+    eps_cg = check_positive(eps_cg, name="eps_cg", scalar=True)
     max_iter, max_cg = check_count(max_iter, "max_iter"), check_count(max_cg, "max_cg")
     args = (X, levels, device_array(C, X.dtype), device_array(tol, X.dtype),
             device_array(max_iter, jnp.int32), device_array(eps_cg, X.dtype),

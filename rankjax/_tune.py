@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ._checks import (as_float_array, check_count, check_flag, check_indices, check_lam, check_matrix,
+from ._checks import (as_float_array, check_count, check_flag, check_indices, check_positive, check_matrix,
                       indices_ok, is_concrete, nan_unless)
 from ._memory import kernel_plan
 from ._folds import Folds, over_folds, resolve_folds
@@ -203,7 +203,7 @@ def cv_loss(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear",
             raise ValueError(f"pairs must be three [p] arrays, got shapes "
                              f"{[np.shape(v) for v in pairs]}")
         pairs = (head, tail, weight)
-    check_lam(temperature, name="temperature", scalar=True)
+    check_positive(temperature, name="temperature", scalar=True)
     return _loss_core(params, X, y, graph, folds, pairs, temperature, kernel=kernel, loss=loss)
 
 
@@ -287,16 +287,16 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
     X, y = _check_data(X, y, graph, kernel, "tune")
     steps = check_count(steps, "steps")
     ard = check_flag(ard, "ard")
-    check_lam(lam, scalar=True)
-    check_lam(learning_rate, name="learning_rate", scalar=True)
-    check_lam(temperature, name="temperature", scalar=True)
+    check_positive(lam, scalar=True)
+    check_positive(learning_rate, name="learning_rate", scalar=True)
+    check_positive(temperature, name="temperature", scalar=True)
     folds = resolve_folds(graph, folds, seed, X.shape[0])
     n = X.shape[1]
     dtype = X.dtype
     params = {"log_lam": jnp.asarray(np.log(lam), dtype)}
     if kernel != "linear":
         g0 = 1.0 / n if gamma is None else gamma
-        check_lam(g0, name="gamma", scalar=True)
+        check_positive(g0, name="gamma", scalar=True)
         params["log_gamma"] = jnp.asarray(np.log(g0), dtype)
     if kernel == "polynomial":
         params["log_coef0"] = jnp.asarray(0.0, dtype)

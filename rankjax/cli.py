@@ -312,7 +312,7 @@ def _main(argv):
         raise UsageError("the training data has one query (no qid: fields or .query file?); "
                          "λ is chosen on held-out queries, so at least 2 are needed")
     if args.learner in ("rankrls", "rls"):
-        model, result = _fit_rankrls(args, X, y, qid)
+        model, result = _fit_main_job(args, X, y, qid)
     else:
         model, result = _fit_other(args, X, y, qid)
     scores = model.predict(Xt)
@@ -324,12 +324,12 @@ def _main(argv):
     else:
         _say("  model not saved (use --save PATH)")
     _say(f"  {time.time() - t0:.1f} s on {jax.devices()[0].platform}")
-    _report({"learner": args.learner, **result, **{k: round(v, 6) for k, v in metrics.items()},
+    _print_report({"learner": args.learner, **result, **{k: round(v, 6) for k, v in metrics.items()},
              "seconds": round(time.time() - t0, 3)}, args)
     return 0
 
 
-def _report(out, args):
+def _print_report(out, args):
     line = json.dumps(out)
     print(line, flush=True)
     if args.json:
@@ -363,7 +363,7 @@ def _data(args):
     return X, y, qid, Xt, yt, qt
 
 
-def _fit_rankrls(args, X, y, qid):
+def _fit_main_job(args, X, y, qid):
     from . import estimators
     lams = np.asarray(args.lams if args.lams else 10.0 ** np.arange(-3, 5.5, 0.5))
     per_lam, best, n_valid, n_fit = _select_lambda(X, y, qid, args, lams)
@@ -432,7 +432,7 @@ def _use_loaded(args, t0):
     if args.test:
         metrics = _evaluate(scores, y, qid)
         _say(f"  {args.load} on {path}: " + ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()))
-        _report({**{k: round(v, 6) for k, v in metrics.items()},
+        _print_report({**{k: round(v, 6) for k, v in metrics.items()},
                  "seconds": round(time.time() - t0, 3)}, args)
         return 0
     text = "".join(f"{q}\t{i}\t{s:.8g}\n" for i, (q, s) in enumerate(zip(qid, scores)))

@@ -172,3 +172,17 @@ def test_the_rules_see_a_violation(tmp_path):
 def test_no_module_is_over_the_line_budget(path):
     n = len(path.read_text().splitlines())
     assert n <= MAX_LINES, f"{rel(path)} has {n} lines (split it by concern)"
+
+
+def test_one_name_one_concept_among_private_helpers():
+    # a private helper name defined in two modules means two things under one name
+    where = {}
+    for path in modules():
+        for node in ast.parse(path.read_text()).body:
+            names = ([node.name] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else
+                     [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)])
+            for n in names:
+                if n.startswith("_") and not n.startswith("__") and n != "_":
+                    where.setdefault(n, []).append(rel(path))
+    twice = {n: ps for n, ps in where.items() if len(ps) > 1}
+    assert not twice, twice

@@ -14,7 +14,7 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from .._cg_loop import static_metric
-from .._checks import as_float_array, check_lam, check_matrix, nan_unless
+from .._checks import as_float_array, check_positive, check_matrix, nan_unless
 from .._graph import check_problem
 from .._graph_build import as_validation
 from .._kernels import Kernel, kernel_matrix
@@ -155,7 +155,7 @@ def sharded_kernel_grid(X, y, graph, *, lams, gammas, valid, metric: Callable = 
     gammas = as_float_array(gammas, "gammas")
     if gammas.ndim != 1 or gammas.shape[0] == 0:
         raise ValueError(f"gammas must be a non-empty 1-D grid, got shape {tuple(gammas.shape)}")
-    check_lam(gammas, name="gammas")
+    check_positive(gammas, name="gammas")
     Xv, yv, gv = as_validation(valid)
     Xv = check_matrix(as_float_array(Xv, "X_valid", finite=True), "X_valid")
     if Xv.shape[1] != X.shape[1]:

@@ -15,7 +15,7 @@ from jax.sharding import PartitionSpec as P
 
 from .._cg_loop import (CG, CGResult, cg_solve, check_x0, loop_options, criterion_args, make_valid_fn,
                         static_metric)
-from .._checks import as_float_array, check_count, check_lam, check_matrix
+from .._checks import as_float_array, check_count, check_positive, check_matrix
 from .._falkon import STATIC as FALKON_STATIC
 from .._falkon import falkon_preconditioner, falkon_solve
 from .._kernels import Kernel, kernel_block
@@ -28,7 +28,7 @@ CG_STATIC = ("mesh", "axis", "metric", "greater_is_better", "kw", "max_iter", "p
 
 
 @partial(jax.jit, static_argnames=CG_STATIC)
-def _cg_core(X, y, graph, lam, Xv, vdata, x0, tol, *, mesh, axis, metric, greater_is_better,
+def _sharded_cg_core(X, y, graph, lam, Xv, vdata, x0, tol, *, mesh, axis, metric, greater_is_better,
              kw, max_iter, patience, recompute_every):
     def local(X, y, graph, lam, Xv, vdata, x0, tol):
         g = local_block(graph)
@@ -74,7 +74,7 @@ def sharded_cg(data: ShardedData, *, options: Optional[CG] = None,
     data = check_sharded(data)
     if data.y.ndim != 1:
         raise ValueError("sharded_cg solves one output; shard one column of y")
-    check_lam(lam, allow_zero=True, scalar=True)
+    check_positive(lam, allow_zero=True, scalar=True)
     tol, max_iter, patience, recompute_every, _ = loop_options(      # progress: not printed
         options, sharded_cg, tol, max_iter, patience, recompute_every, 0)
     kw = static_metric(metric, metric_kwargs, "sharded_cg")
@@ -84,14 +84,14 @@ def sharded_cg(data: ShardedData, *, options: Optional[CG] = None,
         Xv = check_matrix(as_float_array(Xv, "X_valid", finite=True), "X_valid")
         if Xv.shape[1] != n:
             raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {n}")
-    return _cg_core(data.X, data.y, data.graph, lam, Xv, vdata, check_x0(x0, n), tol,
+    return _sharded_cg_core(data.X, data.y, data.graph, lam, Xv, vdata, check_x0(x0, n), tol,
                     mesh=data.mesh, axis=data.axis, metric=metric,
                     greater_is_better=greater_is_better, kw=kw, max_iter=max_iter,
                     patience=patience, recompute_every=recompute_every)
 
 
 @partial(jax.jit, static_argnames=("mesh", "axis", "u") + FALKON_STATIC)
-def _falkon_core(X, y, graph, XR, rmask, scale, lam, Xv, vdata, tol, kernel, *, mesh, axis, u,
+def _sharded_falkon_core(X, y, graph, XR, rmask, scale, lam, Xv, vdata, tol, kernel, *, mesh, axis, u,
                  metric, greater_is_better, kw, max_iter, patience, recompute_every, progress):
     def local(X, y, graph, XR, rmask, scale, lam, Xv, vdata, tol):
         g = local_block(graph)
@@ -153,7 +153,7 @@ def sharded_falkon(data: ShardedData, *, options: Optional[CG] = None,
         raise ValueError("sharded_falkon takes dense X and one output")
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a rankjax Kernel, got {type(kernel).__name__}")
-    check_lam(lam, allow_zero=valid is not None, scalar=True)
+    check_positive(lam, allow_zero=valid is not None, scalar=True)
     tol, max_iter, patience, recompute_every, progress = loop_options(
         options, sharded_falkon, tol, max_iter, patience, recompute_every, progress)
     kw = static_metric(metric, dict(metric_kwargs or {}), "sharded_falkon")
@@ -171,7 +171,7 @@ def sharded_falkon(data: ShardedData, *, options: Optional[CG] = None,
     Xv, vdata = criterion_args(valid, n, "X_valid", metric, greater_is_better, kw)
     if Xv is not None:
         Xv = check_matrix(as_float_array(Xv, "X_valid", finite=True), "X_valid")
-    coef, r = _falkon_core(data.X, data.y, data.graph, XR, rmask, scale, lam, Xv, vdata, tol, kernel,
+    coef, r = _sharded_falkon_core(data.X, data.y, data.graph, XR, rmask, scale, lam, Xv, vdata, tol, kernel,
                            mesh=data.mesh, axis=data.axis, u=u, metric=metric,
                            greater_is_better=greater_is_better, kw=kw, max_iter=max_iter,
                            patience=patience, recompute_every=recompute_every,
