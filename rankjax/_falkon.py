@@ -31,7 +31,7 @@ from ._cg_loop import CG, CGResult, cg_solve, loop_options, criterion_args, make
 from ._checks import check_seed, check_count, check_positive, check_matrix, device_array, lam_ok, nan_unless
 from ._memory import available_memory, check_memory
 from ._graph import Graph, check_problem
-from ._kernels import Kernel, kernel_block, kernel_matrix
+from ._kernels import Kernel, check_kernel, kernel_block, kernel_matrix
 from ._nystrom import basis_cholesky, padded_basis
 from ._rankrls import check_test_matrix
 from ._ridge import HI, PSD_RTOL
@@ -168,6 +168,16 @@ def _falkon_core(X, y, graph, XR, rmask, XU, umask, sub, scale, lam, Xv, vdata, 
     return a * mf, r
 
 
+def falkon_options(fn, kernel, lam, valid, options, loop, metric, metric_kwargs):
+    """The checks every FALKON entry point makes of its options: the kernel, λ (0 allowed
+    with a validation set: early stopping regularises), the CG loop options and the
+    metric's keywords. Returns ``(loop tuple, static metric options)``."""
+    check_kernel(kernel)
+    check_positive(lam, allow_zero=valid is not None, scalar=True)
+    loop = loop_options(options, fn, *loop)
+    return loop, static_metric(metric, dict(metric_kwargs or {}), fn.__name__)
+
+
 def rankrls_falkon(X, y, graph: Graph, *, options: Optional[CG] = None,
                    lam, kernel: Kernel, basis, valid=None,
                    metric="pairwise_error", metric_kwargs=None, greater_is_better=None,
@@ -218,13 +228,10 @@ def rankrls_falkon(X, y, graph: Graph, *, options: Optional[CG] = None,
                         "edges may leave the preconditioner's subsample")
     if y.ndim != 1:
         raise ValueError("rankrls_falkon solves one output; vmap over the columns of y")
-    if not isinstance(kernel, Kernel):
-        raise TypeError(f"kernel must be a rankjax Kernel, got {type(kernel).__name__}")
-    check_positive(lam, allow_zero=valid is not None, scalar=True)
-    tol, max_iter, patience, recompute_every, progress = loop_options(
-        options, rankrls_falkon, tol, max_iter, patience, recompute_every, progress)
+    (tol, max_iter, patience, recompute_every, progress), kw = falkon_options(
+        rankrls_falkon, kernel, lam, valid, options, (tol, max_iter, patience, recompute_every,
+                                                      progress), metric, metric_kwargs)
     check_seed(seed)
-    kw = static_metric(metric, dict(metric_kwargs or {}), "rankrls_falkon")
     m, n = X.shape
     b, XR, rmask = padded_basis(X, basis, seed)
     bp = XR.shape[0]

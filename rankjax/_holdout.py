@@ -19,7 +19,7 @@ from ._checks import check_gram, check_matrix, lam_ok, nan_unless
 from ._memory import check_memory
 from ._folds import Folds, each_slice, over_folds, resolve_folds
 from ._graph import Graph, check_graph, check_problem
-from ._kernels import Kernel
+from ._kernels import Kernel, check_kernel
 from ._nystrom import cholesky_features, padded_basis
 from ._path import check_lams, check_spectrum
 from ._rankrls import check_kernel_matrix
@@ -244,8 +244,7 @@ def holdout_nystrom(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=No
       >>> h.predictions.shape == (1, len(d.y))
       True
     """
-    if not isinstance(kernel, Kernel):
-        raise TypeError(f"kernel must be a rankjax Kernel, got {type(kernel).__name__}")
+    check_kernel(kernel)
     X, y, lams, folds = _check_holdout(check_matrix(X), y, graph, lams, folds, seed)
     X = as_dense(X)
     _, XR, rmask = padded_basis(X, basis, seed)

@@ -76,6 +76,13 @@ def polynomial_kernel(degree: int, gamma: float = 1.0, coef0: float = 1.0) -> Ke
     return Kernel("polynomial", gamma=gamma, coef0=coef0, degree=degree)
 
 
+def check_kernel(kernel) -> "Kernel":
+    """A TypeError unless ``kernel`` is a rankjax :class:`Kernel`."""
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"kernel must be a rankjax Kernel, got {type(kernel).__name__}")
+    return kernel
+
+
 def _dense(X):
     return jnp.asarray(as_dense(X))
 
@@ -112,8 +119,7 @@ def kernel_matrix(kernel: Kernel, X1, X2=None, *, block_size: Optional[int] = No
        [0. 1. 1.]
        [1. 1. 2.]]
     """
-    if not isinstance(kernel, Kernel):
-        raise TypeError(f"kernel must be a rankjax Kernel, got {type(kernel).__name__}")
+    check_kernel(kernel)
     A = _dense(check_matrix(X1, "X1"))
     B = A if X2 is None else _dense(check_matrix(X2, "X2"))
     if A.shape[1] != B.shape[1]:

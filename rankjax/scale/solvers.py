@@ -16,7 +16,7 @@ from jax.sharding import PartitionSpec as P
 from .._cg_loop import (CG, CGResult, cg_solve, check_x0, loop_options, criterion_args, make_valid_fn,
                         static_metric)
 from .._checks import as_float_array, check_count, check_positive, check_matrix
-from .._falkon import STATIC as FALKON_STATIC
+from .._falkon import STATIC as FALKON_STATIC, falkon_options
 from .._falkon import falkon_preconditioner, falkon_solve
 from .._kernels import Kernel, kernel_block
 from .._segments import padded_size
@@ -151,12 +151,9 @@ def sharded_falkon(data: ShardedData, *, options: Optional[CG] = None,
     data = check_sharded(data)
     if data.sparse or data.y.ndim != 1:
         raise ValueError("sharded_falkon takes dense X and one output")
-    if not isinstance(kernel, Kernel):
-        raise TypeError(f"kernel must be a rankjax Kernel, got {type(kernel).__name__}")
-    check_positive(lam, allow_zero=valid is not None, scalar=True)
-    tol, max_iter, patience, recompute_every, progress = loop_options(
-        options, sharded_falkon, tol, max_iter, patience, recompute_every, progress)
-    kw = static_metric(metric, dict(metric_kwargs or {}), "sharded_falkon")
+    (tol, max_iter, patience, recompute_every, progress), kw = falkon_options(
+        sharded_falkon, kernel, lam, valid, options, (tol, max_iter, patience, recompute_every,
+                                                      progress), metric, metric_kwargs)
     n = data.num_features
     XR = check_matrix(as_float_array(basis_X, "basis_X", finite=True), "basis_X")
     if XR.shape[1] != n:
