@@ -131,14 +131,6 @@ def _load(path, args, num_features=None, flag="--train"):
     return X, d.y, d.qid
 
 
-def _graph(args, qid, y):
-    from ._graph_build import identity_graph, query_graph
-    if args.graph == "rls" or getattr(args, "learner", None) == "rls":
-        return identity_graph(len(y))
-    return query_graph(qid, y, normalized=args.graph == "normalized",
-                       exclude_ties=args.exclude_ties)
-
-
 def _evaluate(scores, y, qid):
     from ._metrics import pairwise_error
     from ._metrics_graded import mean_average_precision, ndcg
@@ -148,31 +140,29 @@ def _evaluate(scores, y, qid):
     return out
 
 
-def _select_lambda(X, y, qid, args, lams):
-    """NDCG@10 on held-out training queries for every λ, from one eigh; with
-    ``--folds`` by exact k-fold / leave-query-out over all training queries."""
-    from ._cv import cross_validate
-    from ._folds import make_folds
-    from ._holdout import holdout_primal
-    from ._metrics_graded import ndcg
-    from ._path import rankrls_primal_path, select_lambda
+def _select_lambda(X, y, qid, args, lams, **kw):
+    """λ by NDCG@10 through :class:`rankjax.estimators.RankRLSCV`: on the held-out
+    training queries (its ``eval_set``; one decomposition for the whole grid) or, with
+    ``--folds``, by its exact k-fold / leave-query-out over all training queries.
+    Returns the per-λ scores, the chosen index and the numbers of scoring and fitting
+    queries."""
+    from .estimators import RankRLSCV
 
+    nq = len(np.unique(qid))
     if args.folds is not None:
-        g = _graph(args, qid, y)
-        nq = len(np.unique(qid))
         if args.folds != "loo" and args.folds > nq:
             raise UsageError(f"--folds {args.folds} exceeds the {nq} training queries")
-        folds = make_folds(g, None if args.folds == "loo" else args.folds, seed=args.seed)
-        h = holdout_primal(X, y, g, lams=lams, folds=folds)
-        cv = cross_validate(h, y, qid, metric=ndcg, k=10)
-        return np.asarray(cv.table), int(cv.best_index), nq, nq
-    vmask = _held_out(qid, args)
-    fit = ~vmask
-    n_valid = len(np.unique(qid[vmask]))
-    path = rankrls_primal_path(X[fit], y[fit], _graph(args, qid[fit], y[fit]), lams=lams,
-                               X_valid=X[vmask])
-    sel = select_lambda(lams, path.valid_scores, y[vmask], qid[vmask], metric=ndcg, k=10)
-    return np.asarray(sel.table), int(sel.best_index), n_valid, len(np.unique(qid[fit]))
+        cv = RankRLSCV(lams, cv=None if args.folds == "loo" else args.folds,
+                       random_state=args.seed, **kw).fit(X, y, qid=qid)
+        n_valid = n_fit = nq
+    else:
+        vmask = _held_out(qid, args)
+        cv = RankRLSCV(lams, **kw).fit(X[~vmask], y[~vmask], qid=qid[~vmask],
+                                       eval_set=(X[vmask], y[vmask]), eval_qid=qid[vmask])
+        n_valid = len(np.unique(qid[vmask]))
+        n_fit = nq - n_valid
+    scores = np.asarray(cv.cv_results_["mean_test_score"])
+    return scores, int(np.nanargmax(scores)), n_valid, n_fit
 
 
 def _held_out(qid, args):
@@ -366,7 +356,10 @@ def _data(args):
 def _fit_main_job(args, X, y, qid):
     from . import estimators
     lams = np.asarray(args.lams if args.lams else 10.0 ** np.arange(-3, 5.5, 0.5))
-    per_lam, best, n_valid, n_fit = _select_lambda(X, y, qid, args, lams)
+    rls = args.graph == "rls" or args.learner == "rls"
+    kw = dict(graph="identity" if rls else "query", normalized=args.graph == "normalized",
+              exclude_ties=bool(args.exclude_ties))
+    per_lam, best, n_valid, n_fit = _select_lambda(X, y, qid, args, lams, **kw)
     lam = float(lams[best])
     how = (f"{'leave-query-out' if args.folds == 'loo' else f'{args.folds}-fold'} over "
            f"{n_valid} training queries" if args.folds is not None else
@@ -378,10 +371,7 @@ def _fit_main_job(args, X, y, qid):
     if len(lams) > 1 and best in (0, len(lams) - 1):
         _warn(f"the chosen λ={lam:.4g} is at the {'low' if best == 0 else 'high'} edge of the "
               "grid: widen --lams")
-    rls = args.graph == "rls" or args.learner == "rls"
-    model = estimators.RankRLS(lam=lam, graph="identity" if rls else "query",
-                               normalized=args.graph == "normalized",
-                               exclude_ties=bool(args.exclude_ties)).fit(X, y, qid=qid)
+    model = estimators.RankRLS(lam=lam, **kw).fit(X, y, qid=qid)
     _say(f"  refit on all training queries with λ={lam:.4g}")
     return model, {"lam": lam}
 
