@@ -100,6 +100,18 @@ def _tri_solve(C, B):
     return jax.scipy.linalg.solve_triangular(C, B, lower=True)
 
 
+def _checked_inputs(params, X, y, graph, folds, kernel, what):
+    """The host checks shared by :func:`cv_predictions` and :func:`cv_loss`: returns the
+    checked ``(X, y, folds)``."""
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    if not isinstance(folds, Folds):
+        raise TypeError(f"folds must be a Folds (rankjax.make_folds), got {type(folds).__name__}")
+    X, y = _check_data(X, y, graph, kernel, what)
+    _check_params(params, kernel, X.shape[1])
+    return X, y, resolve_folds(graph, folds, 0, X.shape[0])
+
+
 def cv_predictions(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear"):
     """Hold-out predictions ``[m]`` (every row predicted by the model trained without its
     fold) as a differentiable function of ``params`` (see :func:`cv_loss`). Pure and
@@ -113,13 +125,7 @@ def cv_predictions(params, X, y, graph: Graph, folds: Folds, kernel: str = "line
       >>> bool(np.allclose(f, rj.holdout_primal(d.X, d.y, g, lams=[2.0]).predictions[0]))
       True
     """
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
-    if not isinstance(folds, Folds):
-        raise TypeError(f"folds must be a Folds (rankjax.make_folds), got {type(folds).__name__}")
-    X, y = _check_data(X, y, graph, kernel, "cv_predictions")
-    _check_params(params, kernel, X.shape[1])
-    folds = resolve_folds(graph, folds, 0, X.shape[0])
+    X, y, folds = _checked_inputs(params, X, y, graph, folds, kernel, "cv_predictions")
     return _predictions_core(params, X, y, graph, folds, kernel=kernel)
 
 
@@ -184,13 +190,8 @@ def cv_loss(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear",
     """
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
-    if not isinstance(folds, Folds):
-        raise TypeError(f"folds must be a Folds (rankjax.make_folds), got {type(folds).__name__}")
-    X, y = _check_data(X, y, graph, kernel, "cv_loss (with its gradient)")
-    _check_params(params, kernel, X.shape[1])
-    folds = resolve_folds(graph, folds, 0, X.shape[0])
+    X, y, folds = _checked_inputs(params, X, y, graph, folds, kernel,
+                                 "cv_loss (with its gradient)")
     if loss == "pairwise":
         if pairs is None or len(pairs) != 3:
             raise ValueError("loss='pairwise' needs pairs=(head, tail, weight)")
