@@ -1,10 +1,11 @@
 """Shared timing for the benchmarks: compile time apart, median of >= 3 warm runs,
-``block_until_ready``; results printed as JSON lines."""
+``block_until_ready``; results printed as JSON lines; the λ lanes a grid resolved."""
 import json
 import statistics
 import time
 
 import jax
+import numpy as np
 
 
 def device_name():
@@ -45,3 +46,13 @@ def median_s(fn, repeats=5):
         jax.block_until_ready(fn())
         runs.append(time.perf_counter() - t0)
     return statistics.median(runs)
+
+
+def lambda_lanes(out, lams):
+    """The λ lanes of a grid output ``[L, ...]``: the mask ``[L]`` of resolved lanes and the
+    report fields ``unresolved_lambdas`` and ``smallest_resolved_lambda``. A lane whose λ is
+    below the dtype's floor (``rankjax._ridge.RESOLVE_RTOL``) is all NaN by design."""
+    lams = np.asarray(lams)
+    ok = ~np.isnan(np.asarray(out, np.float64).reshape(lams.size, -1)).all(axis=1)
+    return ok, dict(unresolved_lambdas=int((~ok).sum()),
+                    smallest_resolved_lambda=float(lams[ok].min()) if ok.any() else None)

@@ -13,17 +13,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _timing import emit, time_jitted
+from _timing import emit, lambda_lanes, time_jitted
 
 LAMS = np.logspace(-2, 3, 20)
-
-
-def _lanes(out):
-    """Resolved lanes all finite; how many λ lanes are NaN (below the dtype's floor)."""
-    nan = np.isnan(np.asarray(out)).reshape(out.shape[0], -1).all(axis=1)
-    rest = np.asarray(out)[~nan]
-    return dict(finite=bool(np.all(np.isfinite(rest))), unresolved_lambdas=int(nan.sum()),
-                smallest_resolved_lambda=float(LAMS[~nan].min()) if (~nan).any() else None)
 
 
 def main():
@@ -63,10 +55,10 @@ def main():
         yj = jnp.asarray(y, dt)
         c, r, out = time_jitted(lambda K, y, p, l: rj.leave_pair_out_dual(K, y, p, lams=l)
                                 .predictions, K, yj, pairs, lams)
+        ok, lanes = lambda_lanes(out, LAMS)
         emit(name="LPO dual gaussian", dtype=name,
              shape=f"m={m}, {pairs.shape[0]} pairs, {len(LAMS)} lambdas", compile_s=c, run_s=r,
-             # λ below the dtype's floor (rankjax._ridge.RESOLVE_RTOL) are NaN lanes by design
-             **_lanes(out))
+             finite=bool(np.all(np.isfinite(np.asarray(out)[ok]))), **lanes)
 
     if a.only in (None, "mslr"):
         m, n, Q = int(2_270_296 * a.scale), 136, max(2, int(18_919 * a.scale))

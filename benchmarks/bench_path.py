@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _timing import emit, time_jitted
+from _timing import emit, lambda_lanes, time_jitted
 
 jax.config.update("jax_enable_x64", True)          # float64 available; each case sets its dtype
 import rankjax as rj  # noqa: E402
@@ -90,13 +90,12 @@ def bench_dual(sizes, dtype=jnp.float32):
         t_single = time.perf_counter() - t0
         F = np.stack([np.asarray(K @ a, np.float64) for a in A])
         P = np.asarray(out.train_scores, np.float64)
-        # λ below the dtype's floor (rankjax._ridge.RESOLVE_RTOL) are NaN lanes by design
-        ok = np.isfinite(P).all(axis=1)
+        ok, lanes = lambda_lanes(P, LAMS)
         dev = float(np.max(np.abs(P[ok] - F[ok])) / np.max(np.abs(F[ok])))
         emit(name="dual gaussian path (b)", dtype=jnp.dtype(dtype).name,
              shape=f"m={m}, {m // 20} queries, {len(LAMS)} lambdas", compile_s=c, run_s=r,
              single_fits_31_s=t_single, speedup=t_single / r, max_rel_dev_path_vs_single=dev,
-             unresolved_lambdas=int((~ok).sum()), smallest_resolved_lambda=float(LAMS[ok].min()))
+             **lanes)
 
 
 def bench_sparse(m=100_000, r_basis=1_000, dtype=jnp.float32):

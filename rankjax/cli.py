@@ -161,8 +161,9 @@ def _select_lambda(X, y, qid, args, lams, **kw):
                                        eval_set=(X[vmask], y[vmask]), eval_qid=qid[vmask])
         n_valid = len(np.unique(qid[vmask]))
         n_fit = nq - n_valid
-    scores = np.asarray(cv.cv_results_["mean_test_score"])
-    return scores, int(np.nanargmax(scores)), n_valid, n_fit
+    res = cv.cv_results_                                  # rank 1: the estimator's choice
+    return (np.asarray(res["mean_test_score"]), int(np.argmin(res["rank_test_score"])),
+            n_valid, n_fit)
 
 
 def _held_out(qid, args):
