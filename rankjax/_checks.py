@@ -46,8 +46,8 @@ def reduce_concrete(fn, *args):
 
 
 @jax.jit
-def _all_finite(x):
-    return jnp.all(jnp.isfinite(x))
+def _max_abs(x):
+    return jnp.max(jnp.abs(x))
 
 
 @jax.jit
@@ -55,13 +55,26 @@ def _min_max(x):
     return jnp.min(x), jnp.max(x)
 
 
+def max_abs(x) -> float:
+    """``max |x|`` of a concrete array (NaN when it holds a NaN, 0 when empty): one device
+    reduction for a jax array (remembered for an array checked finite here, which is
+    immutable), two host passes for numpy input (no temporary copy)."""
+    x = sparse_values(x)
+    entry = _FINITE.get(id(x))
+    if entry is not None and entry[0]() is x:
+        return entry[1]
+    if getattr(x, "size", 1) == 0:
+        return 0.0
+    if isinstance(x, jax.Array):
+        return float(reduce_concrete(_max_abs, x))
+    a = np.asarray(x)
+    return float(max(-a.min(), a.max()))
+
+
 def all_finite(x) -> bool:
     """True when every value is finite: numpy input is checked on the host, a jax
     array by one device reduction (no copy of the data to the host)."""
-    x = sparse_values(x)
-    if isinstance(x, jax.Array):
-        return bool(reduce_concrete(_all_finite, x))
-    return bool(np.all(np.isfinite(np.asarray(x))))
+    return bool(np.isfinite(max_abs(x)))
 
 
 def value_range(x):
@@ -82,28 +95,38 @@ library produced and already checked is not checked again (:func:`known_finite`)
 estimators to one validation per input."""
 
 
-_FINITE = {}                       # id -> weakref of a jax array (immutable) checked finite
+_FINITE = {}         # id -> (weakref, max |x|) of a jax array (immutable) checked finite
 
 
 def known_finite(x) -> bool:
     """Whether ``x`` is a concrete JAX array (or BCOO) this process already found finite:
     JAX arrays are immutable, so the check need not run again."""
-    ref = _FINITE.get(id(x))
-    return ref is not None and ref() is x
+    entry = _FINITE.get(id(x))
+    return entry is not None and entry[0]() is x
 
 
-def _mark_finite(x) -> None:
+def _mark_finite(x, top: float) -> None:
+    """Remembers ``x`` (its values: ``max |x| = top``) as checked finite."""
     if (isinstance(x, jax.Array) or is_sparse(x)) and is_concrete(x) and not is_scipy_sparse(x):
-        key = id(x)
-        _FINITE[key] = weakref.ref(x, lambda _, key=key: _FINITE.pop(key, None))
+        data = sparse_values(x)
+        key = id(data)
+        _FINITE[key] = (weakref.ref(data, lambda _, key=key: _FINITE.pop(key, None)), top)
+        if data is not x:
+            key = id(x)
+            _FINITE[key] = (weakref.ref(x, lambda _, key=key: _FINITE.pop(key, None)), top)
 
 
-def _finite(x, name: str) -> None:
-    if is_concrete(x):
-        VALIDATIONS[name] += 1
-    if is_concrete(x) and not all_finite(x):
+def _finite(x, name: str):
+    """Refuses NaN/inf in a concrete ``x`` (counted in :data:`VALIDATIONS`); returns
+    ``max |x|`` (``None`` when traced)."""
+    if not is_concrete(x):
+        return None
+    VALIDATIONS[name] += 1
+    top = max_abs(x)
+    if not np.isfinite(top):
         raise ValueError(f"{name} contains NaN or inf values")
     _fits_compute_dtype(x, name)
+    return top
 
 
 _X64_HINT = "jax.config.update('jax_enable_x64', True)"
@@ -155,11 +178,10 @@ def as_float_array(x, name: str, finite: bool = False):
     if is_sparse(x):
         if not jnp.issubdtype(x.dtype, jnp.floating):
             raise TypeError(f"{name} must have a floating dtype, got {x.dtype}")
-        if finite:
-            _finite(x, name)
+        top = _finite(x, name) if finite else None
         x = x.astype(jnp.float32) if jnp.finfo(x.dtype).bits < 32 else x
-        if finite:
-            _mark_finite(x)
+        if top is not None:
+            _mark_finite(x, top)
         return x
     if x is None:
         raise TypeError(f"{name} must be an array, got None")
@@ -171,16 +193,15 @@ def as_float_array(x, name: str, finite: bool = False):
     dtype = x.dtype
     if np.issubdtype(dtype, np.complexfloating) or dtype == np.bool_ or dtype.kind in "OUSV":
         raise TypeError(f"{name} must be a real numeric array, got dtype {dtype}")
-    if finite:
-        _finite(x, name)
+    top = _finite(x, name) if finite else None
     if np.issubdtype(dtype, np.integer):
         x = device_array(x, jnp.result_type(float))
     elif jnp.finfo(dtype).bits < 32:        # float16 / bfloat16: no LAPACK, computed in float32
         x = device_array(x, jnp.float32)
     else:
         x = device_array(x)
-    if finite:
-        _mark_finite(x)
+    if top is not None:
+        _mark_finite(x, top)
     return x
 
 
@@ -296,8 +317,7 @@ def check_gram(X, name: str = "X"):
     if is_concrete(X) and m and n:
         data = sparse_values(X)
         if getattr(data, "size", 1):
-            lo, hi = value_range(data)
-            top, big = max(abs(lo), abs(hi)), float(jnp.finfo(X.dtype).max)
+            top, big = max_abs(data), float(jnp.finfo(X.dtype).max)
             if top * top * m > big / 4:          # an entry of X^T L X could overflow
                 raise ValueError(f"{name}: X^T L X would overflow {jnp.dtype(X.dtype).name} "
                                  f"(|{name}| up to {top:.3g} over {m} rows): rescale the features "

@@ -153,7 +153,7 @@ def _falkon_core(X, y, graph, XR, rmask, XU, umask, sub, scale, lam, Xv, vdata, 
     def gram_U(C):                                    # (m/|U|) Φ_U^T L_UU Φ_U
         KUR = kernel_block(kernel, XU, XR) * mf * umask.astype(dt)[:, None]
         PhiU = _tri(C, KUR.T).T
-        return scale * sub.normal_equations(PhiU, jnp.zeros(XU.shape[0], dt))[0]
+        return scale * sub.normal_equations(PhiU, jnp.zeros(XU.shape[0], dt), root=True)[0]
 
     C, A = falkon_preconditioner(kernel, XR, rmask, gram_U, lam)
     fwd, bwd = _block_ops(kernel, X, XR, mf, block_rows)

@@ -40,7 +40,7 @@ import numpy as np
 
 from ._checks import check_matrix, check_targets, device_array, is_concrete
 from ._metrics import edge_disagreement_error, metric_sign, pairwise_error
-from ._ridge import HI, gram, psd_root, tdot
+from ._ridge import HI, gram, psd_root, segment_normal_equations, tdot
 from ._segments import bucket, expand, seg_sum
 
 Array = jax.Array
@@ -66,6 +66,12 @@ def _dense_root(graph, dtype, rhs):
                  lambda y: jnp.matmul(S_pinv, rhs(y), precision=HI))
 
 
+def _row_sums(v, seg, num: int):
+    """Per-segment sums of the rows of ``v``; one segment (the global graph) as a tree
+    sum, accurate in float32 where a scatter-add accumulates 10^5 rows in order."""
+    return jnp.sum(v, axis=0, keepdims=True) if num == 1 else seg_sum(v, seg, num)
+
+
 class _GraphBase:
     """Operator methods common to all graphs (each graph overrides what differs)."""
 
@@ -87,8 +93,9 @@ class _GraphBase:
         """``X`` minus a constant ``L`` annihilates (float32 accuracy of ``X^T L X``)."""
         return X
 
-    def normal_equations(self, X, y):
-        """``(X^T L X, X^T L y)``: ``Z^T Z`` with ``Z = S X`` when a segment root exists."""
+    def normal_equations(self, X, y, root: bool = False):
+        """``(X^T L X, X^T L y)``: ``Z^T Z`` with ``Z = S X`` when a segment root exists
+        (``root``: always this form, where a graph has a faster one)."""
         if self.has_root:
             Z = self.root_mv(X)
             return gram(Z), tdot(Z, self.root_mv(y))
@@ -162,8 +169,24 @@ class QueryGraph(_GraphBase):
 
     def _clique(self, v, seg, counts, e, num):
         # (L v)_i = e_c (n_c v_i - sum_{j in c} v_j)
-        sums = seg_sum(v, seg, num)
+        sums = _row_sums(v, seg, num)
         return expand(e[seg], v) * (expand(counts[seg], v) * v - sums[seg])
+
+    def normal_equations(self, X, y, root: bool = False):
+        """``(X^T L X, X^T L y)`` from segment sums of ``X`` (no ``S X`` formed) where that
+        is accurate, else (or with ``root``) as every graph (:func:`segment_normal_equations`)."""
+        if root:
+            return _GraphBase.normal_equations(self, X, y)
+        dt = X.dtype
+        e, n = self.edge_weight.astype(dt), self.counts.astype(dt)
+        r = (e * n)[self.seg]
+        cliques = [(1, self.seg, e, self.num_segments, self.counts)]
+        if self.group_seg is not None:
+            eg = e[self.group_query]
+            r = r - (eg * self.group_counts.astype(dt))[self.group_seg]
+            cliques.append((-1, self.group_seg, eg, self.num_group_segments, self.group_counts))
+        return segment_normal_equations(X, self.mv(y), r, cliques,
+                                        lambda: _GraphBase.normal_equations(self, X, y))
 
     def mv(self, v):
         dt = v.dtype
@@ -176,7 +199,7 @@ class QueryGraph(_GraphBase):
 
     def _query_mean(self, v):
         n = jnp.maximum(self.counts.astype(v.dtype), 1)
-        return (seg_sum(v, self.seg, self.num_segments) / expand(n, v))[self.seg]
+        return (_row_sums(v, self.seg, self.num_segments) / expand(n, v))[self.seg]
 
     def root_mv(self, v):
         # S = sqrt(e_c n_c) (I - 1 1^T / n_c): centre within the query, then scale.

@@ -261,7 +261,7 @@ def nystrom_holdout_core(X, XR, rmask, y, graph, lams, folds, kernel, block_size
     basis coefficients of every λ from one ``eigh`` of ``Φ^T L Φ`` (``b x b``), with
     ``Φ = K_mR C^{-T}`` never formed (``G = C^{-1} (K_Rm L K_mR) C^{-T}``)."""
     KRt, C = cholesky_features(X, XR, rmask, kernel, block_size)
-    GK, bK = primal_system(KRt, y, graph)
+    GK, bK = primal_system(KRt, y, graph, root=True)
     tri = partial(jax.scipy.linalg.solve_triangular, C, lower=True)
     G = tri(tri(GK).T)                                      # C^{-1} GK C^{-T}
     b = tri(bK)

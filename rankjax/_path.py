@@ -107,9 +107,9 @@ def _valid_matrix(X_valid, n, name="X_valid"):
     return None if X_valid is None else check_test_matrix(X_valid, n, name)
 
 
-@partial(jax.jit, static_argnames="train")
-def _primal_path_core(X, y, graph, lams, X_valid, train):
-    G, b = primal_system(X, y, graph)
+@partial(jax.jit, static_argnames=("train", "root"))
+def _primal_path_core(X, y, graph, lams, X_valid, train, root=False):
+    G, b = primal_system(X, y, graph, root)
     W = decompose_primal(G, b).coef_path(lams)
     return nan_unless(lam_ok(lams), (W, path_scores(X, W) if train else None,
                                      None if X_valid is None else path_scores(X_valid, W)))
@@ -269,7 +269,7 @@ def basis_rows(X, basis, seed: int = 0):
 def _nystrom_path_core(X, XR, y, graph, lams, kernel, X_valid, train, block_size):
     Phi, T = nystrom_map(kernel_matrix(kernel, XR, X, block_size=block_size),
                          kernel_matrix(kernel, XR))
-    W, tr, _ = _primal_path_core(Phi, y, graph, lams, None, train)
+    W, tr, _ = _primal_path_core(Phi, y, graph, lams, None, train, True)
     coef = jnp.einsum("rq,lq...->lr...", T, W, precision=HI)
     valid = None
     if X_valid is not None:

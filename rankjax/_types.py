@@ -33,7 +33,7 @@ class GraphOperator(Protocol):
 
     def mv(self, v) -> Any: ...                                  # L v
     def check_labels(self, y, name: str = "y") -> Any: ...
-    def normal_equations(self, X, y) -> Tuple[Any, Any]: ...     # X^T L X, X^T L y
+    def normal_equations(self, X, y, root: bool = False) -> Tuple[Any, Any]: ...  # X^T L X, X^T L y
     def dual_root(self, dtype) -> Any: ...                       # S = L^{1/2} (apply, rhs)
     def segments(self) -> Tuple[Any, int]: ...                   # (segment ids, count)
     def fold_units(self) -> Tuple[Any, int]: ...                 # hold-out units per row
