@@ -245,10 +245,19 @@ def eigh_path(eig: Eigh, b, lams):
 
 
 def ridge_solve(G, b, lam):
-    """``(G + λ I)^{-1} b`` for symmetric PSD ``G`` ``[p, p]`` and ``b`` ``[p]``/``[p, k]``."""
+    """``(G + λ I)^{-1} b`` for symmetric PSD ``G`` ``[p, p]`` and ``b`` ``[p]``/``[p, k]``.
+
+    Cholesky ``G + λ I = C C^T``, then ``C z = b`` and ``C^T x = z`` with ``C^T`` formed
+    (XLA:CPU's transposed triangular solve of an m = 1,500 system took 0.010 s, the formed
+    transpose 0.002 s); the eigendecomposition when the factor breaks down in low precision.
+    ``G`` is materialised first (an optimisation barrier): fusing its producer into the
+    factorisation's column-major operand made m = 1,500 dual RankRLS 1.8x slower.
+    """
     p = G.shape[0]
-    fac = jax.scipy.linalg.cho_factor(G + lam * jnp.eye(p, dtype=G.dtype), lower=True)
-    x = jax.scipy.linalg.cho_solve(fac, b)
+    G = lax.optimization_barrier(G)
+    C = lax.linalg.cholesky(G + lam * jnp.eye(p, dtype=G.dtype), symmetrize_input=False)
+    z = lax.linalg.triangular_solve(C, b.reshape(p, -1), left_side=True, lower=True)
+    x = lax.linalg.triangular_solve(C.T, z, left_side=True, lower=False).reshape(b.shape)
     return lax.cond(jnp.all(jnp.isfinite(x)), lambda: x,
                     lambda: eigh_solve(eigh_psd(G), b, lam))
 
