@@ -60,7 +60,31 @@ JOBS = [
      ["bench_mq2008.py"], ["bench_mq2008.py"]),
     ("scaling", 13, "Weak scaling over simulated devices",
      ["bench_scaling.py", "--rows-per-device", "100000"], ["bench_scaling.py"]),
+    ("floor", 31, "Every hot path against its floor", ["bench_floor.py"], ["bench_floor.py"]),
 ]
+
+BOUNDS = {
+    "primal": "XLA:CPU has no symmetric rank-k product: its X^T X does the full GEMM, twice "
+              "numpy's syrk flops (see ratio_to_xla_gram: the rest is one pass of segment sums "
+              "and X^T L y)",
+    "primal_path": "as primal (one 136 x 136 eigh instead of a Cholesky)",
+    "gram_wide": "the plain product after one transpose (the Nyström block)",
+    "lqo_primal": "the floor counts |U|^2 n + |U|^3/3 per query and λ at numpy's large-GEMM "
+                  "rate; folds are padded to their bucket (up to 25 % more rows, (1.25)^3 in "
+                  "the |U|^3 term), the fold systems are inverted (|U|^3 rather than a "
+                  "Cholesky's |U|^3/3, in batched products: no batched LAPACK on the CPU) and "
+                  "small batched products run below the large-GEMM rate",
+    "dual": "forming S K S (two passes over m^2), the Cholesky, two triangular solves and the "
+            "finite-factor check beside one bare LAPACK Cholesky",
+    "dual_path": "one eigh (LAPACK's): at the floor",
+    "lqo_dual": "one eigh of S K S and the fold solves: at the floor",
+    "lpo_dual": "one eigh of the m x m system and the pair formula: at the floor",
+    "cg": "two sparse products per iteration plus O(m) segment work per iteration",
+    "stream": "reading the chunks and one Gram per chunk, accumulated on the host in float64",
+    "falkon": "per iteration K v and K^T u over the kept m x b block, and the preconditioner",
+    "ndcg": "two sorts (by score for DCG, by label for the ideal DCG) against the floor's one",
+}
+"""What bounds each path of the floor table (the figures come from the run)."""
 
 
 def run_jobs(keys, full, out):
@@ -147,6 +171,24 @@ def mq2008_summary(lines):
     return ("Mean over folds (test partition; `_zero`: queries without a relevant document "
             "count as 0, as LETOR's tool; `_skip`: left out). The per-fold lines are in the "
             "table above.\n\n" + table(["learner", "folds"] + keys, out))
+
+
+def floor_summary(lines):
+    """The floor table: one row per path, its ratio to the floor and what bounds it."""
+    acc = ("rel_err_weights", "rel_err", "rel_err_one_query", "rel_err_coef", "rel_err_first_pair",
+           "final_residual", "rel_to_closed_form", "ndcg10")
+    rows = []
+    for ln in lines:
+        if not ln.get("path"):
+            continue
+        check = next(((k, ln[k]) for k in acc if k in ln), ("", None))
+        rows.append([ln["path"], ln.get("graph") or "", ln["dtype"], ln["shape"], ln["run_s"],
+                     ln["floor"], ln["floor_s"], ln["ratio"], f"{check[0]} {fmt(check[1])}",
+                     BOUNDS.get(ln["path"], "") if ln["ratio"] > 1.5 else ""])
+    return ("Summary: the library's warm time against the operation that bounds it, measured "
+            "in the same run (interleaved); a ratio above 1.5 names what bounds it.\n\n"
+            + table(["path", "graph", "dtype", "shape", "run s", "floor", "floor s", "ratio",
+                     "accuracy", "bounded by"], rows))
 
 
 def devices(lines):
@@ -448,7 +490,8 @@ def render(results, out, argv, started, total_s, partial):
             continue
         r = by[key]
         body += [f"`{r['command']}` ({r['wall_s']:.0f} s, device: {devices(r['lines'])})", "",
-                 generic(r["lines"]) if r["lines"] else "(no output)\n"]
+                 (floor_summary if key == "floor" else generic)(r["lines"]) if r["lines"]
+                 else "(no output)\n"]
         if key == "scaling":
             body += [scaling_plot(r["lines"], plots, plt)]
         if key == "mq2008":

@@ -426,7 +426,9 @@ def _use_loaded(args, t0):
         _print_report({**{k: round(v, 6) for k, v in metrics.items()},
                  "seconds": round(time.time() - t0, 3)}, args)
         return 0
-    text = "".join(f"{q}\t{i}\t{s:.8g}\n" for i, (q, s) in enumerate(zip(qid, scores)))
+    cols = np.asarray(scores).reshape(len(qid), -1)          # a multi-output model: k columns
+    text = "".join(f"{q}\t{i}\t" + "\t".join(f"{v:.8g}" for v in row) + "\n"
+                   for i, (q, row) in enumerate(zip(qid, cols)))
     if args.output:
         with atomic_write(args.output) as fh:
             fh.write(text)

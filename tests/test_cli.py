@@ -196,3 +196,22 @@ def _umask():
 def test_help_is_plain_text():
     r = _console("--help")
     assert r.returncode == 0 and "``" not in r.stdout and "qid row score" in r.stdout
+
+
+def test_predict_with_a_multi_output_model_writes_one_column_per_output(tmp_path):
+    """Weights ``[n, k]`` (k outputs learned at once, saved with io.save_model) score k
+    columns; the command line died formatting an array as one number."""
+    import rankjax as rj
+    from rankjax import io
+    from rankjax._synthetic import make_ranking_data
+    d = make_ranking_data(6, num_features=5, seed=3)
+    W = np.asarray(rj.rankrls_primal(d.X, np.stack([d.y, -d.y], 1), rj.query_graph(d.qid),
+                                     lam=1.0).weights)
+    io.save_model(tmp_path / "m2.npz", W)
+    io.write_svmlight(tmp_path / "new.txt", d.X, d.y, d.qid)
+    out = tmp_path / "scores.txt"
+    assert cli.main(["--load", str(tmp_path / "m2.npz"), "--predict", str(tmp_path / "new.txt"),
+                     "--output", str(out)]) == 0
+    table = np.loadtxt(out)                       # qid, row, score of each output
+    assert table.shape == (len(d.y), 4)
+    np.testing.assert_allclose(table[:, 2:], d.X @ W, rtol=1e-6, atol=1e-9)
