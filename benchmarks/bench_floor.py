@@ -128,6 +128,8 @@ def bench_primal(m, n, dtype, graphs=("query", "global"), repeats=7, path=True):
     for kind in graphs:
         g = rj.query_graph(qid) if kind == "query" else rj.global_graph(m)
         G, b = normal_equations_numpy(X, y, qid if kind == "query" else np.zeros(m))
+        if kind == "global":                       # unnormalized: L = m I - 1 1^T = m S^2
+            G, b = m * G, m * b
         w_ref = {lam: np.linalg.solve(G + lam * np.eye(n), b) for lam in (1.0,)}
         one = lambda: rj.rankrls_primal(Xj, yj, g, lam=1.0).weights          # noqa: E731
         c = first_call(one)

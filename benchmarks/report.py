@@ -78,9 +78,13 @@ BOUNDS = {
             "finite-factor check beside one bare LAPACK Cholesky",
     "dual_path": "one eigh (LAPACK's): at the floor",
     "lqo_dual": "one eigh of S K S and the fold solves: at the floor",
-    "lpo_dual": "one eigh of the m x m system and the pair formula: at the floor",
-    "cg": "two sparse products per iteration plus O(m) segment work per iteration",
-    "stream": "reading the chunks and one Gram per chunk, accumulated on the host in float64",
+    "lpo_dual": "beside the one eigh, every λ needs the hat matrix V diag(f(Γ, λ)) V^T at the "
+                "pairs (m^3 multiply-adds per λ: 20 x 10^9 at m = 1,000)",
+    "cg": "two sparse products per iteration (CSR, XLA's gather and segment sum) plus O(m) "
+          "segment work and the validation criterion per iteration",
+    "stream": "per chunk: the query ids remapped and the graph built on the host, the rows "
+              "padded to a power of two (a copy), one transfer and one Gram; the floor reads "
+              "the file from the page cache (its time varies 2x between runs)",
     "falkon": "per iteration K v and K^T u over the kept m x b block, and the preconditioner",
     "ndcg": "two sorts (by score for DCG, by label for the ideal DCG) against the floor's one",
 }

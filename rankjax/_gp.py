@@ -26,7 +26,7 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from jax.scipy.stats import norm
 
 from ._checks import (as_float_array, check_flag, check_count, check_indices, check_positive, check_matrix,
-                      check_symmetric)
+                      check_symmetric, lam_ok, nan_unless)
 from ._memory import check_memory
 from ._kernels import gaussian_kernel, kernel_matrix
 
@@ -155,14 +155,14 @@ def gp_pairwise_gaussian(K, head, tail, diffs, *, noise_var) -> PairwiseGP:
     w = as_float_array(diffs, "diffs", finite=True)
     if w.shape != h.shape:
         raise ValueError(f"diffs must have shape {h.shape}, got {w.shape}")
-    if not (np.isfinite(noise_var) and noise_var > 0):
-        raise ValueError(f"noise_var must be finite and > 0, got {noise_var}")
+    check_positive(noise_var, name="noise_var", scalar=True)   # may be traced: NaN if not > 0
+    noise_var = jnp.asarray(noise_var, K.dtype)
     Kd = _Kd(K, h, t)
-    tau = jnp.full(h.shape, 1.0 / noise_var, K.dtype)
+    tau = jnp.full(h.shape, 1.0, K.dtype) / noise_var
     nu = tau * w
     _, _, Lc = _posterior(Kd, tau, nu)
-    return PairwiseGP(h, t, tau, nu, _alpha(Kd, tau, nu, Lc), Lc,
-                      _gaussian_logml(Kd, w, noise_var), jnp.int32(0))
+    return nan_unless(lam_ok(noise_var), PairwiseGP(
+        h, t, tau, nu, _alpha(Kd, tau, nu, Lc), Lc, _gaussian_logml(Kd, w, noise_var), jnp.int32(0)))
 
 
 def _probit_moments(mu_c, var_c, y):

@@ -296,7 +296,8 @@ def segment_normal_equations(X, Ly, weight, cliques, fallback):
     (Pahikkala et al. 2009, §3.1: the query Laplacian as a diagonal minus a per-query
     rank-one term).
 
-    Taken when ``r`` is uniform to rounding (the normalized query graph, the global graph)
+    Taken when ``r`` is uniform to rounding on the nonzero rows of ``X`` (the normalized
+    query graph, the global graph; zero padding rows of chunks and shards may differ)
     and the subtraction keeps its accuracy: ``||r X^T X||_F <= T ||G||_F``, every
     column's ``r x_j^T x_j <= T max(G_jj, max G / T)`` and no segment longer than ``T^2``
     rows (its sum accumulates in order; one segment is a tree sum) with
@@ -312,9 +313,11 @@ def segment_normal_equations(X, Ly, weight, cliques, fallback):
     """
     eps = jnp.finfo(X.dtype).eps
     T = eps ** -0.25
+    r0 = jnp.max(weight)
+    off = jnp.abs(weight - r0) > 8 * eps * r0          # rows of another weight: padding?
 
     def fast():
-        G0 = weight[0] * gram(X)
+        G0 = r0 * gram(X)
         G, longest = G0, 0
         for sign, seg, e, num, counts in cliques:
             C = (jnp.sum(X, axis=0, keepdims=True) if num == 1    # a tree sum: accurate
@@ -328,7 +331,9 @@ def segment_normal_equations(X, Ly, weight, cliques, fallback):
               & jnp.all(jnp.isfinite(G)))
         return lax.cond(ok, lambda: (G, tdot(X, Ly)), fallback)
 
-    uniform = jnp.all(jnp.abs(weight - weight[0]) <= 8 * eps * jnp.abs(weight[0]))
+    # rows of another weight are fine when they are zero rows (the padding of chunks, shards)
+    uniform = lax.cond(jnp.any(off), lambda: jnp.all(jnp.where(off[:, None], X == 0, True)),
+                       lambda: jnp.bool_(True))
     return lax.cond(uniform, fast, fallback)
 
 

@@ -101,3 +101,14 @@ def test_gp_input_errors(rng):
         rj.gp_pairwise_probit(K, [0], [1], [0.5])
     with pytest.raises(ValueError, match="likelihood"):
         rj.gp_fit(np.ones((4, 1)), [0], [1], likelihood="logit")
+
+
+def test_gaussian_gp_noise_var_array_is_a_type_error_and_traced_is_accepted():
+    import jax
+    K = np.eye(3) + 0.5
+    with pytest.raises(TypeError, match="noise_var"):
+        rj.gp_pairwise_gaussian(K, [0, 1], [1, 2], [1., 1.], noise_var=np.array([0.1, 0.2]))
+    eager = rj.gp_pairwise_gaussian(K, [0, 1], [1, 2], [1., 1.], noise_var=0.1)
+    traced = jax.jit(lambda s: rj.gp_pairwise_gaussian(K, [0, 1], [1, 2], [1., 1.], noise_var=s))
+    np.testing.assert_allclose(traced(0.1).alpha, eager.alpha, rtol=1e-12)
+    assert np.all(np.isnan(traced(-1.0).alpha))             # the under-jit contract: NaN
