@@ -16,8 +16,9 @@ the time of the operation that bounds it on this machine (the *floor*), and thei
   falkon                numpy's m x b kernel block once plus ``K v`` and ``K^T u`` per iteration
   ndcg                  one numpy sort of the scores by (query, score)
 
-Timing: compile apart, median of ``--repeats`` (>= 3) warm runs with ``block_until_ready``,
-library and floor runs interleaved so that a noisy moment hits both. Every line carries an
+Timing: compile apart, median of >= 3 warm runs with ``block_until_ready``, library and
+floor runs interleaved so that a noisy moment hits both; ``ratio`` is the median of the
+per-pair ratios (``run_s / floor_s`` where a path is timed once). Every line carries an
 accuracy check against an independent numpy/scipy computation.
 
     python benchmarks/bench_floor.py                 # every path (about 10 minutes, 2-core CPU)
@@ -54,7 +55,9 @@ def device_peak_mb():
 
 
 def paired(lib, floor, repeats):
-    """``(lib_s, floor_s)``: medians of interleaved warm runs (one warm-up each)."""
+    """``(lib_s, floor_s, ratio)``: medians of interleaved warm runs (one warm-up each) and
+    the median of the per-pair ratios (robust to a machine whose speed drifts during the
+    run, as a shared one's does)."""
     jax.block_until_ready(lib())
     floor()
     a, b = [], []
@@ -65,7 +68,7 @@ def paired(lib, floor, repeats):
         t0 = time.perf_counter()
         floor()
         b.append(time.perf_counter() - t0)
-    return statistics.median(a), statistics.median(b)
+    return statistics.median(a), statistics.median(b), statistics.median(x / y for x, y in zip(a, b))
 
 
 def first_call(fn):
@@ -74,16 +77,17 @@ def first_call(fn):
     return time.perf_counter() - t0
 
 
-def report(path, dtype, shape, lib_s, floor_s, floor, compile_s, graph=None, **extra):
+def report(path, dtype, shape, lib_s, floor_s, floor, compile_s, graph=None, ratio=None, **extra):
     """Prints the JSON line; returns ``(key, ratio)``, the key naming path, dtype, shape and
     graph (``benchmarks/guard.py`` compares ratios by key)."""
     dtype = np.dtype(dtype).name
     key = "/".join([path, dtype, "x".join(map(str, shape))] + ([graph] if graph else []))
+    ratio = lib_s / floor_s if ratio is None else ratio
     emit(name=f"floor:{path}", path=path, dtype=dtype, shape=shape, graph=graph,
          compile_s=compile_s, run_s=lib_s, floor=floor, floor_s=floor_s,
-         ratio=round(lib_s / floor_s, 3), peak_rss_mb=peak_rss_mb(),
+         ratio=round(ratio, 3), peak_rss_mb=peak_rss_mb(),
          device_peak_mb=device_peak_mb(), key=key, **extra)
-    return key, lib_s / floor_s
+    return key, ratio
 
 
 def rel(a, b):
@@ -133,20 +137,20 @@ def bench_primal(m, n, dtype, graphs=("query", "global"), repeats=7, path=True):
         w_ref = {lam: np.linalg.solve(G + lam * np.eye(n), b) for lam in (1.0,)}
         one = lambda: rj.rankrls_primal(Xj, yj, g, lam=1.0).weights          # noqa: E731
         c = first_call(one)
-        lib, fl = paired(one, floor, repeats)
+        lib, fl, ratio = paired(one, floor, repeats)
         acc = rel(one(), w_ref[1.0])
-        out.append(report("primal", dtype, [m, n], lib, fl, "numpy X.T @ X", c, graph=kind,
+        out.append(report("primal", dtype, [m, n], lib, fl, "numpy X.T @ X", c, ratio=ratio, graph=kind,
                           xla_gram_s=xla_s, ratio_to_xla_gram=round(lib / xla_s, 3),
                           rel_err_weights=acc))
         if path:
             lams = jnp.asarray(LAMS31, dtype)
             many = lambda: rj.rankrls_primal_path(Xj, yj, g, lams=lams).weights  # noqa: E731
             c = first_call(many)
-            lib, fl = paired(many, floor, repeats)
+            lib, fl, ratio = paired(many, floor, repeats)
             W = np.asarray(many())
             acc = rel(W[15], np.linalg.solve(G + LAMS31[15] * np.eye(n), b))
-            out.append(report("primal_path", dtype, [m, n], lib, fl, "numpy X.T @ X", c, graph=kind,
-                              lambdas=len(LAMS31), xla_gram_s=xla_s,
+            out.append(report("primal_path", dtype, [m, n], lib, fl, "numpy X.T @ X", c, ratio=ratio,
+                              graph=kind, lambdas=len(LAMS31), xla_gram_s=xla_s,
                               ratio_to_xla_gram=round(lib / xla_s, 3), rel_err_weights=acc))
     return out
 
@@ -158,9 +162,9 @@ def bench_gram_wide(m, n, dtype, repeats=5):
     Xj = jnp.asarray(X)
     f = jax.jit(gram)
     c = first_call(lambda: f(Xj))
-    lib, fl = paired(lambda: f(Xj), lambda: X.T @ X, repeats)
+    lib, fl, ratio = paired(lambda: f(Xj), lambda: X.T @ X, repeats)
     ref = X.astype(np.float64).T @ X.astype(np.float64)
-    return [report("gram_wide", dtype, [m, n], lib, fl, "numpy X.T @ X", c,
+    return [report("gram_wide", dtype, [m, n], lib, fl, "numpy X.T @ X", c, ratio=ratio,
                    rel_err=rel(f(Xj), ref))]
 
 
@@ -227,16 +231,16 @@ def bench_dual(m, dtype, repeats=3):
     out = []
     one = lambda: rj.rankrls_dual(K, y, g, lam=1.0).coef                      # noqa: E731
     c = first_call(one)
-    lib, fl = paired(one, lambda: sla.cho_factor(Kd + np.eye(m)), repeats)
+    lib, fl, ratio = paired(one, lambda: sla.cho_factor(Kd + np.eye(m)), repeats)
     A_ref = np.linalg.solve(Ln @ Kn + np.eye(m), Ln @ np.asarray(y, np.float64))
-    out.append(report("dual", dtype, [m, m], lib, fl, "scipy cho_factor (m x m)", c,
+    out.append(report("dual", dtype, [m, m], lib, fl, "scipy cho_factor (m x m)", c, ratio=ratio,
                       rel_err_coef=rel(one(), A_ref)))
     lams = jnp.asarray(np.logspace(-2, 2, 9), dtype)
     many = lambda: rj.rankrls_dual_path(K, y, g, lams=lams).coef               # noqa: E731
     c = first_call(many)
-    lib, fl = paired(many, lambda: sla.eigh(Kd), repeats)
+    lib, fl, ratio = paired(many, lambda: sla.eigh(Kd), repeats)
     A_ref = np.linalg.solve(Ln @ Kn + 1.0 * np.eye(m), Ln @ np.asarray(y, np.float64))
-    out.append(report("dual_path", dtype, [m, m], lib, fl, "scipy eigh (m x m)", c, lambdas=9,
+    out.append(report("dual_path", dtype, [m, m], lib, fl, "scipy eigh (m x m)", c, ratio=ratio, lambdas=9,
                       rel_err_coef=rel(np.asarray(many())[4], A_ref)))
     return out
 
@@ -248,7 +252,7 @@ def bench_lqo_dual(m, dtype, repeats=3):
     lams = jnp.asarray(np.logspace(-2, 3, 20), dtype)
     fn = lambda: rj.holdout_dual(K, y, g, lams=lams, folds=folds).predictions   # noqa: E731
     c = first_call(fn)
-    lib, fl = paired(fn, lambda: sla.eigh(np.asarray(K)), repeats)
+    lib, fl, ratio = paired(fn, lambda: sla.eigh(np.asarray(K)), repeats)
     # accuracy: the first query held out, refit on the rest (numpy, float64)
     q0 = qid == qid[0]
     gr = rj.query_graph(qid[~q0])
@@ -256,7 +260,7 @@ def bench_lqo_dual(m, dtype, repeats=3):
     Kr = Kn[np.ix_(~q0, ~q0)]
     A = np.linalg.solve(Lr @ Kr + lams[5].item() * np.eye(Kr.shape[0]), Lr @ np.asarray(y, np.float64)[~q0])
     acc = rel(np.asarray(fn())[5][q0], Kn[np.ix_(q0, ~q0)] @ A)
-    return [report("lqo_dual", dtype, [m, m], lib, fl, "scipy eigh (m x m)", c, lambdas=20,
+    return [report("lqo_dual", dtype, [m, m], lib, fl, "scipy eigh (m x m)", c, ratio=ratio, lambdas=20,
                    rel_err_one_query=acc)]
 
 
@@ -267,7 +271,7 @@ def bench_lpo_dual(m, dtype, repeats=3):
     lams = jnp.asarray(np.logspace(-2, 3, 20), dtype)
     fn = lambda: rj.leave_pair_out_dual(K, y, pairs, lams=lams).predictions      # noqa: E731
     c = first_call(fn)
-    lib, fl = paired(fn, lambda: sla.eigh(np.asarray(K)), repeats)
+    lib, fl, ratio = paired(fn, lambda: sla.eigh(np.asarray(K)), repeats)
     # accuracy: the first pair left out, refit with the complete unnormalized graph (numpy)
     i, j = np.asarray(pairs[0])
     keep = np.ones(m, bool)
@@ -278,7 +282,7 @@ def bench_lpo_dual(m, dtype, repeats=3):
                         Lr @ np.asarray(y, np.float64)[keep])
     ref = Kn[np.ix_([i, j], keep)] @ A
     acc = rel(np.asarray(fn())[5, 0], ref)
-    return [report("lpo_dual", dtype, [m, m], lib, fl, "scipy eigh (m x m)", c, lambdas=20,
+    return [report("lpo_dual", dtype, [m, m], lib, fl, "scipy eigh (m x m)", c, ratio=ratio, lambdas=20,
                    pairs=int(pairs.shape[0]), rel_err_first_pair=acc)]
 
 
@@ -300,9 +304,9 @@ def bench_cg(rows, dtype, iters=50, repeats=3):
         for _ in range(iters):
             XT @ (X @ v)
         return u
-    lib, fl = paired(fn, floor, repeats)
+    lib, fl, ratio = paired(fn, floor, repeats)
     res = rj.rankrls_cg(C, yj, g, lam=1.0, options=opts)
-    return [report("cg", dtype, list(X.shape), lib, fl, f"scipy CSR X v + X^T u x {iters}", c,
+    return [report("cg", dtype, list(X.shape), lib, fl, f"scipy CSR X v + X^T u x {iters}", c, ratio=ratio,
                    nnz=int(X.nnz), iterations=int(res.iterations),
                    final_residual=float(np.asarray(res.residual_history)[int(res.iterations)]))]
 
@@ -323,11 +327,11 @@ def bench_stream(rows, n=136, repeats=3):
             A = np.load(paths[0])
             return A.T @ A
         c = first_call(fn)
-        lib, fl = paired(fn, floor, repeats)
+        lib, fl, ratio = paired(fn, floor, repeats)
         A = np.load(paths[0])
         G, b = normal_equations_numpy(A, y, qid)
         acc = rel(np.asarray(fn())[4], np.linalg.solve(G + lams[4] * np.eye(n), b))
-    return [report("stream", np.float32, [rows, n], lib, fl, "numpy np.load + X.T @ X", c,
+    return [report("stream", np.float32, [rows, n], lib, fl, "numpy np.load + X.T @ X", c, ratio=ratio,
                    chunk_rows=1 << 18, rel_err_weights=acc)]
 
 
@@ -350,13 +354,13 @@ def bench_falkon(rows, basis, dtype, iters=20, repeats=3):
         for _ in range(iters):
             K.T @ (K @ v)
         return u
-    lib, fl = paired(fn, floor, repeats)
+    lib, fl, ratio = paired(fn, floor, repeats)
     ref = rj.rankrls_nystrom_path(Xj, yj, g, lams=[1.0], kernel=kern, basis=idx)
     f_ref = np.asarray(rj.predict(ref, Xj))[0]
     f = np.asarray(rj.predict(rj.rankrls_falkon(Xj, yj, g, lam=1.0, kernel=kern, basis=idx,
                                                 options=rj.CG(tol=0.0, max_iter=iters)), Xj))
     return [report("falkon", dtype, [rows, 50], lib, fl,
-                   f"numpy m x b kernel block + K v, K^T u x {iters}", c, basis=basis,
+                   f"numpy m x b kernel block + K v, K^T u x {iters}", c, ratio=ratio, basis=basis,
                    iterations=iters, rel_to_closed_form=rel(f, f_ref))]
 
 
@@ -370,8 +374,8 @@ def bench_ndcg(rows, dtype, repeats=5):
     sj, yj = jnp.asarray(s), jnp.asarray(y)
     fn = lambda: rj.ndcg(sj, yj, seg, k=10)                                       # noqa: E731
     c = first_call(fn)
-    lib, fl = paired(fn, lambda: np.lexsort((-s, qid)), repeats)
-    return [report("ndcg", dtype, [rows], lib, fl, "numpy lexsort (query, -score)", c,
+    lib, fl, ratio = paired(fn, lambda: np.lexsort((-s, qid)), repeats)
+    return [report("ndcg", dtype, [rows], lib, fl, "numpy lexsort (query, -score)", c, ratio=ratio,
                    queries=int(seg.num_queries), ndcg10=float(fn()))]
 
 
@@ -399,7 +403,7 @@ def quick():
     f32, f64 = np.float32, np.float64
     return {
         "primal": lambda: (bench_primal(200_000, 136, f64, repeats=9)
-                           + bench_primal(200_000, 136, f32, graphs=("query",), repeats=9)),
+                           + bench_primal(600_000, 136, f32, graphs=("query",), repeats=7)),
         "gram_wide": lambda: bench_gram_wide(6_000, 1_024, f64, repeats=5),
         "lqo_primal": lambda: bench_lqo_primal(0.01, f64, repeats=3),
         "dual": lambda: bench_dual(1_500, f64, repeats=5),

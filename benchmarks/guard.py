@@ -4,7 +4,9 @@ Runs ``bench_floor.quick()`` (about 40 s on a 2-core CPU, compile included) and 
 every path's ratio to its floor (``run_s / floor_s``, measured in the same run: not
 seconds, so another machine of the same kind gives comparable figures) with
 ``benchmarks/baseline.json``. Exits 1, naming the path, when a ratio is more than
-``--tolerance`` (1.3) times its baseline; a path without a baseline is reported, not failed.
+``--tolerance`` (1.3) times its baseline in two runs (a failing group is measured once more:
+a shared machine's speed drifts by up to 25 % between runs); a path without a baseline is
+reported, not failed.
 
     python benchmarks/guard.py                    # before a change lands
     python benchmarks/guard.py --update           # rewrite the baseline, on purpose only:
@@ -26,9 +28,10 @@ import jax  # noqa: E402
 BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "baseline.json")
 
 
-def measure():
-    """``{key: ratio}`` of the quick subset; JSON lines of every measurement on stdout."""
-    return {k: round(r, 3) for k, r in bench_floor.run(bench_floor.quick())}
+def measure(only=None):
+    """``{key: ratio}`` of the quick subset (the groups in ``only``, every group when None);
+    JSON lines of every measurement on stdout."""
+    return {k: round(r, 3) for k, r in bench_floor.run(bench_floor.quick(), only)}
 
 
 def compare(now, base, tolerance):
@@ -68,6 +71,12 @@ def main():
     with open(a.baseline) as fh:
         base = json.load(fh)["ratios"]
     failures, lines = compare(now, base, a.tolerance)
+    if failures:             # a noisy moment is not a regression: measure those groups again
+        print(f"guard: {len(failures)} ratio(s) over {a.tolerance}x, measuring again", file=sys.stderr)
+        again = measure({k.split("/")[0].removesuffix("_path") for k in failures})
+        now = {k: min(r, again.get(k, r)) for k, r in now.items()}
+        failures, lines = compare(now, base, a.tolerance)
+        took = time.perf_counter() - t0
     print("\n".join(lines), file=sys.stderr)
     if failures:
         print(f"guard: FAILED ({took:.0f} s): {len(failures)} path(s) more than {a.tolerance}x slower "
