@@ -26,7 +26,7 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from jax.scipy.stats import norm
 
 from ._checks import (as_float_array, check_flag, check_count, check_indices, check_positive, check_matrix,
-                      check_symmetric, lam_ok, nan_unless)
+                      check_symmetric, is_concrete, lam_ok, nan_unless)
 from ._memory import check_memory
 from ._kernels import gaussian_kernel, kernel_matrix
 
@@ -161,8 +161,19 @@ def gp_pairwise_gaussian(K, head, tail, diffs, *, noise_var) -> PairwiseGP:
     tau = jnp.full(h.shape, 1.0, K.dtype) / noise_var
     nu = tau * w
     _, _, Lc = _posterior(Kd, tau, nu)
-    return nan_unless(lam_ok(noise_var), PairwiseGP(
-        h, t, tau, nu, _alpha(Kd, tau, nu, Lc), Lc, _gaussian_logml(Kd, w, noise_var), jnp.int32(0)))
+    return _check_factor(nan_unless(lam_ok(noise_var), PairwiseGP(
+        h, t, tau, nu, _alpha(Kd, tau, nu, Lc), Lc, _gaussian_logml(Kd, w, noise_var), jnp.int32(0))), K)
+
+
+def _check_factor(gp, K):
+    """Outside jit, a ValueError naming ``K`` when the posterior's Cholesky factor failed
+    (``I + S^{1/2} A^T K A S^{1/2}`` not positive definite: ``K`` is not PSD); the figure,
+    ``K``'s smallest eigenvalue, is computed only then. Under jit the model is NaN."""
+    if is_concrete(gp.chol) and not bool(jnp.all(jnp.isfinite(gp.chol))):
+        low = float(np.linalg.eigvalsh(np.asarray(K, np.float64))[0])
+        raise ValueError(f"K is not positive semidefinite (smallest eigenvalue {low:.3g}): the "
+                         "posterior's Cholesky factor failed; a prior covariance must be PSD")
+    return gp
 
 
 def _probit_moments(mu_c, var_c, y):
@@ -251,8 +262,8 @@ def gp_pairwise_probit(K, head, tail, direction=None, *, max_iter: int = 200, to
         raise ValueError("direction must be ±1 with the shape of head")
     if not 0 < damping <= 1:
         raise ValueError(f"damping must be in (0, 1], got {damping}")
-    return _probit_fit(K, h, t, y.astype(K.dtype), max_iter, jnp.asarray(tol, K.dtype),
-                       jnp.asarray(damping, K.dtype))
+    return _check_factor(_probit_fit(K, h, t, y.astype(K.dtype), max_iter,
+                                     jnp.asarray(tol, K.dtype), jnp.asarray(damping, K.dtype)), K)
 
 
 def _probit_fit(K, h, t, y, max_iter, tol, damping):

@@ -17,11 +17,12 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from ._checks import check_gram, check_positive, check_matrix, check_symmetric, lam_ok, nan_unless
+from ._checks import (check_gram, check_positive, check_matrix, check_symmetric, is_concrete, lam_ok,
+                      nan_unless)
 from ._memory import kernel_plan
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
-from ._ridge import dual_system, primal_system, ridge_solve
+from ._ridge import dual_system, primal_system, ridge_solve, ridge_solve_checked
 from ._sparse import is_bcoo, matmul
 
 __all__ = ["LinearModel", "DualModel", "KernelModel", "rankrls_primal", "rankrls_dual",
@@ -138,8 +139,8 @@ def check_kernel_matrix(K, y, graph, name: str = "K", count: int = 5, what: str 
 @jax.jit
 def _dual_core(K, y, graph, lam):
     system = dual_system(K, y, graph)
-    A = system.root.apply(ridge_solve(system.G, system.rhs, jnp.asarray(lam, K.dtype)))
-    return nan_unless(lam_ok(lam), A)
+    B, psd, low = ridge_solve_checked(system.G, system.rhs, jnp.asarray(lam, K.dtype))
+    return nan_unless(lam_ok(lam) & psd, system.root.apply(B)), psd, low
 
 
 def rankrls_dual(K, y, graph: Graph, *, lam) -> DualModel:
@@ -170,7 +171,12 @@ def rankrls_dual(K, y, graph: Graph, *, lam) -> DualModel:
     """
     K, y = check_kernel_matrix(K, y, graph)
     check_positive(lam, scalar=True)
-    return DualModel(_dual_core(K, y, graph, lam))
+    A, psd, low = _dual_core(K, y, graph, lam)
+    if is_concrete(psd) and not bool(psd):     # the failed Cholesky said so: no extra eigh
+        raise ValueError(f"K is not positive semidefinite: S K S + λ I has no Cholesky factor "
+                         f"and S K S the eigenvalue {float(low):.3g} (beyond rounding); a kernel "
+                         "matrix must be PSD: check the kernel and its parameters")
+    return DualModel(A)
 
 
 def rankrls_kernel(X, y, graph: Graph, *, lam, kernel: Kernel,

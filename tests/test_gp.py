@@ -112,3 +112,13 @@ def test_gaussian_gp_noise_var_array_is_a_type_error_and_traced_is_accepted():
     traced = jax.jit(lambda s: rj.gp_pairwise_gaussian(K, [0, 1], [1, 2], [1., 1.], noise_var=s))
     np.testing.assert_allclose(traced(0.1).alpha, eager.alpha, rtol=1e-12)
     assert np.all(np.isnan(traced(-1.0).alpha))             # the under-jit contract: NaN
+
+
+@pytest.mark.parametrize("fit", ["gaussian", "probit"])
+def test_gp_on_an_indefinite_prior_names_k_instead_of_returning_nan(fit):
+    K = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, -8.0]])
+    with pytest.raises(ValueError, match="K is not positive semidefinite"):
+        if fit == "gaussian":
+            rj.gp_pairwise_gaussian(K, [0, 1], [1, 2], [1., 1.], noise_var=0.1)
+        else:
+            rj.gp_pairwise_probit(K, [0, 1], [1, 2])

@@ -149,3 +149,19 @@ def test_kernel_matrix_blockwise_equals_direct(rng):
                                np.exp(-0.7 * d2), rtol=1e-10)
     np.testing.assert_allclose(rj.kernel_matrix(rj.polynomial_kernel(2, 0.5, 2.0), X1, X2),
                                (0.5 * X1 @ X2.T + 2) ** 2, rtol=1e-10)
+
+
+def test_dual_on_an_indefinite_kernel_names_k_and_is_nan_under_jit():
+    """The failed Cholesky of S K S + λ I tells an indefinite K (no extra eigh on success);
+    a K whose system stays positive definite is solved exactly."""
+    import jax
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((8, 8))
+    K, y = (A + A.T) / 2, rng.standard_normal(8)
+    g = rj.query_graph(np.repeat([0, 1], 4))
+    with pytest.raises(ValueError, match="K is not positive semidefinite.*eigenvalue"):
+        rj.rankrls_dual(K, y, g, lam=0.01)
+    assert np.all(np.isnan(jax.jit(lambda K: rj.rankrls_dual(K, y, g, lam=0.01).coef)(K)))
+    L = np.asarray(rj.laplacian_dense(g))
+    np.testing.assert_allclose(rj.rankrls_dual(K, y, g, lam=100.0).coef,
+                               np.linalg.solve(L @ K + 100 * np.eye(8), L @ y), rtol=1e-10, atol=1e-12)
