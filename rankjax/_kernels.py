@@ -88,6 +88,13 @@ def _dense(X):
 
 
 def kernel_block(kernel: Kernel, A, B):
+    """``k(A_i, B_j)`` ``[a, b]``. Gaussian distances are expanded as
+    ``|a|^2 + |b|^2 - 2 a.b`` after both sides are shifted by the mean row of ``B``
+    (distances do not change; the expansion no longer cancels features far from 0, which
+    lost the small distances of float32 data offset by 10^3)."""
+    if kernel.kind == "gaussian":
+        c = jnp.mean(B, axis=0)
+        A, B = A - c, B - c
     dot = jnp.matmul(A, B.T, precision=_HI)
     if kernel.kind == "linear":
         return dot
@@ -132,12 +139,16 @@ def kernel_matrix(kernel: Kernel, X1, X2=None, *, block_size: Optional[int] = No
                  f"kernel_matrix of {m1} x {m2} rows",
                  "use a Nyström basis (nystrom_basis, rankrls_nystrom_path, holdout_nystrom) or "
                  "rankrls_falkon, which hold m x b kernel values, not m x m")
-    return _kernel_core(kernel, A, B, None if block_size is None else int(block_size))
+    return _kernel_core(kernel, A, B, None if block_size is None else int(block_size), X2 is None)
 
 
-@partial(jax.jit, static_argnums=3)
-def _kernel_core(kernel, A, B, block_size):
-    return nan_unless(_params_ok(kernel), _kernel_blocks(kernel, A, B, block_size))
+@partial(jax.jit, static_argnums=(3, 4))
+def _kernel_core(kernel, A, B, block_size, same):
+    K = _kernel_blocks(kernel, A, B, block_size)
+    if same and kernel.kind == "gaussian":             # k(x, x) = 1 exactly, not exp(-γ rounding)
+        i = jnp.arange(A.shape[0])
+        K = K.at[i, i].set(1)
+    return nan_unless(_params_ok(kernel), K)
 
 
 def _params_ok(kernel):

@@ -36,3 +36,22 @@ def test_kernel_parameters_are_checked():
         rj.gaussian_kernel(-1.0)
     with pytest.raises((TypeError, ValueError), match="degree"):
         rj.polynomial_kernel(0)
+
+
+def test_gaussian_kernel_in_float32_keeps_small_distances_far_from_zero():
+    """Features offset by 10^3: the expanded distance |a|^2 + |b|^2 - 2 a.b cancelled in
+    float32; shifted by the mean row it keeps them, and k(x, x) is exactly 1."""
+    import jax
+    jax.config.update("jax_enable_x64", False)
+    try:
+        rng = np.random.default_rng(0)
+        X = (1000 + 0.01 * rng.standard_normal((50, 4))).astype(np.float32)
+        K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(100.0), X))
+        Xd = X.astype(np.float64)
+        ref = np.exp(-100.0 * ((Xd[:, None, :] - Xd[None, :, :]) ** 2).sum(-1))
+        assert np.abs(K - ref).max() < 1e-4
+        assert np.all(np.diag(K) == 1)
+        Kb = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(100.0), X, block_size=16))
+        assert np.all(np.diag(Kb) == 1) and np.abs(Kb - ref).max() < 1e-4
+    finally:
+        jax.config.update("jax_enable_x64", True)
