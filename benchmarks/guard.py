@@ -1,6 +1,6 @@
 """The speed guard: the quick subset of ``bench_floor.py`` against the committed baseline.
 
-Runs ``bench_floor.quick()`` (about 40 s on a 2-core CPU, compile included) and compares
+Runs ``bench_floor.quick()`` (about 30 s on a 2-core CPU, compile included) and compares
 every path's ratio to its floor (``run_s / floor_s``, measured in the same run: not
 seconds, so another machine of the same kind gives comparable figures) with
 ``benchmarks/baseline.json``. Exits 1, naming the path, when a ratio is more than

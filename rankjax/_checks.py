@@ -68,7 +68,7 @@ def max_abs(x) -> float:
     if isinstance(x, jax.Array):
         return float(reduce_concrete(_max_abs, x))
     a = np.asarray(x)
-    return float(max(-a.min(), a.max()))
+    return max(-float(a.min()), float(a.max()))       # floats: no unsigned wrap-around
 
 
 def all_finite(x) -> bool:

@@ -158,3 +158,15 @@ def test_guard_fails_naming_the_slowed_path():
                                      "new/float32/1": 1.0}, base, 1.3)
     assert failures == ["primal/float64/10x2/query"]          # 1.33x; ndcg 1.25x passes
     assert any("no baseline" in ln for ln in lines)
+
+
+def test_unsigned_features_are_not_taken_for_overflowing_ones():
+    jax.config.update("jax_enable_x64", False)
+    try:
+        X = np.array([[5, 7], [9, 6], [8, 8], [6, 9]], np.uint64)
+        w = rj.rankrls_primal(X, np.arange(4.0), rj.query_graph(np.zeros(4, int)), lam=1.0).weights
+        Xd = X.astype(np.float64) - X.mean(0)
+        np.testing.assert_allclose(w, np.linalg.solve(Xd.T @ Xd + np.eye(2), Xd.T @ (np.arange(4) - 1.5)),
+                                   rtol=1e-5)
+    finally:
+        jax.config.update("jax_enable_x64", True)
