@@ -41,7 +41,7 @@ from ._cv import (
 from ._cg import rankrls_cg as rankrls_cg, rankrls_cg_dual as rankrls_cg_dual
 from ._cg_loop import (STOP_REASONS as STOP_REASONS, CG as CG, CGResult as CGResult,
                        cg_solve as cg_solve, validation_criterion as validation_criterion)
-from ._nystrom import BASIS_METHODS as BASIS_METHODS, nystrom_basis as nystrom_basis
+from ._nystrom import BASIS_METHODS as BASIS_METHODS, Nystrom as Nystrom, nystrom_basis as nystrom_basis
 from ._falkon import FalkonModel as FalkonModel, rankrls_falkon as rankrls_falkon
 from ._kpcrank import (
     KPCModel as KPCModel, KPCPath as KPCPath, center_kernel as center_kernel,
@@ -59,6 +59,9 @@ from ._ranksvm import (
     ranksvm_l2 as ranksvm_l2)
 from ._tune import (
     TuneResult as TuneResult, cv_loss as cv_loss, cv_predictions as cv_predictions, tune as tune)
+from ._select import (
+    RankRLSSelection as RankRLSSelection, rankrls_fit as rankrls_fit,
+    select_rankrls as select_rankrls)
 from .scale import (
     AXIS as AXIS, GridSearch as GridSearch, QueryPartition as QueryPartition,
     ShardedData as ShardedData, StreamFit as StreamFit, partition_queries as partition_queries,

@@ -10,16 +10,8 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
-from ._cg_loop import (
-    CG,
-    CGResult,
-    check_x0,
-    criterion_args,
-    differentiable_cg,
-    loop_options,
-    make_valid_fn,
-    static_metric,
-)
+from ._cg_loop import (CG, CGResult, check_options, check_x0, differentiable_cg, loop_keywords,
+                       valid_fn_of, valid_set)
 from ._checks import check_positive, check_matrix, check_symmetric, is_concrete
 from ._graph import Graph, check_graph
 from ._ridge import HI
@@ -44,24 +36,17 @@ def as_operator(X, name):
     return X
 
 
-_CG_STATIC = ("metric", "greater_is_better", "kw", "max_iter", "patience", "recompute_every", "progress")
-
-
-@partial(jax.jit, static_argnames=_CG_STATIC)
-def _cg_primal_core(X, y, graph, lam, Xv, vdata, x0, tol, *, metric, greater_is_better, kw,
-                    max_iter, patience, recompute_every, progress):
+@jax.jit
+def _cg_primal_core(X, y, graph, lam, valid, x0, options):
     b = X.T @ graph.rhs(y, X.dtype)
-    valid_fn = make_valid_fn(lambda w: Xv @ w, vdata, metric, greater_is_better, kw)
-    return differentiable_cg(lambda v: X.T @ graph.mv(X @ v), b, lam=lam, x0=x0, tol=tol,
-                              max_iter=max_iter, valid_fn=valid_fn, patience=patience,
-                              recompute_every=recompute_every, progress=progress)
+    valid_fn = valid_fn_of(valid, lambda w: valid.M @ w)
+    return differentiable_cg(lambda v: X.T @ graph.mv(X @ v), b, options, lam, x0, valid_fn)
 
 
-def rankrls_cg(X, y, graph: Graph, *, options: Optional[CG] = None,
-               lam=0.0, valid=None, metric="pairwise_error", x0=None,
-               tol=1e-5, max_iter: int = 500, patience: int = 10, recompute_every: int = 50,
-               progress: int = 0,
-               greater_is_better=None, **metric_kwargs) -> CGResult:
+@loop_keywords
+def rankrls_cg(X, y, graph: Graph, *, lam=0.0, options: Optional[CG] = None, valid=None,
+               metric="pairwise_error", metric_kwargs=None, greater_is_better=None,
+               x0=None) -> CGResult:
     """Primal RankRLS by matrix-free CG (docs/math.md; Airola et al. 2010 §3): solves
     ``(X^T L X + λ I) w = X^T L y`` (edges: ``X^T M N``) with
     ``A v = X^T (L (X v))`` — two sparse matvecs and O(m) segment work per
@@ -75,8 +60,6 @@ def rankrls_cg(X, y, graph: Graph, *, options: Optional[CG] = None,
     columns of ``y`` the products become one CSR matrix product per iteration.
 
     Args:
-      options: a :class:`~rankjax.CG` holding the loop options (``tol``, ``max_iter``,
-        ``patience``, ``recompute_every``, ``progress``) instead of those keywords.
       X: ``[m, n]`` dense, :class:`CSRMatrix` or BCOO.
       y: ``[m]`` scores; ``None`` for a :class:`PreferenceGraph`. (For several
         outputs vmap over the columns.)
@@ -85,9 +68,10 @@ def rankrls_cg(X, y, graph: Graph, *, options: Optional[CG] = None,
       valid: ``(X_valid, y_valid, graph_valid)`` to evaluate a criterion on
         ``X_valid @ w`` after every iteration and stop early (see
         :func:`validation_criterion`); ``None``: no early stopping.
-      metric: the validation criterion (default pairwise error).
-      progress: print progress every that many iterations (0 = off; see :func:`cg_solve`).
-      Other arguments as in :func:`cg_solve`.
+      options: a :class:`~rankjax.CG` (tolerance, iteration cap, patience, ...).
+      metric: the validation criterion (default pairwise error); ``metric_kwargs`` a
+        dict of its options (``{"k": 10}``); ``greater_is_better`` its direction.
+      x0: warm start.
 
     Returns:
       :class:`CGResult` with ``x`` = ``w [n]``.
@@ -97,7 +81,7 @@ def rankrls_cg(X, y, graph: Graph, *, options: Optional[CG] = None,
       >>> d = rj.make_ranking_data(20, num_features=5, seed=0)
       >>> v = rj.make_ranking_data(10, num_features=5, seed=1)
       >>> g = rj.query_graph(d.qid)
-      >>> r = rj.rankrls_cg(d.X, d.y, g, lam=1.0, tol=1e-10)
+      >>> r = rj.rankrls_cg(d.X, d.y, g, lam=1.0, options=rj.CG(tol=1e-10))
       >>> w = rj.rankrls_primal(d.X, d.y, g, lam=1.0).weights
       >>> bool(np.allclose(r.weights, w, rtol=1e-4, atol=1e-5))
       True
@@ -109,18 +93,16 @@ def rankrls_cg(X, y, graph: Graph, *, options: Optional[CG] = None,
     check_graph(graph, X.shape[0])
     y = _check_y(y, graph, "rankrls_cg")
     check_positive(lam, allow_zero=True, scalar=True)
-    tol, max_iter, patience, recompute_every, progress = loop_options(
-        options, rankrls_cg, tol, max_iter, patience, recompute_every, progress)
-    kw = static_metric(metric, metric_kwargs, "rankrls_cg")
-    Xv, vdata = criterion_args(valid, X.shape[1], "X_valid", metric, greater_is_better, kw)
-    if Xv is not None:
+    n = X.shape[1]
+
+    def rows(Xv):
         Xv = as_operator(Xv, "X_valid")
-        if Xv.shape[1] != X.shape[1]:
-            raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {X.shape[1]}")
-    return _cg_primal_core(X, y, graph, lam, Xv, vdata, check_x0(x0, X.shape[1]), tol,
-                           metric=metric, greater_is_better=greater_is_better, kw=kw,
-                           max_iter=max_iter, patience=patience, recompute_every=recompute_every,
-                           progress=progress)
+        if Xv.shape[1] != n:
+            raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {n}")
+        return Xv
+    valid = valid_set(valid, "X_valid", metric, greater_is_better, metric_kwargs, "rankrls_cg",
+                      rows)
+    return _cg_primal_core(X, y, graph, lam, valid, check_x0(x0, n), check_options(options))
 
 
 def _kernel_operator(K, m, name):
@@ -133,26 +115,22 @@ def _kernel_operator(K, m, name):
     return K, None
 
 
-@partial(jax.jit, static_argnames=_CG_STATIC + ("kfn", "kvfn"))
-def _cg_dual_core(K, y, graph, lam, Kv, vdata, x0, tol, *, kfn, kvfn, metric, greater_is_better,
-                  kw, max_iter, patience, recompute_every, progress):
+@partial(jax.jit, static_argnames="kfn")
+def _cg_dual_core(K, y, graph, lam, valid, x0, options, kfn):
     R, Rt, rhs = graph.factor()
     kmv = kfn or (lambda a: jnp.matmul(K, a, precision=HI))
-    kvmv = kvfn or (lambda a: jnp.matmul(Kv, a, precision=HI))
-    valid_fn = make_valid_fn(lambda B: kvmv(R(B)), vdata, metric, greater_is_better, kw)
+    kvmv = None if valid is None else (valid.fn or (lambda a: jnp.matmul(valid.M, a, precision=HI)))
+    valid_fn = valid_fn_of(valid, lambda B: kvmv(R(B)))
     b = rhs(y)
     dtype = b.dtype if jnp.issubdtype(b.dtype, jnp.floating) else jnp.result_type(float)
-    res = differentiable_cg(lambda v: Rt(kmv(R(v))), b.astype(dtype), lam=lam, x0=x0, tol=tol,
-                             max_iter=max_iter, valid_fn=valid_fn, patience=patience,
-                             recompute_every=recompute_every, progress=progress)
+    res = differentiable_cg(lambda v: Rt(kmv(R(v))), b.astype(dtype), options, lam, x0, valid_fn)
     return res._replace(weights=R(res.weights))
 
 
-def rankrls_cg_dual(K, y, graph: Graph, *, options: Optional[CG] = None,
-                    lam=0.0, valid=None, metric="pairwise_error",
-                    x0=None, tol=1e-5, max_iter: int = 500, patience: int = 10,
-                    recompute_every: int = 50, greater_is_better=None, progress: int = 0,
-                    **metric_kwargs) -> CGResult:
+@loop_keywords
+def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, options: Optional[CG] = None, valid=None,
+                    metric="pairwise_error", metric_kwargs=None, greater_is_better=None,
+                    x0=None) -> CGResult:
     """Dual (kernel) RankRLS by CG on the symmetric system (docs/math.md):
     ``(R^T K R + λ I) B = R^T y`` and ``A = R B``, with ``R R^T = L`` — ``R = S``
     (``L^{1/2}``, a segment operation) for query graphs, ``R = M`` (the incidence
@@ -161,8 +139,6 @@ def rankrls_cg_dual(K, y, graph: Graph, *, options: Optional[CG] = None,
     ``(L K + λ I)^{-1} L y``. One kernel matvec and O(m + l) work per iteration.
 
     Args:
-      options: a :class:`~rankjax.CG` holding the loop options (``tol``, ``max_iter``,
-        ``patience``, ``recompute_every``, ``progress``) instead of those keywords.
       K: ``[m, m]`` kernel matrix, or a callable ``a [m] -> K a`` for matrix-free
         kernels (it must accept vmapped inputs when you vmap).
       y: ``[m]``; ``None`` for a :class:`PreferenceGraph`.
@@ -172,7 +148,7 @@ def rankrls_cg_dual(K, y, graph: Graph, *, options: Optional[CG] = None,
       valid: ``(K_valid, y_valid, graph_valid)``, ``K_valid`` ``[m_v, m]`` or a
         callable ``a -> K_valid a``; see :func:`validation_criterion`.
       x0: warm start for ``B`` (root space: ``[m]``, or ``[l]`` for edges).
-      Other arguments as in :func:`cg_solve`.
+      options, metric, metric_kwargs, greater_is_better: as in :func:`rankrls_cg`.
 
     Returns:
       :class:`CGResult` with ``x`` = the dual coefficients ``A [m]``
@@ -183,7 +159,7 @@ def rankrls_cg_dual(K, y, graph: Graph, *, options: Optional[CG] = None,
       >>> d = rj.make_ranking_data(10, num_features=5, seed=0)
       >>> K = d.X @ d.X.T
       >>> g = rj.query_graph(d.qid)
-      >>> r = rj.rankrls_cg_dual(K, d.y, g, lam=1.0, tol=1e-12)
+      >>> r = rj.rankrls_cg_dual(K, d.y, g, lam=1.0, options=rj.CG(tol=1e-12))
       >>> bool(np.allclose(r.weights, rj.rankrls_dual(K, d.y, g, lam=1.0).coef, atol=1e-8))
       True
     """
@@ -194,15 +170,10 @@ def rankrls_cg_dual(K, y, graph: Graph, *, options: Optional[CG] = None,
         check_symmetric(K)
     y = _check_y(y, graph, "rankrls_cg_dual")
     check_positive(lam, allow_zero=True, scalar=True)
-    tol, max_iter, patience, recompute_every, progress = loop_options(
-        options, rankrls_cg_dual, tol, max_iter, patience, recompute_every, progress)
-    kw = static_metric(metric, metric_kwargs, "rankrls_cg_dual")
-    Kv, vdata = criterion_args(valid, m, "K_valid", metric, greater_is_better, kw)
-    kvfn = None
-    if Kv is not None:
-        Kv, kvfn = _kernel_operator(Kv, m, "K_valid")
-    return _cg_dual_core(K, y, graph, lam, Kv, vdata, check_x0(x0, m), tol, kfn=kfn, kvfn=kvfn,
-                         metric=metric,
-                         greater_is_better=greater_is_better, kw=kw, max_iter=max_iter,
-                         patience=patience, recompute_every=recompute_every,
-                         progress=progress)
+
+    def kernel_rows(Kv):
+        Kv, fn = _kernel_operator(Kv, m, "K_valid")
+        return fn or Kv
+    valid = valid_set(valid, "K_valid", metric, greater_is_better, metric_kwargs,
+                      "rankrls_cg_dual", kernel_rows)
+    return _cg_dual_core(K, y, graph, lam, valid, check_x0(x0, m), check_options(options), kfn)

@@ -16,6 +16,9 @@ Under ``vmap`` (over λ or right-hand-side columns) every lane stops on its own
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
+import warnings
 from typing import Callable, NamedTuple, Optional
 
 import jax
@@ -29,6 +32,120 @@ from ._metrics import check_metric_options
 from ._rankrls import LinearModel
 
 STOP_REASONS = ("converged", "max_iter", "early_stopping", "breakdown", "invalid")
+
+
+@dataclasses.dataclass(frozen=True)
+class CG:
+    """The loop options of every CG solver (:func:`cg_solve`, :func:`rankrls_cg`,
+    :func:`rankrls_cg_dual`, :func:`~rankjax.rankrls_falkon`, :func:`~rankjax.sharded_cg`,
+    :func:`~rankjax.sharded_falkon`), checked once when built and passed whole as
+    ``options=`` (Airola et al. 2010, §3: CG with early stopping). A pytree: ``tol`` is
+    a traced leaf (a new tolerance compiles nothing), the rest is static.
+
+    Attributes:
+      tol: relative residual tolerance ``||r|| <= tol ||b||`` (>= 0; 0 runs ``max_iter``);
+        ``None`` (default): ``max(1e-8, 100 eps)`` of the compute dtype (1e-8 in float64,
+        1.2e-5 in float32, which cannot resolve 1e-8).
+      max_iter: iteration cap.
+      patience: iterations without a better validation score before stopping.
+      recompute_every: the residual is recomputed as ``b - (A + λ I) x`` every that many
+        iterations (0 = never).
+      progress: print every that many iterations to stderr (0 = off, nothing compiled in).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> opts = CG(tol=1e-8, max_iter=50)
+      >>> r = cg_solve(lambda v: 2 * v, jnp.array([2., 4.]), options=opts)
+      >>> print(r.weights, int(r.iterations))
+      [1. 2.] 1
+    """
+
+    tol: Optional[float] = None
+    max_iter: int = 500
+    patience: int = 10
+    recompute_every: int = 50
+    progress: int = 0
+
+    def __post_init__(self):
+        if self.tol is not None:           # 0: run max_iter iterations
+            check_positive(self.tol, name="tol", scalar=True, allow_zero=True)
+        check_count(self.max_iter, "max_iter"), check_count(self.patience, "patience")
+        check_count(self.recompute_every, "recompute_every", minimum=0)
+        check_count(self.progress, "progress", minimum=0)
+
+    def tolerance(self, dtype):
+        """``tol``, or the default of ``dtype`` when ``None``."""
+        if self.tol is None:
+            return max(1e-8, 100 * float(jnp.finfo(dtype).eps))
+        return self.tol
+
+    def with_tol(self, tol):
+        """A copy with another (possibly traced) tolerance, unchecked."""
+        return _unflatten_cg(_flatten_cg(self)[1], (tol,))
+
+
+_LOOP = tuple(f.name for f in dataclasses.fields(CG))
+
+
+def _flatten_cg(c):
+    return (c.tol,), (c.max_iter, c.patience, c.recompute_every, c.progress)
+
+
+def _unflatten_cg(aux, children):
+    obj = object.__new__(CG)
+    for k, v in zip(_LOOP, tuple(children) + tuple(aux)):
+        object.__setattr__(obj, k, v)
+    return obj
+
+
+jax.tree_util.register_pytree_node(CG, _flatten_cg, _unflatten_cg)
+
+
+def check_options(options) -> CG:
+    """``options`` is ``None`` (the defaults) or a :class:`CG`."""
+    if options is None:
+        return CG()
+    if not isinstance(options, CG):
+        raise TypeError(f"options must be a rankjax.CG, got {type(options).__name__}")
+    return options
+
+
+_WARNED: set = set()
+
+
+def loop_keywords(fn):
+    """Forwards the keyword spellings of the loop options (``tol=``, ``max_iter=``, ...)
+    of a CG solver to ``options=CG(...)``, with a ``FutureWarning`` the first time per
+    solver; both spellings at once are a ``TypeError``. Keywords the solver does not take
+    are its metric's options (``k=10``): forwarded to ``metric_kwargs`` the same way."""
+    params = inspect.signature(fn).parameters
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kw):
+        legacy = {k: kw.pop(k) for k in _LOOP if k in kw}
+        extra = ({k: kw.pop(k) for k in list(kw) if k not in params}
+                 if "metric_kwargs" in params else {})
+        if legacy:
+            if kw.get("options") is not None:
+                raise TypeError(f"pass the loop options either as options=CG(...) or as "
+                                f"keywords, not both (got options and {', '.join(legacy)})")
+            _warn_once(fn.__name__, "options=rankjax.CG(" + ", ".join(f"{k}=..." for k in legacy) + ")")
+            kw["options"] = CG(**legacy)
+        if extra:
+            if kw.get("metric_kwargs") is not None:
+                raise TypeError(f"{fn.__name__} got unexpected keyword arguments "
+                                f"{', '.join(extra)} besides metric_kwargs")
+            _warn_once(fn.__name__ + "/metric", f"metric_kwargs={{{', '.join(extra)}: ...}}")
+            kw["metric_kwargs"] = extra
+        return fn(*args, **kw)
+    return wrapper
+
+
+def _warn_once(key, spelling):
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn(f"{key.split('/')[0]}: these keywords are deprecated; pass {spelling}",
+                      FutureWarning, stacklevel=3)
 
 
 class CGResult(NamedTuple):
@@ -60,35 +177,27 @@ class CGResult(NamedTuple):
         return LinearModel(self.weights).predict(X)
 
 
-def cg_solve(matvec: Callable, b, *, options: Optional[CG] = None,
-             lam=0.0, x0=None, tol=1e-5, max_iter: int = 500,
-             valid_fn: Optional[Callable] = None, patience: int = 10,
-             recompute_every: int = 50, progress: int = 0) -> CGResult:
+@loop_keywords
+def cg_solve(matvec: Callable, b, *, options: Optional[CG] = None, lam=0.0, x0=None,
+             valid_fn: Optional[Callable] = None) -> CGResult:
     """Conjugate gradient for ``(A + λ I) x = b`` as one ``lax.while_loop``.
 
     Args:
-      options: a :class:`~rankjax.CG` holding the loop options (``tol``, ``max_iter``,
-        ``patience``, ``recompute_every``, ``progress``) instead of those keywords.
       matvec: ``v -> A v`` for a symmetric PSD ``A`` (shape of ``b``).
       b: right-hand side ``[n]``.
+      options: a :class:`~rankjax.CG` (tolerance, iteration cap, patience, residual
+        recomputation, progress); ``None`` is ``CG()``.
       lam: λ >= 0 (traced; vmap over it).
       x0: warm start (zeros by default).
-      tol: relative residual tolerance (traced).
-      max_iter: iteration cap (static).
       valid_fn: ``x -> score`` (lower is better) evaluated on every iterate;
-        enables early stopping.
-      patience: iterations without improvement before stopping (static).
-      progress: print the iteration, relative residual and validation score to
-        stderr every that many iterations (static; 0 = off, nothing compiled in).
-      recompute_every: recompute the residual as ``b - (A + λ I) x`` every that
-        many iterations to curb drift (static; 0 = never).
+        enables early stopping after ``options.patience`` iterations without improvement.
 
     Returns:
       :class:`CGResult`.
 
     Example:
       >>> A = jnp.array([[4., 1.], [1., 3.]])
-      >>> r = cg_solve(lambda v: A @ v, jnp.array([1., 2.]), tol=1e-8)
+      >>> r = cg_solve(lambda v: A @ v, jnp.array([1., 2.]), options=CG(tol=1e-8))
       >>> print(jnp.round(r.weights, 4), int(r.iterations), STOP_REASONS[int(r.stop_reason)])
       [0.0909 0.6364] 2 converged
     """
@@ -98,9 +207,14 @@ def cg_solve(matvec: Callable, b, *, options: Optional[CG] = None,
     if b.ndim != 1:
         raise ValueError(f"b must be 1-D [n], got shape {tuple(b.shape)}")
     check_positive(lam, allow_zero=True, scalar=True)
-    tol, max_iter, patience, recompute_every, progress = loop_options(
-        options, cg_solve, tol, max_iter, patience, recompute_every, progress)
-    x0 = check_x0(x0, b.shape[0])
+    return cg_loop(matvec, b, check_options(options), lam, check_x0(x0, b.shape[0]), valid_fn)
+
+
+def cg_loop(matvec, b, options: CG, lam, x0, valid_fn) -> CGResult:
+    """The loop of :func:`cg_solve` on checked (or traced) arguments."""
+    tol = options.tolerance(b.dtype)
+    max_iter, patience = options.max_iter, options.patience
+    recompute_every, progress = options.recompute_every, options.progress
     dtype = b.dtype
     lam = jnp.asarray(lam, dtype)
     op = lambda v: matvec(v) + lam * v  # noqa: E731
@@ -167,8 +281,8 @@ def cg_solve(matvec: Callable, b, *, options: Optional[CG] = None,
     return CGResult(nan_unless(ok, bx), i, reason == 0, reason, bi, hr, hv)
 
 
-def differentiable_cg(matvec, b, *, lam, valid_fn, **cg_kw) -> CGResult:
-    """:func:`cg_solve` whose solution ``x`` can be differentiated in reverse mode
+def differentiable_cg(matvec, b, options: CG, lam, x0=None, valid_fn=None) -> CGResult:
+    """:func:`cg_loop` whose solution ``x`` can be differentiated in reverse mode
     (w.r.t. λ, ``b`` and whatever ``matvec`` closes over, e.g. ``X`` or ``y``).
 
     Without early stopping the solve is ``lax.custom_linear_solve`` of the symmetric
@@ -178,15 +292,15 @@ def differentiable_cg(matvec, b, *, lam, valid_fn, **cg_kw) -> CGResult:
     iterate is not a solution of a fixed system and the plain loop is returned (no
     reverse-mode gradient)."""
     if valid_fn is not None:
-        return cg_solve(matvec, b, lam=lam, valid_fn=valid_fn, **cg_kw)
+        return cg_loop(matvec, b, options, lam, x0, valid_fn)
     lam = jnp.asarray(lam, b.dtype)
     op = lambda v: matvec(v) + lam * v  # noqa: E731
     ok = lam_ok(lam, allow_zero=True)
     # an invalid (traced) λ makes the tolerance invalid too: no iteration, "invalid"
-    cg_kw["tol"] = jnp.where(ok, cg_kw["tol"], jnp.nan)
+    options = options.with_tol(jnp.where(ok, options.tolerance(b.dtype), jnp.nan))
 
     def solve(mv, rhs):
-        r = cg_solve(mv, rhs, lam=0.0, **cg_kw)
+        r = cg_loop(mv, rhs, options, 0.0, x0, None)
         return r.weights, r
 
     x, aux = lax.custom_linear_solve(op, b, solve, symmetric=True, has_aux=True)
@@ -244,23 +358,55 @@ def validation_criterion(valid, metric="pairwise_error", *, greater_is_better=No
     return g.criterion(y, metric, greater_is_better, **metric_kwargs)
 
 
-def criterion_args(valid, n, name, metric, greater_is_better, kw):
-    """Host checks of ``valid = (M_valid, y_valid, graph_valid)``; the criterion is
-    rebuilt inside the jitted core from these pytrees and the static metric."""
+class ValidSet:
+    """Validation data of early stopping as one pytree: the rows ``M`` that score an
+    iterate (``X_valid``, ``K_valid`` or a callable ``a -> K_valid a``), the labels and
+    the graph are its leaves; the metric, its direction and its options (a sorted tuple)
+    are static. :meth:`criterion` turns an iterate-to-scores map into the loop's
+    ``x -> value`` (lower is better)."""
+
+    def __init__(self, M, y, graph, metric, greater_is_better, kw):
+        self.M, self.y, self.graph = M, y, graph
+        self.metric, self.greater_is_better, self.kw = metric, greater_is_better, kw
+
+    @property
+    def fn(self):
+        """The callable form of ``M`` (``None`` for a matrix)."""
+        return self.M if callable(self.M) and not hasattr(self.M, "shape") else None
+
+    def criterion(self, scores_fn):
+        crit = self.graph.criterion(self.y, self.metric, self.greater_is_better, **dict(self.kw))
+        return lambda x: crit(scores_fn(x))
+
+
+def _flatten_valid(v):
+    fn = v.fn
+    return (None if fn else v.M, v.y, v.graph), (fn, v.metric, v.greater_is_better, v.kw)
+
+
+def _unflatten_valid(aux, children):
+    fn, metric, gib, kw = aux
+    return ValidSet(fn or children[0], children[1], children[2], metric, gib, kw)
+
+
+jax.tree_util.register_pytree_node(ValidSet, _flatten_valid, _unflatten_valid)
+
+
+def valid_set(valid, name, metric, greater_is_better, metric_kwargs, where, convert=None):
+    """Host checks of ``valid = (M_valid, y_valid, graph_valid)`` and of the metric's
+    options; ``None`` or a :class:`ValidSet` (``M`` passed through ``convert``)."""
+    kw = static_metric(metric, dict(metric_kwargs or {}), where)
     if valid is None:
-        return None, None
+        return None
     Mv, yv, gv = as_validation(valid, name)
     validation_criterion((yv, gv), metric, greater_is_better=greater_is_better, **dict(kw))
     yv = gv.check_labels(yv, "validation y")
-    return Mv, (yv, gv)
+    return ValidSet(Mv if convert is None else convert(Mv), yv, gv, metric, greater_is_better, kw)
 
 
-def make_valid_fn(scores_fn, vdata, metric, greater_is_better, kw):
-    if vdata is None:
-        return None
-    yv, gv = vdata
-    crit = gv.criterion(yv, metric, greater_is_better, **dict(kw))
-    return lambda x: crit(scores_fn(x))
+def valid_fn_of(valid: Optional[ValidSet], scores_fn):
+    """The loop's criterion ``x -> value`` of a :class:`ValidSet` (``None``: no early stopping)."""
+    return None if valid is None else valid.criterion(scores_fn)
 
 
 def static_metric(metric, kw, where: str):
@@ -274,67 +420,6 @@ def static_metric(metric, kw, where: str):
         raise TypeError("metric and its keyword arguments must be hashable "
                         "(strings, numbers, functions)") from e
     return kw
-
-
-@dataclasses.dataclass(frozen=True)
-class CG:
-    """The loop options of every CG solver (:func:`cg_solve`, :func:`rankrls_cg`,
-    :func:`rankrls_cg_dual`, :func:`~rankjax.rankrls_falkon`, :func:`~rankjax.sharded_cg`,
-    :func:`~rankjax.sharded_falkon`), checked once when built; pass it as ``options=``
-    instead of the keywords (Airola et al. 2010, §3: CG with early stopping).
-
-    Attributes:
-      tol: relative residual tolerance ``||r|| <= tol ||b||`` (>= 0; 0 runs ``max_iter``).
-      max_iter: iteration cap (static).
-      patience: iterations without a better validation score before stopping (static).
-      recompute_every: the residual is recomputed as ``b - (A + λ I) x`` every that many
-        iterations (static; 0 = never).
-      progress: print every that many iterations (static; 0 = off).
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> opts = CG(tol=1e-8, max_iter=50)
-      >>> r = cg_solve(lambda v: 2 * v, jnp.array([2., 4.]), options=opts)
-      >>> print(r.weights, int(r.iterations))
-      [1. 2.] 1
-    """
-
-    tol: float = 1e-5
-    max_iter: int = 500
-    patience: int = 10
-    recompute_every: int = 50
-    progress: int = 0
-
-    def __post_init__(self):
-        check_loop(self.tol, self.max_iter, self.patience, self.recompute_every)
-        check_count(self.progress, "progress", minimum=0)
-
-
-_LOOP = tuple(f.name for f in dataclasses.fields(CG))
-
-
-def loop_options(options, fn, *values):
-    """``(tol, max_iter, patience, recompute_every, progress)`` from ``options`` (a
-    :class:`CG`) or from the keywords ``values`` of ``fn`` (in that order), checked;
-    giving both ``options`` and a keyword that differs from ``fn``'s default is a
-    TypeError."""
-    if options is None:
-        return dataclasses.astuple(CG(*values))
-    if not isinstance(options, CG):
-        raise TypeError(f"options must be a rankjax.CG, got {type(options).__name__}")
-    default = {**dataclasses.asdict(CG()), **(fn.__kwdefaults__ or {})}
-    changed = [k for k, v in zip(_LOOP, values)
-               if not (isinstance(v, (int, float)) and v == default[k])]
-    if changed:
-        raise TypeError(f"pass the loop options either as options=CG(...) or as keywords, "
-                        f"not both (got options and {', '.join(changed)})")
-    return dataclasses.astuple(options)
-
-
-def check_loop(tol, max_iter, patience, recompute_every):
-    check_positive(tol, name="tol", scalar=True, allow_zero=True)     # 0: run max_iter iterations
-    check_count(max_iter, "max_iter"), check_count(patience, "patience")
-    check_count(recompute_every, "recompute_every", minimum=0)
 
 
 def check_x0(x0, n):

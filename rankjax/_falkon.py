@@ -27,21 +27,18 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._cg_loop import CG, CGResult, cg_solve, loop_options, criterion_args, make_valid_fn, static_metric
-from ._checks import check_seed, check_count, check_positive, check_matrix, device_array, lam_ok, nan_unless
+from ._cg_loop import CG, CGResult, cg_loop, check_options, loop_keywords, valid_fn_of, valid_set
+from ._checks import check_seed, check_count, check_positive, device_array, lam_ok, nan_unless
 from ._memory import available_memory, check_memory
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, check_kernel, kernel_block, kernel_matrix
-from ._nystrom import basis_cholesky, padded_basis
+from ._nystrom import Basis, coef_from, features, take_basis
 from ._rankrls import check_test_matrix
 from ._ridge import HI, PSD_RTOL
 from ._segments import padded_size
 from ._sparse import as_dense
 
 __all__ = ["FalkonModel", "rankrls_falkon"]
-
-STATIC = ("metric", "greater_is_better", "kw", "max_iter", "patience", "recompute_every", "progress")
-
 
 class FalkonModel(NamedTuple):
     """Nyström RankRLS solved by :func:`rankrls_falkon`.
@@ -76,12 +73,31 @@ def _query_subsample(graph, m: int, rows: int, seed: int) -> np.ndarray:
     return np.flatnonzero(np.isin(unit, take))
 
 
+class Subsample(NamedTuple):
+    """The preconditioner's rows: ``X [u_pad, n]`` of whole queries (zero rows on
+    padding, ``mask`` False), their ``graph`` and ``scale = m / |U|``."""
+
+    X: jax.Array
+    mask: jax.Array
+    graph: Graph
+    scale: float
+
+    def gram(self, basis: Basis, C):
+        """``(m/|U|) Φ_U^T L_UU Φ_U``."""
+        dt = self.X.dtype
+        PhiU = features(kernel_block(basis.kernel, self.X, basis.X) * basis.mask.astype(dt)
+                        * self.mask.astype(dt)[:, None], C)
+        return self.scale * self.graph.normal_equations(PhiU, jnp.zeros(self.X.shape[0], dt),
+                                                        root=True)[0]
+
+
 def _tri(C, B, trans=False):
     return jax.scipy.linalg.solve_triangular(C, B, lower=True, trans=1 if trans else 0)
 
 
-def _block_ops(kernel, X, XR, mf, block_rows):
+def _block_ops(basis: Basis, X, block_rows):
     """``(a -> K_mR a, u -> K_Rm u)``: from a kept ``K_mR``, or evaluated in row blocks."""
+    kernel, XR, mf = basis.kernel, basis.X, basis.mask.astype(X.dtype)
     if block_rows is None:
         K = kernel_block(kernel, X, XR) * mf
         return (lambda a: jnp.matmul(K, a, precision=HI)), (lambda u: jnp.matmul(u, K, precision=HI))
@@ -103,105 +119,80 @@ def _block_ops(kernel, X, XR, mf, block_rows):
     return fwd, bwd
 
 
-_FALKON_CORE_STATIC = ("block_rows",) + STATIC
-
-
-def falkon_preconditioner(kernel, XR, rmask, PhiU_gram, lam):
+def falkon_preconditioner(basis: Basis, gram_U, lam):
     """``(C, A)``: ``C C^T = K_RR + ε I`` and ``A A^T = G_U + λ I`` (``G_U`` the scaled
-    subsample Gram ``(m/|U|) Φ_U^T L_UU Φ_U``, from ``PhiU_gram(C)``)."""
-    bp = XR.shape[0]
-    dt = XR.dtype
-    C = basis_cholesky(kernel_block(kernel, XR, XR), rmask)
-    GU = PhiU_gram(C)
+    subsample Gram ``(m/|U|) Φ_U^T L_UU Φ_U``, from ``gram_U(C)``)."""
+    bp = basis.X.shape[0]
+    dt = basis.X.dtype
+    C = basis.factor()
+    GU = gram_U(C)
     GU = (GU + GU.T) / 2
     eps = PSD_RTOL * bp * jnp.finfo(dt).eps
     A = jnp.linalg.cholesky(GU + (lam + eps * jnp.maximum(jnp.trace(GU) / bp, 1)) * jnp.eye(bp, dtype=dt))
     return C, A
 
 
-def falkon_solve(C, A, lam, apply_H, rhs_raw, scores_fn, valid_ok, vdata, tol, *, metric,
-                 greater_is_better, kw, max_iter, patience, recompute_every, progress):
+def falkon_solve(C, A, lam, apply_H, rhs_raw, scores_fn, valid, options: CG):
     """CG on ``A^{-1} (Φ^T L Φ + λ I) A^{-T} β = A^{-1} C^{-1} rhs_raw`` with
     ``apply_H(a) = K_Rm L K_mR a`` (traced); returns ``(a [b_pad], CGResult)``."""
     def coef(beta):                                   # a = C^{-T} A^{-T} β
-        return _tri(C, _tri(A, beta, trans=True), trans=True)
+        return coef_from(C, _tri(A, beta, trans=True))
 
     def matvec(beta):
         w = _tri(A, beta, trans=True)
-        return _tri(A, _tri(C, apply_H(_tri(C, w, trans=True))) + lam * w)
+        return _tri(A, _tri(C, apply_H(coef_from(C, w))) + lam * w)
 
     rhs = _tri(A, _tri(C, rhs_raw))
-    valid_fn = None
-    if scores_fn is not None:
-        valid_fn = make_valid_fn(lambda beta: scores_fn(coef(beta)), vdata, metric,
-                                 greater_is_better, kw)
-    ok = lam_ok(lam, allow_zero=valid_ok)
-    r = cg_solve(matvec, rhs, lam=0.0, tol=jnp.where(ok, tol, jnp.nan), max_iter=max_iter,
-                 valid_fn=valid_fn, patience=patience, recompute_every=recompute_every,
-                 progress=progress)
+    valid_fn = valid_fn_of(valid, lambda beta: scores_fn(coef(beta)))
+    ok = lam_ok(lam, allow_zero=valid is not None)
+    tol = jnp.where(ok, options.tolerance(rhs.dtype), jnp.nan)
+    r = cg_loop(matvec, rhs, options.with_tol(tol), 0.0, None, valid_fn)
     return nan_unless(ok, coef(r.weights)), r
 
 
-@partial(jax.jit, static_argnames=_FALKON_CORE_STATIC)
-def _falkon_core(X, y, graph, XR, rmask, XU, umask, sub, scale, lam, Xv, vdata, tol, kernel, *,
-                 block_rows, metric, greater_is_better, kw, max_iter, patience, recompute_every,
-                 progress):
+@partial(jax.jit, static_argnames="block_rows")
+def _falkon_core(problem, basis: Basis, sub: Subsample, lam, valid, options, block_rows):
+    X, y, graph = problem
     dt = X.dtype
     lam = jnp.asarray(lam, dt)
-    mf = rmask.astype(dt)
-
-    def gram_U(C):                                    # (m/|U|) Φ_U^T L_UU Φ_U
-        KUR = kernel_block(kernel, XU, XR) * mf * umask.astype(dt)[:, None]
-        PhiU = _tri(C, KUR.T).T
-        return scale * sub.normal_equations(PhiU, jnp.zeros(XU.shape[0], dt), root=True)[0]
-
-    C, A = falkon_preconditioner(kernel, XR, rmask, gram_U, lam)
-    fwd, bwd = _block_ops(kernel, X, XR, mf, block_rows)
-    scores_fn = None
-    if Xv is not None:
-        Kv = kernel_block(kernel, Xv, XR) * mf
-        scores_fn = lambda a: jnp.matmul(Kv, a, precision=HI)  # noqa: E731
+    C, A = falkon_preconditioner(basis, partial(sub.gram, basis), lam)
+    fwd, bwd = _block_ops(basis, X, block_rows)
+    scores_fn = None if valid is None else (
+        lambda a: jnp.matmul(basis.block(valid.M), a, precision=HI))
     a, r = falkon_solve(C, A, lam, lambda a: bwd(graph.mv(fwd(a))), bwd(graph.rhs(y, dt)),
-                        scores_fn, Xv is not None, vdata, tol, metric=metric,
-                        greater_is_better=greater_is_better, kw=kw, max_iter=max_iter,
-                        patience=patience, recompute_every=recompute_every, progress=progress)
-    return a * mf, r
+                        scores_fn, valid, options)
+    return a * basis.mask.astype(dt), r
 
 
-def falkon_options(fn, kernel, lam, valid, options, loop, metric, metric_kwargs):
-    """The checks every FALKON entry point makes of its options: the kernel, λ (0 allowed
-    with a validation set: early stopping regularises), the CG loop options and the
-    metric's keywords. Returns ``(loop tuple, static metric options)``."""
+def falkon_checks(kernel, lam, valid):
+    """The checks every FALKON entry point makes of its parameters: the kernel and λ (0
+    allowed with a validation set: early stopping regularises)."""
     check_kernel(kernel)
     check_positive(lam, allow_zero=valid is not None, scalar=True)
-    loop = loop_options(options, fn, *loop)
-    return loop, static_metric(metric, dict(metric_kwargs or {}), fn.__name__)
 
 
-def rankrls_falkon(X, y, graph: Graph, *, options: Optional[CG] = None,
-                   lam, kernel: Kernel, basis, valid=None,
-                   metric="pairwise_error", metric_kwargs=None, greater_is_better=None,
-                   tol=1e-8, max_iter: int = 100, patience: int = 10, recompute_every: int = 50,
+@loop_keywords
+def rankrls_falkon(X, y, graph: Graph, *, lam, kernel: Kernel, basis,
+                   options: Optional[CG] = None, valid=None, metric="pairwise_error",
+                   metric_kwargs=None, greater_is_better=None,
                    precond_rows: Optional[int] = None, block_rows: Optional[int] = None,
-                   seed: int = 0, progress: int = 0) -> FalkonModel:
+                   seed: int = 0) -> FalkonModel:
     """Nyström RankRLS by FALKON-preconditioned conjugate gradient (Rudi et al. 2017 with
     the query Laplacian; Pahikkala et al. 2009 §3.5): for ``m`` in the 10⁵-10⁶ range and
     basis sizes up to ~10⁴, in ``O(m b)`` memory and time per iteration.
 
     Args:
-      options: a :class:`~rankjax.CG` holding the loop options (``tol``, ``max_iter``,
-        ``patience``, ``recompute_every``, ``progress``) instead of those keywords.
       X: ``[m, n]`` dense training rows.
       y: ``[m]`` labels.
       graph: a :class:`QueryGraph` or :class:`IdentityGraph` on the ``m`` rows.
       lam: λ > 0 (λ >= 0 with ``valid``: early stopping alone); traced (vmap over it).
       kernel: a :class:`Kernel`.
-      basis: an int ``b`` (uniform rows, ``seed``) or ``[b]`` row indices
-        (:func:`nystrom_basis`).
+      basis: an int ``b`` (uniform rows, ``seed``), ``[b]`` row indices
+        (:func:`nystrom_basis`) or a :class:`Nystrom`.
+      options: a :class:`~rankjax.CG` (:func:`cg_solve`); its ``tol`` is relative to the
+        preconditioned right-hand side.
       valid: ``(X_valid, y_valid, graph_valid)`` for early stopping on a criterion
         (as :func:`rankrls_cg`; ``metric``, ``metric_kwargs``, ``greater_is_better``).
-      tol, max_iter, patience, recompute_every, progress: the CG loop
-        (:func:`cg_solve`); ``tol`` is relative to the preconditioned right-hand side.
       precond_rows: rows of whole queries in the preconditioner's subsample
         (default ``min(m, 3 b)``: on a 12k-row set with b = 2,000 and λ = 1e-6, 2 b rows left the
         50th iterate 5e-6 from the closed form, 3 b rows 3e-9).
@@ -221,42 +212,37 @@ def rankrls_falkon(X, y, graph: Graph, *, options: Optional[CG] = None,
       >>> bool(np.allclose(rj.predict(f, d.X), rj.predict(p, d.X)[0], atol=1e-4))
       True
     """
-    X, y = check_problem(check_matrix(X), y, graph)
+    X, y = check_problem(X, y, graph)
     X = as_dense(X)
     if not graph.takes_labels:
         raise TypeError("rankrls_falkon needs a QueryGraph or an IdentityGraph: a PreferenceGraph's "
                         "edges may leave the preconditioner's subsample")
     if y.ndim != 1:
         raise ValueError("rankrls_falkon solves one output; vmap over the columns of y")
-    (tol, max_iter, patience, recompute_every, progress), kw = falkon_options(
-        rankrls_falkon, kernel, lam, valid, options, (tol, max_iter, patience, recompute_every,
-                                                      progress), metric, metric_kwargs)
+    falkon_checks(kernel, lam, valid)
+    options = check_options(options)
     check_seed(seed)
     m, n = X.shape
-    b, XR, rmask = padded_basis(X, basis, seed)
-    bp = XR.shape[0]
+    index, B = take_basis(X, basis, kernel, seed)
+    bp = B.X.shape[0]
     item = X.dtype.itemsize
     u_rows = min(m, 3 * bp) if precond_rows is None else check_count(precond_rows, "precond_rows")
     rows = _query_subsample(graph, m, min(u_rows, m), seed)
     up = int(padded_size(rows.size))
     check_memory((up * bp + 6 * bp * bp + 4 * m) * item,
-                 f"rankrls_falkon with {b.size} basis rows and a {rows.size}-row preconditioner",
+                 f"rankrls_falkon with {index.size} basis rows and a {rows.size}-row preconditioner",
                  "use a smaller basis or precond_rows")
     if block_rows is None and m * bp * item > available_memory() / 4:
         block_rows = max(64, int(available_memory() / 16 / (bp * item)))
     if block_rows is not None:
         block_rows = min(check_count(block_rows, "block_rows"), m)
-    sub = graph.restrict(rows, up)
     idx = np.zeros(up, np.int64)
     idx[:rows.size] = rows
-    umask = device_array(np.arange(up) < rows.size)
-    XU = jnp.asarray(X)[device_array(idx.astype(np.int32))]
-    Xv, vdata = criterion_args(valid, n, "X_valid", metric, greater_is_better, kw)
-    if Xv is not None:
-        Xv = check_test_matrix(Xv, n, "X_valid")
-    coef, r = _falkon_core(X, y, graph, XR, rmask, XU, umask, sub, m / rows.size, lam, Xv, vdata,
-                           tol, kernel, block_rows=block_rows, metric=metric,
-                           greater_is_better=greater_is_better, kw=kw, max_iter=max_iter,
-                           patience=patience, recompute_every=recompute_every,
-                           progress=progress)
-    return FalkonModel(coef[..., :b.size], device_array(b.astype(np.int32)), XR[:b.size], kernel, r)
+    sub = Subsample(jnp.asarray(X)[device_array(idx.astype(np.int32))],
+                    device_array(np.arange(up) < rows.size), graph.restrict(rows, up),
+                    m / rows.size)
+    valid = valid_set(valid, "X_valid", metric, greater_is_better, metric_kwargs,
+                      "rankrls_falkon", lambda Xv: check_test_matrix(Xv, n, "X_valid"))
+    coef, r = _falkon_core((X, y, graph), B, sub, lam, valid, options, block_rows)
+    b = index.size
+    return FalkonModel(coef[..., :b], device_array(index.astype(np.int32)), B.X[:b], kernel, r)

@@ -14,13 +14,14 @@ from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from ._checks import check_gram, check_matrix, lam_ok, nan_unless
+from ._checks import check_gram, lam_ok, nan_unless
 from ._memory import check_memory
 from ._folds import Folds, each_slice, over_folds, resolve_folds
 from ._graph import Graph, check_graph, check_problem
 from ._kernels import Kernel, check_kernel
-from ._nystrom import cholesky_features, padded_basis
+from ._nystrom import Basis, coef_from, features, take_basis
 from ._path import check_lams, check_spectrum
 from ._rankrls import check_kernel_matrix
 from ._ridge import (decompose_dual,
@@ -119,23 +120,17 @@ def _holdout_primal_core(X, y, graph, lams, folds):
     return nan_unless(lam_ok(lams), holdout_from_system(X, y, graph, lams, folds, G, b))
 
 
-def holdout_from_system(X, y, graph, lams, folds, G, b, right=None, eig=None):
-    # ``right``: None, a matrix ``[n, r]``, or ``("chol", C)`` for ``C^{-T}`` (lower ``C``)
+def holdout_from_system(X, y, graph, lams, folds, G, b, C=None, eig=None):
     """Eq. 33-34 hold-out predictions ``[L, m(, k)]`` of the rows ``X`` (whole queries of
     ``graph``) when the full training system ``(G, b) = (X^T L X, X^T L y)`` may include
     further rows elsewhere (other devices, other chunks): no edge leaves a query, so a
-    fold needs only its own rows and the global system. With ``right [n, r]`` the
-    features are ``X right`` (never formed whole: ``X (right V)``; Nyström)."""
+    fold needs only its own rows and the global system. With a basis factor ``C`` the
+    rows are ``K_mR`` and the features the Nyström ``X C^{-T}`` (never formed whole:
+    ``X (C^{-T} V)``)."""
     m = X.shape[0]
     n = G.shape[0]
     eig = eigh_psd(G) if eig is None else eig
-    chol = isinstance(right, tuple)
-    if right is None:
-        V = eig.vectors
-    elif chol:
-        V = jax.scipy.linalg.solve_triangular(right[1], eig.vectors, lower=True, trans=1)
-    else:
-        V = jnp.matmul(right, eig.vectors, precision=HI)
+    V = eig.vectors if C is None else coef_from(C, eig.vectors)
     Pf = jnp.matmul(X, V, precision=HI)                            # [m, n]
     c = tdot(eig.vectors, b)                                       # [n(, k)]
     D = spectral_filter(eig.values[None, :], lams[:, None])        # [L, n]
@@ -144,9 +139,7 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, right=None, eig=None):
 
     def fold_fn(P):
         if P > n:
-            feats = (X if right is None else
-                     jax.scipy.linalg.solve_triangular(right[1], X.T, lower=True).T if chol else
-                     jnp.matmul(X, right, precision=HI))
+            feats = X if C is None else features(X, C)
             return partial(_refit_fold, graph, X=feats, G=G, b=b, y=y, lams=lams)
         return partial(woodbury_fold, graph, Pfeat=Pf, D=D, lams=lams, F=F, y=y, K=None)
 
@@ -238,8 +231,8 @@ def holdout_nystrom(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=No
     """Hold-out predictions of Nyström (basis-vector) RankRLS (Pahikkala et al. 2009,
     §3.5 with §3.3): the primal hold-out (eq. 33-34) on the Nyström features
     ``Φ = K_mR C^{-T}`` (``C C^T = K_RR + ε I``, ``ε`` a rounding-level jitter, as
-    :func:`rankrls_falkon`) of the basis rows (``basis``: indices, e.g. from
-    :func:`nystrom_basis`, or an int to draw that many rows uniformly with ``seed``),
+    :func:`rankrls_falkon`) of the basis rows (``basis``: an int, row indices or a
+    :class:`Nystrom`; an int draws that many rows uniformly with ``seed``),
     for the whole λ grid from one eigendecomposition of ``Φ^T L Φ`` (``b x b``). The
     basis stays fixed across folds, as in the paper. O(m b^2) time, O(m b) memory.
 
@@ -255,29 +248,33 @@ def holdout_nystrom(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=No
       True
     """
     check_kernel(kernel)
-    X, y, lams, folds = _check_holdout(check_matrix(X), y, graph, lams, folds, seed)
+    X, y, lams, folds = _check_holdout(X, y, graph, lams, folds, seed)
     X = as_dense(X)
-    _, XR, rmask = padded_basis(X, basis, seed)
-    check_memory(4 * X.shape[0] * XR.shape[0] * X.dtype.itemsize,
-                 f"the Nyström hold-out ({X.shape[0]} rows x {XR.shape[0]} basis rows)",
+    _, basis = take_basis(X, basis, kernel, seed)
+    check_nystrom_memory(X.shape[0], basis.X.shape[0], X.dtype)
+    return HoldOut(lams, nystrom_holdout_core(X, y, graph, basis, lams, folds, block_size)[0],
+                   folds)
+
+
+def check_nystrom_memory(m, b, dtype):
+    """Refuses up front a Nyström hold-out whose ``m x b`` blocks do not fit."""
+    check_memory(4 * m * b * np.dtype(dtype).itemsize,
+                 f"the Nyström hold-out ({m} rows x {b} basis rows)",
                  "use a smaller basis or rankrls_falkon (row blocks)")
-    return HoldOut(lams, nystrom_holdout_core(X, XR, rmask, y, graph, lams, folds, kernel,
-                                              block_size)[0], folds)
 
 
 @partial(jax.jit, static_argnames="block_size")
-def nystrom_holdout_core(X, XR, rmask, y, graph, lams, folds, kernel, block_size):
+def nystrom_holdout_core(X, y, graph, basis: Basis, lams, folds, block_size=None):
     """``(predictions [L, m(, k)], coef [L, b_pad(, k)])``: the hold-out and the full-data
     basis coefficients of every λ from one ``eigh`` of ``Φ^T L Φ`` (``b x b``), with
     ``Φ = K_mR C^{-T}`` never formed (``G = C^{-1} (K_Rm L K_mR) C^{-T}``)."""
-    KRt, C = cholesky_features(X, XR, rmask, kernel, block_size)
+    KRt, C = basis.block(X, block_size), basis.factor()
     GK, bK = primal_system(KRt, y, graph, root=True)
     tri = partial(jax.scipy.linalg.solve_triangular, C, lower=True)
     G = tri(tri(GK).T)                                      # C^{-1} GK C^{-T}
     b = tri(bK)
     eig = eigh_psd((G + G.T) / 2)
     W = eigh_path(eig, b, lams)                             # [L, r(, k)]
-    Wr = jnp.moveaxis(W, 1, 0)                              # [r, L(, k)]
-    coef = jnp.moveaxis(tri(Wr.reshape(Wr.shape[0], -1), trans=1).reshape(Wr.shape), 0, 1)
-    pred = holdout_from_system(KRt, y, graph, lams, folds, G, b, right=("chol", C), eig=eig)
+    coef = jnp.moveaxis(coef_from(C, jnp.moveaxis(W, 1, 0)), 0, 1)
+    pred = holdout_from_system(KRt, y, graph, lams, folds, G, b, C=C, eig=eig)
     return nan_unless(lam_ok(lams), (pred, coef))

@@ -18,8 +18,9 @@ the same bucket, or a new kernel parameter (traced), reuses the compiled program
 """
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -32,7 +33,7 @@ from ._ridge import PSD_RTOL
 from ._segments import padded_size
 from ._sparse import as_dense
 
-__all__ = ["BASIS_METHODS", "nystrom_basis"]
+__all__ = ["BASIS_METHODS", "Nystrom", "nystrom_basis"]
 
 BASIS_METHODS = ("uniform", "kmeans++")
 
@@ -104,33 +105,116 @@ def _kmeanspp_core(X, kernel, key, size):
     return lax.fori_loop(1, size, body, (idx, d2, chosen, key))[0]
 
 
-def padded_basis(X, basis, seed: int = 0):
-    """``(basis [b] host indices, XR [b_pad, n], mask [b_pad])``: the basis rows of ``X``
-    (``basis`` an int drawn uniformly with ``seed``, or host row indices, range-checked on
-    the host) gathered into a bucket of :func:`padded_size` rows, zero rows on padding
-    (mask False). One compiled gather per bucket, whatever ``b``."""
-    m = X.shape[0]
-    if isinstance(basis, (bool, np.bool_)):
-        raise TypeError("basis must be an int or a 1-D integer array of row indices")
+@dataclasses.dataclass(frozen=True, eq=False)
+class Nystrom:
+    """A Nyström basis, described once and passed whole as ``basis=`` to every function
+    that takes one (:func:`rankrls_nystrom_path`, :func:`holdout_nystrom`,
+    :func:`rankrls_falkon`, :func:`select_rankrls`, ...; Pahikkala et al. 2009, §3.5).
+    A plain int ``b`` is ``Nystrom(size=b)``, an index array ``Nystrom(rows=...)``.
+
+    Attributes:
+      size: the number of basis rows ``b`` to choose (exclusive with ``rows``).
+      rows: ``[b]`` row indices of the training rows (e.g. from :func:`nystrom_basis`).
+      method: ``"uniform"`` or ``"kmeans++"`` (in the kernel's feature space), for ``size``.
+      seed: the draw.
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> d = rj.make_ranking_data(10, num_features=3, seed=0)
+      >>> p = rj.rankrls_nystrom_path(d.X, d.y, rj.query_graph(d.qid), lams=[1.],
+      ...                             kernel=rj.gaussian_kernel(0.5),
+      ...                             basis=rj.Nystrom(20, method="kmeans++"))
+      >>> p.coef.shape
+      (1, 20)
+    """
+
+    size: Optional[int] = None
+    rows: Optional[np.ndarray] = None
+    method: str = "uniform"
+    seed: int = 0
+
+    def __post_init__(self):
+        if (self.size is None) == (self.rows is None):
+            raise TypeError("Nystrom takes either size= or rows=")
+        if self.size is not None and (not is_int(self.size) or self.size < 1):
+            raise ValueError(f"size must be a positive int, got {self.size!r}")
+        if self.method not in BASIS_METHODS:
+            raise ValueError(f"method must be one of {BASIS_METHODS}, got {self.method!r}")
+        check_seed(self.seed)
+
+
+def as_nystrom(basis, seed: int = 0) -> Nystrom:
+    """``basis`` as a :class:`Nystrom`: an int is a uniform draw of that many rows with
+    ``seed``, an index array the rows themselves."""
+    if isinstance(basis, Nystrom):
+        return basis
+    if isinstance(basis, (bool, np.bool_)) or basis is None:
+        raise TypeError("basis must be an int, a 1-D integer array of row indices or a "
+                        "rankjax.Nystrom")
     if is_int(basis):
-        if not 1 <= basis <= m:
-            raise ValueError(f"basis must be between 1 and {m} rows, got {basis}")
-        basis = nystrom_basis(X, int(basis), seed=seed)
+        if basis < 1:
+            raise ValueError(f"basis must be at least 1 row, got {basis}")
+        return Nystrom(size=int(basis), seed=seed)
     if isinstance(basis, jax.Array) and not is_concrete(basis):
         raise TypeError("basis must be concrete row indices (not traced)")
-    b = np.asarray(basis)
-    if b.ndim != 1 or b.dtype.kind not in "iu" or b.size == 0:
-        raise TypeError("basis must be an int or a non-empty 1-D integer array of row indices")
-    if b.min() < 0 or b.max() >= m:
-        raise ValueError(f"basis holds row indices outside [0, {m})")
-    if np.unique(b).size != b.size:
-        raise ValueError("basis holds repeated row indices")
+    return Nystrom(rows=np.asarray(basis))
+
+
+class Basis(NamedTuple):
+    """A chosen basis as one pytree for the compiled cores: the rows ``X [b_pad, n]``
+    padded to a size bucket (:func:`padded_size`, zero rows), ``mask [b_pad]`` (False on
+    padding) and the :class:`Kernel`. The methods are the one Nyström feature map: a
+    Cholesky factor of ``K_RR`` with a rounding-level jitter (docs/design.md says why not
+    ``eigh``)."""
+
+    X: jax.Array
+    mask: jax.Array
+    kernel: Kernel
+
+    def block(self, A, block_size=None):
+        """``K(A, X_R) [p, b_pad]`` (zero columns on padding)."""
+        return (kernel_matrix(self.kernel, A, self.X, block_size=block_size)
+                * self.mask.astype(A.dtype)[None, :])
+
+    def factor(self):
+        """Lower ``C``, ``C C^T = K_RR + ε I`` (:func:`basis_cholesky`)."""
+        return basis_cholesky(kernel_block(self.kernel, self.X, self.X), self.mask)
+
+
+def take_basis(X, basis, kernel: Optional[Kernel] = None, seed: int = 0):
+    """The one basis check: ``(index [b] host int64, Basis)`` for ``basis`` (an int, row
+    indices or a :class:`Nystrom`) of the training rows ``X``, indices range-checked on
+    the host, rows gathered into a bucket of :func:`padded_size` rows (one compiled
+    gather per bucket, whatever ``b``)."""
+    spec = as_nystrom(basis, seed)
+    m = X.shape[0]
+    if spec.rows is None:
+        if spec.size > m:
+            raise ValueError(f"basis must be between 1 and {m} rows, got {spec.size}")
+        b = nystrom_basis(X, spec.size, kernel=kernel, method=spec.method, seed=spec.seed)
+    else:
+        b = np.asarray(spec.rows)
+        if b.ndim != 1 or b.dtype.kind not in "iu" or b.size == 0:
+            raise TypeError("basis must be an int or a non-empty 1-D integer array of row "
+                            "indices")
+        if b.min() < 0 or b.max() >= m:
+            raise ValueError(f"basis holds row indices outside [0, {m}): min {b.min()}, "
+                             f"max {b.max()}")
+        if np.unique(b).size != b.size:
+            raise ValueError("basis holds repeated row indices")
+    b = b.astype(np.int64)
     bp = int(padded_size(b.size))
     idx = np.zeros(bp, np.int32)
     idx[:b.size] = b
-    mask = np.arange(bp) < b.size
-    Xd = as_dense(X)
-    return b, _take(Xd, device_array(idx), device_array(mask)), device_array(mask)
+    mask = device_array(np.arange(bp) < b.size)
+    return b, Basis(_take(as_dense(X), device_array(idx), mask), mask, kernel)
+
+
+def basis_of_rows(XR, kernel: Kernel) -> Basis:
+    """A :class:`Basis` of given rows ``XR [b, n]`` (not indices), padded to its bucket."""
+    b = XR.shape[0]
+    bp = int(padded_size(b))
+    return Basis(jnp.pad(XR, ((0, bp - b), (0, 0))), jnp.arange(bp) < b, kernel)
 
 
 @jax.jit
@@ -141,7 +225,7 @@ def _take(X, idx, mask):
 def basis_cholesky(KRR, mask):
     """Lower ``C`` with ``C C^T = K_RR + ε I`` for a padded basis (padding rows get a unit
     diagonal), ``ε = b eps max diag(K_RR)`` a rounding-level jitter: the factor of the
-    basis system shared by the Nyström hold-out and :func:`rankjax.rankrls_falkon`."""
+    one Nyström feature map ``Φ = K_mR C^{-T}``."""
     dt = KRR.dtype
     mf = mask.astype(dt)
     bp = KRR.shape[0]
@@ -150,8 +234,13 @@ def basis_cholesky(KRR, mask):
     return jnp.linalg.cholesky(K + eps * jnp.eye(bp, dtype=dt))
 
 
-def cholesky_features(X, XR, mask, kernel, block_size=None):
-    """``(K_mR [m, b_pad], C [b_pad, b_pad])``: the Nyström features are
-    ``Φ = K_mR C^{-T}`` with :func:`basis_cholesky` (padding columns are zero)."""
-    K_Rt = kernel_matrix(kernel, X, XR, block_size=block_size) * mask.astype(X.dtype)[None, :]
-    return K_Rt, basis_cholesky(kernel_block(kernel, XR, XR), mask)
+def features(K_R, C):
+    """``Φ = K_R C^{-T}`` for ``K_R [p, b]`` (rows against the basis) and the factor ``C``."""
+    return jax.scipy.linalg.solve_triangular(C, K_R.T, lower=True).T
+
+
+def coef_from(C, W):
+    """Basis coefficients ``a = C^{-T} w`` of feature-space weights ``W [b, ...]`` (basis
+    axis first, any trailing axes)."""
+    out = jax.scipy.linalg.solve_triangular(C, W.reshape(W.shape[0], -1), lower=True, trans=1)
+    return out.reshape(W.shape)

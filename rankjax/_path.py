@@ -24,19 +24,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import (as_float_array, check_flag, check_gram, check_indices, check_positive, check_matrix,
-                      check_seed, check_targets, is_concrete, lam_ok, nan_unless, reduce_concrete,
+from ._checks import (as_float_array, check_flag, check_gram, check_positive, check_matrix,
+                      check_targets, is_concrete, lam_ok, nan_unless, reduce_concrete,
                       resolve_segments)
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import check_metric_options, metric_sign
 from ._rankrls import LinearModel, check_kernel_matrix, check_test_matrix, path_scores
-from ._ridge import decompose_primal, decompose_dual, HI, nystrom_map, primal_system
+from ._nystrom import Basis, basis_cholesky, coef_from, features, take_basis
+from ._ridge import decompose_primal, decompose_dual, primal_system
 from ._sparse import as_dense
 
 __all__ = ["PrimalPath", "DualPath", "NystromPath", "rankrls_primal_path", "rankrls_dual_path",
            "rankrls_nystrom_path", "select_lambda", "Selection", "nystrom_features",
-           "check_lams", "basis_rows"]
+           "check_lams"]
 
 
 class PrimalPath(NamedTuple):
@@ -218,9 +219,9 @@ def rankrls_dual_path(K, y, graph: Graph, *, lams, K_valid=None) -> DualPath:
 
 def nystrom_features(K_R, K_RR):
     """Nyström map of the basis-vector approximation (Pahikkala et al. 2009, §3.5):
-    ``Φ = K_R^T Z^{-T}`` with ``K_RR = Z Z^T`` (``Z = V Λ^{1/2}``, directions with
-    ``Λ ≈ 0`` dropped), and the back-map ``T = Z^{-T}`` so that basis
-    coefficients are ``A = T w``.
+    ``Φ = K_R^T C^{-T}`` with ``K_RR + ε I = C C^T`` (Cholesky, ``ε`` a rounding-level
+    jitter: the one feature map of every Nyström path, docs/design.md), and the back-map
+    ``T = C^{-T}`` so that basis coefficients are ``A = T w``.
 
     Args:
       K_R: ``[r, m]`` kernel between basis and training rows.
@@ -242,38 +243,21 @@ def nystrom_features(K_R, K_RR):
     return _nystrom_jit(K_R, K_RR)
 
 
-_nystrom_jit = jax.jit(nystrom_map)
-
-
-def basis_rows(X, basis, seed: int = 0):
-    """``(basis [r] indices, X[basis] [r, n] dense)``; an int ``basis`` draws that many
-    distinct rows with ``seed`` (host side). Indices are range-checked."""
-    m = X.shape[0]
-    if isinstance(basis, (bool, np.bool_)):
-        raise TypeError("basis must be an int or a 1-D integer array of row indices")
-    if isinstance(basis, (int, np.integer)):
-        if not 1 <= basis <= m:
-            raise ValueError(f"basis must be between 1 and {m} rows, got {basis}")
-        basis = np.sort(np.random.default_rng(check_seed(seed)).choice(m, int(basis), replace=False))
-    b = np.asarray(basis)
-    if b.ndim != 1 or b.dtype.kind not in "iu" or b.size == 0:
-        raise TypeError("basis must be an int or a non-empty 1-D integer array of row indices")
-    b_dev = check_indices(b, "basis", m)
-    if np.unique(b).size != b.size:
-        raise ValueError("basis holds repeated row indices")
-    b = b_dev
-    return b, as_dense(X)[b]
+@jax.jit
+def _nystrom_jit(K_R, K_RR):
+    C = basis_cholesky(K_RR, jnp.ones(K_RR.shape[0], bool))
+    return features(K_R.T, C), coef_from(C, jnp.eye(C.shape[0], dtype=C.dtype))
 
 
 @partial(jax.jit, static_argnames=("train", "block_size"))
-def _nystrom_path_core(X, XR, y, graph, lams, kernel, X_valid, train, block_size):
-    Phi, T = nystrom_map(kernel_matrix(kernel, XR, X, block_size=block_size),
-                         kernel_matrix(kernel, XR))
-    W, tr, _ = _primal_path_core(Phi, y, graph, lams, None, train, True)
-    coef = jnp.einsum("rq,lq...->lr...", T, W, precision=HI)
+def _nystrom_path_core(X, y, graph, basis: Basis, lams, X_valid, train, block_size):
+    C = basis.factor()
+    W, tr, _ = _primal_path_core(features(basis.block(X, block_size), C), y, graph, lams, None,
+                                 train, True)
+    coef = jnp.moveaxis(coef_from(C, jnp.moveaxis(W, 1, 0)), 0, 1)     # [L, b_pad(, k)]
     valid = None
     if X_valid is not None:
-        valid = path_scores(kernel_matrix(kernel, X_valid, XR, block_size=block_size), coef)
+        valid = path_scores(basis.block(X_valid, block_size), coef)
     return coef, tr, valid
 
 
@@ -286,7 +270,8 @@ def rankrls_nystrom_path(X, y, graph: Graph, *, lams, kernel: Kernel, basis, X_v
     ``f(x) = sum_{i in R} a_i k(x, x_i)`` minimising
     ``(K_R^T a - y)^T L (K_R^T a - y) + λ a^T K_RR a``, i.e.
     ``a = (K_R L K_R^T + λ K_RR)^{-1} K_R L y``. Computed as a primal path on the
-    Nyström features ``Φ = K_R^T Z^{-T}``: O(m |R|^2) training, any kernel and graph.
+    Nyström features ``Φ = K_R^T C^{-T}`` (:func:`nystrom_features`): O(m |R|^2)
+    training, any kernel and graph.
 
     Args:
       X: ``[m, n]`` training rows.
@@ -294,8 +279,8 @@ def rankrls_nystrom_path(X, y, graph: Graph, *, lams, kernel: Kernel, basis, X_v
       graph: any rankjax graph on the ``m`` rows.
       lams: ``[L]`` λ grid.
       kernel: a :class:`Kernel`.
-      basis: ``[r]`` row indices of the basis vectors, or an int ``r`` to draw
-        ``r`` distinct rows at random with ``seed``.
+      basis: ``[r]`` row indices of the basis vectors, an int ``r`` to draw
+        ``r`` distinct rows at random with ``seed``, or a :class:`Nystrom`.
       X_valid: optional rows to score for every λ.
 
     Returns:
@@ -311,12 +296,14 @@ def rankrls_nystrom_path(X, y, graph: Graph, *, lams, kernel: Kernel, basis, X_v
     """
     X, y = check_problem(X, y, graph)
     lams = check_lams(lams)
-    basis, XR = basis_rows(X, basis, seed)
     Xd = as_dense(X)
+    index, basis = take_basis(Xd, basis, kernel, seed)
+    r = index.size
     coef, train, valid = _nystrom_path_core(
-        Xd, XR, y, graph, lams, kernel, _valid_matrix(X_valid, X.shape[1]),
+        Xd, y, graph, basis, lams, _valid_matrix(X_valid, X.shape[1]),
         check_flag(train_scores, "train_scores"), block_size)
-    return NystromPath(lams, coef, basis, XR, kernel, train, valid)
+    return NystromPath(lams, coef[:, :r], jnp.asarray(index.astype(np.int32)), basis.X[:r],
+                       kernel, train, valid)
 
 
 # ----------------------------------------------------------------------------

@@ -29,10 +29,10 @@ from jax import lax
 from ._checks import (check_count, check_positive, check_matrix, device_array, host_labels, lam_ok,
                       nan_unless, segment_ids)
 from ._kernels import Kernel, kernel_matrix
-from ._path import basis_rows, nystrom_features
+from ._nystrom import coef_from, features, take_basis
 from ._rankrls import LinearModel, check_test_matrix, linear_scores
 from ._segments import seg_scan
-from ._sparse import is_csr, to_csr
+from ._sparse import as_dense, is_csr, to_csr
 
 __all__ = ["RankLevels", "rank_levels", "RankSVMResult", "ranksvm_l2", "ranksvm_kernel",
            "RankSVMKernelModel"]
@@ -241,7 +241,10 @@ def _trcg(hv, g, delta, eps_cg, max_cg):
     return s, r, it, boundary
 
 
-def _tron(X, levels, C, tol, max_iter, eps_cg, max_cg, valid_fn=None, patience=0, hist_len=0):
+def _tron(X, levels, opts, valid_fn=None, patience=0, hist_len=0):
+    """TRON (Lin, Weng & Keerthi 2008) on the squared-hinge pairs; ``opts`` the traced
+    ``(C, tol, max_iter, eps_cg, max_cg)``."""
+    C, tol, max_iter, eps_cg, max_cg = opts
     n = X.shape[1]
     w0 = jnp.zeros(n, X.dtype)
     f0, st0 = _fun(w0, X, levels, C)
@@ -352,33 +355,33 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
     tol = check_positive(tol, name="tol", scalar=True)
     eps_cg = check_positive(eps_cg, name="eps_cg", scalar=True)
     max_iter, max_cg = check_count(max_iter, "max_iter"), check_count(max_cg, "max_cg")
-    args = (X, levels, device_array(C, X.dtype), device_array(tol, X.dtype),
+    opts = (device_array(C, X.dtype), device_array(tol, X.dtype),
             device_array(max_iter, jnp.int32), device_array(eps_cg, X.dtype),
             device_array(max_cg, jnp.int32))
-    if valid is None:
-        return _tron_jit(*args)
-    from ._cg import as_operator
-    from ._cg_loop import criterion_args, static_metric
     if metric_kwargs is not None and not isinstance(metric_kwargs, dict):
         raise TypeError(f"metric_kwargs must be a dict, got {type(metric_kwargs).__name__}")
-    kw = static_metric(metric, metric_kwargs or {}, "ranksvm_l2")
-    Xv, vdata = criterion_args(valid, X.shape[1], "X_valid", metric, None, kw)
-    Xv = as_operator(Xv, "X_valid")
-    if Xv.shape[1] != X.shape[1]:
-        raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {X.shape[1]}")
-    return _tron_valid_jit(*args, Xv, vdata, metric=metric, kw=kw,
-                           patience=check_count(patience, "patience"), hist_len=max_iter + 1)
+    if valid is None:
+        return _tron_jit(X, levels, opts)
+    from ._cg import as_operator
+    from ._cg_loop import valid_set
+    n = X.shape[1]
+
+    def rows(Xv):
+        Xv = as_operator(Xv, "X_valid")
+        if Xv.shape[1] != n:
+            raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {n}")
+        return Xv
+    valid = valid_set(valid, "X_valid", metric, None, metric_kwargs, "ranksvm_l2", rows)
+    return _tron_valid_jit(X, levels, opts, valid, patience=check_count(patience, "patience"),
+                           hist_len=max_iter + 1)
 
 
 _tron_jit = jax.jit(_tron)
 
 
-@functools.partial(jax.jit, static_argnames=("metric", "kw", "patience", "hist_len"))
-def _tron_valid_jit(X, levels, C, tol, max_iter, eps_cg, max_cg, Xv, vdata, *, metric, kw,
-                    patience, hist_len):
-    from ._cg_loop import make_valid_fn
-    valid_fn = make_valid_fn(lambda w: Xv @ w, vdata, metric, None, kw)
-    return _tron(X, levels, C, tol, max_iter, eps_cg, max_cg, valid_fn, patience, hist_len)
+@functools.partial(jax.jit, static_argnames=("patience", "hist_len"))
+def _tron_valid_jit(X, levels, opts, valid, patience, hist_len):
+    return _tron(X, levels, opts, valid.criterion(lambda w: valid.M @ w), patience, hist_len)
 
 
 class RankSVMKernelModel(NamedTuple):
@@ -408,8 +411,18 @@ def ranksvm_kernel(X, y, qid=None, *, kernel: Kernel, C=1.0, basis=None, seed: i
       >>> bool(rj.pairwise_error(f, d.y, d.qid) < 0.3)
       True
     """
-    X = check_matrix(X)
-    _, XR = basis_rows(X, np.arange(X.shape[0]) if basis is None else basis, seed)
-    Phi, T = nystrom_features(kernel_matrix(kernel, XR, X), kernel_matrix(kernel, XR))
+    X = as_dense(check_matrix(X))
+    index, B = take_basis(X, np.arange(X.shape[0]) if basis is None else basis, kernel, seed)
+    Phi, C_R = _kernel_map(X, B)
     res = ranksvm_l2(Phi, y, qid, C=C, **tron_kw)
-    return RankSVMKernelModel(T @ res.weights, XR, kernel)
+    r = index.size
+    return RankSVMKernelModel(_coef(C_R, res.weights)[:r], B.X[:r], kernel)
+
+
+@jax.jit
+def _kernel_map(X, basis):
+    C = basis.factor()
+    return features(basis.block(X), C), C
+
+
+_coef = jax.jit(coef_from)

@@ -1,0 +1,338 @@
+"""Model selection of RankRLS in one call: a λ grid (and a kernel grid) scored by exact
+leave-query-out / k-fold hold-out (Pahikkala et al. 2009, §3.3, eq. 33-34) or on a
+validation set, one decomposition per kernel for the whole λ grid, optionally refined
+(by the gradient of the exact hold-out loss, :func:`rankjax.tune`, or for a Nyström
+basis by golden-section search in log γ), and the chosen model. The estimator
+:class:`rankjax.estimators.RankRLSCV` and the command line call this; a JAX user can too.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple, Optional, Sequence
+
+import jax.numpy as jnp
+import numpy as np
+
+from . import _tune
+from ._checks import check_count, check_flag, check_seed, resolve_segments
+from ._cv import cross_validate
+from ._folds import make_folds
+from ._graph import Graph, check_problem
+from ._graph_build import query_graph
+from ._holdout import HoldOut, check_nystrom_memory, holdout_dual, holdout_primal, nystrom_holdout_core
+from ._kernels import Kernel, check_kernel, kernel_matrix, linear_kernel
+from ._memory import kernel_plan
+from ._metrics_graded import ndcg
+from ._nystrom import Nystrom, as_nystrom, take_basis
+from ._path import (NystromPath, check_lams, model_at, rankrls_dual_path, rankrls_nystrom_path,
+                    rankrls_primal_path, select_lambda)
+from ._rankrls import LinearModel, rankrls_dual, rankrls_kernel, rankrls_primal
+from ._ridge import HI
+from ._sparse import as_dense
+
+__all__ = ["RankRLSSelection", "select_rankrls", "rankrls_fit"]
+
+GOLDEN_STEPS = 4
+"""At most this many ``b x b`` decompositions in the golden-section refinement of γ."""
+
+
+class RankRLSSelection(NamedTuple):
+    """The result of :func:`select_rankrls`.
+
+    Attributes:
+      lams: ``[P]`` λ of every grid point (kernel-major: every λ of the first kernel, ...).
+      gammas: ``[P]`` γ of every grid point, or ``None`` for the linear model.
+      scores: ``[P]`` NDCG@``score_k`` of every grid point (hold-out or validation; NaN
+        where undefined).
+      best_index: the chosen grid point (before any refinement).
+      lam, gamma: the chosen λ and γ (refined when ``optimize``; ``gamma`` ``None`` for
+        the linear model).
+      score: the chosen point's NDCG.
+      model: its model (``predict(model, X)``): a :class:`LinearModel`, a kernel model
+        or a one-λ :class:`NystromPath`.
+      basis: ``[b]`` the basis rows of a Nyström model, else ``None``.
+      trajectory: the refinement (a :class:`TuneResult`, or a dict of the γ points and
+        scores of the golden-section search), else ``None``.
+    """
+
+    lams: np.ndarray
+    gammas: Optional[np.ndarray]
+    scores: np.ndarray
+    best_index: int
+    lam: float
+    gamma: Optional[float]
+    score: float
+    model: object
+    basis: Optional[np.ndarray]
+    trajectory: object
+
+
+def rankrls_fit(X, y, graph: Graph, *, lam, kernel: Optional[Kernel] = None, basis=None,
+                seed: int = 0):
+    """The RankRLS model of one λ, solved the cheapest exact way: primal when ``n <= m``,
+    the dual with the linear kernel (``w = X^T A``) when there are more features than
+    rows, the kernel model for a :class:`Kernel`, a one-λ Nyström path with ``basis``
+    (an int, row indices or a :class:`Nystrom`; the linear kernel when ``kernel`` is
+    ``None``) — Pahikkala et al. 2009, §3.1-3.2, §3.5.
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> d = rj.make_ranking_data(10, num_features=4, seed=0)
+      >>> g = rj.query_graph(d.qid)
+      >>> w = rj.rankrls_fit(d.X, d.y, g, lam=1.0).weights
+      >>> bool(np.allclose(w, rj.rankrls_primal(d.X, d.y, g, lam=1.0).weights))
+      True
+    """
+    m, n = X.shape
+    if basis is not None:
+        return rankrls_nystrom_path(as_dense(X), y, graph, lams=[lam],
+                                    kernel=linear_kernel() if kernel is None else kernel,
+                                    basis=basis, seed=seed)
+    if kernel is not None:
+        return rankrls_kernel(as_dense(X), y, graph, lam=lam, kernel=kernel)
+    if n <= m:
+        return rankrls_primal(X, y, graph, lam=lam)
+    Xd = jnp.asarray(as_dense(X))           # more features than rows: an m x m system
+    A = rankrls_dual(jnp.matmul(Xd, Xd.T, precision=HI), y, graph, lam=lam).coef
+    return LinearModel(jnp.matmul(Xd.T, A, precision=HI))
+
+
+def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (None,),
+                   graph: Optional[Graph] = None, basis=None, cv=None, valid=None,
+                   score_k: int = 10, optimize: bool = False, optimize_steps: int = 20,
+                   seed: int = 0) -> RankRLSSelection:
+    """Chooses λ (and the kernel, e.g. its γ) of RankRLS by NDCG@``score_k``: per kernel
+    one decomposition gives the exact leave-query-out (``cv=None``) / k-fold (``cv=k``)
+    hold-out predictions of the whole λ grid (Pahikkala et al. 2009, §3.3), or with
+    ``valid`` the validation scores of every λ's model; then the model of the best point.
+
+    Args:
+      X: ``[m, n]`` training rows (dense or sparse for the linear model).
+      y: ``[m]`` labels.
+      qid: ``[m]`` query ids (or :class:`Segments`): the queries NDCG is averaged over.
+      lams: ``[L]`` λ grid.
+      kernels: the kernels to try (``None``: the linear model, primal or dual).
+      graph: the training graph (default ``query_graph(qid)``; ``identity_graph(m)`` for RLS).
+      basis: ``None`` (exact) or a Nyström basis for the kernels (an int, row indices or
+        a :class:`Nystrom`; drawn per kernel, e.g. ``kmeans++`` in its feature space).
+        With a basis the hold-out also gives every λ's model: no refit.
+      cv: ``None`` (leave-query-out), ``k`` (k-fold over queries) or a :class:`Folds`.
+      valid: ``(X_valid, y_valid, qid_valid)``: score on this set instead of hold-out.
+      score_k: the NDCG cut-off.
+      optimize: refine the best point (hold-out only): exact linear or Gaussian by
+        gradient descent on the exact hold-out loss (:func:`tune`, ``optimize_steps``
+        Adam steps in log λ, log γ); with a basis by golden-section search in log γ
+        between the grid's neighbours. The refined point is kept when its NDCG is not
+        below the grid's best (strictly above for the golden section).
+      seed: the folds and the basis draw.
+
+    Returns:
+      :class:`RankRLSSelection`.
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> d = rj.make_ranking_data(20, num_features=4, seed=0)
+      >>> s = rj.select_rankrls(d.X, d.y, d.qid, lams=[0.1, 1., 10.],
+      ...                       kernels=[rj.gaussian_kernel(g) for g in (0.1, 1.)])
+      >>> s.scores.shape, s.lam in (0.1, 1., 10.), s.gamma in (0.1, 1.)
+      ((6,), True, True)
+    """
+    seg = resolve_segments(qid, None, X.shape[0])[0] if not hasattr(qid, "seg") else qid
+    graph = query_graph(qid) if graph is None else graph
+    X, y = check_problem(X, y, graph)
+    if y.ndim != 1:
+        raise ValueError("select_rankrls chooses for one output: y must be 1-D")
+    lams_arr = check_lams(lams)
+    lams = np.asarray(lams_arr, np.float64)
+    kernels = list(kernels)
+    if not kernels:
+        raise ValueError("kernels must hold at least one kernel (None for the linear model)")
+    for k in kernels:
+        if k is not None:
+            check_kernel(k)
+    optimize = check_flag(optimize, "optimize")
+    score_k = check_count(score_k, "score_k")
+    check_seed(seed)
+    linear = all(k is None for k in kernels)
+    if basis is not None:
+        if any(k is None for k in kernels):
+            raise ValueError("basis is used with kernels, not the linear model (None)")
+        basis = as_nystrom(basis, seed)
+    gammas = None if linear else np.array([np.nan if k is None else float(k.gamma)
+                                           for k in kernels for _ in lams])
+    points = _Points(X, y, seg, graph, lams, basis, score_k)
+    if valid is not None:
+        if optimize:
+            raise ValueError("optimize=True refines the cross-validation choice; with a "
+                             "validation set the grid is scored on that set: drop one")
+        return points.on_valid(kernels, valid, gammas)
+    if X.shape[0] < 2:
+        raise ValueError("select_rankrls cross-validates and needs at least 2 rows in 2 "
+                         "queries, got 1 row")
+    kind = _tune_kind(kernels) if optimize and basis is None else None
+    if basis is None and not linear:                       # before any work
+        kernel_plan(X.shape[0], np.result_type(float), 7 + (12 if optimize else 0),
+                    "select_rankrls with an exact kernel (basis=None)")
+    folds = make_folds(graph, cv, seed=seed)
+    s = np.concatenate([points.holdout(k, folds) for k in kernels])
+    best = _best(s)
+    lam, kern, score = float(lams[best % lams.size]), kernels[best // lams.size], float(s[best])
+    trajectory = None
+    if kind is not None:
+        lam, kern, score, trajectory = points.refine(kind, lam, kern, score, folds,
+                                                     check_count(optimize_steps,
+                                                                 "optimize_steps"))
+    elif optimize:
+        lam, kern, score, trajectory = points.golden(kernels, lam, kern, score, folds,
+                                                     check_count(optimize_steps,
+                                                                 "optimize_steps"))
+    if basis is not None:
+        index, model = points.nystrom_model(kern, lam)
+    else:
+        index, model = None, rankrls_fit(X, y, graph, lam=lam, kernel=kern, seed=seed)
+    return RankRLSSelection(np.tile(lams, len(kernels)), gammas, s, best, lam,
+                            None if kern is None else float(kern.gamma), score, model, index,
+                            trajectory)
+
+
+def _best(s):
+    if np.all(np.isnan(s)):
+        raise ValueError("NDCG is undefined for every λ (no query has a relevant document)")
+    return int(np.nanargmax(s))
+
+
+def _tune_kind(kernels):
+    """The kernel ``tune`` learns (checked before the grid is computed, not after)."""
+    kinds = {"linear" if k is None else k.kind for k in kernels}
+    if not kinds <= {"linear", "gaussian"}:
+        raise ValueError(f"optimize=True learns linear and Gaussian kernels, got "
+                         f"{sorted(kinds - {'linear', 'gaussian'})}")
+    return kinds.pop() if len(kinds) == 1 else "gaussian"
+
+
+class _Points:
+    """The grid points of one selection: each kernel's scores, and the Nyström models
+    its hold-out already holds (``b x b`` per kernel, kept by γ)."""
+
+    def __init__(self, X, y, seg, graph, lams, basis: Optional[Nystrom], score_k):
+        self.X, self.y, self.seg, self.graph = X, y, seg, graph
+        self.lams, self.basis, self.k = lams, basis, score_k
+        self.coefs = {}
+
+    def _ndcg(self, h):
+        return np.asarray(cross_validate(h, self.y, self.seg, metric=ndcg, k=self.k).table,
+                          np.float64)
+
+    def holdout(self, kern, folds):
+        """NDCG of every λ of one kernel by the exact hold-out."""
+        X, y, g, lams = self.X, self.y, self.graph, self.lams
+        if kern is None:
+            return self._ndcg(holdout_primal(as_dense(X), y, g, lams=lams, folds=folds))
+        if self.basis is None:
+            return self._ndcg(holdout_dual(kernel_matrix(kern, as_dense(X)), y, g, lams=lams,
+                                           folds=folds))
+        Xd = jnp.asarray(as_dense(X))
+        index, B = take_basis(Xd, self.basis, kern)
+        check_nystrom_memory(Xd.shape[0], B.X.shape[0], Xd.dtype)
+        pred, coef = nystrom_holdout_core(Xd, jnp.asarray(y, Xd.dtype), g, B,
+                                          jnp.asarray(lams, Xd.dtype), folds)
+        b = index.size
+        self.coefs[float(kern.gamma)] = (index, B.X[:b], coef[:, :b], kern)
+        return self._ndcg(HoldOut(lams, pred, folds))
+
+    def nystrom_model(self, kern, lam):
+        """The kept Nyström model of ``kern`` at the grid's ``lam`` (no refit)."""
+        index, XR, coef, kern = self.coefs[float(kern.gamma)]
+        i = int(np.argmin(np.abs(np.log(self.lams) - np.log(lam))))     # λ is a grid point
+        return index, NystromPath(np.asarray([lam]), coef[i][None], jnp.asarray(index), XR, kern,
+                                  None, None)
+
+    def on_valid(self, kernels, valid, gammas):
+        """Every kernel's path scored on the validation set; the chosen λ's model comes
+        with its path (an exact kernel is refit)."""
+        if not (isinstance(valid, tuple) and len(valid) == 3):
+            raise TypeError("valid must be a tuple (X_valid, y_valid, qid_valid)")
+        Xv, yv, qv = valid
+        X, y, g, lams = self.X, self.y, self.graph, self.lams
+        if self.basis is None and any(k is not None for k in kernels):
+            kernel_plan(X.shape[0], np.result_type(float), 4, "select_rankrls with an exact kernel")
+        scores, paths = [], []
+        for kern in kernels:
+            if kern is None:
+                path = rankrls_primal_path(X, y, g, lams=lams, X_valid=Xv)
+            elif self.basis is not None:
+                path = rankrls_nystrom_path(as_dense(X), y, g, lams=lams, kernel=kern,
+                                            basis=self.basis, X_valid=as_dense(Xv))
+            else:
+                Xd = as_dense(X)
+                path = rankrls_dual_path(kernel_matrix(kern, Xd), y, g, lams=lams,
+                                         K_valid=kernel_matrix(kern, as_dense(Xv), Xd))
+            t = select_lambda(lams, path.valid_scores, yv, qv, metric=ndcg, k=self.k).table
+            scores.append(np.asarray(t, np.float64))
+            paths.append(path)
+        s = np.concatenate(scores)
+        best = _best(s)
+        lam, kern = float(lams[best % lams.size]), kernels[best // lams.size]
+        model = model_at(paths[best // lams.size], best % lams.size)
+        index = None
+        if model is None:                       # exact kernel: the chosen λ's model
+            model = rankrls_fit(X, y, g, lam=lam, kernel=kern)
+        elif isinstance(model, NystromPath):    # the basis rows travel with it
+            index = np.asarray(model.basis)
+        return RankRLSSelection(np.tile(lams, len(kernels)), gammas, s, best, lam,
+                                None if kern is None else float(kern.gamma), float(s[best]),
+                                model, index, None)
+
+    def refine(self, kind, lam, kern, score, folds, steps):
+        """Gradient descent on the exact hold-out loss from the grid's best point; kept
+        when its hold-out NDCG is not below the grid's."""
+        Xd = as_dense(self.X)
+        r = _tune.tune(Xd, self.y, self.graph, kernel=kind, lam=lam,
+                       gamma=None if kern is None else float(kern.gamma), folds=folds,
+                       steps=steps, learning_rate=0.1)
+        best = int(np.argmin(r.loss_history))
+        params = {k: jnp.asarray(v[best]) for k, v in r.params_history.items()}
+        f = _tune.cv_predictions(params, Xd, self.y, self.graph, folds, kind)
+        new = float(ndcg(f, self.y, self.seg, k=self.k))
+        if np.isfinite(new) and new >= score:
+            lam, score = float(np.exp(params["log_lam"])), new
+            if kern is not None:
+                kern = dataclasses.replace(kern, gamma=float(np.exp(params["log_gamma"])))
+        return lam, kern, score, r
+
+    def golden(self, kernels, lam, kern, score, folds, steps):
+        """Golden-section search over log γ between the grid's neighbours of the best γ,
+        each point scored by the exact Nyström hold-out of the whole λ grid (one
+        ``b x b`` decomposition; a gradient step through the ``m x b`` features would
+        cost about three). Keeps a point only when its NDCG is higher."""
+        grid = np.sort(np.asarray([float(k.gamma) for k in kernels]))
+        g0 = float(kern.gamma)
+        j = int(np.searchsorted(grid, g0))
+        lo = np.log(grid[j - 1] if j > 0 else g0 / 4)
+        hi = np.log(grid[j + 1] if j + 1 < grid.size else g0 * 4)
+        ratio = (np.sqrt(5) - 1) / 2
+        cache = {}
+
+        def value(lg):
+            if lg not in cache:
+                t = self.holdout(dataclasses.replace(kern, gamma=float(np.exp(lg))), folds)
+                ok = np.any(np.isfinite(t))
+                cache[lg] = (np.nanmax(t) if ok else -np.inf,
+                             float(self.lams[int(np.nanargmax(t))]) if ok else None)
+            return cache[lg][0]
+
+        a, c = lo + (1 - ratio) * (hi - lo), lo + ratio * (hi - lo)
+        for _ in range(max(1, min(steps, GOLDEN_STEPS) - 2)):
+            if value(a) >= value(c):
+                hi, c = c, a
+                a = lo + (1 - ratio) * (hi - lo)
+            else:
+                lo, a = a, c
+                c = lo + ratio * (hi - lo)
+        top = max(cache, key=lambda k: cache[k][0])
+        trajectory = {"log_gamma": np.array(list(cache)),
+                      "score": np.array([v[0] for v in cache.values()])}
+        if cache[top][0] > score:
+            score, lam = float(cache[top][0]), cache[top][1]
+            kern = dataclasses.replace(kern, gamma=float(np.exp(top)))
+        return lam, kern, score, trajectory
