@@ -31,7 +31,12 @@ def test_only_checked_forwarding_takes_extra_keywords():
         if var:
             takes[name] = var[0]
     assert set(takes.values()) <= FORWARDED, takes
-    assert set(takes) == set(CALLS) | {"rankjax.io.save_model"}, sorted(set(takes) ^ set(CALLS))
+    # the CG solvers' metric options went to metric_kwargs=; their old **metric_kwargs
+    # spelling is forwarded (with a FutureWarning) by a decorator, not the signature
+    assert set(takes) | LEGACY == set(CALLS) | {"rankjax.io.save_model"}, sorted(set(takes) ^ set(CALLS))
+
+
+LEGACY = {"rankjax.rankrls_cg", "rankjax.rankrls_cg_dual", "rankjax.sharded_cg"}
 
 
 @pytest.fixture(scope="module")

@@ -215,6 +215,28 @@ CASES.update({
         (lambda d: rj.sharded_falkon(d.sharded, lam=0.0, kernel=rj.gaussian_kernel(1.0),
                                      basis_X=d.X[:3]), E(ValueError, "lam")),
     ],
+    "Nystrom": [
+        (lambda d: rj.Nystrom(), E(TypeError, "size= or rows=")),
+        (lambda d: rj.Nystrom(0), E(ValueError, "size")),
+        (lambda d: rj.Nystrom(3, method="grid"), E(ValueError, "method")),
+        (lambda d: rj.rankrls_nystrom_path(d.X, d.y, d.g, lams=[1.0], kernel=rj.gaussian_kernel(1.0),
+                                           basis=rj.Nystrom(rows=np.array([0, 0]))),
+         E(ValueError, "repeated")),
+    ],
+    "select_rankrls": [
+        (lambda d: rj.select_rankrls(d.X, d.y, d.qid, lams=[-1.0]), E(ValueError, "lams")),
+        (lambda d: rj.select_rankrls(d.X, d.y, d.qid, lams=[1.0], kernels=[]), E(ValueError, "kernels")),
+        (lambda d: rj.select_rankrls(d.X, d.y, d.qid, lams=[1.0], basis=3), E(ValueError, "basis")),
+        (lambda d: rj.select_rankrls(d.X, d.y, d.qid, lams=[1.0], optimize=True,
+                                     valid=(d.X, d.y, d.qid)), E(ValueError, "optimize")),
+        (lambda d: rj.select_rankrls(d.X, d.y, d.qid, lams=[1.0], optimize=True,
+                                     kernels=[rj.polynomial_kernel(2)]), E(ValueError, "optimize")),
+    ],
+    "rankrls_fit": [
+        (lambda d: rj.rankrls_fit(d.X, d.y, d.g, lam=-1.0), E(ValueError, "lam")),
+        (lambda d: rj.rankrls_fit(d.X, d.y, d.g, lam=1.0, kernel=rj.gaussian_kernel(1.0),
+                                  basis=d.m + 1), E(ValueError, "basis")),
+    ],
     "nystrom_features": [
         (lambda d: rj.nystrom_features(d.K[:3], d.K[:2, :2]), E(ValueError, "K_RR")),
     ],
@@ -624,7 +646,7 @@ CASES.update({
 })
 
 # result, model and configuration types: constructed by the functions above
-TYPES = {"CGResult", "CSRMatrix", "CVResult", "DualModel", "DualPath", "Folds", "GridSearch",
+TYPES = {"CGResult", "RankRLSSelection", "CSRMatrix", "CVResult", "DualModel", "DualPath", "Folds", "GridSearch",
          "HoldOut", "IdentityGraph", "KPCModel", "KPCPath", "Kernel", "KernelModel", "LinearModel",
          "Metric", "NystromPath", "PairHoldOut", "PairwiseGP", "PerQuery", "PermutationResult",
          "PreferenceGraph", "PrimalPath", "QueryGraph", "QueryPartition", "RankBoostModel",

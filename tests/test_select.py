@@ -1,0 +1,119 @@
+"""``select_rankrls`` (rankjax/_select.py): the λ/γ selection behind ``RankRLSCV``,
+callable without scikit-learn, equal to the estimator and to retraining per fold."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import rankjax as rj
+from rankjax.estimators import RankRLSCV
+
+LAMS = [0.01, 1.0, 100.0]
+
+
+@pytest.fixture(scope="module")
+def data():
+    d = rj.make_ranking_data(16, num_features=4, seed=3)
+    v = rj.make_ranking_data(6, num_features=4, seed=4)
+    return d, v
+
+
+CONFIGS = {
+    "linear": dict(kernel=None),
+    "gaussian": dict(kernel="gaussian", gammas=[0.1, 1.0], basis=None),
+    "polynomial": dict(kernel="polynomial", gammas=[0.5], basis=None),
+    "gaussian-basis": dict(kernel="gaussian", gammas=[0.1, 1.0], basis=40),
+    "kmeans-basis": dict(kernel="gaussian", gammas=[0.3], basis=30, basis_method="kmeans++"),
+}
+
+
+def _library(d, cfg, valid=None, cv=None):
+    kind = cfg.get("kernel")
+    if kind is None:
+        kernels = [None]
+    elif kind == "gaussian":
+        kernels = [rj.gaussian_kernel(g) for g in cfg["gammas"]]
+    else:
+        kernels = [rj.polynomial_kernel(2, g, 1.0) for g in cfg["gammas"]]
+    basis = cfg.get("basis")
+    if basis is not None:
+        basis = rj.Nystrom(basis, method=cfg.get("basis_method", "uniform"))
+    return rj.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=kernels, basis=basis, cv=cv,
+                             valid=valid)
+
+
+@pytest.mark.parametrize("how", ["cv", "kfold", "eval_set"])
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_the_estimator_is_the_library_selection(data, name, how):
+    d, v = data
+    cfg = CONFIGS[name]
+    cv = 4 if how == "kfold" else None
+    est = RankRLSCV(lams=LAMS, cv=cv, **cfg)
+    if how == "eval_set":
+        est.fit(d.X, d.y, d.qid, eval_set=[(v.X, v.y)], eval_qid=[v.qid])
+        sel = _library(d, cfg, valid=(v.X, v.y, v.qid))
+    else:
+        est.fit(d.X, d.y, d.qid)
+        sel = _library(d, cfg, cv=cv)
+    np.testing.assert_array_equal(est.cv_results_["mean_test_score"], sel.scores)
+    np.testing.assert_array_equal(est.cv_results_["param_lam"], sel.lams)
+    assert est.lam_ == sel.lam and est.best_score_ == sel.score
+    if sel.gamma is not None:
+        assert est.gamma_ == sel.gamma
+        np.testing.assert_array_equal(est.cv_results_["param_gamma"], sel.gammas)
+    np.testing.assert_allclose(est.predict(v.X), np.ravel(rj.predict(sel.model, v.X)),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kernel", [None, rj.gaussian_kernel(0.5)])
+def test_scores_equal_retraining_without_each_query(data, kernel):
+    """The brute-force twin: every grid point's NDCG from models retrained on all queries
+    but one, the held-out query scored by its own model."""
+    d, _ = data
+    sel = rj.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=[kernel])
+    ref = []
+    for lam in LAMS:
+        f = np.zeros(len(d.y))
+        for q in np.unique(d.qid):
+            tr, te = d.qid != q, d.qid == q
+            g = rj.query_graph(d.qid[tr])
+            if kernel is None:
+                w = np.linalg.solve(d.X[tr].T @ np.asarray(rj.laplacian_dense(g)) @ d.X[tr]
+                                    + lam * np.eye(d.X.shape[1]),
+                                    d.X[tr].T @ np.asarray(rj.laplacian_dense(g)) @ d.y[tr])
+                f[te] = d.X[te] @ w
+            else:
+                model = rj.rankrls_kernel(d.X[tr], d.y[tr], g, lam=lam, kernel=kernel)
+                f[te] = np.asarray(rj.predict(model, d.X[te]))
+        ref.append(float(rj.ndcg(f, d.y, d.qid, k=10)))
+    np.testing.assert_allclose(sel.scores, ref, rtol=1e-9)
+    assert sel.lam == LAMS[int(np.nanargmax(ref))]
+
+
+def test_nystrom_scores_are_the_nystrom_hold_out(data):
+    d, _ = data
+    k = rj.gaussian_kernel(0.3)
+    sel = rj.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=[k], basis=rj.Nystrom(rows=np.arange(0, 160, 4)))
+    h = rj.holdout_nystrom(d.X, d.y, rj.query_graph(d.qid), lams=LAMS, kernel=k,
+                           basis=np.arange(0, 160, 4))
+    np.testing.assert_allclose(sel.scores, rj.cross_validate(h, d.y, d.qid, metric=rj.ndcg, k=10).table,
+                               rtol=1e-12)
+    np.testing.assert_array_equal(sel.basis, np.arange(0, 160, 4))
+    i = LAMS.index(sel.lam)
+    path = rj.rankrls_nystrom_path(d.X, d.y, rj.query_graph(d.qid), lams=LAMS, kernel=k,
+                                   basis=np.arange(0, 160, 4))
+    np.testing.assert_allclose(rj.predict(sel.model, d.X)[0], rj.predict(path, d.X)[i], rtol=1e-8,
+                               atol=1e-10)
+
+
+def test_the_selection_runs_without_scikit_learn():
+    code = ("import sys; sys.modules['sklearn'] = None\n"
+            "import numpy as np, rankjax as rj\n"
+            "d = rj.make_ranking_data(8, num_features=3, seed=0)\n"
+            "s = rj.select_rankrls(d.X, d.y, d.qid, lams=[0.1, 1.], kernels=[rj.gaussian_kernel(1.)])\n"
+            "assert 'sklearn' not in {m.split('.')[0] for m in sys.modules if sys.modules[m]}\n"
+            "print(s.lam in (0.1, 1.))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"
