@@ -11,11 +11,12 @@ from typing import Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from ._checks import check_count, check_positive, check_matrix, is_int, lam_ok, nan_unless
 from ._memory import check_memory
-from ._sparse import as_dense
+from ._sparse import as_dense, is_scipy_sparse
 
 __all__ = ["Kernel", "linear_kernel", "gaussian_kernel", "polynomial_kernel", "kernel_matrix"]
 
@@ -167,3 +168,26 @@ def _kernel_blocks(kernel, A, B, block_size):
     Ap = jnp.pad(A, ((0, nb * block_size - m1), (0, 0))).reshape(nb, block_size, -1)
     K = lax.map(lambda a: kernel_block(kernel, a, B), Ap)
     return K.reshape(nb * block_size, -1)[:m1]
+
+
+def scale_gamma(X) -> float:
+    """scikit-learn's ``gamma="scale"``: ``1 / (n var(X))`` over every entry of ``X [m, n]``
+    (dense or scipy.sparse; 1 when ``X`` is constant or its variance is not finite).
+
+    Example:
+      >>> scale_gamma(np.array([[0., 2.], [2., 0.]]))
+      0.5
+    """
+    n = X.shape[1]
+    if is_scipy_sparse(X):
+        mean = X.sum() / (X.shape[0] * n)
+        var = float(X.multiply(X).sum() / (X.shape[0] * n) - mean ** 2)
+    else:
+        var = float(_variance(as_dense(X)))
+    return 1.0 / (n * var) if var > 0 and np.isfinite(var) else 1.0
+
+
+@jax.jit
+def _variance(X):
+    return jnp.var(jnp.asarray(X, jnp.result_type(float)))
+

@@ -82,15 +82,17 @@ def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[
         if bool(reduce_concrete(_any_negative, y)):
             raise ValueError("ndcg needs graded relevance labels y >= 0 (gains 2^y - 1 or y); "
                              "shift or clip the labels, e.g. -1/+1 to 0/1")
-    return _ndcg(f, y, seg, Q, num, per_query, f.shape[0] if k is None else k, gain, ties,
-                 no_relevant)
+    return _ndcg(f, y, seg, (Q, num, per_query, f.shape[0] if k is None else k, gain, ties,
+                             no_relevant))
 
 
 _any_negative = jax.jit(lambda y: jnp.any(y < 0))
 
 
-@partial(jax.jit, static_argnums=tuple(range(3, 10)))
-def _ndcg(f, y, seg, Q, num, per_query, kk, gain, ties, no_relevant):
+@partial(jax.jit, static_argnums=3)
+def _ndcg(f, y, seg, opts):
+    """``opts = (Q, num, per_query, kk, gain, ties, no_relevant)`` (static)."""
+    Q, num, per_query, kk, gain, ties, no_relevant = opts
     values, has_rel = _ndcg_core(f, y, seg, Q, kk, gain, ties)
     values, valid = _apply_no_relevant(values, has_rel, no_relevant)
     return finish_per_query(values, valid & _present(seg, Q), per_query, num, nan_queries(f, y, seg, Q))
@@ -139,13 +141,15 @@ def _relevance_metric(scores, y, qid, num_queries, threshold, no_relevant, per_q
     if is_concrete(threshold) and not np.isfinite(float(threshold)):
         raise ValueError(f"threshold must be finite, got {threshold}")
     f, y, seg, Q, num = prepare_scores(scores, y, qid, num_queries, per_query)
-    return _relevance(f, y, seg, threshold, Q, num, per_query, no_relevant, k, ties)
+    return _relevance(f, y, seg, threshold, (Q, num, per_query, no_relevant, k, ties))
 
 
-@partial(jax.jit, static_argnums=tuple(range(4, 10)))
-def _relevance(f, y, seg, threshold, Q, num, per_query, no_relevant, k, ties):
+@partial(jax.jit, static_argnums=4)
+def _relevance(f, y, seg, threshold, opts):
     """MAP (``k is None``) or P@k over rows ranked by descending score; score ties
-    averaged over their random orderings (``"average"``) or in input order."""
+    averaged over their random orderings (``"average"``) or in input order.
+    ``opts = (Q, num, per_query, no_relevant, k, ties)`` (static)."""
+    Q, num, per_query, no_relevant, k, ties = opts
     m = f.shape[0]
     s_seg, s_negf, s_idx, rank = _ranked(f, seg, Q)
     rel = (y[s_idx] >= threshold).astype(f.dtype)

@@ -15,6 +15,7 @@ over per-feature quantile thresholds are all scored at once from a histogram of
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -22,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import check_count, check_matrix, device_array, require_concrete
+from ._checks import check_count, check_flag, check_matrix, device_array, require_concrete
 from ._ranksvm import rank_levels
 from ._segments import bucket, seg_scan
 from ._sparse import as_dense
@@ -115,13 +116,17 @@ def rankboost(X, y, qid=None, *, rounds: int = 100, num_thresholds: int = 32) ->
     group_query = np.r_[group_query, np.zeros(pad, np.int32)]
     T, bins = _thresholds(X, num_thresholds)
     dtype = jnp.result_type(float)
-    model = _boost(device_array(bins), device_array(T, dtype), device_array(group.astype(np.int32)),
-                   device_array(group_start), device_array(group_query), device_array(seg),
-                   G, Q, rounds)
+    groups = (device_array(group.astype(np.int32)), device_array(group_start),
+              device_array(group_query), device_array(seg))
+    model = _boost(device_array(bins), device_array(T, dtype), groups, (G, Q, rounds))
     return model._replace(num_features=int(X.shape[1]))
 
 
-def _boost_impl(bins, T, group, group_start, group_query, seg, G, Q, rounds):
+def _boost_impl(bins, T, groups, sizes):
+    """``groups = (group, group_start, group_query, seg)`` (traced), ``sizes = (G, Q,
+    rounds)`` (static)."""
+    group, group_start, group_query, seg = groups
+    G, Q, rounds = sizes
     m, n = bins.shape
     nb = T.shape[1]
     valid = ~jnp.isnan(T)
@@ -147,11 +152,12 @@ def _boost_impl(bins, T, group, group_start, group_query, seg, G, Q, rounds):
     return RankBoostModel(f, thr, alpha, r)
 
 
-_boost = jax.jit(_boost_impl, static_argnums=(6, 7, 8))
+_boost = jax.jit(_boost_impl, static_argnums=3)
 
 
-def rankboost_predict(model: RankBoostModel, X):
-    """``Σ_t α_t [X[:, f_t] > θ_t]`` for ``X [m, n]``.
+def rankboost_predict(model: RankBoostModel, X, *, staged: bool = False):
+    """``Σ_t α_t [X[:, f_t] > θ_t]`` for ``X [m, n]``; with ``staged`` the scores after
+    every round, ``[T, m]`` (row ``t`` the model of the first ``t + 1`` rounds).
 
     Example:
       >>> model = RankBoostModel(jnp.array([1]), jnp.array([0.5]), jnp.array([2.0]), jnp.array([0.9]))
@@ -169,9 +175,10 @@ def rankboost_predict(model: RankBoostModel, X):
     used = int(np.max(np.asarray(model.feature))) + 1 if model.feature.size else 0
     if X.shape[1] < used:
         raise ValueError(f"X has {X.shape[1]} features but the model uses feature {used - 1}")
-    return _boost_scores(model, X)
+    return _boost_scores(model, X, check_flag(staged, "staged"))
 
 
-@jax.jit
-def _boost_scores(model, X):
-    return jnp.sum(model.alpha * (X[:, model.feature] > model.threshold), axis=1)
+@partial(jax.jit, static_argnums=2)
+def _boost_scores(model, X, staged):
+    steps = model.alpha[:, None] * (X[:, model.feature].T > model.threshold[:, None])   # [T, m]
+    return jnp.cumsum(steps, axis=0) if staged else jnp.sum(steps, axis=0)

@@ -205,12 +205,15 @@ def cv_loss(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear",
                              f"{[np.shape(v) for v in pairs]}")
         pairs = (head, tail, weight)
     check_positive(temperature, name="temperature", scalar=True)
-    return _loss_core(params, X, y, graph, folds, pairs, temperature, kernel=kernel, loss=loss)
+    return _loss_core(params, (X, y, graph, folds), (pairs, temperature), kernel=kernel, loss=loss)
 
 
-def _loss(params, X, y, graph, folds, pairs, temperature, kernel, loss):
-    """The body of :func:`cv_loss` on checked inputs; a traced pair index outside
-    ``[0, m)`` (unchecked under the caller's ``jit``) makes the loss NaN."""
+def _loss(params, problem, objective, kernel, loss):
+    """The body of :func:`cv_loss` on checked inputs (``problem = (X, y, graph, folds)``,
+    ``objective = (pairs, temperature)``); a traced pair index outside ``[0, m)``
+    (unchecked under the caller's ``jit``) makes the loss NaN."""
+    X, y, graph, folds = problem
+    pairs, temperature = objective
     f = _predictions(params, X, y, graph, folds, kernel)
     if loss == "squared":
         return graph.loss(f, y) / X.shape[0]
@@ -241,9 +244,8 @@ second :func:`tune` with new values compiles nothing."""
 
 
 @partial(jax.jit, static_argnames=("kernel", "loss"))
-def _step(params, state, X, y, graph, folds, pairs, temperature, *, kernel, loss):
-    value, grad = jax.value_and_grad(_loss)(params, X, y, graph, folds, pairs, temperature,
-                                            kernel, loss)
+def _step(params, state, problem, objective, *, kernel, loss):
+    value, grad = jax.value_and_grad(_loss)(params, problem, objective, kernel, loss)
     updates, state = _ADAM.update(grad, state, params)
     return optax.apply_updates(params, updates), state, value
 
@@ -317,11 +319,11 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
     history, losses = [params], []
     temp = jnp.asarray(temperature, dtype)
     for _ in range(steps):
-        params, state, value = _step(params, state, X, y, graph, folds, pairs, temp,
+        params, state, value = _step(params, state, (X, y, graph, folds), (pairs, temp),
                                      kernel=kernel, loss=loss)
         losses.append(value)
         history.append(params)
-    losses.append(_loss_core(params, X, y, graph, folds, pairs, temp, kernel=kernel, loss=loss))
+    losses.append(_loss_core(params, (X, y, graph, folds), (pairs, temp), kernel=kernel, loss=loss))
     stacked = {k: np.stack([np.asarray(p[k]) for p in history]) for k in params}
     final = {k: np.asarray(v) for k, v in params.items()}
     kern = None if kernel == "linear" else _kernel(params, kernel)

@@ -94,7 +94,8 @@ def test_scores_equal_retraining_without_each_query(data, kernel):
 def test_nystrom_scores_are_the_nystrom_hold_out(data):
     d, _ = data
     k = rj.gaussian_kernel(0.3)
-    sel = rj.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=[k], basis=rj.Nystrom(rows=np.arange(0, 160, 4)))
+    sel = rj.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=[k],
+                            basis=rj.Nystrom(rows=np.arange(0, 160, 4)))
     h = rj.holdout_nystrom(d.X, d.y, rj.query_graph(d.qid), lams=LAMS, kernel=k,
                            basis=np.arange(0, 160, 4))
     np.testing.assert_allclose(sel.scores, rj.cross_validate(h, d.y, d.qid, metric=rj.ndcg, k=10).table,

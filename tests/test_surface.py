@@ -646,7 +646,8 @@ CASES.update({
 })
 
 # result, model and configuration types: constructed by the functions above
-TYPES = {"CGResult", "RankRLSSelection", "CSRMatrix", "CVResult", "DualModel", "DualPath", "Folds", "GridSearch",
+TYPES = {"CGResult", "RankRLSSelection",
+         "CSRMatrix", "CVResult", "DualModel", "DualPath", "Folds", "GridSearch",
          "HoldOut", "IdentityGraph", "KPCModel", "KPCPath", "Kernel", "KernelModel", "LinearModel",
          "Metric", "NystromPath", "PairHoldOut", "PairwiseGP", "PerQuery", "PermutationResult",
          "PreferenceGraph", "PrimalPath", "QueryGraph", "QueryPartition", "RankBoostModel",

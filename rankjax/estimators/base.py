@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from .. import _kernels, _metrics_graded, _path, _rankrls, io
 from .._checks import Segments, check_count, check_matrix, check_targets, is_int, segment_ids
 from .._graph_build import query_graph
-from .._sparse import as_dense, is_bcoo, is_scipy_sparse, is_sparse
+from .._sparse import is_bcoo, is_scipy_sparse, is_sparse
 from ..io.groups import qid_from_sizes
 
 try:                                            # scikit-learn is an optional extra
@@ -99,12 +99,7 @@ def gamma_value(gamma, X):
     n = X.shape[1]
     if gamma == "auto":
         return 1.0 / n
-    if is_scipy_sparse(X):
-        mean = X.sum() / (X.shape[0] * n)
-        var = X.multiply(X).sum() / (X.shape[0] * n) - mean ** 2
-    else:
-        var = float(jax.numpy.var(jax.numpy.asarray(as_dense(X), dtype=float)))
-    return 1.0 / (n * var) if var > 0 and np.isfinite(var) else 1.0
+    return _kernels.scale_gamma(X)
 
 
 def make_kernel(kind, gamma, degree, coef0):

@@ -3,7 +3,6 @@
 """
 from __future__ import annotations
 
-import jax
 import numpy as np
 
 from .. import _cg, _kernels, _kpcrank, _metrics_graded, _rankboost, _rankrls, _ranksvm
@@ -150,8 +149,7 @@ class KPCRank(Ranker):
         return self._finish_fit(seg)
 
     def _scores(self, X):
-        Kt = _kernels.kernel_matrix(self._kern(), as_dense(X), self.X_train_)
-        return Kt @ self.model_.coef - self.model_.offset
+        return self.model_.predict(_kernels.kernel_matrix(self._kern(), as_dense(X), self.X_train_))
 
 
 class RankBoost(Ranker):
@@ -173,9 +171,8 @@ class RankBoost(Ranker):
                                      num_thresholds=self.num_thresholds)
         if eval_set is not None:
             Xv, yv, sv = self._eval_data(eval_set, eval_qid, eval_group)
-            Xv = jax.numpy.asarray(as_dense(Xv), model.threshold.dtype)
-            steps = model.alpha[:, None] * (Xv[:, model.feature].T > model.threshold[:, None])
-            keep = self._eval_sequence(jax.numpy.cumsum(steps, axis=0), yv, sv)
+            keep = self._eval_sequence(_rankboost.rankboost_predict(model, Xv, staged=True),
+                                       yv, sv)
             model = model._replace(feature=model.feature[:keep], threshold=model.threshold[:keep],
                                    alpha=model.alpha[:keep], r=model.r[:keep])
         self.model_ = model

@@ -102,9 +102,13 @@ class GridSearch(NamedTuple):
     best_lam: float
 
 
-@partial(jax.jit, static_argnames=("mesh", "axis", "kind", "metric", "kw", "sign"))
-def _grid_core(X, y, graph, gammas, lams, Xv, yv, gv, mesh, axis, kind, metric, kw, sign):
-    def per_gamma(gamma):
+@partial(jax.jit, static_argnames="setup")
+def _grid_core(problem, gammas, lams, valid, setup):
+    """``problem = (X, y, graph)``, ``valid = (Xv, yv, gv)``, ``setup = (mesh, axis, kind,
+    metric, kw, sign)`` (static)."""
+    mesh, axis, kind, metric, kw, sign = setup
+
+    def per_gamma(gamma, X, y, graph, lams, Xv, yv, gv):
         kernel = Kernel(kind, gamma=gamma)
         dec = decompose_dual(kernel_matrix(kernel, X), y, graph, "path")
         A = dec.coef_path(lams)
@@ -112,10 +116,10 @@ def _grid_core(X, y, graph, gammas, lams, Xv, yv, gv, mesh, axis, kind, metric, 
         seg, num = gv.segments()
         return jax.vmap(lambda f: sign * metric(f, yv, seg, num_queries=num, **dict(kw)))(F)
 
-    def local(gammas, X, y, graph, lams, Xv, yv, gv):
-        return jax.vmap(per_gamma)(gammas)
-    return jax.shard_map(local, mesh=mesh, in_specs=(P(axis),) + (P(),) * 7,
-                         out_specs=P(axis))(gammas, X, y, graph, lams, Xv, yv, gv)
+    def local(gammas, problem, lams, valid):
+        return jax.vmap(lambda g: per_gamma(g, *problem, lams, *valid))(gammas)
+    return jax.shard_map(local, mesh=mesh, in_specs=(P(axis), P(), P(), P()),
+                         out_specs=P(axis))(gammas, problem, lams, valid)
 
 
 def sharded_kernel_grid(X, y, graph, *, lams, gammas, valid, metric: Callable = pairwise_error,
@@ -167,8 +171,8 @@ def sharded_kernel_grid(X, y, graph, *, lams, gammas, valid, metric: Callable = 
     G = gammas.shape[0]
     host = np.asarray(gammas)
     padded = put_rows(np.concatenate([host, np.repeat(host[-1:], -G % D)]), mesh, P(axis))
-    table = _grid_core(X, y, graph, padded, lams, Xv, yv, gv, mesh, axis, kernel, metric, kw,
-                       float(sign))
+    table = _grid_core((X, y, graph), padded, lams, (Xv, yv, gv),
+                       (mesh, axis, kernel, metric, kw, float(sign)))
     table = np.asarray(table)[:G]
     if np.all(np.isnan(table)):                  # as select_lambda: nothing to choose
         raise ValueError("the validation metric is undefined (NaN) for every (γ, λ): no "

@@ -81,8 +81,9 @@ def _valid_rows(Xv, n):
     return Xv
 
 
-@partial(jax.jit, static_argnames=("mesh", "axis", "u"))
-def _sharded_falkon_core(problem, basis: Basis, lam, valid, options, scale, mesh, axis, u):
+@partial(jax.jit, static_argnames="layout")
+def _sharded_falkon_core(problem, basis: Basis, lam, valid, options, scale, layout):
+    mesh, axis, u = layout
     def local(problem, basis, lam, valid, options, scale):
         X, y, graph = problem
         g = local_block(graph)
@@ -155,5 +156,5 @@ def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis_X,
                       lambda Xv: check_matrix(as_float_array(Xv, "X_valid", finite=True),
                                               "X_valid"))
     coef, r = _sharded_falkon_core((data.X, data.y, data.graph), basis, lam, valid, options,
-                                   scale, data.mesh, data.axis, u)
+                                   scale, (data.mesh, data.axis, u))
     return coef[:b], r

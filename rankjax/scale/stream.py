@@ -281,11 +281,14 @@ def _query_folds(seg, num_queries, rows):
     return _Folds((jax.device_put(index),), (jax.device_put(mask),))
 
 
-@partial(jax.jit, static_argnames=("metric", "kw"))
-def _holdout_chunk(X, y, graph, lams, folds, G, b, num_queries, metric, kw):
-    """Hold-out predictions of a padded chunk and the per-λ sum and count of the metric
-    over its real queries (``< num_queries``, traced)."""
-    pred = holdout_from_system(X, y, graph, lams, folds, G, b)
+@partial(jax.jit, static_argnames="crit")
+def _holdout_chunk(problem, lams, folds, system, num_queries, crit):
+    """Hold-out predictions of a padded chunk ``problem = (X, y, graph)`` against the
+    global ``system = (G, b)`` and the per-λ sum and count of the metric ``crit =
+    (metric, kw)`` over its real queries (``< num_queries``, traced)."""
+    X, y, graph = problem
+    metric, kw = crit
+    pred = holdout_from_system(X, y, graph, lams, folds, *system)
     seg, S = graph.segments()
 
     def one(f):
@@ -306,9 +309,9 @@ def _holdout_pass(chunks, G, b, lams, metric, kw, rows, graph_kw, progress):
         if y.ndim != 1:
             raise ValueError("holdout_metric needs one output (y of shape [rows])")
         seg = np.asarray(gp.seg)
-        t, c = _holdout_chunk(jnp.asarray(Xp, dtype), yp, gp, lams.astype(dtype),
-                              _query_folds(seg, s.num_queries + 1, seg.shape[0]), Gd, bd,
-                              s.num_queries, metric, kw)
+        t, c = _holdout_chunk((jnp.asarray(Xp, dtype), yp, gp), lams.astype(dtype),
+                              _query_folds(seg, s.num_queries + 1, seg.shape[0]), (Gd, bd),
+                              s.num_queries, (metric, kw))
         total, count = total + t, count + c
         seen += X.shape[0]
     if seen != rows:
