@@ -244,3 +244,11 @@ def coef_from(C, W):
     axis first, any trailing axes)."""
     out = jax.scipy.linalg.solve_triangular(C, W.reshape(W.shape[0], -1), lower=True, trans=1)
     return out.reshape(W.shape)
+
+
+def explicit_features(K_R, K_RR):
+    """``(Φ [m, r], T [r, r])`` from ``K_R [r, m]`` and ``K_RR [r, r]`` given as matrices:
+    ``Φ = K_R^T C^{-T}`` and the back-map ``T = C^{-T}`` (basis coefficients ``A = T w``)."""
+    C = basis_cholesky(K_RR, jnp.ones(K_RR.shape[0], bool))
+    return features(K_R.T, C), coef_from(C, jnp.eye(C.shape[0], dtype=C.dtype))
+

@@ -31,7 +31,7 @@ from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import check_metric_options, metric_sign
 from ._rankrls import LinearModel, check_kernel_matrix, check_test_matrix, path_scores
-from ._nystrom import Basis, basis_cholesky, coef_from, features, take_basis
+from ._nystrom import Basis, coef_from, explicit_features, features, take_basis
 from ._ridge import decompose_primal, decompose_dual, primal_system
 from ._sparse import as_dense
 
@@ -243,10 +243,7 @@ def nystrom_features(K_R, K_RR):
     return _nystrom_jit(K_R, K_RR)
 
 
-@jax.jit
-def _nystrom_jit(K_R, K_RR):
-    C = basis_cholesky(K_RR, jnp.ones(K_RR.shape[0], bool))
-    return features(K_R.T, C), coef_from(C, jnp.eye(C.shape[0], dtype=C.dtype))
+_nystrom_jit = jax.jit(explicit_features)
 
 
 @partial(jax.jit, static_argnames=("train", "block_size"))

@@ -30,14 +30,14 @@ from ._sparse import is_bcoo
 
 __all__ = ["Eigh", "PSD_RTOL", "eigh_psd", "psd_mask", "psd_root", "spectral_filter",
            "eigh_solve", "eigh_path", "ridge_solve", "ridge_solve_checked", "primal_system", "dual_system",
-           "nystrom_map", "Decomposition", "decompose_dual", "decompose_primal", "tdot", "gram",
+           "Decomposition", "decompose_dual", "decompose_primal", "tdot", "gram",
            "symmetric_solve", "HI", "segment_normal_equations", "WIDE_GRAM", "RESOLVE_RTOL", "lam_floor"]
 
 HI = lax.Precision.HIGHEST
 
 PSD_RTOL = 1.0
 """Eigenvalues ``<= PSD_RTOL * size * eps * max(eigenvalue)`` of a PSD matrix are
-treated as exact zeros (rounding noise) by :func:`psd_root` and :func:`nystrom_map`."""
+treated as exact zeros (rounding noise) by :func:`psd_root`."""
 
 
 class Eigh(NamedTuple):
@@ -438,21 +438,3 @@ def decompose_primal(G, b) -> Decomposition:
     eig = eigh_psd(G)
     zero = jnp.zeros((), G.dtype)
     return Decomposition(eig, b, None, jnp.ones((), bool), zero, jnp.max(eig.values), zero)
-
-
-def nystrom_map(K_R, K_RR):
-    """Nyström map of the basis-vector approximation: ``Φ = K_R^T Z^{-T}`` with
-    ``K_RR = Z Z^T`` (``Z = V Λ^{1/2}``, rounding-level directions dropped), and
-    ``T = Z^{-T}`` so that basis coefficients are ``A = T w``.
-
-    Args:
-      K_R: ``[r, m]`` kernel between basis and training rows.
-      K_RR: ``[r, r]`` kernel among the basis rows.
-
-    Returns:
-      ``(Φ [m, r], T [r, r])``.
-    """
-    eig = eigh_psd(K_RR)
-    keep = psd_mask(eig)
-    T = eig.vectors * jnp.where(keep, 1 / jnp.sqrt(jnp.where(keep, eig.values, 1)), 0)
-    return jnp.matmul(K_R.T, T, precision=HI), T

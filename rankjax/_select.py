@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _tune
-from ._checks import check_count, check_flag, check_seed, resolve_segments
+from ._checks import check_count, check_flag, check_seed, segment_ids
 from ._cv import cross_validate
 from ._folds import make_folds
 from ._graph import Graph, check_problem
@@ -24,7 +24,7 @@ from ._kernels import Kernel, check_kernel, kernel_matrix, linear_kernel
 from ._memory import kernel_plan
 from ._metrics_graded import ndcg
 from ._nystrom import Nystrom, as_nystrom, take_basis
-from ._path import (NystromPath, check_lams, model_at, rankrls_dual_path, rankrls_nystrom_path,
+from ._path import (NystromPath, check_lams, is_path, model_at, rankrls_dual_path, rankrls_nystrom_path,
                     rankrls_primal_path, select_lambda)
 from ._rankrls import LinearModel, rankrls_dual, rankrls_kernel, rankrls_primal
 from ._ridge import HI
@@ -137,8 +137,10 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
       >>> s.scores.shape, s.lam in (0.1, 1., 10.), s.gamma in (0.1, 1.)
       ((6,), True, True)
     """
-    seg = resolve_segments(qid, None, X.shape[0])[0] if not hasattr(qid, "seg") else qid
-    graph = query_graph(qid) if graph is None else graph
+    seg = segment_ids(qid, "qid")
+    if seg.seg.shape[0] != X.shape[0]:
+        raise ValueError(f"qid has {seg.seg.shape[0]} rows but X has {X.shape[0]}")
+    graph = query_graph(seg) if graph is None else graph
     X, y = check_problem(X, y, graph)
     if y.ndim != 1:
         raise ValueError("select_rankrls chooses for one output: y must be 1-D")
@@ -277,7 +279,7 @@ class _Points:
         index = None
         if model is None:                       # exact kernel: the chosen λ's model
             model = rankrls_fit(X, y, g, lam=lam, kernel=kern)
-        elif isinstance(model, NystromPath):    # the basis rows travel with it
+        elif is_path(model):                    # Nyström: the basis rows travel with it
             index = np.asarray(model.basis)
         return RankRLSSelection(np.tile(lams, len(kernels)), gammas, s, best, lam,
                                 None if kern is None else float(kern.gamma), float(s[best]),

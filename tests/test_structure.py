@@ -186,3 +186,109 @@ def test_one_name_one_concept_among_private_helpers():
                     where.setdefault(n, []).append(rel(path))
     twice = {n: ps for n, ps in where.items() if len(ps) > 1}
     assert not twice, twice
+
+
+# --- the upper floors (issue 32) -------------------------------------------------------
+
+MAX_CORE_PARAMS = 8
+
+
+def _n_params(fn):
+    a = fn.args
+    return len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs)
+
+
+def jitted_cores(tree):
+    """``(name, parameter count)`` of every function compiled by ``jax.jit``: decorated
+    (``@jax.jit``, ``@partial(jax.jit, ...)``) or wrapped (``name = jax.jit(fn, ...)``)."""
+    defs = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d)
+                                                     for d in node.decorator_list):
+            yield node.name, _n_params(node)
+        elif (isinstance(node, ast.Call) and ast.unparse(node.func) in ("jax.jit", "jit")
+              and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in defs):
+            yield node.args[0].id, _n_params(defs[node.args[0].id])
+
+
+@pytest.mark.parametrize("path", modules(), ids=rel)
+def test_no_jitted_core_has_more_than_8_parameters(path):
+    # data and options travel as pytrees passed whole (a Basis, a CG, a ValidSet, a
+    # (X, y, graph) problem) and static options as one hashable tuple
+    big = [(n, k) for n, k in jitted_cores(ast.parse(path.read_text())) if k > MAX_CORE_PARAMS]
+    assert not big, f"{rel(path)}: jitted cores with more than {MAX_CORE_PARAMS} parameters: {big}"
+
+
+LOOP_OPTIONS = {"tol", "max_iter", "patience", "recompute_every"}
+OWN_LOOPS = {
+    "_gp.py": "the expectation-propagation loop of the probit GP, not CG",
+    "_ranksvm.py": "TRON's outer loop (Newton steps with an inner CG of its own)",
+    "estimators/iterative.py": "scikit-learn constructor parameters, translated into a CG",
+}
+
+
+@pytest.mark.parametrize("path", modules(), ids=rel)
+def test_loop_options_only_through_CG(path):
+    # the CG solvers take options=CG(...); the keyword spellings are forwarded by the
+    # loop_keywords decorator, never a parameter
+    if rel(path) in OWN_LOOPS:
+        return
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.FunctionDef) and node.name != "with_tol":
+            a = node.args
+            hit = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} & LOOP_OPTIONS
+            if hit:
+                bad.append((node.name, sorted(hit)))
+    assert not bad, f"{rel(path)}: loop options as parameters (use CG): {bad}"
+
+
+NYSTROM_HOME = "_nystrom.py"
+NYSTROM_NAMES = {"take_basis": "the one basis check", "basis_cholesky": "the one feature map's factor",
+                 "features": "the one feature map"}
+
+
+def test_one_nystrom_feature_map_and_one_basis_check():
+    defined, factorised, basis_errors = {}, [], []
+    for path in modules():
+        src = path.read_text()
+        tree = ast.parse(src)
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name in NYSTROM_NAMES:
+                defined.setdefault(node.name, []).append(rel(path))
+        if rel(path) != NYSTROM_HOME:
+            factorised += [rel(path) for n in ast.walk(tree) if isinstance(n, ast.Call)
+                           and ast.unparse(n.func).endswith("basis_cholesky")]
+            if "basis holds" in src or "nystrom_map" in src or "padded_basis" in src:
+                basis_errors.append(rel(path))
+    assert defined == {n: [NYSTROM_HOME] for n in NYSTROM_NAMES}, defined
+    assert not factorised, f"basis factorised outside {NYSTROM_HOME}: {factorised}"
+    assert not basis_errors, f"a second basis check or feature map in {basis_errors}"
+
+
+def test_no_array_computation_in_estimators():
+    # the estimators translate scikit-learn's conventions; every computation is a
+    # library call (jax.Array in isinstance and jax.block_until_ready are conversions)
+    allowed = {"jax.Array", "jax.block_until_ready"}
+    for path in sorted((PKG / "estimators").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        bad = [n.lineno for n in ast.walk(tree)
+               if isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)]
+        bad += [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                and ast.unparse(n).startswith(("jax.", "jnp.", "lax."))
+                and ast.unparse(n) not in allowed and not isinstance(n.value, ast.Attribute)]
+        bad += [n.lineno for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                and any(a.name.startswith(("jax.numpy", "jax.lax", "jnp")) or
+                        getattr(n, "module", "") in ("jax", "jax.numpy") for a in n.names)]
+        assert not bad, f"{rel(path)}: array computation at lines {sorted(bad)}"
+
+
+def test_the_upper_floor_rules_see_a_violation():
+    src = ("import jax\nfrom functools import partial\n"
+           "@partial(jax.jit, static_argnames='k')\n"
+           "def core(a, b, c, d, e, f, g, h, k):\n    return a\n"
+           "def solve(X, *, tol=1e-5):\n    return X @ X\n"
+           "g = jax.jit(core)\n")
+    tree = ast.parse(src)
+    assert [k for _, k in jitted_cores(tree)] == [9, 9]
+    assert any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult) for n in ast.walk(tree))
