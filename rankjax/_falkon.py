@@ -214,9 +214,7 @@ def rankrls_falkon(X, y, graph: Graph, *, lam, kernel: Kernel, basis,
     """
     X, y = check_problem(X, y, graph)
     X = as_dense(X)
-    if not graph.takes_labels:
-        raise TypeError("rankrls_falkon needs a QueryGraph or an IdentityGraph: a PreferenceGraph's "
-                        "edges may leave the preconditioner's subsample")
+    graph.check_splittable("rankrls_falkon (its preconditioner's subsample)")
     if y.ndim != 1:
         raise ValueError("rankrls_falkon solves one output; vmap over the columns of y")
     falkon_checks(kernel, lam, valid)

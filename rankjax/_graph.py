@@ -114,6 +114,10 @@ class _GraphBase:
         r = y - f
         return r @ self.mv(r)
 
+    def check_splittable(self, what: str):
+        """Raises when the rows cannot be split without cutting edges (hold-out folds,
+        a preconditioner's subsample): only a :class:`PreferenceGraph` raises."""
+
     def criterion(self, y, metric="pairwise_error", greater_is_better=None, **kw):
         """``f -> value`` (lower is better) on this graph's rows: ``"pairwise_error"``,
         ``"loss"`` or a metric ``metric(f, y, seg, num_queries=..., **kw)``."""
@@ -403,8 +407,11 @@ class PreferenceGraph(_GraphBase):
                         "edges may leave any subset (use a QueryGraph or an IdentityGraph)")
 
     def fold_units(self):
-        raise TypeError("hold-out folds need a QueryGraph (folds of whole queries) or an "
-                        "IdentityGraph; a PreferenceGraph's edges may cross any split")
+        self.check_splittable("hold-out folds")
+
+    def check_splittable(self, what: str):
+        raise TypeError(f"{what} needs a QueryGraph (whole queries) or an IdentityGraph: the "
+                        "edges of a PreferenceGraph may cross any split of the rows")
 
 
 @_pytree([], ["num_rows"])

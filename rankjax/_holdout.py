@@ -107,8 +107,7 @@ def _refit_fold(graph, idx, mask, X, G, b, y, lams):
 
 def _check_holdout(X, y, graph, lams, folds, seed, name="X"):
     check_graph(graph)
-    if not graph.takes_labels:
-        graph.fold_units()            # raises: preference edges may cross any split
+    graph.check_splittable("the hold-out")
     X, y = check_problem(X, y, graph, name)
     folds = resolve_folds(graph, folds, seed, X.shape[0])
     return X, y, check_lams(lams).astype(X.dtype), folds

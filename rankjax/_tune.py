@@ -58,9 +58,7 @@ def _check_data(X, y, graph, kernel="linear", what="tune"):
     with a kernel, the ``m x m`` matrices of a differentiated step must fit (about 12:
     kernel, system, Cholesky factor, features and their cotangents)."""
     check_graph(graph)
-    if not graph.takes_labels:
-        raise TypeError("graph must be a query or identity graph (scored data): the edges of "
-                        "a PreferenceGraph may cross any hold-out split")
+    graph.check_splittable(what)
     X = check_matrix(X)
     if kernel != "linear" and X.ndim == 2:
         kernel_plan(X.shape[0], X.dtype, 12, what)

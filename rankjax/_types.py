@@ -38,6 +38,14 @@ class GraphOperator(Protocol):
     def segments(self) -> Tuple[Any, int]: ...                   # (segment ids, count)
     def fold_units(self) -> Tuple[Any, int]: ...                 # hold-out units per row
     def restrict(self, rows, size: Optional[int] = None) -> "GraphOperator": ...
+    def prefix(self, u: int) -> "GraphOperator": ...             # the first u rows' graph
+    def check_splittable(self, what: str) -> None: ...           # raises for edges across splits
+    def rhs(self, y, dtype) -> Any: ...                          # L y (edges: M N)
+    def root_mv(self, v) -> Any: ...                             # S v, S S^T = L
+    def factor(self) -> Tuple[Any, Any, Any]: ...                # (R, R^T, rhs), R R^T = L
+    def block_root(self, idx, mask, dtype) -> Any: ...           # B, B B^T = L_UU (a fold)
+    def criterion(self, y, metric="pairwise_error", greater_is_better=None, **kw) -> Any: ...
+    def loss(self, f, y) -> Any: ...                             # (y - f)^T L (y - f)
 
 
 MODEL_TYPES: Dict[str, type] = {}

@@ -90,3 +90,31 @@ def test_a_checked_array_is_not_checked_again_but_a_new_one_is(data):
     with pytest.raises(ValueError, match="NaN"):
         check_matrix(B)
     assert VALIDATIONS["X"] == 2
+
+
+LIBRARY_PATHS = {
+    "holdout_primal": lambda X, y, g: rj.holdout_primal(X, y, g, lams=[1.0]),
+    "holdout_nystrom": lambda X, y, g: rj.holdout_nystrom(X, y, g, lams=[1.0],
+                                                          kernel=rj.gaussian_kernel(0.5), basis=20),
+    "rankrls_nystrom_path": lambda X, y, g: rj.rankrls_nystrom_path(
+        X, y, g, lams=[1.0], kernel=rj.gaussian_kernel(0.5), basis=rj.Nystrom(20, method="kmeans++")),
+    "rankrls_falkon": lambda X, y, g: rj.rankrls_falkon(X, y, g, lam=1.0,
+                                                        kernel=rj.gaussian_kernel(0.5), basis=20),
+    "rankrls_cg": lambda X, y, g: rj.rankrls_cg(X, y, g, lam=1.0),
+    "tune": lambda X, y, g: rj.tune(X, y, g, steps=1),
+    "cv_loss": lambda X, y, g: rj.cv_loss({"log_lam": 0.0}, X, y, g, rj.make_folds(g)),
+    "select_rankrls": lambda X, y, g: rj.select_rankrls(X, y, g.segments()[0], lams=[1.0],
+                                                        graph=g),
+    "select_rankrls-basis": lambda X, y, g: rj.select_rankrls(
+        X, y, g.segments()[0], lams=[1.0], graph=g, kernels=[rj.gaussian_kernel(0.5)], basis=20),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARY_PATHS))
+def test_library_paths_check_each_input_once(data, name):
+    # the hold-out, FALKON, tune and selection paths: X and y checked once each, however
+    # many inner public functions (check_problem, the basis, the folds) they pass through
+    X, y, qid = data
+    g = rj.query_graph(qid)
+    assert _run(lambda: LIBRARY_PATHS[name](X, y, g))["X"] == 1
+    assert _run(lambda: LIBRARY_PATHS[name](X, y, g))["y"] == 1
