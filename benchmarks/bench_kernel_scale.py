@@ -96,7 +96,8 @@ def main():
         f0 = np.asarray(rj.predict(p, d.X)[0])
         for it in (20, 30, 50):
             t0 = time.perf_counter()
-            f = rj.rankrls_falkon(d.X, d.y, g, lam=lam, kernel=k, basis=basis, tol=0.0, max_iter=it)
+            f = rj.rankrls_falkon(d.X, d.y, g, lam=lam, kernel=k, basis=basis,
+                                  options=rj.CG(tol=0.0, max_iter=it))
             jax.block_until_ready(f.coef)
             dt = time.perf_counter() - t0
             rel = float(np.linalg.norm(np.asarray(rj.predict(f, d.X)) - f0) / np.linalg.norm(f0))
@@ -107,7 +108,7 @@ def main():
     gb = rj.query_graph(big.qid)
     t0 = time.perf_counter()
     f = rj.rankrls_falkon(big.X, big.y, gb, lam=1.0, kernel=rj.gaussian_kernel(1.0 / 136),
-                          basis=args.large_basis, tol=1e-6, max_iter=50)
+                          basis=args.large_basis, options=rj.CG(tol=1e-6, max_iter=50))
     jax.block_until_ready(f.coef)
     dt = time.perf_counter() - t0
     emit(name="falkon_large", dtype="float64", shape=list(big.X.shape), basis=args.large_basis, lam=1.0,

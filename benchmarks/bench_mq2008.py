@@ -70,7 +70,7 @@ def learners(X, y, q, Xv, yv, qv, gamma):
         out[f"Nyström RankRLSCV b=2000 {method} (LQO, train-only)"] = m.predict
     # FALKON with twice the basis, at the (λ, γ) the Nyström leave-query-out chose
     kk = rj.gaussian_kernel(m.gamma_)
-    fk = rj.rankrls_falkon(X, y, g, lam=m.lam_, kernel=kk, tol=1e-6, max_iter=100,
+    fk = rj.rankrls_falkon(X, y, g, lam=m.lam_, kernel=kk, options=rj.CG(tol=1e-6, max_iter=100),
                            basis=rj.nystrom_basis(X, 4000, kernel=kk, method="kmeans++"))
     out["FALKON b=4000 kmeans++ (λ, γ of the Nyström LQO, train-only)"] = (
         lambda Z: np.asarray(rj.predict(fk, Z)))

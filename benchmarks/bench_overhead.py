@@ -94,8 +94,8 @@ def entries(rj, dtype):
            lambda X, y, q: (lambda f, X=jnp.asarray(X, dtype), y=jnp.asarray(y, dtype):
                             (lambda: f(X, y)))(
                jax.jit(lambda X, y: rj.leave_pair_out_primal(X, y, pairs, lams=lams[:2]))))
-    yield ("rankrls_cg", lambda X, y, q: rj.rankrls_cg(X, y, graph(q), lam=1.0, tol=1e-8),
-           jit_graph(lambda X, y, g: rj.rankrls_cg(X, y, g, lam=1.0, tol=1e-8)))
+    yield ("rankrls_cg", lambda X, y, q: rj.rankrls_cg(X, y, graph(q), lam=1.0, options=rj.CG(tol=1e-8)),
+           jit_graph(lambda X, y, g: rj.rankrls_cg(X, y, g, lam=1.0, options=rj.CG(tol=1e-8))))
     yield ("rankrls_cg early stopping",
            lambda X, y, q: rj.rankrls_cg(X, y, graph(q), lam=0.0, valid=(X, y, graph(q))),
            jit_graph(lambda X, y, g: rj.rankrls_cg(X, y, g, lam=0.0, valid=(X, y, g))))

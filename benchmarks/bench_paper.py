@@ -169,15 +169,15 @@ def cg_early_stopping():
     """λ = 0, the iteration count chosen by validation NDCG@10 (Airola et al. 2010 §4)."""
     def path(X, y, qid, valid):     # one run to 100 iterations: the validation curve
         Xv, yv, qv, crit = valid
-        kw = {"metric": rj.ndcg, "k": 10} if crit == "ndcg10" else {}
+        kw = {"metric": rj.ndcg, "metric_kwargs": {"k": 10}} if crit == "ndcg10" else {}
         r = rj.rankrls_cg(X, y, rj.query_graph(qid), lam=0.0, valid=(Xv, yv, rj.query_graph(qv)),
-                          tol=0.0, max_iter=100, patience=100, **kw)
+                          options=rj.CG(tol=0.0, max_iter=100, patience=100), **kw)
         h = np.asarray(r.valid_history)[1:int(r.iterations) + 1]     # lower is better
         return np.arange(1, len(h) + 1), list(-h if crit == "ndcg10" else h)
 
     def fit(X, y, qid, it, Xt):
-        return Xt @ np.asarray(rj.rankrls_cg(X, y, rj.query_graph(qid), lam=0.0, tol=0.0,
-                                             max_iter=int(it)).weights)
+        return Xt @ np.asarray(rj.rankrls_cg(X, y, rj.query_graph(qid), lam=0.0,
+                                             options=rj.CG(tol=0.0, max_iter=int(it))).weights)
     return path, fit
 
 

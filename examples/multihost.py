@@ -83,7 +83,7 @@ def main(args):
     path = rj.sharded_primal_path(data, lams=lams)
     holdout = rj.sharded_holdout(data, lams=lams)
     ndcg = rj.sharded_metric(data, holdout.predictions, rj.ndcg, k=10)
-    cg = rj.sharded_cg(data, lam=1.0, tol=1e-12)
+    cg = rj.sharded_cg(data, lam=1.0, options=rj.CG(tol=1e-12))
     result = dict(processes=jax.process_count(), devices=jax.device_count(),
                   weights=np.asarray(path.weights).tolist(),
                   holdout_ndcg=np.asarray(ndcg).tolist(), cg_weights=np.asarray(cg.weights).tolist())

@@ -144,8 +144,6 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
     X, y = check_problem(X, y, graph)
     if y.ndim != 1:
         raise ValueError("select_rankrls chooses for one output: y must be 1-D")
-    lams_arr = check_lams(lams)
-    lams = np.asarray(lams_arr, np.float64)
     kernels = list(kernels)
     if not kernels:
         raise ValueError("kernels must hold at least one kernel (None for the linear model)")
@@ -155,6 +153,11 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
     optimize = check_flag(optimize, "optimize")
     score_k = check_count(score_k, "score_k")
     check_seed(seed)
+    if optimize:                                    # options first, then the grid
+        steps = check_count(optimize_steps, "optimize_steps")
+        if basis is None and valid is None:
+            _tune_kind(kernels)
+    lams = np.asarray(check_lams(lams), np.float64)
     linear = all(k is None for k in kernels)
     if basis is not None:
         if any(k is None for k in kernels):
@@ -181,13 +184,9 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
     lam, kern, score = float(lams[best % lams.size]), kernels[best // lams.size], float(s[best])
     trajectory = None
     if kind is not None:
-        lam, kern, score, trajectory = points.refine(kind, lam, kern, score, folds,
-                                                     check_count(optimize_steps,
-                                                                 "optimize_steps"))
+        lam, kern, score, trajectory = points.refine(kind, lam, kern, score, folds, steps)
     elif optimize:
-        lam, kern, score, trajectory = points.golden(kernels, lam, kern, score, folds,
-                                                     check_count(optimize_steps,
-                                                                 "optimize_steps"))
+        lam, kern, score, trajectory = points.golden(kernels, lam, kern, score, folds, steps)
     if basis is not None:
         index, model = points.nystrom_model(kern, lam)
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _cg, _kernels, _kpcrank, _metrics_graded, _rankboost, _rankrls, _ranksvm
+from .. import _cg, _cg_loop, _kernels, _kpcrank, _metrics_graded, _rankboost, _rankrls, _ranksvm
 from .._graph_build import query_graph
 from .._sparse import as_dense
 from .base import Ranker, make_kernel, verbose_every
@@ -41,8 +41,10 @@ class CGRankRLS(Ranker):
         if valid is None and self.lam == 0:
             raise ValueError("lam=0 needs an eval_set (early stopping) or use lam > 0")
         self.model_ = _cg.rankrls_cg(X, y, self._graph(seg, y), lam=self.lam, valid=valid,
-                                     metric=_metrics_graded.ndcg, k=self.score_k, tol=self.tol,
-                                     max_iter=self.max_iter, patience=rounds, progress=every)
+                                     metric=_metrics_graded.ndcg,
+                                     metric_kwargs={"k": self.score_k},
+                                     options=_cg_loop.CG(tol=self.tol, max_iter=self.max_iter,
+                                                         patience=rounds, progress=every))
         self.n_iter_ = int(self.model_.iterations)
         self.best_iteration_ = int(self.model_.best_iteration)
         if valid is not None:
