@@ -181,11 +181,13 @@ class Basis(NamedTuple):
         return basis_cholesky(kernel_block(self.kernel, self.X, self.X), self.mask)
 
 
-def take_basis(X, basis, kernel: Optional[Kernel] = None, seed: int = 0):
+def take_basis(X, basis, kernel: Optional[Kernel] = None, seed: int = 0, pad: bool = True):
     """The one basis check: ``(index [b] host int64, Basis)`` for ``basis`` (an int, row
     indices or a :class:`Nystrom`) of the training rows ``X``, indices range-checked on
     the host, rows gathered into a bucket of :func:`padded_size` rows (one compiled
-    gather per bucket, whatever ``b``)."""
+    program per bucket, whatever ``b``), or exactly ``b`` rows without ``pad`` (the
+    one-shot path: a power-of-two bucket made its root-form system 45 % slower at
+    100,000 x 1,024 than at 1,000 columns, docs/design.md)."""
     spec = as_nystrom(basis, seed)
     m = X.shape[0]
     if spec.rows is None:
@@ -203,7 +205,7 @@ def take_basis(X, basis, kernel: Optional[Kernel] = None, seed: int = 0):
         if np.unique(b).size != b.size:
             raise ValueError("basis holds repeated row indices")
     b = b.astype(np.int64)
-    bp = int(padded_size(b.size))
+    bp = int(padded_size(b.size)) if pad else b.size
     idx = np.zeros(bp, np.int32)
     idx[:b.size] = b
     mask = device_array(np.arange(bp) < b.size)

@@ -294,7 +294,7 @@ def rankrls_nystrom_path(X, y, graph: Graph, *, lams, kernel: Kernel, basis, X_v
     X, y = check_problem(X, y, graph)
     lams = check_lams(lams)
     Xd = as_dense(X)
-    index, basis = take_basis(Xd, basis, kernel, seed)
+    index, basis = take_basis(Xd, basis, kernel, seed, pad=False)
     r = index.size
     coef, train, valid = _nystrom_path_core(
         Xd, y, graph, basis, lams, _valid_matrix(X_valid, X.shape[1]),

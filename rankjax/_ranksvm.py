@@ -412,7 +412,8 @@ def ranksvm_kernel(X, y, qid=None, *, kernel: Kernel, C=1.0, basis=None, seed: i
       True
     """
     X = as_dense(check_matrix(X))
-    index, B = take_basis(X, np.arange(X.shape[0]) if basis is None else basis, kernel, seed)
+    index, B = take_basis(X, np.arange(X.shape[0]) if basis is None else basis, kernel, seed,
+                          pad=False)
     Phi, C_R = _kernel_map(X, B)
     res = ranksvm_l2(Phi, y, qid, C=C, **tron_kw)
     r = index.size
