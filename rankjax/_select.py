@@ -177,7 +177,7 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
     kind = _tune_kind(kernels) if optimize and basis is None else None
     if basis is None and not linear:                       # before any work
         kernel_plan(X.shape[0], np.result_type(float), 7 + (12 if optimize else 0),
-                    "select_rankrls with an exact kernel (basis=None)")
+                    "RankRLSCV / select_rankrls with an exact kernel (basis=None)")
     folds = make_folds(graph, cv, seed=seed)
     s = np.concatenate([points.holdout(k, folds) for k in kernels])
     best = _best(s)
@@ -235,8 +235,8 @@ class _Points:
         Xd = jnp.asarray(as_dense(X))
         index, B = take_basis(Xd, self.basis, kern)
         check_nystrom_memory(Xd.shape[0], B.X.shape[0], Xd.dtype)
-        pred, coef = nystrom_holdout_core(Xd, jnp.asarray(y, Xd.dtype), g, B,
-                                          jnp.asarray(lams, Xd.dtype), folds)
+        pred, coef = nystrom_holdout_core(Xd, jnp.asarray(y, Xd.dtype), g, B,    # the program
+                                          jnp.asarray(lams, Xd.dtype), folds, None)  # of holdout_nystrom
         b = index.size
         self.coefs[float(kern.gamma)] = (index, B.X[:b], coef[:, :b], kern)
         return self._ndcg(HoldOut(lams, pred, folds))

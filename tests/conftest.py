@@ -29,3 +29,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def surface(tmp_path_factory):
+    """The small problem of the bad-input tables (``tests/surface.py``)."""
+    from surface import make_problem
+    return make_problem(tmp_path_factory.mktemp("surface"))

@@ -243,3 +243,38 @@ def test_progress_report_is_optional(capfd):
     err = capfd.readouterr().err.splitlines()
     assert len(err) == int(loud.iterations) // 2 and err[0].startswith("rankjax cg: iteration 2:")
     np.testing.assert_array_equal(loud.weights, quiet.weights)
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, V, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["rankrls_cg"] = [
+        (lambda d: rj.rankrls_cg(d.X, d.y, d.g, lam=-1.0), E(ValueError, "lam")),
+        (lambda d: rj.rankrls_cg(d.X, d.y, d.g, x0=np.ones(d.n + 1)), E(ValueError, "x0")),
+        (lambda d: rj.rankrls_cg(d.X, d.y, d.g, lam=1.0, metric="nope", valid=(d.X, d.y, d.g)),
+         E(ValueError, "metric")),
+        (lambda d: rj.rankrls_cg(d.X, d.y, d.g, lam=1.0, valid=(d.X[:, :2], d.y, d.g)),
+         E(ValueError, "X_valid")),
+    ]
+BAD_INPUT["rankrls_cg_dual"] = [
+        (lambda d: rj.rankrls_cg_dual(d.K, d.y, d.g, lam=np.nan), E(ValueError, "lam")),
+        (lambda d: rj.rankrls_cg_dual(d.K, d.y, d.g, x0=np.ones(2)), E(ValueError, "x0")),
+    ]
+BAD_INPUT["cg_solve"] = [
+        (lambda d: rj.cg_solve(d.K, np.ones(d.m)), E(TypeError, "matvec")),
+        (lambda d: rj.cg_solve(lambda v: v, np.ones(3), lam=-1.0), E(ValueError, "lam")),
+        (lambda d: rj.cg_solve(lambda v: v, np.ones(3), tol=-1.0), E(ValueError, "tol")),
+        (lambda d: rj.cg_solve(lambda v: v, np.r_[np.nan, 1, 1]), E(ValueError, "b")),
+        (lambda d: rj.cg_solve(lambda v: v, np.ones(3), x0=np.ones(2)), E(ValueError, "x0")),
+        (lambda d: rj.cg_solve(lambda v: v, np.zeros(3)),
+         V(lambda r: np.all(np.asarray(r.weights) == 0) and bool(r.converged))),
+    ]
+BAD_INPUT["validation_criterion"] = [
+        (lambda d: rj.validation_criterion((d.y, d.g), "nope"), E(ValueError, "metric")),
+        (lambda d: rj.validation_criterion((d.y[:-1], d.g)), E(ValueError, "y")),
+        (lambda d: rj.validation_criterion(d.y), E(TypeError, "valid")),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

@@ -50,3 +50,17 @@ def test_seeds(seed):
 def test_segments_is_a_namedtuple_of_host_values():
     s = segment_ids([3, 3, 9])
     assert isinstance(s, Segments) and isinstance(s.num_queries, int)
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+import rankjax as rj  # noqa: E402
+from surface import E, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["segment_ids"] = [
+        (lambda d: rj.segment_ids(d.qid.astype(float)), E(TypeError, "qid must be an integer")),
+        (lambda d: rj.segment_ids(d.qid[:, None]), E(ValueError, "1-D")),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

@@ -219,3 +219,21 @@ def test_xla_cpu_scheduler_flag_is_added_once_and_never_overrides_the_caller():
     other = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
     _configure(other)
     assert other["XLA_FLAGS"].startswith("--xla_force_host_platform_device_count=4 --xla_cpu")
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["make_ranking_data"] = [
+        (lambda d: rj.make_ranking_data(0), E(ValueError, "num_queries")),
+        (lambda d: rj.make_ranking_data(3, levels=1), E(ValueError, "levels")),
+        (lambda d: rj.make_ranking_data(3, docs_per_query=(5, 2)), E(ValueError, "docs_per_query")),
+    ]
+BAD_INPUT["make_sparse_ranking_data"] = [
+        (lambda d: rj.make_sparse_ranking_data(0, 100), E(ValueError, "num_rows")),
+        (lambda d: rj.make_sparse_ranking_data(10, 5, nnz_per_row=6), E(ValueError, "nnz_per_row")),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

@@ -243,3 +243,69 @@ def test_lambdarank_lqo_choice_is_near_the_best_in_hindsight():
           f"{test[int(by_ndcg.best_index)]:.4f}; best in hindsight lambda="
           f"{lams[test.argmax()]:g}: {best:.4f}")
     assert best - chosen <= 0.01
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, V, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["make_folds"] = [
+        (lambda d: rj.make_folds(d.g, 1), E(ValueError, "folds")),
+        (lambda d: rj.make_folds(d.g, 6), E(ValueError, "folds")),
+        (lambda d: rj.make_folds(d.g, np.zeros(d.m - 1, int)), E(ValueError, "folds")),
+        (lambda d: rj.make_folds(d.pref), E(TypeError, "PreferenceGraph")),
+    ]
+BAD_INPUT["holdout_primal"] = [
+        (lambda d: rj.holdout_primal(d.X, d.y, d.g, lams=[1.0],
+                                     folds=rj.make_folds(rj.query_graph(d.qid // 2))),
+         E(ValueError, "another graph")),
+        (lambda d: rj.holdout_primal(d.X, d.y, d.g, lams=[-1.0]), E(ValueError, "lams")),
+        (lambda d: rj.holdout_primal(d.X, d.y, d.pref, lams=[1.0]), E(TypeError, "PreferenceGraph")),
+    ]
+BAD_INPUT["holdout_dual"] = [
+        (lambda d: rj.holdout_dual(d.K, d.y[:-1], d.g, lams=[1.0]), E(ValueError, "y")),
+        (lambda d: rj.holdout_dual(d.K, d.y, d.g, lams=[1.0], folds="loo"),
+         E((TypeError, ValueError), "folds")),
+    ]
+BAD_INPUT["holdout_nystrom"] = [
+        (lambda d: rj.holdout_nystrom(d.X, d.y, d.g, lams=[1.0], kernel=d.kern, basis=[-1, 0]),
+         E(ValueError, "basis")),
+    ]
+BAD_INPUT["cross_validate"] = [
+        (lambda d: rj.cross_validate(d.y, d.y, d.qid, metric=rj.ndcg), E(TypeError, "holdout")),
+        (lambda d: rj.cross_validate(d.holdout, d.y[:-1], d.qid, metric=rj.ndcg), E(ValueError, "y|scores")),
+    ]
+BAD_INPUT["leave_pair_out_dual"] = [
+        (lambda d: rj.leave_pair_out_dual(d.K, d.y, [[0, 0]], lams=[1.0]), E(ValueError, "pairs")),
+        (lambda d: rj.leave_pair_out_dual(d.K, d.y, [[0, 1, 2]], lams=[1.0]), E(ValueError, "pairs")),
+        (lambda d: rj.leave_pair_out_dual(d.K[:2, :2], d.y[:2], [[0, 1]], lams=[1.0]),
+         E(ValueError, "3 rows")),
+    ]
+BAD_INPUT["leave_pair_out_primal"] = [
+        (lambda d: rj.leave_pair_out_primal(d.X, d.y, [[0, d.m]], lams=[1.0]), E(ValueError, "pairs")),
+        (lambda d: rj.leave_pair_out_primal(d.X, d.y, [[0.0, 1.0]], lams=[1.0]), E(TypeError, "pairs")),
+    ]
+BAD_INPUT["lpo_cindex"] = [
+        (lambda d: rj.lpo_cindex(d.lpo, d.y[:3]), E(ValueError, "pairs index row")),
+        (lambda d: rj.lpo_cindex(d.lpo, d.ties), E(ValueError, "no pair")),
+    ]
+BAD_INPUT["differing_pairs"] = [
+        (lambda d: rj.differing_pairs(d.nanv), E(ValueError, "y")),
+        (lambda d: rj.differing_pairs(d.ties), V(lambda p: p.shape == (0, 2))),
+    ]
+BAD_INPUT["positive_negative_pairs"] = [
+        (lambda d: rj.positive_negative_pairs(d.y), E(ValueError, "y")),     # graded, not 0/1
+        (lambda d: rj.positive_negative_pairs(np.ones(4)), V(lambda p: p.shape == (0, 2))),
+    ]
+BAD_INPUT["permuted_labels"] = [
+        (lambda d: rj.permuted_labels(d.y, d.qid, num_permutations=0), E(ValueError, "num_permutations")),
+        (lambda d: rj.permuted_labels(d.y, d.qid[:-1], num_permutations=2), E(ValueError, "qid")),
+    ]
+BAD_INPUT["permutation_test"] = [
+        (lambda d: rj.permutation_test(lambda y: d.holdout, d.y, d.qid, metric=rj.ndcg,
+                                       num_permutations=0), E(ValueError, "num_permutations")),
+        (lambda d: rj.permutation_test(d.holdout, d.y, d.qid, metric=rj.ndcg), E(TypeError, "holdout_fn")),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

@@ -286,3 +286,74 @@ def test_two_process_example_matches_single_process(tmp_path):
     np.testing.assert_allclose(got["cg_weights"],
                                rj.rankrls_cg(d.X, d.y, g, lam=1.0, tol=1e-12).weights,
                                rtol=1e-8, atol=1e-10)
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, V, nan, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["sharded_falkon"] = [
+        (lambda d: rj.sharded_falkon(d.sharded, lam=1.0, kernel=rj.gaussian_kernel(1.0),
+                                     basis_X=d.X[:, :-1]), E(ValueError, "basis_X")),
+        (lambda d: rj.sharded_falkon(d.sharded, lam=0.0, kernel=rj.gaussian_kernel(1.0),
+                                     basis_X=d.X[:3]), E(ValueError, "lam")),
+    ]
+BAD_INPUT["partition_queries"] = [
+        (lambda d: rj.partition_queries(d.qid, 0), E(ValueError, "num_shards")),
+        (lambda d: rj.partition_queries(d.qid, 2.5), E(TypeError, "num_shards")),
+        (lambda d: rj.partition_queries(d.qid, 2, multiple=0), E(ValueError, "multiple")),
+        (lambda d: rj.partition_queries(d.qid.astype(float), 2), E(TypeError, "qid")),
+        (lambda d: rj.partition_queries(d.qid, 50), V(lambda p: p.rows.shape[0] == 50)),
+    ]
+BAD_INPUT["shard_data"] = [
+        (lambda d: rj.shard_data(d.X, d.y, d.pref), E(TypeError, "QueryGraph")),
+        (lambda d: rj.shard_data(d.X[:-1], d.y[:-1], d.g), E(ValueError, "rows")),
+        (lambda d: rj.shard_data(d.X, d.nanv, d.g), E(ValueError, "y")),
+        (lambda d: rj.shard_data(d.X, d.y, d.g, mesh="cpu"), E(TypeError, "mesh")),
+        (lambda d: rj.shard_data(d.X, d.y, d.g, partition=(1, 2)), E(TypeError, "partition")),
+        (lambda d: rj.shard_data(d.X, d.y, d.g, partition=rj.partition_queries(d.qid, 3)),
+         E(ValueError, "partition")),
+    ]
+BAD_INPUT["sharded_primal_path"] = [
+        (lambda d: rj.sharded_primal_path((d.X, d.y), lams=[1.0]), E(TypeError, "data")),
+        (lambda d: rj.sharded_primal_path(d.sharded, lams=[0.0]), E(ValueError, "lams")),
+        (lambda d: rj.sharded_primal_path(d.sharded, lams=[[1.0]]), E(ValueError, "lams")),
+    ]
+BAD_INPUT["sharded_normal_equations"] = [
+        (lambda d: rj.sharded_normal_equations(d.X), E(TypeError, "data")),
+        (lambda d: rj.sharded_normal_equations(rj.shard_data(__import__("scipy.sparse").sparse
+                                                             .csr_matrix(d.X), d.y, d.g)),
+         E(ValueError, "dense")),
+    ]
+BAD_INPUT["sharded_holdout"] = [
+        (lambda d: rj.sharded_holdout(d.sharded, lams=[np.nan]), E(ValueError, "lams")),
+        (lambda d: rj.sharded_holdout(None, lams=[1.0]), E(TypeError, "data")),
+    ]
+BAD_INPUT["sharded_cg"] = [
+        (lambda d: rj.sharded_cg(d.sharded, lam=-1.0), E(ValueError, "lam")),
+        (lambda d: rj.sharded_cg(d.sharded, lam=[1.0, 2.0]), E(TypeError, "lam")),
+        (lambda d: rj.sharded_cg(d.sharded, max_iter=0), E(ValueError, "max_iter")),
+        (lambda d: rj.sharded_cg(d.sharded, x0=np.ones(d.n + 1)), E(ValueError, "x0")),
+        (lambda d: rj.sharded_cg(d.sharded, valid=(d.X[:, :2], d.y, d.g)), E(ValueError, "X_valid")),
+    ]
+BAD_INPUT["sharded_metric"] = [
+        (lambda d: rj.sharded_metric(d.sharded, d.y[:-1]), E(ValueError, "scores")),
+        (lambda d: rj.sharded_metric(d.sharded, d.nanv), E(ValueError, "scores")),
+        (lambda d: rj.sharded_metric(d.sharded, d.y, "ndcg"), E(TypeError, "metric")),
+        (lambda d: rj.sharded_metric(d.sharded, d.y, rj.ndcg, y=d.nanv), E(ValueError, "y")),
+        (lambda d: rj.sharded_metric(d.sharded, d.X[:, 0], rj.pairwise_error, y=d.ties),
+         V(nan)),
+    ]
+BAD_INPUT["sharded_kernel_grid"] = [
+        (lambda d: rj.sharded_kernel_grid(d.X, d.y, d.g, lams=[1.0], gammas=[-1.0],
+                                          valid=(d.X, d.y, d.qid)), E(ValueError, "gammas")),
+        (lambda d: rj.sharded_kernel_grid(d.X, d.y, d.g, lams=[1.0], gammas=[1.0],
+                                          valid=(d.X, d.y)), E(TypeError, "valid")),
+        (lambda d: rj.sharded_kernel_grid(d.X, d.y, d.g, lams=[1.0], gammas=[1.0],
+                                          valid=(d.X[:, :2], d.y, d.qid)), E(ValueError, "X_valid")),
+        (lambda d: rj.sharded_kernel_grid(d.X, d.y, d.g, lams=[1.0], gammas=[1.0], kernel="rbf",
+                                          valid=(d.X, d.y, d.qid)), E(ValueError, "kernel")),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

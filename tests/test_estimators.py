@@ -414,3 +414,28 @@ def test_saved_estimators_keep_cv_results_and_evals(data, tmp_path):
     b = est.RankBoost(rounds=5).fit(X, y, qid=qid, eval_set=(X, y), eval_qid=qid)
     b.save(tmp_path / "b.npz")
     assert est.load(tmp_path / "b.npz").evals_result_ == b.evals_result_
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT.update({
+    f"estimators.{name}": [
+        (lambda d, c=name: getattr(est, c)().predict(d.X), E(ValueError, "not fitted")),
+        (lambda d, c=name: getattr(est, c)().fit(d.X, d.y[:-1], qid=d.qid), E(ValueError, "y")),
+        (lambda d, c=name: getattr(est, c)().fit(d.X, d.y, qid=d.qid.astype(float)),
+         E(TypeError, "qid")),
+        (lambda d, c=name: getattr(est, c)().fit(np.c_[d.X[:, :-1], d.nanv], d.y, qid=d.qid),
+         E(ValueError, "NaN")),
+    ] for name in ("RankRLS", "RankRLSCV", "RankSVM", "KPCRank", "RankBoost")})
+BAD_INPUT["estimators.CGRankRLS"] = [
+    (lambda d: est.CGRankRLS(lam=0.0).fit(d.X, d.y, qid=d.qid), E(ValueError, "eval_set")),
+    (lambda d: est.CGRankRLS(lam=-1.0).fit(d.X, d.y, qid=d.qid), E(ValueError, "lam")),
+]
+BAD_INPUT["estimators.load"] = [
+    (lambda d: est.load(d.model_file), E(ValueError, "no rankjax estimator")),
+]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

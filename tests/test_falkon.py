@@ -179,3 +179,34 @@ def test_holdout_nystrom_k_fold_and_multi_output_equal_retraining():
                 pred = np.asarray(rj.kernel_matrix(k, d.X[~keep], d.X[basis])) @ a
                 np.testing.assert_allclose(np.asarray(h.predictions)[i, ~keep, j], pred,
                                            rtol=1e-6, atol=1e-9)
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["nystrom_basis"] = [
+        (lambda d: rj.nystrom_basis(d.X, 0), E(ValueError, "size")),
+        (lambda d: rj.nystrom_basis(d.X, 2, method="kmeans++"), E(TypeError, "kernel")),
+        (lambda d: rj.nystrom_basis(d.X, 2, method="grid"), E(ValueError, "method")),
+    ]
+BAD_INPUT["rankrls_falkon"] = [
+        (lambda d: rj.rankrls_falkon(d.X, d.y, d.g, lam=-1.0, kernel=rj.gaussian_kernel(1.0), basis=3),
+         E(ValueError, "lam")),
+        (lambda d: rj.rankrls_falkon(d.X, d.y, d.pref, lam=1.0, kernel=rj.gaussian_kernel(1.0),
+                                     basis=3), E(ValueError, "y must be None")),
+        (lambda d: rj.rankrls_falkon(d.X, d.y, d.g, lam=1.0, kernel=rj.gaussian_kernel(1.0),
+                                     basis=np.array([0, d.m])), E(ValueError, "basis")),
+        (lambda d: rj.rankrls_falkon(d.X, d.y, d.g, lam=1.0, kernel=None, basis=3), E(TypeError, "kernel")),
+    ]
+BAD_INPUT["Nystrom"] = [
+        (lambda d: rj.Nystrom(), E(TypeError, "size= or rows=")),
+        (lambda d: rj.Nystrom(0), E(ValueError, "size")),
+        (lambda d: rj.Nystrom(3, method="grid"), E(ValueError, "method")),
+        (lambda d: rj.rankrls_nystrom_path(d.X, d.y, d.g, lams=[1.0], kernel=rj.gaussian_kernel(1.0),
+                                           basis=rj.Nystrom(rows=np.array([0, 0]))),
+         E(ValueError, "repeated")),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

@@ -122,3 +122,33 @@ def test_gp_on_an_indefinite_prior_names_k_instead_of_returning_nan(fit):
             rj.gp_pairwise_gaussian(K, [0, 1], [1, 2], [1., 1.], noise_var=0.1)
         else:
             rj.gp_pairwise_probit(K, [0, 1], [1, 2])
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["gp_pairwise_gaussian"] = [
+        (lambda d: rj.gp_pairwise_gaussian(d.K, [0], [1], [1.0], noise_var=0.0), E(ValueError, "noise_var")),
+        (lambda d: rj.gp_pairwise_gaussian(d.K, [0, 1], [1, 2], [1.0], noise_var=1.0),
+         E(ValueError, "diffs")),
+    ]
+BAD_INPUT["gp_pairwise_probit"] = [
+        (lambda d: rj.gp_pairwise_probit(d.K, [0], [d.m]), E(ValueError, "tail")),
+        (lambda d: rj.gp_pairwise_probit(d.K, [0], [1], [0.5]), E(ValueError, "direction")),
+    ]
+BAD_INPUT["gp_fit"] = [
+        (lambda d: rj.gp_fit(d.X, [0], [1], likelihood="logit"), E(ValueError, "likelihood")),
+        (lambda d: rj.gp_fit(d.X, [0], [1], steps=0), E(ValueError, "steps")),
+    ]
+BAD_INPUT["gp_predict"] = [
+        (lambda d: rj.gp_predict(d.gp, d.K[:2, :1], np.ones(2)), E(ValueError, "K_test")),
+        (lambda d: rj.gp_predict(d.gp, d.K[:2], np.ones(3)), E(ValueError, "k_test_diag")),
+    ]
+BAD_INPUT["gp_preference_probability"] = [
+        (lambda d: rj.gp_preference_probability(d.gp, d.K[:2], d.K[:3], np.ones(2), np.ones(3),
+                                                np.ones(2)), E(ValueError, "K_b|shape")),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

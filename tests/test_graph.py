@@ -185,3 +185,63 @@ def test_query_pair_counts_has_one_entry_per_query_and_takes_string_ids():
     # three queries are padded to a compile bucket of four segments; the padding is not returned
     g = rj.query_graph(np.array(["a", "b", "a", "c", "a"]))
     np.testing.assert_array_equal(np.asarray(rj.query_pair_counts(g)), [3.0, 0.0, 0.0])
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, V, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["query_graph"] = [
+        (lambda d: rj.query_graph(d.qid.astype(float)), E(TypeError, "qid must be an integer")),
+        (lambda d: rj.query_graph(np.zeros(0, int)), E(ValueError, "qid is empty")),
+        (lambda d: rj.query_graph(d.qid, d.y[:-1]), E(ValueError, "y")),
+        (lambda d: rj.query_graph(d.qid, query_weights=-np.ones(5)), E(ValueError, "query_weights")),
+        (lambda d: rj.query_graph(d.qid, query_weights=np.ones(4)), E(ValueError, "query_weights")),
+        (lambda d: rj.query_graph(d.qid, exclude_ties=True), E(ValueError, "y")),
+    ]
+BAD_INPUT["global_graph"] = [
+        (lambda d: rj.global_graph(0), E(ValueError, "num_rows")),
+        (lambda d: rj.global_graph(2.5), E((TypeError, ValueError), "num_rows")),
+        (lambda d: rj.global_graph(3, y=np.ones(4)), E(ValueError, "y")),
+    ]
+BAD_INPUT["identity_graph"] = [
+        (lambda d: rj.identity_graph(0), E(ValueError, "num_rows")),
+        (lambda d: rj.identity_graph(np.ones(2)), E((TypeError, ValueError), "num_rows")),
+    ]
+BAD_INPUT["preference_graph"] = [
+        (lambda d: rj.preference_graph([0, -1], [1, 2], num_rows=d.m), E(ValueError, "head")),
+        (lambda d: rj.preference_graph([0, 1], [1, d.m], num_rows=d.m), E(ValueError, "tail")),
+        (lambda d: rj.preference_graph([0, 1], [0, 2], num_rows=d.m), E(ValueError, "itself")),
+        (lambda d: rj.preference_graph([0], [1], [-1.0], num_rows=d.m), E(ValueError, "magnitude")),
+        (lambda d: rj.preference_graph([0], [1], num_rows=d.m, cost="hinge"), E(ValueError, "cost")),
+        (lambda d: rj.preference_graph([], [], num_rows=d.m), E(ValueError, "no edges")),
+    ]
+BAD_INPUT["pairs_from_scores"] = [
+        (lambda d: rj.pairs_from_scores(d.nanv, d.qid), E(ValueError, "y")),
+        (lambda d: rj.pairs_from_scores(d.y, d.qid[:-1]), E(ValueError, "qid")),
+        (lambda d: rj.pairs_from_scores(d.ties, d.qid), V(lambda p: len(p[0]) == 0)),
+    ]
+BAD_INPUT["laplacian_mv"] = [
+        (lambda d: rj.laplacian_mv(d.g, np.ones(d.m + 1)), E(ValueError, "v")),
+        (lambda d: rj.laplacian_mv(d.qid, np.ones(d.m)), E(TypeError, "graph")),
+    ]
+BAD_INPUT["laplacian_sqrt_mv"] = [
+        (lambda d: rj.laplacian_sqrt_mv(d.g, np.ones(d.m + 1)), E(ValueError, "v")),
+    ]
+BAD_INPUT["laplacian_dense"] = [
+        (lambda d: rj.laplacian_dense("graph"), E(TypeError, "graph")),
+    ]
+BAD_INPUT["incidence_mv"] = [
+        (lambda d: rj.incidence_mv(d.pref, np.ones(d.m + 1)), E(ValueError, "u")),
+        (lambda d: rj.incidence_mv(d.g, np.ones(d.m)), E(TypeError, "PreferenceGraph")),
+    ]
+BAD_INPUT["incidence_t_mv"] = [
+        (lambda d: rj.incidence_t_mv(d.pref, np.ones(4)), E(ValueError, "v")),
+        (lambda d: rj.incidence_t_mv(d.g, np.ones(3)), E(TypeError, "PreferenceGraph")),
+    ]
+BAD_INPUT["query_pair_counts"] = [
+        (lambda d: rj.query_pair_counts(d.pref), E(TypeError, "QueryGraph")),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

@@ -338,3 +338,88 @@ def test_readers_refuse_split_tokens_and_truncated_npy(tmp_path):
     (tmp_path / "X.npy").write_bytes(full[:-100])
     with pytest.raises(ValueError, match="X.npy is truncated"):
         io.iter_npy(tmp_path / "X.npy", tmp_path / "y.npy", tmp_path / "q.npy")
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, V, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["io.read_svmlight"] = [
+        (lambda d: io.read_svmlight(d.bad_file), E(ValueError, "line 2")),
+        (lambda d: io.read_svmlight(d.tmp / "missing.txt"), E(FileNotFoundError, "missing")),
+        (lambda d: io.read_svmlight(d.good_file, num_features=0), E(ValueError, "num_features")),
+        (lambda d: io.read_svmlight(d.good_file, num_features=1), E(ValueError, "num_features|feature 2")),
+    ]
+BAD_INPUT["io.write_svmlight"] = [
+        (lambda d: io.write_svmlight(d.keep, d.nanv[:, None], d.y), E(ValueError, "X")),
+        (lambda d: io.write_svmlight(d.keep, d.X, d.y, d.qid + 0.5), E((TypeError, ValueError), "qid")),
+        (lambda d: io.write_svmlight(d.keep, d.X, d.y[:-1]), E(ValueError, "y")),
+    ]
+BAD_INPUT["io.read_groups"] = [
+        (lambda d: io.read_groups(d.bad_file), E(ValueError, "line")),
+    ]
+BAD_INPUT["io.write_groups"] = [
+        (lambda d: io.write_groups(d.keep, [2.5, 3]), E((TypeError, ValueError), "sizes must hold integers")),
+        (lambda d: io.write_groups(d.keep, [2, 0]), E(ValueError, "sizes")),
+    ]
+BAD_INPUT["io.groups_to_qid"] = [
+        (lambda d: io.groups_to_qid([2, -1]), E(ValueError, "sizes")),
+        (lambda d: io.groups_to_qid([2.0, 1.5]), E((TypeError, ValueError), "sizes must hold integers")),
+    ]
+BAD_INPUT["io.qid_to_groups"] = [
+        (lambda d: io.qid_to_groups(np.array([0, 1, 0])), E(ValueError, "contiguous|sorted")),
+        (lambda d: io.qid_to_groups(np.array([0.5, 1.0])), E((TypeError, ValueError), "qid")),
+    ]
+BAD_INPUT["io.read_preferences"] = [
+        (lambda d: io.read_preferences(d.bad_file), E(ValueError, "line")),
+    ]
+BAD_INPUT["io.write_preferences"] = [
+        (lambda d: io.write_preferences(d.keep, [0.5], [1]), E((TypeError, ValueError), "head")),
+        (lambda d: io.write_preferences(d.keep, [0, 1], [1]), E(ValueError, "length")),
+    ]
+BAD_INPUT["io.normalize_per_query"] = [
+        (lambda d: io.normalize_per_query(d.nanv[:, None], d.qid), E(ValueError, "X")),
+        (lambda d: io.normalize_per_query(d.X, d.qid[:-1]), E(ValueError, "qid")),
+        (lambda d: io.normalize_per_query(np.ones((3, 1)), np.zeros(3, int)),   # constant: 0
+         V(lambda Z: np.all(Z == 0))),
+    ]
+BAD_INPUT["io.to_bcoo"] = [
+        (lambda d: io.to_bcoo(np.ones((2, 2, 2))), E(ValueError, "2-D")),
+    ]
+BAD_INPUT["io.segment_ids"] = [
+        (lambda d: io.segment_ids(np.array([1.5, "a"], dtype=object)), E(TypeError, "qid")),
+        (lambda d: io.segment_ids(np.array(["b", "a", "b"])),
+         V(lambda s: s.seg.tolist() == [1, 0, 1] and s.num_queries == 2)),
+    ]
+BAD_INPUT["io.save_model"] = [
+        (lambda d: io.save_model(d.keep, np.ones(3), note=None), E(TypeError, "note")),
+        (lambda d: io.save_model(d.keep, np.r_[np.nan, 1.0]), E(ValueError, "weights")),
+    ]
+BAD_INPUT["io.load_model"] = [
+        (lambda d: io.load_model(d.foreign), E(ValueError, "model file")),
+        (lambda d: io.load_model(d.bad_file), E(ValueError, "model file")),
+    ]
+BAD_INPUT["io.iter_npy"] = [
+        (lambda d: io.iter_npy(d.X[:, 0], d.y, d.qid), E(ValueError, "X")),
+        (lambda d: io.iter_npy(d.X, d.y[:-1], d.qid), E(ValueError, "y")),
+        (lambda d: io.iter_npy(d.X, d.y, d.qid, chunk_rows=1.5), E(TypeError, "chunk_rows")),
+        (lambda d: io.iter_npy(d.bad_file, d.y, d.qid), E(ValueError, "npy")),
+    ]
+BAD_INPUT["io.iter_svmlight"] = [
+        (lambda d: list(io.iter_svmlight(d.bad_file, num_features=2)), E(ValueError, "line 2")),
+        (lambda d: io.iter_svmlight(d.tmp / "missing.txt", num_features=2),
+         E(ValueError, "exist")),
+        (lambda d: list(io.iter_svmlight(d.good_file, num_features=1)),
+         E(ValueError, "num_features")),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)
+
+
+def test_io_failed_writes_leave_the_old_file(surface):
+    for call, _ in (BAD_INPUT["io.write_svmlight"] + BAD_INPUT["io.write_groups"]
+                    + BAD_INPUT["io.save_model"]):
+        with pytest.raises((ValueError, TypeError)):
+            call(surface)
+        assert surface.keep.read_text() == "old contents\n"

@@ -55,3 +55,28 @@ def test_gaussian_kernel_in_float32_keeps_small_distances_far_from_zero():
         assert np.all(np.diag(Kb) == 1) and np.abs(Kb - ref).max() < 1e-4
     finally:
         jax.config.update("jax_enable_x64", True)
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["gaussian_kernel"] = [
+        (lambda d: rj.gaussian_kernel(-1.0), E(ValueError, "gamma")),
+        (lambda d: rj.gaussian_kernel(np.ones(2)), E(TypeError, "gamma must be a scalar")),
+    ]
+BAD_INPUT["polynomial_kernel"] = [
+        (lambda d: rj.polynomial_kernel(0), E(ValueError, "degree")),
+        (lambda d: rj.polynomial_kernel(2, coef0=np.nan), E(ValueError, "coef0")),
+    ]
+BAD_INPUT["linear_kernel"] = [
+        (lambda d: rj.kernel_matrix(rj.linear_kernel(), d.X, d.X[:, :2]), E(ValueError, "equal n")),
+    ]
+BAD_INPUT["kernel_matrix"] = [
+        (lambda d: rj.kernel_matrix("rbf", d.X), E(TypeError, "kernel")),
+        (lambda d: rj.kernel_matrix(d.kern, d.X, block_size=0), E(ValueError, "block_size")),
+        (lambda d: rj.kernel_matrix(d.kern, np.where(d.X > 0, np.nan, d.X)), E(ValueError, "NaN")),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

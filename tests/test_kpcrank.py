@@ -86,3 +86,29 @@ def test_kpcrank_input_errors(rng):
         rj.kpcrank_path(X @ X[:5].T, np.arange(10.), g, max_components=2)
     with pytest.raises(ValueError, match="K_valid"):
         rj.kpcrank_path(X @ X.T, np.arange(10.), g, max_components=2, K_valid=X)
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, V, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["center_kernel"] = [
+        (lambda d: rj.center_kernel(d.X), E(ValueError, "square")),
+        (lambda d: rj.center_kernel(np.full((3, 3), np.nan)), E(ValueError, "NaN")),
+    ]
+BAD_INPUT["center_test_kernel"] = [
+        (lambda d: rj.center_test_kernel(d.K[:2, :-1], d.K), E(ValueError, "K_test")),
+    ]
+BAD_INPUT["kpcrank"] = [
+        (lambda d: rj.kpcrank(d.K, d.y, d.g, components=0), E(ValueError, "components")),
+        (lambda d: rj.kpcrank(d.K, d.y, d.g, components=2.0), E(TypeError, "components")),
+        (lambda d: rj.kpcrank(d.K, d.y, d.g, components=2, lam=-1.0), E(ValueError, "lam")),
+    ]
+BAD_INPUT["kpcrank_path"] = [
+        (lambda d: rj.kpcrank_path(d.K, d.y, d.g, max_components=d.m + 1), E(ValueError, "max_components")),
+        (lambda d: rj.kpcrank_path(np.zeros((d.m, d.m)), d.y, d.g, max_components=3),
+         V(lambda r: np.all(np.asarray(r.weights) == 0))),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

@@ -182,3 +182,39 @@ def test_metric_input_errors():
         rj.auc([1.0, 2.0], [0, 2])
     with pytest.raises(ValueError, match="empty"):
         rj.ndcg(np.zeros(0), np.zeros(0))
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, LIST_METRICS, PAIR_METRICS, V, metric_cases, nan, surface_test  # noqa: E402
+
+BAD_INPUT = {name: metric_cases(getattr(rj, name)) for name in PAIR_METRICS + LIST_METRICS}
+BAD_INPUT["auc"] = [
+    (lambda d: rj.auc(d.y, d.y, d.qid), E(ValueError, "y")),            # graded labels
+    (lambda d: rj.auc(d.nanv, (d.y > 1) * 1.0, d.qid), E(ValueError, "scores contains NaN")),
+    (lambda d: rj.auc(d.y, np.ones(d.m)), V(nan)),                       # no negative
+    (lambda d: rj.auc(np.zeros(4), np.array([0., 1, 0, 1])), V(lambda v: float(v) == 0.5)),
+]
+BAD_INPUT["ndcg"] += [
+    (lambda d: rj.ndcg(d.y, d.y - 5, d.qid), E(ValueError, "y >= 0")),
+    (lambda d: rj.ndcg(d.y, d.y, d.qid, k=0), E(ValueError, "k")),
+    (lambda d: rj.ndcg(d.y, d.y, d.qid, gain="cubic"), E(ValueError, "gain")),
+    (lambda d: rj.ndcg(d.y, d.y, d.qid, ties="random"), E(ValueError, "ties")),
+    (lambda d: rj.ndcg(d.y, d.y, d.qid, no_relevant="never"), E(ValueError, "no_relevant")),
+    (lambda d: rj.ndcg(d.y, np.zeros(d.m), d.qid, no_relevant="zero"), V(lambda v: float(v) == 0)),
+]
+BAD_INPUT["precision_at_k"] += [
+    (lambda d: rj.precision_at_k(d.y, d.y, d.qid, k=2.5), E((TypeError, ValueError), "k must be")),
+    (lambda d: rj.precision_at_k(d.y, d.y, d.qid, threshold=np.nan), E(ValueError, "threshold")),
+]
+BAD_INPUT["mean_average_precision"] += [
+    (lambda d: rj.mean_average_precision(d.ties, (d.y > 1) * 1.0, d.qid, ties="stable"),
+     V(lambda v: 0 < float(v) <= 1)),
+]
+BAD_INPUT["edge_disagreement_error"] = [
+        (lambda d: rj.edge_disagreement_error(d.y, [0, d.m], [1, 2]), E(ValueError, "head")),
+        (lambda d: rj.edge_disagreement_error(d.y, [0, 1], [1, 2, 3]), E(ValueError, "differ in length")),
+        (lambda d: rj.edge_disagreement_error(d.nanv, [0], [1]), E(ValueError, "scores contains NaN")),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

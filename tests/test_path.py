@@ -186,3 +186,42 @@ def test_path_input_errors(rng):
         rj.rankrls_nystrom_path(X, y, g, lams=LAMS, kernel=rj.linear_kernel(), basis=0)
     with pytest.raises(ValueError, match="scores"):
         rj.select_lambda(LAMS, np.zeros((2, 40)), y, qid, metric=rj.ndcg)
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["nystrom_features"] = [
+        (lambda d: rj.nystrom_features(d.K[:3], d.K[:2, :2]), E(ValueError, "K_RR")),
+    ]
+BAD_INPUT["rankrls_primal_path"] = [
+        (lambda d: rj.rankrls_primal_path(d.X, d.y, d.g, lams=[]), E(ValueError, "lams")),
+        (lambda d: rj.rankrls_primal_path(d.X, d.y, d.g, lams=[1.0, -1.0]), E(ValueError, "lams")),
+        (lambda d: rj.rankrls_primal_path(d.X, d.y, d.g, lams=[1.0], X_valid=d.X[:, :2]),
+         E(ValueError, "X_valid")),
+    ]
+BAD_INPUT["rankrls_dual_path"] = [
+        (lambda d: rj.rankrls_dual_path(d.K, d.y, d.g, lams=[[1.0]]), E(ValueError, "lams")),
+        (lambda d: rj.rankrls_dual_path(d.K, d.y, d.g, lams=[1.0], K_valid=d.K[:, :3]),
+         E(ValueError, "K_valid")),
+    ]
+BAD_INPUT["rankrls_nystrom_path"] = [
+        (lambda d: rj.rankrls_nystrom_path(d.X, d.y, d.g, lams=[1.0], kernel=d.kern, basis=[0, d.m]),
+         E(ValueError, "basis")),
+        (lambda d: rj.rankrls_nystrom_path(d.X, d.y, d.g, lams=[1.0], kernel=d.kern, basis=[1, 1]),
+         E(ValueError, "basis")),
+        (lambda d: rj.rankrls_nystrom_path(d.X, d.y, d.g, lams=[1.0], kernel=d.kern, basis=0),
+         E(ValueError, "basis")),
+    ]
+BAD_INPUT["select_lambda"] = [
+        (lambda d: rj.select_lambda([1.0, 2.0], np.ones((3, d.m)), d.y, d.qid, metric=rj.ndcg),
+         E(ValueError, "scores")),
+        (lambda d: rj.select_lambda([1.0], np.full((1, d.m), np.nan), d.y, d.qid, metric=rj.ndcg),
+         E(ValueError, "every λ")),
+        (lambda d: rj.select_lambda([1.0], d.y[None], d.y, d.qid, metric="ndcg"),
+         E(TypeError, "metric")),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

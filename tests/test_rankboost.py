@@ -30,3 +30,22 @@ def test_rankboost_input_errors(rng):
         rj.rankboost(X, np.arange(10.), rounds=0)
     with pytest.raises(ValueError, match="rows"):
         rj.rankboost(X, np.arange(5.))
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["rankboost"] = [
+        (lambda d: rj.rankboost(d.X, d.y, d.qid, rounds=2.5), E(TypeError, "rounds")),
+        (lambda d: rj.rankboost(d.X, d.y, d.qid, num_thresholds=0), E(ValueError, "num_thresholds")),
+        (lambda d: rj.rankboost(np.c_[d.X[:, :-1], d.nanv], d.y, d.qid), E(ValueError, "X")),
+    ]
+BAD_INPUT["rankboost_predict"] = [
+        (lambda d: rj.rankboost_predict(rj.rankboost(d.X, d.y, d.qid, rounds=2), d.X[:, :2]),
+         E(ValueError, "trained on")),
+        (lambda d: rj.rankboost_predict(d.X, d.X), E(TypeError, "model")),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

@@ -165,3 +165,39 @@ def test_dual_on_an_indefinite_kernel_names_k_and_is_nan_under_jit():
     L = np.asarray(rj.laplacian_dense(g))
     np.testing.assert_allclose(rj.rankrls_dual(K, y, g, lam=100.0).coef,
                                np.linalg.solve(L @ K + 100 * np.eye(8), L @ y), rtol=1e-10, atol=1e-12)
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, V, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["rankrls_primal"] = [
+        (lambda d: rj.rankrls_primal(d.X, d.y, d.g, lam=-1.0), E(ValueError, "lam")),
+        (lambda d: rj.rankrls_primal(d.X, d.y, d.g, lam=[1.0, 2.0]), E(TypeError, "lam must be a scalar")),
+        (lambda d: rj.rankrls_primal(d.X, d.y[:-1], d.g, lam=1.0), E(ValueError, "y has")),
+        (lambda d: rj.rankrls_primal(np.c_[d.X[:, :-1], d.nanv], d.y, d.g, lam=1.0),
+         E(ValueError, "X contains NaN")),
+        (lambda d: rj.rankrls_primal(d.X, d.y, d.qid, lam=1.0), E(TypeError, "graph")),
+        # every query of size 1: no pair, the minimiser of λ||w||^2 alone
+        (lambda d: rj.rankrls_primal(d.X, d.y, rj.query_graph(np.arange(d.m)), lam=1.0),
+         V(lambda r: np.all(np.asarray(r.weights) == 0))),
+    ]
+BAD_INPUT["rankrls_dual"] = [
+        (lambda d: rj.rankrls_dual(d.K, d.y, d.g, lam=0.0), E(ValueError, "lam")),
+        (lambda d: rj.rankrls_dual(d.X, d.y, d.g, lam=1.0), E(ValueError, "K must be square")),
+        (lambda d: rj.rankrls_dual(d.K + np.triu(np.ones_like(d.K)), d.y, d.g, lam=1.0),
+         E(ValueError, "K is not symmetric")),
+    ]
+BAD_INPUT["rankrls_kernel"] = [
+        (lambda d: rj.rankrls_kernel(d.X, d.y, d.g, lam=1.0, kernel="rbf"), E(TypeError, "kernel")),
+        (lambda d: rj.rankrls_kernel(d.X, d.y, d.g, lam=np.inf, kernel=d.kern), E(ValueError, "lam")),
+    ]
+BAD_INPUT["predict"] = [
+        (lambda d: rj.predict(rj.LinearModel(np.ones(3)), d.X), E(ValueError, "features")),
+        (lambda d: rj.predict(object(), d.X), E(TypeError, "model")),
+        (lambda d: rj.predict(rj.LinearModel(np.ones(d.n)), np.c_[d.X[:, :-1], d.nanv]),
+         E(ValueError, "NaN")),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

@@ -112,3 +112,28 @@ def test_ranksvm_input_errors(rng):
         rj.ranksvm_l2(X, y[:5])
     with pytest.raises(TypeError, match="qid"):
         rj.ranksvm_l2(X, y, np.zeros(10))
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, V, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["ranksvm_l2"] = [
+        (lambda d: rj.ranksvm_l2(d.X, d.y, d.qid, C=0.0), E(ValueError, "C")),
+        (lambda d: rj.ranksvm_l2(d.X, d.y, d.qid, C=np.ones(2)), E(TypeError, "C must be a scalar")),
+        (lambda d: rj.ranksvm_l2(d.X, d.y, d.qid[:-1]), E(ValueError, "qid|rows")),
+        (lambda d: rj.ranksvm_l2(d.X, d.y, d.qid, max_iter=0), E(ValueError, "max_iter")),
+        (lambda d: rj.ranksvm_l2(d.X, d.ties, d.qid),                    # no pair: w = 0
+         V(lambda r: np.all(np.asarray(r.weights) == 0))),
+    ]
+BAD_INPUT["ranksvm_kernel"] = [
+        (lambda d: rj.ranksvm_kernel(d.X, d.y, d.qid, kernel=d.kern, basis=[0, d.m]), E(ValueError, "basis")),
+        (lambda d: rj.ranksvm_kernel(d.X, d.y, d.qid, kernel=d.kern, C=-1.0), E(ValueError, "C")),
+    ]
+BAD_INPUT["rank_levels"] = [
+        (lambda d: rj.rank_levels(d.nanv, d.qid), E(ValueError, "y")),
+        (lambda d: rj.rank_levels(d.y, d.qid[:-1]), E(ValueError, "qid|rows")),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

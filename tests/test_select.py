@@ -118,3 +118,26 @@ def test_the_selection_runs_without_scikit_learn():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "True"
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["select_rankrls"] = [
+        (lambda d: rj.select_rankrls(d.X, d.y, d.qid, lams=[-1.0]), E(ValueError, "lams")),
+        (lambda d: rj.select_rankrls(d.X, d.y, d.qid, lams=[1.0], kernels=[]), E(ValueError, "kernels")),
+        (lambda d: rj.select_rankrls(d.X, d.y, d.qid, lams=[1.0], basis=3), E(ValueError, "basis")),
+        (lambda d: rj.select_rankrls(d.X, d.y, d.qid, lams=[1.0], optimize=True,
+                                     valid=(d.X, d.y, d.qid)), E(ValueError, "optimize")),
+        (lambda d: rj.select_rankrls(d.X, d.y, d.qid, lams=[1.0], optimize=True,
+                                     kernels=[rj.polynomial_kernel(2)]), E(ValueError, "optimize")),
+    ]
+BAD_INPUT["rankrls_fit"] = [
+        (lambda d: rj.rankrls_fit(d.X, d.y, d.g, lam=-1.0), E(ValueError, "lam")),
+        (lambda d: rj.rankrls_fit(d.X, d.y, d.g, lam=1.0, kernel=rj.gaussian_kernel(1.0),
+                                  basis=d.m + 1), E(ValueError, "basis")),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

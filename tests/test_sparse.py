@@ -45,3 +45,16 @@ def test_csr_products_and_transpose(D):
     np.testing.assert_allclose(A @ jnp.asarray(v), D @ v, atol=1e-12)
     np.testing.assert_allclose(A.T @ jnp.asarray(u), D.T @ u, atol=1e-12)
     np.testing.assert_allclose(A @ jnp.ones((5, 3)), D @ np.ones((5, 3)), atol=1e-12)
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["to_csr"] = [
+        (lambda d: rj.to_csr(np.ones((2, 2, 2))), E(ValueError, "2-D")),
+        (lambda d: rj.to_csr(d.nanv[:, None]), E(ValueError, "NaN")),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

@@ -145,3 +145,26 @@ def test_errors(tmp_path):
         list(io.iter_svmlight(noq, num_features=2))
     with pytest.raises(ValueError, match="num_features"):
         list(io.iter_svmlight(noq, num_features=0))
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, V, nan, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["rankrls_primal_stream"] = [
+        (lambda d: rj.rankrls_primal_stream((d.X, d.y, d.qid), lams=[1.0]), E(TypeError, "chunks")),
+        (lambda d: rj.rankrls_primal_stream([(d.X, d.y, d.qid)], lams=[0.0]), E(ValueError, "lams")),
+        (lambda d: rj.rankrls_primal_stream([(d.X, d.nanv, d.qid)], lams=[1.0]), E(ValueError, "y")),
+        (lambda d: rj.rankrls_primal_stream([(d.X, d.y, d.qid[:-1])], lams=[1.0]),
+         E(ValueError, "qid")),
+        (lambda d: rj.rankrls_primal_stream([(d.X, d.y, d.qid)] * 2, lams=[1.0]),
+         E(ValueError, "earlier chunk")),
+        (lambda d: rj.rankrls_primal_stream([(d.X, d.y, d.qid)], lams=[1.0], valid=(d.X, d.y)),
+         E(TypeError, "valid")),
+        (lambda d: rj.rankrls_primal_stream([(d.X, d.ties, d.qid)], lams=[1.0],
+                                            holdout_metric=rj.pairwise_error),
+         V(lambda r: nan(r.holdout))),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

@@ -185,3 +185,33 @@ def test_cv_loss_under_the_callers_jit(prob):
     eager = rj.cv_loss(gau, d.X, d.y, g, folds, "gaussian", "pairwise", (h, t, w))
     np.testing.assert_allclose(loss(jnp.asarray(h)), eager, rtol=1e-10)
     assert np.isnan(loss(jnp.asarray(h).at[0].set(d.y.size)))
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, V, surface_test  # noqa: E402
+
+BAD_INPUT = {}
+BAD_INPUT["cv_loss"] = [
+        (lambda d: rj.cv_loss({"log_lam": 0.0}, d.X, d.y, d.g, d.folds, loss="ndcg"),
+         E(ValueError, "loss")),
+        (lambda d: rj.cv_loss({"log_lam": 0.0}, d.X, d.y, d.g, d.folds, loss="pairwise"),
+         E(ValueError, "pairs")),
+        (lambda d: rj.cv_loss({"lam": 1.0}, d.X, d.y, d.g, d.folds), E(TypeError, "params")),
+        (lambda d: rj.cv_loss({"log_lam": 0.0}, d.X, d.ties, d.g, d.folds), V(lambda v: v == 0)),
+    ]
+BAD_INPUT["cv_predictions"] = [
+        (lambda d: rj.cv_predictions({"log_lam": 0.0}, d.X, d.y, d.g, None), E(TypeError, "folds")),
+        (lambda d: rj.cv_predictions({"log_lam": 0.0}, d.X, d.y, d.g, d.folds, "rbf"),
+         E(ValueError, "kernel")),
+    ]
+BAD_INPUT["tune"] = [
+        (lambda d: rj.tune(d.X, d.y, d.g, kernel="rbf"), E(ValueError, "kernel")),
+        (lambda d: rj.tune(d.X, d.y, d.g, steps=0), E(ValueError, "steps")),
+        (lambda d: rj.tune(d.X, d.y, d.g, lam=[1.0, 2.0]), E(TypeError, "lam")),
+        (lambda d: rj.tune(d.X, d.nanv, d.g), E(ValueError, "y")),
+        (lambda d: rj.tune(d.X, d.y, d.g, learning_rate=0.0), E(ValueError, "learning_rate")),
+        (lambda d: rj.tune(d.X, d.ties, d.g, loss="pairwise"), E(ValueError, "pairs")),
+    ]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)
