@@ -245,6 +245,21 @@ def test_lambdarank_lqo_choice_is_near_the_best_in_hindsight():
     assert best - chosen <= 0.01
 
 
+def test_differing_pairs_is_linear_in_memory():
+    import tracemalloc
+    rng = np.random.default_rng(0)
+    for y in (rng.integers(0, 3, 40), rng.normal(size=25), np.r_[1, np.zeros(30)], np.zeros(4)):
+        i, j = np.triu_indices(len(y), 1)
+        keep = y[i] != y[j]
+        np.testing.assert_array_equal(rj.differing_pairs(y), np.stack([i[keep], j[keep]], 1))
+    y = np.r_[1.0, np.zeros(30000)]
+    tracemalloc.start()
+    out = rj.differing_pairs(y)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert out.shape == (30000, 2) and peak < 50e6          # quadratic would be ~7 GB
+
+
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
 
 from surface import E, V, surface_test  # noqa: E402

@@ -88,6 +88,31 @@ def test_kpcrank_input_errors(rng):
         rj.kpcrank_path(X @ X.T, np.arange(10.), g, max_components=2, K_valid=X)
 
 
+def test_kpcrank_beyond_the_kernel_rank_is_finite_and_adds_nothing():
+    d = rj.make_ranking_data(4, num_features=3, seed=0)
+    X = np.repeat(d.X[:5], 4, axis=0)                  # duplicate rows: kernel rank 3 (centred)
+    y, q = np.repeat(d.y[:5], 4), np.repeat([0, 1], 10)
+    g = rj.query_graph(q)
+    r = rj.kpcrank_path(X @ X.T, y, g, max_components=12)
+    W = np.asarray(r.weights)
+    assert np.all(np.isfinite(W)) and np.all(np.isfinite(np.asarray(r.coef)))
+    rank = int(np.sum(np.asarray(r.eigenvalues) > 1e-10 * float(r.eigenvalues[0])))
+    assert rank == 3
+    for p in range(rank, 12):                           # the same model as p = rank
+        np.testing.assert_allclose(W[p], W[rank - 1], atol=1e-12)
+    # the first `rank` rows equal ridge-free least squares on the leading components
+    Kc = np.asarray(rj.center_kernel(X @ X.T))
+    vals, vecs = np.linalg.eigh(Kc)
+    Z = vecs[:, ::-1][:, :rank] * np.sqrt(vals[::-1][:rank])
+    L = np.asarray(g.as_dense())
+    w = np.linalg.solve(Z.T @ L @ Z, Z.T @ L @ y)
+    np.testing.assert_allclose(np.abs(W[rank - 1, :rank]), np.abs(w), rtol=1e-8)
+    zero = rj.kpcrank_path(np.zeros((20, 20)), y, g, max_components=5)
+    assert np.all(np.asarray(zero.weights) == 0)
+    single = rj.kpcrank_path(X @ X.T, y, rj.query_graph(np.arange(20)), max_components=5)
+    assert np.all(np.asarray(single.weights) == 0)      # size-1 queries: no pair, no signal
+
+
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
 
 from surface import E, V, surface_test  # noqa: E402

@@ -184,6 +184,49 @@ def test_metric_input_errors():
         rj.ndcg(np.zeros(0), np.zeros(0))
 
 
+def test_ndcg_labels_must_be_graded_and_large_labels_do_not_overflow():
+    with pytest.raises(ValueError, match="y >= 0"):
+        rj.ndcg(np.arange(4.0), np.array([-1.0, 1, -1, 1]))
+    f = np.array([1.0, 2, 3, 4])
+    y = np.array([2.0, 0, 1, 1])
+    base = float(rj.ndcg(f, y))
+    # 2^y - 1 scaled per query: shifting labels far up changes gains, but never to inf/NaN
+    for shift in (100.0, 300.0):
+        v = float(rj.ndcg(f.astype(np.float32), (y + shift).astype(np.float32)))
+        assert np.isfinite(v) and 0 <= v <= 1
+    assert abs(base - 0.7075790686744425) < 1e-12       # worked by hand: 2.9229 / 4.1309
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("x64", [True, False])
+def test_pair_counts_are_exact_in_float32(x64):
+    """Counts reach m^2/2; differences of counts are taken in exact integers (int64 with
+    x64, base-256 int32 digits without), so float32 scores lose nothing to cancellation."""
+    import jax
+    import jax.numpy as jnp
+    from scipy.stats import kendalltau
+    rng = np.random.default_rng(0)
+    m = 20000                                    # 2e8 pairs: far beyond float32's 2^24
+    y = rng.integers(0, 2, m).astype(np.float32)
+    with jax.enable_x64(x64):
+        flat = np.zeros(m, np.float32)
+        assert float(rj.pairwise_error(flat, y)) == 0.5
+        assert float(rj.cindex(flat, y)) == 0.5
+        assert float(rj.disagreement_error(flat, y)) == 1.0
+        assert np.isnan(float(rj.kendall_tau_b(flat, y)))          # undefined: all scores tie
+        f = rng.normal(size=m).astype(np.float32)
+        assert abs(float(rj.kendall_tau_b(f, y)) - kendalltau(f, y).statistic) < 1e-6
+        one = np.zeros(m + 1, np.float32)
+        one[7] = 1                                 # 2e8 tied pairs, 2e4 differing ones
+        g = rng.normal(size=m + 1).astype(np.float32)
+        exact = np.sum(g > g[7]) / m
+        assert abs(float(rj.pairwise_error(g, one)) - exact) < 1e-6   # was 8.6e-5 off
+        if not x64:                               # digit sums fit int32 up to 2^23 rows
+            s = jax.ShapeDtypeStruct(((1 << 23) + 1,), jnp.float32)
+            with pytest.raises(ValueError, match="jax_enable_x64"):
+                jax.eval_shape(lambda a, b: rj.pairwise_error(a, b), s, s)
+
+
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
 
 from surface import E, LIST_METRICS, PAIR_METRICS, V, metric_cases, nan, surface_test  # noqa: E402
