@@ -18,6 +18,7 @@ from ._kernels import (
     linear_kernel as linear_kernel, polynomial_kernel as polynomial_kernel)
 from ._rankrls import (
     DualModel as DualModel, KernelModel as KernelModel, LinearModel as LinearModel,
+    ScaledModel as ScaledModel,
     predict as predict, rankrls_dual as rankrls_dual,
     rankrls_kernel as rankrls_kernel, rankrls_primal as rankrls_primal)
 from ._path import (

@@ -224,16 +224,21 @@ def _take(X, idx, mask):
     return jnp.where(mask[:, None], jnp.asarray(X)[idx], 0)
 
 
-def basis_cholesky(KRR, mask):
-    """Lower ``C`` with ``C C^T = K_RR + ε I`` for a padded basis (padding rows get a unit
-    diagonal), ``ε = b eps max diag(K_RR)`` a rounding-level jitter: the factor of the
-    one Nyström feature map ``Φ = K_mR C^{-T}``."""
+def basis_system(KRR, mask):
+    """``K_RR + ε I`` for a padded basis (padding rows get a unit diagonal), ``ε = b eps
+    max diag(K_RR)`` a rounding-level jitter."""
     dt = KRR.dtype
     mf = mask.astype(dt)
     bp = KRR.shape[0]
     K = KRR * (mf[:, None] * mf[None, :]) + jnp.diag(1 - mf)
     eps = PSD_RTOL * bp * jnp.finfo(dt).eps * jnp.max(jnp.diag(K))
-    return jnp.linalg.cholesky(K + eps * jnp.eye(bp, dtype=dt))
+    return K + eps * jnp.eye(bp, dtype=dt)
+
+
+def basis_cholesky(KRR, mask):
+    """Lower ``C`` with ``C C^T = K_RR + ε I`` (:func:`basis_system`): the factor of the
+    one Nyström feature map ``Φ = K_mR C^{-T}``."""
+    return jnp.linalg.cholesky(basis_system(KRR, mask))
 
 
 def features(K_R, C):

@@ -23,7 +23,7 @@ from ._memory import kernel_plan
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._ridge import dual_system, primal_system, ridge_solve, ridge_solve_checked
-from ._sparse import is_bcoo, matmul
+from ._sparse import as_dense, is_bcoo, matmul
 
 __all__ = ["LinearModel", "DualModel", "KernelModel", "rankrls_primal", "rankrls_dual",
            "rankrls_kernel", "predict", "check_test_matrix", "check_kernel_matrix",
@@ -85,6 +85,32 @@ class KernelModel(NamedTuple):
         X = check_test_matrix(X, self.X_train.shape[1])
         Kt = kernel_matrix(self.kernel, X, self.X_train, block_size=block_size)
         return linear_scores(Kt, self.coef)
+
+
+class ScaledModel(NamedTuple):
+    """A model of rows scaled per feature (learned ARD scales, :func:`rankjax.tune`):
+    ``predict(X) = model.predict(X * scales)``; ``scales [n]``.
+
+    Example:
+      >>> import numpy as np
+      >>> m = ScaledModel(np.array([2., 1.]), LinearModel(np.array([1., 1.])))
+      >>> print(np.asarray(m.predict(np.array([[1., 1.]]))))
+      [3.]
+    """
+
+    scales: jax.Array
+    model: object
+
+    def predict(self, X, block_size: Optional[int] = None):
+        X = check_test_matrix(X, self.scales.shape[0])
+        kw = {} if block_size is None else {"block_size": block_size}
+        return predict(self.model, scale_rows(as_dense(X), self.scales), **kw)
+
+
+@jax.jit
+def scale_rows(X, s):
+    """``X diag(s)``: rows scaled per feature."""
+    return X * s
 
 
 @jax.jit

@@ -1,8 +1,9 @@
 """Model selection of RankRLS in one call: a λ grid (and a kernel grid) scored by exact
 leave-query-out / k-fold hold-out (Pahikkala et al. 2009, §3.3, eq. 33-34) or on a
 validation set, one decomposition per kernel for the whole λ grid, optionally refined
-(by the gradient of the exact hold-out loss, :func:`rankjax.tune`, or for a Nyström
-basis by golden-section search in log γ), and the chosen model. The estimator
+by the gradient of the exact hold-out loss (:func:`rankjax.tune`: the exact model, or the
+Nyström model of the chosen basis at O(m b^2) a step, with per-feature scales), and the
+chosen model. The estimator
 :class:`rankjax.estimators.RankRLSCV` and the command line call this; a JAX user can too.
 """
 from __future__ import annotations
@@ -26,15 +27,11 @@ from ._metrics_graded import ndcg
 from ._nystrom import Nystrom, as_nystrom, take_basis
 from ._path import (NystromPath, check_lams, is_path, model_at, rankrls_dual_path, rankrls_nystrom_path,
                     rankrls_primal_path, select_lambda)
-from ._rankrls import LinearModel, rankrls_dual, rankrls_kernel, rankrls_primal
+from ._rankrls import LinearModel, ScaledModel, rankrls_dual, rankrls_kernel, rankrls_primal, scale_rows
 from ._ridge import HI
 from ._sparse import as_dense
 
 __all__ = ["RankRLSSelection", "select_rankrls", "rankrls_fit"]
-
-GOLDEN_STEPS = 4
-"""At most this many ``b x b`` decompositions in the golden-section refinement of γ."""
-
 
 class RankRLSSelection(NamedTuple):
     """The result of :func:`select_rankrls`.
@@ -51,8 +48,7 @@ class RankRLSSelection(NamedTuple):
       model: its model (``predict(model, X)``): a :class:`LinearModel`, a kernel model
         or a one-λ :class:`NystromPath`.
       basis: ``[b]`` the basis rows of a Nyström model, else ``None``.
-      trajectory: the refinement (a :class:`TuneResult`, or a dict of the γ points and
-        scores of the golden-section search), else ``None``.
+      trajectory: the refinement's :class:`TuneResult`, else ``None``.
     """
 
     lams: np.ndarray
@@ -100,7 +96,7 @@ def rankrls_fit(X, y, graph: Graph, *, lam, kernel: Optional[Kernel] = None, bas
 def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (None,),
                    graph: Optional[Graph] = None, basis=None, cv=None, valid=None,
                    score_k: int = 10, optimize: bool = False, optimize_steps: int = 20,
-                   seed: int = 0) -> RankRLSSelection:
+                   ard: bool = False, seed: int = 0, verbose: int = 0) -> RankRLSSelection:
     """Chooses λ (and the kernel, e.g. its γ) of RankRLS by NDCG@``score_k``: per kernel
     one decomposition gives the exact leave-query-out (``cv=None``) / k-fold (``cv=k``)
     hold-out predictions of the whole λ grid (Pahikkala et al. 2009, §3.3), or with
@@ -119,12 +115,15 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
       cv: ``None`` (leave-query-out), ``k`` (k-fold over queries) or a :class:`Folds`.
       valid: ``(X_valid, y_valid, qid_valid)``: score on this set instead of hold-out.
       score_k: the NDCG cut-off.
-      optimize: refine the best point (hold-out only): exact linear or Gaussian by
-        gradient descent on the exact hold-out loss (:func:`tune`, ``optimize_steps``
-        Adam steps in log λ, log γ); with a basis by golden-section search in log γ
-        between the grid's neighbours. The refined point is kept when its NDCG is not
-        below the grid's best (strictly above for the golden section).
+      optimize: refine the best point (hold-out only, linear or Gaussian) by gradient
+        descent on the exact hold-out loss (:func:`tune`, ``optimize_steps`` Adam steps in
+        log λ, log γ), of the exact model or, with a basis, of the Nyström model on the
+        chosen basis (O(m b^2) a step). The refined point is kept when its hold-out NDCG
+        is not below the grid's best.
+      ard: with ``optimize``, also learn one scale per feature (the model is then a
+        :class:`ScaledModel`, or scaled weights for the linear model).
       seed: the folds and the basis draw.
+      verbose: print the refinement's loss every that many steps (0: silent).
 
     Returns:
       :class:`RankRLSSelection`.
@@ -153,9 +152,13 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
     optimize = check_flag(optimize, "optimize")
     score_k = check_count(score_k, "score_k")
     check_seed(seed)
+    ard = check_flag(ard, "ard")
+    verbose = check_count(verbose, "verbose", minimum=0)
+    if ard and not optimize:
+        raise ValueError("ard=True learns per-feature scales by the gradient: set optimize=True")
     if optimize:                                    # options first, then the grid
         steps = check_count(optimize_steps, "optimize_steps")
-        if basis is None and valid is None:
+        if valid is None:
             _tune_kind(kernels)
     lams = np.asarray(check_lams(lams), np.float64)
     linear = all(k is None for k in kernels)
@@ -174,7 +177,7 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
     if X.shape[0] < 2:
         raise ValueError("select_rankrls cross-validates and needs at least 2 rows in 2 "
                          "queries, got 1 row")
-    kind = _tune_kind(kernels) if optimize and basis is None else None
+    kind = _tune_kind(kernels) if optimize else None
     if basis is None and not linear:                       # before any work
         kernel_plan(X.shape[0], np.result_type(float), 7 + (12 if optimize else 0),
                     "RankRLSCV / select_rankrls with an exact kernel (basis=None)")
@@ -182,15 +185,16 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
     s = np.concatenate([points.holdout(k, folds) for k in kernels])
     best = _best(s)
     lam, kern, score = float(lams[best % lams.size]), kernels[best // lams.size], float(s[best])
-    trajectory = None
+    trajectory = scales = None
+    index = None if basis is None else points.coefs[float(kern.gamma)][0]
+    grid_point = (lam, kern)
     if kind is not None:
-        lam, kern, score, trajectory = points.refine(kind, lam, kern, score, folds, steps)
-    elif optimize:
-        lam, kern, score, trajectory = points.golden(kernels, lam, kern, score, folds, steps)
-    if basis is not None:
-        index, model = points.nystrom_model(kern, lam)
+        lam, kern, score, trajectory, scales = points.refine(kind, lam, kern, score, folds, steps,
+                                                             ard, index, verbose)
+    if basis is not None and (lam, kern) == grid_point:
+        index, model = points.nystrom_model(kern, lam)            # kept: no refit
     else:
-        index, model = None, rankrls_fit(X, y, graph, lam=lam, kernel=kern, seed=seed)
+        model = points.refit(lam, kern, scales, index)
     return RankRLSSelection(np.tile(lams, len(kernels)), gammas, s, best, lam,
                             None if kern is None else float(kern.gamma), score, model, index,
                             trajectory)
@@ -284,56 +288,36 @@ class _Points:
                                 None if kern is None else float(kern.gamma), float(s[best]),
                                 model, index, None)
 
-    def refine(self, kind, lam, kern, score, folds, steps):
-        """Gradient descent on the exact hold-out loss from the grid's best point; kept
-        when its hold-out NDCG is not below the grid's."""
+    def refine(self, kind, lam, kern, score, folds, steps, ard, index, verbose):
+        """Gradient descent on the exact hold-out loss from the grid's best point (of the
+        Nyström model on the basis ``index`` when given); kept when its hold-out NDCG is
+        not below the grid's. Returns ``(lam, kernel, score, TuneResult, scales)``."""
         Xd = as_dense(self.X)
+        basis = None if index is None else Nystrom(rows=index)
         r = _tune.tune(Xd, self.y, self.graph, kernel=kind, lam=lam,
                        gamma=None if kern is None else float(kern.gamma), folds=folds,
-                       steps=steps, learning_rate=0.1)
-        best = int(np.argmin(r.loss_history))
+                       steps=steps, learning_rate=0.1, ard=ard, basis=basis, verbose=verbose)
+        best = int(np.nanargmin(r.loss_history))
         params = {k: jnp.asarray(v[best]) for k, v in r.params_history.items()}
-        f = _tune.cv_predictions(params, Xd, self.y, self.graph, folds, kind)
+        f = _tune.cv_predictions(params, Xd, self.y, self.graph, folds, kind, basis=basis)
         new = float(ndcg(f, self.y, self.seg, k=self.k))
+        scales = None
         if np.isfinite(new) and new >= score:
             lam, score = float(np.exp(params["log_lam"])), new
             if kern is not None:
                 kern = dataclasses.replace(kern, gamma=float(np.exp(params["log_gamma"])))
-        return lam, kern, score, r
+            if "log_scales" in params:
+                scales = jnp.exp(params["log_scales"])
+        return lam, kern, score, r, scales
 
-    def golden(self, kernels, lam, kern, score, folds, steps):
-        """Golden-section search over log γ between the grid's neighbours of the best γ,
-        each point scored by the exact Nyström hold-out of the whole λ grid (one
-        ``b x b`` decomposition; a gradient step through the ``m x b`` features would
-        cost about three). Keeps a point only when its NDCG is higher."""
-        grid = np.sort(np.asarray([float(k.gamma) for k in kernels]))
-        g0 = float(kern.gamma)
-        j = int(np.searchsorted(grid, g0))
-        lo = np.log(grid[j - 1] if j > 0 else g0 / 4)
-        hi = np.log(grid[j + 1] if j + 1 < grid.size else g0 * 4)
-        ratio = (np.sqrt(5) - 1) / 2
-        cache = {}
-
-        def value(lg):
-            if lg not in cache:
-                t = self.holdout(dataclasses.replace(kern, gamma=float(np.exp(lg))), folds)
-                ok = np.any(np.isfinite(t))
-                cache[lg] = (np.nanmax(t) if ok else -np.inf,
-                             float(self.lams[int(np.nanargmax(t))]) if ok else None)
-            return cache[lg][0]
-
-        a, c = lo + (1 - ratio) * (hi - lo), lo + ratio * (hi - lo)
-        for _ in range(max(1, min(steps, GOLDEN_STEPS) - 2)):
-            if value(a) >= value(c):
-                hi, c = c, a
-                a = lo + (1 - ratio) * (hi - lo)
-            else:
-                lo, a = a, c
-                c = lo + ratio * (hi - lo)
-        top = max(cache, key=lambda k: cache[k][0])
-        trajectory = {"log_gamma": np.array(list(cache)),
-                      "score": np.array([v[0] for v in cache.values()])}
-        if cache[top][0] > score:
-            score, lam = float(cache[top][0]), cache[top][1]
-            kern = dataclasses.replace(kern, gamma=float(np.exp(top)))
-        return lam, kern, score, trajectory
+    def refit(self, lam, kern, scales, index):
+        """The model at a refined point: on the scaled rows with learned scales (the
+        linear weights scaled back, else a :class:`ScaledModel`)."""
+        X = self.X if scales is None else scale_rows(as_dense(self.X), scales)
+        basis = None if index is None else Nystrom(rows=index)
+        model = rankrls_fit(X, self.y, self.graph, lam=lam, kernel=kern, basis=basis)
+        if scales is None:
+            return model
+        if kern is None and basis is None:
+            return LinearModel(scale_rows(model.weights.T, scales).T)
+        return ScaledModel(scales, model)

@@ -16,6 +16,8 @@ then every fold ``U``: ``t = f_U - H_UU L_UU y_U``, ``f'_U = t + H_UU B (I - B^T
 """
 from __future__ import annotations
 
+import sys
+import time
 from functools import partial
 from typing import NamedTuple, Optional
 
@@ -26,12 +28,13 @@ import optax
 
 from ._checks import (as_float_array, check_count, check_flag, check_indices, check_positive, check_matrix,
                       indices_ok, is_concrete, nan_unless)
-from ._memory import kernel_plan
+from ._memory import check_memory, kernel_plan
 from ._folds import Folds, over_folds, resolve_folds
 from ._holdout import woodbury_fold
 from ._graph import Graph, check_graph, check_problem
 from ._graph_build import pairs_from_scores
-from ._kernels import Kernel, kernel_matrix
+from ._kernels import Kernel, kernel_block, kernel_matrix
+from ._nystrom import Basis, basis_system, take_basis
 from ._ridge import HI, dual_system, primal_system
 from ._sparse import as_dense
 
@@ -47,20 +50,22 @@ def _scaled(X, params):
 
 
 def _kernel(params, kind):
+    if kind == "linear":
+        return Kernel("linear")
     if kind == "gaussian":
         return Kernel("gaussian", gamma=jnp.exp(params["log_gamma"]))
     return Kernel("polynomial", gamma=jnp.exp(params["log_gamma"]),
                   coef0=jnp.exp(params.get("log_coef0", 0.0)), degree=2)
 
 
-def _check_data(X, y, graph, kernel="linear", what="tune"):
+def _check_data(X, y, graph, kernel="linear", what="tune", nystrom=False):
     """``X [m, n]`` (dense), ``y [m]`` and a query or identity graph on the ``m`` rows;
-    with a kernel, the ``m x m`` matrices of a differentiated step must fit (about 12:
-    kernel, system, Cholesky factor, features and their cotangents)."""
+    with an exact kernel, the ``m x m`` matrices of a differentiated step must fit (about
+    12: kernel, system, Cholesky factor, features and their cotangents)."""
     check_graph(graph)
     graph.check_splittable(what)
     X = check_matrix(X)
-    if kernel != "linear" and X.ndim == 2:
+    if kernel != "linear" and X.ndim == 2 and not nystrom:
         kernel_plan(X.shape[0], X.dtype, 12, what)
     X, y = check_problem(as_dense(X), y, graph)
     if y.ndim != 1:
@@ -68,7 +73,22 @@ def _check_data(X, y, graph, kernel="linear", what="tune"):
     return X, y
 
 
-def _check_params(params, kernel, n):
+def _take_basis(X, basis, kernel, seed, what):
+    """The padded :class:`Basis` of ``basis`` (None: exact), its ``m x b`` blocks planned:
+    about 10 of them live in a differentiated step (kernel block, features, their
+    transforms and cotangents)."""
+    if basis is None:
+        return None
+    gamma = 1.0 / X.shape[1]
+    _, B = take_basis(X, basis, None if kernel == "linear" else
+                      Kernel(kernel, gamma=gamma, degree=2), seed)
+    m, b = X.shape[0], B.X.shape[0]
+    check_memory(10 * m * b * X.dtype.itemsize, f"{what} with {m} rows and {b} basis rows",
+                 "use a smaller basis or fewer rows (a subsample of whole queries)")
+    return B
+
+
+def _check_params(params, kernel, n, basis=None):
     """Keys and shapes of ``params`` (static, so checked under ``jit``/``grad`` too): a
     missing, unknown or unused key is an error rather than a silently ignored value."""
     if not isinstance(params, dict) or "log_lam" not in params:
@@ -76,9 +96,16 @@ def _check_params(params, kernel, n):
     allowed = {"linear": {"log_lam", "log_scales"},
                "gaussian": {"log_lam", "log_gamma", "log_scales"},
                "polynomial": {"log_lam", "log_gamma", "log_coef0", "log_scales"}}[kernel]
+    if basis is not None:
+        allowed = allowed | {"centres"}
+        if "centres" in params and np.shape(params["centres"]) != (basis.X.shape[0], n):
+            raise ValueError(f"params['centres'] must have shape [{basis.X.shape[0]}, {n}] "
+                             f"(the padded basis rows, as tune returns them), got "
+                             f"{np.shape(params['centres'])}")
     extra = sorted(set(params) - allowed)
     if extra:
         raise ValueError(f"params has {extra}, not used with kernel={kernel!r} "
+                         f"{'and a basis' if basis is not None else '(centres need a basis)'} "
                          f"(it takes {sorted(allowed)})")
     if kernel != "linear" and "log_gamma" not in params:
         raise ValueError(f"params needs 'log_gamma' with kernel={kernel!r}")
@@ -98,22 +125,24 @@ def _tri_solve(C, B):
     return jax.scipy.linalg.solve_triangular(C, B, lower=True)
 
 
-def _checked_inputs(params, X, y, graph, folds, kernel, what):
+def _checked_inputs(params, X, y, graph, folds, kernel, what, basis=None, seed=0):
     """The host checks shared by :func:`cv_predictions` and :func:`cv_loss`: returns the
-    checked ``(X, y, folds)``."""
+    checked problem ``(X, y, graph, folds, basis)``."""
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     if not isinstance(folds, Folds):
         raise TypeError(f"folds must be a Folds (rankjax.make_folds), got {type(folds).__name__}")
-    X, y = _check_data(X, y, graph, kernel, what)
-    _check_params(params, kernel, X.shape[1])
-    return X, y, resolve_folds(graph, folds, 0, X.shape[0])
+    X, y = _check_data(X, y, graph, kernel, what, basis is not None)
+    B = _take_basis(X, basis, kernel, seed, what)
+    _check_params(params, kernel, X.shape[1], B)
+    return X, y, graph, resolve_folds(graph, folds, 0, X.shape[0]), B
 
 
-def cv_predictions(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear"):
+def cv_predictions(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear", *,
+                   basis=None, seed: int = 0):
     """Hold-out predictions ``[m]`` (every row predicted by the model trained without its
-    fold) as a differentiable function of ``params`` (see :func:`cv_loss`). Pure and
-    jittable; ``folds`` from :func:`rankjax.make_folds`.
+    fold) as a differentiable function of ``params`` (see :func:`cv_loss`; ``basis``: the
+    Nyström model). Pure and jittable; ``folds`` from :func:`rankjax.make_folds`.
 
     Example:
       >>> import numpy as np, rankjax as rj
@@ -123,28 +152,52 @@ def cv_predictions(params, X, y, graph: Graph, folds: Folds, kernel: str = "line
       >>> bool(np.allclose(f, rj.holdout_primal(d.X, d.y, g, lams=[2.0]).predictions[0]))
       True
     """
-    X, y, folds = _checked_inputs(params, X, y, graph, folds, kernel, "cv_predictions")
-    return _predictions_core(params, X, y, graph, folds, kernel=kernel)
+    problem = _checked_inputs(params, X, y, graph, folds, kernel, "cv_predictions", basis, seed)
+    return _predictions_core(params, problem, kernel=kernel)
 
 
 @partial(jax.jit, static_argnames="kernel")
-def _predictions_core(params, X, y, graph, folds, *, kernel):
-    return _predictions(params, X, y, graph, folds, kernel)
+def _predictions_core(params, problem, *, kernel):
+    return _predictions(params, problem, kernel)
 
 
-def _predictions(params, X, y, graph, folds, kernel):
-    """The body of :func:`cv_predictions` on checked inputs (traced by the cores)."""
+def nystrom_blocks(params, X, basis: Basis, kind):
+    """``(K_mR, K_RR + ε I)`` of the Nyström model at ``params``: the kernel blocks of the
+    (ARD-scaled) rows and centres (``params["centres"]`` when learned, else the basis
+    rows), padding columns zero and a unit diagonal on padding, ``ε`` the jitter of
+    :func:`rankjax._nystrom.basis_cholesky` (the features are ``Φ = K_mR C^{-T}``)."""
+    kern = _kernel(params, kind)
+    mf = basis.mask.astype(X.dtype)
+    R = params.get("centres", basis.X) * mf[:, None]
+    Xs, Rs = _scaled(X, params), _scaled(R, params)
+    return kernel_block(kern, Xs, Rs) * mf, basis_system(kernel_block(kern, Rs, Rs), basis.mask)
+
+
+def _predictions(params, problem, kernel):
+    """The body of :func:`cv_predictions` on a checked problem (traced by the cores)."""
+    X, y, graph, folds, basis = problem
     lam = jnp.exp(params["log_lam"])
     m = X.shape[0]
-    Xs = _scaled(X, params)
-    if kernel == "linear":
+    if basis is not None:
+        # Nyström: primal RankRLS on Φ = K_mR C^{-T} (C C^T = K_RR + ε I). With
+        # C2 C2^T = Φ^T L Φ + λ I, the factor C4 = C C2 is lower triangular and
+        # C4 C4^T = K_Rm L K_mR + λ (K_RR + ε I): one Cholesky of b x b, no transform of
+        # the system by C, and P = Φ C2^{-T} = K_mR C4^{-T} (Φ never formed)
+        KmR, KRR = nystrom_blocks(params, X, basis, kernel)
+        G, b = primal_system(KmR, y, graph, root=True)
+        C4 = jnp.linalg.cholesky((G + G.T) / 2 + lam * KRR)
+        P = _tri_solve(C4, KmR.T).T                                    # K_mR C4^{-T}  [m, b]
+        F = jnp.matmul(P, _tri_solve(C4, b), precision=HI)
+        K = None
+    elif kernel == "linear":
+        Xs = _scaled(X, params)
         G, b = primal_system(Xs, y, graph)
         C = jnp.linalg.cholesky(G + lam * jnp.eye(G.shape[0], dtype=G.dtype))
         P = _tri_solve(C, Xs.T).T                                      # X C^{-T}  [m, n]
         F = jnp.matmul(P, _tri_solve(C, b), precision=HI)
         K = None
     else:
-        K = kernel_matrix(_kernel(params, kernel), Xs)
+        K = kernel_matrix(_kernel(params, kernel), _scaled(X, params))
         system = dual_system(K, y, graph)
         C = jnp.linalg.cholesky(system.G + lam * jnp.eye(m, dtype=K.dtype))
         P = _tri_solve(C, system.root.apply(K)).T                      # K S C^{-T}  [m, m]
@@ -160,7 +213,8 @@ def _pairwise(f, head, tail, weight, T):
 
 
 def cv_loss(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear",
-            loss: str = "squared", pairs=None, temperature: float = 0.1):
+            loss="squared", pairs=None, temperature: float = 0.1, *, basis=None,
+            seed: int = 0):
     """Differentiable cross-validation criterion of RankRLS (Pahikkala et al. 2009 §3.3).
 
     Args:
@@ -171,7 +225,15 @@ def cv_loss(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear",
       kernel: ``"linear"`` (primal), ``"gaussian"`` or ``"polynomial"`` (degree 2).
       loss: ``"squared"`` — the RankRLS loss ``(y - f')^T L (y - f')`` of the hold-out
         predictions ``f'`` per row; ``"pairwise"`` — the pairwise error with the step
-        replaced by ``sigmoid(./temperature)``, each query weighted equally.
+        replaced by ``sigmoid(./temperature)``, each query weighted equally; or a
+        callable ``loss(f', y, seg)`` of the hold-out scores, the labels and the segment
+        ids ``[m]`` of the queries (``0..Q-1``; a smooth NDCG, a rax loss ...), jittable
+        and differentiable, hashable (a module-level function).
+      basis: the Nyström model (Pahikkala et al. 2009 §3.5): an int, row indices or a
+        :class:`Nystrom` (padded to a size bucket: another size in the bucket compiles
+        nothing); ``params`` may then hold ``centres [b_pad, n]``, the basis points as
+        free parameters. O(m b^2) per call and its gradient, never an ``m x m`` matrix;
+        gradients through Cholesky factors.
       pairs: ``(head, tail, weight)`` for ``"pairwise"`` (from :func:`tune`); indices
         are range-checked, and under the caller's ``jit`` an index outside ``[0, m)``
         makes the loss NaN.
@@ -186,10 +248,10 @@ def cv_loss(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear",
       >>> float(rj.cv_loss({"log_lam": 0.0}, d.X, d.y, g, rj.make_folds(g))) > 0
       True
     """
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    X, y, folds = _checked_inputs(params, X, y, graph, folds, kernel,
-                                 "cv_loss (with its gradient)")
+    check_loss(loss)
+    problem = _checked_inputs(params, X, y, graph, folds, kernel, "cv_loss (with its gradient)",
+                              basis, seed)
+    X = problem[0]
     if loss == "pairwise":
         if pairs is None or len(pairs) != 3:
             raise ValueError("loss='pairwise' needs pairs=(head, tail, weight)")
@@ -203,16 +265,33 @@ def cv_loss(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear",
                              f"{[np.shape(v) for v in pairs]}")
         pairs = (head, tail, weight)
     check_positive(temperature, name="temperature", scalar=True)
-    return _loss_core(params, (X, y, graph, folds), (pairs, temperature), kernel=kernel, loss=loss)
+    return _loss_core(params, problem, (pairs, temperature), kernel=kernel, loss=loss)
+
+
+def check_loss(loss):
+    """One of :data:`LOSSES` or a hashable callable ``loss(f, y, seg)``."""
+    if callable(loss):
+        try:
+            hash(loss)
+        except TypeError:
+            raise TypeError("a callable loss must be hashable (a function, not a partial "
+                            "of arrays)") from None
+        return loss
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES} or a callable (f, y, seg) -> scalar, "
+                         f"got {loss!r}")
+    return loss
 
 
 def _loss(params, problem, objective, kernel, loss):
-    """The body of :func:`cv_loss` on checked inputs (``problem = (X, y, graph, folds)``,
-    ``objective = (pairs, temperature)``); a traced pair index outside ``[0, m)``
+    """The body of :func:`cv_loss` on a checked ``problem = (X, y, graph, folds, basis)``
+    and ``objective = (pairs, temperature)``; a traced pair index outside ``[0, m)``
     (unchecked under the caller's ``jit``) makes the loss NaN."""
-    X, y, graph, folds = problem
+    X, y, graph = problem[:3]
     pairs, temperature = objective
-    f = _predictions(params, X, y, graph, folds, kernel)
+    f = _predictions(params, problem, kernel)
+    if callable(loss):
+        return loss(f, y, graph.segments()[0])
     if loss == "squared":
         return graph.loss(f, y) / X.shape[0]
     head, tail, weight = pairs
@@ -249,8 +328,9 @@ def _step(params, state, problem, objective, *, kernel, loss):
 
 
 def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: float = 1.0,
-         gamma: Optional[float] = None, folds=None, loss: str = "squared", steps: int = 50,
-         learning_rate: float = 0.1, temperature: float = 0.1, seed: int = 0) -> TuneResult:
+         gamma: Optional[float] = None, folds=None, loss="squared", steps: int = 50,
+         learning_rate: float = 0.1, temperature: float = 0.1, seed: int = 0, basis=None,
+         centres: bool = False, verbose: int = 0) -> TuneResult:
     """Learns λ (and the kernel γ, polynomial c0, ARD scales) by gradient descent (Adam,
     optax) on the exact hold-out criterion :func:`cv_loss`, in log space.
 
@@ -263,9 +343,14 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
       ard: learn one scale per feature.
       lam, gamma: starting values (``gamma`` default ``1 / n``).
       folds: ``None`` leave-query-out, an int k, fold ids, or :class:`Folds`.
-      loss: ``"squared"`` or ``"pairwise"`` (smooth pairwise error).
+      loss: ``"squared"``, ``"pairwise"`` (smooth pairwise error) or a callable
+        ``loss(f, y, seg)`` (see :func:`cv_loss`).
       steps, learning_rate: the Adam loop.
       temperature: of the smooth pairwise error.
+      basis: learn the Nyström model's hyper-parameters (an int, row indices or a
+        :class:`Nystrom`): O(m b^2) per step, no ``m x m`` matrix (:func:`cv_loss`).
+      centres: with ``basis``, also learn the basis points (``params["centres"]``).
+      verbose: print the loss every that many steps to stderr (0: silent).
 
     Returns:
       :class:`TuneResult` (the final point; ``loss_history[i]`` is the criterion at
@@ -280,12 +365,15 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
     """
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    check_loss(loss)
     if kernel == "linear" and gamma is not None:
         raise ValueError("gamma is not used with kernel='linear' (a Gaussian or polynomial "
                          "kernel learns it)")
-    X, y = _check_data(X, y, graph, kernel, "tune")
+    if check_flag(centres, "centres") and basis is None:
+        raise ValueError("centres=True learns the basis points of a Nyström model: give basis=")
+    verbose = check_count(verbose, "verbose", minimum=0)
+    X, y = _check_data(X, y, graph, kernel, "tune", basis is not None)
+    B = _take_basis(X, basis, kernel, seed, "tune")
     steps = check_count(steps, "steps")
     ard = check_flag(ard, "ard")
     check_positive(lam, scalar=True)
@@ -303,6 +391,8 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
         params["log_coef0"] = jnp.asarray(0.0, dtype)
     if ard:
         params["log_scales"] = jnp.zeros(n, dtype)
+    if centres:
+        params["centres"] = jnp.asarray(B.X, dtype)
     pairs = None
     if loss == "pairwise":
         seg, _ = graph.segments()
@@ -316,12 +406,19 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
     state.hyperparams["learning_rate"] = jnp.asarray(learning_rate, dtype)
     history, losses = [params], []
     temp = jnp.asarray(temperature, dtype)
-    for _ in range(steps):
-        params, state, value = _step(params, state, (X, y, graph, folds), (pairs, temp),
-                                     kernel=kernel, loss=loss)
+    problem = (X, y, graph, folds, B)
+    start = time.perf_counter()
+    for i in range(steps):
+        params, state, value = _step(params, state, problem, (pairs, temp), kernel=kernel,
+                                     loss=loss)
         losses.append(value)
         history.append(params)
-    losses.append(_loss_core(params, (X, y, graph, folds), (pairs, temp), kernel=kernel, loss=loss))
+        if verbose and (i + 1) % verbose == 0:
+            elapsed = time.perf_counter() - start
+            sys.stderr.write(f"rankjax tune: step {i + 1}/{steps}: loss {float(value):.6g}, "
+                             f"λ {float(np.exp(params['log_lam'])):.4g}, {elapsed:.1f} s, "
+                             f"about {elapsed / (i + 1) * (steps - i - 1):.0f} s left\n")
+    losses.append(_loss_core(params, problem, (pairs, temp), kernel=kernel, loss=loss))
     stacked = {k: np.stack([np.asarray(p[k]) for p in history]) for k in params}
     final = {k: np.asarray(v) for k, v in params.items()}
     kern = None if kernel == "linear" else _kernel(params, kernel)

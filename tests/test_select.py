@@ -120,6 +120,34 @@ def test_the_selection_runs_without_scikit_learn():
     assert out.stdout.strip() == "True"
 
 
+
+@pytest.mark.parametrize("basis", [None, 40])
+def test_optimize_with_ard_refines_by_the_gradient_in_the_library(data, basis):
+    d, _ = data
+    kw = dict(lams=LAMS, kernels=[rj.gaussian_kernel(0.3)], optimize=True, ard=True,
+              optimize_steps=4, basis=basis)
+    sel = rj.select_rankrls(d.X, d.y, d.qid, **kw)
+    grid = rj.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=kw["kernels"], basis=basis)
+    assert isinstance(sel.trajectory, rj.TuneResult) and sel.trajectory.loss_history.shape == (5,)
+    assert sel.score >= grid.score
+    np.testing.assert_array_equal(sel.scores, grid.scores)          # the grid is unchanged
+    est = RankRLSCV(lams=LAMS, kernel="gaussian", gammas=[0.3], basis=basis, optimize=True,
+                    ard=True, optimize_steps=4).fit(d.X, d.y, d.qid)
+    assert (est.lam_, est.gamma_, est.best_score_) == (sel.lam, sel.gamma, sel.score)
+    assert est.evals_result_["tune"]["cv_loss"] == sel.trajectory.loss_history.tolist()
+    np.testing.assert_allclose(est.predict(d.X), np.ravel(rj.predict(sel.model, d.X)), rtol=1e-12)
+    if isinstance(sel.model, rj.ScaledModel):   # the refined point kept: scores equal its hold-out
+        s = np.asarray(sel.model.scales)
+        params = {"log_lam": np.log(sel.lam), "log_gamma": np.log(sel.gamma),
+                  "log_scales": np.log(s)}
+        g = rj.query_graph(d.qid)
+        f = rj.cv_predictions(params, d.X, d.y, g, rj.make_folds(g), "gaussian",
+                              basis=None if basis is None else rj.Nystrom(rows=sel.basis))
+        assert float(rj.ndcg(f, d.y, d.qid, k=10)) == pytest.approx(sel.score, rel=1e-9)
+    with pytest.raises(ValueError, match="optimize=True"):
+        rj.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=kw["kernels"], ard=True)
+
+
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
 
 from surface import E, surface_test  # noqa: E402

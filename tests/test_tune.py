@@ -187,6 +187,125 @@ def test_cv_loss_under_the_callers_jit(prob):
     assert np.isnan(loss(jnp.asarray(h).at[0].set(d.y.size)))
 
 
+
+# --- the Nyström model (issue 33) -----------------------------------------------------
+
+def _nystrom_refit(d, params, rows, kind="gaussian", k=None):
+    """The brute-force twin: the Nyström features at ``params`` (same jitter), then the
+    model retrained without each query, the query scored by it."""
+    from rankjax._ridge import PSD_RTOL
+    from rankjax._segments import padded_size
+    X, y, qid = np.asarray(d.X), np.asarray(d.y), np.asarray(d.qid)
+    s = np.exp(np.asarray(params.get("log_scales", np.zeros(X.shape[1]))))
+    lam, gam = float(np.exp(params["log_lam"])), float(np.exp(params["log_gamma"]))
+    R = np.asarray(params["centres"])[:rows.size] if "centres" in params else X[rows]
+    Xs, Rs = X * s, R * s
+    kern = lambda A, B: np.exp(-gam * ((A[:, None] - B[None]) ** 2).sum(-1))   # noqa: E731
+    KRR = kern(Rs, Rs)
+    eps = PSD_RTOL * int(padded_size(rows.size)) * np.finfo(float).eps * KRR.diagonal().max()
+    Phi = np.linalg.solve(np.linalg.cholesky(KRR + eps * np.eye(rows.size)), kern(Xs, Rs).T).T
+    f = np.zeros_like(y)
+    for q in np.unique(qid):
+        tr = qid != q
+        L = np.asarray(rj.laplacian_dense(rj.query_graph(qid[tr])))
+        w = np.linalg.solve(Phi[tr].T @ L @ Phi[tr] + lam * np.eye(rows.size),
+                            Phi[tr].T @ L @ y[tr])
+        f[~tr] = Phi[~tr] @ w
+    return f
+
+
+def test_nystrom_holdout_equals_refits_and_its_gradient_finite_differences(prob):
+    d, g, folds = prob
+    rows = np.arange(0, len(d.y), 4)
+    bp = int(rj._segments.padded_size(rows.size))
+    centres = np.zeros((bp, d.X.shape[1]))
+    centres[:rows.size] = np.asarray(d.X)[rows] + 0.05
+    params = {"log_lam": jnp.asarray(np.log(0.3)), "log_gamma": jnp.asarray(np.log(0.4)),
+              "log_scales": jnp.asarray([0.1, -0.2, 0.3, 0.0]), "centres": jnp.asarray(centres)}
+    f = rj.cv_predictions(params, d.X, d.y, g, folds, "gaussian", basis=rows)
+    ref = _nystrom_refit(d, params, rows)
+    np.testing.assert_allclose(f, ref, rtol=1e-8, atol=1e-8 * np.abs(ref).max())
+    loss = lambda p: float(rj.cv_loss(p, d.X, d.y, g, folds, "gaussian", basis=rows))  # noqa: E731
+    grad = jax.grad(lambda p: rj.cv_loss(p, d.X, d.y, g, folds, "gaussian", basis=rows))(params)
+    for key, i in [("log_lam", None), ("log_gamma", None), ("log_scales", 0), ("log_scales", 2),
+                   ("centres", (0, 1)), ("centres", (3, 0))]:
+        want = _fd(loss, params, key, i)
+        got = float(grad[key] if i is None else grad[key][i])
+        assert abs(got - want) <= 1e-5 * abs(want) + 1e-10, (key, i, got, want)
+    assert np.all(np.asarray(grad["centres"])[rows.size:] == 0)      # padding: no gradient
+
+
+def test_nystrom_basis_size_in_the_bucket_compiles_nothing(prob):
+    d, g, folds = prob
+    from rankjax._tune import _predictions_core
+    p = {"log_lam": jnp.asarray(0.0), "log_gamma": jnp.asarray(-1.0)}
+    rj.cv_predictions(p, d.X, d.y, g, folds, "gaussian", basis=np.arange(0, 21))
+    before = _predictions_core._cache_size()
+    rj.cv_predictions(p, d.X, d.y, g, folds, "gaussian", basis=np.arange(1, 23))   # 21, 22 -> 24
+    rj.cv_predictions({**p, "log_gamma": jnp.asarray(0.5)}, d.X, d.y, g, folds, "gaussian",
+                      basis=np.arange(1, 23))
+    assert _predictions_core._cache_size() == before
+
+
+def smooth_ndcg_loss(f, y, seg, temperature=0.1):
+    """A smooth NDCG surrogate: the rank of each row as a sum of sigmoids over its query
+    (Qin et al. 2010's ApproxNDCG, without truncation), 1 - mean over queries."""
+    same = seg[:, None] == seg[None, :]
+    rank = 1 + jnp.sum(jnp.where(same, jax.nn.sigmoid((f[None, :] - f[:, None]) / temperature), 0),
+                       axis=1) - 0.5
+    gain = jnp.exp2(y) - 1
+    dcg = jax.ops.segment_sum(gain / jnp.log2(1 + rank), seg, num_segments=seg.shape[0])
+    ideal_rank = 1 + jnp.sum(jnp.where(same, (y[None, :] > y[:, None]) * 1.0, 0), axis=1)
+    idcg = jax.ops.segment_sum(gain / jnp.log2(1 + ideal_rank), seg, num_segments=seg.shape[0])
+    ok = idcg > 0
+    return 1 - jnp.sum(jnp.where(ok, dcg / jnp.where(ok, idcg, 1), 0)) / jnp.maximum(jnp.sum(ok), 1)
+
+
+def test_a_callable_loss_works_under_jit_and_grad(prob):
+    d, g, folds = prob
+    p = {"log_lam": jnp.asarray(0.0), "log_gamma": jnp.asarray(-1.0)}
+    rows = np.arange(0, len(d.y), 3)
+    value = rj.cv_loss(p, d.X, d.y, g, folds, "gaussian", loss=smooth_ndcg_loss, basis=rows)
+    f = rj.cv_predictions(p, d.X, d.y, g, folds, "gaussian", basis=rows)
+    seg = g.segments()[0]
+    assert float(value) == pytest.approx(float(smooth_ndcg_loss(f, jnp.asarray(d.y), seg)))
+    Xj = jnp.asarray(d.X)
+    grad = jax.jit(jax.grad(lambda q: rj.cv_loss(q, Xj, d.y, g, folds, "gaussian",
+                                                  loss=smooth_ndcg_loss, basis=rows)))(p)
+    assert all(np.isfinite(float(v)) for v in grad.values())
+    want = _fd(lambda q: float(rj.cv_loss(q, d.X, d.y, g, folds, "gaussian",
+                                          loss=smooth_ndcg_loss, basis=rows)), p, "log_lam")
+    assert float(grad["log_lam"]) == pytest.approx(want, rel=1e-4, abs=1e-9)
+    r = rj.tune(d.X, d.y, g, kernel="gaussian", basis=rows, loss=smooth_ndcg_loss, steps=3)
+    assert np.all(np.isfinite(r.loss_history))
+    with pytest.raises(ValueError, match="loss must be"):
+        rj.cv_loss(p, d.X, d.y, g, folds, "gaussian", loss="ndcg")
+
+
+def test_a_rax_loss_plugs_in(prob):
+    rax = pytest.importorskip("rax")
+    d, g, folds = prob
+
+    def rax_softmax(f, y, seg):
+        return rax.softmax_loss(f, y, segments=seg)
+    r = rj.tune(d.X, d.y, g, kernel="gaussian", basis=np.arange(0, len(d.y), 3),
+                loss=rax_softmax, steps=2)
+    assert np.all(np.isfinite(r.loss_history))
+
+
+def test_tune_learns_a_nystrom_model_with_ard_and_centres(prob, capsys):
+    d, g, folds = prob
+    rows = np.arange(0, len(d.y), 3)
+    r = rj.tune(d.X, d.y, g, kernel="gaussian", ard=True, basis=rows, centres=True, steps=8,
+                verbose=4)
+    assert r.loss_history[-1] < r.loss_history[0]
+    assert r.params_history["centres"].shape[1:] == (int(rj._segments.padded_size(rows.size)),
+                                                     d.X.shape[1])
+    assert "rankjax tune: step 8/8" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="centres=True"):
+        rj.tune(d.X, d.y, g, kernel="gaussian", centres=True)
+
+
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
 
 from surface import E, V, surface_test  # noqa: E402

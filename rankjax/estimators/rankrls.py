@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _nystrom, _path, _rankrls, _select
+from .. import _nystrom, _rankrls, _select
 from .._checks import check_flag
 from .._graph_build import identity_graph
 from .._sparse import as_dense
@@ -53,7 +53,7 @@ class RankRLS(Ranker):
 
     def _scores(self, X):
         f = _rankrls.predict(self.model_, X if _rankrls.is_linear(self.model_) else as_dense(X))
-        return f[0] if _path.is_path(self.model_) else f
+        return f[0] if f.ndim > 1 else f                 # a one-λ path: its only row
 
 
 class RankRLSCV(RankRLS):
@@ -68,15 +68,15 @@ class RankRLSCV(RankRLS):
     ``basis`` (``"auto"``, ``None`` or an int, as :class:`RankRLS`) with a kernel uses the
     Nyström model: per γ one ``b x b`` decomposition gives the exact hold-out of the
     whole λ grid and every λ's model (no refit); ``basis_method`` ``"uniform"`` or
-    ``"kmeans++"`` (:func:`rankjax.nystrom_basis`); ``basis_`` holds the rows. With a
-    basis, ``optimize=True`` refines γ by golden-section search on the hold-out NDCG.
+    ``"kmeans++"`` (:func:`rankjax.nystrom_basis`); ``basis_`` holds the rows.
     An exact kernel fit that cannot fit in memory is refused before any work.
 
     ``optimize=True`` refines the grid's best point by gradient descent on the exact
     hold-out loss (:func:`rankjax.tune`, ``optimize_steps`` Adam steps in log λ and
-    log γ; linear or Gaussian kernels) and keeps the refined
+    log γ, and per-feature scales with ``ard=True``; linear or Gaussian kernels; with a
+    basis, the Nyström model's loss at O(m b^2) a step) and keeps the refined
     point when its hold-out NDCG is not below the grid's; ``tune_`` holds the
-    trajectory.
+    trajectory, ``evals_result_["tune"]`` its losses, ``verbose=k`` prints every k-th step.
     """
 
     evals_axis = ("grid point", 0, False)        # one score per (λ, γ): no iterations
@@ -85,8 +85,8 @@ class RankRLSCV(RankRLS):
                  gamma="scale", degree=2, coef0=1.0, basis="auto", basis_method="uniform",
                  graph="query", normalized=True,
                  exclude_ties=False, score_k=10, random_state=0, optimize=False,
-                 optimize_steps=20):
-        self.optimize, self.optimize_steps = optimize, optimize_steps
+                 optimize_steps=20, ard=False, verbose=0):
+        self.optimize, self.optimize_steps, self.ard, self.verbose = optimize, optimize_steps, ard, verbose
         self.basis, self.basis_method = basis, basis_method
         self.lams, self.gammas, self.cv = lams, gammas, cv
         self.kernel, self.gamma, self.degree, self.coef0 = kernel, gamma, degree, coef0
@@ -109,13 +109,15 @@ class RankRLSCV(RankRLS):
             graph=self._graph(seg, y), cv=self.cv, valid=valid, score_k=self.score_k,
             basis=None if b is None else _nystrom.Nystrom(b, method=self.basis_method,
                                                           seed=self.random_state),
-            optimize=optimize, optimize_steps=self.optimize_steps, seed=self.random_state)
+            optimize=optimize, optimize_steps=self.optimize_steps, ard=self.ard,
+            seed=self.random_state, verbose=int(self.verbose))
         self.selection_ = sel
         self._results(sel)
         if valid is not None:
             self.evals_result_ = {"valid_0": {f"ndcg@{self.score_k}": sel.scores.tolist()}}
         if sel.trajectory is not None:
             self.tune_ = sel.trajectory
+            self.evals_result_ = {"tune": {"cv_loss": sel.trajectory.loss_history.tolist()}}
         if sel.basis is not None:
             self.basis_ = sel.basis
         self.model_ = sel.model
