@@ -68,6 +68,11 @@ def learners(X, y, q, Xv, yv, qv, gamma):
         m = RankRLSCV(kernel="gaussian", gammas=gammas, lams=LAMS, basis=2000,
                       basis_method=method).fit(X, y, qid=q)
         out[f"Nyström RankRLSCV b=2000 {method} (LQO, train-only)"] = m.predict
+    # learned (issue 33): the Nyström grid's best point refined by the gradient of the
+    # Nyström model's exact leave-query-out loss, with per-feature scales (train-only)
+    ml = RankRLSCV(kernel="gaussian", gammas=gammas, lams=LAMS, basis=1000, basis_method="kmeans++",
+                   optimize=True, ard=True, optimize_steps=20).fit(X, y, qid=q)
+    out["learned (Nyström b=1000 kmeans++, ARD; LQO, train-only)"] = ml.predict
     # FALKON with twice the basis, at the (λ, γ) the Nyström leave-query-out chose
     kk = rj.gaussian_kernel(m.gamma_)
     fk = rj.rankrls_falkon(X, y, g, lam=m.lam_, kernel=kk, options=rj.CG(tol=1e-6, max_iter=100),

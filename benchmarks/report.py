@@ -29,6 +29,8 @@ JOBS = [
      ["bench_paper.py"], ["bench_paper.py"]),
     ("tune", 14, "Learned hyper-parameters against a 20 x 20 grid", ["bench_tune.py"],
      ["bench_tune.py"]),
+    ("tune_nystrom", 33, "Learned Nyström hyper-parameters (ARD) and the cost of one step",
+     ["bench_tune.py", "--nystrom"], ["bench_tune.py", "--nystrom"]),
     ("noisy", 6, "KPCRank under label noise", ["bench_learners.py", "--only", "noisy"],
      ["bench_learners.py", "--only", "noisy"]),
     ("early", 5, "Early stopping against Tikhonov (RCV1-shaped)",
