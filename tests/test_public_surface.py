@@ -25,7 +25,7 @@ def tables():
     return out
 
 
-TYPES = {"CGResult", "RankRLSSelection",
+TYPES = {"CGResult", "RankRLSSelection", "ScaledModel",
          "CSRMatrix", "CVResult", "DualModel", "DualPath", "Folds", "GridSearch",
          "HoldOut", "IdentityGraph", "KPCModel", "KPCPath", "Kernel", "KernelModel", "LinearModel",
          "Metric", "NystromPath", "PairHoldOut", "PairwiseGP", "PerQuery", "PermutationResult",
