@@ -94,15 +94,17 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, options: Optional[CG] = None, val
     y = _check_y(y, graph, "rankrls_cg")
     check_positive(lam, allow_zero=True, scalar=True)
     n = X.shape[1]
-
-    def rows(Xv):
-        Xv = as_operator(Xv, "X_valid")
-        if Xv.shape[1] != n:
-            raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {n}")
-        return Xv
     valid = valid_set(valid, "X_valid", metric, greater_is_better, metric_kwargs, "rankrls_cg",
-                      rows)
+                      partial(validation_rows, n=n))
     return _cg_primal_core(X, y, graph, lam, valid, check_x0(x0, n), check_options(options))
+
+
+def validation_rows(Xv, n):
+    """``X_valid`` as an operator (:func:`as_operator`) with the ``n`` columns of ``X``."""
+    Xv = as_operator(Xv, "X_valid")
+    if Xv.shape[1] != n:
+        raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {n}")
+    return Xv
 
 
 def _kernel_operator(K, m, name):

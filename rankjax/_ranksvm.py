@@ -362,16 +362,10 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
         raise TypeError(f"metric_kwargs must be a dict, got {type(metric_kwargs).__name__}")
     if valid is None:
         return _tron_jit(X, levels, opts)
-    from ._cg import as_operator
+    from ._cg import validation_rows
     from ._cg_loop import valid_set
-    n = X.shape[1]
-
-    def rows(Xv):
-        Xv = as_operator(Xv, "X_valid")
-        if Xv.shape[1] != n:
-            raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {n}")
-        return Xv
-    valid = valid_set(valid, "X_valid", metric, None, metric_kwargs, "ranksvm_l2", rows)
+    valid = valid_set(valid, "X_valid", metric, None, metric_kwargs, "ranksvm_l2",
+                      functools.partial(validation_rows, n=X.shape[1]))
     return _tron_valid_jit(X, levels, opts, valid, patience=check_count(patience, "patience"),
                            hist_len=max_iter + 1)
 
