@@ -135,7 +135,9 @@ def rankrls_primal(X, y, graph: Graph, *, lam) -> LinearModel:
       lam: scalar λ > 0 (may be traced; use :func:`rankrls_primal_path` for a grid).
 
     Returns:
-      :class:`LinearModel` with ``weights`` ``[n]`` or ``[n, k]``.
+      :class:`LinearModel` with ``weights`` ``[n]`` or ``[n, k]`` in the numpy promotion
+      of ``X``'s and ``y``'s dtypes (float32 ``X`` with float64 ``y`` and x64 on: float64;
+      cast ``y`` to float32 to compute in float32).
 
     Example:
       >>> import numpy as np, rankjax as rj

@@ -132,12 +132,48 @@ def _load(path, args, num_features=None, flag="--train"):
 
 
 def _evaluate(scores, y, qid):
+    """The test metrics of ``scores`` [m] (floats) or of a multi-output model's
+    ``[m, k]`` (one list of k values per metric, output by output)."""
     from ._metrics import pairwise_error
     from ._metrics_graded import mean_average_precision, ndcg
+    scores = np.asarray(scores)
+    if scores.ndim == 2:
+        cols = [_evaluate(scores[:, j], y, qid) for j in range(scores.shape[1])]
+        return {k: [c[k] for c in cols] for k in cols[0]}
     out = {f"ndcg@{k}": float(ndcg(scores, y, qid, k=k)) for k in (1, 5, 10)}
     out["map"] = float(mean_average_precision(scores, y, qid))
     out["pairwise_accuracy"] = 1 - float(pairwise_error(scores, y, qid))
     return out
+
+
+def _fmt(v):
+    """A metric for the console: ``0.1234`` or, for a multi-output model, ``[0.1234, ...]``."""
+    return "[" + ", ".join(f"{x:.4f}" for x in v) + "]" if isinstance(v, list) else f"{v:.4f}"
+
+
+def _rounded(v):
+    return [round(x, 6) for x in v] if isinstance(v, list) else round(v, 6)
+
+
+def _feature_columns(model):
+    """The feature count of a saved library model that scores feature rows (0: not
+    recorded, the file decides), or None for a model that does not (a dual model, a
+    path: those score a kernel matrix or a whole λ grid)."""
+    from ._rankrls import LinearModel, KernelModel, ScaledModel
+    from ._falkon import FalkonModel
+    from ._ranksvm import RankSVMKernelModel
+    from ._rankboost import RankBoostModel
+    if isinstance(model, LinearModel):
+        return int(model.weights.shape[0])
+    if isinstance(model, ScaledModel):
+        return int(model.scales.shape[0])
+    if isinstance(model, KernelModel):
+        return int(model.X_train.shape[1])
+    if isinstance(model, (FalkonModel, RankSVMKernelModel)):
+        return int(model.basis_X.shape[1])
+    if isinstance(model, RankBoostModel):
+        return max(int(model.num_features), 0)
+    return None
 
 
 def _select_lambda(X, y, qid, args, lams, **kw):
@@ -308,14 +344,14 @@ def _main(argv):
         model, result = _fit_other(args, X, y, qid)
     scores = model.predict(Xt)
     metrics = _evaluate(scores, yt, qt)
-    _say("  test: " + ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()))
+    _say("  test: " + ", ".join(f"{k}={_fmt(v)}" for k, v in metrics.items()))
     if args.save:                         # the estimators' model file, for every learner
         model.save(args.save, normalize=bool(args.normalize), cli_learner=args.learner)
         _say(f"  model saved to {args.save}")
     else:
         _say("  model not saved (use --save PATH)")
     _say(f"  {time.time() - t0:.1f} s on {jax.devices()[0].platform}")
-    _print_report({"learner": args.learner, **result, **{k: round(v, 6) for k, v in metrics.items()},
+    _print_report({"learner": args.learner, **result, **{k: _rounded(v) for k, v in metrics.items()},
              "seconds": round(time.time() - t0, 3)}, args)
     return 0
 
@@ -411,9 +447,14 @@ def _use_loaded(args, t0):
     elif is_weights(model):                # weights saved by an older command line
         n = model.shape[0]
         score = lambda X: np.asarray(_predict_linear(model, X))  # noqa: E731
+    elif _feature_columns(model) is not None:      # a library model saved by io.save_model
+        from ._rankrls import predict
+        n = _feature_columns(model) or None
+        score = lambda X: np.asarray(predict(model, X))  # noqa: E731
     else:
-        raise UsageError(f"--load {args.load} holds a {type(model).__name__}, not a model "
-                         "saved by the command line or an estimator")
+        raise UsageError(f"--load {args.load} holds a {type(model).__name__}, not a model that "
+                         "scores feature rows (a LinearModel, KernelModel, ScaledModel, "
+                         "FalkonModel, RankSVMKernelModel or RankBoostModel, or an estimator)")
     path = args.test or args.predict
     if args.predict and not args.output:
         _QUIET[0] = True                    # stdout carries the scores
@@ -422,8 +463,8 @@ def _use_loaded(args, t0):
     scores = score(X)
     if args.test:
         metrics = _evaluate(scores, y, qid)
-        _say(f"  {args.load} on {path}: " + ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()))
-        _print_report({**{k: round(v, 6) for k, v in metrics.items()},
+        _say(f"  {args.load} on {path}: " + ", ".join(f"{k}={_fmt(v)}" for k, v in metrics.items()))
+        _print_report({**{k: _rounded(v) for k, v in metrics.items()},
                  "seconds": round(time.time() - t0, 3)}, args)
         return 0
     cols = np.asarray(scores).reshape(len(qid), -1)          # a multi-output model: k columns
