@@ -28,6 +28,7 @@ from jax import lax
 from ._checks import as_float_array, check_count, check_positive, lam_ok, nan_unless
 from ._graph import check_graph
 from ._graph_build import as_validation
+from ._log import begin, check_verbose, loop_step
 from ._metrics import check_metric_options
 from ._rankrls import LinearModel
 
@@ -50,7 +51,8 @@ class CG:
       patience: iterations without a better validation score before stopping.
       recompute_every: the residual is recomputed as ``b - (A + λ I) x`` every that many
         iterations (0 = never).
-      progress: print every that many iterations to stderr (0 = off, nothing compiled in).
+      verbose: log every that many iterations while the loop runs (0 = off, nothing
+        compiled in; logger ``"rankjax"``). The solvers also take ``verbose=`` directly.
 
     Example:
       >>> import jax.numpy as jnp
@@ -64,14 +66,14 @@ class CG:
     max_iter: int = 500
     patience: int = 10
     recompute_every: int = 50
-    progress: int = 0
+    verbose: int = 0
 
     def __post_init__(self):
         if self.tol is not None:           # 0: run max_iter iterations
             check_positive(self.tol, name="tol", scalar=True, allow_zero=True)
         check_count(self.max_iter, "max_iter"), check_count(self.patience, "patience")
         check_count(self.recompute_every, "recompute_every", minimum=0)
-        check_count(self.progress, "progress", minimum=0)
+        check_verbose(self.verbose)
 
     def tolerance(self, dtype):
         """``tol``, or the default of ``dtype`` when ``None``."""
@@ -88,7 +90,7 @@ _LOOP = tuple(f.name for f in dataclasses.fields(CG))
 
 
 def _flatten_cg(c):
-    return (c.tol,), (c.max_iter, c.patience, c.recompute_every, c.progress)
+    return (c.tol,), (c.max_iter, c.patience, c.recompute_every, c.verbose)
 
 
 def _unflatten_cg(aux, children):
@@ -107,6 +109,8 @@ def check_options(options) -> CG:
         return CG()
     if not isinstance(options, CG):
         raise TypeError(f"options must be a rankjax.CG, got {type(options).__name__}")
+    if options.verbose:
+        begin()                          # the clock of the loop's lines
     return options
 
 
@@ -122,7 +126,12 @@ def loop_keywords(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kw):
+        if "verbose" in kw and "verbose" not in params:         # verbose=k: CG(verbose=k)
+            kw["options"] = dataclasses.replace(check_options(kw.get("options")),
+                                                verbose=check_verbose(kw.pop("verbose")))
         legacy = {k: kw.pop(k) for k in _LOOP if k in kw}
+        if "progress" in kw:                                    # the old name of verbose
+            legacy["verbose"] = kw.pop("progress")
         extra = ({k: kw.pop(k) for k in list(kw) if k not in params}
                  if "metric_kwargs" in params else {})
         if legacy:
@@ -214,7 +223,7 @@ def cg_loop(matvec, b, options: CG, lam, x0, valid_fn) -> CGResult:
     """The loop of :func:`cg_solve` on checked (or traced) arguments."""
     tol = options.tolerance(b.dtype)
     max_iter, patience = options.max_iter, options.patience
-    recompute_every, progress = options.recompute_every, options.progress
+    recompute_every, verbose = options.recompute_every, options.verbose
     dtype = b.dtype
     lam = jnp.asarray(lam, dtype)
     op = lambda v: matvec(v) + lam * v  # noqa: E731
@@ -271,8 +280,8 @@ def cg_loop(matvec, b, options: CG, lam, x0, valid_fn) -> CGResult:
         if valid_fn is None:
             bx = jnp.where(keep, x, bx)
             bi = jnp.where(keep, i - 1, bi)
-        if progress:
-            jax.debug.callback(_print_progress, i, res, s, progress)
+        loop_step(verbose, "CG iteration", None, i, res, s, fmt="relative residual {0:.3e}"
+                  + (", validation {1:.6g}" if valid_fn is not None else ""))
         return (i, x_out, r_new, p_new, rr_new, bx, bs, bi, since, new_reason,
                 hr.at[i].set(jnp.where(keep, jnp.nan, res)), hv.at[i].set(s))
 
@@ -305,13 +314,6 @@ def differentiable_cg(matvec, b, options: CG, lam, x0=None, valid_fn=None) -> CG
 
     x, aux = lax.custom_linear_solve(op, b, solve, symmetric=True, has_aux=True)
     return aux._replace(weights=nan_unless(ok, x))
-
-
-def _print_progress(i, res, score, every):
-    if int(i) % every == 0:
-        import sys
-        sys.stderr.write(f"rankjax cg: iteration {int(i)}: relative residual {float(res):.3e}, "
-                         f"validation {float(score):.6g}\n")
 
 
 def validation_criterion(valid, metric="pairwise_error", *, greater_is_better=None,

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ._log import gated_step
 from ._checks import check_seed, device_array, is_concrete, is_int, segment_ids
 from ._graph import Graph, check_graph
 from ._ridge import SMALL_SOLVE
@@ -121,7 +122,8 @@ def over_folds(folds: Folds, m, L, width, out_shape, dtype, fold_fn):
     ``vmap`` inside; ``width`` = columns of the fold's feature block) and scatters
     the predictions to ``[L, m(, k)]``."""
     out = jnp.zeros(out_shape, dtype)
-    for idx_b, mask_b in zip(folds.index, folds.mask):
+    buckets = len(folds.index)
+    for b, (idx_b, mask_b) in enumerate(zip(folds.index, folds.mask), 1):
         Fb, P = idx_b.shape
         batch = max(1, min(Fb, FOLD_BUDGET // max(1, (L + width) * P * P)))
         if P > min(width, SMALL_SOLVE):   # LAPACK per fold: unbatched (see symmetric_solve)
@@ -132,6 +134,8 @@ def over_folds(folds: Folds, m, L, width, out_shape, dtype, fold_fn):
         flat_idx = jnp.where(mask_b, idx_b, m).reshape(-1)
         vals = res.reshape((res.shape[0], -1) + res.shape[3:])
         out = out.at[:, flat_idx].set(vals, mode="drop")
+        gated_step("fold bucket", buckets, b, P, Fb, vals.ravel()[0].real,
+                   fmt="{1:.0f} folds of up to {0:.0f} rows")
     return out
 
 

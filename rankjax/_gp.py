@@ -29,6 +29,7 @@ from ._checks import (as_float_array, check_flag, check_count, check_indices, ch
                       check_symmetric, is_concrete, lam_ok, nan_unless)
 from ._memory import check_memory
 from ._kernels import gaussian_kernel, kernel_matrix
+from ._log import Stages, check_verbose
 
 __all__ = ["PairwiseGP", "gp_pairwise_gaussian", "gp_pairwise_probit", "gp_predict",
            "gp_preference_probability", "gp_fit"]
@@ -349,7 +350,7 @@ def gp_preference_probability(model: PairwiseGP, K_a, K_b, k_aa, k_bb, k_ab, *,
 
 def gp_fit(X, head, tail, target=None, *, likelihood: str = "probit", gamma=1.0,
            amplitude=1.0, noise_var=1.0, steps: int = 100, learning_rate=0.05,
-           ep_iter: int = 100):
+           ep_iter: int = 100, verbose: int = 0):
     """Hyper-parameters by maximising the (EP) log marginal likelihood with optax
     Adam over ``log γ``, ``log amplitude`` (and ``log σ²`` for the Gaussian model),
     with a Gaussian kernel ``amplitude · exp(-γ ||x - x'||²)`` (Tsivtsivadze et al. §5).
@@ -361,6 +362,7 @@ def gp_fit(X, head, tail, target=None, *, likelihood: str = "probit", gamma=1.0,
       likelihood: ``"probit"`` or ``"gaussian"``.
       gamma, amplitude, noise_var: initial values.
       steps, learning_rate: Adam settings. ep_iter: EP sweeps per step.
+      verbose: log every that many steps (0: silent; logger ``"rankjax"``).
 
     Returns:
       ``(model, params)`` with ``params = dict(gamma, amplitude, noise_var)``.
@@ -375,6 +377,7 @@ def gp_fit(X, head, tail, target=None, *, likelihood: str = "probit", gamma=1.0,
     import optax
     X = check_matrix(X)
     steps, ep_iter = check_count(steps, "steps"), check_count(ep_iter, "ep_iter")
+    check_verbose(verbose)
     for value, name in ((gamma, "gamma"), (amplitude, "amplitude"), (noise_var, "noise_var"),
                         (learning_rate, "learning_rate")):
         check_positive(value, name=name, scalar=True)
@@ -420,8 +423,12 @@ def gp_fit(X, head, tail, target=None, *, likelihood: str = "probit", gamma=1.0,
         upd, state = opt.update(g, state)
         return optax.apply_updates(p, upd), state
 
-    for _ in range(steps):
+    stages = Stages(steps, "gp_fit step", verbose)
+    for _ in stages:
         p, state = step(p, state)
+        if stages.every:
+            stages.note(f"γ {float(jnp.exp(p['log_gamma'])):.4g}, "
+                        f"amplitude {float(jnp.exp(p['log_amp'])):.4g}")
     K, Kd = kd(p)
     if likelihood == "gaussian":
         model = gp_pairwise_gaussian(K, np.asarray(h), np.asarray(t), w,

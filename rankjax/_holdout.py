@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import check_gram, lam_ok, nan_unless
+from ._log import run
 from ._memory import check_memory
 from ._folds import Folds, each_slice, over_folds, resolve_folds
 from ._graph import Graph, check_graph, check_problem
@@ -145,7 +146,8 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, C=None, eig=None):
     return over_folds(folds, m, lams.shape[0], n, F.shape, X.dtype, fold_fn)
 
 
-def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> HoldOut:
+def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0,
+                   verbose: int = 0) -> HoldOut:
     """Leave-query-out / k-fold hold-out predictions of primal RankRLS (or RLS with an
     identity graph) for a λ grid, from one eigendecomposition of ``X^T L X``
     (Pahikkala et al. 2009, §3.3, eq. 33-34).
@@ -162,6 +164,7 @@ def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> Ho
       lams: ``[L]`` λ grid (traced).
       folds: see :func:`make_folds`, or a prebuilt :class:`Folds` of this graph
         (needed under jit).
+      verbose: log each bucket of folds as it finishes (0: silent; logger ``"rankjax"``).
 
     Returns:
       :class:`HoldOut` with ``predictions [L, m(, k)]``.
@@ -176,7 +179,7 @@ def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> Ho
     X, y, lams, folds = _check_holdout(X, y, graph, lams, folds, seed)
     check_gram(X)
     X = as_dense(X)
-    return HoldOut(lams, _holdout_primal_core(X, y, graph, lams, folds), folds)
+    return HoldOut(lams, run(verbose, _holdout_primal_core, X, y, graph, lams, folds), folds)
 
 
 @jax.jit
@@ -195,7 +198,8 @@ def _holdout_dual_core(K, y, graph, lams, folds):
             dec.flags())
 
 
-def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> HoldOut:
+def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0,
+                 verbose: int = 0) -> HoldOut:
     """Leave-query-out / k-fold hold-out predictions of dual (kernel) RankRLS for a λ
     grid, from one eigendecomposition of ``S K S`` (Pahikkala et al. 2009, §3.3,
     eq. 33-34, Lemma 2).
@@ -209,7 +213,7 @@ def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> Hold
 
     Args:
       K: ``[m, m]`` kernel matrix.
-      y, graph, lams, folds: as in :func:`holdout_primal`.
+      y, graph, lams, folds, verbose: as in :func:`holdout_primal`.
 
     Example:
       >>> import numpy as np, rankjax as rj
@@ -220,13 +224,14 @@ def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0) -> Hold
     """
     K, _ = check_kernel_matrix(K, y, graph, count=6, what="holdout_dual")
     K, y, lams, folds = _check_holdout(K, y, graph, lams, folds, seed, "K")
-    pred, flags = _holdout_dual_core(K, y, graph, lams, folds)
+    pred, flags = run(verbose, _holdout_dual_core, K, y, graph, lams, folds)
     check_spectrum(flags, lams, "holdout_dual")
     return HoldOut(lams, pred, folds)
 
 
 def holdout_nystrom(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=None,
-                    seed: int = 0, block_size: Optional[int] = None) -> HoldOut:
+                    seed: int = 0, block_size: Optional[int] = None,
+                    verbose: int = 0) -> HoldOut:
     """Hold-out predictions of Nyström (basis-vector) RankRLS (Pahikkala et al. 2009,
     §3.5 with §3.3): the primal hold-out (eq. 33-34) on the Nyström features
     ``Φ = K_mR C^{-T}`` (``C C^T = K_RR + ε I``, ``ε`` a rounding-level jitter, as
@@ -234,6 +239,7 @@ def holdout_nystrom(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=No
     :class:`Nystrom`; an int draws that many rows uniformly with ``seed``),
     for the whole λ grid from one eigendecomposition of ``Φ^T L Φ`` (``b x b``). The
     basis stays fixed across folds, as in the paper. O(m b^2) time, O(m b) memory.
+    ``verbose`` logs each bucket of folds as it finishes (as :func:`holdout_primal`).
 
     The basis is padded to a size bucket with masked rows and the kernel parameters
     are traced: another γ, or another basis size in the same bucket, compiles nothing.
@@ -251,7 +257,8 @@ def holdout_nystrom(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=No
     X = as_dense(X)
     _, basis = take_basis(X, basis, kernel, seed)
     check_nystrom_memory(X.shape[0], basis.X.shape[0], X.dtype)
-    return HoldOut(lams, nystrom_holdout_core(X, y, graph, basis, lams, folds, block_size)[0],
+    return HoldOut(lams, run(verbose, nystrom_holdout_core, X, y, graph, basis, lams, folds,
+                             block_size)[0],
                    folds)
 
 

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ._log import begin, check_verbose, loop_step
 from ._checks import check_count, check_flag, check_matrix, device_array, require_concrete
 from ._ranksvm import rank_levels
 from ._segments import bucket, seg_scan
@@ -74,7 +75,8 @@ def _potential(H, group, group_start, group_query, num_groups, num_queries):
     return (eM * b - eP * a) / jnp.where(Z > 0, Z, 1)
 
 
-def rankboost(X, y, qid=None, *, rounds: int = 100, num_thresholds: int = 32) -> RankBoostModel:
+def rankboost(X, y, qid=None, *, rounds: int = 100, num_thresholds: int = 32,
+              verbose: int = 0) -> RankBoostModel:
     """RankBoost with thresholded-feature weak rankers (Freund et al. 2003).
 
     Args:
@@ -83,6 +85,8 @@ def rankboost(X, y, qid=None, *, rounds: int = 100, num_thresholds: int = 32) ->
       qid: ``[m]`` query ids (``None``: one ranking).
       rounds: boosting rounds ``T`` (static).
       num_thresholds: candidate thresholds per feature.
+      verbose: log every that many rounds while the loop runs (0: silent; logger
+        ``"rankjax"``).
 
     Returns:
       :class:`RankBoostModel`; score new rows with :func:`rankboost_predict`.
@@ -102,6 +106,9 @@ def rankboost(X, y, qid=None, *, rounds: int = 100, num_thresholds: int = 32) ->
     if lv.seg.shape[0] != X.shape[0]:
         raise ValueError(f"y has {lv.seg.shape[0]} rows but X has {X.shape[0]}")
     rounds = check_count(rounds, "rounds")
+    verbose = check_verbose(verbose)
+    if verbose:
+        begin()
     num_thresholds = check_count(num_thresholds, "num_thresholds")
     seg, level = np.asarray(lv.seg), np.asarray(lv.level)
     keys = seg.astype(np.int64) * (int(level.max()) + 1) + level
@@ -118,21 +125,21 @@ def rankboost(X, y, qid=None, *, rounds: int = 100, num_thresholds: int = 32) ->
     dtype = jnp.result_type(float)
     groups = (device_array(group.astype(np.int32)), device_array(group_start),
               device_array(group_query), device_array(seg))
-    model = _boost(device_array(bins), device_array(T, dtype), groups, (G, Q, rounds))
+    model = _boost(device_array(bins), device_array(T, dtype), groups, (G, Q, rounds, verbose))
     return model._replace(num_features=int(X.shape[1]))
 
 
 def _boost_impl(bins, T, groups, sizes):
     """``groups = (group, group_start, group_query, seg)`` (traced), ``sizes = (G, Q,
-    rounds)`` (static)."""
+    rounds, verbose)`` (static)."""
     group, group_start, group_query, seg = groups
-    G, Q, rounds = sizes
+    G, Q, rounds, verbose = sizes
     m, n = bins.shape
     nb = T.shape[1]
     valid = ~jnp.isnan(T)
     flat = jnp.arange(n)[None, :] * (nb + 1) + bins                  # [m, n] histogram slots
 
-    def round_(H, _):
+    def round_(H, t):
         Hc = H - (jax.ops.segment_sum(H, seg, Q) / jnp.maximum(
             jax.ops.segment_sum(jnp.ones_like(H), seg, Q), 1))[seg]
         pi = _potential(Hc, group, group_start, group_query, G, Q)
@@ -146,9 +153,11 @@ def _boost_impl(bins, T, groups, sizes):
         rk = jnp.clip(r[f, b], -c, c)
         alpha = 0.5 * jnp.log((1 + rk) / (1 - rk))
         H = H + alpha * (bins[:, f] > b)
+        loop_step(verbose, "RankBoost round", rounds, t + 1, f, alpha, r[f, b],
+                  fmt="feature {0:.0f}, alpha {1:.4g}, r {2:.4g}")
         return H, (f, T[f, b], alpha, r[f, b])
 
-    _, (f, thr, alpha, r) = lax.scan(round_, jnp.zeros(m, T.dtype), None, length=rounds)
+    _, (f, thr, alpha, r) = lax.scan(round_, jnp.zeros(m, T.dtype), jnp.arange(rounds))
     return RankBoostModel(f, thr, alpha, r)
 
 

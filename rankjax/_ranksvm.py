@@ -29,6 +29,7 @@ from jax import lax
 from ._checks import (check_count, check_positive, check_matrix, device_array, host_labels, lam_ok,
                       nan_unless, segment_ids)
 from ._kernels import Kernel, kernel_matrix
+from ._log import begin, check_verbose, loop_step
 from ._nystrom import coef_from, features, take_basis
 from ._rankrls import LinearModel, check_test_matrix, linear_scores
 from ._segments import seg_scan
@@ -241,7 +242,7 @@ def _trcg(hv, g, delta, eps_cg, max_cg):
     return s, r, it, boundary
 
 
-def _tron(X, levels, opts, valid_fn=None, patience=0, hist_len=0):
+def _tron(X, levels, opts, valid_fn=None, patience=0, hist_len=0, verbose=0):
     """TRON (Lin, Weng & Keerthi 2008) on the squared-hinge pairs; ``opts`` the traced
     ``(C, tol, max_iter, eps_cg, max_cg)``."""
     C, tol, max_iter, eps_cg, max_cg = opts
@@ -297,6 +298,9 @@ def _tron(X, levels, opts, valid_fn=None, patience=0, hist_len=0):
             track = (jnp.where(better, w, bw), jnp.where(better, sc, bs),
                      jnp.where(better, it - 1, bi), hist.at[it - 1].set(sc))
             stop = stop | (it - 1 - track[2] >= patience)
+        loop_step(verbose, "TRON Newton step", None, it - 1, f, jnp.linalg.norm(g) / gnorm0,
+                  cgt + cg_it, fmt="objective {0:.6g}, relative gradient {1:.3e}, "
+                  "{2:.0f} CG iterations in all")
         return w, f, g, st, delta, it, cgt + cg_it, stop, track
 
     w, f, g, _, _, it, cgt, _, track = lax.while_loop(cond, body, init)
@@ -310,7 +314,7 @@ def _tron(X, levels, opts, valid_fn=None, patience=0, hist_len=0):
 
 def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=0.1,
                max_cg: int = 1000, valid=None, metric="pairwise_error", patience: int = 10,
-               metric_kwargs=None) -> RankSVMResult:
+               metric_kwargs=None, verbose: int = 0) -> RankSVMResult:
     """Linear L2-loss RankSVM by trust-region Newton (docs/math.md; Lee & Lin 2014;
     Lee & Lin 2014 §1–4): liblinear-ranksvm's ``-s 8`` with its defaults
     (``C = 1``, ``eps = 1e-3``, stop when ``||∇f(w)|| <= tol ||∇f(0)||``, start
@@ -334,6 +338,8 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
         :func:`rankrls_cg`; ``metric_kwargs`` its options) is evaluated on every Newton
         iterate, the best iterate is returned and the loop stops after ``patience``
         steps without improvement (``best_iteration``, ``valid_history``).
+      verbose: log every that many Newton steps while the loop runs (0: silent; logger
+        ``"rankjax"``).
 
     Returns:
       :class:`RankSVMResult`.
@@ -360,22 +366,26 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
             device_array(max_cg, jnp.int32))
     if metric_kwargs is not None and not isinstance(metric_kwargs, dict):
         raise TypeError(f"metric_kwargs must be a dict, got {type(metric_kwargs).__name__}")
+    verbose = check_verbose(verbose)
+    if verbose:
+        begin()
     if valid is None:
-        return _tron_jit(X, levels, opts)
+        return _tron_jit(X, levels, opts, verbose=verbose)
     from ._cg import validation_rows
     from ._cg_loop import valid_set
     valid = valid_set(valid, "X_valid", metric, None, metric_kwargs, "ranksvm_l2",
                       functools.partial(validation_rows, n=X.shape[1]))
     return _tron_valid_jit(X, levels, opts, valid, patience=check_count(patience, "patience"),
-                           hist_len=max_iter + 1)
+                           hist_len=max_iter + 1, verbose=verbose)
 
 
-_tron_jit = jax.jit(_tron)
+_tron_jit = jax.jit(_tron, static_argnames="verbose")
 
 
-@functools.partial(jax.jit, static_argnames=("patience", "hist_len"))
-def _tron_valid_jit(X, levels, opts, valid, patience, hist_len):
-    return _tron(X, levels, opts, valid.criterion(lambda w: valid.M @ w), patience, hist_len)
+@functools.partial(jax.jit, static_argnames=("patience", "hist_len", "verbose"))
+def _tron_valid_jit(X, levels, opts, valid, patience, hist_len, verbose):
+    return _tron(X, levels, opts, valid.criterion(lambda w: valid.M @ w), patience, hist_len,
+                 verbose)
 
 
 class RankSVMKernelModel(NamedTuple):

@@ -22,6 +22,7 @@ from ._graph import Graph, check_problem
 from ._graph_build import query_graph
 from ._holdout import HoldOut, check_nystrom_memory, holdout_dual, holdout_primal, nystrom_holdout_core
 from ._kernels import Kernel, check_kernel, kernel_matrix, linear_kernel
+from ._log import Stages, active, check_verbose
 from ._memory import kernel_plan
 from ._metrics_graded import ndcg
 from ._nystrom import Nystrom, as_nystrom, take_basis
@@ -123,7 +124,8 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
       ard: with ``optimize``, also learn one scale per feature (the model is then a
         :class:`ScaledModel`, or scaled weights for the linear model).
       seed: the folds and the basis draw.
-      verbose: print the refinement's loss every that many steps (0: silent).
+      verbose: log each kernel of the grid, each bucket of folds and every that many
+        refinement steps (0: silent; logger ``"rankjax"``).
 
     Returns:
       :class:`RankRLSSelection`.
@@ -153,7 +155,7 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
     score_k = check_count(score_k, "score_k")
     check_seed(seed)
     ard = check_flag(ard, "ard")
-    verbose = check_count(verbose, "verbose", minimum=0)
+    verbose = check_verbose(verbose)
     if ard and not optimize:
         raise ValueError("ard=True learns per-feature scales by the gradient: set optimize=True")
     if optimize:                                    # options first, then the grid
@@ -182,7 +184,13 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
         kernel_plan(X.shape[0], np.result_type(float), 7 + (12 if optimize else 0),
                     "RankRLSCV / select_rankrls with an exact kernel (basis=None)")
     folds = make_folds(graph, cv, seed=seed)
-    s = np.concatenate([points.holdout(k, folds) for k in kernels])
+    grid, parts = Stages(kernels, "grid kernel", verbose), []
+    with active(verbose):
+        for k in grid:
+            parts.append(points.holdout(k, folds))
+            grid.note(("linear" if k is None else f"γ {float(k.gamma):.4g}")
+                      + f", best NDCG@{score_k} {np.nanmax(parts[-1]):.4f}")
+    s = np.concatenate(parts)
     best = _best(s)
     lam, kern, score = float(lams[best % lams.size]), kernels[best // lams.size], float(s[best])
     trajectory = scales = None

@@ -16,8 +16,6 @@ then every fold ``U``: ``t = f_U - H_UU L_UU y_U``, ``f'_U = t + H_UU B (I - B^T
 """
 from __future__ import annotations
 
-import sys
-import time
 from functools import partial
 from typing import NamedTuple, Optional
 
@@ -34,6 +32,7 @@ from ._holdout import woodbury_fold
 from ._graph import Graph, check_graph, check_problem
 from ._graph_build import pairs_from_scores
 from ._kernels import Kernel, kernel_block, kernel_matrix
+from ._log import Stages, check_verbose
 from ._nystrom import Basis, basis_system, take_basis
 from ._ridge import HI, dual_system, primal_system
 from ._sparse import as_dense
@@ -350,7 +349,7 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
       basis: learn the Nyström model's hyper-parameters (an int, row indices or a
         :class:`Nystrom`): O(m b^2) per step, no ``m x m`` matrix (:func:`cv_loss`).
       centres: with ``basis``, also learn the basis points (``params["centres"]``).
-      verbose: print the loss every that many steps to stderr (0: silent).
+      verbose: log the loss every that many steps (0: silent; logger ``"rankjax"``).
 
     Returns:
       :class:`TuneResult` (the final point; ``loss_history[i]`` is the criterion at
@@ -371,7 +370,7 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
                          "kernel learns it)")
     if check_flag(centres, "centres") and basis is None:
         raise ValueError("centres=True learns the basis points of a Nyström model: give basis=")
-    verbose = check_count(verbose, "verbose", minimum=0)
+    check_verbose(verbose)
     X, y = _check_data(X, y, graph, kernel, "tune", basis is not None)
     B = _take_basis(X, basis, kernel, seed, "tune")
     steps = check_count(steps, "steps")
@@ -407,17 +406,14 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
     history, losses = [params], []
     temp = jnp.asarray(temperature, dtype)
     problem = (X, y, graph, folds, B)
-    start = time.perf_counter()
-    for i in range(steps):
+    stages = Stages(steps, "tune step", verbose)
+    for i in stages:
         params, state, value = _step(params, state, problem, (pairs, temp), kernel=kernel,
                                      loss=loss)
         losses.append(value)
         history.append(params)
-        if verbose and (i + 1) % verbose == 0:
-            elapsed = time.perf_counter() - start
-            sys.stderr.write(f"rankjax tune: step {i + 1}/{steps}: loss {float(value):.6g}, "
-                             f"λ {float(np.exp(params['log_lam'])):.4g}, {elapsed:.1f} s, "
-                             f"about {elapsed / (i + 1) * (steps - i - 1):.0f} s left\n")
+        if stages.every and (i + 1) % stages.every == 0:
+            stages.note(f"loss {float(value):.6g}, λ {float(np.exp(params['log_lam'])):.4g}")
     losses.append(_loss_core(params, problem, (pairs, temp), kernel=kernel, loss=loss))
     stacked = {k: np.stack([np.asarray(p[k]) for p in history]) for k in params}
     final = {k: np.asarray(v) for k, v in params.items()}

@@ -1,3 +1,4 @@
+import logging
 import functools
 
 import jax
@@ -233,15 +234,17 @@ def test_cg_input_errors(rng):
         rj.rankrls_cg_dual(np.full((60, 60), np.nan), y, g)
 
 
-def test_progress_report_is_optional(capfd):
+def test_progress_lines_come_from_the_loop_through_the_logger(caplog):
     d = rj.make_ranking_data(8, num_features=4, seed=0)
     g = rj.query_graph(d.qid)
-    quiet = rj.rankrls_cg(d.X, d.y, g, lam=1.0, tol=1e-10)
-    assert capfd.readouterr().err == ""
-    loud = rj.rankrls_cg(d.X, d.y, g, lam=1.0, tol=1e-10, progress=2)
-    jax.effects_barrier()
-    err = capfd.readouterr().err.splitlines()
-    assert len(err) == int(loud.iterations) // 2 and err[0].startswith("rankjax cg: iteration 2:")
+    with caplog.at_level(logging.INFO, logger="rankjax"):
+        quiet = rj.rankrls_cg(d.X, d.y, g, lam=1.0, options=rj.CG(tol=1e-10))
+        assert caplog.records == []
+        loud = rj.rankrls_cg(d.X, d.y, g, lam=1.0, options=rj.CG(tol=1e-10), verbose=2)
+        jax.effects_barrier()
+    lines = [r.getMessage() for r in caplog.records]
+    n = int(loud.iterations)
+    assert len(lines) == n // 2 and lines[0].startswith("CG iteration 2: relative")
     np.testing.assert_array_equal(loud.weights, quiet.weights)
 
 

@@ -1,3 +1,4 @@
+import logging
 """Out-of-core primal RankRLS equals the in-memory fit (float64), from lists, .npy files,
 memmaps and SVMlight files; leave-query-out by chunks equals holdout_primal."""
 import numpy as np
@@ -71,16 +72,18 @@ def test_selection_on_validation_data():
     assert float(fit.selection.best_lam) == float(sel.best_lam)
 
 
-def test_npy_files_memmaps_and_progress(tmp_path, capsys):
+def test_npy_files_memmaps_and_progress(tmp_path, caplog):
     X, y, qid = _data(5)
     for name, a in (("X", X.astype(np.float32)), ("y", y), ("q", qid)):
         np.save(tmp_path / f"{name}.npy", a)
     files = io.iter_npy(tmp_path / "X.npy", tmp_path / "y.npy", tmp_path / "q.npy", chunk_rows=40)
     maps = io.iter_npy(np.load(tmp_path / "X.npy", mmap_mode="r"), y, qid, chunk_rows=40)
-    a = rj.rankrls_primal_stream(files, lams=LAMS, progress=True)
+    with caplog.at_level(logging.INFO, logger="rankjax"):
+        a = rj.rankrls_primal_stream(files, lams=LAMS, verbose=1)
     b = rj.rankrls_primal_stream(maps, lams=LAMS)
     np.testing.assert_array_equal(a.path.weights, b.path.weights)
-    assert "rows/s" in capsys.readouterr().err
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == a.num_chunks and all("rows/s" in t for t in lines)
     for Xc, yc, qc in files:                                      # never cuts a query
         assert Xc.dtype == np.float32 and Xc.shape[0] == yc.shape[0] == qc.shape[0]
     ends = np.cumsum([c[2].shape[0] for c in files])[:-1]

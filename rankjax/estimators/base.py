@@ -5,14 +5,13 @@ persistence (one model format, :func:`load`) and the kernel defaults.
 from __future__ import annotations
 
 import inspect
-import sys
 import warnings
 
 import jax
 import numpy as np
 import scipy.sparse as sp
 
-from .. import _kernels, _metrics_graded, _path, _rankrls, io
+from .. import _kernels, _log, _metrics_graded, _path, _rankrls, io
 from .._checks import Segments, check_count, check_matrix, check_targets, is_int, segment_ids
 from .._graph_build import query_graph
 from .._sparse import is_bcoo, is_scipy_sparse, is_sparse
@@ -214,7 +213,7 @@ class Ranker(_Base):
         the evaluation set: sets ``evals_result_`` (LightGBM's layout,
         ``{"valid_0": {"ndcg@k": [...]}}``), ``best_iteration_`` (how many steps the kept
         model has) and ``best_score_``, stopping after ``early_stopping_rounds`` steps
-        without improvement; prints the scores on stderr with ``verbose``. Returns
+        without improvement; logs the scores with ``verbose``. Returns
         ``best_iteration_``."""
         k = getattr(self, "score_k", 10)
         T = scores.shape[0]
@@ -237,13 +236,13 @@ class Ranker(_Base):
         return best + 1
 
     def _report(self, vals, first=0, show=True):
-        """``evals_result_`` (LightGBM's layout) of the per-step scores ``vals``, printed on
-        stderr with ``verbose`` (step numbers from ``first``)."""
+        """``evals_result_`` (LightGBM's layout) of the per-step scores ``vals``, logged with
+        ``verbose`` (step numbers from ``first``)."""
         name = f"ndcg@{getattr(self, 'score_k', 10)}"
         every = verbose_every(getattr(self, "verbose", False)) if show else 0
         for t, v in enumerate(vals):
             if every and ((t + first) % every == 0 or t == len(vals) - 1):
-                print(f"[{t + first}]\tvalid_0's {name}: {v:.6g}", file=sys.stderr)
+                _log.info(every, "[%d]\tvalid_0's %s: %.6g", t + first, name, v)
         self.evals_result_ = {"valid_0": {name: np.asarray(vals, float).tolist()}}
 
     def _needs_queries(self):
@@ -384,11 +383,7 @@ def nan_last(v):
 
 def verbose_every(verbose):
     """``verbose``: False/0 (silent), True (every step) or an int n (every n-th step)."""
-    if isinstance(verbose, (bool, np.bool_)):
-        return int(bool(verbose))
-    if not is_int(verbose) or verbose < 0:
-        raise ValueError(f"verbose must be a bool or an int >= 0, got {verbose!r}")
-    return int(verbose)
+    return _log.check_verbose(verbose)
 
 
 def query_weights(sample_weight, seg):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _cg, _cg_loop, _kernels, _kpcrank, _metrics_graded, _rankboost, _rankrls, _ranksvm
+from .. import _cg, _cg_loop, _kernels, _kpcrank, _log, _metrics_graded, _rankboost, _rankrls, _ranksvm
 from .._graph_build import query_graph
 from .._sparse import as_dense
 from .base import Ranker, make_kernel, verbose_every
@@ -19,7 +19,7 @@ class CGRankRLS(Ranker):
     alone. With an evaluation set the iterate of the best NDCG@``score_k`` is kept and
     the loop stops after ``early_stopping_rounds`` iterations without improvement
     (``evals_result_``, ``best_iteration_``, ``best_score_``); ``verbose`` prints the
-    progress on stderr. ``coef_`` holds the weights."""
+    progress through the ``rankjax`` logger. ``coef_`` holds the weights."""
 
     evals_axis = ("CG iteration", 0, True)
 
@@ -44,7 +44,7 @@ class CGRankRLS(Ranker):
                                      metric=_metrics_graded.ndcg,
                                      metric_kwargs={"k": self.score_k},
                                      options=_cg_loop.CG(tol=self.tol, max_iter=self.max_iter,
-                                                         patience=rounds, progress=every))
+                                                         patience=rounds, verbose=every))
         self.n_iter_ = int(self.model_.iterations)
         self.best_iteration_ = int(self.model_.best_iteration)
         if valid is not None:
@@ -89,21 +89,22 @@ class RankSVM(Ranker):
                 kw = dict(valid=(Xv, yv, query_graph(sv)), metric=_metrics_graded.ndcg,
                           metric_kwargs={"k": self.score_k},
                           patience=self.max_iter + 1 if rounds is None else rounds)
-            r = _ranksvm.ranksvm_l2(X, y, seg, C=self.C, tol=self.tol, max_iter=self.max_iter, **kw)
+            r = _ranksvm.ranksvm_l2(X, y, seg, C=self.C, tol=self.tol, max_iter=self.max_iter,
+                                    verbose=verbose_every(self.verbose), **kw)
             self.model_ = _rankrls.LinearModel(r.weights)
             self.coef_ = np.asarray(r.weights)
             self.converged_ = bool(r.converged)
             self.n_iter_ = int(r.iterations)
             if eval_set is not None:           # the loop minimizes: its history is -NDCG
                 hist = -np.asarray(r.valid_history, dtype=float)[:self.n_iter_ + 1]
-                self._report(hist)
+                self._report(hist, show=False)          # the loop logged its progress
                 self.best_iteration_ = int(r.best_iteration)
                 self.best_score_ = float(hist[self.best_iteration_])
         else:
             self.model_ = _ranksvm.ranksvm_kernel(
                 as_dense(X), y, seg, kernel=kern, C=self.C, seed=self.random_state,
                 basis=self.basis if self.basis is not None else min(X.shape[0], 1000),
-                tol=self.tol, max_iter=self.max_iter)
+                tol=self.tol, max_iter=self.max_iter, verbose=verbose_every(self.verbose))
         return self._finish_fit(seg)
 
     def _scores(self, X):
@@ -137,16 +138,27 @@ class KPCRank(Ranker):
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         self.X_train_ = as_dense(X)           # the checked device array (kernels of later calls)
         kern = self._fit_kernel(self.X_train_) or _kernels.linear_kernel()
-        K = _kernels.kernel_matrix(kern, self.X_train_)
+        every = verbose_every(self.verbose)
+        stages = _log.Stages(["kernel matrix", "components"] + ["scored"] * (eval_set is not None),
+                             "KPCRank stage", every)
+        stage = iter(stages)
+        stages.note(f"{next(stage)} {X.shape[0]} x {X.shape[0]}")
+        K = _log.ready(_kernels.kernel_matrix(kern, self.X_train_))
         g = self._graph(seg, y)
+        stages.note(f"{next(stage)} ({self.n_components})")
         if eval_set is None:
             self.model_ = _kpcrank.kpcrank(K, y, g, components=self.n_components, lam=self.lam)
+            _log.ready(self.model_)
+            next(stage, None)
             return self._finish_fit(seg)
         Xv, yv, sv = self._eval_data(eval_set, eval_qid, eval_group)
         Kv = _kernels.kernel_matrix(kern, np.asarray(as_dense(Xv), np.float64), self.X_train_)
         path = _kpcrank.kpcrank_path(K, y, g, max_components=self.n_components, lam=self.lam,
                                      K_valid=Kv)
+        _log.ready(path)
+        stages.note(f"{next(stage)} on the evaluation set")
         p = self._eval_sequence(path.valid_scores, yv, sv)
+        next(stage, None)
         self.model_ = _kpcrank.KPCModel(path.coef[p - 1], path.offset[p - 1])
         return self._finish_fit(seg)
 
@@ -170,7 +182,8 @@ class RankBoost(Ranker):
         ``early_stopping_rounds`` rounds without improvement (``evals_result_``)."""
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         model = _rankboost.rankboost(as_dense(X), y, seg, rounds=self.rounds,
-                                     num_thresholds=self.num_thresholds)
+                                     num_thresholds=self.num_thresholds,
+                                     verbose=verbose_every(self.verbose))
         if eval_set is not None:
             Xv, yv, sv = self._eval_data(eval_set, eval_qid, eval_group)
             keep = self._eval_sequence(_rankboost.rankboost_predict(model, Xv, staged=True),

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _nystrom, _rankrls, _select
+from .. import _log, _nystrom, _rankrls, _select
 from .._checks import check_flag
 from .._graph_build import identity_graph
 from .._sparse import as_dense
-from .base import Ranker, basis_size, gamma_value, make_kernel, nan_last
+from .base import Ranker, basis_size, gamma_value, make_kernel, nan_last, verbose_every
 
 
 class RankRLS(Ranker):
@@ -25,15 +25,17 @@ class RankRLS(Ranker):
         Nyström basis of :data:`AUTO_BASIS_SIZE` rows), ``None`` (always exact) or the
         number of basis rows of the Nyström approximation.
       normalized, exclude_ties: query-graph options. score_k: NDCG cut-off of
-        ``score``. random_state: seed of the basis rows.
+        ``score``. random_state: seed of the basis rows. verbose: log the fit's start
+        and end (0: silent; logger ``"rankjax"``).
     """
 
     def __init__(self, lam=1.0, *, kernel=None, gamma="scale", degree=2, coef0=1.0, basis="auto",
                  graph="query", normalized=True, exclude_ties=False, score_k=10,
-                 random_state=0):
+                 random_state=0, verbose=0):
         self.lam, self.kernel, self.gamma, self.degree, self.coef0 = lam, kernel, gamma, degree, coef0
         self.basis, self.graph, self.normalized = basis, graph, normalized
         self.exclude_ties, self.score_k, self.random_state = exclude_ties, score_k, random_state
+        self.verbose = verbose
 
     def _graph(self, seg, y):
         if self.graph == "identity":
@@ -46,9 +48,13 @@ class RankRLS(Ranker):
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         g = self._graph(seg, y)
         b = basis_size(self.basis, self.kernel, X.shape[0])
-        self.model_ = _select.rankrls_fit(X, y, g, lam=self.lam, kernel=self._fit_kernel(X),
-                                          basis=None if b is None else _nystrom.Nystrom(
-                                              b, seed=self.random_state))
+        steps = _log.Stages(1, "RankRLS fit", verbose_every(self.verbose))
+        for _ in steps:
+            self.model_ = _log.ready(_select.rankrls_fit(
+                X, y, g, lam=self.lam, kernel=self._fit_kernel(X),
+                basis=None if b is None else _nystrom.Nystrom(b, seed=self.random_state)))
+            steps.note(f"{X.shape[0]} rows, {'linear' if self.kernel in (None, 'linear') else self.kernel}"
+                       + ("" if b is None else f" kernel, Nyström basis of {b} rows"))
         return self._finish_fit(seg)
 
     def _scores(self, X):
@@ -110,7 +116,7 @@ class RankRLSCV(RankRLS):
             basis=None if b is None else _nystrom.Nystrom(b, method=self.basis_method,
                                                           seed=self.random_state),
             optimize=optimize, optimize_steps=self.optimize_steps, ard=self.ard,
-            seed=self.random_state, verbose=int(self.verbose))
+            seed=self.random_state, verbose=verbose_every(self.verbose))
         self.selection_ = sel
         self._results(sel)
         if valid is not None:

@@ -46,7 +46,7 @@ def sharded_cg(data: ShardedData, *, lam=0.0, options: Optional[CG] = None, vali
 
     Args:
       data: :class:`ShardedData` with one output.
-      options: a :class:`~rankjax.CG` (its ``progress`` is not printed here).
+      options: a :class:`~rankjax.CG` (its ``verbose`` is not printed here).
       valid: ``(X_valid, y_valid, graph_valid)`` for early stopping (replicated).
       Other arguments as in :func:`~rankjax.rankrls_cg`.
 
@@ -66,7 +66,7 @@ def sharded_cg(data: ShardedData, *, lam=0.0, options: Optional[CG] = None, vali
         raise ValueError("sharded_cg solves one output; shard one column of y")
     check_positive(lam, allow_zero=True, scalar=True)
     options = check_options(options)
-    options = dataclasses.replace(options, progress=0)          # not printed
+    options = dataclasses.replace(options, verbose=0)           # not printed
     n = data.num_features
     valid = valid_set(valid, "X_valid", metric, greater_is_better, metric_kwargs, "sharded_cg",
                       partial(_valid_rows, n=n))

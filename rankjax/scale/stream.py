@@ -12,7 +12,6 @@ prediction needs only its own rows and the global system.
 from __future__ import annotations
 
 import queue
-import sys
 import threading
 import time
 from functools import partial
@@ -25,6 +24,7 @@ import numpy as np
 from .._checks import as_float_array, check_flag, check_targets, segment_ids
 from .._graph_build import as_validation, query_graph
 from .._holdout import holdout_from_system
+from .._log import check_verbose, info
 from .._metrics import check_metric_options, metric_sign, pairwise_error
 from .._path import PrimalPath, Selection, check_lams, select_lambda
 from .._rankrls import path_scores
@@ -165,10 +165,10 @@ def _passes(chunks, progress, label, graph_kw, expected=None):
         seen.update(ids)
         rows += X.shape[0]
         yield X, y, s, _padded(X, y, s.seg, s.num_queries, **graph_kw)
-        if progress:
+        if progress and (i + 1) % progress == 0:
             dt = time.perf_counter() - start
-            sys.stderr.write(f"rankjax stream ({label}): chunk {i + 1}, {rows:,} rows, "
-                             f"{rows / max(dt, 1e-9):,.0f} rows/s\n")
+            info(progress, "stream (%s): chunk %d, %s rows, %s rows/s (%.1f s)", label, i + 1,
+                 f"{rows:,}", f"{rows / max(dt, 1e-9):,.0f}", dt)
     if n is None and expected:
         raise ValueError(f"the second pass over chunks read nothing, the first {expected} rows: "
                          "pass a re-iterable (a list or a rankjax.io reader), not a generator")
@@ -178,7 +178,8 @@ def _passes(chunks, progress, label, graph_kw, expected=None):
 
 def rankrls_primal_stream(chunks, *, lams, normalized: bool = True, exclude_ties: bool = False,
                           query_weights=None, valid=None, holdout_metric: Optional[Callable] = None,
-                          progress: bool = False, **metric_kwargs) -> StreamFit:
+                          verbose: int = 0, progress: Optional[bool] = None,
+                          **metric_kwargs) -> StreamFit:
     """Primal RankRLS on data read chunk by chunk (out of core).
 
     One pass accumulates ``X^T L X`` and ``X^T L y`` over chunks of whole queries
@@ -199,7 +200,8 @@ def rankrls_primal_stream(chunks, *, lams, normalized: bool = True, exclude_ties
       valid: ``(X_valid, y_valid, qid_valid)`` in memory: scores and a λ selection with
         ``holdout_metric`` (default :func:`~rankjax.pairwise_error`).
       holdout_metric: a rankjax metric for the leave-query-out pass (``y`` 1-D).
-      progress: print rows/s to stderr after every chunk.
+      verbose: log the rows read and rows/s after every that many chunks (0: silent;
+        logger ``"rankjax"``). progress: the old spelling of ``verbose=1``.
       **metric_kwargs: passed to the metric (``k=10``, ...).
 
     Returns:
@@ -217,9 +219,10 @@ def rankrls_primal_stream(chunks, *, lams, normalized: bool = True, exclude_ties
     """
     check_metric_options(holdout_metric or pairwise_error, metric_kwargs, "rankrls_primal_stream")
     lams = check_lams(lams)
-    for flag, name in ((normalized, "normalized"), (exclude_ties, "exclude_ties"),
-                       (progress, "progress")):
+    for flag, name in ((normalized, "normalized"), (exclude_ties, "exclude_ties")):
         check_flag(flag, name)
+    progress = check_verbose(verbose) or (progress is not None and int(check_flag(progress,
+                                                                                 "progress")))
     if not (query_weights is None or (isinstance(query_weights, str) and query_weights == "pairs")):
         raise ValueError("query_weights must be None or 'pairs' for streamed data "
                          f"(per-query arrays need every query at once), got {query_weights!r}")

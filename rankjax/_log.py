@@ -1,0 +1,169 @@
+"""Progress of long calls: one ``verbose`` convention, one ``logging`` logger.
+
+Every estimator and every public function that can run for more than a couple of
+seconds takes ``verbose``: ``0`` (or ``False``) is silent, ``1`` (or ``True``) logs one
+line per stage (a grid point, a γ, a fold bucket, an optimisation step, a block of
+boosting rounds or of CG/FALKON/TRON iterations, a stream chunk), ``k > 1`` every k-th
+stage. Lines carry the elapsed time and, where the number of stages is known, an
+estimate of the time left. Inside compiled loops they are sent by
+``jax.debug.callback`` while the loop runs.
+
+The lines go to the ``logging`` logger named ``"rankjax"`` at level ``INFO``. When
+nothing is configured, the first line installs one stderr handler on that logger;
+``logging.getLogger("rankjax").setLevel(logging.WARNING)`` silences every line, and a
+handler of your own (on the logger or on the root, e.g. ``logging.basicConfig``)
+receives them instead.
+
+Example:
+  >>> import logging
+  >>> from rankjax._log import Stages
+  >>> for i in Stages(3, "demo", verbose=0):   # verbose=0: silent
+  ...     pass
+"""
+from __future__ import annotations
+
+import logging
+import sys
+import time
+
+import jax
+import numpy as np
+
+logger = logging.getLogger("rankjax")
+_clock: dict = {}          # the start of the compiled loops of the running call (callbacks)
+
+
+def check_verbose(verbose, name: str = "verbose") -> int:
+    """``verbose`` as the number of stages between two lines (0: silent): a bool, or an
+    int >= 0."""
+    if isinstance(verbose, (bool, np.bool_)):
+        return int(bool(verbose))
+    if isinstance(verbose, (int, np.integer)) and verbose >= 0:
+        return int(verbose)
+    raise ValueError(f"{name} must be a bool or an int >= 0, got {verbose!r}")
+
+
+def _ready():
+    """The logger at INFO with somewhere to write (only when nothing is configured)."""
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.INFO)
+    if not logger.hasHandlers():
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("[rankjax] %(message)s"))
+        logger.addHandler(handler)
+
+
+def info(verbose: int, msg: str, *args) -> None:
+    """One line when ``verbose`` is on."""
+    if verbose:
+        _ready()
+        logger.info(msg, *args)
+
+
+def _timing(start: float, done: int, total) -> str:
+    elapsed = time.perf_counter() - start
+    if total and 0 < done < total:
+        return f"{elapsed:.1f} s, ~{elapsed / done * (total - done):.1f} s left"
+    return f"{elapsed:.1f} s"
+
+
+class Stages:
+    """Iterates over ``items`` (or ``range(items)``), logging ``what i/n: detail`` every
+    ``verbose``-th stage and at the last, with the elapsed time and the time left.
+    ``note(text)`` sets the detail of the stage that just finished."""
+
+    def __init__(self, items, what: str, verbose: int):
+        self.items = range(items) if isinstance(items, (int, np.integer)) else items
+        self.what, self.every = what, check_verbose(verbose)
+        self.detail = ""
+
+    def note(self, text: str) -> None:
+        self.detail = text
+
+    def __iter__(self):
+        n = len(self.items) if hasattr(self.items, "__len__") else None
+        start = time.perf_counter()
+        for i, item in enumerate(self.items, 1):
+            self.detail = ""
+            yield item
+            if self.every and (i % self.every == 0 or i == n):
+                info(1, "%s %d/%s%s (%s)", self.what, i, n if n is not None else "?",
+                     f": {self.detail}" if self.detail else "", _timing(start, i, n))
+
+
+def begin() -> None:
+    """Starts the clock of the compiled loops of a public call (on the host, before
+    them); the first line of a loop that finds it used restarts it."""
+    _clock["start"], _clock["fresh"] = time.perf_counter(), True
+
+
+def _from_loop(what, total, every, i, *values, fmt):
+    i = int(i)
+    if i % every and i != total:
+        return
+    if i <= every:                           # the first line of this loop
+        if not _clock.get("fresh"):
+            _clock["start"] = time.perf_counter()
+        _clock["fresh"] = False
+    start = _clock["start"]
+    text = fmt.format(*(float(v) for v in values)) if fmt else ""
+    count = f"{i}/{total}" if total else f"{i}"
+    info(1, "%s %s%s (%s)", what, count, f": {text}" if text else "", _timing(start, i, total))
+
+
+def loop_step(every: int, what: str, total, i, *values, fmt: str = "") -> None:
+    """Inside a compiled loop (``every``, ``what``, ``total`` and ``fmt`` static; ``total``
+    None when the count is traced): a line at every ``every``-th step ``i`` (1-based) and
+    at the last, formatting ``values``
+    with ``fmt`` (``str.format``), sent to the host while the loop runs. Nothing is
+    traced when ``every`` is 0."""
+    if every:
+        jax.debug.callback(lambda i, *v: _from_loop(what, total, every, i, *v, fmt=fmt),
+                           i, *values)
+
+
+_active = [0]          # the verbose level of the public call running now (gated callbacks)
+
+
+class active:
+    """``with active(verbose):`` around a public call turns on the lines of the few-stage
+    callbacks compiled into its programs (:func:`gated_step`; a global, since callbacks
+    run on XLA's threads)."""
+
+    def __init__(self, verbose):
+        self.every = check_verbose(verbose)
+
+    def __enter__(self):
+        self.saved, _active[0] = _active[0], self.every
+        begin()
+        return self
+
+    def __exit__(self, *exc):
+        _active[0] = self.saved
+
+
+def _gated(what, total, i, *values, fmt):
+    if _active[0]:
+        _from_loop(what, total, _active[0], i, *values, fmt=fmt)
+
+
+def gated_step(what: str, total: int, i, *values, fmt: str = "") -> None:
+    """A line for stage ``i`` (1-based) of ``total`` of a compiled program with few
+    stages (fold buckets): always compiled in, logged only inside :class:`active`.
+    Pass a value computed by the stage among ``values`` so the line follows it."""
+    jax.debug.callback(lambda i, *v: _gated(what, total, i, *v, fmt=fmt), i, *values)
+
+
+def run(verbose, core, *args, **kwargs):
+    """``core(*args, **kwargs)`` with its :func:`gated_step` lines on when ``verbose``
+    (waiting for the result there, so that the lines come while the call runs)."""
+    every = check_verbose(verbose)
+    if not every:
+        return core(*args, **kwargs)
+    with active(every):
+        return jax.block_until_ready(core(*args, **kwargs))
+
+
+def ready(tree):
+    """``tree`` once computed (so that a stage's line follows its work)."""
+    return jax.block_until_ready(tree)
