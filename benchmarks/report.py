@@ -58,6 +58,10 @@ JOBS = [
     ("kernel_scale", 22, "Kernel RankRLS at scale: Nyström hold-out, RankRLSCV, FALKON",
      ["bench_kernel_scale.py", "--optimize"], ["bench_kernel_scale.py", "--optimize",
                                                 "--large-rows", "1000000"]),
+    ("first_screen", 34, "The README's first table: kernel, learned and linear RankRLSCV beside "
+     "LightGBM and XGBoost on lambdarank_sample and MQ2008",
+     ["bench_first_screen.py", "--readme", "../README.md"],
+     ["bench_first_screen.py", "--readme", "../README.md"]),
     ("mq2008", 22, "MQ2008 (LETOR 4.0), five folds: every learner beside LightGBM and XGBoost",
      ["bench_mq2008.py"], ["bench_mq2008.py"]),
     ("scaling", 13, "Weak scaling over simulated devices",

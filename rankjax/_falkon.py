@@ -58,6 +58,11 @@ class FalkonModel(NamedTuple):
     kernel: Kernel
     cg: CGResult
 
+    @property
+    def num_features(self) -> int:
+        """Columns of the rows it scores."""
+        return int(self.basis_X.shape[1])
+
     def predict(self, X, block_size: Optional[int] = None):
         X = check_test_matrix(X, self.basis_X.shape[1])
         return jnp.matmul(kernel_matrix(self.kernel, X, self.basis_X, block_size=block_size),

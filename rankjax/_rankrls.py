@@ -60,6 +60,11 @@ class LinearModel(NamedTuple):
 
     weights: jax.Array
 
+    @property
+    def num_features(self) -> int:
+        """Columns of the rows it scores."""
+        return int(self.weights.shape[0])
+
     def predict(self, X):
         return linear_scores(check_test_matrix(X, self.weights.shape[0]), self.weights)
 
@@ -81,6 +86,11 @@ class KernelModel(NamedTuple):
     X_train: jax.Array
     kernel: Kernel
 
+    @property
+    def num_features(self) -> int:
+        """Columns of the rows it scores."""
+        return int(self.X_train.shape[1])
+
     def predict(self, X, block_size: Optional[int] = None):
         X = check_test_matrix(X, self.X_train.shape[1])
         Kt = kernel_matrix(self.kernel, X, self.X_train, block_size=block_size)
@@ -100,6 +110,11 @@ class ScaledModel(NamedTuple):
 
     scales: jax.Array
     model: object
+
+    @property
+    def num_features(self) -> int:
+        """Columns of the rows it scores."""
+        return int(self.scales.shape[0])
 
     def predict(self, X, block_size: Optional[int] = None):
         X = check_test_matrix(X, self.scales.shape[0])

@@ -395,6 +395,11 @@ class RankSVMKernelModel(NamedTuple):
     basis_X: jax.Array
     kernel: Kernel
 
+    @property
+    def num_features(self) -> int:
+        """Columns of the rows it scores."""
+        return int(self.basis_X.shape[1])
+
     def predict(self, X, block_size=None):
         X = check_test_matrix(X, self.basis_X.shape[1])
         return linear_scores(kernel_matrix(self.kernel, X, self.basis_X, block_size=block_size),

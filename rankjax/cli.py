@@ -156,24 +156,11 @@ def _rounded(v):
 
 
 def _feature_columns(model):
-    """The feature count of a saved library model that scores feature rows (0: not
-    recorded, the file decides), or None for a model that does not (a dual model, a
-    path: those score a kernel matrix or a whole λ grid)."""
-    from ._rankrls import LinearModel, KernelModel, ScaledModel
-    from ._falkon import FalkonModel
-    from ._ranksvm import RankSVMKernelModel
-    from ._rankboost import RankBoostModel
-    if isinstance(model, LinearModel):
-        return int(model.weights.shape[0])
-    if isinstance(model, ScaledModel):
-        return int(model.scales.shape[0])
-    if isinstance(model, KernelModel):
-        return int(model.X_train.shape[1])
-    if isinstance(model, (FalkonModel, RankSVMKernelModel)):
-        return int(model.basis_X.shape[1])
-    if isinstance(model, RankBoostModel):
-        return max(int(model.num_features), 0)
-    return None
+    """The feature count of a saved library model that scores feature rows (its
+    ``num_features``; 0: not recorded, the file decides), or None for a model that does
+    not (a dual model, a path: those score a kernel matrix or a whole λ grid)."""
+    n = getattr(model, "num_features", None)
+    return None if n is None else max(int(n), 0)
 
 
 def _select_lambda(X, y, qid, args, lams, **kw):

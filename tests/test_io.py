@@ -423,3 +423,32 @@ def test_io_failed_writes_leave_the_old_file(surface):
         with pytest.raises((ValueError, TypeError)):
             call(surface)
         assert surface.keep.read_text() == "old contents\n"
+
+
+def test_written_cells_read_back_bit_for_bit_and_match_repr_parsing(tmp_path):
+    """The digit-arithmetic cells (decimals up to 9 places) and the repr fallback (any
+    other float) read back exactly; every cell parses to the same float as Python's repr."""
+    from rankjax.io.cells import format_cells
+    rng = np.random.default_rng(5)
+    v = np.concatenate([
+        [round(x, int(d)) for x, d in zip(rng.random(2000), rng.integers(0, 10, 2000))],
+        rng.normal(size=500) * 10.0 ** rng.integers(-12, 12, 500),      # any float
+        [1 / 3, -2.5, 1e-9, 123456789.125, 2.0 ** 52 + 1, 2.0 ** 60, -1e300, 5e-324,
+         0.1 + 0.2, 1.0, -7.0, 9.999999999, 0.000000001, 4503599627370495.5]])
+    cols = rng.integers(1, 10 ** 6, v.size)
+    buf, n = format_cells(cols, v)
+    cells = buf.tobytes().decode().split(" ")[:-1]
+    assert len(cells) == v.size and n.sum() == buf.size
+    got = np.array([float(c.split(":")[1]) for c in cells])
+    np.testing.assert_array_equal(got, v)
+    assert [int(c.split(":")[0]) for c in cells] == cols.tolist()
+    fixed = [c.split(":")[1] for c in cells if "e" not in c]
+    assert all(not (t.endswith("0") and "." in t) or t.endswith(".0") for t in fixed)  # shortest
+    X = np.zeros((60, 50))
+    X.ravel()[rng.choice(3000, 1500, replace=False)] = v[:1500]
+    y, qid = rng.integers(0, 5, 60).astype(float), np.repeat(np.arange(6), 10)
+    io.write_svmlight(tmp_path / "x.txt", X, y, qid, comments=["c"] * 30 + [""] * 30)
+    d = io.read_svmlight(tmp_path / "x.txt", num_features=50, dtype=np.float64)
+    np.testing.assert_array_equal(np.asarray(d.X), X)
+    np.testing.assert_array_equal(d.y, y)
+    np.testing.assert_array_equal(d.qid, qid)

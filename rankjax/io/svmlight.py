@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 from .._checks import check_flag
 from .._memory import memory_limit
+from .cells import format_cells
 from .files import as_integers, atomic_write, open_binary, open_text
 from .groups import groups_to_qid, read_groups
 
@@ -275,18 +276,20 @@ def write_svmlight(path, X, y, qid=None, comments=None, *, zero_based: bool = Fa
     base = 0 if check_flag(zero_based, "zero_based") else 1
     Xc.eliminate_zeros()
     Xc.sort_indices()
-    cols = (Xc.indices.astype(np.int64) + base).tolist()
-    cells = [f"{j}:{v}" for j, v in zip(cols, format_values(Xc.data))]
+    cells, lengths = format_cells(Xc.indices.astype(np.int64) + base, Xc.data)
+    ends = np.r_[0, np.cumsum(lengths)][Xc.indptr].tolist()      # byte range of each row
     heads = format_values(y)
     if qid is not None:
         heads = [f"{h} qid:{q}" for h, q in zip(heads, qid.tolist())]
-    ptr = Xc.indptr.tolist()
-    lines = [" ".join([h, *cells[a:b]]) for h, a, b in zip(heads, ptr[:-1], ptr[1:])]
-    if comments is not None:
-        lines = [ln + " # " + str(c).replace("\n", " ") if c else ln
-                 for ln, c in zip(lines, comments)]
-    with atomic_write(path) as fh:
-        fh.write("\n".join(lines) + ("\n" if lines else ""))
+    notes = [""] * m if comments is None else [
+        " # " + str(c).replace("\n", " ") if c else "" for c in comments]
+    body = cells.tobytes()
+    out = []
+    for h, a, b, c in zip(heads, ends[:-1], ends[1:], notes):
+        # a row's cells end with a space: it becomes the newline (or the comment's start)
+        out.append(h.encode() + (b" " + body[a:b - 1] if b > a else b"") + c.encode() + b"\n")
+    with atomic_write(path, "wb") as fh:
+        fh.write(b"".join(out))
 
 
 def format_values(v) -> list:

@@ -1,0 +1,159 @@
+"""The README's first table: what to pick, on the shared real sets (issue 34).
+
+Test NDCG@10 and fit time of the kernel ``RankRLSCV`` with its defaults, the learned
+kernel model (``optimize=True``: the grid's best point refined by the gradient of the
+exact leave-query-out loss), linear ``RankRLSCV``, and LightGBM / XGBoost at their
+defaults, on
+
+* ``lambdarank_sample`` (3,005 training rows in 201 queries, 300 features normalised to
+  [0, 1] per query as in the report; test 768 rows), and
+* MQ2008 (LETOR 4.0), its five folds: training on the three training parts, every
+  choice made on them alone (leave-query-out); test on the test part; the mean over
+  the folds (the report's protocol; the validation part is not used).
+
+Prints one JSON line per (set, fold, learner); ``--readme README.md`` then rewrites the
+table between the ``first-screen`` markers of that file from the lines of this run.
+
+    python benchmarks/bench_first_screen.py --readme README.md     # ~15 min, 2-core CPU
+"""
+import argparse
+import os
+import pathlib
+import platform
+import time
+
+import jax
+import numpy as np
+
+from _timing import emit
+
+jax.config.update("jax_enable_x64", True)
+import rankjax as rj  # noqa: E402
+from rankjax.estimators import RankRLSCV  # noqa: E402
+
+SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
+FOLDS = {1: ([1, 2, 3], 5), 2: ([2, 3, 4], 1), 3: ([3, 4, 5], 2), 4: ([4, 5, 1], 3),
+         5: ([5, 1, 2], 4)}                  # MQ2008: training parts, test part
+MARK = ("<!-- first-screen: start -->", "<!-- first-screen: end -->")
+LINES = []                                  # this run's lines, for the table
+
+
+def sizes(qid):
+    return np.diff(np.flatnonzero(np.r_[True, qid[1:] != qid[:-1], True]))
+
+
+def learners(n, m):
+    """name -> fit(X, y, qid) returning a scoring function. The learned model is exact
+    up to 5,000 rows, a Nyström model of 1,000 k-means++ rows with per-feature scales
+    above (the learned row of the report's MQ2008 table)."""
+    gammas = [s / n for s in (0.25, 0.5, 1.0, 2.0)]
+    if m <= 5000:
+        learned = dict(gammas=gammas, optimize=True)
+    else:
+        learned = dict(gammas=gammas, basis=1000, basis_method="kmeans++", optimize=True,
+                       ard=True)
+    out = {
+        "rankjax RankRLSCV(kernel=\"gaussian\"), defaults":
+            lambda X, y, q: RankRLSCV(kernel="gaussian").fit(X, y, qid=q).predict,
+        "rankjax RankRLSCV(kernel=\"gaussian\", optimize=True), learned":
+            lambda X, y, q: RankRLSCV(kernel="gaussian", **learned).fit(X, y, qid=q).predict,
+        "rankjax RankRLSCV(), linear":
+            lambda X, y, q: RankRLSCV().fit(X, y, qid=q).predict,
+    }
+    try:
+        import lightgbm
+        out[f"LightGBM {lightgbm.__version__} LGBMRanker, defaults"] = (
+            lambda X, y, q: lightgbm.LGBMRanker(verbose=-1).fit(X, y, group=sizes(q)).predict)
+    except ImportError:
+        pass
+    try:
+        import xgboost
+        out[f"XGBoost {xgboost.__version__} XGBRanker, defaults"] = (
+            lambda X, y, q: xgboost.XGBRanker().fit(X, y, qid=q).predict)
+    except ImportError:
+        pass
+    return out
+
+
+def run(name, fold, X, y, q, Xt, yt, qt):
+    for learner, fit in learners(X.shape[1], X.shape[0]).items():
+        t0 = time.perf_counter()
+        score = fit(X, y, q)
+        fit_s = time.perf_counter() - t0
+        f = np.asarray(score(Xt), np.float64)
+        line = dict(name="first_screen", set=name, fold=fold, learner=learner, dtype="float64",
+                    shape=list(X.shape), fit_s=round(fit_s, 2),
+                    ndcg10=float(rj.ndcg(f, yt, qt, k=10)))
+        LINES.append(line)
+        emit(**line)
+
+
+def lambdarank():
+    d = SHARED / "lambdarank_sample"
+    tr = rj.io.read_svmlight(d / "rank.train")
+    te = rj.io.read_svmlight(d / "rank.test", num_features=tr.X.shape[1], drop_extra=True)
+    run("lambdarank_sample", 0, np.asarray(rj.io.normalize_per_query(tr.X, tr.qid)), tr.y,
+        tr.qid, np.asarray(rj.io.normalize_per_query(te.X, te.qid)), te.y, te.qid)
+
+
+def mq2008(folds):
+    parts = {i: rj.io.read_svmlight(SHARED / "mq2008" / f"S{i}.txt.gz") for i in range(1, 6)}
+    for fold in folds:
+        train, test = FOLDS[fold]
+        X = np.concatenate([parts[i].X for i in train])
+        y = np.concatenate([parts[i].y for i in train])
+        q = np.concatenate([parts[i].qid for i in train])
+        order = np.argsort(q, kind="stable")           # rows of a query together (LightGBM)
+        run("MQ2008", fold, X[order], y[order], q[order], parts[test].X, parts[test].y,
+            parts[test].qid)
+
+
+def table(lines):
+    """The README table (markdown) of this run's JSON lines."""
+    by = {}
+    for r in lines:
+        by.setdefault(r["learner"], {}).setdefault(r["set"], []).append(r)
+    rows = ["| model | lambdarank_sample NDCG@10 | fit s | MQ2008 NDCG@10 (5 folds) | fit s |",
+            "| --- | --- | --- | --- | --- |"]
+    for learner, sets in by.items():
+        cells = []
+        for s in ("lambdarank_sample", "MQ2008"):
+            rs = sets.get(s, [])
+            cells += ([f"{np.mean([r['ndcg10'] for r in rs]):.4f}",
+                       f"{np.mean([r['fit_s'] for r in rs]):.1f}"] if rs else ["–", "–"])
+        rows.append(f"| {learner} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def rewrite(readme, lines, seconds):
+    text = pathlib.Path(readme).read_text()
+    if MARK[0] not in text or MARK[1] not in text:
+        raise SystemExit(f"{readme} has no {MARK[0]} ... {MARK[1]} markers")
+    head, rest = text.split(MARK[0], 1)
+    _, tail = rest.split(MARK[1], 1)
+    machine = (f"{platform.machine()}, {os.cpu_count()} CPU cores, jax {jax.__version__}, "
+               f"float64; `python benchmarks/bench_first_screen.py --readme README.md`, "
+               f"{seconds / 60:.0f} min")
+    body = f"\n{table(lines)}\n\n<sub>{machine}.</sub>\n"
+    tmp = pathlib.Path(str(readme) + ".tmp")
+    tmp.write_text(head + MARK[0] + body + MARK[1] + tail)
+    tmp.replace(readme)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="lambdarank,mq2008")
+    ap.add_argument("--folds", default="1,2,3,4,5")
+    ap.add_argument("--readme", default=None, help="rewrite the table of this file")
+    a = ap.parse_args()
+    start = time.perf_counter()
+    if "lambdarank" in a.only:
+        lambdarank()
+    if "mq2008" in a.only:
+        mq2008([int(f) for f in a.folds.split(",")])
+    if a.readme:
+        rewrite(a.readme, LINES, time.perf_counter() - start)
+
+
+if __name__ == "__main__":
+    main()
