@@ -410,7 +410,7 @@ class Segments(NamedTuple):
 
 
 def segment_ids(qid, name: str = "qid") -> Segments:
-    """Remaps arbitrary query ids (unsorted allowed) to ``0 .. Q-1``.
+    """Remaps arbitrary query ids (unsorted allowed) to segment ids ``0, 1, ..., Q-1``.
 
     Runs on the host (numpy), outside ``jit``. Segment ``c`` is the ``c``-th
     smallest query id. Integers, strings and other hashable objects (e.g. a pandas

@@ -205,7 +205,7 @@ def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0,
     eq. 33-34, Lemma 2).
 
     ``H = (L + λ K^{-1})^{-1} = (K - K S U diag(1/(Γ+λ)) U^T S K) / λ``; each fold
-    needs only its block ``H_UU``: O(|U|^2 m + |U|^3) per fold and λ.
+    needs only its block ``H_UU``: ``O(|U|^2 m + |U|^3)`` per fold and λ.
 
     Precision: ``H`` is a cancellation divided by λ. A λ below ``3000 eps max Γ``
     (:data:`~rankjax._ridge.RESOLVE_RTOL`; ``3.6e-4 max Γ`` in float32) gives a NaN lane

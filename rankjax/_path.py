@@ -267,7 +267,7 @@ def rankrls_nystrom_path(X, y, graph: Graph, *, lams, kernel: Kernel, basis, X_v
     ``f(x) = sum_{i in R} a_i k(x, x_i)`` minimising
     ``(K_R^T a - y)^T L (K_R^T a - y) + λ a^T K_RR a``, i.e.
     ``a = (K_R L K_R^T + λ K_RR)^{-1} K_R L y``. Computed as a primal path on the
-    Nyström features ``Φ = K_R^T C^{-T}`` (:func:`nystrom_features`): O(m |R|^2)
+    Nyström features ``Φ = K_R^T C^{-T}`` (:func:`nystrom_features`): ``O(m |R|^2)``
     training, any kernel and graph.
 
     Args:

@@ -40,7 +40,8 @@ class Dataset(NamedTuple):
 def read_svmlight(path, *, num_features: Optional[int] = None, sparse: bool = False,
                   query_file="auto", zero_based: bool = False, dtype=np.float64,
                   drop_extra: bool = False) -> Dataset:
-    """Reads an SVMlight / LETOR file ``<label> [qid:<id>] <index>:<value> ... [# comment]``.
+    """Reads an SVMlight / LETOR file: lines of ``<label> [qid:<id>] <index>:<value>``
+    cells and an optional ``# comment``.
 
     Feature indices are 1-based (LETOR) unless ``zero_based``. Missing features
     are 0. Blank lines and lines starting with ``#`` are skipped.

@@ -48,7 +48,7 @@ def sharded_cg(data: ShardedData, *, lam=0.0, options: Optional[CG] = None, vali
       data: :class:`ShardedData` with one output.
       options: a :class:`~rankjax.CG` (its ``verbose`` is not printed here).
       valid: ``(X_valid, y_valid, graph_valid)`` for early stopping (replicated).
-      Other arguments as in :func:`~rankjax.rankrls_cg`.
+      lam, metric, metric_kwargs, greater_is_better, x0: as in :func:`~rankjax.rankrls_cg`.
 
     Returns:
       :class:`~rankjax.CGResult`.
@@ -118,7 +118,9 @@ def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis_X,
     Args:
       data: :class:`ShardedData` with one output.
       basis_X: ``[b, n]`` basis rows (e.g. ``X[rj.nystrom_basis(X, b)]``).
-      Other arguments as in :func:`~rankjax.rankrls_falkon`.
+      precond_rows: rows of the preconditioner's subsample (as in
+        :func:`~rankjax.rankrls_falkon`, as are ``lam``, ``kernel``, ``options``, ``valid``
+        and the metric's arguments).
 
     Returns:
       ``(coef [b], CGResult)``; scores are ``kernel_matrix(kernel, X, basis_X) @ coef``.

@@ -1,0 +1,73 @@
+"""Sphinx configuration of the rankjax documentation (autodoc + napoleon for the
+docstrings, autosummary for one page per public name, MyST for the Markdown pages and
+the notebooks, not executed). Build: ``python -m sphinx -W -b html docs docs/_build/html``."""
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import rankjax  # noqa: E402
+
+project = "rankjax"
+author = "the rankjax developers"
+release = version = rankjax.__version__
+extensions = ["sphinx.ext.autodoc", "sphinx.ext.autosummary", "sphinx.ext.napoleon",
+              "sphinx.ext.mathjax", "sphinx.ext.viewcode", "myst_nb"]
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
+exclude_patterns = ["_build", "generated/*.md"]
+nb_execution_mode = "off"                       # the tests run the notebooks
+myst_heading_anchors = 3
+autosummary_generate = True
+autosummary_imported_members = True
+autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": False}
+autodoc_typehints = "none"                      # the docstrings state shapes and types
+autodoc_member_order = "bysource"
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+napoleon_use_rtype = False
+napoleon_use_ivar = True                        # Attributes: as fields (no duplicate entries)
+html_theme = "alabaster"
+html_title = f"rankjax {release}"
+suppress_warnings = ["myst.header", "myst.xref_missing"]
+nitpicky = False
+
+# the notebooks are the examples: copied beside the pages at each build (not committed twice)
+import shutil  # noqa: E402
+
+shutil.copytree(ROOT / "notebooks", pathlib.Path(__file__).parent / "examples",
+                dirs_exist_ok=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+
+# the reference: one autosummary table per public namespace, one page per public name
+MODULES = {"rankjax": "The library", "rankjax.estimators": "scikit-learn estimators",
+           "rankjax.io": "Data and model files", "rankjax.plot": "Plots (the [plot] extra)"}
+
+
+def _reference() -> str:
+    import importlib
+    import inspect
+    out = ["API reference", "=============", "",
+           "Every public name, one page each, from its docstring (shapes, formula, paper, "
+           "example).", ""]
+    for name, title in MODULES.items():
+        mod = importlib.import_module(name)
+        head = f"``{name}`` — {title}"
+        out += [head, "-" * len(head), "", f".. automodule:: {name}", "   :no-members:", "",
+                f".. currentmodule:: {name}", "", ".. autosummary::", "   :toctree: generated",
+                "   :nosignatures:", ""]
+        names = [n for n in sorted(getattr(mod, "__all__", []))
+                 if not inspect.ismodule(getattr(mod, n))]      # modules: their own section
+        out += [f"   {n}" for n in names] + [""]
+    return "\n".join(out)
+
+
+(pathlib.Path(__file__).parent / "reference.rst").write_text(_reference(), encoding="utf-8")
+
+
+def _skip(app, what, name, obj, skip, options):
+    """scikit-learn's metadata-routing setters (``set_fit_request`` ...) are not ours."""
+    return True if name.startswith("set_") and name.endswith("_request") else skip
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip)
