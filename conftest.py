@@ -1,13 +1,34 @@
-"""Test and doctest set-up: float64 everywhere (the library itself follows its inputs' dtype)."""
+"""Test and doctest set-up: float64 everywhere (the library itself follows its inputs' dtype),
+and one on-disk cache of compiled programs for the whole run.
+
+Compiling dominates the suite. Compiled programs are dropped after every test module (one
+process compiles thousands and each keeps its code mapped), and the README's commands,
+the examples and the command-line tests run in their own processes: without a shared cache
+each of them compiles the same programs again. ``JAX_COMPILATION_CACHE_DIR`` (set here
+unless given, a fresh folder per run, inherited by every subprocess and pytest-xdist
+worker) makes a program compiled once anywhere in the run a disk read everywhere else.
+"""
+import os
+import tempfile
+
 import jax
 import pytest
 
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="rankjax-jit-cache-"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+jax.config.update("jax_persistent_cache_min_compile_time_secs",
+                  float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
+jax.config.update("jax_persistent_cache_min_entry_size_bytes",
+                  int(os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"]))
 jax.config.update("jax_enable_x64", True)
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _fresh_compilation_cache():
     """Drops compiled programs after every test module: one process compiles
-    thousands of programs over the suite and each keeps its code mapped."""
+    thousands of programs over the suite and each keeps its code mapped (the on-disk
+    cache above gives them back without compiling)."""
     yield
     jax.clear_caches()

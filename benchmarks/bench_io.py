@@ -1,10 +1,12 @@
-"""SVMlight reading: rankjax.io.read_svmlight against scikit-learn's loader on the same
-LETOR-shaped file (every feature present, as in MSLR-WEB30K's 136 columns).
+"""SVMlight reading and writing: rankjax.io.read_svmlight / write_svmlight against
+scikit-learn's loader and writer on the same LETOR-shaped file (every feature present, as
+in MSLR-WEB30K's 136 columns; values of 6 decimals).
 
     python benchmarks/bench_io.py [--rows 200000] [--features 136] [--repeats 3]
 
-Prints JSON lines: rows, features, file MB, median seconds of each reader, and a
-check that both read the same matrix, labels and query ids.
+Prints JSON lines: rows, features, file MB, median seconds of each reader (writer), a
+check that both read the same matrix, labels and query ids, and that reading back what
+write_svmlight wrote gives the matrix bit for bit.
 """
 import argparse
 import os
@@ -59,9 +61,20 @@ def main():
         same = (abs(ours.X - sk[0]).max() == 0 and np.array_equal(ours.y, sk[1])
                 and np.array_equal(ours.qid, sk[2]))
         dense_s, _ = median(lambda: io.read_svmlight(path), a.repeats)
+        from sklearn.datasets import dump_svmlight_file
+        out = os.path.join(d, "ours.txt")
+        w_s, _ = median(lambda: io.write_svmlight(out, ours.X, ours.y, ours.qid), a.repeats)
+        skw_s, _ = median(lambda: dump_svmlight_file(ours.X, ours.y, os.path.join(d, "sk.txt"),
+                                                     query_id=ours.qid), a.repeats)
+        back = io.read_svmlight(out, sparse=True, num_features=a.features)
+        exact = (back.X != ours.X).nnz == 0 and np.array_equal(back.y, ours.y) and \
+            np.array_equal(back.qid, ours.qid)
     emit(name="read_svmlight", dtype="float64", shape=[a.rows, a.features], file_mb=round(mb, 1),
          compile_s=0.0, run_s=ours_s, dense_run_s=dense_s, sklearn_run_s=sk_s,
          speedup_vs_sklearn=round(sk_s / ours_s, 2), same_as_sklearn=bool(same))
+    emit(name="write_svmlight", dtype="float64", shape=[a.rows, a.features], compile_s=0.0,
+         run_s=w_s, sklearn_run_s=skw_s, speedup_vs_sklearn=round(skw_s / w_s, 2),
+         read_back_exact=bool(exact))
 
 
 if __name__ == "__main__":

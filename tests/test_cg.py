@@ -1,5 +1,5 @@
-import logging
 import functools
+import logging
 
 import jax
 import jax.numpy as jnp

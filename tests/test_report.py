@@ -57,3 +57,23 @@ def test_run_jobs_keeps_the_lines_and_the_command(tmp_path, monkeypatch):
     saved = [json.loads(x) for x in (tmp_path / "report" / "results.jsonl").read_text()
              .splitlines()]
     assert saved == [r]
+
+
+def test_first_screen_table_is_written_between_the_markers_from_the_lines(tmp_path):
+    """The README's first table: every figure from the run's lines (mean over MQ2008's
+    folds), only the text between the markers replaced, written atomically."""
+    fs = pytest.importorskip("bench_first_screen")
+    lines = [dict(set="lambdarank_sample", fold=0, learner="A", fit_s=1.0, ndcg10=0.75)]
+    lines += [dict(set="MQ2008", fold=f, learner="A", fit_s=float(f), ndcg10=0.5 + f / 100)
+              for f in (1, 2, 3, 4, 5)]
+    lines += [dict(set="MQ2008", fold=1, learner="B", fit_s=2.0, ndcg10=0.4)]
+    readme = tmp_path / "README.md"
+    readme.write_text(f"top\n{fs.MARK[0]}\nold table\n{fs.MARK[1]}\nbottom\n")
+    fs.rewrite(readme, lines, 120.0)
+    text = readme.read_text()
+    assert text.startswith("top\n") and text.endswith(f"{fs.MARK[1]}\nbottom\n")
+    assert "old table" not in text
+    assert "| A | 0.7500 | 1.0 | 0.5300 | 3.0 |" in text and "| B | – | – | 0.4000 | 2.0 |" in text
+    readme.write_text("no markers")
+    with pytest.raises(SystemExit):
+        fs.rewrite(readme, lines, 1.0)

@@ -1,6 +1,7 @@
-import logging
 """Out-of-core primal RankRLS equals the in-memory fit (float64), from lists, .npy files,
 memmaps and SVMlight files; leave-query-out by chunks equals holdout_primal."""
+import logging
+
 import numpy as np
 import pytest
 

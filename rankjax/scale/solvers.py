@@ -66,7 +66,7 @@ def sharded_cg(data: ShardedData, *, lam=0.0, options: Optional[CG] = None, vali
         raise ValueError("sharded_cg solves one output; shard one column of y")
     check_positive(lam, allow_zero=True, scalar=True)
     options = check_options(options)
-    options = dataclasses.replace(options, verbose=0)           # not printed
+    options = dataclasses.replace(options, verbose=0)           # one line per device
     n = data.num_features
     valid = valid_set(valid, "X_valid", metric, greater_is_better, metric_kwargs, "sharded_cg",
                       partial(_valid_rows, n=n))
@@ -140,7 +140,7 @@ def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis_X,
     if data.sparse or data.y.ndim != 1:
         raise ValueError("sharded_falkon takes dense X and one output")
     falkon_checks(kernel, lam, valid)
-    options = check_options(options)
+    options = dataclasses.replace(check_options(options), verbose=0)   # one line per device
     n = data.num_features
     XR = check_matrix(as_float_array(basis_X, "basis_X", finite=True), "basis_X")
     if XR.shape[1] != n:
