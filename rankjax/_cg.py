@@ -10,6 +10,7 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
+from ._products import mm
 from ._cg_loop import (CG, CGResult, check_options, check_x0, differentiable_cg, loop_keywords,
                        valid_fn_of, valid_set)
 from ._checks import check_positive, check_matrix, check_symmetric, is_concrete
@@ -38,9 +39,9 @@ def as_operator(X, name):
 
 @jax.jit
 def _cg_primal_core(X, y, graph, lam, valid, x0, options):
-    b = X.T @ graph.rhs(y, X.dtype)
-    valid_fn = valid_fn_of(valid, lambda w: valid.M @ w)
-    return differentiable_cg(lambda v: X.T @ graph.mv(X @ v), b, options, lam, x0, valid_fn)
+    b = mm(X.T, graph.rhs(y, X.dtype))
+    valid_fn = valid_fn_of(valid, lambda w: mm(valid.M, w))
+    return differentiable_cg(lambda v: mm(X.T, graph.mv(mm(X, v))), b, options, lam, x0, valid_fn)
 
 
 @loop_keywords

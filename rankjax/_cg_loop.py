@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ._products import mm
 from ._checks import as_float_array, check_count, check_positive, lam_ok, nan_unless
 from ._graph import check_graph
 from ._graph_build import as_validation
@@ -237,7 +238,7 @@ def cg_loop(matvec, b, options: CG, lam, x0, valid_fn) -> CGResult:
     # carry: i, x, r, p, rr, best_x, best_score, best_i, since_best, reason, hist_r, hist_v
     # under jit an invalid λ or tol cannot raise: no iteration, NaN weights, "invalid"
     ok = lam_ok(lam, allow_zero=True) & lam_ok(tol, allow_zero=True)
-    init = (jnp.int32(0), x, r, r, r @ r, x, score0, jnp.int32(0), jnp.int32(0),
+    init = (jnp.int32(0), x, r, r, mm(r, r), x, score0, jnp.int32(0), jnp.int32(0),
             jnp.select([~ok, res0 <= tol], [4, 0], -1).astype(jnp.int32),
             nan.at[0].set(res0), nan.at[0].set(score0))
 
@@ -247,7 +248,7 @@ def cg_loop(matvec, b, options: CG, lam, x0, valid_fn) -> CGResult:
     def body(c):
         i, x, r, p, rr, bx, bs, bi, since, reason, hr, hv = c
         Ap = op(p)
-        pAp = p @ Ap
+        pAp = mm(p, Ap)
         broke = ~(pAp > 0) | ~jnp.isfinite(pAp)
         alpha = rr / jnp.where(broke, 1, pAp)
         x_new = x + alpha * p
@@ -257,7 +258,7 @@ def cg_loop(matvec, b, options: CG, lam, x0, valid_fn) -> CGResult:
                              lambda: r - alpha * Ap)
         else:
             r_new = r - alpha * Ap
-        rr_new = r_new @ r_new
+        rr_new = mm(r_new, r_new)
         p_new = r_new + (rr_new / jnp.where(rr > 0, rr, 1)) * p
         res = jnp.sqrt(rr_new) / scale
         if valid_fn is not None:

@@ -25,6 +25,7 @@ from jax import lax
 from jax.scipy.linalg import cho_solve, solve_triangular
 from jax.scipy.stats import norm
 
+from ._products import HI, mm
 from ._checks import (as_float_array, check_flag, check_count, check_indices, check_positive, check_matrix,
                       check_symmetric, is_concrete, lam_ok, nan_unless)
 from ._memory import check_memory
@@ -114,21 +115,21 @@ def _posterior(Kd, tau, nu):
     B = jnp.eye(l, dtype=Kd.dtype) + s[:, None] * Kd * s[None, :]
     Lc = jnp.linalg.cholesky(B)
     V = solve_triangular(Lc, s[:, None] * Kd, lower=True)
-    Sigma = Kd - V.T @ V
-    return Sigma, Sigma @ nu, Lc
+    Sigma = Kd - mm(V.T, V)
+    return Sigma, mm(Sigma, nu), Lc
 
 
 def _alpha(Kd, tau, nu, Lc):
     """``(K_d + Σ̃)^{-1} μ̃ = ν̃ - S̃^{1/2} B^{-1} S̃^{1/2} K_d ν̃`` (valid for τ̃ = 0 too)."""
     s = jnp.sqrt(jnp.maximum(tau, 0))
-    return nu - s * cho_solve((Lc, True), s * (Kd @ nu))
+    return nu - s * cho_solve((Lc, True), s * (mm(Kd, nu)))
 
 
 def _gaussian_logml(Kd, y, noise_var):
     C = Kd + noise_var * jnp.eye(Kd.shape[0], dtype=Kd.dtype)
     Lc = jnp.linalg.cholesky(C)
     a = cho_solve((Lc, True), y)
-    return -0.5 * y @ a - jnp.sum(jnp.log(jnp.diag(Lc))) - 0.5 * y.shape[0] * jnp.log(2 * jnp.pi)
+    return mm(-0.5 * y, a) - jnp.sum(jnp.log(jnp.diag(Lc))) - 0.5 * y.shape[0] * jnp.log(2 * jnp.pi)
 
 
 def gp_pairwise_gaussian(K, head, tail, diffs, *, noise_var) -> PairwiseGP:
@@ -229,7 +230,7 @@ def _ep_logml(Kd, y, tau, nu):
     C = Kd + jnp.diag(site_var)
     Lf = jnp.linalg.cholesky(C)
     a = cho_solve((Lf, True), site_mu)
-    return (-jnp.sum(jnp.log(jnp.diag(Lf))) - 0.5 * site_mu @ a + jnp.sum(logz)
+    return (-jnp.sum(jnp.log(jnp.diag(Lf))) - mm(0.5 * site_mu, a) + jnp.sum(logz)
             + 0.5 * jnp.sum(jnp.log(var_c + site_var))
             + jnp.sum((mu_c - site_mu) ** 2 / (2 * (var_c + site_var))))
 
@@ -295,14 +296,14 @@ def gp_predict(model: PairwiseGP, K_test, k_test_diag):
     K_test = _check_test(model, K_test, "K_test")
     k_test_diag = _check_diag(k_test_diag, K_test.shape[0], "k_test_diag")
     KA = _KA(K_test, model.head, model.tail)
-    mean = KA @ model.alpha
-    var = k_test_diag.astype(mean.dtype) - jnp.einsum("ij,ij->i", KA, KA @ _inv(model))
+    mean = mm(KA, model.alpha)
+    var = k_test_diag.astype(mean.dtype) - jnp.einsum("ij,ij->i", KA, mm(KA, _inv(model)), precision=HI)
     return mean, var
 
 
 @jax.jit
 def _gp_mean(model, K_test):
-    return _KA(K_test, model.head, model.tail) @ model.alpha
+    return mm(_KA(K_test, model.head, model.tail), model.alpha)
 
 
 def _inv(model: PairwiseGP):
@@ -340,10 +341,10 @@ def gp_preference_probability(model: PairwiseGP, K_a, K_b, k_aa, k_bb, k_ab, *,
     k_aa, k_bb, k_ab = (_check_diag(v, K_a.shape[0], n)
                         for v, n in ((k_aa, "k_aa"), (k_bb, "k_bb"), (k_ab, "k_ab")))
     KAa, KAb = _KA(K_a, model.head, model.tail), _KA(K_b, model.head, model.tail)
-    mu = (KAa - KAb) @ model.alpha
+    mu = mm(KAa - KAb, model.alpha)
     D = KAa - KAb
     var = (jnp.asarray(k_aa) + jnp.asarray(k_bb) - 2 * jnp.asarray(k_ab)
-           - jnp.einsum("ij,ij->i", D, D @ _inv(model)))
+           - jnp.einsum("ij,ij->i", D, mm(D, _inv(model)), precision=HI))
     var = jnp.maximum(var, 0) + (0.0 if check_flag(latent, "latent") else 1.0)
     return norm.cdf(mu / jnp.sqrt(var))
 
@@ -408,7 +409,7 @@ def gp_fit(X, head, tail, target=None, *, likelihood: str = "probit", gamma=1.0,
         C = Kd + jnp.diag(site_var)
         Lf = jnp.linalg.cholesky(C)
         a = cho_solve((Lf, True), nu / tau)
-        return jnp.sum(jnp.log(jnp.diag(Lf))) + 0.5 * (nu / tau) @ a
+        return jnp.sum(jnp.log(jnp.diag(Lf))) + mm(0.5 * (nu / tau), a)
 
     dtype = X.dtype
     p = {"log_gamma": jnp.log(jnp.asarray(gamma, dtype)),

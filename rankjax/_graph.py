@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._products import mm
 from ._checks import check_matrix, check_targets, device_array, is_concrete
 from ._metrics import edge_disagreement_error, metric_sign, pairwise_error
 from ._ridge import HI, gram, psd_root, segment_normal_equations, tdot
@@ -112,7 +113,7 @@ class _GraphBase:
     def loss(self, f, y):
         """The RankRLS loss ``(y - f)^T L (y - f)``."""
         r = y - f
-        return r @ self.mv(r)
+        return mm(r, self.mv(r))
 
     def check_splittable(self, what: str):
         """Raises when the rows cannot be split without cutting edges (hold-out folds,

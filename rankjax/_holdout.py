@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._products import mm
 from ._checks import check_gram, lam_ok, nan_unless
 from ._log import run
 from ._memory import check_memory
@@ -58,7 +59,7 @@ def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
     Pu = Pfeat[idx] * mf[:, None]                                   # [P, r]
     B = graph.block_root(idx, mask, dtype)
     yu = y[idx] * mf.reshape(mf.shape + (1,) * (y.ndim - 1))
-    Ly = B @ tdot(B, yu)
+    Ly = mm(B, tdot(B, yu))
     Q = tdot(B, Pu)                                                 # B^T P_U  [P, r]
     cLy = tdot(Pu, Ly)                                              # P_U^T L y  [r(, k)]
     if K is not None:

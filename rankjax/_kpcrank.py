@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
+from ._products import mm
 from ._checks import check_count, check_positive, check_matrix, lam_ok, nan_unless
 from ._graph import Graph
 from ._rankrls import check_kernel_matrix, check_test_matrix, linear_scores, path_scores
@@ -174,10 +175,10 @@ def _kpc_core(K, y, graph, lam, K_valid, P):
     M = jnp.where(both, M, eye)
     b = jnp.where(keep.reshape(keep.shape + (1,) * (b.ndim - 1)), b, 0)
     W = _nested_cholesky_path(M, b)
-    A = W @ proj.T                               # [P, m] coefficients on centred kernels
+    A = mm(W, proj.T)                               # [P, m] coefficients on centred kernels
     A = A - A.mean(axis=1, keepdims=True)        # C a: scores = K_t (C a) - k̄ . (C a)
-    offset = A @ K.mean(axis=0)
-    valid = None if K_valid is None else (K_valid @ A.T - offset).T
+    offset = mm(A, K.mean(axis=0))
+    valid = None if K_valid is None else (mm(K_valid, A.T) - offset).T
     return nan_unless(lam_ok(lam, allow_zero=True),
                       KPCPath(jnp.arange(1, P + 1), W, A, offset, vals, valid))
 

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ._products import mm
 from ._checks import (check_count, check_positive, check_matrix, device_array, host_labels, lam_ok,
                       nan_unless, segment_ids)
 from ._kernels import Kernel, kernel_matrix
@@ -155,25 +156,25 @@ def _dominance(bits: _Bit, W):
 
 
 def _fun(w, X, levels: RankLevels, C):
-    z = X @ w
+    z = mm(X, w)
     bits = _bits(z, levels)
     ones = jnp.ones_like(z)
     plus, minus = _dominance(bits, jnp.stack([ones, z], 1))
     lp, ap, lm, am = plus[:, 0], plus[:, 1], minus[:, 0], minus[:, 1]
     a = (lp + lm) * z - ap - am
     e = lm - lp
-    f = 0.5 * w @ w + C * jnp.sum(z * (a - 2 * e) + lm)
+    f = mm(0.5 * w, w) + C * jnp.sum(z * (a - 2 * e) + lm)
     return f, SVState(z, bits, lp, lm, a, e)
 
 
 def _grad(w, X, state: SVState, C):
-    return w + 2 * C * (X.T @ (state.a - state.e))
+    return w + 2 * C * (mm(X.T, state.a - state.e))
 
 
 def _hvp(v, X, state: SVState, C):
-    u = X @ v
+    u = mm(X, v)
     plus, minus = _dominance(state.bits, u[:, None])
-    return v + 2 * C * (X.T @ ((state.l_plus + state.l_minus) * u - plus[:, 0] - minus[:, 0]))
+    return v + 2 * C * (mm(X.T, (state.l_plus + state.l_minus) * u - plus[:, 0] - minus[:, 0]))
 
 
 # ----------------------------------------------------------------------------
@@ -224,19 +225,19 @@ def _trcg(hv, g, delta, eps_cg, max_cg):
     def body(c):
         s, r, d, rr, it, _, _ = c
         Hd = hv(d)
-        alpha = rr / (d @ Hd)
+        alpha = rr / (mm(d, Hd))
         over = jnp.linalg.norm(s + alpha * d) > delta
-        std, sts, dtd = s @ d, s @ s, d @ d
+        std, sts, dtd = mm(s, d), mm(s, s), mm(d, d)
         rad = jnp.sqrt(jnp.maximum(std * std + dtd * (delta * delta - sts), 0))
         tau = jnp.where(std >= 0, (delta * delta - sts) / (std + rad), (rad - std) / dtd)
         step = jnp.where(over, tau, alpha)
         s = s + step * d
         r = r - step * Hd
-        rr_new = r @ r
+        rr_new = mm(r, r)
         d = r + (rr_new / rr) * d
         return s, r, d, rr_new, it + 1, over | (jnp.sqrt(rr_new) <= cgtol), over
 
-    init = (jnp.zeros_like(g), r0, r0, r0 @ r0, jnp.int32(0), jnp.linalg.norm(r0) <= cgtol,
+    init = (jnp.zeros_like(g), r0, r0, mm(r0, r0), jnp.int32(0), jnp.linalg.norm(r0) <= cgtol,
             jnp.bool_(False))
     s, r, _, _, it, _, boundary = lax.while_loop(cond, body, init)
     return s, r, it, boundary
@@ -265,8 +266,8 @@ def _tron(X, levels, opts, valid_fn=None, patience=0, hist_len=0, verbose=0):
         w, f, g, st, delta, it, cgt, _, track = c
         s, r, cg_it, boundary = _trcg(lambda v: _hvp(v, X, st, C), g, delta, eps_cg, max_cg)
         w_new = w + s
-        gs = g @ s
-        prered = -0.5 * (gs - s @ r)
+        gs = mm(g, s)
+        prered = -0.5 * (gs - mm(s, r))
         f_new, st_new = _fun(w_new, X, levels, C)
         actred = f - f_new
         snorm = jnp.linalg.norm(s)
@@ -384,7 +385,7 @@ _tron_jit = jax.jit(_tron, static_argnames="verbose")
 
 @functools.partial(jax.jit, static_argnames=("patience", "hist_len", "verbose"))
 def _tron_valid_jit(X, levels, opts, valid, patience, hist_len, verbose):
-    return _tron(X, levels, opts, valid.criterion(lambda w: valid.M @ w), patience, hist_len,
+    return _tron(X, levels, opts, valid.criterion(lambda w: mm(valid.M, w)), patience, hist_len,
                  verbose)
 
 

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.experimental import sparse
+from ._products import HI, mm  # noqa: F401 (HI: re-exported to the solvers)
 from ._sparse import is_bcoo
 
 __all__ = ["Eigh", "PSD_RTOL", "eigh_psd", "psd_mask", "psd_root", "spectral_filter",
@@ -33,7 +34,6 @@ __all__ = ["Eigh", "PSD_RTOL", "eigh_psd", "psd_mask", "psd_root", "spectral_fil
            "Decomposition", "decompose_dual", "decompose_primal", "tdot", "gram",
            "symmetric_solve", "HI", "segment_normal_equations", "WIDE_GRAM", "RESOLVE_RTOL", "lam_floor"]
 
-HI = lax.Precision.HIGHEST
 
 PSD_RTOL = 1.0
 """Eigenvalues ``<= PSD_RTOL * size * eps * max(eigenvalue)`` of a PSD matrix are
@@ -293,11 +293,11 @@ def _bcoo_normal_equations(X: sparse.BCOO, y, graph, block: int = 0):
         inside = (local >= 0) & (local < b)
         dense = jnp.zeros((m, b), X.dtype).at[rows, jnp.where(inside, local, b)].add(
             jnp.where(inside, X.data, 0), mode="drop")
-        return X.T @ graph.mv(dense)
+        return X.T @ graph.mv(dense)  # precision: a sparse operand
 
     G = lax.map(one, jnp.arange(nb) * b)            # [nb, n, b]
     G = jnp.moveaxis(G, 0, 1).reshape(n, nb * b)[:, :n]
-    return (G + G.T) / 2, X.T @ graph.rhs(y, X.dtype)
+    return (G + G.T) / 2, X.T @ graph.rhs(y, X.dtype)  # precision: a sparse operand
 
 
 def segment_normal_equations(X, Ly, weight, cliques, fallback):

@@ -117,7 +117,7 @@ def _plain_mm(A: CSRMatrix, V):
     if V.shape[1] == 1 and jax.default_backend() == "cpu":
         # one vector: read X^T by its rows (v gathered in order), scatter-add into m outputs
         return jax.ops.segment_sum(A.t_data[:, None] * V[A.t_rows], A.t_indices, A.shape[0])
-    return sparse.BCSR((A.data, A.indices, A.indptr), shape=A.shape) @ V
+    return sparse.BCSR((A.data, A.indices, A.indptr), shape=A.shape) @ V  # precision: a sparse operand
 
 
 @jax.custom_batching.custom_vmap
@@ -270,4 +270,4 @@ def matmul(X, W):
 @matmul.register(sparse.BCSR)
 @matmul.register(CSRMatrix)
 def _(X, W):
-    return X @ W
+    return X @ W  # precision: a sparse operand

@@ -66,7 +66,8 @@ def make_ranking_data(num_queries: int = 300, *, num_features: int = 46,
     shift = rng.normal(0, 1, (num_queries, num_features))[qid - first_qid]
     X = rng.random((m, num_features)) + 0.3 * shift
     centred = X - shift * 0.3
-    score = centred @ w + 0.5 * np.sin(3 * centred[:, 0]) + noise * rng.standard_normal(m)
+    score = (centred @ w  # precision: numpy on the host
+             + 0.5 * np.sin(3 * centred[:, 0]) + noise * rng.standard_normal(m))
     probs = np.array([0.45, 0.25, 0.15, 0.10, 0.05])[:levels]
     y = _grade(score, qid, probs)
     return RankingData(X, y, qid, w)
@@ -145,7 +146,7 @@ def make_sparse_ranking_data(num_rows: int, num_features: int, *, nnz_per_row: i
                        np.arange(0, num_rows * nnz_per_row + 1, nnz_per_row)),
                       shape=(num_rows, num_features))
     X.sum_duplicates()
-    score = X @ w.astype(dtype) + noise * rng.standard_normal(num_rows)
+    score = X @ w.astype(dtype) + noise * rng.standard_normal(num_rows)  # precision: scipy.sparse on the host
     qid = (np.arange(num_rows) * max(num_queries, 1) // num_rows).astype(np.int64)
     probs = np.array([0.53, 0.47]) if levels == 2 else \
         np.array([0.45, 0.25, 0.15, 0.10, 0.05] + [0.05] * max(levels - 5, 0))[:levels]

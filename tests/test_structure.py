@@ -292,3 +292,40 @@ def test_the_upper_floor_rules_see_a_violation():
     tree = ast.parse(src)
     assert [k for _, k in jitted_cores(tree)] == [9, 9]
     assert any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult) for n in ast.walk(tree))
+
+
+PRODUCTS = ("dot", "matmul", "einsum", "dot_general", "tensordot", "vdot", "inner")
+
+
+def bare_products(source: str):
+    """Line numbers of the products that state no precision: ``a @ b``, or ``dot``,
+    ``matmul``, ``einsum``, ``dot_general``... without ``precision=``; a line marked
+    ``# precision: <reason>`` is allowed (issue 35: TF32 / bfloat16 passes on an
+    accelerator)."""
+    lines = source.splitlines()
+    marked = {i + 1 for i, ln in enumerate(lines) if "# precision:" in ln}
+    bad = []
+    for n in ast.walk(ast.parse(source)):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult):
+            bad.append(n.lineno)
+        elif isinstance(n, ast.Call):
+            f = n.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
+            if name in PRODUCTS and "precision" not in {k.arg for k in n.keywords}:
+                bad.append(n.lineno)
+    return sorted(ln for ln in bad if ln not in marked)
+
+
+@pytest.mark.parametrize("path", modules(), ids=rel)
+def test_every_product_states_its_precision(path):
+    bad = bare_products(path.read_text())
+    assert not bad, (f"{rel(path)}: products without a precision at lines {bad} (use "
+                     "rankjax._products.mm or precision=HI, or mark '# precision: <reason>')")
+
+
+def test_the_precision_rule_sees_a_violation():
+    assert bare_products("y = a @ b\n") == [1]
+    assert bare_products("y = jnp.dot(a, b)\nz = jnp.einsum('ij,j', a, b)\n") == [1, 2]
+    assert bare_products("y = jnp.matmul(a, b, precision=HI)\n") == []
+    assert bare_products("y = a @ b   # precision: integers\n") == []
+    assert bare_products("y = lax.dot_general(a, b, dims)\n") == [1]

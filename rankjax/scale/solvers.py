@@ -13,6 +13,7 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
+from .._products import mm
 from .._cg_loop import CG, CGResult, cg_loop, check_options, check_x0, loop_keywords, valid_fn_of, valid_set
 from .._checks import as_float_array, check_count, check_positive, check_matrix
 from .._falkon import falkon_checks, falkon_preconditioner, falkon_solve
@@ -28,9 +29,9 @@ def _sharded_cg_core(problem, lam, valid, x0, options, mesh, axis):
         g = local_block(graph)
         if is_csr(X):
             X = local_block(X)
-        b = lax.psum(X.T @ g.rhs(y, X.dtype), axis)
-        valid_fn = valid_fn_of(valid, lambda w: valid.M @ w)
-        return cg_loop(lambda v: lax.psum(X.T @ g.mv(X @ v), axis), b, options, lam, x0,
+        b = lax.psum(mm(X.T, g.rhs(y, X.dtype)), axis)
+        valid_fn = valid_fn_of(valid, lambda w: mm(valid.M, w))
+        return cg_loop(lambda v: lax.psum(mm(X.T, g.mv(mm(X, v))), axis), b, options, lam, x0,
                        valid_fn)
     return jax.shard_map(local, mesh=mesh, in_specs=(P(axis), P(), P(), P(), P()),
                          out_specs=P(), check_vma=False)(problem, lam, valid, x0, options)
@@ -92,13 +93,13 @@ def _sharded_falkon_core(problem, basis: Basis, lam, valid, options, scale, layo
 
         def gram_U(C):          # each device's first u rows: a principal block of L (PSD)
             PhiU = features(kernel_block(basis.kernel, X[:u], basis.X) * mf, C)
-            return scale * lax.psum(PhiU.T @ g.prefix(u).mv(PhiU), axis)
+            return scale * lax.psum(mm(PhiU.T, g.prefix(u).mv(PhiU)), axis)
 
         C, A = falkon_preconditioner(basis, gram_U, lam)
         K = kernel_block(basis.kernel, X, basis.X) * mf       # padding rows: L kills them
-        bwd = lambda v: lax.psum(v @ K, axis)  # noqa: E731
-        scores_fn = None if valid is None else (lambda a: basis.block(valid.M) @ a)
-        return falkon_solve(C, A, lam, lambda a: bwd(g.mv(K @ a)), bwd(g.rhs(y, dt)), scores_fn,
+        bwd = lambda v: lax.psum(mm(v, K), axis)  # noqa: E731
+        scores_fn = None if valid is None else (lambda a: mm(basis.block(valid.M), a))
+        return falkon_solve(C, A, lam, lambda a: bwd(g.mv(mm(K, a))), bwd(g.rhs(y, dt)), scores_fn,
                             valid, options)
     return jax.shard_map(local, mesh=mesh, in_specs=(P(axis),) + (P(),) * 5,
                          out_specs=P(), check_vma=False)(problem, basis, lam, valid, options,
