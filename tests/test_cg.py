@@ -121,8 +121,8 @@ def test_early_stopping_returns_the_rerun_iterate(rng, lam, metric):
                  "loss": lambda: (yv - f) @ Lv @ (yv - f),
                  "ndcg": lambda: -ref.ndcg(f, yv, qv, k=5, ties="stable")}[metric]()
         assert abs(hist[k] - brute) < 1e-9 * max(1, abs(brute)), k
-        if k == best:
-            np.testing.assert_array_equal(r.weights, w)
+        if k == best:           # the same iterate; a GPU's atomic segment sums may reorder
+            np.testing.assert_allclose(r.weights, w, rtol=1e-12, atol=1e-12)
 
 
 def test_early_stopping_dual_and_edges(rng):
@@ -245,7 +245,7 @@ def test_progress_lines_come_from_the_loop_through_the_logger(caplog):
     lines = [r.getMessage() for r in caplog.records]
     n = int(loud.iterations)
     assert len(lines) == n // 2 and lines[0].startswith("CG iteration 2: relative")
-    np.testing.assert_array_equal(loud.weights, quiet.weights)
+    np.testing.assert_allclose(loud.weights, quiet.weights, rtol=1e-12, atol=1e-14)
 
 
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 import rankjax as rj
 
-EIGHT = jax.device_count() >= 8
+EIGHT = len(jax.devices("cpu")) >= 8       # simulated CPU devices, on any machine
 needs8 = pytest.mark.skipif(not EIGHT, reason="runs in the 8-device subprocess")
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -25,7 +25,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 def test_on_eight_simulated_devices():
     if EIGHT:
         pytest.skip("already on 8 devices")
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
+               JAX_PLATFORMS="cpu")               # pinned: a GPU machine has other devices
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                           "-o", "addopts=", str(pathlib.Path(__file__)), "-k",
                           "not eight_simulated and not two_process"],
