@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
+from ._log import timed
 from ._products import mm
 from ._checks import check_count, check_positive, check_matrix, lam_ok, nan_unless
 from ._graph import Graph
@@ -124,6 +125,7 @@ def _kpc_basis(K, P: int):
     return vals, vecs * sq, vecs * inv, keep    # Z, the test projection V Λ^{-1/2}, kept
 
 
+@timed
 def kpcrank_path(K, y, graph: Graph, *, max_components: int, lam=0.0,
                  K_valid=None) -> KPCPath:
     """KPCRank / KPCR for every number of components ``p = 1..max_components``

@@ -167,3 +167,26 @@ def run(verbose, core, *args, **kwargs):
 def ready(tree):
     """``tree`` once computed (so that a stage's line follows its work)."""
     return jax.block_until_ready(tree)
+
+
+def timed(fn):
+    """Gives a public function of one compiled program a ``verbose`` keyword: a line when
+    it starts and one, with the elapsed time, when its result is ready."""
+    import functools
+    import inspect
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())
+    at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
+    params.insert(at, inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=0))
+
+    @functools.wraps(fn)
+    def wrapper(*args, verbose=0, **kw):
+        if not check_verbose(verbose):
+            return fn(*args, **kw)
+        start = time.perf_counter()
+        info(1, "%s: started", fn.__name__)
+        out = ready(fn(*args, **kw))
+        info(1, "%s: done (%.1f s)", fn.__name__, time.perf_counter() - start)
+        return out
+    wrapper.__signature__ = sig.replace(parameters=params)
+    return wrapper

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ._log import timed
 from ._checks import (as_float_array, check_gram, check_indices, check_symmetric, host_labels,
                       indices_ok, is_concrete, lam_ok, nan_unless, reduce_concrete, value_range)
 from ._memory import kernel_plan
@@ -160,6 +161,7 @@ def _lpo_dual_core(K, y, pairs, lams):
     return nan_unless(psd, out), (psd, low, high, floor)
 
 
+@timed
 def leave_pair_out_dual(K, y, pairs, *, lams) -> PairHoldOut:
     """Exact leave-pair-out predictions of dual RankRLS for global ranking (complete
     unnormalized graph, cost (21); Pahikkala et al. 2009, §3.4, eq. 35-39).
@@ -201,6 +203,7 @@ def _lpo_primal_core(X, y, pairs, lams):
     return _lpo_core(jnp.matmul(X, eig.vectors, precision=HI), eig.values, y, pairs, lams)
 
 
+@timed
 def leave_pair_out_primal(X, y, pairs, *, lams) -> PairHoldOut:
     """Leave-pair-out for linear RankRLS (global ranking, cost (21)); as
     :func:`leave_pair_out_dual` with ``K = X X^T`` but from ``eigh(X^T X)``

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ._log import timed
 from ._checks import check_seed, check_matrix, device_array, is_concrete, is_int
 from ._kernels import Kernel, kernel_block, kernel_matrix
 from ._ridge import PSD_RTOL
@@ -38,6 +39,7 @@ __all__ = ["BASIS_METHODS", "Nystrom", "nystrom_basis"]
 BASIS_METHODS = ("uniform", "kmeans++")
 
 
+@timed
 def nystrom_basis(X, size: int, *, kernel: Optional[Kernel] = None, method: str = "uniform",
                   seed: int = 0) -> np.ndarray:
     """Chooses ``size`` distinct basis rows of ``X`` for the Nyström approximation.

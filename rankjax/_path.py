@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._log import timed
 from ._checks import (as_float_array, check_flag, check_gram, check_positive, check_matrix,
                       check_targets, is_concrete, lam_ok, nan_unless, reduce_concrete,
                       resolve_segments)
@@ -185,6 +186,7 @@ def check_spectrum(flags, lams, where, name="K"):
             UnresolvedLambdaWarning, stacklevel=3)
 
 
+@timed
 def rankrls_dual_path(K, y, graph: Graph, *, lams, K_valid=None) -> DualPath:
     """Dual RankRLS for a whole λ grid from one eigendecomposition (docs/math.md).
 
@@ -258,6 +260,7 @@ def _nystrom_path_core(X, y, graph, basis: Basis, lams, X_valid, train, block_si
     return coef, tr, valid
 
 
+@timed
 def rankrls_nystrom_path(X, y, graph: Graph, *, lams, kernel: Kernel, basis, X_valid=None,
                          train_scores: bool = False, block_size: Optional[int] = None,
                          seed: int = 0) -> NystromPath:

@@ -17,6 +17,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
+from ._log import timed
 from ._checks import (check_gram, check_positive, check_matrix, check_symmetric, is_concrete, lam_ok,
                       nan_unless)
 from ._memory import kernel_plan
@@ -222,6 +223,7 @@ def rankrls_dual(K, y, graph: Graph, *, lam) -> DualModel:
     return DualModel(A)
 
 
+@timed
 def rankrls_kernel(X, y, graph: Graph, *, lam, kernel: Kernel,
                    block_size: Optional[int] = None) -> KernelModel:
     """Kernel RankRLS from features: evaluates ``K = k(X, X)`` then :func:`rankrls_dual`.

@@ -64,6 +64,22 @@ CALLS = {
                                                 [(D.X, D.y, D.qid)], lams=[1.0], verbose=1),
                None, "stream (normal equations): chunk 1"),
 }
+# one compiled program each: a line when it starts and one when its result is ready
+ONE_PROGRAM = {
+    "rankrls_dual_path": lambda: rj.rankrls_dual_path(K, D.y, G, lams=[1.0], verbose=1),
+    "rankrls_nystrom_path": lambda: rj.rankrls_nystrom_path(
+        D.X, D.y, G, lams=[1.0], kernel=rj.gaussian_kernel(0.2), basis=30, verbose=1),
+    "rankrls_kernel": lambda: rj.rankrls_kernel(D.X, D.y, G, lam=1.0,
+                                                kernel=rj.gaussian_kernel(0.2), verbose=1),
+    "kpcrank_path": lambda: rj.kpcrank_path(K, D.y, G, max_components=3, verbose=1),
+    "leave_pair_out_dual": lambda: rj.leave_pair_out_dual(K, D.y, [[0, 1]], lams=[1.0],
+                                                          verbose=1),
+    "leave_pair_out_primal": lambda: rj.leave_pair_out_primal(D.X, D.y, [[0, 1]], lams=[1.0],
+                                                              verbose=1),
+    "nystrom_basis": lambda: rj.nystrom_basis(D.X, 20, kernel=rj.gaussian_kernel(0.2),
+                                              method="kmeans++", verbose=1),
+}
+CALLS.update({name: (call, 2, f"{name}: started") for name, call in ONE_PROGRAM.items()})
 
 
 class Clock(logging.Handler):

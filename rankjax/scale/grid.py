@@ -13,6 +13,7 @@ from jax import lax
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
+from .._log import timed
 from .._cg_loop import static_metric
 from .._checks import as_float_array, check_positive, check_matrix, nan_unless
 from .._graph import check_problem
@@ -122,6 +123,7 @@ def _grid_core(problem, gammas, lams, valid, setup):
                          out_specs=P(axis))(gammas, problem, lams, valid)
 
 
+@timed
 def sharded_kernel_grid(X, y, graph, *, lams, gammas, valid, metric: Callable = pairwise_error,
                         kernel: str = "gaussian", mesh: Optional[Mesh] = None,
                         greater_is_better=None, **metric_kwargs) -> GridSearch:
