@@ -144,6 +144,10 @@ def main():
                  **metrics(np.asarray(fn(Xt), np.float64), yt, qt),
                  fold_fit_s=round(fit_s, 1),
                  peak_rss_gb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3))
+        del fitted
+        # every fold compiles hundreds of programs (new shapes) and each keeps its code
+        # mapped: without this the fifth fold died in LLVM ("Cannot allocate memory")
+        jax.clear_caches()
 
 
 if __name__ == "__main__":
