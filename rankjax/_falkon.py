@@ -33,7 +33,7 @@ from ._memory import available_memory, check_memory
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, check_kernel, kernel_block, kernel_matrix
 from ._nystrom import Basis, coef_from, features, take_basis
-from ._rankrls import check_test_matrix
+from ._rankrls import columns_of, check_test_matrix
 from ._ridge import HI, PSD_RTOL
 from ._segments import padded_size
 from ._sparse import as_dense
@@ -58,10 +58,7 @@ class FalkonModel(NamedTuple):
     kernel: Kernel
     cg: CGResult
 
-    @property
-    def num_features(self) -> int:
-        """Columns of the rows it scores."""
-        return int(self.basis_X.shape[1])
+    num_features = columns_of("basis_X", 1)          # columns of the rows it scores
 
     def predict(self, X, block_size: Optional[int] = None):
         X = check_test_matrix(X, self.basis_X.shape[1])

@@ -56,15 +56,18 @@ def path_scores(X, W):
     return jnp.moveaxis(out.reshape((X.shape[0],) + W.shape[2:] + (L,)), -1, 0)
 
 
+def columns_of(field: str, axis: int) -> property:
+    """The ``num_features`` of a model: the size of ``axis`` of its array ``field`` (the
+    columns of the rows it scores; the command line reads files with it)."""
+    return property(lambda self: int(getattr(self, field).shape[axis]))
+
+
 class LinearModel(NamedTuple):
     """Linear scoring ``f(x) = x^T w``; ``weights`` ``[n]`` or ``[n, k]``."""
 
     weights: jax.Array
 
-    @property
-    def num_features(self) -> int:
-        """Columns of the rows it scores."""
-        return int(self.weights.shape[0])
+    num_features = columns_of("weights", 0)          # columns of the rows it scores
 
     def predict(self, X):
         return linear_scores(check_test_matrix(X, self.weights.shape[0]), self.weights)
@@ -87,10 +90,7 @@ class KernelModel(NamedTuple):
     X_train: jax.Array
     kernel: Kernel
 
-    @property
-    def num_features(self) -> int:
-        """Columns of the rows it scores."""
-        return int(self.X_train.shape[1])
+    num_features = columns_of("X_train", 1)          # columns of the rows it scores
 
     def predict(self, X, block_size: Optional[int] = None):
         X = check_test_matrix(X, self.X_train.shape[1])
@@ -112,10 +112,7 @@ class ScaledModel(NamedTuple):
     scales: jax.Array
     model: object
 
-    @property
-    def num_features(self) -> int:
-        """Columns of the rows it scores."""
-        return int(self.scales.shape[0])
+    num_features = columns_of("scales", 0)          # columns of the rows it scores
 
     def predict(self, X, block_size: Optional[int] = None):
         X = check_test_matrix(X, self.scales.shape[0])

@@ -32,7 +32,7 @@ from ._checks import (check_count, check_positive, check_matrix, device_array, h
 from ._kernels import Kernel, kernel_matrix
 from ._log import begin, check_verbose, loop_step
 from ._nystrom import coef_from, features, take_basis
-from ._rankrls import LinearModel, check_test_matrix, linear_scores
+from ._rankrls import columns_of, LinearModel, check_test_matrix, linear_scores
 from ._segments import seg_scan
 from ._sparse import as_dense, is_csr, to_csr
 
@@ -396,10 +396,7 @@ class RankSVMKernelModel(NamedTuple):
     basis_X: jax.Array
     kernel: Kernel
 
-    @property
-    def num_features(self) -> int:
-        """Columns of the rows it scores."""
-        return int(self.basis_X.shape[1])
+    num_features = columns_of("basis_X", 1)          # columns of the rows it scores
 
     def predict(self, X, block_size=None):
         X = check_test_matrix(X, self.basis_X.shape[1])
