@@ -2,11 +2,11 @@
 instead of one Python ``repr`` per value (the writer's cost on LETOR-sized files).
 
 A value with at most :data:`MAX_DECIMALS` decimals (every LETOR feature file) is
-written as that decimal: with ``s = round(|v| 10^d)`` and ``s / 10^d == |v|`` in
-float64, the decimal ``s / 10^d`` reads back as the float nearest to it, which is
-``v`` (both are the correctly rounded value of the same rational). ``d`` is the
-smallest that works, so no trailing zero is written; whole numbers are written as
-integers. Any other value falls back to ``repr`` (the shortest string that reads back
+written as that decimal: with ``s = round(|v| 10^9)`` and ``s / 10^9 == |v|`` in
+float64, the decimal ``s / 10^9`` reads back as the float nearest to it, which is
+``v`` (both are the correctly rounded value of the same rational). Trailing zeros of
+the fraction are dropped; whole numbers are written as integers. Any other value falls
+back to ``repr`` (the shortest string that reads back
 exactly).
 """
 from __future__ import annotations
@@ -32,40 +32,28 @@ def _width(x) -> int:
 
 
 def _decimals(a):
-    """The smallest ``d <= MAX_DECIMALS`` with ``round(a 10^d) / 10^d == a`` per value
-    (-1: none) and ``round(a 10^d)`` as int64."""
-    dec = np.full(a.shape, -1, np.int64)
-    scaled = np.zeros(a.shape, np.int64)
-    todo = np.flatnonzero(a < 2.0 ** 52)
-    for d in range(MAX_DECIMALS + 1):
-        if todo.size == 0:
-            break
-        s = np.round(a[todo] * float(_P10[d]))
-        hit = (s / float(_P10[d]) == a[todo]) & (s < 2.0 ** 53)
-        dec[todo[hit]] = d
-        scaled[todo[hit]] = s[hit].astype(np.int64)
-        todo = todo[~hit]
-    return dec, scaled
+    """Which values have at most :data:`MAX_DECIMALS` decimals (one pass: ``s =
+    round(a 10^9)`` with ``s / 10^9 == a``), and ``s`` as int64."""
+    scale = float(_P10[MAX_DECIMALS])
+    s = np.round(a * scale)
+    ok = (s / scale == a) & (s < 2.0 ** 53)
+    return ok, np.where(ok, s, 0).astype(np.int64)
 
 
-def _block(cols, v, dec, s):
+def _block(cols, v, s):
     """``(bytes, lengths)`` of the cells ``"col:value "`` of one block of decimal values
-    (``dec``, ``s``: their decimals and scaled magnitudes)."""
-    ip, fp = s // _P10[dec], s % _P10[dec]
+    (``s``: their magnitudes times ``10^9``); trailing zeros of the fraction are dropped."""
+    ip, fp = s // _P10[MAX_DECIMALS], s % _P10[MAX_DECIMALS]
     n = v.shape[0]
     one = np.ones((n, 1), bool)
     cd, cm = _digits(cols, _width(cols))
     idg, im = _digits(ip, _width(ip))
-    parts = [cd, np.full((n, 1), 58, np.uint8), np.full((n, 1), 45, np.uint8), idg]
-    masks = [cm, one, (v < 0)[:, None], im]
-    wf = int(dec.max()) if n else 0
-    if wf:
-        e = dec[:, None] - 1 - np.arange(wf)[None, :]
-        parts += [np.full((n, 1), 46, np.uint8),
-                  ((fp[:, None] // _P10[np.clip(e, 0, None)]) % 10 + 48).astype(np.uint8)]
-        masks += [(dec > 0)[:, None], e >= 0]
-    parts.append(np.full((n, 1), 32, np.uint8))
-    masks.append(one)
+    fd, _ = _digits(fp, MAX_DECIMALS)                  # nine fraction digits, zero-padded
+    nz = fd != 48
+    fm = np.cumsum(nz[:, ::-1], axis=1)[:, ::-1] > 0   # up to the last nonzero digit
+    parts = [cd, np.full((n, 1), 58, np.uint8), np.full((n, 1), 45, np.uint8), idg,
+             np.full((n, 1), 46, np.uint8), fd, np.full((n, 1), 32, np.uint8)]
+    masks = [cm, one, (v < 0)[:, None], im, fm[:, :1], fm, one]
     M = np.concatenate(masks, axis=1)
     return np.concatenate(parts, axis=1)[M], M.sum(axis=1)
 
@@ -81,16 +69,18 @@ def format_cells(cols, values):
     """
     cols = np.asarray(cols, np.int64)
     values = np.asarray(values, np.float64)
-    dec, scaled = _decimals(np.abs(values))
-    fast = np.flatnonzero(dec >= 0)
-    slow = np.flatnonzero(dec < 0)
+    ok, scaled = _decimals(np.abs(values))
+    fast = np.flatnonzero(ok)
+    slow = np.flatnonzero(~ok)
     lengths = np.zeros(values.shape, np.int64)
     pieces = []
     for a in range(0, fast.size, _CHUNK):
         i = fast[a:a + _CHUNK]
-        b, n = _block(cols[i], values[i], dec[i], scaled[i])
+        b, n = _block(cols[i], values[i], scaled[i])
         pieces.append(b)
         lengths[i] = n
+    if slow.size == 0:                                   # every LETOR file
+        return (np.concatenate(pieces) if pieces else np.zeros(0, np.uint8)), lengths
     text = [f"{c}:{v!r} ".encode() for c, v in zip(cols[slow].tolist(), values[slow].tolist())]
     lengths[slow] = [len(t) for t in text]
     out = np.empty(int(lengths.sum()), np.uint8)
