@@ -10,12 +10,11 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
-from ._products import mm
+from ._products import HI, mm
 from ._cg_loop import (CG, CGResult, check_options, check_x0, differentiable_cg, loop_keywords,
                        valid_fn_of, valid_set)
 from ._checks import check_positive, check_matrix, check_symmetric, is_concrete
 from ._graph import Graph, check_graph
-from ._ridge import HI
 from ._sparse import is_bcoo, is_scipy_sparse, to_csr
 
 

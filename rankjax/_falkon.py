@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ._products import HI
 from ._cg_loop import CG, CGResult, cg_loop, check_options, loop_keywords, valid_fn_of, valid_set
 from ._checks import check_seed, check_count, check_positive, device_array, lam_ok, nan_unless
 from ._memory import available_memory, check_memory
@@ -34,7 +35,7 @@ from ._graph import Graph, check_problem
 from ._kernels import Kernel, check_kernel, kernel_block, kernel_matrix
 from ._nystrom import Basis, coef_from, features, take_basis
 from ._rankrls import columns_of, check_test_matrix
-from ._ridge import HI, PSD_RTOL
+from ._ridge import PSD_RTOL
 from ._segments import padded_size
 from ._sparse import as_dense
 

@@ -38,10 +38,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._products import mm
+from ._products import HI, mm
 from ._checks import check_matrix, check_targets, device_array, is_concrete
 from ._metrics import edge_disagreement_error, metric_sign, pairwise_error
-from ._ridge import HI, gram, psd_root, segment_normal_equations, tdot
+from ._ridge import gram, psd_root, segment_normal_equations, tdot
 from ._segments import bucket, expand, seg_sum
 
 Array = jax.Array

@@ -23,11 +23,10 @@ import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
 from ._log import timed
-from ._products import mm
+from ._products import HI, mm
 from ._checks import check_count, check_positive, check_matrix, lam_ok, nan_unless
 from ._graph import Graph
 from ._rankrls import check_kernel_matrix, check_test_matrix, linear_scores, path_scores
-from ._ridge import HI
 
 __all__ = ["KPCPath", "KPCModel", "center_kernel", "center_test_kernel", "kpcrank_path",
            "kpcrank"]

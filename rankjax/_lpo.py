@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ._products import HI
 from ._log import timed
 from ._checks import (as_float_array, check_gram, check_indices, check_symmetric, host_labels,
                       indices_ok, is_concrete, lam_ok, nan_unless, reduce_concrete, value_range)
@@ -19,7 +20,7 @@ from ._memory import kernel_plan
 from ._graph import check_problem
 from ._graph_build import global_graph
 from ._path import check_lams, check_spectrum
-from ._ridge import HI, eigh_psd, eigh_psd_checked, lam_floor, psd_ok, spectral_filter
+from ._ridge import eigh_psd, eigh_psd_checked, lam_floor, psd_ok, spectral_filter
 from ._sparse import as_dense
 
 

@@ -26,13 +26,13 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.experimental import sparse
-from ._products import HI, mm  # noqa: F401 (HI: re-exported to the solvers)
+from ._products import HI
 from ._sparse import is_bcoo
 
 __all__ = ["Eigh", "PSD_RTOL", "eigh_psd", "psd_mask", "psd_root", "spectral_filter",
            "eigh_solve", "eigh_path", "ridge_solve", "ridge_solve_checked", "primal_system", "dual_system",
            "Decomposition", "decompose_dual", "decompose_primal", "tdot", "gram",
-           "symmetric_solve", "HI", "segment_normal_equations", "WIDE_GRAM", "RESOLVE_RTOL", "lam_floor"]
+           "symmetric_solve", "segment_normal_equations", "WIDE_GRAM", "RESOLVE_RTOL", "lam_floor"]
 
 
 PSD_RTOL = 1.0

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _tune
+from ._products import HI
 from ._checks import check_count, check_flag, check_seed, segment_ids
 from ._cv import cross_validate
 from ._folds import make_folds
@@ -29,7 +30,6 @@ from ._nystrom import Nystrom, as_nystrom, take_basis
 from ._path import (NystromPath, check_lams, is_path, model_at, rankrls_dual_path, rankrls_nystrom_path,
                     rankrls_primal_path, select_lambda)
 from ._rankrls import LinearModel, ScaledModel, rankrls_dual, rankrls_kernel, rankrls_primal, scale_rows
-from ._ridge import HI
 from ._sparse import as_dense
 
 __all__ = ["RankRLSSelection", "select_rankrls", "rankrls_fit"]

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from ._products import HI
 from ._checks import (as_float_array, check_count, check_flag, check_indices, check_positive, check_matrix,
                       indices_ok, is_concrete, nan_unless)
 from ._memory import check_memory, kernel_plan
@@ -34,7 +35,7 @@ from ._graph_build import pairs_from_scores
 from ._kernels import Kernel, kernel_block, kernel_matrix
 from ._log import Stages, check_verbose
 from ._nystrom import Basis, basis_system, take_basis
-from ._ridge import HI, dual_system, primal_system
+from ._ridge import dual_system, primal_system
 from ._sparse import as_dense
 
 __all__ = ["TuneResult", "cv_predictions", "cv_loss", "tune", "KERNELS", "LOSSES"]

@@ -239,7 +239,7 @@ class Ranker(_Base):
         """``evals_result_`` (LightGBM's layout) of the per-step scores ``vals``, logged with
         ``verbose`` (step numbers from ``first``)."""
         name = f"ndcg@{getattr(self, 'score_k', 10)}"
-        every = verbose_every(getattr(self, "verbose", False)) if show else 0
+        every = _log.check_verbose(getattr(self, "verbose", False)) if show else 0
         for t, v in enumerate(vals):
             if every and ((t + first) % every == 0 or t == len(vals) - 1):
                 _log.info(every, "[%d]\tvalid_0's %s: %.6g", t + first, name, v)
@@ -379,11 +379,6 @@ class Ranker(_Base):
 def nan_last(v):
     """NaN (undefined metric) ranks below every number."""
     return np.where(np.isnan(v), -np.inf, v)
-
-
-def verbose_every(verbose):
-    """``verbose``: False/0 (silent), True (every step) or an int n (every n-th step)."""
-    return _log.check_verbose(verbose)
 
 
 def query_weights(sample_weight, seg):

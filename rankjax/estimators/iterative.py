@@ -8,7 +8,7 @@ import numpy as np
 from .. import _cg, _cg_loop, _kernels, _kpcrank, _log, _metrics_graded, _rankboost, _rankrls, _ranksvm
 from .._graph_build import query_graph
 from .._sparse import as_dense
-from .base import Ranker, make_kernel, verbose_every
+from .base import Ranker, make_kernel
 
 
 class CGRankRLS(Ranker):
@@ -32,7 +32,7 @@ class CGRankRLS(Ranker):
     def fit(self, X, y, qid=None, eval_set=None, eval_qid=None, *, group=None,
             eval_group=None):
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
-        every = verbose_every(self.verbose)
+        every = _log.check_verbose(self.verbose)
         rounds = self.max_iter + 1 if self.early_stopping_rounds is None else self.early_stopping_rounds
         valid = None
         if eval_set is not None:
@@ -90,7 +90,7 @@ class RankSVM(Ranker):
                           metric_kwargs={"k": self.score_k},
                           patience=self.max_iter + 1 if rounds is None else rounds)
             r = _ranksvm.ranksvm_l2(X, y, seg, C=self.C, tol=self.tol, max_iter=self.max_iter,
-                                    verbose=verbose_every(self.verbose), **kw)
+                                    verbose=_log.check_verbose(self.verbose), **kw)
             self.model_ = _rankrls.LinearModel(r.weights)
             self.coef_ = np.asarray(r.weights)
             self.converged_ = bool(r.converged)
@@ -104,7 +104,7 @@ class RankSVM(Ranker):
             self.model_ = _ranksvm.ranksvm_kernel(
                 as_dense(X), y, seg, kernel=kern, C=self.C, seed=self.random_state,
                 basis=self.basis if self.basis is not None else min(X.shape[0], 1000),
-                tol=self.tol, max_iter=self.max_iter, verbose=verbose_every(self.verbose))
+                tol=self.tol, max_iter=self.max_iter, verbose=_log.check_verbose(self.verbose))
         return self._finish_fit(seg)
 
     def _scores(self, X):
@@ -138,7 +138,7 @@ class KPCRank(Ranker):
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         self.X_train_ = as_dense(X)           # the checked device array (kernels of later calls)
         kern = self._fit_kernel(self.X_train_) or _kernels.linear_kernel()
-        every = verbose_every(self.verbose)
+        every = _log.check_verbose(self.verbose)
         stages = _log.Stages(["kernel matrix", "components"] + ["scored"] * (eval_set is not None),
                              "KPCRank stage", every)
         stage = iter(stages)
@@ -183,7 +183,7 @@ class RankBoost(Ranker):
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         model = _rankboost.rankboost(as_dense(X), y, seg, rounds=self.rounds,
                                      num_thresholds=self.num_thresholds,
-                                     verbose=verbose_every(self.verbose))
+                                     verbose=_log.check_verbose(self.verbose))
         if eval_set is not None:
             Xv, yv, sv = self._eval_data(eval_set, eval_qid, eval_group)
             keep = self._eval_sequence(_rankboost.rankboost_predict(model, Xv, staged=True),

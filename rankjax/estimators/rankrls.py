@@ -10,7 +10,7 @@ from .. import _log, _nystrom, _rankrls, _select
 from .._checks import check_flag
 from .._graph_build import identity_graph
 from .._sparse import as_dense
-from .base import Ranker, basis_size, gamma_value, make_kernel, nan_last, verbose_every
+from .base import Ranker, basis_size, gamma_value, make_kernel, nan_last
 
 
 class RankRLS(Ranker):
@@ -48,7 +48,7 @@ class RankRLS(Ranker):
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         g = self._graph(seg, y)
         b = basis_size(self.basis, self.kernel, X.shape[0])
-        steps = _log.Stages(1, "RankRLS fit", verbose_every(self.verbose))
+        steps = _log.Stages(1, "RankRLS fit", self.verbose)
         for _ in steps:
             self.model_ = _log.ready(_select.rankrls_fit(
                 X, y, g, lam=self.lam, kernel=self._fit_kernel(X),
@@ -116,7 +116,7 @@ class RankRLSCV(RankRLS):
             basis=None if b is None else _nystrom.Nystrom(b, method=self.basis_method,
                                                           seed=self.random_state),
             optimize=optimize, optimize_steps=self.optimize_steps, ard=self.ard,
-            seed=self.random_state, verbose=verbose_every(self.verbose))
+            seed=self.random_state, verbose=_log.check_verbose(self.verbose))
         self.selection_ = sel
         self._results(sel)
         if valid is not None:
