@@ -14,7 +14,7 @@ from jax import lax
 from ._log import gated_step
 from ._checks import check_seed, device_array, is_concrete, is_int, segment_ids
 from ._graph import Graph, check_graph
-from ._ridge import SMALL_SOLVE
+from ._backend import paths
 from ._segments import padded_size
 
 FOLD_BUDGET = 1 << 24          # elements of [L, P, P] work arrays per batch of folds
@@ -126,8 +126,8 @@ def over_folds(folds: Folds, m, L, width, out_shape, dtype, fold_fn):
     for b, (idx_b, mask_b) in enumerate(zip(folds.index, folds.mask), 1):
         Fb, P = idx_b.shape
         batch = max(1, min(Fb, FOLD_BUDGET // max(1, (L + width) * P * P)))
-        if P > min(width, SMALL_SOLVE):   # LAPACK per fold: unbatched (see symmetric_solve)
-            batch = 1
+        if P > min(width, paths().small_solve) and not paths().batch_factorisations:
+            batch = 1                     # LAPACK per fold, one at a time (see _backend)
         one_fold = fold_fn(P)
         res = lax.map(lambda a: one_fold(*a), (idx_b, mask_b), batch_size=batch)  # [F, L, P(, k)]
         res = jnp.moveaxis(res, 1, 0)                                   # [L, F, P(, k)]

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._backend import paths
 from ._products import mm
 from ._checks import check_gram, lam_ok, nan_unless
 from ._log import run
@@ -28,7 +29,6 @@ from ._path import check_lams, check_spectrum
 from ._rankrls import check_kernel_matrix
 from ._ridge import (decompose_dual,
     HI,
-    SMALL_SOLVE,
     eigh_path,
     eigh_psd,
     primal_system,
@@ -82,8 +82,9 @@ def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
             HBs = (jnp.matmul(KB, sol, precision=HI) - HBs) / lam
         return t + HBs
 
-    # large folds: one λ at a time, so LAPACK gets unbatched calls (see symmetric_solve)
-    over_lams = jax.vmap(per_lam) if idx.shape[0] <= SMALL_SOLVE else partial(each_slice, per_lam)
+    # large folds on the CPU: one λ at a time, so LAPACK gets unbatched calls (see _backend)
+    serial = idx.shape[0] > paths().small_solve and not paths().batch_factorisations
+    over_lams = partial(each_slice, per_lam) if serial else jax.vmap(per_lam)
     return over_lams(D, lams, F[:, idx])                          # [L, P(, k)]
 
 

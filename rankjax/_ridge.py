@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.experimental import sparse
+from ._backend import paths
 from ._products import HI
 from ._sparse import is_bcoo
 
@@ -72,7 +73,7 @@ def gram(Z):
       [[10. 14.]
        [14. 20.]]
     """
-    if Z.shape[1] >= WIDE_GRAM and jax.default_backend() == "cpu":
+    if Z.shape[1] >= WIDE_GRAM and paths().transpose_wide_gram:
         Zt = lax.optimization_barrier(Z.T)
         return jnp.matmul(Zt, Z, precision=HI)
     return lax.dot_general(Z, Z, (((0,), (0,)), ((), ())), precision=HI)
@@ -124,10 +125,6 @@ def psd_mask(eig: Eigh):
     p = eig.values.shape[0]
     tol = PSD_RTOL * p * jnp.finfo(eig.values.dtype).eps * jnp.max(eig.values)
     return eig.values > tol
-
-
-SMALL_SOLVE = 256
-"""Largest size solved by :func:`symmetric_solve` in plain XLA operations."""
 
 
 SWEEP_BASE = 16
@@ -182,8 +179,9 @@ def symmetric_solve(M, r):
     """``M^{-1} r`` for a small symmetric nonsingular ``M`` ``[P, P]`` (``r`` ``[P]`` or
     ``[P, k]``), e.g. the fold system ``I - B^T H_UU B`` of the hold-outs.
 
-    Up to :data:`SMALL_SOLVE` rows it is :func:`spd_inverse` in plain XLA operations, not a
-    LAPACK call: XLA:CPU runs independent LAPACK calls concurrently on its intra-op pool and
+    On the CPU, up to ``paths().small_solve`` (256) rows it is :func:`spd_inverse` in plain
+    XLA operations, not a LAPACK call (:mod:`~rankjax._backend`; an accelerator factorises
+    every size, batched): XLA:CPU runs independent LAPACK calls concurrently on its intra-op pool and
     jaxlib's batched kernels then wait on that same pool, which deadlocks eager
     ``jax.grad`` on a 2-thread CPU (two batched ``getrf`` waiting on each other); under
     ``vmap`` over folds and λ the block inversion is batched products, 4x faster than the
@@ -196,7 +194,7 @@ def symmetric_solve(M, r):
       [1. 1.]
     """
     M, r = jnp.asarray(M), jnp.asarray(r)
-    if M.shape[-1] > SMALL_SOLVE:
+    if M.shape[-1] > paths().small_solve:
         return jnp.linalg.solve(M, r)
     Mi = spd_inverse(lax.stop_gradient(M))
     return lax.custom_linear_solve(lambda x: jnp.matmul(M, x, precision=HI), r,

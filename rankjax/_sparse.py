@@ -48,6 +48,7 @@ import numpy as np
 import scipy.sparse as sp
 from jax import lax
 from jax.experimental import sparse
+from ._backend import paths
 
 __all__ = ["CSRMatrix", "to_csr"]
 
@@ -114,7 +115,7 @@ class CSRMatrix:
 
 
 def _plain_mm(A: CSRMatrix, V):
-    if V.shape[1] == 1 and jax.default_backend() == "cpu":
+    if V.shape[1] == 1 and paths().csr_vector_gather:
         # one vector: read X^T by its rows (v gathered in order), scatter-add into m outputs
         return jax.ops.segment_sum(A.t_data[:, None] * V[A.t_rows], A.t_indices, A.shape[0])
     return sparse.BCSR((A.data, A.indices, A.indptr), shape=A.shape) @ V  # precision: a sparse operand
