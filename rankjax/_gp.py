@@ -119,6 +119,15 @@ def _posterior(Kd, tau, nu):
     return Sigma, mm(Sigma, nu), Lc
 
 
+def _marginal_var(Sigma, Kd):
+    """``diag(Σ)``, a cancellation ``K_d - V^T V``: kept at least the rounding level
+    ``eps diag(K_d)`` (float32 may round it to 0 or below; ``1/diag`` follows). A negative
+    ``diag(K_d)`` (``K`` indefinite) is left as it is, to fail the factor check."""
+    eps = jnp.finfo(Sigma.dtype).eps
+    d, prior = jnp.diag(Sigma), jnp.diag(Kd)
+    return jnp.where(prior >= 0, jnp.maximum(d, eps * jnp.maximum(prior, eps)), d)
+
+
 def _alpha(Kd, tau, nu, Lc):
     """``(K_d + Σ̃)^{-1} μ̃ = ν̃ - S̃^{1/2} B^{-1} S̃^{1/2} K_d ν̃`` (valid for τ̃ = 0 too)."""
     s = jnp.sqrt(jnp.maximum(tau, 0))
@@ -194,7 +203,7 @@ def _ep(Kd, y, max_iter, tol, damping):
 
     def sweep(tau, nu):
         Sigma, mu, _ = _posterior(Kd, tau, nu)
-        v = jnp.diag(Sigma)
+        v = _marginal_var(Sigma, Kd)
         tau_c = 1 / v - tau
         nu_c = mu / v - nu
         m_hat, v_hat, _ = _probit_moments(nu_c / tau_c, 1 / tau_c, y)
@@ -220,7 +229,7 @@ def _ep(Kd, y, max_iter, tol, damping):
 def _ep_logml(Kd, y, tau, nu):
     """EP log marginal likelihood (GPML eq. 3.65) at the sites (τ̃ > 0)."""
     Sigma, mu, Lc = _posterior(Kd, tau, nu)
-    v = jnp.diag(Sigma)
+    v = _marginal_var(Sigma, Kd)
     tau_c = 1 / v - tau
     nu_c = mu / v - nu
     mu_c, var_c = nu_c / tau_c, 1 / tau_c
@@ -298,7 +307,7 @@ def gp_predict(model: PairwiseGP, K_test, k_test_diag):
     KA = _KA(K_test, model.head, model.tail)
     mean = mm(KA, model.alpha)
     var = k_test_diag.astype(mean.dtype) - jnp.einsum("ij,ij->i", KA, mm(KA, _inv(model)), precision=HI)
-    return mean, var
+    return mean, jnp.maximum(var, 0)          # a cancellation: rounding may go below 0
 
 
 @jax.jit

@@ -1,0 +1,259 @@
+"""The float32 pass: the library's solvers with x64 off, as on an accelerator, against
+float64 references in numpy, with tolerances from float32's epsilon and the problem's
+condition number; and the solvers' convergence under reduced-precision products
+(:func:`rankjax._emulate.reduced_precision`: TF32 as an H100's default, bfloat16 as a
+TPU's), so that a product missing ``precision=HIGHEST`` fails on the CPU too.
+
+A solver in float32 is expected within ``C * eps32 * cond`` of the float64 solution
+(``C`` a small constant for the rounding of the data and the products); a TF32 product
+(10 mantissa bits) is 8,000 times further off and breaks the bound.
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rankjax as rj
+from rankjax._emulate import MANTISSA, reduced_precision, round_mantissa
+from rankjax._products import mm
+from reference import laplacian_from_pairs, query_pairs, ranksvm_fgh
+
+EPS32 = float(np.finfo(np.float32).eps)
+C = 30.0                      # rounding of the data, the products and the solver's own steps
+EMULATIONS = [None, "tf32", "bf16"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _x64_off():
+    """The whole module runs as on an accelerator: default dtypes 32-bit."""
+    jax.config.update("jax_enable_x64", False)
+    yield
+    jax.config.update("jax_enable_x64", True)
+
+
+def _run(fn, emulation, *args):
+    return fn(*args) if emulation is None else reduced_precision(fn, emulation)(*args)
+
+
+@pytest.fixture(scope="module")
+def problem():
+    """LETOR-like data on scales from 1 to 10 and shifted away from 0 (as raw features
+    are): ``X^T L X + λ I`` of condition about 10^2, its float64 solution, and the dense
+    query Laplacian."""
+    d = rj.make_ranking_data(24, num_features=12, seed=2)
+    X = np.asarray(d.X, np.float64) * np.logspace(0, 1, 12) + 2.0
+    y, qid = np.asarray(d.y, np.float64), np.asarray(d.qid)
+    L = laplacian_from_pairs(len(y), query_pairs(qid))
+    lam = 1.0
+    A = X.T @ L @ X + lam * np.eye(X.shape[1])
+    w = np.linalg.solve(A, X.T @ L @ y)
+    return dict(X=X, y=y, qid=qid, L=L, lam=lam, w=w, cond=np.linalg.cond(A),
+                X32=jnp.asarray(X, jnp.float32), y32=jnp.asarray(y, jnp.float32))
+
+
+def rel(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+def test_x64_is_off_here(problem):
+    assert not jax.config.jax_enable_x64
+    assert jnp.zeros(1).dtype == jnp.float32 and problem["X32"].dtype == jnp.float32
+
+
+def test_round_mantissa_keeps_the_stated_bits():
+    x = jnp.asarray([1 + 2.0 ** -11, 1 + 2.0 ** -9, -3.0, jnp.inf, 1e-30], jnp.float32)
+    t = np.asarray(round_mantissa(x, MANTISSA["tf32"]))
+    assert t[0] == 1 + 2.0 ** -10 and t[1] == 1 + 2.0 ** -9 and t[2] == -3.0 and np.isinf(t[3])
+    assert abs(t[4] - 1e-30) <= 2.0 ** -11 * 1e-30
+    assert np.asarray(round_mantissa(x, MANTISSA["bf16"]))[1] == 1.0
+
+
+def test_emulation_catches_a_product_without_highest(problem):
+    """The check's power: a bare product (default precision) under TF32 emulation is
+    about 1e-3 off; the same product at HIGHEST is exact to float32."""
+    X = problem["X32"]
+    exact = problem["X"].T @ problem["X"]
+    bare = reduced_precision(lambda a: a.T @ a)(X)
+    hi = reduced_precision(lambda a: mm(a.T, a))(X)
+    assert rel(bare, exact) > 100 * EPS32
+    assert rel(hi, exact) < 10 * EPS32
+    # inside jit, a while loop and a vmap too
+    def looped(a):
+        return jax.vmap(lambda s: jax.lax.fori_loop(0, 2, lambda i, c: c @ a.T @ a / s, a))(
+            jnp.array([1.0, 2.0]))
+    ref = np.stack([problem["X"] @ np.linalg.matrix_power(exact / s, 2) for s in (1.0, 2.0)])
+    assert rel(reduced_precision(jax.jit(looped))(X), ref) > 100 * EPS32
+
+
+@pytest.mark.parametrize("emulation", EMULATIONS)
+def test_primal_closed_form(problem, emulation):
+    g = rj.query_graph(problem["qid"])
+    w = _run(lambda X, y: rj.rankrls_primal(X, y, g, lam=problem["lam"]).weights, emulation,
+             problem["X32"], problem["y32"])
+    assert w.dtype == jnp.float32
+    assert rel(w, problem["w"]) < C * EPS32 * problem["cond"]
+
+
+@pytest.mark.parametrize("emulation", EMULATIONS)
+def test_primal_cg_converges_to_the_solution(problem, emulation):
+    """The CG of every iteration at float32 accuracy: it reaches ``tol`` well before
+    ``max_iter`` and lies within the bound; a TF32 matrix-vector product stalls above
+    ``tol`` and lies ~1e-3 off."""
+    g = rj.query_graph(problem["qid"])
+    opts = rj.CG(tol=1e-5, max_iter=300)
+    res = _run(lambda X, y: rj.rankrls_cg(X, y, g, lam=problem["lam"], options=opts), emulation,
+               problem["X32"], problem["y32"])
+    assert bool(res.converged) and int(res.iterations) < 100
+    assert rel(res.weights, problem["w"]) < C * EPS32 * problem["cond"]
+    assert 30 < problem["cond"] < 1e3
+
+
+@pytest.mark.parametrize("emulation", [None, "tf32"])
+def test_path_and_holdout(problem, emulation):
+    """The λ path and leave-query-out, against retraining without each query in float64."""
+    X, y, qid, L = problem["X"], problem["y"], problem["qid"], problem["L"]
+    g = rj.query_graph(qid)
+    lams = np.array([0.3, 3.0], np.float32)
+
+    def fn(X, y):
+        return (rj.rankrls_primal_path(X, y, g, lams=lams).weights,
+                rj.holdout_primal(X, y, g, lams=lams, folds=rj.make_folds(g)).predictions)
+
+    W, H = _run(fn, emulation, problem["X32"], problem["y32"])
+    for i, lam in enumerate(lams.astype(np.float64)):
+        A = X.T @ L @ X + lam * np.eye(X.shape[1])
+        cond = np.linalg.cond(A)
+        assert rel(W[i], np.linalg.solve(A, X.T @ L @ y)) < C * EPS32 * cond
+        ref = np.empty(len(y))
+        for q in np.unique(qid):
+            r, u = qid != q, qid == q
+            Ar = X[r].T @ L[np.ix_(r, r)] @ X[r] + lam * np.eye(X.shape[1])
+            ref[u] = X[u] @ np.linalg.solve(Ar, X[r].T @ L[np.ix_(r, r)] @ y[r])
+        assert rel(H[i], ref) < C * EPS32 * cond
+
+
+@pytest.mark.parametrize("emulation", [None, "tf32"])
+def test_dual_cg_and_closed_form(problem, emulation):
+    X, y, qid, L = problem["X"], problem["y"], problem["qid"], problem["L"]
+    g = rj.query_graph(qid)
+    K = X @ X.T / X.shape[1]
+    lam = 1e-1
+    a = np.linalg.solve(L @ K + lam * np.eye(len(y)), L @ y)
+    ref = K @ a
+    cond = np.linalg.cond(L @ K + lam * np.eye(len(y)))
+    K32 = jnp.asarray(K, jnp.float32)
+
+    def fn(K, y):
+        cg = rj.rankrls_cg_dual(K, y, g, lam=lam, options=rj.CG(tol=1e-5, max_iter=500))
+        return mm(K, cg.weights), cg.converged, rj.rankrls_dual(K, y, g, lam=lam).predict(K)
+
+    f_cg, ok, f_cf = _run(fn, emulation, K32, problem["y32"])
+    assert bool(ok)
+    assert rel(f_cg, ref) < C * EPS32 * cond
+    assert rel(f_cf, ref) < C * EPS32 * cond
+
+
+@pytest.mark.parametrize("emulation", [None, "tf32"])
+def test_falkon_reaches_the_nystrom_solution(problem, emulation):
+    """FALKON (preconditioned CG on the Nyström system) against the Nyström closed form
+    of the same basis rows in float64."""
+    X, y, qid, L = problem["X"], problem["y"], problem["qid"], problem["L"]
+    g = rj.query_graph(qid)
+    kern = rj.gaussian_kernel(0.05)
+    R = np.arange(0, len(y), 5)[:60]
+    d2 = ((X[:, None, :] - X[None, R, :]) ** 2).sum(-1)
+    KmR = np.exp(-0.05 * d2)
+    KRR = KmR[R]
+    lam = 1e-1
+    A = KmR.T @ L @ KmR + lam * KRR
+    a = np.linalg.lstsq(A, KmR.T @ L @ y, rcond=None)[0]
+    ref = KmR @ a
+    model = _run(lambda X, y: rj.rankrls_falkon(X, y, g, lam=lam, kernel=kern, basis=R,
+                                               options=rj.CG(tol=1e-6, max_iter=200)).predict(X),
+                 emulation, problem["X32"], problem["y32"])
+    assert rel(model, ref) < 1e-3
+
+
+@pytest.mark.parametrize("emulation", [None, "tf32"])
+def test_ranksvm_tron_reaches_a_stationary_point(problem, emulation):
+    """TRON in float32: the float64 gradient of the L2-loss RankSVM objective at its
+    solution is small against the gradient at 0."""
+    from rankjax._ranksvm import _tron_jit, rank_levels
+    X, y, qid = problem["X"][:200], problem["y"][:200], problem["qid"][:200]
+    if emulation is None:
+        w = rj.ranksvm_l2(jnp.asarray(X, jnp.float32), y, qid, C=0.1, tol=1e-4).weights
+    else:                    # the compiled TRON loop (ranksvm_l2's host part builds the levels)
+        opts = (jnp.float32(0.1), jnp.float32(1e-4), jnp.int32(1000), jnp.float32(0.1),
+                jnp.int32(1000))
+        w = reduced_precision(lambda X, lv, o: _tron_jit(X, lv, o).weights, emulation)(
+            jnp.asarray(X, jnp.float32), rank_levels(y, qid), opts)
+    assert w.dtype == jnp.float32
+    w = np.asarray(w, np.float64)
+    g0 = ranksvm_fgh(np.zeros(X.shape[1]), X, y, qid, 0.1, np.zeros(X.shape[1]))[1]
+    g = ranksvm_fgh(w, X, y, qid, 0.1, np.zeros(X.shape[1]))[1]
+    assert np.linalg.norm(g) < 1e-3 * np.linalg.norm(g0)
+
+
+def test_kernel_matrix_far_from_zero_is_exact_on_the_diagonal():
+    """Centred distances: features at 1e3 with differences of 1e-2 keep their kernel
+    values (the expanded ``|a|^2 + |b|^2 - 2ab`` loses every digit there)."""
+    rng = np.random.default_rng(0)
+    X = 1e3 + 1e-2 * rng.standard_normal((50, 4))
+    K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(1e3), jnp.asarray(X, jnp.float32)))
+    assert K.dtype == np.float32 and np.all(np.diag(K) == 1.0)
+    X32 = np.asarray(X, np.float32).astype(np.float64)
+    ref = np.exp(-1e3 * ((X32[:, None] - X32[None]) ** 2).sum(-1))
+    assert np.max(np.abs(K - ref)) < 1e-3
+
+
+def test_metrics_in_float32(problem):
+    from reference import ndcg, pairwise_error
+    y, qid = problem["y"], problem["qid"]
+    f = problem["X"] @ problem["w"]
+    f32 = jnp.asarray(f, jnp.float32)
+    assert abs(float(rj.pairwise_error(f32, y, qid)) - pairwise_error(f, y, qid)) < 1e-6
+    assert abs(float(rj.ndcg(f32, y, qid, k=10)) - ndcg(f, y, qid, k=10, ties="stable")) < 1e-5
+
+
+def test_estimators_in_float32(problem):
+    """``RankRLSCV`` as a GPU user calls it (numpy float64 inputs, x64 off): float32
+    predictions; the linear model is the float64 closed form of the chosen λ."""
+    from rankjax.estimators import RankRLSCV
+    X, y, qid, L = problem["X"], problem["y"], problem["qid"], problem["L"]
+    est = RankRLSCV().fit(X, y, qid=qid)
+    p = est.predict(X)
+    assert p.dtype == np.float32
+    A = X.T @ L @ X + est.lam_ * np.eye(X.shape[1])
+    ref = X @ np.linalg.solve(A, X.T @ L @ y)
+    assert rel(p - p.mean(), ref - ref.mean()) < C * EPS32 * np.linalg.cond(A) * 10
+    for kw in (dict(kernel="gaussian"), dict(kernel="gaussian", basis=100)):
+        p = RankRLSCV(**kw).fit(X, y, qid=qid).predict(X)
+        assert p.dtype == np.float32 and np.all(np.isfinite(p))
+
+
+def test_pairwise_gp_in_float32():
+    """The Gaussian pairwise GP's posterior (a cancellation ``K_d - V^T V``) against the
+    float64 formula; variances are never negative."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((30, 3))
+    K = np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1)) + 1e-6 * np.eye(30)
+    head, tail = rng.integers(0, 30, 60), rng.integers(0, 30, 60)
+    keep = head != tail
+    head, tail = head[keep], tail[keep]
+    diffs = X[head, 0] - X[tail, 0]
+    noise = 1e-2
+    A = np.zeros((len(head), 30))
+    A[np.arange(len(head)), head], A[np.arange(len(head)), tail] = 1.0, -1.0
+    Kd = A @ K @ A.T
+    S = np.linalg.inv(Kd + noise * np.eye(len(head)))
+    KA = K @ A.T
+    mean_ref = KA @ S @ diffs
+    var_ref = np.diag(K) - np.einsum("ij,ij->i", KA, KA @ S)
+    gp = rj.gp_pairwise_gaussian(jnp.asarray(K, jnp.float32), head, tail,
+                                 jnp.asarray(diffs, jnp.float32), noise_var=noise)
+    mean, var = rj.gp_predict(gp, jnp.asarray(K, jnp.float32), jnp.asarray(np.diag(K), jnp.float32))
+    cond = np.linalg.cond(Kd + noise * np.eye(len(head)))
+    assert rel(mean, mean_ref) < C * EPS32 * cond
+    assert np.all(np.asarray(var) >= 0)
+    assert np.max(np.abs(np.asarray(var, np.float64) - var_ref)) < C * EPS32 * cond * np.max(np.diag(K))
