@@ -37,11 +37,11 @@ def _run(fn, emulation, *args):
 
 @pytest.fixture(scope="module")
 def problem():
-    """LETOR-like data on scales from 1 to 10 and shifted away from 0 (as raw features
-    are): ``X^T L X + λ I`` of condition about 10^2, its float64 solution, and the dense
+    """LETOR-like data on scales from 1 to 3 and shifted away from 0 (as raw features
+    are): ``X^T L X + λ I`` of condition about 10, its float64 solution, and the dense
     query Laplacian."""
     d = rj.make_ranking_data(24, num_features=12, seed=2)
-    X = np.asarray(d.X, np.float64) * np.logspace(0, 1, 12) + 2.0
+    X = np.asarray(d.X, np.float64) * np.logspace(0, 0.5, 12) + 2.0
     y, qid = np.asarray(d.y, np.float64), np.asarray(d.qid)
     L = laplacian_from_pairs(len(y), query_pairs(qid))
     lam = 1.0
@@ -106,7 +106,25 @@ def test_primal_cg_converges_to_the_solution(problem, emulation):
                problem["X32"], problem["y32"])
     assert bool(res.converged) and int(res.iterations) < 100
     assert rel(res.weights, problem["w"]) < C * EPS32 * problem["cond"]
-    assert 30 < problem["cond"] < 1e3
+    assert 3 < problem["cond"] < 100
+
+
+@pytest.mark.parametrize("emulation", ["tf32", "bf16"])
+def test_primal_cg_without_highest_fails_the_bound(problem, monkeypatch, emulation):
+    """The mutation the precision rule guards against, made on the fly: primal CG's
+    products at default precision (``rankjax._cg.mm`` replaced by a bare ``@``) break the
+    bound of the test above under emulation."""
+    import rankjax._cg as cg_module
+    monkeypatch.setattr(cg_module, "mm", lambda a, b: a @ b)
+    jax.clear_caches()
+    try:
+        g = rj.query_graph(problem["qid"])
+        res = reduced_precision(lambda X, y: rj.rankrls_cg(X, y, g, lam=problem["lam"]), emulation)(
+            problem["X32"], problem["y32"])
+        assert rel(res.weights, problem["w"]) > 5 * C * EPS32 * problem["cond"]
+    finally:
+        monkeypatch.undo()
+        jax.clear_caches()
 
 
 @pytest.mark.parametrize("emulation", [None, "tf32"])
