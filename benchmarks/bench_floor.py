@@ -40,18 +40,11 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.linalg as sla  # noqa: E402
 
-from _timing import emit  # noqa: E402
+from _timing import device_peak_mb, emit  # noqa: E402
 
 
 def peak_rss_mb():
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
-def device_peak_mb():
-    """Peak device memory where the backend reports it (GPU/TPU), else None (CPU)."""
-    stats = jax.devices()[0].memory_stats() or {}
-    peak = stats.get("peak_bytes_in_use")
-    return None if peak is None else round(peak / 2**20, 1)
 
 
 def paired(lib, floor, repeats):

@@ -13,6 +13,7 @@ Rows (JSON lines, benchmarks/_timing.py):
 
     python benchmarks/bench_kernel_scale.py                   # the 12k x 50 set, 10^5 FALKON
     python benchmarks/bench_kernel_scale.py --large-rows 1000000   # on an accelerator
+    python benchmarks/bench_kernel_scale.py --only large --large-rows 1000000 --dtype float32
 """
 import argparse
 import resource
@@ -45,7 +46,23 @@ def main():
     ap.add_argument("--large-rows", type=int, default=100_000)
     ap.add_argument("--large-basis", type=int, default=4000)
     ap.add_argument("--optimize", action="store_true")
+    ap.add_argument("--only", default=",".join(PARTS), help="comma-separated parts: " + ",".join(PARTS))
+    ap.add_argument("--dtype", default="float64", choices=["float32", "float64"],
+                    help="of the large FALKON run")
     args = ap.parse_args()
+    parts = set(args.only.split(","))
+    if parts - set(PARTS):
+        ap.error(f"--only takes {','.join(PARTS)}")
+    if parts != {"large"}:
+        small(args, parts)
+    if "large" in parts:
+        large(args)
+
+
+PARTS = ("refusal", "holdout", "cv", "basis", "falkon", "large")
+
+
+def small(args, parts):
     d = letor_like(args.queries, 50, 0)
     t = letor_like(200, 50, 1, first_qid=100_000)
     g = rj.query_graph(d.qid)
@@ -54,27 +71,29 @@ def main():
     gammas = [0.005, 0.01, 0.02, 0.04]
     folds = rj.make_folds(g)
     k = rj.gaussian_kernel(0.01)
-
-    t0 = time.perf_counter()
-    try:
-        RankRLSCV(kernel="gaussian", basis=None).fit(np.zeros((300_000, 2)), np.arange(300_000) % 3.0,
-                                                    qid=np.arange(300_000) // 10)
-    except MemoryError as e:
-        emit(name="exact_refusal", dtype="float64", shape=[300_000, 2],
-             refuse_s=time.perf_counter() - t0, message=str(e)[:160], peak_rss_gb=peak_rss_gb())
-
     basis = rj.nystrom_basis(d.X, args.basis, seed=0)
-    t0 = time.perf_counter()
-    h = rj.holdout_nystrom(d.X, d.y, g, lams=lams, kernel=k, basis=basis, folds=folds)
-    jax.block_until_ready(h.predictions)
-    first = time.perf_counter() - t0
-    run = median_s(lambda: rj.holdout_nystrom(d.X, d.y, g, lams=lams, kernel=rj.gaussian_kernel(0.02),
-                                              basis=basis[:-30], folds=folds).predictions, repeats=3)
-    emit(name="nystrom_holdout", dtype="float64", shape=shape, basis=args.basis, lams=len(lams),
-         first_call_s=first, run_s=run, peak_rss_gb=peak_rss_gb(),
-         note="warm runs use another gamma and basis size of the same bucket")
 
-    for opt in ([False, True] if args.optimize else [False]):
+    if "refusal" in parts:
+        t0 = time.perf_counter()
+        try:
+            RankRLSCV(kernel="gaussian", basis=None).fit(
+                np.zeros((300_000, 2)), np.arange(300_000) % 3.0, qid=np.arange(300_000) // 10)
+        except MemoryError as e:
+            emit(name="exact_refusal", dtype="float64", shape=[300_000, 2],
+                 refuse_s=time.perf_counter() - t0, message=str(e)[:160], peak_rss_gb=peak_rss_gb())
+
+    if "holdout" in parts:
+        t0 = time.perf_counter()
+        h = rj.holdout_nystrom(d.X, d.y, g, lams=lams, kernel=k, basis=basis, folds=folds)
+        jax.block_until_ready(h.predictions)
+        first = time.perf_counter() - t0
+        run = median_s(lambda: rj.holdout_nystrom(d.X, d.y, g, lams=lams, kernel=rj.gaussian_kernel(0.02),
+                                                  basis=basis[:-30], folds=folds).predictions, repeats=3)
+        emit(name="nystrom_holdout", dtype="float64", shape=shape, basis=args.basis, lams=len(lams),
+             first_call_s=first, run_s=run, peak_rss_gb=peak_rss_gb(),
+             note="warm runs use another gamma and basis size of the same bucket")
+
+    for opt in ([False, True] if args.optimize else [False]) if "cv" in parts else []:
         t0 = time.perf_counter()
         m = RankRLSCV(kernel="gaussian", gammas=gammas, lams=lams, basis=args.basis,
                       optimize=opt).fit(d.X, d.y, qid=d.qid)
@@ -83,7 +102,7 @@ def main():
              lam=m.lam_, gamma=m.gamma_, cv_ndcg10=m.best_score_,
              test_ndcg10=m.score(t.X, t.y, qid=t.qid), peak_rss_gb=peak_rss_gb())
 
-    for method in ("uniform", "kmeans++"):
+    for method in ("uniform", "kmeans++") if "basis" in parts else ():
         for b in (500, 1000, 2000):
             idx = rj.nystrom_basis(d.X, b, kernel=k, method=method, seed=0)
             p = rj.rankrls_nystrom_path(d.X, d.y, g, lams=[1.0], kernel=k, basis=idx)
@@ -91,7 +110,7 @@ def main():
                  test_ndcg10=float(rj.ndcg(rj.predict(p, t.X)[0], t.y, t.qid, k=10)),
                  peak_rss_gb=peak_rss_gb())
 
-    for lam in (1e-6, 1e-3, 1.0):
+    for lam in (1e-6, 1e-3, 1.0) if "falkon" in parts else ():
         p = rj.rankrls_nystrom_path(d.X, d.y, g, lams=[lam], kernel=k, basis=basis)
         f0 = np.asarray(rj.predict(p, d.X)[0])
         for it in (20, 30, 50):
@@ -104,14 +123,18 @@ def main():
             emit(name="falkon", dtype="float64", shape=shape, basis=args.basis, lam=lam, iterations=it,
                  run_s=dt, rel_to_closed_form=rel, peak_rss_gb=peak_rss_gb())
 
+
+def large(args):
+    """FALKON on ``--large-rows`` x 136 (the accelerator line: 10^6 rows)."""
     big = letor_like(args.large_rows // 18 + 1, 136, 2)
     gb = rj.query_graph(big.qid)
+    X = np.asarray(big.X, args.dtype)
     t0 = time.perf_counter()
-    f = rj.rankrls_falkon(big.X, big.y, gb, lam=1.0, kernel=rj.gaussian_kernel(1.0 / 136),
+    f = rj.rankrls_falkon(X, big.y, gb, lam=1.0, kernel=rj.gaussian_kernel(1.0 / 136),
                           basis=args.large_basis, options=rj.CG(tol=1e-6, max_iter=50))
     jax.block_until_ready(f.coef)
     dt = time.perf_counter() - t0
-    emit(name="falkon_large", dtype="float64", shape=list(big.X.shape), basis=args.large_basis, lam=1.0,
+    emit(name="falkon_large", dtype=args.dtype, shape=list(X.shape), basis=args.large_basis, lam=1.0,
          run_s=dt, iterations=int(f.cg.iterations), stop=rj.STOP_REASONS[int(f.cg.stop_reason)],
          final_residual=float(np.asarray(f.cg.residual_history)[int(f.cg.iterations)]),
          peak_rss_gb=peak_rss_gb(), note="compile included (one call)")

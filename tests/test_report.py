@@ -77,3 +77,30 @@ def test_first_screen_table_is_written_between_the_markers_from_the_lines(tmp_pa
     readme.write_text("no markers")
     with pytest.raises(SystemExit):
         fs.rewrite(readme, lines, 1.0)
+
+
+def test_accelerator_check_dry_run_prints_the_plan_and_passes_on_the_cpu():
+    """``benchmarks/accelerator_check.py --dry-run``: every step's command and budget (the
+    10^6-row FALKON line among them), the device line, the precision verdicts (emulated
+    on the CPU), rc 0, in under 2 minutes."""
+    import subprocess
+    import time
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, str(BENCH / "accelerator_check.py"), "--dry-run"],
+                         capture_output=True, text=True, timeout=300)
+    wall = time.perf_counter() - t0
+    assert out.returncode == 0, out.stderr[-2000:] + out.stdout[-2000:]
+    lines = [json.loads(s) for s in out.stdout.splitlines()]
+    plans = {d["step"]: d for d in lines if "plan" in d}
+    import accelerator_check
+    assert set(plans) == {s[0] for s in accelerator_check.STEPS}
+    assert "--large-rows 1000000" in plans["falkon_1e6"]["plan"]
+    assert sum(s[2] for s in accelerator_check.STEPS) <= 600            # 10 minutes on a device
+    device = [d for d in lines if d.get("step") == "device" and "platform" in d]
+    assert device and device[0]["platform"] == "cpu"
+    verdicts = [d for d in lines if d.get("step") == "precision" and "verdict" in d]
+    assert {d["emulation"] for d in verdicts} >= {"device", "tf32", "bf16"}
+    assert all(d["verdict"] == "passed" for d in verdicts) and len(verdicts) >= 20
+    assert lines[-1] == {"step": "total", "ok": True, "wall_s": lines[-1]["wall_s"], "dry_run": True}
+    assert wall < 120
+    assert not [d for d in lines if d.get("step") in ("falkon_1e6", "twins") and "plan" not in d]
