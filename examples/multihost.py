@@ -2,7 +2,8 @@
 queries, the devices of all processes form one mesh, and the normal equations are
 joined by one ``psum`` (rankjax.shard_data / sharded_*).
 
-Two processes on this machine over loopback (CPU, 2 simulated devices each)::
+Two processes on this machine over loopback (CPU devices, 2 simulated in each, even on a
+machine with a GPU)::
 
     python examples/multihost.py --launch 2
 
@@ -52,8 +53,11 @@ def launch(n, args):
                "--local-devices", str(args.local_devices), "--queries", str(args.queries)]
         if args.out:
             cmd += ["--out", args.out]
+        # the loopback demo runs on simulated CPU devices, also on a GPU machine (several
+        # processes on one GPU would each claim most of its memory)
+        env = dict(os.environ, JAX_PLATFORMS="cpu")
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True))
+                                      text=True, env=env))
     outs = [p.communicate(timeout=600) for p in procs]
     for p, (out, err) in zip(procs, outs):
         if p.returncode:

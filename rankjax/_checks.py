@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import sparse
 
-from ._memory import memory_limit
+from ._memory import check_memory, compute_dtype
 from ._segments import bucket
 from ._sparse import is_scipy_sparse, is_sparse, sparse_values
 
@@ -322,12 +322,11 @@ def check_gram(X, name: str = "X"):
                 raise ValueError(f"{name}: X^T L X would overflow {jnp.dtype(X.dtype).name} "
                                  f"(|{name}| up to {top:.3g} over {m} rows): rescale the features "
                                  f"(e.g. StandardScaler) or compute in float64 ({_X64_HINT})")
-    need = 3 * n * n * jnp.dtype(X.dtype).itemsize
-    if need > memory_limit():
-        raise ValueError(f"{name} has {n} features: the primal form needs n x n matrices "
-                         f"({need / 2**30:.1f} GiB); use rankrls_dual on an m x m kernel matrix "
-                         "(fewer rows than features), rankrls_cg (sparse, matrix-free), or "
-                         "rankjax.estimators.RankRLS, which picks the form by shape")
+    check_memory(3 * n * n * compute_dtype(X).itemsize,
+                 f"{name} has {n} features: the primal form (n x n matrices)",
+                 "use rankrls_dual on an m x m kernel matrix (fewer rows than features), "
+                 "rankrls_cg (sparse, matrix-free), or rankjax.estimators.RankRLS, which picks "
+                 "the form by shape")
     return X
 
 

@@ -98,7 +98,7 @@ def _tri(C, B, trans=False):
     return jax.scipy.linalg.solve_triangular(C, B, lower=True, trans=1 if trans else 0)
 
 
-def _block_ops(basis: Basis, X, block_rows):
+def block_ops(basis: Basis, X, block_rows):
     """``(a -> K_mR a, u -> K_Rm u)``: from a kept ``K_mR``, or evaluated in row blocks."""
     kernel, XR, mf = basis.kernel, basis.X, basis.mask.astype(X.dtype)
     if block_rows is None:
@@ -159,12 +159,24 @@ def _falkon_core(problem, basis: Basis, sub: Subsample, lam, valid, options, blo
     dt = X.dtype
     lam = jnp.asarray(lam, dt)
     C, A = falkon_preconditioner(basis, partial(sub.gram, basis), lam)
-    fwd, bwd = _block_ops(basis, X, block_rows)
+    fwd, bwd = block_ops(basis, X, block_rows)
     scores_fn = None if valid is None else (
         lambda a: jnp.matmul(basis.block(valid.M), a, precision=HI))
     a, r = falkon_solve(C, A, lam, lambda a: bwd(graph.mv(fwd(a))), bwd(graph.rhs(y, dt)),
                         scores_fn, valid, options)
     return a * basis.mask.astype(dt), r
+
+
+def kmr_block_rows(m, bp, item, block_rows):
+    """The plan of ``K_mR`` (``m x bp``, ``item`` bytes an entry): kept whole (None) when it
+    takes at most a quarter of the free memory (:func:`available_memory`: the device's on an
+    accelerator), else evaluated every iteration in blocks of about a sixteenth of it; a
+    given ``block_rows`` is checked and kept."""
+    if block_rows is None and m * bp * item > available_memory() / 4:
+        block_rows = max(64, int(available_memory() / 16 / (bp * item)))
+    if block_rows is not None:
+        block_rows = min(check_count(block_rows, "block_rows"), m)
+    return block_rows
 
 
 def falkon_checks(kernel, lam, valid):
@@ -233,10 +245,7 @@ def rankrls_falkon(X, y, graph: Graph, *, lam, kernel: Kernel, basis,
     check_memory((up * bp + 6 * bp * bp + 4 * m) * item,
                  f"rankrls_falkon with {index.size} basis rows and a {rows.size}-row preconditioner",
                  "use a smaller basis or precond_rows")
-    if block_rows is None and m * bp * item > available_memory() / 4:
-        block_rows = max(64, int(available_memory() / 16 / (bp * item)))
-    if block_rows is not None:
-        block_rows = min(check_count(block_rows, "block_rows"), m)
+    block_rows = kmr_block_rows(m, bp, item, block_rows)
     idx = np.zeros(up, np.int64)
     idx[:rows.size] = rows
     sub = Subsample(jnp.asarray(X)[device_array(idx.astype(np.int32))],

@@ -16,7 +16,7 @@ from ._products import HI
 from ._log import timed
 from ._checks import (as_float_array, check_gram, check_indices, check_symmetric, host_labels,
                       indices_ok, is_concrete, lam_ok, nan_unless, reduce_concrete, value_range)
-from ._memory import kernel_plan
+from ._memory import compute_dtype, kernel_plan
 from ._graph import check_problem
 from ._graph_build import global_graph
 from ._path import check_lams, check_spectrum
@@ -190,7 +190,7 @@ def leave_pair_out_dual(K, y, pairs, *, lams) -> PairHoldOut:
       >>> print(f"{float(rj.lpo_cindex(r, y)[0]):.2f}")
       1.00
     """
-    kernel_plan(np.shape(K)[0], getattr(K, "dtype", np.float32), 5, "leave_pair_out_dual")
+    kernel_plan(np.shape(K)[0], compute_dtype(K), 5, "leave_pair_out_dual")
     K, y, pairs, lams = _check_lpo(K, y, pairs, lams, "K")
     check_symmetric(K)
     pred, flags = _lpo_dual_core(K, y, pairs, lams)

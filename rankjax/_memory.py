@@ -1,6 +1,12 @@
 """Memory planned before work: an entry point estimates its peak from the shapes and
 refuses up front (:class:`MemoryPlanError`) with the figure and the scalable
 alternative, instead of dying of memory after minutes of work.
+
+One plan for every entry point: sizes in the dtype the work runs in (:func:`compute_dtype`:
+float32 unless x64 is on, whatever the input's numpy dtype), work done at once under
+``vmap`` counted as many times as it is batched (:func:`batch_that_fits`), against the
+memory that is free where the work runs (:func:`available_memory`: the host's, and on an
+accelerator the device's).
 """
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ import os
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 def memory_limit() -> int:
@@ -55,6 +62,29 @@ def check_memory(need: float, what: str, alternatives: str) -> None:
     if need > 0.9 * avail:
         raise MemoryPlanError(f"{what} needs about {need / 2**30:.1f} GiB but "
                               f"{avail / 2**30:.1f} GiB is available; {alternatives}")
+
+
+def compute_dtype(*inputs):
+    """The floating dtype work on ``inputs`` (arrays or dtypes) runs in: their promoted
+    dtype as JAX computes it (a float64 numpy array is float32 work unless x64 is on).
+
+    Example:
+      >>> import numpy as np
+      >>> compute_dtype(np.float16).name
+      'float32'
+    """
+    dts = [jnp.dtype(x) if isinstance(x, (type, np.dtype, str)) else jnp.dtype(getattr(x, "dtype", float))
+           for x in inputs]
+    dt = jnp.result_type(*[jax.dtypes.canonicalize_dtype(d) for d in dts], jnp.float32)
+    return jnp.dtype(dt)
+
+
+def batch_that_fits(per_item: float, count: int, what: str, alternatives: str) -> int:
+    """How many of ``count`` items that each need ``per_item`` bytes run at once (a
+    ``vmap`` batch, ``lax.map(..., batch_size=)``): as many as fit in 90 % of
+    :func:`available_memory`; refuses (:class:`MemoryPlanError`) when not even one does."""
+    check_memory(per_item, what, alternatives)
+    return int(max(1, min(count, 0.9 * available_memory() // max(per_item, 1))))
 
 
 def kernel_plan(m: int, dtype, count: int, what: str) -> None:

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from ._log import timed
 from ._checks import (check_gram, check_positive, check_matrix, check_symmetric, is_concrete, lam_ok,
                       nan_unless)
-from ._memory import kernel_plan
+from ._memory import compute_dtype, kernel_plan
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._ridge import dual_system, primal_system, ridge_solve, ridge_solve_checked
@@ -172,7 +172,7 @@ def check_kernel_matrix(K, y, graph, name: str = "K", count: int = 5, what: str 
     if is_bcoo(K):
         raise TypeError(f"{name} must be a dense kernel matrix")
     if getattr(K, "ndim", 0) == 2:
-        kernel_plan(K.shape[0], getattr(K, "dtype", jnp.float32), count, what)
+        kernel_plan(K.shape[0], compute_dtype(K), count, what)
     K, y = check_problem(K, y, graph, name)
     return check_symmetric(K, name), y
 

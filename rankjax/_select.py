@@ -24,7 +24,7 @@ from ._graph_build import query_graph
 from ._holdout import HoldOut, check_nystrom_memory, holdout_dual, holdout_primal, nystrom_holdout_core
 from ._kernels import Kernel, check_kernel, kernel_matrix, linear_kernel
 from ._log import Stages, active, check_verbose
-from ._memory import kernel_plan
+from ._memory import compute_dtype, kernel_plan
 from ._metrics_graded import ndcg
 from ._nystrom import Nystrom, as_nystrom, take_basis
 from ._path import (NystromPath, check_lams, is_path, model_at, rankrls_dual_path, rankrls_nystrom_path,
@@ -181,7 +181,7 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
                          "queries, got 1 row")
     kind = _tune_kind(kernels) if optimize else None
     if basis is None and not linear:                       # before any work
-        kernel_plan(X.shape[0], np.result_type(float), 7 + (12 if optimize else 0),
+        kernel_plan(X.shape[0], compute_dtype(X), 7 + (12 if optimize else 0),
                     "RankRLSCV / select_rankrls with an exact kernel (basis=None)")
     folds = make_folds(graph, cv, seed=seed)
     grid, parts = Stages(kernels, "grid kernel", verbose), []
@@ -268,7 +268,7 @@ class _Points:
         Xv, yv, qv = valid
         X, y, g, lams = self.X, self.y, self.graph, self.lams
         if self.basis is None and any(k is not None for k in kernels):
-            kernel_plan(X.shape[0], np.result_type(float), 4, "select_rankrls with an exact kernel")
+            kernel_plan(X.shape[0], compute_dtype(X), 4, "select_rankrls with an exact kernel")
         scores, paths = [], []
         for kern in kernels:
             if kern is None:

@@ -18,6 +18,13 @@ Two settings, each appended only where the caller has not set it:
   OpenBLAS is loaded after rankjax is imported (import rankjax before ``scipy.linalg``).
 
 Neither has an effect on GPU/TPU.
+
+One switch, for the accelerators: ``RANKJAX_DETERMINISTIC=1`` (set before ``import
+rankjax``) adds ``--xla_gpu_deterministic_ops=true``. Every Laplacian product, metric and
+Gram of segments is a ``segment_sum``, a floating scatter-add that a GPU runs on atomics:
+the order of the additions, and so the last bits of a result, may differ from run to run
+(CG iterates, early-stopping decisions at a tie). With the switch XLA:GPU uses
+deterministic scatters, at some cost in speed; the CPU is deterministic either way.
 """
 import os
 
@@ -25,10 +32,17 @@ _OPTION = "xla_cpu_enable_concurrency_optimized_scheduler"
 _SPIN = "OPENBLAS_THREAD_TIMEOUT"
 
 
+_DETERMINISTIC = "xla_gpu_deterministic_ops"
+
+
 def _configure(environ=os.environ):
     flags = environ.get("XLA_FLAGS", "")
     if _OPTION not in flags:
-        environ["XLA_FLAGS"] = f"{flags} --{_OPTION}=false".strip()
+        flags = f"{flags} --{_OPTION}=false".strip()
+    if environ.get("RANKJAX_DETERMINISTIC", "").lower() in ("1", "true", "yes") \
+            and _DETERMINISTIC not in flags:
+        flags = f"{flags} --{_DETERMINISTIC}=true"
+    environ["XLA_FLAGS"] = flags
     environ.setdefault(_SPIN, "4")
 
 

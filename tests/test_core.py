@@ -221,6 +221,25 @@ def test_xla_cpu_scheduler_flag_is_added_once_and_never_overrides_the_caller():
     assert other["XLA_FLAGS"].startswith("--xla_force_host_platform_device_count=4 --xla_cpu")
 
 
+def test_deterministic_switch_adds_xla_gpu_deterministic_ops_once():
+    import subprocess
+    import sys
+    from rankjax._xla import _configure
+    env = {"RANKJAX_DETERMINISTIC": "1"}
+    _configure(env)
+    _configure(env)
+    assert env["XLA_FLAGS"].count("--xla_gpu_deterministic_ops=true") == 1
+    mine = {"RANKJAX_DETERMINISTIC": "1", "XLA_FLAGS": "--xla_gpu_deterministic_ops=false"}
+    _configure(mine)
+    assert "deterministic_ops=true" not in mine["XLA_FLAGS"]
+    # XLA knows the flag (an unknown one aborts the process at start-up)
+    out = subprocess.run([sys.executable, "-c", "import rankjax as rj, numpy as np; "
+                          "print(float(rj.ndcg(np.arange(3.), np.arange(3.))))"],
+                         env={**__import__("os").environ, "RANKJAX_DETERMINISTIC": "1"},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "1.0", out.stderr[-500:]
+
+
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
 
 from surface import E, surface_test  # noqa: E402

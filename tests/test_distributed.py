@@ -173,6 +173,9 @@ def test_sharded_falkon_equals_the_closed_form(kind):
                                 tol=1e-13, max_iter=300)
     f = rj.rankrls_falkon(X, y, g, lam=0.3, kernel=k, basis=basis, tol=1e-13, max_iter=300)
     np.testing.assert_allclose(coef, f.coef, rtol=1e-6, atol=1e-8 * np.abs(np.asarray(f.coef)).max())
+    blocked, _ = rj.sharded_falkon(rj.shard_data(X, y, g), lam=0.3, kernel=k, basis_X=X[basis],
+                                   tol=1e-13, max_iter=300, block_rows=7)   # K_mR never kept
+    np.testing.assert_allclose(blocked, coef, rtol=1e-9, atol=1e-10 * np.abs(np.asarray(coef)).max())
     # brute force: (K_Rm L K_mR + λ (K_RR + ε I)) a = K_Rm L y with the dense Laplacian
     K = np.asarray(rj.kernel_matrix(k, X, X[basis]))
     KRR = K[basis]

@@ -14,6 +14,7 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from .._log import timed
+from .._memory import batch_that_fits, compute_dtype
 from .._cg_loop import static_metric
 from .._checks import as_float_array, check_positive, check_matrix, nan_unless
 from .._graph import check_problem
@@ -107,7 +108,7 @@ class GridSearch(NamedTuple):
 def _grid_core(problem, gammas, lams, valid, setup):
     """``problem = (X, y, graph)``, ``valid = (Xv, yv, gv)``, ``setup = (mesh, axis, kind,
     metric, kw, sign)`` (static)."""
-    mesh, axis, kind, metric, kw, sign = setup
+    mesh, axis, kind, metric, kw, sign, batch = setup
 
     def per_gamma(gamma, X, y, graph, lams, Xv, yv, gv):
         kernel = Kernel(kind, gamma=gamma)
@@ -117,8 +118,8 @@ def _grid_core(problem, gammas, lams, valid, setup):
         seg, num = gv.segments()
         return jax.vmap(lambda f: sign * metric(f, yv, seg, num_queries=num, **dict(kw)))(F)
 
-    def local(gammas, problem, lams, valid):
-        return jax.vmap(lambda g: per_gamma(g, *problem, lams, *valid))(gammas)
+    def local(gammas, problem, lams, valid):       # `batch` γ at once: what memory holds
+        return lax.map(lambda g: per_gamma(g, *problem, lams, *valid), gammas, batch_size=batch)
     return jax.shard_map(local, mesh=mesh, in_specs=(P(axis), P(), P(), P()),
                          out_specs=P(axis))(gammas, problem, lams, valid)
 
@@ -173,8 +174,13 @@ def sharded_kernel_grid(X, y, graph, *, lams, gammas, valid, metric: Callable = 
     G = gammas.shape[0]
     host = np.asarray(gammas)
     padded = put_rows(np.concatenate([host, np.repeat(host[-1:], -G % D)]), mesh, P(axis))
+    m, mv = X.shape[0], Xv.shape[0]
+    batch = batch_that_fits(   # per γ: K, S K S, its eigenvectors and workspace, K_valid, scores
+        (5 * m * m + (m + lams.shape[0]) * mv) * compute_dtype(X, Xv).itemsize, -(-G // D),
+        f"sharded_kernel_grid on {m} rows (one γ holds five {m} x {m} matrices)",
+        "use a Nyström basis (RankRLSCV(basis=...), rankrls_nystrom_path) or fewer rows")
     table = _grid_core((X, y, graph), padded, lams, (Xv, yv, gv),
-                       (mesh, axis, kernel, metric, kw, float(sign)))
+                       (mesh, axis, kernel, metric, kw, float(sign), batch))
     table = np.asarray(table)[:G]
     if np.all(np.isnan(table)):                  # as select_lambda: nothing to choose
         raise ValueError("the validation metric is undefined (NaN) for every (γ, λ): no "

@@ -16,7 +16,7 @@ from jax.sharding import PartitionSpec as P
 from .._products import mm
 from .._cg_loop import CG, CGResult, cg_loop, check_options, check_x0, loop_keywords, valid_fn_of, valid_set
 from .._checks import as_float_array, check_count, check_positive, check_matrix
-from .._falkon import falkon_checks, falkon_preconditioner, falkon_solve
+from .._falkon import block_ops, falkon_checks, falkon_preconditioner, falkon_solve, kmr_block_rows
 from .._kernels import Kernel, kernel_block
 from .._nystrom import Basis, basis_of_rows, features
 from .._sparse import is_csr
@@ -84,7 +84,8 @@ def _valid_rows(Xv, n):
 
 @partial(jax.jit, static_argnames="layout")
 def _sharded_falkon_core(problem, basis: Basis, lam, valid, options, scale, layout):
-    mesh, axis, u = layout
+    mesh, axis, u, block_rows = layout
+
     def local(problem, basis, lam, valid, options, scale):
         X, y, graph = problem
         g = local_block(graph)
@@ -96,10 +97,10 @@ def _sharded_falkon_core(problem, basis: Basis, lam, valid, options, scale, layo
             return scale * lax.psum(mm(PhiU.T, g.prefix(u).mv(PhiU)), axis)
 
         C, A = falkon_preconditioner(basis, gram_U, lam)
-        K = kernel_block(basis.kernel, X, basis.X) * mf       # padding rows: L kills them
-        bwd = lambda v: lax.psum(mm(v, K), axis)  # noqa: E731
+        fwd, local_bwd = block_ops(basis, X, block_rows)         # padding rows: L kills them
+        bwd = lambda v: lax.psum(local_bwd(v), axis)  # noqa: E731
         scores_fn = None if valid is None else (lambda a: mm(basis.block(valid.M), a))
-        return falkon_solve(C, A, lam, lambda a: bwd(g.mv(mm(K, a))), bwd(g.rhs(y, dt)), scores_fn,
+        return falkon_solve(C, A, lam, lambda a: bwd(g.mv(fwd(a))), bwd(g.rhs(y, dt)), scores_fn,
                             valid, options)
     return jax.shard_map(local, mesh=mesh, in_specs=(P(axis),) + (P(),) * 5,
                          out_specs=P(), check_vma=False)(problem, basis, lam, valid, options,
@@ -110,7 +111,7 @@ def _sharded_falkon_core(problem, basis: Basis, lam, valid, options, scale, layo
 def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis_X,
                    options: Optional[CG] = None, valid=None, metric="pairwise_error",
                    metric_kwargs=None, greater_is_better=None,
-                   precond_rows: Optional[int] = None):
+                   precond_rows: Optional[int] = None, block_rows: Optional[int] = None):
     """:func:`~rankjax.rankrls_falkon` on sharded data (dense ``X``): each device keeps its
     rows' ``K_mR`` block, and the CG matvec is a per-device product over its own queries
     plus one ``psum`` of a ``[b]`` vector; the preconditioner's subsample is the first
@@ -122,6 +123,9 @@ def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis_X,
       precond_rows: rows of the preconditioner's subsample (as in
         :func:`~rankjax.rankrls_falkon`, as are ``lam``, ``kernel``, ``options``, ``valid``
         and the metric's arguments).
+      block_rows: evaluate each device's ``K_mR`` block in blocks of this many rows every
+        iteration; by default the block is kept when it takes at most a quarter of the free
+        (device) memory, else blocked automatically (as :func:`~rankjax.rankrls_falkon`).
 
     Returns:
       ``(coef [b], CGResult)``; scores are ``kernel_matrix(kernel, X, basis_X) @ coef``.
@@ -158,6 +162,7 @@ def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis_X,
                       "sharded_falkon",
                       lambda Xv: check_matrix(as_float_array(Xv, "X_valid", finite=True),
                                               "X_valid"))
+    block_rows = kmr_block_rows(width, basis.X.shape[0], data.X.dtype.itemsize, block_rows)
     coef, r = _sharded_falkon_core((data.X, data.y, data.graph), basis, lam, valid, options,
-                                   scale, (data.mesh, data.axis, u))
+                                   scale, (data.mesh, data.axis, u, block_rows))
     return coef[:b], r
