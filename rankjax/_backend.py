@@ -15,7 +15,7 @@ XLA:CPU and the accelerators want different programs for the same algebra:
   and uses the BCSR kernel.
 
 :func:`paths` returns the choice for :func:`jax.default_backend`. ``RANKJAX_PATHS=cpu`` or
-``=accelerator`` (read at import) and :func:`forced_paths` override it: the tests run the
+``=accelerator`` and :func:`forced_paths` override it: the tests run the
 accelerator paths on the CPU and compare them with the CPU paths. The choice is read when
 a program is traced; :func:`forced_paths` drops compiled programs on entry and exit so
 that no program of the other choice is reused.
@@ -64,22 +64,24 @@ ACCELERATOR = Paths("accelerator", small_solve=0, batch_factorisations=True,
 _BY_NAME = {"cpu": CPU, "accelerator": ACCELERATOR, "gpu": ACCELERATOR, "tpu": ACCELERATOR}
 
 
-def _parse(name) -> Paths | None:
+def _parse(name, what="code paths") -> Paths | None:
     if name in (None, ""):
         return None
     if name not in _BY_NAME:
-        raise ValueError(f"code paths must be one of 'cpu', 'accelerator' (or 'gpu', 'tpu'), got {name!r}")
+        raise ValueError(f"{what} must be one of 'cpu', 'accelerator' (or 'gpu', 'tpu'), got {name!r}")
     return _BY_NAME[name]
 
 
-_forced: list = [_parse(os.environ.get("RANKJAX_PATHS"))]
+_forced: list = [None]
 
 
 def paths() -> Paths:
-    """The code paths of this process: forced (:func:`forced_paths`, ``RANKJAX_PATHS``), or
-    :data:`CPU` on the CPU backend and :data:`ACCELERATOR` on any other."""
-    if _forced[-1] is not None:
-        return _forced[-1]
+    """The code paths of this process: forced (:func:`forced_paths`, then the environment
+    variable ``RANKJAX_PATHS``), or :data:`CPU` on the CPU backend and :data:`ACCELERATOR`
+    on any other."""
+    choice = _forced[-1] or _parse(os.environ.get("RANKJAX_PATHS"), "RANKJAX_PATHS")
+    if choice is not None:
+        return choice
     return CPU if jax.default_backend() == "cpu" else ACCELERATOR
 
 
