@@ -329,3 +329,11 @@ def test_the_precision_rule_sees_a_violation():
     assert bare_products("y = jnp.matmul(a, b, precision=HI)\n") == []
     assert bare_products("y = a @ b   # precision: integers\n") == []
     assert bare_products("y = lax.dot_general(a, b, dims)\n") == [1]
+
+
+def test_the_backend_is_consulted_in_one_place():
+    """Code paths that depend on the backend are chosen by ``rankjax._backend.paths()``
+    alone (issue 35): no other module asks ``jax.default_backend()``."""
+    asking = [rel(p) for p in modules() if "default_backend" in p.read_text()
+              and p.name != "_backend.py"]
+    assert not asking, f"modules choosing by backend outside _backend.paths(): {asking}"
