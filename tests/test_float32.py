@@ -245,9 +245,21 @@ def test_estimators_in_float32(problem):
     A = X.T @ L @ X + est.lam_ * np.eye(X.shape[1])
     ref = X @ np.linalg.solve(A, X.T @ L @ y)
     assert rel(p - p.mean(), ref - ref.mean()) < C * EPS32 * np.linalg.cond(A) * 10
+    import warnings
+    fitted = []
     for kw in (dict(kernel="gaussian"), dict(kernel="gaussian", basis=100)):
-        p = RankRLSCV(**kw).fit(X, y, qid=qid).predict(X)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", rj.UnresolvedLambdaWarning)   # the default grid: quiet
+            fitted.append(RankRLSCV(**kw).fit(X, y, qid=qid))
+        p = fitted[-1].predict(X)
         assert p.dtype == np.float32 and np.all(np.isfinite(p))
+        assert np.isfinite(fitted[-1].best_score_)
+    # the exact kernel's smallest λ are below float32's floor: NaN scores, never chosen; a
+    # grid the user gives says so
+    scores = np.asarray(fitted[0].cv_results_["mean_test_score"])
+    assert np.isnan(scores[0]) and not np.isnan(scores).all() and fitted[0].lam_ > 1e-3
+    with pytest.warns(rj.UnresolvedLambdaWarning, match="below"):
+        RankRLSCV(lams=[1e-3, 1.0], kernel="gaussian").fit(X, y, qid=qid)
 
 
 def test_pairwise_gp_in_float32():

@@ -4,11 +4,14 @@ a γ grid; Pahikkala et al. 2009, §3.2-3.3).
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import _log, _nystrom, _rankrls, _select
 from .._checks import check_flag
 from .._graph_build import identity_graph
+from .._path import UnresolvedLambdaWarning
 from .._sparse import as_dense
 from .base import Ranker, basis_size, gamma_value, make_kernel, nan_last
 
@@ -62,6 +65,10 @@ class RankRLS(Ranker):
         return f[0] if f.ndim > 1 else f                 # a one-λ path: its only row
 
 
+DEFAULT_LAMS = tuple(np.logspace(-3, 3, 13))
+"""``RankRLSCV``'s λ grid when none is given."""
+
+
 class RankRLSCV(RankRLS):
     """RankRLS with λ (and a kernel's ``gamma``) chosen by exact leave-query-out
     (``cv=None``) or k-fold over queries (``cv=k``): one decomposition per kernel for
@@ -83,11 +90,17 @@ class RankRLSCV(RankRLS):
     basis, the Nyström model's loss at O(m b^2) a step) and keeps the refined
     point when its hold-out NDCG is not below the grid's; ``tune_`` holds the
     trajectory, ``evals_result_["tune"]`` its losses, ``verbose=k`` prints every k-th step.
+
+    In float32 (the default of JAX, and of accelerators) the smallest λ of a kernel's grid
+    may lie below what float32 resolves against the kernel's spectrum: those grid points
+    score NaN in ``cv_results_`` and are never chosen. A grid you give warns of them
+    (:class:`~rankjax.UnresolvedLambdaWarning`); the default grid leaves them out quietly
+    (a line with ``verbose``).
     """
 
     evals_axis = ("grid point", 0, False)        # one score per (λ, γ): no iterations
 
-    def __init__(self, lams=tuple(np.logspace(-3, 3, 13)), *, gammas=None, cv=None, kernel=None,
+    def __init__(self, lams=DEFAULT_LAMS, *, gammas=None, cv=None, kernel=None,
                  gamma="scale", degree=2, coef0=1.0, basis="auto", basis_method="uniform",
                  graph="query", normalized=True,
                  exclude_ties=False, score_k=10, random_state=0, optimize=False,
@@ -110,13 +123,23 @@ class RankRLSCV(RankRLS):
         valid = None if eval_set is None else self._eval_data(eval_set, eval_qid, eval_group)
         kernels = [make_kernel(self.kernel, gamma, self.degree, self.coef0)
                    for gamma in self._gamma_grid(X)]
-        sel = _select.select_rankrls(
-            X, y, seg, lams=np.asarray(self.lams, dtype=np.float64), kernels=kernels,
-            graph=self._graph(seg, y), cv=self.cv, valid=valid, score_k=self.score_k,
-            basis=None if b is None else _nystrom.Nystrom(b, method=self.basis_method,
-                                                          seed=self.random_state),
-            optimize=optimize, optimize_steps=self.optimize_steps, ard=self.ard,
-            seed=self.random_state, verbose=_log.check_verbose(self.verbose))
+        verbose = _log.check_verbose(self.verbose)
+        lams = np.asarray(self.lams, dtype=np.float64)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UnresolvedLambdaWarning)
+            sel = _select.select_rankrls(
+                X, y, seg, lams=lams, kernels=kernels,
+                graph=self._graph(seg, y), cv=self.cv, valid=valid, score_k=self.score_k,
+                basis=None if b is None else _nystrom.Nystrom(b, method=self.basis_method,
+                                                              seed=self.random_state),
+                optimize=optimize, optimize_steps=self.optimize_steps, ard=self.ard,
+                seed=self.random_state, verbose=verbose)
+        default = lams.shape == (len(DEFAULT_LAMS),) and np.allclose(lams, DEFAULT_LAMS, rtol=1e-12)
+        for w in caught:            # the default grid's unresolved λ: a note, not a warning
+            if default and issubclass(w.category, UnresolvedLambdaWarning):
+                _log.info(verbose, "default grid: %s", w.message)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         self.selection_ = sel
         self._results(sel)
         if valid is not None:
