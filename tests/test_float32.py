@@ -173,6 +173,29 @@ def test_dual_cg_and_closed_form(problem, emulation):
 
 
 @pytest.mark.parametrize("emulation", [None, "tf32"])
+def test_dual_holdout_against_retraining(problem, emulation):
+    """The dual hold-out, a cancellation ``(K - K S U D U^T S K) / λ``: within
+    ``C eps32 Γ/λ`` (``Γ`` the largest eigenvalue of ``L K``) of retraining without each
+    query in float64."""
+    X, y, qid, L = problem["X"], problem["y"], problem["qid"], problem["L"]
+    g = rj.query_graph(qid)
+    K = np.exp(-0.02 * ((X[:, None] - X[None]) ** 2).sum(-1))
+    lams = np.array([0.1, 1.0])
+    H = _run(lambda K, y: rj.holdout_dual(K, y, g, lams=jnp.asarray(lams, jnp.float32),
+                                          folds=rj.make_folds(g)).predictions,
+             emulation, jnp.asarray(K, jnp.float32), problem["y32"])
+    gamma = np.max(np.abs(np.linalg.eigvals(L @ K)))
+    for i, lam in enumerate(lams):
+        ref = np.empty(len(y))
+        for q in np.unique(qid):
+            r, u = qid != q, qid == q
+            Lr = L[np.ix_(r, r)]
+            ref[u] = K[np.ix_(u, r)] @ np.linalg.solve(Lr @ K[np.ix_(r, r)] + lam * np.eye(r.sum()),
+                                                       Lr @ y[r])
+        assert rel(H[i], ref) < C * EPS32 * gamma / lam
+
+
+@pytest.mark.parametrize("emulation", [None, "tf32"])
 def test_falkon_reaches_the_nystrom_solution(problem, emulation):
     """FALKON (preconditioned CG on the Nyström system) against the Nyström closed form
     of the same basis rows in float64."""
