@@ -302,6 +302,8 @@ BAD_INPUT["sharded_falkon"] = [
                                      basis_X=d.X[:, :-1]), E(ValueError, "basis_X")),
         (lambda d: rj.sharded_falkon(d.sharded, lam=0.0, kernel=rj.gaussian_kernel(1.0),
                                      basis_X=d.X[:3]), E(ValueError, "lam")),
+        (lambda d: rj.sharded_falkon(d.sharded, lam=1.0, kernel=rj.gaussian_kernel(1.0),
+                                     basis_X=d.X[:3], block_rows=0), E(ValueError, "block_rows")),
     ]
 BAD_INPUT["partition_queries"] = [
         (lambda d: rj.partition_queries(d.qid, 0), E(ValueError, "num_shards")),
