@@ -99,8 +99,8 @@ def test_accelerator_check_dry_run_prints_the_plan_and_passes_on_the_cpu():
     device = [d for d in lines if d.get("step") == "device" and "platform" in d]
     assert device and device[0]["platform"] == "cpu"
     verdicts = [d for d in lines if d.get("step") == "precision" and "verdict" in d]
-    assert {d["emulation"] for d in verdicts} >= {"device", "tf32", "bf16"}
-    assert all(d["verdict"] == "passed" for d in verdicts) and len(verdicts) >= 20
+    assert {d["emulation"] for d in verdicts} >= {"tf32", "bf16"}          # a CPU: emulated only
+    assert all(d["verdict"] == "passed" for d in verdicts) and len(verdicts) >= 10
     assert lines[-1] == {"step": "total", "ok": True, "wall_s": lines[-1]["wall_s"], "dry_run": True}
     assert wall < 120
     assert not [d for d in lines if d.get("step") in ("falkon_1e6", "twins") and "plan" not in d]
