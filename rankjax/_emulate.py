@@ -38,8 +38,10 @@ MANTISSA = {"tf32": 10, "bf16": 7}
 def round_mantissa(x, bits: int):
     """``x`` (float32 or narrower) rounded to nearest with ``bits`` mantissa bits (ties
     away from zero), exponent range unchanged; other dtypes unchanged."""
-    if x.dtype != jnp.float32:
-        return x if jnp.finfo(x.dtype).nmant <= bits else x.astype(jnp.float32)
+    if x.dtype != jnp.float32:          # float16 / bfloat16: through float32, same dtype back
+        if jnp.finfo(x.dtype).nmant <= bits:
+            return x
+        return round_mantissa(x.astype(jnp.float32), bits).astype(x.dtype)
     drop = 23 - bits
     u = lax.bitcast_convert_type(x, jnp.uint32)
     u = (u + jnp.uint32(1 << (drop - 1))) & jnp.uint32(~((1 << drop) - 1) & 0xFFFFFFFF)

@@ -67,6 +67,8 @@ def test_round_mantissa_keeps_the_stated_bits():
     assert t[0] == 1 + 2.0 ** -10 and t[1] == 1 + 2.0 ** -9 and t[2] == -3.0 and np.isinf(t[3])
     assert abs(t[4] - 1e-30) <= 2.0 ** -11 * 1e-30
     assert np.asarray(round_mantissa(x, MANTISSA["bf16"]))[1] == 1.0
+    h = round_mantissa(jnp.asarray([1 + 2.0 ** -9], jnp.float16), MANTISSA["bf16"])
+    assert h.dtype == jnp.float16 and float(h[0]) == 1.0
 
 
 def test_emulation_catches_a_product_without_highest(problem):
