@@ -70,25 +70,35 @@ def _timing(start: float, done: int, total) -> str:
 class Stages:
     """Iterates over ``items`` (or ``range(items)``), logging ``what i/n: detail`` every
     ``verbose``-th stage and at the last, with the elapsed time and the time left.
-    ``note(text)`` sets the detail of the stage that just finished."""
+    ``note(text)`` sets the detail of the stage that just finished. Stages that are not a
+    loop call ``done(detail)`` after each instead of iterating."""
 
     def __init__(self, items, what: str, verbose: int):
         self.items = range(items) if isinstance(items, (int, np.integer)) else items
         self.what, self.every = what, check_verbose(verbose)
-        self.detail = ""
+        self.detail, self._done, self._start = "", 0, time.perf_counter()
 
     def note(self, text: str) -> None:
         self.detail = text
 
-    def __iter__(self):
+    def done(self, detail: str = "") -> None:
+        """One more stage finished (``detail`` its line)."""
+        self._done += 1
+        self.detail = detail
+        self._log(self._done)
+
+    def _log(self, i):
         n = len(self.items) if hasattr(self.items, "__len__") else None
-        start = time.perf_counter()
+        if self.every and (i % self.every == 0 or i == n):
+            info(1, "%s %d/%s%s (%s)", self.what, i, n if n is not None else "?",
+                 f": {self.detail}" if self.detail else "", _timing(self._start, i, n))
+
+    def __iter__(self):
+        self._start = time.perf_counter()
         for i, item in enumerate(self.items, 1):
             self.detail = ""
             yield item
-            if self.every and (i % self.every == 0 or i == n):
-                info(1, "%s %d/%s%s (%s)", self.what, i, n if n is not None else "?",
-                     f": {self.detail}" if self.detail else "", _timing(start, i, n))
+            self._log(i)
 
 
 def begin() -> None:

@@ -138,27 +138,23 @@ class KPCRank(Ranker):
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         self.X_train_ = as_dense(X)           # the checked device array (kernels of later calls)
         kern = self._fit_kernel(self.X_train_) or _kernels.linear_kernel()
-        every = _log.check_verbose(self.verbose)
-        stages = _log.Stages(["kernel matrix", "components"] + ["scored"] * (eval_set is not None),
-                             "KPCRank stage", every)
-        stage = iter(stages)
-        stages.note(f"{next(stage)} {X.shape[0]} x {X.shape[0]}")
+        stages = _log.Stages(2 + (eval_set is not None), "KPCRank stage",
+                             _log.check_verbose(self.verbose))
         K = _log.ready(_kernels.kernel_matrix(kern, self.X_train_))
+        stages.done(f"kernel matrix {X.shape[0]} x {X.shape[0]}")
         g = self._graph(seg, y)
-        stages.note(f"{next(stage)} ({self.n_components})")
         if eval_set is None:
-            self.model_ = _kpcrank.kpcrank(K, y, g, components=self.n_components, lam=self.lam)
-            _log.ready(self.model_)
-            next(stage, None)
+            self.model_ = _log.ready(_kpcrank.kpcrank(K, y, g, components=self.n_components,
+                                                      lam=self.lam))
+            stages.done(f"components ({self.n_components})")
             return self._finish_fit(seg)
         Xv, yv, sv = self._eval_data(eval_set, eval_qid, eval_group)
-        Kv = _kernels.kernel_matrix(kern, np.asarray(as_dense(Xv), np.float64), self.X_train_)
-        path = _kpcrank.kpcrank_path(K, y, g, max_components=self.n_components, lam=self.lam,
-                                     K_valid=Kv)
-        _log.ready(path)
-        stages.note(f"{next(stage)} on the evaluation set")
+        Kv = _kernels.kernel_matrix(kern, as_dense(Xv), self.X_train_)
+        path = _log.ready(_kpcrank.kpcrank_path(K, y, g, max_components=self.n_components,
+                                                lam=self.lam, K_valid=Kv))
+        stages.done(f"components ({self.n_components})")
         p = self._eval_sequence(path.valid_scores, yv, sv)
-        next(stage, None)
+        stages.done("scored on the evaluation set")
         self.model_ = _kpcrank.KPCModel(path.coef[p - 1], path.offset[p - 1])
         return self._finish_fit(seg)
 
