@@ -40,7 +40,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.linalg as sla  # noqa: E402
 
-from _timing import device_peak_mb, emit  # noqa: E402
+from _timing import emit  # noqa: E402
 
 
 def peak_rss_mb():
@@ -79,7 +79,7 @@ def report(path, dtype, shape, lib_s, floor_s, floor, compile_s, graph=None, rat
     emit(name=f"floor:{path}", path=path, dtype=dtype, shape=shape, graph=graph,
          compile_s=compile_s, run_s=lib_s, floor=floor, floor_s=floor_s,
          ratio=round(ratio, 3), peak_rss_mb=peak_rss_mb(),
-         device_peak_mb=device_peak_mb(), key=key, **extra)
+         key=key, **extra)
     return key, ratio
 
 

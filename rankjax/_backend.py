@@ -56,6 +56,11 @@ class Paths:
     transpose_wide_gram: bool
     csr_vector_gather: bool
 
+    def serial(self, size: int, limit: int | None = None) -> bool:
+        """Whether systems of ``size`` rows are factorised one at a time (the CPU, above
+        ``limit``, default :attr:`small_solve`); an accelerator batches every size."""
+        return not self.batch_factorisations and size > (self.small_solve if limit is None else limit)
+
 
 CPU = Paths("cpu", small_solve=256, batch_factorisations=False, transpose_wide_gram=True,
             csr_vector_gather=True)

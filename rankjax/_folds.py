@@ -126,7 +126,7 @@ def over_folds(folds: Folds, m, L, width, out_shape, dtype, fold_fn):
     for b, (idx_b, mask_b) in enumerate(zip(folds.index, folds.mask), 1):
         Fb, P = idx_b.shape
         batch = max(1, min(Fb, FOLD_BUDGET // max(1, (L + width) * P * P)))
-        if P > min(width, paths().small_solve) and not paths().batch_factorisations:
+        if paths().serial(P, min(width, paths().small_solve)):
             batch = 1                     # LAPACK per fold, one at a time (see _backend)
         one_fold = fold_fn(P)
         res = lax.map(lambda a: one_fold(*a), (idx_b, mask_b), batch_size=batch)  # [F, L, P(, k)]

@@ -83,8 +83,7 @@ def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
         return t + HBs
 
     # large folds on the CPU: one λ at a time, so LAPACK gets unbatched calls (see _backend)
-    serial = idx.shape[0] > paths().small_solve and not paths().batch_factorisations
-    over_lams = partial(each_slice, per_lam) if serial else jax.vmap(per_lam)
+    over_lams = partial(each_slice, per_lam) if paths().serial(idx.shape[0]) else jax.vmap(per_lam)
     return over_lams(D, lams, F[:, idx])                          # [L, P(, k)]
 
 

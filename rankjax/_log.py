@@ -22,6 +22,8 @@ Example:
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import sys
 import time
@@ -182,8 +184,6 @@ def ready(tree):
 def timed(fn):
     """Gives a public function of one compiled program a ``verbose`` keyword: a line when
     it starts and one, with the elapsed time, when its result is ready."""
-    import functools
-    import inspect
     sig = inspect.signature(fn)
     params = list(sig.parameters.values())
     at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
