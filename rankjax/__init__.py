@@ -3,7 +3,8 @@
 One flat public namespace; host-side data loading lives in :mod:`rankjax.io`.
 """
 from . import _xla  # noqa: F401  (XLA:CPU flags, before JAX starts a backend)
-from ._checks import Segments as Segments, segment_ids as segment_ids
+from ._checks import (Segments as Segments, UnresolvedLambdaWarning as UnresolvedLambdaWarning,
+                      segment_ids as segment_ids)
 from ._graph import (IdentityGraph as IdentityGraph, PreferenceGraph as PreferenceGraph,
                      QueryGraph as QueryGraph)
 from ._graph_build import (global_graph as global_graph, identity_graph as identity_graph,
@@ -23,7 +24,7 @@ from ._rankrls import (
     rankrls_kernel as rankrls_kernel, rankrls_primal as rankrls_primal)
 from ._path import (
     DualPath as DualPath, NystromPath as NystromPath, PrimalPath as PrimalPath,
-    Selection as Selection, UnresolvedLambdaWarning as UnresolvedLambdaWarning,
+    Selection as Selection,
     nystrom_features as nystrom_features,
     rankrls_dual_path as rankrls_dual_path, rankrls_nystrom_path as rankrls_nystrom_path,
     rankrls_primal_path as rankrls_primal_path, select_lambda as select_lambda)

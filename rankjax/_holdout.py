@@ -15,6 +15,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from ._backend import paths
 from ._products import mm
@@ -27,15 +28,8 @@ from ._kernels import Kernel, check_kernel
 from ._nystrom import Basis, coef_from, features, take_basis
 from ._path import check_lams, check_spectrum
 from ._rankrls import check_kernel_matrix
-from ._ridge import (decompose_dual,
-    HI,
-    eigh_path,
-    eigh_psd,
-    primal_system,
-    spectral_filter,
-    symmetric_solve,
-    tdot,
-)
+from ._ridge import (HI, by_lane, cholesky_solve, decompose_dual, decompose_primal, eigh_floor,
+                     eigh_psd, primal_system, spectral_filter, symmetric_solve, tdot)
 from ._sparse import as_dense
 
 
@@ -87,17 +81,21 @@ def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
     return over_lams(D, lams, F[:, idx])                          # [L, P(, k)]
 
 
-def _refit_fold(graph, idx, mask, X, G, b, y, lams):
+def _refit_fold(graph, idx, mask, X, G, b, y, lams, direct=False):
     """Primal retraining without a large fold in feature space: ``G - X_U^T L_UU X_U``,
-    ``b - X_U^T L_UU y_U``, one ``eigh`` of ``n x n``; O(|U|^2 n + n^3) per fold."""
+    ``b - X_U^T L_UU y_U``, one ``eigh`` of ``n x n`` (or with ``direct`` one Cholesky
+    factor per λ, :func:`~rankjax._ridge.cholesky_solve`); O(|U|^2 n + n^3) per fold."""
     dtype = X.dtype
     mf = mask.astype(dtype)
     B = graph.block_root(idx, mask, dtype)
     Xu = X[idx] * mf[:, None]
     Zu = tdot(B, Xu)
     yu = y[idx] * mf.reshape(mf.shape + (1,) * (y.ndim - 1))
-    eig = eigh_psd(G - jnp.matmul(Zu.T, Zu, precision=HI))
-    c = tdot(eig.vectors, b - tdot(Zu, tdot(B, yu)))
+    Gu, bu = G - jnp.matmul(Zu.T, Zu, precision=HI), b - tdot(Zu, tdot(B, yu))
+    if direct:
+        return jax.vmap(lambda lam: mm(Xu, cholesky_solve(Gu, bu, lam)))(lams)
+    eig = eigh_psd(Gu)
+    c = tdot(eig.vectors, bu)
     XV = jnp.matmul(Xu, eig.vectors, precision=HI)
 
     def per_lam(lam):
@@ -121,30 +119,41 @@ def _holdout_primal_core(X, y, graph, lams, folds):
     return nan_unless(lam_ok(lams), holdout_from_system(X, y, graph, lams, folds, G, b))
 
 
-def holdout_from_system(X, y, graph, lams, folds, G, b, C=None, eig=None):
+def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None):
     """Eq. 33-34 hold-out predictions ``[L, m(, k)]`` of the rows ``X`` (whole queries of
     ``graph``) when the full training system ``(G, b) = (X^T L X, X^T L y)`` may include
     further rows elsewhere (other devices, other chunks): no edge leaves a query, so a
-    fold needs only its own rows and the global system. With a basis factor ``C`` the
-    rows are ``K_mR`` and the features the Nyström ``X C^{-T}`` (never formed whole:
-    ``X (C^{-T} V)``)."""
+    fold needs only its own rows and the global system.
+
+    The λ at or above :func:`~rankjax._ridge.eigh_floor` share one ``eigh`` of ``G``
+    (``H = P diag(1/(Λ+λ)) P^T``, ``P = X V``); each λ below it is answered from its own
+    Cholesky factor ``G + λ I = C C^T`` (``H = P P^T``, ``P = X C^{-T}``: O(m n^2) more
+    for that λ), NaN where the factor fails (docs/design.md, the precision rule)."""
     m = X.shape[0]
     n = G.shape[0]
     eig = eigh_psd(G) if eig is None else eig
-    V = eig.vectors if C is None else coef_from(C, eig.vectors)
-    Pf = jnp.matmul(X, V, precision=HI)                            # [m, n]
+    Pf = jnp.matmul(X, eig.vectors, precision=HI)                  # [m, n]
     c = tdot(eig.vectors, b)                                       # [n(, k)]
     D = spectral_filter(eig.values[None, :], lams[:, None])        # [L, n]
     F = jnp.einsum("mr,lr...->lm...", Pf, D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None],
                    precision=HI)
 
-    def fold_fn(P):
-        if P > n:
-            feats = X if C is None else features(X, C)
-            return partial(_refit_fold, graph, X=feats, G=G, b=b, y=y, lams=lams)
-        return partial(woodbury_fold, graph, Pfeat=Pf, D=D, lams=lams, F=F, y=y, K=None)
+    def folds_of(Pfeat, D, lams, F, direct):
+        def fold_fn(P):
+            if P > n:
+                return partial(_refit_fold, graph, X=X, G=G, b=b, y=y, lams=lams, direct=direct)
+            return partial(woodbury_fold, graph, Pfeat=Pfeat, D=D, lams=lams, F=F, y=y, K=None)
+        return over_folds(folds, m, lams.shape[0], n, F.shape, X.dtype, fold_fn)
 
-    return over_folds(folds, m, lams.shape[0], n, F.shape, X.dtype, fold_fn)
+    def direct(lam):                                               # one λ, its own factor
+        Cl = lax.linalg.cholesky(G + lam * jnp.eye(n, dtype=G.dtype), symmetrize_input=False)
+        P = features(X, Cl)                                        # X C^{-T}  [m, n]
+        Fl = mm(P, lax.linalg.triangular_solve(Cl, b.reshape(n, -1), left_side=True,
+                                               lower=True).reshape(b.shape))
+        return folds_of(P, jnp.ones((1, n), G.dtype), lam[None], Fl[None], True)[0]
+
+    shared = folds_of(Pf, D, lams, F, False)
+    return by_lane(lams, shared, direct, eigh_floor(jnp.max(eig.values), G.dtype))
 
 
 def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0,
@@ -273,15 +282,16 @@ def check_nystrom_memory(m, b, dtype):
 @partial(jax.jit, static_argnames="block_size")
 def nystrom_holdout_core(X, y, graph, basis: Basis, lams, folds, block_size=None):
     """``(predictions [L, m(, k)], coef [L, b_pad(, k)])``: the hold-out and the full-data
-    basis coefficients of every λ from one ``eigh`` of ``Φ^T L Φ`` (``b x b``), with
-    ``Φ = K_mR C^{-T}`` never formed (``G = C^{-1} (K_Rm L K_mR) C^{-T}``)."""
-    KRt, C = basis.block(X, block_size), basis.factor()
-    GK, bK = primal_system(KRt, y, graph, root=True)
-    tri = partial(jax.scipy.linalg.solve_triangular, C, lower=True)
-    G = tri(tri(GK).T)                                      # C^{-1} GK C^{-T}
-    b = tri(bK)
-    eig = eigh_psd((G + G.T) / 2)
-    W = eigh_path(eig, b, lams)                             # [L, r(, k)]
+    basis coefficients of every λ from one ``eigh`` of ``Φ^T L Φ`` (``b x b``), with the
+    features ``Φ = K_mR C^{-T}`` formed (``O(m b^2)``) and the system in root form
+    ``(S Φ)^T (S Φ)``: the transformed ``C^{-1} (K_Rm L K_mR) C^{-T}`` squares the
+    condition of ``C`` (float32: 63x off the float64 hold-out at λ = 1e-4 on
+    ``lambdarank_sample``, 6e-3 this way; docs/design.md)."""
+    C = basis.factor()
+    Phi = features(basis.block(X, block_size), C)                  # [m, b]
+    G, b = primal_system(Phi, y, graph, root=True)
+    dec = decompose_primal(G, b)
+    W = dec.coef_path(lams)                                        # [L, r(, k)]
     coef = jnp.moveaxis(coef_from(C, jnp.moveaxis(W, 1, 0)), 0, 1)
-    pred = holdout_from_system(KRt, y, graph, lams, folds, G, b, C=C, eig=eig)
+    pred = holdout_from_system(Phi, y, graph, lams, folds, G, b, eig=dec.eig)
     return nan_unless(lam_ok(lams), (pred, coef))

@@ -27,7 +27,7 @@ import numpy as np
 from ._log import timed
 from ._checks import (as_float_array, check_flag, check_gram, check_positive, check_matrix,
                       check_targets, is_concrete, lam_ok, nan_unless, reduce_concrete,
-                      resolve_segments)
+                      resolve_segments, UnresolvedLambdaWarning, warn_unresolved)
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import check_metric_options, metric_sign
@@ -109,6 +109,9 @@ def _valid_matrix(X_valid, n, name="X_valid"):
     return None if X_valid is None else check_test_matrix(X_valid, n, name)
 
 
+PRIMAL_UNRESOLVED = "the Cholesky factor of the system + λ I fails (λ below its rounding)"
+
+
 @partial(jax.jit, static_argnames=("train", "root"))
 def _primal_path_core(X, y, graph, lams, X_valid, train, root=False):
     G, b = primal_system(X, y, graph, root)
@@ -123,6 +126,11 @@ def rankrls_primal_path(X, y, graph: Graph, *, lams, X_valid=None,
 
     ``X^T L X = V Λ V^T`` (O(m n^2 + n^3) once), then
     ``w(λ) = V diag(1/(Λ + λ)) V^T X^T L Y`` for every λ (O(n^2 k) each, vmapped).
+
+    Precision: a λ below ``1e4 eps max Λ`` (:func:`~rankjax._ridge.eigh_floor`, where the
+    shared ``eigh`` would be ``eps max Λ / λ`` off) is solved by its own Cholesky factor
+    (``n^3 / 3``); a λ whose factor fails in the dtype gives a NaN lane and an
+    :class:`UnresolvedLambdaWarning` (docs/design.md, the precision rule).
 
     Args:
       X: ``[m, n]`` dense or BCOO.
@@ -147,6 +155,7 @@ def rankrls_primal_path(X, y, graph: Graph, *, lams, X_valid=None,
     lams = check_lams(lams)
     W, train, valid = _primal_path_core(X, y, graph, lams, _valid_matrix(X_valid, X.shape[1]),
                                         check_flag(train_scores, "train_scores"))
+    warn_unresolved(W, lams, "rankrls_primal_path", PRIMAL_UNRESOLVED)
     return PrimalPath(lams, W, train, valid)
 
 
@@ -157,10 +166,6 @@ def _dual_path_core(K, y, graph, lams, K_valid):
     out = nan_unless(lam_ok(lams) & dec.ok(lams),
                      (A, path_scores(K, A), None if K_valid is None else path_scores(K_valid, A)))
     return out, dec.flags()
-
-
-class UnresolvedLambdaWarning(UserWarning):
-    """Some λ of a grid lie below what the compute dtype resolves (their lanes are NaN)."""
 
 
 def check_spectrum(flags, lams, where, name="K"):
@@ -302,6 +307,7 @@ def rankrls_nystrom_path(X, y, graph: Graph, *, lams, kernel: Kernel, basis, X_v
     coef, train, valid = _nystrom_path_core(
         Xd, y, graph, basis, lams, _valid_matrix(X_valid, X.shape[1]),
         check_flag(train_scores, "train_scores"), block_size)
+    warn_unresolved(coef, lams, "rankrls_nystrom_path", PRIMAL_UNRESOLVED)
     return NystromPath(lams, coef[:, :r], jnp.asarray(index.astype(np.int32)), basis.X[:r],
                        kernel, train, valid)
 

@@ -19,11 +19,12 @@ import jax.numpy as jnp
 
 from ._log import timed
 from ._checks import (check_gram, check_positive, check_matrix, check_symmetric, is_concrete, lam_ok,
+                      warn_unresolved,
                       nan_unless)
 from ._memory import compute_dtype, kernel_plan
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
-from ._ridge import dual_system, primal_system, ridge_solve, ridge_solve_checked
+from ._ridge import RESOLVE_RTOL, dual_system, primal_system, ridge_solve, ridge_solve_checked
 from ._sparse import as_dense, is_bcoo, matmul
 
 __all__ = ["LinearModel", "DualModel", "KernelModel", "rankrls_primal", "rankrls_dual",
@@ -163,7 +164,9 @@ def rankrls_primal(X, y, graph: Graph, *, lam) -> LinearModel:
     X, y = check_problem(X, y, graph)
     check_gram(X)
     check_positive(lam, scalar=True)
-    return LinearModel(_primal_core(X, y, graph, lam))
+    w = _primal_core(X, y, graph, lam)
+    warn_unresolved(w, lam, "rankrls_primal", "the Cholesky factor of X^T L X + λ I fails")
+    return LinearModel(w)
 
 
 def check_kernel_matrix(K, y, graph, name: str = "K", count: int = 5, what: str = "the dual solve"):
@@ -180,7 +183,8 @@ def check_kernel_matrix(K, y, graph, name: str = "K", count: int = 5, what: str 
 @jax.jit
 def _dual_core(K, y, graph, lam):
     system = dual_system(K, y, graph)
-    B, psd, low = ridge_solve_checked(system.G, system.rhs, jnp.asarray(lam, K.dtype))
+    B, psd, low = ridge_solve_checked(system.G, system.rhs, jnp.asarray(lam, K.dtype),
+                                      RESOLVE_RTOL["path"])
     return nan_unless(lam_ok(lam) & psd, system.root.apply(B)), psd, low
 
 
@@ -217,6 +221,8 @@ def rankrls_dual(K, y, graph: Graph, *, lam) -> DualModel:
         raise ValueError(f"K is not positive semidefinite: S K S + λ I has no Cholesky factor "
                          f"and S K S the eigenvalue {float(low):.3g} (beyond rounding); a kernel "
                          "matrix must be PSD: check the kernel and its parameters")
+    warn_unresolved(A, lam, "rankrls_dual", "S K S + λ I has no Cholesky factor and λ is below "
+                    "300 eps times its largest eigenvalue")
     return DualModel(A)
 
 
