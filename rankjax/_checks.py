@@ -513,7 +513,7 @@ def warn_unresolved(values, lams, where: str, why: str):
     lanes = values[None] if lams.shape[0] == 1 and (values.ndim == 0 or values.shape[0] != 1) else values
     bad = lams[np.asarray(reduce_concrete(_nan_lanes, lanes))]
     if bad.size:
-        shown = ", ".join(f"{v:.3g}" for v in bad[:5]) + (", ..." if bad.size > 5 else "")
+        shown = ", ".join(f"{v:.3g}" for v in bad)
         warnings.warn(f"{where}: lams {shown} are not resolved in {values.dtype}: {why}; their "
                       "results are NaN. Use float64 (jax_enable_x64) or larger λ",
                       UnresolvedLambdaWarning, stacklevel=3)

@@ -227,6 +227,10 @@ def leave_pair_out_dual(K, y, pairs, *, lams) -> PairHoldOut:
     check_symmetric(K)
     pred, flags = _lpo_dual_core(K, y, pairs, lams)
     check_spectrum(flags, lams, "leave_pair_out_dual")
+    if is_concrete(flags[3]):                     # above the floor: the pair systems' estimate
+        above = np.asarray(lams) >= float(flags[3])
+        warn_unresolved(pred[above], np.asarray(lams)[above], "leave_pair_out_dual",
+                        "the pair systems amplify rounding beyond 2e-3")
     return PairHoldOut(lams, pairs, pred)
 
 

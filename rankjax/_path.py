@@ -183,7 +183,7 @@ def check_spectrum(flags, lams, where, name="K"):
     lams = np.asarray(lams)
     low_lams = lams[lams < float(floor)]
     if low_lams.size:
-        shown = ", ".join(f"{v:.3g}" for v in low_lams[:5]) + (", ..." if low_lams.size > 5 else "")
+        shown = ", ".join(f"{v:.3g}" for v in low_lams)
         warnings.warn(
             f"{where}: lams {shown} are below {float(floor):.3g}, the smallest λ that "
             f"{lams.dtype} resolves against the largest eigenvalue {float(high):.3g} of the "

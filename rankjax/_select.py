@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _tune
 from ._products import HI
-from ._checks import check_count, check_flag, check_seed, segment_ids
+from ._checks import check_count, check_flag, check_seed, segment_ids, warn_unresolved
 from ._cv import cross_validate
 from ._folds import make_folds
 from ._graph import Graph, check_problem
@@ -27,7 +27,8 @@ from ._log import Stages, active, check_verbose
 from ._memory import compute_dtype, kernel_plan
 from ._metrics_graded import ndcg
 from ._nystrom import Nystrom, as_nystrom, take_basis
-from ._path import (NystromPath, check_lams, is_path, model_at, rankrls_dual_path, rankrls_nystrom_path,
+from ._path import (PRIMAL_UNRESOLVED, NystromPath, check_lams, is_path, model_at, rankrls_dual_path,
+                    rankrls_nystrom_path,
                     rankrls_primal_path, select_lambda)
 from ._rankrls import LinearModel, ScaledModel, rankrls_dual, rankrls_kernel, rankrls_primal, scale_rows
 from ._sparse import as_dense
@@ -249,6 +250,7 @@ class _Points:
         check_nystrom_memory(Xd.shape[0], B.X.shape[0], Xd.dtype)
         pred, coef = nystrom_holdout_core(Xd, jnp.asarray(y, Xd.dtype), g, B,    # the program
                                           jnp.asarray(lams, Xd.dtype), folds, None)  # of holdout_nystrom
+        warn_unresolved(pred, lams, "select_rankrls (Nyström hold-out)", PRIMAL_UNRESOLVED)
         b = index.size
         self.coefs[float(kern.gamma)] = (index, B.X[:b], coef[:, :b], kern)
         return self._ndcg(HoldOut(lams, pred, folds))
