@@ -15,6 +15,8 @@ the time of the operation that bounds it on this machine (the *floor*), and thei
   stream                reading the same ``.npy`` file with numpy plus numpy's ``X^T X``
   falkon                numpy's m x b kernel block once plus ``K v`` and ``K^T u`` per iteration
   ndcg                  one numpy sort of the scores by (query, score)
+  fit_*                 a fixed numpy workload (eigh of 500 x 500), a unit of the machine's
+                        speed: the warm RankRLSCV fits (linear, kernel, Nyström, optimize=True)
 
 Timing: compile apart, median of >= 3 warm runs with ``block_until_ready``, library and
 floor runs interleaved so that a noisy moment hits both; ``ratio`` is the median of the
@@ -377,6 +379,28 @@ def bench_ndcg(rows, dtype, repeats=5):
                    queries=int(seg.num_queries), ndcg10=float(fn()))]
 
 
+FITS = {"linear": {}, "kernel": {"kernel": "gaussian"}, "nystrom": {"kernel": "gaussian", "basis": 300},
+        "optimize": {"kernel": "gaussian", "basis": 300, "optimize": True}}
+
+
+def bench_fit(kind, queries=100, repeats=3):
+    """A small ``RankRLSCV`` fit of each kind (float64, about 1,900 rows x 20), warm; its
+    floor is a fixed numpy workload (``eigh`` of a 500 x 500 matrix) timed interleaved, a
+    unit of this machine's speed at that moment, so a shared machine's drift cancels."""
+    from rankjax.estimators import RankRLSCV
+    jax.config.update("jax_enable_x64", True)
+    d = rj.make_ranking_data(queries, num_features=20, seed=0)
+    X, y, qid = np.asarray(d.X), np.asarray(d.y), np.asarray(d.qid)
+    A = np.random.default_rng(0).standard_normal((500, 500))
+    A = A @ A.T
+    est = RankRLSCV(**FITS[kind])
+    fit = lambda: est.fit(X, y, qid=qid).model_                                  # noqa: E731
+    c = first_call(fit)
+    lib, fl, ratio = paired(fit, lambda: np.linalg.eigh(A), repeats)
+    return [report(f"fit_{kind}", np.float64, list(X.shape), lib, fl, "numpy eigh 500 x 500", c,
+                   ratio=ratio, lam=float(est.lam_), cv_ndcg=float(est.best_score_))]
+
+
 # ----------------------------------------------------------------------------- runs
 
 def full():
@@ -393,6 +417,7 @@ def full():
         "stream": lambda: bench_stream(2_000_000),
         "falkon": lambda: bench_falkon(100_000, 2_000, f64),
         "ndcg": lambda: bench_ndcg(2_000_000, f32),
+        **{f"fit_{k}": (lambda k=k: bench_fit(k)) for k in FITS},
     }
 
 
@@ -407,6 +432,7 @@ def quick():
         "lqo_primal": lambda: bench_lqo_primal(0.01, f64, repeats=3),
         "dual": lambda: bench_dual(1_500, f64, repeats=5),
         "ndcg": lambda: bench_ndcg(500_000, f32, repeats=7),
+        **{f"fit_{k}": (lambda k=k: bench_fit(k)) for k in FITS},
     }
 
 

@@ -1,88 +1,138 @@
-"""The speed guard: the quick subset of ``bench_floor.py`` against the committed baseline.
+"""The speed guard: the change against its base, both measured on this machine in this run.
 
-Runs ``bench_floor.quick()`` (about 30 s on a 2-core CPU, compile included) and compares
-every path's ratio to its floor (``run_s / floor_s``, measured in the same run: not
-seconds, so another machine of the same kind gives comparable figures) with
-``benchmarks/baseline.json``. Exits 1, naming the path, when a ratio is more than
-``--tolerance`` (1.3) times its baseline in two runs (a failing group is measured once more:
-a shared machine's speed drifts by up to 25 % between runs); a path without a baseline is
-reported, not failed.
+Runs ``bench_floor.quick()`` (the hot paths against their floors, and a small warm
+``RankRLSCV`` fit of each kind) once on the *base* tree and once on the *head* tree, in
+fresh processes that alternate (base, head, then head, base), and compares each path's
+ratio to its floor (``run_s / floor_s``, the floor timed interleaved in the same process)
+between the two: a path fails when the head's best ratio is more than ``--tolerance`` (1.3)
+times the base's. Failing groups are measured again in two more alternating rounds (a
+shared machine's speed drifts by up to 25 % between runs). No figure of another machine
+enters the verdict, so it does not depend on which CPU measured anything before; the base
+is a commit (``benchmarks/guard_base``), not a set of numbers.
 
-    python benchmarks/guard.py                    # before a change lands
-    python benchmarks/guard.py --update           # rewrite the baseline, on purpose only:
-                                                  # say why in the commit message
+    python benchmarks/guard.py                       # the working tree against guard_base
+    python benchmarks/guard.py --base b38fb65 --head 35b8738      # any two commits
+    python benchmarks/guard.py --update              # make HEAD the base, on purpose only:
+                                                     # say why in the commit message
 
-Run it on a quiet machine: with other jobs running, ratios move and mean nothing.
+Each tree's ``rankjax`` package is exported with ``git archive`` into a temporary folder
+and imported from there (``PYTHONPATH``; each process prints the file it imported); the
+benchmark code is the head's, so both trees are timed by the same harness. Run it on a
+quiet machine: with other jobs running, ratios move and mean nothing.
 """
 import argparse
 import json
 import os
-import platform
+import subprocess
 import sys
+import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(__file__))
-import bench_floor  # noqa: E402  (imports rankjax first)
-import jax  # noqa: E402
-
-BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "baseline.json")
-
-
-def measure(only=None):
-    """``{key: ratio}`` of the quick subset (the groups in ``only``, every group when None);
-    JSON lines of every measurement on stdout."""
-    return {k: round(r, 3) for k, r in bench_floor.run(bench_floor.quick(), only)}
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+BASE_FILE = os.path.join(HERE, "guard_base")
+BENCH = os.path.join(HERE, "bench_floor.py")
+GROUPS = ["primal", "gram_wide", "lqo_primal", "dual", "ndcg",
+          "fit_linear", "fit_kernel", "fit_nystrom", "fit_optimize"]
 
 
-def compare(now, base, tolerance):
-    """``(failures, lines)``: every key worse than ``tolerance`` x its baseline fails."""
+def git(*args):
+    return subprocess.run(["git", "-C", ROOT, *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def export(ref, into):
+    """The ``rankjax`` package of commit ``ref`` under ``into``; returns ``into``."""
+    os.makedirs(into, exist_ok=True)
+    archive = subprocess.run(["git", "-C", ROOT, "archive", ref, "rankjax"], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
+    return into
+
+
+def measure(tree, groups, cache):
+    """``{key: ratio}`` of ``groups`` with ``rankjax`` imported from ``tree``, in a fresh
+    process (JSON lines of every measurement go to stderr as they come)."""
+    env = dict(os.environ, PYTHONPATH=tree, JAX_COMPILATION_CACHE_DIR=cache,
+               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+    code = ("import sys, runpy; sys.argv = sys.argv[1:]; import rankjax; "
+            "print(' imported', rankjax.__file__, file=sys.stderr); "
+            "runpy.run_path(sys.argv[0], run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", code, BENCH, "--quick", "--only", ",".join(groups)],
+                          env=env, capture_output=True, text=True, cwd=HERE)
+    sys.stderr.write(proc.stderr[-2000:] if proc.returncode else
+                     "".join(line + "\n" for line in proc.stderr.splitlines() if "imported" in line))
+    if proc.returncode:
+        raise SystemExit(f"guard: the benchmark failed on {tree} (exit {proc.returncode})")
+    out = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            rec = json.loads(line)
+            print(json.dumps(dict(rec, tree=os.path.basename(tree))), file=sys.stderr)
+            out[rec["key"]] = rec["ratio"]
+    return out
+
+
+def rounds(trees, groups, count, cache, best):
+    """``count`` alternating rounds; ``best[side][key]`` keeps each side's lowest ratio."""
+    for r in range(count):
+        for side in (("base", "head") if r % 2 == 0 else ("head", "base")):
+            for k, v in measure(trees[side], groups, cache).items():
+                best[side][k] = min(v, best[side].get(k, v))
+
+
+def compare(best, tolerance):
     failures, lines = [], []
-    for k, r in sorted(now.items()):
-        b = base.get(k)
+    for k in sorted(best["head"]):
+        h, b = best["head"][k], best["base"].get(k)
         if b is None:
-            lines.append(f"  new   {k}: ratio {r:.3f} (no baseline)")
+            lines.append(f"  new   {k}: ratio {h:.3f} (not on the base)")
             continue
-        worse = r / b
-        tag = "FAIL" if worse > tolerance else "ok"
-        lines.append(f"  {tag:5} {k}: ratio {r:.3f}, baseline {b:.3f} ({worse:.2f}x)")
-        if worse > tolerance:
+        tag = "FAIL" if h / b > tolerance else "ok"
+        lines.append(f"  {tag:5} {k}: ratio {h:.3f}, base {b:.3f} ({h / b:.2f}x)")
+        if h / b > tolerance:
             failures.append(k)
     return failures, lines
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--update", action="store_true", help="write the measured ratios as the baseline")
+    ap.add_argument("--base", help="base commit (default: the one in benchmarks/guard_base)")
+    ap.add_argument("--head", help="head commit (default: the working tree)")
+    ap.add_argument("--only", help="comma-separated groups: " + ",".join(GROUPS))
     ap.add_argument("--tolerance", type=float, default=1.3)
-    ap.add_argument("--baseline", default=BASELINE)
+    ap.add_argument("--update", action="store_true", help="write HEAD's commit as the base")
     a = ap.parse_args()
-    t0 = time.perf_counter()
-    now = measure()
-    took = time.perf_counter() - t0
     if a.update:
-        meta = dict(machine=platform.machine(), processor=platform.processor() or None,
-                    cpus=os.cpu_count(), device=jax.devices()[0].platform, jax=jax.__version__)
-        with open(a.baseline + ".tmp", "w") as fh:
-            json.dump(dict(ratios=now, measured_on=meta), fh, indent=1, sort_keys=True)
-            fh.write("\n")
-        os.replace(a.baseline + ".tmp", a.baseline)
-        print(f"guard: baseline written ({len(now)} ratios, {took:.0f} s)", file=sys.stderr)
+        sha = git("rev-parse", "HEAD")
+        with open(BASE_FILE + ".tmp", "w") as fh:
+            fh.write(sha + "\n")
+        os.replace(BASE_FILE + ".tmp", BASE_FILE)
+        print(f"guard: base is now {sha[:12]}", file=sys.stderr)
         return 0
-    with open(a.baseline) as fh:
-        base = json.load(fh)["ratios"]
-    failures, lines = compare(now, base, a.tolerance)
-    if failures:             # a noisy moment is not a regression: measure those groups again
-        print(f"guard: {len(failures)} ratio(s) over {a.tolerance}x, measuring again", file=sys.stderr)
-        again = measure({k.split("/")[0].removesuffix("_path") for k in failures})
-        now = {k: min(r, again.get(k, r)) for k, r in now.items()}
-        failures, lines = compare(now, base, a.tolerance)
-        took = time.perf_counter() - t0
+    groups = a.only.split(",") if a.only else GROUPS
+    base = a.base or open(BASE_FILE).read().strip()
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="rankjax-guard-") as tmp:
+        trees = {"base": export(base, os.path.join(tmp, "base")),
+                 "head": export(a.head, os.path.join(tmp, "head")) if a.head else ROOT}
+        best = {"base": {}, "head": {}}
+        rounds(trees, groups, 2, os.path.join(tmp, "cache"), best)
+        failures, lines = compare(best, a.tolerance)
+        if failures:         # a noisy moment is not a regression: those groups, two more rounds
+            print(f"guard: {len(failures)} ratio(s) over {a.tolerance}x, measuring again",
+                  file=sys.stderr)
+            again = sorted({k.split("/")[0].removesuffix("_path") for k in failures})
+            rounds(trees, again, 2, os.path.join(tmp, "cache"), best)
+            failures, lines = compare(best, a.tolerance)
+    took = time.perf_counter() - t0
+    print(f"guard: head {a.head or 'working tree'} against base {base[:12]}", file=sys.stderr)
     print("\n".join(lines), file=sys.stderr)
     if failures:
-        print(f"guard: FAILED ({took:.0f} s): {len(failures)} path(s) more than {a.tolerance}x slower "
-              f"against their floor than the baseline: {', '.join(failures)}", file=sys.stderr)
+        print(f"guard: FAILED ({took:.0f} s): {len(failures)} path(s) more than {a.tolerance}x "
+              f"slower against their floor than on the base: {', '.join(failures)}", file=sys.stderr)
         return 1
-    print(f"guard: passed ({took:.0f} s, {len(now)} ratios within {a.tolerance}x of the baseline)",
+    print(f"guard: passed ({took:.0f} s, {len(lines)} ratios within {a.tolerance}x of the base)",
           file=sys.stderr)
     return 0
 

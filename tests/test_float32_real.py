@@ -138,3 +138,25 @@ def test_the_primal_functions_refuse_nothing_on_lambdarank(results):
     for name in ("rankrls_primal", "rankrls_primal_path", "holdout_primal", "holdout_primal_5fold",
                  "rankrls_nystrom_path", "holdout_nystrom", "rankrls_dual"):
         assert not np.isnan(res[name][1]).any(), (case, name)
+
+
+@pytest.mark.parametrize("kw", [{}, {"kernel": "gaussian"}, {"kernel": "gaussian", "basis": 1000}],
+                         ids=["linear", "gaussian", "gaussian-basis"])
+def test_rankrlscv_chooses_among_resolved_lambdas(kw):
+    """``RankRLSCV`` in float32 as a GPU user calls it (numpy float64 inputs, x64 off): its
+    ``cv_results_`` match float64's within 1e-2 wherever float32 resolves the λ, the λ it
+    does not resolve are NaN there, and the choice is one it resolves."""
+    from rankjax.estimators import RankRLSCV
+    X, y, qid = lambdarank()
+    scores = {}
+    for x64 in (True, False):
+        with jax.enable_x64(x64):
+            est = RankRLSCV(**kw).fit(X, y, qid=qid)
+        scores[x64] = np.asarray(est.cv_results_["mean_test_score"], np.float64)
+        if not x64:
+            chosen = np.flatnonzero(np.asarray(est.cv_results_["rank_test_score"]) == 1)[0]
+            assert np.isfinite(scores[False][chosen]) and np.isfinite(est.best_score_)
+    assert np.all(np.isfinite(scores[True]))
+    ok = np.isfinite(scores[False])
+    assert ok.sum() >= len(ok) // 2
+    assert np.max(np.abs(scores[False][ok] - scores[True][ok])) < BOUND

@@ -153,11 +153,23 @@ def test_overflow_check_uses_the_remembered_maximum():
 def test_guard_fails_naming_the_slowed_path():
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
     guard = pytest.importorskip("guard")
-    base = {"primal/float64/10x2/query": 1.5, "ndcg/float32/10": 2.0}
-    failures, lines = guard.compare({"primal/float64/10x2/query": 2.0, "ndcg/float32/10": 2.5,
-                                     "new/float32/1": 1.0}, base, 1.3)
+    best = {"base": {"primal/float64/10x2/query": 1.5, "ndcg/float32/10": 2.0},
+            "head": {"primal/float64/10x2/query": 2.0, "ndcg/float32/10": 2.5, "new/float32/1": 1.0}}
+    failures, lines = guard.compare(best, 1.3)
     assert failures == ["primal/float64/10x2/query"]          # 1.33x; ndcg 1.25x passes
-    assert any("no baseline" in ln for ln in lines)
+    assert any("not on the base" in ln for ln in lines)
+
+
+def test_guard_base_is_a_commit_of_this_history():
+    """The guard compares trees measured in one run, never stored figures of some machine:
+    its base is a commit that a fresh clone has."""
+    import subprocess
+    root = pathlib.Path(__file__).resolve().parents[1]
+    sha = (root / "benchmarks" / "guard_base").read_text().strip()
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    subprocess.run(["git", "-C", str(root), "cat-file", "-e", f"{sha}^{{commit}}"], check=True)
+    assert not (root / "benchmarks" / "baseline.json").exists()
 
 
 def test_unsigned_features_are_not_taken_for_overflowing_ones():
