@@ -68,6 +68,8 @@ JOBS = [
     ("scaling", 13, "Weak scaling over simulated devices",
      ["bench_scaling.py", "--rows-per-device", "100000"], ["bench_scaling.py"]),
     ("floor", 31, "Every hot path against its floor", ["bench_floor.py"], ["bench_floor.py"]),
+    ("precision", 41, "The precision rule: float32 against float64 for every λ-solving function",
+     ["bench_precision.py"], ["bench_precision.py"]),
 ]
 
 BOUNDS = {

@@ -9,100 +9,33 @@ float64, or NaN for the whole lane with an :class:`UnresolvedLambdaWarning` nami
 λ. Before the rule, the primal path was 7.3 off at λ = 1e-4 and the Nyström hold-out 63x,
 without a word.
 """
-import os
+import pathlib
 import re
-import warnings
+import sys
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import rankjax as rj
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
+from bench_precision import LAMS, both, lambdarank as _lambdarank, near_collinear  # noqa: E402
 
-LAMS = np.logspace(-4, 3, 15)
 BOUND = 1e-2
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "lambdarank_sample",
-                    "rank.train")
-
-
-def near_collinear():
-    """LETOR-like rows, six near-duplicate columns (differences of 1e-3), a zero and a ones
-    column, then scaled by 3 and shifted by 5: every column far from 0, two constant."""
-    d = rj.make_ranking_data(60, num_features=12, seed=4)
-    X = np.asarray(d.X, np.float64)
-    rng = np.random.default_rng(0)
-    near = X[:, :6] + 1e-3 * rng.standard_normal((X.shape[0], 6))
-    X = np.hstack([X, near, np.zeros((X.shape[0], 1)), np.ones((X.shape[0], 1))]) * 3 + 5
-    return X, np.asarray(d.y, np.float64), np.asarray(d.qid)
-
-
-def lambdarank():
-    if not os.path.exists(DATA):
-        pytest.skip("../shared/data/lambdarank_sample is not beside the repository")
-    d = rj.io.read_svmlight(DATA)
-    return np.asarray(d.X), np.asarray(d.y), np.asarray(d.qid)
-
-
-def calls(X, y, qid, dtype):
-    """``{name: [L, ...] predictions}`` of every λ-solving function in ``dtype``."""
-    Xd, yd = jnp.asarray(X, dtype), jnp.asarray(y, dtype)
-    g = rj.query_graph(qid)
-    folds = rj.make_folds(g)
-    kern = rj.gaussian_kernel(1.0 / (X.shape[1] * X.var()))
-    basis = np.arange(0, len(y), 3)
-    K = rj.kernel_matrix(kern, Xd)
-    lams = jnp.asarray(LAMS, dtype)
-    sub = np.arange(0, len(y), max(1, len(y) // 500))[:500]   # leave-pair-out: m^2 memory
-    pairs = rj.differing_pairs(y[sub])[::7]
-    out = {
-        "rankrls_primal": lambda: jnp.stack([rj.predict(rj.rankrls_primal(Xd, yd, g, lam=lam), Xd)
-                                             for lam in lams]),
-        "rankrls_primal_path": lambda: rj.rankrls_primal_path(Xd, yd, g, lams=lams,
-                                                              train_scores=True).train_scores,
-        "holdout_primal": lambda: rj.holdout_primal(Xd, yd, g, lams=lams, folds=folds).predictions,
-        "holdout_primal_5fold": lambda: rj.holdout_primal(Xd, yd, g, lams=lams, folds=5).predictions,
-        "rankrls_nystrom_path": lambda: rj.rankrls_nystrom_path(
-            Xd, yd, g, lams=lams, kernel=kern, basis=basis, train_scores=True).train_scores,
-        "holdout_nystrom": lambda: rj.holdout_nystrom(Xd, yd, g, lams=lams, kernel=kern, basis=basis,
-                                                      folds=folds).predictions,
-        "rankrls_dual": lambda: jnp.stack([rj.rankrls_dual(K, yd, g, lam=lam).predict(K)
-                                           for lam in lams]),
-        "rankrls_dual_path": lambda: rj.rankrls_dual_path(K, yd, g, lams=lams).train_scores,
-        "holdout_dual": lambda: rj.holdout_dual(K, yd, g, lams=lams, folds=folds).predictions,
-        "leave_pair_out_primal": lambda: rj.leave_pair_out_primal(Xd[sub], yd[sub], pairs,
-                                                                  lams=lams).predictions,
-        "leave_pair_out_dual": lambda: rj.leave_pair_out_dual(K[np.ix_(sub, sub)], yd[sub], pairs,
-                                                              lams=lams).predictions,
-    }
-    return out
-
-
 NAMES = ["rankrls_primal", "rankrls_primal_path", "holdout_primal", "holdout_primal_5fold",
          "rankrls_nystrom_path", "holdout_nystrom", "rankrls_dual", "rankrls_dual_path",
          "holdout_dual", "leave_pair_out_primal", "leave_pair_out_dual"]
 
 
-def _both(data):
-    X, y, qid = data
-    res = {}
-    with jax.enable_x64(True):
-        for name, fn in calls(X, y, qid, np.float64).items():
-            res[name] = [np.asarray(fn(), np.float64)]
-    with jax.enable_x64(False):
-        for name, fn in calls(X, y, qid, np.float32).items():
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                out = fn()
-            assert out.dtype == jnp.float32, name
-            named = [str(w.message) for w in caught if issubclass(w.category, rj.UnresolvedLambdaWarning)]
-            res[name] += [np.asarray(out, np.float64), named]
-    return res
+def lambdarank():
+    data = _lambdarank()
+    if data is None:
+        pytest.skip("../shared/data/lambdarank_sample is not beside the repository")
+    return data
 
 
 @pytest.fixture(scope="module", params=["lambdarank_sample", "near_collinear"])
 def results(request):
-    return request.param, _both(lambdarank() if request.param == "lambdarank_sample" else near_collinear())
+    return request.param, both(lambdarank() if request.param == "lambdarank_sample" else near_collinear())
 
 
 def _named(messages):
@@ -117,7 +50,7 @@ def _named(messages):
 @pytest.mark.parametrize("name", NAMES)
 def test_every_lambda_is_resolved_or_nan_with_a_warning(results, name):
     case, res = results
-    out64, out32, messages = res[name]
+    out64, out32, messages = res[name][:3]
     assert np.all(np.isfinite(out64)), f"{case} {name}: float64 must resolve the whole grid"
     lanes64, lanes32 = out64.reshape(len(LAMS), -1), out32.reshape(len(LAMS), -1)
     nan = np.isnan(lanes32)

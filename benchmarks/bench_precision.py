@@ -1,0 +1,133 @@
+"""The precision rule measured (issue 41): every function that solves for a λ, in float32
+(x64 off) against the same call in float64, on ``lambdarank_sample`` and on a near-collinear
+synthetic problem. One JSON line per function and data set: the λ it refuses (NaN lanes
+with an ``UnresolvedLambdaWarning``), the largest relative L2 error of the lanes it answers,
+and the float32 and float64 seconds of the call (first call, compile included).
+
+    python benchmarks/bench_precision.py            # both data sets (about 2 minutes)
+    python benchmarks/bench_precision.py --only near_collinear
+
+``tests/test_float32_real.py`` asserts the rule on the same calls (within 1e-2 or refused).
+"""
+import argparse
+import os
+import sys
+import time
+import warnings
+
+sys.path.insert(0, os.path.dirname(__file__))
+import rankjax as rj  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from _timing import emit  # noqa: E402
+
+LAMS = np.logspace(-4, 3, 15)
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data",
+                    "lambdarank_sample", "rank.train")
+
+
+def near_collinear():
+    """LETOR-like rows, six near-duplicate columns (differences of 1e-3), a zero and a ones
+    column, then scaled by 3 and shifted by 5: every column far from 0, two constant."""
+    d = rj.make_ranking_data(60, num_features=12, seed=4)
+    X = np.asarray(d.X, np.float64)
+    rng = np.random.default_rng(0)
+    near = X[:, :6] + 1e-3 * rng.standard_normal((X.shape[0], 6))
+    X = np.hstack([X, near, np.zeros((X.shape[0], 1)), np.ones((X.shape[0], 1))]) * 3 + 5
+    return X, np.asarray(d.y, np.float64), np.asarray(d.qid)
+
+
+def lambdarank():
+    """``(X, y, qid)`` of lambdarank_sample's training file, or None when it is absent."""
+    if not os.path.exists(DATA):
+        return None
+    d = rj.io.read_svmlight(DATA)
+    return np.asarray(d.X), np.asarray(d.y), np.asarray(d.qid)
+
+
+def calls(X, y, qid, dtype):
+    """``{name: () -> [L, ...] predictions}`` of every λ-solving function in ``dtype``:
+    training scores for fits and paths, hold-out predictions for hold-outs; kernels
+    Gaussian with γ = 1 / (n var X), the Nyström basis every third row, leave-pair-out on
+    at most 500 rows."""
+    Xd, yd = jnp.asarray(X, dtype), jnp.asarray(y, dtype)
+    g = rj.query_graph(qid)
+    folds = rj.make_folds(g)
+    kern = rj.gaussian_kernel(1.0 / (X.shape[1] * X.var()))
+    basis = np.arange(0, len(y), 3)
+    K = rj.kernel_matrix(kern, Xd)
+    lams = jnp.asarray(LAMS, dtype)
+    sub = np.arange(0, len(y), max(1, len(y) // 500))[:500]
+    pairs = rj.differing_pairs(y[sub])[::7]
+    return {
+        "rankrls_primal": lambda: jnp.stack([rj.predict(rj.rankrls_primal(Xd, yd, g, lam=lam), Xd)
+                                             for lam in lams]),
+        "rankrls_primal_path": lambda: rj.rankrls_primal_path(Xd, yd, g, lams=lams,
+                                                              train_scores=True).train_scores,
+        "holdout_primal": lambda: rj.holdout_primal(Xd, yd, g, lams=lams, folds=folds).predictions,
+        "holdout_primal_5fold": lambda: rj.holdout_primal(Xd, yd, g, lams=lams, folds=5).predictions,
+        "rankrls_nystrom_path": lambda: rj.rankrls_nystrom_path(
+            Xd, yd, g, lams=lams, kernel=kern, basis=basis, train_scores=True).train_scores,
+        "holdout_nystrom": lambda: rj.holdout_nystrom(Xd, yd, g, lams=lams, kernel=kern, basis=basis,
+                                                      folds=folds).predictions,
+        "rankrls_dual": lambda: jnp.stack([rj.rankrls_dual(K, yd, g, lam=lam).predict(K)
+                                           for lam in lams]),
+        "rankrls_dual_path": lambda: rj.rankrls_dual_path(K, yd, g, lams=lams).train_scores,
+        "holdout_dual": lambda: rj.holdout_dual(K, yd, g, lams=lams, folds=folds).predictions,
+        "leave_pair_out_primal": lambda: rj.leave_pair_out_primal(Xd[sub], yd[sub], pairs,
+                                                                  lams=lams).predictions,
+        "leave_pair_out_dual": lambda: rj.leave_pair_out_dual(K[np.ix_(sub, sub)], yd[sub], pairs,
+                                                              lams=lams).predictions,
+    }
+
+
+def both(data):
+    """``{name: (float64 [L, ...], float32 [L, ...], warning messages, s64, s32)}``."""
+    X, y, qid = data
+    res = {}
+    with jax.enable_x64(True):
+        for name, fn in calls(X, y, qid, np.float64).items():
+            t0 = time.perf_counter()
+            res[name] = [np.asarray(fn(), np.float64), time.perf_counter() - t0]
+    with jax.enable_x64(False):
+        for name, fn in calls(X, y, qid, np.float32).items():
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                t0 = time.perf_counter()
+                out = fn()
+                s32 = time.perf_counter() - t0
+            named = [str(w.message) for w in caught if issubclass(w.category, rj.UnresolvedLambdaWarning)]
+            assert out.dtype == jnp.float32, name
+            s64 = res[name][1]
+            res[name] = (res[name][0], np.asarray(out, np.float64), named, s64, s32)
+    return res
+
+
+def lane_errors(out64, out32):
+    """``(refused [L] bool, relative L2 error [L], NaN where refused)``."""
+    a, b = out32.reshape(len(LAMS), -1), out64.reshape(len(LAMS), -1)
+    refused = np.isnan(a).all(1)
+    return refused, np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", help="lambdarank_sample or near_collinear")
+    a = ap.parse_args()
+    cases = {"lambdarank_sample": lambdarank, "near_collinear": near_collinear}
+    for case, load in cases.items():
+        data = None if a.only not in (None, case) else load()
+        if data is None:
+            continue
+        for name, (o64, o32, _, s64, s32) in both(data).items():
+            refused, err = lane_errors(o64, o32)
+            emit(name=f"precision:{name}", data=case, shape=list(data[0].shape), dtype="float32",
+                 refused_lams=[float(f"{v:.3g}") for v in LAMS[refused]],
+                 max_rel_err=float(np.max(err[~refused])) if (~refused).any() else None,
+                 bound=1e-2, float32_first_s=round(s32, 3), float64_first_s=round(s64, 3))
+
+
+if __name__ == "__main__":
+    main()
