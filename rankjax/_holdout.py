@@ -166,7 +166,7 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None):
         return folds_of(P, jnp.ones((1, n), G.dtype), lam[None], Fl[None], True)[0]
 
     shared = folds_of(Pf, D, lams, F, False)
-    return by_lane(lams, shared, direct, eigh_floor(jnp.max(eig.values), G.dtype))
+    return by_lane(lams, shared, direct, eigh_floor(eig.values, G.dtype))
 
 
 def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0,

@@ -151,7 +151,7 @@ def _lpo_core(Pf, sig, y, pairs, lams, floor=0.0, X=None):
         if X is None:
             Q = shared_q(lam)                                                    # [m, m]
         else:
-            Q = lax.cond(lam >= eigh_floor(n2 * jnp.max(sig), Pf.dtype), shared_q, direct_q, lam)
+            Q = lax.cond(lam >= eigh_floor(n2 * sig, Pf.dtype), shared_q, direct_q, lam)
         q1 = jnp.sum(Q, axis=1)
         Qy = jnp.matmul(Q, yk, precision=HI)
         return _lpo_pairs(Q, q1, jnp.sum(q1), Qy, yk.sum(0), Qy.sum(0), yk, h1, h2, n2)

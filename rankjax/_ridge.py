@@ -122,22 +122,24 @@ def lam_floor(largest, dtype, kind: str):
 
 
 EIGH_RTOL = 1e4
-"""A λ grid's shared eigendecomposition answers the λ at or above ``EIGH_RTOL * eps * Λmax``
-(:func:`eigh_floor`); below it each λ is solved by its own Cholesky factor (:func:`by_lane`).
-A symmetric ``eigh`` is backward stable only to ``c n eps Λmax`` as a whole: its small
-eigenvalues and their vectors carry absolute errors of that size, so ``1 / (Λ + λ)`` turns
-them into a relative error of about ``eps Λmax / λ`` in the solution. Measured on
-``lambdarank_sample`` (3,005 x 300, rank 211) in float32 with LAPACK's ``ssyevd``:
-predictions 7.3 (relative L2) off the float64 answer at λ = 1e-4 = 0.14 eps Λmax, and
-``1.0 eps Λmax / λ`` across the grid. The Cholesky factor of ``G + λ I`` is accurate to
-the condition of its diagonally scaled form (exact zero columns, constant features, cost
-nothing): 2.6e-4 at the same λ. At the floor the eigh is within about 1e-4."""
+"""A λ grid's shared eigendecomposition answers the λ with ``λ + Λmin >= EIGH_RTOL * eps *
+Λmax`` (:func:`eigh_floor`); below it each λ is solved by its own Cholesky factor
+(:func:`by_lane`). A symmetric ``eigh`` is backward stable only to ``c n eps Λmax`` as a
+whole, and ``1 / (Λ + λ)`` turns that into a relative error of about
+``eps Λmax / (Λmin + λ)`` in the solution: harmless for a well-conditioned ``G``, ruinous
+for a rank-deficient one at small λ. Measured on ``lambdarank_sample`` (3,005 x 300, rank
+211) in float32 with LAPACK's ``ssyevd``: predictions 7.3 (relative L2) off the float64
+answer at λ = 1e-4 = 0.14 eps Λmax, and ``1.0 eps Λmax / λ`` across the grid. The
+Cholesky factor of ``G + λ I`` is accurate to the condition of its diagonally scaled form
+(exact zero and constant columns cost nothing): 2.6e-4 at the same λ. At the floor the
+eigh is within about 1e-4."""
 
 
-def eigh_floor(largest, dtype):
-    """Traced: the smallest λ the shared ``eigh`` of a system whose largest eigenvalue is
-    ``largest`` answers in ``dtype`` (:data:`EIGH_RTOL`)."""
-    return EIGH_RTOL * jnp.finfo(dtype).eps * largest
+def eigh_floor(values, dtype):
+    """Traced: the smallest λ the shared ``eigh`` with eigenvalues ``values`` (``[p]``,
+    clipped at 0) answers in ``dtype``, ``EIGH_RTOL eps max(values) - min(values)``
+    (:data:`EIGH_RTOL`)."""
+    return EIGH_RTOL * jnp.finfo(dtype).eps * jnp.max(values) - jnp.min(values)
 
 
 def cholesky_solve(G, b, lam):
@@ -461,7 +463,7 @@ class Decomposition(NamedTuple):
         B = eigh_path(self.eig, self.rhs, lams)
         if self.system is not None:
             B = by_lane(lams, B, lambda lam: cholesky_solve(self.system, self.rhs, lam),
-                        eigh_floor(self.largest, self.rhs.dtype))
+                        eigh_floor(self.eig.values, self.rhs.dtype))
         if self.root is None:
             return B
         return jnp.moveaxis(self.root.apply(jnp.moveaxis(B, 0, -1)), -1, 0)
