@@ -63,7 +63,14 @@ def paired(lib, floor, repeats):
         t0 = time.perf_counter()
         floor()
         b.append(time.perf_counter() - t0)
+    _best[:] = [min(a) / min(b)]
     return statistics.median(a), statistics.median(b), statistics.median(x / y for x, y in zip(a, b))
+
+
+_best = []
+"""The last :func:`paired` run's best ratio (fastest library run over fastest floor run), for
+the next :func:`report` line: timings on a shared CPU are bimodal (the same program took 0.17
+or 0.235 s in alternate processes), and the guard compares the best of each side."""
 
 
 def first_call(fn):
@@ -78,6 +85,8 @@ def report(path, dtype, shape, lib_s, floor_s, floor, compile_s, graph=None, rat
     dtype = np.dtype(dtype).name
     key = "/".join([path, dtype, "x".join(map(str, shape))] + ([graph] if graph else []))
     ratio = lib_s / floor_s if ratio is None else ratio
+    if _best:
+        extra.setdefault("ratio_best", round(_best.pop(), 3))
     emit(name=f"floor:{path}", path=path, dtype=dtype, shape=shape, graph=graph,
          compile_s=compile_s, run_s=lib_s, floor=floor, floor_s=floor_s,
          ratio=round(ratio, 3), peak_rss_mb=peak_rss_mb(),
@@ -202,6 +211,7 @@ def bench_lqo_primal(scale, dtype, repeats=3):
         out = jax.block_until_ready(fn(X, y, g, folds, lams))
         runs.append(time.perf_counter() - t0)
     lib = statistics.median(runs)
+    _best[:] = [min(runs) / (madds / rate)]
     # accuracy: one query's hold-out prediction against a refit without it (numpy, float64)
     Xn, yn = np.asarray(X, np.float64), np.asarray(y, np.float64)
     q0 = qid == qid[0]
