@@ -21,7 +21,8 @@ from ._cv import cross_validate
 from ._folds import make_folds
 from ._graph import Graph, check_problem
 from ._graph_build import query_graph
-from ._holdout import HoldOut, check_nystrom_memory, holdout_dual, holdout_primal, nystrom_holdout_core
+from ._holdout import (HoldOut, check_nystrom_memory, holdout_dual, holdout_primal, nystrom_holdout_core,
+                       two_phase)
 from ._kernels import Kernel, check_kernel, kernel_matrix, linear_kernel
 from ._log import Stages, active, check_verbose
 from ._memory import compute_dtype, kernel_plan
@@ -248,8 +249,9 @@ class _Points:
         Xd = jnp.asarray(as_dense(X))
         index, B = take_basis(Xd, self.basis, kern)
         check_nystrom_memory(Xd.shape[0], B.X.shape[0], Xd.dtype)
-        pred, coef = nystrom_holdout_core(Xd, jnp.asarray(y, Xd.dtype), g, B,    # the program
-                                          jnp.asarray(lams, Xd.dtype), folds, None)  # of holdout_nystrom
+        lams_d = jnp.asarray(lams, Xd.dtype)                               # the programs
+        pred, coef = two_phase(nystrom_holdout_core, Xd, jnp.asarray(y, Xd.dtype), g, B,   # of
+                               lams_d, folds, None, lams=lams_d)                # holdout_nystrom
         warn_unresolved(pred, lams, "select_rankrls (Nyström hold-out)", PRIMAL_UNRESOLVED)
         b = index.size
         self.coefs[float(kern.gamma)] = (index, B.X[:b], coef[:, :b], kern)
