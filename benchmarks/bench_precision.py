@@ -31,7 +31,7 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sha
 def near_collinear():
     """LETOR-like rows, six near-duplicate columns (differences of 1e-3), a zero and a ones
     column, then scaled by 3 and shifted by 5: every column far from 0, two constant."""
-    d = rj.make_ranking_data(60, num_features=12, seed=4)
+    d = rj.make_ranking_data(30, num_features=12, seed=4)
     X = np.asarray(d.X, np.float64)
     rng = np.random.default_rng(0)
     near = X[:, :6] + 1e-3 * rng.standard_normal((X.shape[0], 6))

@@ -3,8 +3,8 @@
 One flat public namespace; host-side data loading lives in :mod:`rankjax.io`.
 """
 from . import _xla  # noqa: F401  (XLA:CPU flags, before JAX starts a backend)
-from ._checks import (Segments as Segments, UnresolvedLambdaWarning as UnresolvedLambdaWarning,
-                      segment_ids as segment_ids)
+from ._checks import Segments as Segments, segment_ids as segment_ids
+from ._resolved import UnresolvedLambdaWarning as UnresolvedLambdaWarning
 from ._graph import (IdentityGraph as IdentityGraph, PreferenceGraph as PreferenceGraph,
                      QueryGraph as QueryGraph)
 from ._graph_build import (global_graph as global_graph, identity_graph as identity_graph,

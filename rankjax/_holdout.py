@@ -19,7 +19,8 @@ from jax import lax
 
 from ._backend import paths
 from ._products import mm
-from ._checks import check_gram, is_concrete, lam_ok, nan_unless, warn_unresolved
+from ._checks import check_gram, is_concrete, lam_ok, nan_unless
+from ._resolved import warn_unresolved
 from ._log import run
 from ._memory import check_memory
 from ._folds import Folds, each_slice, over_folds, resolve_folds

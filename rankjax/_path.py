@@ -27,7 +27,8 @@ import numpy as np
 from ._log import timed
 from ._checks import (as_float_array, check_flag, check_gram, check_positive, check_matrix,
                       check_targets, is_concrete, lam_ok, nan_unless, reduce_concrete,
-                      resolve_segments, UnresolvedLambdaWarning, warn_unresolved)
+                      resolve_segments)
+from ._resolved import UnresolvedLambdaWarning, warn_unresolved
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import check_metric_options, metric_sign

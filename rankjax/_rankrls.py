@@ -19,9 +19,9 @@ import jax.numpy as jnp
 
 from ._log import timed
 from ._checks import (check_gram, check_positive, check_matrix, check_symmetric, is_concrete, lam_ok,
-                      warn_unresolved,
                       nan_unless)
 from ._memory import compute_dtype, kernel_plan
+from ._resolved import warn_unresolved
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._ridge import RESOLVE_RTOL, dual_system, primal_system, ridge_solve, ridge_solve_checked

@@ -16,7 +16,8 @@ import numpy as np
 
 from . import _tune
 from ._products import HI
-from ._checks import check_count, check_flag, check_seed, segment_ids, warn_unresolved
+from ._checks import check_count, check_flag, check_seed, segment_ids
+from ._resolved import warn_unresolved
 from ._cv import cross_validate
 from ._folds import make_folds
 from ._graph import Graph, check_problem

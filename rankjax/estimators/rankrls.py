@@ -11,7 +11,7 @@ import numpy as np
 from .. import _log, _nystrom, _rankrls, _select
 from .._checks import check_flag
 from .._graph_build import identity_graph
-from .._checks import UnresolvedLambdaWarning
+from .._resolved import UnresolvedLambdaWarning
 from .._sparse import as_dense
 from .base import Ranker, basis_size, gamma_value, make_kernel, nan_last
 
