@@ -75,7 +75,11 @@ JOBS = [
 BOUNDS = {
     "primal": "XLA:CPU has no symmetric rank-k product: its X^T X does the full GEMM, twice "
               "numpy's syrk flops (see ratio_to_xla_gram: the rest is one pass of segment sums "
-              "and X^T L y)",
+              "and X^T L y). Per CPU: on the AMD EPYC (Zen 4) XLA's GEMM runs at about numpy's "
+              "GEMM rate and the path is 1.5-1.8x the syrk; on an Intel Xeon (OpenBLAS "
+              "SkylakeX: syrk 0.048 s, GEMM 0.081 s at 200,000 x 136) XLA's GEMM is itself "
+              "about 1.7x OpenBLAS's, so the path is 2.9-3.1x the syrk there (docs/design.md: "
+              "the alternatives tried)",
     "primal_path": "as primal (one 136 x 136 eigh instead of a Cholesky)",
     "gram_wide": "the plain product after one transpose (the Nyström block)",
     "lqo_primal": "the floor counts |U|^2 n + |U|^3/3 per query and λ at numpy's large-GEMM "
