@@ -116,7 +116,7 @@ def nystrom_runs(a, X, y, qid, Xt, yt, qt):
     folds = rj.make_folds(g)
     n = X.shape[1]
     for b, ard, lr in ((2000, False, 0.3), (1000, True, 0.1), (2000, True, 0.1)):
-        basis = rj.Nystrom(b, method="kmeans++")
+        basis = rj.Basis(b, method="kmeans++")
         t0 = time.perf_counter()
         r = rj.tune(X, y, g, kernel="gaussian", ard=ard, lam=1.0, gamma=1.0 / n, folds=folds,
                     steps=a.steps, learning_rate=lr, basis=basis)

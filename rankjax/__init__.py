@@ -43,7 +43,7 @@ from ._cv import (
 from ._cg import rankrls_cg as rankrls_cg, rankrls_cg_dual as rankrls_cg_dual
 from ._cg_loop import (STOP_REASONS as STOP_REASONS, CG as CG, CGResult as CGResult,
                        cg_solve as cg_solve, validation_criterion as validation_criterion)
-from ._nystrom import BASIS_METHODS as BASIS_METHODS, Nystrom as Nystrom, nystrom_basis as nystrom_basis
+from ._nystrom import BASIS_METHODS as BASIS_METHODS, Basis as Basis, nystrom_basis as nystrom_basis
 from ._falkon import FalkonModel as FalkonModel, rankrls_falkon as rankrls_falkon
 from ._kpcrank import (
     KPCModel as KPCModel, KPCPath as KPCPath, center_kernel as center_kernel,
@@ -72,6 +72,12 @@ from .scale import (
     sharded_kernel_grid as sharded_kernel_grid, sharded_metric as sharded_metric,
     sharded_normal_equations as sharded_normal_equations,
     sharded_primal_path as sharded_primal_path)
+from ._problem import Problem as Problem
+from ._solvers import (Auto as Auto, Dual as Dual, Falkon as Falkon, Nystrom as Nystrom,
+                       Primal as Primal)
+from ._solve import (RESULTS as RESULTS, LeavePairOut as LeavePairOut, Solution as Solution,
+                     capabilities as capabilities, fit as fit, holdout as holdout, path as path,
+                     select as select)
 from ._sparse import CSRMatrix as CSRMatrix, to_csr as to_csr
 from ._metrics import (
     Metric as Metric, PerQuery as PerQuery, auc as auc, cindex as cindex,

@@ -33,7 +33,7 @@ from ._checks import check_seed, check_count, check_positive, device_array, lam_
 from ._memory import available_memory, check_memory
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, check_kernel, kernel_block, kernel_matrix
-from ._nystrom import Basis, coef_from, features, take_basis
+from ._nystrom import BasisRows, coef_from, features, take_basis
 from ._rankrls import columns_of, check_test_matrix
 from ._ridge import PSD_RTOL
 from ._segments import padded_size
@@ -85,7 +85,7 @@ class Subsample(NamedTuple):
     graph: Graph
     scale: float
 
-    def gram(self, basis: Basis, C):
+    def gram(self, basis: BasisRows, C):
         """``(m/|U|) Φ_U^T L_UU Φ_U``."""
         dt = self.X.dtype
         PhiU = features(kernel_block(basis.kernel, self.X, basis.X) * basis.mask.astype(dt)
@@ -98,7 +98,7 @@ def _tri(C, B, trans=False):
     return jax.scipy.linalg.solve_triangular(C, B, lower=True, trans=1 if trans else 0)
 
 
-def block_ops(basis: Basis, X, block_rows):
+def block_ops(basis: BasisRows, X, block_rows):
     """``(a -> K_mR a, u -> K_Rm u)``: from a kept ``K_mR``, or evaluated in row blocks."""
     kernel, XR, mf = basis.kernel, basis.X, basis.mask.astype(X.dtype)
     if block_rows is None:
@@ -122,7 +122,7 @@ def block_ops(basis: Basis, X, block_rows):
     return fwd, bwd
 
 
-def falkon_preconditioner(basis: Basis, gram_U, lam):
+def falkon_preconditioner(basis: BasisRows, gram_U, lam):
     """``(C, A)``: ``C C^T = K_RR + ε I`` and ``A A^T = G_U + λ I`` (``G_U`` the scaled
     subsample Gram ``(m/|U|) Φ_U^T L_UU Φ_U``, from ``gram_U(C)``)."""
     bp = basis.X.shape[0]
@@ -154,7 +154,7 @@ def falkon_solve(C, A, lam, apply_H, rhs_raw, scores_fn, valid, options: CG):
 
 
 @partial(jax.jit, static_argnames="block_rows")
-def _falkon_core(problem, basis: Basis, sub: Subsample, lam, valid, options, block_rows):
+def _falkon_core(problem, basis: BasisRows, sub: Subsample, lam, valid, options, block_rows):
     X, y, graph = problem
     dt = X.dtype
     lam = jnp.asarray(lam, dt)
@@ -203,7 +203,7 @@ def rankrls_falkon(X, y, graph: Graph, *, lam, kernel: Kernel, basis,
       lam: λ > 0 (λ >= 0 with ``valid``: early stopping alone); traced (vmap over it).
       kernel: a :class:`Kernel`.
       basis: an int ``b`` (uniform rows, ``seed``), ``[b]`` row indices
-        (:func:`nystrom_basis`) or a :class:`Nystrom`.
+        (:func:`nystrom_basis`) or a :class:`Basis`.
       options: a :class:`~rankjax.CG` (:func:`cg_solve`); its ``tol`` is relative to the
         preconditioned right-hand side.
       valid: ``(X_valid, y_valid, graph_valid)`` for early stopping on a criterion

@@ -26,7 +26,7 @@ from ._memory import check_memory
 from ._folds import Folds, each_slice, over_folds, resolve_folds
 from ._graph import Graph, check_graph, check_problem
 from ._kernels import Kernel, check_kernel
-from ._nystrom import Basis, coef_from, features, take_basis
+from ._nystrom import BasisRows, coef_from, features, take_basis
 from ._path import PRIMAL_UNRESOLVED, check_lams, check_spectrum
 from ._rankrls import check_kernel_matrix
 from ._ridge import (HI, by_lane, cholesky_solve, decompose_dual, decompose_primal, eigh_floor,
@@ -293,7 +293,7 @@ def holdout_nystrom(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=No
     §3.5 with §3.3): the primal hold-out (eq. 33-34) on the Nyström features
     ``Φ = K_mR C^{-T}`` (``C C^T = K_RR + ε I``, ``ε`` a rounding-level jitter, as
     :func:`rankrls_falkon`) of the basis rows (``basis``: an int, row indices or a
-    :class:`Nystrom`; an int draws that many rows uniformly with ``seed``),
+    :class:`Basis`; an int draws that many rows uniformly with ``seed``),
     for the whole λ grid from one eigendecomposition of ``Φ^T L Φ`` (``b x b``). The
     basis stays fixed across folds, as in the paper. O(m b^2) time, O(m b) memory.
     ``verbose`` logs each bucket of folds as it finishes (as :func:`holdout_primal`).
@@ -328,7 +328,7 @@ def check_nystrom_memory(m, b, dtype):
 
 
 @partial(jax.jit, static_argnames=("block_size", "route"))
-def nystrom_holdout_core(X, y, graph, basis: Basis, lams, folds, block_size=None, route="both"):
+def nystrom_holdout_core(X, y, graph, basis: BasisRows, lams, folds, block_size=None, route="both"):
     """``(predictions [L, m(, k)], coef [L, b_pad(, k)])``: the hold-out and the full-data
     basis coefficients of every λ from one ``eigh`` of ``Φ^T L Φ`` (``b x b``), with the
     features ``Φ = K_mR C^{-T}`` formed (``O(m b^2)``) and the system in root form

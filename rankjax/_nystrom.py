@@ -34,7 +34,7 @@ from ._ridge import PSD_RTOL
 from ._segments import padded_size
 from ._sparse import as_dense
 
-__all__ = ["BASIS_METHODS", "Nystrom", "nystrom_basis"]
+__all__ = ["BASIS_METHODS", "Basis", "nystrom_basis"]
 
 BASIS_METHODS = ("uniform", "kmeans++")
 
@@ -108,11 +108,11 @@ def _kmeanspp_core(X, kernel, key, size):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Nystrom:
+class Basis:
     """A Nyström basis, described once and passed whole as ``basis=`` to every function
     that takes one (:func:`rankrls_nystrom_path`, :func:`holdout_nystrom`,
     :func:`rankrls_falkon`, :func:`select_rankrls`, ...; Pahikkala et al. 2009, §3.5).
-    A plain int ``b`` is ``Nystrom(size=b)``, an index array ``Nystrom(rows=...)``.
+    A plain int ``b`` is ``Basis(size=b)``, an index array ``Basis(rows=...)``.
 
     Attributes:
       size: the number of basis rows ``b`` to choose (exclusive with ``rows``).
@@ -125,7 +125,7 @@ class Nystrom:
       >>> d = rj.make_ranking_data(10, num_features=3, seed=0)
       >>> p = rj.rankrls_nystrom_path(d.X, d.y, rj.query_graph(d.qid), lams=[1.],
       ...                             kernel=rj.gaussian_kernel(0.5),
-      ...                             basis=rj.Nystrom(20, method="kmeans++"))
+      ...                             basis=rj.Basis(20, method="kmeans++"))
       >>> p.coef.shape
       (1, 20)
     """
@@ -137,7 +137,7 @@ class Nystrom:
 
     def __post_init__(self):
         if (self.size is None) == (self.rows is None):
-            raise TypeError("Nystrom takes either size= or rows=")
+            raise TypeError("Basis takes either size= or rows=")
         if self.size is not None and (not is_int(self.size) or self.size < 1):
             raise ValueError(f"size must be a positive int, got {self.size!r}")
         if self.method not in BASIS_METHODS:
@@ -145,24 +145,24 @@ class Nystrom:
         check_seed(self.seed)
 
 
-def as_nystrom(basis, seed: int = 0) -> Nystrom:
-    """``basis`` as a :class:`Nystrom`: an int is a uniform draw of that many rows with
+def as_nystrom(basis, seed: int = 0) -> Basis:
+    """``basis`` as a :class:`Basis`: an int is a uniform draw of that many rows with
     ``seed``, an index array the rows themselves."""
-    if isinstance(basis, Nystrom):
+    if isinstance(basis, Basis):
         return basis
     if isinstance(basis, (bool, np.bool_)) or basis is None:
         raise TypeError("basis must be an int, a 1-D integer array of row indices or a "
-                        "rankjax.Nystrom")
+                        "rankjax.Basis")
     if is_int(basis):
         if basis < 1:
             raise ValueError(f"basis must be at least 1 row, got {basis}")
-        return Nystrom(size=int(basis), seed=seed)
+        return Basis(size=int(basis), seed=seed)
     if isinstance(basis, jax.Array) and not is_concrete(basis):
         raise TypeError("basis must be concrete row indices (not traced)")
-    return Nystrom(rows=np.asarray(basis))
+    return Basis(rows=np.asarray(basis))
 
 
-class Basis(NamedTuple):
+class BasisRows(NamedTuple):
     """A chosen basis as one pytree for the compiled cores: the rows ``X [b_pad, n]``
     padded to a size bucket (:func:`padded_size`, zero rows), ``mask [b_pad]`` (False on
     padding) and the :class:`Kernel`. The methods are the one Nyström feature map: a
@@ -184,8 +184,8 @@ class Basis(NamedTuple):
 
 
 def take_basis(X, basis, kernel: Optional[Kernel] = None, seed: int = 0, pad: bool = True):
-    """The one basis check: ``(index [b] host int64, Basis)`` for ``basis`` (an int, row
-    indices or a :class:`Nystrom`) of the training rows ``X``, indices range-checked on
+    """The one basis check: ``(index [b] host int64, BasisRows)`` for ``basis`` (an int, row
+    indices or a :class:`Basis`) of the training rows ``X``, indices range-checked on
     the host, rows gathered into a bucket of :func:`padded_size` rows (one compiled
     program per bucket, whatever ``b``), or exactly ``b`` rows without ``pad`` (the
     one-shot path: a power-of-two bucket made its root-form system 45 % slower at
@@ -211,14 +211,14 @@ def take_basis(X, basis, kernel: Optional[Kernel] = None, seed: int = 0, pad: bo
     idx = np.zeros(bp, np.int32)
     idx[:b.size] = b
     mask = device_array(np.arange(bp) < b.size)
-    return b, Basis(_take(as_dense(X), device_array(idx), mask), mask, kernel)
+    return b, BasisRows(_take(as_dense(X), device_array(idx), mask), mask, kernel)
 
 
-def basis_of_rows(XR, kernel: Kernel) -> Basis:
-    """A :class:`Basis` of given rows ``XR [b, n]`` (not indices), padded to its bucket."""
+def basis_of_rows(XR, kernel: Kernel) -> BasisRows:
+    """A :class:`BasisRows` of given rows ``XR [b, n]`` (not indices), padded to its bucket."""
     b = XR.shape[0]
     bp = int(padded_size(b))
-    return Basis(jnp.pad(XR, ((0, bp - b), (0, 0))), jnp.arange(bp) < b, kernel)
+    return BasisRows(jnp.pad(XR, ((0, bp - b), (0, 0))), jnp.arange(bp) < b, kernel)
 
 
 @jax.jit
@@ -249,7 +249,7 @@ def features(K_R, C):
 
 
 def coef_from(C, W):
-    """Basis coefficients ``a = C^{-T} w`` of feature-space weights ``W [b, ...]`` (basis
+    """BasisRows coefficients ``a = C^{-T} w`` of feature-space weights ``W [b, ...]`` (basis
     axis first, any trailing axes)."""
     out = jax.scipy.linalg.solve_triangular(C, W.reshape(W.shape[0], -1), lower=True, trans=1)
     return out.reshape(W.shape)

@@ -33,7 +33,7 @@ from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix
 from ._metrics import check_metric_options, metric_sign
 from ._rankrls import LinearModel, check_kernel_matrix, check_test_matrix, path_scores
-from ._nystrom import Basis, coef_from, explicit_features, features, take_basis
+from ._nystrom import BasisRows, coef_from, explicit_features, features, take_basis
 from ._ridge import decompose_primal, decompose_dual, primal_system
 from ._sparse import as_dense
 
@@ -255,7 +255,7 @@ _nystrom_jit = jax.jit(explicit_features)
 
 
 @partial(jax.jit, static_argnames=("train", "block_size"))
-def _nystrom_path_core(X, y, graph, basis: Basis, lams, X_valid, train, block_size):
+def _nystrom_path_core(X, y, graph, basis: BasisRows, lams, X_valid, train, block_size):
     C = basis.factor()
     W, tr, _ = _primal_path_core(features(basis.block(X, block_size), C), y, graph, lams, None,
                                  train, True)
@@ -286,7 +286,7 @@ def rankrls_nystrom_path(X, y, graph: Graph, *, lams, kernel: Kernel, basis, X_v
       lams: ``[L]`` λ grid.
       kernel: a :class:`Kernel`.
       basis: ``[r]`` row indices of the basis vectors, an int ``r`` to draw
-        ``r`` distinct rows at random with ``seed``, or a :class:`Nystrom`.
+        ``r`` distinct rows at random with ``seed``, or a :class:`Basis`.
       X_valid: optional rows to score for every λ.
 
     Returns:

@@ -28,7 +28,7 @@ from ._kernels import Kernel, check_kernel, kernel_matrix, linear_kernel
 from ._log import Stages, active, check_verbose
 from ._memory import compute_dtype, kernel_plan
 from ._metrics_graded import ndcg
-from ._nystrom import Nystrom, as_nystrom, take_basis
+from ._nystrom import Basis, as_nystrom, take_basis
 from ._path import (PRIMAL_UNRESOLVED, NystromPath, check_lams, is_path, model_at, rankrls_dual_path,
                     rankrls_nystrom_path,
                     rankrls_primal_path, select_lambda)
@@ -72,7 +72,7 @@ def rankrls_fit(X, y, graph: Graph, *, lam, kernel: Optional[Kernel] = None, bas
     """The RankRLS model of one λ, solved the cheapest exact way: primal when ``n <= m``,
     the dual with the linear kernel (``w = X^T A``) when there are more features than
     rows, the kernel model for a :class:`Kernel`, a one-λ Nyström path with ``basis``
-    (an int, row indices or a :class:`Nystrom`; the linear kernel when ``kernel`` is
+    (an int, row indices or a :class:`Basis`; the linear kernel when ``kernel`` is
     ``None``) — Pahikkala et al. 2009, §3.1-3.2, §3.5.
 
     Example:
@@ -114,7 +114,7 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
       kernels: the kernels to try (``None``: the linear model, primal or dual).
       graph: the training graph (default ``query_graph(qid)``; ``identity_graph(m)`` for RLS).
       basis: ``None`` (exact) or a Nyström basis for the kernels (an int, row indices or
-        a :class:`Nystrom`; drawn per kernel, e.g. ``kmeans++`` in its feature space).
+        a :class:`Basis`; drawn per kernel, e.g. ``kmeans++`` in its feature space).
         With a basis the hold-out also gives every λ's model: no refit.
       cv: ``None`` (leave-query-out), ``k`` (k-fold over queries) or a :class:`Folds`.
       valid: ``(X_valid, y_valid, qid_valid)``: score on this set instead of hold-out.
@@ -230,7 +230,7 @@ class _Points:
     """The grid points of one selection: each kernel's scores, and the Nyström models
     its hold-out already holds (``b x b`` per kernel, kept by γ)."""
 
-    def __init__(self, X, y, seg, graph, lams, basis: Optional[Nystrom], score_k):
+    def __init__(self, X, y, seg, graph, lams, basis: Optional[Basis], score_k):
         self.X, self.y, self.seg, self.graph = X, y, seg, graph
         self.lams, self.basis, self.k = lams, basis, score_k
         self.coefs = {}
@@ -306,7 +306,7 @@ class _Points:
         Nyström model on the basis ``index`` when given); kept when its hold-out NDCG is
         not below the grid's. Returns ``(lam, kernel, score, TuneResult, scales)``."""
         Xd = as_dense(self.X)
-        basis = None if index is None else Nystrom(rows=index)
+        basis = None if index is None else Basis(rows=index)
         r = _tune.tune(Xd, self.y, self.graph, kernel=kind, lam=lam,
                        gamma=None if kern is None else float(kern.gamma), folds=folds,
                        steps=steps, learning_rate=0.1, ard=ard, basis=basis, verbose=verbose)
@@ -327,7 +327,7 @@ class _Points:
         """The model at a refined point: on the scaled rows with learned scales (the
         linear weights scaled back, else a :class:`ScaledModel`)."""
         X = self.X if scales is None else scale_rows(as_dense(self.X), scales)
-        basis = None if index is None else Nystrom(rows=index)
+        basis = None if index is None else Basis(rows=index)
         model = rankrls_fit(X, self.y, self.graph, lam=lam, kernel=kern, basis=basis)
         if scales is None:
             return model

@@ -34,7 +34,7 @@ from ._graph import Graph, check_graph, check_problem
 from ._graph_build import pairs_from_scores
 from ._kernels import Kernel, kernel_block, kernel_matrix
 from ._log import Stages, check_verbose
-from ._nystrom import Basis, basis_system, take_basis
+from ._nystrom import BasisRows, basis_system, take_basis
 from ._ridge import dual_system, primal_system
 from ._sparse import as_dense
 
@@ -74,7 +74,7 @@ def _check_data(X, y, graph, kernel="linear", what="tune", nystrom=False):
 
 
 def _take_basis(X, basis, kernel, seed, what):
-    """The padded :class:`Basis` of ``basis`` (None: exact), its ``m x b`` blocks planned:
+    """The padded :class:`BasisRows` of ``basis`` (None: exact), its ``m x b`` blocks planned:
     about 10 of them live in a differentiated step (kernel block, features, their
     transforms and cotangents)."""
     if basis is None:
@@ -161,7 +161,7 @@ def _predictions_core(params, problem, *, kernel):
     return _predictions(params, problem, kernel)
 
 
-def nystrom_blocks(params, X, basis: Basis, kind):
+def nystrom_blocks(params, X, basis: BasisRows, kind):
     """``(K_mR, K_RR + ε I)`` of the Nyström model at ``params``: the kernel blocks of the
     (ARD-scaled) rows and centres (``params["centres"]`` when learned, else the basis
     rows), padding columns zero and a unit diagonal on padding, ``ε`` the jitter of
@@ -230,7 +230,7 @@ def cv_loss(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear",
         ids ``[m]`` of the queries (``0..Q-1``; a smooth NDCG, a rax loss ...), jittable
         and differentiable, hashable (a module-level function).
       basis: the Nyström model (Pahikkala et al. 2009 §3.5): an int, row indices or a
-        :class:`Nystrom` (padded to a size bucket: another size in the bucket compiles
+        :class:`Basis` (padded to a size bucket: another size in the bucket compiles
         nothing); ``params`` may then hold ``centres [b_pad, n]``, the basis points as
         free parameters. O(m b^2) per call and its gradient, never an ``m x m`` matrix;
         gradients through Cholesky factors.
@@ -348,7 +348,7 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
       steps, learning_rate: the Adam loop.
       temperature: of the smooth pairwise error.
       basis: learn the Nyström model's hyper-parameters (an int, row indices or a
-        :class:`Nystrom`): O(m b^2) per step, no ``m x m`` matrix (:func:`cv_loss`).
+        :class:`Basis`): O(m b^2) per step, no ``m x m`` matrix (:func:`cv_loss`).
       centres: with ``basis``, also learn the basis points (``params["centres"]``).
       verbose: log the loss every that many steps (0: silent; logger ``"rankjax"``).
 

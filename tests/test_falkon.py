@@ -205,12 +205,12 @@ BAD_INPUT["rankrls_falkon"] = [
                                      basis=np.array([0, d.m])), E(ValueError, "basis")),
         (lambda d: rj.rankrls_falkon(d.X, d.y, d.g, lam=1.0, kernel=None, basis=3), E(TypeError, "kernel")),
     ]
-BAD_INPUT["Nystrom"] = [
-        (lambda d: rj.Nystrom(), E(TypeError, "size= or rows=")),
-        (lambda d: rj.Nystrom(0), E(ValueError, "size")),
-        (lambda d: rj.Nystrom(3, method="grid"), E(ValueError, "method")),
+BAD_INPUT["Basis"] = [
+        (lambda d: rj.Basis(), E(TypeError, "size= or rows=")),
+        (lambda d: rj.Basis(0), E(ValueError, "size")),
+        (lambda d: rj.Basis(3, method="grid"), E(ValueError, "method")),
         (lambda d: rj.rankrls_nystrom_path(d.X, d.y, d.g, lams=[1.0], kernel=rj.gaussian_kernel(1.0),
-                                           basis=rj.Nystrom(rows=np.array([0, 0]))),
+                                           basis=rj.Basis(rows=np.array([0, 0]))),
          E(ValueError, "repeated")),
     ]
 

@@ -32,8 +32,8 @@ TYPES = {"CGResult", "RankRLSSelection", "ScaledModel",
          "PreferenceGraph", "PrimalPath", "QueryGraph", "QueryPartition", "RankBoostModel",
          "RankLevels", "RankSVMKernelModel", "RankSVMResult", "RankingData", "Segments",
          "Selection", "StreamFit", "TuneResult", "ShardedData", "FalkonModel", "io.Dataset",
-         "UnresolvedLambdaWarning", "Validation", "CG"}
-CONSTANTS = {"AXIS", "BASIS_METHODS", "STOP_REASONS", "io", "scale", "io.MODEL_FORMAT",
+         "UnresolvedLambdaWarning", "Validation", "CG", "Solution"}
+CONSTANTS = {"AXIS", "BASIS_METHODS", "STOP_REASONS", "RESULTS", "io", "scale", "io.MODEL_FORMAT",
              "io.MODEL_VERSION"}   # data, no input
 
 

@@ -38,7 +38,7 @@ def _library(d, cfg, valid=None, cv=None):
         kernels = [rj.polynomial_kernel(2, g, 1.0) for g in cfg["gammas"]]
     basis = cfg.get("basis")
     if basis is not None:
-        basis = rj.Nystrom(basis, method=cfg.get("basis_method", "uniform"))
+        basis = rj.Basis(basis, method=cfg.get("basis_method", "uniform"))
     return rj.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=kernels, basis=basis, cv=cv,
                              valid=valid)
 
@@ -95,7 +95,7 @@ def test_nystrom_scores_are_the_nystrom_hold_out(data):
     d, _ = data
     k = rj.gaussian_kernel(0.3)
     sel = rj.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=[k],
-                            basis=rj.Nystrom(rows=np.arange(0, 160, 4)))
+                            basis=rj.Basis(rows=np.arange(0, 160, 4)))
     h = rj.holdout_nystrom(d.X, d.y, rj.query_graph(d.qid), lams=LAMS, kernel=k,
                            basis=np.arange(0, 160, 4))
     np.testing.assert_allclose(sel.scores, rj.cross_validate(h, d.y, d.qid, metric=rj.ndcg, k=10).table,
@@ -142,7 +142,7 @@ def test_optimize_with_ard_refines_by_the_gradient_in_the_library(data, basis):
                   "log_scales": np.log(s)}
         g = rj.query_graph(d.qid)
         f = rj.cv_predictions(params, d.X, d.y, g, rj.make_folds(g), "gaussian",
-                              basis=None if basis is None else rj.Nystrom(rows=sel.basis))
+                              basis=None if basis is None else rj.Basis(rows=sel.basis))
         assert float(rj.ndcg(f, d.y, d.qid, k=10)) == pytest.approx(sel.score, rel=1e-9)
     with pytest.raises(ValueError, match="optimize=True"):
         rj.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=kw["kernels"], ard=True)

@@ -97,7 +97,7 @@ LIBRARY_PATHS = {
     "holdout_nystrom": lambda X, y, g: rj.holdout_nystrom(X, y, g, lams=[1.0],
                                                           kernel=rj.gaussian_kernel(0.5), basis=20),
     "rankrls_nystrom_path": lambda X, y, g: rj.rankrls_nystrom_path(
-        X, y, g, lams=[1.0], kernel=rj.gaussian_kernel(0.5), basis=rj.Nystrom(20, method="kmeans++")),
+        X, y, g, lams=[1.0], kernel=rj.gaussian_kernel(0.5), basis=rj.Basis(20, method="kmeans++")),
     "rankrls_falkon": lambda X, y, g: rj.rankrls_falkon(X, y, g, lam=1.0,
                                                         kernel=rj.gaussian_kernel(0.5), basis=20),
     "rankrls_cg": lambda X, y, g: rj.rankrls_cg(X, y, g, lam=1.0),

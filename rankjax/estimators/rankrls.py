@@ -55,7 +55,7 @@ class RankRLS(Ranker):
         for _ in steps:
             self.model_ = _log.ready(_select.rankrls_fit(
                 X, y, g, lam=self.lam, kernel=self._fit_kernel(X),
-                basis=None if b is None else _nystrom.Nystrom(b, seed=self.random_state)))
+                basis=None if b is None else _nystrom.Basis(b, seed=self.random_state)))
             steps.note(f"{X.shape[0]} rows, {'linear' if self.kernel in (None, 'linear') else self.kernel}"
                        + ("" if b is None else f" kernel, Nyström basis of {b} rows"))
         return self._finish_fit(seg)
@@ -130,7 +130,7 @@ class RankRLSCV(RankRLS):
             sel = _select.select_rankrls(
                 X, y, seg, lams=lams, kernels=kernels,
                 graph=self._graph(seg, y), cv=self.cv, valid=valid, score_k=self.score_k,
-                basis=None if b is None else _nystrom.Nystrom(b, method=self.basis_method,
+                basis=None if b is None else _nystrom.Basis(b, method=self.basis_method,
                                                               seed=self.random_state),
                 optimize=optimize, optimize_steps=self.optimize_steps, ard=self.ard,
                 seed=self.random_state, verbose=verbose)

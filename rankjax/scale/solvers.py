@@ -18,7 +18,7 @@ from .._cg_loop import CG, CGResult, cg_loop, check_options, check_x0, loop_keyw
 from .._checks import as_float_array, check_count, check_positive, check_matrix
 from .._falkon import block_ops, falkon_checks, falkon_preconditioner, falkon_solve, kmr_block_rows
 from .._kernels import Kernel, kernel_block
-from .._nystrom import Basis, basis_of_rows, features
+from .._nystrom import BasisRows, basis_of_rows, features
 from .._sparse import is_csr
 from .layout import ShardedData, check_sharded, local_block
 
@@ -83,7 +83,7 @@ def _valid_rows(Xv, n):
 
 
 @partial(jax.jit, static_argnames="layout")
-def _sharded_falkon_core(problem, basis: Basis, lam, valid, options, scale, layout):
+def _sharded_falkon_core(problem, basis: BasisRows, lam, valid, options, scale, layout):
     mesh, axis, u, block_rows = layout
 
     def local(problem, basis, lam, valid, options, scale):

@@ -1,0 +1,129 @@
+"""The learning problem of the front door (:mod:`rankjax._solve`): rows, labels and their
+queries, given once, checked and remapped once; the solver and the verb say what to do
+with it (Pahikkala et al. 2009, §2: the query graph's Laplacian ``L`` in
+``min_f (y - f)^T L (y - f) + λ ||f||^2``).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import jax
+import numpy as np
+
+from ._checks import Segments, check_flag, segment_ids
+from ._graph import check_problem, is_graph
+from ._graph_build import Validation, query_graph
+
+__all__ = ["Problem"]
+
+
+class Problem:
+    """Rows ``X``, labels ``y`` and their queries: what every verb (:func:`rankjax.fit`,
+    :func:`rankjax.path`, :func:`rankjax.holdout`, :func:`rankjax.select`) solves.
+
+    Args:
+      X: ``[m, n]`` features (dense, a ``BCOO`` or a scipy sparse matrix), or with
+        ``precomputed=True`` an ``[m, m]`` kernel matrix ``K``.
+      y: ``[m]`` labels (``[m, k]`` for ``k`` outputs; ``None`` for a preference graph).
+      queries: the query of every row, one of: ``[m]`` query ids (any hashable), a
+        :class:`Segments`, a graph (:func:`query_graph` with its options,
+        :func:`preference_graph`, :func:`identity_graph` for RLS), or ``None`` (all rows
+        one query).
+      valid: a :class:`Problem` on other rows (its ``X`` is ``[m_v, m]`` kernel values
+        against the training rows when ``precomputed``): the validation data of every
+        verb that takes one (path scores, CG/FALKON early stopping, :func:`select`).
+      precomputed: ``X`` is a kernel matrix (solve with :class:`Dual` or :class:`CG`).
+
+    Attributes:
+      X, y, graph: the checked arrays, in one dtype, and the training graph.
+      qid: ``[m]`` dense query ids (``None`` for a preference graph): what per-query
+        metrics average over.
+      valid: a :class:`Problem` or ``None``.
+      precomputed: bool (static).
+
+    A ``Problem`` is a pytree: it crosses ``jit`` as an argument (construct it outside,
+    where the queries are remapped on the host).
+
+    Example:
+      >>> import rankjax as rj
+      >>> d = rj.make_ranking_data(5, num_features=3, seed=0)
+      >>> p = rj.Problem(d.X, d.y, d.qid)
+      >>> p.X.shape, p.graph.num_queries
+      ((127, 3), 5)
+    """
+
+    __slots__ = ("X", "y", "graph", "qid", "valid", "precomputed")
+
+    def __init__(self, X, y=None, queries=None, *, valid: Optional["Problem"] = None,
+                 precomputed: bool = False):
+        precomputed = check_flag(precomputed, "precomputed")
+        graph, qid = _as_graph(queries, np.shape(X)[0] if hasattr(X, "shape") else None, y)
+        name = "K" if precomputed else "X"
+        X, y = check_problem(X, y, graph, name)
+        if precomputed and X.shape[0] != X.shape[1]:
+            raise ValueError(f"K must be a square [m, m] kernel matrix with precomputed=True, "
+                             f"got shape {X.shape}")
+        if valid is not None:
+            if not isinstance(valid, Problem):
+                raise TypeError(f"valid must be a rankjax.Problem, got {type(valid).__name__}")
+            if valid.precomputed != precomputed:
+                raise ValueError("valid must be precomputed exactly when the problem is")
+            want = X.shape[0] if precomputed else X.shape[1]
+            if valid.X.shape[1] != want:
+                raise ValueError(f"valid.X must have {want} columns "
+                                 f"({'training rows' if precomputed else 'features'}), got "
+                                 f"{valid.X.shape[1]}")
+        _set(self, X, y, graph, qid, valid, precomputed)
+
+    @property
+    def shape(self):
+        """``(m, n)`` of ``X``."""
+        return self.X.shape
+
+    def validation(self) -> Validation:
+        """This problem as the :class:`Validation` of the per-cell functions."""
+        return Validation(self.X, self.y, self.graph)
+
+    def __repr__(self):
+        return (f"Problem(X={tuple(self.X.shape)}, queries={type(self.graph).__name__}, "
+                f"precomputed={self.precomputed}, valid={self.valid is not None})")
+
+
+def _set(p, X, y, graph, qid, valid, precomputed):
+    for k, v in zip(Problem.__slots__, (X, y, graph, qid, valid, precomputed)):
+        object.__setattr__(p, k, v)
+    return p
+
+
+def _frozen(self, name, value):
+    raise AttributeError(f"Problem is immutable: cannot set {name}")
+
+
+Problem.__setattr__ = _frozen
+
+
+def _as_graph(queries, m, y) -> tuple:
+    """``(graph, qid)`` from the one ``queries`` argument."""
+    if is_graph(queries):
+        return queries, getattr(queries, "seg", None)
+    if queries is None:
+        if m is None:
+            raise TypeError("X must be an array with a shape")
+        queries = np.zeros(m, np.int32)
+    if not isinstance(queries, Segments):
+        if isinstance(queries, (int, float, str)):
+            raise TypeError(f"queries must be [m] query ids, a Segments or a graph, got "
+                            f"{type(queries).__name__}")
+        queries = segment_ids(queries, "queries")
+    return query_graph(queries), np.asarray(queries.seg)
+
+
+def _flatten(p):
+    return (p.X, p.y, p.graph, p.qid, p.valid), p.precomputed
+
+
+def _unflatten(precomputed, children) -> Problem:
+    return _set(object.__new__(Problem), *children, precomputed)
+
+
+jax.tree_util.register_pytree_node(Problem, _flatten, _unflatten)
