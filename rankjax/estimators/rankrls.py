@@ -8,9 +8,10 @@ import warnings
 
 import numpy as np
 
-from .. import _log, _nystrom, _rankrls, _select
+from .. import _log, _nystrom, _problem, _rankrls, _select, _solve, _solvers
 from .._checks import check_flag
 from .._graph_build import identity_graph
+from .._kernels import linear_kernel
 from .._resolved import UnresolvedLambdaWarning
 from .._sparse import as_dense
 from .base import Ranker, basis_size, gamma_value, make_kernel, nan_last
@@ -53,12 +54,20 @@ class RankRLS(Ranker):
         b = basis_size(self.basis, self.kernel, X.shape[0])
         steps = _log.Stages(1, "RankRLS fit", self.verbose)
         for _ in steps:
-            self.model_ = _log.ready(_select.rankrls_fit(
-                X, y, g, lam=self.lam, kernel=self._fit_kernel(X),
-                basis=None if b is None else _nystrom.Basis(b, seed=self.random_state)))
+            self.model_ = _log.ready(_solve.fit(_problem.Problem(X, y, g),
+                                                self._solver(X, b), lam=self.lam).value)
             steps.note(f"{X.shape[0]} rows, {'linear' if self.kernel in (None, 'linear') else self.kernel}"
                        + ("" if b is None else f" kernel, Nyström basis of {b} rows"))
         return self._finish_fit(seg)
+
+    def _solver(self, X, b):
+        """The front door's solver of this fit: Nyström with a basis, the dual in a
+        kernel, else the cheapest exact linear solver."""
+        kern = self._fit_kernel(X)
+        if b is not None:
+            return _solvers.Nystrom(linear_kernel() if kern is None else kern,
+                                    _nystrom.Basis(b, seed=self.random_state))
+        return _solvers.Auto() if kern is None else _solvers.Dual(kern)
 
     def _scores(self, X):
         f = _rankrls.predict(self.model_, X if _rankrls.is_linear(self.model_) else as_dense(X))
