@@ -108,7 +108,7 @@ def main():
     rj.rankrls_primal_stream([first], lams=lams)
     compile_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    fit = rj.rankrls_primal_stream(chunks, lams=lams, progress=False)
+    fit = rj.rankrls_primal_stream(chunks, lams=lams)
     jax.block_until_ready(fit.path.weights)
     run_s = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20    # KiB -> GiB

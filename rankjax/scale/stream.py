@@ -178,8 +178,7 @@ def _passes(chunks, progress, label, graph_kw, expected=None):
 
 def rankrls_primal_stream(chunks, *, lams, normalized: bool = True, exclude_ties: bool = False,
                           query_weights=None, valid=None, holdout_metric: Optional[Callable] = None,
-                          verbose: int = 0, progress: Optional[bool] = None,
-                          **metric_kwargs) -> StreamFit:
+                          verbose: int = 0, **metric_kwargs) -> StreamFit:
     """Primal RankRLS on data read chunk by chunk (out of core).
 
     One pass accumulates ``X^T L X`` and ``X^T L y`` over chunks of whole queries
@@ -201,7 +200,7 @@ def rankrls_primal_stream(chunks, *, lams, normalized: bool = True, exclude_ties
         ``holdout_metric`` (default :func:`~rankjax.pairwise_error`).
       holdout_metric: a rankjax metric for the leave-query-out pass (``y`` 1-D).
       verbose: log the rows read and rows/s after every that many chunks (0: silent;
-        logger ``"rankjax"``). progress: the old spelling of ``verbose=1``.
+        logger ``"rankjax"``).
       **metric_kwargs: passed to the metric (``k=10``, ...).
 
     Returns:
@@ -221,8 +220,7 @@ def rankrls_primal_stream(chunks, *, lams, normalized: bool = True, exclude_ties
     lams = check_lams(lams)
     for flag, name in ((normalized, "normalized"), (exclude_ties, "exclude_ties")):
         check_flag(flag, name)
-    progress = check_verbose(verbose) or (progress is not None and int(check_flag(progress,
-                                                                                 "progress")))
+    progress = check_verbose(verbose)
     if not (query_weights is None or (isinstance(query_weights, str) and query_weights == "pairs")):
         raise ValueError("query_weights must be None or 'pairs' for streamed data "
                          f"(per-query arrays need every query at once), got {query_weights!r}")
