@@ -98,11 +98,11 @@ def rankrls_fit(X, y, graph: Graph, *, lam, kernel: Optional[Kernel] = None, bas
 
 
 def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (None,),
-                   graph: Optional[Graph] = None, basis=None, cv=None, valid=None,
+                   graph: Optional[Graph] = None, basis=None, folds=None, valid=None,
                    score_k: int = 10, optimize: bool = False, optimize_steps: int = 20,
                    ard: bool = False, seed: int = 0, verbose: int = 0) -> RankRLSSelection:
     """Chooses λ (and the kernel, e.g. its γ) of RankRLS by NDCG@``score_k``: per kernel
-    one decomposition gives the exact leave-query-out (``cv=None``) / k-fold (``cv=k``)
+    one decomposition gives the exact leave-query-out (``folds=None``) / k-fold (``folds=k``)
     hold-out predictions of the whole λ grid (Pahikkala et al. 2009, §3.3), or with
     ``valid`` the validation scores of every λ's model; then the model of the best point.
 
@@ -116,7 +116,7 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
       basis: ``None`` (exact) or a Nyström basis for the kernels (an int, row indices or
         a :class:`Basis`; drawn per kernel, e.g. ``kmeans++`` in its feature space).
         With a basis the hold-out also gives every λ's model: no refit.
-      cv: ``None`` (leave-query-out), ``k`` (k-fold over queries) or a :class:`Folds`.
+      folds: ``None`` (leave-query-out), ``k`` (k-fold over queries) or a :class:`Folds`.
       valid: ``(X_valid, y_valid, qid_valid)``: score on this set instead of hold-out.
       score_k: the NDCG cut-off.
       optimize: refine the best point (hold-out only, linear or Gaussian) by gradient
@@ -186,7 +186,7 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
     if basis is None and not linear:                       # before any work
         kernel_plan(X.shape[0], compute_dtype(X), 7 + (12 if optimize else 0),
                     "RankRLSCV / select_rankrls with an exact kernel (basis=None)")
-    folds = make_folds(graph, cv, seed=seed)
+    folds = make_folds(graph, folds, seed=seed)
     grid, parts = Stages(kernels, "grid kernel", verbose), []
     with active(verbose):
         for k in grid:

@@ -440,7 +440,7 @@ def select(problem: Problem, solvers: Sequence = (Auto(),), *, lams, folds=None,
     valid = None if problem.valid is None else (problem.valid.X, problem.valid.y,
                                                  problem.valid.qid)
     return select_rankrls(problem.X, problem.y, problem.qid, lams=lams, kernels=kernels,
-                          graph=problem.graph, basis=basis, cv=folds, valid=valid,
+                          graph=problem.graph, basis=basis, folds=folds, valid=valid,
                           score_k=score_k, optimize=optimize, optimize_steps=optimize_steps,
                           ard=ard, seed=seed, verbose=verbose)
 

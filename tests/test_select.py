@@ -39,7 +39,7 @@ def _library(d, cfg, valid=None, cv=None):
     basis = cfg.get("basis")
     if basis is not None:
         basis = rj.Basis(basis, method=cfg.get("basis_method", "uniform"))
-    return rj.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=kernels, basis=basis, cv=cv,
+    return rj.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=kernels, basis=basis, folds=cv,
                              valid=valid)
 
 

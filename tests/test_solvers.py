@@ -335,7 +335,7 @@ def test_select_equals_select_rankrls():
     assert s.lam == want.lam and s.gamma == want.gamma
     s = rj.select(rj.Problem(X, y, qid), [rj.Nystrom(k, ROWS) for k in kernels], lams=LAMS,
                   folds=3)
-    want = rj.select_rankrls(X, y, qid, lams=LAMS, kernels=kernels, basis=ROWS, cv=3)
+    want = rj.select_rankrls(X, y, qid, lams=LAMS, kernels=kernels, basis=ROWS, folds=3)
     np.testing.assert_allclose(s.scores, want.scores, rtol=1e-12)
 
 

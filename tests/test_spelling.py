@@ -21,7 +21,7 @@ STILL_THERE = {
     ("rankrls_cg_dual", "greater_is_better"), ("rankrls_dual_path", "K_valid"),
     ("rankrls_falkon", "greater_is_better"), ("rankrls_nystrom_path", "X_valid"),
     ("rankrls_primal_path", "X_valid"),
-    ("select_lambda", "greater_is_better"), ("select_rankrls", "cv"),
+    ("select_lambda", "greater_is_better"),
     ("sharded_cg", "greater_is_better"), ("sharded_falkon", "basis_X"),
     ("sharded_falkon", "greater_is_better"), ("sharded_kernel_grid", "greater_is_better"),
     ("validation_criterion", "greater_is_better"),

@@ -138,7 +138,7 @@ class RankRLSCV(RankRLS):
             warnings.simplefilter("always", UnresolvedLambdaWarning)
             sel = _select.select_rankrls(
                 X, y, seg, lams=lams, kernels=kernels,
-                graph=self._graph(seg, y), cv=self.cv, valid=valid, score_k=self.score_k,
+                graph=self._graph(seg, y), folds=self.cv, valid=valid, score_k=self.score_k,
                 basis=None if b is None else _nystrom.Basis(b, method=self.basis_method,
                                                               seed=self.random_state),
                 optimize=optimize, optimize_steps=self.optimize_steps, ard=self.ard,
