@@ -155,7 +155,7 @@ def as_nystrom(basis, seed: int = 0) -> Basis:
                         "rankjax.Basis")
     if is_int(basis):
         if basis < 1:
-            raise ValueError(f"basis must be at least 1 row, got {basis}")
+            raise ValueError(f"basis size must be at least 1 row, got {basis}")
         return Basis(size=int(basis), seed=seed)
     if isinstance(basis, jax.Array) and not is_concrete(basis):
         raise TypeError("basis must be concrete row indices (not traced)")

@@ -22,12 +22,11 @@ import dataclasses
 from typing import Optional
 
 import jax
-import numpy as np
 
 from ._cg_loop import CG
-from ._checks import check_seed, is_int
+from ._checks import check_seed
 from ._kernels import Kernel
-from ._nystrom import Basis
+from ._nystrom import as_nystrom
 
 __all__ = ["Primal", "Dual", "Nystrom", "CG", "Falkon", "Auto", "SOLVERS"]
 
@@ -39,18 +38,6 @@ def _kernel_arg(kernel, allow_none: bool):
         raise TypeError(f"kernel must be a rankjax.Kernel (e.g. rj.gaussian_kernel(0.5)), got "
                         f"{type(kernel).__name__}")
     return kernel
-
-
-def _basis_arg(basis, seed):
-    """An int (uniform draw of that many rows), row indices or a :class:`Basis`."""
-    if isinstance(basis, Basis):
-        return basis
-    if basis is None or isinstance(basis, (bool, np.bool_)):
-        raise TypeError("basis must be an int, a 1-D integer array of row indices or a "
-                        "rankjax.Basis")
-    if is_int(basis):
-        return Basis(size=int(basis), seed=seed)
-    return Basis(rows=np.asarray(basis))
 
 
 def _solver(cls):
@@ -124,7 +111,7 @@ class Nystrom:
     def __post_init__(self):
         _kernel_arg(self.kernel, allow_none=False)
         check_seed(self.seed)
-        object.__setattr__(self, "basis", _basis_arg(self.basis, self.seed))
+        object.__setattr__(self, "basis", as_nystrom(self.basis, self.seed))
 
 
 @_solver
@@ -156,7 +143,7 @@ class Falkon:
         check_seed(self.seed)
         if not isinstance(self.options, CG):
             raise TypeError(f"options must be a rankjax.CG, got {type(self.options).__name__}")
-        object.__setattr__(self, "basis", _basis_arg(self.basis, self.seed))
+        object.__setattr__(self, "basis", as_nystrom(self.basis, self.seed))
 
 
 @_solver
