@@ -92,7 +92,13 @@ def rankrls_fit(X, y, graph: Graph, *, lam, kernel: Optional[Kernel] = None, bas
         return rankrls_kernel(as_dense(X), y, graph, lam=lam, kernel=kernel)
     if n <= m:
         return rankrls_primal(X, y, graph, lam=lam)
-    Xd = jnp.asarray(as_dense(X))           # more features than rows: an m x m system
+    return linear_dual_fit(X, y, graph, lam)
+
+
+def linear_dual_fit(X, y, graph: Graph, lam) -> LinearModel:
+    """The linear model by its ``m x m`` dual system (more features than rows):
+    ``w = X^T a`` with ``(L X X^T + λ I) a = L y`` (Pahikkala et al. 2009, §3.2)."""
+    Xd = jnp.asarray(as_dense(X))
     A = rankrls_dual(jnp.matmul(Xd, Xd.T, precision=HI), y, graph, lam=lam).coef
     return LinearModel(jnp.matmul(Xd.T, A, precision=HI))
 

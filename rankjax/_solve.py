@@ -33,9 +33,8 @@ from ._kernels import kernel_matrix, linear_kernel
 from ._lpo import leave_pair_out_dual, leave_pair_out_primal
 from ._path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
 from ._problem import Problem
-from ._products import HI
-from ._rankrls import LinearModel, rankrls_dual, rankrls_kernel, rankrls_primal
-from ._select import RankRLSSelection, select_rankrls
+from ._rankrls import rankrls_dual, rankrls_kernel, rankrls_primal
+from ._select import RankRLSSelection, linear_dual_fit, select_rankrls
 from ._solvers import SOLVERS, Auto, Dual, Falkon, Nystrom, Primal
 from ._sparse import as_dense
 
@@ -112,13 +111,6 @@ def _valid_X(p: Problem):
     return None if p.valid is None else p.valid.X
 
 
-def _linear_dual(p, lam):
-    """More features than rows: the ``m x m`` linear-kernel system, ``w = X^T a``."""
-    Xd = jnp.asarray(as_dense(p.X))
-    A = rankrls_dual(jnp.matmul(Xd, Xd.T, precision=HI), p.y, p.graph, lam=lam).coef
-    return LinearModel(jnp.matmul(Xd.T, A, precision=HI))
-
-
 def _kernel_of(p: Problem, s: Dual):
     """``(K, K_valid)`` of a dual solver on ``p``."""
     if p.precomputed:
@@ -133,7 +125,7 @@ def _fit_dual(p, s, lam):
     if p.precomputed:
         return rankrls_dual(p.X, p.y, p.graph, lam=lam)
     if s.kernel is None:
-        return _linear_dual(p, lam)
+        return linear_dual_fit(p.X, p.y, p.graph, lam)
     return rankrls_kernel(as_dense(p.X), p.y, p.graph, lam=lam, kernel=s.kernel)
 
 
