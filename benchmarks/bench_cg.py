@@ -31,6 +31,8 @@ from _timing import emit, median_s, time_jitted
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
 from jax.experimental import sparse as jsparse  # noqa: E402
+from rankjax._cg import rankrls_cg  # noqa: E402
+from rankjax._cg_loop import STOP_REASONS  # noqa: E402
 
 
 
@@ -125,13 +127,13 @@ def bench_a(dtype, iters=40):
          run_s=scipy_s, per_iteration_ms=1e3 * scipy_s / iters)
     C = rj.to_csr(X)
     yj = jnp.asarray(y)
-    solve = lambda C, y, g, lam: rj.rankrls_cg(C, y, g, lam=lam, options=rj.CG(  # noqa
+    solve = lambda C, y, g, lam: rankrls_cg(C, y, g, lam=lam, options=rj.CG(  # noqa
         tol=0.0, max_iter=iters, recompute_every=0)).weights
     c1, r1, x1 = time_jitted(solve, C, yj, g, jnp.asarray(lams[0]))
     # the same iterates (rounding differences grow with the iterations on this
     # ill-conditioned system, as CG loses orthogonality; compare after 5)
     x5 = numpy_cg(X, XT, seg, counts, b, lams[0], 5)
-    j5 = rj.rankrls_cg(C, yj, g, lam=lams[0],
+    j5 = rankrls_cg(C, yj, g, lam=lams[0],
                        options=rj.CG(tol=0.0, max_iter=5, recompute_every=0)).weights
     emit(name="CG (a) rankjax", dtype=dtype, shape=shape, lambdas=1, iterations=iters,
          compile_s=c1, run_s=r1, per_iteration_ms=1e3 * r1 / iters,
@@ -154,13 +156,13 @@ def data_b(rows, dtype):
 
 def early_stopping(name, C, y, g, Cv, yv, gv, shape, dtype, **extra):
     def train(C, y, g, Cv, yv, gv):
-        return rj.rankrls_cg(C, y, g, lam=0.0, valid=(Cv, yv, gv),
+        return rankrls_cg(C, y, g, lam=0.0, valid=(Cv, yv, gv),
                              options=rj.CG(tol=1e-5, max_iter=500, patience=10))
     c, r, out = time_jitted(train, C, y, g, Cv, yv, gv)
     best = int(out.best_iteration)
     emit(name=name, dtype=dtype, shape=shape, compile_s=c, run_s=r, total_with_compile_s=c + r,
          iterations=int(out.iterations), best_iteration=best,
-         stop_reason=rj.STOP_REASONS[int(out.stop_reason)],
+         stop_reason=STOP_REASONS[int(out.stop_reason)],
          per_iteration_ms=1e3 * r / max(int(out.iterations), 1),
          valid_pairwise_error_best=float(out.valid_history[best]),
          valid_pairwise_error_at_0=float(out.valid_history[0]),
@@ -175,7 +177,7 @@ def tikhonov_grid(C, y, g, Cv, yv, gv, shape, dtype, lams=np.logspace(0, 7, 8)):
     error of every iterate is recorded (patience off: each λ runs to convergence),
     so the line also carries the error-against-iterations curve of every λ."""
     def grid(C, y, g, Cv, yv, gv, lams):
-        return jax.vmap(lambda lam: rj.rankrls_cg(C, y, g, lam=lam, valid=(Cv, yv, gv),
+        return jax.vmap(lambda lam: rankrls_cg(C, y, g, lam=lam, valid=(Cv, yv, gv),
                                                   options=rj.CG(tol=1e-5, max_iter=500,
                                                                 patience=501)))(lams)
     c, r, out = time_jitted(grid, C, y, g, Cv, yv, gv, jnp.asarray(lams, dtype), repeats=1)

@@ -14,6 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from _timing import emit, lambda_lanes, time_jitted
+from rankjax._holdout import holdout_dual, holdout_primal
+from rankjax._lpo import leave_pair_out_dual
 
 LAMS = np.logspace(-2, 3, 20)
 
@@ -40,7 +42,7 @@ def main():
         g = rj.query_graph(qid)
         folds = rj.make_folds(g)
         K = jax.jit(lambda X: rj.kernel_matrix(rj.gaussian_kernel(0.05), X))(X)
-        c, r, _ = time_jitted(lambda K, y, g, f, l: rj.holdout_dual(K, y, g, lams=l, folds=f)
+        c, r, _ = time_jitted(lambda K, y, g, f, l: holdout_dual(K, y, g, lams=l, folds=f)
                               .predictions, K, y, g, folds, lams)
         emit(name="LQO dual gaussian", dtype=name, shape=f"m={m}, 150 queries, {len(LAMS)} lambdas",
              compile_s=c, run_s=r)
@@ -53,7 +55,7 @@ def main():
         pairs = jnp.asarray(rj.differing_pairs(y))
         K = jax.jit(lambda X: rj.kernel_matrix(rj.gaussian_kernel(0.05), X))(X)
         yj = jnp.asarray(y, dt)
-        c, r, out = time_jitted(lambda K, y, p, l: rj.leave_pair_out_dual(K, y, p, lams=l)
+        c, r, out = time_jitted(lambda K, y, p, l: leave_pair_out_dual(K, y, p, lams=l)
                                 .predictions, K, yj, pairs, lams)
         ok, lanes = lambda_lanes(out, LAMS)
         emit(name="LPO dual gaussian", dtype=name,
@@ -67,7 +69,7 @@ def main():
         y = jnp.asarray(rng.integers(0, 5, m), dt)
         g = rj.query_graph(qid)
         folds = rj.make_folds(g)
-        c, r, out = time_jitted(lambda X, y, g, f, l: rj.holdout_primal(X, y, g, lams=l, folds=f)
+        c, r, out = time_jitted(lambda X, y, g, f, l: holdout_primal(X, y, g, lams=l, folds=f)
                                 .predictions, X, y, g, folds, lams)
         emit(name="LQO primal MSLR-shaped", dtype=name,
              shape=f"{m}x{n}, {g.num_queries} queries, {len(LAMS)} lambdas", compile_s=c, run_s=r,

@@ -50,7 +50,7 @@ def learners(n, m):
     if m <= 5000:
         learned = dict(gammas=gammas, optimize=True)
     else:
-        learned = dict(gammas=gammas, basis=1000, basis_method="kmeans++", optimize=True,
+        learned = dict(gammas=gammas, basis=rj.Basis(1000, method="kmeans++"), optimize=True,
                        ard=True)
     out = {
         "rankjax RankRLSCV(kernel=\"gaussian\"), defaults":

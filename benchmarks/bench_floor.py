@@ -43,6 +43,12 @@ import numpy as np  # noqa: E402
 import scipy.linalg as sla  # noqa: E402
 
 from _timing import emit  # noqa: E402
+from rankjax._cg import rankrls_cg
+from rankjax._falkon import rankrls_falkon
+from rankjax._holdout import holdout_dual, holdout_primal
+from rankjax._lpo import leave_pair_out_dual
+from rankjax._path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
+from rankjax._rankrls import rankrls_dual, rankrls_primal
 
 
 def peak_rss_mb():
@@ -144,7 +150,7 @@ def bench_primal(m, n, dtype, graphs=("query", "global"), repeats=7, path=True):
         if kind == "global":                       # unnormalized: L = m I - 1 1^T = m S^2
             G, b = m * G, m * b
         w_ref = {lam: np.linalg.solve(G + lam * np.eye(n), b) for lam in (1.0,)}
-        one = lambda: rj.rankrls_primal(Xj, yj, g, lam=1.0).weights          # noqa: E731
+        one = lambda: rankrls_primal(Xj, yj, g, lam=1.0).weights          # noqa: E731
         c = first_call(one)
         lib, fl, ratio = paired(one, floor, repeats)
         acc = rel(one(), w_ref[1.0])
@@ -153,7 +159,7 @@ def bench_primal(m, n, dtype, graphs=("query", "global"), repeats=7, path=True):
                           rel_err_weights=acc))
         if path:
             lams = jnp.asarray(LAMS31, dtype)
-            many = lambda: rj.rankrls_primal_path(Xj, yj, g, lams=lams).weights  # noqa: E731
+            many = lambda: rankrls_primal_path(Xj, yj, g, lams=lams).weights  # noqa: E731
             c = first_call(many)
             lib, fl, ratio = paired(many, floor, repeats)
             W = np.asarray(many())
@@ -203,7 +209,7 @@ def bench_lqo_primal(scale, dtype, repeats=3):
     sizes = np.bincount(np.unique(qid, return_inverse=True)[1]).astype(np.float64)
     madds = float(L * np.sum(sizes ** 2 * n + sizes ** 3 / 3))
     rate = gemm_rate(dtype)
-    fn = jax.jit(lambda X, y, g, f, l: rj.holdout_primal(X, y, g, lams=l, folds=f).predictions)
+    fn = jax.jit(lambda X, y, g, f, l: holdout_primal(X, y, g, lams=l, folds=f).predictions)
     c = first_call(lambda: fn(X, y, g, folds, lams))
     runs = []
     for _ in range(repeats):
@@ -239,14 +245,14 @@ def bench_dual(m, dtype, repeats=3):
     Ln = np.asarray(rj.laplacian_dense(g), np.float64)
     Kd = np.asarray(K)
     out = []
-    one = lambda: rj.rankrls_dual(K, y, g, lam=1.0).coef                      # noqa: E731
+    one = lambda: rankrls_dual(K, y, g, lam=1.0).coef                      # noqa: E731
     c = first_call(one)
     lib, fl, ratio = paired(one, lambda: sla.cho_factor(Kd + np.eye(m)), repeats)
     A_ref = np.linalg.solve(Ln @ Kn + np.eye(m), Ln @ np.asarray(y, np.float64))
     out.append(report("dual", dtype, [m, m], lib, fl, "scipy cho_factor (m x m)", c, ratio=ratio,
                       rel_err_coef=rel(one(), A_ref)))
     lams = jnp.asarray(np.logspace(-2, 2, 9), dtype)
-    many = lambda: rj.rankrls_dual_path(K, y, g, lams=lams).coef               # noqa: E731
+    many = lambda: rankrls_dual_path(K, y, g, lams=lams).coef               # noqa: E731
     c = first_call(many)
     lib, fl, ratio = paired(many, lambda: sla.eigh(Kd), repeats)
     A_ref = np.linalg.solve(Ln @ Kn + 1.0 * np.eye(m), Ln @ np.asarray(y, np.float64))
@@ -260,7 +266,7 @@ def bench_lqo_dual(m, dtype, repeats=3):
     g = rj.query_graph(qid)
     folds = rj.make_folds(g)
     lams = jnp.asarray(np.logspace(-2, 3, 20), dtype)
-    fn = lambda: rj.holdout_dual(K, y, g, lams=lams, folds=folds).predictions   # noqa: E731
+    fn = lambda: holdout_dual(K, y, g, lams=lams, folds=folds).predictions   # noqa: E731
     c = first_call(fn)
     lib, fl, ratio = paired(fn, lambda: sla.eigh(np.asarray(K)), repeats)
     # accuracy: the first query held out, refit on the rest (numpy, float64)
@@ -279,7 +285,7 @@ def bench_lpo_dual(m, dtype, repeats=3):
     yn = np.asarray(y)
     pairs = jnp.asarray(rj.differing_pairs(yn))
     lams = jnp.asarray(np.logspace(-2, 3, 20), dtype)
-    fn = lambda: rj.leave_pair_out_dual(K, y, pairs, lams=lams).predictions      # noqa: E731
+    fn = lambda: leave_pair_out_dual(K, y, pairs, lams=lams).predictions      # noqa: E731
     c = first_call(fn)
     lib, fl, ratio = paired(fn, lambda: sla.eigh(np.asarray(K)), repeats)
     # accuracy: the first pair left out, refit with the complete unnormalized graph (numpy)
@@ -305,7 +311,7 @@ def bench_cg(rows, dtype, iters=50, repeats=3):
     C = rj.to_csr(X)
     yj = jnp.asarray(y)
     opts = rj.CG(tol=0.0, max_iter=iters)
-    fn = lambda: rj.rankrls_cg(C, yj, g, lam=1.0, options=opts).weights        # noqa: E731
+    fn = lambda: rankrls_cg(C, yj, g, lam=1.0, options=opts).weights        # noqa: E731
     c = first_call(fn)
     XT = X.T.tocsr()
     v, u = np.ones(X.shape[1], dtype), np.ones(X.shape[0], dtype)
@@ -315,7 +321,7 @@ def bench_cg(rows, dtype, iters=50, repeats=3):
             XT @ (X @ v)
         return u
     lib, fl, ratio = paired(fn, floor, repeats)
-    res = rj.rankrls_cg(C, yj, g, lam=1.0, options=opts)
+    res = rankrls_cg(C, yj, g, lam=1.0, options=opts)
     return [report("cg", dtype, list(X.shape), lib, fl, f"scipy CSR X v + X^T u x {iters}", c, ratio=ratio,
                    nnz=int(X.nnz), iterations=int(res.iterations),
                    final_residual=float(np.asarray(res.residual_history)[int(res.iterations)]))]
@@ -330,7 +336,7 @@ def bench_stream(rows, n=136, repeats=3):
             np.save(p, a)
         del X
         lams = np.logspace(-2, 2, 9)
-        fn = lambda: rj.rankrls_primal_stream(rj.io.iter_npy(*paths, chunk_rows=1 << 18),  # noqa: E731
+        fn = lambda: rj.scale.rankrls_primal_stream(rj.io.iter_npy(*paths, chunk_rows=1 << 18),  # noqa: E731
                                               lams=lams).path.weights
 
         def floor():
@@ -352,7 +358,7 @@ def bench_falkon(rows, basis, dtype, iters=20, repeats=3):
     idx = np.random.default_rng(0).choice(rows, basis, replace=False)
     kern = rj.gaussian_kernel(0.02)
     Xj, yj = jnp.asarray(X), jnp.asarray(y)
-    fn = lambda: rj.rankrls_falkon(Xj, yj, g, lam=1.0, kernel=kern, basis=idx,   # noqa: E731
+    fn = lambda: rankrls_falkon(Xj, yj, g, lam=1.0, kernel=kern, basis=idx,   # noqa: E731
                                    options=rj.CG(tol=0.0, max_iter=iters)).coef
     c = first_call(fn)
     XR = X[idx]
@@ -365,9 +371,9 @@ def bench_falkon(rows, basis, dtype, iters=20, repeats=3):
             K.T @ (K @ v)
         return u
     lib, fl, ratio = paired(fn, floor, repeats)
-    ref = rj.rankrls_nystrom_path(Xj, yj, g, lams=[1.0], kernel=kern, basis=idx)
+    ref = rankrls_nystrom_path(Xj, yj, g, lams=[1.0], kernel=kern, basis=idx)
     f_ref = np.asarray(rj.predict(ref, Xj))[0]
-    f = np.asarray(rj.predict(rj.rankrls_falkon(Xj, yj, g, lam=1.0, kernel=kern, basis=idx,
+    f = np.asarray(rj.predict(rankrls_falkon(Xj, yj, g, lam=1.0, kernel=kern, basis=idx,
                                                 options=rj.CG(tol=0.0, max_iter=iters)), Xj))
     return [report("falkon", dtype, [rows, 50], lib, fl,
                    f"numpy m x b kernel block + K v, K^T u x {iters}", c, ratio=ratio, basis=basis,

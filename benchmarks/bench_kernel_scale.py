@@ -28,6 +28,11 @@ import rankjax as rj  # noqa: E402
 from rankjax.estimators import RankRLSCV  # noqa: E402
 
 from _timing import emit, median_s  # noqa: E402
+from rankjax._cg_loop import STOP_REASONS  # noqa: E402
+from rankjax._falkon import rankrls_falkon  # noqa: E402
+from rankjax._holdout import holdout_nystrom  # noqa: E402
+from rankjax._nystrom import nystrom_basis  # noqa: E402
+from rankjax._path import rankrls_nystrom_path  # noqa: E402
 
 
 def peak_rss_gb():
@@ -71,7 +76,7 @@ def small(args, parts):
     gammas = [0.005, 0.01, 0.02, 0.04]
     folds = rj.make_folds(g)
     k = rj.gaussian_kernel(0.01)
-    basis = rj.nystrom_basis(d.X, args.basis, seed=0)
+    basis = nystrom_basis(d.X, args.basis, seed=0)
 
     if "refusal" in parts:
         t0 = time.perf_counter()
@@ -84,10 +89,10 @@ def small(args, parts):
 
     if "holdout" in parts:
         t0 = time.perf_counter()
-        h = rj.holdout_nystrom(d.X, d.y, g, lams=lams, kernel=k, basis=basis, folds=folds)
+        h = holdout_nystrom(d.X, d.y, g, lams=lams, kernel=k, basis=basis, folds=folds)
         jax.block_until_ready(h.predictions)
         first = time.perf_counter() - t0
-        run = median_s(lambda: rj.holdout_nystrom(d.X, d.y, g, lams=lams, kernel=rj.gaussian_kernel(0.02),
+        run = median_s(lambda: holdout_nystrom(d.X, d.y, g, lams=lams, kernel=rj.gaussian_kernel(0.02),
                                                   basis=basis[:-30], folds=folds).predictions, repeats=3)
         emit(name="nystrom_holdout", dtype="float64", shape=shape, basis=args.basis, lams=len(lams),
              first_call_s=first, run_s=run, peak_rss_gb=peak_rss_gb(),
@@ -104,18 +109,18 @@ def small(args, parts):
 
     for method in ("uniform", "kmeans++") if "basis" in parts else ():
         for b in (500, 1000, 2000):
-            idx = rj.nystrom_basis(d.X, b, kernel=k, method=method, seed=0)
-            p = rj.rankrls_nystrom_path(d.X, d.y, g, lams=[1.0], kernel=k, basis=idx)
+            idx = nystrom_basis(d.X, b, kernel=k, method=method, seed=0)
+            p = rankrls_nystrom_path(d.X, d.y, g, lams=[1.0], kernel=k, basis=idx)
             emit(name="basis_method", dtype="float64", shape=shape, method=method, basis=b,
                  test_ndcg10=float(rj.ndcg(rj.predict(p, t.X)[0], t.y, t.qid, k=10)),
                  peak_rss_gb=peak_rss_gb())
 
     for lam in (1e-6, 1e-3, 1.0) if "falkon" in parts else ():
-        p = rj.rankrls_nystrom_path(d.X, d.y, g, lams=[lam], kernel=k, basis=basis)
+        p = rankrls_nystrom_path(d.X, d.y, g, lams=[lam], kernel=k, basis=basis)
         f0 = np.asarray(rj.predict(p, d.X)[0])
         for it in (20, 30, 50):
             t0 = time.perf_counter()
-            f = rj.rankrls_falkon(d.X, d.y, g, lam=lam, kernel=k, basis=basis,
+            f = rankrls_falkon(d.X, d.y, g, lam=lam, kernel=k, basis=basis,
                                   options=rj.CG(tol=0.0, max_iter=it))
             jax.block_until_ready(f.coef)
             dt = time.perf_counter() - t0
@@ -130,12 +135,12 @@ def large(args):
     gb = rj.query_graph(big.qid)
     X = np.asarray(big.X, args.dtype)
     t0 = time.perf_counter()
-    f = rj.rankrls_falkon(X, big.y, gb, lam=1.0, kernel=rj.gaussian_kernel(1.0 / 136),
+    f = rankrls_falkon(X, big.y, gb, lam=1.0, kernel=rj.gaussian_kernel(1.0 / 136),
                           basis=args.large_basis, options=rj.CG(tol=1e-6, max_iter=50))
     jax.block_until_ready(f.coef)
     dt = time.perf_counter() - t0
     emit(name="falkon_large", dtype=args.dtype, shape=list(X.shape), basis=args.large_basis, lam=1.0,
-         run_s=dt, iterations=int(f.cg.iterations), stop=rj.STOP_REASONS[int(f.cg.stop_reason)],
+         run_s=dt, iterations=int(f.cg.iterations), stop=STOP_REASONS[int(f.cg.stop_reason)],
          final_residual=float(np.asarray(f.cg.residual_history)[int(f.cg.iterations)]),
          peak_rss_gb=peak_rss_gb(), note="compile included (one call)")
 

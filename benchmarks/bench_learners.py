@@ -21,6 +21,9 @@ from _timing import emit
 
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
+from rankjax._kpcrank import kpcrank_path  # noqa: E402
+from rankjax._path import rankrls_dual_path  # noqa: E402
+from rankjax._rankrls import rankrls_dual  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "lambdarank_sample"
 LAMS = np.logspace(-3, 4, 15)
@@ -60,7 +63,7 @@ def noisy_experiment(reps=3):
             P = 100
             for name, graph_of in (("KPCRank", lambda q: rj.query_graph(q)),
                                    ("KPCR", lambda q: rj.identity_graph(len(q)))):
-                path = rj.kpcrank_path(K, y_noisy[~v], graph_of(tr.qid[~v]), max_components=P,
+                path = kpcrank_path(K, y_noisy[~v], graph_of(tr.qid[~v]), max_components=P,
                                        K_valid=Kv)
                 table = [rj.disagreement_error(s, tr.y[v], tr.qid[v]) for s in path.valid_scores]
                 p, _ = pick(np.arange(1, P + 1), table, greater=False)
@@ -69,11 +72,11 @@ def noisy_experiment(reps=3):
                                                               te.y, te.qid)))
             for name, graph_of in (("RankRLS", lambda q: rj.query_graph(q)),
                                    ("RLS", lambda q: rj.identity_graph(len(q)))):
-                path = rj.rankrls_dual_path(K, y_noisy[~v], graph_of(tr.qid[~v]), lams=LAMS,
+                path = rankrls_dual_path(K, y_noisy[~v], graph_of(tr.qid[~v]), lams=LAMS,
                                             K_valid=Kv)
                 table = [rj.disagreement_error(s, tr.y[v], tr.qid[v]) for s in path.valid_scores]
                 lam, _ = pick(LAMS, table, greater=False)
-                mdl = rj.rankrls_dual(Kall, y_noisy, graph_of(tr.qid), lam=float(lam))
+                mdl = rankrls_dual(Kall, y_noisy, graph_of(tr.qid), lam=float(lam))
                 errs[name].append(float(rj.disagreement_error(Kt @ np.asarray(mdl.coef),
                                                               te.y, te.qid)))
         for name, e in errs.items():

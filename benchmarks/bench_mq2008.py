@@ -23,6 +23,10 @@ from rankjax import io  # noqa: E402
 from rankjax.estimators import CGRankRLS, RankBoost, RankRLSCV, RankSVM  # noqa: E402
 
 from _timing import emit  # noqa: E402
+from rankjax._falkon import rankrls_falkon  # noqa: E402
+from rankjax._kpcrank import kpcrank_path  # noqa: E402
+from rankjax._nystrom import nystrom_basis  # noqa: E402
+from rankjax._path import rankrls_dual_path, rankrls_primal_path, select_lambda  # noqa: E402
 
 FOLDS = {1: (1, 2, 3, 4, 5), 2: (2, 3, 4, 5, 1), 3: (3, 4, 5, 1, 2), 4: (4, 5, 1, 2, 3),
          5: (5, 1, 2, 3, 4)}
@@ -53,42 +57,42 @@ def learners(X, y, q, Xv, yv, qv, gamma):
     g = rj.query_graph(q)
     out = {}
 
-    p = rj.rankrls_primal_path(X, y, g, lams=LAMS, X_valid=Xv)
-    sel = rj.select_lambda(LAMS, p.valid_scores, yv, qv, metric=rj.ndcg, k=10)
+    p = rankrls_primal_path(X, y, g, lams=LAMS, X_valid=Xv)
+    sel = select_lambda(LAMS, p.valid_scores, yv, qv, metric=rj.ndcg, k=10)
     w = np.asarray(p.weights[int(sel.best_index)])
     out["RankRLS linear (λ on valid)"] = lambda Z: Z @ w
     m = RankRLSCV(lams=LAMS).fit(X, y, qid=q)
     out["RankRLSCV linear (LQO, train-only)"] = m.predict
-    pi = rj.rankrls_primal_path(X, y, rj.identity_graph(len(y)), lams=LAMS, X_valid=Xv)
-    si = rj.select_lambda(LAMS, pi.valid_scores, yv, qv, metric=rj.ndcg, k=10)
+    pi = rankrls_primal_path(X, y, rj.identity_graph(len(y)), lams=LAMS, X_valid=Xv)
+    si = select_lambda(LAMS, pi.valid_scores, yv, qv, metric=rj.ndcg, k=10)
     wi = np.asarray(pi.weights[int(si.best_index)])
     out["RLS regression (λ on valid)"] = lambda Z: Z @ wi
     gammas = [gamma * s for s in (0.25, 0.5, 1.0, 2.0)]
     for method in ("uniform", "kmeans++"):
-        m = RankRLSCV(kernel="gaussian", gammas=gammas, lams=LAMS, basis=2000,
-                      basis_method=method).fit(X, y, qid=q)
+        m = RankRLSCV(kernel="gaussian", gammas=gammas, lams=LAMS,
+                      basis=rj.Basis(2000, method=method)).fit(X, y, qid=q)
         out[f"Nyström RankRLSCV b=2000 {method} (LQO, train-only)"] = m.predict
     # learned (issue 33): the Nyström grid's best point refined by the gradient of the
     # Nyström model's exact leave-query-out loss, with per-feature scales (train-only)
-    ml = RankRLSCV(kernel="gaussian", gammas=gammas, lams=LAMS, basis=1000, basis_method="kmeans++",
+    ml = RankRLSCV(kernel="gaussian", gammas=gammas, lams=LAMS, basis=rj.Basis(1000, method="kmeans++"),
                    optimize=True, ard=True, optimize_steps=20).fit(X, y, qid=q)
     out["learned (Nyström b=1000 kmeans++, ARD; LQO, train-only)"] = ml.predict
     # FALKON with twice the basis, at the (λ, γ) the Nyström leave-query-out chose
     kk = rj.gaussian_kernel(m.gamma_)
-    fk = rj.rankrls_falkon(X, y, g, lam=m.lam_, kernel=kk, options=rj.CG(tol=1e-6, max_iter=100),
-                           basis=rj.nystrom_basis(X, 4000, kernel=kk, method="kmeans++"))
+    fk = rankrls_falkon(X, y, g, lam=m.lam_, kernel=kk, options=rj.CG(tol=1e-6, max_iter=100),
+                           basis=nystrom_basis(X, 4000, kernel=kk, method="kmeans++"))
     out["FALKON b=4000 kmeans++ (λ, γ of the Nyström LQO, train-only)"] = (
         lambda Z: np.asarray(rj.predict(fk, Z)))
     K = rj.kernel_matrix(rj.gaussian_kernel(gamma), X)
-    dp = rj.rankrls_dual_path(K, y, g, lams=LAMS, K_valid=rj.kernel_matrix(rj.gaussian_kernel(gamma), Xv, X))
-    sd = rj.select_lambda(LAMS, dp.valid_scores, yv, qv, metric=rj.ndcg, k=10)
+    dp = rankrls_dual_path(K, y, g, lams=LAMS, K_valid=rj.kernel_matrix(rj.gaussian_kernel(gamma), Xv, X))
+    sd = select_lambda(LAMS, dp.valid_scores, yv, qv, metric=rj.ndcg, k=10)
     coef = np.asarray(dp.coef[int(sd.best_index)])
     out["exact Gaussian RankRLS γ=1/n (λ on valid)"] = lambda Z: np.asarray(
         rj.kernel_matrix(rj.gaussian_kernel(gamma), Z, X)) @ coef
-    kp = rj.kpcrank_path(K, y, g, max_components=200,
+    kp = kpcrank_path(K, y, g, max_components=200,
                          K_valid=rj.kernel_matrix(rj.gaussian_kernel(gamma), Xv, X))
     del K
-    sel = rj.select_lambda(np.arange(1.0, 201.0), kp.valid_scores, yv, qv, metric=rj.ndcg, k=10)
+    sel = select_lambda(np.arange(1.0, 201.0), kp.valid_scores, yv, qv, metric=rj.ndcg, k=10)
     p_best = int(sel.best_index)
     kcoef, koff = np.asarray(kp.coef[p_best]), float(kp.offset[p_best])
     out[f"KPCRank γ=1/n (components on valid: {p_best + 1})"] = lambda Z: np.asarray(

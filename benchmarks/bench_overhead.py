@@ -19,6 +19,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from _timing import emit, median_s
+from rankjax import _cg
+from rankjax import _holdout
+from rankjax import _lpo
+from rankjax import _path
+from rankjax import _rankrls
 
 COMPILES = [0]
 
@@ -68,37 +73,37 @@ def entries(rj, dtype):
     def K_of(X):
         return rj.kernel_matrix(kern, jnp.asarray(X, dtype))
 
-    yield ("rankrls_primal", lambda X, y, q: rj.rankrls_primal(X, y, graph(q), lam=1.0),
-           jit_graph(lambda X, y, g: rj.rankrls_primal(X, y, g, lam=1.0)))
+    yield ("rankrls_primal", lambda X, y, q: _rankrls.rankrls_primal(X, y, graph(q), lam=1.0),
+           jit_graph(lambda X, y, g: _rankrls.rankrls_primal(X, y, g, lam=1.0)))
     yield ("rankrls_primal_path",
-           lambda X, y, q: rj.rankrls_primal_path(X, y, graph(q), lams=lams, X_valid=X),
-           jit_graph(lambda X, y, g: rj.rankrls_primal_path(X, y, g, lams=lams, X_valid=X)))
-    yield ("rankrls_dual", lambda X, y, q: rj.rankrls_dual(K_of(X), y, graph(q), lam=1.0),
-           jit_graph(lambda X, y, g: rj.rankrls_dual(K_of(X), y, g, lam=1.0)))
+           lambda X, y, q: _path.rankrls_primal_path(X, y, graph(q), lams=lams, X_valid=X),
+           jit_graph(lambda X, y, g: _path.rankrls_primal_path(X, y, g, lams=lams, X_valid=X)))
+    yield ("rankrls_dual", lambda X, y, q: _rankrls.rankrls_dual(K_of(X), y, graph(q), lam=1.0),
+           jit_graph(lambda X, y, g: _rankrls.rankrls_dual(K_of(X), y, g, lam=1.0)))
     yield ("rankrls_dual_path",
-           lambda X, y, q: rj.rankrls_dual_path(K_of(X), y, graph(q), lams=lams),
-           jit_graph(lambda X, y, g: rj.rankrls_dual_path(K_of(X), y, g, lams=lams)))
+           lambda X, y, q: _path.rankrls_dual_path(K_of(X), y, graph(q), lams=lams),
+           jit_graph(lambda X, y, g: _path.rankrls_dual_path(K_of(X), y, g, lams=lams)))
     yield ("rankrls_kernel",
-           lambda X, y, q: rj.rankrls_kernel(X, y, graph(q), lam=1.0, kernel=kern),
-           jit_graph(lambda X, y, g: rj.rankrls_kernel(X, y, g, lam=1.0, kernel=kern)))
+           lambda X, y, q: _rankrls.rankrls_kernel(X, y, graph(q), lam=1.0, kernel=kern),
+           jit_graph(lambda X, y, g: _rankrls.rankrls_kernel(X, y, g, lam=1.0, kernel=kern)))
     basis = np.arange(0, 1000, 10)
     yield ("rankrls_nystrom_path",
-           lambda X, y, q: rj.rankrls_nystrom_path(X, y, graph(q), lams=lams, kernel=kern,
+           lambda X, y, q: _path.rankrls_nystrom_path(X, y, graph(q), lams=lams, kernel=kern,
                                                    basis=basis),
-           jit_graph(lambda X, y, g: rj.rankrls_nystrom_path(X, y, g, lams=lams, kernel=kern,
+           jit_graph(lambda X, y, g: _path.rankrls_nystrom_path(X, y, g, lams=lams, kernel=kern,
                                                              basis=basis)))
     yield ("holdout_primal (5-fold)",
-           lambda X, y, q: rj.holdout_primal(X, y, graph(q), lams=lams, folds=5), None)
+           lambda X, y, q: _holdout.holdout_primal(X, y, graph(q), lams=lams, folds=5), None)
     yield ("leave_pair_out_primal",
-           lambda X, y, q: rj.leave_pair_out_primal(X, y, pairs, lams=lams[:2]),
+           lambda X, y, q: _lpo.leave_pair_out_primal(X, y, pairs, lams=lams[:2]),
            lambda X, y, q: (lambda f, X=jnp.asarray(X, dtype), y=jnp.asarray(y, dtype):
                             (lambda: f(X, y)))(
-               jax.jit(lambda X, y: rj.leave_pair_out_primal(X, y, pairs, lams=lams[:2]))))
-    yield ("rankrls_cg", lambda X, y, q: rj.rankrls_cg(X, y, graph(q), lam=1.0, options=rj.CG(tol=1e-8)),
-           jit_graph(lambda X, y, g: rj.rankrls_cg(X, y, g, lam=1.0, options=rj.CG(tol=1e-8))))
+               jax.jit(lambda X, y: _lpo.leave_pair_out_primal(X, y, pairs, lams=lams[:2]))))
+    yield ("rankrls_cg", lambda X, y, q: _cg.rankrls_cg(X, y, graph(q), lam=1.0, options=rj.CG(tol=1e-8)),
+           jit_graph(lambda X, y, g: _cg.rankrls_cg(X, y, g, lam=1.0, options=rj.CG(tol=1e-8))))
     yield ("rankrls_cg early stopping",
-           lambda X, y, q: rj.rankrls_cg(X, y, graph(q), lam=0.0, valid=(X, y, graph(q))),
-           jit_graph(lambda X, y, g: rj.rankrls_cg(X, y, g, lam=0.0, valid=(X, y, g))))
+           lambda X, y, q: _cg.rankrls_cg(X, y, graph(q), lam=0.0, valid=(X, y, graph(q))),
+           jit_graph(lambda X, y, g: _cg.rankrls_cg(X, y, g, lam=0.0, valid=(X, y, g))))
 
     def jit_metric(metric, **kw):
         def make(X, y, q):

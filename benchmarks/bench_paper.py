@@ -29,6 +29,11 @@ from _timing import emit
 
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
+from rankjax._cg import rankrls_cg  # noqa: E402
+from rankjax._holdout import holdout_primal  # noqa: E402
+from rankjax._kpcrank import kpcrank_path  # noqa: E402
+from rankjax._path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path  # noqa: E402
+from rankjax._rankrls import rankrls_kernel, rankrls_primal  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "lambdarank_sample"
 LAMS = np.logspace(-4, 8, 25)
@@ -92,23 +97,23 @@ def rankrls_linear(graph_of):
         return (None if isinstance(g, rj.PreferenceGraph) else y), g
 
     def path(X, y, qid, valid):
-        p = rj.rankrls_primal_path(X, *problem(y, qid), lams=LAMS, X_valid=valid[0])
+        p = rankrls_primal_path(X, *problem(y, qid), lams=LAMS, X_valid=valid[0])
         return LAMS, table(np.asarray(p.valid_scores), valid)
 
     def fit(X, y, qid, lam, Xt):
-        return Xt @ np.asarray(rj.rankrls_primal(X, *problem(y, qid), lam=lam).weights)
+        return Xt @ np.asarray(rankrls_primal(X, *problem(y, qid), lam=lam).weights)
     return path, fit
 
 
 def rankrls_gaussian(gammas):
     params = [(g, lam) for g in gammas for lam in LAMS]
 
-    path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: rj.rankrls_dual_path(
+    path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: rankrls_dual_path(
         gram(g, X), y, rj.query_graph(qid), lams=LAMS, K_valid=gram(g, Xv, X)))
 
     def fit(X, y, qid, param, Xt):
         g, lam = param
-        return np.asarray(rj.rankrls_kernel(X, y, rj.query_graph(qid), lam=lam,
+        return np.asarray(rankrls_kernel(X, y, rj.query_graph(qid), lam=lam,
                                             kernel=rj.gaussian_kernel(g)).predict(Xt))
     return path, fit
 
@@ -116,13 +121,13 @@ def rankrls_gaussian(gammas):
 def nystrom(gammas, basis=500):
     params = [(g, lam) for g in gammas for lam in LAMS]
 
-    path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: rj.rankrls_nystrom_path(
+    path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: rankrls_nystrom_path(
         X, y, rj.query_graph(qid), lams=LAMS, basis=basis, kernel=rj.gaussian_kernel(g),
         X_valid=Xv))
 
     def fit(X, y, qid, param, Xt):
         g, lam = param
-        p = rj.rankrls_nystrom_path(X, y, rj.query_graph(qid), lams=[lam], basis=basis,
+        p = rankrls_nystrom_path(X, y, rj.query_graph(qid), lams=[lam], basis=basis,
                                     kernel=rj.gaussian_kernel(g), X_valid=Xt)
         return np.asarray(p.valid_scores[0])
     return path, fit
@@ -131,7 +136,7 @@ def nystrom(gammas, basis=500):
 def kpcrank(gammas, P=300):
     params = [(g, p) for g in gammas for p in range(1, P + 1)]
 
-    path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: rj.kpcrank_path(
+    path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: kpcrank_path(
         gram(g, X), y, rj.query_graph(qid), max_components=P, K_valid=gram(g, Xv, X)))
 
     def fit(X, y, qid, param, Xt):
@@ -170,13 +175,13 @@ def cg_early_stopping():
     def path(X, y, qid, valid):     # one run to 100 iterations: the validation curve
         Xv, yv, qv, crit = valid
         kw = {"metric": rj.ndcg, "metric_kwargs": {"k": 10}} if crit == "ndcg10" else {}
-        r = rj.rankrls_cg(X, y, rj.query_graph(qid), lam=0.0, valid=(Xv, yv, rj.query_graph(qv)),
+        r = rankrls_cg(X, y, rj.query_graph(qid), lam=0.0, valid=(Xv, yv, rj.query_graph(qv)),
                           options=rj.CG(tol=0.0, max_iter=100, patience=100), **kw)
         h = np.asarray(r.valid_history)[1:int(r.iterations) + 1]     # lower is better
         return np.arange(1, len(h) + 1), list(-h if crit == "ndcg10" else h)
 
     def fit(X, y, qid, it, Xt):
-        return Xt @ np.asarray(rj.rankrls_cg(X, y, rj.query_graph(qid), lam=0.0,
+        return Xt @ np.asarray(rankrls_cg(X, y, rj.query_graph(qid), lam=0.0,
                                              options=rj.CG(tol=0.0, max_iter=int(it))).weights)
     return path, fit
 
@@ -265,10 +270,10 @@ def document_ranking(data_dir, splits):
 
     # the library's own exact leave-query-out on the whole training set
     g = rj.query_graph(qid)
-    h = rj.holdout_primal(X, y, g, lams=LAMS)
+    h = holdout_primal(X, y, g, lams=LAMS)
     lam = best(LAMS, [rj.ndcg(f, y, qid, k=10) for f in np.asarray(h.predictions)], True)
     t0 = time.perf_counter()
-    f = Xt @ np.asarray(rj.rankrls_primal(X, y, g, lam=lam).weights)
+    f = Xt @ np.asarray(rankrls_primal(X, y, g, lam=lam).weights)
     emit(name="ranking", learner="RankRLS linear, normalized query graph",
          selection="exact leave-query-out NDCG@10", dtype="float64", shape=list(X.shape),
          parameter="λ", chosen=[show(lam)], refit_s=time.perf_counter() - t0, **metrics(f, yt, qt),
@@ -285,7 +290,7 @@ def figure2():
     qid = np.array([0, 0, 1, 1])
     for name, g in (("relevant pairs", rj.query_graph(qid, normalized=False)),
                     ("all pairs", rj.global_graph(4))):
-        w = float(np.asarray(rj.rankrls_primal(X, s, g, lam=1e-6).weights)[0])
+        w = float(np.asarray(rankrls_primal(X, s, g, lam=1e-6).weights)[0])
         emit(name="pairs figure 2", graph=name, weight=w,
              relevant_pairs_correct=int(np.sum(np.sign(np.diff((X[:, 0] * w).reshape(2, 2))) ==
                                                np.sign(np.diff(s.reshape(2, 2))))))

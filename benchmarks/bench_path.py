@@ -19,6 +19,8 @@ from _timing import emit, lambda_lanes, time_jitted
 
 jax.config.update("jax_enable_x64", True)          # float64 available; each case sets its dtype
 import rankjax as rj  # noqa: E402
+from rankjax._path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path  # noqa: E402
+from rankjax._rankrls import rankrls_dual, rankrls_primal  # noqa: E402
 
 LAMS = np.logspace(-3, 6, 31)
 
@@ -51,9 +53,9 @@ def bench_primal(scale):
         X = jax.device_put(X32.astype(dtype))
         y = jax.device_put(y32.astype(dtype))
         Xv = X[:nv]
-        path = lambda X, y, g, lams, Xv: rj.rankrls_primal_path(X, y, g, lams=lams, X_valid=Xv)  # noqa
+        path = lambda X, y, g, lams, Xv: rankrls_primal_path(X, y, g, lams=lams, X_valid=Xv)  # noqa
         c, r, out = time_jitted(path, X, y, g, lams.astype(dtype), Xv)
-        single = jax.jit(lambda X, y, g, lam: rj.rankrls_primal(X, y, g, lam=lam).weights)
+        single = jax.jit(lambda X, y, g, lam: rankrls_primal(X, y, g, lam=lam).weights)
         jax.block_until_ready(single(X, y, g, lams[0].astype(dtype)))       # compile
         t0 = time.perf_counter()
         W = [jax.block_until_ready(single(X, y, g, lam.astype(dtype))) for lam in lams]
@@ -81,9 +83,9 @@ def bench_dual(sizes, dtype=jnp.float32):
         g = rj.query_graph(qid)
         K = jax.jit(lambda X: rj.kernel_matrix(rj.gaussian_kernel(0.05), X))(X)
         lams = jnp.asarray(LAMS, dtype)
-        c, r, out = time_jitted(lambda K, y, g, lams: rj.rankrls_dual_path(K, y, g, lams=lams),
+        c, r, out = time_jitted(lambda K, y, g, lams: rankrls_dual_path(K, y, g, lams=lams),
                                 K, y, g, lams)
-        single = jax.jit(lambda K, y, g, lam: rj.rankrls_dual(K, y, g, lam=lam).coef)
+        single = jax.jit(lambda K, y, g, lam: rankrls_dual(K, y, g, lam=lam).coef)
         jax.block_until_ready(single(K, y, g, lams[0]))
         t0 = time.perf_counter()
         A = [jax.block_until_ready(single(K, y, g, lam)) for lam in lams]
@@ -106,7 +108,7 @@ def bench_sparse(m=100_000, r_basis=1_000, dtype=jnp.float32):
     g = rj.query_graph(qid)
     basis = np.sort(rng.choice(m, r_basis, replace=False))     # host indices, checked
     lams = jnp.asarray(LAMS, dtype)
-    fn = lambda X, y, g, lams: rj.rankrls_nystrom_path(  # noqa: E731
+    fn = lambda X, y, g, lams: rankrls_nystrom_path(  # noqa: E731
         X, y, g, lams=lams, kernel=rj.gaussian_kernel(0.02), basis=basis, block_size=20_000)
     c, r, out = time_jitted(fn, X, y, g, lams)
     emit(name="sparse approximation path (c)", dtype=jnp.dtype(dtype).name,

@@ -22,6 +22,10 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from _timing import emit  # noqa: E402
+from rankjax import _holdout
+from rankjax import _lpo
+from rankjax import _path
+from rankjax import _rankrls
 
 LAMS = np.logspace(-4, 3, 15)
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data",
@@ -62,23 +66,23 @@ def calls(X, y, qid, dtype):
     sub = np.arange(0, len(y), max(1, len(y) // 500))[:500]
     pairs = rj.differing_pairs(y[sub])[::7]
     return {
-        "rankrls_primal": lambda: jnp.stack([rj.predict(rj.rankrls_primal(Xd, yd, g, lam=lam), Xd)
+        "rankrls_primal": lambda: jnp.stack([rj.predict(_rankrls.rankrls_primal(Xd, yd, g, lam=lam), Xd)
                                              for lam in lams]),
-        "rankrls_primal_path": lambda: rj.rankrls_primal_path(Xd, yd, g, lams=lams,
+        "rankrls_primal_path": lambda: _path.rankrls_primal_path(Xd, yd, g, lams=lams,
                                                               train_scores=True).train_scores,
-        "holdout_primal": lambda: rj.holdout_primal(Xd, yd, g, lams=lams, folds=folds).predictions,
-        "holdout_primal_5fold": lambda: rj.holdout_primal(Xd, yd, g, lams=lams, folds=5).predictions,
-        "rankrls_nystrom_path": lambda: rj.rankrls_nystrom_path(
+        "holdout_primal": lambda: _holdout.holdout_primal(Xd, yd, g, lams=lams, folds=folds).predictions,
+        "holdout_primal_5fold": lambda: _holdout.holdout_primal(Xd, yd, g, lams=lams, folds=5).predictions,
+        "rankrls_nystrom_path": lambda: _path.rankrls_nystrom_path(
             Xd, yd, g, lams=lams, kernel=kern, basis=basis, train_scores=True).train_scores,
-        "holdout_nystrom": lambda: rj.holdout_nystrom(Xd, yd, g, lams=lams, kernel=kern, basis=basis,
+        "holdout_nystrom": lambda: _holdout.holdout_nystrom(Xd, yd, g, lams=lams, kernel=kern, basis=basis,
                                                       folds=folds).predictions,
-        "rankrls_dual": lambda: jnp.stack([rj.rankrls_dual(K, yd, g, lam=lam).predict(K)
+        "rankrls_dual": lambda: jnp.stack([_rankrls.rankrls_dual(K, yd, g, lam=lam).predict(K)
                                            for lam in lams]),
-        "rankrls_dual_path": lambda: rj.rankrls_dual_path(K, yd, g, lams=lams).train_scores,
-        "holdout_dual": lambda: rj.holdout_dual(K, yd, g, lams=lams, folds=folds).predictions,
-        "leave_pair_out_primal": lambda: rj.leave_pair_out_primal(Xd[sub], yd[sub], pairs,
+        "rankrls_dual_path": lambda: _path.rankrls_dual_path(K, yd, g, lams=lams).train_scores,
+        "holdout_dual": lambda: _holdout.holdout_dual(K, yd, g, lams=lams, folds=folds).predictions,
+        "leave_pair_out_primal": lambda: _lpo.leave_pair_out_primal(Xd[sub], yd[sub], pairs,
                                                                   lams=lams).predictions,
-        "leave_pair_out_dual": lambda: rj.leave_pair_out_dual(K[np.ix_(sub, sub)], yd[sub], pairs,
+        "leave_pair_out_dual": lambda: _lpo.leave_pair_out_dual(K[np.ix_(sub, sub)], yd[sub], pairs,
                                                               lams=lams).predictions,
     }
 

@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+from rankjax._path import rankrls_primal_path
 
 
 def worker(devices, rows_per_device, n, platform):
@@ -39,14 +40,14 @@ def worker(devices, rows_per_device, n, platform):
     g = rj.query_graph(qid)
     lams = np.logspace(-2, 4, 13).astype(np.float32)
     mesh = jax.sharding.Mesh(np.array(devs), ("queries",))
-    data = rj.shard_data(X, y, g, mesh)
+    data = rj.scale.shard_data(X, y, g, mesh)
     import time
     t0 = time.perf_counter()
-    jax.block_until_ready(rj.sharded_primal_path(data, lams=lams).weights)
+    jax.block_until_ready(rj.scale.sharded_primal_path(data, lams=lams).weights)
     compile_s = time.perf_counter() - t0
-    run_s = median_s(lambda: rj.sharded_primal_path(data, lams=lams).weights, repeats=3)
-    w = np.asarray(rj.sharded_primal_path(data, lams=lams).weights)
-    ref = np.asarray(rj.rankrls_primal_path(jax.device_put(X, devs[0]), y, g, lams=lams).weights)
+    run_s = median_s(lambda: rj.scale.sharded_primal_path(data, lams=lams).weights, repeats=3)
+    w = np.asarray(rj.scale.sharded_primal_path(data, lams=lams).weights)
+    ref = np.asarray(rankrls_primal_path(jax.device_put(X, devs[0]), y, g, lams=lams).weights)
     emit(name="sharded_primal_path_weak_scaling", platform=platform, devices=devices,
          dtype="float32", shape=[m, n], rows_per_device=rows_per_device, lams=len(lams),
          compile_s=compile_s, run_s=run_s, rows_per_s=m / run_s,

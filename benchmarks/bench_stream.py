@@ -28,6 +28,7 @@ import jax  # noqa: E402
 
 import rankjax as rj  # noqa: E402
 from _timing import emit  # noqa: E402
+from rankjax._path import rankrls_primal_path
 
 
 def _write_npy(path, shape, dtype, blocks):
@@ -105,10 +106,10 @@ def main():
     # compile once on the first chunk's shape (a stream of two chunks), then the full stream
     first = next(iter(chunks))
     t0 = time.perf_counter()
-    rj.rankrls_primal_stream([first], lams=lams)
+    rj.scale.rankrls_primal_stream([first], lams=lams)
     compile_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    fit = rj.rankrls_primal_stream(chunks, lams=lams)
+    fit = rj.scale.rankrls_primal_stream(chunks, lams=lams)
     jax.block_until_ready(fit.path.weights)
     run_s = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20    # KiB -> GiB
@@ -124,9 +125,9 @@ def main():
     cut = int(np.searchsorted(q, q[min(a.check_rows, q.size - 1)]))
     X0 = np.load(files[0], mmap_mode="r")[:cut].astype(np.float32)
     y0 = np.load(files[1])[:cut]
-    small = rj.rankrls_primal_stream(rj.io.iter_npy(X0, y0, q[:cut], chunk_rows=a.chunk_rows // 4),
+    small = rj.scale.rankrls_primal_stream(rj.io.iter_npy(X0, y0, q[:cut], chunk_rows=a.chunk_rows // 4),
                                      lams=lams)
-    mem = rj.rankrls_primal_path(X0, y0, rj.query_graph(q[:cut]), lams=lams)
+    mem = rankrls_primal_path(X0, y0, rj.query_graph(q[:cut]), lams=lams)
     diff = float(np.max(np.abs(np.asarray(small.path.weights) - np.asarray(mem.weights))))
     scale = float(np.max(np.abs(np.asarray(mem.weights))))
     emit(name="stream_primal_path", dtype="float32", shape=[fit.num_rows, W.shape[1]],
@@ -149,7 +150,7 @@ def main():
     runs_rj = []
     for _ in range(3):
         t0 = time.perf_counter()
-        jax.block_until_ready(rj.rankrls_primal_stream(sub, lams=lams).path.weights)
+        jax.block_until_ready(rj.scale.rankrls_primal_stream(sub, lams=lams).path.weights)
         runs_rj.append(time.perf_counter() - t0)
     emit(name="stream_normal_equations_numpy_vs_rankjax", dtype="float32", shape=[nrows, a.features],
          numpy_run_s=float(np.median(runs)), rankjax_run_s=float(np.median(runs_rj)),

@@ -33,6 +33,10 @@ import jax  # noqa: E402
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
 from _timing import emit  # noqa: E402
+from rankjax._holdout import holdout_dual  # noqa: E402
+from rankjax._nystrom import nystrom_basis  # noqa: E402
+from rankjax._path import rankrls_nystrom_path  # noqa: E402
+from rankjax._rankrls import rankrls_kernel  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -51,7 +55,7 @@ def test_metrics(X, y, qid, Xt, yt, qt, lam, gamma, scales=None):
     rows with the chosen hyper-parameters."""
     s = np.ones(X.shape[1]) if scales is None else scales
     k = rj.gaussian_kernel(gamma)
-    f = rj.rankrls_kernel(X * s, y, rj.query_graph(qid), lam=lam, kernel=k).predict(Xt * s)
+    f = rankrls_kernel(X * s, y, rj.query_graph(qid), lam=lam, kernel=k).predict(Xt * s)
     return {"test_ndcg1": float(rj.ndcg(f, yt, qt, k=1)),
             "test_ndcg5": float(rj.ndcg(f, yt, qt, k=5)),
             "test_ndcg10": float(rj.ndcg(f, yt, qt, k=10)),
@@ -81,7 +85,7 @@ def main():
     table = np.empty((20, 20))
     for i, gm in enumerate(gammas):
         K = rj.kernel_matrix(rj.gaussian_kernel(gm), X)
-        h = rj.holdout_dual(K, y, g, lams=lams, folds=folds)
+        h = holdout_dual(K, y, g, lams=lams, folds=folds)
         table[i] = [float(g.loss(f, y)) / len(y) for f in np.asarray(h.predictions)]
     grid_s = time.perf_counter() - t0
     i, j = np.unravel_index(np.argmin(table), table.shape)
@@ -125,8 +129,8 @@ def nystrom_runs(a, X, y, qid, Xt, yt, qt):
         lam_t = float(np.exp(r.params_history["log_lam"][best]))
         gam_t = float(np.exp(r.params_history["log_gamma"][best]))
         s = np.exp(r.params_history["log_scales"][best]) if ard else np.ones(n)
-        idx = rj.nystrom_basis(X, b, kernel=rj.gaussian_kernel(1.0 / n), method="kmeans++")
-        model = rj.rankrls_nystrom_path(X * s, y, g, lams=[lam_t], kernel=rj.gaussian_kernel(gam_t),
+        idx = nystrom_basis(X, b, kernel=rj.gaussian_kernel(1.0 / n), method="kmeans++")
+        model = rankrls_nystrom_path(X * s, y, g, lams=[lam_t], kernel=rj.gaussian_kernel(gam_t),
                                         basis=idx)
         f = np.asarray(rj.predict(model, Xt * s))[0]
         emit(name="tune_nystrom", dtype="float64", shape=list(X.shape), basis=b, ard=ard,

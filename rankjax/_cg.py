@@ -45,7 +45,7 @@ def _cg_primal_core(X, y, graph, lam, valid, x0, options):
 
 @loop_keywords
 def rankrls_cg(X, y, graph: Graph, *, lam=0.0, options: Optional[CG] = None, valid=None,
-               metric="pairwise_error", metric_kwargs=None, greater_is_better=None,
+               metric="pairwise_error", metric_kwargs=None, higher_is_better=None,
                x0=None) -> CGResult:
     """Primal RankRLS by matrix-free CG (docs/math.md; Airola et al. 2010 §3): solves
     ``(X^T L X + λ I) w = X^T L y`` (edges: ``X^T M N``) with
@@ -70,7 +70,7 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, options: Optional[CG] = None, val
         :func:`validation_criterion`); ``None``: no early stopping.
       options: a :class:`~rankjax.CG` (tolerance, iteration cap, patience, ...).
       metric: the validation criterion (default pairwise error); ``metric_kwargs`` a
-        dict of its options (``{"k": 10}``); ``greater_is_better`` its direction.
+        dict of its options (``{"k": 10}``); ``higher_is_better`` its direction.
       x0: warm start.
 
     Returns:
@@ -81,11 +81,11 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, options: Optional[CG] = None, val
       >>> d = rj.make_ranking_data(20, num_features=5, seed=0)
       >>> v = rj.make_ranking_data(10, num_features=5, seed=1)
       >>> g = rj.query_graph(d.qid)
-      >>> r = rj.rankrls_cg(d.X, d.y, g, lam=1.0, options=rj.CG(tol=1e-10))
-      >>> w = rj.rankrls_primal(d.X, d.y, g, lam=1.0).weights
+      >>> r = rankrls_cg(d.X, d.y, g, lam=1.0, options=rj.CG(tol=1e-10))
+      >>> w = rj._rankrls.rankrls_primal(d.X, d.y, g, lam=1.0).weights
       >>> bool(np.allclose(r.weights, w, rtol=1e-4, atol=1e-5))
       True
-      >>> r = rj.rankrls_cg(d.X, d.y, g, lam=0.0, valid=(v.X, v.y, rj.query_graph(v.qid)))
+      >>> r = rankrls_cg(d.X, d.y, g, lam=0.0, valid=(v.X, v.y, rj.query_graph(v.qid)))
       >>> bool(r.valid_history[r.best_iteration] == np.nanmin(r.valid_history))
       True
     """
@@ -94,7 +94,7 @@ def rankrls_cg(X, y, graph: Graph, *, lam=0.0, options: Optional[CG] = None, val
     y = _check_y(y, graph, "rankrls_cg")
     check_positive(lam, allow_zero=True, scalar=True)
     n = X.shape[1]
-    valid = valid_set(valid, "X_valid", metric, greater_is_better, metric_kwargs, "rankrls_cg",
+    valid = valid_set(valid, "X_valid", metric, higher_is_better, metric_kwargs, "rankrls_cg",
                       partial(validation_rows, n=n))
     return _cg_primal_core(X, y, graph, lam, valid, check_x0(x0, n), check_options(options))
 
@@ -131,7 +131,7 @@ def _cg_dual_core(K, y, graph, lam, valid, x0, options, kfn):
 
 @loop_keywords
 def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, options: Optional[CG] = None, valid=None,
-                    metric="pairwise_error", metric_kwargs=None, greater_is_better=None,
+                    metric="pairwise_error", metric_kwargs=None, higher_is_better=None,
                     x0=None) -> CGResult:
     """Dual (kernel) RankRLS by CG on the symmetric system (docs/math.md):
     ``(R^T K R + λ I) B = R^T y`` and ``A = R B``, with ``R R^T = L`` — ``R = S``
@@ -150,7 +150,7 @@ def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, options: Optional[CG] = None
       valid: ``(K_valid, y_valid, graph_valid)``, ``K_valid`` ``[m_v, m]`` or a
         callable ``a -> K_valid a``; see :func:`validation_criterion`.
       x0: warm start for ``B`` (root space: ``[m]``, or ``[l]`` for edges).
-      options, metric, metric_kwargs, greater_is_better: as in :func:`rankrls_cg`.
+      options, metric, metric_kwargs, higher_is_better: as in :func:`rankrls_cg`.
 
     Returns:
       :class:`CGResult` with ``x`` = the dual coefficients ``A [m]``
@@ -161,8 +161,8 @@ def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, options: Optional[CG] = None
       >>> d = rj.make_ranking_data(10, num_features=5, seed=0)
       >>> K = d.X @ d.X.T
       >>> g = rj.query_graph(d.qid)
-      >>> r = rj.rankrls_cg_dual(K, d.y, g, lam=1.0, options=rj.CG(tol=1e-12))
-      >>> bool(np.allclose(r.weights, rj.rankrls_dual(K, d.y, g, lam=1.0).coef, atol=1e-8))
+      >>> r = rankrls_cg_dual(K, d.y, g, lam=1.0, options=rj.CG(tol=1e-12))
+      >>> bool(np.allclose(r.weights, rj._rankrls.rankrls_dual(K, d.y, g, lam=1.0).coef, atol=1e-8))
       True
     """
     check_graph(graph)
@@ -176,6 +176,6 @@ def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, options: Optional[CG] = None
     def kernel_rows(Kv):
         Kv, fn = _kernel_operator(Kv, m, "K_valid")
         return fn or Kv
-    valid = valid_set(valid, "K_valid", metric, greater_is_better, metric_kwargs,
+    valid = valid_set(valid, "K_valid", metric, higher_is_better, metric_kwargs,
                       "rankrls_cg_dual", kernel_rows)
     return _cg_dual_core(K, y, graph, lam, valid, check_x0(x0, m), check_options(options), kfn)

@@ -39,8 +39,8 @@ STOP_REASONS = ("converged", "max_iter", "early_stopping", "breakdown", "invalid
 @dataclasses.dataclass(frozen=True)
 class CG:
     """The loop options of every CG solver (:func:`cg_solve`, :func:`rankrls_cg`,
-    :func:`rankrls_cg_dual`, :func:`~rankjax.rankrls_falkon`, :func:`~rankjax.sharded_cg`,
-    :func:`~rankjax.sharded_falkon`), checked once when built and passed whole as
+    :func:`rankrls_cg_dual`, :func:`~rankjax._falkon.rankrls_falkon`, :func:`~rankjax.scale.sharded_cg`,
+    :func:`~rankjax.scale.sharded_falkon`), checked once when built and passed whole as
     ``options=`` (Airola et al. 2010, §3: CG with early stopping). A pytree: ``tol`` is
     a traced leaf (a new tolerance compiles nothing), the rest is static.
 
@@ -317,7 +317,7 @@ def differentiable_cg(matvec, b, options: CG, lam, x0=None, valid_fn=None) -> CG
     return aux._replace(weights=nan_unless(ok, x))
 
 
-def validation_criterion(valid, metric="pairwise_error", *, greater_is_better=None,
+def validation_criterion(valid, metric="pairwise_error", *, higher_is_better=None,
                          **metric_kwargs) -> Callable:
     """Turns validation data into a ``scores -> value`` criterion, lower is better
     (docs/math.md: pairwise ranking error by default, the RankRLS squared loss as an
@@ -333,7 +333,7 @@ def validation_criterion(valid, metric="pairwise_error", *, greater_is_better=No
         (``(y - f)^T L (y - f)``, or ``||M^T f - N||^2`` for edges), or a rankjax
         metric ``metric(scores, y, qid, *, num_queries, **metric_kwargs)``;
         metrics where greater is better (NDCG, MAP, ...) are negated.
-      greater_is_better: the metric's direction when it carries none
+      higher_is_better: the metric's direction when it carries none
         (see :class:`rankjax.Metric`).
       **metric_kwargs: passed to a callable metric (``k=10``, ...).
 
@@ -358,7 +358,7 @@ def validation_criterion(valid, metric="pairwise_error", *, greater_is_better=No
     if y is not None and y.ndim != 1:
         raise ValueError("validation y must be 1-D (one output)")
     check_metric_options(metric, metric_kwargs, "validation_criterion")
-    return g.criterion(y, metric, greater_is_better, **metric_kwargs)
+    return g.criterion(y, metric, higher_is_better, **metric_kwargs)
 
 
 class ValidSet:
@@ -368,9 +368,9 @@ class ValidSet:
     are static. :meth:`criterion` turns an iterate-to-scores map into the loop's
     ``x -> value`` (lower is better)."""
 
-    def __init__(self, M, y, graph, metric, greater_is_better, kw):
+    def __init__(self, M, y, graph, metric, higher_is_better, kw):
         self.M, self.y, self.graph = M, y, graph
-        self.metric, self.greater_is_better, self.kw = metric, greater_is_better, kw
+        self.metric, self.higher_is_better, self.kw = metric, higher_is_better, kw
 
     @property
     def fn(self):
@@ -378,13 +378,13 @@ class ValidSet:
         return self.M if callable(self.M) and not hasattr(self.M, "shape") else None
 
     def criterion(self, scores_fn):
-        crit = self.graph.criterion(self.y, self.metric, self.greater_is_better, **dict(self.kw))
+        crit = self.graph.criterion(self.y, self.metric, self.higher_is_better, **dict(self.kw))
         return lambda x: crit(scores_fn(x))
 
 
 def _flatten_valid(v):
     fn = v.fn
-    return (None if fn else v.M, v.y, v.graph), (fn, v.metric, v.greater_is_better, v.kw)
+    return (None if fn else v.M, v.y, v.graph), (fn, v.metric, v.higher_is_better, v.kw)
 
 
 def _unflatten_valid(aux, children):
@@ -395,16 +395,16 @@ def _unflatten_valid(aux, children):
 jax.tree_util.register_pytree_node(ValidSet, _flatten_valid, _unflatten_valid)
 
 
-def valid_set(valid, name, metric, greater_is_better, metric_kwargs, where, convert=None):
+def valid_set(valid, name, metric, higher_is_better, metric_kwargs, where, convert=None):
     """Host checks of ``valid = (M_valid, y_valid, graph_valid)`` and of the metric's
     options; ``None`` or a :class:`ValidSet` (``M`` passed through ``convert``)."""
     kw = static_metric(metric, dict(metric_kwargs or {}), where)
     if valid is None:
         return None
     Mv, yv, gv = as_validation(valid, name)
-    validation_criterion((yv, gv), metric, greater_is_better=greater_is_better, **dict(kw))
+    validation_criterion((yv, gv), metric, higher_is_better=higher_is_better, **dict(kw))
     yv = gv.check_labels(yv, "validation y")
-    return ValidSet(Mv if convert is None else convert(Mv), yv, gv, metric, greater_is_better, kw)
+    return ValidSet(Mv if convert is None else convert(Mv), yv, gv, metric, higher_is_better, kw)
 
 
 def valid_fn_of(valid: Optional[ValidSet], scores_fn):

@@ -34,7 +34,7 @@ class CVResult(NamedTuple):
 
 
 def cross_validate(holdout: HoldOut, y, qid=None, *, metric: Callable,
-                   num_queries: Optional[int] = None, greater_is_better: Optional[bool] = None,
+                   num_queries: Optional[int] = None, higher_is_better: Optional[bool] = None,
                    **metric_kwargs) -> CVResult:
     """Scores hold-out predictions with any rankjax metric (per query, averaged)
     for every λ and output, and picks λ (see :func:`select_lambda`).
@@ -42,8 +42,8 @@ def cross_validate(holdout: HoldOut, y, qid=None, *, metric: Callable,
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(20, num_features=4, seed=0)
-      >>> h = rj.holdout_primal(d.X, d.y, rj.query_graph(d.qid), lams=[0.01, 1., 100.])
-      >>> cv = rj.cross_validate(h, d.y, d.qid, metric=rj.ndcg, k=10)
+      >>> h = rj._holdout.holdout_primal(d.X, d.y, rj.query_graph(d.qid), lams=[0.01, 1., 100.])
+      >>> cv = cross_validate(h, d.y, d.qid, metric=rj.ndcg, k=10)
       >>> cv.table.shape
       (3,)
     """
@@ -52,7 +52,7 @@ def cross_validate(holdout: HoldOut, y, qid=None, *, metric: Callable,
         raise TypeError(f"holdout must be a HoldOut (from holdout_primal / holdout_dual / "
                         f"holdout_nystrom), got {type(holdout).__name__}")
     sel = select_lambda(holdout.lams, holdout.predictions, y, qid, metric=metric,
-                        num_queries=num_queries, greater_is_better=greater_is_better,
+                        num_queries=num_queries, higher_is_better=higher_is_better,
                         **metric_kwargs)
     return CVResult(holdout.lams, sel.table, sel.best_index, sel.best_lam, holdout.predictions)
 
@@ -88,7 +88,7 @@ def permuted_labels(y, qid=None, *, num_permutations: int, seed: int = 0) -> np.
 
 def permutation_test(holdout_fn: Callable, y, qid=None, *, metric: Callable,
                      num_permutations: int = 99, seed: int = 0,
-                     greater_is_better: Optional[bool] = None, **metric_kwargs
+                     higher_is_better: Optional[bool] = None, **metric_kwargs
                      ) -> PermutationResult:
     """Permutation test of a cross-validation score (docs/math.md; Pahikkala et al. 2009 §4.1).
 
@@ -106,7 +106,7 @@ def permutation_test(holdout_fn: Callable, y, qid=None, *, metric: Callable,
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(15, num_features=4, seed=0)
       >>> g = rj.query_graph(d.qid)
-      >>> res = rj.permutation_test(lambda Y: rj.holdout_primal(d.X, Y, g, lams=[1.]),
+      >>> res = rj.permutation_test(lambda Y: rj._holdout.holdout_primal(d.X, Y, g, lams=[1.]),
       ...                           d.y, d.qid, metric=rj.ndcg, num_permutations=19)
       >>> bool(res.pvalue[0] <= 0.05)
       True
@@ -116,12 +116,12 @@ def permutation_test(holdout_fn: Callable, y, qid=None, *, metric: Callable,
         raise TypeError("holdout_fn must be a callable Y -> HoldOut, e.g. "
                         "lambda Y: holdout_primal(X, Y, graph, lams=lams)")
     num_permutations = check_count(num_permutations, "num_permutations")
-    sign = metric_sign(metric, greater_is_better)
+    sign = metric_sign(metric, higher_is_better)
     perms = permuted_labels(y, qid, num_permutations=num_permutations, seed=seed)
     Y = np.column_stack([np.asarray(y, np.float64), perms])
     h = holdout_fn(device_array(Y, jnp.result_type(float)))
     table = select_lambda(h.lams, h.predictions, Y, qid, metric=metric,
-                          greater_is_better=sign < 0, **metric_kwargs).table
+                          higher_is_better=sign < 0, **metric_kwargs).table
     obs, null = table[:, 0], table[:, 1:]
     better = sign * null <= sign * obs[:, None]
     return PermutationResult(obs, null, (1 + better.sum(1)) / (1 + num_permutations))

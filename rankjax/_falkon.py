@@ -14,7 +14,7 @@ preconditioned matrix is close to ``I``, so a few tens of iterations reach the
 closed-form solution. Each iteration costs two products with ``K_mR`` (``O(m b)``)
 and two triangular solves with ``C`` and ``A`` (``O(b^2)``); ``K_mR`` is kept
 when it fits in memory, else evaluated in row blocks every iteration (never whole).
-The loop is :func:`rankjax.cg_solve` (one ``lax.while_loop``): early stopping on a
+The loop is :func:`rankjax._cg_loop.cg_solve` (one ``lax.while_loop``): early stopping on a
 validation set, ``vmap`` over λ (each lane its own preconditioner).
 """
 from __future__ import annotations
@@ -189,7 +189,7 @@ def falkon_checks(kernel, lam, valid):
 @loop_keywords
 def rankrls_falkon(X, y, graph: Graph, *, lam, kernel: Kernel, basis,
                    options: Optional[CG] = None, valid=None, metric="pairwise_error",
-                   metric_kwargs=None, greater_is_better=None,
+                   metric_kwargs=None, higher_is_better=None,
                    precond_rows: Optional[int] = None, block_rows: Optional[int] = None,
                    seed: int = 0) -> FalkonModel:
     """Nyström RankRLS by FALKON-preconditioned conjugate gradient (Rudi et al. 2017 with
@@ -207,7 +207,7 @@ def rankrls_falkon(X, y, graph: Graph, *, lam, kernel: Kernel, basis,
       options: a :class:`~rankjax.CG` (:func:`cg_solve`); its ``tol`` is relative to the
         preconditioned right-hand side.
       valid: ``(X_valid, y_valid, graph_valid)`` for early stopping on a criterion
-        (as :func:`rankrls_cg`; ``metric``, ``metric_kwargs``, ``greater_is_better``).
+        (as :func:`rankrls_cg`; ``metric``, ``metric_kwargs``, ``higher_is_better``).
       precond_rows: rows of whole queries in the preconditioner's subsample
         (default ``min(m, 3 b)``: on a 12k-row set with b = 2,000 and λ = 1e-6, 2 b rows left the
         50th iterate 5e-6 from the closed form, 3 b rows 3e-9).
@@ -222,8 +222,8 @@ def rankrls_falkon(X, y, graph: Graph, *, lam, kernel: Kernel, basis,
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(40, num_features=4, seed=0)
       >>> g, k = rj.query_graph(d.qid), rj.gaussian_kernel(0.2)
-      >>> f = rj.rankrls_falkon(d.X, d.y, g, lam=1.0, kernel=k, basis=np.arange(0, 800, 8))
-      >>> p = rj.rankrls_nystrom_path(d.X, d.y, g, lams=[1.0], kernel=k, basis=np.arange(0, 800, 8))
+      >>> f = rankrls_falkon(d.X, d.y, g, lam=1.0, kernel=k, basis=np.arange(0, 800, 8))
+      >>> p = rj._path.rankrls_nystrom_path(d.X, d.y, g, lams=[1.0], kernel=k, basis=np.arange(0, 800, 8))
       >>> bool(np.allclose(rj.predict(f, d.X), rj.predict(p, d.X)[0], atol=1e-4))
       True
     """
@@ -251,7 +251,7 @@ def rankrls_falkon(X, y, graph: Graph, *, lam, kernel: Kernel, basis,
     sub = Subsample(jnp.asarray(X)[device_array(idx.astype(np.int32))],
                     device_array(np.arange(up) < rows.size), graph.restrict(rows, up),
                     m / rows.size)
-    valid = valid_set(valid, "X_valid", metric, greater_is_better, metric_kwargs,
+    valid = valid_set(valid, "X_valid", metric, higher_is_better, metric_kwargs,
                       "rankrls_falkon", lambda Xv: check_test_matrix(Xv, n, "X_valid"))
     coef, r = _falkon_core((X, y, graph), B, sub, lam, valid, options, block_rows)
     b = index.size

@@ -119,7 +119,7 @@ class _GraphBase:
         """Raises when the rows cannot be split without cutting edges (hold-out folds,
         a preconditioner's subsample): only a :class:`PreferenceGraph` raises."""
 
-    def criterion(self, y, metric="pairwise_error", greater_is_better=None, **kw):
+    def criterion(self, y, metric="pairwise_error", higher_is_better=None, **kw):
         """``f -> value`` (lower is better) on this graph's rows: ``"pairwise_error"``,
         ``"loss"`` or a metric ``metric(f, y, seg, num_queries=..., **kw)``."""
         if metric == "loss":
@@ -128,7 +128,7 @@ class _GraphBase:
             metric = pairwise_error
         if not callable(metric):
             raise ValueError(f"metric must be 'pairwise_error', 'loss' or a callable, got {metric!r}")
-        sign = metric_sign(metric, greater_is_better)
+        sign = metric_sign(metric, higher_is_better)
         seg, num = self.segments()
         return lambda f: sign * metric(f, y, seg, num_queries=num, **kw)
 
@@ -393,7 +393,7 @@ class PreferenceGraph(_GraphBase):
     def loss(self, f, y=None):
         return jnp.sum(jnp.square(self.incidence_t_mv(f) - self.target.astype(f.dtype)))
 
-    def criterion(self, y, metric="pairwise_error", greater_is_better=None, **kw):
+    def criterion(self, y, metric="pairwise_error", higher_is_better=None, **kw):
         if metric == "pairwise_error":
             return lambda f: edge_disagreement_error(f, self.head, self.tail)
         if metric == "loss":

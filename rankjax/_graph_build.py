@@ -339,7 +339,7 @@ class Validation(NamedTuple):
     Example:
       >>> import rankjax as rj
       >>> v = rj.make_ranking_data(4, num_features=3, seed=1)
-      >>> rj.Validation(v.X, v.y, v.qid).queries.shape == v.qid.shape
+      >>> Validation(v.X, v.y, v.qid).queries.shape == v.qid.shape
       True
     """
 

@@ -227,7 +227,7 @@ def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0,
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(12, num_features=4, seed=0)
-      >>> h = rj.holdout_primal(d.X, d.y, rj.query_graph(d.qid), lams=[0.1, 10.])
+      >>> h = holdout_primal(d.X, d.y, rj.query_graph(d.qid), lams=[0.1, 10.])
       >>> h.predictions.shape == (2, len(d.y))
       True
     """
@@ -276,7 +276,7 @@ def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0,
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(12, num_features=4, seed=0)
       >>> K = rj.kernel_matrix(rj.gaussian_kernel(0.3), d.X)
-      >>> rj.holdout_dual(K, d.y, rj.query_graph(d.qid), lams=[1.]).predictions.shape[0]
+      >>> holdout_dual(K, d.y, rj.query_graph(d.qid), lams=[1.]).predictions.shape[0]
       1
     """
     K, _ = check_kernel_matrix(K, y, graph, count=6, what="holdout_dual")
@@ -304,7 +304,7 @@ def holdout_nystrom(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=No
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(12, num_features=4, seed=0)
-      >>> h = rj.holdout_nystrom(d.X, d.y, rj.query_graph(d.qid), lams=[1.],
+      >>> h = holdout_nystrom(d.X, d.y, rj.query_graph(d.qid), lams=[1.],
       ...                        kernel=rj.gaussian_kernel(0.3), basis=20)
       >>> h.predictions.shape == (1, len(d.y))
       True

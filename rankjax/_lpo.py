@@ -218,7 +218,7 @@ def leave_pair_out_dual(K, y, pairs, *, lams) -> PairHoldOut:
     Example:
       >>> import numpy as np, rankjax as rj
       >>> X = np.random.default_rng(0).standard_normal((8, 2)); y = X[:, 0]
-      >>> r = rj.leave_pair_out_dual(X @ X.T, y, rj.differing_pairs(y), lams=[1.])
+      >>> r = leave_pair_out_dual(X @ X.T, y, rj.differing_pairs(y), lams=[1.])
       >>> print(f"{float(rj.lpo_cindex(r, y)[0]):.2f}")
       1.00
     """
@@ -253,7 +253,7 @@ def leave_pair_out_primal(X, y, pairs, *, lams) -> PairHoldOut:
     Example:
       >>> import numpy as np, rankjax as rj
       >>> X = np.random.default_rng(0).standard_normal((8, 2)); y = X[:, 0]
-      >>> rj.leave_pair_out_primal(X, y, [[0, 1], [2, 3]], lams=[1., 2.]).predictions.shape
+      >>> leave_pair_out_primal(X, y, [[0, 1], [2, 3]], lams=[1., 2.]).predictions.shape
       (2, 2, 2)
     """
     X, y, pairs, lams = _check_lpo(X, y, pairs, lams, "X")
@@ -274,7 +274,7 @@ def lpo_cindex(result: PairHoldOut, y):
     Example:
       >>> import numpy as np, rankjax as rj
       >>> X = np.random.default_rng(0).standard_normal((8, 2)); y = (X[:, 0] > 0) * 1.
-      >>> r = rj.leave_pair_out_dual(X @ X.T, y, rj.positive_negative_pairs(y), lams=[1.])
+      >>> r = leave_pair_out_dual(X @ X.T, y, rj.positive_negative_pairs(y), lams=[1.])
       >>> print(f"{float(rj.lpo_cindex(r, y)[0]):.2f}")
       1.00
     """

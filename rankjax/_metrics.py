@@ -315,10 +315,10 @@ def check_metric_options(metric, options: dict, where: str) -> None:
                             f"(the metric {name} takes {takes})")
 
 
-def metric_sign(metric, greater_is_better: Optional[bool] = None) -> float:
+def metric_sign(metric, higher_is_better: Optional[bool] = None) -> float:
     """``+1`` when lower values of ``metric`` are better, ``-1`` when higher are.
 
-    The direction is ``greater_is_better`` when given, else the metric's
+    The direction is ``higher_is_better`` when given, else the metric's
     ``higher_is_better`` attribute (``functools.partial`` is unwrapped). A
     callable without one (a ``lambda``, your own function) is an error rather
     than a guess.
@@ -329,16 +329,16 @@ def metric_sign(metric, greater_is_better: Optional[bool] = None) -> float:
     """
     if not callable(metric):
         raise TypeError(f"metric must be a callable (e.g. rankjax.ndcg), got {metric!r}")
-    if greater_is_better is None:
+    if higher_is_better is None:
         inner = metric
         while isinstance(inner, partial):
             inner = inner.func
-        greater_is_better = getattr(inner, "higher_is_better", None)
-        if greater_is_better is None:
+        higher_is_better = getattr(inner, "higher_is_better", None)
+        if higher_is_better is None:
             raise ValueError(f"the direction of metric {getattr(inner, '__name__', inner)!r} "
-                             "is unknown: pass greater_is_better=True/False or wrap it in "
+                             "is unknown: pass higher_is_better=True/False or wrap it in "
                              "rankjax.Metric(fn, higher_is_better=...)")
-    return -1.0 if greater_is_better else 1.0
+    return -1.0 if higher_is_better else 1.0
 
 
 def edge_disagreement_error(scores, head, tail):

@@ -58,7 +58,7 @@ def nystrom_basis(X, size: int, *, kernel: Optional[Kernel] = None, method: str 
     Example:
       >>> import numpy as np, rankjax as rj
       >>> X = np.r_[np.zeros((50, 2)), np.ones((2, 2)) * 5]   # 50 rows in one spot, 2 far away
-      >>> b = rj.nystrom_basis(X, 3, kernel=rj.gaussian_kernel(1.0), method="kmeans++")
+      >>> b = nystrom_basis(X, 3, kernel=rj.gaussian_kernel(1.0), method="kmeans++")
       >>> bool(np.any(b >= 50))                              # the far rows are covered
       True
     """
@@ -123,7 +123,7 @@ class Basis:
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(10, num_features=3, seed=0)
-      >>> p = rj.rankrls_nystrom_path(d.X, d.y, rj.query_graph(d.qid), lams=[1.],
+      >>> p = rj._path.rankrls_nystrom_path(d.X, d.y, rj.query_graph(d.qid), lams=[1.],
       ...                             kernel=rj.gaussian_kernel(0.5),
       ...                             basis=rj.Basis(20, method="kmeans++"))
       >>> p.coef.shape

@@ -147,7 +147,7 @@ def rankrls_primal_path(X, y, graph: Graph, *, lams, X_valid=None,
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(20, num_features=5, seed=0)
-      >>> path = rj.rankrls_primal_path(d.X, d.y, rj.query_graph(d.qid), lams=[0.1, 10.])
+      >>> path = rankrls_primal_path(d.X, d.y, rj.query_graph(d.qid), lams=[0.1, 10.])
       >>> path.weights.shape
       (2, 5)
     """
@@ -214,7 +214,7 @@ def rankrls_dual_path(K, y, graph: Graph, *, lams, K_valid=None) -> DualPath:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(10, num_features=3, seed=0)
       >>> K = rj.kernel_matrix(rj.gaussian_kernel(0.5), d.X)
-      >>> rj.rankrls_dual_path(K, d.y, rj.query_graph(d.qid), lams=[0.1, 1., 10.]).coef.shape[0]
+      >>> rankrls_dual_path(K, d.y, rj.query_graph(d.qid), lams=[0.1, 1., 10.]).coef.shape[0]
       3
     """
     K, y = check_kernel_matrix(K, y, graph)
@@ -295,7 +295,7 @@ def rankrls_nystrom_path(X, y, graph: Graph, *, lams, kernel: Kernel, basis, X_v
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(30, num_features=4, seed=0)
-      >>> p = rj.rankrls_nystrom_path(d.X, d.y, rj.query_graph(d.qid), lams=[1., 10.],
+      >>> p = rankrls_nystrom_path(d.X, d.y, rj.query_graph(d.qid), lams=[1., 10.],
       ...                             kernel=rj.gaussian_kernel(0.2), basis=50)
       >>> p.coef.shape, rj.predict(p, d.X[:3]).shape
       ((2, 50), (2, 3))
@@ -331,7 +331,7 @@ class Selection(NamedTuple):
 
 
 def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: Optional[int] = None,
-                  greater_is_better: Optional[bool] = None, **metric_kwargs) -> Selection:
+                  higher_is_better: Optional[bool] = None, **metric_kwargs) -> Selection:
     """Scores every λ (and every output) of a path on validation data with any
     rankjax metric in one vmapped call, and picks the best λ per output.
 
@@ -341,7 +341,7 @@ def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: O
       y: ``[m]`` or ``[m, k]`` validation labels (one column per output).
       qid: ``[m]`` query ids (``None``: one ranking).
       metric: e.g. ``rankjax.ndcg`` or ``rankjax.pairwise_error``.
-      greater_is_better: the direction; when ``None`` the metric's own
+      higher_is_better: the direction; when ``None`` the metric's own
         ``higher_is_better`` (every rankjax metric and :class:`Metric` has one;
         a bare ``lambda`` without it is an error).
       **metric_kwargs: passed to the metric (``k=10``, ``threshold=2``, ...).
@@ -356,8 +356,8 @@ def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: O
       >>> d = rj.make_ranking_data(30, num_features=5, seed=0)
       >>> v = rj.make_ranking_data(10, num_features=5, seed=1)
       >>> lams = np.array([0.01, 1., 100.])
-      >>> p = rj.rankrls_primal_path(d.X, d.y, rj.query_graph(d.qid), lams=lams, X_valid=v.X)
-      >>> sel = rj.select_lambda(lams, p.valid_scores, v.y, v.qid, metric=rj.ndcg, k=10)
+      >>> p = rankrls_primal_path(d.X, d.y, rj.query_graph(d.qid), lams=lams, X_valid=v.X)
+      >>> sel = select_lambda(lams, p.valid_scores, v.y, v.qid, metric=rj.ndcg, k=10)
       >>> sel.table.shape
       (3,)
     """
@@ -370,7 +370,7 @@ def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: O
     m = scores.shape[1]
     y = check_targets(y, m, "y")
     seg, Q, _ = resolve_segments(qid, num_queries, m)
-    sign = metric_sign(metric, greater_is_better)
+    sign = metric_sign(metric, higher_is_better)
     kw = tuple(sorted(metric_kwargs.items()))
     try:
         hash(kw)

@@ -157,7 +157,7 @@ def rankrls_primal(X, y, graph: Graph, *, lam) -> LinearModel:
       >>> import numpy as np, rankjax as rj
       >>> X = np.array([[1., 0.], [0., 1.], [1., 1.], [2., 0.]])
       >>> y, qid = np.array([1., 0., 2., 1.]), np.array([0, 0, 0, 1])
-      >>> model = rj.rankrls_primal(X, y, rj.query_graph(qid), lam=0.1)
+      >>> model = rankrls_primal(X, y, rj.query_graph(qid), lam=0.1)
       >>> print(np.round(np.asarray(model.weights), 4))
       [1.6084 0.6993]
     """
@@ -210,7 +210,7 @@ def rankrls_dual(K, y, graph: Graph, *, lam) -> DualModel:
       >>> import numpy as np, rankjax as rj
       >>> X = np.array([[1., 0.], [0., 1.], [1., 1.], [2., 0.]])
       >>> y, qid = np.array([1., 0., 2., 1.]), np.array([0, 0, 0, 1])
-      >>> a = rj.rankrls_dual(X @ X.T, y, rj.query_graph(qid), lam=0.1).coef
+      >>> a = rankrls_dual(X @ X.T, y, rj.query_graph(qid), lam=0.1).coef
       >>> print(np.round(np.asarray(X.T @ a), 4))   # equals the primal weights
       [1.6084 0.6993]
     """
@@ -234,7 +234,7 @@ def rankrls_kernel(X, y, graph: Graph, *, lam, kernel: Kernel,
     Example:
       >>> import numpy as np, rankjax as rj
       >>> X = np.array([[0.], [1.], [2.], [3.]]); y = np.array([0., 1., 2., 3.])
-      >>> model = rj.rankrls_kernel(X, y, rj.global_graph(4), lam=0.01,
+      >>> model = rankrls_kernel(X, y, rj.global_graph(4), lam=0.01,
       ...                           kernel=rj.gaussian_kernel(0.5))
       >>> f = rj.predict(model, np.array([[0.5], [2.5]]))
       >>> bool(f[1] > f[0])

@@ -79,8 +79,8 @@ def rankrls_fit(X, y, graph: Graph, *, lam, kernel: Optional[Kernel] = None, bas
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(10, num_features=4, seed=0)
       >>> g = rj.query_graph(d.qid)
-      >>> w = rj.rankrls_fit(d.X, d.y, g, lam=1.0).weights
-      >>> bool(np.allclose(w, rj.rankrls_primal(d.X, d.y, g, lam=1.0).weights))
+      >>> w = rankrls_fit(d.X, d.y, g, lam=1.0).weights
+      >>> bool(np.allclose(w, rj._rankrls.rankrls_primal(d.X, d.y, g, lam=1.0).weights))
       True
     """
     m, n = X.shape
@@ -142,7 +142,7 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(20, num_features=4, seed=0)
-      >>> s = rj.select_rankrls(d.X, d.y, d.qid, lams=[0.1, 1., 10.],
+      >>> s = select_rankrls(d.X, d.y, d.qid, lams=[0.1, 1., 10.],
       ...                       kernels=[rj.gaussian_kernel(g) for g in (0.1, 1.)])
       >>> s.scores.shape, s.lam in (0.1, 1., 10.), s.gamma in (0.1, 1.)
       ((6,), True, True)

@@ -2,7 +2,7 @@
 (:mod:`rankjax._solvers`), in the style of lineax's ``linear_solve(operator, vector,
 solver)``. One dispatch table says which solver serves which verb; an unsupported pair is a
 ``TypeError`` naming the solvers that do. Every verb returns one :class:`Solution`
-(:func:`select` a :class:`~rankjax.RankRLSSelection`).
+(:func:`select` a :class:`~rankjax._select.RankRLSSelection`).
 
 =============================  ==========================================================
 ``fit(problem, solver, lam=)``     one model (Pahikkala et al. 2009, §3.1-3.2, §3.5)

@@ -148,8 +148,8 @@ def cv_predictions(params, X, y, graph: Graph, folds: Folds, kernel: str = "line
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(8, num_features=3, seed=0)
       >>> g = rj.query_graph(d.qid)
-      >>> f = rj.cv_predictions({"log_lam": np.log(2.0)}, d.X, d.y, g, rj.make_folds(g))
-      >>> bool(np.allclose(f, rj.holdout_primal(d.X, d.y, g, lams=[2.0]).predictions[0]))
+      >>> f = cv_predictions({"log_lam": np.log(2.0)}, d.X, d.y, g, rj.make_folds(g))
+      >>> bool(np.allclose(f, rj._holdout.holdout_primal(d.X, d.y, g, lams=[2.0]).predictions[0]))
       True
     """
     problem = _checked_inputs(params, X, y, graph, folds, kernel, "cv_predictions", basis, seed)

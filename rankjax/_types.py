@@ -44,7 +44,7 @@ class GraphOperator(Protocol):
     def root_mv(self, v) -> Any: ...                             # S v, S S^T = L
     def factor(self) -> Tuple[Any, Any, Any]: ...                # (R, R^T, rhs), R R^T = L
     def block_root(self, idx, mask, dtype) -> Any: ...           # B, B B^T = L_UU (a fold)
-    def criterion(self, y, metric="pairwise_error", greater_is_better=None, **kw) -> Any: ...
+    def criterion(self, y, metric="pairwise_error", higher_is_better=None, **kw) -> Any: ...
     def loss(self, f, y) -> Any: ...                             # (y - f)^T L (y - f)
 
 

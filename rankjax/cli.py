@@ -175,7 +175,7 @@ def _select_lambda(X, y, qid, args, lams, **kw):
     if args.folds is not None:
         if args.folds != "loo" and args.folds > nq:
             raise UsageError(f"--folds {args.folds} exceeds the {nq} training queries")
-        cv = RankRLSCV(lams, cv=None if args.folds == "loo" else args.folds,
+        cv = RankRLSCV(lams, folds=None if args.folds == "loo" else args.folds,
                        random_state=args.seed, **kw).fit(X, y, qid=qid)
         n_valid = n_fit = nq
     else:

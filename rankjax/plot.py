@@ -9,8 +9,8 @@ Example:
   >>> import numpy as np, rankjax as rj
   >>> from rankjax import plot
   >>> d = rj.make_ranking_data(15, num_features=4, seed=0)
-  >>> h = rj.holdout_primal(d.X, d.y, rj.query_graph(d.qid), lams=np.logspace(-2, 3, 6))
-  >>> ax = plot.lambda_curve(rj.cross_validate(h, d.y, d.qid, metric=rj.ndcg))
+  >>> sel = rj.select(rj.Problem(d.X, d.y, d.qid), [rj.Primal()], lams=np.logspace(-2, 3, 6))
+  >>> ax = plot.lambda_curve(sel)
   >>> ax.get_xscale()
   'log'
 """
@@ -33,8 +33,8 @@ def lambda_curve(result, ax=None, *, label: str = "validation", metric: str = No
     """The validation score against λ on a log axis, the chosen λ marked.
 
     ``result``: a fitted :class:`rankjax.estimators.RankRLSCV` (one curve per γ of its
-    grid, NDCG@``score_k``), its ``cv_results_`` dictionary, a :class:`rankjax.CVResult`
-    or :class:`rankjax.Selection`, or ``(lams, table, best_index)``. ``metric`` names
+    grid, NDCG@``score_k``), its ``cv_results_`` dictionary, what :func:`rankjax.select`
+    returns (one curve per γ), a :class:`rankjax.Selection` or ``(lams, table, best_index)``. ``metric`` names
     the score on the y axis (estimators name it themselves).
 
     Example:
@@ -67,6 +67,10 @@ def _lambda_curves(result):
     if hasattr(result, "cv_results_"):
         chosen = float(result.lam_)
         result = result.cv_results_
+    elif hasattr(result, "scores") and hasattr(result, "gammas"):      # rj.select
+        chosen = float(result.lam)
+        result = {"param_lam": result.lams, "mean_test_score": result.scores,
+                  "param_gamma": result.gammas}
     else:
         chosen = None
     if isinstance(result, dict):
@@ -121,13 +125,15 @@ def evals_curve(estimator, ax=None, *, title: str = None):
 
 
 def cg_curve(result, ax=None, *, label: str = "validation", title: str = "CG early stopping"):
-    """A :class:`rankjax.CGResult`'s validation criterion (lower is better) and
+    """The validation criterion of a CG solve (``rj.fit(problem, rj.CG(), lam=).value``,
+    lower is better) and
     relative residual against the iteration, the returned iterate marked.
 
     Example:
       >>> import matplotlib; matplotlib.use("Agg")
       >>> import numpy as np, rankjax as rj
-      >>> r = rj.cg_solve(lambda v: 2 * v, np.ones(3), tol=1e-8)
+      >>> d = rj.make_ranking_data(10, num_features=4, seed=0)
+      >>> r = rj.fit(rj.Problem(d.X, d.y, d.qid), rj.CG(tol=1e-8), lam=1.0).value
       >>> len(cg_curve(r).lines[0].get_xdata()) == r.valid_history.shape[0]
       True
     """

@@ -14,6 +14,9 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax._gp import gp_pairwise_gaussian
+from rankjax._holdout import holdout_primal
+from rankjax._lpo import leave_pair_out_dual
 from rankjax import io
 
 
@@ -53,11 +56,11 @@ def make_problem(tmp):
     io.save_model(model_file, np.ones(n))
     foreign = tmp / "foreign.npz"
     np.savez(foreign, w=np.ones(3))
-    lpo = rj.leave_pair_out_dual(K, y, rj.differing_pairs(y)[:5], lams=[1.0])
-    gp = rj.gp_pairwise_gaussian(K, [0, 1], [1, 2], [1.0, 1.0], noise_var=1.0)
-    holdout = rj.holdout_primal(X, y, g, lams=[1.0, 10.0])
+    lpo = leave_pair_out_dual(K, y, rj.differing_pairs(y)[:5], lams=[1.0])
+    gp = gp_pairwise_gaussian(K, [0, 1], [1, 2], [1.0, 1.0], noise_var=1.0)
+    holdout = holdout_primal(X, y, g, lams=[1.0, 10.0])
     return SimpleNamespace(X=X, y=y, qid=qid, m=m, n=n, g=g, K=K, pref=pref, tmp=tmp,
-                           sharded=rj.shard_data(X, y, g),
+                           sharded=rj.scale.shard_data(X, y, g),
                            bad_file=bad_file, good_file=good_file, keep=keep,
                            model_file=model_file, foreign=foreign,
                            lpo=lpo, gp=gp, holdout=holdout, folds=rj.make_folds(g),

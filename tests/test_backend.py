@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax._holdout import holdout_dual, holdout_nystrom, holdout_primal
 from rankjax._backend import ACCELERATOR, CPU, forced_paths, paths
 
 TOL = 1e-10
@@ -50,7 +51,7 @@ def test_paths_follow_the_backend_and_can_be_forced():
 def test_primal_holdout_same_on_both_paths(data, folds):
     X, y, qid = data
     g = rj.query_graph(qid)
-    a, b = both(lambda: rj.holdout_primal(X, y, g, lams=[1e-2, 1.0, 1e2], folds=folds).predictions)
+    a, b = both(lambda: holdout_primal(X, y, g, lams=[1e-2, 1.0, 1e2], folds=folds).predictions)
     assert_same(a, b)
 
 
@@ -59,7 +60,7 @@ def test_dual_holdout_same_on_both_paths(data, folds):
     X, y, qid = data
     g = rj.query_graph(qid)
     K = rj.kernel_matrix(rj.gaussian_kernel(0.2), X)
-    a, b = both(lambda: rj.holdout_dual(K, y, g, lams=[1e-1, 1.0, 1e2], folds=folds).predictions)
+    a, b = both(lambda: holdout_dual(K, y, g, lams=[1e-1, 1.0, 1e2], folds=folds).predictions)
     assert_same(a, b)
 
 
@@ -68,9 +69,9 @@ def test_nystrom_holdout_and_multi_output_same_on_both_paths(data):
     g = rj.query_graph(qid)
     Y = np.stack([y, -y + 0.3 * X[:, 0]], 1)
     a, b = both(lambda: (
-        rj.holdout_nystrom(X, y, g, lams=[0.1, 10.0], kernel=rj.gaussian_kernel(0.2), basis=40,
+        holdout_nystrom(X, y, g, lams=[0.1, 10.0], kernel=rj.gaussian_kernel(0.2), basis=40,
                            folds=3).predictions,
-        rj.holdout_primal(X, Y, g, lams=[0.1, 10.0], folds=2).predictions))
+        holdout_primal(X, Y, g, lams=[0.1, 10.0], folds=2).predictions))
     assert_same(a, b)
 
 

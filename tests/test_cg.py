@@ -9,6 +9,11 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 import rankjax as rj
+from rankjax import _cg
+from rankjax import _cg_loop
+from rankjax._cg_loop import STOP_REASONS
+from rankjax._graph_build import laplacian_sqrt_mv
+from rankjax._rankrls import rankrls_dual, rankrls_primal
 import reference as ref
 from conftest import random_qids
 
@@ -50,9 +55,9 @@ def test_primal_cg_equals_closed_form_for_every_operator(rng, fmt):
     X, y, qid = problem(rng)
     Xs = {"dense": X, "bcoo": rj.io.to_bcoo(X), "csr": rj.to_csr(X)}[fmt]
     for name, (g, yy) in graphs(rng, qid, y, len(y)).items():
-        r = rj.rankrls_cg(Xs, yy, g, lam=0.5, tol=1e-10, max_iter=500)
+        r = _cg.rankrls_cg(Xs, yy, g, lam=0.5, tol=1e-10, max_iter=500)
         assert bool(r.converged), name
-        assert rel(r.weights, rj.rankrls_primal(X, yy, g, lam=0.5).weights) < 1e-6, name
+        assert rel(r.weights, rankrls_primal(X, yy, g, lam=0.5).weights) < 1e-6, name
 
 
 def test_dual_cg_equals_closed_form_for_every_operator(rng):
@@ -60,13 +65,13 @@ def test_dual_cg_equals_closed_form_for_every_operator(rng):
     K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.2), X))
     for name, (g, yy) in graphs(rng, qid, y, len(y), ties=False).items():
         for Kop in (K, lambda a: jnp.asarray(K) @ a):
-            r = rj.rankrls_cg_dual(Kop, yy, g, lam=0.3, tol=1e-11, max_iter=2000)
+            r = _cg.rankrls_cg_dual(Kop, yy, g, lam=0.3, tol=1e-11, max_iter=2000)
             assert bool(r.converged), name
-            assert rel(r.weights, rj.rankrls_dual(K, yy, g, lam=0.3).coef) < 1e-6, name
+            assert rel(r.weights, rankrls_dual(K, yy, g, lam=0.3).coef) < 1e-6, name
     # and against L from enumerated pairs: A = (L K + λ I)^{-1} L y
     L = ref.laplacian_from_pairs(len(y), ref.query_pairs(qid))
     A = np.linalg.solve(L @ K + 0.3 * np.eye(len(y)), L @ y)
-    assert rel(rj.rankrls_cg_dual(K, y, rj.query_graph(qid), lam=0.3, tol=1e-11).weights, A) < 1e-6
+    assert rel(_cg.rankrls_cg_dual(K, y, rj.query_graph(qid), lam=0.3, tol=1e-11).weights, A) < 1e-6
 
 
 def test_first_iterates_equal_scipy(rng):
@@ -76,15 +81,15 @@ def test_first_iterates_equal_scipy(rng):
     A = X.T @ L @ X + 0.3 * np.eye(X.shape[1])
     b = X.T @ L @ y
     K = X @ X.T + 1.0
-    S = np.asarray(rj.laplacian_sqrt_mv(g, np.eye(len(y))))
+    S = np.asarray(laplacian_sqrt_mv(g, np.eye(len(y))))
     Ad, bd = S @ K @ S + 0.3 * np.eye(len(y)), S @ y
     for k in (1, 2, 3):
         expect, _ = spla.cg(A, b, maxiter=k, rtol=1e-300, atol=0)
-        r = rj.rankrls_cg(X, y, g, lam=0.3, tol=0.0, max_iter=k)
-        assert int(r.iterations) == k and rj.STOP_REASONS[int(r.stop_reason)] == "max_iter"
+        r = _cg.rankrls_cg(X, y, g, lam=0.3, tol=0.0, max_iter=k)
+        assert int(r.iterations) == k and STOP_REASONS[int(r.stop_reason)] == "max_iter"
         assert rel(r.weights, expect) < 1e-10
         expect, _ = spla.cg(Ad, bd, maxiter=k, rtol=1e-300, atol=0)
-        assert rel(rj.rankrls_cg_dual(K, y, g, lam=0.3, tol=0.0, max_iter=k).weights, S @ expect) < 1e-10
+        assert rel(_cg.rankrls_cg_dual(K, y, g, lam=0.3, tol=0.0, max_iter=k).weights, S @ expect) < 1e-10
 
 
 def noisy_problem(rng, m=120, n=30):
@@ -106,16 +111,16 @@ def test_early_stopping_returns_the_rerun_iterate(rng, lam, metric):
     X, y, qid, Xv, yv, qv = noisy_problem(rng)
     g, gv = rj.query_graph(qid), rj.query_graph(qv)
     crit = functools.partial(rj.ndcg, k=5, ties="stable") if metric == "ndcg" else metric
-    r = rj.rankrls_cg(X, y, g, lam=lam, tol=1e-12, max_iter=200, valid=(Xv, yv, gv),
+    r = _cg.rankrls_cg(X, y, g, lam=lam, tol=1e-12, max_iter=200, valid=(Xv, yv, gv),
                       metric=crit, patience=5)
     hist = np.asarray(r.valid_history)
     best, its = int(r.best_iteration), int(r.iterations)
     assert np.nanmin(hist) == hist[best]
-    assert rj.STOP_REASONS[int(r.stop_reason)] == "early_stopping" and its == best + 5
+    assert STOP_REASONS[int(r.stop_reason)] == "early_stopping" and its == best + 5
     assert np.all(np.isnan(hist[its + 1:])) and not np.any(np.isnan(hist[:its + 1]))
     Lv = ref.laplacian_from_pairs(len(yv), ref.query_pairs(qv))
     for k in sorted({0, 1, best, its}):
-        w = rj.rankrls_cg(X, y, g, lam=lam, tol=0.0, max_iter=max(k, 1)).weights if k else np.zeros(30)
+        w = _cg.rankrls_cg(X, y, g, lam=lam, tol=0.0, max_iter=max(k, 1)).weights if k else np.zeros(30)
         f = Xv @ np.asarray(w)
         brute = {"pairwise_error": lambda: ref.pairwise_error(f, yv, qv),
                  "loss": lambda: (yv - f) @ Lv @ (yv - f),
@@ -129,10 +134,10 @@ def test_early_stopping_dual_and_edges(rng):
     X, y, qid, Xv, yv, qv = noisy_problem(rng)
     K, Kv = X @ X.T, Xv @ X.T
     g, gv = rj.query_graph(qid), rj.query_graph(qv)
-    r = rj.rankrls_cg_dual(K, y, g, lam=0.0, valid=(Kv, yv, gv), tol=1e-12, patience=4)
+    r = _cg.rankrls_cg_dual(K, y, g, lam=0.0, valid=(Kv, yv, gv), tol=1e-12, patience=4)
     best = int(r.best_iteration)
-    assert best > 0 and rj.STOP_REASONS[int(r.stop_reason)] == "early_stopping"
-    rerun = rj.rankrls_cg_dual(K, y, g, lam=0.0, tol=0.0, max_iter=best)
+    assert best > 0 and STOP_REASONS[int(r.stop_reason)] == "early_stopping"
+    rerun = _cg.rankrls_cg_dual(K, y, g, lam=0.0, tol=0.0, max_iter=best)
     np.testing.assert_allclose(r.weights, rerun.weights, rtol=0, atol=0)
     # preference-edge training and validation
     h, t = edges(rng, 120, 400)
@@ -140,7 +145,7 @@ def test_early_stopping_dual_and_edges(rng):
     hv, tv = np.nonzero(yv[:, None] > yv[None, :])
     ge = rj.preference_graph(h, t, y[h] - y[t], num_rows=120)
     gve = rj.preference_graph(hv, tv, num_rows=80)
-    r = rj.rankrls_cg(X, None, ge, lam=0.0, valid=(Xv, None, gve), tol=1e-12, patience=3)
+    r = _cg.rankrls_cg(X, None, ge, lam=0.0, valid=(Xv, None, gve), tol=1e-12, patience=3)
     f = Xv @ np.asarray(r.weights)
     assert abs(float(r.valid_history[r.best_iteration]) - np.mean(f[hv] <= f[tv])) < 1e-12
 
@@ -150,7 +155,7 @@ def test_vmap_over_eight_lambdas_and_over_outputs(rng):
     g = rj.query_graph(qid)
     lams = jnp.asarray(np.logspace(-2, 2, 8))
     for Xs in (X, rj.to_csr(X)):
-        f = jax.jit(lambda lam, X: rj.rankrls_cg(X, y, g, lam=lam, tol=1e-9, max_iter=300))
+        f = jax.jit(lambda lam, X: _cg.rankrls_cg(X, y, g, lam=lam, tol=1e-9, max_iter=300))
         batched = jax.vmap(f, in_axes=(0, None))(lams, Xs)
         for i, lam in enumerate(lams):
             one = f(lam, Xs)
@@ -159,14 +164,14 @@ def test_vmap_over_eight_lambdas_and_over_outputs(rng):
             np.testing.assert_allclose(batched.residual_history[i], one.residual_history,
                                        rtol=1e-8, atol=1e-14)
     K = X @ X.T
-    fd = jax.vmap(lambda lam: rj.rankrls_cg_dual(K, y, g, lam=lam, tol=1e-9))(lams)
+    fd = jax.vmap(lambda lam: _cg.rankrls_cg_dual(K, y, g, lam=lam, tol=1e-9))(lams)
     for i, lam in enumerate(lams):
-        np.testing.assert_allclose(fd.weights[i], rj.rankrls_cg_dual(K, y, g, lam=lam, tol=1e-9).weights,
+        np.testing.assert_allclose(fd.weights[i], _cg.rankrls_cg_dual(K, y, g, lam=lam, tol=1e-9).weights,
                                    rtol=1e-10, atol=1e-12)
     Y = np.stack([y, -y, y ** 2], 1)
-    cols = jax.vmap(lambda yy: rj.rankrls_cg(rj.to_csr(X), yy, g, lam=1.0, tol=1e-10).weights,
+    cols = jax.vmap(lambda yy: _cg.rankrls_cg(rj.to_csr(X), yy, g, lam=1.0, tol=1e-10).weights,
                     in_axes=1, out_axes=1)(Y)
-    assert rel(cols, rj.rankrls_primal(X, Y, g, lam=1.0).weights) < 1e-6
+    assert rel(cols, rankrls_primal(X, Y, g, lam=1.0).weights) < 1e-6
 
 
 def test_preference_edges_never_materialise_large_arrays():
@@ -181,7 +186,7 @@ def test_preference_edges_never_materialise_large_arrays():
     head, tail = edges(rng, m, l)
     g = rj.preference_graph(head, tail, num_rows=m)
     C = rj.to_csr(X, jnp.float32)
-    run = jax.jit(lambda C, g: rj.rankrls_cg(C, None, g, lam=1.0, tol=1e-3, max_iter=3))
+    run = jax.jit(lambda C, g: _cg.rankrls_cg(C, None, g, lam=1.0, tol=1e-3, max_iter=3))
     mem = run.lower(C, g).compile().memory_analysis()
     assert mem.temp_size_in_bytes + mem.output_size_in_bytes < 100e6
     r = run(C, g)
@@ -215,32 +220,32 @@ def test_cg_input_errors(rng):
     X, y, qid = problem(rng)
     g = rj.query_graph(qid)
     with pytest.raises(ValueError, match="lam"):
-        rj.rankrls_cg(X, y, g, lam=-1.0)
+        _cg.rankrls_cg(X, y, g, lam=-1.0)
     with pytest.raises(ValueError, match="vmap"):
-        rj.rankrls_cg(X, np.stack([y, y], 1), g, lam=1.0)
+        _cg.rankrls_cg(X, np.stack([y, y], 1), g, lam=1.0)
     with pytest.raises(ValueError, match="X_valid has 3 columns"):
-        rj.rankrls_cg(X, y, g, valid=(X[:, :3], y, g))
+        _cg.rankrls_cg(X, y, g, valid=(X[:, :3], y, g))
     with pytest.raises(ValueError, match="metric"):
-        rj.rankrls_cg(X, y, g, valid=(X, y, g), metric="ndcg")
+        _cg.rankrls_cg(X, y, g, valid=(X, y, g), metric="ndcg")
     with pytest.raises(TypeError, match="valid"):
-        rj.rankrls_cg(X, y, g, valid=(X, y))
+        _cg.rankrls_cg(X, y, g, valid=(X, y))
     with pytest.raises(ValueError, match="validation y has 5 rows"):
-        rj.rankrls_cg(X, y, g, valid=(X, y[:5], g))
+        _cg.rankrls_cg(X, y, g, valid=(X, y[:5], g))
     with pytest.raises(ValueError, match="tie exclusion"):
-        rj.rankrls_cg_dual(X @ X.T, y, rj.query_graph(qid, y, exclude_ties=True))
+        _cg.rankrls_cg_dual(X @ X.T, y, rj.query_graph(qid, y, exclude_ties=True))
     with pytest.raises(ValueError, match="K must be"):
-        rj.rankrls_cg_dual(X, y, g)
+        _cg.rankrls_cg_dual(X, y, g)
     with pytest.raises(ValueError, match="NaN"):
-        rj.rankrls_cg_dual(np.full((60, 60), np.nan), y, g)
+        _cg.rankrls_cg_dual(np.full((60, 60), np.nan), y, g)
 
 
 def test_progress_lines_come_from_the_loop_through_the_logger(caplog):
     d = rj.make_ranking_data(8, num_features=4, seed=0)
     g = rj.query_graph(d.qid)
     with caplog.at_level(logging.INFO, logger="rankjax"):
-        quiet = rj.rankrls_cg(d.X, d.y, g, lam=1.0, options=rj.CG(tol=1e-10))
+        quiet = _cg.rankrls_cg(d.X, d.y, g, lam=1.0, options=rj.CG(tol=1e-10))
         assert caplog.records == []
-        loud = rj.rankrls_cg(d.X, d.y, g, lam=1.0, options=rj.CG(tol=1e-10), verbose=2)
+        loud = _cg.rankrls_cg(d.X, d.y, g, lam=1.0, options=rj.CG(tol=1e-10), verbose=2)
         jax.effects_barrier()
     lines = [r.getMessage() for r in caplog.records]
     n = int(loud.iterations)
@@ -254,30 +259,30 @@ from surface import E, V, surface_test  # noqa: E402
 
 BAD_INPUT = {}
 BAD_INPUT["rankrls_cg"] = [
-        (lambda d: rj.rankrls_cg(d.X, d.y, d.g, lam=-1.0), E(ValueError, "lam")),
-        (lambda d: rj.rankrls_cg(d.X, d.y, d.g, x0=np.ones(d.n + 1)), E(ValueError, "x0")),
-        (lambda d: rj.rankrls_cg(d.X, d.y, d.g, lam=1.0, metric="nope", valid=(d.X, d.y, d.g)),
+        (lambda d: _cg.rankrls_cg(d.X, d.y, d.g, lam=-1.0), E(ValueError, "lam")),
+        (lambda d: _cg.rankrls_cg(d.X, d.y, d.g, x0=np.ones(d.n + 1)), E(ValueError, "x0")),
+        (lambda d: _cg.rankrls_cg(d.X, d.y, d.g, lam=1.0, metric="nope", valid=(d.X, d.y, d.g)),
          E(ValueError, "metric")),
-        (lambda d: rj.rankrls_cg(d.X, d.y, d.g, lam=1.0, valid=(d.X[:, :2], d.y, d.g)),
+        (lambda d: _cg.rankrls_cg(d.X, d.y, d.g, lam=1.0, valid=(d.X[:, :2], d.y, d.g)),
          E(ValueError, "X_valid")),
     ]
 BAD_INPUT["rankrls_cg_dual"] = [
-        (lambda d: rj.rankrls_cg_dual(d.K, d.y, d.g, lam=np.nan), E(ValueError, "lam")),
-        (lambda d: rj.rankrls_cg_dual(d.K, d.y, d.g, x0=np.ones(2)), E(ValueError, "x0")),
+        (lambda d: _cg.rankrls_cg_dual(d.K, d.y, d.g, lam=np.nan), E(ValueError, "lam")),
+        (lambda d: _cg.rankrls_cg_dual(d.K, d.y, d.g, x0=np.ones(2)), E(ValueError, "x0")),
     ]
 BAD_INPUT["cg_solve"] = [
-        (lambda d: rj.cg_solve(d.K, np.ones(d.m)), E(TypeError, "matvec")),
-        (lambda d: rj.cg_solve(lambda v: v, np.ones(3), lam=-1.0), E(ValueError, "lam")),
-        (lambda d: rj.cg_solve(lambda v: v, np.ones(3), tol=-1.0), E(ValueError, "tol")),
-        (lambda d: rj.cg_solve(lambda v: v, np.r_[np.nan, 1, 1]), E(ValueError, "b")),
-        (lambda d: rj.cg_solve(lambda v: v, np.ones(3), x0=np.ones(2)), E(ValueError, "x0")),
-        (lambda d: rj.cg_solve(lambda v: v, np.zeros(3)),
+        (lambda d: _cg_loop.cg_solve(d.K, np.ones(d.m)), E(TypeError, "matvec")),
+        (lambda d: _cg_loop.cg_solve(lambda v: v, np.ones(3), lam=-1.0), E(ValueError, "lam")),
+        (lambda d: _cg_loop.cg_solve(lambda v: v, np.ones(3), tol=-1.0), E(ValueError, "tol")),
+        (lambda d: _cg_loop.cg_solve(lambda v: v, np.r_[np.nan, 1, 1]), E(ValueError, "b")),
+        (lambda d: _cg_loop.cg_solve(lambda v: v, np.ones(3), x0=np.ones(2)), E(ValueError, "x0")),
+        (lambda d: _cg_loop.cg_solve(lambda v: v, np.zeros(3)),
          V(lambda r: np.all(np.asarray(r.weights) == 0) and bool(r.converged))),
     ]
 BAD_INPUT["validation_criterion"] = [
-        (lambda d: rj.validation_criterion((d.y, d.g), "nope"), E(ValueError, "metric")),
-        (lambda d: rj.validation_criterion((d.y[:-1], d.g)), E(ValueError, "y")),
-        (lambda d: rj.validation_criterion(d.y), E(TypeError, "valid")),
+        (lambda d: _cg_loop.validation_criterion((d.y, d.g), "nope"), E(ValueError, "metric")),
+        (lambda d: _cg_loop.validation_criterion((d.y[:-1], d.g)), E(ValueError, "y")),
+        (lambda d: _cg_loop.validation_criterion(d.y), E(TypeError, "valid")),
     ]
 
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)

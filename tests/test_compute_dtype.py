@@ -7,6 +7,10 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax import _cg
+from rankjax import _holdout
+from rankjax import _path
+from rankjax import _rankrls
 
 
 @pytest.fixture(scope="module")
@@ -17,12 +21,12 @@ def d():
 def _entry_points(d, X, lam=1.0, C=1.0, gamma=0.1):
     g = rj.query_graph(d.qid)
     return {
-        "rankrls_primal": lambda: rj.rankrls_primal(X, d.y, g, lam=lam),
-        "rankrls_primal_path": lambda: rj.rankrls_primal_path(X, d.y, g, lams=[lam]),
-        "holdout_primal": lambda: rj.holdout_primal(X, d.y, g, lams=[lam]),
-        "rankrls_cg": lambda: rj.rankrls_cg(X, d.y, g, lam=lam),
-        "rankrls_dual": lambda: rj.rankrls_dual(np.asarray(X @ X.T), d.y, g, lam=lam),
-        "rankrls_kernel": lambda: rj.rankrls_kernel(X, d.y, g, lam=lam,
+        "rankrls_primal": lambda: _rankrls.rankrls_primal(X, d.y, g, lam=lam),
+        "rankrls_primal_path": lambda: _path.rankrls_primal_path(X, d.y, g, lams=[lam]),
+        "holdout_primal": lambda: _holdout.holdout_primal(X, d.y, g, lams=[lam]),
+        "rankrls_cg": lambda: _cg.rankrls_cg(X, d.y, g, lam=lam),
+        "rankrls_dual": lambda: _rankrls.rankrls_dual(np.asarray(X @ X.T), d.y, g, lam=lam),
+        "rankrls_kernel": lambda: _rankrls.rankrls_kernel(X, d.y, g, lam=lam,
                                                     kernel=rj.gaussian_kernel(gamma)),
         "ranksvm_l2": lambda: rj.ranksvm_l2(X, d.y, d.qid, C=C),
     }
@@ -36,7 +40,7 @@ def test_float64_values_beyond_float32_are_refused_before_the_cast(d):
                 call()
             assert "X" in str(e.value) or "K" in str(e.value), (name, e.value)
     with jax.enable_x64(True):                      # float64 compute holds them
-        assert np.all(np.isfinite(rj.rankrls_primal(X, d.y, rj.query_graph(d.qid), lam=1.0).weights))
+        assert np.all(np.isfinite(_rankrls.rankrls_primal(X, d.y, rj.query_graph(d.qid), lam=1.0).weights))
 
 
 @pytest.mark.parametrize("name", ["rankrls_primal", "rankrls_primal_path", "holdout_primal"])
@@ -55,5 +59,5 @@ def test_a_lambda_the_compute_dtype_cannot_hold_is_refused(d, bad):
             with pytest.raises(ValueError, match="cannot be represented in the float32"):
                 call()
     with jax.enable_x64(True):
-        w = rj.rankrls_primal(np.asarray(d.X, np.float64), d.y, rj.query_graph(d.qid), lam=bad).weights
+        w = _rankrls.rankrls_primal(np.asarray(d.X, np.float64), d.y, rj.query_graph(d.qid), lam=bad).weights
         assert np.all(np.isfinite(w))

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax import _cv
+from rankjax._holdout import holdout_primal
 from rankjax import io
 
 d = rj.make_ranking_data(5, num_features=4, seed=0)
@@ -17,22 +19,22 @@ m = X.shape[0]
 HOST = [
     ("differing_pairs", "y", lambda t: rj.differing_pairs(t)),
     ("positive_negative_pairs", "y", lambda t: rj.positive_negative_pairs(t)),
-    ("permuted_labels", "y", lambda t: rj.permuted_labels(t, num_permutations=2)),
+    ("permuted_labels", "y", lambda t: _cv.permuted_labels(t, num_permutations=2)),
     ("rank_levels", "y", lambda t: rj.rank_levels(t)),
     ("pairs_from_scores", "y", lambda t: rj.pairs_from_scores(t)),
     ("segment_ids", "qid", lambda t: rj.segment_ids(t)),
     ("query_graph", "qid", lambda t: rj.query_graph(t)),
     ("make_folds", "qid", lambda t: rj.make_folds(rj.query_graph(t))),
-    ("partition_queries", "qid", lambda t: rj.partition_queries(t, 2)),
+    ("partition_queries", "qid", lambda t: rj.scale.partition_queries(t, 2)),
     ("preference_graph", "head", lambda t: rj.preference_graph(t, t + 1, num_rows=m)),
     ("preference_graph", "magnitude",
      lambda t: rj.preference_graph([0, 1], [1, 2], t[:2], num_rows=m)),
     ("to_csr", "X", lambda t: rj.to_csr(t)),
     ("rankboost", "X", lambda t: rj.rankboost(t, y, rj.query_graph(qid), rounds=2)),
-    ("shard_data", "X", lambda t: rj.shard_data(t, y, rj.query_graph(qid))),
+    ("shard_data", "X", lambda t: rj.scale.shard_data(t, y, rj.query_graph(qid))),
     ("normalize_per_query", "X", lambda t: io.normalize_per_query(t, qid)),
     ("permutation_test", "y", lambda t: rj.permutation_test(
-        lambda yy: rj.holdout_primal(X, yy, rj.query_graph(qid), lams=[1.0]), t, qid,
+        lambda yy: holdout_primal(X, yy, rj.query_graph(qid), lams=[1.0]), t, qid,
         metric=rj.ndcg, num_permutations=2)),
 ]
 VALUES = {"y": y, "qid": qid, "head": np.arange(3), "magnitude": y, "X": X}
@@ -49,7 +51,7 @@ def test_traced_input_to_a_host_routine_is_a_type_error(name, arg, call):
 def test_a_seed_must_be_an_int(seed):
     for call in (lambda: rj.make_ranking_data(3, seed=seed),
                  lambda: rj.make_folds(rj.query_graph(qid), 2, seed=seed),
-                 lambda: rj.permuted_labels(y, qid, num_permutations=2, seed=seed)):
+                 lambda: _cv.permuted_labels(y, qid, num_permutations=2, seed=seed)):
         with pytest.raises(TypeError, match="seed must be an int"):
             call()
 

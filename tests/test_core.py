@@ -10,6 +10,14 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax._cg import rankrls_cg, rankrls_cg_dual
+from rankjax._cv import cross_validate
+from rankjax._gp import gp_pairwise_gaussian
+from rankjax._graph_build import incidence_mv
+from rankjax._holdout import holdout_primal
+from rankjax._kpcrank import kpcrank_path
+from rankjax._path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
+from rankjax._rankrls import rankrls_dual, rankrls_kernel, rankrls_primal
 
 PKG = pathlib.Path(rj.__file__).parent
 GRAPH_TYPES = {"QueryGraph", "PreferenceGraph", "IdentityGraph"}
@@ -54,12 +62,12 @@ def test_preference_dual_matches_extended_precision_on_ill_conditioned_problem()
     lam = 1e-4
     A = L @ K + lam * np.eye(m)
     assert np.linalg.cond(A) >= 1e7
-    b = np.asarray(rj.incidence_mv(g, g.target))
+    b = np.asarray(incidence_mv(g, g.target))
     ref = _refined_solve(A, b)
-    got = np.asarray(rj.rankrls_dual(K, None, g, lam=lam).coef, np.longdouble)
+    got = np.asarray(rankrls_dual(K, None, g, lam=lam).coef, np.longdouble)
     err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
     assert err <= 1e-9, err
-    path = rj.rankrls_dual_path(K, None, g, lams=[lam, 1.0])
+    path = rankrls_dual_path(K, None, g, lams=[lam, 1.0])
     np.testing.assert_allclose(path.coef[0], got.astype(np.float64), rtol=0,
                                atol=1e-9 * float(np.abs(ref).max()))
 
@@ -74,21 +82,21 @@ def test_metric_wrappers_choose_like_the_metric(metric, kw):
     d = rj.make_ranking_data(25, num_features=6, seed=4)
     g = rj.query_graph(d.qid)
     lams = np.array([1e-3, 1.0, 1e4])
-    h = rj.holdout_primal(d.X, d.y, g, lams=lams)
+    h = holdout_primal(d.X, d.y, g, lams=lams)
     hib = metric.higher_is_better
     lam_fn = lambda f, y, q, **k: metric(f, y, q, **k)  # noqa: E731
     wrappers = [dict(metric=functools.partial(metric)),
-                dict(metric=lam_fn, greater_is_better=hib),
+                dict(metric=lam_fn, higher_is_better=hib),
                 dict(metric=rj.Metric(lam_fn, higher_is_better=hib))]
-    base = rj.cross_validate(h, d.y, d.qid, metric=metric, **kw)
+    base = cross_validate(h, d.y, d.qid, metric=metric, **kw)
     for w in wrappers:
-        cv = rj.cross_validate(h, d.y, d.qid, **w, **kw)
+        cv = cross_validate(h, d.y, d.qid, **w, **kw)
         assert int(cv.best_index) == int(base.best_index)
-    with pytest.raises(ValueError, match="greater_is_better"):
-        rj.cross_validate(h, d.y, d.qid, metric=lam_fn, **kw)
+    with pytest.raises(ValueError, match="higher_is_better"):
+        cross_validate(h, d.y, d.qid, metric=lam_fn, **kw)
     if metric not in (rj.pairwise_error, rj.ndcg):  # one metric of each direction suffices
         return
-    fn = lambda Y: rj.holdout_primal(d.X, Y, g, lams=lams[1:2])  # noqa: E731
+    fn = lambda Y: holdout_primal(d.X, Y, g, lams=lams[1:2])  # noqa: E731
     p0 = rj.permutation_test(fn, d.y, d.qid, metric=metric, num_permutations=9, **kw).pvalue
     p = rj.permutation_test(fn, d.y, d.qid, num_permutations=9, **wrappers[1], **kw).pvalue
     np.testing.assert_array_equal(p, p0)          # (the direction logic is shared: one wrapper)
@@ -103,23 +111,23 @@ def test_predict_works_on_every_model_type():
     Xt = X[:7]
     Kt = K[:7]
     m = X.shape[0]
-    lin = rj.rankrls_primal(X, y, g, lam=1.0)
+    lin = rankrls_primal(X, y, g, lam=1.0)
     expect = {
         "linear": (lin, Xt, Xt @ np.asarray(lin.weights)),
-        "dual": (rj.rankrls_dual(K, y, g, lam=1.0), Kt, None),
-        "kernel": (rj.rankrls_kernel(X, y, g, lam=1.0, kernel=kern), Xt, None),
-        "primal path": (rj.rankrls_primal_path(X, y, g, lams=[1., 2.]), Xt, None),
-        "dual path": (rj.rankrls_dual_path(K, y, g, lams=[1., 2.]), Kt, None),
-        "nystrom path": (rj.rankrls_nystrom_path(X, y, g, lams=[1., 2.], kernel=kern,
+        "dual": (rankrls_dual(K, y, g, lam=1.0), Kt, None),
+        "kernel": (rankrls_kernel(X, y, g, lam=1.0, kernel=kern), Xt, None),
+        "primal path": (rankrls_primal_path(X, y, g, lams=[1., 2.]), Xt, None),
+        "dual path": (rankrls_dual_path(K, y, g, lams=[1., 2.]), Kt, None),
+        "nystrom path": (rankrls_nystrom_path(X, y, g, lams=[1., 2.], kernel=kern,
                                                  basis=10), Xt, None),
-        "cg": (rj.rankrls_cg(X, y, g, lam=1.0, tol=1e-10), Xt, None),
-        "cg dual": (rj.rankrls_cg_dual(K, y, g, lam=1.0, tol=1e-10), Kt, None),
+        "cg": (rankrls_cg(X, y, g, lam=1.0, tol=1e-10), Xt, None),
+        "cg dual": (rankrls_cg_dual(K, y, g, lam=1.0, tol=1e-10), Kt, None),
         "kpc": (rj.kpcrank(K, y, g, components=5), Kt, None),
-        "kpc path": (rj.kpcrank_path(K, y, g, max_components=5), Kt, None),
+        "kpc path": (kpcrank_path(K, y, g, max_components=5), Kt, None),
         "ranksvm": (rj.ranksvm_l2(X, y, qid, C=0.1), Xt, None),
         "ranksvm kernel": (rj.ranksvm_kernel(X, y, qid, kernel=kern, basis=10), Xt, None),
         "rankboost": (rj.rankboost(X, y, qid, rounds=5), Xt, None),
-        "gp": (rj.gp_pairwise_gaussian(K, [0, 1], [2, 3], [1., 1.], noise_var=1.0), Kt, None),
+        "gp": (gp_pairwise_gaussian(K, [0, 1], [2, 3], [1., 1.], noise_var=1.0), Kt, None),
     }
     paths = {"primal path", "dual path", "nystrom path", "kpc path"}
     for name, (model, inp, ref) in expect.items():
@@ -169,15 +177,15 @@ def _data(seed, num_queries, m=240):
 def test_new_values_or_query_count_compile_nothing(name):
     lams = np.array([0.1, 1.0, 10.0])
     calls = {
-        "primal": lambda X, y, q: rj.rankrls_primal(X, y, rj.query_graph(q), lam=1.0),
-        "path": lambda X, y, q: rj.rankrls_primal_path(X, y, rj.query_graph(q), lams=lams,
+        "primal": lambda X, y, q: rankrls_primal(X, y, rj.query_graph(q), lam=1.0),
+        "path": lambda X, y, q: rankrls_primal_path(X, y, rj.query_graph(q), lams=lams,
                                                        X_valid=X),
-        "dual": lambda X, y, q: rj.rankrls_dual(X @ X.T, y, rj.query_graph(q), lam=1.0),
-        "lqo": lambda X, y, q: rj.holdout_primal(X, y, rj.query_graph(q), lams=lams, folds=3),
+        "dual": lambda X, y, q: rankrls_dual(X @ X.T, y, rj.query_graph(q), lam=1.0),
+        "lqo": lambda X, y, q: holdout_primal(X, y, rj.query_graph(q), lams=lams, folds=3),
         "cv_loss": lambda X, y, q: rj.cv_loss({"log_lam": 0.0, "log_gamma": -1.0}, X, y,
                                               rj.query_graph(q), rj.make_folds(rj.query_graph(q), 3),
                                               "gaussian"),
-        "cg": lambda X, y, q: rj.rankrls_cg(X, y, rj.query_graph(q), lam=1.0),
+        "cg": lambda X, y, q: rankrls_cg(X, y, rj.query_graph(q), lam=1.0),
         "ndcg": lambda X, y, q: rj.ndcg(X[:, 0], y, q, k=5),
         "pairwise": lambda X, y, q: rj.pairwise_error(X[:, 0], y, q),
         "rankboost": lambda X, y, q: rj.rankboost(X, y, q, rounds=3),
@@ -192,18 +200,18 @@ def test_new_values_or_query_count_compile_nothing(name):
 def test_caller_jit_and_vmap_still_work():
     X, y, q = _data(0, 40)
     g = rj.query_graph(q)
-    eager = rj.rankrls_primal(X, y, g, lam=0.5).weights
-    jitted = jax.jit(lambda X, y, g, lam: rj.rankrls_primal(X, y, g, lam=lam).weights)
+    eager = rankrls_primal(X, y, g, lam=0.5).weights
+    jitted = jax.jit(lambda X, y, g, lam: rankrls_primal(X, y, g, lam=lam).weights)
     np.testing.assert_allclose(jitted(X, y, g, 0.5), eager, rtol=1e-10)
     lams = jnp.array([0.5, 2.0])
-    batched = jax.vmap(lambda lam: rj.rankrls_primal(X, y, g, lam=lam).weights)(lams)
+    batched = jax.vmap(lambda lam: rankrls_primal(X, y, g, lam=lam).weights)(lams)
     np.testing.assert_allclose(batched[0], eager, rtol=1e-10)
-    grad = jax.grad(lambda lam: jnp.sum(rj.rankrls_primal(X, y, g, lam=lam).weights))(0.5)
-    fd = (np.sum(rj.rankrls_primal(X, y, g, lam=0.5 + 1e-6).weights)
-          - np.sum(rj.rankrls_primal(X, y, g, lam=0.5 - 1e-6).weights)) / 2e-6
+    grad = jax.grad(lambda lam: jnp.sum(rankrls_primal(X, y, g, lam=lam).weights))(0.5)
+    fd = (np.sum(rankrls_primal(X, y, g, lam=0.5 + 1e-6).weights)
+          - np.sum(rankrls_primal(X, y, g, lam=0.5 - 1e-6).weights)) / 2e-6
     np.testing.assert_allclose(grad, fd, rtol=1e-5)
     with pytest.raises(TypeError, match="scalar"):
-        rj.rankrls_primal(X, y, g, lam=[1.0, 2.0])
+        rankrls_primal(X, y, g, lam=[1.0, 2.0])
 
 
 def test_xla_cpu_scheduler_flag_is_added_once_and_never_overrides_the_caller():

@@ -7,6 +7,11 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax import _cv
+from rankjax import _holdout
+from rankjax import _lpo
+from rankjax._path import rankrls_primal_path, select_lambda
+from rankjax._rankrls import rankrls_dual, rankrls_primal
 from conftest import LAMBDARANK, random_qids
 
 LAMS = np.array([0.01, 0.5, 20.0])
@@ -44,12 +49,12 @@ def test_primal_holdout_equals_retraining(rng, gkw, folds, k):
     if gkw.get("exclude_ties") and k is not None:
         pytest.skip("ties are defined by one label vector")
     g = rj.query_graph(qid, labels, **gkw)
-    h = rj.holdout_primal(X, y, g, lams=LAMS, folds=folds)
+    h = _holdout.holdout_primal(X, y, g, lams=LAMS, folds=folds)
     fold = np.asarray(h.folds.fold_of_row)
     for i, lam in enumerate(LAMS):
         def fit_predict(train, test):
             gt = rj.query_graph(qid[train], labels[train], **gkw)
-            w = rj.rankrls_primal(X[train], y[train], gt, lam=lam).weights
+            w = rankrls_primal(X[train], y[train], gt, lam=lam).weights
             return X[test] @ np.asarray(w)
         for f, (test, pred) in retrain_folds(fold, fit_predict).items():
             assert rel(h.predictions[i][test], pred) < 1e-8, (gkw, folds, lam, f)
@@ -63,12 +68,12 @@ def test_dual_holdout_equals_retraining(rng, gkw, k):
         pytest.skip("ties are defined by one label vector")
     kern = rj.gaussian_kernel(0.3)
     K = np.asarray(rj.kernel_matrix(kern, X))
-    h = rj.holdout_dual(K, y, rj.query_graph(qid, labels, **gkw), lams=LAMS, folds=4)
+    h = _holdout.holdout_dual(K, y, rj.query_graph(qid, labels, **gkw), lams=LAMS, folds=4)
     fold = np.asarray(h.folds.fold_of_row)
     for i, lam in enumerate(LAMS):
         def fit_predict(train, test):
             gt = rj.query_graph(qid[train], labels[train], **gkw)
-            a = rj.rankrls_dual(K[np.ix_(train, train)], y[train], gt, lam=lam).coef
+            a = rankrls_dual(K[np.ix_(train, train)], y[train], gt, lam=lam).coef
             return K[np.ix_(test, train)] @ np.asarray(a)
         for f, (test, pred) in retrain_folds(fold, fit_predict).items():
             assert rel(h.predictions[i][test], pred) < 1e-8, (gkw, lam, f)
@@ -78,7 +83,7 @@ def test_rls_leave_one_out_and_kfold_over_rows(rng):
     X, y, _, _ = data(rng, m=25)
     g = rj.identity_graph(25)
     for folds in (None, 5):
-        h = rj.holdout_primal(X, y, g, lams=LAMS, folds=folds)
+        h = _holdout.holdout_primal(X, y, g, lams=LAMS, folds=folds)
         fold = np.asarray(h.folds.fold_of_row)
         for i, lam in enumerate(LAMS):
             for f in np.unique(fold):
@@ -91,7 +96,7 @@ def test_sparse_holdout_equals_retraining(rng):
     X, y, labels, qid = data(rng, m=36, k=2)
     kern = rj.gaussian_kernel(0.25)
     basis = np.arange(0, 36, 4)
-    h = rj.holdout_nystrom(X, y, rj.query_graph(qid), lams=LAMS, kernel=kern, basis=basis)
+    h = _holdout.holdout_nystrom(X, y, rj.query_graph(qid), lams=LAMS, kernel=kern, basis=basis)
     KB = np.asarray(rj.kernel_matrix(kern, X[basis], X))
     KBB = np.asarray(rj.kernel_matrix(kern, X[basis]))
     fold = np.asarray(h.folds.fold_of_row)
@@ -113,16 +118,16 @@ def test_leave_pair_out_equals_retraining(rng, k):
         y = np.column_stack([y] + [rng.standard_normal(m) for _ in range(k - 1)])
     K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.5), X))
     pairs = rj.differing_pairs(np.arange(m))[::17]          # 8 pairs, spread over the rows
-    dual = rj.leave_pair_out_dual(K, y, pairs, lams=LAMS)
-    primal = rj.leave_pair_out_primal(X, y, pairs, lams=LAMS)
+    dual = _lpo.leave_pair_out_dual(K, y, pairs, lams=LAMS)
+    primal = _lpo.leave_pair_out_primal(X, y, pairs, lams=LAMS)
     for i, lam in enumerate(LAMS):
         for p, (a, b) in enumerate(np.asarray(pairs)):
             tr = np.ones(m, bool); tr[[a, b]] = False
             g = rj.global_graph(m - 2)
-            A = rj.rankrls_dual(K[np.ix_(tr, tr)], y[tr], g, lam=lam).coef
+            A = rankrls_dual(K[np.ix_(tr, tr)], y[tr], g, lam=lam).coef
             expect = K[np.ix_([a, b], tr)] @ np.asarray(A)
             assert rel(dual.predictions[i, p], expect) < 1e-8
-            w = rj.rankrls_primal(X[tr], y[tr], g, lam=lam).weights
+            w = rankrls_primal(X[tr], y[tr], g, lam=lam).weights
             assert rel(primal.predictions[i, p], X[[a, b]] @ np.asarray(w)) < 1e-8
 
 
@@ -131,7 +136,7 @@ def test_lpo_cindex_and_pair_helpers(rng):
     assert rj.positive_negative_pairs(y).shape == (6, 2)
     assert rj.differing_pairs(np.array([2, 1, 1, 0])).shape == (5, 2)
     X = rng.standard_normal((5, 2))
-    r = rj.leave_pair_out_dual(X @ X.T, y.astype(float), rj.positive_negative_pairs(y), lams=LAMS)
+    r = _lpo.leave_pair_out_dual(X @ X.T, y.astype(float), rj.positive_negative_pairs(y), lams=LAMS)
     f = np.asarray(r.predictions)
     expect = np.mean((f[:, :, 0] > f[:, :, 1]) + 0.5 * (f[:, :, 0] == f[:, :, 1]), axis=1)
     np.testing.assert_allclose(rj.lpo_cindex(r, y.astype(float)), expect)
@@ -146,55 +151,55 @@ def test_cv_under_jit_with_traced_lambdas(rng):
     @jax.jit
     def run(X, y, g, folds, lams):
         traces.append(1)
-        return rj.holdout_primal(X, y, g, lams=lams, folds=folds).predictions
+        return _holdout.holdout_primal(X, y, g, lams=lams, folds=folds).predictions
 
     a = run(X, y, g, folds, jnp.asarray(LAMS))
     b = run(X, y, g, folds, jnp.asarray(LAMS * 2))
     assert len(traces) == 1
-    np.testing.assert_allclose(a, rj.holdout_primal(X, y, g, lams=LAMS, folds=folds).predictions,
+    np.testing.assert_allclose(a, _holdout.holdout_primal(X, y, g, lams=LAMS, folds=folds).predictions,
                                rtol=1e-10)
-    np.testing.assert_allclose(b[0], rj.holdout_primal(X, y, g, lams=LAMS[:1] * 2,
+    np.testing.assert_allclose(b[0], _holdout.holdout_primal(X, y, g, lams=LAMS[:1] * 2,
                                                        folds=folds).predictions[0], rtol=1e-10)
     K = X @ X.T
     pairs = rj.differing_pairs(labels)
-    lpo = jax.jit(lambda K, y, p, lams: rj.leave_pair_out_dual(K, y, p, lams=lams).predictions)
+    lpo = jax.jit(lambda K, y, p, lams: _lpo.leave_pair_out_dual(K, y, p, lams=lams).predictions)
     np.testing.assert_allclose(lpo(K, labels, pairs, jnp.asarray(LAMS)),
-                               rj.leave_pair_out_dual(K, labels, pairs, lams=LAMS).predictions,
+                               _lpo.leave_pair_out_dual(K, labels, pairs, lams=LAMS).predictions,
                                rtol=1e-9)
 
 
 def test_cross_validate_and_permutation_test(rng):
     X, y, labels, qid = data(rng, m=60)
     g = rj.query_graph(qid)
-    h = rj.holdout_primal(X, y, g, lams=LAMS)
-    cv = rj.cross_validate(h, y, qid, metric=rj.pairwise_error)
+    h = _holdout.holdout_primal(X, y, g, lams=LAMS)
+    cv = _cv.cross_validate(h, y, qid, metric=rj.pairwise_error)
     for i in range(len(LAMS)):
         np.testing.assert_allclose(cv.table[i], rj.pairwise_error(h.predictions[i], y, qid))
     assert int(cv.best_index) == int(np.argmin(np.asarray(cv.table)))
     # labels unrelated to X: the permutation p-value is not small; related: it is
-    res = rj.permutation_test(lambda Y: rj.holdout_primal(X, Y, g, lams=LAMS[1:2]), y, qid,
+    res = rj.permutation_test(lambda Y: _holdout.holdout_primal(X, Y, g, lams=LAMS[1:2]), y, qid,
                               metric=rj.pairwise_error, num_permutations=19)
     assert res.null.shape == (1, 19) and np.all(np.asarray(res.pvalue) > 0.05)
     y2 = X @ np.array([2.0, -1.0, 0.5, 0.0, 1.0])
-    res2 = rj.permutation_test(lambda Y: rj.holdout_primal(X, Y, g, lams=LAMS[1:2]), y2, qid,
+    res2 = rj.permutation_test(lambda Y: _holdout.holdout_primal(X, Y, g, lams=LAMS[1:2]), y2, qid,
                                metric=rj.pairwise_error, num_permutations=19)
     np.testing.assert_allclose(res2.pvalue, 0.05)
     # the null scores are the CV scores of the shuffled labels, recomputed one by one
-    perms = rj.permuted_labels(y2, qid, num_permutations=19)
-    one = rj.holdout_primal(X, perms[:, 3], g, lams=LAMS[1:2]).predictions[0]
+    perms = _cv.permuted_labels(y2, qid, num_permutations=19)
+    one = _holdout.holdout_primal(X, perms[:, 3], g, lams=LAMS[1:2]).predictions[0]
     np.testing.assert_allclose(res2.null[0, 3], rj.pairwise_error(one, perms[:, 3], qid))
 
 
 def test_cv_errors(rng):
     X, y, labels, qid = data(rng)
     with pytest.raises(TypeError, match="PreferenceGraph"):
-        rj.holdout_primal(X, None, rj.preference_graph([0], [1], num_rows=40), lams=LAMS)
+        _holdout.holdout_primal(X, None, rj.preference_graph([0], [1], num_rows=40), lams=LAMS)
     with pytest.raises(ValueError, match="one fold"):
         rj.make_folds(rj.query_graph(qid), np.arange(40) % 2)
     with pytest.raises(ValueError, match="folds"):
         rj.make_folds(rj.query_graph(qid), 1)
     with pytest.raises(ValueError, match="pairs"):
-        rj.leave_pair_out_dual(X @ X.T, y, [[0, 0]], lams=LAMS)
+        _lpo.leave_pair_out_dual(X @ X.T, y, [[0, 0]], lams=LAMS)
 
 
 def test_a_single_fold_is_an_error(rng):
@@ -205,15 +210,15 @@ def test_a_single_fold_is_an_error(rng):
     calls = [lambda: rj.make_folds(rj.query_graph(one)),
              lambda: rj.make_folds(rj.query_graph(qid), np.zeros(40, int)),
              lambda: rj.make_folds(rj.identity_graph(1)),
-             lambda: rj.holdout_primal(X, y, rj.query_graph(one), lams=LAMS),
-             lambda: rj.holdout_dual(X @ X.T, y, rj.query_graph(one), lams=LAMS),
+             lambda: _holdout.holdout_primal(X, y, rj.query_graph(one), lams=LAMS),
+             lambda: _holdout.holdout_dual(X @ X.T, y, rj.query_graph(one), lams=LAMS),
              lambda: rj.tune(X, y, rj.query_graph(one), steps=1),
-             lambda: rj.sharded_holdout(rj.shard_data(X, y, rj.query_graph(one)), lams=LAMS)]
+             lambda: rj.scale.sharded_holdout(rj.scale.shard_data(X, y, rj.query_graph(one)), lams=LAMS)]
     for call in calls:
         with pytest.raises(ValueError, match="at least 2 folds|at least 2 queries"):
             call()
     with pytest.raises(ValueError, match="at least 2 queries"):
-        rj.rankrls_primal_stream(rj.io.iter_npy(X, y, one, chunk_rows=16), lams=LAMS,
+        rj.scale.rankrls_primal_stream(rj.io.iter_npy(X, y, one, chunk_rows=16), lams=LAMS,
                                  holdout_metric=rj.ndcg)
     if importlib.util.find_spec("sklearn"):
         from rankjax.estimators import RankRLSCV
@@ -228,15 +233,15 @@ def test_lambdarank_lqo_choice_is_near_the_best_in_hindsight():
     te = rj.io.read_svmlight(LAMBDARANK / "rank.test", num_features=tr.X.shape[1])
     lams = 10.0 ** np.arange(-2, 4.01, 0.5)
     g = rj.query_graph(tr.qid)
-    h = rj.holdout_primal(tr.X, tr.y, g, lams=lams)
-    W = rj.rankrls_primal_path(tr.X, tr.y, g, lams=lams, X_valid=te.X)
-    test = np.asarray(rj.select_lambda(lams, W.valid_scores, te.y, te.qid, metric=rj.ndcg,
+    h = _holdout.holdout_primal(tr.X, tr.y, g, lams=lams)
+    W = rankrls_primal_path(tr.X, tr.y, g, lams=lams, X_valid=te.X)
+    test = np.asarray(select_lambda(lams, W.valid_scores, te.y, te.qid, metric=rj.ndcg,
                                        k=10).table)
     best = test.max()
     # the criterion is the LQO pairwise error (the quantity RankRLS minimises, seed 001's
     # selection measure); LQO NDCG@10 is flat and noisy on 201 queries and is only reported
-    by_err = rj.cross_validate(h, tr.y, tr.qid, metric=rj.pairwise_error)
-    by_ndcg = rj.cross_validate(h, tr.y, tr.qid, metric=rj.ndcg, k=10)
+    by_err = _cv.cross_validate(h, tr.y, tr.qid, metric=rj.pairwise_error)
+    by_ndcg = _cv.cross_validate(h, tr.y, tr.qid, metric=rj.ndcg, k=10)
     chosen = test[int(by_err.best_index)]
     print(f"LQO pairwise error chooses lambda={float(by_err.best_lam):g}: test NDCG@10={chosen:.4f}; "
           f"LQO NDCG@10 chooses lambda={float(by_ndcg.best_lam):g}: "
@@ -272,34 +277,34 @@ BAD_INPUT["make_folds"] = [
         (lambda d: rj.make_folds(d.pref), E(TypeError, "PreferenceGraph")),
     ]
 BAD_INPUT["holdout_primal"] = [
-        (lambda d: rj.holdout_primal(d.X, d.y, d.g, lams=[1.0],
+        (lambda d: _holdout.holdout_primal(d.X, d.y, d.g, lams=[1.0],
                                      folds=rj.make_folds(rj.query_graph(d.qid // 2))),
          E(ValueError, "another graph")),
-        (lambda d: rj.holdout_primal(d.X, d.y, d.g, lams=[-1.0]), E(ValueError, "lams")),
-        (lambda d: rj.holdout_primal(d.X, d.y, d.pref, lams=[1.0]), E(TypeError, "PreferenceGraph")),
+        (lambda d: _holdout.holdout_primal(d.X, d.y, d.g, lams=[-1.0]), E(ValueError, "lams")),
+        (lambda d: _holdout.holdout_primal(d.X, d.y, d.pref, lams=[1.0]), E(TypeError, "PreferenceGraph")),
     ]
 BAD_INPUT["holdout_dual"] = [
-        (lambda d: rj.holdout_dual(d.K, d.y[:-1], d.g, lams=[1.0]), E(ValueError, "y")),
-        (lambda d: rj.holdout_dual(d.K, d.y, d.g, lams=[1.0], folds="loo"),
+        (lambda d: _holdout.holdout_dual(d.K, d.y[:-1], d.g, lams=[1.0]), E(ValueError, "y")),
+        (lambda d: _holdout.holdout_dual(d.K, d.y, d.g, lams=[1.0], folds="loo"),
          E((TypeError, ValueError), "folds")),
     ]
 BAD_INPUT["holdout_nystrom"] = [
-        (lambda d: rj.holdout_nystrom(d.X, d.y, d.g, lams=[1.0], kernel=d.kern, basis=[-1, 0]),
+        (lambda d: _holdout.holdout_nystrom(d.X, d.y, d.g, lams=[1.0], kernel=d.kern, basis=[-1, 0]),
          E(ValueError, "basis")),
     ]
 BAD_INPUT["cross_validate"] = [
-        (lambda d: rj.cross_validate(d.y, d.y, d.qid, metric=rj.ndcg), E(TypeError, "holdout")),
-        (lambda d: rj.cross_validate(d.holdout, d.y[:-1], d.qid, metric=rj.ndcg), E(ValueError, "y|scores")),
+        (lambda d: _cv.cross_validate(d.y, d.y, d.qid, metric=rj.ndcg), E(TypeError, "holdout")),
+        (lambda d: _cv.cross_validate(d.holdout, d.y[:-1], d.qid, metric=rj.ndcg), E(ValueError, "y|scores")),
     ]
 BAD_INPUT["leave_pair_out_dual"] = [
-        (lambda d: rj.leave_pair_out_dual(d.K, d.y, [[0, 0]], lams=[1.0]), E(ValueError, "pairs")),
-        (lambda d: rj.leave_pair_out_dual(d.K, d.y, [[0, 1, 2]], lams=[1.0]), E(ValueError, "pairs")),
-        (lambda d: rj.leave_pair_out_dual(d.K[:2, :2], d.y[:2], [[0, 1]], lams=[1.0]),
+        (lambda d: _lpo.leave_pair_out_dual(d.K, d.y, [[0, 0]], lams=[1.0]), E(ValueError, "pairs")),
+        (lambda d: _lpo.leave_pair_out_dual(d.K, d.y, [[0, 1, 2]], lams=[1.0]), E(ValueError, "pairs")),
+        (lambda d: _lpo.leave_pair_out_dual(d.K[:2, :2], d.y[:2], [[0, 1]], lams=[1.0]),
          E(ValueError, "3 rows")),
     ]
 BAD_INPUT["leave_pair_out_primal"] = [
-        (lambda d: rj.leave_pair_out_primal(d.X, d.y, [[0, d.m]], lams=[1.0]), E(ValueError, "pairs")),
-        (lambda d: rj.leave_pair_out_primal(d.X, d.y, [[0.0, 1.0]], lams=[1.0]), E(TypeError, "pairs")),
+        (lambda d: _lpo.leave_pair_out_primal(d.X, d.y, [[0, d.m]], lams=[1.0]), E(ValueError, "pairs")),
+        (lambda d: _lpo.leave_pair_out_primal(d.X, d.y, [[0.0, 1.0]], lams=[1.0]), E(TypeError, "pairs")),
     ]
 BAD_INPUT["lpo_cindex"] = [
         (lambda d: rj.lpo_cindex(d.lpo, d.y[:3]), E(ValueError, "pairs index row")),
@@ -314,8 +319,8 @@ BAD_INPUT["positive_negative_pairs"] = [
         (lambda d: rj.positive_negative_pairs(np.ones(4)), V(lambda p: p.shape == (0, 2))),
     ]
 BAD_INPUT["permuted_labels"] = [
-        (lambda d: rj.permuted_labels(d.y, d.qid, num_permutations=0), E(ValueError, "num_permutations")),
-        (lambda d: rj.permuted_labels(d.y, d.qid[:-1], num_permutations=2), E(ValueError, "qid")),
+        (lambda d: _cv.permuted_labels(d.y, d.qid, num_permutations=0), E(ValueError, "num_permutations")),
+        (lambda d: _cv.permuted_labels(d.y, d.qid[:-1], num_permutations=2), E(ValueError, "qid")),
     ]
 BAD_INPUT["permutation_test"] = [
         (lambda d: rj.permutation_test(lambda y: d.holdout, d.y, d.qid, metric=rj.ndcg,

@@ -15,6 +15,11 @@ import pytest
 import scipy.sparse as sp
 
 import rankjax as rj
+from rankjax._cg import rankrls_cg
+from rankjax._falkon import rankrls_falkon
+from rankjax._holdout import holdout_primal
+from rankjax._path import rankrls_dual_path, rankrls_primal_path
+from rankjax._rankrls import rankrls_primal
 
 EIGHT = len(jax.devices("cpu")) >= 8       # simulated CPU devices, on any machine
 needs8 = pytest.mark.skipif(not EIGHT, reason="runs in the 8-device subprocess")
@@ -56,7 +61,7 @@ LAMS = np.array([1e-3, 0.3, 10.0, 1e3])
 @pytest.mark.parametrize("D", [1, 3, 8, 40])
 def test_partition_keeps_queries_whole_and_balances_rows(D):
     _, _, qid = _data(1)
-    p = rj.partition_queries(qid, D)
+    p = rj.scale.partition_queries(qid, D)
     rows = p.rows[p.rows >= 0]
     assert np.array_equal(np.sort(rows), np.arange(qid.shape[0]))      # every row once
     shard_of_row = np.repeat(np.arange(D), (p.rows >= 0).sum(1))
@@ -75,31 +80,31 @@ def test_partition_keeps_queries_whole_and_balances_rows(D):
 
 def test_partition_errors():
     with pytest.raises(ValueError, match="num_shards"):
-        rj.partition_queries([1, 2], 0)
+        rj.scale.partition_queries([1, 2], 0)
     with pytest.raises(TypeError, match="qid"):
-        rj.partition_queries([1.5, 2.0], 2)
+        rj.scale.partition_queries([1.5, 2.0], 2)
 
 
 def test_shard_data_errors():
     X, y, qid = _data()
     with pytest.raises(TypeError, match="QueryGraph"):
-        rj.shard_data(X, y, rj.identity_graph(len(y)))
+        rj.scale.shard_data(X, y, rj.identity_graph(len(y)))
     with pytest.raises(ValueError, match="rows"):
-        rj.shard_data(X[:-1], y[:-1], rj.query_graph(qid))
+        rj.scale.shard_data(X[:-1], y[:-1], rj.query_graph(qid))
     with pytest.raises(TypeError, match="mesh"):
-        rj.shard_data(X, y, rj.query_graph(qid), mesh="all")
+        rj.scale.shard_data(X, y, rj.query_graph(qid), mesh="all")
     with pytest.raises(TypeError, match="data"):
-        rj.sharded_primal_path((X, y), lams=[1.0])
+        rj.scale.sharded_primal_path((X, y), lams=[1.0])
     with pytest.raises(ValueError, match="lams"):
-        rj.sharded_primal_path(rj.shard_data(X, y, rj.query_graph(qid)), lams=[-1.0])
-    s = rj.shard_data(X, y, rj.query_graph(qid))
+        rj.scale.sharded_primal_path(rj.scale.shard_data(X, y, rj.query_graph(qid)), lams=[-1.0])
+    s = rj.scale.shard_data(X, y, rj.query_graph(qid))
     with pytest.raises(ValueError, match="scores"):
-        rj.sharded_metric(s, np.zeros(3), rj.ndcg)
+        rj.scale.sharded_metric(s, np.zeros(3), rj.ndcg)
     with pytest.raises(ValueError, match="scores"):
-        rj.sharded_metric(s, np.full(len(y), np.nan), rj.ndcg)
+        rj.scale.sharded_metric(s, np.full(len(y), np.nan), rj.ndcg)
     with pytest.raises(ValueError, match="partition"):
-        rj.shard_data(X, y, rj.query_graph(qid),
-                      partition=rj.partition_queries(qid, jax.device_count() + 1))
+        rj.scale.shard_data(X, y, rj.query_graph(qid),
+                      partition=rj.scale.partition_queries(qid, jax.device_count() + 1))
 
 
 # ----------------------------------------------------------------------------
@@ -108,7 +113,7 @@ def test_shard_data_errors():
 @needs8
 def test_layout_has_unequal_devices():
     X, y, qid = _data()
-    s = rj.shard_data(X, y, rj.query_graph(qid))
+    s = rj.scale.shard_data(X, y, rj.query_graph(qid))
     per = (s.rows >= 0).sum(1)
     assert s.rows.shape[0] == 8 and per.min() < per.max() < s.rows.shape[1]
     assert np.array_equal(s.unshard(s.shard_rows(y)), y)
@@ -119,19 +124,19 @@ def test_layout_has_unequal_devices():
 def test_sharded_path_and_holdout_equal_single_device(kind):
     X, y, qid = _data()
     g = rj.query_graph(qid, y, **GRAPHS[kind])
-    s = rj.shard_data(X, y, g)
-    p = rj.sharded_primal_path(s, lams=LAMS, train_scores=True)
-    q = rj.rankrls_primal_path(X, y, g, lams=LAMS, train_scores=True)
+    s = rj.scale.shard_data(X, y, g)
+    p = rj.scale.sharded_primal_path(s, lams=LAMS, train_scores=True)
+    q = rankrls_primal_path(X, y, g, lams=LAMS, train_scores=True)
     np.testing.assert_allclose(p.weights, q.weights, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(p.train_scores, q.train_scores, rtol=1e-10, atol=1e-10)
-    G, b = rj.sharded_normal_equations(s)
+    G, b = rj.scale.sharded_normal_equations(s)
     L = rj.laplacian_dense(g)
     np.testing.assert_allclose(G, X.T @ L @ X, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(b, X.T @ L @ y, rtol=1e-10, atol=1e-10)
     if kind == "unnormalized_pair_weights":
         return                       # same fold code as "normalized" (only edge weights differ)
-    h = rj.sharded_holdout(s, lams=LAMS)
-    h0 = rj.holdout_primal(X, y, g, lams=LAMS)
+    h = rj.scale.sharded_holdout(s, lams=LAMS)
+    h0 = holdout_primal(X, y, g, lams=LAMS)
     np.testing.assert_allclose(h.predictions, h0.predictions, rtol=1e-8, atol=1e-8)
 
 
@@ -139,10 +144,10 @@ def test_sharded_path_and_holdout_equal_single_device(kind):
 def test_holdout_equals_retraining_without_each_query():
     X, y, qid = _data(2, num_queries=9, max_size=9)
     g = rj.query_graph(qid)
-    h = rj.sharded_holdout(rj.shard_data(X, y, g), lams=[0.5])
+    h = rj.scale.sharded_holdout(rj.scale.shard_data(X, y, g), lams=[0.5])
     for q in np.unique(qid):
         out = qid == q
-        w = rj.rankrls_primal(X[~out], y[~out], rj.query_graph(qid[~out]), lam=0.5).weights
+        w = rankrls_primal(X[~out], y[~out], rj.query_graph(qid[~out]), lam=0.5).weights
         np.testing.assert_allclose(h.predictions[0, out], X[out] @ w, rtol=1e-8, atol=1e-8)
 
 
@@ -151,14 +156,14 @@ def test_more_devices_than_queries_and_multi_output():
     X, y, qid = _data(3, num_queries=5)
     Y = np.stack([y, X[:, 0] + y], 1)
     g = rj.query_graph(qid)
-    s = rj.shard_data(X, Y, g)
+    s = rj.scale.shard_data(X, Y, g)
     assert np.sum(s.rows.max(1) < 0) >= 3                      # devices with no row at all
-    p = rj.sharded_primal_path(s, lams=LAMS, train_scores=True)
-    q = rj.rankrls_primal_path(X, Y, g, lams=LAMS, train_scores=True)
+    p = rj.scale.sharded_primal_path(s, lams=LAMS, train_scores=True)
+    q = rankrls_primal_path(X, Y, g, lams=LAMS, train_scores=True)
     np.testing.assert_allclose(p.weights, q.weights, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(p.train_scores, q.train_scores, rtol=1e-10, atol=1e-10)
-    np.testing.assert_allclose(rj.sharded_holdout(s, lams=LAMS).predictions,
-                               rj.holdout_primal(X, Y, g, lams=LAMS).predictions,
+    np.testing.assert_allclose(rj.scale.sharded_holdout(s, lams=LAMS).predictions,
+                               holdout_primal(X, Y, g, lams=LAMS).predictions,
                                rtol=1e-8, atol=1e-8)
 
 
@@ -169,11 +174,11 @@ def test_sharded_falkon_equals_the_closed_form(kind):
     g = rj.query_graph(qid, y, **GRAPHS[kind])
     k = rj.gaussian_kernel(0.3)
     basis = np.arange(0, X.shape[0], 5)
-    coef, r = rj.sharded_falkon(rj.shard_data(X, y, g), lam=0.3, kernel=k, basis_X=X[basis],
+    coef, r = rj.scale.sharded_falkon(rj.scale.shard_data(X, y, g), lam=0.3, kernel=k, basis=X[basis],
                                 tol=1e-13, max_iter=300)
-    f = rj.rankrls_falkon(X, y, g, lam=0.3, kernel=k, basis=basis, tol=1e-13, max_iter=300)
+    f = rankrls_falkon(X, y, g, lam=0.3, kernel=k, basis=basis, tol=1e-13, max_iter=300)
     np.testing.assert_allclose(coef, f.coef, rtol=1e-6, atol=1e-8 * np.abs(np.asarray(f.coef)).max())
-    blocked, _ = rj.sharded_falkon(rj.shard_data(X, y, g), lam=0.3, kernel=k, basis_X=X[basis],
+    blocked, _ = rj.scale.sharded_falkon(rj.scale.shard_data(X, y, g), lam=0.3, kernel=k, basis=X[basis],
                                    tol=1e-13, max_iter=300, block_rows=7)   # K_mR never kept
     np.testing.assert_allclose(blocked, coef, rtol=1e-9, atol=1e-10 * np.abs(np.asarray(coef)).max())
     # brute force: (K_Rm L K_mR + λ (K_RR + ε I)) a = K_Rm L y with the dense Laplacian
@@ -192,17 +197,17 @@ def test_sharded_cg_equals_single_device(kind, sparse):
     if sparse:
         X = sp.csr_matrix(X * (np.random.default_rng(0).random(X.shape) < 0.4))
     g = rj.query_graph(qid, y, **GRAPHS[kind])
-    s = rj.shard_data(X, y, g)
+    s = rj.scale.shard_data(X, y, g)
     assert s.sparse == sparse
-    r = rj.sharded_cg(s, lam=0.7, tol=1e-13, max_iter=100)
-    r0 = rj.rankrls_cg(X, y, g, lam=0.7, tol=1e-13, max_iter=100)
+    r = rj.scale.sharded_cg(s, lam=0.7, tol=1e-13, max_iter=100)
+    r0 = rankrls_cg(X, y, g, lam=0.7, tol=1e-13, max_iter=100)
     np.testing.assert_allclose(r.weights, r0.weights, rtol=1e-10, atol=1e-10)
-    w = rj.rankrls_primal(X.toarray() if sparse else X, y, g, lam=0.7).weights
+    w = rankrls_primal(X.toarray() if sparse else X, y, g, lam=0.7).weights
     np.testing.assert_allclose(r.weights, w, rtol=1e-8, atol=1e-8)
     v = _data(5, num_queries=6)
     valid = (v[0], v[1], rj.query_graph(v[2]))
-    r = rj.sharded_cg(s, lam=0.0, valid=valid, metric=rj.ndcg, k=5, max_iter=30)
-    r0 = rj.rankrls_cg(X, y, g, lam=0.0, valid=valid, metric=rj.ndcg, k=5, max_iter=30)
+    r = rj.scale.sharded_cg(s, lam=0.0, valid=valid, metric=rj.ndcg, k=5, max_iter=30)
+    r0 = rankrls_cg(X, y, g, lam=0.0, valid=valid, metric=rj.ndcg, k=5, max_iter=30)
     assert int(r.best_iteration) == int(r0.best_iteration)
     np.testing.assert_allclose(r.valid_history, r0.valid_history, rtol=1e-8, atol=1e-10)
 
@@ -212,21 +217,21 @@ def test_sharded_cg_equals_single_device(kind, sparse):
                                        (rj.mean_average_precision, dict(threshold=2))])
 def test_sharded_metric_equals_single_device(metric, kw):
     X, y, qid = _data(6)
-    s = rj.shard_data(X, y, rj.query_graph(qid))
+    s = rj.scale.shard_data(X, y, rj.query_graph(qid))
     F = X[:, :3].T                                              # three score vectors
-    got = rj.sharded_metric(s, F, metric, **kw)
+    got = rj.scale.sharded_metric(s, F, metric, **kw)
     want = [metric(f, y, qid, **kw) for f in F]
     np.testing.assert_allclose(got, want, rtol=1e-12)
     y2 = (y > 1).astype(float)
-    np.testing.assert_allclose(rj.sharded_metric(s, F[0], metric, y=y2, **kw),
+    np.testing.assert_allclose(rj.scale.sharded_metric(s, F[0], metric, y=y2, **kw),
                                metric(F[0], y2, qid, **kw), rtol=1e-12)
 
 
 @needs8
 def test_metric_with_no_valid_query_is_nan():
     X, y, qid = _data(7)
-    s = rj.shard_data(X, np.zeros_like(y), rj.query_graph(qid))
-    assert np.isnan(rj.sharded_metric(s, X[:, 0], rj.pairwise_error))
+    s = rj.scale.shard_data(X, np.zeros_like(y), rj.query_graph(qid))
+    assert np.isnan(rj.scale.sharded_metric(s, X[:, 0], rj.pairwise_error))
 
 
 @needs8
@@ -236,12 +241,12 @@ def test_sharded_kernel_grid_equals_a_loop(kernel):
     Xv, yv, qv = _data(9, num_queries=5, max_size=10)
     g = rj.query_graph(qid)
     lams, gammas = np.array([0.01, 1.0, 100.0]), np.array([0.01, 0.03, 0.1, 0.3, 1.0])
-    r = rj.sharded_kernel_grid(X, y, g, lams=lams, gammas=gammas, valid=(Xv, yv, qv),
+    r = rj.scale.sharded_kernel_grid(X, y, g, lams=lams, gammas=gammas, valid=(Xv, yv, qv),
                                metric=rj.ndcg, kernel=kernel, k=5)
     want = np.empty((5, 3))
     for i, gm in enumerate(gammas):
         k = rj.gaussian_kernel(gm) if kernel == "gaussian" else rj.polynomial_kernel(2, gm)
-        path = rj.rankrls_dual_path(rj.kernel_matrix(k, X), y, g, lams=lams,
+        path = rankrls_dual_path(rj.kernel_matrix(k, X), y, g, lams=lams,
                                     K_valid=rj.kernel_matrix(k, Xv, X))
         want[i] = [-rj.ndcg(f, yv, qv, k=5) for f in path.valid_scores]
     np.testing.assert_allclose(r.table, want, rtol=1e-8, atol=1e-10)
@@ -254,12 +259,12 @@ def test_second_call_compiles_nothing():
     from test_core import _compiles
     X, y, qid = _data(10)
     rng = np.random.default_rng(1)
-    s = rj.shard_data(X, y, rj.query_graph(qid))
-    s2 = rj.shard_data(rng.standard_normal(X.shape), rng.permutation(y), rj.query_graph(qid))
-    calls = [lambda d: rj.sharded_primal_path(d, lams=LAMS, train_scores=True),
-             lambda d: rj.sharded_holdout(d, lams=LAMS),
-             lambda d: rj.sharded_cg(d, lam=1.0),
-             lambda d: rj.sharded_metric(d, X[:, 0], rj.ndcg)]
+    s = rj.scale.shard_data(X, y, rj.query_graph(qid))
+    s2 = rj.scale.shard_data(rng.standard_normal(X.shape), rng.permutation(y), rj.query_graph(qid))
+    calls = [lambda d: rj.scale.sharded_primal_path(d, lams=LAMS, train_scores=True),
+             lambda d: rj.scale.sharded_holdout(d, lams=LAMS),
+             lambda d: rj.scale.sharded_cg(d, lam=1.0),
+             lambda d: rj.scale.sharded_metric(d, X[:, 0], rj.ndcg)]
     for call in calls:
         _compiles(lambda: call(s))
         assert _compiles(lambda: call(s2)) == 0
@@ -282,13 +287,13 @@ def test_two_process_example_matches_single_process(tmp_path):
     d = rj.make_ranking_data(30, num_features=20, seed=0)       # the example's data
     g = rj.query_graph(d.qid)
     lams = np.logspace(-2, 3, 6)
-    path = rj.rankrls_primal_path(d.X, d.y, g, lams=lams)
+    path = rankrls_primal_path(d.X, d.y, g, lams=lams)
     np.testing.assert_allclose(got["weights"], path.weights, rtol=1e-10, atol=1e-10)
-    h = rj.holdout_primal(d.X, d.y, g, lams=lams)
+    h = holdout_primal(d.X, d.y, g, lams=lams)
     np.testing.assert_allclose(got["holdout_ndcg"],
                                [rj.ndcg(p, d.y, d.qid, k=10) for p in h.predictions], rtol=1e-10)
     np.testing.assert_allclose(got["cg_weights"],
-                               rj.rankrls_cg(d.X, d.y, g, lam=1.0, tol=1e-12).weights,
+                               rankrls_cg(d.X, d.y, g, lam=1.0, tol=1e-12).weights,
                                rtol=1e-8, atol=1e-10)
 
 
@@ -297,68 +302,68 @@ def test_two_process_example_matches_single_process(tmp_path):
 from surface import E, V, nan, surface_test  # noqa: E402
 
 BAD_INPUT = {}
-BAD_INPUT["sharded_falkon"] = [
-        (lambda d: rj.sharded_falkon(d.sharded, lam=1.0, kernel=rj.gaussian_kernel(1.0),
-                                     basis_X=d.X[:, :-1]), E(ValueError, "basis_X")),
-        (lambda d: rj.sharded_falkon(d.sharded, lam=0.0, kernel=rj.gaussian_kernel(1.0),
-                                     basis_X=d.X[:3]), E(ValueError, "lam")),
-        (lambda d: rj.sharded_falkon(d.sharded, lam=1.0, kernel=rj.gaussian_kernel(1.0),
-                                     basis_X=d.X[:3], block_rows=0), E(ValueError, "block_rows")),
+BAD_INPUT["scale.sharded_falkon"] = [
+        (lambda d: rj.scale.sharded_falkon(d.sharded, lam=1.0, kernel=rj.gaussian_kernel(1.0),
+                                     basis=d.X[:, :-1]), E(ValueError, "basis")),
+        (lambda d: rj.scale.sharded_falkon(d.sharded, lam=0.0, kernel=rj.gaussian_kernel(1.0),
+                                     basis=d.X[:3]), E(ValueError, "lam")),
+        (lambda d: rj.scale.sharded_falkon(d.sharded, lam=1.0, kernel=rj.gaussian_kernel(1.0),
+                                     basis=d.X[:3], block_rows=0), E(ValueError, "block_rows")),
     ]
-BAD_INPUT["partition_queries"] = [
-        (lambda d: rj.partition_queries(d.qid, 0), E(ValueError, "num_shards")),
-        (lambda d: rj.partition_queries(d.qid, 2.5), E(TypeError, "num_shards")),
-        (lambda d: rj.partition_queries(d.qid, 2, multiple=0), E(ValueError, "multiple")),
-        (lambda d: rj.partition_queries(d.qid.astype(float), 2), E(TypeError, "qid")),
-        (lambda d: rj.partition_queries(d.qid, 50), V(lambda p: p.rows.shape[0] == 50)),
+BAD_INPUT["scale.partition_queries"] = [
+        (lambda d: rj.scale.partition_queries(d.qid, 0), E(ValueError, "num_shards")),
+        (lambda d: rj.scale.partition_queries(d.qid, 2.5), E(TypeError, "num_shards")),
+        (lambda d: rj.scale.partition_queries(d.qid, 2, multiple=0), E(ValueError, "multiple")),
+        (lambda d: rj.scale.partition_queries(d.qid.astype(float), 2), E(TypeError, "qid")),
+        (lambda d: rj.scale.partition_queries(d.qid, 50), V(lambda p: p.rows.shape[0] == 50)),
     ]
-BAD_INPUT["shard_data"] = [
-        (lambda d: rj.shard_data(d.X, d.y, d.pref), E(TypeError, "QueryGraph")),
-        (lambda d: rj.shard_data(d.X[:-1], d.y[:-1], d.g), E(ValueError, "rows")),
-        (lambda d: rj.shard_data(d.X, d.nanv, d.g), E(ValueError, "y")),
-        (lambda d: rj.shard_data(d.X, d.y, d.g, mesh="cpu"), E(TypeError, "mesh")),
-        (lambda d: rj.shard_data(d.X, d.y, d.g, partition=(1, 2)), E(TypeError, "partition")),
-        (lambda d: rj.shard_data(d.X, d.y, d.g, partition=rj.partition_queries(d.qid, 3)),
+BAD_INPUT["scale.shard_data"] = [
+        (lambda d: rj.scale.shard_data(d.X, d.y, d.pref), E(TypeError, "QueryGraph")),
+        (lambda d: rj.scale.shard_data(d.X[:-1], d.y[:-1], d.g), E(ValueError, "rows")),
+        (lambda d: rj.scale.shard_data(d.X, d.nanv, d.g), E(ValueError, "y")),
+        (lambda d: rj.scale.shard_data(d.X, d.y, d.g, mesh="cpu"), E(TypeError, "mesh")),
+        (lambda d: rj.scale.shard_data(d.X, d.y, d.g, partition=(1, 2)), E(TypeError, "partition")),
+        (lambda d: rj.scale.shard_data(d.X, d.y, d.g, partition=rj.scale.partition_queries(d.qid, 3)),
          E(ValueError, "partition")),
     ]
-BAD_INPUT["sharded_primal_path"] = [
-        (lambda d: rj.sharded_primal_path((d.X, d.y), lams=[1.0]), E(TypeError, "data")),
-        (lambda d: rj.sharded_primal_path(d.sharded, lams=[0.0]), E(ValueError, "lams")),
-        (lambda d: rj.sharded_primal_path(d.sharded, lams=[[1.0]]), E(ValueError, "lams")),
+BAD_INPUT["scale.sharded_primal_path"] = [
+        (lambda d: rj.scale.sharded_primal_path((d.X, d.y), lams=[1.0]), E(TypeError, "data")),
+        (lambda d: rj.scale.sharded_primal_path(d.sharded, lams=[0.0]), E(ValueError, "lams")),
+        (lambda d: rj.scale.sharded_primal_path(d.sharded, lams=[[1.0]]), E(ValueError, "lams")),
     ]
-BAD_INPUT["sharded_normal_equations"] = [
-        (lambda d: rj.sharded_normal_equations(d.X), E(TypeError, "data")),
-        (lambda d: rj.sharded_normal_equations(rj.shard_data(__import__("scipy.sparse").sparse
+BAD_INPUT["scale.sharded_normal_equations"] = [
+        (lambda d: rj.scale.sharded_normal_equations(d.X), E(TypeError, "data")),
+        (lambda d: rj.scale.sharded_normal_equations(rj.scale.shard_data(__import__("scipy.sparse").sparse
                                                              .csr_matrix(d.X), d.y, d.g)),
          E(ValueError, "dense")),
     ]
-BAD_INPUT["sharded_holdout"] = [
-        (lambda d: rj.sharded_holdout(d.sharded, lams=[np.nan]), E(ValueError, "lams")),
-        (lambda d: rj.sharded_holdout(None, lams=[1.0]), E(TypeError, "data")),
+BAD_INPUT["scale.sharded_holdout"] = [
+        (lambda d: rj.scale.sharded_holdout(d.sharded, lams=[np.nan]), E(ValueError, "lams")),
+        (lambda d: rj.scale.sharded_holdout(None, lams=[1.0]), E(TypeError, "data")),
     ]
-BAD_INPUT["sharded_cg"] = [
-        (lambda d: rj.sharded_cg(d.sharded, lam=-1.0), E(ValueError, "lam")),
-        (lambda d: rj.sharded_cg(d.sharded, lam=[1.0, 2.0]), E(TypeError, "lam")),
-        (lambda d: rj.sharded_cg(d.sharded, max_iter=0), E(ValueError, "max_iter")),
-        (lambda d: rj.sharded_cg(d.sharded, x0=np.ones(d.n + 1)), E(ValueError, "x0")),
-        (lambda d: rj.sharded_cg(d.sharded, valid=(d.X[:, :2], d.y, d.g)), E(ValueError, "X_valid")),
+BAD_INPUT["scale.sharded_cg"] = [
+        (lambda d: rj.scale.sharded_cg(d.sharded, lam=-1.0), E(ValueError, "lam")),
+        (lambda d: rj.scale.sharded_cg(d.sharded, lam=[1.0, 2.0]), E(TypeError, "lam")),
+        (lambda d: rj.scale.sharded_cg(d.sharded, max_iter=0), E(ValueError, "max_iter")),
+        (lambda d: rj.scale.sharded_cg(d.sharded, x0=np.ones(d.n + 1)), E(ValueError, "x0")),
+        (lambda d: rj.scale.sharded_cg(d.sharded, valid=(d.X[:, :2], d.y, d.g)), E(ValueError, "X_valid")),
     ]
-BAD_INPUT["sharded_metric"] = [
-        (lambda d: rj.sharded_metric(d.sharded, d.y[:-1]), E(ValueError, "scores")),
-        (lambda d: rj.sharded_metric(d.sharded, d.nanv), E(ValueError, "scores")),
-        (lambda d: rj.sharded_metric(d.sharded, d.y, "ndcg"), E(TypeError, "metric")),
-        (lambda d: rj.sharded_metric(d.sharded, d.y, rj.ndcg, y=d.nanv), E(ValueError, "y")),
-        (lambda d: rj.sharded_metric(d.sharded, d.X[:, 0], rj.pairwise_error, y=d.ties),
+BAD_INPUT["scale.sharded_metric"] = [
+        (lambda d: rj.scale.sharded_metric(d.sharded, d.y[:-1]), E(ValueError, "scores")),
+        (lambda d: rj.scale.sharded_metric(d.sharded, d.nanv), E(ValueError, "scores")),
+        (lambda d: rj.scale.sharded_metric(d.sharded, d.y, "ndcg"), E(TypeError, "metric")),
+        (lambda d: rj.scale.sharded_metric(d.sharded, d.y, rj.ndcg, y=d.nanv), E(ValueError, "y")),
+        (lambda d: rj.scale.sharded_metric(d.sharded, d.X[:, 0], rj.pairwise_error, y=d.ties),
          V(nan)),
     ]
-BAD_INPUT["sharded_kernel_grid"] = [
-        (lambda d: rj.sharded_kernel_grid(d.X, d.y, d.g, lams=[1.0], gammas=[-1.0],
+BAD_INPUT["scale.sharded_kernel_grid"] = [
+        (lambda d: rj.scale.sharded_kernel_grid(d.X, d.y, d.g, lams=[1.0], gammas=[-1.0],
                                           valid=(d.X, d.y, d.qid)), E(ValueError, "gammas")),
-        (lambda d: rj.sharded_kernel_grid(d.X, d.y, d.g, lams=[1.0], gammas=[1.0],
+        (lambda d: rj.scale.sharded_kernel_grid(d.X, d.y, d.g, lams=[1.0], gammas=[1.0],
                                           valid=(d.X, d.y)), E(TypeError, "valid")),
-        (lambda d: rj.sharded_kernel_grid(d.X, d.y, d.g, lams=[1.0], gammas=[1.0],
+        (lambda d: rj.scale.sharded_kernel_grid(d.X, d.y, d.g, lams=[1.0], gammas=[1.0],
                                           valid=(d.X[:, :2], d.y, d.qid)), E(ValueError, "X_valid")),
-        (lambda d: rj.sharded_kernel_grid(d.X, d.y, d.g, lams=[1.0], gammas=[1.0], kernel="rbf",
+        (lambda d: rj.scale.sharded_kernel_grid(d.X, d.y, d.g, lams=[1.0], gammas=[1.0], kernel="rbf",
                                           valid=(d.X, d.y, d.qid)), E(ValueError, "kernel")),
     ]
 

@@ -7,6 +7,11 @@ import pytest
 import scipy.sparse as sp
 
 import rankjax as rj
+from rankjax._cg import rankrls_cg
+from rankjax._cv import cross_validate
+from rankjax._holdout import holdout_dual
+from rankjax._path import rankrls_primal_path
+from rankjax._rankrls import rankrls_primal
 from rankjax import estimators as est
 
 sklearn = pytest.importorskip("sklearn")
@@ -24,7 +29,7 @@ LEARNERS = [
     lambda: est.RankRLS(lam=1.0, kernel="gaussian", gamma=0.3),
     lambda: est.RankRLS(lam=1.0, kernel="gaussian", gamma=0.3, basis=20),
     lambda: est.RankRLS(lam=1.0, graph="identity"),
-    lambda: est.RankRLSCV(lams=(0.1, 1.0, 10.0), cv=3),
+    lambda: est.RankRLSCV(lams=(0.1, 1.0, 10.0), folds=3),
     lambda: est.CGRankRLS(lam=1.0, tol=1e-10),
     lambda: est.RankSVM(C=0.5),
     lambda: est.RankSVM(C=0.5, kernel="gaussian", gamma=0.3, basis=20),
@@ -54,7 +59,7 @@ def test_grid_search_with_group_k_fold(data):
 def test_rankrls_cv_equals_refitting_per_fold(data, cv):
     X, y, qid = data
     lams = (0.01, 0.3, 10.0)
-    model = est.RankRLSCV(lams=lams, cv=cv).fit(X, y, qid=qid)
+    model = est.RankRLSCV(lams=lams, folds=cv).fit(X, y, qid=qid)
     folds = rj.make_folds(rj.query_graph(qid), cv)
     fold_of = np.asarray(folds.fold_of_row)
     table = []
@@ -62,12 +67,12 @@ def test_rankrls_cv_equals_refitting_per_fold(data, cv):
         pred = np.empty(len(y))
         for f in np.unique(fold_of):
             tr, te = fold_of != f, fold_of == f
-            w = rj.rankrls_primal(X[tr], y[tr], rj.query_graph(qid[tr]), lam=lam).weights
+            w = rankrls_primal(X[tr], y[tr], rj.query_graph(qid[tr]), lam=lam).weights
             pred[te] = X[te] @ np.asarray(w)
         table.append(float(rj.ndcg(pred, y, qid)))
     np.testing.assert_allclose(model.cv_results_["mean_test_score"], table, rtol=1e-10)
     assert model.lam_ == lams[int(np.argmax(table))]
-    ref = rj.rankrls_primal(X, y, rj.query_graph(qid), lam=model.lam_).weights
+    ref = rankrls_primal(X, y, rj.query_graph(qid), lam=model.lam_).weights
     np.testing.assert_allclose(model.predict(X), X @ np.asarray(ref), rtol=1e-10)
 
 
@@ -76,9 +81,9 @@ def test_kernel_grid_one_decomposition_per_gamma(data):
     m = est.RankRLSCV(lams=(0.1, 1.0), gammas=(0.1, 1.0), kernel="gaussian").fit(X, y, qid=qid)
     assert len(m.cv_results_["params"]) == 4 and m.gamma_ in (0.1, 1.0)
     K = rj.kernel_matrix(rj.gaussian_kernel(0.1), X)
-    h = rj.holdout_dual(K, y, rj.query_graph(qid), lams=[0.1, 1.0])
+    h = holdout_dual(K, y, rj.query_graph(qid), lams=[0.1, 1.0])
     np.testing.assert_allclose(m.cv_results_["mean_test_score"][:2],
-                               rj.cross_validate(h, y, qid, metric=rj.ndcg).table, rtol=1e-12)
+                               cross_validate(h, y, qid, metric=rj.ndcg).table, rtol=1e-12)
 
 
 @pytest.mark.parametrize("make", LEARNERS)
@@ -126,7 +131,7 @@ def test_every_estimator_round_trips(tmp_path, data, make):
 def test_wide_data_solves_the_dual_and_equals_the_primal():
     rng = np.random.default_rng(0)
     X, y, qid = rng.normal(size=(12, 40)), rng.normal(size=12), np.repeat([0, 1, 2], 4)
-    w = rj.rankrls_primal(X, y, rj.query_graph(qid), lam=0.5).weights
+    w = rankrls_primal(X, y, rj.query_graph(qid), lam=0.5).weights
     m = est.RankRLS(lam=0.5).fit(X, y, qid=qid)
     np.testing.assert_allclose(m.model_.weights, w, rtol=1e-9, atol=1e-12)
 
@@ -192,17 +197,17 @@ def test_functions_take_scipy_sparse_and_refuse_a_gram_that_cannot_fit(data):
     X, y, qid = data
     g = rj.query_graph(qid)
     S = sp.csr_matrix(X)
-    w = np.asarray(rj.rankrls_primal(X, y, g, lam=1.0).weights)
-    for w2 in (rj.rankrls_primal(S, y, g, lam=1.0).weights,
-               rj.rankrls_primal_path(S, y, g, lams=[1.0]).weights[0],
-               rj.rankrls_cg(S, y, g, lam=1.0, tol=1e-12).weights):
+    w = np.asarray(rankrls_primal(X, y, g, lam=1.0).weights)
+    for w2 in (rankrls_primal(S, y, g, lam=1.0).weights,
+               rankrls_primal_path(S, y, g, lams=[1.0]).weights[0],
+               rankrls_cg(S, y, g, lam=1.0, tol=1e-12).weights):
         np.testing.assert_allclose(w2, w, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(rj.predict(rj.LinearModel(w), S), X @ w, rtol=1e-12)
     np.testing.assert_allclose(rj.ranksvm_l2(S, y, qid).weights, rj.ranksvm_l2(X, y, qid).weights,
                                rtol=1e-9, atol=1e-12)
     wide = sp.random(20, 10**6, density=1e-6, format="csr", random_state=0)
     with pytest.raises(ValueError, match="rankrls_dual"):
-        rj.rankrls_primal(wide, np.arange(20.0), rj.query_graph(np.zeros(20, int)), lam=1.0)
+        rankrls_primal(wide, np.arange(20.0), rj.query_graph(np.zeros(20, int)), lam=1.0)
 
 
 class _TwoQueries:
@@ -251,7 +256,7 @@ def test_pipeline_grid_search_with_routing_equals_manual_refits(data):
     from sklearn.preprocessing import StandardScaler
     X, y, qid = data
     grid = {"r__lams": [(0.01, 0.1), (1.0, 10.0)]}
-    pipe = Pipeline([("s", StandardScaler()), ("r", est.RankRLSCV(cv=3))])
+    pipe = Pipeline([("s", StandardScaler()), ("r", est.RankRLSCV(folds=3))])
     with sklearn.config_context(enable_metadata_routing=True):
         gs = GridSearchCV(pipe, grid, cv=GroupKFold(5)).fit(X, y, groups=qid, qid=qid)
         assert np.isfinite(gs.score(X, y, qid=qid))
@@ -261,7 +266,7 @@ def test_pipeline_grid_search_with_routing_equals_manual_refits(data):
         manual = []
         for tr, te in GroupKFold(5).split(X, y, qid):
             sc = StandardScaler().fit(X[tr])
-            m = est.RankRLSCV(lams=lams, cv=3).fit(sc.transform(X[tr]), y[tr], qid=qid[tr])
+            m = est.RankRLSCV(lams=lams, folds=3).fit(sc.transform(X[tr]), y[tr], qid=qid[tr])
             manual.append(float(rj.ndcg(m.predict(sc.transform(X[te])), y[te], qid[te])))
         assert scores[j] == pytest.approx(np.mean(manual), abs=1e-12)
 
@@ -290,7 +295,7 @@ def test_gamma_scale_is_data_scaled(data):
     assert m.gamma_ == pytest.approx(1 / X.shape[1])
     with pytest.raises(ValueError, match="gamma"):
         est.RankRLS(kernel="gaussian", gamma="bogus").fit(X, y, qid=qid)
-    cv = est.RankRLSCV(kernel="gaussian", lams=(1.0,), cv=3).fit(X, y, qid=qid)
+    cv = est.RankRLSCV(kernel="gaussian", lams=(1.0,), folds=3).fit(X, y, qid=qid)
     assert cv.gamma_ == pytest.approx(1 / (X.shape[1] * np.var(X)))
 
 
@@ -391,7 +396,7 @@ def test_rankrlscv_eval_set_equals_scoring_every_refit(split, kw):
 
 def test_coef_and_feature_importances(data):
     X, y, qid = data
-    for make in (lambda: est.RankRLS(), lambda: est.RankRLSCV(lams=(0.1, 1.0), cv=3),
+    for make in (lambda: est.RankRLS(), lambda: est.RankRLSCV(lams=(0.1, 1.0), folds=3),
                  lambda: est.RankSVM(), lambda: est.CGRankRLS()):
         m = make().fit(X, y, qid=qid)
         np.testing.assert_allclose(X @ m.coef_, m.predict(X), rtol=1e-5, atol=1e-6)
@@ -404,7 +409,7 @@ def test_coef_and_feature_importances(data):
 
 def test_saved_estimators_keep_cv_results_and_evals(data, tmp_path):
     X, y, qid = data
-    m = est.RankRLSCV(kernel="gaussian", gammas=[0.1, 0.3], lams=(0.1, 1.0), cv=3).fit(X, y, qid=qid)
+    m = est.RankRLSCV(kernel="gaussian", gammas=[0.1, 0.3], lams=(0.1, 1.0), folds=3).fit(X, y, qid=qid)
     m.save(tmp_path / "cv.npz")
     back = est.load(tmp_path / "cv.npz")
     assert back.cv_results_["params"] == m.cv_results_["params"]

@@ -5,6 +5,12 @@ import jax
 import jax.numpy as jnp
 
 import rankjax as rj
+from rankjax._cg_loop import STOP_REASONS
+from rankjax._cv import cross_validate
+from rankjax import _falkon
+from rankjax._holdout import holdout_nystrom
+from rankjax import _nystrom
+from rankjax._path import rankrls_nystrom_path
 
 
 
@@ -33,8 +39,8 @@ def test_falkon_equals_the_closed_form(lam, ties):
     d, _ = _data()
     g = rj.query_graph(d.qid, d.y, exclude_ties=ties)
     k = rj.gaussian_kernel(0.3)
-    basis = rj.nystrom_basis(d.X, 60, seed=1)
-    f = rj.rankrls_falkon(d.X, d.y, g, lam=lam, kernel=k, basis=basis, tol=1e-12, max_iter=300)
+    basis = _nystrom.nystrom_basis(d.X, 60, seed=1)
+    f = _falkon.rankrls_falkon(d.X, d.y, g, lam=lam, kernel=k, basis=basis, tol=1e-12, max_iter=300)
     a = _closed_form(d.X, d.y, g, basis, lam, k)
     np.testing.assert_allclose(np.asarray(f.coef), a, rtol=1e-6, atol=1e-8 * np.abs(a).max())
     # the predictions K a inherit the coefficients' bound through |K|: entrywise at most
@@ -52,8 +58,8 @@ def test_falkon_equals_the_nystrom_path_and_rls():
     k = rj.gaussian_kernel(0.2)
     basis = np.arange(0, d.X.shape[0], 4)
     for graph in (g, rj.identity_graph(d.X.shape[0])):
-        f = rj.rankrls_falkon(d.X, d.y, graph, lam=0.5, kernel=k, basis=basis, tol=1e-12)
-        p = rj.rankrls_nystrom_path(d.X, d.y, graph, lams=[0.5], kernel=k, basis=basis)
+        f = _falkon.rankrls_falkon(d.X, d.y, graph, lam=0.5, kernel=k, basis=basis, tol=1e-12)
+        p = rankrls_nystrom_path(d.X, d.y, graph, lams=[0.5], kernel=k, basis=basis)
         np.testing.assert_allclose(np.asarray(rj.predict(f, d.X)), np.asarray(rj.predict(p, d.X)[0]),
                                    rtol=1e-6, atol=1e-8)
 
@@ -62,57 +68,57 @@ def test_falkon_row_blocks_vmap_and_early_stopping():
     d, g = _data(seed=3)
     v, _ = _data(10, seed=4)
     k = rj.gaussian_kernel(0.3)
-    basis = rj.nystrom_basis(d.X, 50, seed=0)
-    whole = rj.rankrls_falkon(d.X, d.y, g, lam=0.1, kernel=k, basis=basis, tol=1e-12)
-    blocks = rj.rankrls_falkon(d.X, d.y, g, lam=0.1, kernel=k, basis=basis, tol=1e-12, block_rows=37)
+    basis = _nystrom.nystrom_basis(d.X, 50, seed=0)
+    whole = _falkon.rankrls_falkon(d.X, d.y, g, lam=0.1, kernel=k, basis=basis, tol=1e-12)
+    blocks = _falkon.rankrls_falkon(d.X, d.y, g, lam=0.1, kernel=k, basis=basis, tol=1e-12, block_rows=37)
     np.testing.assert_allclose(np.asarray(blocks.coef), np.asarray(whole.coef), rtol=1e-8, atol=1e-10)
     lams = jnp.asarray([0.01, 0.1, 1.0])
-    grid = jax.vmap(lambda lam: rj.rankrls_falkon(d.X, d.y, g, lam=lam, kernel=k, basis=basis,
+    grid = jax.vmap(lambda lam: _falkon.rankrls_falkon(d.X, d.y, g, lam=lam, kernel=k, basis=basis,
                                                   tol=1e-12).coef)(lams)
     for i, lam in enumerate(lams):
         np.testing.assert_allclose(np.asarray(grid[i]), _closed_form(d.X, d.y, g, basis, float(lam), k),
                                    rtol=1e-6, atol=1e-8)
-    es = rj.rankrls_falkon(d.X, d.y, g, lam=0.0, kernel=k, basis=basis, max_iter=60, patience=5,
+    es = _falkon.rankrls_falkon(d.X, d.y, g, lam=0.0, kernel=k, basis=basis, max_iter=60, patience=5,
                            valid=(v.X, v.y, rj.query_graph(v.qid)))
     h = np.asarray(es.cg.valid_history)
     assert h[int(es.cg.best_iteration)] == np.nanmin(h)
-    assert rj.STOP_REASONS[int(es.cg.stop_reason)] in ("early_stopping", "converged", "max_iter")
+    assert STOP_REASONS[int(es.cg.stop_reason)] in ("early_stopping", "converged", "max_iter")
 
 
 def test_falkon_refuses_bad_input():
     d, g = _data()
     k = rj.gaussian_kernel(0.3)
     with pytest.raises(ValueError, match="lam"):
-        rj.rankrls_falkon(d.X, d.y, g, lam=0.0, kernel=k, basis=10)
+        _falkon.rankrls_falkon(d.X, d.y, g, lam=0.0, kernel=k, basis=10)
     with pytest.raises(ValueError, match="basis"):
-        rj.rankrls_falkon(d.X, d.y, g, lam=1.0, kernel=k, basis=np.array([0, d.X.shape[0]]))
+        _falkon.rankrls_falkon(d.X, d.y, g, lam=1.0, kernel=k, basis=np.array([0, d.X.shape[0]]))
     with pytest.raises(TypeError, match="PreferenceGraph"):
         pg = rj.preference_graph(np.array([0]), np.array([1]), num_rows=d.X.shape[0])
-        rj.rankrls_falkon(d.X, None, pg, lam=1.0, kernel=k, basis=10)
+        _falkon.rankrls_falkon(d.X, None, pg, lam=1.0, kernel=k, basis=10)
     with pytest.raises(TypeError, match="kernel"):
-        rj.rankrls_falkon(d.X, d.y, g, lam=1.0, kernel="gaussian", basis=10)
+        _falkon.rankrls_falkon(d.X, d.y, g, lam=1.0, kernel="gaussian", basis=10)
 
 
 def test_kmeanspp_basis_is_distinct_and_covers_the_data():
     rng = np.random.default_rng(0)
     X = np.r_[rng.normal(0, 0.01, (200, 2)), rng.normal(8, 0.01, (3, 2))]
     k = rj.gaussian_kernel(1.0)
-    b = rj.nystrom_basis(X, 4, kernel=k, method="kmeans++", seed=0)
+    b = _nystrom.nystrom_basis(X, 4, kernel=k, method="kmeans++", seed=0)
     assert np.unique(b).size == 4 and np.any(b >= 200)
     dup = np.ones((10, 3))                                  # all rows equal: still distinct rows
-    assert np.unique(rj.nystrom_basis(dup, 5, kernel=k, method="kmeans++")).size == 5
-    assert np.array_equal(rj.nystrom_basis(X, 5, seed=3), rj.nystrom_basis(X, 5, seed=3))
+    assert np.unique(_nystrom.nystrom_basis(dup, 5, kernel=k, method="kmeans++")).size == 5
+    assert np.array_equal(_nystrom.nystrom_basis(X, 5, seed=3), _nystrom.nystrom_basis(X, 5, seed=3))
     with pytest.raises(ValueError, match="method"):
-        rj.nystrom_basis(X, 4, method="random")
+        _nystrom.nystrom_basis(X, 4, method="random")
     with pytest.raises(TypeError, match="kernel"):
-        rj.nystrom_basis(X, 4, method="kmeans++")
+        _nystrom.nystrom_basis(X, 4, method="kmeans++")
 
 
 def test_holdout_nystrom_new_gamma_or_basis_in_bucket_compiles_nothing():
     d, g = _data(30, seed=5)
     folds = rj.make_folds(g)
     kw = dict(lams=[0.1, 1.0], folds=folds)
-    rj.holdout_nystrom(d.X, d.y, g, kernel=rj.gaussian_kernel(0.3), basis=np.arange(45), **kw)  # bucket 48
+    holdout_nystrom(d.X, d.y, g, kernel=rj.gaussian_kernel(0.3), basis=np.arange(45), **kw)  # bucket 48
     with jax.log_compiles():
         import logging
         records = []
@@ -120,7 +126,7 @@ def test_holdout_nystrom_new_gamma_or_basis_in_bucket_compiles_nothing():
         handler.emit = records.append
         logging.getLogger("jax").addHandler(handler)
         try:
-            rj.holdout_nystrom(d.X, d.y, g, kernel=rj.gaussian_kernel(0.7), basis=np.arange(3, 45), **kw)
+            holdout_nystrom(d.X, d.y, g, kernel=rj.gaussian_kernel(0.7), basis=np.arange(3, 45), **kw)
         finally:
             logging.getLogger("jax").removeHandler(handler)
     assert not [r for r in records if "Compiling" in r.getMessage()], [r.getMessage() for r in records]
@@ -133,8 +139,8 @@ def test_rankrlscv_nystrom_equals_the_hold_out_and_retraining():
     m = RankRLSCV(kernel="gaussian", gammas=[0.1, 0.3], lams=lams, basis=40).fit(d.X, d.y, qid=d.qid)
     basis = m.basis_
     k = rj.gaussian_kernel(m.gamma_)
-    h = rj.holdout_nystrom(d.X, d.y, g, lams=lams, kernel=k, basis=basis)
-    table = np.asarray(rj.cross_validate(h, d.y, d.qid, metric=rj.ndcg, k=10).table)
+    h = holdout_nystrom(d.X, d.y, g, lams=lams, kernel=k, basis=basis)
+    table = np.asarray(cross_validate(h, d.y, d.qid, metric=rj.ndcg, k=10).table)
     assert np.isclose(m.best_score_, np.nanmax(table))
     # the kept model equals retraining on all rows (dense closed form of the same system)
     a = _closed_form(d.X, d.y, g, basis, m.lam_, k)
@@ -173,7 +179,7 @@ def test_holdout_nystrom_k_fold_and_multi_output_equal_retraining():
     basis = np.arange(0, d.X.shape[0], 9)                  # folds larger than the basis: refit path
     f = rj.make_folds(g, 2, seed=0)
     Y = np.c_[d.y, d.y ** 2]
-    h = rj.holdout_nystrom(d.X, Y, g, lams=[0.5, 2.0], kernel=k, basis=basis, folds=f)
+    h = holdout_nystrom(d.X, Y, g, lams=[0.5, 2.0], kernel=k, basis=basis, folds=f)
     fold = np.asarray(f.fold_of_row)
     for u in (0, 1):
         keep = fold != u
@@ -192,24 +198,25 @@ from surface import E, surface_test  # noqa: E402
 
 BAD_INPUT = {}
 BAD_INPUT["nystrom_basis"] = [
-        (lambda d: rj.nystrom_basis(d.X, 0), E(ValueError, "size")),
-        (lambda d: rj.nystrom_basis(d.X, 2, method="kmeans++"), E(TypeError, "kernel")),
-        (lambda d: rj.nystrom_basis(d.X, 2, method="grid"), E(ValueError, "method")),
+        (lambda d: _nystrom.nystrom_basis(d.X, 0), E(ValueError, "size")),
+        (lambda d: _nystrom.nystrom_basis(d.X, 2, method="kmeans++"), E(TypeError, "kernel")),
+        (lambda d: _nystrom.nystrom_basis(d.X, 2, method="grid"), E(ValueError, "method")),
     ]
 BAD_INPUT["rankrls_falkon"] = [
-        (lambda d: rj.rankrls_falkon(d.X, d.y, d.g, lam=-1.0, kernel=rj.gaussian_kernel(1.0), basis=3),
+        (lambda d: _falkon.rankrls_falkon(d.X, d.y, d.g, lam=-1.0, kernel=rj.gaussian_kernel(1.0), basis=3),
          E(ValueError, "lam")),
-        (lambda d: rj.rankrls_falkon(d.X, d.y, d.pref, lam=1.0, kernel=rj.gaussian_kernel(1.0),
+        (lambda d: _falkon.rankrls_falkon(d.X, d.y, d.pref, lam=1.0, kernel=rj.gaussian_kernel(1.0),
                                      basis=3), E(ValueError, "y must be None")),
-        (lambda d: rj.rankrls_falkon(d.X, d.y, d.g, lam=1.0, kernel=rj.gaussian_kernel(1.0),
+        (lambda d: _falkon.rankrls_falkon(d.X, d.y, d.g, lam=1.0, kernel=rj.gaussian_kernel(1.0),
                                      basis=np.array([0, d.m])), E(ValueError, "basis")),
-        (lambda d: rj.rankrls_falkon(d.X, d.y, d.g, lam=1.0, kernel=None, basis=3), E(TypeError, "kernel")),
+        (lambda d: _falkon.rankrls_falkon(d.X, d.y, d.g, lam=1.0, kernel=None, basis=3),
+         E(TypeError, "kernel")),
     ]
 BAD_INPUT["Basis"] = [
         (lambda d: rj.Basis(), E(TypeError, "size= or rows=")),
         (lambda d: rj.Basis(0), E(ValueError, "size")),
         (lambda d: rj.Basis(3, method="grid"), E(ValueError, "method")),
-        (lambda d: rj.rankrls_nystrom_path(d.X, d.y, d.g, lams=[1.0], kernel=rj.gaussian_kernel(1.0),
+        (lambda d: rankrls_nystrom_path(d.X, d.y, d.g, lams=[1.0], kernel=rj.gaussian_kernel(1.0),
                                            basis=rj.Basis(rows=np.array([0, 0]))),
          E(ValueError, "repeated")),
     ]

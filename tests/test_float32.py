@@ -14,6 +14,12 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax._cg import rankrls_cg, rankrls_cg_dual
+from rankjax._falkon import rankrls_falkon
+from rankjax._gp import gp_pairwise_gaussian
+from rankjax._holdout import holdout_dual, holdout_primal
+from rankjax._path import rankrls_primal_path
+from rankjax._rankrls import rankrls_dual, rankrls_primal
 from rankjax._emulate import MANTISSA, reduced_precision, round_mantissa
 from rankjax._products import mm
 from reference import laplacian_from_pairs, query_pairs, ranksvm_fgh
@@ -91,7 +97,7 @@ def test_emulation_catches_a_product_without_highest(problem):
 @pytest.mark.parametrize("emulation", EMULATIONS)
 def test_primal_closed_form(problem, emulation):
     g = rj.query_graph(problem["qid"])
-    w = _run(lambda X, y: rj.rankrls_primal(X, y, g, lam=problem["lam"]).weights, emulation,
+    w = _run(lambda X, y: rankrls_primal(X, y, g, lam=problem["lam"]).weights, emulation,
              problem["X32"], problem["y32"])
     assert w.dtype == jnp.float32
     assert rel(w, problem["w"]) < C * EPS32 * problem["cond"]
@@ -104,7 +110,7 @@ def test_primal_cg_converges_to_the_solution(problem, emulation):
     ``tol`` and lies ~1e-3 off."""
     g = rj.query_graph(problem["qid"])
     opts = rj.CG(tol=1e-5, max_iter=300)
-    res = _run(lambda X, y: rj.rankrls_cg(X, y, g, lam=problem["lam"], options=opts), emulation,
+    res = _run(lambda X, y: rankrls_cg(X, y, g, lam=problem["lam"], options=opts), emulation,
                problem["X32"], problem["y32"])
     assert bool(res.converged) and int(res.iterations) < 100
     assert rel(res.weights, problem["w"]) < C * EPS32 * problem["cond"]
@@ -121,7 +127,7 @@ def test_primal_cg_without_highest_fails_the_bound(problem, monkeypatch, emulati
     jax.clear_caches()
     try:
         g = rj.query_graph(problem["qid"])
-        res = reduced_precision(lambda X, y: rj.rankrls_cg(X, y, g, lam=problem["lam"]), emulation)(
+        res = reduced_precision(lambda X, y: rankrls_cg(X, y, g, lam=problem["lam"]), emulation)(
             problem["X32"], problem["y32"])
         assert rel(res.weights, problem["w"]) > 5 * C * EPS32 * problem["cond"]
     finally:
@@ -137,8 +143,8 @@ def test_path_and_holdout(problem, emulation):
     lams = np.array([0.3, 3.0], np.float32)
 
     def fn(X, y):
-        return (rj.rankrls_primal_path(X, y, g, lams=lams).weights,
-                rj.holdout_primal(X, y, g, lams=lams, folds=rj.make_folds(g)).predictions)
+        return (rankrls_primal_path(X, y, g, lams=lams).weights,
+                holdout_primal(X, y, g, lams=lams, folds=rj.make_folds(g)).predictions)
 
     W, H = _run(fn, emulation, problem["X32"], problem["y32"])
     for i, lam in enumerate(lams.astype(np.float64)):
@@ -165,8 +171,8 @@ def test_dual_cg_and_closed_form(problem, emulation):
     K32 = jnp.asarray(K, jnp.float32)
 
     def fn(K, y):
-        cg = rj.rankrls_cg_dual(K, y, g, lam=lam, options=rj.CG(tol=1e-5, max_iter=500))
-        return mm(K, cg.weights), cg.converged, rj.rankrls_dual(K, y, g, lam=lam).predict(K)
+        cg = rankrls_cg_dual(K, y, g, lam=lam, options=rj.CG(tol=1e-5, max_iter=500))
+        return mm(K, cg.weights), cg.converged, rankrls_dual(K, y, g, lam=lam).predict(K)
 
     f_cg, ok, f_cf = _run(fn, emulation, K32, problem["y32"])
     assert bool(ok)
@@ -183,7 +189,7 @@ def test_dual_holdout_against_retraining(problem, emulation):
     g = rj.query_graph(qid)
     K = np.exp(-0.02 * ((X[:, None] - X[None]) ** 2).sum(-1))
     lams = np.array([0.1, 1.0])
-    H = _run(lambda K, y: rj.holdout_dual(K, y, g, lams=jnp.asarray(lams, jnp.float32),
+    H = _run(lambda K, y: holdout_dual(K, y, g, lams=jnp.asarray(lams, jnp.float32),
                                           folds=rj.make_folds(g)).predictions,
              emulation, jnp.asarray(K, jnp.float32), problem["y32"])
     gamma = np.max(np.abs(np.linalg.eigvals(L @ K)))
@@ -212,7 +218,7 @@ def test_falkon_reaches_the_nystrom_solution(problem, emulation):
     A = KmR.T @ L @ KmR + lam * KRR
     a = np.linalg.lstsq(A, KmR.T @ L @ y, rcond=None)[0]
     ref = KmR @ a
-    model = _run(lambda X, y: rj.rankrls_falkon(X, y, g, lam=lam, kernel=kern, basis=R,
+    model = _run(lambda X, y: rankrls_falkon(X, y, g, lam=lam, kernel=kern, basis=R,
                                                options=rj.CG(tol=1e-6, max_iter=200)).predict(X),
                  emulation, problem["X32"], problem["y32"])
     assert rel(model, ref) < 1e-3
@@ -306,7 +312,7 @@ def test_pairwise_gp_in_float32():
     KA = K @ A.T
     mean_ref = KA @ S @ diffs
     var_ref = np.diag(K) - np.einsum("ij,ij->i", KA, KA @ S)
-    gp = rj.gp_pairwise_gaussian(jnp.asarray(K, jnp.float32), head, tail,
+    gp = gp_pairwise_gaussian(jnp.asarray(K, jnp.float32), head, tail,
                                  jnp.asarray(diffs, jnp.float32), noise_var=noise)
     mean, var = rj.gp_predict(gp, jnp.asarray(K, jnp.float32), jnp.asarray(np.diag(K), jnp.float32))
     cond = np.linalg.cond(Kd + noise * np.eye(len(head)))

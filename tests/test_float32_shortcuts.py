@@ -12,6 +12,10 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax import _holdout
+from rankjax import _lpo
+from rankjax._lpo import leave_pair_out_primal
+from rankjax._path import rankrls_dual_path
 from rankjax._ridge import RESOLVE_RTOL, dual_system
 
 EPS32 = float(np.finfo(np.float32).eps)
@@ -61,11 +65,11 @@ def _pairs(y):
 
 
 SHORTCUTS = {
-    "dual_path": (lambda K, y, qid, lams: rj.rankrls_dual_path(
+    "dual_path": (lambda K, y, qid, lams: rankrls_dual_path(
         K, y, rj.query_graph(qid), lams=lams).train_scores, "path"),
-    "holdout_dual": (lambda K, y, qid, lams: rj.holdout_dual(
+    "holdout_dual": (lambda K, y, qid, lams: _holdout.holdout_dual(
         K, y, rj.query_graph(qid), lams=lams).predictions, "holdout"),
-    "leave_pair_out_dual": (lambda K, y, qid, lams: rj.leave_pair_out_dual(
+    "leave_pair_out_dual": (lambda K, y, qid, lams: _lpo.leave_pair_out_dual(
         K, y, _pairs(np.asarray(y, np.float64)), lams=lams).predictions, "pairs"),
 }
 
@@ -87,8 +91,8 @@ def test_leave_pair_out_primal_is_resolved_at_every_lambda(data):
     # full-rank features: no cancellation, so no floor and no NaN lane
     X, y, qid, _ = data
     pairs = rj.differing_pairs(y)[:400]
-    out64 = np.asarray(rj.leave_pair_out_primal(X, y, pairs, lams=LAMS).predictions)
-    out32, caught = _float32(lambda t: rj.leave_pair_out_primal(
+    out64 = np.asarray(leave_pair_out_primal(X, y, pairs, lams=LAMS).predictions)
+    out32, caught = _float32(lambda t: leave_pair_out_primal(
         X.astype(t), y.astype(t), pairs, lams=LAMS.astype(t)).predictions)
     assert not caught and _rel(out32, out64).max() < 1e-3
 
@@ -98,7 +102,7 @@ def test_under_jit_the_lanes_are_nan_without_a_warning(data):
     g = rj.query_graph(qid)
     with jax.enable_x64(False), warnings.catch_warnings():
         warnings.simplefilter("error")
-        out = jax.jit(lambda K, y, lams: rj.holdout_dual(K, y, g, lams=lams).predictions)(
+        out = jax.jit(lambda K, y, lams: _holdout.holdout_dual(K, y, g, lams=lams).predictions)(
             K.astype(np.float32), y.astype(np.float32), LAMS.astype(np.float32))
     out = np.asarray(out)
     assert np.isnan(out[0]).all() and np.isfinite(out[-1]).all()
@@ -109,7 +113,7 @@ def test_kernel_grid_table_is_nan_below_the_floor(data):
     v = rj.make_ranking_data(4, num_features=6, seed=9)
     valid = (np.asarray(v.X, np.float32), np.asarray(v.y, np.float32), np.asarray(v.qid))
     with jax.enable_x64(False):
-        grid = rj.sharded_kernel_grid(X.astype(np.float32), y.astype(np.float32),
+        grid = rj.scale.sharded_kernel_grid(X.astype(np.float32), y.astype(np.float32),
                                       rj.query_graph(qid), lams=LAMS.astype(np.float32),
                                       gammas=[0.1], valid=valid)
     table = np.asarray(grid.table)[0]

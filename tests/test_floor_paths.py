@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax._rankrls import rankrls_primal
 from rankjax._graph import _GraphBase
 from rankjax._ridge import WIDE_GRAM, gram, primal_system, ridge_solve, spd_inverse, symmetric_solve
 
@@ -85,7 +86,7 @@ def test_root_free_form_is_accurate_in_float32_on_letor_like_features():
         y = (X @ rng.standard_normal(n).astype(np.float32)
              + rng.standard_normal(m).astype(np.float32))
         for g, q in ((rj.query_graph(qid), qid), (rj.global_graph(m), np.zeros(m, int))):
-            w = np.asarray(rj.rankrls_primal(X, y, g, lam=1.0).weights, np.float64)
+            w = np.asarray(rankrls_primal(X, y, g, lam=1.0).weights, np.float64)
             Xd, yd = X.astype(np.float64), y.astype(np.float64)
             _, inv, cnt = np.unique(q, return_inverse=True, return_counts=True)
             mean = lambda v: (np.bincount(inv, v) / cnt)[inv]     # noqa: E731
@@ -145,7 +146,7 @@ def test_overflow_check_uses_the_remembered_maximum():
     try:
         X = jnp.full((10, 2), 3e18, jnp.float32)
         with pytest.raises(ValueError, match="overflow"):
-            rj.rankrls_primal(X, np.arange(10.0), rj.query_graph(np.zeros(10, int)), lam=1.0)
+            rankrls_primal(X, np.arange(10.0), rj.query_graph(np.zeros(10, int)), lam=1.0)
     finally:
         jax.config.update("jax_enable_x64", True)
 
@@ -176,7 +177,7 @@ def test_unsigned_features_are_not_taken_for_overflowing_ones():
     jax.config.update("jax_enable_x64", False)
     try:
         X = np.array([[5, 7], [9, 6], [8, 8], [6, 9]], np.uint64)
-        w = rj.rankrls_primal(X, np.arange(4.0), rj.query_graph(np.zeros(4, int)), lam=1.0).weights
+        w = rankrls_primal(X, np.arange(4.0), rj.query_graph(np.zeros(4, int)), lam=1.0).weights
         Xd = X.astype(np.float64) - X.mean(0)
         np.testing.assert_allclose(w, np.linalg.solve(Xd.T @ Xd + np.eye(2), Xd.T @ (np.arange(4) - 1.5)),
                                    rtol=1e-5)

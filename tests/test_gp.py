@@ -3,6 +3,8 @@ import pytest
 from scipy.stats import multivariate_normal, norm
 
 import rankjax as rj
+from rankjax import _gp
+from rankjax._rankrls import rankrls_dual
 
 
 def rel(a, b):
@@ -22,7 +24,7 @@ def test_gaussian_posterior_equals_closed_form_and_dual_rankrls(rng):
     head = rng.integers(0, m, l)
     tail = (head + rng.integers(1, m, l)) % m
     diffs = rng.uniform(0.1, 2.0, l)
-    gp = rj.gp_pairwise_gaussian(K, head, tail, diffs, noise_var=s2)
+    gp = _gp.gp_pairwise_gaussian(K, head, tail, diffs, noise_var=s2)
     A = np.zeros((m, l))
     A[head, np.arange(l)] += 1
     A[tail, np.arange(l)] -= 1
@@ -32,7 +34,7 @@ def test_gaussian_posterior_equals_closed_form_and_dual_rankrls(rng):
     mean, var = rj.gp_predict(gp, K, np.diag(K))
     assert rel(mean, mean_ref) < 1e-8
     assert rel(var, np.diag(cov_ref)) < 1e-8
-    dual = rj.rankrls_dual(K, None, rj.preference_graph(head, tail, diffs, num_rows=m), lam=s2)
+    dual = rankrls_dual(K, None, rj.preference_graph(head, tail, diffs, num_rows=m), lam=s2)
     assert rel(mean, K @ np.asarray(dual.coef)) < 1e-8
     logml = multivariate_normal(np.zeros(l), C).logpdf(diffs)
     assert abs(float(gp.log_marginal) - logml) < 1e-8 * abs(logml)
@@ -40,7 +42,7 @@ def test_gaussian_posterior_equals_closed_form_and_dual_rankrls(rng):
 
 def test_ep_is_exact_for_one_comparison(rng):
     X, K = items(rng, 5)
-    gp = rj.gp_pairwise_probit(K, [0], [3], tol=1e-12)
+    gp = _gp.gp_pairwise_probit(K, [0], [3], tol=1e-12)
     kd = K[0, 0] + K[3, 3] - 2 * K[0, 3]
     assert abs(float(gp.log_marginal) - np.log(0.5)) < 1e-10      # p(w = 1) = Φ(0)
     # exact posterior mean of d = f_0 - f_3 under Φ(d) N(d | 0, kd)
@@ -59,7 +61,7 @@ def test_ep_converges_and_is_calibrated_on_data_from_the_model():
         win = rng.random(l) < norm.cdf(f[h] - f[t])
         return h, t, np.where(win, 1.0, -1.0)
     h, t, w = draw(400)
-    gp = rj.gp_pairwise_probit(K, h, t, w, tol=1e-9, max_iter=500)
+    gp = _gp.gp_pairwise_probit(K, h, t, w, tol=1e-9, max_iter=500)
     assert int(gp.iterations) < 500
     ht, tt, wt = draw(20000)
     p = np.asarray(rj.gp_preference_probability(gp, K[ht], K[tt], K[ht, ht], K[tt, tt],
@@ -82,7 +84,7 @@ def test_gp_fit_increases_the_marginal_likelihood(rng):
     t = (h + rng.integers(1, 30, 80)) % 30
     d = f[h] - f[t] + 0.1 * rng.standard_normal(80)
     K0 = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(1.0), X))
-    before = float(rj.gp_pairwise_gaussian(K0, h, t, d, noise_var=1.0).log_marginal)
+    before = float(_gp.gp_pairwise_gaussian(K0, h, t, d, noise_var=1.0).log_marginal)
     model, params = rj.gp_fit(X, h, t, d, likelihood="gaussian", steps=150, learning_rate=0.1)
     assert float(model.log_marginal) > before + 10
     model, params = rj.gp_fit(X, h, t, np.sign(d), likelihood="probit", steps=20)
@@ -92,13 +94,13 @@ def test_gp_fit_increases_the_marginal_likelihood(rng):
 def test_gp_input_errors(rng):
     K = np.eye(4)
     with pytest.raises(ValueError, match="noise_var"):
-        rj.gp_pairwise_gaussian(K, [0], [1], [1.], noise_var=0.0)
+        _gp.gp_pairwise_gaussian(K, [0], [1], [1.], noise_var=0.0)
     with pytest.raises(ValueError, match="itself"):
-        rj.gp_pairwise_probit(K, [1], [1])
+        _gp.gp_pairwise_probit(K, [1], [1])
     with pytest.raises(ValueError, match="outside"):
-        rj.gp_pairwise_probit(K, [0], [4])
+        _gp.gp_pairwise_probit(K, [0], [4])
     with pytest.raises(ValueError, match="direction"):
-        rj.gp_pairwise_probit(K, [0], [1], [0.5])
+        _gp.gp_pairwise_probit(K, [0], [1], [0.5])
     with pytest.raises(ValueError, match="likelihood"):
         rj.gp_fit(np.ones((4, 1)), [0], [1], likelihood="logit")
 
@@ -107,9 +109,9 @@ def test_gaussian_gp_noise_var_array_is_a_type_error_and_traced_is_accepted():
     import jax
     K = np.eye(3) + 0.5
     with pytest.raises(TypeError, match="noise_var"):
-        rj.gp_pairwise_gaussian(K, [0, 1], [1, 2], [1., 1.], noise_var=np.array([0.1, 0.2]))
-    eager = rj.gp_pairwise_gaussian(K, [0, 1], [1, 2], [1., 1.], noise_var=0.1)
-    traced = jax.jit(lambda s: rj.gp_pairwise_gaussian(K, [0, 1], [1, 2], [1., 1.], noise_var=s))
+        _gp.gp_pairwise_gaussian(K, [0, 1], [1, 2], [1., 1.], noise_var=np.array([0.1, 0.2]))
+    eager = _gp.gp_pairwise_gaussian(K, [0, 1], [1, 2], [1., 1.], noise_var=0.1)
+    traced = jax.jit(lambda s: _gp.gp_pairwise_gaussian(K, [0, 1], [1, 2], [1., 1.], noise_var=s))
     np.testing.assert_allclose(traced(0.1).alpha, eager.alpha, rtol=1e-12)
     assert np.all(np.isnan(traced(-1.0).alpha))             # the under-jit contract: NaN
 
@@ -119,9 +121,9 @@ def test_gp_on_an_indefinite_prior_names_k_instead_of_returning_nan(fit):
     K = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, -8.0]])
     with pytest.raises(ValueError, match="K is not positive semidefinite"):
         if fit == "gaussian":
-            rj.gp_pairwise_gaussian(K, [0, 1], [1, 2], [1., 1.], noise_var=0.1)
+            _gp.gp_pairwise_gaussian(K, [0, 1], [1, 2], [1., 1.], noise_var=0.1)
         else:
-            rj.gp_pairwise_probit(K, [0, 1], [1, 2])
+            _gp.gp_pairwise_probit(K, [0, 1], [1, 2])
 
 
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
@@ -130,13 +132,13 @@ from surface import E, surface_test  # noqa: E402
 
 BAD_INPUT = {}
 BAD_INPUT["gp_pairwise_gaussian"] = [
-        (lambda d: rj.gp_pairwise_gaussian(d.K, [0], [1], [1.0], noise_var=0.0), E(ValueError, "noise_var")),
-        (lambda d: rj.gp_pairwise_gaussian(d.K, [0, 1], [1, 2], [1.0], noise_var=1.0),
+        (lambda d: _gp.gp_pairwise_gaussian(d.K, [0], [1], [1.0], noise_var=0.0), E(ValueError, "noise_var")),
+        (lambda d: _gp.gp_pairwise_gaussian(d.K, [0, 1], [1, 2], [1.0], noise_var=1.0),
          E(ValueError, "diffs")),
     ]
 BAD_INPUT["gp_pairwise_probit"] = [
-        (lambda d: rj.gp_pairwise_probit(d.K, [0], [d.m]), E(ValueError, "tail")),
-        (lambda d: rj.gp_pairwise_probit(d.K, [0], [1], [0.5]), E(ValueError, "direction")),
+        (lambda d: _gp.gp_pairwise_probit(d.K, [0], [d.m]), E(ValueError, "tail")),
+        (lambda d: _gp.gp_pairwise_probit(d.K, [0], [1], [0.5]), E(ValueError, "direction")),
     ]
 BAD_INPUT["gp_fit"] = [
         (lambda d: rj.gp_fit(d.X, [0], [1], likelihood="logit"), E(ValueError, "likelihood")),

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax._cg import rankrls_cg, rankrls_cg_dual
+from rankjax._rankrls import rankrls_primal
 
 
 def _fd(f, x, h=1e-5):
@@ -28,11 +30,11 @@ def test_grad_through_primal_cg_matches_finite_differences_and_closed_form(prob)
     d, v, g, gv = prob
 
     def cg(loglam):
-        w = rj.rankrls_cg(d.X, d.y, g, lam=jnp.exp(loglam), tol=1e-14, max_iter=300).weights
+        w = rankrls_cg(d.X, d.y, g, lam=jnp.exp(loglam), tol=1e-14, max_iter=300).weights
         return _valid_loss(w, v, gv)
 
     def closed(loglam):
-        return _valid_loss(rj.rankrls_primal(d.X, d.y, g, lam=jnp.exp(loglam)).weights, v, gv)
+        return _valid_loss(rankrls_primal(d.X, d.y, g, lam=jnp.exp(loglam)).weights, v, gv)
 
     for x in (-2.0, 0.5, 3.0):
         grad = jax.grad(cg)(x)
@@ -44,10 +46,10 @@ def test_grad_through_cg_wrt_labels_and_features(prob):
     d, v, g, gv = prob
 
     def cg(y, X):
-        return _valid_loss(rj.rankrls_cg(X, y, g, lam=0.7, tol=1e-14, max_iter=300).weights, v, gv)
+        return _valid_loss(rankrls_cg(X, y, g, lam=0.7, tol=1e-14, max_iter=300).weights, v, gv)
 
     def closed(y, X):
-        return _valid_loss(rj.rankrls_primal(X, y, g, lam=0.7).weights, v, gv)
+        return _valid_loss(rankrls_primal(X, y, g, lam=0.7).weights, v, gv)
 
     gy, gX = jax.grad(cg, (0, 1))(d.y, d.X)
     cy, cX = jax.grad(closed, (0, 1))(d.y, d.X)
@@ -61,7 +63,7 @@ def test_grad_through_dual_cg_and_under_vmap(prob):
     Kv = v.X @ d.X.T
 
     def dual(loglam):
-        a = rj.rankrls_cg_dual(K, d.y, g, lam=jnp.exp(loglam), tol=1e-14, max_iter=300).weights
+        a = rankrls_cg_dual(K, d.y, g, lam=jnp.exp(loglam), tol=1e-14, max_iter=300).weights
         r = v.y - Kv @ a
         return r @ gv.mv(r)
 
@@ -73,5 +75,5 @@ def test_grad_through_dual_cg_and_under_vmap(prob):
 
 def test_early_stopping_result_is_unchanged(prob):
     d, v, g, gv = prob
-    r = rj.rankrls_cg(d.X, d.y, g, lam=0.0, valid=(v.X, v.y, gv), max_iter=20)
+    r = rankrls_cg(d.X, d.y, g, lam=0.0, valid=(v.X, v.y, gv), max_iter=20)
     assert int(r.best_iteration) >= 1 and np.all(np.isfinite(r.weights))

@@ -7,6 +7,13 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax._cg import rankrls_cg, rankrls_cg_dual
+from rankjax._cg_loop import STOP_REASONS
+from rankjax._gp import gp_pairwise_gaussian
+from rankjax._holdout import holdout_dual
+from rankjax._lpo import leave_pair_out_dual
+from rankjax._path import rankrls_dual_path, rankrls_nystrom_path, select_lambda
+from rankjax._rankrls import rankrls_dual, rankrls_primal
 
 
 @pytest.fixture(scope="module")
@@ -21,16 +28,16 @@ def test_indices_out_of_range_are_errors_never_clamped(prob):
     kern = rj.gaussian_kernel(1.0)
     for bad in ([0, 10**5], [0, -1], [0, m]):
         with pytest.raises(ValueError, match="basis"):
-            rj.rankrls_nystrom_path(X, y, g, lams=[1.0], kernel=kern, basis=bad)
+            rankrls_nystrom_path(X, y, g, lams=[1.0], kernel=kern, basis=bad)
     for head, tail, name in (([0, m + 5], [1, 2], "head"), ([0, 1], [-1, 2], "tail")):
         with pytest.raises(ValueError, match=name):
             rj.edge_disagreement_error(np.zeros(m), head, tail)
     with pytest.raises(TypeError, match="head"):
         rj.edge_disagreement_error(np.zeros(m), [0.0, 1.0], [1, 2])
     with pytest.raises(ValueError, match="pairs"):
-        rj.leave_pair_out_dual(K, y, [[0, m]], lams=[1.0])
+        leave_pair_out_dual(K, y, [[0, m]], lams=[1.0])
     with pytest.raises(ValueError, match="head"):
-        rj.gp_pairwise_gaussian(K, [0, m], [1, 2], [1.0, 1.0], noise_var=1.0)
+        gp_pairwise_gaussian(K, [0, m], [1, 2], [1.0, 1.0], noise_var=1.0)
     model = rj.rankboost(X, y, qid, rounds=3)
     for cols in (3, 7):
         with pytest.raises(ValueError, match="trained on 5"):
@@ -38,10 +45,10 @@ def test_indices_out_of_range_are_errors_never_clamped(prob):
 
 
 @pytest.mark.parametrize("call", [
-    lambda X, y, g, K: rj.rankrls_primal(X, y, g, lam=[1.0] * 5),
-    lambda X, y, g, K: rj.rankrls_dual(K, y, g, lam=np.ones(2)),
-    lambda X, y, g, K: rj.rankrls_cg(X, y, g, lam=np.ones(5)),
-    lambda X, y, g, K: rj.rankrls_cg_dual(K, y, g, lam=np.ones(2)),
+    lambda X, y, g, K: rankrls_primal(X, y, g, lam=[1.0] * 5),
+    lambda X, y, g, K: rankrls_dual(K, y, g, lam=np.ones(2)),
+    lambda X, y, g, K: rankrls_cg(X, y, g, lam=np.ones(5)),
+    lambda X, y, g, K: rankrls_cg_dual(K, y, g, lam=np.ones(2)),
     lambda X, y, g, K: rj.ranksvm_l2(X, y, C=np.ones(2)),
     lambda X, y, g, K: rj.gaussian_kernel(np.ones(2)),
 ])
@@ -70,11 +77,11 @@ def test_counts_and_kernel_parameters(prob):
 def test_asymmetric_kernel_matrices_are_rejected(prob):
     X, y, qid, g, K = prob
     bad = K + np.triu(np.ones_like(K))
-    for call in (lambda: rj.rankrls_dual(bad, y, g, lam=1.0),
-                 lambda: rj.rankrls_dual_path(bad, y, g, lams=[1.0]),
-                 lambda: rj.holdout_dual(bad, y, g, lams=[1.0]),
-                 lambda: rj.leave_pair_out_dual(bad, y, [[0, 1]], lams=[1.0]),
-                 lambda: rj.rankrls_cg_dual(bad, y, g, lam=1.0)):
+    for call in (lambda: rankrls_dual(bad, y, g, lam=1.0),
+                 lambda: rankrls_dual_path(bad, y, g, lams=[1.0]),
+                 lambda: holdout_dual(bad, y, g, lams=[1.0]),
+                 lambda: leave_pair_out_dual(bad, y, [[0, 1]], lams=[1.0]),
+                 lambda: rankrls_cg_dual(bad, y, g, lam=1.0)):
         with pytest.raises(ValueError, match="K is not symmetric"):
             call()
 
@@ -84,16 +91,16 @@ def test_degenerate_criteria_have_documented_values(prob):
     m = len(y)
     # a λ whose scores are not finite is NaN in the table and never chosen
     scores = np.stack([np.full(m, np.nan), X @ np.ones(5), X @ -np.ones(5)])
-    sel = rj.select_lambda([1.0, 2.0, 3.0], scores, y, qid, metric=rj.pairwise_error)
+    sel = select_lambda([1.0, 2.0, 3.0], scores, y, qid, metric=rj.pairwise_error)
     assert np.isnan(sel.table[0]) and int(sel.best_index) in (1, 2)
     with pytest.raises(ValueError, match="every λ"):
-        rj.select_lambda([1.0], np.full((1, m), np.inf), y, qid, metric=rj.pairwise_error)
+        select_lambda([1.0], np.full((1, m), np.inf), y, qid, metric=rj.pairwise_error)
     # leave-pair-out concordance: no differing pair -> error; all-tied predictions -> 0.5
     same = np.flatnonzero(y == y[0])[:2]
-    r = rj.leave_pair_out_dual(K, y, [same], lams=[1.0])
+    r = leave_pair_out_dual(K, y, [same], lams=[1.0])
     with pytest.raises(ValueError, match="no pair has different labels"):
         rj.lpo_cindex(r, y)
-    r = rj.leave_pair_out_dual(np.zeros((m, m)), y, rj.differing_pairs(y)[:20], lams=[1.0])
+    r = leave_pair_out_dual(np.zeros((m, m)), y, rj.differing_pairs(y)[:20], lams=[1.0])
     assert float(rj.lpo_cindex(r, y)[0]) == 0.5
 
 
@@ -101,12 +108,12 @@ def test_one_dtype_rule(prob):
     import jax.numpy as jnp
     X, y, qid, g, K = prob
     X32 = jnp.asarray(X, jnp.float32)
-    assert rj.rankrls_primal(X32, jnp.asarray(y, jnp.float32), g, lam=1.0).weights.dtype == jnp.float32
-    assert rj.rankrls_primal(X32, y, g, lam=1.0).weights.dtype == jnp.float64
-    assert rj.holdout_dual(np.asarray(K, np.float32), y, g, lams=[1.0]).predictions.dtype == jnp.float64
-    assert rj.leave_pair_out_dual(np.asarray(K, np.float32), y, [[0, 1]],
+    assert rankrls_primal(X32, jnp.asarray(y, jnp.float32), g, lam=1.0).weights.dtype == jnp.float32
+    assert rankrls_primal(X32, y, g, lam=1.0).weights.dtype == jnp.float64
+    assert holdout_dual(np.asarray(K, np.float32), y, g, lams=[1.0]).predictions.dtype == jnp.float64
+    assert leave_pair_out_dual(np.asarray(K, np.float32), y, [[0, 1]],
                                   lams=[1.0]).predictions.dtype == jnp.float64
-    w16 = rj.rankrls_primal(X.astype(np.float16), y.astype(np.float16), g, lam=1.0).weights
+    w16 = rankrls_primal(X.astype(np.float16), y.astype(np.float16), g, lam=1.0).weights
     assert w16.dtype == jnp.float32
 
 
@@ -115,14 +122,14 @@ def test_cg_early_stopping_with_a_criterion_undefined_at_the_start(prob):
     v = rj.make_ranking_data(3, num_features=5, seed=7)
     valid = (v.X, v.y, rj.query_graph(v.qid))
     # w = 0 ties every score: tau_b is NaN at iteration 0 and must not win
-    r = rj.rankrls_cg(X, y, g, lam=0.0, valid=valid, metric=rj.kendall_tau_b, patience=3)
+    r = rankrls_cg(X, y, g, lam=0.0, valid=valid, metric=rj.kendall_tau_b, patience=3)
     assert np.isnan(r.valid_history[0])
     assert int(r.best_iteration) > 0 and np.any(np.asarray(r.weights) != 0)
     # the history holds the criterion with lower = better (here -tau_b)
     assert float(r.valid_history[r.best_iteration]) == np.nanmin(np.asarray(r.valid_history))
     # a validation set without any pair: the criterion is NaN throughout; plain CG runs on
     flat = (v.X, np.zeros_like(v.y), rj.query_graph(v.qid))
-    r2 = rj.rankrls_cg(X, y, g, lam=1.0, valid=flat, tol=1e-10)
-    plain = rj.rankrls_cg(X, y, g, lam=1.0, tol=1e-10)
-    assert rj.STOP_REASONS[int(r2.stop_reason)] == "converged"
+    r2 = rankrls_cg(X, y, g, lam=1.0, valid=flat, tol=1e-10)
+    plain = rankrls_cg(X, y, g, lam=1.0, tol=1e-10)
+    assert STOP_REASONS[int(r2.stop_reason)] == "converged"
     np.testing.assert_allclose(r2.weights, plain.weights, rtol=1e-8)

@@ -200,18 +200,18 @@ def test_every_model_type_round_trips(tmp_path):
     K = d.X @ d.X.T
     kern = rj.gaussian_kernel(0.3)
     models = [
-        rj.rankrls_primal(d.X, d.y, g, lam=1.0),
-        rj.rankrls_dual(K, d.y, g, lam=1.0),
-        rj.rankrls_kernel(d.X, d.y, g, lam=1.0, kernel=kern),
-        rj.rankrls_primal_path(d.X, d.y, g, lams=[1.0, 2.0]),
-        rj.rankrls_dual_path(K, d.y, g, lams=[1.0]),
-        rj.rankrls_nystrom_path(d.X, d.y, g, lams=[1.0], kernel=rj.polynomial_kernel(2), basis=8),
+        rankrls_primal(d.X, d.y, g, lam=1.0),
+        rankrls_dual(K, d.y, g, lam=1.0),
+        rankrls_kernel(d.X, d.y, g, lam=1.0, kernel=kern),
+        rankrls_primal_path(d.X, d.y, g, lams=[1.0, 2.0]),
+        rankrls_dual_path(K, d.y, g, lams=[1.0]),
+        rankrls_nystrom_path(d.X, d.y, g, lams=[1.0], kernel=rj.polynomial_kernel(2), basis=8),
         rj.kpcrank(K, d.y, g, components=3),
         rj.ranksvm_l2(d.X, d.y, d.qid),
         rj.ranksvm_kernel(d.X, d.y, d.qid, kernel=kern, basis=10),
         rj.rankboost(d.X, d.y, d.qid, rounds=3),
-        rj.rankrls_cg(d.X, d.y, g, lam=1.0),
-        rj.gp_pairwise_gaussian(K, [0, 1], [1, 2], [1.0, 0.5], noise_var=1.0),
+        rankrls_cg(d.X, d.y, g, lam=1.0),
+        gp_pairwise_gaussian(K, [0, 1], [1, 2], [1.0, 0.5], noise_var=1.0),
     ]
     for i, model in enumerate(models):
         path = tmp_path / f"m{i}.npz"
@@ -220,8 +220,8 @@ def test_every_model_type_round_trips(tmp_path):
         assert type(back) is type(model) and meta == {"names": ["a", "b", "c", "d"]}
         for a, b in zip(jax.tree.leaves(model), jax.tree.leaves(back)):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-        if hasattr(model, "predict") and not isinstance(model, (rj.DualModel, rj.DualPath,
-                                                                 rj.KPCModel, rj.PairwiseGP)):
+        if hasattr(model, "predict") and not isinstance(model, (rj.DualModel, DualPath,
+                                                                 KPCModel, PairwiseGP)):
             np.testing.assert_array_equal(rj.predict(back, d.X), rj.predict(model, d.X))
 
 
@@ -343,6 +343,11 @@ def test_readers_refuse_split_tokens_and_truncated_npy(tmp_path):
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
 
 from surface import E, V, surface_test  # noqa: E402
+from rankjax._cg import rankrls_cg  # noqa: E402
+from rankjax._gp import PairwiseGP, gp_pairwise_gaussian  # noqa: E402
+from rankjax._kpcrank import KPCModel  # noqa: E402
+from rankjax._path import DualPath, rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path  # noqa: E402
+from rankjax._rankrls import rankrls_dual, rankrls_kernel, rankrls_primal  # noqa: E402
 
 BAD_INPUT = {}
 BAD_INPUT["io.read_svmlight"] = [

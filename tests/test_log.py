@@ -10,6 +10,15 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax import _cg
+from rankjax import _falkon
+from rankjax import _holdout
+from rankjax import _kpcrank
+from rankjax import _lpo
+from rankjax import _nystrom
+from rankjax import _path
+from rankjax import _rankrls
+from rankjax import _select
 from rankjax import estimators as est
 
 D = rj.make_ranking_data(24, num_features=6, seed=0)
@@ -37,20 +46,20 @@ CALLS = {
                                         verbose=1).fit(D.X, D.y, qid=D.qid), None,
                   "fold bucket 1/"),
     "tune": (lambda: rj.tune(D.X, D.y, G, steps=4, verbose=2), 2, "tune step 2/4"),
-    "select_rankrls": (lambda: rj.select_rankrls(D.X, D.y, D.qid, lams=[0.1, 1.0],
+    "select_rankrls": (lambda: _select.select_rankrls(D.X, D.y, D.qid, lams=[0.1, 1.0],
                                                  kernels=[rj.gaussian_kernel(0.1)], verbose=1),
                        None, "fold bucket 1/"),
-    "holdout_primal": (lambda: rj.holdout_primal(D.X, D.y, G, lams=[1.0], folds=3, verbose=1),
+    "holdout_primal": (lambda: _holdout.holdout_primal(D.X, D.y, G, lams=[1.0], folds=3, verbose=1),
                        None, "fold bucket 1/"),
-    "holdout_dual": (lambda: rj.holdout_dual(K, D.y, G, lams=[1.0], verbose=1), None,
+    "holdout_dual": (lambda: _holdout.holdout_dual(K, D.y, G, lams=[1.0], verbose=1), None,
                      "fold bucket 1/"),
-    "holdout_nystrom": (lambda: rj.holdout_nystrom(D.X, D.y, G, lams=[1.0], basis=30, verbose=1,
+    "holdout_nystrom": (lambda: _holdout.holdout_nystrom(D.X, D.y, G, lams=[1.0], basis=30, verbose=1,
                                                    kernel=rj.gaussian_kernel(0.2)), None,
                         "fold bucket 1/"),
-    "rankrls_cg": (lambda: rj.rankrls_cg(D.X, D.y, G, lam=1.0, verbose=1), None, "CG iteration 1"),
-    "rankrls_cg_dual": (lambda: rj.rankrls_cg_dual(K, D.y, G, lam=1.0, verbose=1), None,
+    "rankrls_cg": (lambda: _cg.rankrls_cg(D.X, D.y, G, lam=1.0, verbose=1), None, "CG iteration 1"),
+    "rankrls_cg_dual": (lambda: _cg.rankrls_cg_dual(K, D.y, G, lam=1.0, verbose=1), None,
                         "CG iteration 1"),
-    "rankrls_falkon": (lambda: rj.rankrls_falkon(D.X, D.y, G, lam=1.0, basis=30, verbose=1,
+    "rankrls_falkon": (lambda: _falkon.rankrls_falkon(D.X, D.y, G, lam=1.0, basis=30, verbose=1,
                                                  kernel=rj.gaussian_kernel(0.2)), None,
                        "CG iteration 1"),
     "ranksvm_l2": (lambda: rj.ranksvm_l2(D.X, D.y, D.qid, verbose=1), None, "TRON Newton step"),
@@ -58,7 +67,7 @@ CALLS = {
                   "RankBoost round 3/6"),
     "gp_fit": (lambda: rj.gp_fit(D.X[:20], np.arange(19), np.arange(1, 20), steps=4, verbose=2),
                2, "gp_fit step 2/4"),
-    "stream": (lambda: rj.rankrls_primal_stream([(D.X[:200], D.y[:200], D.qid[:200]),
+    "stream": (lambda: rj.scale.rankrls_primal_stream([(D.X[:200], D.y[:200], D.qid[:200]),
                                                  (D.X[200:], D.y[200:], D.qid[200:])]
                                                 if D.qid[199] != D.qid[200] else
                                                 [(D.X, D.y, D.qid)], lams=[1.0], verbose=1),
@@ -66,17 +75,17 @@ CALLS = {
 }
 # one compiled program each: a line when it starts and one when its result is ready
 ONE_PROGRAM = {
-    "rankrls_dual_path": lambda: rj.rankrls_dual_path(K, D.y, G, lams=[1.0], verbose=1),
-    "rankrls_nystrom_path": lambda: rj.rankrls_nystrom_path(
+    "rankrls_dual_path": lambda: _path.rankrls_dual_path(K, D.y, G, lams=[1.0], verbose=1),
+    "rankrls_nystrom_path": lambda: _path.rankrls_nystrom_path(
         D.X, D.y, G, lams=[1.0], kernel=rj.gaussian_kernel(0.2), basis=30, verbose=1),
-    "rankrls_kernel": lambda: rj.rankrls_kernel(D.X, D.y, G, lam=1.0,
+    "rankrls_kernel": lambda: _rankrls.rankrls_kernel(D.X, D.y, G, lam=1.0,
                                                 kernel=rj.gaussian_kernel(0.2), verbose=1),
-    "kpcrank_path": lambda: rj.kpcrank_path(K, D.y, G, max_components=3, verbose=1),
-    "leave_pair_out_dual": lambda: rj.leave_pair_out_dual(K, D.y, [[0, 1]], lams=[1.0],
+    "kpcrank_path": lambda: _kpcrank.kpcrank_path(K, D.y, G, max_components=3, verbose=1),
+    "leave_pair_out_dual": lambda: _lpo.leave_pair_out_dual(K, D.y, [[0, 1]], lams=[1.0],
                                                           verbose=1),
-    "leave_pair_out_primal": lambda: rj.leave_pair_out_primal(D.X, D.y, [[0, 1]], lams=[1.0],
+    "leave_pair_out_primal": lambda: _lpo.leave_pair_out_primal(D.X, D.y, [[0, 1]], lams=[1.0],
                                                               verbose=1),
-    "nystrom_basis": lambda: rj.nystrom_basis(D.X, 20, kernel=rj.gaussian_kernel(0.2),
+    "nystrom_basis": lambda: _nystrom.nystrom_basis(D.X, 20, kernel=rj.gaussian_kernel(0.2),
                                               method="kmeans++", verbose=1),
 }
 CALLS.update({name: (call, 2, f"{name}: started") for name, call in ONE_PROGRAM.items()})
@@ -132,14 +141,14 @@ def test_the_logger_silences_every_line(clock):
     log.setLevel(logging.WARNING)
     est.RankBoost(10, verbose=1).fit(D.X, D.y, qid=D.qid)
     rj.tune(D.X, D.y, G, steps=2, verbose=1)
-    rj.holdout_primal(D.X, D.y, G, lams=[1.0], verbose=1)
+    _holdout.holdout_primal(D.X, D.y, G, lams=[1.0], verbose=1)
     jax.effects_barrier()
     assert clock.lines == []
 
 
 def test_verbose_zero_is_silent_and_bad_verbose_is_named(clock):
     est.RankBoost(10).fit(D.X, D.y, qid=D.qid)
-    rj.rankrls_cg(D.X, D.y, G, lam=1.0)
+    _cg.rankrls_cg(D.X, D.y, G, lam=1.0)
     jax.effects_barrier()
     assert clock.lines == []
     for bad in (-1, 1.5, "yes"):

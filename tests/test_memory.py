@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax._rankrls import rankrls_primal
 from rankjax import _memory
 
 
@@ -40,7 +41,7 @@ def test_primal_gram_plan_uses_the_free_memory_where_the_work_runs(monkeypatch):
     monkeypatch.setattr(_memory, "available_memory", lambda: 10_000)
     X = np.ones((3, 40))
     with pytest.raises(ValueError, match="40 features.*rankrls_cg"):
-        rj.rankrls_primal(X, np.arange(3.0), rj.query_graph(np.zeros(3, int)), lam=1.0)
+        rankrls_primal(X, np.arange(3.0), rj.query_graph(np.zeros(3, int)), lam=1.0)
 
 
 def test_sharded_kernel_grid_runs_as_many_gammas_at_once_as_fit(monkeypatch):
@@ -48,13 +49,13 @@ def test_sharded_kernel_grid_runs_as_many_gammas_at_once_as_fit(monkeypatch):
     v = rj.make_ranking_data(4, num_features=3, seed=1)
     g = rj.query_graph(d.qid)
     args = dict(lams=[0.1, 1.0], gammas=[0.1, 1.0, 10.0], valid=(v.X, v.y, v.qid))
-    whole = rj.sharded_kernel_grid(d.X, d.y, g, **args).table
+    whole = rj.scale.sharded_kernel_grid(d.X, d.y, g, **args).table
     m = d.X.shape[0]
     one = 8 * (5 * m * m + (m + 2) * v.X.shape[0])
     monkeypatch.setattr(_memory, "available_memory", lambda: 1.5 * one)      # one γ at a time
     assert _memory.batch_that_fits(one, 3, "", "") == 1
-    np.testing.assert_allclose(rj.sharded_kernel_grid(d.X, d.y, g, **args).table, whole,
+    np.testing.assert_allclose(rj.scale.sharded_kernel_grid(d.X, d.y, g, **args).table, whole,
                                rtol=1e-10, atol=1e-12)
     monkeypatch.setattr(_memory, "available_memory", lambda: 0.5 * one)
     with pytest.raises(MemoryError, match="sharded_kernel_grid.*Nyström"):
-        rj.sharded_kernel_grid(d.X, d.y, g, **args)
+        rj.scale.sharded_kernel_grid(d.X, d.y, g, **args)

@@ -4,6 +4,13 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax._cg import rankrls_cg
+from rankjax._gp import gp_pairwise_gaussian
+from rankjax._graph_build import incidence_mv, incidence_t_mv, laplacian_sqrt_mv
+from rankjax._holdout import holdout_dual
+from rankjax._kpcrank import kpcrank_path
+from rankjax._path import rankrls_dual_path, select_lambda
+from rankjax._rankrls import rankrls_primal
 
 
 @pytest.fixture(scope="module")
@@ -19,11 +26,11 @@ def _cases(d):
     X = np.asarray(d.X[:10])
     return {
         "v": lambda: rj.laplacian_mv(g, v),
-        "v ": lambda: rj.laplacian_sqrt_mv(g, v),
-        "v  ": lambda: rj.incidence_t_mv(pg, np.array([np.nan, 1.0, 2.0])),
-        "u": lambda: rj.incidence_mv(pg, np.array([np.nan, 1.0])),
-        "x0": lambda: rj.rankrls_cg(d.X, d.y, g, lam=1.0, x0=np.array([np.nan, 0, 0])),
-        "lams": lambda: rj.select_lambda([np.nan, 1.0], np.stack([np.asarray(d.X[:, 0])] * 2),
+        "v ": lambda: laplacian_sqrt_mv(g, v),
+        "v  ": lambda: incidence_t_mv(pg, np.array([np.nan, 1.0, 2.0])),
+        "u": lambda: incidence_mv(pg, np.array([np.nan, 1.0])),
+        "x0": lambda: rankrls_cg(d.X, d.y, g, lam=1.0, x0=np.array([np.nan, 0, 0])),
+        "lams": lambda: select_lambda([np.nan, 1.0], np.stack([np.asarray(d.X[:, 0])] * 2),
                                          d.y, d.qid, metric=rj.ndcg),
         "log_lam": lambda: rj.cv_loss({"log_lam": np.nan}, d.X, d.y, g, rj.make_folds(g)),
         "pairs weight": lambda: rj.cv_loss({"log_lam": 0.0}, d.X, d.y, g, rj.make_folds(g),
@@ -31,7 +38,7 @@ def _cases(d):
                                            pairs=(np.array([0]), np.array([1]), np.array([np.nan]))),
         "amplitude": lambda: rj.gp_fit(X, [0, 1], [1, 2], amplitude=-1.0, steps=1),
         "target": lambda: rj.gp_fit(X, [0, 1], [1, 2], [np.nan, 1.0], likelihood="gaussian", steps=1),
-        "diffs": lambda: rj.gp_pairwise_gaussian(X @ X.T, [0, 1], [1, 2], [np.nan, 1.0],
+        "diffs": lambda: gp_pairwise_gaussian(X @ X.T, [0, 1], [1, 2], [np.nan, 1.0],
                                                  noise_var=0.1),
     }
 
@@ -48,10 +55,10 @@ def test_messages_name_the_argument(d):
     from rankjax.estimators import CGRankRLS
     g = rj.query_graph(d.qid)
     cases = [
-        (lambda: rj.rankrls_primal([[1, 2], [3]], [1, 0], rj.query_graph([0, 0]), lam=1.0),
+        (lambda: rankrls_primal([[1, 2], [3]], [1, 0], rj.query_graph([0, 0]), lam=1.0),
          "X must be a rectangular"),
         (lambda: rj.io.normalize_per_query(np.ones(4), [0, 0, 1, 1]), "X must be 2-D"),
-        (lambda: rj.kpcrank_path(np.eye(len(d.y)), np.stack([d.y] * 3, 1), g, max_components=2),
+        (lambda: kpcrank_path(np.eye(len(d.y)), np.stack([d.y] * 3, 1), g, max_components=2),
          "y must be \\[m\\]"),
         (lambda: CGRankRLS().fit(d.X, d.y, qid=d.qid, eval_set=(d.X[:, :2], d.y), eval_qid=d.qid),
          "eval_set's X"),
@@ -67,14 +74,14 @@ def test_indefinite_kernel_matrix_is_refused_by_the_eigen_paths(d):
     g = rj.query_graph(d.qid)
     K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.5), d.X))
     bad = K - 0.5 * np.eye(len(K))
-    for call in (lambda K: rj.rankrls_dual_path(K, d.y, g, lams=[1.0]).coef,
-                 lambda K: rj.holdout_dual(K, d.y, g, lams=[1.0]).predictions):
+    for call in (lambda K: rankrls_dual_path(K, d.y, g, lams=[1.0]).coef,
+                 lambda K: holdout_dual(K, d.y, g, lams=[1.0]).predictions):
         assert np.all(np.isfinite(np.asarray(call(K))))
         with pytest.raises(ValueError, match="not positive semidefinite"):
             call(bad)
     lin = np.asarray(d.X, np.float32) @ np.asarray(d.X, np.float32).T   # rank 3: rounding only
-    assert np.all(np.isfinite(np.asarray(rj.rankrls_dual_path(lin, d.y, g, lams=[1.0]).coef)))
-    jitted = jax.jit(lambda K: rj.rankrls_dual_path(K, d.y, g, lams=[1.0]).coef)
+    assert np.all(np.isfinite(np.asarray(rankrls_dual_path(lin, d.y, g, lams=[1.0]).coef)))
+    jitted = jax.jit(lambda K: rankrls_dual_path(K, d.y, g, lams=[1.0]).coef)
     assert np.all(np.isnan(np.asarray(jitted(bad))))
 
 
@@ -82,14 +89,14 @@ def test_stream_refuses_what_rankrls_primal_refuses_and_grid_refuses_all_nan(d):
     g = rj.query_graph(d.qid)
     Xb = np.asarray(d.X) > 0
     with pytest.raises(TypeError):
-        rj.rankrls_primal(Xb, d.y, g, lam=1.0)
+        rankrls_primal(Xb, d.y, g, lam=1.0)
     with pytest.raises(TypeError, match="chunk 0: X must be a real numeric"):
-        rj.rankrls_primal_stream([(Xb, d.y, d.qid)], lams=[1.0])
+        rj.scale.rankrls_primal_stream([(Xb, d.y, d.qid)], lams=[1.0])
     Xn = np.asarray(d.X, float).copy()
     Xn[0, 0] = np.nan
     with pytest.raises(ValueError, match="chunk 0: X contains NaN"):
-        rj.rankrls_primal_stream([(Xn, d.y, d.qid)], lams=[1.0])
+        rj.scale.rankrls_primal_stream([(Xn, d.y, d.qid)], lams=[1.0])
     flat = np.zeros_like(np.asarray(d.y, float))          # no relevant document anywhere
     with pytest.raises(ValueError, match="undefined"):
-        rj.sharded_kernel_grid(d.X, d.y, g, lams=[1.0], gammas=[0.1],
+        rj.scale.sharded_kernel_grid(d.X, d.y, g, lams=[1.0], gammas=[0.1],
                                valid=(d.X, flat, d.qid), metric=rj.ndcg)

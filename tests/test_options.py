@@ -4,6 +4,10 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax._cg import rankrls_cg, rankrls_cg_dual
+from rankjax._cg_loop import cg_solve
+from rankjax._falkon import rankrls_falkon
+from rankjax._graph_build import Validation
 
 
 @pytest.fixture(scope="module")
@@ -16,20 +20,20 @@ def data():
 def test_options_equal_the_keywords_in_every_solver(data):
     d, v = data
     X, y, g = np.asarray(d.X), np.asarray(d.y), rj.query_graph(d.qid)
-    valid = rj.Validation(np.asarray(v.X), np.asarray(v.y), v.qid)
+    valid = Validation(np.asarray(v.X), np.asarray(v.y), v.qid)
     kw = dict(tol=1e-7, max_iter=30, patience=3, recompute_every=5)
     opts = rj.CG(**kw)
     pairs = [
-        (lambda **o: rj.rankrls_cg(X, y, g, lam=1.0, valid=valid, **o).weights),
-        (lambda **o: rj.rankrls_cg_dual(X @ X.T, y, g, lam=1.0, **o).weights),
-        (lambda **o: rj.sharded_cg(rj.shard_data(X, y, g), lam=1.0, **o).weights),
-        (lambda **o: rj.rankrls_falkon(X, y, g, lam=1.0, kernel=rj.gaussian_kernel(0.5),
+        (lambda **o: rankrls_cg(X, y, g, lam=1.0, valid=valid, **o).weights),
+        (lambda **o: rankrls_cg_dual(X @ X.T, y, g, lam=1.0, **o).weights),
+        (lambda **o: rj.scale.sharded_cg(rj.scale.shard_data(X, y, g), lam=1.0, **o).weights),
+        (lambda **o: rankrls_falkon(X, y, g, lam=1.0, kernel=rj.gaussian_kernel(0.5),
                                        basis=16, **o).coef),
     ]
     for run in pairs:
         np.testing.assert_allclose(run(options=opts), run(**kw), rtol=1e-10)
     A = np.array([[4.0, 1.0], [1.0, 3.0]])
-    a = rj.cg_solve(lambda v_: A @ v_, np.array([1.0, 2.0]), options=opts)
+    a = cg_solve(lambda v_: A @ v_, np.array([1.0, 2.0]), options=opts)
     np.testing.assert_allclose(a.weights, np.linalg.solve(A, [1.0, 2.0]), rtol=1e-6)
 
 
@@ -40,6 +44,6 @@ def test_options_are_checked_once_when_built_and_not_mixed(data):
     with pytest.raises(ValueError, match="tol"):
         rj.CG(tol=-1.0)
     with pytest.raises(TypeError, match="not both.*max_iter"):
-        rj.rankrls_cg(d.X, d.y, rj.query_graph(d.qid), options=rj.CG(), max_iter=3)
+        rankrls_cg(d.X, d.y, rj.query_graph(d.qid), options=rj.CG(), max_iter=3)
     with pytest.raises(TypeError, match="rankjax.CG"):
-        rj.rankrls_cg(d.X, d.y, rj.query_graph(d.qid), options={"tol": 1e-3})
+        rankrls_cg(d.X, d.y, rj.query_graph(d.qid), options={"tol": 1e-3})

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax import _path
+from rankjax._rankrls import rankrls_dual, rankrls_primal
 from conftest import random_qids
 from reference import laplacian_from_edges, laplacian_from_pairs, query_pairs
 
@@ -46,10 +48,10 @@ def test_primal_path_equals_single_solves(rng, k):
         yy = y if scored else None
         if name == "ties" and k is not None:
             continue
-        p = rj.rankrls_primal_path(X, yy, g, lams=LAMS, X_valid=Xv, train_scores=True)
+        p = _path.rankrls_primal_path(X, yy, g, lams=LAMS, X_valid=Xv, train_scores=True)
         assert p.weights.shape == (len(LAMS), X.shape[1]) + (() if k is None or not scored else (k,))
         for i, lam in enumerate(LAMS):
-            w = rj.rankrls_primal(X, yy, g, lam=lam).weights
+            w = rankrls_primal(X, yy, g, lam=lam).weights
             assert rel(p.weights[i], w) < 1e-8, (name, lam)
             np.testing.assert_allclose(p.train_scores[i], X @ np.asarray(w), rtol=1e-8, atol=1e-10)
             np.testing.assert_allclose(p.valid_scores[i], Xv @ np.asarray(w), rtol=1e-8, atol=1e-10)
@@ -64,9 +66,9 @@ def test_dual_path_equals_single_solves(rng, k):
         if name == "ties" and k is not None:
             continue
         yy = y if scored else None
-        p = rj.rankrls_dual_path(K, yy, g, lams=LAMS, K_valid=Kv)
+        p = _path.rankrls_dual_path(K, yy, g, lams=LAMS, K_valid=Kv)
         for i, lam in enumerate(LAMS):
-            a = np.asarray(rj.rankrls_dual(K, yy, g, lam=lam).coef)
+            a = np.asarray(rankrls_dual(K, yy, g, lam=lam).coef)
             # compare fitted scores (A itself is unique only up to null(L K) directions)
             assert rel(p.train_scores[i], K @ a) < 1e-8, (name, lam)
             assert rel(p.valid_scores[i], Kv @ a) < 1e-8, (name, lam)
@@ -84,7 +86,7 @@ def test_sparse_approximation_equals_brute_force_minimiser(rng, kernel, k):
     K_R = np.asarray(rj.kernel_matrix(kernel, X[basis], X))
     K_RR = np.asarray(rj.kernel_matrix(kernel, X[basis]))
     Xv = rng.standard_normal((6, X.shape[1]))
-    p = rj.rankrls_nystrom_path(X, y, rj.query_graph(qid), lams=LAMS, kernel=kernel, basis=basis,
+    p = _path.rankrls_nystrom_path(X, y, rj.query_graph(qid), lams=LAMS, kernel=kernel, basis=basis,
                                X_valid=Xv, train_scores=True)
     Kv = np.asarray(rj.kernel_matrix(kernel, Xv, X[basis]))
     for i, lam in enumerate(LAMS):
@@ -103,7 +105,7 @@ def test_sparse_approximation_with_preference_edges(rng):
     g = rj.preference_graph(head, tail, mag, num_rows=m, cost="inverse")
     kernel = rj.gaussian_kernel(0.4)
     basis = np.arange(0, m, 3)
-    p = rj.rankrls_nystrom_path(X, None, g, lams=LAMS, kernel=kernel, basis=basis)
+    p = _path.rankrls_nystrom_path(X, None, g, lams=LAMS, kernel=kernel, basis=basis)
     K_R = np.asarray(rj.kernel_matrix(kernel, X[basis], X))
     K_RR = np.asarray(rj.kernel_matrix(kernel, X[basis]))
     w = 1 / mag
@@ -120,8 +122,8 @@ def test_bcoo_path_equals_dense(rng):
     X, y, labels, qid = data(rng, k=2)
     X[rng.random(X.shape) < 0.5] = 0
     g = rj.query_graph(qid)
-    dense = rj.rankrls_primal_path(X, y, g, lams=LAMS, train_scores=True)
-    sp = rj.rankrls_primal_path(rj.io.to_bcoo(X), y, g, lams=LAMS, train_scores=True)
+    dense = _path.rankrls_primal_path(X, y, g, lams=LAMS, train_scores=True)
+    sp = _path.rankrls_primal_path(rj.io.to_bcoo(X), y, g, lams=LAMS, train_scores=True)
     assert rel(sp.weights, dense.weights) < 1e-10
     assert rel(sp.train_scores, dense.train_scores) < 1e-10
 
@@ -134,26 +136,26 @@ def test_lambda_grid_is_traced_no_recompile(rng):
     @jax.jit
     def fit(X, y, g, lams):
         traces.append(1)
-        return rj.rankrls_primal_path(X, y, g, lams=lams).weights
+        return _path.rankrls_primal_path(X, y, g, lams=lams).weights
 
     a = fit(X, y, g, jnp.asarray(LAMS))
     b = fit(X, y, g, jnp.asarray(LAMS * 3))
     assert len(traces) == 1
-    np.testing.assert_allclose(b[0], rj.rankrls_primal(X, y, g, lam=LAMS[0] * 3).weights, rtol=1e-8)
+    np.testing.assert_allclose(b[0], rankrls_primal(X, y, g, lam=LAMS[0] * 3).weights, rtol=1e-8)
     assert not np.allclose(a, b)
     K = X @ X.T
-    dual = jax.jit(lambda K, y, g, lams: rj.rankrls_dual_path(K, y, g, lams=lams).coef)
+    dual = jax.jit(lambda K, y, g, lams: _path.rankrls_dual_path(K, y, g, lams=lams).coef)
     np.testing.assert_allclose(X.T @ np.asarray(dual(K, y, g, jnp.asarray(LAMS)))[2],
-                               rj.rankrls_primal(X, y, g, lam=LAMS[2]).weights, rtol=1e-7)
+                               rankrls_primal(X, y, g, lam=LAMS[2]).weights, rtol=1e-7)
 
 
 def test_select_lambda_table_and_choice(rng):
     X, y, labels, qid = data(rng, k=3)
     Xv, yv, _, qv = data(np.random.default_rng(5), k=3)
-    p = rj.rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS, X_valid=Xv)
+    p = _path.rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS, X_valid=Xv)
     for metric, kw in [(rj.ndcg, dict(k=5)), (rj.pairwise_error, {})]:
         yv = yv - yv.min()                   # graded relevance >= 0 (ndcg requires it)
-        sel = rj.select_lambda(LAMS, p.valid_scores, yv, qv, metric=metric, **kw)
+        sel = _path.select_lambda(LAMS, p.valid_scores, yv, qv, metric=metric, **kw)
         assert sel.table.shape == (len(LAMS), 3)
         for i in range(len(LAMS)):
             for j in range(3):
@@ -168,10 +170,10 @@ def test_select_lambda_table_and_choice(rng):
 
 def test_path_float32_keeps_dtype(rng):
     X, y, labels, qid = data(rng)
-    p = rj.rankrls_primal_path(jnp.asarray(X, jnp.float32), jnp.asarray(y, jnp.float32),
+    p = _path.rankrls_primal_path(jnp.asarray(X, jnp.float32), jnp.asarray(y, jnp.float32),
                                rj.query_graph(qid), lams=jnp.asarray(LAMS, jnp.float32))
     assert p.weights.dtype == jnp.float32
-    ref = rj.rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS).weights
+    ref = _path.rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS).weights
     np.testing.assert_allclose(p.weights[1:], ref[1:], rtol=5e-3, atol=1e-4)
 
 
@@ -179,13 +181,13 @@ def test_path_input_errors(rng):
     X, y, labels, qid = data(rng)
     g = rj.query_graph(qid)
     with pytest.raises(ValueError, match="lams"):
-        rj.rankrls_primal_path(X, y, g, lams=[1.0, 0.0])
+        _path.rankrls_primal_path(X, y, g, lams=[1.0, 0.0])
     with pytest.raises(ValueError, match="lams"):
-        rj.rankrls_primal_path(X, y, g, lams=np.ones((2, 2)))
+        _path.rankrls_primal_path(X, y, g, lams=np.ones((2, 2)))
     with pytest.raises(ValueError, match="basis"):
-        rj.rankrls_nystrom_path(X, y, g, lams=LAMS, kernel=rj.linear_kernel(), basis=0)
+        _path.rankrls_nystrom_path(X, y, g, lams=LAMS, kernel=rj.linear_kernel(), basis=0)
     with pytest.raises(ValueError, match="scores"):
-        rj.select_lambda(LAMS, np.zeros((2, 40)), y, qid, metric=rj.ndcg)
+        _path.select_lambda(LAMS, np.zeros((2, 40)), y, qid, metric=rj.ndcg)
 
 
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
@@ -194,33 +196,33 @@ from surface import E, surface_test  # noqa: E402
 
 BAD_INPUT = {}
 BAD_INPUT["nystrom_features"] = [
-        (lambda d: rj.nystrom_features(d.K[:3], d.K[:2, :2]), E(ValueError, "K_RR")),
+        (lambda d: _path.nystrom_features(d.K[:3], d.K[:2, :2]), E(ValueError, "K_RR")),
     ]
 BAD_INPUT["rankrls_primal_path"] = [
-        (lambda d: rj.rankrls_primal_path(d.X, d.y, d.g, lams=[]), E(ValueError, "lams")),
-        (lambda d: rj.rankrls_primal_path(d.X, d.y, d.g, lams=[1.0, -1.0]), E(ValueError, "lams")),
-        (lambda d: rj.rankrls_primal_path(d.X, d.y, d.g, lams=[1.0], X_valid=d.X[:, :2]),
+        (lambda d: _path.rankrls_primal_path(d.X, d.y, d.g, lams=[]), E(ValueError, "lams")),
+        (lambda d: _path.rankrls_primal_path(d.X, d.y, d.g, lams=[1.0, -1.0]), E(ValueError, "lams")),
+        (lambda d: _path.rankrls_primal_path(d.X, d.y, d.g, lams=[1.0], X_valid=d.X[:, :2]),
          E(ValueError, "X_valid")),
     ]
 BAD_INPUT["rankrls_dual_path"] = [
-        (lambda d: rj.rankrls_dual_path(d.K, d.y, d.g, lams=[[1.0]]), E(ValueError, "lams")),
-        (lambda d: rj.rankrls_dual_path(d.K, d.y, d.g, lams=[1.0], K_valid=d.K[:, :3]),
+        (lambda d: _path.rankrls_dual_path(d.K, d.y, d.g, lams=[[1.0]]), E(ValueError, "lams")),
+        (lambda d: _path.rankrls_dual_path(d.K, d.y, d.g, lams=[1.0], K_valid=d.K[:, :3]),
          E(ValueError, "K_valid")),
     ]
 BAD_INPUT["rankrls_nystrom_path"] = [
-        (lambda d: rj.rankrls_nystrom_path(d.X, d.y, d.g, lams=[1.0], kernel=d.kern, basis=[0, d.m]),
+        (lambda d: _path.rankrls_nystrom_path(d.X, d.y, d.g, lams=[1.0], kernel=d.kern, basis=[0, d.m]),
          E(ValueError, "basis")),
-        (lambda d: rj.rankrls_nystrom_path(d.X, d.y, d.g, lams=[1.0], kernel=d.kern, basis=[1, 1]),
+        (lambda d: _path.rankrls_nystrom_path(d.X, d.y, d.g, lams=[1.0], kernel=d.kern, basis=[1, 1]),
          E(ValueError, "basis")),
-        (lambda d: rj.rankrls_nystrom_path(d.X, d.y, d.g, lams=[1.0], kernel=d.kern, basis=0),
+        (lambda d: _path.rankrls_nystrom_path(d.X, d.y, d.g, lams=[1.0], kernel=d.kern, basis=0),
          E(ValueError, "basis")),
     ]
 BAD_INPUT["select_lambda"] = [
-        (lambda d: rj.select_lambda([1.0, 2.0], np.ones((3, d.m)), d.y, d.qid, metric=rj.ndcg),
+        (lambda d: _path.select_lambda([1.0, 2.0], np.ones((3, d.m)), d.y, d.qid, metric=rj.ndcg),
          E(ValueError, "scores")),
-        (lambda d: rj.select_lambda([1.0], np.full((1, d.m), np.nan), d.y, d.qid, metric=rj.ndcg),
+        (lambda d: _path.select_lambda([1.0], np.full((1, d.m), np.nan), d.y, d.qid, metric=rj.ndcg),
          E(ValueError, "every λ")),
-        (lambda d: rj.select_lambda([1.0], d.y[None], d.y, d.qid, metric="ndcg"),
+        (lambda d: _path.select_lambda([1.0], d.y[None], d.y, d.qid, metric="ndcg"),
          E(TypeError, "metric")),
     ]
 

@@ -3,6 +3,9 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax._cg import rankrls_cg
+from rankjax._cv import cross_validate
+from rankjax._holdout import holdout_primal
 
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
@@ -13,12 +16,12 @@ def test_plots_show_the_data_and_the_choice():
     d = rj.make_ranking_data(12, num_features=4, seed=0)
     g = rj.query_graph(d.qid)
     lams = np.logspace(-2, 3, 6)
-    cv = rj.cross_validate(rj.holdout_primal(d.X, d.y, g, lams=lams), d.y, d.qid, metric=rj.ndcg)
+    cv = cross_validate(holdout_primal(d.X, d.y, g, lams=lams), d.y, d.qid, metric=rj.ndcg)
     ax = plot.lambda_curve(cv)
     np.testing.assert_allclose(ax.lines[0].get_ydata(), cv.table)
     assert ax.lines[1].get_xdata()[0] == lams[int(cv.best_index)]
     v = rj.make_ranking_data(5, num_features=4, seed=1)
-    r = rj.rankrls_cg(d.X, d.y, g, lam=0.0, valid=(v.X, v.y, rj.query_graph(v.qid)))
+    r = rankrls_cg(d.X, d.y, g, lam=0.0, valid=(v.X, v.y, rj.query_graph(v.qid)))
     ax = plot.cg_curve(r)
     np.testing.assert_array_equal(ax.lines[0].get_ydata(), np.asarray(r.valid_history))
     pq = rj.ndcg(d.X[:, 0], d.y, d.qid, per_query=True)
@@ -29,7 +32,7 @@ def test_plots_show_the_data_and_the_choice():
 def test_plots_take_fitted_estimators_and_cv_results():
     from rankjax.estimators import RankBoost, RankRLSCV
     d = rj.make_ranking_data(12, num_features=4, seed=0)
-    m = RankRLSCV(kernel="gaussian", gammas=[0.1, 1.0], lams=(0.1, 1.0, 10.0), cv=3).fit(
+    m = RankRLSCV(kernel="gaussian", gammas=[0.1, 1.0], lams=(0.1, 1.0, 10.0), folds=3).fit(
         d.X, d.y, qid=d.qid)
     ax = plot.lambda_curve(m)
     assert len(ax.lines) == 3 and ax.get_ylabel() == "NDCG@10" and ax.get_title()
@@ -39,7 +42,7 @@ def test_plots_take_fitted_estimators_and_cv_results():
         np.testing.assert_allclose(ax.lines[i].get_ydata(), m.cv_results_["mean_test_score"][sel])
     ax = plot.lambda_curve(m.cv_results_, metric="NDCG@10")
     assert ax.get_ylabel() == "NDCG@10" and len(ax.lines) == 3
-    lin = RankRLSCV(lams=(0.1, 1.0, 10.0), cv=3).fit(d.X, d.y, qid=d.qid)
+    lin = RankRLSCV(lams=(0.1, 1.0, 10.0), folds=3).fit(d.X, d.y, qid=d.qid)
     assert len(plot.lambda_curve(lin).lines) == 2
     b = RankBoost(rounds=6).fit(d.X, d.y, qid=d.qid, eval_set=(d.X, d.y), eval_qid=d.qid)
     ax = plot.evals_curve(b)

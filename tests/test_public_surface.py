@@ -25,33 +25,33 @@ def tables():
     return out
 
 
-TYPES = {"CGResult", "RankRLSSelection", "ScaledModel",
-         "CSRMatrix", "CVResult", "DualModel", "DualPath", "Folds", "GridSearch",
-         "HoldOut", "IdentityGraph", "KPCModel", "KPCPath", "Kernel", "KernelModel", "LinearModel",
-         "Metric", "NystromPath", "PairHoldOut", "PairwiseGP", "PerQuery", "PermutationResult",
-         "PreferenceGraph", "PrimalPath", "QueryGraph", "QueryPartition", "RankBoostModel",
-         "RankLevels", "RankSVMKernelModel", "RankSVMResult", "RankingData", "Segments",
-         "Selection", "StreamFit", "TuneResult", "ShardedData", "FalkonModel", "io.Dataset",
-         "UnresolvedLambdaWarning", "Validation", "CG", "Solution"}
-CONSTANTS = {"AXIS", "BASIS_METHODS", "STOP_REASONS", "RESULTS", "io", "scale", "io.MODEL_FORMAT",
-             "io.MODEL_VERSION"}   # data, no input
+TYPES = {"CSRMatrix", "DualModel", "Folds", "IdentityGraph", "Kernel", "KernelModel",
+         "LinearModel", "Metric", "PerQuery", "PreferenceGraph", "QueryGraph", "RankingData",
+         "Segments", "Selection", "io.Dataset", "UnresolvedLambdaWarning", "CG", "Solution",
+         "scale.GridSearch", "scale.QueryPartition", "scale.ShardedData", "scale.StreamFit"}
+CONSTANTS = {"RESULTS", "io", "scale", "io.MODEL_FORMAT", "io.MODEL_VERSION",
+             "scale.AXIS", "__version__"}   # data, no input
+MOVED = set(rj._MOVED)
+"""Names that left the top level (reachable for one release with a DeprecationWarning):
+their functions keep their bad-input cases, as the solvers' bodies."""
 
 
 
 
 def public_names():
     return ({n for n in rj.__all__} | {f"io.{n}" for n in io.__all__}
-            | {f"estimators.{n}" for n in est.__all__})
+            | {f"estimators.{n}" for n in est.__all__} | {f"scale.{n}" for n in rj.scale.__all__})
 
 
 def test_every_public_name_is_covered():
     cases = tables()
     missing = public_names() - set(cases) - TYPES - CONSTANTS
     assert not missing, f"public names without a bad-input case (a BAD_INPUT table): {sorted(missing)}"
-    stale = (set(cases) | TYPES | CONSTANTS) - public_names()
+    stale = (set(cases) | TYPES | CONSTANTS) - public_names() - MOVED
     assert not stale, f"cases for names that are not public: {sorted(stale)}"
     twice = {n: fs for n, fs in cases.items() if len(fs) > 1}
     assert not twice, f"a public name's cases in two modules: {twice}"
     for name in TYPES:
-        obj = getattr(io, name[3:]) if name.startswith("io.") else getattr(rj, name)
+        mod, _, short = name.rpartition(".")
+        obj = getattr(getattr(rj, mod) if mod else rj, short)
         assert isinstance(obj, type), name

@@ -7,6 +7,12 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax._cv import cross_validate
+from rankjax._holdout import holdout_nystrom
+from rankjax._path import rankrls_nystrom_path
+from rankjax._rankrls import ScaledModel, rankrls_kernel
+from rankjax import _select
+from rankjax._tune import TuneResult, cv_predictions
 from rankjax.estimators import RankRLSCV
 
 LAMS = [0.01, 1.0, 100.0]
@@ -24,7 +30,7 @@ CONFIGS = {
     "gaussian": dict(kernel="gaussian", gammas=[0.1, 1.0], basis=None),
     "polynomial": dict(kernel="polynomial", gammas=[0.5], basis=None),
     "gaussian-basis": dict(kernel="gaussian", gammas=[0.1, 1.0], basis=40),
-    "kmeans-basis": dict(kernel="gaussian", gammas=[0.3], basis=30, basis_method="kmeans++"),
+    "kmeans-basis": dict(kernel="gaussian", gammas=[0.3], basis=rj.Basis(30, method="kmeans++")),
 }
 
 
@@ -37,9 +43,7 @@ def _library(d, cfg, valid=None, cv=None):
     else:
         kernels = [rj.polynomial_kernel(2, g, 1.0) for g in cfg["gammas"]]
     basis = cfg.get("basis")
-    if basis is not None:
-        basis = rj.Basis(basis, method=cfg.get("basis_method", "uniform"))
-    return rj.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=kernels, basis=basis, folds=cv,
+    return _select.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=kernels, basis=basis, folds=cv,
                              valid=valid)
 
 
@@ -49,7 +53,7 @@ def test_the_estimator_is_the_library_selection(data, name, how):
     d, v = data
     cfg = CONFIGS[name]
     cv = 4 if how == "kfold" else None
-    est = RankRLSCV(lams=LAMS, cv=cv, **cfg)
+    est = RankRLSCV(lams=LAMS, folds=cv, **cfg)
     if how == "eval_set":
         est.fit(d.X, d.y, d.qid, eval_set=[(v.X, v.y)], eval_qid=[v.qid])
         sel = _library(d, cfg, valid=(v.X, v.y, v.qid))
@@ -71,7 +75,7 @@ def test_scores_equal_retraining_without_each_query(data, kernel):
     """The brute-force twin: every grid point's NDCG from models retrained on all queries
     but one, the held-out query scored by its own model."""
     d, _ = data
-    sel = rj.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=[kernel])
+    sel = _select.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=[kernel])
     ref = []
     for lam in LAMS:
         f = np.zeros(len(d.y))
@@ -84,7 +88,7 @@ def test_scores_equal_retraining_without_each_query(data, kernel):
                                     d.X[tr].T @ np.asarray(rj.laplacian_dense(g)) @ d.y[tr])
                 f[te] = d.X[te] @ w
             else:
-                model = rj.rankrls_kernel(d.X[tr], d.y[tr], g, lam=lam, kernel=kernel)
+                model = rankrls_kernel(d.X[tr], d.y[tr], g, lam=lam, kernel=kernel)
                 f[te] = np.asarray(rj.predict(model, d.X[te]))
         ref.append(float(rj.ndcg(f, d.y, d.qid, k=10)))
     np.testing.assert_allclose(sel.scores, ref, rtol=1e-9)
@@ -94,15 +98,15 @@ def test_scores_equal_retraining_without_each_query(data, kernel):
 def test_nystrom_scores_are_the_nystrom_hold_out(data):
     d, _ = data
     k = rj.gaussian_kernel(0.3)
-    sel = rj.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=[k],
+    sel = _select.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=[k],
                             basis=rj.Basis(rows=np.arange(0, 160, 4)))
-    h = rj.holdout_nystrom(d.X, d.y, rj.query_graph(d.qid), lams=LAMS, kernel=k,
+    h = holdout_nystrom(d.X, d.y, rj.query_graph(d.qid), lams=LAMS, kernel=k,
                            basis=np.arange(0, 160, 4))
-    np.testing.assert_allclose(sel.scores, rj.cross_validate(h, d.y, d.qid, metric=rj.ndcg, k=10).table,
+    np.testing.assert_allclose(sel.scores, cross_validate(h, d.y, d.qid, metric=rj.ndcg, k=10).table,
                                rtol=1e-12)
     np.testing.assert_array_equal(sel.basis, np.arange(0, 160, 4))
     i = LAMS.index(sel.lam)
-    path = rj.rankrls_nystrom_path(d.X, d.y, rj.query_graph(d.qid), lams=LAMS, kernel=k,
+    path = rankrls_nystrom_path(d.X, d.y, rj.query_graph(d.qid), lams=LAMS, kernel=k,
                                    basis=np.arange(0, 160, 4))
     np.testing.assert_allclose(rj.predict(sel.model, d.X)[0], rj.predict(path, d.X)[i], rtol=1e-8,
                                atol=1e-10)
@@ -112,7 +116,7 @@ def test_the_selection_runs_without_scikit_learn():
     code = ("import sys; sys.modules['sklearn'] = None\n"
             "import numpy as np, rankjax as rj\n"
             "d = rj.make_ranking_data(8, num_features=3, seed=0)\n"
-            "s = rj.select_rankrls(d.X, d.y, d.qid, lams=[0.1, 1.], kernels=[rj.gaussian_kernel(1.)])\n"
+            "s = rj.select(rj.Problem(d.X, d.y, d.qid), [rj.Dual(rj.gaussian_kernel(1.))], lams=[0.1, 1.])\n"
             "assert 'sklearn' not in {m.split('.')[0] for m in sys.modules if sys.modules[m]}\n"
             "print(s.lam in (0.1, 1.))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -126,9 +130,9 @@ def test_optimize_with_ard_refines_by_the_gradient_in_the_library(data, basis):
     d, _ = data
     kw = dict(lams=LAMS, kernels=[rj.gaussian_kernel(0.3)], optimize=True, ard=True,
               optimize_steps=4, basis=basis)
-    sel = rj.select_rankrls(d.X, d.y, d.qid, **kw)
-    grid = rj.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=kw["kernels"], basis=basis)
-    assert isinstance(sel.trajectory, rj.TuneResult) and sel.trajectory.loss_history.shape == (5,)
+    sel = _select.select_rankrls(d.X, d.y, d.qid, **kw)
+    grid = _select.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=kw["kernels"], basis=basis)
+    assert isinstance(sel.trajectory, TuneResult) and sel.trajectory.loss_history.shape == (5,)
     assert sel.score >= grid.score
     np.testing.assert_array_equal(sel.scores, grid.scores)          # the grid is unchanged
     est = RankRLSCV(lams=LAMS, kernel="gaussian", gammas=[0.3], basis=basis, optimize=True,
@@ -136,16 +140,16 @@ def test_optimize_with_ard_refines_by_the_gradient_in_the_library(data, basis):
     assert (est.lam_, est.gamma_, est.best_score_) == (sel.lam, sel.gamma, sel.score)
     assert est.evals_result_["tune"]["cv_loss"] == sel.trajectory.loss_history.tolist()
     np.testing.assert_allclose(est.predict(d.X), np.ravel(rj.predict(sel.model, d.X)), rtol=1e-12)
-    if isinstance(sel.model, rj.ScaledModel):   # the refined point kept: scores equal its hold-out
+    if isinstance(sel.model, ScaledModel):   # the refined point kept: scores equal its hold-out
         s = np.asarray(sel.model.scales)
         params = {"log_lam": np.log(sel.lam), "log_gamma": np.log(sel.gamma),
                   "log_scales": np.log(s)}
         g = rj.query_graph(d.qid)
-        f = rj.cv_predictions(params, d.X, d.y, g, rj.make_folds(g), "gaussian",
+        f = cv_predictions(params, d.X, d.y, g, rj.make_folds(g), "gaussian",
                               basis=None if basis is None else rj.Basis(rows=sel.basis))
         assert float(rj.ndcg(f, d.y, d.qid, k=10)) == pytest.approx(sel.score, rel=1e-9)
     with pytest.raises(ValueError, match="optimize=True"):
-        rj.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=kw["kernels"], ard=True)
+        _select.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=kw["kernels"], ard=True)
 
 
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
@@ -154,17 +158,17 @@ from surface import E, surface_test  # noqa: E402
 
 BAD_INPUT = {}
 BAD_INPUT["select_rankrls"] = [
-        (lambda d: rj.select_rankrls(d.X, d.y, d.qid, lams=[-1.0]), E(ValueError, "lams")),
-        (lambda d: rj.select_rankrls(d.X, d.y, d.qid, lams=[1.0], kernels=[]), E(ValueError, "kernels")),
-        (lambda d: rj.select_rankrls(d.X, d.y, d.qid, lams=[1.0], basis=3), E(ValueError, "basis")),
-        (lambda d: rj.select_rankrls(d.X, d.y, d.qid, lams=[1.0], optimize=True,
+        (lambda d: _select.select_rankrls(d.X, d.y, d.qid, lams=[-1.0]), E(ValueError, "lams")),
+        (lambda d: _select.select_rankrls(d.X, d.y, d.qid, lams=[1.0], kernels=[]), E(ValueError, "kernels")),
+        (lambda d: _select.select_rankrls(d.X, d.y, d.qid, lams=[1.0], basis=3), E(ValueError, "basis")),
+        (lambda d: _select.select_rankrls(d.X, d.y, d.qid, lams=[1.0], optimize=True,
                                      valid=(d.X, d.y, d.qid)), E(ValueError, "optimize")),
-        (lambda d: rj.select_rankrls(d.X, d.y, d.qid, lams=[1.0], optimize=True,
+        (lambda d: _select.select_rankrls(d.X, d.y, d.qid, lams=[1.0], optimize=True,
                                      kernels=[rj.polynomial_kernel(2)]), E(ValueError, "optimize")),
     ]
 BAD_INPUT["rankrls_fit"] = [
-        (lambda d: rj.rankrls_fit(d.X, d.y, d.g, lam=-1.0), E(ValueError, "lam")),
-        (lambda d: rj.rankrls_fit(d.X, d.y, d.g, lam=1.0, kernel=rj.gaussian_kernel(1.0),
+        (lambda d: _select.rankrls_fit(d.X, d.y, d.g, lam=-1.0), E(ValueError, "lam")),
+        (lambda d: _select.rankrls_fit(d.X, d.y, d.g, lam=1.0, kernel=rj.gaussian_kernel(1.0),
                                   basis=d.m + 1), E(ValueError, "basis")),
     ]
 

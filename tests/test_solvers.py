@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax._graph_build import Validation
+from rankjax._select import select_rankrls
 from rankjax import _solve, _solvers
 from rankjax._cg import rankrls_cg, rankrls_cg_dual
 from rankjax._falkon import rankrls_falkon
@@ -321,7 +323,7 @@ def test_validation_problem_gives_path_scores_and_cg_early_stopping():
     np.testing.assert_allclose(s.value.valid_scores, s.value.weights @ Xv.T, rtol=1e-10)
     r = rj.fit(p, rj.CG(max_iter=200), lam=1.0)
     want = rankrls_cg(X, y, rj.query_graph(qid), lam=1.0, options=rj.CG(max_iter=200),
-                      valid=rj.Validation(Xv, yv, qv))
+                      valid=Validation(Xv, yv, qv))
     np.testing.assert_allclose(r.value.weights, want.weights, rtol=1e-10)
     assert int(r.stats["iterations"]) == int(want.iterations)
 
@@ -330,12 +332,12 @@ def test_select_equals_select_rankrls():
     X, y, qid = data()
     kernels = [rj.gaussian_kernel(g) for g in (0.1, 1.0)]
     s = rj.select(rj.Problem(X, y, qid), [rj.Dual(k) for k in kernels], lams=LAMS)
-    want = rj.select_rankrls(X, y, qid, lams=LAMS, kernels=kernels)
+    want = select_rankrls(X, y, qid, lams=LAMS, kernels=kernels)
     np.testing.assert_allclose(s.scores, want.scores, rtol=1e-12)
     assert s.lam == want.lam and s.gamma == want.gamma
     s = rj.select(rj.Problem(X, y, qid), [rj.Nystrom(k, ROWS) for k in kernels], lams=LAMS,
                   folds=3)
-    want = rj.select_rankrls(X, y, qid, lams=LAMS, kernels=kernels, basis=ROWS, folds=3)
+    want = select_rankrls(X, y, qid, lams=LAMS, kernels=kernels, basis=ROWS, folds=3)
     np.testing.assert_allclose(s.scores, want.scores, rtol=1e-12)
 
 

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax import _holdout
+from rankjax._path import rankrls_primal_path, select_lambda
 from rankjax import io
 
 LAMS = np.array([1e-2, 1.0, 100.0])
@@ -31,9 +33,9 @@ def test_stream_equals_in_memory(kw):
     X, y, qid = _data()
     chunks = _chunks(X, y, qid)
     assert len(chunks) > 3
-    fit = rj.rankrls_primal_stream(chunks, lams=LAMS, **kw)
+    fit = rj.scale.rankrls_primal_stream(chunks, lams=LAMS, **kw)
     g = rj.query_graph(qid, y, **kw)
-    ref = rj.rankrls_primal_path(X, y, g, lams=LAMS)
+    ref = rankrls_primal_path(X, y, g, lams=LAMS)
     np.testing.assert_allclose(fit.path.weights, ref.weights, rtol=1e-10, atol=1e-10)
     G = rj.laplacian_dense(g)
     np.testing.assert_allclose(fit.gram, X.T @ G @ X, rtol=1e-10, atol=1e-10)
@@ -44,10 +46,10 @@ def test_stream_equals_in_memory(kw):
 def test_multi_output_and_float32_chunks():
     X, y, qid = _data(1)
     Y = np.stack([y, X[:, 0]], 1)
-    fit = rj.rankrls_primal_stream(io.iter_npy(X, Y, qid, chunk_rows=50), lams=LAMS)
-    ref = rj.rankrls_primal_path(X, Y, rj.query_graph(qid), lams=LAMS)
+    fit = rj.scale.rankrls_primal_stream(io.iter_npy(X, Y, qid, chunk_rows=50), lams=LAMS)
+    ref = rankrls_primal_path(X, Y, rj.query_graph(qid), lams=LAMS)
     np.testing.assert_allclose(fit.path.weights, ref.weights, rtol=1e-10, atol=1e-10)
-    fit32 = rj.rankrls_primal_stream(io.iter_npy(X.astype(np.float32), y, qid, chunk_rows=50),
+    fit32 = rj.scale.rankrls_primal_stream(io.iter_npy(X.astype(np.float32), y, qid, chunk_rows=50),
                                      lams=LAMS)
     np.testing.assert_allclose(fit32.path.weights, ref.weights[..., 0], rtol=1e-4, atol=1e-5)
 
@@ -55,8 +57,8 @@ def test_multi_output_and_float32_chunks():
 @pytest.mark.parametrize("metric,kw", [(rj.ndcg, dict(k=5)), (rj.pairwise_error, {})])
 def test_holdout_by_chunks_equals_holdout_primal(metric, kw):
     X, y, qid = _data(2)
-    fit = rj.rankrls_primal_stream(_chunks(X, y, qid), lams=LAMS, holdout_metric=metric, **kw)
-    h = rj.holdout_primal(X, y, rj.query_graph(qid), lams=LAMS)
+    fit = rj.scale.rankrls_primal_stream(_chunks(X, y, qid), lams=LAMS, holdout_metric=metric, **kw)
+    h = _holdout.holdout_primal(X, y, rj.query_graph(qid), lams=LAMS)
     want = [metric(p, y, qid, **kw) for p in h.predictions]
     np.testing.assert_allclose(fit.holdout, want, rtol=1e-10)
 
@@ -64,11 +66,11 @@ def test_holdout_by_chunks_equals_holdout_primal(metric, kw):
 def test_selection_on_validation_data():
     X, y, qid = _data(3)
     Xv, yv, qv = _data(4, num_queries=8)
-    fit = rj.rankrls_primal_stream(_chunks(X, y, qid), lams=LAMS, valid=(Xv, yv, qv),
+    fit = rj.scale.rankrls_primal_stream(_chunks(X, y, qid), lams=LAMS, valid=(Xv, yv, qv),
                                    holdout_metric=rj.ndcg, k=5)
-    ref = rj.rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS, X_valid=Xv)
+    ref = rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS, X_valid=Xv)
     np.testing.assert_allclose(fit.path.valid_scores, ref.valid_scores, rtol=1e-10, atol=1e-10)
-    sel = rj.select_lambda(LAMS, ref.valid_scores, yv, qv, metric=rj.ndcg, k=5)
+    sel = select_lambda(LAMS, ref.valid_scores, yv, qv, metric=rj.ndcg, k=5)
     np.testing.assert_allclose(fit.selection.table, sel.table, rtol=1e-12)
     assert float(fit.selection.best_lam) == float(sel.best_lam)
 
@@ -80,8 +82,8 @@ def test_npy_files_memmaps_and_progress(tmp_path, caplog):
     files = io.iter_npy(tmp_path / "X.npy", tmp_path / "y.npy", tmp_path / "q.npy", chunk_rows=40)
     maps = io.iter_npy(np.load(tmp_path / "X.npy", mmap_mode="r"), y, qid, chunk_rows=40)
     with caplog.at_level(logging.INFO, logger="rankjax"):
-        a = rj.rankrls_primal_stream(files, lams=LAMS, verbose=1)
-    b = rj.rankrls_primal_stream(maps, lams=LAMS)
+        a = rj.scale.rankrls_primal_stream(files, lams=LAMS, verbose=1)
+    b = rj.scale.rankrls_primal_stream(maps, lams=LAMS)
     np.testing.assert_allclose(a.path.weights, b.path.weights, rtol=1e-12, atol=1e-14)
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == a.num_chunks and all("rows/s" in t for t in lines)
@@ -101,8 +103,8 @@ def test_svmlight_chunks_equal_read_svmlight(tmp_path):
     assert len(parts) > 3
     np.testing.assert_array_equal(np.concatenate([c[0] for c in parts]), X)
     np.testing.assert_array_equal(np.concatenate([c[2] for c in parts]), qid)
-    fit = rj.rankrls_primal_stream(chunks, lams=LAMS, holdout_metric=rj.ndcg)
-    ref = rj.rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS)
+    fit = rj.scale.rankrls_primal_stream(chunks, lams=LAMS, holdout_metric=rj.ndcg)
+    ref = rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS)
     np.testing.assert_allclose(fit.path.weights, ref.weights, rtol=1e-10, atol=1e-10)
 
 
@@ -117,24 +119,24 @@ def test_errors(tmp_path):
     X, y, qid = _data(7)
     chunks = _chunks(X, y, qid)
     with pytest.raises(ValueError, match="earlier chunk"):
-        rj.rankrls_primal_stream(chunks + chunks[:1], lams=LAMS)
+        rj.scale.rankrls_primal_stream(chunks + chunks[:1], lams=LAMS)
     gen = (c for c in chunks)
     with pytest.raises(ValueError, match="re-iterable"):
-        rj.rankrls_primal_stream(gen, lams=LAMS, holdout_metric=rj.ndcg)
+        rj.scale.rankrls_primal_stream(gen, lams=LAMS, holdout_metric=rj.ndcg)
     with pytest.raises(ValueError, match="columns"):
-        rj.rankrls_primal_stream([chunks[0], (chunks[1][0][:, :2],) + chunks[1][1:]], lams=LAMS)
+        rj.scale.rankrls_primal_stream([chunks[0], (chunks[1][0][:, :2],) + chunks[1][1:]], lams=LAMS)
     with pytest.raises(ValueError, match="empty"):
-        rj.rankrls_primal_stream([], lams=LAMS)
+        rj.scale.rankrls_primal_stream([], lams=LAMS)
     with pytest.raises(TypeError, match="chunk 0"):
-        rj.rankrls_primal_stream([X], lams=LAMS)
+        rj.scale.rankrls_primal_stream([X], lams=LAMS)
     with pytest.raises(ValueError, match="NaN"):
-        rj.rankrls_primal_stream([(np.full((2, 2), np.nan), [1., 0.], [1, 1])], lams=LAMS)
+        rj.scale.rankrls_primal_stream([(np.full((2, 2), np.nan), [1., 0.], [1, 1])], lams=LAMS)
     with pytest.raises(ValueError, match="query_weights"):
-        rj.rankrls_primal_stream(chunks, lams=LAMS, query_weights=np.ones(3))
+        rj.scale.rankrls_primal_stream(chunks, lams=LAMS, query_weights=np.ones(3))
     with pytest.raises(ValueError, match="lams"):
-        rj.rankrls_primal_stream(chunks, lams=[-1.0])
+        rj.scale.rankrls_primal_stream(chunks, lams=[-1.0])
     with pytest.raises(TypeError, match="holdout_metric"):
-        rj.rankrls_primal_stream(chunks, lams=LAMS, holdout_metric="ndcg")
+        rj.scale.rankrls_primal_stream(chunks, lams=LAMS, holdout_metric="ndcg")
     with pytest.raises(ValueError, match="qid"):
         io.iter_npy(X, y, qid[:-1])
     with pytest.raises(ValueError, match="chunk_rows"):
@@ -156,17 +158,17 @@ def test_errors(tmp_path):
 from surface import E, V, nan, surface_test  # noqa: E402
 
 BAD_INPUT = {}
-BAD_INPUT["rankrls_primal_stream"] = [
-        (lambda d: rj.rankrls_primal_stream((d.X, d.y, d.qid), lams=[1.0]), E(TypeError, "chunks")),
-        (lambda d: rj.rankrls_primal_stream([(d.X, d.y, d.qid)], lams=[0.0]), E(ValueError, "lams")),
-        (lambda d: rj.rankrls_primal_stream([(d.X, d.nanv, d.qid)], lams=[1.0]), E(ValueError, "y")),
-        (lambda d: rj.rankrls_primal_stream([(d.X, d.y, d.qid[:-1])], lams=[1.0]),
+BAD_INPUT["scale.rankrls_primal_stream"] = [
+        (lambda d: rj.scale.rankrls_primal_stream((d.X, d.y, d.qid), lams=[1.0]), E(TypeError, "chunks")),
+        (lambda d: rj.scale.rankrls_primal_stream([(d.X, d.y, d.qid)], lams=[0.0]), E(ValueError, "lams")),
+        (lambda d: rj.scale.rankrls_primal_stream([(d.X, d.nanv, d.qid)], lams=[1.0]), E(ValueError, "y")),
+        (lambda d: rj.scale.rankrls_primal_stream([(d.X, d.y, d.qid[:-1])], lams=[1.0]),
          E(ValueError, "qid")),
-        (lambda d: rj.rankrls_primal_stream([(d.X, d.y, d.qid)] * 2, lams=[1.0]),
+        (lambda d: rj.scale.rankrls_primal_stream([(d.X, d.y, d.qid)] * 2, lams=[1.0]),
          E(ValueError, "earlier chunk")),
-        (lambda d: rj.rankrls_primal_stream([(d.X, d.y, d.qid)], lams=[1.0], valid=(d.X, d.y)),
+        (lambda d: rj.scale.rankrls_primal_stream([(d.X, d.y, d.qid)], lams=[1.0], valid=(d.X, d.y)),
          E(TypeError, "valid")),
-        (lambda d: rj.rankrls_primal_stream([(d.X, d.ties, d.qid)], lams=[1.0],
+        (lambda d: rj.scale.rankrls_primal_stream([(d.X, d.ties, d.qid)], lams=[1.0],
                                             holdout_metric=rj.pairwise_error),
          V(lambda r: nan(r.holdout))),
     ]

@@ -9,6 +9,9 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax._holdout import holdout_dual, holdout_primal
+from rankjax._rankrls import rankrls_dual
+from rankjax import _tune
 
 
 @pytest.fixture(scope="module")
@@ -31,13 +34,13 @@ def test_cholesky_holdout_equals_eigh_holdout(prob, kernel):
     d, g, folds = prob
     params = {"log_lam": jax.numpy.asarray(np.log(0.3))}
     if kernel == "linear":
-        want = rj.holdout_primal(d.X, d.y, g, lams=[0.3], folds=folds).predictions[0]
+        want = holdout_primal(d.X, d.y, g, lams=[0.3], folds=folds).predictions[0]
     else:
         params["log_gamma"] = jax.numpy.asarray(np.log(0.2))
         k = rj.gaussian_kernel(0.2) if kernel == "gaussian" else rj.polynomial_kernel(2, 0.2)
-        want = rj.holdout_dual(rj.kernel_matrix(k, d.X), d.y, g, lams=[0.3],
+        want = holdout_dual(rj.kernel_matrix(k, d.X), d.y, g, lams=[0.3],
                                folds=folds).predictions[0]
-    got = rj.cv_predictions(params, d.X, d.y, g, folds, kernel)
+    got = _tune.cv_predictions(params, d.X, d.y, g, folds, kernel)
     np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-9)
 
 
@@ -46,13 +49,13 @@ def test_cholesky_holdout_equals_retraining_with_ard(prob):
     scales = np.array([0.5, 1.0, 2.0, 0.1])
     params = {"log_lam": jax.numpy.asarray(0.0), "log_gamma": jax.numpy.asarray(np.log(0.3)),
               "log_scales": jax.numpy.asarray(np.log(scales))}
-    got = np.asarray(rj.cv_predictions(params, d.X, d.y, g, folds, "gaussian"))
+    got = np.asarray(_tune.cv_predictions(params, d.X, d.y, g, folds, "gaussian"))
     Xs = d.X * scales
     k = rj.gaussian_kernel(0.3)
     for q in np.unique(d.qid)[:4]:
         out = d.qid == q
         K = rj.kernel_matrix(k, Xs[~out])
-        a = rj.rankrls_dual(K, d.y[~out], rj.query_graph(d.qid[~out]), lam=1.0).coef
+        a = rankrls_dual(K, d.y[~out], rj.query_graph(d.qid[~out]), lam=1.0).coef
         np.testing.assert_allclose(got[out], rj.kernel_matrix(k, Xs[out], Xs[~out]) @ a,
                                    rtol=1e-8, atol=1e-9)
 
@@ -224,7 +227,7 @@ def test_nystrom_holdout_equals_refits_and_its_gradient_finite_differences(prob)
     centres[:rows.size] = np.asarray(d.X)[rows] + 0.05
     params = {"log_lam": jnp.asarray(np.log(0.3)), "log_gamma": jnp.asarray(np.log(0.4)),
               "log_scales": jnp.asarray([0.1, -0.2, 0.3, 0.0]), "centres": jnp.asarray(centres)}
-    f = rj.cv_predictions(params, d.X, d.y, g, folds, "gaussian", basis=rows)
+    f = _tune.cv_predictions(params, d.X, d.y, g, folds, "gaussian", basis=rows)
     ref = _nystrom_refit(d, params, rows)
     np.testing.assert_allclose(f, ref, rtol=1e-8, atol=1e-8 * np.abs(ref).max())
     loss = lambda p: float(rj.cv_loss(p, d.X, d.y, g, folds, "gaussian", basis=rows))  # noqa: E731
@@ -241,10 +244,10 @@ def test_nystrom_basis_size_in_the_bucket_compiles_nothing(prob):
     d, g, folds = prob
     from rankjax._tune import _predictions_core
     p = {"log_lam": jnp.asarray(0.0), "log_gamma": jnp.asarray(-1.0)}
-    rj.cv_predictions(p, d.X, d.y, g, folds, "gaussian", basis=np.arange(0, 21))
+    _tune.cv_predictions(p, d.X, d.y, g, folds, "gaussian", basis=np.arange(0, 21))
     before = _predictions_core._cache_size()
-    rj.cv_predictions(p, d.X, d.y, g, folds, "gaussian", basis=np.arange(1, 23))   # 21, 22 -> 24
-    rj.cv_predictions({**p, "log_gamma": jnp.asarray(0.5)}, d.X, d.y, g, folds, "gaussian",
+    _tune.cv_predictions(p, d.X, d.y, g, folds, "gaussian", basis=np.arange(1, 23))   # 21, 22 -> 24
+    _tune.cv_predictions({**p, "log_gamma": jnp.asarray(0.5)}, d.X, d.y, g, folds, "gaussian",
                       basis=np.arange(1, 23))
     assert _predictions_core._cache_size() == before
 
@@ -268,7 +271,7 @@ def test_a_callable_loss_works_under_jit_and_grad(prob):
     p = {"log_lam": jnp.asarray(0.0), "log_gamma": jnp.asarray(-1.0)}
     rows = np.arange(0, len(d.y), 3)
     value = rj.cv_loss(p, d.X, d.y, g, folds, "gaussian", loss=smooth_ndcg_loss, basis=rows)
-    f = rj.cv_predictions(p, d.X, d.y, g, folds, "gaussian", basis=rows)
+    f = _tune.cv_predictions(p, d.X, d.y, g, folds, "gaussian", basis=rows)
     seg = g.segments()[0]
     assert float(value) == pytest.approx(float(smooth_ndcg_loss(f, jnp.asarray(d.y), seg)))
     Xj = jnp.asarray(d.X)
@@ -324,8 +327,8 @@ BAD_INPUT["cv_loss"] = [
         (lambda d: rj.cv_loss({"log_lam": 0.0}, d.X, d.ties, d.g, d.folds), V(lambda v: v == 0)),
     ]
 BAD_INPUT["cv_predictions"] = [
-        (lambda d: rj.cv_predictions({"log_lam": 0.0}, d.X, d.y, d.g, None), E(TypeError, "folds")),
-        (lambda d: rj.cv_predictions({"log_lam": 0.0}, d.X, d.y, d.g, d.folds, "rbf"),
+        (lambda d: _tune.cv_predictions({"log_lam": 0.0}, d.X, d.y, d.g, None), E(TypeError, "folds")),
+        (lambda d: _tune.cv_predictions({"log_lam": 0.0}, d.X, d.y, d.g, d.folds, "rbf"),
          E(ValueError, "kernel")),
     ]
 BAD_INPUT["tune"] = [

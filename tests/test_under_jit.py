@@ -5,6 +5,13 @@ import jax.numpy as jnp
 import numpy as np
 
 import rankjax as rj
+from rankjax._cg import rankrls_cg, rankrls_cg_dual
+from rankjax._cg_loop import STOP_REASONS
+from rankjax._holdout import holdout_dual, holdout_primal
+from rankjax._kpcrank import kpcrank_path
+from rankjax._lpo import leave_pair_out_dual
+from rankjax._path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
+from rankjax._rankrls import rankrls_dual, rankrls_primal
 from surface import LIST_METRICS, PAIR_METRICS, nan
 
 
@@ -12,18 +19,18 @@ def test_invalid_lambda_lanes_are_nan_under_vmap(surface):
     d = surface
     lams = jnp.array([1.0, -1.0, jnp.nan, 0.0])
     ok = np.array([True, False, False, False])
-    W = jax.vmap(lambda lam: rj.rankrls_primal(d.X, d.y, d.g, lam=lam).weights)(lams)
-    np.testing.assert_allclose(W[0], rj.rankrls_primal(d.X, d.y, d.g, lam=1.0).weights, rtol=1e-12)
+    W = jax.vmap(lambda lam: rankrls_primal(d.X, d.y, d.g, lam=lam).weights)(lams)
+    np.testing.assert_allclose(W[0], rankrls_primal(d.X, d.y, d.g, lam=1.0).weights, rtol=1e-12)
     assert nan(W[~ok])
-    A = jax.vmap(lambda lam: rj.rankrls_dual(d.K, d.y, d.g, lam=lam).coef)(lams)
+    A = jax.vmap(lambda lam: rankrls_dual(d.K, d.y, d.g, lam=lam).coef)(lams)
     assert nan(A[~ok]) and not np.any(np.isnan(A[0]))
-    for fn in (lambda ls: rj.rankrls_primal_path(d.X, d.y, d.g, lams=ls, train_scores=True),
-               lambda ls: rj.rankrls_dual_path(d.K, d.y, d.g, lams=ls),
-               lambda ls: rj.rankrls_nystrom_path(d.X, d.y, d.g, lams=ls, kernel=d.kern,
+    for fn in (lambda ls: rankrls_primal_path(d.X, d.y, d.g, lams=ls, train_scores=True),
+               lambda ls: rankrls_dual_path(d.K, d.y, d.g, lams=ls),
+               lambda ls: rankrls_nystrom_path(d.X, d.y, d.g, lams=ls, kernel=d.kern,
                                                   basis=np.arange(6)),
-               lambda ls: rj.holdout_primal(d.X, d.y, d.g, lams=ls, folds=d.folds).predictions,
-               lambda ls: rj.holdout_dual(d.K, d.y, d.g, lams=ls, folds=d.folds).predictions,
-               lambda ls: rj.leave_pair_out_dual(d.K, d.y, d.lpo.pairs, lams=ls).predictions):
+               lambda ls: holdout_primal(d.X, d.y, d.g, lams=ls, folds=d.folds).predictions,
+               lambda ls: holdout_dual(d.K, d.y, d.g, lams=ls, folds=d.folds).predictions,
+               lambda ls: leave_pair_out_dual(d.K, d.y, d.lpo.pairs, lams=ls).predictions):
         out = jax.jit(fn)(lams)
         for leaf in jax.tree.leaves(out):
             if leaf.ndim > 1 and leaf.shape[0] == 4:           # results, not the grid itself
@@ -31,17 +38,17 @@ def test_invalid_lambda_lanes_are_nan_under_vmap(surface):
     # a kernel parameter traced out of range: the whole kernel matrix is NaN
     Kg = jax.jit(lambda gm: rj.kernel_matrix(rj.Kernel("gaussian", gamma=gm), d.X))(-1.0)
     assert nan(Kg)
-    kp = jax.jit(lambda lam: rj.kpcrank_path(d.K, d.y, d.g, max_components=3, lam=lam))(-1.0)
+    kp = jax.jit(lambda lam: kpcrank_path(d.K, d.y, d.g, max_components=3, lam=lam))(-1.0)
     assert nan(kp.weights)
 
 
 def test_invalid_values_under_jit_for_iterative_solvers(surface):
     d = surface
-    r = jax.jit(lambda lam: rj.rankrls_cg(d.X, d.y, d.g, lam=lam))(-1.0)
+    r = jax.jit(lambda lam: rankrls_cg(d.X, d.y, d.g, lam=lam))(-1.0)
     assert nan(r.weights) and not bool(r.converged)
-    assert rj.STOP_REASONS[int(r.stop_reason)] == "invalid" and int(r.iterations) == 0
-    r = jax.jit(lambda lam: rj.rankrls_cg_dual(d.K, d.y, d.g, lam=lam))(jnp.inf)
-    assert nan(r.weights) and rj.STOP_REASONS[int(r.stop_reason)] == "invalid"
+    assert STOP_REASONS[int(r.stop_reason)] == "invalid" and int(r.iterations) == 0
+    r = jax.jit(lambda lam: rankrls_cg_dual(d.K, d.y, d.g, lam=lam))(jnp.inf)
+    assert nan(r.weights) and STOP_REASONS[int(r.stop_reason)] == "invalid"
     s = jax.jit(lambda C: rj.ranksvm_l2(d.X, d.y, d.qid, C=C, max_iter=5))(-1.0)
     assert nan(s.weights) and not bool(s.converged)
     good = jax.jit(lambda C: rj.ranksvm_l2(d.X, d.y, d.qid, C=C))(1.0)
@@ -58,5 +65,5 @@ def test_traced_indices_and_segment_ids_out_of_range_give_nan(surface):
         assert np.isnan(float(fn(seg.at[3].set(-1)))), name
     e = jax.jit(lambda h: rj.edge_disagreement_error(d.y, h, jnp.array([1, 2])))
     assert float(e(jnp.array([0, 3]))) in (0.0, 0.5, 1.0) and np.isnan(float(e(jnp.array([0, d.m]))))
-    lpo = jax.jit(lambda p: rj.leave_pair_out_dual(d.K, d.y, p, lams=[1.0]).predictions)
+    lpo = jax.jit(lambda p: leave_pair_out_dual(d.K, d.y, p, lams=[1.0]).predictions)
     assert nan(lpo(jnp.array([[0, d.m + 3]]))) and not np.any(np.isnan(lpo(jnp.array([[0, 3]]))))

@@ -3,6 +3,10 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax._cg import rankrls_cg
+from rankjax._gp import gp_pairwise_gaussian
+from rankjax._path import rankrls_primal_path
+from rankjax._rankrls import rankrls_dual, rankrls_primal
 
 
 @pytest.fixture
@@ -18,12 +22,12 @@ def test_nan_inf(good):
     g = rj.query_graph(qid)
     Xn = X.copy(); Xn[1, 1] = np.nan
     with pytest.raises(ValueError, match="X contains NaN"):
-        rj.rankrls_primal(Xn, y, g, lam=1.0)
+        rankrls_primal(Xn, y, g, lam=1.0)
     yi = y.copy(); yi[0] = np.inf
     with pytest.raises(ValueError, match="y contains NaN"):
-        rj.rankrls_primal(X, yi, g, lam=1.0)
+        rankrls_primal(X, yi, g, lam=1.0)
     with pytest.raises(ValueError, match="K contains NaN"):
-        rj.rankrls_dual(np.full((6, 6), np.nan), y, g, lam=1.0)
+        rankrls_dual(np.full((6, 6), np.nan), y, g, lam=1.0)
     with pytest.raises(ValueError, match="y"):
         rj.query_graph(qid, yi, exclude_ties=True)
 
@@ -32,25 +36,25 @@ def test_shapes(good):
     X, y, qid = good
     g = rj.query_graph(qid)
     with pytest.raises(ValueError, match="y has 5 rows"):
-        rj.rankrls_primal(X, y[:5], g, lam=1.0)
+        rankrls_primal(X, y[:5], g, lam=1.0)
     with pytest.raises(ValueError, match="graph is defined on 6 rows"):
-        rj.rankrls_primal(X[:4], y[:4], g, lam=1.0)
+        rankrls_primal(X[:4], y[:4], g, lam=1.0)
     with pytest.raises(ValueError, match="X must be 2-D"):
-        rj.rankrls_primal(X[:, 0], y, g, lam=1.0)
+        rankrls_primal(X[:, 0], y, g, lam=1.0)
     with pytest.raises(ValueError, match="K must be square"):
-        rj.rankrls_dual(X, y, g, lam=1.0)
+        rankrls_dual(X, y, g, lam=1.0)
     with pytest.raises(ValueError, match="features"):
         rj.predict(rj.LinearModel(np.ones(3)), X)
     with pytest.raises(ValueError, match="y must have shape"):
-        rj.rankrls_primal(X, y[:, None, None] * np.ones((1, 2, 2)), g, lam=1.0)
+        rankrls_primal(X, y[:, None, None] * np.ones((1, 2, 2)), g, lam=1.0)
     with pytest.raises(ValueError, match="y must be None"):
-        rj.rankrls_primal(X, y, rj.preference_graph([0], [1], num_rows=6), lam=1.0)
+        rankrls_primal(X, y, rj.preference_graph([0], [1], num_rows=6), lam=1.0)
 
 
 def test_empty(good):
     X, y, qid = good
     with pytest.raises(ValueError, match="X is empty"):
-        rj.rankrls_primal(np.zeros((0, 2)), np.zeros(0), rj.identity_graph(1), lam=1.0)
+        rankrls_primal(np.zeros((0, 2)), np.zeros(0), rj.identity_graph(1), lam=1.0)
     with pytest.raises(ValueError, match="qid is empty"):
         rj.query_graph(np.zeros(0, int))
 
@@ -67,19 +71,19 @@ def test_qid_type(good):
 def test_lambda(good, lam):
     X, y, qid = good
     with pytest.raises(ValueError, match="lam"):
-        rj.rankrls_primal(X, y, rj.query_graph(qid), lam=lam)
+        rankrls_primal(X, y, rj.query_graph(qid), lam=lam)
     with pytest.raises(ValueError, match="lam"):
-        rj.rankrls_dual(X @ X.T, y, rj.query_graph(qid), lam=lam)
+        rankrls_dual(X @ X.T, y, rj.query_graph(qid), lam=lam)
 
 
 def test_types(good):
     X, y, qid = good
     with pytest.raises(TypeError, match="graph"):
-        rj.rankrls_primal(X, y, qid, lam=1.0)
+        rankrls_primal(X, y, qid, lam=1.0)
     with pytest.raises(TypeError, match="X must be a real"):
-        rj.rankrls_primal(X.astype(complex), y, rj.query_graph(qid), lam=1.0)
+        rankrls_primal(X.astype(complex), y, rj.query_graph(qid), lam=1.0)
     with pytest.raises(TypeError, match="lam is required"):
-        rj.rankrls_primal(X, y, rj.query_graph(qid), lam=None)
+        rankrls_primal(X, y, rj.query_graph(qid), lam=None)
     with pytest.raises(TypeError, match="kernel"):
         rj.kernel_matrix("rbf", X)
     with pytest.raises(ValueError, match="gamma"):
@@ -95,14 +99,14 @@ def _switch_calls(X, y, qid, tmp_path):
     p = tmp_path / "d.txt"
     rj.io.write_svmlight(p, X, np.round(np.abs(y)), qid)
     h, t, d = rj.pairs_from_scores(y, qid)
-    gp = rj.gp_pairwise_gaussian(X @ X.T, h, t, d, noise_var=1.0)
+    gp = gp_pairwise_gaussian(X @ X.T, h, t, d, noise_var=1.0)
     return {
         "per_query": lambda v: rj.ndcg(y, np.round(np.abs(y)), qid, per_query=v),
         "higher_is_better": lambda v: rj.Metric(rj.ndcg, higher_is_better=v),
         "normalized": lambda v: rj.query_graph(qid, normalized=v),
         "exclude_ties": lambda v: rj.global_graph(6, y, exclude_ties=v),
         "include_ties": lambda v: rj.pairs_from_scores(y, qid, include_ties=v),
-        "train_scores": lambda v: rj.rankrls_primal_path(X, y, g, lams=[1.0], train_scores=v),
+        "train_scores": lambda v: rankrls_primal_path(X, y, g, lams=[1.0], train_scores=v),
         "ard": lambda v: rj.tune(X, y, g, ard=v, steps=1),
         "zero_based": lambda v: rj.io.read_svmlight(p, zero_based=v),
         "sparse": lambda v: rj.io.read_svmlight(p, sparse=v),
@@ -134,7 +138,7 @@ def test_integer_arguments_refuse_bools(good):
              "folds": lambda v: rj.make_folds(g, v),
              "num_rows": lambda v: rj.identity_graph(v),
              "block_size": lambda v: rj.kernel_matrix(rj.gaussian_kernel(1.0), X, block_size=v),
-             "max_iter": lambda v: rj.rankrls_cg(X, y, g, lam=1.0, max_iter=v)}
+             "max_iter": lambda v: rankrls_cg(X, y, g, lam=1.0, max_iter=v)}
     for name, call in calls.items():
         with pytest.raises((TypeError, ValueError), match=name):
             call(True)

@@ -11,6 +11,12 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax import _cg
+from rankjax import _falkon
+from rankjax import _holdout
+from rankjax import _path
+from rankjax._rankrls import rankrls_primal
+from rankjax import _select
 from rankjax import estimators as E
 from rankjax._checks import VALIDATIONS
 
@@ -74,10 +80,10 @@ def test_a_remapped_query_set_is_not_remapped_again(data):
     s = rj.segment_ids(qid)
     VALIDATIONS.clear()
     g = rj.query_graph(s, y)
-    value = rj.ndcg(rj.rankrls_primal(X, y, g, lam=1.0).predict(X), y, s)
+    value = rj.ndcg(rankrls_primal(X, y, g, lam=1.0).predict(X), y, s)
     assert VALIDATIONS["qid"] == 0 and np.isfinite(float(value))
     assert float(value) == pytest.approx(float(rj.ndcg(
-        rj.rankrls_primal(X, y, rj.query_graph(qid, y), lam=1.0).predict(X), y, qid)))
+        rankrls_primal(X, y, rj.query_graph(qid, y), lam=1.0).predict(X), y, qid)))
 
 
 def test_a_checked_array_is_not_checked_again_but_a_new_one_is(data):
@@ -93,19 +99,19 @@ def test_a_checked_array_is_not_checked_again_but_a_new_one_is(data):
 
 
 LIBRARY_PATHS = {
-    "holdout_primal": lambda X, y, g: rj.holdout_primal(X, y, g, lams=[1.0]),
-    "holdout_nystrom": lambda X, y, g: rj.holdout_nystrom(X, y, g, lams=[1.0],
+    "holdout_primal": lambda X, y, g: _holdout.holdout_primal(X, y, g, lams=[1.0]),
+    "holdout_nystrom": lambda X, y, g: _holdout.holdout_nystrom(X, y, g, lams=[1.0],
                                                           kernel=rj.gaussian_kernel(0.5), basis=20),
-    "rankrls_nystrom_path": lambda X, y, g: rj.rankrls_nystrom_path(
+    "rankrls_nystrom_path": lambda X, y, g: _path.rankrls_nystrom_path(
         X, y, g, lams=[1.0], kernel=rj.gaussian_kernel(0.5), basis=rj.Basis(20, method="kmeans++")),
-    "rankrls_falkon": lambda X, y, g: rj.rankrls_falkon(X, y, g, lam=1.0,
+    "rankrls_falkon": lambda X, y, g: _falkon.rankrls_falkon(X, y, g, lam=1.0,
                                                         kernel=rj.gaussian_kernel(0.5), basis=20),
-    "rankrls_cg": lambda X, y, g: rj.rankrls_cg(X, y, g, lam=1.0),
+    "rankrls_cg": lambda X, y, g: _cg.rankrls_cg(X, y, g, lam=1.0),
     "tune": lambda X, y, g: rj.tune(X, y, g, steps=1),
     "cv_loss": lambda X, y, g: rj.cv_loss({"log_lam": 0.0}, X, y, g, rj.make_folds(g)),
-    "select_rankrls": lambda X, y, g: rj.select_rankrls(X, y, g.segments()[0], lams=[1.0],
+    "select_rankrls": lambda X, y, g: _select.select_rankrls(X, y, g.segments()[0], lams=[1.0],
                                                         graph=g),
-    "select_rankrls-basis": lambda X, y, g: rj.select_rankrls(
+    "select_rankrls-basis": lambda X, y, g: _select.select_rankrls(
         X, y, g.segments()[0], lams=[1.0], graph=g, kernels=[rj.gaussian_kernel(0.5)], basis=20),
 }
 

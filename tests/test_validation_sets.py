@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax._cg import rankrls_cg
+from rankjax import _graph_build
 
 
 @pytest.fixture(scope="module")
@@ -17,9 +19,9 @@ def data():
 def test_cg_takes_every_form_of_the_queries(data):
     X, y, qid, Xv, yv, qv = data
     g = rj.query_graph(qid, y)
-    ref = rj.rankrls_cg(X, y, g, lam=1.0, valid=(Xv, yv, rj.query_graph(qv)), max_iter=20)
+    ref = rankrls_cg(X, y, g, lam=1.0, valid=(Xv, yv, rj.query_graph(qv)), max_iter=20)
     for q in (qv, rj.segment_ids(qv), rj.query_graph(qv)):
-        r = rj.rankrls_cg(X, y, g, lam=1.0, valid=rj.Validation(Xv, yv, q), max_iter=20)
+        r = rankrls_cg(X, y, g, lam=1.0, valid=_graph_build.Validation(Xv, yv, q), max_iter=20)
         np.testing.assert_allclose(r.weights, ref.weights, rtol=1e-10)
         np.testing.assert_allclose(r.valid_history, ref.valid_history, rtol=1e-10)
         assert int(r.best_iteration) == int(ref.best_iteration)
@@ -28,17 +30,17 @@ def test_cg_takes_every_form_of_the_queries(data):
 def test_kernel_grid_and_stream_take_a_graph_too(data):
     X, y, qid, Xv, yv, qv = data
     g = rj.query_graph(qid, y)
-    a = rj.sharded_kernel_grid(X, y, g, lams=[0.1, 1.0], gammas=[0.5], valid=(Xv, yv, qv))
-    b = rj.sharded_kernel_grid(X, y, g, lams=[0.1, 1.0], gammas=[0.5],
-                               valid=rj.Validation(Xv, yv, rj.query_graph(qv)))
+    a = rj.scale.sharded_kernel_grid(X, y, g, lams=[0.1, 1.0], gammas=[0.5], valid=(Xv, yv, qv))
+    b = rj.scale.sharded_kernel_grid(X, y, g, lams=[0.1, 1.0], gammas=[0.5],
+                               valid=_graph_build.Validation(Xv, yv, rj.query_graph(qv)))
     np.testing.assert_allclose(a.table, b.table, rtol=1e-10)
     chunks = [(X, y, qid)]
-    s1 = rj.rankrls_primal_stream(chunks, lams=[0.1, 1.0], valid=(Xv, yv, qv))
-    s2 = rj.rankrls_primal_stream(chunks, lams=[0.1, 1.0], valid=rj.Validation(Xv, yv, qv))
+    s1 = rj.scale.rankrls_primal_stream(chunks, lams=[0.1, 1.0], valid=(Xv, yv, qv))
+    s2 = rj.scale.rankrls_primal_stream(chunks, lams=[0.1, 1.0], valid=_graph_build.Validation(Xv, yv, qv))
     np.testing.assert_allclose(s1.selection.table, s2.selection.table, rtol=1e-10)
 
 
 def test_a_wrong_shape_names_the_validation_form(data):
     X, y, qid, Xv, yv, qv = data
     with pytest.raises(TypeError, match="Validation"):
-        rj.rankrls_cg(X, y, rj.query_graph(qid), lam=1.0, valid=(Xv, yv))
+        rankrls_cg(X, y, rj.query_graph(qid), lam=1.0, valid=(Xv, yv))

@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _kernels, _log, _metrics_graded, _path, _rankrls, io
+from .._nystrom import Basis
 from .._checks import Segments, check_count, check_matrix, check_targets, is_int, segment_ids
 from .._graph_build import query_graph
 from .._sparse import is_bcoo, is_scipy_sparse, is_sparse
@@ -123,19 +124,23 @@ the exact kernel (``m x m`` matrices, O(m^3)) to a Nyström basis of
 AUTO_BASIS_SIZE = 2000
 
 
-def basis_size(basis, kernel, m: int):
-    """The Nyström basis size an estimator uses, or None for the exact kernel / linear."""
+def basis_spec(basis, kernel, m: int, seed: int = 0):
+    """The Nyström basis an estimator uses (a :class:`rankjax.Basis`), or None for the
+    exact kernel / linear model. ``basis``: ``"auto"``, ``None``, an int (uniform rows,
+    ``seed``) or a :class:`rankjax.Basis` (its own size or rows, method and seed)."""
     if kernel is None or kernel == "linear":
         if basis not in (None, "auto"):
             raise ValueError("basis is used with a kernel (kernel='gaussian', ...), not the linear model")
         return None
+    if isinstance(basis, Basis):
+        return basis
     if basis == "auto":
-        return min(AUTO_BASIS_SIZE, m) if m > AUTO_BASIS_ROWS else None
+        return Basis(min(AUTO_BASIS_SIZE, m), seed=seed) if m > AUTO_BASIS_ROWS else None
     if basis is None:
         return None
     if not is_int(basis) or basis < 1:
-        raise ValueError(f"basis must be 'auto', None or a positive int, got {basis!r}")
-    return min(int(basis), m)
+        raise ValueError(f"basis must be 'auto', None, a positive int or a rankjax.Basis, got {basis!r}")
+    return Basis(min(int(basis), m), seed=seed)
 
 
 def sizes_to_qid(qid, group, m: int, names=("qid", "group")):

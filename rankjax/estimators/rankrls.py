@@ -8,13 +8,13 @@ import warnings
 
 import numpy as np
 
-from .. import _log, _nystrom, _problem, _rankrls, _select, _solve, _solvers
+from .. import _log, _problem, _rankrls, _select, _solve, _solvers
 from .._checks import check_flag
 from .._graph_build import identity_graph
 from .._kernels import linear_kernel
 from .._resolved import UnresolvedLambdaWarning
 from .._sparse import as_dense
-from .base import Ranker, basis_size, gamma_value, make_kernel, nan_last
+from .base import Ranker, basis_spec, gamma_value, make_kernel, nan_last
 
 
 class RankRLS(Ranker):
@@ -27,7 +27,8 @@ class RankRLS(Ranker):
         or a :class:`rankjax.Kernel`; gamma, degree, coef0 its parameters.
       basis: ``"auto"`` (exact kernel up to :data:`AUTO_BASIS_ROWS` rows, above it a
         Nyström basis of :data:`AUTO_BASIS_SIZE` rows), ``None`` (always exact) or the
-        number of basis rows of the Nyström approximation.
+        number of basis rows of the Nyström approximation, or a :class:`rankjax.Basis`
+        (size or rows, ``method="kmeans++"``, seed).
       normalized, exclude_ties: query-graph options. score_k: NDCG cut-off of
         ``score``. random_state: seed of the basis rows. verbose: log the fit's start
         and end (0: silent; logger ``"rankjax"``).
@@ -51,13 +52,13 @@ class RankRLS(Ranker):
     def fit(self, X, y, qid=None, *, group=None):
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         g = self._graph(seg, y)
-        b = basis_size(self.basis, self.kernel, X.shape[0])
+        b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state)
         steps = _log.Stages(1, "RankRLS fit", self.verbose)
         for _ in steps:
             self.model_ = _log.ready(_solve.fit(_problem.Problem(X, y, g),
                                                 self._solver(X, b), lam=self.lam).value)
             steps.note(f"{X.shape[0]} rows, {'linear' if self.kernel in (None, 'linear') else self.kernel}"
-                       + ("" if b is None else f" kernel, Nyström basis of {b} rows"))
+                       + ("" if b is None else " kernel, Nyström basis"))
         return self._finish_fit(seg)
 
     def _solver(self, X, b):
@@ -65,8 +66,7 @@ class RankRLS(Ranker):
         kernel, else the cheapest exact linear solver."""
         kern = self._fit_kernel(X)
         if b is not None:
-            return _solvers.Nystrom(linear_kernel() if kern is None else kern,
-                                    _nystrom.Basis(b, seed=self.random_state))
+            return _solvers.Nystrom(linear_kernel() if kern is None else kern, b)
         return _solvers.Auto() if kern is None else _solvers.Dual(kern)
 
     def _scores(self, X):
@@ -80,17 +80,17 @@ DEFAULT_LAMS = tuple(np.logspace(-3, 3, 13))
 
 class RankRLSCV(RankRLS):
     """RankRLS with λ (and a kernel's ``gamma``) chosen by exact leave-query-out
-    (``cv=None``) or k-fold over queries (``cv=k``): one decomposition per kernel for
+    (``folds=None``) or k-fold over queries (``folds=k``): one decomposition per kernel for
     the whole λ grid (Pahikkala et al. 2009, §3.3), then a refit on all rows.
 
     Attributes (after fit): ``lam_``, ``gamma_``, ``best_score_`` and
     ``cv_results_`` (``params``, ``param_lam``, ``param_gamma``,
     ``mean_test_score``, ``rank_test_score``), scored by NDCG@``score_k``.
 
-    ``basis`` (``"auto"``, ``None`` or an int, as :class:`RankRLS`) with a kernel uses the
-    Nyström model: per γ one ``b x b`` decomposition gives the exact hold-out of the
-    whole λ grid and every λ's model (no refit); ``basis_method`` ``"uniform"`` or
-    ``"kmeans++"`` (:func:`rankjax.nystrom_basis`); ``basis_`` holds the rows.
+    ``basis`` (``"auto"``, ``None``, an int or a :class:`rankjax.Basis`, as :class:`RankRLS`)
+    with a kernel uses the Nyström model: per γ one ``b x b`` decomposition gives the exact
+    hold-out of the whole λ grid and every λ's model (no refit); ``rj.Basis(b,
+    method="kmeans++")`` chooses the rows by kernel k-means++; ``basis_`` holds the rows.
     An exact kernel fit that cannot fit in memory is refused before any work.
 
     ``optimize=True`` refines the grid's best point by gradient descent on the exact
@@ -109,14 +109,14 @@ class RankRLSCV(RankRLS):
 
     evals_axis = ("grid point", 0, False)        # one score per (λ, γ): no iterations
 
-    def __init__(self, lams=DEFAULT_LAMS, *, gammas=None, cv=None, kernel=None,
-                 gamma="scale", degree=2, coef0=1.0, basis="auto", basis_method="uniform",
+    def __init__(self, lams=DEFAULT_LAMS, *, gammas=None, folds=None, kernel=None,
+                 gamma="scale", degree=2, coef0=1.0, basis="auto",
                  graph="query", normalized=True,
                  exclude_ties=False, score_k=10, random_state=0, optimize=False,
                  optimize_steps=20, ard=False, verbose=0):
         self.optimize, self.optimize_steps, self.ard, self.verbose = optimize, optimize_steps, ard, verbose
-        self.basis, self.basis_method = basis, basis_method
-        self.lams, self.gammas, self.cv = lams, gammas, cv
+        self.basis = basis
+        self.lams, self.gammas, self.folds = lams, gammas, folds
         self.kernel, self.gamma, self.degree, self.coef0 = kernel, gamma, degree, coef0
         self.graph, self.normalized, self.exclude_ties = graph, normalized, exclude_ties
         self.score_k, self.random_state = score_k, random_state
@@ -125,10 +125,10 @@ class RankRLSCV(RankRLS):
         """Chooses (λ, γ) by the exact hold-out over queries, or with ``eval_set`` (as
         LightGBM/XGBoost, with ``eval_qid``/``eval_group``) by NDCG@``score_k`` on that set:
         every λ of the path from one decomposition per γ (``evals_result_`` in grid
-        order, as ``cv_results_``). The selection is :func:`rankjax.select_rankrls`."""
+        order, as ``cv_results_``). The selection is :func:`rankjax._select.select_rankrls`."""
         optimize = check_flag(self.optimize, "optimize")
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
-        b = basis_size(self.basis, self.kernel, X.shape[0])
+        b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state)
         valid = None if eval_set is None else self._eval_data(eval_set, eval_qid, eval_group)
         kernels = [make_kernel(self.kernel, gamma, self.degree, self.coef0)
                    for gamma in self._gamma_grid(X)]
@@ -138,9 +138,7 @@ class RankRLSCV(RankRLS):
             warnings.simplefilter("always", UnresolvedLambdaWarning)
             sel = _select.select_rankrls(
                 X, y, seg, lams=lams, kernels=kernels,
-                graph=self._graph(seg, y), folds=self.cv, valid=valid, score_k=self.score_k,
-                basis=None if b is None else _nystrom.Basis(b, method=self.basis_method,
-                                                              seed=self.random_state),
+                graph=self._graph(seg, y), folds=self.folds, valid=valid, score_k=self.score_k, basis=b,
                 optimize=optimize, optimize_steps=self.optimize_steps, ard=self.ard,
                 seed=self.random_state, verbose=verbose)
         default = lams.shape == (len(DEFAULT_LAMS),) and np.allclose(lams, DEFAULT_LAMS, rtol=1e-12)
@@ -173,7 +171,7 @@ class RankRLSCV(RankRLS):
 
     def _results(self, sel):
         """``lam_``, ``gamma_``, ``best_score_`` and scikit-learn's ``cv_results_`` from a
-        :class:`rankjax.RankRLSSelection`."""
+        :class:`rankjax._select.RankRLSSelection`."""
         self.lam_, self.best_score_ = sel.lam, sel.score
         if sel.gamma is not None:                # the linear model has no γ
             self.gamma_ = sel.gamma

@@ -65,9 +65,9 @@ def sharded_metric(data: ShardedData, scores, metric: Callable = pairwise_error,
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(12, num_features=4, seed=0)
-      >>> s = rj.shard_data(d.X, d.y, rj.query_graph(d.qid))
+      >>> s = rj.scale.shard_data(d.X, d.y, rj.query_graph(d.qid))
       >>> f = d.X @ np.ones(4)
-      >>> bool(np.isclose(rj.sharded_metric(s, f, rj.ndcg, k=5), rj.ndcg(f, d.y, d.qid, k=5)))
+      >>> bool(np.isclose(rj.scale.sharded_metric(s, f, rj.ndcg, k=5), rj.ndcg(f, d.y, d.qid, k=5)))
       True
     """
     data = check_sharded(data)
@@ -127,7 +127,7 @@ def _grid_core(problem, gammas, lams, valid, setup):
 @timed
 def sharded_kernel_grid(X, y, graph, *, lams, gammas, valid, metric: Callable = pairwise_error,
                         kernel: str = "gaussian", mesh: Optional[Mesh] = None,
-                        greater_is_better=None, **metric_kwargs) -> GridSearch:
+                        higher_is_better=None, **metric_kwargs) -> GridSearch:
     """Kernel RankRLS over a λ × γ grid with the γ values spread over the devices
     (``vmap`` over each device's γ values inside ``shard_map``; the data is
     replicated). Per γ: the dual system ``S K S`` once, every λ from its
@@ -148,7 +148,7 @@ def sharded_kernel_grid(X, y, graph, *, lams, gammas, valid, metric: Callable = 
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(8, num_features=3, seed=0)
       >>> v = rj.make_ranking_data(4, num_features=3, seed=1)
-      >>> r = rj.sharded_kernel_grid(d.X, d.y, rj.query_graph(d.qid), lams=[0.1, 1.],
+      >>> r = rj.scale.sharded_kernel_grid(d.X, d.y, rj.query_graph(d.qid), lams=[0.1, 1.],
       ...                            gammas=[0.1, 1., 10.], valid=(v.X, v.y, v.qid))
       >>> r.table.shape
       (3, 2)
@@ -168,7 +168,7 @@ def sharded_kernel_grid(X, y, graph, *, lams, gammas, valid, metric: Callable = 
     if Xv.shape[1] != X.shape[1]:
         raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {X.shape[1]}")
     yv = gv.check_labels(yv, "validation y")
-    sign = metric_sign(metric, greater_is_better)
+    sign = metric_sign(metric, higher_is_better)
     kw = static_metric(metric, metric_kwargs, "sharded_kernel_grid")
     D = mesh.devices.size
     G = gammas.shape[0]

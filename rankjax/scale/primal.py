@@ -52,7 +52,7 @@ def sharded_normal_equations(data: ShardedData):
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(10, num_features=3, seed=0)
       >>> g = rj.query_graph(d.qid)
-      >>> G, b = rj.sharded_normal_equations(rj.shard_data(d.X, d.y, g))
+      >>> G, b = rj.scale.sharded_normal_equations(rj.scale.shard_data(d.X, d.y, g))
       >>> bool(np.allclose(G, d.X.T @ rj.laplacian_dense(g) @ d.X, atol=1e-4))
       True
     """
@@ -75,7 +75,7 @@ def _path_core(X, y, graph, lams, mesh, axis, train):
 
 
 def sharded_primal_path(data: ShardedData, *, lams, train_scores: bool = False) -> PrimalPath:
-    """:func:`~rankjax.rankrls_primal_path` on sharded data: each device forms
+    """:func:`~rankjax._path.rankrls_primal_path` on sharded data: each device forms
     ``X_d^T L_d X_d`` and ``X_d^T L_d y_d`` of its own queries, one ``psum`` joins them,
     and the ``n x n`` eigendecomposition and λ grid run on every device.
 
@@ -86,14 +86,14 @@ def sharded_primal_path(data: ShardedData, *, lams, train_scores: bool = False) 
         process's rows (host, original order).
 
     Returns:
-      :class:`~rankjax.PrimalPath` (weights ``[L, n(, k)]`` replicated).
+      :class:`~rankjax._path.PrimalPath` (weights ``[L, n(, k)]`` replicated).
 
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(20, num_features=5, seed=0)
       >>> g = rj.query_graph(d.qid)
-      >>> p = rj.sharded_primal_path(rj.shard_data(d.X, d.y, g), lams=[1.0])
-      >>> q = rj.rankrls_primal_path(d.X, d.y, g, lams=[1.0])
+      >>> p = rj.scale.sharded_primal_path(rj.scale.shard_data(d.X, d.y, g), lams=[1.0])
+      >>> q = rj._path.rankrls_primal_path(d.X, d.y, g, lams=[1.0])
       >>> bool(np.allclose(p.weights, q.weights, atol=1e-5))
       True
     """
@@ -157,7 +157,7 @@ def _holdout_core(X, y, graph, lams, folds, mesh, axis):
 
 
 def sharded_holdout(data: ShardedData, *, lams) -> HoldOut:
-    """Leave-query-out predictions (:func:`~rankjax.holdout_primal`, Pahikkala et al.
+    """Leave-query-out predictions (:func:`~rankjax._holdout.holdout_primal`, Pahikkala et al.
     2009 eq. 33-34) on sharded data: the global system by one ``psum``, then every
     device holds out its own queries.
 
@@ -166,15 +166,15 @@ def sharded_holdout(data: ShardedData, *, lams) -> HoldOut:
       lams: ``[L]`` λ grid.
 
     Returns:
-      :class:`~rankjax.HoldOut` with ``predictions [L, m(, k)]`` of this process's
+      :class:`~rankjax._holdout.HoldOut` with ``predictions [L, m(, k)]`` of this process's
       rows (host, original order) and ``folds=None``.
 
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(12, num_features=4, seed=0)
       >>> g = rj.query_graph(d.qid)
-      >>> h = rj.sharded_holdout(rj.shard_data(d.X, d.y, g), lams=[1.0])
-      >>> bool(np.allclose(h.predictions, rj.holdout_primal(d.X, d.y, g, lams=[1.0]).predictions,
+      >>> h = rj.scale.sharded_holdout(rj.scale.shard_data(d.X, d.y, g), lams=[1.0])
+      >>> bool(np.allclose(h.predictions, rj._holdout.holdout_primal(d.X, d.y, g, lams=[1.0]).predictions,
       ...                  atol=1e-4))
       True
     """

@@ -39,9 +39,9 @@ def _sharded_cg_core(problem, lam, valid, x0, options, mesh, axis):
 
 @loop_keywords
 def sharded_cg(data: ShardedData, *, lam=0.0, options: Optional[CG] = None, valid=None,
-               metric="pairwise_error", metric_kwargs=None, greater_is_better=None,
+               metric="pairwise_error", metric_kwargs=None, higher_is_better=None,
                x0=None) -> CGResult:
-    """:func:`~rankjax.rankrls_cg` on sharded data (dense or sparse ``X``): the matvec
+    """:func:`~rankjax._cg.rankrls_cg` on sharded data (dense or sparse ``X``): the matvec
     ``X^T L X v`` is a per-device product over its own queries plus one ``psum`` of an
     ``[n]`` vector per iteration; the loop state is replicated.
 
@@ -49,17 +49,17 @@ def sharded_cg(data: ShardedData, *, lam=0.0, options: Optional[CG] = None, vali
       data: :class:`ShardedData` with one output.
       options: a :class:`~rankjax.CG` (its ``verbose`` is not printed here).
       valid: ``(X_valid, y_valid, graph_valid)`` for early stopping (replicated).
-      lam, metric, metric_kwargs, greater_is_better, x0: as in :func:`~rankjax.rankrls_cg`.
+      lam, metric, metric_kwargs, higher_is_better, x0: as in :func:`~rankjax._cg.rankrls_cg`.
 
     Returns:
-      :class:`~rankjax.CGResult`.
+      :class:`~rankjax._cg_loop.CGResult`.
 
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(20, num_features=5, seed=0)
       >>> g = rj.query_graph(d.qid)
-      >>> r = rj.sharded_cg(rj.shard_data(d.X, d.y, g), lam=1.0, options=rj.CG(tol=1e-10))
-      >>> bool(np.allclose(r.weights, rj.rankrls_primal(d.X, d.y, g, lam=1.0).weights, atol=1e-4))
+      >>> r = rj.scale.sharded_cg(rj.scale.shard_data(d.X, d.y, g), lam=1.0, options=rj.CG(tol=1e-10))
+      >>> bool(np.allclose(r.weights, rj._rankrls.rankrls_primal(d.X, d.y, g, lam=1.0).weights, atol=1e-4))
       True
     """
     data = check_sharded(data)
@@ -69,7 +69,7 @@ def sharded_cg(data: ShardedData, *, lam=0.0, options: Optional[CG] = None, vali
     options = check_options(options)
     options = dataclasses.replace(options, verbose=0)           # one line per device
     n = data.num_features
-    valid = valid_set(valid, "X_valid", metric, greater_is_better, metric_kwargs, "sharded_cg",
+    valid = valid_set(valid, "X_valid", metric, higher_is_better, metric_kwargs, "sharded_cg",
                       partial(_valid_rows, n=n))
     return _sharded_cg_core((data.X, data.y, data.graph), lam, valid, check_x0(x0, n), options,
                             data.mesh, data.axis)
@@ -108,35 +108,36 @@ def _sharded_falkon_core(problem, basis: BasisRows, lam, valid, options, scale, 
 
 
 @loop_keywords
-def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis_X,
+def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis,
                    options: Optional[CG] = None, valid=None, metric="pairwise_error",
-                   metric_kwargs=None, greater_is_better=None,
+                   metric_kwargs=None, higher_is_better=None,
                    precond_rows: Optional[int] = None, block_rows: Optional[int] = None):
-    """:func:`~rankjax.rankrls_falkon` on sharded data (dense ``X``): each device keeps its
+    """:func:`~rankjax._falkon.rankrls_falkon` on sharded data (dense ``X``): each device keeps its
     rows' ``K_mR`` block, and the CG matvec is a per-device product over its own queries
     plus one ``psum`` of a ``[b]`` vector; the preconditioner's subsample is the first
     ``precond_rows / D`` rows of every device (a principal block of ``L``: PSD).
 
     Args:
       data: :class:`ShardedData` with one output.
-      basis_X: ``[b, n]`` basis rows (e.g. ``X[rj.nystrom_basis(X, b)]``).
+      basis: ``[b, n]`` the basis points themselves (e.g. rows of ``X`` chosen on the host:
+        the rows are spread over the devices, so indices into them are not taken).
       precond_rows: rows of the preconditioner's subsample (as in
-        :func:`~rankjax.rankrls_falkon`, as are ``lam``, ``kernel``, ``options``, ``valid``
+        :func:`~rankjax._falkon.rankrls_falkon`, as are ``lam``, ``kernel``, ``options``, ``valid``
         and the metric's arguments).
       block_rows: evaluate each device's ``K_mR`` block in blocks of this many rows every
         iteration; by default the block is kept when it takes at most a quarter of the free
-        (device) memory, else blocked automatically (as :func:`~rankjax.rankrls_falkon`).
+        (device) memory, else blocked automatically (as :func:`~rankjax._falkon.rankrls_falkon`).
 
     Returns:
-      ``(coef [b], CGResult)``; scores are ``kernel_matrix(kernel, X, basis_X) @ coef``.
+      ``(coef [b], CGResult)``; scores are ``kernel_matrix(kernel, X, basis) @ coef``.
 
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(30, num_features=4, seed=0)
       >>> g, k = rj.query_graph(d.qid), rj.gaussian_kernel(0.2)
-      >>> coef, r = rj.sharded_falkon(rj.shard_data(d.X, d.y, g), lam=1.0, kernel=k,
-      ...                             basis_X=d.X[:60], options=rj.CG(tol=1e-12))
-      >>> f = rj.rankrls_falkon(d.X, d.y, g, lam=1.0, kernel=k, basis=np.arange(60),
+      >>> coef, r = rj.scale.sharded_falkon(rj.scale.shard_data(d.X, d.y, g), lam=1.0, kernel=k,
+      ...                             basis=d.X[:60], options=rj.CG(tol=1e-12))
+      >>> f = rj._falkon.rankrls_falkon(d.X, d.y, g, lam=1.0, kernel=k, basis=np.arange(60),
       ...                       options=rj.CG(tol=1e-12))
       >>> bool(np.allclose(coef, f.coef, atol=1e-6))
       True
@@ -147,9 +148,12 @@ def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis_X,
     falkon_checks(kernel, lam, valid)
     options = dataclasses.replace(check_options(options), verbose=0)   # one line per device
     n = data.num_features
-    XR = check_matrix(as_float_array(basis_X, "basis_X", finite=True), "basis_X")
+    if np.ndim(basis) != 2:
+        raise TypeError("basis must be the [b, n] basis points (rows of X chosen on the host); "
+                        f"got {type(basis).__name__} of {np.ndim(basis)} dimensions")
+    XR = check_matrix(as_float_array(basis, "basis", finite=True), "basis")
     if XR.shape[1] != n:
-        raise ValueError(f"basis_X has {XR.shape[1]} columns but X has {n}")
+        raise ValueError(f"basis has {XR.shape[1]} columns but X has {n}")
     b = XR.shape[0]
     basis = basis_of_rows(XR, kernel)
     D, width = data.rows.shape
@@ -158,7 +162,7 @@ def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis_X,
     u = int(min(width, -(-want // D)))
     real = int(np.minimum(u, (data.rows >= 0).sum(1)).sum())
     scale = data.num_rows / max(real, 1)
-    valid = valid_set(valid, "X_valid", metric, greater_is_better, metric_kwargs,
+    valid = valid_set(valid, "X_valid", metric, higher_is_better, metric_kwargs,
                       "sharded_falkon",
                       lambda Xv: check_matrix(as_float_array(Xv, "X_valid", finite=True),
                                               "X_valid"))

@@ -39,7 +39,7 @@ class StreamFit(NamedTuple):
     """Result of :func:`rankrls_primal_stream`.
 
     Attributes:
-      path: :class:`~rankjax.PrimalPath` (``weights [L, n(, k)]``; validation scores
+      path: :class:`~rankjax._path.PrimalPath` (``weights [L, n(, k)]``; validation scores
         when ``valid`` was given).
       gram: ``[n, n]`` ``X^T L X`` (float64, host).
       rhs: ``[n(, k)]`` ``X^T L y`` (float64, host).
@@ -211,8 +211,8 @@ def rankrls_primal_stream(chunks, *, lams, normalized: bool = True, exclude_ties
       >>> d = rj.make_ranking_data(30, num_features=5, seed=0)
       >>> cut = np.flatnonzero(np.diff(d.qid))[14] + 1          # two chunks of whole queries
       >>> chunks = [(d.X[:cut], d.y[:cut], d.qid[:cut]), (d.X[cut:], d.y[cut:], d.qid[cut:])]
-      >>> fit = rj.rankrls_primal_stream(chunks, lams=[1.0])
-      >>> w = rj.rankrls_primal(d.X, d.y, rj.query_graph(d.qid), lam=1.0).weights
+      >>> fit = rj.scale.rankrls_primal_stream(chunks, lams=[1.0])
+      >>> w = rj._rankrls.rankrls_primal(d.X, d.y, rj.query_graph(d.qid), lam=1.0).weights
       >>> bool(np.allclose(fit.path.weights[0], w, atol=1e-6)), fit.num_chunks
       (True, 2)
     """
