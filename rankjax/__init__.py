@@ -89,7 +89,7 @@ __all__ = [
     "rankboost_predict",
     # data and subpackages
     "make_ranking_data", "make_sparse_ranking_data", "RankingData", "CSRMatrix", "to_csr",
-    "io", "scale", "__version__",
+    "io", "scale",
 ]
 
 _FIT = "rj.fit(rj.Problem(X, y, queries), {}, lam=lam)"
@@ -144,11 +144,11 @@ _MOVED = {
            ("NystromPath", "_path", "rj.path(problem, rj.Nystrom())"),
            ("HoldOut", "_holdout", "rj.holdout"),
            ("PairHoldOut", "_lpo", "rj.holdout(..., folds=rj.LeavePairOut(pairs))"),
-           ("CVResult", "_cv", "cross-validation (rj.select)"),
+           ("CVResult", "_cv", "rankjax._cv.cross_validate"),
            ("PermutationResult", "_cv", "rj.permutation_test"),
            ("FalkonModel", "_falkon", "rj.fit(problem, rj.Falkon())"),
            ("KPCModel", "_kpcrank", "rj.kpcrank"),
-           ("KPCPath", "_kpcrank", "kpcrank_path"),
+           ("KPCPath", "_kpcrank", "rankjax._kpcrank.kpcrank_path"),
            ("PairwiseGP", "_gp", "rj.gp_fit"),
            ("RankBoostModel", "_rankboost", "rj.rankboost"),
            ("RankLevels", "_ranksvm", "rj.rank_levels"),

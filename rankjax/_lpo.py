@@ -269,7 +269,8 @@ def lpo_cindex(result: PairHoldOut, y):
     """Leave-pair-out concordance: the fraction of pairs with ``y_a != y_b`` whose
     hold-out predictions are ordered like the labels (ties count half); the AUC
     for positive–negative pairs. ``[L]`` or ``[L, k]``. Pairs with equal labels are
-    not counted; when none differ the value is undefined (``ValueError``).
+    not counted; when none differ the value is undefined (``ValueError``). A λ whose
+    predictions are NaN (unresolved in the dtype) scores NaN, never a count of NaN pairs.
 
     Example:
       >>> import numpy as np, rankjax as rj
@@ -291,5 +292,6 @@ def lpo_cindex(result: PairHoldOut, y):
                          "is undefined")
     df = f[:, :, 0] - f[:, :, 1]
     good = jnp.where(jnp.sign(df) == jnp.sign(dy), 1.0, jnp.where(df == 0, 0.5, 0.0))
+    good = jnp.where(jnp.isnan(df), jnp.nan, good)           # an unresolved λ's lane: NaN
     counted = (dy != 0).astype(good.dtype)
-    return jnp.sum(good * counted, axis=1) / jnp.sum(counted, axis=0)
+    return jnp.sum(jnp.where(dy != 0, good, 0.0), axis=1) / jnp.sum(counted, axis=0)

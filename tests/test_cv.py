@@ -140,6 +140,11 @@ def test_lpo_cindex_and_pair_helpers(rng):
     f = np.asarray(r.predictions)
     expect = np.mean((f[:, :, 0] > f[:, :, 1]) + 0.5 * (f[:, :, 0] == f[:, :, 1]), axis=1)
     np.testing.assert_allclose(rj.lpo_cindex(r, y.astype(float)), expect)
+    # an unresolved λ (NaN predictions, as the precision rule returns them) scores NaN,
+    # not 0: NaN compares unequal to everything
+    unresolved = r._replace(predictions=r.predictions.at[1].set(jnp.nan))
+    got = np.asarray(rj.lpo_cindex(unresolved, y.astype(float)))
+    assert np.isnan(got[1]) and np.allclose(np.delete(got, 1), np.delete(expect, 1))
 
 
 def test_cv_under_jit_with_traced_lambdas(rng):

@@ -30,7 +30,7 @@ TYPES = {"CSRMatrix", "DualModel", "Folds", "IdentityGraph", "Kernel", "KernelMo
          "Segments", "Selection", "io.Dataset", "UnresolvedLambdaWarning", "CG", "Solution",
          "scale.GridSearch", "scale.QueryPartition", "scale.ShardedData", "scale.StreamFit"}
 CONSTANTS = {"RESULTS", "io", "scale", "io.MODEL_FORMAT", "io.MODEL_VERSION",
-             "scale.AXIS", "__version__"}   # data, no input
+             "scale.AXIS"}   # data, no input
 MOVED = set(rj._MOVED)
 """Names that left the top level (reachable for one release with a DeprecationWarning):
 their functions keep their bad-input cases, as the solvers' bodies."""
