@@ -40,7 +40,9 @@ shutil.copytree(ROOT / "notebooks", pathlib.Path(__file__).parent / "examples",
 
 # the reference: one autosummary table per public namespace, one page per public name
 MODULES = {"rankjax": "The library", "rankjax.estimators": "scikit-learn estimators",
-           "rankjax.io": "Data and model files", "rankjax.plot": "Plots (the [plot] extra)"}
+           "rankjax.io": "Data and model files",
+           "rankjax.scale": "Several devices and data larger than memory",
+           "rankjax.plot": "Plots (the [plot] extra)"}
 
 
 def _reference() -> str:

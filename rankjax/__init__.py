@@ -154,14 +154,15 @@ _MOVED = {
            ("RankLevels", "_ranksvm", "rj.rank_levels"),
            ("RankSVMKernelModel", "_ranksvm", "rj.ranksvm_kernel"),
            ("RankSVMResult", "_ranksvm", "rj.ranksvm_l2"),
-           ("TuneResult", "_tune", "rj.tune"),
-           ("RankRLSSelection", "_select", "rj.select")]},
+           ("TuneResult", "_tune", "rj.tune")]},
+    "RankRLSSelection": ("_select", "rj.Selection (the one selection type)"),
     # several devices and streams: the public subpackage rankjax.scale
     **{name: ("scale", f"rj.scale.{name}")
-       for name in ["AXIS", "GridSearch", "QueryPartition", "ShardedData", "StreamFit",
+       for name in ["AXIS", "QueryPartition", "ShardedData", "StreamFit",
                     "partition_queries", "rankrls_primal_stream", "shard_data", "sharded_cg",
                     "sharded_falkon", "sharded_holdout", "sharded_kernel_grid", "sharded_metric",
                     "sharded_normal_equations", "sharded_primal_path"]},
+    "GridSearch": ("scale", "rj.Selection (the one selection type)"),
 }
 """Names that left the top level: ``{name: (module that keeps it, replacement)}``."""
 

@@ -38,7 +38,7 @@ from ._ridge import decompose_primal, decompose_dual, primal_system
 from ._sparse import as_dense
 
 __all__ = ["PrimalPath", "DualPath", "NystromPath", "rankrls_primal_path", "rankrls_dual_path",
-           "rankrls_nystrom_path", "select_lambda", "Selection", "nystrom_features",
+           "rankrls_nystrom_path", "select_lambda", "Selection", "LambdaChoice", "nystrom_features",
            "check_lams"]
 
 
@@ -316,8 +316,9 @@ def rankrls_nystrom_path(X, y, graph: Graph, *, lams, kernel: Kernel, basis, X_v
 # ----------------------------------------------------------------------------
 # selection
 
-class Selection(NamedTuple):
-    """Validation table and choice.
+class LambdaChoice(NamedTuple):
+    """Validation table and choice of :func:`select_lambda` (internal; users get a
+    :class:`Selection`).
 
     Attributes:
       table: ``[L]`` or ``[L, k]`` metric value of every λ (and output).
@@ -330,8 +331,54 @@ class Selection(NamedTuple):
     best_lam: jax.Array
 
 
+class Selection(NamedTuple):
+    """The one result of every selection over a grid of (λ, γ) points: :func:`rankjax.select`,
+    :class:`rankjax.estimators.RankRLSCV` (``selection_``), the stream's validation choice and
+    :func:`rankjax.scale.sharded_kernel_grid`.
+
+    Attributes:
+      lams: ``[P]`` λ of every grid point (kernel-major: every λ of the first γ, ...).
+      gammas: ``[P]`` γ of every grid point, or ``None`` for the linear model.
+      scores: ``[P]`` (or ``[P, k]`` for ``k`` outputs) the metric's value at every grid
+        point (NDCG@``score_k`` for ``select``; NaN where undefined).
+      best_index: the chosen grid point (``[k]`` for ``k`` outputs; before any refinement).
+      lam, gamma: the chosen λ and γ (refined when ``optimize``; ``gamma`` ``None`` for
+        the linear model).
+      score: the chosen point's score.
+      model: its model (``predict(model, X)``), or ``None`` where none is kept.
+      basis: ``[b]`` the basis rows of a Nyström model, else ``None``.
+      trajectory: the gradient refinement's :class:`TuneResult`, else ``None``.
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> d = rj.make_ranking_data(10, num_features=4, seed=0)
+      >>> s = rj.select(rj.Problem(d.X, d.y, d.qid), [rj.Primal()], lams=[0.1, 10.])
+      >>> s.scores.shape, s.lam in (0.1, 10.)
+      ((2,), True)
+    """
+
+    lams: np.ndarray
+    gammas: Optional[np.ndarray]
+    scores: np.ndarray
+    best_index: object
+    lam: object
+    gamma: Optional[float]
+    score: object
+    model: object = None
+    basis: Optional[np.ndarray] = None
+    trajectory: object = None
+
+
+def as_selection(lams, choice: LambdaChoice) -> Selection:
+    """The :class:`Selection` of a one-γ λ path's :class:`LambdaChoice`."""
+    table = np.asarray(choice.table)
+    best = np.asarray(choice.best_index)
+    score = np.take_along_axis(table, best.reshape(1, -1), 0)[0] if table.ndim == 2 else table[best]
+    return Selection(np.asarray(lams), None, table, best, np.asarray(choice.best_lam), None, score)
+
+
 def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: Optional[int] = None,
-                  higher_is_better: Optional[bool] = None, **metric_kwargs) -> Selection:
+                  higher_is_better: Optional[bool] = None, **metric_kwargs) -> LambdaChoice:
     """Scores every λ (and every output) of a path on validation data with any
     rankjax metric in one vmapped call, and picks the best λ per output.
 
@@ -347,7 +394,7 @@ def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: O
       **metric_kwargs: passed to the metric (``k=10``, ``threshold=2``, ...).
 
     Returns:
-      :class:`Selection`. Ties go to the first (smallest-index) λ; a λ whose scores
+      :class:`LambdaChoice`. Ties go to the first (smallest-index) λ; a λ whose scores
       hold NaN/inf, or whose metric is undefined (no valid query), scores NaN in the
       table and is never chosen; when every λ is NaN, ``ValueError`` (outside jit).
 
@@ -402,7 +449,7 @@ def _selection(lams, scores, y, seg, metric, Q, kw, sign):
         Y = y if y.ndim == 2 else jnp.broadcast_to(y[:, None], scores.shape[1:])
         table = jax.vmap(jax.vmap(one, in_axes=(1, 1)), in_axes=(0, None))(scores, Y)
     best = jnp.argmin(jnp.where(jnp.isnan(table), jnp.inf, sign * table), axis=0)
-    return Selection(table, best, lams[best])
+    return LambdaChoice(table, best, lams[best])
 
 
 _selection_jit = jax.jit(_selection, static_argnums=(4, 5, 6, 7))

@@ -9,7 +9,7 @@ chosen model. The estimator
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple, Optional, Sequence
+from typing import Optional, Sequence
 
 import jax.numpy as jnp
 import numpy as np
@@ -29,42 +29,16 @@ from ._log import Stages, active, check_verbose
 from ._memory import compute_dtype, kernel_plan
 from ._metrics_graded import ndcg
 from ._nystrom import Basis, as_nystrom, take_basis
-from ._path import (PRIMAL_UNRESOLVED, NystromPath, check_lams, is_path, model_at, rankrls_dual_path,
-                    rankrls_nystrom_path,
+from ._path import (PRIMAL_UNRESOLVED, NystromPath, Selection, check_lams, is_path, model_at,
+                    rankrls_dual_path, rankrls_nystrom_path,
                     rankrls_primal_path, select_lambda)
 from ._rankrls import LinearModel, ScaledModel, rankrls_dual, rankrls_kernel, rankrls_primal, scale_rows
 from ._sparse import as_dense
 
-__all__ = ["RankRLSSelection", "select_rankrls", "rankrls_fit"]
+__all__ = ["select_rankrls", "rankrls_fit"]
 
-class RankRLSSelection(NamedTuple):
-    """The result of :func:`select_rankrls`.
-
-    Attributes:
-      lams: ``[P]`` λ of every grid point (kernel-major: every λ of the first kernel, ...).
-      gammas: ``[P]`` γ of every grid point, or ``None`` for the linear model.
-      scores: ``[P]`` NDCG@``score_k`` of every grid point (hold-out or validation; NaN
-        where undefined).
-      best_index: the chosen grid point (before any refinement).
-      lam, gamma: the chosen λ and γ (refined when ``optimize``; ``gamma`` ``None`` for
-        the linear model).
-      score: the chosen point's NDCG.
-      model: its model (``predict(model, X)``): a :class:`LinearModel`, a kernel model
-        or a one-λ :class:`NystromPath`.
-      basis: ``[b]`` the basis rows of a Nyström model, else ``None``.
-      trajectory: the refinement's :class:`TuneResult`, else ``None``.
-    """
-
-    lams: np.ndarray
-    gammas: Optional[np.ndarray]
-    scores: np.ndarray
-    best_index: int
-    lam: float
-    gamma: Optional[float]
-    score: float
-    model: object
-    basis: Optional[np.ndarray]
-    trajectory: object
+RankRLSSelection = Selection
+"""The old name of :class:`Selection` (``rankjax.RankRLSSelection`` is deprecated)."""
 
 
 def rankrls_fit(X, y, graph: Graph, *, lam, kernel: Optional[Kernel] = None, basis=None,
@@ -106,7 +80,7 @@ def linear_dual_fit(X, y, graph: Graph, lam) -> LinearModel:
 def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (None,),
                    graph: Optional[Graph] = None, basis=None, folds=None, valid=None,
                    score_k: int = 10, optimize: bool = False, optimize_steps: int = 20,
-                   ard: bool = False, seed: int = 0, verbose: int = 0) -> RankRLSSelection:
+                   ard: bool = False, seed: int = 0, verbose: int = 0) -> Selection:
     """Chooses λ (and the kernel, e.g. its γ) of RankRLS by NDCG@``score_k``: per kernel
     one decomposition gives the exact leave-query-out (``folds=None``) / k-fold (``folds=k``)
     hold-out predictions of the whole λ grid (Pahikkala et al. 2009, §3.3), or with
@@ -137,7 +111,7 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
         refinement steps (0: silent; logger ``"rankjax"``).
 
     Returns:
-      :class:`RankRLSSelection`.
+      :class:`~rankjax.Selection`.
 
     Example:
       >>> import numpy as np, rankjax as rj
@@ -212,7 +186,7 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
         index, model = points.nystrom_model(kern, lam)            # kept: no refit
     else:
         model = points.refit(lam, kern, scales, index)
-    return RankRLSSelection(np.tile(lams, len(kernels)), gammas, s, best, lam,
+    return Selection(np.tile(lams, len(kernels)), gammas, s, best, lam,
                             None if kern is None else float(kern.gamma), score, model, index,
                             trajectory)
 
@@ -303,7 +277,7 @@ class _Points:
             model = rankrls_fit(X, y, g, lam=lam, kernel=kern)
         elif is_path(model):                    # Nyström: the basis rows travel with it
             index = np.asarray(model.basis)
-        return RankRLSSelection(np.tile(lams, len(kernels)), gammas, s, best, lam,
+        return Selection(np.tile(lams, len(kernels)), gammas, s, best, lam,
                                 None if kern is None else float(kern.gamma), float(s[best]),
                                 model, index, None)
 

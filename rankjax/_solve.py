@@ -2,7 +2,7 @@
 (:mod:`rankjax._solvers`), in the style of lineax's ``linear_solve(operator, vector,
 solver)``. One dispatch table says which solver serves which verb; an unsupported pair is a
 ``TypeError`` naming the solvers that do. Every verb returns one :class:`Solution`
-(:func:`select` a :class:`~rankjax._select.RankRLSSelection`).
+(:func:`select` a :class:`~rankjax.Selection`).
 
 =============================  ==========================================================
 ``fit(problem, solver, lam=)``     one model (Pahikkala et al. 2009, §3.1-3.2, §3.5)
@@ -34,7 +34,8 @@ from ._lpo import leave_pair_out_dual, leave_pair_out_primal
 from ._path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
 from ._problem import Problem
 from ._rankrls import rankrls_dual, rankrls_kernel, rankrls_primal
-from ._select import RankRLSSelection, linear_dual_fit, select_rankrls
+from ._path import Selection
+from ._select import linear_dual_fit, select_rankrls
 from ._solvers import SOLVERS, Auto, Dual, Falkon, Nystrom, Primal
 from ._sparse import as_dense
 
@@ -146,7 +147,7 @@ def _global_pairs(p: Problem, folds: LeavePairOut):
     g = p.graph
     ok = is_graph(g, "QueryGraph") and g.has_root and g.num_queries == 1
     if ok and is_concrete(g.edge_weight):
-        ok = float(g.edge_weight[0]) == 1.0
+        ok = float(np.asarray(g.edge_weight)[0]) == 1.0     # a concrete array, also under jit
     if not ok:
         raise ValueError("leave-pair-out solves the global ranking cost (Pahikkala et al. "
                          "2009, eq. 21): build the problem with queries=rj.global_graph(m)")
@@ -374,7 +375,7 @@ def holdout(problem: Problem, solver=Auto(), *, lams, folds=None, seed: int = 0,
 
 def select(problem: Problem, solvers: Sequence = (Auto(),), *, lams, folds=None,
            score_k: int = 10, optimize: bool = False, optimize_steps: int = 20,
-           ard: bool = False, seed: int = 0, verbose: int = 0) -> RankRLSSelection:
+           ard: bool = False, seed: int = 0, verbose: int = 0) -> Selection:
     """The best (solver, λ) of a grid by NDCG@``score_k`` of the exact hold-out
     predictions (or of ``problem.valid``), and its model (Pahikkala et al. 2009, §3.3).
 
@@ -390,7 +391,7 @@ def select(problem: Problem, solvers: Sequence = (Auto(),), *, lams, folds=None,
         gradient descent on the exact hold-out loss).
 
     Returns:
-      :class:`RankRLSSelection`.
+      :class:`Selection`.
 
     Example:
       >>> import rankjax as rj

@@ -249,9 +249,11 @@ def test_sharded_kernel_grid_equals_a_loop(kernel):
         path = rankrls_dual_path(rj.kernel_matrix(k, X), y, g, lams=lams,
                                     K_valid=rj.kernel_matrix(k, Xv, X))
         want[i] = [-rj.ndcg(f, yv, qv, k=5) for f in path.valid_scores]
-    np.testing.assert_allclose(r.table, want, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(r.scores, -want.ravel(), rtol=1e-8, atol=1e-10)   # γ-major
+    np.testing.assert_array_equal(r.gammas, np.repeat(gammas, 3))
+    np.testing.assert_array_equal(r.lams, np.tile(lams, 5))
     i, j = np.unravel_index(np.argmin(want), want.shape)
-    assert (r.best_gamma, r.best_lam) == (gammas[i], lams[j])
+    assert (r.gamma, r.lam, r.best_index) == (gammas[i], lams[j], i * 3 + j)
 
 
 @needs8

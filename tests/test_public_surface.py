@@ -28,7 +28,7 @@ def tables():
 TYPES = {"CSRMatrix", "DualModel", "Folds", "IdentityGraph", "Kernel", "KernelModel",
          "LinearModel", "Metric", "PerQuery", "PreferenceGraph", "QueryGraph", "RankingData",
          "Segments", "Selection", "io.Dataset", "UnresolvedLambdaWarning", "CG", "Solution",
-         "scale.GridSearch", "scale.QueryPartition", "scale.ShardedData", "scale.StreamFit"}
+         "scale.QueryPartition", "scale.ShardedData", "scale.StreamFit"}
 CONSTANTS = {"RESULTS", "io", "scale", "io.MODEL_FORMAT", "io.MODEL_VERSION",
              "scale.AXIS"}   # data, no input
 MOVED = set(rj._MOVED)

@@ -87,7 +87,7 @@ def test_documentation_site_builds_without_warnings_with_a_page_per_public_name(
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     pages = {p.stem for p in (out / "generated").glob("*.html")}
-    for modname in ("rankjax", "rankjax.io", "rankjax.estimators", "rankjax.plot"):
+    for modname in ("rankjax", "rankjax.io", "rankjax.estimators", "rankjax.scale", "rankjax.plot"):
         mod = importlib.import_module(modname)
         for name in mod.__all__:
             if not inspect.ismodule(getattr(mod, name)):

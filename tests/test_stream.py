@@ -71,8 +71,9 @@ def test_selection_on_validation_data():
     ref = rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS, X_valid=Xv)
     np.testing.assert_allclose(fit.path.valid_scores, ref.valid_scores, rtol=1e-10, atol=1e-10)
     sel = select_lambda(LAMS, ref.valid_scores, yv, qv, metric=rj.ndcg, k=5)
-    np.testing.assert_allclose(fit.selection.table, sel.table, rtol=1e-12)
-    assert float(fit.selection.best_lam) == float(sel.best_lam)
+    np.testing.assert_allclose(fit.selection.scores, sel.table, rtol=1e-12)
+    assert float(fit.selection.lam) == float(sel.best_lam)
+    assert isinstance(fit.selection, rj.Selection)
 
 
 def test_npy_files_memmaps_and_progress(tmp_path, caplog):

@@ -3,38 +3,55 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import rankjax as rj
 from rankjax._cg import rankrls_cg, rankrls_cg_dual
 from rankjax._cg_loop import STOP_REASONS
-from rankjax._holdout import holdout_dual, holdout_primal
 from rankjax._kpcrank import kpcrank_path
 from rankjax._lpo import leave_pair_out_dual
-from rankjax._path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
-from rankjax._rankrls import rankrls_dual, rankrls_primal
+from registry import CASES, IDS, call, data, problem, value_of
 from surface import LIST_METRICS, PAIR_METRICS, nan
+
+
+INVALID = jnp.array([1.0, -1.0, jnp.nan, -jnp.inf])  # lane 0 valid (λ = 0 is CG's early stopping)
+
+
+@pytest.mark.parametrize("name,solver,kind,verb,twin,props", CASES, ids=IDS)
+def test_an_invalid_lambda_is_a_nan_lane_under_jit(name, solver, kind, verb, twin, props):
+    """Every solver x verb of the registry: a traced λ that would raise eagerly is a NaN lane
+    (``fit`` vmapped over λ; a path or hold-out over its grid), the valid lane untouched; a
+    solver that does not run under ``jit`` raises eagerly, naming ``lam``."""
+    X, y, qid = data()
+    pairs = rj.differing_pairs(y)[:15] if verb == "leave_pair_out" else None
+    p = problem(kind, X, y, qid, rj.global_graph(X.shape[0]) if pairs is not None else None)
+    folds = rj.make_folds(p.graph) if verb == "holdout" else None   # drawn on the host
+    if verb == "fit":
+        run = lambda p, ls: jax.vmap(lambda lam: value_of(verb, rj.fit(p, solver, lam=lam)))(ls)  # noqa
+    elif verb == "holdout":
+        run = lambda p, ls: value_of(verb, rj.holdout(p, solver, lams=ls, folds=folds))  # noqa
+    else:
+        run = lambda p, ls: value_of(verb, call(verb, p, solver, ls, pairs))  # noqa: E731
+    if not props["jit"]:                                    # host-side basis draw: eager
+        for bad in np.asarray(INVALID[1:]):
+            with pytest.raises(ValueError, match="lam"):
+                if verb == "fit":
+                    rj.fit(p, solver, lam=float(bad))
+                else:
+                    run(p, np.array([1.0, bad]))
+        return
+    if verb == "leave_pair_out":                          # the global graph stays concrete
+        jitted = lambda p, ls: jax.jit(lambda ls: run(p, ls))(ls)  # noqa: E731
+    else:
+        jitted = jax.jit(run)
+    out = np.asarray(jitted(p, INVALID))
+    assert nan(out[1:]) and not np.any(np.isnan(out[0])), name
+    one = np.asarray(run(p, INVALID[:1]))                   # the valid lane alone
+    np.testing.assert_allclose(out[0], one[0], rtol=1e-8, atol=1e-10 * np.max(np.abs(one)))
 
 
 def test_invalid_lambda_lanes_are_nan_under_vmap(surface):
     d = surface
-    lams = jnp.array([1.0, -1.0, jnp.nan, 0.0])
-    ok = np.array([True, False, False, False])
-    W = jax.vmap(lambda lam: rankrls_primal(d.X, d.y, d.g, lam=lam).weights)(lams)
-    np.testing.assert_allclose(W[0], rankrls_primal(d.X, d.y, d.g, lam=1.0).weights, rtol=1e-12)
-    assert nan(W[~ok])
-    A = jax.vmap(lambda lam: rankrls_dual(d.K, d.y, d.g, lam=lam).coef)(lams)
-    assert nan(A[~ok]) and not np.any(np.isnan(A[0]))
-    for fn in (lambda ls: rankrls_primal_path(d.X, d.y, d.g, lams=ls, train_scores=True),
-               lambda ls: rankrls_dual_path(d.K, d.y, d.g, lams=ls),
-               lambda ls: rankrls_nystrom_path(d.X, d.y, d.g, lams=ls, kernel=d.kern,
-                                                  basis=np.arange(6)),
-               lambda ls: holdout_primal(d.X, d.y, d.g, lams=ls, folds=d.folds).predictions,
-               lambda ls: holdout_dual(d.K, d.y, d.g, lams=ls, folds=d.folds).predictions,
-               lambda ls: leave_pair_out_dual(d.K, d.y, d.lpo.pairs, lams=ls).predictions):
-        out = jax.jit(fn)(lams)
-        for leaf in jax.tree.leaves(out):
-            if leaf.ndim > 1 and leaf.shape[0] == 4:           # results, not the grid itself
-                assert nan(leaf[1:]) and not np.any(np.isnan(leaf[0]))
     # a kernel parameter traced out of range: the whole kernel matrix is NaN
     Kg = jax.jit(lambda gm: rj.kernel_matrix(rj.Kernel("gaussian", gamma=gm), d.X))(-1.0)
     assert nan(Kg)

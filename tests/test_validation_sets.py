@@ -33,11 +33,11 @@ def test_kernel_grid_and_stream_take_a_graph_too(data):
     a = rj.scale.sharded_kernel_grid(X, y, g, lams=[0.1, 1.0], gammas=[0.5], valid=(Xv, yv, qv))
     b = rj.scale.sharded_kernel_grid(X, y, g, lams=[0.1, 1.0], gammas=[0.5],
                                valid=_graph_build.Validation(Xv, yv, rj.query_graph(qv)))
-    np.testing.assert_allclose(a.table, b.table, rtol=1e-10)
+    np.testing.assert_allclose(a.scores, b.scores, rtol=1e-10)
     chunks = [(X, y, qid)]
     s1 = rj.scale.rankrls_primal_stream(chunks, lams=[0.1, 1.0], valid=(Xv, yv, qv))
     s2 = rj.scale.rankrls_primal_stream(chunks, lams=[0.1, 1.0], valid=_graph_build.Validation(Xv, yv, qv))
-    np.testing.assert_allclose(s1.selection.table, s2.selection.table, rtol=1e-10)
+    np.testing.assert_allclose(s1.selection.scores, s2.selection.scores, rtol=1e-10)
 
 
 def test_a_wrong_shape_names_the_validation_form(data):

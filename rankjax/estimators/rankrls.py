@@ -171,7 +171,7 @@ class RankRLSCV(RankRLS):
 
     def _results(self, sel):
         """``lam_``, ``gamma_``, ``best_score_`` and scikit-learn's ``cv_results_`` from a
-        :class:`rankjax._select.RankRLSSelection`."""
+        :class:`rankjax.Selection`."""
         self.lam_, self.best_score_ = sel.lam, sel.score
         if sel.gamma is not None:                # the linear model has no γ
             self.gamma_ = sel.gamma

@@ -36,6 +36,6 @@ from .solvers import sharded_falkon as sharded_falkon
 from .stream import StreamFit as StreamFit
 from .stream import rankrls_primal_stream as rankrls_primal_stream
 
-__all__ = ["AXIS", "GridSearch", "QueryPartition", "ShardedData", "StreamFit", "partition_queries",
+__all__ = ["AXIS", "QueryPartition", "ShardedData", "StreamFit", "partition_queries",
            "rankrls_primal_stream", "shard_data", "sharded_cg", "sharded_falkon", "sharded_holdout",
            "sharded_kernel_grid", "sharded_metric", "sharded_normal_equations", "sharded_primal_path"]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, Optional
 
 import jax
 import jax.numpy as jnp
@@ -21,7 +21,7 @@ from .._graph import check_problem
 from .._graph_build import as_validation
 from .._kernels import Kernel, kernel_matrix
 from .._metrics import metric_sign, pairwise_error
-from .._path import check_lams
+from .._path import Selection, check_lams
 from .._rankrls import path_scores
 from .._ridge import decompose_dual
 from .._sparse import as_dense
@@ -92,16 +92,8 @@ def sharded_metric(data: ShardedData, scores, metric: Callable = pairwise_error,
     return _metric_core(f, ys, data.graph, data.real, data.mesh, data.axis, metric, kw)
 
 
-class GridSearch(NamedTuple):
-    """Validation table of a λ × γ grid: ``table [G, L]`` (host; lower is better, the
-    metric's sign applied; NaN where undefined), the grid, and the best ``(gamma, lam)``
-    (first in row-major order on ties)."""
-
-    gammas: jax.Array
-    lams: jax.Array
-    table: jax.Array
-    best_gamma: float
-    best_lam: float
+GridSearch = Selection
+"""The old name of the result (``rankjax.scale.GridSearch`` is deprecated)."""
 
 
 @partial(jax.jit, static_argnames="setup")
@@ -127,7 +119,7 @@ def _grid_core(problem, gammas, lams, valid, setup):
 @timed
 def sharded_kernel_grid(X, y, graph, *, lams, gammas, valid, metric: Callable = pairwise_error,
                         kernel: str = "gaussian", mesh: Optional[Mesh] = None,
-                        higher_is_better=None, **metric_kwargs) -> GridSearch:
+                        higher_is_better=None, **metric_kwargs) -> Selection:
     """Kernel RankRLS over a λ × γ grid with the γ values spread over the devices
     (``vmap`` over each device's γ values inside ``shard_map``; the data is
     replicated). Per γ: the dual system ``S K S`` once, every λ from its
@@ -142,7 +134,9 @@ def sharded_kernel_grid(X, y, graph, *, lams, gammas, valid, metric: Callable = 
       mesh: 1-D mesh (default all devices).
 
     Returns:
-      :class:`GridSearch`.
+      :class:`~rankjax.Selection`: ``scores [G L]`` the validation metric of every (γ, λ),
+      γ-major (NaN where undefined), the best ``(gamma, lam)`` by the metric's direction
+      (the first in γ-major order on ties); no model is kept.
 
     Example:
       >>> import numpy as np, rankjax as rj
@@ -150,8 +144,8 @@ def sharded_kernel_grid(X, y, graph, *, lams, gammas, valid, metric: Callable = 
       >>> v = rj.make_ranking_data(4, num_features=3, seed=1)
       >>> r = rj.scale.sharded_kernel_grid(d.X, d.y, rj.query_graph(d.qid), lams=[0.1, 1.],
       ...                            gammas=[0.1, 1., 10.], valid=(v.X, v.y, v.qid))
-      >>> r.table.shape
-      (3, 2)
+      >>> r.scores.shape, r.gammas.shape
+      ((6,), (6,))
     """
     mesh, axis = check_mesh(mesh, None)
     if kernel not in ("gaussian", "polynomial"):
@@ -185,6 +179,10 @@ def sharded_kernel_grid(X, y, graph, *, lams, gammas, valid, metric: Callable = 
     if np.all(np.isnan(table)):                  # as select_lambda: nothing to choose
         raise ValueError("the validation metric is undefined (NaN) for every (γ, λ): no "
                          "validation query qualifies, or every model gave non-finite scores")
-    t = np.where(np.isnan(table), np.inf, table)
-    i, j = np.unravel_index(int(np.argmin(t)), t.shape)
-    return GridSearch(gammas, lams, table, float(gammas[i]), float(lams[j]))
+    t = np.where(np.isnan(table), np.inf, table)        # sign applied: lower is better
+    best = int(np.argmin(t))
+    i, j = np.unravel_index(best, t.shape)
+    L = lams.shape[0]
+    return Selection(np.tile(np.asarray(lams), G), np.repeat(np.asarray(gammas), L),
+                     sign * table.ravel(), best, float(lams[j]), float(gammas[i]),
+                     float(sign * table[i, j]))

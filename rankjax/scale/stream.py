@@ -26,7 +26,7 @@ from .._graph_build import as_validation, query_graph
 from .._holdout import holdout_from_system
 from .._log import check_verbose, info
 from .._metrics import check_metric_options, metric_sign, pairwise_error
-from .._path import PrimalPath, Selection, check_lams, select_lambda
+from .._path import PrimalPath, Selection, as_selection, check_lams, select_lambda
 from .._rankrls import path_scores
 from .._ridge import decompose_primal, primal_system
 from .._segments import bucket
@@ -256,8 +256,8 @@ def rankrls_primal_stream(chunks, *, lams, normalized: bool = True, exclude_ties
             raise ValueError(f"X_valid must be [m_valid, {G.shape[0]}], got shape {Xv.shape}")
         valid_scores = path_scores(Xv, W)
         seg, num = gv.segments()
-        selection = select_lambda(lams, valid_scores, yv, seg, num_queries=num,
-                                  metric=metric or pairwise_error, **metric_kwargs)
+        selection = as_selection(lams, select_lambda(lams, valid_scores, yv, seg, num_queries=num,
+                                                     metric=metric or pairwise_error, **metric_kwargs))
     return StreamFit(PrimalPath(lams, W, None, valid_scores), G, b, rows, queries, num,
                      holdout, selection)
 
