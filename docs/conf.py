@@ -64,6 +64,9 @@ def _reference() -> str:
 
 
 (pathlib.Path(__file__).parent / "reference.rst").write_text(_reference(), encoding="utf-8")
+# the pages of the reference are written afresh at each build: a page of a name that left
+# the namespace would otherwise stay behind, outside every table of contents
+shutil.rmtree(pathlib.Path(__file__).parent / "generated", ignore_errors=True)
 
 
 def _skip(app, what, name, obj, skip, options):
