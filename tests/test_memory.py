@@ -49,12 +49,12 @@ def test_sharded_kernel_grid_runs_as_many_gammas_at_once_as_fit(monkeypatch):
     v = rj.make_ranking_data(4, num_features=3, seed=1)
     g = rj.query_graph(d.qid)
     args = dict(lams=[0.1, 1.0], gammas=[0.1, 1.0, 10.0], valid=(v.X, v.y, v.qid))
-    whole = rj.scale.sharded_kernel_grid(d.X, d.y, g, **args).table
+    whole = rj.scale.sharded_kernel_grid(d.X, d.y, g, **args).scores
     m = d.X.shape[0]
     one = 8 * (5 * m * m + (m + 2) * v.X.shape[0])
     monkeypatch.setattr(_memory, "available_memory", lambda: 1.5 * one)      # one γ at a time
     assert _memory.batch_that_fits(one, 3, "", "") == 1
-    np.testing.assert_allclose(rj.scale.sharded_kernel_grid(d.X, d.y, g, **args).table, whole,
+    np.testing.assert_allclose(rj.scale.sharded_kernel_grid(d.X, d.y, g, **args).scores, whole,
                                rtol=1e-10, atol=1e-12)
     monkeypatch.setattr(_memory, "available_memory", lambda: 0.5 * one)
     with pytest.raises(MemoryError, match="sharded_kernel_grid.*Nyström"):
