@@ -233,9 +233,15 @@ def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0,
     """
     X, y, lams, folds = _check_holdout(X, y, graph, lams, folds, seed)
     check_gram(X)
-    X = as_dense(X)
+    return primal_holdout(as_dense(X), y, graph, lams, folds, verbose)
+
+
+def primal_holdout(X, y, graph, lams, folds: Folds, verbose=0,
+                   where="holdout_primal") -> HoldOut:
+    """:func:`holdout_primal` on checked inputs: dense ``X``, ``lams`` in ``X``'s dtype and
+    resolved ``folds`` of ``graph``."""
     pred = two_phase(_holdout_primal_core, X, y, graph, lams, folds, lams=lams, verbose=verbose)
-    warn_unresolved(pred, lams, "holdout_primal", PRIMAL_UNRESOLVED)
+    warn_unresolved(pred, lams, where, PRIMAL_UNRESOLVED)
     return HoldOut(lams, pred, folds)
 
 
@@ -281,8 +287,13 @@ def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0,
     """
     K, _ = check_kernel_matrix(K, y, graph, count=6, what="holdout_dual")
     K, y, lams, folds = _check_holdout(K, y, graph, lams, folds, seed, "K")
+    return dual_holdout(K, y, graph, lams, folds, verbose)
+
+
+def dual_holdout(K, y, graph, lams, folds: Folds, verbose=0, where="holdout_dual") -> HoldOut:
+    """:func:`holdout_dual` on a checked kernel matrix, grid and folds."""
     pred, flags = run(verbose, _holdout_dual_core, K, y, graph, lams, folds)
-    check_spectrum(flags, lams, "holdout_dual")
+    check_spectrum(flags, lams, where)
     return HoldOut(lams, pred, folds)
 
 
@@ -313,11 +324,18 @@ def holdout_nystrom(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=No
     X, y, lams, folds = _check_holdout(X, y, graph, lams, folds, seed)
     X = as_dense(X)
     _, basis = take_basis(X, basis, kernel, seed)
+    return nystrom_holdout(X, y, graph, lams, folds, basis, block_size, verbose)[0]
+
+
+def nystrom_holdout(X, y, graph, lams, folds: Folds, basis: BasisRows, block_size=None,
+                    verbose=0, where="holdout_nystrom"):
+    """:func:`holdout_nystrom` on checked inputs and a taken basis: ``(HoldOut, coef
+    [L, b_pad(, k)])``, every λ's full-data basis coefficients beside the hold-out."""
     check_nystrom_memory(X.shape[0], basis.X.shape[0], X.dtype)
-    pred = two_phase(nystrom_holdout_core, X, y, graph, basis, lams, folds, block_size, lams=lams,
-                     verbose=verbose)[0]
-    warn_unresolved(pred, lams, "holdout_nystrom", PRIMAL_UNRESOLVED)
-    return HoldOut(lams, pred, folds)
+    pred, coef = two_phase(nystrom_holdout_core, X, y, graph, basis, lams, folds, block_size,
+                           lams=lams, verbose=verbose)
+    warn_unresolved(pred, lams, where, PRIMAL_UNRESOLVED)
+    return HoldOut(lams, pred, folds), coef
 
 
 def check_nystrom_memory(m, b, dtype):

@@ -140,11 +140,14 @@ def kernel_matrix(kernel: Kernel, X1, X2=None, *, block_size: Optional[int] = No
                  f"kernel_matrix of {m1} x {m2} rows",
                  "use a Nyström basis (nystrom_basis, rankrls_nystrom_path, holdout_nystrom) or "
                  "rankrls_falkon, which hold m x b kernel values, not m x m")
-    return _kernel_core(kernel, A, B, None if block_size is None else int(block_size), X2 is None)
+    return kernel_core(kernel, A, B, None if block_size is None else int(block_size), X2 is None)
 
 
 @partial(jax.jit, static_argnums=(3, 4))
-def _kernel_core(kernel, A, B, block_size, same):
+def kernel_core(kernel, A, B, block_size=None, same=False):
+    """The compiled body of :func:`kernel_matrix` on checked dense ``A [m1, n]``, ``B [m2, n]``
+    (``same``: ``B`` is ``A``, a Gaussian diagonal exactly 1); NaN for invalid traced
+    parameters."""
     K = _kernel_blocks(kernel, A, B, block_size)
     if same and kernel.kind == "gaussian":             # k(x, x) = 1 exactly, not exp(-γ rounding)
         i = jnp.arange(A.shape[0])

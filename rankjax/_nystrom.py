@@ -29,7 +29,8 @@ from jax import lax
 
 from ._log import timed
 from ._checks import check_seed, check_matrix, device_array, is_concrete, is_int
-from ._kernels import Kernel, kernel_block, kernel_matrix
+from ._kernels import Kernel, kernel_block, kernel_core
+from ._memory import check_memory, compute_dtype
 from ._ridge import PSD_RTOL
 from ._segments import padded_size
 from ._sparse import as_dense
@@ -175,7 +176,7 @@ class BasisRows(NamedTuple):
 
     def block(self, A, block_size=None):
         """``K(A, X_R) [p, b_pad]`` (zero columns on padding)."""
-        return (kernel_matrix(self.kernel, A, self.X, block_size=block_size)
+        return (kernel_core(self.kernel, A, self.X, block_size)
                 * self.mask.astype(A.dtype)[None, :])
 
     def factor(self):
@@ -208,6 +209,9 @@ def take_basis(X, basis, kernel: Optional[Kernel] = None, seed: int = 0, pad: bo
             raise ValueError("basis holds repeated row indices")
     b = b.astype(np.int64)
     bp = int(padded_size(b.size)) if pad else b.size
+    check_memory(2 * m * bp * np.dtype(compute_dtype(X)).itemsize,
+                 f"the Nyström blocks of {m} rows x {bp} basis rows",
+                 "use a smaller basis, or rankrls_falkon / rj.Falkon (row blocks)")
     idx = np.zeros(bp, np.int32)
     idx[:b.size] = b
     mask = device_array(np.arange(bp) < b.size)

@@ -153,11 +153,17 @@ def rankrls_primal_path(X, y, graph: Graph, *, lams, X_valid=None,
     """
     X, y = check_problem(X, y, graph)
     check_gram(X)
-    lams = check_lams(lams)
-    W, train, valid = _primal_path_core(X, y, graph, lams, _valid_matrix(X_valid, X.shape[1]),
-                                        check_flag(train_scores, "train_scores"))
-    warn_unresolved(W, lams, "rankrls_primal_path", PRIMAL_UNRESOLVED)
-    return PrimalPath(lams, W, train, valid)
+    return primal_path(X, y, graph, check_lams(lams), _valid_matrix(X_valid, X.shape[1]),
+                       check_flag(train_scores, "train_scores"))
+
+
+def primal_path(X, y, graph, lams, X_valid=None, train=False,
+                where="rankrls_primal_path") -> PrimalPath:
+    """:func:`rankrls_primal_path` on checked inputs (``X`` of :func:`check_problem`,
+    ``lams`` of :func:`check_lams`): the compiled path and its unresolved-λ warning."""
+    W, tr, valid = _primal_path_core(X, y, graph, lams, X_valid, train)
+    warn_unresolved(W, lams, where, PRIMAL_UNRESOLVED)
+    return PrimalPath(lams, W, tr, valid)
 
 
 @jax.jit
@@ -218,10 +224,14 @@ def rankrls_dual_path(K, y, graph: Graph, *, lams, K_valid=None) -> DualPath:
       3
     """
     K, y = check_kernel_matrix(K, y, graph)
-    lams = check_lams(lams)
-    (A, train, valid), flags = _dual_path_core(K, y, graph, lams,
-                                               _valid_matrix(K_valid, K.shape[0], "K_valid"))
-    check_spectrum(flags, lams, "rankrls_dual_path")
+    return dual_path(K, y, graph, check_lams(lams),
+                     _valid_matrix(K_valid, K.shape[0], "K_valid"))
+
+
+def dual_path(K, y, graph, lams, K_valid=None, where="rankrls_dual_path") -> DualPath:
+    """:func:`rankrls_dual_path` on a checked kernel matrix and grid."""
+    (A, train, valid), flags = _dual_path_core(K, y, graph, lams, K_valid)
+    check_spectrum(flags, lams, where)
     return DualPath(lams, A, train, valid)
 
 
@@ -304,13 +314,21 @@ def rankrls_nystrom_path(X, y, graph: Graph, *, lams, kernel: Kernel, basis, X_v
     lams = check_lams(lams)
     Xd = as_dense(X)
     index, basis = take_basis(Xd, basis, kernel, seed, pad=False)
+    X_valid = _valid_matrix(X_valid, X.shape[1])
+    return nystrom_path(Xd, y, graph, lams, index, basis,
+                        None if X_valid is None else as_dense(X_valid),
+                        check_flag(train_scores, "train_scores"), block_size)
+
+
+def nystrom_path(X, y, graph, lams, index, basis: BasisRows, X_valid=None, train=False,
+                 block_size=None, where="rankrls_nystrom_path") -> NystromPath:
+    """:func:`rankrls_nystrom_path` on checked dense rows and a taken basis (``index [b]``,
+    its :class:`BasisRows`)."""
     r = index.size
-    coef, train, valid = _nystrom_path_core(
-        Xd, y, graph, basis, lams, _valid_matrix(X_valid, X.shape[1]),
-        check_flag(train_scores, "train_scores"), block_size)
-    warn_unresolved(coef, lams, "rankrls_nystrom_path", PRIMAL_UNRESOLVED)
+    coef, tr, valid = _nystrom_path_core(X, y, graph, basis, lams, X_valid, train, block_size)
+    warn_unresolved(coef, lams, where, PRIMAL_UNRESOLVED)
     return NystromPath(lams, coef[:, :r], jnp.asarray(index.astype(np.int32)), basis.X[:r],
-                       kernel, train, valid)
+                       basis.kernel, tr, valid)
 
 
 # ----------------------------------------------------------------------------

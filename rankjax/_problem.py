@@ -95,6 +95,11 @@ def _set(p, X, y, graph, qid, valid, precomputed):
     return p
 
 
+def with_rows(p: Problem, X) -> Problem:
+    """``p`` with other rows ``X`` of the same shape and dtype (checked by the caller)."""
+    return _set(object.__new__(Problem), X, p.y, p.graph, p.qid, p.valid, p.precomputed)
+
+
 def _frozen(self, name, value):
     raise AttributeError(f"Problem is immutable: cannot set {name}")
 

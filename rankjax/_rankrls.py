@@ -164,8 +164,13 @@ def rankrls_primal(X, y, graph: Graph, *, lam) -> LinearModel:
     X, y = check_problem(X, y, graph)
     check_gram(X)
     check_positive(lam, scalar=True)
+    return primal_model(X, y, graph, lam)
+
+
+def primal_model(X, y, graph, lam, where="rankrls_primal") -> LinearModel:
+    """:func:`rankrls_primal` on checked inputs."""
     w = _primal_core(X, y, graph, lam)
-    warn_unresolved(w, lam, "rankrls_primal", "the Cholesky factor of X^T L X + λ I fails")
+    warn_unresolved(w, lam, where, "the Cholesky factor of X^T L X + λ I fails")
     return LinearModel(w)
 
 
@@ -216,12 +221,18 @@ def rankrls_dual(K, y, graph: Graph, *, lam) -> DualModel:
     """
     K, y = check_kernel_matrix(K, y, graph)
     check_positive(lam, scalar=True)
+    return dual_model(K, y, graph, lam)
+
+
+def dual_model(K, y, graph, lam, where="rankrls_dual") -> DualModel:
+    """:func:`rankrls_dual` on a checked kernel matrix: a ``ValueError`` when ``K`` was found
+    indefinite, NaN and a warning for an unresolved λ."""
     A, psd, low = _dual_core(K, y, graph, lam)
     if is_concrete(psd) and not bool(psd):     # the failed Cholesky said so: no extra eigh
         raise ValueError(f"K is not positive semidefinite: S K S + λ I has no Cholesky factor "
                          f"and S K S the eigenvalue {float(low):.3g} (beyond rounding); a kernel "
                          "matrix must be PSD: check the kernel and its parameters")
-    warn_unresolved(A, lam, "rankrls_dual", "S K S + λ I has no Cholesky factor and λ is below "
+    warn_unresolved(A, lam, where, "S K S + λ I has no Cholesky factor and λ is below "
                     "300 eps times its largest eigenvalue")
     return DualModel(A)
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ._cg import rankrls_cg, rankrls_cg_dual
 from ._cg_loop import CG, STOP_REASONS
-from ._checks import is_concrete
+from ._checks import check_positive, is_concrete
 from ._falkon import rankrls_falkon
 from ._folds import Folds
 from ._graph import is_graph
@@ -35,7 +35,7 @@ from ._path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
 from ._problem import Problem
 from ._rankrls import rankrls_dual, rankrls_kernel, rankrls_primal
 from ._path import Selection
-from ._select import linear_dual_fit, select_rankrls
+from ._select import fit_model, select as select_grid
 from ._solvers import SOLVERS, Auto, Dual, Falkon, Nystrom, Primal
 from ._sparse import as_dense
 
@@ -126,7 +126,8 @@ def _fit_dual(p, s, lam):
     if p.precomputed:
         return rankrls_dual(p.X, p.y, p.graph, lam=lam)
     if s.kernel is None:
-        return linear_dual_fit(p.X, p.y, p.graph, lam)
+        check_positive(lam, scalar=True)
+        return fit_model(p, lam, dual=True)
     return rankrls_kernel(as_dense(p.X), p.y, p.graph, lam=lam, kernel=s.kernel)
 
 
@@ -430,10 +431,6 @@ def select(problem: Problem, solvers: Sequence = (Auto(),), *, lams, folds=None,
             raise ValueError("the Nystrom solvers of one select must share one basis")
         basis = solvers[0].basis
     kernels = [getattr(s, "kernel", None) for s in solvers]
-    valid = None if problem.valid is None else (problem.valid.X, problem.valid.y,
-                                                 problem.valid.qid)
-    return select_rankrls(problem.X, problem.y, problem.qid, lams=lams, kernels=kernels,
-                          graph=problem.graph, basis=basis, folds=folds, valid=valid,
-                          score_k=score_k, optimize=optimize, optimize_steps=optimize_steps,
-                          ard=ard, seed=seed, verbose=verbose)
-
+    return select_grid(problem, kernels, lams=lams, basis=basis, folds=folds, score_k=score_k,
+                       optimize=optimize, optimize_steps=optimize_steps, ard=ard, seed=seed,
+                       verbose=verbose)

@@ -73,7 +73,7 @@ def _check_data(X, y, graph, kernel="linear", what="tune", nystrom=False):
     return X, y
 
 
-def _take_basis(X, basis, kernel, seed, what):
+def tune_basis(X, basis, kernel, seed, what):
     """The padded :class:`BasisRows` of ``basis`` (None: exact), its ``m x b`` blocks planned:
     about 10 of them live in a differentiated step (kernel block, features, their
     transforms and cotangents)."""
@@ -133,7 +133,7 @@ def _checked_inputs(params, X, y, graph, folds, kernel, what, basis=None, seed=0
     if not isinstance(folds, Folds):
         raise TypeError(f"folds must be a Folds (rankjax.make_folds), got {type(folds).__name__}")
     X, y = _check_data(X, y, graph, kernel, what, basis is not None)
-    B = _take_basis(X, basis, kernel, seed, what)
+    B = tune_basis(X, basis, kernel, seed, what)
     _check_params(params, kernel, X.shape[1], B)
     return X, y, graph, resolve_folds(graph, folds, 0, X.shape[0]), B
 
@@ -153,11 +153,11 @@ def cv_predictions(params, X, y, graph: Graph, folds: Folds, kernel: str = "line
       True
     """
     problem = _checked_inputs(params, X, y, graph, folds, kernel, "cv_predictions", basis, seed)
-    return _predictions_core(params, problem, kernel=kernel)
+    return predictions_core(params, problem, kernel=kernel)
 
 
 @partial(jax.jit, static_argnames="kernel")
-def _predictions_core(params, problem, *, kernel):
+def predictions_core(params, problem, *, kernel):
     return _predictions(params, problem, kernel)
 
 
@@ -373,26 +373,17 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
         raise ValueError("centres=True learns the basis points of a Nyström model: give basis=")
     check_verbose(verbose)
     X, y = _check_data(X, y, graph, kernel, "tune", basis is not None)
-    B = _take_basis(X, basis, kernel, seed, "tune")
+    B = tune_basis(X, basis, kernel, seed, "tune")
     steps = check_count(steps, "steps")
     ard = check_flag(ard, "ard")
     check_positive(lam, scalar=True)
     check_positive(learning_rate, name="learning_rate", scalar=True)
     check_positive(temperature, name="temperature", scalar=True)
     folds = resolve_folds(graph, folds, seed, X.shape[0])
-    n = X.shape[1]
-    dtype = X.dtype
-    params = {"log_lam": jnp.asarray(np.log(lam), dtype)}
-    if kernel != "linear":
-        g0 = 1.0 / n if gamma is None else gamma
-        check_positive(g0, name="gamma", scalar=True)
-        params["log_gamma"] = jnp.asarray(np.log(g0), dtype)
-    if kernel == "polynomial":
-        params["log_coef0"] = jnp.asarray(0.0, dtype)
-    if ard:
-        params["log_scales"] = jnp.zeros(n, dtype)
-    if centres:
-        params["centres"] = jnp.asarray(B.X, dtype)
+    if kernel != "linear" and gamma is not None:
+        check_positive(gamma, name="gamma", scalar=True)
+    params = start_params(kernel, X.shape[1], X.dtype, lam, gamma, ard,
+                          B.X if centres else None)
     pairs = None
     if loss == "pairwise":
         seg, _ = graph.segments()
@@ -401,21 +392,44 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
             raise ValueError("loss='pairwise' needs pairs with different labels in a query")
         per_query = np.bincount(np.asarray(seg)[h])
         w = 1.0 / per_query[np.asarray(seg)[h]]
-        pairs = (jnp.asarray(h), jnp.asarray(t), jnp.asarray(w, dtype))
+        pairs = (jnp.asarray(h), jnp.asarray(t), jnp.asarray(w, X.dtype))
+    return descend(params, (X, y, graph, folds, B), kernel, loss=loss, pairs=pairs,
+                   temperature=temperature, steps=steps, learning_rate=learning_rate,
+                   verbose=verbose)
+
+
+def start_params(kernel: str, n: int, dtype, lam, gamma=None, ard=False, centres=None) -> dict:
+    """The starting point of :func:`tune` in log space (``gamma`` default ``1 / n``)."""
+    params = {"log_lam": jnp.asarray(np.log(lam), dtype)}
+    if kernel != "linear":
+        params["log_gamma"] = jnp.asarray(np.log(1.0 / n if gamma is None else gamma), dtype)
+    if kernel == "polynomial":
+        params["log_coef0"] = jnp.asarray(0.0, dtype)
+    if ard:
+        params["log_scales"] = jnp.zeros(n, dtype)
+    if centres is not None:
+        params["centres"] = jnp.asarray(centres, dtype)
+    return params
+
+
+def descend(params, problem, kernel: str, *, loss="squared", pairs=None, temperature=0.1,
+            steps: int = 20, learning_rate: float = 0.1, verbose: int = 0) -> TuneResult:
+    """The Adam loop of :func:`tune` from ``params`` on a checked ``problem = (X, y, graph,
+    folds, basis)`` (``basis`` a :class:`BasisRows` or ``None``)."""
+    dtype = problem[0].dtype
     state = _ADAM.init(params)
     state.hyperparams["learning_rate"] = jnp.asarray(learning_rate, dtype)
     history, losses = [params], []
-    temp = jnp.asarray(temperature, dtype)
-    problem = (X, y, graph, folds, B)
+    objective = (pairs, jnp.asarray(temperature, dtype))
     stages = Stages(steps, "tune step", verbose)
     for i in stages:
-        params, state, value = _step(params, state, problem, (pairs, temp), kernel=kernel,
+        params, state, value = _step(params, state, problem, objective, kernel=kernel,
                                      loss=loss)
         losses.append(value)
         history.append(params)
         if stages.every and (i + 1) % stages.every == 0:
             stages.note(f"loss {float(value):.6g}, λ {float(np.exp(params['log_lam'])):.4g}")
-    losses.append(_loss_core(params, problem, (pairs, temp), kernel=kernel, loss=loss))
+    losses.append(_loss_core(params, problem, objective, kernel=kernel, loss=loss))
     stacked = {k: np.stack([np.asarray(p[k]) for p in history]) for k in params}
     final = {k: np.asarray(v) for k, v in params.items()}
     kern = None if kernel == "linear" else _kernel(params, kernel)

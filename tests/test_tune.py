@@ -242,14 +242,14 @@ def test_nystrom_holdout_equals_refits_and_its_gradient_finite_differences(prob)
 
 def test_nystrom_basis_size_in_the_bucket_compiles_nothing(prob):
     d, g, folds = prob
-    from rankjax._tune import _predictions_core
+    from rankjax._tune import predictions_core
     p = {"log_lam": jnp.asarray(0.0), "log_gamma": jnp.asarray(-1.0)}
     _tune.cv_predictions(p, d.X, d.y, g, folds, "gaussian", basis=np.arange(0, 21))
-    before = _predictions_core._cache_size()
+    before = predictions_core._cache_size()
     _tune.cv_predictions(p, d.X, d.y, g, folds, "gaussian", basis=np.arange(1, 23))   # 21, 22 -> 24
     _tune.cv_predictions({**p, "log_gamma": jnp.asarray(0.5)}, d.X, d.y, g, folds, "gaussian",
                       basis=np.arange(1, 23))
-    assert _predictions_core._cache_size() == before
+    assert predictions_core._cache_size() == before
 
 
 def smooth_ndcg_loss(f, y, seg, temperature=0.1):

@@ -125,7 +125,7 @@ class RankRLSCV(RankRLS):
         """Chooses (λ, γ) by the exact hold-out over queries, or with ``eval_set`` (as
         LightGBM/XGBoost, with ``eval_qid``/``eval_group``) by NDCG@``score_k`` on that set:
         every λ of the path from one decomposition per γ (``evals_result_`` in grid
-        order, as ``cv_results_``). The selection is :func:`rankjax._select.select_rankrls`."""
+        order, as ``cv_results_``). The selection is :func:`rankjax.select`."""
         optimize = check_flag(self.optimize, "optimize")
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state)
@@ -136,11 +136,12 @@ class RankRLSCV(RankRLS):
         lams = np.asarray(self.lams, dtype=np.float64)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UnresolvedLambdaWarning)
-            sel = _select.select_rankrls(
-                X, y, seg, lams=lams, kernels=kernels,
-                graph=self._graph(seg, y), folds=self.folds, valid=valid, score_k=self.score_k, basis=b,
-                optimize=optimize, optimize_steps=self.optimize_steps, ard=self.ard,
-                seed=self.random_state, verbose=verbose)
+            problem = _problem.Problem(X, y, self._graph(seg, y),
+                                       valid=None if valid is None else _problem.Problem(*valid))
+            sel = _select.select(problem, kernels, lams=lams, seg=seg, folds=self.folds,
+                                 score_k=self.score_k, basis=b, optimize=optimize,
+                                 optimize_steps=self.optimize_steps, ard=self.ard,
+                                 seed=self.random_state, verbose=verbose)
         default = lams.shape == (len(DEFAULT_LAMS),) and np.allclose(lams, DEFAULT_LAMS, rtol=1e-12)
         for w in caught:            # the default grid's unresolved λ: a note, not a warning
             if default and issubclass(w.category, UnresolvedLambdaWarning):
