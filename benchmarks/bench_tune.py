@@ -95,8 +95,8 @@ def main():
          gammas=[float(v) for v in gammas], cv_loss_table=np.round(table, 7).tolist(),
          **test_metrics(X, y, qid, Xt, yt, qt, lams[j], gammas[i]))
     t0 = time.perf_counter()
-    r = rj.tune(X, y, g, kernel="gaussian", ard=a.ard, lam=1.0, gamma=1.0 / n, folds=folds,
-                steps=a.steps, learning_rate=a.lr)
+    r = rj.tune(rj.Problem(X, y, g), rj.Dual(rj.gaussian_kernel(1.0 / n)), ard=a.ard, lam=1.0,
+                folds=folds, steps=a.steps, learning_rate=a.lr)
     tune_s = time.perf_counter() - t0
     best = int(np.argmin(r.loss_history))
     first = np.flatnonzero(r.loss_history <= table[i, j])
@@ -122,8 +122,8 @@ def nystrom_runs(a, X, y, qid, Xt, yt, qt):
     for b, ard, lr in ((2000, False, 0.3), (1000, True, 0.1), (2000, True, 0.1)):
         basis = rj.Basis(b, method="kmeans++")
         t0 = time.perf_counter()
-        r = rj.tune(X, y, g, kernel="gaussian", ard=ard, lam=1.0, gamma=1.0 / n, folds=folds,
-                    steps=a.steps, learning_rate=lr, basis=basis)
+        r = rj.tune(rj.Problem(X, y, g), rj.Nystrom(rj.gaussian_kernel(1.0 / n), basis), ard=ard,
+                    lam=1.0, folds=folds, steps=a.steps, learning_rate=lr)
         tune_s = time.perf_counter() - t0
         best = int(np.argmin(r.loss_history))
         lam_t = float(np.exp(r.params_history["log_lam"][best]))
@@ -148,16 +148,17 @@ def nystrom_runs(a, X, y, qid, Xt, yt, qt):
         Xd, yd = d.X.astype(dtype), d.y.astype(dtype)
         for b in a.step_bases:
             for ard in (False, True):
-                kw = dict(kernel="gaussian", ard=ard, basis=b, folds=fd, learning_rate=0.1)
+                kw = dict(ard=ard, folds=fd, learning_rate=0.1)
+                pd, solver = rj.Problem(Xd, yd, gd), rj.Nystrom(rj.gaussian_kernel(1.0 / 50), b)
                 t0 = time.perf_counter()
-                rj.tune(Xd, yd, gd, steps=1, **kw)
+                rj.tune(pd, solver, steps=1, **kw)
                 compile_s = time.perf_counter() - t0
                 per = []
                 for _ in range(3):
                     t1 = time.perf_counter()
-                    rj.tune(Xd, yd, gd, steps=1, **kw)
+                    rj.tune(pd, solver, steps=1, **kw)
                     t2 = time.perf_counter()
-                    r = rj.tune(Xd, yd, gd, steps=3, **kw)
+                    r = rj.tune(pd, solver, steps=3, **kw)
                     per.append(((time.perf_counter() - t2) - (t2 - t1)) / 2)
                 key = (b, ard)
                 ref.setdefault(key, r.loss_history)

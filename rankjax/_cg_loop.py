@@ -29,7 +29,7 @@ from ._products import mm
 from ._checks import as_float_array, check_count, check_positive, lam_ok, nan_unless
 from ._graph import check_graph
 from ._graph_build import as_validation
-from ._log import begin, check_verbose, loop_step
+from ._log import begin, check_verbose, loop_step, user_stacklevel
 from ._metrics import check_metric_options
 from ._rankrls import LinearModel
 
@@ -155,7 +155,7 @@ def _warn_once(key, spelling):
     if key not in _WARNED:
         _WARNED.add(key)
         warnings.warn(f"{key.split('/')[0]}: these keywords are deprecated; pass {spelling}",
-                      FutureWarning, stacklevel=3)
+                      FutureWarning, stacklevel=user_stacklevel())
 
 
 class CGResult(NamedTuple):

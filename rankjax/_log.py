@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import os
 import sys
 import time
 
@@ -33,6 +34,20 @@ import numpy as np
 
 logger = logging.getLogger("rankjax")
 _clock: dict = {}          # the start of the compiled loops of the running call (callbacks)
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for ``warnings.warn`` called right here that names the first
+    frame outside the rankjax package: the user's line, however deep the library's own
+    calls run (``rj.select`` -> the hold-out -> the warning is three frames deeper than
+    ``holdout_primal`` -> the warning)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def check_verbose(verbose, name: str = "verbose") -> int:

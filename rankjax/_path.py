@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._log import timed
+from ._log import timed, user_stacklevel
 from ._checks import (as_float_array, check_flag, check_gram, check_positive, check_matrix,
                       check_targets, is_concrete, lam_ok, nan_unless, reduce_concrete,
                       resolve_segments)
@@ -195,7 +195,7 @@ def check_spectrum(flags, lams, where, name="K"):
             f"{where}: lams {shown} are below {float(floor):.3g}, the smallest λ that "
             f"{lams.dtype} resolves against the largest eigenvalue {float(high):.3g} of the "
             "system; their results are NaN. Use float64 (jax_enable_x64) or larger λ",
-            UnresolvedLambdaWarning, stacklevel=3)
+            UnresolvedLambdaWarning, stacklevel=user_stacklevel())
 
 
 @timed

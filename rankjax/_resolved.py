@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import is_concrete, reduce_concrete
+from ._log import user_stacklevel
 
 __all__ = ["UnresolvedLambdaWarning", "warn_unresolved"]
 
@@ -37,4 +38,4 @@ def warn_unresolved(values, lams, where: str, why: str):
         shown = ", ".join(f"{v:.3g}" for v in bad)
         warnings.warn(f"{where}: lams {shown} are not resolved in {values.dtype}: {why}; their "
                       "results are NaN. Use float64 (jax_enable_x64) or larger λ",
-                      UnresolvedLambdaWarning, stacklevel=3)
+                      UnresolvedLambdaWarning, stacklevel=user_stacklevel())

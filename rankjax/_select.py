@@ -333,7 +333,7 @@ class _Grid:
         Nyström model on the basis ``index`` when given); kept when its hold-out NDCG is
         not below the grid's. Returns ``(lam, kernel, score, TuneResult, scales)``."""
         p, Xd = self.problem, self.Xd
-        B = None if index is None else tune_basis(Xd, Basis(rows=index), kind, 0, "tune")
+        B = None if index is None else tune_basis(Xd, Basis(rows=index), kern, "tune")
         problem = (Xd, p.y, p.graph, folds, B)
         gamma = None if kern is None else float(kern.gamma)
         r = descend(start_params(kind, Xd.shape[1], Xd.dtype, lam, gamma, ard), problem, kind,

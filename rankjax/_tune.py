@@ -25,17 +25,19 @@ import numpy as np
 import optax
 
 from ._products import HI
-from ._checks import (as_float_array, check_count, check_flag, check_indices, check_positive, check_matrix,
+from ._checks import (as_float_array, check_count, check_flag, check_indices, check_positive,
                       indices_ok, is_concrete, nan_unless)
 from ._memory import check_memory, kernel_plan
 from ._folds import Folds, over_folds, resolve_folds
 from ._holdout import woodbury_fold
-from ._graph import Graph, check_graph, check_problem
+from ._graph import check_graph
 from ._graph_build import pairs_from_scores
 from ._kernels import Kernel, kernel_block, kernel_matrix
 from ._log import Stages, check_verbose
 from ._nystrom import BasisRows, basis_system, take_basis
+from ._problem import Problem
 from ._ridge import dual_system, primal_system
+from ._solvers import Dual, Nystrom, Primal
 from ._sparse import as_dense
 
 __all__ = ["TuneResult", "cv_predictions", "cv_loss", "tune", "KERNELS", "LOSSES"]
@@ -58,30 +60,56 @@ def _kernel(params, kind):
                   coef0=jnp.exp(params.get("log_coef0", 0.0)), degree=2)
 
 
-def _check_data(X, y, graph, kernel="linear", what="tune", nystrom=False):
-    """``X [m, n]`` (dense), ``y [m]`` and a query or identity graph on the ``m`` rows;
-    with an exact kernel, the ``m x m`` matrices of a differentiated step must fit (about
-    12: kernel, system, Cholesky factor, features and their cotangents)."""
+def _check_problem(problem, solver, what):
+    """``(X dense [m, n], y [m], graph, kind, kernel, basis)`` of a :class:`Problem` and a
+    solver: ``Primal()`` (the linear model), ``Dual(kernel)`` (an exact Gaussian or
+    degree-2 polynomial kernel; ``None`` or a linear kernel: the linear model) or
+    ``Nystrom(kernel, basis)``. With an exact kernel, the ``m x m`` matrices of a
+    differentiated step must fit (about 12: kernel, system, Cholesky factor, features and
+    their cotangents)."""
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem must be a rankjax.Problem, got {type(problem).__name__}: "
+                        f"{what.split()[0]}(rj.Problem(X, y, queries), solver, ...) with the solver "
+                        "rj.Primal(), rj.Dual(kernel) or rj.Nystrom(kernel, basis)")
+    if problem.precomputed:
+        raise TypeError(f"{what} learns kernel parameters from feature rows: a precomputed "
+                        "kernel matrix has none")
+    kind, kernel, basis = _solver_kind(solver, what)
+    graph = problem.graph
     check_graph(graph)
     graph.check_splittable(what)
-    X = check_matrix(X)
-    if kernel != "linear" and X.ndim == 2 and not nystrom:
+    X, y = problem.X, problem.y
+    if y is None or y.ndim != 1:
+        raise ValueError(f"y must be [m] (one output), got shape {None if y is None else y.shape}")
+    if kind != "linear" and basis is None:
         kernel_plan(X.shape[0], X.dtype, 12, what)
-    X, y = check_problem(as_dense(X), y, graph)
-    if y.ndim != 1:
-        raise ValueError(f"y must be [m] (one output), got shape {y.shape}")
-    return X, y
+    return as_dense(X), y, graph, kind, kernel, basis
 
 
-def tune_basis(X, basis, kernel, seed, what):
-    """The padded :class:`BasisRows` of ``basis`` (None: exact), its ``m x b`` blocks planned:
-    about 10 of them live in a differentiated step (kernel block, features, their
-    transforms and cotangents)."""
+def _solver_kind(solver, what):
+    """``(kind, kernel, basis)``: the model :func:`tune` differentiates for ``solver``."""
+    if isinstance(solver, Primal):
+        return "linear", None, None
+    if not isinstance(solver, (Dual, Nystrom)):
+        raise TypeError(f"{what} takes the solver rj.Primal(), rj.Dual(kernel) or "
+                        f"rj.Nystrom(kernel, basis), got {type(solver).__name__}")
+    kernel = solver.kernel
+    basis = getattr(solver, "basis", None)
+    if kernel is None or kernel.kind == "linear":
+        return "linear", kernel, basis
+    if kernel.kind == "polynomial" and int(kernel.degree) != 2:
+        raise ValueError(f"{what} learns the degree-2 polynomial kernel, got degree "
+                         f"{kernel.degree}")
+    return kernel.kind, kernel, basis
+
+
+def tune_basis(X, basis, kernel: Optional[Kernel], what):
+    """The padded :class:`BasisRows` of ``basis`` (None: exact), drawn in ``kernel``'s feature
+    space, its ``m x b`` blocks planned: about 10 of them live in a differentiated step
+    (kernel block, features, their transforms and cotangents)."""
     if basis is None:
         return None
-    gamma = 1.0 / X.shape[1]
-    _, B = take_basis(X, basis, None if kernel == "linear" else
-                      Kernel(kernel, gamma=gamma, degree=2), seed)
+    _, B = take_basis(X, basis, kernel)
     m, b = X.shape[0], B.X.shape[0]
     check_memory(10 * m * b * X.dtype.itemsize, f"{what} with {m} rows and {b} basis rows",
                  "use a smaller basis or fewer rows (a subsample of whole queries)")
@@ -125,35 +153,33 @@ def _tri_solve(C, B):
     return jax.scipy.linalg.solve_triangular(C, B, lower=True)
 
 
-def _checked_inputs(params, X, y, graph, folds, kernel, what, basis=None, seed=0):
+def _checked_inputs(params, problem, solver, folds, what):
     """The host checks shared by :func:`cv_predictions` and :func:`cv_loss`: returns the
-    checked problem ``(X, y, graph, folds, basis)``."""
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    model's kind and the checked ``(X, y, graph, folds, basis)``."""
     if not isinstance(folds, Folds):
         raise TypeError(f"folds must be a Folds (rankjax.make_folds), got {type(folds).__name__}")
-    X, y = _check_data(X, y, graph, kernel, what, basis is not None)
-    B = tune_basis(X, basis, kernel, seed, what)
-    _check_params(params, kernel, X.shape[1], B)
-    return X, y, graph, resolve_folds(graph, folds, 0, X.shape[0]), B
+    X, y, graph, kind, kernel, basis = _check_problem(problem, solver, what)
+    B = tune_basis(X, basis, kernel, what)
+    _check_params(params, kind, X.shape[1], B)
+    return kind, (X, y, graph, resolve_folds(graph, folds, 0, X.shape[0]), B)
 
 
-def cv_predictions(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear", *,
-                   basis=None, seed: int = 0):
+def cv_predictions(params, problem: Problem, solver, folds: Folds):
     """Hold-out predictions ``[m]`` (every row predicted by the model trained without its
-    fold) as a differentiable function of ``params`` (see :func:`cv_loss`; ``basis``: the
-    Nyström model). Pure and jittable; ``folds`` from :func:`rankjax.make_folds`.
+    fold) as a differentiable function of ``params`` (see :func:`cv_loss`). Pure and
+    jittable; ``folds`` from :func:`rankjax.make_folds`.
 
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(8, num_features=3, seed=0)
-      >>> g = rj.query_graph(d.qid)
-      >>> f = cv_predictions({"log_lam": np.log(2.0)}, d.X, d.y, g, rj.make_folds(g))
-      >>> bool(np.allclose(f, rj._holdout.holdout_primal(d.X, d.y, g, lams=[2.0]).predictions[0]))
+      >>> p = rj.Problem(d.X, d.y, d.qid)
+      >>> f = cv_predictions({"log_lam": np.log(2.0)}, p, rj.Primal(), rj.make_folds(p.graph))
+      >>> h = rj.holdout(p, rj.Primal(), lams=[2.0]).value.predictions[0]
+      >>> bool(np.allclose(f, h))
       True
     """
-    problem = _checked_inputs(params, X, y, graph, folds, kernel, "cv_predictions", basis, seed)
-    return predictions_core(params, problem, kernel=kernel)
+    kind, checked = _checked_inputs(params, problem, solver, folds, "cv_predictions")
+    return predictions_core(params, checked, kernel=kind)
 
 
 @partial(jax.jit, static_argnames="kernel")
@@ -212,50 +238,51 @@ def _pairwise(f, head, tail, weight, T):
     return jnp.sum(weight * jax.nn.sigmoid((f[tail] - f[head]) / T)) / jnp.sum(weight)
 
 
-def cv_loss(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear",
-            loss="squared", pairs=None, temperature: float = 0.1, *, basis=None,
-            seed: int = 0):
-    """Differentiable cross-validation criterion of RankRLS (Pahikkala et al. 2009 §3.3).
+def cv_loss(params, problem: Problem, solver, folds: Folds, loss="squared", pairs=None,
+            temperature: float = 0.1):
+    """Differentiable cross-validation criterion of RankRLS (Pahikkala et al. 2009 §3.3):
+    the loss of the exact hold-out predictions ``f'`` (eq. 33-34, every row predicted by
+    the model trained without its fold) at ``params``.
 
     Args:
       params: dict of scalars ``log_lam`` and (kernels) ``log_gamma``, optional
         ``log_coef0`` (polynomial) and ``log_scales [n]`` (ARD: features scaled by
-        ``exp(log_scales)``).
-      X: ``[m, n]``; y: ``[m]``; graph: a query (or identity) graph; folds: hold-out folds.
-      kernel: ``"linear"`` (primal), ``"gaussian"`` or ``"polynomial"`` (degree 2).
-      loss: ``"squared"`` — the RankRLS loss ``(y - f')^T L (y - f')`` of the hold-out
-        predictions ``f'`` per row; ``"pairwise"`` — the pairwise error with the step
-        replaced by ``sigmoid(./temperature)``, each query weighted equally; or a
-        callable ``loss(f', y, seg)`` of the hold-out scores, the labels and the segment
-        ids ``[m]`` of the queries (``0..Q-1``; a smooth NDCG, a rax loss ...), jittable
-        and differentiable, hashable (a module-level function).
-      basis: the Nyström model (Pahikkala et al. 2009 §3.5): an int, row indices or a
-        :class:`Basis` (padded to a size bucket: another size in the bucket compiles
-        nothing); ``params`` may then hold ``centres [b_pad, n]``, the basis points as
-        free parameters. O(m b^2) per call and its gradient, never an ``m x m`` matrix;
-        gradients through Cholesky factors.
+        ``exp(log_scales)``); with a Nyström solver also ``centres [b_pad, n]``, the basis
+        points as free parameters.
+      problem: a :class:`Problem` with one output on a query (or identity) graph.
+      solver: the model: :class:`Primal` (linear), :class:`Dual` with a Gaussian or
+        degree-2 polynomial kernel (its parameters come from ``params``, not the kernel),
+        or :class:`Nystrom` (Pahikkala et al. 2009 §3.5: O(m b^2) per call and its
+        gradient, never an ``m x m`` matrix; the basis padded to a size bucket).
+      folds: hold-out folds of the problem's graph (:func:`rankjax.make_folds`).
+      loss: ``"squared"`` — the RankRLS loss ``(y - f')^T L (y - f')`` per row;
+        ``"pairwise"`` — the pairwise error with the step replaced by
+        ``sigmoid(./temperature)``, each query weighted equally; or a callable
+        ``loss(f', y, seg)`` of the hold-out scores, the labels and the segment ids ``[m]``
+        of the queries (``0..Q-1``; a smooth NDCG, a rax loss ...), jittable and
+        differentiable, hashable (a module-level function).
       pairs: ``(head, tail, weight)`` for ``"pairwise"`` (from :func:`tune`); indices
         are range-checked, and under the caller's ``jit`` an index outside ``[0, m)``
         makes the loss NaN.
 
     Host checks, then one module-level jitted core: a second call with new values of
-    the same shapes compiles nothing.
+    the same shapes compiles nothing; gradients go through Cholesky factors.
 
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(8, num_features=3, seed=0)
-      >>> g = rj.query_graph(d.qid)
-      >>> float(rj.cv_loss({"log_lam": 0.0}, d.X, d.y, g, rj.make_folds(g))) > 0
+      >>> p = rj.Problem(d.X, d.y, d.qid)
+      >>> float(rj.cv_loss({"log_lam": 0.0}, p, rj.Primal(), rj.make_folds(p.graph))) > 0
       True
     """
     check_loss(loss)
-    problem = _checked_inputs(params, X, y, graph, folds, kernel, "cv_loss (with its gradient)",
-                              basis, seed)
-    X = problem[0]
+    kind, checked = _checked_inputs(params, problem, solver, folds,
+                                    "cv_loss (with its gradient)")
+    m = checked[0].shape[0]
     if loss == "pairwise":
         if pairs is None or len(pairs) != 3:
             raise ValueError("loss='pairwise' needs pairs=(head, tail, weight)")
-        head, tail = (check_indices(v, f"pairs {k}", X.shape[0])
+        head, tail = (check_indices(v, f"pairs {k}", m)
                       for k, v in zip(("head", "tail"), pairs[:2]))
         weight = as_float_array(pairs[2], "pairs weight", finite=True)
         if is_concrete(weight) and bool(jnp.any(weight < 0)):
@@ -265,7 +292,7 @@ def cv_loss(params, X, y, graph: Graph, folds: Folds, kernel: str = "linear",
                              f"{[np.shape(v) for v in pairs]}")
         pairs = (head, tail, weight)
     check_positive(temperature, name="temperature", scalar=True)
-    return _loss_core(params, problem, (pairs, temperature), kernel=kernel, loss=loss)
+    return _loss_core(params, checked, (pairs, temperature), kernel=kind, loss=loss)
 
 
 def check_loss(loss):
@@ -327,29 +354,30 @@ def _step(params, state, problem, objective, *, kernel, loss):
     return optax.apply_updates(params, updates), state, value
 
 
-def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: float = 1.0,
-         gamma: Optional[float] = None, folds=None, loss="squared", steps: int = 50,
-         learning_rate: float = 0.1, temperature: float = 0.1, seed: int = 0, basis=None,
-         centres: bool = False, verbose: int = 0) -> TuneResult:
-    """Learns λ (and the kernel γ, polynomial c0, ARD scales) by gradient descent (Adam,
-    optax) on the exact hold-out criterion :func:`cv_loss`, in log space.
+def tune(problem: Problem, solver=Primal(), *, lam: float = 1.0, folds=None, ard: bool = False,
+         loss="squared", steps: int = 50, learning_rate: float = 0.1, temperature: float = 0.1,
+         seed: int = 0, centres: bool = False, verbose: int = 0) -> TuneResult:
+    """Learns λ (and the kernel's γ, a polynomial's c0, ARD scales) by gradient descent
+    (Adam, optax) on the exact hold-out criterion :func:`cv_loss`, in log space, from
+    ``lam`` and the solver's kernel parameters.
 
-    Each step costs one Cholesky of ``n x n`` (linear) or ``m x m`` (kernels) and its
-    gradient: compare with a grid, which needs one decomposition per (γ) point.
+    Each step costs one Cholesky of ``n x n`` (linear), ``m x m`` (an exact kernel) or
+    ``b x b`` (Nyström) and its gradient: compare with a grid, which needs one
+    decomposition per (γ) point.
 
     Args:
-      X: ``[m, n]``; y: ``[m]``; graph: a query graph (or identity graph).
-      kernel: ``"linear"``, ``"gaussian"`` or ``"polynomial"``.
+      problem: a :class:`Problem` with one output on a query (or identity) graph.
+      solver: :class:`Primal` (linear), :class:`Dual` with a Gaussian or degree-2
+        polynomial kernel (the starting γ, c0), or :class:`Nystrom` (its basis; O(m b^2)
+        per step, no ``m x m`` matrix).
+      lam: the starting λ.
+      folds: ``None`` leave-query-out, an int k (drawn with ``seed``), or :class:`Folds`.
       ard: learn one scale per feature.
-      lam, gamma: starting values (``gamma`` default ``1 / n``).
-      folds: ``None`` leave-query-out, an int k, fold ids, or :class:`Folds`.
       loss: ``"squared"``, ``"pairwise"`` (smooth pairwise error) or a callable
         ``loss(f, y, seg)`` (see :func:`cv_loss`).
       steps, learning_rate: the Adam loop.
       temperature: of the smooth pairwise error.
-      basis: learn the Nyström model's hyper-parameters (an int, row indices or a
-        :class:`Basis`): O(m b^2) per step, no ``m x m`` matrix (:func:`cv_loss`).
-      centres: with ``basis``, also learn the basis points (``params["centres"]``).
+      centres: with a Nyström solver, also learn the basis points (``params["centres"]``).
       verbose: log the loss every that many steps (0: silent; logger ``"rankjax"``).
 
     Returns:
@@ -359,31 +387,30 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(10, num_features=3, seed=0)
-      >>> r = rj.tune(d.X, d.y, rj.query_graph(d.qid), lam=100.0, steps=20)
+      >>> r = rj.tune(rj.Problem(d.X, d.y, d.qid), rj.Primal(), lam=100.0, steps=20)
       >>> bool(r.loss_history[-1] <= r.loss_history[0])
       True
     """
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     check_loss(loss)
-    if kernel == "linear" and gamma is not None:
-        raise ValueError("gamma is not used with kernel='linear' (a Gaussian or polynomial "
-                         "kernel learns it)")
-    if check_flag(centres, "centres") and basis is None:
-        raise ValueError("centres=True learns the basis points of a Nyström model: give basis=")
     check_verbose(verbose)
-    X, y = _check_data(X, y, graph, kernel, "tune", basis is not None)
-    B = tune_basis(X, basis, kernel, seed, "tune")
+    X, y, graph, kind, kernel, basis = _check_problem(problem, solver, "tune")
+    if check_flag(centres, "centres") and basis is None:
+        raise ValueError("centres=True learns the basis points of a Nyström model: use "
+                         "rj.Nystrom(kernel, basis)")
+    B = tune_basis(X, basis, kernel, "tune")
     steps = check_count(steps, "steps")
     ard = check_flag(ard, "ard")
     check_positive(lam, scalar=True)
     check_positive(learning_rate, name="learning_rate", scalar=True)
     check_positive(temperature, name="temperature", scalar=True)
     folds = resolve_folds(graph, folds, seed, X.shape[0])
-    if kernel != "linear" and gamma is not None:
-        check_positive(gamma, name="gamma", scalar=True)
-    params = start_params(kernel, X.shape[1], X.dtype, lam, gamma, ard,
-                          B.X if centres else None)
+    gamma = coef0 = None
+    if kind != "linear":
+        gamma = check_positive(kernel.gamma, name="kernel gamma", scalar=True)
+    if kind == "polynomial":
+        coef0 = check_positive(kernel.coef0, name="kernel coef0", scalar=True)
+    params = start_params(kind, X.shape[1], X.dtype, lam, gamma, ard,
+                          B.X if centres else None, coef0)
     pairs = None
     if loss == "pairwise":
         seg, _ = graph.segments()
@@ -393,18 +420,20 @@ def tune(X, y, graph: Graph, *, kernel: str = "linear", ard: bool = False, lam: 
         per_query = np.bincount(np.asarray(seg)[h])
         w = 1.0 / per_query[np.asarray(seg)[h]]
         pairs = (jnp.asarray(h), jnp.asarray(t), jnp.asarray(w, X.dtype))
-    return descend(params, (X, y, graph, folds, B), kernel, loss=loss, pairs=pairs,
+    return descend(params, (X, y, graph, folds, B), kind, loss=loss, pairs=pairs,
                    temperature=temperature, steps=steps, learning_rate=learning_rate,
                    verbose=verbose)
 
 
-def start_params(kernel: str, n: int, dtype, lam, gamma=None, ard=False, centres=None) -> dict:
-    """The starting point of :func:`tune` in log space (``gamma`` default ``1 / n``)."""
+def start_params(kernel: str, n: int, dtype, lam, gamma=None, ard=False, centres=None,
+                 coef0=None) -> dict:
+    """The starting point of :func:`tune` in log space (``gamma`` default ``1 / n``,
+    ``coef0`` 1)."""
     params = {"log_lam": jnp.asarray(np.log(lam), dtype)}
     if kernel != "linear":
         params["log_gamma"] = jnp.asarray(np.log(1.0 / n if gamma is None else gamma), dtype)
     if kernel == "polynomial":
-        params["log_coef0"] = jnp.asarray(0.0, dtype)
+        params["log_coef0"] = jnp.asarray(np.log(1.0 if coef0 is None else coef0), dtype)
     if ard:
         params["log_scales"] = jnp.zeros(n, dtype)
     if centres is not None:

@@ -36,3 +36,14 @@ def surface(tmp_path_factory):
     """The small problem of the bad-input tables (``tests/surface.py``)."""
     from surface import make_problem
     return make_problem(tmp_path_factory.mktemp("surface"))
+
+
+def tune_solver(kind="linear", basis=None, gamma=1.0):
+    """The solver of ``rj.tune`` / ``rj.cv_loss`` for a model kind (``cv_loss`` takes γ from
+    its ``params``; ``tune`` starts from ``gamma``)."""
+    import rankjax as rj
+    kernel = {"linear": None, "gaussian": rj.gaussian_kernel(gamma),
+              "polynomial": rj.polynomial_kernel(2, gamma)}[kind]
+    if basis is not None:
+        return rj.Nystrom(rj.linear_kernel() if kernel is None else kernel, basis)
+    return rj.Primal() if kernel is None else rj.Dual(kernel)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from conftest import tune_solver
 from rankjax._holdout import holdout_dual, holdout_nystrom, holdout_primal
 from rankjax._backend import ACCELERATOR, CPU, forced_paths, paths
 
@@ -81,7 +82,8 @@ def test_tune_same_on_both_paths(data, kernel, folds):
     g = rj.query_graph(qid)
     m = 160 if kernel == "gaussian" else X.shape[0]
     g = rj.query_graph(qid[:m]) if kernel == "gaussian" else g
-    a, b = both(lambda: rj.tune(X[:m], y[:m], g, kernel=kernel, lam=1.0, folds=folds,
+    solver = tune_solver(kernel, gamma=1 / X.shape[1])
+    a, b = both(lambda: rj.tune(rj.Problem(X[:m], y[:m], g), solver, lam=1.0, folds=folds,
                                 steps=3).loss_history)
     assert_same(a, b)
 

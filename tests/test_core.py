@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from conftest import tune_solver
 from rankjax._cg import rankrls_cg, rankrls_cg_dual
 from rankjax._cv import cross_validate
 from rankjax._gp import gp_pairwise_gaussian
@@ -182,9 +183,10 @@ def test_new_values_or_query_count_compile_nothing(name):
                                                        X_valid=X),
         "dual": lambda X, y, q: rankrls_dual(X @ X.T, y, rj.query_graph(q), lam=1.0),
         "lqo": lambda X, y, q: holdout_primal(X, y, rj.query_graph(q), lams=lams, folds=3),
-        "cv_loss": lambda X, y, q: rj.cv_loss({"log_lam": 0.0, "log_gamma": -1.0}, X, y,
-                                              rj.query_graph(q), rj.make_folds(rj.query_graph(q), 3),
-                                              "gaussian"),
+        "cv_loss": lambda X, y, q: rj.cv_loss({"log_lam": 0.0, "log_gamma": -1.0},
+                                              rj.Problem(X, y, rj.query_graph(q)),
+                                              tune_solver("gaussian"),
+                                              rj.make_folds(rj.query_graph(q), 3)),
         "cg": lambda X, y, q: rankrls_cg(X, y, rj.query_graph(q), lam=1.0),
         "ndcg": lambda X, y, q: rj.ndcg(X[:, 0], y, q, k=5),
         "pairwise": lambda X, y, q: rj.pairwise_error(X[:, 0], y, q),

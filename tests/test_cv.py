@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from conftest import tune_solver
 from rankjax import _cv
 from rankjax import _holdout
 from rankjax import _lpo
@@ -217,7 +218,7 @@ def test_a_single_fold_is_an_error(rng):
              lambda: rj.make_folds(rj.identity_graph(1)),
              lambda: _holdout.holdout_primal(X, y, rj.query_graph(one), lams=LAMS),
              lambda: _holdout.holdout_dual(X @ X.T, y, rj.query_graph(one), lams=LAMS),
-             lambda: rj.tune(X, y, rj.query_graph(one), steps=1),
+             lambda: rj.tune(rj.Problem(X, y, rj.query_graph(one)), tune_solver(), steps=1),
              lambda: rj.scale.sharded_holdout(rj.scale.shard_data(X, y, rj.query_graph(one)), lams=LAMS)]
     for call in calls:
         with pytest.raises(ValueError, match="at least 2 folds|at least 2 queries"):
@@ -299,7 +300,8 @@ BAD_INPUT["holdout_nystrom"] = [
     ]
 BAD_INPUT["cross_validate"] = [
         (lambda d: _cv.cross_validate(d.y, d.y, d.qid, metric=rj.ndcg), E(TypeError, "holdout")),
-        (lambda d: _cv.cross_validate(d.holdout, d.y[:-1], d.qid, metric=rj.ndcg), E(ValueError, "y|scores")),
+        (lambda d: _cv.cross_validate(d.holdout, d.y[:-1], d.qid, metric=rj.ndcg), E(ValueError,
+                                                                                     "y|scores")),
     ]
 BAD_INPUT["leave_pair_out_dual"] = [
         (lambda d: _lpo.leave_pair_out_dual(d.K, d.y, [[0, 0]], lams=[1.0]), E(ValueError, "pairs")),

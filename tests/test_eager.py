@@ -33,7 +33,8 @@ SCRIPT = textwrap.dedent("""
 
     def cases(X, y):
         return {
-            "cv_loss": (lambda p: rj.cv_loss(p, X, y, g, folds), {"log_lam": jnp.asarray(0.5, X.dtype)}),
+            "cv_loss": (lambda p: rj.cv_loss(p, rj.Problem(X, y, g), rj.Primal(), folds),
+                        {"log_lam": jnp.asarray(0.5, X.dtype)}),
             "holdout_loss": (lambda l: jnp.sum((holdout_primal(X, y, g, lams=l, folds=folds)
                                                 .predictions - y) ** 2), jnp.asarray([0.5, 2.0], X.dtype)),
             "rankrls_cg": (lambda l: jnp.sum(rankrls_cg(X, y, g, lam=l, tol=1e-10).weights ** 2),
@@ -54,7 +55,7 @@ SCRIPT = textwrap.dedent("""
             print(name, np.dtype(dtype).name, "ok", flush=True)
 
     # finite differences of the float64 cv_loss gradient
-    f = lambda t: rj.cv_loss({"log_lam": t}, X64, y64, g, folds)
+    f = lambda t: rj.cv_loss({"log_lam": t}, rj.Problem(X64, y64, g), rj.Primal(), folds)
     gr = float(jax.grad(f)(0.5)); h = 1e-5
     fd = (float(f(0.5 + h)) - float(f(0.5 - h))) / (2 * h)
     assert abs(gr - fd) <= 1e-6 * max(1.0, abs(fd)), (gr, fd)

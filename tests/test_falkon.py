@@ -5,6 +5,7 @@ import jax
 import jax.numpy as jnp
 
 import rankjax as rj
+from conftest import tune_solver
 from rankjax._cg_loop import STOP_REASONS
 from rankjax._cv import cross_validate
 from rankjax import _falkon
@@ -169,7 +170,8 @@ def test_exact_kernel_fit_too_large_for_memory_is_refused_at_once():
     with pytest.raises(MemoryError, match="GiB"):
         rj.kernel_matrix(rj.gaussian_kernel(1.0), X)
     with pytest.raises(MemoryError, match="GiB"):
-        rj.tune(X, y, rj.query_graph(qid), kernel="gaussian", steps=1)
+        rj.tune(rj.Problem(X, y, rj.query_graph(qid)), tune_solver("gaussian", gamma=1 / np.shape(X)[1]),
+                steps=1)
     assert time.perf_counter() - t < 5
 
 

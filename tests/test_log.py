@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from conftest import tune_solver
 from rankjax import _cg
 from rankjax import _falkon
 from rankjax import _holdout
@@ -45,7 +46,8 @@ CALLS = {
     "RankRLSCV": (lambda: est.RankRLSCV(kernel="gaussian", gammas=[0.1, 0.2], basis=40,
                                         verbose=1).fit(D.X, D.y, qid=D.qid), None,
                   "fold bucket 1/"),
-    "tune": (lambda: rj.tune(D.X, D.y, G, steps=4, verbose=2), 2, "tune step 2/4"),
+    "tune": (lambda: rj.tune(rj.Problem(D.X, D.y, G), tune_solver(), steps=4, verbose=2), 2,
+             "tune step 2/4"),
     "select_rankrls": (lambda: _select.select_rankrls(D.X, D.y, D.qid, lams=[0.1, 1.0],
                                                  kernels=[rj.gaussian_kernel(0.1)], verbose=1),
                        None, "fold bucket 1/"),
@@ -140,7 +142,7 @@ def test_the_logger_silences_every_line(clock):
     log = logging.getLogger("rankjax")
     log.setLevel(logging.WARNING)
     est.RankBoost(10, verbose=1).fit(D.X, D.y, qid=D.qid)
-    rj.tune(D.X, D.y, G, steps=2, verbose=1)
+    rj.tune(rj.Problem(D.X, D.y, G), tune_solver(), steps=2, verbose=1)
     _holdout.holdout_primal(D.X, D.y, G, lams=[1.0], verbose=1)
     jax.effects_barrier()
     assert clock.lines == []
@@ -153,7 +155,7 @@ def test_verbose_zero_is_silent_and_bad_verbose_is_named(clock):
     assert clock.lines == []
     for bad in (-1, 1.5, "yes"):
         with pytest.raises(ValueError, match="verbose"):
-            rj.tune(D.X, D.y, G, steps=2, verbose=bad)
+            rj.tune(rj.Problem(D.X, D.y, G), tune_solver(), steps=2, verbose=bad)
 
 
 def test_unconfigured_logging_writes_to_stderr():
@@ -165,3 +167,16 @@ def test_unconfigured_logging_writes_to_stderr():
     lines = [t for t in r.stderr.splitlines() if t.startswith("[rankjax]")]
     assert [t.split(":")[0] for t in lines] == ["[rankjax] RankBoost round 2/4",
                                                  "[rankjax] RankBoost round 4/4"]
+
+
+def test_warnings_name_the_callers_line():
+    """A warning raised several library frames down (``rj.select`` -> the hold-out -> the
+    precision rule; ``rj.path`` -> the spectrum check) names the caller's file and line,
+    not a line of rankjax (``_log.user_stacklevel``)."""
+    from rankjax import UnresolvedLambdaWarning
+    X, y = np.asarray(D.X, np.float32), np.asarray(D.y, np.float32)
+    p = rj.Problem(X, y, D.qid)
+    with pytest.warns(UnresolvedLambdaWarning) as rec:
+        rj.select(p, [rj.Dual(rj.gaussian_kernel(1.0))], lams=[1e-9, 1.0])
+        rj.path(p, rj.Primal(), lams=[1e-30, 1.0])
+    assert rec.list and {r.filename for r in rec.list} == {__file__}

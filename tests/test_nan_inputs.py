@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from conftest import tune_solver
 from rankjax._cg import rankrls_cg
 from rankjax._gp import gp_pairwise_gaussian
 from rankjax._graph_build import incidence_mv, incidence_t_mv, laplacian_sqrt_mv
@@ -32,9 +33,10 @@ def _cases(d):
         "x0": lambda: rankrls_cg(d.X, d.y, g, lam=1.0, x0=np.array([np.nan, 0, 0])),
         "lams": lambda: select_lambda([np.nan, 1.0], np.stack([np.asarray(d.X[:, 0])] * 2),
                                          d.y, d.qid, metric=rj.ndcg),
-        "log_lam": lambda: rj.cv_loss({"log_lam": np.nan}, d.X, d.y, g, rj.make_folds(g)),
-        "pairs weight": lambda: rj.cv_loss({"log_lam": 0.0}, d.X, d.y, g, rj.make_folds(g),
-                                           loss="pairwise",
+        "log_lam": lambda: rj.cv_loss({"log_lam": np.nan}, rj.Problem(d.X, d.y, g), tune_solver(),
+                                      rj.make_folds(g)),
+        "pairs weight": lambda: rj.cv_loss({"log_lam": 0.0}, rj.Problem(d.X, d.y, g), tune_solver(),
+                                           rj.make_folds(g), loss="pairwise",
                                            pairs=(np.array([0]), np.array([1]), np.array([np.nan]))),
         "amplitude": lambda: rj.gp_fit(X, [0, 1], [1, 2], amplitude=-1.0, steps=1),
         "target": lambda: rj.gp_fit(X, [0, 1], [1, 2], [np.nan, 1.0], likelihood="gaussian", steps=1),

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from conftest import tune_solver
 from rankjax._cv import cross_validate
 from rankjax._holdout import holdout_nystrom
 from rankjax._path import rankrls_nystrom_path
@@ -145,8 +146,8 @@ def test_optimize_with_ard_refines_by_the_gradient_in_the_library(data, basis):
         params = {"log_lam": np.log(sel.lam), "log_gamma": np.log(sel.gamma),
                   "log_scales": np.log(s)}
         g = rj.query_graph(d.qid)
-        f = cv_predictions(params, d.X, d.y, g, rj.make_folds(g), "gaussian",
-                              basis=None if basis is None else rj.Basis(rows=sel.basis))
+        solver = tune_solver("gaussian", None if basis is None else rj.Basis(rows=sel.basis))
+        f = cv_predictions(params, rj.Problem(d.X, d.y, g), solver, rj.make_folds(g))
         assert float(rj.ndcg(f, d.y, d.qid, k=10)) == pytest.approx(sel.score, rel=1e-9)
     with pytest.raises(ValueError, match="optimize=True"):
         _select.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=kw["kernels"], ard=True)
@@ -159,7 +160,8 @@ from surface import E, surface_test  # noqa: E402
 BAD_INPUT = {}
 BAD_INPUT["select_rankrls"] = [
         (lambda d: _select.select_rankrls(d.X, d.y, d.qid, lams=[-1.0]), E(ValueError, "lams")),
-        (lambda d: _select.select_rankrls(d.X, d.y, d.qid, lams=[1.0], kernels=[]), E(ValueError, "kernels")),
+        (lambda d: _select.select_rankrls(d.X, d.y, d.qid, lams=[1.0], kernels=[]), E(ValueError,
+                                                                                      "kernels")),
         (lambda d: _select.select_rankrls(d.X, d.y, d.qid, lams=[1.0], basis=3), E(ValueError, "basis")),
         (lambda d: _select.select_rankrls(d.X, d.y, d.qid, lams=[1.0], optimize=True,
                                      valid=(d.X, d.y, d.qid)), E(ValueError, "optimize")),

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from conftest import tune_solver
 from rankjax._holdout import holdout_dual, holdout_primal
 from rankjax._rankrls import rankrls_dual
 from rankjax import _tune
@@ -40,7 +41,7 @@ def test_cholesky_holdout_equals_eigh_holdout(prob, kernel):
         k = rj.gaussian_kernel(0.2) if kernel == "gaussian" else rj.polynomial_kernel(2, 0.2)
         want = holdout_dual(rj.kernel_matrix(k, d.X), d.y, g, lams=[0.3],
                                folds=folds).predictions[0]
-    got = _tune.cv_predictions(params, d.X, d.y, g, folds, kernel)
+    got = _tune.cv_predictions(params, rj.Problem(d.X, d.y, g), tune_solver(kernel), folds)
     np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-9)
 
 
@@ -49,7 +50,7 @@ def test_cholesky_holdout_equals_retraining_with_ard(prob):
     scales = np.array([0.5, 1.0, 2.0, 0.1])
     params = {"log_lam": jax.numpy.asarray(0.0), "log_gamma": jax.numpy.asarray(np.log(0.3)),
               "log_scales": jax.numpy.asarray(np.log(scales))}
-    got = np.asarray(_tune.cv_predictions(params, d.X, d.y, g, folds, "gaussian"))
+    got = np.asarray(_tune.cv_predictions(params, rj.Problem(d.X, d.y, g), tune_solver("gaussian"), folds))
     Xs = d.X * scales
     k = rj.gaussian_kernel(0.3)
     for q in np.unique(d.qid)[:4]:
@@ -74,7 +75,8 @@ def test_gradients_match_finite_differences(prob, kernel, loss):
     if loss == "pairwise":
         h, t, _ = rj.pairs_from_scores(d.y, d.qid)
         pairs = (h, t, np.ones(h.size))
-    f = jax.jit(lambda p: rj.cv_loss(p, d.X, d.y, g, folds, kernel, loss, pairs, 0.5))
+    f = jax.jit(lambda p: rj.cv_loss(p, rj.Problem(d.X, d.y, g), tune_solver(kernel), folds, loss, pairs,
+                                     0.5))
     grad = jax.grad(f)(params)
     for key in params:
         if key == "log_scales":
@@ -92,7 +94,7 @@ def test_gradient_is_finite_with_repeated_eigenvalues():
     g = rj.query_graph(np.repeat([0, 1, 2], 4))
     folds = rj.make_folds(g)
     params = {"log_lam": jax.numpy.asarray(-1.0), "log_gamma": jax.numpy.asarray(0.0)}
-    f = jax.jit(lambda p: rj.cv_loss(p, X, y, g, folds, "gaussian"))
+    f = jax.jit(lambda p: rj.cv_loss(p, rj.Problem(X, y, g), tune_solver("gaussian"), folds))
     grad = jax.grad(f)(params)
     assert all(np.isfinite(v) for v in jax.tree.leaves(grad))
     np.testing.assert_allclose(grad["log_lam"], _fd(f, params, "log_lam"), rtol=1e-6)
@@ -100,29 +102,49 @@ def test_gradient_is_finite_with_repeated_eigenvalues():
 
 def test_tune_descends_and_records_the_trajectory(prob):
     d, g, folds = prob
-    r = rj.tune(d.X, d.y, g, kernel="gaussian", lam=30.0, gamma=1.0, steps=25, folds=folds)
+    r = rj.tune(rj.Problem(d.X, d.y, g), tune_solver("gaussian", gamma=1.0), lam=30.0, steps=25,
+                folds=folds)
     assert r.loss_history.shape == (26,) and r.params_history["log_lam"].shape == (26,)
     assert r.loss_history[-1] < r.loss_history[0]
-    want = rj.cv_loss({k: jax.numpy.asarray(v) for k, v in r.params.items()}, d.X, d.y, g, folds,
-                      "gaussian")
+    want = rj.cv_loss({k: jax.numpy.asarray(v) for k, v in r.params.items()}, rj.Problem(d.X, d.y, g),
+                      tune_solver("gaussian"), folds)
     np.testing.assert_allclose(r.loss_history[-1], want, rtol=1e-10)
     assert r.kernel.kind == "gaussian" and r.lam == pytest.approx(np.exp(r.params["log_lam"]))
 
 
 def test_tune_errors(prob):
     d, g, _ = prob
-    with pytest.raises(ValueError, match="kernel"):
-        rj.tune(d.X, d.y, g, kernel="rbf")
+    p = rj.Problem(d.X, d.y, g)
+    with pytest.raises(TypeError, match="solver"):
+        rj.tune(p, rj.CG())
+    with pytest.raises(TypeError, match="Problem"):
+        rj.tune(d.X, d.y)
+    with pytest.raises(ValueError, match="degree"):
+        rj.tune(p, rj.Dual(rj.polynomial_kernel(3, 0.5)))
     with pytest.raises(ValueError, match="loss"):
-        rj.tune(d.X, d.y, g, loss="ndcg")
+        rj.tune(p, rj.Primal(), loss="ndcg")
     with pytest.raises(ValueError, match="lam"):
-        rj.tune(d.X, d.y, g, lam=-1.0)
+        rj.tune(p, rj.Primal(), lam=-1.0)
     with pytest.raises(ValueError, match="steps"):
-        rj.tune(d.X, d.y, g, steps=0)
-    with pytest.raises(ValueError, match="gamma is not used"):
-        rj.tune(d.X, d.y, g, gamma=0.5)
+        rj.tune(p, rj.Primal(), steps=0)
     with pytest.raises(ValueError, match="y"):
-        rj.tune(d.X, np.stack([d.y, d.y], 1), g)
+        rj.tune(rj.Problem(d.X, np.stack([d.y, d.y], 1), g), rj.Primal())
+    with pytest.raises(TypeError, match="precomputed"):
+        rj.tune(rj.Problem(d.X @ d.X.T, d.y, g, precomputed=True), rj.Dual())
+
+
+def test_tune_starts_from_the_solvers_kernel(prob):
+    """γ and a polynomial's c0 start where the solver's kernel says; the loss there is
+    ``cv_loss`` at those parameters."""
+    d, g, folds = prob
+    p = rj.Problem(d.X, d.y, g)
+    r = rj.tune(p, rj.Dual(rj.polynomial_kernel(2, 0.3, 2.0)), lam=0.5, folds=folds, steps=1)
+    start = {k: v[0] for k, v in r.params_history.items()}
+    np.testing.assert_allclose([np.exp(start["log_gamma"]), np.exp(start["log_coef0"]),
+                                np.exp(start["log_lam"])], [0.3, 2.0, 0.5], rtol=1e-12)
+    want = rj.cv_loss({k: jnp.asarray(v) for k, v in start.items()}, p,
+                      rj.Dual(rj.polynomial_kernel(2, 1.0)), folds)
+    np.testing.assert_allclose(r.loss_history[0], want, rtol=1e-10)
 
 
 def test_estimator_optimize_refines_the_grid_choice(prob):
@@ -149,24 +171,25 @@ def test_cv_loss_errors(prob):
     d, g, folds = prob
     lin, gau = {"log_lam": 0.0}, {"log_lam": 0.0, "log_gamma": 0.0}
     cases = [
-        (ValueError, "log_gamma", lambda: rj.cv_loss(lin, d.X, d.y, g, folds, "gaussian")),
-        (ValueError, "log_gama", lambda: rj.cv_loss({**lin, "log_gama": 1.0}, d.X, d.y, g,
-                                                    folds)),
-        (ValueError, "not used", lambda: rj.cv_loss(gau, d.X, d.y, g, folds, "linear")),
-        (ValueError, "log_coef0", lambda: rj.cv_loss({**gau, "log_coef0": 0.0}, d.X, d.y, g,
-                                                     folds, "gaussian")),
-        (ValueError, "log_scales", lambda: rj.cv_loss({**lin, "log_scales": np.zeros(3)}, d.X,
-                                                      d.y, g, folds)),
-        (TypeError, "scalar", lambda: rj.cv_loss({"log_lam": np.zeros(2)}, d.X, d.y, g, folds)),
-        (ValueError, "folds", lambda: rj.cv_loss(lin, d.X, d.y, g,
-                                                 rj.make_folds(rj.query_graph(d.qid[:-3])))),
-        (ValueError, "pairs head", lambda: rj.cv_loss(
-            lin, d.X, d.y, g, folds, "linear", "pairwise", ([0, 100], [1, 2], [1.0, 1.0]))),
-        (ValueError, "y must be", lambda: rj.cv_loss(lin, d.X, np.stack([d.y, d.y], 1), g,
+        (ValueError, "log_gamma", lambda: rj.cv_loss(lin, rj.Problem(d.X, d.y, g), tune_solver("gaussian"),
                                                      folds)),
-        (TypeError, "PreferenceGraph", lambda: rj.tune(
-            d.X, None, rj.preference_graph(*rj.pairs_from_scores(d.y, d.qid),
-                                           num_rows=d.y.size))),
+        (ValueError, "log_gama", lambda: rj.cv_loss({**lin, "log_gama": 1.0}, rj.Problem(d.X, d.y, g),
+                                                    tune_solver(), folds)),
+        (ValueError, "not used", lambda: rj.cv_loss(gau, rj.Problem(d.X, d.y, g), tune_solver(), folds)),
+        (ValueError, "log_coef0", lambda: rj.cv_loss({**gau, "log_coef0": 0.0}, rj.Problem(d.X, d.y, g),
+                                                     tune_solver("gaussian"), folds)),
+        (ValueError, "log_scales", lambda: rj.cv_loss({**lin, "log_scales": np.zeros(3)},
+                                                      rj.Problem(d.X, d.y, g), tune_solver(), folds)),
+        (TypeError, "scalar", lambda: rj.cv_loss({"log_lam": np.zeros(2)}, rj.Problem(d.X, d.y, g),
+                                                 tune_solver(), folds)),
+        (ValueError, "folds", lambda: rj.cv_loss(lin, rj.Problem(d.X, d.y, g), tune_solver(),
+                                                 rj.make_folds(rj.query_graph(d.qid[:-3])))),
+        (ValueError, "pairs head", lambda: rj.cv_loss(lin, rj.Problem(d.X, d.y, g), tune_solver(), folds,
+                                                      "pairwise", ([0, 100], [1, 2], [1.0, 1.0]))),
+        (ValueError, "y must be", lambda: rj.cv_loss(lin, rj.Problem(d.X, np.stack([d.y, d.y], 1), g),
+                                                     tune_solver(), folds)),
+        (TypeError, "PreferenceGraph", lambda: rj.tune(rj.Problem(d.X, None, rj.preference_graph(
+            *rj.pairs_from_scores(d.y, d.qid), num_rows=d.y.size)), tune_solver())),
     ]
     for error, match, call in cases:
         with pytest.raises(error, match=match):
@@ -174,7 +197,7 @@ def test_cv_loss_errors(prob):
     # same-size folds of other queries are caught as well
     other = rj.make_folds(rj.query_graph(np.arange(d.y.size) // 2))
     with pytest.raises(ValueError, match="another graph"):
-        rj.cv_loss(lin, d.X, d.y, g, other)
+        rj.cv_loss(lin, rj.Problem(d.X, d.y, g), tune_solver(), other)
 
 
 def test_cv_loss_under_the_callers_jit(prob):
@@ -186,8 +209,9 @@ def test_cv_loss_under_the_callers_jit(prob):
 
     @jax.jit
     def loss(head):
-        return rj.cv_loss(gau, d.X, d.y, g, folds, "gaussian", "pairwise", (head, t, w))
-    eager = rj.cv_loss(gau, d.X, d.y, g, folds, "gaussian", "pairwise", (h, t, w))
+        return rj.cv_loss(gau, rj.Problem(d.X, d.y, g), tune_solver("gaussian"), folds, "pairwise", (head,
+                                                                                                     t, w))
+    eager = rj.cv_loss(gau, rj.Problem(d.X, d.y, g), tune_solver("gaussian"), folds, "pairwise", (h, t, w))
     np.testing.assert_allclose(loss(jnp.asarray(h)), eager, rtol=1e-10)
     assert np.isnan(loss(jnp.asarray(h).at[0].set(d.y.size)))
 
@@ -227,11 +251,13 @@ def test_nystrom_holdout_equals_refits_and_its_gradient_finite_differences(prob)
     centres[:rows.size] = np.asarray(d.X)[rows] + 0.05
     params = {"log_lam": jnp.asarray(np.log(0.3)), "log_gamma": jnp.asarray(np.log(0.4)),
               "log_scales": jnp.asarray([0.1, -0.2, 0.3, 0.0]), "centres": jnp.asarray(centres)}
-    f = _tune.cv_predictions(params, d.X, d.y, g, folds, "gaussian", basis=rows)
+    f = _tune.cv_predictions(params, rj.Problem(d.X, d.y, g), tune_solver("gaussian", basis=rows), folds)
     ref = _nystrom_refit(d, params, rows)
     np.testing.assert_allclose(f, ref, rtol=1e-8, atol=1e-8 * np.abs(ref).max())
-    loss = lambda p: float(rj.cv_loss(p, d.X, d.y, g, folds, "gaussian", basis=rows))  # noqa: E731
-    grad = jax.grad(lambda p: rj.cv_loss(p, d.X, d.y, g, folds, "gaussian", basis=rows))(params)
+    loss = lambda p: float(rj.cv_loss(p, rj.Problem(d.X, d.y, g), tune_solver("gaussian", basis=rows),
+                                      folds))  # noqa: E731
+    grad = jax.grad(lambda p: rj.cv_loss(p, rj.Problem(d.X, d.y, g), tune_solver("gaussian", basis=rows),
+                                         folds))(params)
     for key, i in [("log_lam", None), ("log_gamma", None), ("log_scales", 0), ("log_scales", 2),
                    ("centres", (0, 1)), ("centres", (3, 0))]:
         want = _fd(loss, params, key, i)
@@ -244,11 +270,12 @@ def test_nystrom_basis_size_in_the_bucket_compiles_nothing(prob):
     d, g, folds = prob
     from rankjax._tune import predictions_core
     p = {"log_lam": jnp.asarray(0.0), "log_gamma": jnp.asarray(-1.0)}
-    _tune.cv_predictions(p, d.X, d.y, g, folds, "gaussian", basis=np.arange(0, 21))
+    _tune.cv_predictions(p, rj.Problem(d.X, d.y, g), tune_solver("gaussian", basis=np.arange(0, 21)), folds)
     before = predictions_core._cache_size()
-    _tune.cv_predictions(p, d.X, d.y, g, folds, "gaussian", basis=np.arange(1, 23))   # 21, 22 -> 24
-    _tune.cv_predictions({**p, "log_gamma": jnp.asarray(0.5)}, d.X, d.y, g, folds, "gaussian",
-                      basis=np.arange(1, 23))
+    _tune.cv_predictions(p, rj.Problem(d.X, d.y, g), tune_solver("gaussian", basis=np.arange(1, 23)),
+                         folds)   # 21, 22 -> 24
+    _tune.cv_predictions({**p, "log_gamma": jnp.asarray(0.5)}, rj.Problem(d.X, d.y, g),
+                         tune_solver("gaussian", basis=np.arange(1, 23)), folds)
     assert predictions_core._cache_size() == before
 
 
@@ -270,21 +297,24 @@ def test_a_callable_loss_works_under_jit_and_grad(prob):
     d, g, folds = prob
     p = {"log_lam": jnp.asarray(0.0), "log_gamma": jnp.asarray(-1.0)}
     rows = np.arange(0, len(d.y), 3)
-    value = rj.cv_loss(p, d.X, d.y, g, folds, "gaussian", loss=smooth_ndcg_loss, basis=rows)
-    f = _tune.cv_predictions(p, d.X, d.y, g, folds, "gaussian", basis=rows)
+    value = rj.cv_loss(p, rj.Problem(d.X, d.y, g), tune_solver("gaussian", basis=rows), folds,
+                       loss=smooth_ndcg_loss)
+    f = _tune.cv_predictions(p, rj.Problem(d.X, d.y, g), tune_solver("gaussian", basis=rows), folds)
     seg = g.segments()[0]
     assert float(value) == pytest.approx(float(smooth_ndcg_loss(f, jnp.asarray(d.y), seg)))
     Xj = jnp.asarray(d.X)
-    grad = jax.jit(jax.grad(lambda q: rj.cv_loss(q, Xj, d.y, g, folds, "gaussian",
-                                                  loss=smooth_ndcg_loss, basis=rows)))(p)
+    grad = jax.jit(jax.grad(lambda q: rj.cv_loss(q, rj.Problem(Xj, d.y, g),
+                                                  tune_solver("gaussian", basis=rows), folds,
+                                                  loss=smooth_ndcg_loss)))(p)
     assert all(np.isfinite(float(v)) for v in grad.values())
-    want = _fd(lambda q: float(rj.cv_loss(q, d.X, d.y, g, folds, "gaussian",
-                                          loss=smooth_ndcg_loss, basis=rows)), p, "log_lam")
+    want = _fd(lambda q: float(rj.cv_loss(q, rj.Problem(d.X, d.y, g), tune_solver("gaussian", basis=rows),
+                                          folds, loss=smooth_ndcg_loss)), p, "log_lam")
     assert float(grad["log_lam"]) == pytest.approx(want, rel=1e-4, abs=1e-9)
-    r = rj.tune(d.X, d.y, g, kernel="gaussian", basis=rows, loss=smooth_ndcg_loss, steps=3)
+    r = rj.tune(rj.Problem(d.X, d.y, g), tune_solver("gaussian", basis=rows, gamma=0.25),
+                loss=smooth_ndcg_loss, steps=3)
     assert np.all(np.isfinite(r.loss_history))
     with pytest.raises(ValueError, match="loss must be"):
-        rj.cv_loss(p, d.X, d.y, g, folds, "gaussian", loss="ndcg")
+        rj.cv_loss(p, rj.Problem(d.X, d.y, g), tune_solver("gaussian"), folds, loss="ndcg")
 
 
 def test_a_rax_loss_plugs_in(prob):
@@ -293,8 +323,8 @@ def test_a_rax_loss_plugs_in(prob):
 
     def rax_softmax(f, y, seg):
         return rax.softmax_loss(f, y, segments=seg)
-    r = rj.tune(d.X, d.y, g, kernel="gaussian", basis=np.arange(0, len(d.y), 3),
-                loss=rax_softmax, steps=2)
+    r = rj.tune(rj.Problem(d.X, d.y, g), tune_solver("gaussian", basis=np.arange(0, len(d.y), 3),
+                                                     gamma=0.25), loss=rax_softmax, steps=2)
     assert np.all(np.isfinite(r.loss_history))
 
 
@@ -302,15 +332,15 @@ def test_tune_learns_a_nystrom_model_with_ard_and_centres(prob, caplog):
     d, g, folds = prob
     rows = np.arange(0, len(d.y), 3)
     with caplog.at_level(logging.INFO, logger="rankjax"):
-        r = rj.tune(d.X, d.y, g, kernel="gaussian", ard=True, basis=rows, centres=True,
-                    steps=8, verbose=4)
+        r = rj.tune(rj.Problem(d.X, d.y, g), tune_solver("gaussian", basis=rows, gamma=0.25),
+                    ard=True, centres=True, steps=8, verbose=4)
     assert r.loss_history[-1] < r.loss_history[0]
     assert r.params_history["centres"].shape[1:] == (int(rj._segments.padded_size(rows.size)),
                                                      d.X.shape[1])
     assert [t.getMessage().split(":")[0] for t in caplog.records] == ["tune step 4/8",
                                                                     "tune step 8/8"]
     with pytest.raises(ValueError, match="centres=True"):
-        rj.tune(d.X, d.y, g, kernel="gaussian", centres=True)
+        rj.tune(rj.Problem(d.X, d.y, g), tune_solver("gaussian", gamma=0.25), centres=True)
 
 
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
@@ -319,25 +349,33 @@ from surface import E, V, surface_test  # noqa: E402
 
 BAD_INPUT = {}
 BAD_INPUT["cv_loss"] = [
-        (lambda d: rj.cv_loss({"log_lam": 0.0}, d.X, d.y, d.g, d.folds, loss="ndcg"),
+        (lambda d: rj.cv_loss({"log_lam": 0.0}, rj.Problem(d.X, d.y, d.g), tune_solver(), d.folds,
+                              loss="ndcg"),
          E(ValueError, "loss")),
-        (lambda d: rj.cv_loss({"log_lam": 0.0}, d.X, d.y, d.g, d.folds, loss="pairwise"),
+        (lambda d: rj.cv_loss({"log_lam": 0.0}, rj.Problem(d.X, d.y, d.g), tune_solver(), d.folds,
+                              loss="pairwise"),
          E(ValueError, "pairs")),
-        (lambda d: rj.cv_loss({"lam": 1.0}, d.X, d.y, d.g, d.folds), E(TypeError, "params")),
-        (lambda d: rj.cv_loss({"log_lam": 0.0}, d.X, d.ties, d.g, d.folds), V(lambda v: v == 0)),
+        (lambda d: rj.cv_loss({"lam": 1.0}, rj.Problem(d.X, d.y, d.g), tune_solver(), d.folds), E(TypeError,
+                                                                                                  "params")),
+        (lambda d: rj.cv_loss({"log_lam": 0.0}, rj.Problem(d.X, d.ties, d.g), tune_solver(), d.folds),
+         V(lambda v: v == 0)),
     ]
 BAD_INPUT["cv_predictions"] = [
-        (lambda d: _tune.cv_predictions({"log_lam": 0.0}, d.X, d.y, d.g, None), E(TypeError, "folds")),
-        (lambda d: _tune.cv_predictions({"log_lam": 0.0}, d.X, d.y, d.g, d.folds, "rbf"),
-         E(ValueError, "kernel")),
+        (lambda d: _tune.cv_predictions({"log_lam": 0.0}, rj.Problem(d.X, d.y, d.g), tune_solver(), None),
+         E(TypeError, "folds")),
+        (lambda d: _tune.cv_predictions({"log_lam": 0.0}, rj.Problem(d.X, d.y, d.g), "gaussian",
+                                        d.folds), E(TypeError, "solver")),
     ]
 BAD_INPUT["tune"] = [
-        (lambda d: rj.tune(d.X, d.y, d.g, kernel="rbf"), E(ValueError, "kernel")),
-        (lambda d: rj.tune(d.X, d.y, d.g, steps=0), E(ValueError, "steps")),
-        (lambda d: rj.tune(d.X, d.y, d.g, lam=[1.0, 2.0]), E(TypeError, "lam")),
-        (lambda d: rj.tune(d.X, d.nanv, d.g), E(ValueError, "y")),
-        (lambda d: rj.tune(d.X, d.y, d.g, learning_rate=0.0), E(ValueError, "learning_rate")),
-        (lambda d: rj.tune(d.X, d.ties, d.g, loss="pairwise"), E(ValueError, "pairs")),
+        (lambda d: rj.tune(rj.Problem(d.X, d.y, d.g), rj.Falkon(rj.gaussian_kernel(1.0), 4)),
+         E(TypeError, "solver")),
+        (lambda d: rj.tune(rj.Problem(d.X, d.y, d.g), tune_solver(), steps=0), E(ValueError, "steps")),
+        (lambda d: rj.tune(rj.Problem(d.X, d.y, d.g), tune_solver(), lam=[1.0, 2.0]), E(TypeError, "lam")),
+        (lambda d: rj.tune(rj.Problem(d.X, d.nanv, d.g), tune_solver()), E(ValueError, "y")),
+        (lambda d: rj.tune(rj.Problem(d.X, d.y, d.g), tune_solver(), learning_rate=0.0), E(ValueError,
+                                                                                           "learning_rate")),
+        (lambda d: rj.tune(rj.Problem(d.X, d.ties, d.g), tune_solver(), loss="pairwise"), E(ValueError,
+                                                                                            "pairs")),
     ]
 
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)

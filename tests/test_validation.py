@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from conftest import tune_solver
 from rankjax._cg import rankrls_cg
 from rankjax._gp import gp_pairwise_gaussian
 from rankjax._path import rankrls_primal_path
@@ -107,7 +108,7 @@ def _switch_calls(X, y, qid, tmp_path):
         "exclude_ties": lambda v: rj.global_graph(6, y, exclude_ties=v),
         "include_ties": lambda v: rj.pairs_from_scores(y, qid, include_ties=v),
         "train_scores": lambda v: rankrls_primal_path(X, y, g, lams=[1.0], train_scores=v),
-        "ard": lambda v: rj.tune(X, y, g, ard=v, steps=1),
+        "ard": lambda v: rj.tune(rj.Problem(X, y, g), tune_solver(), ard=v, steps=1),
         "zero_based": lambda v: rj.io.read_svmlight(p, zero_based=v),
         "sparse": lambda v: rj.io.read_svmlight(p, sparse=v),
         "latent": lambda v: rj.gp_preference_probability(

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import rankjax as rj
+from conftest import tune_solver
 from rankjax import _cg
 from rankjax import _falkon
 from rankjax import _holdout
@@ -107,8 +108,9 @@ LIBRARY_PATHS = {
     "rankrls_falkon": lambda X, y, g: _falkon.rankrls_falkon(X, y, g, lam=1.0,
                                                         kernel=rj.gaussian_kernel(0.5), basis=20),
     "rankrls_cg": lambda X, y, g: _cg.rankrls_cg(X, y, g, lam=1.0),
-    "tune": lambda X, y, g: rj.tune(X, y, g, steps=1),
-    "cv_loss": lambda X, y, g: rj.cv_loss({"log_lam": 0.0}, X, y, g, rj.make_folds(g)),
+    "tune": lambda X, y, g: rj.tune(rj.Problem(X, y, g), tune_solver(), steps=1),
+    "cv_loss": lambda X, y, g: rj.cv_loss({"log_lam": 0.0}, rj.Problem(X, y, g), tune_solver(),
+                                          rj.make_folds(g)),
     "select_rankrls": lambda X, y, g: _select.select_rankrls(X, y, g.segments()[0], lams=[1.0],
                                                         graph=g),
     "select_rankrls-basis": lambda X, y, g: _select.select_rankrls(
