@@ -163,7 +163,8 @@ def _check_options(kernels, problem, optimize, optimize_steps, ard, score_k, see
 
 def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (None,),
                    graph: Optional[Graph] = None, basis=None, folds=None, valid=None,
-                   **options) -> Selection:
+                   score_k: int = 10, optimize: bool = False, optimize_steps: int = 20,
+                   ard: bool = False, seed: int = 0, verbose: int = 0) -> Selection:
     """The old spelling of :func:`select` (``rankjax.select_rankrls`` is deprecated):
     ``X``, ``y``, ``qid`` (and ``graph``; ``valid=(X_valid, y_valid, qid_valid)``) as a
     :class:`Problem`."""
@@ -175,7 +176,9 @@ def select_rankrls(X, y, qid, *, lams, kernels: Sequence[Optional[Kernel]] = (No
             raise TypeError("valid must be a tuple (X_valid, y_valid, qid_valid)")
         valid = Problem(*valid)
     problem = Problem(X, y, query_graph(seg) if graph is None else graph, valid=valid)
-    return select(problem, kernels, lams=lams, seg=seg, basis=basis, folds=folds, **options)
+    return select(problem, kernels, lams=lams, seg=seg, basis=basis, folds=folds,
+                  score_k=score_k, optimize=optimize, optimize_steps=optimize_steps, ard=ard,
+                  seed=seed, verbose=verbose)
 
 
 def rankrls_fit(X, y, graph: Graph, *, lam, kernel: Optional[Kernel] = None, basis=None,

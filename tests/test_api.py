@@ -11,8 +11,8 @@ ORDER = ["_xla", "_version", "_types", "_log", "_backend", "_products", "_emulat
          "_segments", "_memory", "_checks", "_resolved", "_metrics",
          "_metrics_graded", "_ridge", "_graph", "_graph_build", "_kernels", "_nystrom", "_rankrls",
          "_path", "_folds", "_holdout", "_lpo", "_cv", "_cg_loop", "_cg", "_falkon", "_kpcrank",
-         "_ranksvm", "_gp", "_rankboost", "_synthetic", "scale", "_tune", "_select", "_problem",
-         "_solvers", "_solve", "io", "estimators",
+         "_ranksvm", "_gp", "_rankboost", "_synthetic", "_problem", "_solvers", "scale", "_tune", "_select",
+         "_solve", "io", "estimators",
          "plot",
          "cli", "__main__", "__init__"]
 

@@ -93,7 +93,7 @@ def test_gradient_of_cv_loss_same_on_both_paths(data):
     g = rj.query_graph(qid)
     folds = rj.make_folds(g, 2)
     params = {"log_lam": np.log(0.5)}
-    a, b = both(lambda: jax.grad(rj.cv_loss)(params, X, y, g, folds))
+    a, b = both(lambda: jax.grad(rj.cv_loss)(params, rj.Problem(X, y, g), rj.Primal(), folds))
     assert_same(a, b)
 
 
