@@ -8,6 +8,10 @@ predictions: training scores for fits and paths, hold-out predictions for hold-o
 float64, or NaN for the whole lane with an :class:`UnresolvedLambdaWarning` naming that
 λ. Before the rule, the primal path was 7.3 off at λ = 1e-4 and the Nyström hold-out 63x,
 without a word.
+
+The real-data fixture (9 minutes on a 2-core CPU) and the kernel estimators on it are marked
+``slow`` (``RANKJAX_SLOW=1``); by default the near-collinear problem (rank-deficient, constant
+and near-duplicate columns) runs every function and the linear estimator runs on the real data.
 """
 import pathlib
 import re
@@ -33,7 +37,8 @@ def lambdarank():
     return data
 
 
-@pytest.fixture(scope="module", params=["lambdarank_sample", "near_collinear"])
+@pytest.fixture(scope="module", params=[pytest.param("lambdarank_sample", marks=pytest.mark.slow),
+                                        "near_collinear"])
 def results(request):
     return request.param, both(lambdarank() if request.param == "lambdarank_sample" else near_collinear())
 
@@ -73,7 +78,9 @@ def test_the_primal_functions_refuse_nothing_on_lambdarank(results):
         assert not np.isnan(res[name][1]).any(), (case, name)
 
 
-@pytest.mark.parametrize("kw", [{}, {"kernel": "gaussian"}, {"kernel": "gaussian", "basis": 1000}],
+@pytest.mark.parametrize("kw", [{}, pytest.param({"kernel": "gaussian"}, marks=pytest.mark.slow),
+                                pytest.param({"kernel": "gaussian", "basis": 1000},
+                                             marks=pytest.mark.slow)],
                          ids=["linear", "gaussian", "gaussian-basis"])
 def test_rankrlscv_chooses_among_resolved_lambdas(kw):
     """``RankRLSCV`` in float32 as a GPU user calls it (numpy float64 inputs, x64 off): its
