@@ -21,7 +21,7 @@ from ._backend import paths
 from ._products import mm
 from ._checks import check_gram, is_concrete, lam_ok, nan_unless
 from ._resolved import warn_unresolved
-from ._log import run
+from ._log import compiled, run
 from ._memory import check_memory
 from ._folds import Folds, each_slice, over_folds, resolve_folds
 from ._graph import Graph, check_graph, check_problem
@@ -114,7 +114,7 @@ def _check_holdout(X, y, graph, lams, folds, seed, name="X"):
     return X, y, check_lams(lams).astype(X.dtype), folds
 
 
-@partial(jax.jit, static_argnames="route")
+@compiled(static_argnames=("route",))
 def _holdout_primal_core(X, y, graph, lams, folds, route="both"):
     G, b = primal_system(X, y, graph)
     out = holdout_from_system(X, y, graph, lams, folds, G, b, route=route)
@@ -245,7 +245,7 @@ def primal_holdout(X, y, graph, lams, folds: Folds, verbose=0,
     return HoldOut(lams, pred, folds)
 
 
-@jax.jit
+@compiled()
 def _holdout_dual_core(K, y, graph, lams, folds):
     dec = decompose_dual(K, y, graph, "holdout")
     eig = dec.eig
@@ -345,7 +345,7 @@ def check_nystrom_memory(m, b, dtype):
                  "use a smaller basis or rankrls_falkon (row blocks)")
 
 
-@partial(jax.jit, static_argnames=("block_size", "route"))
+@compiled(static_argnames=("block_size", "route"))
 def nystrom_holdout_core(X, y, graph, basis: BasisRows, lams, folds, block_size=None, route="both"):
     """``(predictions [L, m(, k)], coef [L, b_pad(, k)])``: the hold-out and the full-data
     basis coefficients of every λ from one ``eigh`` of ``Φ^T L Φ`` (``b x b``), with the

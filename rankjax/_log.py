@@ -150,12 +150,13 @@ def loop_step(every: int, what: str, total, i, *values, fmt: str = "") -> None:
 
 
 _active = [0]          # the verbose level of the public call running now (gated callbacks)
+_tracing_logged = [False]   # tracing a program's logged twin (:func:`run`)
 
 
 class active:
     """``with active(verbose):`` around a public call turns on the lines of the few-stage
-    callbacks compiled into its programs (:func:`gated_step`; a global, since callbacks
-    run on XLA's threads)."""
+    callbacks compiled into its logged programs (:func:`gated_step`; a global, since
+    callbacks run on XLA's threads)."""
 
     def __init__(self, verbose):
         self.every = check_verbose(verbose)
@@ -176,19 +177,56 @@ def _gated(what, total, i, *values, fmt):
 
 def gated_step(what: str, total: int, i, *values, fmt: str = "") -> None:
     """A line for stage ``i`` (1-based) of ``total`` of a compiled program with few
-    stages (fold buckets): always compiled in, logged only inside :class:`active`.
-    Pass a value computed by the stage among ``values`` so the line follows it."""
-    jax.debug.callback(lambda i, *v: _gated(what, total, i, *v, fmt=fmt), i, *values)
+    stages (fold buckets), traced only into the program's logged twin that :func:`run`
+    calls when ``verbose`` asks: the default program has no host callback, so JAX's
+    on-disk cache can keep it. Pass a value computed by the stage among ``values`` so the
+    line follows it."""
+    if _tracing_logged[0]:
+        jax.debug.callback(lambda i, *v: _gated(what, total, i, *v, fmt=fmt), i, *values)
+
+
+def logged(core):
+    """The twin of the jitted ``core`` whose trace carries the :func:`gated_step` lines
+    (one per core, compiled on first use; same static arguments)."""
+    twin = _twins.get(core)
+    if twin is None:
+        fn = core.__wrapped__
+
+        @functools.wraps(fn)
+        def traced(*args, **kwargs):
+            saved, _tracing_logged[0] = _tracing_logged[0], True
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _tracing_logged[0] = saved
+
+        twin = _twins[core] = jax.jit(traced, static_argnames=STATIC.get(core, ()))
+    return twin
+
+
+_twins: dict = {}
+STATIC: dict = {}
+
+
+def compiled(*, static_argnames=()):
+    """``jax.jit`` for a core that :func:`run` may call with ``verbose``: records its static
+    arguments so that its logged twin (:func:`logged`) has the same."""
+    def deco(fn):
+        core = jax.jit(fn, static_argnames=static_argnames)
+        STATIC[core] = tuple(static_argnames)
+        return core
+    return deco
 
 
 def run(verbose, core, *args, **kwargs):
-    """``core(*args, **kwargs)`` with its :func:`gated_step` lines on when ``verbose``
-    (waiting for the result there, so that the lines come while the call runs)."""
+    """``core(*args, **kwargs)``; with ``verbose``, its logged twin with the
+    :func:`gated_step` lines on (waiting for the result there, so that the lines come while
+    the call runs)."""
     every = check_verbose(verbose)
     if not every:
         return core(*args, **kwargs)
     with active(every):
-        return jax.block_until_ready(core(*args, **kwargs))
+        return jax.block_until_ready(logged(core)(*args, **kwargs))
 
 
 def ready(tree):

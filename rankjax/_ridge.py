@@ -169,7 +169,7 @@ def psd_mask(eig: Eigh):
     return eig.values > tol
 
 
-SWEEP_BASE = 16
+SWEEP_BASE = 32
 """Blocks up to this size are inverted by the sweep operator in :func:`spd_inverse`."""
 
 
