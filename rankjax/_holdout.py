@@ -257,8 +257,8 @@ def _holdout_dual_core(K, y, graph, lams, folds):
     one = partial(woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=K)
     m = K.shape[0]
     ok = lam_ok(lams) & dec.ok(lams)
-    return (nan_unless(ok, over_folds(folds, m, lams.shape[0], m, F.shape, K.dtype, lambda P: one)),
-            dec.flags())
+    pred = over_folds(folds, m, lams.shape[0], m, F.shape, K.dtype, lambda P: one)
+    return nan_unless(ok, (pred, dec.coef_path(lams))), dec.flags()
 
 
 def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0,
@@ -287,14 +287,16 @@ def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0,
     """
     K, _ = check_kernel_matrix(K, y, graph, count=6, what="holdout_dual")
     K, y, lams, folds = _check_holdout(K, y, graph, lams, folds, seed, "K")
-    return dual_holdout(K, y, graph, lams, folds, verbose)
+    return dual_holdout(K, y, graph, lams, folds, verbose)[0]
 
 
-def dual_holdout(K, y, graph, lams, folds: Folds, verbose=0, where="holdout_dual") -> HoldOut:
-    """:func:`holdout_dual` on a checked kernel matrix, grid and folds."""
-    pred, flags = run(verbose, _holdout_dual_core, K, y, graph, lams, folds)
+def dual_holdout(K, y, graph, lams, folds: Folds, verbose=0, where="holdout_dual"):
+    """:func:`holdout_dual` on a checked kernel matrix, grid and folds: ``(HoldOut, coef
+    [L, m(, k)])``, every λ's full-data dual coefficients from the same ``eigh`` (NaN on
+    the lanes the hold-out leaves unresolved), so that a selection needs no refit."""
+    (pred, coef), flags = run(verbose, _holdout_dual_core, K, y, graph, lams, folds)
     check_spectrum(flags, lams, where)
-    return HoldOut(lams, pred, folds)
+    return HoldOut(lams, pred, folds), coef
 
 
 def holdout_nystrom(X, y, graph: Graph, *, lams, kernel: Kernel, basis, folds=None,

@@ -129,8 +129,8 @@ def select(problem: Problem, kernels: Sequence[Optional[Kernel]] = (None,), *, l
     if kind is not None:
         lam, kern, score, trajectory, scales = grid.refine(kind, lam, kern, score, folds, steps,
                                                            ard, index)
-    if basis is not None and (lam, kern) == grid_point:
-        index, model = grid.nystrom_model(kern, lam)              # kept: no refit
+    if kern is not None and (lam, kern) == grid_point:
+        index, model = grid.kept_model(kern, lam)                 # kept: no refit
     else:
         model = grid.fit(lam, kern, scales, index)
     return Selection(np.tile(grid.lams, len(kernels)), gammas, s, best, lam,
@@ -244,7 +244,8 @@ def _tune_kind(kernels):
 
 class _Grid:
     """The grid points of one selection on one checked problem: each kernel's scores, and
-    the Nyström models its hold-out already holds (``b x b`` per kernel, kept by γ)."""
+    the models its hold-out already holds (every λ's coefficients, ``m`` or ``b`` per λ and
+    kernel, kept by γ)."""
 
     def __init__(self, problem: Problem, seg, lams, basis: Optional[Basis], score_k, verbose):
         self.problem, self.seg, self.basis, self.k = problem, seg, basis, score_k
@@ -275,7 +276,9 @@ class _Grid:
             return self._ndcg(primal_holdout(self.Xd, p.y, p.graph, lams, folds, v, where))
         if self.basis is None:
             K = kernel_core(kern, self.Xd, self.Xd, None, True)
-            return self._ndcg(dual_holdout(K, p.y, p.graph, lams, folds, v, where))
+            h, coef = dual_holdout(K, p.y, p.graph, lams, folds, v, where)
+            self.coefs[float(kern.gamma)] = (None, None, coef, kern)
+            return self._ndcg(h)
         index, B = take_basis(self.Xd, self.basis, kern)
         h, coef = nystrom_holdout(self.Xd, p.y, p.graph, lams, folds, B, None, v,
                                   "select (Nyström hold-out)")
@@ -283,10 +286,13 @@ class _Grid:
         self.coefs[float(kern.gamma)] = (index, B.X[:b], coef[:, :b], kern)
         return self._ndcg(h)
 
-    def nystrom_model(self, kern, lam):
-        """The kept Nyström model of ``kern`` at the grid's ``lam`` (no refit)."""
+    def kept_model(self, kern, lam):
+        """``(index, model)``: the model of ``kern`` at the grid's ``lam`` that its hold-out
+        kept (no refit): the exact kernel model (``index`` None) or the Nyström model."""
         index, XR, coef, kern = self.coefs[float(kern.gamma)]
         i = int(np.argmin(np.abs(np.log(self.lams) - np.log(lam))))     # λ is a grid point
+        if index is None:
+            return None, KernelModel(coef[i], self.Xd, kern)
         return index, NystromPath(np.asarray([lam]), coef[i][None], jnp.asarray(index), XR, kern,
                                   None, None)
 

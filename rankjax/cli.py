@@ -315,8 +315,10 @@ def _main(argv):
     _QUIET[0] = args.quiet
     _check_args(args)
     import jax
+    from ._cache import use_disk_cache
     if args.float64:
         jax.config.update("jax_enable_x64", True)
+    use_disk_cache()                     # JAX's on-disk program cache (rankjax._cache)
 
     t0 = time.time()
     if args.load:

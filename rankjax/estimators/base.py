@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _kernels, _log, _metrics_graded, _path, _rankrls, io
+from .._cache import use_disk_cache
 from .._nystrom import Basis
 from .._checks import Segments, check_count, check_matrix, check_targets, is_int, segment_ids
 from .._graph_build import query_graph
@@ -279,6 +280,7 @@ class Ranker(_Base):
         if not is_sparse(X):
             X = check_matrix(X)              # checked once: the device array passes through
         if fit:
+            use_disk_cache()                           # once per process (rankjax._cache)
             self.__dict__.pop("gamma_", None)          # set again by a kernel fit
             self.n_features_in_ = n
             if names is not None:
