@@ -10,6 +10,11 @@ and the validity mask instead.
 Pair counts are obtained by sorting, O(m log^2 m) time and O(m) memory —
 never by enumerating pairs, so a global ranking of 10^6 rows is fine.
 
+Gradients: every measure is piecewise constant in the scores (it depends on their
+order), so ``jax.grad`` of it is zero almost everywhere. To learn through a ranking
+objective differentiate :func:`rankjax.cv_loss` (the RankRLS loss or its smooth
+``loss="pairwise"``) or a smooth surrogate of your own.
+
 Query ids: with ``num_queries=None`` any integer ids are remapped on the host;
 under ``jit`` pass segment ids ``0 .. Q-1`` and ``num_queries=Q`` (static).
 """
@@ -145,7 +150,8 @@ def pairwise_error(scores, y, qid=None, *, num_queries: Optional[int] = None,
     ``1/|Q| sum_Q 1/N_Q sum_{y_j < y_k} H(f_j - f_k)`` with ``H(0) = 1/2``: the
     fraction of differently-labelled pairs ordered wrongly, score ties counting
     half. Computed by sorting; a query whose labels are all equal (or of size 1)
-    has no pair and is left out of the average.
+    has no pair and is left out of the average. Piecewise constant in the scores:
+    ``jax.grad`` of it is zero almost everywhere (module docstring).
 
     Args:
       scores: ``[m]`` predicted scores.

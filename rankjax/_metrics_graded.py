@@ -2,6 +2,11 @@
 and precision@k, with the ``no_relevant`` convention for queries without a relevant
 document. Same conventions as :mod:`rankjax._metrics` (per-query values averaged over
 the valid queries; NaN when none is valid).
+
+Gradients: every measure is piecewise constant in the scores (it depends on their
+order), so ``jax.grad`` of it is zero almost everywhere. To learn through a ranking
+objective differentiate :func:`rankjax.cv_loss` (the RankRLS loss or its smooth
+``loss="pairwise"``) or a smooth surrogate of your own.
 """
 from __future__ import annotations
 
@@ -52,7 +57,9 @@ def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[
     """NDCG@k per query, averaged (docs/math.md).
 
     ``DCG@k = sum_{r < k} gain(y_(r)) / log2(r + 2)`` over the rows ranked by
-    descending score, divided by the DCG@k of the ideal order.
+    descending score, divided by the DCG@k of the ideal order. Piecewise constant in the
+    scores: ``jax.grad`` of it is zero almost everywhere (differentiate
+    :func:`rankjax.cv_loss` or a smooth surrogate).
 
     Args:
       scores, y, qid, num_queries: as in :func:`pairwise_error`.
