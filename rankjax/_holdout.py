@@ -116,11 +116,16 @@ def _check_holdout(X, y, graph, lams, folds, seed, name="X"):
 
 @compiled(static_argnames=("route",))
 def _holdout_primal_core(X, y, graph, lams, folds, route="both"):
+    """``(predictions [L, m(, k)], weights [L, n(, k)])``: the hold-out and every λ's
+    full-data weights from the same ``eigh`` of ``X^T L X`` (the lanes below its floor
+    by Cholesky, :meth:`~rankjax._ridge.Decomposition.coef_path`)."""
     G, b = primal_system(X, y, graph)
-    out = holdout_from_system(X, y, graph, lams, folds, G, b, route=route)
+    dec = decompose_primal(G, b)
+    W = dec.coef_path(lams)
+    out = holdout_from_system(X, y, graph, lams, folds, G, b, eig=dec.eig, route=route)
     if route == "shared":
-        return nan_unless(lam_ok(lams), out[0]), out[1]
-    return nan_unless(lam_ok(lams), out)
+        return nan_unless(lam_ok(lams), (out[0], W)), out[1]
+    return nan_unless(lam_ok(lams), (out, W))
 
 
 def live_columns(G, X):
@@ -233,16 +238,17 @@ def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0,
     """
     X, y, lams, folds = _check_holdout(X, y, graph, lams, folds, seed)
     check_gram(X)
-    return primal_holdout(as_dense(X), y, graph, lams, folds, verbose)
+    return primal_holdout(as_dense(X), y, graph, lams, folds, verbose)[0]
 
 
-def primal_holdout(X, y, graph, lams, folds: Folds, verbose=0,
-                   where="holdout_primal") -> HoldOut:
-    """:func:`holdout_primal` on checked inputs: dense ``X``, ``lams`` in ``X``'s dtype and
-    resolved ``folds`` of ``graph``."""
-    pred = two_phase(_holdout_primal_core, X, y, graph, lams, folds, lams=lams, verbose=verbose)
+def primal_holdout(X, y, graph, lams, folds: Folds, verbose=0, where="holdout_primal"):
+    """:func:`holdout_primal` on checked inputs (dense ``X``, ``lams`` in ``X``'s dtype,
+    resolved ``folds`` of ``graph``): ``(HoldOut, weights [L, n(, k)])``, every λ's
+    full-data weights beside the hold-out, so that a selection needs no refit."""
+    pred, W = two_phase(_holdout_primal_core, X, y, graph, lams, folds, lams=lams,
+                        verbose=verbose)
     warn_unresolved(pred, lams, where, PRIMAL_UNRESOLVED)
-    return HoldOut(lams, pred, folds)
+    return HoldOut(lams, pred, folds), W
 
 
 @compiled()

@@ -129,7 +129,7 @@ def select(problem: Problem, kernels: Sequence[Optional[Kernel]] = (None,), *, l
     if kind is not None:
         lam, kern, score, trajectory, scales = grid.refine(kind, lam, kern, score, folds, steps,
                                                            ard, index)
-    if kern is not None and (lam, kern) == grid_point:
+    if (lam, kern) == grid_point:
         index, model = grid.kept_model(kern, lam)                 # kept: no refit
     else:
         model = grid.fit(lam, kern, scales, index)
@@ -273,7 +273,9 @@ class _Grid:
         where = "select (hold-out)"
         if kern is None:
             check_gram(p.X)
-            return self._ndcg(primal_holdout(self.Xd, p.y, p.graph, lams, folds, v, where))
+            h, W = primal_holdout(self.Xd, p.y, p.graph, lams, folds, v, where)
+            self.coefs[None] = (None, None, W, None)
+            return self._ndcg(h)
         if self.basis is None:
             K = kernel_core(kern, self.Xd, self.Xd, None, True)
             h, coef = dual_holdout(K, p.y, p.graph, lams, folds, v, where)
@@ -288,9 +290,12 @@ class _Grid:
 
     def kept_model(self, kern, lam):
         """``(index, model)``: the model of ``kern`` at the grid's ``lam`` that its hold-out
-        kept (no refit): the exact kernel model (``index`` None) or the Nyström model."""
-        index, XR, coef, kern = self.coefs[float(kern.gamma)]
+        kept (no refit): the linear or exact kernel model (``index`` None) or the Nyström
+        model."""
+        index, XR, coef, kern = self.coefs[None if kern is None else float(kern.gamma)]
         i = int(np.argmin(np.abs(np.log(self.lams) - np.log(lam))))     # λ is a grid point
+        if kern is None:
+            return None, LinearModel(coef[i])
         if index is None:
             return None, KernelModel(coef[i], self.Xd, kern)
         return index, NystromPath(np.asarray([lam]), coef[i][None], jnp.asarray(index), XR, kern,
