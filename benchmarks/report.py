@@ -63,6 +63,9 @@ JOBS = [
      "LightGBM and XGBoost on lambdarank_sample and MQ2008",
      ["bench_first_screen.py", "--readme", "../README.md"],
      ["bench_first_screen.py", "--readme", "../README.md"]),
+    ("first_answer", 43, "The first answer: first fit in a fresh process (empty and filled "
+     "compilation cache), warm fit, another shape and the programs compiled, beside LightGBM and "
+     "XGBoost", ["bench_first_answer.py"], ["bench_first_answer.py"]),
     ("mq2008", 22, "MQ2008 (LETOR 4.0), five folds: every learner beside LightGBM and XGBoost",
      ["bench_mq2008.py"], ["bench_mq2008.py"]),
     ("scaling", 13, "Weak scaling over simulated devices",
