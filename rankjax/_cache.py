@@ -18,9 +18,8 @@ The library's functions (``rj.fit``, ``rj.holdout``, ...) change no global setti
 user turns the cache on as JAX documents, or calls :func:`use_disk_cache`.
 
 Example:
-  >>> import os
-  >>> os.environ.get("RANKJAX_DISK_CACHE", "") in ("", "0", "off") or True
-  True
+  >>> cache_folder().parts[-2:]
+  ('rankjax', 'jax-programs')
 """
 from __future__ import annotations
 

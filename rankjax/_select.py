@@ -130,7 +130,7 @@ def select(problem: Problem, kernels: Sequence[Optional[Kernel]] = (None,), *, l
         lam, kern, score, trajectory, scales = grid.refine(kind, lam, kern, score, folds, steps,
                                                            ard, index)
     if (lam, kern) == grid_point:
-        index, model = grid.kept_model(kern, lam)                 # kept: no refit
+        index, model = grid.kept_model(kern, best % L)            # kept: no refit
     else:
         model = grid.fit(lam, kern, scales, index)
     return Selection(np.tile(grid.lams, len(kernels)), gammas, s, best, lam,
@@ -288,17 +288,16 @@ class _Grid:
         self.coefs[float(kern.gamma)] = (index, B.X[:b], coef[:, :b], kern)
         return self._ndcg(h)
 
-    def kept_model(self, kern, lam):
-        """``(index, model)``: the model of ``kern`` at the grid's ``lam`` that its hold-out
+    def kept_model(self, kern, i):
+        """``(index, model)``: the model of ``kern`` at the grid's ``i``-th λ that its hold-out
         kept (no refit): the linear or exact kernel model (``index`` None) or the Nyström
         model."""
         index, XR, coef, kern = self.coefs[None if kern is None else float(kern.gamma)]
-        i = int(np.argmin(np.abs(np.log(self.lams) - np.log(lam))))     # λ is a grid point
         if kern is None:
             return None, LinearModel(coef[i])
         if index is None:
             return None, KernelModel(coef[i], self.Xd, kern)
-        return index, NystromPath(np.asarray([lam]), coef[i][None], jnp.asarray(index), XR, kern,
+        return index, NystromPath(self.lams[i:i + 1], coef[i][None], jnp.asarray(index), XR, kern,
                                   None, None)
 
     def on_valid(self, kernels, gammas):
