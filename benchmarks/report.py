@@ -63,6 +63,8 @@ JOBS = [
      "LightGBM and XGBoost on lambdarank_sample and MQ2008",
      ["bench_first_screen.py", "--readme", "../README.md"],
      ["bench_first_screen.py", "--readme", "../README.md"]),
+    ("optimize", 43, "RankRLSCV(kernel=\"gaussian\", optimize=True) at 12k rows against 35b8738 "
+     "(fresh processes, alternating)", ["bench_optimize.py"], ["bench_optimize.py"]),
     ("first_answer", 43, "The first answer: first fit in a fresh process (empty and filled "
      "compilation cache), warm fit, another shape and the programs compiled, beside LightGBM and "
      "XGBoost", ["bench_first_answer.py"], ["bench_first_answer.py"]),
