@@ -1,4 +1,6 @@
 """``_kernels``: every kernel against its formula written out per pair (float64)."""
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -80,3 +82,20 @@ BAD_INPUT["kernel_matrix"] = [
     ]
 
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)
+
+
+def test_a_concrete_gamma_of_any_scalar_type_shares_one_program():
+    """γ given as a Python float, a NumPy float64 or float32 scalar is the same weakly
+    typed leaf: a second γ reuses the first's compiled program (a NumPy scalar compiled
+    its own copy of every hold-out)."""
+    f = jax.jit(lambda k, X: rj.kernel_matrix(k, X))
+    X = jnp.ones((3, 2))
+    for g in (0.5, np.float64(0.25), np.float32(2.0), 3):
+        k = rj.gaussian_kernel(g)
+        assert type(k.gamma) is float and k.gamma == float(g)
+        f(k, X)
+    p = rj.polynomial_kernel(2, np.float64(0.5), np.float32(1.0))
+    assert type(p.gamma) is float and type(p.coef0) is float
+    assert f._cache_size() == 1
+    traced = jax.jit(lambda g: rj.gaussian_kernel(g).gamma)(0.5)        # a traced γ stays traced
+    assert float(traced) == 0.5

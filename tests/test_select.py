@@ -153,19 +153,21 @@ def test_optimize_with_ard_refines_by_the_gradient_in_the_library(data, basis):
         _select.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=kw["kernels"], ard=True)
 
 
-@pytest.mark.parametrize("gammas, steps", [((0.1, 1.0), 1), ((0.1, 1.0), 20), ((0.03, 3.0), 2),
-                                           ((0.3,), 3)])
-def test_optimize_with_a_basis_searches_gamma_on_the_whole_lambda_grid(data, gammas, steps, monkeypatch):
+@pytest.mark.parametrize("gammas, steps, lams", [((0.1, 1.0), 1, LAMS), ((0.1, 1.0), 20, LAMS),
+                                                 ((0.03, 3.0), 2, LAMS), ((0.3,), 3, LAMS),
+                                                 ((0.3,), 3, list(np.logspace(-3, 3, 9)))])
+def test_optimize_with_a_basis_searches_gamma_on_the_whole_lambda_grid(data, gammas, steps, lams,
+                                                                        monkeypatch):
     """Nyström without ard: γ by golden-section search, at most min(steps, 3) points, each
     point scored by the exact hold-out of the whole λ grid (the twin: a grid of that one γ),
     the kept model equal to the Nyström fit at the chosen point on the same basis."""
     d, _ = data
     kernels = [rj.gaussian_kernel(g) for g in gammas]
-    kw = dict(lams=LAMS, kernels=kernels, basis=40)
+    kw = dict(lams=lams, kernels=kernels, basis=40)
     grid = _select.select_rankrls(d.X, d.y, d.qid, **kw)
     calls, holdout = [], _select._Grid.holdout
     monkeypatch.setattr(_select._Grid, "holdout",
-                        lambda self, k, f: calls.append(float(k.gamma)) or holdout(self, k, f))
+                        lambda self, k, *a: calls.append(float(k.gamma)) or holdout(self, k, *a))
     sel = _select.select_rankrls(d.X, d.y, d.qid, optimize=True, optimize_steps=steps, **kw)
     monkeypatch.undo()
     assert calls[:len(gammas)] == list(gammas)                       # the budget holds:
@@ -179,9 +181,11 @@ def test_optimize_with_a_basis_searches_gamma_on_the_whole_lambda_grid(data, gam
     lo = grid_gammas[j - 1] if j else grid.gamma / 4
     hi = grid_gammas[j + 1] if j + 1 < len(grid_gammas) else grid.gamma * 4
     assert lo < min(calls[len(gammas):]) and max(calls[len(gammas):]) < hi   # within the bracket
-    assert sel.gamma in calls and sel.lam in LAMS
-    one = _select.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=[rj.gaussian_kernel(sel.gamma)],
-                                 basis=40)
+    # the searched points score the λ from two grid steps below the grid's best upward
+    searched = np.maximum(lams, lams[max(lams.index(grid.lam) - 2, 0)])
+    assert sel.gamma in calls and sel.lam in lams and sel.lam in searched
+    one = _select.select_rankrls(d.X, d.y, d.qid, kernels=[rj.gaussian_kernel(sel.gamma)], basis=40,
+                                 lams=lams if sel.gamma in gammas else searched)
     assert np.nanmax(one.scores) == pytest.approx(sel.score, rel=1e-12)
     g = rj.query_graph(d.qid)
     refit = rankrls_nystrom_path(d.X, d.y, g, lams=[sel.lam], kernel=rj.gaussian_kernel(sel.gamma),
