@@ -68,10 +68,10 @@ def select(problem: Problem, kernels: Sequence[Optional[Kernel]] = (None,), *, l
         descent on the exact hold-out loss (:func:`tune`, ``optimize_steps`` Adam steps in
         log λ, log γ), of the exact model or, with ``ard``, of the Nyström model on the
         chosen basis (O(m b^2) a step). The refined point is kept when its hold-out NDCG
-        is not below the grid's best. With a basis and no ``ard``, γ is refined instead
-        by a golden-section search between the best γ's grid neighbours, at most
-        ``min(optimize_steps, 3)`` points, each scored by the exact hold-out of the whole
-        λ grid (one ``b x b`` decomposition, every λ, the model kept): the gradient's 20
+        is not below the grid's best. With a basis and no ``ard``, a search instead: at
+        most ``min(optimize_steps, 4)`` points, each the exact hold-out of a finer λ grid
+        around the best λ (one ``b x b`` decomposition, every λ, the model kept): the best
+        γ, then golden-section points in γ between its grid neighbours; the gradient's 20
         steps cost 5x as much there for the same hold-out NDCG (12,194 rows x 50, b =
         2,000); a point is kept when its NDCG is higher than the grid's best.
       ard: with ``optimize``, also learn one scale per feature (the model is then a
@@ -129,17 +129,16 @@ def select(problem: Problem, kernels: Sequence[Optional[Kernel]] = (None,), *, l
     L = grid.lams.size
     lam, kern, score = float(grid.lams[best % L]), kernels[best // L], float(s[best])
     trajectory = scales = None
-    index = None if basis is None else grid.coefs[float(kern.gamma)][0]
-    grid_point = (lam, kern)
-    lane = best % L
+    index = None if basis is None else grid.coefs[(float(kern.gamma), False)][0]
+    grid_point, lane, searched = (lam, kern), best % L, False
     if kind == "gaussian" and basis is not None and not ard:
-        lam, kern, score, lane = grid.search_gamma(kernels, kern, lane, score, folds, steps)
+        lam, kern, score, lane, searched = grid.search(kernels, kern, lane, score, folds, steps)
         grid_point = (lam, kern)
     elif kind is not None:
         lam, kern, score, trajectory, scales = grid.refine(kind, lam, kern, score, folds, steps,
                                                            ard, index)
     if (lam, kern) == grid_point:
-        index, model = grid.kept_model(kern, lane)                # kept: no refit
+        index, model = grid.kept_model(kern, lane, searched)      # kept: no refit
     else:
         model = grid.fit(lam, kern, scales, index)
     return Selection(np.tile(grid.lams, len(kernels)), gammas, s, best, lam,
@@ -278,33 +277,36 @@ class _Grid:
 
     def holdout(self, kern, folds, lams=None):
         """NDCG of every λ of one kernel by the exact hold-out (of ``lams [L]``, float64,
-        in place of the grid's λ when given: the same shape, the same program)."""
+        in place of the grid's λ when given: the same shape, the same program; its models
+        kept apart from the grid's, :meth:`kept_model` ``searched``)."""
         grid_lams = self.lams if lams is None else lams
+        key = (None if kern is None else float(kern.gamma), lams is not None)
         p, v = self.problem, self.verbose
         lams = self.lams_fold if lams is None else grid_lams.astype(p.X.dtype)
         where = "select (hold-out)"
         if kern is None:
             check_gram(p.X)
             h, W = primal_holdout(self.Xd, p.y, p.graph, lams, folds, v, where)
-            self.coefs[None] = (None, None, W, None, grid_lams)
+            self.coefs[key] = (None, None, W, None, grid_lams)
             return self._ndcg(h)
         if self.basis is None:
             K = kernel_core(kern, self.Xd, self.Xd, None, True)
             h, coef = dual_holdout(K, p.y, p.graph, lams, folds, v, where)
-            self.coefs[float(kern.gamma)] = (None, None, coef, kern, grid_lams)
+            self.coefs[key] = (None, None, coef, kern, grid_lams)
             return self._ndcg(h)
         index, B = take_basis(self.Xd, self.basis, kern)
         h, coef = nystrom_holdout(self.Xd, p.y, p.graph, lams, folds, B, None, v,
                                   "select (Nyström hold-out)")
         b = index.size
-        self.coefs[float(kern.gamma)] = (index, B.X[:b], coef[:, :b], kern, grid_lams)
+        self.coefs[key] = (index, B.X[:b], coef[:, :b], kern, grid_lams)
         return self._ndcg(h)
 
-    def kept_model(self, kern, i):
-        """``(index, model)``: the model of ``kern`` at the grid's ``i``-th λ that its hold-out
-        kept (no refit): the linear or exact kernel model (``index`` None) or the Nyström
-        model."""
-        index, XR, coef, kern, lams = self.coefs[None if kern is None else float(kern.gamma)]
+    def kept_model(self, kern, i, searched=False):
+        """``(index, model)``: the model of ``kern`` at the ``i``-th λ that its hold-out kept
+        (no refit; of the grid, or of a searched point's λ): the linear or exact kernel
+        model (``index`` None) or the Nyström model."""
+        index, XR, coef, kern, lams = self.coefs[(None if kern is None else float(kern.gamma),
+                                                  searched)]
         if kern is None:
             return None, LinearModel(coef[i])
         if index is None:
@@ -353,38 +355,42 @@ class _Grid:
         return dual_path(kernel_core(kern, self.Xd, self.Xd, None, True), p.y, p.graph, lams,
                          kernel_core(kern, Xvd, self.Xd), where="select (validation path)")
 
-    def search_gamma(self, kernels, kern, lane, score, folds, steps):
-        """Golden-section search over log γ between the grid's neighbours of the best γ
-        (``γ / 4`` and ``4 γ`` at the grid's ends), at most ``min(steps, 3)`` points, each the
-        exact hold-out of the whole λ grid (:meth:`holdout`, which keeps its models). Returns
-        ``(lam, kernel, score, lane)`` of the best point, the grid's own unless a searched
-        point scores higher. The searched points score the λ from two grid steps below the
-        best one upward (the lanes below repeat that λ: the same program, and no lane
-        below a float32 ``eigh`` floor far from the best λ pays its own factor: 2.5 s of a
-        7.6 s point at 12,194 rows x 2,000 basis rows)."""
+    def search(self, kernels, kern, lane, score, folds, steps):
+        """The refinement of a Nyström grid without ``ard``: at most ``min(steps, 4)``
+        points, each the exact hold-out of ``L`` λ (:meth:`holdout`, its models kept): the
+        best γ on a finer λ grid, then a golden-section search over log γ between the
+        grid's neighbours of the best γ (``γ / 4`` and ``4 γ`` at the grid's ends). The
+        searched λ are ``L`` points spaced evenly in log between two grid steps below
+        and above the best λ: the same program as the grid's, no float32 lane far below
+        the best paying its own factor (2.5 s of a 7.6 s point at 12,194 rows x 2,000 basis
+        rows). Returns ``(lam, kernel, score, lane, searched)`` of the best point, the
+        grid's own unless a searched point scores higher."""
         grid = np.unique([float(k.gamma) for k in kernels])
         j = int(np.searchsorted(grid, float(kern.gamma)))
         lo = np.log(grid[j - 1] if j > 0 else kern.gamma / 4)
         hi = np.log(grid[j + 1] if j + 1 < grid.size else kern.gamma * 4)
-        best = (score, float(self.lams[lane]), kern, lane)
-        lams = np.maximum(self.lams, self.lams[max(lane - 2, 0)])
-        ratio = (np.sqrt(5) - 1) / 2
+        ladder = np.unique(self.lams)
+        r = int(np.searchsorted(ladder, self.lams[lane]))
+        lams = np.geomspace(ladder[max(r - 2, 0)], ladder[min(r + 2, ladder.size - 1)], self.lams.size)
+        best = (score, float(self.lams[lane]), kern, lane, False)
+        ratio, budget = (np.sqrt(5) - 1) / 2, min(steps, 4)
         seen = {}
-        stages = Stages(min(steps, 3), "γ search", self.verbose)
+        stages = Stages(budget, "search", self.verbose)
 
-        def score_at(lg):
+        def score_at(lg, k=None):
+            nonlocal best
             if lg not in seen:
-                k = dataclasses.replace(kern, gamma=float(np.exp(lg)))
+                k = dataclasses.replace(kern, gamma=float(np.exp(lg))) if k is None else k
                 s = self.holdout(k, folds, lams)
                 i = _best(s) if np.any(np.isfinite(s)) else None
                 seen[lg] = -np.inf if i is None else float(s[i])
                 stages.done(f"γ {float(k.gamma):.4g}, best NDCG@{self.k} {seen[lg]:.4f}")
-                nonlocal best
                 if i is not None and seen[lg] > best[0]:
-                    best = (seen[lg], float(lams[i]), k, i)
+                    best = (seen[lg], float(lams[i]), k, i, True)
             return seen[lg]
 
-        a, c, budget = hi - ratio * (hi - lo), lo + ratio * (hi - lo), min(steps, 3)
+        score_at(np.log(kern.gamma), kern)               # the best γ, the finer λ
+        a, c = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
         while len(seen) < budget:
             fa = score_at(a)
             if len(seen) >= budget:
@@ -395,8 +401,8 @@ class _Grid:
             else:                            # in [a, hi]
                 lo, a = a, c
                 c = lo + ratio * (hi - lo)
-        score, lam, kern, lane = best
-        return lam, kern, score, lane
+        score, lam, kern, lane, searched = best
+        return lam, kern, score, lane, searched
 
     def refine(self, kind, lam, kern, score, folds, steps, ard, index):
         """Gradient descent on the exact hold-out loss from the grid's best point (of the

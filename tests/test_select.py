@@ -155,12 +155,13 @@ def test_optimize_with_ard_refines_by_the_gradient_in_the_library(data, basis):
 
 @pytest.mark.parametrize("gammas, steps, lams", [((0.1, 1.0), 1, LAMS), ((0.1, 1.0), 20, LAMS),
                                                  ((0.03, 3.0), 2, LAMS), ((0.3,), 3, LAMS),
-                                                 ((0.3,), 3, list(np.logspace(-3, 3, 9)))])
-def test_optimize_with_a_basis_searches_gamma_on_the_whole_lambda_grid(data, gammas, steps, lams,
-                                                                        monkeypatch):
-    """Nyström without ard: γ by golden-section search, at most min(steps, 3) points, each
-    point scored by the exact hold-out of the whole λ grid (the twin: a grid of that one γ),
-    the kept model equal to the Nyström fit at the chosen point on the same basis."""
+                                                 ((0.3,), 4, list(np.logspace(-3, 3, 9)))])
+def test_optimize_with_a_basis_searches_gamma_and_a_finer_lambda_grid(data, gammas, steps, lams,
+                                                                      monkeypatch):
+    """Nyström without ard: at most min(steps, 4) points, each scored by the exact hold-out of
+    a finer λ grid (L points between two grid steps below and above the best λ; the twin: a
+    grid of that one γ and those λ): the best γ first, then golden-section points in γ; the
+    kept model equal to the Nyström fit at the chosen point on the same basis."""
     d, _ = data
     kernels = [rj.gaussian_kernel(g) for g in gammas]
     kw = dict(lams=lams, kernels=kernels, basis=40)
@@ -170,9 +171,10 @@ def test_optimize_with_a_basis_searches_gamma_on_the_whole_lambda_grid(data, gam
                         lambda self, k, *a: calls.append(float(k.gamma)) or holdout(self, k, *a))
     sel = _select.select_rankrls(d.X, d.y, d.qid, optimize=True, optimize_steps=steps, **kw)
     monkeypatch.undo()
-    assert calls[:len(gammas)] == list(gammas)                       # the budget holds:
-    assert len(calls) == len(gammas) + min(steps, 3)
-    assert len(set(calls)) == len(calls)                             # no point twice
+    searched = calls[len(gammas):]
+    assert calls[:len(gammas)] == list(gammas)                       # the budget holds
+    assert len(searched) == min(steps, 4) and searched[0] == grid.gamma
+    assert len(set(searched)) == len(searched)                       # no point twice
     assert sel.trajectory is None
     np.testing.assert_array_equal(sel.scores, grid.scores)          # the grid is unchanged
     assert sel.score >= grid.score
@@ -180,21 +182,22 @@ def test_optimize_with_a_basis_searches_gamma_on_the_whole_lambda_grid(data, gam
     j = grid_gammas.index(grid.gamma)
     lo = grid_gammas[j - 1] if j else grid.gamma / 4
     hi = grid_gammas[j + 1] if j + 1 < len(grid_gammas) else grid.gamma * 4
-    assert lo < min(calls[len(gammas):]) and max(calls[len(gammas):]) < hi   # within the bracket
-    # the searched points score the λ from two grid steps below the grid's best upward
-    searched = np.maximum(lams, lams[max(lams.index(grid.lam) - 2, 0)])
-    assert sel.gamma in calls and sel.lam in lams and sel.lam in searched
+    assert lo < min(searched) and max(searched) < hi                 # within the bracket
+    r = lams.index(grid.lam)
+    finer = np.geomspace(lams[max(r - 2, 0)], lams[min(r + 2, len(lams) - 1)], len(lams))
+    won = sel.score > grid.score
+    assert sel.gamma in (searched if won else gammas)
+    assert np.any(np.isclose(sel.lam, finer, rtol=1e-12)) if won else sel.lam == grid.lam
     one = _select.select_rankrls(d.X, d.y, d.qid, kernels=[rj.gaussian_kernel(sel.gamma)], basis=40,
-                                 lams=lams if sel.gamma in gammas else searched)
+                                 lams=list(finer) if won else lams)
     assert np.nanmax(one.scores) == pytest.approx(sel.score, rel=1e-12)
     g = rj.query_graph(d.qid)
     refit = rankrls_nystrom_path(d.X, d.y, g, lams=[sel.lam], kernel=rj.gaussian_kernel(sel.gamma),
                                  basis=sel.basis)
     np.testing.assert_allclose(np.ravel(rj.predict(sel.model, d.X)), np.ravel(rj.predict(refit, d.X)),
                                rtol=1e-9, atol=1e-12)
-    assert (sel.gamma in gammas) == (sel.score == grid.score)       # a searched point only when higher
     if gammas != (0.1, 1.0):                                         # these data: the search wins
-        assert sel.score > grid.score
+        assert won
 
 
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---

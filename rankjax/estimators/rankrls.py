@@ -99,10 +99,11 @@ class RankRLSCV(RankRLS):
     basis and ``ard=True``, the Nyström model's loss at O(m b^2) a step) and keeps the
     refined point when its hold-out NDCG is not below the grid's; ``tune_`` holds the
     trajectory, ``evals_result_["tune"]`` its losses, ``verbose=k`` prints every k-th step.
-    With a basis and no ``ard``, γ is refined by a golden-section search between the best
-    γ's grid neighbours instead (at most ``min(optimize_steps, 3)`` points, each the exact
-    hold-out of the whole λ grid, kept when its NDCG is higher; no ``tune_``): the
-    gradient's steps cost 5x as much there for the same hold-out NDCG.
+    With a basis and no ``ard``, a search instead (at most ``min(optimize_steps, 4)``
+    points, each the exact hold-out of a finer λ grid around the best λ from one ``b x b``
+    decomposition: the best γ, then golden-section points in γ between its grid
+    neighbours; kept when its NDCG is higher; no ``tune_``): the gradient's steps cost 5x
+    as much there for the same hold-out NDCG.
 
     In float32 (the default of JAX, and of accelerators) the smallest λ of a kernel's grid
     may lie below what float32 resolves against the kernel's spectrum: those grid points
