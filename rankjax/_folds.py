@@ -117,9 +117,13 @@ def each_slice(f, *args):
 
 
 SHAPE_SLACK = 1.05
-"""Fold sizes share a padded shape while the padded work grows by at most this factor (at
-1.25 the warm Nyström selection of the speed guard ran 1.27x slower than unmerged folds,
-0.166 s against 0.131 s; at 1.05 within the machine's noise, one shape more)."""
+"""Fold sizes share a padded shape while the padded work grows by at most this factor.
+At 1.25 the guard's warm Nyström selection (2,531 rows, 300 basis columns: a fold's work
+is ``L b P^2``) ran 1.33x slower, and its leave-query-out at 22,702 x 136 1.48x (folds of
+112 rows padded to 128), against 0.98x and 0.72x at 1.05; leave-query-out on
+``lambdarank_sample`` then compiles 4 shapes instead of 3 (about 2 s more in a first fit).
+The cost of a shape depends on the fold program's width, which the folds do not know: a
+merge at trace time (``over_folds``) would."""
 
 
 SMALL_FOLD = 8
