@@ -67,15 +67,15 @@ def _sizes(qid):
 def _trees(name, params=None):
     """``fit(X, y, q) -> predict`` of LightGBM's or XGBoost's ranker (``params`` from
     :data:`GRID`, or the library's defaults)."""
-    p = {} if params is None else params
+    p = params
     if name.startswith("LightGBM"):
         import lightgbm
-        kw = {} if params is None else dict(num_leaves=p["leaves"], learning_rate=p["learning_rate"],
-                                            n_estimators=p["n_estimators"])
+        kw = {} if p is None else dict(num_leaves=p["leaves"], learning_rate=p["learning_rate"],
+                                       n_estimators=p["n_estimators"])
         return lambda X, y, q: lightgbm.LGBMRanker(verbose=-1, **kw).fit(X, y, group=_sizes(q)).predict
     import xgboost
-    kw = {} if params is None else dict(max_leaves=p["leaves"], grow_policy="lossguide",
-                                        learning_rate=p["learning_rate"], n_estimators=p["n_estimators"])
+    kw = {} if p is None else dict(max_leaves=p["leaves"], grow_policy="lossguide",
+                                   learning_rate=p["learning_rate"], n_estimators=p["n_estimators"])
     return lambda X, y, q: xgboost.XGBRanker(**kw).fit(X, y, qid=q).predict
 
 
@@ -107,6 +107,14 @@ def _learner(name):
     return _trees(name)
 
 
+def _train():
+    """``(svmlight data, X [3005, 300] float32 normalised to [0, 1] per query)``."""
+    import numpy as np
+    import rankjax as rj
+    tr = rj.io.read_svmlight(SHARED / "rank.train")
+    return tr, np.asarray(rj.io.normalize_per_query(tr.X, tr.qid), np.float32)
+
+
 def child(name):
     """One fresh process: first fit, 3 warm fits, the third shape; prints one JSON line."""
     t_start = time.perf_counter()
@@ -119,9 +127,8 @@ def child(name):
     log.propagate = False
     import numpy as np
     import rankjax as rj
-    tr = rj.io.read_svmlight(SHARED / "rank.train")
+    tr, X = _train()
     te = rj.io.read_svmlight(SHARED / "rank.test", num_features=tr.X.shape[1], drop_extra=True)
-    X = np.asarray(rj.io.normalize_per_query(tr.X, tr.qid), np.float32)
     Xt = np.asarray(rj.io.normalize_per_query(te.X, te.qid), np.float32)
     y, q = np.asarray(tr.y, np.float32), tr.qid
     fit = _learner(name)
@@ -166,19 +173,14 @@ def floor():
     (float32, the Gaussian kernel of the training rows), median of 3 warm calls."""
     import jax
     import jax.numpy as jnp
-    import numpy as np
     import rankjax as rj
-    tr = rj.io.read_svmlight(SHARED / "rank.train")
-    X = jnp.asarray(np.asarray(rj.io.normalize_per_query(tr.X, tr.qid), np.float32))
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from _timing import median_s
+    X = jnp.asarray(_train()[1])
     K = rj.kernel_matrix(rj.gaussian_kernel(1.0 / X.shape[1]), X)
     eigh = jax.jit(jnp.linalg.eigh)
-    jax.block_until_ready(eigh(K))
-    runs = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        jax.block_until_ready(eigh(K))
-        runs.append(time.perf_counter() - t0)
-    print("RESULT " + json.dumps(dict(eigh_s=statistics.median(runs), rows=int(K.shape[0]))), flush=True)
+    print("RESULT " + json.dumps(dict(eigh_s=median_s(lambda: eigh(K), repeats=3),
+                                      rows=int(K.shape[0]))), flush=True)
 
 
 def table(lines, fl):
