@@ -69,7 +69,9 @@ def use_disk_cache() -> Optional[str]:
     except OSError:
         return None
     from jax.experimental.compilation_cache import compilation_cache
+    from ._programs import turn_on
     jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_S)
     compilation_cache.reset_cache()     # a program compiled before this call checked it off
+    turn_on(folder)                     # and the traced programs themselves (rankjax._programs)
     return str(folder)

@@ -32,6 +32,8 @@ import time
 import jax
 import numpy as np
 
+from ._programs import keep
+
 logger = logging.getLogger("rankjax")
 _clock: dict = {}          # the start of the compiled loops of the running call (callbacks)
 
@@ -212,7 +214,7 @@ def compiled(*, static_argnames=()):
     """``jax.jit`` for a core that :func:`run` may call with ``verbose``: records its static
     arguments so that its logged twin (:func:`logged`) has the same."""
     def deco(fn):
-        core = jax.jit(fn, static_argnames=static_argnames)
+        core = keep(fn, static_argnames=static_argnames)      # kept on disk (rankjax._programs)
         STATIC[core] = tuple(static_argnames)
         return core
     return deco

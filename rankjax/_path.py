@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._log import timed, user_stacklevel
+from ._programs import keep
 from ._checks import (as_float_array, check_flag, check_gram, check_positive, check_matrix,
                       check_targets, is_concrete, lam_ok, nan_unless, reduce_concrete,
                       resolve_segments)
@@ -470,7 +471,7 @@ def _selection(lams, scores, y, seg, metric, Q, kw, sign):
     return LambdaChoice(table, best, lams[best])
 
 
-_selection_jit = jax.jit(_selection, static_argnums=(4, 5, 6, 7))
+_selection_jit = keep(_selection, static_argnums=(4, 5, 6, 7))
 
 
 def is_path(model) -> bool:

@@ -66,3 +66,38 @@ def test_the_command_line_uses_it(tmp_path):
             "rc = main(['--quiet'])\nprint('DIR', jax.config.jax_compilation_cache_dir)\n")
     folder = run(tmp_path, code)
     assert pathlib.Path(folder) == tmp_path / "xdg" / "rankjax" / "jax-programs"
+
+
+KEPT = """
+import numpy as np, rankjax as rj
+from rankjax import _programs
+from rankjax.estimators import RankRLSCV
+d = rj.make_ranking_data(8, num_features=3, seed=0)
+for kw in ({}, {"kernel": "gaussian"}):
+    m = RankRLSCV(lams=[0.1, 1.0], **kw).fit(d.X, d.y, qid=d.qid)
+    print("PRED", kw, m.lam_, np.asarray(m.predict(d.X)).round(6).tolist())
+print("STATS", _programs.stats["read"], _programs.stats["exported"])
+print("DIR", "")
+"""
+
+
+def test_a_later_process_reads_the_traced_programs_back(tmp_path):
+    """The second process neither traces nor lowers the hold-outs and the selection
+    (rankjax._programs) and fits the same models; a cache the user configured keeps it off."""
+    def fit(**env):
+        r = subprocess.run([sys.executable, "-c", KEPT], capture_output=True, text=True, timeout=600,
+                           env={**{k: v for k, v in os.environ.items()
+                                   if not k.startswith(("JAX_COMPILATION_CACHE", "RANKJAX_DISK"))},
+                                "XDG_CACHE_HOME": str(tmp_path / "xdg"), "JAX_PLATFORMS": "cpu", **env})
+        assert r.returncode == 0, r.stderr[-2000:]
+        lines = r.stdout.splitlines()
+        stats = [ln for ln in lines if ln.startswith("STATS")][0].split()[1:]
+        return [ln for ln in lines if ln.startswith("PRED")], [int(s) for s in stats]
+
+    first, (read, exported) = fit()
+    assert read == 0 and exported >= 3          # two hold-outs, one selection (same shapes)
+    again, (read, exported) = fit()
+    assert again == first and read >= 3 and exported == 0
+    assert len(programs(tmp_path / "xdg" / "rankjax" / "jax-programs" / "exported")) >= 3
+    _, (read, exported) = fit(RANKJAX_DISK_CACHE="0")
+    assert read == exported == 0

@@ -1,0 +1,82 @@
+"""Programs kept on disk (rankjax._programs): exported once, read back by a later process
+(here: after this process's memory is cleared), never for traced inputs or unstable keys,
+and the same results as the plain jitted function."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rankjax import _programs
+
+
+@pytest.fixture
+def store(tmp_path):
+    saved = (_programs._folder[0], dict(_programs._memory), dict(_programs.stats))
+    _programs.turn_on(tmp_path)
+    _programs._memory.clear()
+    yield tmp_path / "exported"
+    _programs._folder[0] = saved[0]
+    _programs._memory.clear()
+    _programs._memory.update(saved[1])
+    _programs.stats.update(saved[2])
+
+
+def _scaled(x, pair, *, power):
+    return {"sum": jnp.sum(x * pair[0]) ** power, "rows": x + pair[1], "none": None}
+
+
+kept = _programs.keep(_scaled, static_argnames=("power",))
+
+
+def _args():
+    x = jnp.arange(6.0).reshape(2, 3)
+    return x, (jnp.float32(2.0), np.ones(3, np.float32))
+
+
+def test_a_program_is_exported_once_and_read_back(store):
+    want = jax.jit(_scaled, static_argnames="power")(*_args(), power=2)
+    before = dict(_programs.stats)
+    got = kept(*_args(), power=2)
+    assert _programs.stats["exported"] == before["exported"] + 1
+    assert len(list(store.glob("*.pkl"))) == 1
+    _programs._memory.clear()                     # as a fresh process
+    again = kept(*_args(), power=2)
+    assert _programs.stats["read"] == before["read"] + 1
+    for out in (got, again):
+        assert jax.tree.structure(out) == jax.tree.structure(want)
+        for a, b in zip(jax.tree.leaves(out), jax.tree.leaves(want)):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_another_shape_dtype_or_static_argument_is_another_program(store):
+    x, pair = _args()
+    kept(x, pair, power=2)
+    kept(x, pair, power=3)
+    kept(x[:1], pair, power=2)
+    kept(x.astype(jnp.int32), pair, power=2)
+    assert len(list(store.glob("*.pkl"))) == 4
+    assert float(kept(x, pair, power=3)["sum"]) == pytest.approx(float(jnp.sum(x * 2.0)) ** 3)
+
+
+def test_traced_inputs_and_unstable_static_arguments_are_not_kept(store):
+    x, pair = _args()
+    out = jax.jit(lambda x: kept(x, pair, power=2)["sum"])(x)
+    assert float(out) == pytest.approx(float(jnp.sum(x * 2.0)) ** 2)
+    by_fn = _programs.keep(lambda x, f: f(x), static_argnums=(1,))
+    assert float(by_fn(x, lambda v: jnp.sum(v))) == 15.0          # a lambda: no stable spelling
+    assert not list(store.glob("*.pkl"))
+
+
+def test_a_torn_file_is_exported_again(store):
+    x, pair = _args()
+    kept(x, pair, power=2)
+    (path,) = store.glob("*.pkl")
+    path.write_bytes(b"torn")
+    _programs._memory.clear()
+    assert float(kept(x, pair, power=2)["sum"]) == pytest.approx(float(jnp.sum(x * 2.0)) ** 2)
+    assert path.stat().st_size > 4
+
+
+def test_off_by_default_in_the_library():
+    if _programs._folder[0] is None:
+        assert float(kept(*_args(), power=1)["sum"]) == 30.0
