@@ -260,7 +260,7 @@ def primal_holdout(X, y, graph, lams, folds: Folds, verbose=0, where="holdout_pr
 def _holdout_dual_core(K, y, graph, lams, folds):
     dec = decompose_dual(K, y, graph, "holdout")
     eig = dec.eig
-    KSU = jnp.matmul(K, dec.root.apply(eig.vectors), precision=HI)       # [m, m]
+    KSU = graph.kernel_root_product(K, eig, dec.root)                   # [m, m]
     c = tdot(eig.vectors, dec.rhs)
     D = spectral_filter(eig.values[None, :], lams[:, None])
     F = jnp.einsum("mr,lr...->lm...", KSU, D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None],

@@ -61,23 +61,51 @@ def test_primal_holdout_equals_retraining(rng, gkw, folds, k):
             assert rel(h.predictions[i][test], pred) < 1e-8, (gkw, folds, lam, f)
 
 
-@pytest.mark.parametrize("gkw", GRAPHS[:3])
+ZERO_WEIGHT = dict(query_weights="zero")
+"""Query weights 1, 0, 2, 1, 0.5, ... by sorted qid (the second query, of several rows, has
+zero weight: the dual hold-out's ``K S U`` takes the full product there)."""
+
+
+def graph_of(qid, labels, gkw, all_qid):
+    """The query graph of rows ``qid`` (a subset of ``all_qid``'s rows) for ``gkw``."""
+    if gkw.get("query_weights") != "zero":
+        return rj.query_graph(qid, labels, **gkw)
+    w = {q: [1.0, 0.0, 2.0, 1.0, 0.5][i % 5] for i, q in enumerate(np.unique(all_qid))}
+    return rj.query_graph(qid, labels, query_weights=np.array([w[q] for q in np.unique(qid)]))
+
+
+@pytest.mark.parametrize("gkw", GRAPHS + [ZERO_WEIGHT])
 @pytest.mark.parametrize("k", [None, 2])
-def test_dual_holdout_equals_retraining(rng, gkw, k):
+@pytest.mark.parametrize("folds", [None, 4])
+def test_dual_holdout_equals_retraining(rng, gkw, k, folds):
     X, y, labels, qid = data(rng, m=30, k=k)
     if gkw.get("exclude_ties") and k is not None:
         pytest.skip("ties are defined by one label vector")
     kern = rj.gaussian_kernel(0.3)
     K = np.asarray(rj.kernel_matrix(kern, X))
-    h = _holdout.holdout_dual(K, y, rj.query_graph(qid, labels, **gkw), lams=LAMS, folds=4)
+    h = _holdout.holdout_dual(K, y, graph_of(qid, labels, gkw, qid), lams=LAMS, folds=folds)
     fold = np.asarray(h.folds.fold_of_row)
     for i, lam in enumerate(LAMS):
         def fit_predict(train, test):
-            gt = rj.query_graph(qid[train], labels[train], **gkw)
+            gt = graph_of(qid[train], labels[train], gkw, qid)
             a = rankrls_dual(K[np.ix_(train, train)], y[train], gt, lam=lam).coef
             return K[np.ix_(test, train)] @ np.asarray(a)
         for f, (test, pred) in retrain_folds(fold, fit_predict).items():
             assert rel(h.predictions[i][test], pred) < 1e-8, (gkw, lam, f)
+
+
+@pytest.mark.parametrize("folds", [None, 5])
+def test_dual_rls_holdout_equals_retraining(rng, folds):
+    """The identity graph's ``K S U`` is ``U diag(Γ)`` (no product): retraining agrees."""
+    X, y, _, _ = data(rng, m=25)
+    K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.3), X))
+    h = _holdout.holdout_dual(K, y, rj.identity_graph(25), lams=LAMS, folds=folds)
+    fold = np.asarray(h.folds.fold_of_row)
+    for i, lam in enumerate(LAMS):
+        for f in np.unique(fold):
+            test = fold == f
+            a = np.linalg.solve(K[np.ix_(~test, ~test)] + lam * np.eye((~test).sum()), y[~test])
+            assert rel(h.predictions[i][test], K[np.ix_(test, ~test)] @ a) < 1e-8, (lam, f)
 
 
 def test_rls_leave_one_out_and_kfold_over_rows(rng):
