@@ -110,11 +110,9 @@ class _GraphBase:
             return _Root(self.root_mv, self.root_mv)
         return _dense_root(self, dtype, lambda y: self.rhs(y, dtype))
 
-    def kernel_root_product(self, K, eig, root):
-        """``K S U`` ``[m, r]`` for the dual system's decomposition ``S K S = U diag(Γ) U^T``
-        (``eig``) and its root ``S`` (``root``, :meth:`dual_root`): the rows of ``H`` a
-        hold-out fold needs. This form: one ``m x m`` product with ``S U``."""
-        return jnp.matmul(K, root.apply(eig.vectors), precision=HI)
+    def segment_root(self, dtype):
+        """``(seg, num, e n, n)`` of a root ``S = sqrt(e n) (I - 1 1^T / n)`` per segment, or ``None``."""
+        return None
 
     def loss(self, f, y):
         """The RankRLS loss ``(y - f)^T L (y - f)``."""
@@ -224,29 +222,9 @@ class QueryGraph(_GraphBase):
     def centre(self, X):
         return X - self._query_mean(X)
 
-    def kernel_root_product(self, K, eig, root):
-        """``K S U`` without the ``m^3`` product: with ``Π = S^+ S`` (the within-query
-        centring on queries of nonzero weight), ``K S U = S^+ (S K S U) + (I - Π) K S U
-        = S^+ U Γ + (I - Π) K S U``, and ``(I - Π)`` takes query means, so the second term is
-        the per-query mean rows of ``K`` (``[S, m]``, ``S`` the padded query count) times
-        ``S U``: ``O(S m^2)``, a twelfth of the product's flops at 3,005 rows in 256 padded
-        queries (the product took 0.78 s beside a 2.7 s ``eigh``; the float32 leave-query-out
-        on ``lambdarank_sample`` 3.50 s -> 2.76 s). ``S^+ v = S v / (e_c n_c)``. A query of
-        zero weight and several rows (``Π = 0`` there and its rows are not means) takes the
-        full product, as does a graph with tie exclusion."""
-        full = lambda: _GraphBase.kernel_root_product(self, K, eig, root)  # noqa: E731
-        if not self.has_root:
-            return full()
-        dt = K.dtype
-        U = eig.vectors
-        n = self.counts.astype(dt)
-        en = self.edge_weight.astype(dt) * n
-        inv = jnp.where(en > 0, 1 / jnp.where(en > 0, en, 1), 0)
-        SU = self.root_mv(U)
-        UG = self.root_mv(U * eig.values.astype(dt)) * inv[self.seg][:, None]        # S^+ U Γ
-        means = _row_sums(K, self.seg, self.num_segments) / jnp.maximum(n, 1)[:, None]
-        fast = lambda: UG + jnp.matmul(means, SU, precision=HI)[self.seg]   # noqa: E731
-        return jax.lax.cond(jnp.any((en <= 0) & (n >= 2)), full, fast)
+    def segment_root(self, dtype):
+        n = self.counts.astype(dtype)
+        return (self.seg, self.num_segments, self.edge_weight.astype(dtype) * n, n) if self.has_root else None
 
     def factor(self):
         return self.root_mv, self.root_mv, self.root_mv
@@ -469,10 +447,6 @@ class IdentityGraph(_GraphBase):
 
     def block_root(self, idx, mask, dtype):
         return jnp.eye(idx.shape[0], dtype=dtype) * mask.astype(dtype)
-
-    def kernel_root_product(self, K, eig, root):
-        """``K U = U diag(Γ)`` (``S = I``): no product."""
-        return eig.vectors * eig.values.astype(K.dtype)
 
     def prefix(self, u: int):
         return IdentityGraph(int(u))

@@ -31,6 +31,7 @@ from ._path import PRIMAL_UNRESOLVED, check_lams, check_spectrum
 from ._rankrls import check_kernel_matrix
 from ._ridge import (HI, by_lane, cholesky_solve, decompose_dual, decompose_primal, eigh_floor,
                      eigh_psd, primal_system, spectral_filter, symmetric_solve, tdot)
+from ._segments import seg_sum
 from ._sparse import as_dense
 
 
@@ -260,7 +261,7 @@ def primal_holdout(X, y, graph, lams, folds: Folds, verbose=0, where="holdout_pr
 def _holdout_dual_core(K, y, graph, lams, folds):
     dec = decompose_dual(K, y, graph, "holdout")
     eig = dec.eig
-    KSU = graph.kernel_root_product(K, eig, dec.root)                   # [m, m]
+    KSU = kernel_root_product(K, graph, eig, dec.root)                  # [m, m]
     c = tdot(eig.vectors, dec.rhs)
     D = spectral_filter(eig.values[None, :], lams[:, None])
     F = jnp.einsum("mr,lr...->lm...", KSU, D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None],
@@ -270,6 +271,32 @@ def _holdout_dual_core(K, y, graph, lams, folds):
     ok = lam_ok(lams) & dec.ok(lams)
     pred = over_folds(folds, m, lams.shape[0], m, F.shape, K.dtype, lambda P: one)
     return nan_unless(ok, (pred, dec.coef_path(lams))), dec.flags()
+
+
+def kernel_root_product(K, graph, eig, root):
+    """``K S U`` ``[m, m]``, the rows of ``H`` the dual folds need, for ``S K S = U diag(Γ)
+    U^T`` (``eig``) and the root ``S`` (``root``), without the ``m^3`` product where ``S`` is a
+    segment root (:meth:`~rankjax._graph.QueryGraph.segment_root`, ``S = sqrt(e_c n_c)
+    (I - 1 1^T / n_c)``): with ``Π = S^+ S`` (the within-query centring on queries of nonzero
+    weight), ``K S U = S^+ U Γ + (I - Π) K S U`` and ``(I - Π)`` takes query means, so the
+    second term is the ``[S, m]`` query-mean rows of ``K`` (``S`` the padded query count)
+    times ``S U``: a twelfth of the product's flops at 3,005 rows in 256 padded queries (the
+    product took 0.78 s beside a 2.7 s ``eigh``; the float32 leave-query-out on
+    ``lambdarank_sample`` 3.50 s -> 2.76 s); ``S^+ v = S v / (e_c n_c)``. A query of zero
+    weight and several rows (``Π = 0`` there, its rows are not means) and the other graphs
+    take the product."""
+    full = lambda: jnp.matmul(K, root.apply(eig.vectors), precision=HI)      # noqa: E731
+    form = graph.segment_root(K.dtype)
+    if form is None:
+        return full()
+    seg, num, en, n = form
+    U = eig.vectors
+    inv = jnp.where(en > 0, 1 / jnp.where(en > 0, en, 1), 0)
+    SU = root.apply(U)
+    UG = root.apply(U * eig.values.astype(K.dtype)) * inv[seg][:, None]        # S^+ U Γ
+    sums = jnp.sum(K, axis=0, keepdims=True) if num == 1 else seg_sum(K, seg, num)
+    fast = lambda: UG + jnp.matmul(sums / jnp.maximum(n, 1)[:, None], SU, precision=HI)[seg]  # noqa: E731
+    return lax.cond(jnp.any((en <= 0) & (n >= 2)), full, fast)
 
 
 def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0,

@@ -95,7 +95,7 @@ def _key(name, statics, treedef, leaves) -> Optional[str]:
         return None
     types = [(np.shape(x), str(jax.dtypes.result_type(x)), bool(getattr(jax.typeof(x), "weak_type", False)))
              for x in leaves]
-    cfg = (jax.default_backend(), jax.devices()[0].device_kind, paths().name,
+    cfg = (jax.devices()[0].platform, jax.devices()[0].device_kind, paths().name,
            bool(jax.config.jax_enable_x64), str(jax.config.jax_default_matmul_precision),
            str(jax.config.jax_numpy_dtype_promotion))
     text = repr((_fingerprint(), name, statics, tree, types, cfg))

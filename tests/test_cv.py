@@ -96,7 +96,7 @@ def test_dual_holdout_equals_retraining(rng, gkw, k, folds):
 
 @pytest.mark.parametrize("folds", [None, 5])
 def test_dual_rls_holdout_equals_retraining(rng, folds):
-    """The identity graph's ``K S U`` is ``U diag(Γ)`` (no product): retraining agrees."""
+    """RLS on the identity graph (``K S U`` by the product): retraining agrees."""
     X, y, _, _ = data(rng, m=25)
     K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.3), X))
     h = _holdout.holdout_dual(K, y, rj.identity_graph(25), lams=LAMS, folds=folds)
