@@ -202,22 +202,18 @@ def logged(core):
             finally:
                 _tracing_logged[0] = saved
 
-        twin = _twins[core] = jax.jit(traced, static_argnames=STATIC.get(core, ()))
+        twin = _twins[core] = jax.jit(traced, static_argnames=core.static_argnames)
     return twin
 
 
 _twins: dict = {}
-STATIC: dict = {}
 
 
 def compiled(*, static_argnames=()):
-    """``jax.jit`` for a core that :func:`run` may call with ``verbose``: records its static
-    arguments so that its logged twin (:func:`logged`) has the same."""
-    def deco(fn):
-        core = keep(fn, static_argnames=static_argnames)      # kept on disk (rankjax._programs)
-        STATIC[core] = tuple(static_argnames)
-        return core
-    return deco
+    """``jax.jit`` for a core that :func:`run` may call with ``verbose``, kept on disk
+    (:func:`rankjax._programs.keep`); its logged twin (:func:`logged`) takes the same static
+    arguments from it."""
+    return lambda fn: keep(fn, static_argnames=static_argnames)
 
 
 def run(verbose, core, *args, **kwargs):
