@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import collections
 import weakref
-from typing import NamedTuple
+from functools import partial
+from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -38,21 +39,59 @@ def is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
-def reduce_concrete(fn, *args):
-    """Host value of ``fn(*args)``, a module-level jitted reduction of concrete jax
-    arrays: only its result leaves the device, also inside a caller's trace."""
+class Reduction(NamedTuple):
+    """A check's reduction of concrete arrays, written for both sides (:func:`reduction`):
+    ``host`` on numpy arrays, ``device`` a jitted program."""
+
+    host: Callable
+    device: Callable
+
+
+def reduction(body: Callable, host: Optional[Callable] = None) -> Reduction:
+    """A :class:`Reduction` from ``body(xp, *arrays)``, one body for numpy and ``jax.numpy``
+    (or a ``host`` of its own where numpy's spelling would copy the data)."""
+    return Reduction(host or partial(body, np), jax.jit(partial(body, jnp)))
+
+
+def host_view(x):
+    """``x`` as numpy without a copy: itself for numpy, a view of a concrete jax array held
+    whole by one CPU device (the host's memory); ``None`` for anything else (an accelerator's
+    array would be copied, a tracer has no values)."""
+    if isinstance(x, np.ndarray):
+        return x
+    if not isinstance(x, jax.Array) or isinstance(x, jax.core.Tracer) or not x.is_fully_addressable:
+        return None
+    devices = x.devices()
+    if len(devices) != 1 or next(iter(devices)).platform != "cpu":
+        return None
+    return np.asarray(x)
+
+
+def reduce_concrete(fn: Reduction, *args):
+    """Host value of ``fn(*args)`` on concrete arrays: on numpy views where every argument
+    has one (:func:`host_view`: numpy input, or the CPU, where the data already is in the
+    host's memory and a program per shape would cost more to compile than the pass), else
+    its jitted program, whose result alone leaves the device (also inside a caller's trace)."""
+    views = [host_view(a) for a in args]
+    if all(v is not None for v in views):
+        return fn.host(*views)
     with jax.ensure_compile_time_eval():
-        return jax.device_get(fn(*args))
+        return jax.device_get(fn.device(*args))
 
 
-@jax.jit
-def _max_abs(x):
-    return jnp.max(jnp.abs(x))
+def lane(x, i):
+    """``x[i]`` (an index or a slice) of a concrete array; on the CPU taken from its numpy view and put back
+    (:func:`device_array`), not by a slicing program compiled for each shape."""
+    view = host_view(x)
+    return x[i] if view is None or isinstance(x, np.ndarray) else device_array(view[i])
 
 
-@jax.jit
-def _min_max(x):
-    return jnp.min(x), jnp.max(x)
+def _max_abs_host(a):
+    return np.maximum(-float(a.min()), float(a.max()))      # floats: no unsigned wrap-around
+
+
+_max_abs = reduction(lambda xp, x: xp.max(xp.abs(x)), _max_abs_host)
+_min_max = reduction(lambda xp, x: (xp.min(x), xp.max(x)))
 
 
 def max_abs(x) -> float:
@@ -65,10 +104,7 @@ def max_abs(x) -> float:
         return entry[1]
     if getattr(x, "size", 1) == 0:
         return 0.0
-    if isinstance(x, jax.Array):
-        return float(reduce_concrete(_max_abs, x))
-    a = np.asarray(x)
-    return max(-float(a.min()), float(a.max()))       # floats: no unsigned wrap-around
+    return float(reduce_concrete(_max_abs, x if isinstance(x, jax.Array) else np.asarray(x)))
 
 
 def all_finite(x) -> bool:
@@ -78,13 +114,9 @@ def all_finite(x) -> bool:
 
 
 def value_range(x):
-    """``(min, max)`` of a non-empty concrete array: on the host for numpy input,
-    one device reduction for a jax array."""
-    if isinstance(x, jax.Array):
-        lo, hi = reduce_concrete(_min_max, x)
-        return lo.item(), hi.item()
-    a = np.asarray(x)
-    return a.min().item(), a.max().item()
+    """``(min, max)`` of a non-empty concrete array (:func:`reduce_concrete`)."""
+    lo, hi = reduce_concrete(_min_max, x if isinstance(x, jax.Array) else np.asarray(x))
+    return lo.item(), hi.item()
 
 
 VALIDATIONS = collections.Counter()
@@ -375,9 +407,16 @@ def check_indices(v, name: str, upper: int, ndim: int = 1):
     return device_array(v, jnp.int32)
 
 
-@jax.jit
-def _asymmetry(K):
-    return jnp.max(jnp.abs(K - K.T)), jnp.max(jnp.abs(K))
+def _asymmetry_host(K, rows: int = 1024):
+    """``(max |K - K^T|, max |K|)`` a block of rows at a time (no ``m x m`` temporary)."""
+    diff = np.zeros((), K.dtype)
+    for s in range(0, K.shape[0], rows):
+        diff = np.maximum(diff, np.max(np.abs(K[s:s + rows] - K[:, s:s + rows].T)))
+    return diff, _max_abs_host(K)
+
+
+_asymmetry = reduction(lambda xp, K: (xp.max(xp.abs(K - K.T)), xp.max(xp.abs(K))),
+                       _asymmetry_host)
 
 
 def check_symmetric(K, name: str = "K"):

@@ -25,7 +25,7 @@ from ._log import compiled, run
 from ._memory import check_memory
 from ._folds import Folds, each_slice, over_folds, resolve_folds
 from ._graph import Graph, check_graph, check_problem
-from ._kernels import Kernel, check_kernel
+from ._kernels import Kernel, check_kernel, kernel_core
 from ._nystrom import BasisRows, coef_from, features, take_basis
 from ._path import PRIMAL_UNRESOLVED, check_lams, check_spectrum
 from ._rankrls import check_kernel_matrix
@@ -258,7 +258,9 @@ def primal_holdout(X, y, graph, lams, folds: Folds, verbose=0, where="holdout_pr
 
 
 @compiled()
-def _holdout_dual_core(K, y, graph, lams, folds):
+def _holdout_dual_core(K, y, graph, lams, folds, kernel=None):
+    if kernel is not None:        # K holds the rows X: their kernel matrix, in this program
+        K = kernel_core(kernel, K, K, None, True)
     dec = decompose_dual(K, y, graph, "holdout")
     eig = dec.eig
     KSU = kernel_root_product(K, graph, eig, dec.root)                  # [m, m]
@@ -328,11 +330,14 @@ def holdout_dual(K, y, graph: Graph, *, lams, folds=None, seed: int = 0,
     return dual_holdout(K, y, graph, lams, folds, verbose)[0]
 
 
-def dual_holdout(K, y, graph, lams, folds: Folds, verbose=0, where="holdout_dual"):
+def dual_holdout(K, y, graph, lams, folds: Folds, verbose=0, where="holdout_dual",
+                 kernel: Optional[Kernel] = None):
     """:func:`holdout_dual` on a checked kernel matrix, grid and folds: ``(HoldOut, coef
     [L, m(, k)])``, every λ's full-data dual coefficients from the same ``eigh`` (NaN on
-    the lanes the hold-out leaves unresolved), so that a selection needs no refit."""
-    (pred, coef), flags = run(verbose, _holdout_dual_core, K, y, graph, lams, folds)
+    the lanes the hold-out leaves unresolved), so that a selection needs no refit. With a
+    ``kernel``, ``K`` is the checked dense rows ``X [m, n]`` and the kernel matrix is built
+    inside the same program (one program per row count, not two)."""
+    (pred, coef), flags = run(verbose, _holdout_dual_core, K, y, graph, lams, folds, kernel)
     check_spectrum(flags, lams, where)
     return HoldOut(lams, pred, folds), coef
 

@@ -14,7 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import check_count, check_positive, check_matrix, is_int, lam_ok, nan_unless
+from ._checks import (check_count, check_positive, check_matrix, is_int, lam_ok, nan_unless,
+                      reduce_concrete, reduction)
 from ._memory import check_memory
 from ._sparse import as_dense, is_scipy_sparse
 
@@ -195,11 +196,19 @@ def scale_gamma(X) -> float:
         mean = X.sum() / (X.shape[0] * n)
         var = float(X.multiply(X).sum() / (X.shape[0] * n) - mean ** 2)
     else:
-        var = float(_variance(as_dense(X)))
+        var = float(reduce_concrete(_variance, as_dense(X)))
     return 1.0 / (n * var) if var > 0 and np.isfinite(var) else 1.0
 
 
-@jax.jit
-def _variance(X):
-    return jnp.var(jnp.asarray(X, jnp.result_type(float)))
+def _variance_host(X, block: int = 1 << 20):
+    """``var(X)`` over every entry, in float64, a block of rows at a time (two passes, no
+    float64 copy of ``X``)."""
+    a = X.reshape(X.shape[0], -1)
+    rows = max(1, block // max(1, a.shape[1]))
+    blocks = [slice(s, s + rows) for s in range(0, a.shape[0], rows)]
+    mean = sum(a[b].sum(dtype=np.float64) for b in blocks) / a.size
+    return sum(np.square(a[b].astype(np.float64) - mean).sum() for b in blocks) / a.size
+
+
+_variance = reduction(lambda xp, X: xp.var(xp.asarray(X, jnp.result_type(float))), _variance_host)
 

@@ -15,7 +15,8 @@ from jax import lax
 from ._products import HI, mm
 from ._log import timed
 from ._checks import (as_float_array, check_gram, check_indices, check_symmetric, host_labels,
-                      indices_ok, is_concrete, lam_ok, nan_unless, reduce_concrete, value_range)
+                      indices_ok, is_concrete, lam_ok, nan_unless, reduce_concrete, reduction,
+                      value_range)
 from ._resolved import warn_unresolved
 from ._memory import compute_dtype, kernel_plan
 from ._graph import check_problem
@@ -172,10 +173,10 @@ def _check_pairs(pairs, m):
     return p
 
 
-_self_pair = jax.jit(lambda p: jnp.any(p[:, 0] == p[:, 1]))
+_self_pair = reduction(lambda xp, p: xp.any(p[:, 0] == p[:, 1]))
 
 
-_no_differing = jax.jit(lambda dy: ~jnp.all(jnp.any(dy != 0, axis=0)))
+_no_differing = reduction(lambda xp, dy: ~xp.all(xp.any(dy != 0, axis=0)))
 
 
 def _check_lpo(M, y, pairs, lams, name):

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from ._checks import (as_float_array, check_flag, check_indices, indices_ok, is_concrete, nan_unless,
-                      reduce_concrete, resolve_segments)
+                      reduce_concrete, reduction, resolve_segments)
 from ._segments import count_sum, count_to_float, run_ids
 
 
@@ -179,7 +179,7 @@ def cindex(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query:
     return _pair_metric(*prepare_scores(scores, y, qid, num_queries, per_query), per_query, "cindex")
 
 
-_not_binary = jax.jit(lambda y: jnp.any((y != 0) & (y != 1)))
+_not_binary = reduction(lambda xp, y: xp.any((y != 0) & (y != 1)))
 
 
 def auc(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query: bool = False):

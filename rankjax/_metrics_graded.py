@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from ._checks import is_concrete, is_int, reduce_concrete
+from ._checks import is_concrete, is_int, reduce_concrete, reduction
 from ._segments import run_ids
 from ._metrics import finish_per_query, nan_queries, prepare_scores
 
@@ -93,7 +93,7 @@ def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[
                              no_relevant))
 
 
-_any_negative = jax.jit(lambda y: jnp.any(y < 0))
+_any_negative = reduction(lambda xp, y: xp.any(y < 0))
 
 
 @partial(jax.jit, static_argnums=3)

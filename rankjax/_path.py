@@ -27,7 +27,7 @@ import numpy as np
 from ._log import timed, user_stacklevel
 from ._programs import keep
 from ._checks import (as_float_array, check_flag, check_gram, check_positive, check_matrix,
-                      check_targets, is_concrete, lam_ok, nan_unless, reduce_concrete,
+                      check_targets, is_concrete, lam_ok, nan_unless, reduce_concrete, reduction,
                       resolve_segments)
 from ._resolved import UnresolvedLambdaWarning, warn_unresolved
 from ._graph import Graph, check_problem
@@ -452,7 +452,7 @@ def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: O
     return sel
 
 
-_all_nan_column = jax.jit(lambda t: jnp.any(jnp.all(jnp.isnan(t), axis=0)))
+_all_nan_column = reduction(lambda xp, t: xp.any(xp.all(xp.isnan(t), axis=0)))
 
 
 def _selection(lams, scores, y, seg, metric, Q, kw, sign):

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import warnings
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import is_concrete, reduce_concrete
+from ._checks import host_view, is_concrete, reduce_concrete, reduction
 from ._log import user_stacklevel
 
 __all__ = ["UnresolvedLambdaWarning", "warn_unresolved"]
@@ -19,19 +18,18 @@ class UnresolvedLambdaWarning(UserWarning):
     """Some λ of a grid lie below what the compute dtype resolves (their lanes are NaN)."""
 
 
-@jax.jit
-def _nan_lanes(x):
-    return jnp.all(jnp.isnan(x).reshape(x.shape[0], -1), axis=1)
+_nan_lanes = reduction(lambda xp, x: xp.all(xp.isnan(x).reshape(x.shape[0], -1), axis=1))
 
 
 def warn_unresolved(values, lams, where: str, why: str):
     """Outside jit: an :class:`UnresolvedLambdaWarning` naming the λ whose lane of
     ``values`` (``[L, ...]``, λ axis first; or one λ and a lane-free result) is NaN, the
-    one result code of the precision rule (docs/design.md); one device reduction."""
+    one result code of the precision rule (docs/design.md); one reduction (:func:`reduce_concrete`)."""
     if not is_concrete(values) or not is_concrete(lams):
         return
     lams = np.atleast_1d(np.asarray(lams))
-    values = jnp.asarray(values)
+    view = host_view(values)                  # the CPU: numpy, no program per shape
+    values = jnp.asarray(values) if view is None else view
     lanes = values[None] if lams.shape[0] == 1 and (values.ndim == 0 or values.shape[0] != 1) else values
     bad = lams[np.asarray(reduce_concrete(_nan_lanes, lanes))]
     if bad.size:

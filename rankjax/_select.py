@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import (Segments, check_count, check_flag, check_gram, check_positive, check_seed,
-                      segment_ids)
+                      lane, segment_ids)
 from ._cv import cross_validate
 from ._folds import resolve_folds
 from ._graph import Graph
@@ -290,8 +290,7 @@ class _Grid:
             self.coefs[key] = (None, None, W, None, grid_lams)
             return self._ndcg(h)
         if self.basis is None:
-            K = kernel_core(kern, self.Xd, self.Xd, None, True)
-            h, coef = dual_holdout(K, p.y, p.graph, lams, folds, v, where)
+            h, coef = dual_holdout(self.Xd, p.y, p.graph, lams, folds, v, where, kernel=kern)
             self.coefs[key] = (None, None, coef, kern, grid_lams)
             return self._ndcg(h)
         index, B = take_basis(self.Xd, self.basis, kern)
@@ -308,11 +307,11 @@ class _Grid:
         index, XR, coef, kern, lams = self.coefs[(None if kern is None else float(kern.gamma),
                                                   searched)]
         if kern is None:
-            return None, LinearModel(coef[i])
+            return None, LinearModel(lane(coef, i))
         if index is None:
-            return None, KernelModel(coef[i], self.Xd, kern)
-        return index, NystromPath(lams[i:i + 1], coef[i][None], jnp.asarray(index), XR, kern,
-                                  None, None)
+            return None, KernelModel(lane(coef, i), self.Xd, kern)
+        return index, NystromPath(lams[i:i + 1], lane(coef, slice(i, i + 1)), jnp.asarray(index),
+                                  XR, kern, None, None)
 
     def on_valid(self, kernels, gammas):
         """Every kernel's path scored on the validation set; the chosen λ's model comes

@@ -160,6 +160,35 @@ def _count(event, duration, **kw):
 jax.monitoring.register_event_duration_secs_listener(_count)
 
 
+LOWERED = [0]
+
+
+def _lowered(event, duration, **kw):
+    if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":     # also before a cache hit
+        LOWERED[0] += 1
+
+
+jax.monitoring.register_event_duration_secs_listener(_lowered)
+
+
+@pytest.mark.parametrize("kernel", [None, "gaussian"])
+def test_a_fit_on_other_rows_makes_two_programs(kernel):
+    """Issue 43: ``RankRLSCV.fit`` on a new row count makes its hold-out (the kernel matrix
+    inside it) and its selection, nothing more on the CPU (the checks' reductions and the
+    chosen λ's lane run on numpy views there, :func:`rankjax._checks.reduce_concrete`)."""
+    from rankjax.estimators import RankRLSCV
+    if jax.devices()[0].platform != "cpu":
+        pytest.skip("the reductions are programs on an accelerator")
+    X, y, q = _data(3, 31, m=186)
+    kw = dict(kernel=kernel, lams=[0.1, 1.0, 10.0])
+    RankRLSCV(**kw).fit(X, y, qid=q)
+    for rows in (168, 150):                            # 28 and 25 queries of 6 rows
+        before = LOWERED[0]
+        model = RankRLSCV(**kw).fit(X[:rows], y[:rows], qid=q[:rows])
+        assert LOWERED[0] - before <= 2
+        assert np.isfinite(model.best_score_)
+
+
 def _compiles(fn):
     before = COMPILES[0]
     jax.block_until_ready(fn())
