@@ -9,27 +9,17 @@ from __future__ import annotations
 
 import collections
 import weakref
-from functools import partial
-from typing import Callable, NamedTuple, Optional
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import sparse
 
+from ._host import device_array, reduce_concrete, reduction
 from ._memory import check_memory, compute_dtype
 from ._segments import bucket
 from ._sparse import is_scipy_sparse, is_sparse, sparse_values
-
-
-def device_array(x, dtype=None):
-    """Host data to a device array without compiling anything (``jax.device_put``;
-    ``jnp.asarray`` of a numpy array compiles a staging program per shape)."""
-    if isinstance(x, jax.Array):
-        return x if dtype is None else x.astype(dtype)
-    a = np.asarray(x)
-    dt = jax.dtypes.canonicalize_dtype(a.dtype if dtype is None else dtype)
-    return jax.device_put(a.astype(dt, copy=False))
 
 
 def is_concrete(x) -> bool:
@@ -39,59 +29,24 @@ def is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
-class Reduction(NamedTuple):
-    """A check's reduction of concrete arrays, written for both sides (:func:`reduction`):
-    ``host`` on numpy arrays, ``device`` a jitted program."""
-
-    host: Callable
-    device: Callable
-
-
-def reduction(body: Callable, host: Optional[Callable] = None) -> Reduction:
-    """A :class:`Reduction` from ``body(xp, *arrays)``, one body for numpy and ``jax.numpy``
-    (or a ``host`` of its own where numpy's spelling would copy the data)."""
-    return Reduction(host or partial(body, np), jax.jit(partial(body, jnp)))
-
-
-def host_view(x):
-    """``x`` as numpy without a copy: itself for numpy, a view of a concrete jax array held
-    whole by one CPU device (the host's memory); ``None`` for anything else (an accelerator's
-    array would be copied, a tracer has no values)."""
-    if isinstance(x, np.ndarray):
-        return x
-    if not isinstance(x, jax.Array) or isinstance(x, jax.core.Tracer) or not x.is_fully_addressable:
-        return None
-    devices = x.devices()
-    if len(devices) != 1 or next(iter(devices)).platform != "cpu":
-        return None
-    return np.asarray(x)
-
-
-def reduce_concrete(fn: Reduction, *args):
-    """Host value of ``fn(*args)`` on concrete arrays: on numpy views where every argument
-    has one (:func:`host_view`: numpy input, or the CPU, where the data already is in the
-    host's memory and a program per shape would cost more to compile than the pass), else
-    its jitted program, whose result alone leaves the device (also inside a caller's trace)."""
-    views = [host_view(a) for a in args]
-    if all(v is not None for v in views):
-        return fn.host(*views)
-    with jax.ensure_compile_time_eval():
-        return jax.device_get(fn.device(*args))
-
-
-def lane(x, i):
-    """``x[i]`` (an index or a slice) of a concrete array; on the CPU taken from its numpy view and put back
-    (:func:`device_array`), not by a slicing program compiled for each shape."""
-    view = host_view(x)
-    return x[i] if view is None or isinstance(x, np.ndarray) else device_array(view[i])
-
-
 def _max_abs_host(a):
     return np.maximum(-float(a.min()), float(a.max()))      # floats: no unsigned wrap-around
 
 
 _max_abs = reduction(lambda xp, x: xp.max(xp.abs(x)), _max_abs_host)
 _min_max = reduction(lambda xp, x: (xp.min(x), xp.max(x)))
+
+
+def _asymmetry_host(K, rows: int = 1024):
+    """``(max |K - K^T|, max |K|)`` a block of rows at a time (no ``m x m`` temporary)."""
+    diff = np.zeros((), K.dtype)
+    for s in range(0, K.shape[0], rows):
+        diff = np.maximum(diff, np.max(np.abs(K[s:s + rows] - K[:, s:s + rows].T)))
+    return diff, _max_abs_host(K)
+
+
+_asymmetry = reduction(lambda xp, K: (xp.max(xp.abs(K - K.T)), xp.max(xp.abs(K))),
+                       _asymmetry_host)
 
 
 def max_abs(x) -> float:
@@ -405,18 +360,6 @@ def check_indices(v, name: str, upper: int, ndim: int = 1):
         if lo < 0 or hi >= upper:
             raise ValueError(f"{name} holds row indices outside [0, {upper}): min {lo}, max {hi}")
     return device_array(v, jnp.int32)
-
-
-def _asymmetry_host(K, rows: int = 1024):
-    """``(max |K - K^T|, max |K|)`` a block of rows at a time (no ``m x m`` temporary)."""
-    diff = np.zeros((), K.dtype)
-    for s in range(0, K.shape[0], rows):
-        diff = np.maximum(diff, np.max(np.abs(K[s:s + rows] - K[:, s:s + rows].T)))
-    return diff, _max_abs_host(K)
-
-
-_asymmetry = reduction(lambda xp, K: (xp.max(xp.abs(K - K.T)), xp.max(xp.abs(K))),
-                       _asymmetry_host)
 
 
 def check_symmetric(K, name: str = "K"):

@@ -10,7 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import check_count, check_seed, device_array, host_labels, segment_ids
+from ._checks import check_count, check_seed, host_labels, segment_ids
+from ._host import device_array
 from ._holdout import HoldOut
 from ._metrics import check_metric_options, metric_sign
 from ._path import select_lambda

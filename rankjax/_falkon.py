@@ -29,7 +29,8 @@ from jax import lax
 
 from ._products import HI
 from ._cg_loop import CG, CGResult, cg_loop, check_options, loop_keywords, valid_fn_of, valid_set
-from ._checks import check_seed, check_count, check_positive, device_array, lam_ok, nan_unless
+from ._checks import check_seed, check_count, check_positive, lam_ok, nan_unless
+from ._host import device_array
 from ._memory import available_memory, check_memory
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, check_kernel, kernel_block, kernel_matrix

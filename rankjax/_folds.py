@@ -12,7 +12,8 @@ import numpy as np
 from jax import lax
 
 from ._log import gated_step
-from ._checks import check_seed, device_array, is_concrete, is_int, segment_ids
+from ._checks import check_seed, is_concrete, is_int, segment_ids
+from ._host import device_array
 from ._graph import Graph, check_graph
 from ._backend import paths
 from ._segments import padded_size

@@ -24,10 +24,9 @@ The operator methods, shared by all three:
 ``fold_units()`` and ``block_root(idx, mask, dtype)`` (hold-out folds),
 ``check_labels(y)``.
 
-Graphs are pytrees. Per-query counts are computed once on the host and
-stored; the number of query segments is padded to a power of two
-(:func:`rankjax._segments.bucket`), so data with the same number of rows but
-another number of queries reuses compiled programs.
+Graphs are pytrees. Per-query counts are computed once on the host and stored; the number
+of query segments is padded to a power of two (:func:`rankjax._segments.bucket`), so data
+with the same number of rows but another number of queries reuses compiled programs.
 """
 from __future__ import annotations
 
@@ -39,7 +38,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._products import HI, mm
-from ._checks import check_matrix, check_targets, device_array, is_concrete
+from ._checks import check_matrix, check_targets, is_concrete
+from ._host import device_array
 from ._metrics import edge_disagreement_error, metric_sign, pairwise_error
 from ._ridge import gram, psd_root, segment_normal_equations, tdot
 from ._segments import bucket, expand, seg_sum

@@ -9,8 +9,9 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import (as_float_array, check_flag, check_indices, check_targets, device_array,
-                      host_labels, is_int, require_concrete, segment_ids)
+from ._checks import (as_float_array, check_flag, check_indices, check_targets, host_labels, is_int,
+                      require_concrete, segment_ids)
+from ._host import device_array
 from ._graph import is_graph, Array, Graph, IdentityGraph, PreferenceGraph, QueryGraph, check_graph, pad_to
 from ._segments import bucket
 

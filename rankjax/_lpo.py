@@ -15,8 +15,8 @@ from jax import lax
 from ._products import HI, mm
 from ._log import timed
 from ._checks import (as_float_array, check_gram, check_indices, check_symmetric, host_labels,
-                      indices_ok, is_concrete, lam_ok, nan_unless, reduce_concrete, reduction,
-                      value_range)
+                      indices_ok, is_concrete, lam_ok, nan_unless, value_range)
+from ._host import reduce_concrete, reduction
 from ._resolved import warn_unresolved
 from ._memory import compute_dtype, kernel_plan
 from ._graph import check_problem

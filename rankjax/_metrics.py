@@ -26,8 +26,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from ._checks import (as_float_array, check_flag, check_indices, indices_ok, is_concrete, nan_unless,
-                      reduce_concrete, reduction, resolve_segments)
+from ._checks import (as_float_array, check_flag, check_indices, indices_ok, is_concrete,
+                      nan_unless, resolve_segments)
+from ._host import reduce_concrete, reduction
 from ._segments import count_sum, count_to_float, run_ids
 
 
@@ -196,7 +197,7 @@ def auc(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query: bo
     out = cindex(scores, y, qid, num_queries=num_queries, per_query=per_query)
     if is_concrete(y):
         return out
-    ok = ~_not_binary(jnp.asarray(y))           # traced labels: non-binary gives NaN
+    ok = ~_not_binary.device(jnp.asarray(y))    # traced labels: non-binary gives NaN
     if per_query:
         return out._replace(values=jnp.where(ok, out.values, jnp.nan))
     return jnp.where(ok, out, jnp.nan)

@@ -16,7 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from ._checks import is_concrete, is_int, reduce_concrete, reduction
+from ._checks import is_concrete, is_int
+from ._host import reduce_concrete, reduction
 from ._segments import run_ids
 from ._metrics import finish_per_query, nan_queries, prepare_scores
 

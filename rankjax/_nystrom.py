@@ -28,7 +28,8 @@ import numpy as np
 from jax import lax
 
 from ._log import timed
-from ._checks import check_seed, check_matrix, device_array, is_concrete, is_int
+from ._checks import check_seed, check_matrix, is_concrete, is_int
+from ._host import device_array
 from ._kernels import Kernel, kernel_block, kernel_core
 from ._memory import check_memory, compute_dtype
 from ._ridge import PSD_RTOL

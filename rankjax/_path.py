@@ -27,8 +27,8 @@ import numpy as np
 from ._log import timed, user_stacklevel
 from ._programs import keep
 from ._checks import (as_float_array, check_flag, check_gram, check_positive, check_matrix,
-                      check_targets, is_concrete, lam_ok, nan_unless, reduce_concrete, reduction,
-                      resolve_segments)
+                      check_targets, is_concrete, lam_ok, nan_unless, resolve_segments)
+from ._host import reduce_concrete, reduction
 from ._resolved import UnresolvedLambdaWarning, warn_unresolved
 from ._graph import Graph, check_problem
 from ._kernels import Kernel, kernel_matrix

@@ -24,7 +24,8 @@ import numpy as np
 from jax import lax
 
 from ._log import begin, check_verbose, loop_step
-from ._checks import check_count, check_flag, check_matrix, device_array, require_concrete
+from ._checks import check_count, check_flag, check_matrix, require_concrete
+from ._host import device_array
 from ._ranksvm import rank_levels
 from ._segments import bucket, seg_scan
 from ._sparse import as_dense

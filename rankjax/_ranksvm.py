@@ -27,8 +27,9 @@ import numpy as np
 from jax import lax
 
 from ._products import mm
-from ._checks import (check_count, check_positive, check_matrix, device_array, host_labels, lam_ok,
-                      nan_unless, segment_ids)
+from ._checks import (check_count, check_positive, check_matrix, host_labels, lam_ok, nan_unless,
+                      segment_ids)
+from ._host import device_array
 from ._kernels import Kernel, kernel_matrix
 from ._log import begin, check_verbose, loop_step
 from ._nystrom import coef_from, features, take_basis

@@ -8,7 +8,8 @@ import warnings
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import host_view, is_concrete, reduce_concrete, reduction
+from ._checks import is_concrete
+from ._host import host_view, reduce_concrete, reduction
 from ._log import user_stacklevel
 
 __all__ = ["UnresolvedLambdaWarning", "warn_unresolved"]

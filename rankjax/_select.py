@@ -15,7 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import (Segments, check_count, check_flag, check_gram, check_positive, check_seed,
-                      lane, segment_ids)
+                      segment_ids)
+from ._host import lane
 from ._cv import cross_validate
 from ._folds import resolve_folds
 from ._graph import Graph

@@ -72,7 +72,7 @@ def _reductions():
     import pkgutil
 
     import rankjax
-    from rankjax._checks import Reduction
+    from rankjax._host import Reduction
     found = {}
     for info in pkgutil.iter_modules(rankjax.__path__):
         if info.name == "__main__":
@@ -101,7 +101,7 @@ def _inputs(rng):
 def test_a_check_reduction_gives_on_the_host_what_its_program_gives(name):
     """The CPU path (numpy views of the arrays, no program per shape) against the jitted one,
     on every input it accepts."""
-    from rankjax._checks import host_view, reduce_concrete
+    from rankjax._host import host_view, reduce_concrete
     fn = _reductions()[name]
     tried = 0
     for a in _inputs(np.random.default_rng(0)):
@@ -123,7 +123,7 @@ def test_a_check_reduction_gives_on_the_host_what_its_program_gives(name):
 
 
 def test_host_view_is_for_concrete_arrays_on_one_cpu_device_only():
-    from rankjax._checks import host_view, lane
+    from rankjax._host import host_view, lane
     x = jnp.arange(6.0).reshape(2, 3)
     assert host_view(x).ctypes.data == x.unsafe_buffer_pointer()      # a view, not a copy
     assert host_view([1.0]) is None
