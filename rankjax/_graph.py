@@ -42,7 +42,7 @@ from ._checks import check_matrix, check_targets, is_concrete
 from ._host import device_array
 from ._metrics import edge_disagreement_error, metric_sign, pairwise_error
 from ._ridge import gram, psd_root, segment_normal_equations, tdot
-from ._segments import bucket, expand, seg_sum
+from ._segments import bucket, expand, row_sums, seg_sum
 
 Array = jax.Array
 
@@ -65,12 +65,6 @@ def _dense_root(graph, dtype, rhs):
     S, S_pinv = psd_root(graph.as_dense(dtype))
     return _Root(lambda v: jnp.matmul(S, v, precision=HI),
                  lambda y: jnp.matmul(S_pinv, rhs(y), precision=HI))
-
-
-def _row_sums(v, seg, num: int):
-    """Per-segment sums of the rows of ``v``; one segment (the global graph) as a tree
-    sum, accurate in float32 where a scatter-add accumulates 10^5 rows in order."""
-    return jnp.sum(v, axis=0, keepdims=True) if num == 1 else seg_sum(v, seg, num)
 
 
 class _GraphBase:
@@ -178,7 +172,7 @@ class QueryGraph(_GraphBase):
 
     def _clique(self, v, seg, counts, e, num):
         # (L v)_i = e_c (n_c v_i - sum_{j in c} v_j)
-        sums = _row_sums(v, seg, num)
+        sums = row_sums(v, seg, num)
         return expand(e[seg], v) * (expand(counts[seg], v) * v - sums[seg])
 
     def normal_equations(self, X, y, root: bool = False):
@@ -208,7 +202,7 @@ class QueryGraph(_GraphBase):
 
     def _query_mean(self, v):
         n = jnp.maximum(self.counts.astype(v.dtype), 1)
-        return (_row_sums(v, self.seg, self.num_segments) / expand(n, v))[self.seg]
+        return (row_sums(v, self.seg, self.num_segments) / expand(n, v))[self.seg]
 
     def root_mv(self, v):
         # S = sqrt(e_c n_c) (I - 1 1^T / n_c): centre within the query, then scale.

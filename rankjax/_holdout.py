@@ -31,7 +31,7 @@ from ._path import PRIMAL_UNRESOLVED, check_lams, check_spectrum
 from ._rankrls import check_kernel_matrix
 from ._ridge import (HI, by_lane, cholesky_solve, decompose_dual, decompose_primal, eigh_floor,
                      eigh_psd, primal_system, spectral_filter, symmetric_solve, tdot)
-from ._segments import seg_sum
+from ._segments import row_sums
 from ._sparse import as_dense
 
 
@@ -295,8 +295,8 @@ def kernel_root_product(K, graph, eig, root):
         return full()
     seg, num, en, n = form
     inv = jnp.where(en > 0, 1 / jnp.where(en > 0, en, 1), 0)
-    UG = root.apply(U * eig.values.astype(K.dtype)) * inv[seg][:, None]        # S^+ U Γ
-    sums = jnp.sum(K, axis=0, keepdims=True) if num == 1 else seg_sum(K, seg, num)
+    UG = SU * eig.values.astype(K.dtype) * inv[seg][:, None]                 # S^+ U Γ
+    sums = row_sums(K, seg, num)
     fast = lambda: UG + jnp.matmul(sums / jnp.maximum(n, 1)[:, None], SU, precision=HI)[seg]  # noqa: E731
     return lax.cond(jnp.any((en <= 0) & (n >= 2)), full, fast)
 

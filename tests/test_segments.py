@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from rankjax._segments import (bucket, count_sum, count_to_float, expand, padded_size, run_ids,
-                               seg_scan, seg_sum)
+                               sandwich, seg_scan, seg_sum)
 
 
 @pytest.fixture
@@ -67,3 +67,28 @@ def test_seg_scan_restarts_at_every_segment(rng):
 
 def test_expand_broadcasts_against_trailing_axes():
     assert expand(jnp.ones(4), jnp.ones((4, 2, 3))).shape == (4, 1, 1)
+
+
+@pytest.mark.parametrize("num", [1, 6])
+def test_sandwich_is_the_root_applied_on_both_sides(rng, num):
+    """``S K S`` in one pass equals the dense product with ``S = sqrt(e_c n_c) (I - 1 1^T /
+    n_c)`` per segment: unsorted ids, a one-row segment, a zero-weight segment, an empty
+    (padded) segment, and the global graph (one segment)."""
+    m = 23
+    seg = rng.integers(0, num - 2, m) if num > 1 else np.zeros(m, int)
+    if num > 1:
+        seg[3] = num - 2                       # a one-row segment; num - 1 stays empty
+    A = rng.standard_normal((m, m))
+    K = (A @ A.T + (A @ A.T).T) / 2
+    n = np.bincount(seg, minlength=num).astype(float)
+    e = rng.uniform(0.5, 2.0, num)
+    if num > 1:
+        e[1] = 0.0                             # a segment of zero weight
+    S = np.zeros((m, m))
+    for c in range(num):
+        rows = np.flatnonzero(seg == c)
+        if rows.size:
+            S[np.ix_(rows, rows)] = np.sqrt(e[c] * n[c]) * (np.eye(rows.size) - 1 / rows.size)
+    got = sandwich(jnp.asarray(K), jnp.asarray(seg), num, jnp.asarray(e * n), jnp.asarray(n))
+    np.testing.assert_allclose(got, S @ K @ S, atol=1e-12 * np.abs(K).max() * m)
+    assert np.array_equal(np.asarray(got), np.asarray(got).T)      # exactly, for symmetric K
