@@ -263,22 +263,24 @@ def _holdout_dual_core(K, y, graph, lams, folds, kernel=None):
         K = kernel_core(kernel, K, K, None, True)
     dec = decompose_dual(K, y, graph, "holdout")
     eig = dec.eig
+    U = eig.vectors
     KSU = kernel_root_product(K, graph, eig, dec.root)                  # [m, m]
-    c = tdot(eig.vectors, dec.rhs)
+    c = tdot(U, dec.root.apply(y))            # U^T S^+ L y = U^T S y
     D = spectral_filter(eig.values[None, :], lams[:, None])
-    F = jnp.einsum("mr,lr...->lm...", KSU, D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None],
-                   precision=HI)
+    Dc = D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None]
+    F = jnp.einsum("mr,lr...->lm...", KSU, Dc, precision=HI)
+    coef = jnp.moveaxis(dec.root.apply(jnp.einsum("mr,lr...->m...l", U, Dc, precision=HI)), -1, 0)
     one = partial(woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=K)
     m = K.shape[0]
     ok = lam_ok(lams) & dec.ok(lams)
     pred = over_folds(folds, m, lams.shape[0], m, F.shape, K.dtype, lambda P: one)
-    return nan_unless(ok, (pred, dec.coef_path(lams))), dec.flags()
+    return nan_unless(ok, (pred, coef)), dec.flags()
 
 
 def kernel_root_product(K, graph, eig, root):
     """``K S U`` ``[m, m]``, the rows of ``H`` the dual folds need, for ``S K S = U diag(Γ)
-    U^T`` (``eig``) and the root ``S`` (``root``), without the ``m^3`` product where ``S`` is a
-    segment root (:meth:`~rankjax._graph.QueryGraph.segment_root`, ``S = sqrt(e_c n_c)
+    U^T`` (``eig``) and the root ``S`` (``root``), without the ``m^3`` product
+    where ``S`` is a segment root (:meth:`~rankjax._graph.QueryGraph.segment_root`, ``S = sqrt(e_c n_c)
     (I - 1 1^T / n_c)``): with ``Π = S^+ S`` (the within-query centring on queries of nonzero
     weight), ``K S U = S^+ U Γ + (I - Π) K S U`` and ``(I - Π)`` takes query means, so the
     second term is the ``[S, m]`` query-mean rows of ``K`` (``S`` the padded query count)
@@ -288,16 +290,20 @@ def kernel_root_product(K, graph, eig, root):
     weight and several rows (``Π = 0`` there, its rows are not means) and the other graphs
     take the product."""
     U = eig.vectors
-    SU = root.apply(U)
-    full = lambda: jnp.matmul(K, SU, precision=HI)                            # noqa: E731
     form = graph.segment_root(K.dtype)
     if form is None:
-        return full()
+        return jnp.matmul(K, root.apply(U), precision=HI)
     seg, num, en, n = form
     inv = jnp.where(en > 0, 1 / jnp.where(en > 0, en, 1), 0)
-    UG = SU * eig.values.astype(K.dtype) * inv[seg][:, None]                 # S^+ U Γ
-    sums = row_sums(K, seg, num)
-    fast = lambda: UG + jnp.matmul(sums / jnp.maximum(n, 1)[:, None], SU, precision=HI)[seg]  # noqa: E731
+    onehot = (seg[None, :] == jnp.arange(num)[:, None]).astype(K.dtype)     # [S, m]
+    inv_n = 1 / jnp.maximum(n, 1)[:, None]
+    Umean = jnp.matmul(onehot, U, precision=HI) * inv_n                       # [S, m]
+    s = jnp.sqrt(en)
+    # rows of K's query means times S U = ((S Kbar^T)^T) U, Kbar = the [S, m] query means of K
+    T = jnp.matmul(root.apply(row_sums(K, seg, num).T * inv_n.T).T, U, precision=HI)   # [S, m]
+    fast = lambda: ((s * inv)[seg][:, None] * (U - Umean[seg]) * eig.values.astype(K.dtype)  # noqa: E731
+                    + T[seg])
+    full = lambda: jnp.matmul(root.apply(K).T, U, precision=HI)              # noqa: E731  (S K)^T U
     return lax.cond(jnp.any((en <= 0) & (n >= 2)), full, fast)
 
 
