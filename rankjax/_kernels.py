@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import check_count, check_positive, check_matrix, is_int, lam_ok, nan_unless
+from ._checks import check_count, check_positive, check_matrix, is_int, lam_ok
 from ._host import reduce_concrete, reduction
 from ._memory import check_memory
 from ._sparse import as_dense, is_scipy_sparse

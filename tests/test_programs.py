@@ -80,3 +80,25 @@ def test_a_torn_file_is_exported_again(store):
 def test_off_by_default_in_the_library():
     if _programs._folder[0] is None:
         assert float(kept(*_args(), power=1)["sum"]) == 30.0
+
+
+def test_cpu_options_apply_outside_a_trace_and_an_unknown_one_drops_them(monkeypatch):
+    """A kept program called at top level compiles with ``CPU_OPTIONS`` on the CPU (the same
+    results), under the caller's ``jit`` without them (JAX refuses options on a nested
+    ``jit``), and options this XLA does not know leave the defaults."""
+    want = jax.jit(_scaled, static_argnames="power")(*_args(), power=2)
+    fresh = _programs.keep(_scaled, static_argnames=("power",))
+    got = fresh(*_args(), power=2)
+    np.testing.assert_array_equal(got["rows"], want["rows"])
+    np.testing.assert_allclose(got["sum"], want["sum"], rtol=1e-6)
+    if jax.devices()[0].platform == "cpu":
+        assert _programs.compile_options() == _programs.CPU_OPTIONS
+        assert fresh._top is not fresh.jitted            # the options' own jit object
+    inner = jax.jit(lambda x: fresh(x, _args()[1], power=1)["sum"])(_args()[0])
+    np.testing.assert_allclose(inner, jnp.sum(_args()[0] * 2.0), rtol=1e-6)
+    _programs.compile_options.cache_clear()
+    monkeypatch.setattr(_programs, "CPU_OPTIONS", {"xla_no_such_option_here": 1})
+    try:
+        assert _programs.compile_options() is None
+    finally:
+        _programs.compile_options.cache_clear()
