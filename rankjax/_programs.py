@@ -65,16 +65,29 @@ emitters saved 0.3 s more and aborted the process inside LLVM on a float64 hold-
 ("Cannot select: X86ISD::SUBV_BROADCAST_LOAD", jaxlib 0.10.2)."""
 
 
-@functools.lru_cache(maxsize=None)
+_refused: list = [False]        # XLA refused an option of CPU_OPTIONS in this process
+
+
 def compile_options() -> Optional[dict]:
-    """:data:`CPU_OPTIONS` where the first device is a CPU and XLA takes them, else ``None``."""
-    if jax.devices()[0].platform != "cpu":
-        return None
-    try:
-        jax.jit(lambda x: x + 1, compiler_options=CPU_OPTIONS).lower(np.float32(1)).compile()
-    except Exception:             # noqa: BLE001  an option this XLA does not know
+    """:data:`CPU_OPTIONS` where the first device is a CPU and XLA has not refused them in
+    this process (:func:`first_try`), else ``None``."""
+    if _refused[0] or jax.devices()[0].platform != "cpu":
         return None
     return dict(CPU_OPTIONS)
+
+
+def first_try(with_options, plain, *args, **kwargs):
+    """``with_options(*args, **kwargs)``, or ``plain(...)`` when XLA refuses an option (an
+    XLA that does not know it; then never again in this process): no probe program."""
+    if _refused[0] or with_options is plain:
+        return plain(*args, **kwargs)
+    try:
+        return with_options(*args, **kwargs)
+    except jax.errors.JaxRuntimeError as e:
+        if "option" not in str(e).lower():
+            raise
+        _refused[0] = True
+        return plain(*args, **kwargs)
 
 
 def top_level() -> bool:
@@ -167,7 +180,6 @@ def _exported(key, call, dyn_leaves, in_tree):
     if key in _memory:
         return _memory[key]
     path = _folder[0] / "exported" / (key + ".pkl")
-    opts = compile_options()
     got = _read(path) if path.exists() else None
     if got is not None:
         fields, skeleton = got
@@ -175,7 +187,7 @@ def _exported(key, call, dyn_leaves, in_tree):
         exp = jax.export.Exported(in_tree=jax.tree.structure((tuple(dyn_leaves), {})),
                                   out_tree=jax.tree.structure([0] * out_tree.num_leaves),
                                   _get_vjp=None, **fields)
-        _memory[key] = (exp, skeleton, jax.jit(exp.call, compiler_options=opts))
+        _memory[key] = (exp, skeleton, _with_options(exp.call))
         stats["read"] += 1
         return _memory[key]
     out_tree = []
@@ -191,9 +203,15 @@ def _exported(key, call, dyn_leaves, in_tree):
     fields = {f.name: getattr(exp, f.name) for f in dataclasses.fields(exp)
               if f.name not in _FIELDS_DROPPED}
     _write(path, (fields, skeleton))
-    _memory[key] = (exp, skeleton, jax.jit(exp.call, compiler_options=opts))
+    _memory[key] = (exp, skeleton, _with_options(exp.call))
     stats["exported"] += 1
     return _memory[key]
+
+
+def _with_options(call):
+    """``call`` jitted with :func:`compile_options` (``call`` itself where there are none)."""
+    opts = compile_options()
+    return call if opts is None else jax.jit(call, compiler_options=opts)
 
 
 class _Kept:
@@ -206,24 +224,24 @@ class _Kept:
         self.jitted = jax.jit(fn, static_argnames=static_argnames, static_argnums=static_argnums)
         functools.update_wrapper(self, fn)
 
-    def top(self):
-        """The ``jax.jit`` object for a call outside any trace: with :func:`compile_options`
-        (JAX takes options only there; under the caller's ``jit`` it is :attr:`jitted`)."""
+    def plain(self, *args, **kwargs):
+        """The call outside the store: with :func:`compile_options` outside any trace (JAX
+        takes options only on a top-level ``jit``), else :attr:`jitted`."""
         if not top_level():
-            return self.jitted
+            return self.jitted(*args, **kwargs)
         if self._top is None:
             opts = compile_options()
             self._top = self.jitted if opts is None else jax.jit(
                 self.__wrapped__, static_argnames=self.static_argnames,
                 static_argnums=self.static_argnums, compiler_options=opts)
-        return self._top
+        return first_try(self._top, self.jitted, *args, **kwargs)
 
     def __getattr__(self, name):
         return getattr(self.jitted, name)
 
     def __call__(self, *args, **kwargs):
         if _folder[0] is None or any(k not in self.static_argnames for k in kwargs):
-            return self.top()(*args, **kwargs)
+            return self.plain(*args, **kwargs)
         fixed = {i: args[i] for i in self.static_argnums if i < len(args)}
         dynamic = tuple(a for i, a in enumerate(args) if i not in fixed)
         leaves, in_tree = jax.tree.flatten(dynamic)
@@ -232,7 +250,7 @@ class _Kept:
         statics = tuple(sorted((str(k), _spelling(v)) for k, v in {**fixed, **kwargs}.items()))
         key = _key(f"{self.__module__}.{self.__qualname__}", statics, in_tree, leaves)
         if key is None or key in _unkept or not top_level():
-            return self.top()(*args, **kwargs)
+            return self.plain(*args, **kwargs)
         fn = self.__wrapped__
 
         def call(dyn):                # the original call with these dynamic arguments
@@ -240,11 +258,12 @@ class _Kept:
             return fn(*[fixed[i] if i in fixed else next(it) for i in range(len(args))], **kwargs)
 
         try:
-            _, skeleton, call_exported = _exported(key, call, leaves, in_tree)
+            exp, skeleton, call_exported = _exported(key, call, leaves, in_tree)
         except Exception:         # noqa: BLE001  not exportable (an effect, a custom call)
             _unkept.add(key)
-            return self.top()(*args, **kwargs)
-        return jax.tree.unflatten(jax.tree.structure(skeleton), call_exported(*leaves))
+            return self.plain(*args, **kwargs)
+        out = first_try(call_exported, exp.call, *leaves)
+        return jax.tree.unflatten(jax.tree.structure(skeleton), out)
 
 
 def keep(fn=None, *, static_argnames=(), static_argnums=()):

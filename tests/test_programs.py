@@ -85,7 +85,8 @@ def test_off_by_default_in_the_library():
 def test_cpu_options_apply_outside_a_trace_and_an_unknown_one_drops_them(monkeypatch):
     """A kept program called at top level compiles with ``CPU_OPTIONS`` on the CPU (the same
     results), under the caller's ``jit`` without them (JAX refuses options on a nested
-    ``jit``), and options this XLA does not know leave the defaults."""
+    ``jit``), and an option XLA refuses leaves the defaults for the process, the call
+    answered all the same."""
     want = jax.jit(_scaled, static_argnames="power")(*_args(), power=2)
     fresh = _programs.keep(_scaled, static_argnames=("power",))
     got = fresh(*_args(), power=2)
@@ -96,9 +97,26 @@ def test_cpu_options_apply_outside_a_trace_and_an_unknown_one_drops_them(monkeyp
         assert fresh._top is not fresh.jitted            # the options' own jit object
     inner = jax.jit(lambda x: fresh(x, _args()[1], power=1)["sum"])(_args()[0])
     np.testing.assert_allclose(inner, jnp.sum(_args()[0] * 2.0), rtol=1e-6)
-    _programs.compile_options.cache_clear()
     monkeypatch.setattr(_programs, "CPU_OPTIONS", {"xla_no_such_option_here": 1})
     try:
-        assert _programs.compile_options() is None
+        other = _programs.keep(_scaled, static_argnames=("power",))
+        np.testing.assert_array_equal(other(*_args(), power=2)["rows"], want["rows"])
+        if jax.devices()[0].platform == "cpu":
+            assert _programs._refused[0] and _programs.compile_options() is None
     finally:
-        _programs.compile_options.cache_clear()
+        _programs._refused[0] = False
+
+
+def test_a_kept_export_falls_back_when_an_option_is_refused(store, monkeypatch):
+    """The store's path (an export called back) answers too when XLA refuses an option."""
+    want = jax.jit(_scaled, static_argnames="power")(*_args(), power=3)
+    monkeypatch.setattr(_programs, "CPU_OPTIONS", {"xla_no_such_option_here": 1})
+    try:
+        other = _programs.keep(_scaled, static_argnames=("power",))
+        got = other(*_args(), power=3)
+        np.testing.assert_allclose(got["sum"], want["sum"], rtol=1e-6)
+        assert any(store.iterdir())                      # it went through the store
+        if jax.devices()[0].platform == "cpu":
+            assert _programs._refused[0]
+    finally:
+        _programs._refused[0] = False
