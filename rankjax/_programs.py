@@ -23,8 +23,8 @@ On the CPU these programs are compiled with :data:`CPU_OPTIONS` (XLA's LLVM code
 most of a first fit): the hold-out of the linear ``RankRLSCV`` on ``lambdarank_sample``
 compiled in 2.2 s instead of 3.4 s and the kernel one in 1.2 s instead of 2.0 s, their run
 times unchanged (0.2 s, 1.6 s: the work is in LAPACK and matrix-product calls, which
-the options do not touch). Other devices, and an XLA that does not know an option, use
-the defaults.
+the options do not touch). Other devices, calls under a trace (JAX takes options only on
+a top-level ``jit``) and an XLA that refuses an option use the defaults.
 
 Example:
   >>> import jax.numpy as jnp
@@ -49,7 +49,7 @@ import numpy as np
 from ._backend import paths
 
 _folder: list = [None]         # the store's folder while it is on (set by rankjax._cache)
-_memory: dict = {}              # key -> (Exported, output skeleton) of this process
+_memory: dict = {}              # key -> (Exported, output skeleton, its call) of this process
 _unkept: set = set()            # keys whose export failed in this process
 stats = {"read": 0, "exported": 0}   # programs read back from the folder / exported (this process)
 _FIELDS_DROPPED = ("in_tree", "out_tree", "_get_vjp")
@@ -84,7 +84,8 @@ def first_try(with_options, plain, *args, **kwargs):
     try:
         return with_options(*args, **kwargs)
     except jax.errors.JaxRuntimeError as e:
-        if "option" not in str(e).lower():
+        text = str(e).lower()
+        if "compile option" not in text and "setting option" not in text:
             raise
         _refused[0] = True
         return plain(*args, **kwargs)
