@@ -263,18 +263,16 @@ def _holdout_dual_core(K, y, graph, lams, folds, kernel=None):
         K = kernel_core(kernel, K, K, None, True)
     dec = decompose_dual(K, y, graph, "holdout")
     eig = dec.eig
-    U = eig.vectors
     KSU = kernel_root_product(K, graph, eig, dec.root)                  # [m, m]
-    c = tdot(U, dec.root.apply(y))            # U^T S^+ L y = U^T S y
+    c = tdot(eig.vectors, dec.rhs)
     D = spectral_filter(eig.values[None, :], lams[:, None])
     Dc = D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None]
     F = jnp.einsum("mr,lr...->lm...", KSU, Dc, precision=HI)
-    coef = jnp.moveaxis(dec.root.apply(jnp.einsum("mr,lr...->m...l", U, Dc, precision=HI)), -1, 0)
     one = partial(woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=K)
     m = K.shape[0]
     ok = lam_ok(lams) & dec.ok(lams)
     pred = over_folds(folds, m, lams.shape[0], m, F.shape, K.dtype, lambda P: one)
-    return nan_unless(ok, (pred, coef)), dec.flags()
+    return nan_unless(ok, (pred, dec.coef_path(lams))), dec.flags()
 
 
 def kernel_root_product(K, graph, eig, root):
