@@ -220,7 +220,7 @@ def holdout_primal(X, y, graph: Graph, *, lams, folds=None, seed: int = 0,
     ``H = X (X^T L X + λ I)^{-1} X^T = P diag(1/(Λ+λ)) P^T``, ``P = X V``; larger
     folds (k-fold) retrain in feature space, ``eigh(X^T L X - X_U^T L_UU X_U)``.
     Both equal retraining without the fold. Precision: as :func:`rankrls_primal_path`
-    (λ below ``1e4 eps max Λ`` from their own Cholesky factor, ``O(m n^2)`` each; NaN and
+    (λ below ``1e3 eps max Λ`` from their own Cholesky factor, ``O(m n^2)`` each; NaN and
     an :class:`UnresolvedLambdaWarning` where it fails).
 
     Args:

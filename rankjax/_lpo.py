@@ -247,7 +247,7 @@ def leave_pair_out_primal(X, y, pairs, *, lams) -> PairHoldOut:
     """Leave-pair-out for linear RankRLS (global ranking, cost (21)); as
     :func:`leave_pair_out_dual` with ``K = X X^T`` but from ``eigh(X^T X)``
     (``Q = X W diag(1/((m-2) σ + λ)) W^T X^T``). Precision: the λ below
-    ``1e4 eps (m-2) max σ`` are solved by their own Cholesky factor; a λ whose factor fails
+    ``1e3 eps (m-2) max σ`` are solved by their own Cholesky factor; a λ whose factor fails
     or whose pair systems amplify rounding beyond ``2e-3`` (:data:`PAIR_ERROR`; rank-deficient
     features at small λ) gives a NaN lane and an :class:`UnresolvedLambdaWarning`.
 

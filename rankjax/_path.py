@@ -129,7 +129,7 @@ def rankrls_primal_path(X, y, graph: Graph, *, lams, X_valid=None,
     ``X^T L X = V Λ V^T`` (O(m n^2 + n^3) once), then
     ``w(λ) = V diag(1/(Λ + λ)) V^T X^T L Y`` for every λ (O(n^2 k) each, vmapped).
 
-    Precision: a λ below ``1e4 eps max Λ - min Λ`` (:func:`~rankjax._ridge.eigh_floor`,
+    Precision: a λ below ``1e3 eps max Λ - min Λ`` (:func:`~rankjax._ridge.eigh_floor`,
     where the shared ``eigh`` would be ``eps max Λ / (min Λ + λ)`` off) is solved by its own Cholesky factor
     (``n^3 / 3``); a λ whose factor fails in the dtype gives a NaN lane and an
     :class:`UnresolvedLambdaWarning` (docs/design.md, the precision rule).
