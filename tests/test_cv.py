@@ -94,6 +94,41 @@ def test_dual_holdout_equals_retraining(rng, gkw, k, folds):
             assert rel(h.predictions[i][test], pred) < 1e-8, (gkw, lam, f)
 
 
+@pytest.mark.parametrize("shape_flops", [0.0, np.inf])
+@pytest.mark.parametrize("side", ["primal", "dual"])
+def test_fold_buckets_merged_or_not_equal_retraining(rng, monkeypatch, shape_flops, side):
+    """Queries of 1 to 21 rows (five padded shapes): each fold its own shape
+    (``SHAPE_FLOPS`` 0) or all padded to the largest (infinite), both equal retraining."""
+    from rankjax import _folds
+    sizes = [1, 2, 3, 5, 6, 9, 12, 17, 21]
+    qid = np.repeat(np.arange(len(sizes)), sizes)
+    m = qid.size
+    X = rng.standard_normal((m, 4)) + 0.5
+    y = rng.integers(0, 3, m).astype(float)
+    monkeypatch.setattr(_folds, "SHAPE_FLOPS", shape_flops)
+    jax.clear_caches()                  # a program traced under another plan would be reused
+    f = rj.make_folds(rj.query_graph(qid))
+    assert len(f.index) >= 4
+    width = 4 if side == "primal" else m
+    plan = _folds.merge_plan([i.shape[1] for i in f.index], [i.shape[0] for i in f.index],
+                             len(LAMS), width)
+    assert (len(plan) == 1) == bool(np.isinf(shape_flops))
+    K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.3), X))
+    g = rj.query_graph(qid)
+    h = (_holdout.holdout_primal(X, y, g, lams=LAMS, folds=f) if side == "primal"
+         else _holdout.holdout_dual(K, y, g, lams=LAMS, folds=f))
+    jax.clear_caches()
+    for i, lam in enumerate(LAMS):
+        def fit_predict(train, test):
+            gt = rj.query_graph(qid[train])
+            if side == "primal":
+                return X[test] @ np.asarray(rankrls_primal(X[train], y[train], gt, lam=lam).weights)
+            a = rankrls_dual(K[np.ix_(train, train)], y[train], gt, lam=lam).coef
+            return K[np.ix_(test, train)] @ np.asarray(a)
+        for q, (test, pred) in retrain_folds(np.asarray(f.fold_of_row), fit_predict).items():
+            assert rel(h.predictions[i][test], pred) < 1e-8, (side, lam, q)
+
+
 @pytest.mark.parametrize("folds", [None, 5])
 def test_dual_rls_holdout_equals_retraining(rng, folds):
     """RLS on the identity graph (``K S U`` by the product): retraining agrees."""
