@@ -14,8 +14,9 @@ The first ``fit`` of an estimator and :func:`rankjax.cli.main` call :func:`use_d
   ``%LOCALAPPDATA%`` on Windows), and programs that took at least
   :data:`MIN_COMPILE_S` to compile are kept.
 
-While it is on, the hold-outs and the selection are also kept as exported programs in
-``exported/`` of the folder (:mod:`rankjax._programs`): a later process does not trace them.
+While it is on, the hold-outs and the selection are also kept whole in the folder (compiled
+executables on the CPU, exports elsewhere; :mod:`rankjax._programs`): a later process does
+not trace them.
 
 The library's functions (``rj.fit``, ``rj.holdout``, ...) change no global setting: a JAX
 user turns the cache on as JAX documents, or calls :func:`use_disk_cache`.

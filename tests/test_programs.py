@@ -1,4 +1,4 @@
-"""Programs kept on disk (rankjax._programs): exported once, read back by a later process
+"""Programs kept on disk (rankjax._programs): compiled (CPU) or exported once, read back by a later process
 (here: after this process's memory is cleared), never for traced inputs or unstable keys,
 and the same results as the plain jitted function."""
 import jax
@@ -14,7 +14,7 @@ def store(tmp_path):
     saved = (_programs._folder[0], dict(_programs._memory), dict(_programs.stats))
     _programs.turn_on(tmp_path)
     _programs._memory.clear()
-    yield tmp_path / "exported"
+    yield tmp_path
     _programs._folder[0] = saved[0]
     _programs._memory.clear()
     _programs._memory.update(saved[1])
@@ -38,7 +38,7 @@ def test_a_program_is_exported_once_and_read_back(store):
     before = dict(_programs.stats)
     got = kept(*_args(), power=2)
     assert _programs.stats["exported"] == before["exported"] + 1
-    assert len(list(store.glob("*.pkl"))) == 1
+    assert len(list(store.glob("*/*.pkl"))) == 1
     _programs._memory.clear()                     # as a fresh process
     again = kept(*_args(), power=2)
     assert _programs.stats["read"] == before["read"] + 1
@@ -54,7 +54,7 @@ def test_another_shape_dtype_or_static_argument_is_another_program(store):
     kept(x, pair, power=3)
     kept(x[:1], pair, power=2)
     kept(x.astype(jnp.int32), pair, power=2)
-    assert len(list(store.glob("*.pkl"))) == 4
+    assert len(list(store.glob("*/*.pkl"))) == 4
     assert float(kept(x, pair, power=3)["sum"]) == pytest.approx(float(jnp.sum(x * 2.0)) ** 3)
 
 
@@ -64,13 +64,13 @@ def test_traced_inputs_and_unstable_static_arguments_are_not_kept(store):
     assert float(out) == pytest.approx(float(jnp.sum(x * 2.0)) ** 2)
     by_fn = _programs.keep(lambda x, f: f(x), static_argnums=(1,))
     assert float(by_fn(x, lambda v: jnp.sum(v))) == 15.0          # a lambda: no stable spelling
-    assert not list(store.glob("*.pkl"))
+    assert not list(store.glob("*/*.pkl"))
 
 
 def test_a_torn_file_is_exported_again(store):
     x, pair = _args()
     kept(x, pair, power=2)
-    (path,) = store.glob("*.pkl")
+    (path,) = store.glob("*/*.pkl")
     path.write_bytes(b"torn")
     _programs._memory.clear()
     assert float(kept(x, pair, power=2)["sum"]) == pytest.approx(float(jnp.sum(x * 2.0)) ** 2)
@@ -120,3 +120,30 @@ def test_a_kept_export_falls_back_when_an_option_is_refused(store, monkeypatch):
             assert _programs._refused[0]
     finally:
         _programs._refused[0] = False
+
+
+def test_exports_where_executables_are_not_kept(store, monkeypatch):
+    """Off the CPU, or with a JAX whose LAPACK set-up is unknown, the store keeps exports
+    (``exported/``) instead of compiled executables, read back the same way."""
+    monkeypatch.setattr(_programs, "_lapack_ready", lambda: False)
+    want = jax.jit(_scaled, static_argnames="power")(*_args(), power=4)
+    got = kept(*_args(), power=4)
+    _programs._memory.clear()
+    again = kept(*_args(), power=4)
+    assert list((store / "exported").glob("*.pkl")) and not (store / "executables").exists()
+    for out in (got, again):
+        np.testing.assert_allclose(out["sum"], want["sum"], rtol=1e-6)
+        np.testing.assert_array_equal(out["rows"], want["rows"])
+
+
+def test_the_executables_key_names_the_machine(monkeypatch):
+    """A CPU executable is compiled for the host's instruction set: its key carries it, so a
+    cache folder shared by two machines never hands one the other's code."""
+    if jax.devices()[0].platform != "cpu":
+        pytest.skip("CPU only")
+    leaves, tree = jax.tree.flatten(_args())
+    keys = set()
+    for flags in ("flags: avx2", "flags: avx2 avx512f"):
+        monkeypatch.setattr(_programs, "_machine", lambda flags=flags: flags)
+        keys.add(_programs._key("f", (), tree, leaves))
+    assert len(keys) == 2 and _programs._lapack_ready()
