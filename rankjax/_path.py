@@ -471,7 +471,7 @@ def _selection(lams, scores, y, seg, metric, Q, kw, sign):
     return LambdaChoice(table, best, lams[best])
 
 
-_selection_jit = keep(_selection, static_argnums=(4, 5, 6, 7))
+_selection_jit = keep(_selection, static_argnums=(4, 5, 6, 7), quick=True)
 
 
 def is_path(model) -> bool:
