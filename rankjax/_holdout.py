@@ -29,7 +29,7 @@ from ._kernels import Kernel, check_kernel, kernel_core
 from ._nystrom import BasisRows, coef_from, features, take_basis
 from ._path import PRIMAL_UNRESOLVED, check_lams, check_spectrum
 from ._rankrls import check_kernel_matrix
-from ._ridge import (HI, by_lane, cholesky_solve, decompose_dual, decompose_primal, eigh_floor,
+from ._ridge import (HI, by_lane, cholesky_solve, decompose_dual, eigh_floor,
                      eigh_psd, primal_system, spectral_filter, symmetric_solve, tdot)
 from ._segments import row_sums
 from ._sparse import as_dense
@@ -119,14 +119,12 @@ def _check_holdout(X, y, graph, lams, folds, seed, name="X"):
 def _holdout_primal_core(X, y, graph, lams, folds, route="both"):
     """``(predictions [L, m(, k)], weights [L, n(, k)])``: the hold-out and every λ's
     full-data weights from the same ``eigh`` of ``X^T L X`` (the lanes below its floor
-    by Cholesky, :meth:`~rankjax._ridge.Decomposition.coef_path`)."""
+    from the Cholesky factor their hold-out lane makes, :func:`holdout_from_system`)."""
     G, b = primal_system(X, y, graph)
-    dec = decompose_primal(G, b)
-    W = dec.coef_path(lams)
-    out = holdout_from_system(X, y, graph, lams, folds, G, b, eig=dec.eig, route=route)
+    out = holdout_from_system(X, y, graph, lams, folds, G, b, route=route, weights=True)
     if route == "shared":
-        return nan_unless(lam_ok(lams), (out[0], W)), out[1]
-    return nan_unless(lam_ok(lams), (out, W))
+        return nan_unless(lam_ok(lams), out[0]), out[1]
+    return nan_unless(lam_ok(lams), out)
 
 
 def live_columns(G, X):
@@ -141,7 +139,8 @@ def live_columns(G, X):
     return jnp.diagonal(G) > X.shape[0] * (4 * eps * jnp.max(jnp.abs(X), axis=0)) ** 2
 
 
-def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "both"):
+def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "both",
+                        weights: bool = False):
     """Eq. 33-34 hold-out predictions ``[L, m(, k)]`` of the rows ``X`` (whole queries of
     ``graph``) when the full training system ``(G, b) = (X^T L X, X^T L y)`` may include
     further rows elsewhere (other devices, other chunks): no edge leaves a query, so a
@@ -156,7 +155,11 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "
     lanes, returning ``(predictions, floor)``; ``"direct"`` only the lanes below the floor
     (zeros elsewhere). The public functions run ``"shared"`` first and ``"direct"`` only
     when some λ lies below the floor (:func:`two_phase`): the second program compiles in
-    8 s at 22,702 x 136 and is never needed in float64 on ordinary data."""
+    8 s at 22,702 x 136 and is never needed in float64 on ordinary data.
+
+    ``weights``: every lane is ``(predictions, w)`` with ``w = (G + λ I)^{-1} b``
+    ``[n(, k)]`` from the same decomposition or factor (one Cholesky factor per λ below
+    the floor, not two)."""
     m = X.shape[0]
     n = G.shape[0]
     X = X * live_columns(G, X)
@@ -164,8 +167,8 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "
     Pf = jnp.matmul(X, eig.vectors, precision=HI)                  # [m, n]
     c = tdot(eig.vectors, b)                                       # [n(, k)]
     D = spectral_filter(eig.values[None, :], lams[:, None])        # [L, n]
-    F = jnp.einsum("mr,lr...->lm...", Pf, D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None],
-                   precision=HI)
+    Dc = D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None]
+    F = jnp.einsum("mr,lr...->lm...", Pf, Dc, precision=HI)
 
     def folds_of(Pfeat, D, lams, F, direct):
         def fold_fn(P):
@@ -177,14 +180,20 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "
     def direct(lam):                                               # one λ, its own factor
         Cl = lax.linalg.cholesky(G + lam * jnp.eye(n, dtype=G.dtype), symmetrize_input=False)
         P = features(X, Cl)                                        # X C^{-T}  [m, n]
-        Fl = mm(P, lax.linalg.triangular_solve(Cl, b.reshape(n, -1), left_side=True,
-                                               lower=True).reshape(b.shape))
-        return folds_of(P, jnp.ones((1, n), G.dtype), lam[None], Fl[None], True)[0]
+        z = lax.linalg.triangular_solve(Cl, b.reshape(n, -1), left_side=True, lower=True)
+        pred = folds_of(P, jnp.ones((1, n), G.dtype), lam[None], mm(P, z.reshape(b.shape))[None],
+                        True)[0]
+        if not weights:
+            return pred
+        w = lax.linalg.triangular_solve(Cl.T, z, left_side=True, lower=False)
+        return pred, w.reshape(b.shape)
 
+    with_w = lambda pred, W: (pred, W) if weights else pred        # noqa: E731
     floor = eigh_floor(eig.values, G.dtype)
+    W = jnp.einsum("nr,lr...->ln...", eig.vectors, Dc, precision=HI) if weights else None
     if route == "direct":
-        return by_lane(lams, jnp.zeros(F.shape, F.dtype), direct, floor)
-    shared = folds_of(Pf, D, lams, F, False)
+        return by_lane(lams, with_w(jnp.zeros(F.shape, F.dtype), W), direct, floor)
+    shared = with_w(folds_of(Pf, D, lams, F, False), W)
     if route == "shared":
         return shared, floor
     return by_lane(lams, shared, direct, floor)
@@ -405,10 +414,9 @@ def nystrom_holdout_core(X, y, graph, basis: BasisRows, lams, folds, block_size=
     C = basis.factor()
     Phi = features(basis.block(X, block_size), C)                  # [m, b]
     G, b = primal_system(Phi, y, graph, root=True)
-    dec = decompose_primal(G, b)
-    W = dec.coef_path(lams)                                        # [L, r(, k)]
+    out = holdout_from_system(Phi, y, graph, lams, folds, G, b, route=route, weights=True)
+    (pred, W), floor = out if route == "shared" else (out, None)    # W [L, r(, k)]
     coef = jnp.moveaxis(coef_from(C, jnp.moveaxis(W, 1, 0)), 0, 1)
-    pred = holdout_from_system(Phi, y, graph, lams, folds, G, b, eig=dec.eig, route=route)
     if route == "shared":
-        return nan_unless(lam_ok(lams), (pred[0], coef)), pred[1]
+        return nan_unless(lam_ok(lams), (pred, coef)), floor
     return nan_unless(lam_ok(lams), (pred, coef))

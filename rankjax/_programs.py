@@ -41,6 +41,7 @@ Example:
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -247,6 +248,17 @@ def _lapack_ready() -> bool:
         return False
 
 
+def _without_jax_cache():
+    """A context in which JAX's on-disk cache is off (this thread), or a no-op where this
+    JAX has no such switch. Writing the kept executables there too cost 0.1-0.2 s of a
+    first linear fit."""
+    try:
+        from jax._src import config
+        return config.enable_compilation_cache(False)
+    except Exception:             # noqa: BLE001  another JAX
+        return contextlib.nullcontext()
+
+
 def _executable(key, call, dyn_leaves, in_tree, quick=False):
     """``(compiled, output skeleton, compiled)`` of ``key`` on the CPU: this process's, the
     folder's (a serialised executable, :mod:`jax.experimental.serialize_executable`), or
@@ -273,7 +285,8 @@ def _executable(key, call, dyn_leaves, in_tree, quick=False):
 
         opts = compile_options(quick)
         lower = lambda **kw: jax.jit(flat, **kw).lower(*dyn_leaves).compile()   # noqa: E731
-        compiled = lower() if opts is None else first_try(lambda: lower(compiler_options=opts), lower)
+        with _without_jax_cache():         # kept here: JAX's copy would never be read
+            compiled = lower() if opts is None else first_try(lambda: lower(compiler_options=opts), lower)
         skeleton = jax.tree.unflatten(out_tree[-1], list(range(out_tree[-1].num_leaves)))
         _write(path, (serialize(compiled), skeleton))
         stats["exported"] += 1

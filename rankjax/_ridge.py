@@ -164,7 +164,8 @@ def by_lane(lams, shared, direct, floor):
     time (``lax.map``), so only the lanes below the floor pay for a factor."""
     def one(a):
         lam, x = a
-        return lax.cond(lam >= floor, lambda: x, lambda: direct(lam).astype(x.dtype))
+        return lax.cond(lam >= floor, lambda: x,
+                        lambda: jax.tree.map(lambda d, s: d.astype(s.dtype), direct(lam), x))
     return lax.map(one, (lams, shared))
 
 
