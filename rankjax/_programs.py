@@ -22,7 +22,7 @@ and ``RANKJAX_DISK_CACHE=0`` leave it off. A program is kept only for concrete i
 one device (never under the caller's ``jit``/``vmap``/``grad``: the tracers go to the plain
 ``jax.jit``) and when every static argument has a stable spelling; its key hashes
 rankjax's source files, JAX's version, the backend and its code paths
-(:mod:`rankjax._backend`), the dtype settings, the static arguments, the input pytree's
+(:mod:`rankjax._backend`), the dtype settings, ``XLA_FLAGS``, the static arguments, the input pytree's
 structure and every leaf's shape and dtype, so a program of other source or settings is
 never read. A file that cannot be read is kept again.
 
@@ -164,7 +164,7 @@ def _key(name, statics, treedef, leaves) -> Optional[str]:
     cfg = (jax.devices()[0].platform, jax.devices()[0].device_kind, paths().name,
            bool(jax.config.jax_enable_x64), str(jax.config.jax_default_matmul_precision),
            str(jax.config.jax_numpy_dtype_promotion),
-           _machine() if jax.devices()[0].platform == "cpu" else "")
+           _machine() if jax.devices()[0].platform == "cpu" else "", os.environ.get("XLA_FLAGS", ""))
     text = repr((_fingerprint(), name, statics, tree, types, cfg))
     return hashlib.sha256(text.encode()).hexdigest()
 
