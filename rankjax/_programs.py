@@ -57,7 +57,7 @@ import numpy as np
 from ._backend import paths
 
 _folder: list = [None]         # the store's folder while it is on (set by rankjax._cache)
-_memory: dict = {}              # key -> (Exported, output skeleton, its call) of this process
+_memory: dict = {}              # key -> (program, output skeleton, its call) of this process
 _unkept: set = set()            # keys whose export failed in this process
 stats = {"read": 0, "exported": 0}   # programs read back from the folder / kept there (this process)
 _FIELDS_DROPPED = ("in_tree", "out_tree", "_get_vjp")
@@ -283,8 +283,13 @@ def _executable(key, call, dyn_leaves, in_tree, quick=False):
             out_tree.append(tree)
             return leaves
 
+        def lower(**kw):
+            lowered = jax.jit(flat, **kw).lower(*dyn_leaves)
+            if "callback" in lowered.as_text():    # a pointer into this process: never kept
+                raise ValueError("a program with a host callback is not kept")
+            return lowered.compile()
+
         opts = compile_options(quick)
-        lower = lambda **kw: jax.jit(flat, **kw).lower(*dyn_leaves).compile()   # noqa: E731
         with _without_jax_cache():         # kept here: JAX's copy would never be read
             compiled = lower() if opts is None else first_try(lambda: lower(compiler_options=opts), lower)
         skeleton = jax.tree.unflatten(out_tree[-1], list(range(out_tree[-1].num_leaves)))

@@ -160,3 +160,14 @@ def test_a_quick_program_compiles_at_o0_with_the_same_results(store):
         opts = _programs.compile_options(quick=True)
         assert opts["xla_backend_optimization_level"] == 0
         assert {**opts, **_programs.CPU_OPTIONS} == dict(_programs.compile_options())
+
+
+def test_a_program_with_a_host_callback_is_not_kept(store):
+    """A host callback is a pointer into the process that compiled it: such a program is
+    answered by the plain ``jit`` and never written (a later process would crash on it)."""
+    def twice(x):
+        return jax.pure_callback(lambda v: np.asarray(v) * 2, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+
+    kept_cb = _programs.keep(twice)
+    np.testing.assert_array_equal(kept_cb(jnp.arange(3.0)), [0.0, 2.0, 4.0])
+    assert not list(store.glob("*/*.pkl"))
