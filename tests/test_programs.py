@@ -163,8 +163,9 @@ def test_a_quick_program_compiles_at_o0_with_the_same_results(store):
 
 
 def test_a_program_with_a_host_callback_is_not_kept(store):
-    """A host callback is a pointer into the process that compiled it: such a program is
-    answered by the plain ``jit`` and never written (a later process would crash on it)."""
+    """A host callback is a pointer into the process that compiled it: JAX refuses to
+    serialise such an executable, and the program is answered by the plain ``jit``, never
+    written (a later process would crash on it)."""
     def twice(x):
         return jax.pure_callback(lambda v: np.asarray(v) * 2, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
 
