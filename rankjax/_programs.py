@@ -190,13 +190,32 @@ def _write(path, payload) -> None:
         pass
 
 
+def _flat(call, in_tree):
+    """``(flat, skeleton)``: ``call`` on the input's leaves returning the output's leaves,
+    and, once ``flat`` is traced, the output's structure with leaf numbers for leaves."""
+    out_tree = []
+
+    def flat(*leaves):
+        leaves, tree = jax.tree.flatten(call(jax.tree.unflatten(in_tree, leaves)))
+        out_tree.append(tree)
+        return leaves
+
+    return flat, lambda: jax.tree.unflatten(out_tree[-1], list(range(out_tree[-1].num_leaves)))
+
+
+def _stored(key, kind):
+    """``(path, contents)`` of ``key``'s file under ``kind/`` of the folder (contents
+    ``None`` when the file is absent or cannot be read)."""
+    path = _folder[0] / kind / (key + ".pkl")
+    return path, (_read(path) if path.exists() else None)
+
+
 def _exported(key, call, dyn_leaves, in_tree, quick=False):
     """``(Exported, output skeleton)`` of ``key``: this process's, the folder's, or a new
     export (written to the folder)."""
     if key in _memory:
         return _memory[key]
-    path = _folder[0] / "exported" / (key + ".pkl")
-    got = _read(path) if path.exists() else None
+    path, got = _stored(key, "exported")
     if got is not None:
         fields, skeleton = got
         out_tree = jax.tree.structure(skeleton)
@@ -206,16 +225,9 @@ def _exported(key, call, dyn_leaves, in_tree, quick=False):
         _memory[key] = (exp, skeleton, _with_options(exp.call, quick))
         stats["read"] += 1
         return _memory[key]
-    out_tree = []
-
-    def flat(*leaves):
-        out = call(jax.tree.unflatten(in_tree, leaves))
-        leaves, tree = jax.tree.flatten(out)
-        out_tree.append(tree)
-        return leaves
-
+    flat, skeleton_of = _flat(call, in_tree)
     exp = jax.export.export(jax.jit(flat))(*dyn_leaves)      # options apply at compilation
-    skeleton = jax.tree.unflatten(out_tree[0], list(range(out_tree[0].num_leaves)))
+    skeleton = skeleton_of()
     fields = {f.name: getattr(exp, f.name) for f in dataclasses.fields(exp)
               if f.name not in _FIELDS_DROPPED}
     _write(path, (fields, skeleton))
@@ -268,27 +280,18 @@ def _executable(key, call, dyn_leaves, in_tree, quick=False):
     from jax.experimental.serialize_executable import deserialize_and_load, serialize
     if key in _memory:
         return _memory[key]
-    path = _folder[0] / "executables" / (key + ".pkl")
-    got = _read(path) if path.exists() else None
+    path, got = _stored(key, "executables")
     if got is not None:
         blob, skeleton = got
         compiled = deserialize_and_load(*blob)
         stats["read"] += 1
     else:
-        out_tree = []
-
-        def flat(*leaves):
-            out = call(jax.tree.unflatten(in_tree, leaves))
-            leaves, tree = jax.tree.flatten(out)
-            out_tree.append(tree)
-            return leaves
-
+        flat, skeleton_of = _flat(call, in_tree)
         lower = lambda **kw: jax.jit(flat, **kw).lower(*dyn_leaves).compile()   # noqa: E731
-
         opts = compile_options(quick)
         with _without_jax_cache():         # kept here: JAX's copy would never be read
             compiled = lower() if opts is None else first_try(lambda: lower(compiler_options=opts), lower)
-        skeleton = jax.tree.unflatten(out_tree[-1], list(range(out_tree[-1].num_leaves)))
+        skeleton = skeleton_of()
         _write(path, (serialize(compiled), skeleton))
         stats["exported"] += 1
     _memory[key] = (compiled, skeleton, compiled)
