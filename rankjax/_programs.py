@@ -57,7 +57,7 @@ import numpy as np
 from ._backend import paths
 
 _folder: list = [None]         # the store's folder while it is on (set by rankjax._cache)
-_memory: dict = {}              # key -> (program, output skeleton, its call) of this process
+_memory: dict = {}              # key -> (output skeleton, the call on the input leaves) of this process
 _unkept: set = set()            # keys whose export failed in this process
 stats = {"read": 0, "exported": 0}   # programs read back from the folder / kept there (this process)
 _FIELDS_DROPPED = ("in_tree", "out_tree", "_get_vjp")
@@ -211,8 +211,8 @@ def _stored(key, kind):
 
 
 def _exported(key, call, dyn_leaves, in_tree, quick=False):
-    """``(Exported, output skeleton)`` of ``key``: this process's, the folder's, or a new
-    export (written to the folder)."""
+    """``(output skeleton, call)`` of ``key``'s export: this process's, the folder's, or a
+    new export (written to the folder)."""
     if key in _memory:
         return _memory[key]
     path, got = _stored(key, "exported")
@@ -222,18 +222,16 @@ def _exported(key, call, dyn_leaves, in_tree, quick=False):
         exp = jax.export.Exported(in_tree=jax.tree.structure((tuple(dyn_leaves), {})),
                                   out_tree=jax.tree.structure([0] * out_tree.num_leaves),
                                   _get_vjp=None, **fields)
-        _memory[key] = (exp, skeleton, _with_options(exp.call, quick))
         stats["read"] += 1
-        return _memory[key]
+        return _remember(key, skeleton, exp, quick)
     flat, skeleton_of = _flat(call, in_tree)
     exp = jax.export.export(jax.jit(flat))(*dyn_leaves)      # options apply at compilation
     skeleton = skeleton_of()
     fields = {f.name: getattr(exp, f.name) for f in dataclasses.fields(exp)
               if f.name not in _FIELDS_DROPPED}
     _write(path, (fields, skeleton))
-    _memory[key] = (exp, skeleton, _with_options(exp.call, quick))
     stats["exported"] += 1
-    return _memory[key]
+    return _remember(key, skeleton, exp, quick)
 
 
 @functools.lru_cache(maxsize=None)
@@ -272,7 +270,7 @@ def _without_jax_cache():
 
 
 def _executable(key, call, dyn_leaves, in_tree, quick=False):
-    """``(compiled, output skeleton, compiled)`` of ``key`` on the CPU: this process's, the
+    """``(output skeleton, compiled)`` of ``key`` on the CPU: this process's, the
     folder's (a serialised executable, :mod:`jax.experimental.serialize_executable`), or
     compiled now with :func:`compile_options` and written. Reading one back costs 0.07 s
     for the linear hold-out on ``lambdarank_sample``, where calling its export cost 0.34 s
@@ -294,14 +292,17 @@ def _executable(key, call, dyn_leaves, in_tree, quick=False):
         skeleton = skeleton_of()
         _write(path, (serialize(compiled), skeleton))
         stats["exported"] += 1
-    _memory[key] = (compiled, skeleton, compiled)
+    _memory[key] = (skeleton, compiled)
     return _memory[key]
 
 
-def _with_options(call, quick=False):
-    """``call`` jitted with :func:`compile_options` (``call`` itself where there are none)."""
+def _remember(key, skeleton, exp, quick):
+    """``(skeleton, call)`` of an export, kept for this process: ``exp.call`` jitted with
+    :func:`compile_options`, answered by the plain ``exp.call`` where XLA refuses one."""
     opts = compile_options(quick)
-    return call if opts is None else jax.jit(call, compiler_options=opts)
+    with_options = exp.call if opts is None else jax.jit(exp.call, compiler_options=opts)
+    _memory[key] = (skeleton, lambda *leaves: first_try(with_options, exp.call, *leaves))
+    return _memory[key]
 
 
 class _Kept:
@@ -349,13 +350,12 @@ class _Kept:
 
         native = jax.devices()[0].platform == "cpu" and _lapack_ready()
         try:
-            exp, skeleton, call_exported = (_executable if native else _exported)(
+            skeleton, run_kept = (_executable if native else _exported)(
                 key, call, leaves, in_tree, self.quick)
         except Exception:         # noqa: BLE001  not exportable (an effect, a custom call)
             _unkept.add(key)
             return self.plain(*args, **kwargs)
-        out = call_exported(*leaves) if native else first_try(call_exported, exp.call, *leaves)
-        return jax.tree.unflatten(jax.tree.structure(skeleton), out)
+        return jax.tree.unflatten(jax.tree.structure(skeleton), run_kept(*leaves))
 
 
 def keep(fn=None, *, static_argnames=(), static_argnums=(), quick=False):
