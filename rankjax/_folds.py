@@ -31,6 +31,8 @@ class Folds:
         folds padded to size ``P_b``; ``F_b`` is padded like the sizes (:func:`padded_size`) with
         inert (all-masked) folds.
       mask: tuple of ``[F_b, P_b]`` bool, False on padding.
+      position: ``[m]`` int32 place of every row in the buckets laid end to end
+        (:func:`positions`): the fold results are gathered back to rows by it.
       fold_of_row: ``[m]`` int32 fold id of every row.
       unit_of_row: ``[m]`` int32 query (or row) of every row: the graph the folds
         were built for (checked by the hold-out functions).
@@ -40,6 +42,7 @@ class Folds:
 
     index: tuple
     mask: tuple
+    position: jax.Array
     fold_of_row: jax.Array
     unit_of_row: jax.Array
     num_rows: int = dataclasses.field(metadata=dict(static=True))
@@ -106,10 +109,30 @@ def build_folds(graph, folds, seed):
         pos = np.arange(P)[None, :]
         valid = (pos < sizes[which, None]) & (which[:, None] >= 0)
         rows = order[np.where(valid, starts[which, None] + pos, 0)]
-        index.append(device_array(np.where(valid, rows, 0), jnp.int32))
-        mask.append(device_array(valid))
-    return Folds(tuple(index), tuple(mask), device_array(fold), device_array(unit, jnp.int32),
-                 int(m), int(sizes.shape[0]))
+        index.append(np.where(valid, rows, 0).astype(np.int32))
+        mask.append(valid)
+    return Folds(tuple(map(device_array, index)), tuple(map(device_array, mask)),
+                 device_array(positions(index, mask, m)), device_array(fold),
+                 device_array(unit, jnp.int32), int(m), int(sizes.shape[0]))
+
+
+def positions(index, mask, m):
+    """``[m]`` int32 (host): where each row's result lies when the buckets ``index [F_b, P_b]``
+    (``mask``: False on padding) are flattened and laid end to end; ``sum F_b P_b`` (one past
+    the end: a zero) for a row in no fold.
+
+    Example:
+      >>> positions([np.array([[2, 0]]), np.array([[1, 3, 0]])],
+      ...           [np.array([[True, False]]), np.array([[True, True, False]])], 5).tolist()
+      [5, 2, 0, 3, 5]
+    """
+    out = np.full(m, sum(np.size(i) for i in index), np.int32)
+    start = 0
+    for i, k in zip(index, mask):
+        i, k = np.asarray(i), np.asarray(k)
+        out[i[k]] = start + np.flatnonzero(k.ravel())
+        start += i.size
+    return out
 
 
 def each_slice(f, *args):
@@ -229,27 +252,56 @@ def merge_plan(shapes, counts, L, width):
     return plan[::-1]
 
 
-def merged_buckets(folds: Folds, L, width):
-    """``[(index [F, P], mask [F, P]), ...]``: the buckets of ``folds`` merged by
-    :func:`merge_plan` (a smaller bucket's folds padded with masked rows)."""
-    shapes = [i.shape[1] for i in folds.index]
-    plan = merge_plan(shapes, [i.shape[0] for i in folds.index], L, width)
-    out = []
+def merged_buckets(folds: Folds, L, width, xp=jnp):
+    """``([(index [F, P], mask [F, P]), ...], position [m])``: the buckets of ``folds``
+    merged by :func:`merge_plan` (a smaller bucket's folds padded with masked rows) and
+    every row's place in them (:func:`positions`), with ``xp`` (``numpy`` on the host:
+    :func:`premerge`). Unmerged, both are ``folds``' own."""
+    shapes, counts = [i.shape[1] for i in folds.index], [i.shape[0] for i in folds.index]
+    plan = merge_plan(shapes, counts, L, width)
+    if all(j == i + 1 for i, j in plan):
+        return list(zip(folds.index, folds.mask)), folds.position
+    out, start, moved = [], 0, []       # moved: (old start, old P, new start, new P) per bucket
+    old = np.concatenate([[0], np.cumsum(np.multiply(shapes, counts))])
     for i, j in plan:
         P = shapes[j - 1]
-        pad = lambda a: jnp.pad(a, ((0, 0), (0, P - a.shape[1])))     # noqa: E731
-        out.append((jnp.concatenate([pad(a) for a in folds.index[i:j]]),
-                    jnp.concatenate([pad(a) for a in folds.mask[i:j]])))
-    return out
+        pad = lambda a: xp.pad(a, ((0, 0), (0, P - a.shape[1])))     # noqa: E731
+        out.append((xp.concatenate([pad(a) for a in folds.index[i:j]]),
+                    xp.concatenate([pad(a) for a in folds.mask[i:j]])))
+        for b in range(i, j):
+            moved.append((old[b], shapes[b], start, P))
+            start += counts[b] * P
+    moved.append((old[-1], 1, start, 1))              # "in no fold": one past the end
+    pos = folds.position
+    b = sum((pos >= o).astype(np.int32) for o, *_ in moved[1:])     # each row's old bucket
+    o, p, n, q = (xp.asarray(np.array(c, np.int32))[b] for c in zip(*moved))
+    return out, n + (pos - o) // p * q + (pos - o) % p
+
+
+def premerge(folds, L, width):
+    """``folds`` with its buckets merged on the host as :func:`over_folds` would merge them
+    in the program for ``L`` λ and a feature block of ``width`` columns: the program then
+    has no padding step (every step is an XLA:CPU kernel to compile). Folds under a trace
+    are returned as they are."""
+    if not is_concrete(folds.position):
+        return folds
+    host = jax.tree.map(np.asarray, folds)
+    buckets, pos = merged_buckets(host, L, width, np)
+    if pos is host.position:
+        return folds
+    return dataclasses.replace(folds, index=tuple(device_array(i) for i, _ in buckets),
+                               mask=tuple(device_array(k) for _, k in buckets),
+                               position=device_array(pos))
 
 
 def over_folds(folds: Folds, m, L, width, out_shape, dtype, fold_fn):
     """Runs ``fold_fn(P)(idx, mask) -> [L, P(, k)]`` over every padded fold of size
     ``P`` (the buckets merged by :func:`merged_buckets`; ``lax.map`` over batches of about
     ``FOLD_BUDGET / ((L + width) P^2)`` folds, ``vmap`` inside; ``width`` = columns of the
-    fold's feature block) and scatters the predictions to ``[L, m(, k)]``."""
-    out = jnp.zeros(out_shape, dtype)
-    buckets = merged_buckets(folds, L, width)
+    fold's feature block) and gathers the predictions back to rows, ``[L, m(, k)]``
+    (``folds.position``; a gather, where a scatter is a serial loop on the CPU)."""
+    buckets, pos = merged_buckets(folds, L, width)
+    parts = []
     for b, (idx_b, mask_b) in enumerate(buckets, 1):
         Fb, P = idx_b.shape
         batch = fold_batch(Fb, FOLD_BUDGET // max(1, (L + width) * P * P))
@@ -258,12 +310,11 @@ def over_folds(folds: Folds, m, L, width, out_shape, dtype, fold_fn):
         one_fold = fold_fn(P)
         res = lax.map(lambda a: one_fold(*a), (idx_b, mask_b), batch_size=batch)  # [F, L, P(, k)]
         res = jnp.moveaxis(res, 1, 0)                                   # [L, F, P(, k)]
-        flat_idx = jnp.where(mask_b, idx_b, m).reshape(-1)
-        vals = res.reshape((res.shape[0], -1) + res.shape[3:])
-        out = out.at[:, flat_idx].set(vals, mode="drop")
-        gated_step("fold bucket", len(buckets), b, P, Fb, vals.ravel()[0].real,
+        parts.append(res.reshape((res.shape[0], -1) + res.shape[3:]).astype(dtype))
+        gated_step("fold bucket", len(buckets), b, P, Fb, parts[-1].ravel()[0].real,
                    fmt="{1:.0f} folds of up to {0:.0f} rows")
-    return out
+    parts.append(jnp.zeros((out_shape[0], 1) + tuple(out_shape[2:]), dtype))   # rows in no fold
+    return jnp.take(jnp.concatenate(parts, axis=1), pos, axis=1, mode="clip")
 
 
 def resolve_folds(graph, folds, seed, m):

@@ -23,7 +23,7 @@ from ._checks import check_gram, is_concrete, lam_ok, nan_unless
 from ._resolved import warn_unresolved
 from ._log import compiled, run
 from ._memory import check_memory
-from ._folds import Folds, each_slice, over_folds, resolve_folds
+from ._folds import Folds, each_slice, over_folds, premerge, resolve_folds
 from ._graph import Graph, check_graph, check_problem
 from ._kernels import Kernel, check_kernel, kernel_core
 from ._nystrom import BasisRows, coef_from, features, take_basis
@@ -260,8 +260,8 @@ def primal_holdout(X, y, graph, lams, folds: Folds, verbose=0, where="holdout_pr
     """:func:`holdout_primal` on checked inputs (dense ``X``, ``lams`` in ``X``'s dtype,
     resolved ``folds`` of ``graph``): ``(HoldOut, weights [L, n(, k)])``, every λ's
     full-data weights beside the hold-out, so that a selection needs no refit."""
-    pred, W = two_phase(_holdout_primal_core, X, y, graph, lams, folds, lams=lams,
-                        verbose=verbose)
+    pred, W = two_phase(_holdout_primal_core, X, y, graph, lams,
+                        premerge(folds, lams.shape[0], X.shape[1]), lams=lams, verbose=verbose)
     warn_unresolved(pred, lams, where, PRIMAL_UNRESOLVED)
     return HoldOut(lams, pred, folds), W
 
@@ -350,7 +350,8 @@ def dual_holdout(K, y, graph, lams, folds: Folds, verbose=0, where="holdout_dual
     the lanes the hold-out leaves unresolved), so that a selection needs no refit. With a
     ``kernel``, ``K`` is the checked dense rows ``X [m, n]`` and the kernel matrix is built
     inside the same program (one program per row count, not two)."""
-    (pred, coef), flags = run(verbose, _holdout_dual_core, K, y, graph, lams, folds, kernel)
+    (pred, coef), flags = run(verbose, _holdout_dual_core, K, y, graph, lams,
+                              premerge(folds, lams.shape[0], K.shape[0]), kernel)
     check_spectrum(flags, lams, where)
     return HoldOut(lams, pred, folds), coef
 
@@ -390,7 +391,8 @@ def nystrom_holdout(X, y, graph, lams, folds: Folds, basis: BasisRows, block_siz
     """:func:`holdout_nystrom` on checked inputs and a taken basis: ``(HoldOut, coef
     [L, b_pad(, k)])``, every λ's full-data basis coefficients beside the hold-out."""
     check_nystrom_memory(X.shape[0], basis.X.shape[0], X.dtype)
-    pred, coef = two_phase(nystrom_holdout_core, X, y, graph, basis, lams, folds, block_size,
+    pred, coef = two_phase(nystrom_holdout_core, X, y, graph, basis, lams,
+                           premerge(folds, lams.shape[0], basis.X.shape[0]), block_size,
                            lams=lams, verbose=verbose)
     warn_unresolved(pred, lams, where, PRIMAL_UNRESOLVED)
     return HoldOut(lams, pred, folds), coef

@@ -184,16 +184,18 @@ def _sweep_inverse(M):
     """``M^{-1}`` of a small symmetric matrix with nonzero leading minors (no pivoting)
     ``[..., p, p]``: Gauss-Jordan sweeps of every pivot, ``p`` steps of plain XLA
     operations on the whole batch."""
+    p = M.shape[-1]
+
     def step(k, A):
         piv = A[..., k, k]
         row = A[..., k, :] / piv[..., None]
         col = A[..., :, k]
-        A = A - col[..., :, None] * row[..., None, :]
-        A = A.at[..., k, :].set(row)
-        A = A.at[..., :, k].set(-col / piv[..., None])
-        return A.at[..., k, k].set(1 / piv)
+        on = jnp.arange(p) == k                 # masks, not scatters: one fused kernel
+        A = jnp.where(on[:, None], row[..., None, :], A - col[..., :, None] * row[..., None, :])
+        A = jnp.where(on[None, :], -(col / piv[..., None])[..., :, None], A)
+        return jnp.where(on[:, None] & on[None, :], (1 / piv)[..., None, None], A)
 
-    return lax.fori_loop(0, M.shape[-1], step, M)
+    return lax.fori_loop(0, p, step, M)
 
 
 def spd_inverse(M):

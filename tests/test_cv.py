@@ -94,11 +94,15 @@ def test_dual_holdout_equals_retraining(rng, gkw, k, folds):
             assert rel(h.predictions[i][test], pred) < 1e-8, (gkw, lam, f)
 
 
+@pytest.mark.parametrize("where", ["eager", "jit"])
 @pytest.mark.parametrize("shape_flops", [0.0, np.inf])
 @pytest.mark.parametrize("side", ["primal", "dual"])
-def test_fold_buckets_merged_or_not_equal_retraining(rng, monkeypatch, shape_flops, side):
+def test_fold_buckets_merged_or_not_equal_retraining(rng, monkeypatch, shape_flops, side, where):
     """Queries of 1 to 21 rows (five padded shapes): each fold its own shape
-    (``SHAPE_FLOPS`` 0) or all padded to the largest (infinite), both equal retraining."""
+    (``SHAPE_FLOPS`` 0) or all padded to the largest (infinite), both equal retraining;
+    merged on the host before the program (eager, :func:`~rankjax._folds.premerge`) or
+    inside it (folds traced under the caller's ``jit``: rows gathered back by relaid
+    positions)."""
     from rankjax import _folds
     sizes = [1, 2, 3, 5, 6, 9, 12, 17, 21]
     qid = np.repeat(np.arange(len(sizes)), sizes)
@@ -115,8 +119,13 @@ def test_fold_buckets_merged_or_not_equal_retraining(rng, monkeypatch, shape_flo
     assert (len(plan) == 1) == bool(np.isinf(shape_flops))
     K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.3), X))
     g = rj.query_graph(qid)
-    h = (_holdout.holdout_primal(X, y, g, lams=LAMS, folds=f) if side == "primal"
-         else _holdout.holdout_dual(K, y, g, lams=LAMS, folds=f))
+    call = ((lambda f: _holdout.holdout_primal(X, y, g, lams=LAMS, folds=f)) if side == "primal"
+            else (lambda f: _holdout.holdout_dual(K, y, g, lams=LAMS, folds=f)))
+    if where == "eager":
+        assert len(_folds.premerge(f, len(LAMS), width).index) == len(plan)
+        h = call(f)
+    else:
+        h = jax.jit(call)(f)
     jax.clear_caches()
     for i, lam in enumerate(LAMS):
         def fit_predict(train, test):

@@ -14,7 +14,7 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from .._checks import check_flag, lam_ok, nan_unless
-from .._folds import build_folds
+from .._folds import build_folds, positions
 from .._graph import QueryGraph
 from .._holdout import HoldOut, holdout_from_system
 from .._path import PrimalPath, check_lams
@@ -108,6 +108,7 @@ def sharded_primal_path(data: ShardedData, *, lams, train_scores: bool = False) 
 class _Buckets(NamedTuple):
     index: tuple
     mask: tuple
+    position: jax.Array
 
 
 def _stacked_folds(data):
@@ -133,9 +134,12 @@ def _stacked_folds(data):
             if s in dev:
                 i, k = dev[s]
                 I[d, :i.shape[0]], M[d, :i.shape[0]] = i, k
-        index.append(put_rows(I, data.mesh, P(data.axis)))
-        mask.append(put_rows(M, data.mesh, P(data.axis)))
-    return _Buckets(tuple(index), tuple(mask))
+        index.append(I)
+        mask.append(M)
+    pos = np.stack([positions([i[d] for i in index], [k[d] for k in mask], width)
+                    for d in range(len(per_dev))])
+    put = lambda a: put_rows(a, data.mesh, P(data.axis))     # noqa: E731
+    return _Buckets(tuple(map(put, index)), tuple(map(put, mask)), put(pos))
 
 
 def _host_graph(seg, S):

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import as_float_array, check_flag, check_targets, segment_ids
+from .._folds import positions
 from .._graph_build import as_validation, query_graph
 from .._holdout import holdout_from_system
 from .._log import check_verbose, info
@@ -265,6 +266,7 @@ def rankrls_primal_stream(chunks, *, lams, normalized: bool = True, exclude_ties
 class _Folds(NamedTuple):
     index: tuple
     mask: tuple
+    position: jax.Array
 
 
 def _query_folds(seg, num_queries, rows):
@@ -279,7 +281,8 @@ def _query_folds(seg, num_queries, rows):
     mask = np.zeros((F, S), bool)
     index[seg[order], pos] = order
     mask[seg[order], pos] = True
-    return _Folds((jax.device_put(index),), (jax.device_put(mask),))
+    return _Folds((jax.device_put(index),), (jax.device_put(mask),),
+                  jax.device_put(positions([index], [mask], seg.shape[0])))
 
 
 @partial(jax.jit, static_argnames="crit")
