@@ -30,7 +30,7 @@ from ._nystrom import BasisRows, coef_from, features, take_basis
 from ._path import PRIMAL_UNRESOLVED, check_lams, check_spectrum
 from ._rankrls import check_kernel_matrix
 from ._ridge import (HI, by_lane, cholesky_solve, decompose_dual, eigh_floor,
-                     eigh_psd, primal_system, spectral_filter, symmetric_solve, tdot)
+                     eigh_psd, mv, primal_system, spectral_filter, symmetric_solve, tdot)
 from ._segments import row_sums
 from ._sparse import as_dense
 
@@ -55,14 +55,14 @@ def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
     Pu = Pfeat[idx] * mf[:, None]                                   # [P, r]
     B = graph.block_root(idx, mask, dtype)
     yu = y[idx] * mf.reshape(mf.shape + (1,) * (y.ndim - 1))
-    Ly = mm(B, tdot(B, yu))
+    Ly = mv(B, mv(B.T, yu))
     Q = tdot(B, Pu)                                                 # B^T P_U  [P, r]
-    cLy = tdot(Pu, Ly)                                              # P_U^T L y  [r(, k)]
+    cLy = mv(Pu.T, Ly)                                              # P_U^T L y  [r(, k)]
     if K is not None:
         Kuu = K[idx[:, None], idx[None, :]] * (mf[:, None] * mf[None, :])
         KB = jnp.matmul(Kuu, B, precision=HI)
         BKB = tdot(B, KB)
-        KLy = jnp.matmul(Kuu, Ly, precision=HI)
+        KLy = mv(Kuu, Ly)
     eye = jnp.eye(idx.shape[0], dtype=dtype)
     col = lambda d, v: d.reshape(d.shape + (1,) * (v.ndim - 1)) * v   # noqa: E731
 
@@ -72,10 +72,10 @@ def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
         if K is not None:
             HLy, BHB = (KLy - HLy) / lam, (BKB - BHB) / lam
         t = fu - HLy
-        sol = symmetric_solve(eye - BHB, tdot(B, t))
+        sol = symmetric_solve(eye - BHB, mv(B.T, t))
         HBs = jnp.matmul(Pu, col(d, tdot(Q, sol)), precision=HI)       # H B sol
         if K is not None:
-            HBs = (jnp.matmul(KB, sol, precision=HI) - HBs) / lam
+            HBs = (mv(KB, sol) - HBs) / lam
         return t + HBs
 
     # large folds on the CPU: one λ at a time, so LAPACK gets unbatched calls (see _backend)
