@@ -37,11 +37,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._products import HI, mm
+from ._products import HI, mm, tdot
 from ._checks import check_matrix, check_targets, is_concrete
 from ._host import device_array
 from ._metrics import edge_disagreement_error, metric_sign, pairwise_error
-from ._ridge import gram, psd_root, segment_normal_equations, tdot
+from ._ridge import gram, psd_root, segment_normal_equations
 from ._segments import bucket, expand, row_sums, seg_sum
 
 Array = jax.Array

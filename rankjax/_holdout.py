@@ -18,7 +18,7 @@ import numpy as np
 from jax import lax
 
 from ._backend import paths
-from ._products import mm
+from ._products import mm, mv, tdot
 from ._checks import check_gram, is_concrete, lam_ok, nan_unless
 from ._resolved import warn_unresolved
 from ._log import compiled, run
@@ -30,7 +30,7 @@ from ._nystrom import BasisRows, coef_from, features, take_basis
 from ._path import PRIMAL_UNRESOLVED, check_lams, check_spectrum
 from ._rankrls import check_kernel_matrix
 from ._ridge import (HI, by_lane, cholesky_solve, decompose_dual, eigh_floor,
-                     eigh_psd, mv, primal_system, spectral_filter, symmetric_solve, tdot)
+                     eigh_psd, primal_system, spectral_filter, symmetric_solve)
 from ._segments import row_sums
 from ._sparse import as_dense
 
@@ -181,7 +181,7 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "
         Cl = lax.linalg.cholesky(G + lam * jnp.eye(n, dtype=G.dtype), symmetrize_input=False)
         P = features(X, Cl)                                        # X C^{-T}  [m, n]
         z = lax.linalg.triangular_solve(Cl, b.reshape(n, -1), left_side=True, lower=True)
-        pred = folds_of(P, jnp.ones((1, n), G.dtype), lam[None], mm(P, z.reshape(b.shape))[None],
+        pred = folds_of(P, jnp.ones((1, n), G.dtype), lam[None], mv(P, z.reshape(b.shape))[None],
                         True)[0]
         if not weights:
             return pred

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import sparse
 from ._backend import paths
-from ._products import HI
+from ._products import HI, mv, tdot
 from ._segments import sandwich
 from ._sparse import is_bcoo
 
@@ -48,22 +48,6 @@ class Eigh(NamedTuple):
 
     values: jax.Array
     vectors: jax.Array
-
-
-def tdot(Z, t):
-    """``Z^T t`` as a contraction over rows (faster than ``Z.T @ t`` on CPU when XLA
-    fuses the producer of ``Z`` into a transposed matrix-vector product); for a vector
-    ``t`` a product and a column sum (:func:`mv`)."""
-    return jnp.einsum("mn,m...->n...", Z, t, precision=HI)
-
-
-def mv(A, v):
-    """``A @ v``; for a vector ``v`` as a product and a row sum, which XLA:CPU fuses with
-    its producers: its matrix-vector ``dot`` is a kernel of its own to generate (16 of
-    the 97 in the linear hold-out's program, 38 % of its code before these sums)."""
-    if v.ndim == 1 and A.ndim == 2:
-        return jnp.sum(A * v, axis=1)
-    return jnp.matmul(A, v, precision=HI)
 
 
 WIDE_GRAM = 512
