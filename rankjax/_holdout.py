@@ -29,8 +29,9 @@ from ._kernels import Kernel, check_kernel, kernel_core
 from ._nystrom import BasisRows, coef_from, features, take_basis
 from ._path import PRIMAL_UNRESOLVED, check_lams, check_spectrum
 from ._rankrls import check_kernel_matrix
-from ._ridge import (HI, by_lane, cholesky_solve, decompose_dual, eigh_floor,
-                     eigh_psd, primal_system, spectral_filter, symmetric_solve)
+from ._reduced import range_rows, reduced_eigh
+from ._ridge import (HI, by_lane, cholesky_solve, decompose_dual, eigh_floor, eigh_psd,
+                     eigh_psd_checked, primal_system, spectral_filter, symmetric_solve)
 from ._segments import row_sums
 from ._sparse import as_dense
 
@@ -267,12 +268,13 @@ def primal_holdout(X, y, graph, lams, folds: Folds, verbose=0, where="holdout_pr
 
 
 @compiled()
-def _holdout_dual_core(K, y, graph, lams, folds, kernel=None):
+def _holdout_dual_core(K, y, graph, lams, folds, kernel=None, rows=None):
     if kernel is not None:        # K holds the rows X: their kernel matrix, in this program
         K = kernel_core(kernel, K, K, None, True)
-    dec = decompose_dual(K, y, graph, "holdout")
+    dec = decompose_dual(K, y, graph, "holdout", eigh_psd_checked if rows is None
+                         else partial(reduced_eigh, rows=rows, graph=graph))
     eig = dec.eig
-    KSU = kernel_root_product(K, graph, eig, dec.root)                  # [m, m]
+    KSU = kernel_root_product(K, graph, eig, dec.root, rows is not None)  # [m, r]
     c = tdot(eig.vectors, dec.rhs)
     D = spectral_filter(eig.values[None, :], lams[:, None])
     Dc = D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None]
@@ -280,11 +282,11 @@ def _holdout_dual_core(K, y, graph, lams, folds, kernel=None):
     one = partial(woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=K)
     m = K.shape[0]
     ok = lam_ok(lams) & dec.ok(lams)
-    pred = over_folds(folds, m, lams.shape[0], m, F.shape, K.dtype, lambda P: one)
+    pred = over_folds(folds, m, lams.shape[0], KSU.shape[1], F.shape, K.dtype, lambda P: one)
     return nan_unless(ok, (pred, dec.coef_path(lams))), dec.flags()
 
 
-def kernel_root_product(K, graph, eig, root):
+def kernel_root_product(K, graph, eig, root, centred: bool = False):
     """``K S U`` ``[m, m]``, the rows of ``H`` the dual folds need, for ``S K S = U diag(Γ)
     U^T`` (``eig``) and the root ``S`` (``root``), without the ``m^3`` product
     where ``S`` is a segment root (:meth:`~rankjax._graph.QueryGraph.segment_root`, ``S = sqrt(e_c n_c)
@@ -293,22 +295,27 @@ def kernel_root_product(K, graph, eig, root):
     second term is the ``[S, m]`` query-mean rows of ``K`` (``S`` the padded query count)
     times ``S U``: a twelfth of the product's flops at 3,005 rows in 256 padded queries (the
     product took 0.78 s beside a 2.7 s ``eigh``; the float32 leave-query-out on
-    ``lambdarank_sample`` 3.50 s -> 2.76 s); ``S^+ v = S v / (e_c n_c)``. A query of zero
-    weight and several rows (``Π = 0`` there, its rows are not means) and the other graphs
-    take the product."""
+    ``lambdarank_sample`` 3.50 s -> 2.76 s); ``S^+ v = S v / (e_c n_c)``. ``centred``: the
+    columns of ``U`` sum to 0 over every query (the range of ``S``,
+    :func:`~rankjax._reduced.reduced_eigh`), so their query means are not formed (2.2
+    GFlop, 0.045 s there). A query of zero weight and several rows (``Π = 0`` there, its
+    rows are not means) and the other graphs take the product."""
     U = eig.vectors
     form = graph.segment_root(K.dtype)
     if form is None:
         return jnp.matmul(K, root.apply(U), precision=HI)
     seg, num, en, n = form
     inv = jnp.where(en > 0, 1 / jnp.where(en > 0, en, 1), 0)
-    onehot = (seg[None, :] == jnp.arange(num)[:, None]).astype(K.dtype)     # [S, m]
     inv_n = 1 / jnp.maximum(n, 1)[:, None]
-    Umean = jnp.matmul(onehot, U, precision=HI) * inv_n                       # [S, m]
+    if centred:
+        Umean = 0
+    else:
+        onehot = (seg[None, :] == jnp.arange(num)[:, None]).astype(K.dtype)     # [S, m]
+        Umean = (jnp.matmul(onehot, U, precision=HI) * inv_n)[seg]               # [m, r]
     s = jnp.sqrt(en)
     # rows of K's query means times S U = ((S Kbar^T)^T) U, Kbar = the [S, m] query means of K
-    T = jnp.matmul(root.apply(row_sums(K, seg, num).T * inv_n.T).T, U, precision=HI)   # [S, m]
-    fast = lambda: ((s * inv)[seg][:, None] * (U - Umean[seg]) * eig.values.astype(K.dtype)  # noqa: E731
+    T = jnp.matmul(root.apply(row_sums(K, seg, num).T * inv_n.T).T, U, precision=HI)   # [S, r]
+    fast = lambda: ((s * inv)[seg][:, None] * (U - Umean) * eig.values.astype(K.dtype)  # noqa: E731
                     + T[seg])
     full = lambda: jnp.matmul(root.apply(K).T, U, precision=HI)              # noqa: E731  (S K)^T U
     return lax.cond(jnp.any((en <= 0) & (n >= 2)), full, fast)
@@ -350,8 +357,10 @@ def dual_holdout(K, y, graph, lams, folds: Folds, verbose=0, where="holdout_dual
     the lanes the hold-out leaves unresolved), so that a selection needs no refit. With a
     ``kernel``, ``K`` is the checked dense rows ``X [m, n]`` and the kernel matrix is built
     inside the same program (one program per row count, not two)."""
+    rows = range_rows(graph, K.dtype)            # the system on the range of S (_reduced)
+    width = K.shape[0] if rows is None else rows.keep.shape[0]
     (pred, coef), flags = run(verbose, _holdout_dual_core, K, y, graph, lams,
-                              premerge(folds, lams.shape[0], K.shape[0]), kernel)
+                              premerge(folds, lams.shape[0], width), kernel, rows)
     check_spectrum(flags, lams, where)
     return HoldOut(lams, pred, folds), coef
 

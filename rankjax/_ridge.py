@@ -75,15 +75,15 @@ def gram(Z):
     return lax.dot_general(Z, Z, (((0,), (0,)), ((), ())), precision=HI)
 
 
-def _eigh(G):
+def raw_eigh(G):
     """``eigh`` of ``G`` symmetric to rounding, one triangle of ``G^T`` read (column-major
     LAPACK reads it in place): no symmetrising copy, 52 ms each at 3,005 x 3,005 float32."""
     return jnp.linalg.eigh(G.T, symmetrize_input=False)
 
 
 def eigh_psd(G) -> Eigh:
-    """Symmetric eigendecomposition of a PSD ``G`` (:func:`_eigh`), negatives clipped to 0."""
-    vals, vecs = _eigh(G)
+    """Symmetric eigendecomposition of a PSD ``G`` (:func:`raw_eigh`), negatives clipped to 0."""
+    vals, vecs = raw_eigh(G)
     return Eigh(jnp.maximum(vals, 0), vecs)
 
 
@@ -96,7 +96,7 @@ paths and hold-outs refuse such a kernel matrix (NaN under jit)."""
 def eigh_psd_checked(G):
     """``(Eigh, smallest, largest)``: :func:`eigh_psd` and the raw extreme eigenvalues, to
     tell an indefinite matrix from rounding (:data:`INDEFINITE_RTOL`)."""
-    vals, vecs = _eigh(G)
+    vals, vecs = raw_eigh(G)
     return Eigh(jnp.maximum(vals, 0), vecs), vals[0], jnp.max(jnp.abs(vals))
 
 
@@ -478,11 +478,12 @@ class Decomposition(NamedTuple):
         return self.psd, self.smallest, self.largest, self.floor
 
 
-def decompose_dual(K, y, graph, kind: str) -> Decomposition:
-    """:func:`dual_system` of ``K`` decomposed once, checked for PSD and given the λ floor of
-    the shortcut ``kind`` (``"path"`` or ``"holdout"``, :data:`RESOLVE_RTOL`)."""
+def decompose_dual(K, y, graph, kind: str, decompose=eigh_psd_checked) -> Decomposition:
+    """:func:`dual_system` of ``K`` decomposed once (``decompose(G)``, as
+    :func:`eigh_psd_checked`), checked for PSD and given the λ floor of the shortcut ``kind``
+    (``"path"`` or ``"holdout"``, :data:`RESOLVE_RTOL`)."""
     system = dual_system(K, y, graph)
-    eig, low, high = eigh_psd_checked(system.G)
+    eig, low, high = decompose(system.G)
     return Decomposition(eig, system.rhs, system.root, psd_ok(low, high, K.shape[0], K.dtype),
                          low, high, lam_floor(high, K.dtype, kind))
 

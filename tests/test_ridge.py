@@ -62,3 +62,30 @@ def test_lam_floor_is_the_documented_formula():
     for kind, tol in RESOLVE_RTOL.items():
         assert float(lam_floor(2.0, np.float32, kind)) == pytest.approx(
             tol * np.finfo(np.float32).eps * 2.0)
+
+
+@pytest.mark.parametrize("normalized", [True, False])
+def test_reduced_dual_system_is_s_k_s_on_the_range_of_s(rng, normalized):
+    """The ``k x k`` system of :mod:`rankjax._reduced` (one reflection per query) lifted back:
+    orthonormal ``[m, k]`` vectors that rebuild ``S K S`` exactly, the nonzero spectrum of the
+    full ``eigh``, and ``k = m - q``: one null direction per query of positive weight and
+    several rows, every row of a one-row query or of a query of weight 0 (unsorted ids)."""
+    from rankjax._reduced import range_rows, reduced_eigh
+    qid = np.array([3, 3, 0, 7, 3, 0, 0, 5, 5, 5, 5, 1, 7, 2, 2, 2])      # 0: weight 0
+    w = np.array([0.0, 1.0, 2.0, 1.0, 0.5, 3.0])                       # by sorted id
+    g = rj.query_graph(qid, normalized=normalized, query_weights=w)
+    X = rng.standard_normal((qid.size, 3))
+    K = rj.kernel_matrix(rj.gaussian_kernel(0.4), jnp.asarray(X))
+    G = np.asarray(dual_system(K, jnp.asarray(rng.standard_normal(qid.size)), g).G)
+    rows = range_rows(g, K.dtype)
+    # 16 rows; null: query 0 (weight 0, 3 rows), query 1 (one row), one each of 2, 3, 5, 7
+    assert rows.keep.shape[0] == 16 - 3 - 1 - 4
+    eig, low, high = reduced_eigh(jnp.asarray(G), rows, g)
+    U, vals = np.asarray(eig.vectors), np.asarray(eig.values)
+    tol = 50 * np.finfo(float).eps * np.abs(G).max()
+    assert np.abs(U.T @ U - np.eye(U.shape[1])).max() < 1e-12
+    assert np.abs(U @ np.diag(vals) @ U.T - G).max() < tol
+    full = np.linalg.eigvalsh(G)
+    assert np.allclose(np.sort(vals), np.sort(full)[-vals.size:], atol=tol)
+    assert np.abs(np.sort(full)[:-vals.size]).max() < tol               # what was left out is 0
+    assert float(low) == pytest.approx(np.sort(full)[-vals.size], abs=tol)

@@ -1,0 +1,98 @@
+"""The dual system of a query graph on the range of its root (Pahikkala et al. 2009, §3.2:
+one eigendecomposition of ``S K S`` answers every λ).
+
+``S`` (``S = sqrt(e n) (I - 1 1^T / n)`` on each query of ``n`` rows and edge weight ``e``)
+annihilates the constant vector of every query of positive weight and every row of a query
+of weight 0, so ``S K S`` is singular there, and the dual formulas never see those
+directions: ``S u = 0`` makes their columns of ``K S U``, ``U^T S y`` and the coefficients
+zero. A Householder reflection per query, ``H_q = I - 2 w w^T / (w^T w)`` with
+``w = 1 / sqrt(n) - e_r`` (``r`` the query's first row), swaps its constant vector and
+``e_r``; on the ``k = m - q`` rows left (``q`` null directions) ``H S K S H`` is an
+orthogonally similar ``k x k`` system, and its ``eigh`` costs ``(k / m)^3`` of the full
+one: 2,804 of 3,005 rows on ``lambdarank_sample``, 1.18 s against 1.42 s in float32.
+
+Since ``S K S 1_q = 0``, ``w_q^T G = -G[r_q]``, so with ``α = 1 / (sqrt(n) c)``,
+``c = w^T w = 2 - 2 / sqrt(n)``, the reduced system is
+``M[a, b] = G[a, b] + 2 α_a G[r_a, b] + 2 α_b G[a, r_b] + 4 α_a α_b G[r_a, r_b]``
+(gathers of ``G``, no product) and an eigenvector ``v`` of ``M`` lifts to
+``u = x - 2 α_i w_i s_q`` (``x``: ``v`` on the kept rows, zero elsewhere; ``s_q`` the sum
+of ``v`` over query ``q``'s kept rows): ``U`` is ``[m, k]``, orthonormal columns.
+
+Example:
+  >>> import numpy as np, rankjax as rj
+  >>> g = rj.query_graph(np.array([0, 0, 0, 1, 1, 2]))
+  >>> range_rows(g, np.float32).keep.tolist()        # the first row of each query goes
+  [1, 2, 4]
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._checks import is_concrete
+from ._graph import is_graph
+from ._host import device_array
+from ._ridge import Eigh, raw_eigh
+
+
+class RangeRows(NamedTuple):
+    """The reduction of a query graph's dual system (built on the host, :func:`range_rows`):
+    ``keep [k]`` the rows kept, ``first [k]`` the first row of each one's query, ``alpha [k]``
+    ``1 / (sqrt(n) c)``, ``place [m]`` each row's index in ``keep`` (``k`` for a row not
+    kept), ``reflect [m]`` ``2 α w`` (the reflector's entry times ``2 α``; 0 on rows of a
+    query of weight 0 or of one row) and ``seg [k]`` the kept rows' queries."""
+
+    keep: jax.Array
+    first: jax.Array
+    alpha: jax.Array
+    place: jax.Array
+    reflect: jax.Array
+    seg: jax.Array
+
+
+def range_rows(graph, dtype) -> Optional[RangeRows]:
+    """Host: the :class:`RangeRows` of ``graph``, or ``None`` where it has no segment root
+    (preference graphs, tie exclusion, the identity), is traced, or no row is left."""
+    if not (is_graph(graph, "QueryGraph") and graph.has_root) or not all(
+            is_concrete(a) for a in (graph.seg, graph.counts, graph.edge_weight)):
+        return None
+    seg, num = np.asarray(graph.seg), graph.num_segments          # host numpy: no program
+    n = np.asarray(graph.counts, np.float64)
+    en = np.asarray(graph.edge_weight, np.float64) * n
+    m = seg.shape[0]
+    rows = np.arange(m)
+    head = np.full(num, m)
+    u, at = np.unique(seg, return_index=True)
+    head[u] = at
+    first = head[seg]
+    nq = n[seg]
+    live = (en[seg] > 0) & (nq >= 2)
+    keep = np.flatnonzero(live & (rows != first))
+    if keep.size == 0:
+        return None
+    c = np.where(live, 2 - 2 / np.sqrt(np.where(live, nq, 4)), 1)
+    alpha = np.where(live, 1 / (np.sqrt(np.where(live, nq, 1)) * c), 0)
+    w = np.where(live, 1 / np.sqrt(np.where(live, nq, 1)) - (rows == first), 0)
+    place = np.full(m, keep.size, np.int32)
+    place[keep] = np.arange(keep.size)
+    return RangeRows(device_array(keep, jnp.int32), device_array(first[keep], jnp.int32),
+                     device_array(alpha[keep], dtype), device_array(place),
+                     device_array(2 * alpha * w, dtype), device_array(seg[keep], jnp.int32))
+
+
+def reduced_eigh(G, rows: RangeRows, graph):
+    """``(Eigh, smallest, largest)`` of ``G = S K S`` ``[m, m]`` on the range of ``S``:
+    ``values [k]`` (clipped at 0), ``vectors [m, k]`` (module docstring); the raw extreme
+    eigenvalues as :func:`~rankjax._ridge.eigh_psd_checked` gives them."""
+    a = rows.alpha
+    A = G[rows.keep] + 2 * a[:, None] * G[rows.first]                 # [k, m]
+    M = A[:, rows.keep] + 2 * A[:, rows.first] * a[None, :]            # [k, k]
+    vals, V = raw_eigh(M)
+    k = V.shape[0]
+    x = jnp.where((rows.place < k)[:, None], V[jnp.minimum(rows.place, k - 1)], 0)
+    s = jax.ops.segment_sum(V, rows.seg, num_segments=graph.num_segments)   # [S, k]
+    U = x - rows.reflect[:, None] * s[graph.seg]
+    return Eigh(jnp.maximum(vals, 0), U), vals[0], jnp.max(jnp.abs(vals))
