@@ -4,7 +4,7 @@ XLA:CPU and the accelerators want different programs for the same algebra:
 
 * **small symmetric solves** (the fold systems of the hold-outs, Pahikkala et al. 2009,
   eq. 34): on the CPU, systems up to ``small_solve`` rows are inverted by batched block
-  products in plain XLA operations (:func:`~rankjax._ridge.spd_inverse`) and larger ones go
+  products in plain XLA operations (:func:`~rankjax._small_solve.spd_inverse`) and larger ones go
   to LAPACK one at a time — XLA:CPU runs independent LAPACK calls on its intra-op pool and
   jaxlib's batched kernels wait on that same pool, which deadlocked on a 2-thread CPU. A
   GPU or TPU runs every size as one batched factorisation (cuSOLVER / XLA's own).

@@ -31,7 +31,8 @@ from ._path import PRIMAL_UNRESOLVED, check_lams, check_spectrum
 from ._rankrls import check_kernel_matrix
 from ._reduced import range_rows, reduced_eigh
 from ._ridge import (HI, by_lane, cholesky_solve, decompose_dual, eigh_floor, eigh_psd,
-                     eigh_psd_checked, primal_system, spectral_filter, symmetric_solve)
+                     eigh_psd_checked, primal_system, spectral_filter)
+from ._small_solve import symmetric_solve
 from ._segments import row_sums
 from ._sparse import as_dense
 
@@ -67,21 +68,25 @@ def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
     eye = jnp.eye(idx.shape[0], dtype=dtype)
     col = lambda d, v: d.reshape(d.shape + (1,) * (v.ndim - 1)) * v   # noqa: E731
 
-    def per_lam(d, lam, fu):
+    def system(d, lam, fu):                  # one λ: the fold's system and right-hand side
         HLy = jnp.matmul(Pu, col(d, cLy), precision=HI)                # P_U D P_U^T L y
         BHB = jnp.matmul(Q * d, Q.T, precision=HI)                     # B^T P_U D P_U^T B
         if K is not None:
             HLy, BHB = (KLy - HLy) / lam, (BKB - BHB) / lam
         t = fu - HLy
-        sol = symmetric_solve(eye - BHB, mv(B.T, t))
+        return t, eye - BHB, mv(B.T, t)
+
+    def predict(d, lam, t, sol):
         HBs = jnp.matmul(Pu, col(d, tdot(Q, sol)), precision=HI)       # H B sol
         if K is not None:
             HBs = (mv(KB, sol) - HBs) / lam
         return t + HBs
 
-    # large folds on the CPU: one λ at a time, so LAPACK gets unbatched calls (see _backend)
-    over_lams = partial(each_slice, per_lam) if paths().serial(idx.shape[0]) else jax.vmap(per_lam)
-    return over_lams(D, lams, F[:, idx])                          # [L, P(, k)]
+    t, M, r = jax.vmap(system)(D, lams, F[:, idx])
+    # every λ's system solved as one batch; large folds on the CPU one λ at a time, so
+    # LAPACK gets unbatched calls (see _backend)
+    sol = each_slice(symmetric_solve, M, r) if paths().serial(idx.shape[0]) else symmetric_solve(M, r)
+    return jax.vmap(predict)(D, lams, t, sol)                      # [L, P(, k)]
 
 
 def _refit_fold(graph, idx, mask, X, G, b, y, lams, direct=False):

@@ -27,14 +27,14 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import sparse
 from ._backend import paths
-from ._products import HI, mv, tdot
+from ._products import HI, tdot
 from ._segments import sandwich
 from ._sparse import is_bcoo
 
 __all__ = ["Eigh", "PSD_RTOL", "eigh_psd", "psd_mask", "psd_root", "spectral_filter",
            "eigh_solve", "eigh_path", "ridge_solve", "ridge_solve_checked", "primal_system", "dual_system",
            "Decomposition", "decompose_dual", "decompose_primal", "tdot", "gram",
-           "symmetric_solve", "segment_normal_equations", "WIDE_GRAM", "RESOLVE_RTOL", "lam_floor",
+           "segment_normal_equations", "WIDE_GRAM", "RESOLVE_RTOL", "lam_floor",
            "EIGH_RTOL", "eigh_floor", "cholesky_solve", "by_lane"]
 
 
@@ -168,81 +168,6 @@ def psd_mask(eig: Eigh):
     p = eig.values.shape[0]
     tol = PSD_RTOL * p * jnp.finfo(eig.values.dtype).eps * jnp.max(eig.values)
     return eig.values > tol
-
-
-SWEEP_BASE = 32
-"""Blocks up to this size are inverted by the sweep operator in :func:`spd_inverse`."""
-
-
-def _sweep_inverse(M):
-    """``M^{-1}`` of a small symmetric matrix with nonzero leading minors (no pivoting)
-    ``[..., p, p]``: Gauss-Jordan sweeps of every pivot, ``p`` steps of plain XLA
-    operations on the whole batch."""
-    p = M.shape[-1]
-
-    def step(k, A):
-        piv = A[..., k, k]
-        row = A[..., k, :] / piv[..., None]
-        col = A[..., :, k]
-        on = jnp.arange(p) == k                 # masks, not scatters: one fused kernel
-        A = jnp.where(on[:, None], row[..., None, :], A - col[..., :, None] * row[..., None, :])
-        A = jnp.where(on[None, :], -(col / piv[..., None])[..., :, None], A)
-        return jnp.where(on[:, None] & on[None, :], (1 / piv)[..., None, None], A)
-
-    return lax.fori_loop(0, p, step, M)
-
-
-def spd_inverse(M):
-    """``M^{-1}`` of a batch of small symmetric matrices ``[..., p, p]`` (positive definite,
-    or at least nonzero leading minors) in plain XLA operations: block inversion by the
-    Schur complement ``S = C - B^T A^{-1} B`` down to :data:`SWEEP_BASE`, so nearly all the
-    work is batched matrix products (p^3 multiply-adds) and only ``p`` short sequential
-    steps remain, each on a ``SWEEP_BASE``-wide block.
-
-    Example:
-      >>> print(jnp.round(spd_inverse(jnp.array([[2., 1.], [1., 1.]])), 4))
-      [[ 1. -1.]
-       [-1.  2.]]
-    """
-    p = M.shape[-1]
-    if p <= SWEEP_BASE:
-        return _sweep_inverse(M)
-    h = p // 2
-    t = lambda a: jnp.swapaxes(a, -1, -2)                              # noqa: E731
-    A, B, C = M[..., :h, :h], M[..., :h, h:], M[..., h:, h:]
-    Ai = spd_inverse(A)
-    AiB = jnp.matmul(Ai, B, precision=HI)
-    S = C - jnp.matmul(t(B), AiB, precision=HI)
-    Si = spd_inverse((S + t(S)) / 2)
-    X12 = -jnp.matmul(AiB, Si, precision=HI)
-    X11 = Ai - jnp.matmul(X12, t(AiB), precision=HI)
-    return jnp.concatenate([jnp.concatenate([X11, X12], -1),
-                            jnp.concatenate([t(X12), Si], -1)], -2)
-
-
-def symmetric_solve(M, r):
-    """``M^{-1} r`` for a small symmetric nonsingular ``M`` ``[P, P]`` (``r`` ``[P]`` or
-    ``[P, k]``), e.g. the fold system ``I - B^T H_UU B`` of the hold-outs.
-
-    On the CPU, up to ``paths().small_solve`` (256) rows it is :func:`spd_inverse` in plain
-    XLA operations, not a LAPACK call (:mod:`~rankjax._backend`; an accelerator factorises
-    every size, batched): XLA:CPU runs independent LAPACK calls concurrently on its intra-op pool and
-    jaxlib's batched kernels then wait on that same pool, which deadlocks eager
-    ``jax.grad`` on a 2-thread CPU (two batched ``getrf`` waiting on each other); under
-    ``vmap`` over folds and λ the block inversion is batched products, 4x faster than the
-    left-looking ``L D L^T`` it replaced (128 x 128, 120 systems: 0.010 s against 0.039 s).
-    Differentiated implicitly (``lax.custom_linear_solve``), as ``jnp.linalg.solve``.
-
-    Example:
-      >>> M = jnp.array([[2., 1.], [1., 3.]])
-      >>> print(jnp.round(symmetric_solve(M, jnp.array([3., 4.])), 4))
-      [1. 1.]
-    """
-    M, r = jnp.asarray(M), jnp.asarray(r)
-    if M.shape[-1] > paths().small_solve:
-        return jnp.linalg.solve(M, r)
-    Mi = spd_inverse(lax.stop_gradient(M))
-    return lax.custom_linear_solve(lambda x: mv(M, x), r, lambda _, b: mv(Mi, b), symmetric=True)
 
 
 def psd_root(M):

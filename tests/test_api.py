@@ -8,6 +8,7 @@ from rankjax import estimators, io, plot
 
 PKG = pathlib.Path(rj.__file__).parent
 ORDER = ["_xla", "_version", "_types", "_backend", "_programs", "_log", "_cache", "_products",
+         "_small_solve",
          "_emulate", "_sparse",
          "_segments", "_memory", "_host", "_checks", "_resolved", "_metrics",
          "_metrics_graded", "_ridge", "_graph", "_reduced", "_graph_build", "_kernels", "_nystrom",

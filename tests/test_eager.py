@@ -4,7 +4,7 @@ on a 2-thread CPU, in float32 and float64, twice in a row.
 XLA:CPU runs independent LAPACK calls concurrently on its intra-op pool; jaxlib's
 batched kernels then wait on that same pool, and with two threads two batched calls
 wait on each other for ever (eager ``jax.grad(cv_loss)`` hung this way). The fold
-systems are solved in plain XLA operations (``_ridge.symmetric_solve``); this test runs
+systems are solved in plain XLA operations (``_small_solve.symmetric_solve``); this test runs
 the calls in a subprocess pinned to two CPUs, with a timeout, and checks the gradients
 against ``jax.jit(jax.grad(...))`` and finite differences.
 """

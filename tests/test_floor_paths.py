@@ -13,7 +13,8 @@ import pytest
 import rankjax as rj
 from rankjax._rankrls import rankrls_primal
 from rankjax._graph import _GraphBase
-from rankjax._ridge import WIDE_GRAM, gram, primal_system, ridge_solve, spd_inverse, symmetric_solve
+from rankjax._ridge import WIDE_GRAM, gram, primal_system, ridge_solve
+from rankjax._small_solve import spd_inverse, symmetric_solve
 
 from reference import query_pairs, laplacian_from_pairs
 
