@@ -35,7 +35,8 @@ from ._kernels import Kernel, kernel_matrix
 from ._metrics import check_metric_options, metric_sign
 from ._rankrls import LinearModel, check_kernel_matrix, check_test_matrix, path_scores
 from ._nystrom import BasisRows, coef_from, explicit_features, features, take_basis
-from ._ridge import decompose_primal, decompose_dual, primal_system
+from ._reduced import range_rows, reduced_eigh
+from ._ridge import decompose_primal, decompose_dual, eigh_psd_checked, primal_system
 from ._sparse import as_dense
 
 __all__ = ["PrimalPath", "DualPath", "NystromPath", "rankrls_primal_path", "rankrls_dual_path",
@@ -168,8 +169,9 @@ def primal_path(X, y, graph, lams, X_valid=None, train=False,
 
 
 @jax.jit
-def _dual_path_core(K, y, graph, lams, K_valid):
-    dec = decompose_dual(K, y, graph, "path")
+def _dual_path_core(K, y, graph, lams, K_valid, rows=None):
+    dec = decompose_dual(K, y, graph, "path", eigh_psd_checked if rows is None   # rows: _reduced
+                         else partial(reduced_eigh, rows=rows, graph=graph))
     A = dec.coef_path(lams)                                 # [L, m(, k)]
     out = nan_unless(lam_ok(lams) & dec.ok(lams),
                      (A, path_scores(K, A), None if K_valid is None else path_scores(K_valid, A)))
@@ -231,7 +233,7 @@ def rankrls_dual_path(K, y, graph: Graph, *, lams, K_valid=None) -> DualPath:
 
 def dual_path(K, y, graph, lams, K_valid=None, where="rankrls_dual_path") -> DualPath:
     """:func:`rankrls_dual_path` on a checked kernel matrix and grid."""
-    (A, train, valid), flags = _dual_path_core(K, y, graph, lams, K_valid)
+    (A, train, valid), flags = _dual_path_core(K, y, graph, lams, K_valid, range_rows(graph, K.dtype))
     check_spectrum(flags, lams, where)
     return DualPath(lams, A, train, valid)
 
