@@ -316,7 +316,8 @@ def segment_normal_equations(X, Ly, weight, cliques, fallback):
         return G, ok
 
     # rows of another weight are fine when they are zero rows (the padding of chunks, shards)
-    uniform = jnp.all(jnp.where(off[:, None], X == 0, True))
+    uniform = lax.cond(jnp.any(off), lambda: jnp.all(jnp.where(off[:, None], X == 0, True)),
+                       lambda: ~jnp.any(off))      # True, varying as the rows do (shard_map)
     n = X.shape[1]
     none = lambda: (jnp.zeros((n, n), X.dtype) * uniform, uniform)   # noqa: E731  False, varying as X
     G, ok = lax.cond(uniform, fast, none)

@@ -122,6 +122,33 @@ def test_symmetric_solve_matrix_rhs_and_gradient():
     np.testing.assert_allclose(g[2, 5] + g[5, 2], fd, rtol=1e-6)
 
 
+@pytest.mark.parametrize("big", [False, True])
+@pytest.mark.parametrize("k", [None, 3])
+def test_symmetric_solve_of_a_batch_equals_numpy_and_its_gradient(big, k):
+    """``M [L, P, P]`` with vectors ``[L, P]`` or blocks ``[L, P, k]`` (every λ's fold system
+    at once), by the block inversion, and by the accelerator's batched factorisation
+    (``big``: values only, jitted; eager batched LAPACK gradients can deadlock a 2-thread
+    CPU, docs/design.md); the block inversion's gradient by finite differences."""
+    from rankjax._backend import forced_paths
+    rng = np.random.default_rng(7)
+    A = rng.standard_normal((5, 12, 12))
+    M = A @ np.swapaxes(A, 1, 2) + np.eye(12)
+    R = rng.standard_normal((5, 12) + (() if k is None else (k,)))
+    want = np.stack([np.linalg.solve(M[i], R[i]) for i in range(5)])
+    if big:
+        with forced_paths("accelerator"):
+            got = jax.jit(symmetric_solve)(jnp.asarray(M), jnp.asarray(R))
+        np.testing.assert_allclose(got, want, rtol=1e-9)
+        return
+    np.testing.assert_allclose(symmetric_solve(jnp.asarray(M), jnp.asarray(R)), want, rtol=1e-9)
+    f = lambda M: jnp.sum(symmetric_solve(M, jnp.asarray(R)) ** 2)                 # noqa: E731
+    E = np.zeros_like(M)
+    E[3, 2, 5] = E[3, 5, 2] = 1e-6
+    fd = (f(jnp.asarray(M + E)) - f(jnp.asarray(M - E))) / 2e-6
+    g = jax.grad(f)(jnp.asarray(M))
+    np.testing.assert_allclose(g[3, 2, 5] + g[3, 5, 2], fd, rtol=1e-5)
+
+
 @pytest.mark.parametrize("shape", [(6,), (6, 2)])
 def test_ridge_solve_vector_and_matrix_rhs(shape):
     rng = np.random.default_rng(7)

@@ -5,7 +5,8 @@ import pytest
 
 import rankjax as rj
 from rankjax._ridge import (RESOLVE_RTOL, dual_system, eigh_path, eigh_psd, lam_floor,
-                            primal_system, psd_root, ridge_solve, symmetric_solve)
+                            primal_system, psd_root, ridge_solve)
+from rankjax._small_solve import symmetric_solve
 
 
 @pytest.fixture
