@@ -294,7 +294,7 @@ def premerge(folds, L, width):
                                position=device_array(pos))
 
 
-def over_folds(folds: Folds, m, L, width, out_shape, dtype, fold_fn):
+def over_folds(folds: Folds, L, width, out_shape, dtype, fold_fn):
     """Runs ``fold_fn(P)(idx, mask) -> [L, P(, k)]`` over every padded fold of size
     ``P`` (the buckets merged by :func:`merged_buckets`; ``lax.map`` over batches of about
     ``FOLD_BUDGET / ((L + width) P^2)`` folds, ``vmap`` inside; ``width`` = columns of the

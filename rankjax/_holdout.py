@@ -166,7 +166,6 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "
     ``weights``: every lane is ``(predictions, w)`` with ``w = (G + λ I)^{-1} b``
     ``[n(, k)]`` from the same decomposition or factor (one Cholesky factor per λ below
     the floor, not two)."""
-    m = X.shape[0]
     n = G.shape[0]
     X = X * live_columns(G, X)
     eig = eigh_psd(G) if eig is None else eig
@@ -181,7 +180,7 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "
             if P > n:
                 return partial(_refit_fold, graph, X=X, G=G, b=b, y=y, lams=lams, direct=direct)
             return partial(woodbury_fold, graph, Pfeat=Pfeat, D=D, lams=lams, F=F, y=y, K=None)
-        return over_folds(folds, m, lams.shape[0], n, F.shape, X.dtype, fold_fn)
+        return over_folds(folds, lams.shape[0], n, F.shape, X.dtype, fold_fn)
 
     def direct(lam):                                               # one λ, its own factor
         Cl = lax.linalg.cholesky(G + lam * jnp.eye(n, dtype=G.dtype), symmetrize_input=False)
@@ -285,9 +284,8 @@ def _holdout_dual_core(K, y, graph, lams, folds, kernel=None, rows=None):
     Dc = D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None]
     F = jnp.einsum("mr,lr...->lm...", KSU, Dc, precision=HI)
     one = partial(woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=K)
-    m = K.shape[0]
     ok = lam_ok(lams) & dec.ok(lams)
-    pred = over_folds(folds, m, lams.shape[0], KSU.shape[1], F.shape, K.dtype, lambda P: one)
+    pred = over_folds(folds, lams.shape[0], KSU.shape[1], F.shape, K.dtype, lambda P: one)
     return nan_unless(ok, (pred, dec.coef_path(lams))), dec.flags()
 
 

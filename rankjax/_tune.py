@@ -230,7 +230,7 @@ def _predictions(params, problem, kernel):
         F = jnp.matmul(P, _tri_solve(C, system.rhs), precision=HI)
     D = jnp.ones((1, P.shape[1]), P.dtype)
     one = partial(woodbury_fold, graph, Pfeat=P, D=D, lams=lam[None], F=F[None], y=y, K=K)
-    return over_folds(folds, m, 1, P.shape[1], (1, m), P.dtype, lambda _: one)[0]
+    return over_folds(folds, 1, P.shape[1], (1, m), P.dtype, lambda _: one)[0]
 
 
 def _pairwise(f, head, tail, weight, T):
