@@ -190,8 +190,8 @@ def floor():
     G = jax.jit(lambda K: dual_system(K, jnp.asarray(tr.y, K.dtype), g).G)(K)
     r = range_rows(g, G.dtype)
     a = r.alpha
-    A = G[r.keep] + 2 * a[:, None] * G[r.first]
-    M = A[:, r.keep] + 2 * A[:, r.first] * a[None, :]          # the reduced system, as the fit forms it
+    A = G[r.keep] - a[:, None] * G[r.first]
+    M = A[:, r.keep] - A[:, r.first] * a[None, :]              # the reduced system, as the fit forms it
     eigh = jax.jit(lambda G: jnp.linalg.eigh(G, symmetrize_input=False))
     print("RESULT " + json.dumps(dict(eigh_s=median_s(lambda: eigh(M), repeats=3), rows=int(M.shape[0]),
                                       eigh_full_s=median_s(lambda: eigh(G), repeats=3),
