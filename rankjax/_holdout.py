@@ -82,11 +82,13 @@ def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
             HBs = (mv(KB, sol) - HBs) / lam
         return t + HBs
 
-    t, M, r = jax.vmap(system)(D, lams, F[:, idx])
-    # every λ's system solved as one batch; large folds on the CPU one λ at a time, so
-    # LAPACK gets unbatched calls (see _backend)
-    sol = each_slice(symmetric_solve, M, r) if paths().serial(idx.shape[0]) else symmetric_solve(M, r)
-    return jax.vmap(predict)(D, lams, t, sol)                      # [L, P(, k)]
+    # every λ's system solved as one batch; large folds on the CPU one λ at a time (LAPACK
+    # gets unbatched calls, see _backend; and one λ's [P, r] products in memory at a time)
+    serial = paths().serial(idx.shape[0])
+    over_lams = each_slice if serial else (lambda f, *a: jax.vmap(f)(*a))          # noqa: E731
+    t, M, r = over_lams(system, D, lams, F[:, idx])
+    sol = each_slice(symmetric_solve, M, r) if serial else symmetric_solve(M, r)
+    return over_lams(predict, D, lams, t, sol)                     # [L, P(, k)]
 
 
 def _refit_fold(graph, idx, mask, X, G, b, y, lams, direct=False):

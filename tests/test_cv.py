@@ -408,3 +408,22 @@ BAD_INPUT["permutation_test"] = [
     ]
 
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)
+
+
+def test_large_folds_one_lambda_at_a_time_equal_retraining(rng):
+    """Folds above ``paths().small_solve`` rows (2 folds of about 300 rows): on the CPU their
+    systems are solved one λ at a time by LAPACK (the serial path); dual hold-out against
+    retraining without the fold."""
+    qid = np.repeat(np.arange(60), 10)
+    X = rng.standard_normal((qid.size, 4))
+    y = rng.integers(0, 3, qid.size).astype(float)
+    K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.3), X))
+    g = rj.query_graph(qid)
+    h = _holdout.holdout_dual(K, y, g, lams=LAMS, folds=2, seed=1)
+    assert max(i.shape[1] for i in h.folds.index) > 256
+    for i, lam in enumerate(LAMS):
+        def fit_predict(train, test):
+            a = rankrls_dual(K[np.ix_(train, train)], y[train], rj.query_graph(qid[train]), lam=lam).coef
+            return K[np.ix_(test, train)] @ np.asarray(a)
+        for f, (test, pred) in retrain_folds(np.asarray(h.folds.fold_of_row), fit_predict).items():
+            assert rel(h.predictions[i][test], pred) < 1e-8, (lam, f)
