@@ -313,15 +313,12 @@ def segment_normal_equations(X, Ly, weight, cliques, fallback):
         ok = ((jnp.linalg.norm(G0) <= T * jnp.linalg.norm(G))
               & jnp.all(d0 <= T * jnp.maximum(d, jnp.max(d) / T)) & (longest <= T * T)
               & jnp.all(jnp.isfinite(G)))
-        return G, ok
+        return lax.cond(ok, lambda: (G, tdot(X, Ly)), fallback)
 
     # rows of another weight are fine when they are zero rows (the padding of chunks, shards)
     uniform = lax.cond(jnp.any(off), lambda: jnp.all(jnp.where(off[:, None], X == 0, True)),
                        lambda: ~jnp.any(off))      # True, varying as the rows do (shard_map)
-    n = X.shape[1]
-    none = lambda: (jnp.zeros((n, n), X.dtype) * uniform, uniform)   # noqa: E731  False, varying as X
-    G, ok = lax.cond(uniform, fast, none)
-    return lax.cond(ok, lambda: (G, tdot(X, Ly)), fallback)      # one copy of the fallback
+    return lax.cond(uniform, fast, fallback)
 
 
 def primal_system(X, y, graph, root: bool = False):
