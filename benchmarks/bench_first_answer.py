@@ -178,7 +178,7 @@ def floor():
     import jax
     import jax.numpy as jnp
     import rankjax as rj
-    from rankjax._reduced import range_rows
+    from rankjax._reduced import range_rows, reduced_system
     from rankjax._ridge import dual_system
     from rankjax.estimators.base import gamma_value
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -188,10 +188,7 @@ def floor():
     g = rj.query_graph(tr.qid)
     K = rj.kernel_matrix(rj.gaussian_kernel(gamma_value("scale", Xn)), X)
     G = jax.jit(lambda K: dual_system(K, jnp.asarray(tr.y, K.dtype), g).G)(K)
-    r = range_rows(g, G.dtype)
-    a = r.alpha
-    A = G[r.keep] - a[:, None] * G[r.first]
-    M = A[:, r.keep] - A[:, r.first] * a[None, :]              # the reduced system, as the fit forms it
+    M = reduced_system(G, range_rows(g, G.dtype))              # the reduced system, as the fit forms it
     eigh = jax.jit(lambda G: jnp.linalg.eigh(G, symmetrize_input=False))
     print("RESULT " + json.dumps(dict(eigh_s=median_s(lambda: eigh(M), repeats=3), rows=int(M.shape[0]),
                                       eigh_full_s=median_s(lambda: eigh(G), repeats=3),

@@ -86,14 +86,19 @@ def range_rows(graph, dtype) -> Optional[RangeRows]:
                      device_array(alpha * w, dtype), device_array(seg[keep], jnp.int32))
 
 
+def reduced_system(G, rows: RangeRows):
+    """``M [k, k]``, ``H S K S H`` on the kept rows, from gathers of ``G = S K S`` (module
+    docstring)."""
+    a = rows.alpha
+    A = G[rows.keep] - a[:, None] * G[rows.first]                     # [k, m]
+    return A[:, rows.keep] - A[:, rows.first] * a[None, :]             # [k, k]
+
+
 def reduced_eigh(G, rows: RangeRows, graph):
     """``(Eigh, smallest, largest)`` of ``G = S K S`` ``[m, m]`` on the range of ``S``:
     ``values [k]`` (clipped at 0), ``vectors [m, k]`` (module docstring); the raw extreme
     eigenvalues as :func:`~rankjax._ridge.eigh_psd_checked` gives them."""
-    a = rows.alpha
-    A = G[rows.keep] - a[:, None] * G[rows.first]                     # [k, m]
-    M = A[:, rows.keep] - A[:, rows.first] * a[None, :]                # [k, k]
-    vals, V = raw_eigh(M)
+    vals, V = raw_eigh(reduced_system(G, rows))
     k = V.shape[0]
     x = jnp.where((rows.place < k)[:, None], V[jnp.minimum(rows.place, k - 1)], 0)
     s = jax.ops.segment_sum(V, rows.seg, num_segments=graph.num_segments)   # [S, k]
