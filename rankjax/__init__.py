@@ -31,7 +31,7 @@ from ._kernels import (
     linear_kernel as linear_kernel, polynomial_kernel as polynomial_kernel)
 from ._rankrls import (DualModel as DualModel, KernelModel as KernelModel,
                        LinearModel as LinearModel, predict as predict)
-from ._path import Selection as Selection
+from ._choice import Selection as Selection
 from ._folds import Folds as Folds, make_folds as make_folds
 from ._lpo import (differing_pairs as differing_pairs, lpo_cindex as lpo_cindex,
                    positive_negative_pairs as positive_negative_pairs)

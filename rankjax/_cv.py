@@ -14,7 +14,7 @@ from ._checks import check_count, check_seed, host_labels, segment_ids
 from ._host import device_array
 from ._holdout import HoldOut
 from ._metrics import check_metric_options, metric_sign
-from ._path import select_lambda
+from ._choice import select_lambda
 
 
 class CVResult(NamedTuple):

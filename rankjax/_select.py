@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import (Segments, check_count, check_flag, check_gram, check_positive, check_seed,
-                      segment_ids)
+                      is_concrete, segment_ids)
 from ._host import lane
 from ._cv import cross_validate
 from ._folds import resolve_folds
@@ -27,8 +27,9 @@ from ._log import Stages, active, check_verbose
 from ._memory import kernel_plan
 from ._metrics_graded import ndcg
 from ._nystrom import Basis, as_nystrom, take_basis
-from ._path import (NystromPath, Selection, check_lams, dual_path, is_path, model_at,
-                    nystrom_path, primal_path, select_lambda)
+from ._choice import Selection, select_lambda, selection_ahead
+from ._path import (NystromPath, check_lams, dual_path, is_path, model_at, nystrom_path,
+                    primal_path)
 from ._problem import Problem, with_rows
 from ._products import HI
 from ._rankrls import (KernelModel, LinearModel, ScaledModel, dual_model, primal_model,
@@ -251,6 +252,9 @@ def _tune_kind(kernels):
     return kinds.pop() if len(kinds) == 1 else "gaussian"
 
 
+_ahead: set = set()       # (shape, dtype, k, queries) of the scorings compiled ahead in this process
+
+
 class _Grid:
     """The grid points of one selection on one checked problem: each kernel's scores, and
     the models its hold-out already holds (every λ's coefficients, ``m`` or ``b`` per λ and
@@ -264,6 +268,17 @@ class _Grid:
         self.verbose = verbose
         self.coefs = {}
         self._dense = None
+
+    def score_ahead(self, lams):
+        """Starts compiling :meth:`_ndcg`'s program for ``[L, m(, k)]`` hold-outs
+        (:func:`~rankjax._choice.selection_ahead`), before the hold-out is traced: XLA
+        compiles it on another thread meanwhile. Once per shape and process."""
+        X, y = self.problem.X, self.problem.y
+        shape = (lams.shape[0],) + tuple(np.shape(y))
+        key = (shape, str(X.dtype), self.k, self.seg.num_queries)
+        if key not in _ahead and is_concrete(X) and is_concrete(y):
+            _ahead.add(key)
+            selection_ahead(lams, np.zeros(shape, X.dtype), y, self.seg, metric=ndcg, k=self.k)
 
     @property
     def Xd(self):
@@ -285,6 +300,7 @@ class _Grid:
         p, v = self.problem, self.verbose
         lams = self.lams_fold if lams is None else grid_lams.astype(p.X.dtype)
         where = "select (hold-out)"
+        self.score_ahead(lams)
         if kern is None:
             check_gram(p.X)
             h, W = primal_holdout(self.Xd, p.y, p.graph, lams, folds, v, where)

@@ -34,7 +34,7 @@ from ._lpo import leave_pair_out_dual, leave_pair_out_primal
 from ._path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
 from ._problem import Problem
 from ._rankrls import rankrls_dual, rankrls_kernel, rankrls_primal
-from ._path import Selection
+from ._choice import Selection
 from ._select import fit_model, select as select_grid
 from ._solvers import SOLVERS, Auto, Dual, Falkon, Nystrom, Primal
 from ._sparse import as_dense

@@ -13,7 +13,7 @@ ORDER = ["_xla", "_version", "_types", "_backend", "_programs", "_log", "_cache"
          "_segments", "_memory", "_host", "_checks", "_resolved", "_metrics",
          "_metrics_graded", "_ridge", "_graph", "_reduced", "_graph_build", "_kernels", "_nystrom",
          "_rankrls",
-         "_path", "_folds", "_holdout", "_lpo", "_cv", "_cg_loop", "_cg", "_falkon", "_kpcrank",
+         "_choice", "_path", "_folds", "_holdout", "_lpo", "_cv", "_cg_loop", "_cg", "_falkon", "_kpcrank",
          "_ranksvm", "_gp", "_rankboost", "_synthetic", "_problem", "_solvers", "scale", "_tune", "_select",
          "_solve", "io", "estimators",
          "plot",

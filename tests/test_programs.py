@@ -172,3 +172,85 @@ def test_a_program_with_a_host_callback_is_not_kept(store):
     kept_cb = _programs.keep(twice)
     np.testing.assert_array_equal(kept_cb(jnp.arange(3.0)), [0.0, 2.0, 4.0])
     assert not list(store.glob("*/*.pkl"))
+
+
+class _Compiles:
+    """Counts XLA compilations while it is installed (JAX's own log lines)."""
+
+    def __enter__(self):
+        import logging
+        self.n, self.log = 0, logging.getLogger("jax")
+        counter = self
+
+        class H(logging.Handler):
+            def emit(self, record):
+                counter.n += record.getMessage().startswith("Finished XLA compilation")
+        self.handler, self.level = H(), self.log.level
+        self.log.addHandler(self.handler)
+        self.log.setLevel(logging.DEBUG)
+        self.saved = jax.config.jax_log_compiles
+        jax.config.update("jax_log_compiles", True)
+        return self
+
+    def __exit__(self, *exc):
+        jax.config.update("jax_log_compiles", self.saved)
+        self.log.removeHandler(self.handler)
+        self.log.setLevel(self.level)
+
+
+@pytest.mark.parametrize("on_disk", [True, False])
+def test_a_program_compiled_ahead_is_not_compiled_again(on_disk, tmp_path, request):
+    if on_disk:
+        request.getfixturevalue("store")
+    power = 5 if on_disk else 6                   # a program no other test compiled
+    ahead = _programs.keep(_scaled, static_argnames=("power",))
+    x, pair = _args()
+    with _Compiles() as c:
+        ahead.ahead(x, pair, power=power)         # traced here, compiled on a thread
+        assert len(ahead._ahead) == 1
+        got = ahead(x, pair, power=power)         # waits for that thread, compiles nothing
+    assert c.n == 1 and not ahead._ahead
+    want = jax.jit(_scaled, static_argnames="power")(x, pair, power=power)
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_ahead_leaves_errors_and_traces_to_the_call(store):
+    ahead = _programs.keep(_scaled, static_argnames=("power",))
+    x, pair = _args()
+    ahead.ahead(x, (pair[0],), power=2)          # a bad pytree: nothing started, no error
+    assert not ahead._ahead
+    with pytest.raises(IndexError):
+        ahead(x, (pair[0],), power=2)
+    jax.jit(lambda x: ahead.ahead(x, pair, power=2) or x)(x)   # under a trace: nothing
+    assert not ahead._ahead
+
+
+def test_gc_paused_nests_across_threads_and_restores_the_collector():
+    import gc
+    import threading
+    assert gc.isenabled()
+    inner = threading.Event()
+    release = threading.Event()
+
+    def other():
+        with _programs.gc_paused():
+            inner.set()
+            release.wait()
+
+    t = threading.Thread(target=other)
+    with _programs.gc_paused():
+        assert not gc.isenabled()
+        t.start()
+        inner.wait()
+    assert not gc.isenabled()                     # the thread's block is still open
+    release.set()
+    t.join()
+    assert gc.isenabled()
+    gc.disable()                                  # a collector the user turned off stays off
+    try:
+        with _programs.gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

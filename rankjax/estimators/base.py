@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import scipy.sparse as sp
 
-from .. import _kernels, _log, _metrics_graded, _path, _rankrls, io
+from .. import _choice, _kernels, _log, _metrics_graded, _rankrls, io
 from .._cache import use_disk_cache
 from .._nystrom import Basis
 from .._checks import Segments, check_count, check_matrix, check_targets, is_int, segment_ids
@@ -223,7 +223,7 @@ class Ranker(_Base):
         ``best_iteration_``."""
         k = getattr(self, "score_k", 10)
         T = scores.shape[0]
-        vals = np.asarray(_path.select_lambda(np.arange(1.0, T + 1), scores, yv, segv,
+        vals = np.asarray(_choice.select_lambda(np.arange(1.0, T + 1), scores, yv, segv,
                                               metric=_metrics_graded.ndcg, k=k).table, dtype=float)
         rounds = self.early_stopping_rounds
         if rounds is not None:

@@ -21,7 +21,8 @@ from .._graph import check_problem
 from .._graph_build import as_validation
 from .._kernels import Kernel, kernel_matrix
 from .._metrics import metric_sign, pairwise_error
-from .._path import Selection, check_lams
+from .._choice import Selection
+from .._path import check_lams
 from .._rankrls import path_scores
 from .._ridge import decompose_dual
 from .._sparse import as_dense

@@ -27,7 +27,8 @@ from .._graph_build import as_validation, query_graph
 from .._holdout import holdout_from_system
 from .._log import check_verbose, info
 from .._metrics import check_metric_options, metric_sign, pairwise_error
-from .._path import PrimalPath, Selection, as_selection, check_lams, select_lambda
+from .._choice import Selection, as_selection, select_lambda
+from .._path import PrimalPath, check_lams
 from .._rankrls import path_scores
 from .._ridge import decompose_primal, primal_system
 from .._segments import bucket
