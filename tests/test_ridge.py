@@ -65,8 +65,9 @@ def test_lam_floor_is_the_documented_formula():
             tol * np.finfo(np.float32).eps * 2.0)
 
 
+@pytest.mark.parametrize("grid", [True, False])
 @pytest.mark.parametrize("normalized", [True, False])
-def test_reduced_dual_system_is_s_k_s_on_the_range_of_s(rng, normalized):
+def test_reduced_dual_system_is_s_k_s_on_the_range_of_s(rng, normalized, grid, monkeypatch):
     """The ``k x k`` system of :mod:`rankjax._reduced` (one reflection per query) lifted back:
     orthonormal ``[m, k]`` vectors that rebuild ``S K S`` exactly, the nonzero spectrum of the
     full ``eigh``, and ``k = m - q``: one null direction per query of positive weight and
@@ -78,7 +79,10 @@ def test_reduced_dual_system_is_s_k_s_on_the_range_of_s(rng, normalized):
     X = rng.standard_normal((qid.size, 3))
     K = rj.kernel_matrix(rj.gaussian_kernel(0.4), jnp.asarray(X))
     G = np.asarray(dual_system(K, jnp.asarray(rng.standard_normal(qid.size)), g).G)
+    from rankjax import _reduced
+    monkeypatch.setattr(_reduced, "GRID_SLOTS", 3 if grid else 0)     # the lift's two sums
     rows = range_rows(g, K.dtype)
+    assert (rows.members is not None) == grid
     # 16 rows; null: query 0 (weight 0, 3 rows), query 1 (one row), one each of 2, 3, 5, 7
     assert rows.keep.shape[0] == 16 - 3 - 1 - 4
     eig, low, high = reduced_eigh(jnp.asarray(G), rows, g)
