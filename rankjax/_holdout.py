@@ -33,7 +33,7 @@ from ._reduced import range_rows, reduced_eigh
 from ._ridge import (HI, by_lane, cholesky_solve, decompose_dual, eigh_floor, eigh_psd,
                      eigh_psd_checked, primal_system, spectral_filter)
 from ._small_solve import symmetric_solve
-from ._segments import row_sums
+from ._segments import grid_sums, row_sums
 from ._sparse import as_dense
 
 
@@ -281,10 +281,11 @@ def primal_holdout(X, y, graph, lams, folds: Folds, verbose=0, where="holdout_pr
 def _holdout_dual_core(K, y, graph, lams, folds, kernel=None, rows=None):
     if kernel is not None:        # K holds the rows X: their kernel matrix, in this program
         K = kernel_core(kernel, K, K, None, True)
+    grid = None if rows is None else rows.queries
     dec = decompose_dual(K, y, graph, "holdout", eigh_psd_checked if rows is None
-                         else partial(reduced_eigh, rows=rows, graph=graph))
+                         else partial(reduced_eigh, rows=rows, graph=graph), grid)
     eig = dec.eig
-    KSU = kernel_root_product(K, graph, eig, dec.root, rows is not None)  # [m, r]
+    KSU = kernel_root_product(K, graph, eig, dec.root, rows is not None, grid)  # [m, r]
     c = tdot(eig.vectors, dec.rhs)
     D = spectral_filter(eig.values[None, :], lams[:, None])
     Dc = D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None]
@@ -295,7 +296,7 @@ def _holdout_dual_core(K, y, graph, lams, folds, kernel=None, rows=None):
     return nan_unless(ok, (pred, dec.coef_path(lams))), dec.flags()
 
 
-def kernel_root_product(K, graph, eig, root, centred: bool = False):
+def kernel_root_product(K, graph, eig, root, centred: bool = False, grid=None):
     """``K S U`` ``[m, m]``, the rows of ``H`` the dual folds need, for ``S K S = U diag(Γ)
     U^T`` (``eig``) and the root ``S`` (``root``), without the ``m^3`` product
     where ``S`` is a segment root (:meth:`~rankjax._graph.QueryGraph.segment_root`, ``S = sqrt(e_c n_c)
@@ -308,7 +309,8 @@ def kernel_root_product(K, graph, eig, root, centred: bool = False):
     columns of ``U`` sum to 0 over every query (the range of ``S``,
     :func:`~rankjax._reduced.reduced_eigh`), so their query means are not formed (2.2
     GFlop, 0.045 s there). A query of zero weight and several rows (``Π = 0`` there, its
-    rows are not means) and the other graphs take the product."""
+    rows are not means) and the other graphs take the product. ``grid``: the queries' rows
+    for :func:`~rankjax._segments.grid_sums`, else segment sums."""
     U = eig.vectors
     form = graph.segment_root(K.dtype)
     if form is None:
@@ -323,7 +325,8 @@ def kernel_root_product(K, graph, eig, root, centred: bool = False):
         Umean = (jnp.matmul(onehot, U, precision=HI) * inv_n)[seg]               # [m, r]
     s = jnp.sqrt(en)
     # rows of K's query means times S U = ((S Kbar^T)^T) U, Kbar = the [S, m] query means of K
-    T = jnp.matmul(root.apply(row_sums(K, seg, num).T * inv_n.T).T, U, precision=HI)   # [S, r]
+    sums = row_sums(K, seg, num) if grid is None else grid_sums(K, grid)
+    T = jnp.matmul(root.apply(sums.T * inv_n.T).T, U, precision=HI)   # [S, r]
     fast = lambda: ((s * inv)[seg][:, None] * (U - Umean) * eig.values.astype(K.dtype)  # noqa: E731
                     + T[seg])
     full = lambda: jnp.matmul(root.apply(K).T, U, precision=HI)              # noqa: E731  (S K)^T U

@@ -169,7 +169,8 @@ def primal_path(X, y, graph, lams, X_valid=None, train=False,
 @jax.jit
 def _dual_path_core(K, y, graph, lams, K_valid, rows=None):
     dec = decompose_dual(K, y, graph, "path", eigh_psd_checked if rows is None   # rows: _reduced
-                         else partial(reduced_eigh, rows=rows, graph=graph))
+                         else partial(reduced_eigh, rows=rows, graph=graph),
+                         None if rows is None else rows.queries)
     A = dec.coef_path(lams)                                 # [L, m(, k)]
     out = nan_unless(lam_ok(lams) & dec.ok(lams),
                      (A, path_scores(K, A), None if K_valid is None else path_scores(K_valid, A)))

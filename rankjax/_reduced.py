@@ -50,8 +50,9 @@ class RangeRows(NamedTuple):
     ``1 / (sqrt(n) + 1)``, ``place [m]`` each row's index in ``keep`` (``k`` for a row not
     kept), ``reflect [m]`` ``α w`` (the reflector's entry times ``α``; 0 on rows of a
     query of weight 0 or of one row), ``seg [k]`` the kept rows' queries and ``members
-    [S, T]`` each query's kept rows (indices into ``keep``, ``k`` pads), or ``None``
-    where that grid would hold more than :data:`GRID_SLOTS` ``k`` slots."""
+    [S, T]`` each query's kept rows (indices into ``keep``, ``k`` pads) and ``queries``
+    each query's rows (``m`` pads; :func:`~rankjax._segments.grid_sums`), each ``None``
+    where its grid would hold more than :data:`GRID_SLOTS` slots per row."""
 
     keep: jax.Array
     first: jax.Array
@@ -60,6 +61,7 @@ class RangeRows(NamedTuple):
     reflect: jax.Array
     seg: jax.Array
     members: Optional[jax.Array] = None
+    queries: Optional[jax.Array] = None
 
 
 GRID_SLOTS = 3
@@ -95,17 +97,23 @@ def range_rows(graph, dtype) -> Optional[RangeRows]:
     place = np.full(m, keep.size, np.int32)
     place[keep] = np.arange(keep.size)
     kseg = seg[keep]
-    sizes = np.bincount(kseg, minlength=num)
-    members = None
-    if num * sizes.max() <= GRID_SLOTS * keep.size:
-        order = np.argsort(kseg, kind="stable")
-        slot = np.arange(keep.size) - np.r_[0, np.cumsum(sizes)][kseg[order]]
-        grid = np.full((num, sizes.max()), keep.size, np.int32)
-        grid[kseg[order], slot] = order
-        members = device_array(grid)
     return RangeRows(device_array(keep, jnp.int32), device_array(first[keep], jnp.int32),
                      device_array(alpha[keep], dtype), device_array(place),
-                     device_array(alpha * w, dtype), device_array(kseg, jnp.int32), members)
+                     device_array(alpha * w, dtype), device_array(kseg, jnp.int32),
+                     _grid(kseg, num), _grid(seg, num))
+
+
+def _grid(seg, num):
+    """``[num, T]`` the rows of each segment of ``seg [n]`` (host numpy), padded with ``n``
+    to the longest, or ``None`` where that is more than :data:`GRID_SLOTS` slots per row."""
+    sizes = np.bincount(seg, minlength=num)
+    if num * sizes.max() > GRID_SLOTS * seg.size:
+        return None
+    order = np.argsort(seg, kind="stable")
+    slot = np.arange(seg.size) - np.r_[0, np.cumsum(sizes)][seg[order]]
+    grid = np.full((num, sizes.max()), seg.size, np.int32)
+    grid[seg[order], slot] = order
+    return device_array(grid)
 
 
 def reduced_system(G, rows: RangeRows):
@@ -125,7 +133,7 @@ def reduced_eigh(G, rows: RangeRows, graph):
     x = jnp.where((rows.place < k)[:, None], V[jnp.minimum(rows.place, k - 1)], 0)
     if rows.members is None:
         s = jax.ops.segment_sum(V, rows.seg, num_segments=graph.num_segments)   # [S, k]
-    else:                                     # gathers and a sum: fused, no row loop
+    else:            # LAPACK's column-major V read in place: gathers and a sum, no row loop
         g = rows.members
         s = jnp.sum(jnp.where(g < k, V.T[:, jnp.minimum(g, k - 1)], 0), axis=2).T
     U = x - rows.reflect[:, None] * s[graph.seg]

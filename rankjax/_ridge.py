@@ -346,18 +346,19 @@ class DualSystem(NamedTuple):
     root: object
 
 
-def dual_system(K, y, graph) -> DualSystem:
+def dual_system(K, y, graph, grid=None) -> DualSystem:
     """The symmetric dual system ``(S K S + λ I) B = S^+ L y``, ``A = S B``.
 
     Follows from ``(L K + λ I) S = S (S K S + λ I)``: ``A`` equals
     ``(L K + λ I)^{-1} L y`` for every graph; ``S`` is a segment operation for
     query graphs and a dense root (``psd_root(L)``) for tie-excluded and
     preference graphs. ``S K S`` is symmetric to rounding (a segment root forms it in one
-    pass, :func:`~rankjax._segments.sandwich`); its solvers read one triangle.
+    pass, :func:`~rankjax._segments.sandwich`, its segment sums by ``grid`` where
+    given, :func:`~rankjax._segments.grid_sums`); its solvers read one triangle.
     """
     root = graph.dual_root(K.dtype)
     form = graph.segment_root(K.dtype)
-    G = root.apply(root.apply(K).T) if form is None else sandwich(K, *form)
+    G = root.apply(root.apply(K).T) if form is None else sandwich(K, *form, grid=grid)
     return DualSystem(G, root.rhs(y), root)
 
 
@@ -401,11 +402,11 @@ class Decomposition(NamedTuple):
         return self.psd, self.smallest, self.largest, self.floor
 
 
-def decompose_dual(K, y, graph, kind: str, decompose=eigh_psd_checked) -> Decomposition:
+def decompose_dual(K, y, graph, kind: str, decompose=eigh_psd_checked, grid=None) -> Decomposition:
     """:func:`dual_system` of ``K`` decomposed once (``decompose(G)``, as
     :func:`eigh_psd_checked`), checked for PSD and given the λ floor of the shortcut ``kind``
     (``"path"`` or ``"holdout"``, :data:`RESOLVE_RTOL`)."""
-    system = dual_system(K, y, graph)
+    system = dual_system(K, y, graph, grid)
     eig, low, high = decompose(system.G)
     return Decomposition(eig, system.rhs, system.root, psd_ok(low, high, K.shape[0], K.dtype),
                          low, high, lam_floor(high, K.dtype, kind))

@@ -8,6 +8,8 @@ reuses the compiled program: padded segments hold no row and are inert.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import numpy as np
 import jax.numpy as jnp
@@ -54,7 +56,23 @@ def row_sums(v, seg, num: int):
     return jnp.sum(v, axis=0, keepdims=True) if num == 1 else seg_sum(v, seg, num)
 
 
-def sandwich(K, seg, num: int, en, n):
+def grid_sums(v, grid):
+    """Per-segment sums of the rows of ``v [m, ...]`` ``[num, ...]`` from a padded grid
+    ``[num, T]`` of each segment's rows (``m`` pads): gathers and one sum that XLA fuses,
+    where a scatter-add is a loop over the rows on the CPU (a 3,005-row kernel matrix:
+    about 20 ms against 10 ms).
+
+    Example:
+      >>> print(grid_sums(jnp.arange(6.).reshape(3, 2), jnp.array([[0, 2], [1, 3]])))
+      [[4. 6.]
+       [2. 3.]]
+    """
+    m = v.shape[0]
+    take = v[jnp.minimum(grid, m - 1)]                        # [num, T, ...]
+    return jnp.sum(jnp.where(expand(grid < m, take), take, 0), axis=1)
+
+
+def sandwich(K, seg, num: int, en, n, grid=None):
     """``S K S`` ``[m, m]`` of a symmetric ``K [m, m]`` for the per-segment root
     ``S = sqrt(e_c n_c) (I - 1 1^T / n_c)`` (``en [num]`` = ``e_c n_c``, ``n [num]`` the
     segment sizes), by double centring in one pass over ``K``: with the segment means of
@@ -62,6 +80,7 @@ def sandwich(K, seg, num: int, en, n):
     ``(S K S)_ij = s_i s_j (K_ij - M_{c(i) j} - M_{c(j) i} + B_{c(i) c(j)})``. Exactly
     symmetric when ``K`` is. Applying the root twice costs two passes, a transpose of
     ``S K`` and a symmetrising copy: 0.10 s against 0.02 s at 3,005 rows in float32.
+    ``grid``: the segments' rows for :func:`grid_sums`, else segment sums.
 
     Example:
       >>> seg = jnp.array([0, 0, 1]); n = jnp.array([2., 1.])
@@ -71,8 +90,9 @@ def sandwich(K, seg, num: int, en, n):
        [ 0.  0.  0.]]
     """
     inv = 1 / jnp.maximum(n, 1)
-    M = row_sums(K, seg, num) * inv[:, None]
-    B = row_sums(M.T, seg, num) * inv[:, None]
+    sums = (lambda v: row_sums(v, seg, num)) if grid is None else partial(grid_sums, grid=grid)
+    M = sums(K) * inv[:, None]
+    B = sums(M.T) * inv[:, None]
     Ms, s = M[seg], jnp.sqrt(en)[seg]
     return s[:, None] * s[None, :] * (K - (Ms + Ms.T) + ((B + B.T) / 2)[seg][:, seg])
 

@@ -4,8 +4,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rankjax._segments import (bucket, count_sum, count_to_float, expand, padded_size, run_ids,
-                               sandwich, seg_scan, seg_sum)
+from rankjax._segments import (bucket, count_sum, count_to_float, expand, grid_sums, padded_size,
+                               run_ids, sandwich, seg_scan, seg_sum)
 
 
 @pytest.fixture
@@ -69,8 +69,25 @@ def test_expand_broadcasts_against_trailing_axes():
     assert expand(jnp.ones(4), jnp.ones((4, 2, 3))).shape == (4, 1, 1)
 
 
+def _grid(seg, num):
+    from rankjax._reduced import _grid
+    return _grid(np.asarray(seg), num)
+
+
+@pytest.mark.parametrize("shape", [(), (3,)])
+def test_grid_sums_are_a_loop_over_segments(rng, shape):
+    """Sums over the padded grid of each segment's rows (unsorted ids, an empty segment)."""
+    seg = rng.integers(0, 5, 40)
+    v = rng.standard_normal((40,) + shape)
+    want = np.zeros((7,) + shape)
+    for i, s in enumerate(seg):
+        want[s] += v[i]
+    np.testing.assert_allclose(grid_sums(jnp.asarray(v), _grid(seg, 7)), want, atol=1e-12)
+
+
+@pytest.mark.parametrize("grid", [False, True])
 @pytest.mark.parametrize("num", [1, 6])
-def test_sandwich_is_the_root_applied_on_both_sides(rng, num):
+def test_sandwich_is_the_root_applied_on_both_sides(rng, num, grid):
     """``S K S`` in one pass equals the dense product with ``S = sqrt(e_c n_c) (I - 1 1^T /
     n_c)`` per segment: unsorted ids, a one-row segment, a zero-weight segment, an empty
     (padded) segment, and the global graph (one segment)."""
@@ -89,6 +106,9 @@ def test_sandwich_is_the_root_applied_on_both_sides(rng, num):
         rows = np.flatnonzero(seg == c)
         if rows.size:
             S[np.ix_(rows, rows)] = np.sqrt(e[c] * n[c]) * (np.eye(rows.size) - 1 / rows.size)
-    got = sandwich(jnp.asarray(K), jnp.asarray(seg), num, jnp.asarray(e * n), jnp.asarray(n))
+    rows = _grid(seg, num) if grid else None
+    assert (rows is not None) == grid
+    got = sandwich(jnp.asarray(K), jnp.asarray(seg), num, jnp.asarray(e * n), jnp.asarray(n),
+                   grid=rows)
     np.testing.assert_allclose(got, S @ K @ S, atol=1e-12 * np.abs(K).max() * m)
     assert np.array_equal(np.asarray(got), np.asarray(got).T)      # exactly, for symmetric K
