@@ -379,7 +379,10 @@ class _Kept:
 
     def __call__(self, *args, **kwargs):
         while self._ahead:              # a compilation :meth:`ahead` started
-            self._ahead.pop().join()
+            try:
+                self._ahead.pop().join()
+            except IndexError:          # another thread took it
+                break
         with gc_paused():
             return self._call(args, kwargs)
 
