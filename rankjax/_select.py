@@ -272,13 +272,18 @@ class _Grid:
     def score_ahead(self, lams):
         """Starts compiling :meth:`_ndcg`'s program for ``[L, m(, k)]`` hold-outs
         (:func:`~rankjax._choice.selection_ahead`), before the hold-out is traced: XLA
-        compiles it on another thread meanwhile. Once per shape and process."""
+        compiles it on another thread meanwhile. Once per shape and process; an error is
+        left to the scoring."""
         X, y = self.problem.X, self.problem.y
         shape = (lams.shape[0],) + tuple(np.shape(y))
         key = (shape, str(X.dtype), self.k, self.seg.num_queries)
         if key not in _ahead and is_concrete(X) and is_concrete(y):
             _ahead.add(key)
-            selection_ahead(lams, np.zeros(shape, X.dtype), y, self.seg, metric=ndcg, k=self.k)
+            try:
+                selection_ahead(lams, np.zeros(shape, X.dtype), y, self.seg, metric=ndcg,
+                                k=self.k)
+            except Exception:     # noqa: BLE001  the scoring itself reports it, after the hold-out
+                pass
 
     @property
     def Xd(self):
