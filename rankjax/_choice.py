@@ -112,7 +112,7 @@ def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: O
       >>> d = rj.make_ranking_data(30, num_features=5, seed=0)
       >>> v = rj.make_ranking_data(10, num_features=5, seed=1)
       >>> lams = np.array([0.01, 1., 100.])
-      >>> p = rankrls_primal_path(d.X, d.y, rj.query_graph(d.qid), lams=lams, X_valid=v.X)
+      >>> p = rj._path.rankrls_primal_path(d.X, d.y, rj.query_graph(d.qid), lams=lams, X_valid=v.X)
       >>> sel = select_lambda(lams, p.valid_scores, v.y, v.qid, metric=rj.ndcg, k=10)
       >>> sel.table.shape
       (3,)
