@@ -33,7 +33,7 @@ from ._reduced import range_rows, reduced_eigh
 from ._ridge import (HI, by_lane, cholesky_solve, decompose_dual, eigh_floor, eigh_psd,
                      eigh_psd_checked, primal_system, spectral_filter)
 from ._small_solve import symmetric_solve
-from ._segments import grid_sums, row_sums
+from ._segments import row_sums
 from ._sparse import as_dense
 
 
@@ -310,7 +310,7 @@ def kernel_root_product(K, graph, eig, root, centred: bool = False, grid=None):
     :func:`~rankjax._reduced.reduced_eigh`), so their query means are not formed (2.2
     GFlop, 0.045 s there). A query of zero weight and several rows (``Π = 0`` there, its
     rows are not means) and the other graphs take the product. ``grid``: the queries' rows
-    for :func:`~rankjax._segments.grid_sums`, else segment sums."""
+    for :func:`~rankjax._segments.row_sums`."""
     U = eig.vectors
     form = graph.segment_root(K.dtype)
     if form is None:
@@ -325,8 +325,7 @@ def kernel_root_product(K, graph, eig, root, centred: bool = False, grid=None):
         Umean = (jnp.matmul(onehot, U, precision=HI) * inv_n)[seg]               # [m, r]
     s = jnp.sqrt(en)
     # rows of K's query means times S U = ((S Kbar^T)^T) U, Kbar = the [S, m] query means of K
-    sums = row_sums(K, seg, num) if grid is None else grid_sums(K, grid)
-    T = jnp.matmul(root.apply(sums.T * inv_n.T).T, U, precision=HI)   # [S, r]
+    T = jnp.matmul(root.apply(row_sums(K, seg, num, grid).T * inv_n.T).T, U, precision=HI)  # [S, r]
     fast = lambda: ((s * inv)[seg][:, None] * (U - Umean) * eig.values.astype(K.dtype)  # noqa: E731
                     + T[seg])
     full = lambda: jnp.matmul(root.apply(K).T, U, precision=HI)              # noqa: E731  (S K)^T U

@@ -42,6 +42,7 @@ from ._checks import is_concrete
 from ._graph import is_graph
 from ._host import device_array
 from ._ridge import Eigh, raw_eigh
+from ._segments import grid_sums
 
 
 class RangeRows(NamedTuple):
@@ -65,10 +66,11 @@ class RangeRows(NamedTuple):
 
 
 GRID_SLOTS = 3
-"""The lift sums each query's kept rows of the eigenvectors by a padded gather-and-sum
-(one fused pass over them in LAPACK's column-major order) where the ``[S, T]`` grid of
-query members has at most this many slots per row, else by a segment sum (XLA:CPU: a
-loop over the rows, which needs them copied to row-major first)."""
+"""The query sums of the reduction (the lift's sums of the eigenvectors' kept rows, the
+double centring's and ``K S U``'s of ``K``) are gathers over a padded ``[S, T]`` grid of
+each query's rows (:func:`~rankjax._segments.grid_sums`) where that grid has at most this
+many slots per row, else segment sums (XLA:CPU: a loop over the rows, which for the
+column-major eigenvectors needs a row-major copy first)."""
 
 
 def range_rows(graph, dtype) -> Optional[RangeRows]:
@@ -133,8 +135,7 @@ def reduced_eigh(G, rows: RangeRows, graph):
     x = jnp.where((rows.place < k)[:, None], V[jnp.minimum(rows.place, k - 1)], 0)
     if rows.members is None:
         s = jax.ops.segment_sum(V, rows.seg, num_segments=graph.num_segments)   # [S, k]
-    else:            # LAPACK's column-major V read in place: gathers and a sum, no row loop
-        g = rows.members
-        s = jnp.sum(jnp.where(g < k, V.T[:, jnp.minimum(g, k - 1)], 0), axis=2).T
+    else:                            # LAPACK's column-major V read in its order, no row loop
+        s = grid_sums(V.T, rows.members, axis=1).T
     U = x - rows.reflect[:, None] * s[graph.seg]
     return Eigh(jnp.maximum(vals, 0), U), vals[0], jnp.max(jnp.abs(vals))

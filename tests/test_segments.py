@@ -112,3 +112,10 @@ def test_sandwich_is_the_root_applied_on_both_sides(rng, num, grid):
                    grid=rows)
     np.testing.assert_allclose(got, S @ K @ S, atol=1e-12 * np.abs(K).max() * m)
     assert np.array_equal(np.asarray(got), np.asarray(got).T)      # exactly, for symmetric K
+
+
+def test_grid_sums_along_columns_are_the_row_sums_of_the_transpose(rng):
+    seg = rng.integers(0, 5, 40)
+    v = rng.standard_normal((40, 3))
+    np.testing.assert_allclose(grid_sums(jnp.asarray(v.T), _grid(seg, 7), axis=1),
+                               np.asarray(grid_sums(jnp.asarray(v), _grid(seg, 7))).T, atol=1e-12)
