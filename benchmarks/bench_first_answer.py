@@ -11,7 +11,8 @@ fresh processes, the same inputs:
 * ``third_s``: then a fit on the first 2,400 rows (other shapes),
 
 with the number of programs XLA compiled (``compiles_*``: a program read back from the
-disk cache is not counted) and test NDCG@10 (rankjax's ``ndcg``), beside LightGBM and
+disk cache is not counted), the peak resident memory of its processes (``peak_rss_mb``)
+and test NDCG@10 (rankjax's ``ndcg``), beside LightGBM and
 XGBoost in the same run (they compile nothing), at their defaults and tuned on the training
 queries alone (:data:`GRID` by 3-fold GroupKFold; the search is in their fit time; one
 process, one warm fit). One JSON line per learner, and one for the warm kernel fit's floor
@@ -154,8 +155,15 @@ def child(name):
     print("RESULT " + json.dumps(dict(
         first_s=first, warm_s=statistics.median(warm), third_s=third, third_rows=rows,
         compiles_first=compiles_first, compiles_third=count.compiled - before,
-        import_and_load_s=import_s,
+        import_and_load_s=import_s, peak_rss_mb=_peak_mb(),
         ndcg10=float(rj.ndcg(scores, te.y, te.qid, k=10)))), flush=True)
+
+
+def _peak_mb():
+    """This process's peak resident memory (MB; Linux reports KB, macOS bytes)."""
+    import resource
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (2 ** 20 if sys.platform == "darwin" else 2 ** 10), 1)
 
 
 def fresh(name, cache):
@@ -275,7 +283,8 @@ def main():
                     third_rows=filled["third_rows"], compiles_first=cold["compiles_first"],
                     compiles_first_cached=filled["compiles_first"],
                     compiles_third=cold["compiles_third"], ndcg10=cold["ndcg10"],
-                    ndcg10_same_both_processes=cold["ndcg10"] == filled["ndcg10"])
+                    ndcg10_same_both_processes=cold["ndcg10"] == filled["ndcg10"],
+                    peak_rss_mb=max(cold["peak_rss_mb"], filled["peak_rss_mb"]))
         emit(**line)
         lines.append(line)
     fl = fresh("floor", "0")
