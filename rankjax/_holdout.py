@@ -48,47 +48,47 @@ class HoldOut(NamedTuple):
 
 def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
     """Eq. 33-34 for one padded fold: ``H_UU = P_U diag(d) P_U^T`` (primal) or
-    ``(K_UU - P_U diag(d) P_U^T) / λ`` (dual), never formed: with ``Q = B^T P_U`` the
-    fold system is ``I - Q diag(d) Q^T`` (minus ``B^T K_UU B`` over λ for the dual) and
-    ``H`` is applied to vectors through ``P_U``. O(|U|^2 r + |U|^3) per λ, the ``|U|^3``
-    one batched block inversion (:func:`symmetric_solve`)."""
+    ``(K_UU - P_U diag(d) P_U^T) / λ`` (dual), never formed: with ``Q = B^T P_U``
+    (``B B^T = L_UU``) the fold system is ``I - B^T H_UU B = I - Q diag(d) Q^T`` (minus
+    ``B^T K_UU B`` over λ for the dual) and ``H`` meets a vector only through ``H B z``.
+    The prediction without the fold, ``f_U - H L y_U + H B s`` with ``(I - B^T H B) s =
+    B^T (f_U - H L y_U)``, is ``f_U + H B z`` with ``z = s - B^T y_U``, and since ``L y_U =
+    B B^T y_U``, ``(I - B^T H B) z = B^T (f_U - y_U)``: one product through ``P_U`` per
+    λ, where the right-hand side ``H L y`` took two more. O(|U|^2 r + |U|^3) per λ, the
+    ``|U|^3`` one batched block inversion (:func:`symmetric_solve`)."""
     dtype = Pfeat.dtype
     mf = mask.astype(dtype)
     Pu = Pfeat[idx] * mf[:, None]                                   # [P, r]
     B = graph.block_root(idx, mask, dtype)
     yu = y[idx] * mf.reshape(mf.shape + (1,) * (y.ndim - 1))
-    Ly = mv(B, mv(B.T, yu))
     Q = tdot(B, Pu)                                                 # B^T P_U  [P, r]
-    cLy = mv(Pu.T, Ly)                                              # P_U^T L y  [r(, k)]
     if K is not None:
         Kuu = K[idx[:, None], idx[None, :]] * (mf[:, None] * mf[None, :])
         KB = jnp.matmul(Kuu, B, precision=HI)
         BKB = tdot(B, KB)
-        KLy = mv(Kuu, Ly)
     eye = jnp.eye(idx.shape[0], dtype=dtype)
     col = lambda d, v: d.reshape(d.shape + (1,) * (v.ndim - 1)) * v   # noqa: E731
 
     def system(d, lam, fu):                  # one λ: the fold's system and right-hand side
-        HLy = jnp.matmul(Pu, col(d, cLy), precision=HI)                # P_U D P_U^T L y
         BHB = jnp.matmul(Q * d, Q.T, precision=HI)                     # B^T P_U D P_U^T B
         if K is not None:
-            HLy, BHB = (KLy - HLy) / lam, (BKB - BHB) / lam
-        t = fu - HLy
-        return t, eye - BHB, mv(B.T, t)
+            BHB = (BKB - BHB) / lam
+        return eye - BHB, mv(B.T, fu - yu)
 
-    def predict(d, lam, t, sol):
-        HBs = jnp.matmul(Pu, col(d, tdot(Q, sol)), precision=HI)       # H B sol
+    def predict(d, lam, fu, z):
+        HBz = jnp.matmul(Pu, col(d, tdot(Q, z)), precision=HI)         # H B z
         if K is not None:
-            HBs = (mv(KB, sol) - HBs) / lam
-        return t + HBs
+            HBz = (mv(KB, z) - HBz) / lam
+        return fu + HBz
 
     # every λ's system solved as one batch; large folds on the CPU one λ at a time (LAPACK
     # gets unbatched calls, see _backend; and one λ's [P, r] products in memory at a time)
     serial = paths().serial(idx.shape[0])
     over_lams = each_slice if serial else (lambda f, *a: jax.vmap(f)(*a))          # noqa: E731
-    t, M, r = over_lams(system, D, lams, F[:, idx])
-    sol = each_slice(symmetric_solve, M, r) if serial else symmetric_solve(M, r)
-    return over_lams(predict, D, lams, t, sol)                     # [L, P(, k)]
+    fu = F[:, idx]
+    M, r = over_lams(system, D, lams, fu)
+    z = each_slice(symmetric_solve, M, r) if serial else symmetric_solve(M, r)
+    return over_lams(predict, D, lams, fu, z)                      # [L, P(, k)]
 
 
 def _refit_fold(graph, idx, mask, X, G, b, y, lams, direct=False):
