@@ -47,12 +47,15 @@ def seg_sum(v, seg, num_segments: int):
     return jax.ops.segment_sum(v, seg, num_segments=num_segments)
 
 
-def row_sums(v, seg, num: int, grid=None):
-    """Per-segment sums of the rows of ``v [m, ...]`` ``[num, ...]``; one segment (a global
-    graph) as a tree sum, accurate in float32 where a scatter-add accumulates 10^5 rows in
-    order; with ``grid`` (each segment's rows, :func:`grid_sums`) by gathers."""
+def row_sums(v, seg, num: int, grid=None, axis: int = 0):
+    """Per-segment sums of the rows of ``v [m, ...]`` ``[num, ...]`` (``axis=1``: of the
+    columns of ``v [p, m]``, ``[p, num]``); one segment (a global graph) as a tree sum,
+    accurate in float32 where a scatter-add accumulates 10^5 rows in order; with ``grid``
+    (each segment's rows, :func:`grid_sums`) by gathers."""
     if grid is not None:
-        return grid_sums(v, grid)
+        return grid_sums(v, grid, axis)
+    if axis == 1:
+        return row_sums(v.T, seg, num).T
     return jnp.sum(v, axis=0, keepdims=True) if num == 1 else seg_sum(v, seg, num)
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from rankjax._segments import (bucket, count_sum, count_to_float, expand, grid_sums, padded_size,
-                               run_ids, sandwich, seg_scan, seg_sum)
+                               row_sums, run_ids, sandwich, seg_scan, seg_sum)
 
 
 @pytest.fixture
@@ -119,3 +119,19 @@ def test_grid_sums_along_columns_are_the_row_sums_of_the_transpose(rng):
     v = rng.standard_normal((40, 3))
     np.testing.assert_allclose(grid_sums(jnp.asarray(v.T), _grid(seg, 7), axis=1),
                                np.asarray(grid_sums(jnp.asarray(v), _grid(seg, 7))).T, atol=1e-12)
+
+
+@pytest.mark.parametrize("grid", [False, True])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_row_sums_along_either_axis_are_a_loop_over_segments(rng, axis, grid):
+    """``row_sums`` by segment along rows or columns, with and without the grid (unsorted
+    ids, an empty segment), against a loop."""
+    seg = rng.integers(0, 5, 40)
+    v = rng.standard_normal((40, 3))
+    want = np.zeros((7, 3))
+    for i, s in enumerate(seg):
+        want[s] += v[i]
+    x, g = (v if axis == 0 else v.T), _grid(seg, 7)
+    assert g is not None
+    got = row_sums(jnp.asarray(x), jnp.asarray(seg), 7, g if grid else None, axis=axis)
+    np.testing.assert_allclose(got, want if axis == 0 else want.T, atol=1e-12)
