@@ -207,9 +207,10 @@ def scale_gamma(X) -> float:
     return 1.0 / (n * var) if var > 0 and np.isfinite(var) else 1.0
 
 
-def _variance_host(X, block: int = 1 << 20):
+def _variance_host(X, block: int = 1 << 15):
     """``var(X)`` over every entry, in float64, a block of rows at a time (two passes, no
-    float64 copy of ``X``)."""
+    float64 copy of ``X``; blocks of 2^15 entries keep the float64 temporaries in cache and
+    in malloc's heap: 1.4 ms at 3,005 x 300 float32, 3.3 ms with blocks of 2^20)."""
     a = X.reshape(X.shape[0], -1)
     rows = max(1, block // max(1, a.shape[1]))
     blocks = [slice(s, s + rows) for s in range(0, a.shape[0], rows)]
