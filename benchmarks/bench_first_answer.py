@@ -16,7 +16,9 @@ and test NDCG@10 (rankjax's ``ndcg``), beside LightGBM and
 XGBoost in the same run (they compile nothing), at their defaults and tuned on the training
 queries alone (:data:`GRID` by 3-fold GroupKFold; the search is in their fit time; one
 process, one warm fit). One JSON line per learner, and one for the warm kernel fit's floor
-(LAPACK's ``eigh`` of the dual system the fit decomposes at its γ, :func:`floor`).
+(LAPACK's ``eigh`` of the dual system the fit decomposes at its γ, :func:`floor`, in a
+process of its own; and the kernel fit and that ``eigh`` alternated in the kernel's
+second process, :func:`paired`, the ratio without the drift between processes).
 ``--readme README.md`` rewrites the README's first table (between the ``first-answer``
 markers) from this run's lines.
 
@@ -146,6 +148,8 @@ def child(name):
         t0 = time.perf_counter()
         fit(X, y, q)
         warm.append(time.perf_counter() - t0)
+    peak = _peak_mb()                                     # before the floor's arrays
+    pair = paired(lambda: fit(X, y, q)) if "gaussian" in name else (None, None)
     n = int(np.searchsorted(np.cumsum(_sizes(q)), THIRD, side="right"))
     rows = int(np.cumsum(_sizes(q))[n - 1])
     before = count.compiled
@@ -155,7 +159,8 @@ def child(name):
     print("RESULT " + json.dumps(dict(
         first_s=first, warm_s=statistics.median(warm), third_s=third, third_rows=rows,
         compiles_first=compiles_first, compiles_third=count.compiled - before,
-        import_and_load_s=import_s, peak_rss_mb=_peak_mb(),
+        import_and_load_s=import_s, peak_rss_mb=peak, paired_warm_s=pair[0],
+        paired_floor_s=pair[1],
         ndcg10=float(rj.ndcg(scores, te.y, te.qid, k=10)))), flush=True)
 
 
@@ -177,20 +182,15 @@ def fresh(name, cache):
     return json.loads(line[-1][7:])
 
 
-def floor():
-    """The warm kernel fit's floor: LAPACK's ``eigh`` of the dual system the fit decomposes,
-    ``S K S`` on the range of ``S`` (``2,804 x 2,804``: one row less per query,
-    :mod:`rankjax._reduced`; float32, the Gaussian kernel at the estimator's γ, ``"scale"``;
-    one triangle read, no symmetrising copy), median of 3 warm calls; and the same of the
-    full ``3,005 x 3,005`` ``S K S`` (``eigh_full_s``)."""
+def _floor_calls():
+    """``(eigh of the reduced system, eigh of the full S K S, their sizes)``: warm-up done
+    (:func:`floor`)."""
     import jax
     import jax.numpy as jnp
     import rankjax as rj
     from rankjax._reduced import range_rows, reduced_system
     from rankjax._ridge import dual_system
     from rankjax.estimators.base import gamma_value
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    from _timing import median_s
     tr, Xn = _train()
     X = jnp.asarray(Xn)
     g = rj.query_graph(tr.qid)
@@ -198,9 +198,37 @@ def floor():
     G = jax.jit(lambda K: dual_system(K, jnp.asarray(tr.y, K.dtype), g).G)(K)
     M = reduced_system(G, range_rows(g, G.dtype))              # the reduced system, as the fit forms it
     eigh = jax.jit(lambda G: jnp.linalg.eigh(G, symmetrize_input=False))
-    print("RESULT " + json.dumps(dict(eigh_s=median_s(lambda: eigh(M), repeats=3), rows=int(M.shape[0]),
-                                      eigh_full_s=median_s(lambda: eigh(G), repeats=3),
-                                      full_rows=int(G.shape[0]))), flush=True)
+    reduced, full = (lambda: jax.block_until_ready(eigh(M))), (lambda: jax.block_until_ready(eigh(G)))
+    reduced(), full()
+    return reduced, full, int(M.shape[0]), int(G.shape[0])
+
+
+def floor():
+    """The warm kernel fit's floor: LAPACK's ``eigh`` of the dual system the fit decomposes,
+    ``S K S`` on the range of ``S`` (``2,804 x 2,804``: one row less per query,
+    :mod:`rankjax._reduced`; float32, the Gaussian kernel at the estimator's γ, ``"scale"``;
+    one triangle read, no symmetrising copy), median of 3 warm calls; and the same of the
+    full ``3,005 x 3,005`` ``S K S`` (``eigh_full_s``)."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from _timing import median_s
+    reduced, full, rows, full_rows = _floor_calls()
+    print("RESULT " + json.dumps(dict(eigh_s=median_s(reduced, repeats=3), rows=rows,
+                                      eigh_full_s=median_s(full, repeats=3),
+                                      full_rows=full_rows)), flush=True)
+
+
+def paired(fit, repeats=3):
+    """``(warm fit s, floor s)``: medians of the kernel fit and its floor's ``eigh``
+    alternated in one process, so that a shared machine's drift between processes does not
+    enter their ratio."""
+    reduced = _floor_calls()[0]
+    fits, eighs = [], []
+    for _ in range(repeats):
+        for f, out in ((fit, fits), (reduced, eighs)):
+            t0 = time.perf_counter()
+            f()
+            out.append(time.perf_counter() - t0)
+    return statistics.median(fits), statistics.median(eighs)
 
 
 def table(lines, fl):
@@ -227,14 +255,29 @@ def table(lines, fl):
         f"dual system it decomposes (`S K S` on the range of `S`): {fl['eigh_s']:.2f} s (the warm "
         f"fit {kernel_warm(lines) / fl['eigh_s']:.2f}x; of the full {fl['full_rows']:,} x "
         f"{fl['full_rows']:,} `S K S`: {fl['eigh_full_s']:.2f} s, "
-        f"{kernel_warm(lines) / fl['eigh_full_s']:.2f}x). {platform.machine()}, {os.cpu_count()} CPU cores, "
+        f"{kernel_warm(lines) / fl['eigh_full_s']:.2f}x){_paired_text(lines)}. "
+        f"{platform.machine()}, {os.cpu_count()} CPU cores, "
         f"jax {lines[0]['jax']}, float32; `python benchmarks/bench_first_answer.py --readme "
         f"README.md`.</sub>")
+
+
+def paired_ratio(lines):
+    """The warm kernel fit over its floor alternated in one process (:func:`paired`), or None."""
+    r = next((r for r in lines if "gaussian" in r["learner"]), None)
+    return None if r is None or r["paired_floor_s"] is None else r["paired_warm_s"] / r["paired_floor_s"]
 
 
 def kernel_warm(lines):
     """The warm kernel fit of this run's lines (NaN without one)."""
     return next((r["warm_s"] for r in lines if "gaussian" in r["learner"]), float("nan"))
+
+
+def _paired_text(lines):
+    r = next((r for r in lines if "gaussian" in r["learner"]), None)
+    if r is None or r["paired_floor_s"] is None:
+        return ""
+    return (f"; the two alternated in one process, 3 times each: {r['paired_warm_s']:.2f} s "
+            f"against {r['paired_floor_s']:.2f} s, {paired_ratio(lines):.2f}x")
 
 
 def rewrite(readme, lines, fl):
@@ -284,7 +327,8 @@ def main():
                     compiles_first_cached=filled["compiles_first"],
                     compiles_third=cold["compiles_third"], ndcg10=cold["ndcg10"],
                     ndcg10_same_both_processes=cold["ndcg10"] == filled["ndcg10"],
-                    peak_rss_mb=max(cold["peak_rss_mb"], filled["peak_rss_mb"]))
+                    peak_rss_mb=max(cold["peak_rss_mb"], filled["peak_rss_mb"]),
+                    paired_warm_s=filled["paired_warm_s"], paired_floor_s=filled["paired_floor_s"])
         emit(**line)
         lines.append(line)
     fl = fresh("floor", "0")
@@ -293,7 +337,8 @@ def main():
          "fit's floor)", dtype="float32", shape=[fl["rows"], fl["rows"]], run_s=fl["eigh_s"],
          full_shape=[fl["full_rows"]] * 2, full_run_s=fl["eigh_full_s"],
          kernel_warm_over_floor=kernel_warm(lines) / fl["eigh_s"] if has_kernel else None,
-         kernel_warm_over_full=kernel_warm(lines) / fl["eigh_full_s"] if has_kernel else None)
+         kernel_warm_over_full=kernel_warm(lines) / fl["eigh_full_s"] if has_kernel else None,
+         kernel_warm_over_floor_paired=paired_ratio(lines))
     if args.readme:
         rewrite(args.readme, lines, fl)
 
