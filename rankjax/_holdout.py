@@ -325,10 +325,11 @@ def kernel_root_product(K, graph, eig, root, centred: bool = False, grid=None):
         Umean = (jnp.matmul(onehot, U, precision=HI) * inv_n)[seg]               # [m, r]
     s = jnp.sqrt(en)
     # rows of K's query means times S U: Kbar S U, Kbar = the [S, m] query means of K, and
-    # Kbar S centres Kbar's columns within each query (sums along its rows: no scatter loop)
+    # Kbar S centres Kbar's columns within each query by the means B of Kbar's query blocks,
+    # spelt as the sandwich's M and B (:func:`~rankjax._segments.sandwich`): XLA forms them once
     Kbar = row_sums(K, seg, num, grid) * inv_n                                 # [S, m]
-    cm = row_sums(Kbar, seg, num, grid, axis=1) * inv_n.T                      # [S, S]
-    T = jnp.matmul(s[seg] * (Kbar - cm[:, seg]), U, precision=HI)              # [S, r]
+    B = row_sums(Kbar.T, seg, num, grid) * inv_n                               # [S, S]
+    T = jnp.matmul(s[seg] * (Kbar - B.T[:, seg]), U, precision=HI)             # [S, r]
     fast = lambda: ((s * inv)[seg][:, None] * (U - Umean) * eig.values.astype(K.dtype)  # noqa: E731
                     + T[seg])
     full = lambda: jnp.matmul(root.apply(K).T, U, precision=HI)              # noqa: E731  (S K)^T U

@@ -42,7 +42,7 @@ from ._checks import is_concrete
 from ._graph import is_graph
 from ._host import device_array
 from ._ridge import Eigh, raw_eigh
-from ._segments import grid_sums
+from ._segments import row_sums
 
 
 class RangeRows(NamedTuple):
@@ -133,9 +133,7 @@ def reduced_eigh(G, rows: RangeRows, graph):
     vals, V = raw_eigh(reduced_system(G, rows))
     k = V.shape[0]
     x = jnp.where((rows.place < k)[:, None], V[jnp.minimum(rows.place, k - 1)], 0)
-    if rows.members is None:
-        s = jax.ops.segment_sum(V, rows.seg, num_segments=graph.num_segments)   # [S, k]
-    else:                            # LAPACK's column-major V read in its order, no row loop
-        s = grid_sums(V.T, rows.members, axis=1).T
+    # [S, k]; by the grid, LAPACK's column-major V is read in its order, no row loop
+    s = row_sums(V.T, rows.seg, graph.num_segments, rows.members, axis=1).T
     U = x - rows.reflect[:, None] * s[graph.seg]
     return Eigh(jnp.maximum(vals, 0), U), vals[0], jnp.max(jnp.abs(vals))
