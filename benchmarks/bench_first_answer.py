@@ -183,10 +183,11 @@ def fresh(name, cache):
 
 
 def _floor_calls():
-    """``(eigh of the reduced system, eigh of the full S K S, their sizes)``: warm-up done
-    (:func:`floor`)."""
+    """``(eigh of the reduced system, eigh of the full S K S, their sizes, the reduced
+    system's tridiagonal reduction)``: warm-up done (:func:`floor`)."""
     import jax
     import jax.numpy as jnp
+    import numpy as np
     import rankjax as rj
     from rankjax._reduced import range_rows, reduced_system
     from rankjax._ridge import dual_system
@@ -200,21 +201,35 @@ def _floor_calls():
     eigh = jax.jit(lambda G: jnp.linalg.eigh(G, symmetrize_input=False))
     reduced, full = (lambda: jax.block_until_ready(eigh(M))), (lambda: jax.block_until_ready(eigh(G)))
     reduced(), full()
-    return reduced, full, int(M.shape[0]), int(G.shape[0])
+    return reduced, full, int(M.shape[0]), int(G.shape[0]), _tridiagonal(np.asarray(M))
+
+
+def _tridiagonal(M):
+    """``() -> None``: LAPACK's ``sytrd`` of ``M`` (scipy's LAPACK, the one jaxlib's ``eigh``
+    calls): the Householder reduction to tridiagonal form that begins ``syevd``, half of its
+    flops matrix-vector products over the trailing matrix, bound by memory bandwidth."""
+    import numpy as np
+    import scipy.linalg
+    sytrd, = scipy.linalg.get_lapack_funcs(("sytrd",), (M,))
+    return lambda: sytrd(np.array(M, order="F"), lower=1)
 
 
 def floor():
     """The warm kernel fit's floor: LAPACK's ``eigh`` of the dual system the fit decomposes,
     ``S K S`` on the range of ``S`` (``2,804 x 2,804``: one row less per query,
     :mod:`rankjax._reduced`; float32, the Gaussian kernel at the estimator's γ, ``"scale"``;
-    one triangle read, no symmetrising copy), median of 3 warm calls; and the same of the
-    full ``3,005 x 3,005`` ``S K S`` (``eigh_full_s``)."""
+    one triangle read, no symmetrising copy), median of 3 warm calls; the same of the
+    full ``3,005 x 3,005`` ``S K S`` (``eigh_full_s``), and of the first of the reduced
+    ``eigh``'s steps, its reduction to tridiagonal form (``tridiagonal_s``, :func:`_tridiagonal`;
+    the rest of ``syevd``, the tridiagonal divide and conquer and the back-transformation, is
+    level-3 products)."""
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
     from _timing import median_s
-    reduced, full, rows, full_rows = _floor_calls()
+    reduced, full, rows, full_rows, tridiagonal = _floor_calls()
     print("RESULT " + json.dumps(dict(eigh_s=median_s(reduced, repeats=3), rows=rows,
                                       eigh_full_s=median_s(full, repeats=3),
-                                      full_rows=full_rows)), flush=True)
+                                      full_rows=full_rows,
+                                      tridiagonal_s=median_s(tridiagonal, repeats=3))), flush=True)
 
 
 def paired(fit, repeats=3):
@@ -252,7 +267,9 @@ def table(lines, fl):
         f"Tuned: {len(GRID)} points (leaves 15/63, learning rate 0.05/0.1, 100/300 trees) by "
         f"3-fold GroupKFold over the training queries, the best refit, all in the fit's time. "
         f"The warm kernel fit's floor, LAPACK's `eigh` of the {fl['rows']:,} x {fl['rows']:,} "
-        f"dual system it decomposes (`S K S` on the range of `S`): {fl['eigh_s']:.2f} s (the warm "
+        f"dual system it decomposes (`S K S` on the range of `S`): {fl['eigh_s']:.2f} s, "
+        f"{fl['tridiagonal_s']:.2f} s of it the memory-bound reduction to tridiagonal form "
+        f"(`sytrd`) (the warm "
         f"fit {kernel_warm(lines) / fl['eigh_s']:.2f}x; of the full {fl['full_rows']:,} x "
         f"{fl['full_rows']:,} `S K S`: {fl['eigh_full_s']:.2f} s, "
         f"{kernel_warm(lines) / fl['eigh_full_s']:.2f}x){_paired_text(lines)}. "
@@ -336,6 +353,7 @@ def main():
     emit(name="first_answer_floor", what="LAPACK eigh of S K S on the range of S (the warm kernel "
          "fit's floor)", dtype="float32", shape=[fl["rows"], fl["rows"]], run_s=fl["eigh_s"],
          full_shape=[fl["full_rows"]] * 2, full_run_s=fl["eigh_full_s"],
+         tridiagonal_s=fl["tridiagonal_s"], tridiagonal_share=fl["tridiagonal_s"] / fl["eigh_s"],
          kernel_warm_over_floor=kernel_warm(lines) / fl["eigh_s"] if has_kernel else None,
          kernel_warm_over_full=kernel_warm(lines) / fl["eigh_full_s"] if has_kernel else None,
          kernel_warm_over_floor_paired=paired_ratio(lines))
