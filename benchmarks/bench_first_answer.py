@@ -218,32 +218,39 @@ def floor():
     """The warm kernel fit's floor: LAPACK's ``eigh`` of the dual system the fit decomposes,
     ``S K S`` on the range of ``S`` (``2,804 x 2,804``: one row less per query,
     :mod:`rankjax._reduced`; float32, the Gaussian kernel at the estimator's γ, ``"scale"``;
-    one triangle read, no symmetrising copy), median of 3 warm calls; the same of the
-    full ``3,005 x 3,005`` ``S K S`` (``eigh_full_s``), and of the first of the reduced
-    ``eigh``'s steps, its reduction to tridiagonal form (``tridiagonal_s``, :func:`_tridiagonal`;
-    the rest of ``syevd``, the tridiagonal divide and conquer and the back-transformation, is
-    level-3 products)."""
+    one triangle read, no symmetrising copy), alternated 5 times with the first of its
+    steps, the reduction to tridiagonal form (``tridiagonal_s``, :func:`_tridiagonal`; the
+    rest of ``syevd``, the tridiagonal divide and conquer and the back-transformation, is
+    level-3 products), medians; and the median of 3 of the full ``3,005 x 3,005``
+    ``S K S`` (``eigh_full_s``)."""
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
     from _timing import median_s
     reduced, full, rows, full_rows, tridiagonal = _floor_calls()
-    print("RESULT " + json.dumps(dict(eigh_s=median_s(reduced, repeats=3), rows=rows,
+    eigh_s, tridiagonal_s = alternated((reduced, tridiagonal), repeats=5)
+    print("RESULT " + json.dumps(dict(eigh_s=eigh_s, rows=rows,
                                       eigh_full_s=median_s(full, repeats=3),
-                                      full_rows=full_rows,
-                                      tridiagonal_s=median_s(tridiagonal, repeats=3))), flush=True)
+                                      full_rows=full_rows, tridiagonal_s=tridiagonal_s)), flush=True)
+
+
+def alternated(calls, repeats=3):
+    """Medians of each of ``calls`` run in turn ``repeats`` times (after one warm-up each):
+    a shared machine's drift enters every one alike."""
+    for f in calls:
+        f()
+    runs = [[] for _ in calls]
+    for _ in range(repeats):
+        for f, out in zip(calls, runs):
+            t0 = time.perf_counter()
+            f()
+            out.append(time.perf_counter() - t0)
+    return [statistics.median(r) for r in runs]
 
 
 def paired(fit, repeats=3):
     """``(warm fit s, floor s)``: medians of the kernel fit and its floor's ``eigh``
     alternated in one process, so that a shared machine's drift between processes does not
     enter their ratio."""
-    reduced = _floor_calls()[0]
-    fits, eighs = [], []
-    for _ in range(repeats):
-        for f, out in ((fit, fits), (reduced, eighs)):
-            t0 = time.perf_counter()
-            f()
-            out.append(time.perf_counter() - t0)
-    return statistics.median(fits), statistics.median(eighs)
+    return tuple(alternated((fit, _floor_calls()[0]), repeats))
 
 
 def table(lines, fl):
