@@ -33,7 +33,7 @@ from ._reduced import range_rows, reduced_eigh
 from ._ridge import (HI, by_lane, cholesky_solve, decompose_dual, eigh_floor, eigh_psd,
                      eigh_psd_checked, primal_system, spectral_filter)
 from ._small_solve import symmetric_solve
-from ._segments import row_sums
+from ._segments import block_means
 from ._sparse import as_dense
 
 
@@ -325,10 +325,9 @@ def kernel_root_product(K, graph, eig, root, centred: bool = False, grid=None):
         Umean = (jnp.matmul(onehot, U, precision=HI) * inv_n)[seg]               # [m, r]
     s = jnp.sqrt(en)
     # rows of K's query means times S U: Kbar S U, Kbar = the [S, m] query means of K, and
-    # Kbar S centres Kbar's columns within each query by the means B of Kbar's query blocks,
-    # spelt as the sandwich's M and B (:func:`~rankjax._segments.sandwich`): XLA forms them once
-    Kbar = row_sums(K, seg, num, grid) * inv_n                                 # [S, m]
-    B = row_sums(Kbar.T, seg, num, grid) * inv_n                               # [S, S]
+    # Kbar S centres Kbar's columns within each query by the means B of Kbar's query blocks
+    # (the sandwich's, :func:`~rankjax._segments.block_means`: XLA forms them once)
+    Kbar, B = block_means(K, seg, num, n, grid)                                # [S, m], [S, S]
     T = jnp.matmul(s[seg] * (Kbar - B.T[:, seg]), U, precision=HI)             # [S, r]
     fast = lambda: ((s * inv)[seg][:, None] * (U - Umean) * eig.values.astype(K.dtype)  # noqa: E731
                     + T[seg])

@@ -13,8 +13,8 @@ import numpy as np
 import jax.numpy as jnp
 from jax import lax
 
-__all__ = ["bucket", "seg_sum", "row_sums", "sandwich", "run_ids", "count_sum", "count_to_float",
-           "seg_scan", "expand"]
+__all__ = ["bucket", "seg_sum", "row_sums", "block_means", "sandwich", "run_ids", "count_sum",
+           "count_to_float", "seg_scan", "expand"]
 
 
 def bucket(n: int) -> int:
@@ -78,6 +78,16 @@ def grid_sums(v, grid, axis: int = 0):
     return jnp.sum(jnp.where(expand(grid < m, take), take, 0), axis=1)
 
 
+def block_means(K, seg, num: int, n, grid=None):
+    """``(M [num, m], B [num, num])``: the segment means of the columns of ``K [m, m]``
+    (``n [num]`` the segment sizes) and of ``M``'s rows, by :func:`row_sums`. One spelling
+    for :func:`sandwich` and :func:`~rankjax._holdout.kernel_root_product`, so that XLA
+    forms them once in a program that needs both."""
+    inv = 1 / jnp.maximum(n, 1)[:, None]
+    M = row_sums(K, seg, num, grid) * inv
+    return M, row_sums(M.T, seg, num, grid) * inv
+
+
 def sandwich(K, seg, num: int, en, n, grid=None):
     """``S K S`` ``[m, m]`` of a symmetric ``K [m, m]`` for the per-segment root
     ``S = sqrt(e_c n_c) (I - 1 1^T / n_c)`` (``en [num]`` = ``e_c n_c``, ``n [num]`` the
@@ -95,9 +105,7 @@ def sandwich(K, seg, num: int, en, n, grid=None):
        [-1.  1.  0.]
        [ 0.  0.  0.]]
     """
-    inv = 1 / jnp.maximum(n, 1)
-    M = row_sums(K, seg, num, grid) * inv[:, None]
-    B = row_sums(M.T, seg, num, grid) * inv[:, None]
+    M, B = block_means(K, seg, num, n, grid)
     Ms, s = M[seg], jnp.sqrt(en)[seg]
     return s[:, None] * s[None, :] * (K - (Ms + Ms.T) + ((B + B.T) / 2)[seg][:, seg])
 
