@@ -22,7 +22,7 @@ sc = rj.sharded_cg(rj.shard_data(d.X, d.y, g), lam=1.0, options=rj.CG(tol=1e-10)
 b = rj.rankboost(d.X, d.y, d.qid, rounds=5, verbose=1)
 v = rj.make_ranking_data(6, num_features=5, seed=1)
 grid = rj.sharded_kernel_grid(d.X, d.y, g, lams=[0.1, 1.0], gammas=[0.1, 1.0], valid=(v.X, v.y, v.qid))
-from rankjax._backend import forced_paths  # noqa: E402
+from rankjax._core.backend import forced_paths  # noqa: E402
 with forced_paths("accelerator"):          # the GPU/TPU code paths (batched factorisations)
     ha = rj.holdout_primal(d.X, d.y, g, lams=[0.1, 1.0], folds=2)
 hc = rj.holdout_primal(d.X, d.y, g, lams=[0.1, 1.0], folds=2)

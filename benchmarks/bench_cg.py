@@ -31,8 +31,8 @@ from _timing import emit, median_s, time_jitted
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
 from jax.experimental import sparse as jsparse  # noqa: E402
-from rankjax._cg import rankrls_cg  # noqa: E402
-from rankjax._cg_loop import STOP_REASONS  # noqa: E402
+from rankjax.solvers.cg import rankrls_cg  # noqa: E402
+from rankjax.solvers.cg_loop import STOP_REASONS  # noqa: E402
 
 
 

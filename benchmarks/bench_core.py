@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from _timing import emit, time_jitted
-from rankjax._ridge import primal_system
+from rankjax.solvers.ridge import primal_system
 
 
 def main():

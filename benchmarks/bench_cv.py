@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from _timing import emit, lambda_lanes, time_jitted
-from rankjax._holdout import holdout_dual, holdout_primal
-from rankjax._lpo import leave_pair_out_dual
+from rankjax.solvers.holdout import holdout_dual, holdout_primal
+from rankjax.solvers.lpo import leave_pair_out_dual
 
 LAMS = np.logspace(-2, 3, 20)
 

@@ -6,7 +6,7 @@ fresh processes, the same inputs:
 
 * ``first_s``: the first fit of a fresh process with an empty compilation cache,
 * ``first_cached_s``: the first fit of another fresh process once that cache is filled
-  (the estimators keep their programs in JAX's on-disk cache, ``rankjax._cache``),
+  (the estimators keep their programs in JAX's on-disk cache, ``rankjax._core.cache``),
 * ``warm_s``: the median of 3 more fits of the same shapes in that process,
 * ``third_s``: then a fit on the first 2,400 rows (other shapes),
 
@@ -189,8 +189,8 @@ def _floor_calls():
     import jax.numpy as jnp
     import numpy as np
     import rankjax as rj
-    from rankjax._reduced import range_rows, reduced_system
-    from rankjax._ridge import dual_system
+    from rankjax.solvers.reduced import range_rows, reduced_system
+    from rankjax.solvers.ridge import dual_system
     from rankjax.estimators.base import gamma_value
     tr, Xn = _train()
     X = jnp.asarray(Xn)
@@ -217,7 +217,7 @@ def _tridiagonal(M):
 def floor():
     """The warm kernel fit's floor: LAPACK's ``eigh`` of the dual system the fit decomposes,
     ``S K S`` on the range of ``S`` (``2,804 x 2,804``: one row less per query,
-    :mod:`rankjax._reduced`; float32, the Gaussian kernel at the estimator's γ, ``"scale"``;
+    :mod:`rankjax.solvers.reduced`; float32, the Gaussian kernel at the estimator's γ, ``"scale"``;
     one triangle read, no symmetrising copy), alternated 5 times with the first of its
     steps, the reduction to tridiagonal form (``tridiagonal_s``, :func:`_tridiagonal`; the
     rest of ``syevd``, the tridiagonal divide and conquer and the back-transformation, is

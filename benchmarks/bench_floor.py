@@ -43,12 +43,12 @@ import numpy as np  # noqa: E402
 import scipy.linalg as sla  # noqa: E402
 
 from _timing import emit  # noqa: E402
-from rankjax._cg import rankrls_cg
-from rankjax._falkon import rankrls_falkon
-from rankjax._holdout import holdout_dual, holdout_primal
-from rankjax._lpo import leave_pair_out_dual
-from rankjax._path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
-from rankjax._rankrls import rankrls_dual, rankrls_primal
+from rankjax.solvers.cg import rankrls_cg
+from rankjax.solvers.falkon import rankrls_falkon
+from rankjax.solvers.holdout import holdout_dual, holdout_primal
+from rankjax.solvers.lpo import leave_pair_out_dual
+from rankjax.solvers.path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
+from rankjax.solvers.models import rankrls_dual, rankrls_primal
 
 
 def peak_rss_mb():
@@ -171,7 +171,7 @@ def bench_primal(m, n, dtype, graphs=("query", "global"), repeats=7, path=True):
 
 
 def bench_gram_wide(m, n, dtype, repeats=5):
-    from rankjax._ridge import gram
+    from rankjax._core.linalg import gram
     jax.config.update("jax_enable_x64", dtype == np.float64)
     X = np.random.default_rng(1).random((m, n)).astype(dtype)
     Xj = jnp.asarray(X)

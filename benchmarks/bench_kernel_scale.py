@@ -28,11 +28,11 @@ import rankjax as rj  # noqa: E402
 from rankjax.estimators import RankRLSCV  # noqa: E402
 
 from _timing import emit, median_s  # noqa: E402
-from rankjax._cg_loop import STOP_REASONS  # noqa: E402
-from rankjax._falkon import rankrls_falkon  # noqa: E402
-from rankjax._holdout import holdout_nystrom  # noqa: E402
-from rankjax._nystrom import nystrom_basis  # noqa: E402
-from rankjax._path import rankrls_nystrom_path  # noqa: E402
+from rankjax.solvers.cg_loop import STOP_REASONS  # noqa: E402
+from rankjax.solvers.falkon import rankrls_falkon  # noqa: E402
+from rankjax.solvers.holdout import holdout_nystrom  # noqa: E402
+from rankjax.kernels.basis import nystrom_basis  # noqa: E402
+from rankjax.solvers.path import rankrls_nystrom_path  # noqa: E402
 
 
 def peak_rss_gb():

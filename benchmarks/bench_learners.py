@@ -21,9 +21,9 @@ from _timing import emit
 
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
-from rankjax._kpcrank import kpcrank_path  # noqa: E402
-from rankjax._path import rankrls_dual_path  # noqa: E402
-from rankjax._rankrls import rankrls_dual  # noqa: E402
+from rankjax.learners.kpcrank import kpcrank_path  # noqa: E402
+from rankjax.solvers.path import rankrls_dual_path  # noqa: E402
+from rankjax.solvers.models import rankrls_dual  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "lambdarank_sample"
 LAMS = np.logspace(-3, 4, 15)

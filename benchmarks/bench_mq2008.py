@@ -23,10 +23,10 @@ from rankjax import io  # noqa: E402
 from rankjax.estimators import CGRankRLS, RankBoost, RankRLSCV, RankSVM  # noqa: E402
 
 from _timing import emit  # noqa: E402
-from rankjax._falkon import rankrls_falkon  # noqa: E402
-from rankjax._kpcrank import kpcrank_path  # noqa: E402
-from rankjax._nystrom import nystrom_basis  # noqa: E402
-from rankjax._path import rankrls_dual_path, rankrls_primal_path, select_lambda  # noqa: E402
+from rankjax.solvers.falkon import rankrls_falkon  # noqa: E402
+from rankjax.learners.kpcrank import kpcrank_path  # noqa: E402
+from rankjax.kernels.basis import nystrom_basis  # noqa: E402
+from rankjax.solvers.path import rankrls_dual_path, rankrls_primal_path, select_lambda  # noqa: E402
 
 FOLDS = {1: (1, 2, 3, 4, 5), 2: (2, 3, 4, 5, 1), 3: (3, 4, 5, 1, 2), 4: (4, 5, 1, 2, 3),
          5: (5, 1, 2, 3, 4)}

@@ -19,11 +19,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from _timing import emit, median_s
-from rankjax import _cg
-from rankjax import _holdout
-from rankjax import _lpo
-from rankjax import _path
-from rankjax import _rankrls
+from rankjax.solvers import cg as _cg
+from rankjax.solvers import holdout as _holdout
+from rankjax.solvers import lpo as _lpo
+from rankjax.solvers import path as _path
+from rankjax.solvers import models as _rankrls
 
 COMPILES = [0]
 

@@ -29,11 +29,11 @@ from _timing import emit
 
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
-from rankjax._cg import rankrls_cg  # noqa: E402
-from rankjax._holdout import holdout_primal  # noqa: E402
-from rankjax._kpcrank import kpcrank_path  # noqa: E402
-from rankjax._path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path  # noqa: E402
-from rankjax._rankrls import rankrls_kernel, rankrls_primal  # noqa: E402
+from rankjax.solvers.cg import rankrls_cg  # noqa: E402
+from rankjax.solvers.holdout import holdout_primal  # noqa: E402
+from rankjax.learners.kpcrank import kpcrank_path  # noqa: E402
+from rankjax.solvers.path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path  # noqa: E402
+from rankjax.solvers.models import rankrls_kernel, rankrls_primal  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "lambdarank_sample"
 LAMS = np.logspace(-4, 8, 25)

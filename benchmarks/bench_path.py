@@ -19,8 +19,8 @@ from _timing import emit, lambda_lanes, time_jitted
 
 jax.config.update("jax_enable_x64", True)          # float64 available; each case sets its dtype
 import rankjax as rj  # noqa: E402
-from rankjax._path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path  # noqa: E402
-from rankjax._rankrls import rankrls_dual, rankrls_primal  # noqa: E402
+from rankjax.solvers.path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path  # noqa: E402
+from rankjax.solvers.models import rankrls_dual, rankrls_primal  # noqa: E402
 
 LAMS = np.logspace(-3, 6, 31)
 

@@ -22,10 +22,10 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from _timing import emit  # noqa: E402
-from rankjax import _holdout
-from rankjax import _lpo
-from rankjax import _path
-from rankjax import _rankrls
+from rankjax.solvers import holdout as _holdout
+from rankjax.solvers import lpo as _lpo
+from rankjax.solvers import path as _path
+from rankjax.solvers import models as _rankrls
 
 LAMS = np.logspace(-4, 3, 15)
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data",

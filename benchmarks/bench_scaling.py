@@ -15,7 +15,7 @@ import json
 import os
 import subprocess
 import sys
-from rankjax._path import rankrls_primal_path
+from rankjax.solvers.path import rankrls_primal_path
 
 
 def worker(devices, rows_per_device, n, platform):

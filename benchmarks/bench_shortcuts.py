@@ -23,7 +23,7 @@ from _timing import emit  # noqa: E402
 from rankjax import _holdout  # noqa: E402
 from rankjax import _lpo  # noqa: E402
 from rankjax import _path  # noqa: E402
-from rankjax._rankrls import rankrls_dual, rankrls_kernel, rankrls_primal  # noqa: E402
+from rankjax.solvers.models import rankrls_dual, rankrls_kernel, rankrls_primal  # noqa: E402
 
 
 def timed(fn, repeats=3):

@@ -28,7 +28,7 @@ import jax  # noqa: E402
 
 import rankjax as rj  # noqa: E402
 from _timing import emit  # noqa: E402
-from rankjax._path import rankrls_primal_path
+from rankjax.solvers.path import rankrls_primal_path
 
 
 def _write_npy(path, shape, dtype, blocks):

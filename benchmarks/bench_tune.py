@@ -33,10 +33,10 @@ import jax  # noqa: E402
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
 from _timing import emit  # noqa: E402
-from rankjax._holdout import holdout_dual  # noqa: E402
-from rankjax._nystrom import nystrom_basis  # noqa: E402
-from rankjax._path import rankrls_nystrom_path  # noqa: E402
-from rankjax._rankrls import rankrls_kernel  # noqa: E402
+from rankjax.solvers.holdout import holdout_dual  # noqa: E402
+from rankjax.kernels.basis import nystrom_basis  # noqa: E402
+from rankjax.solvers.path import rankrls_nystrom_path  # noqa: E402
+from rankjax.solvers.models import rankrls_kernel  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -10,9 +10,9 @@ from typing import Optional
 import jax
 import numpy as np
 
-from ._checks import Segments, check_flag, segment_ids
-from ._graph import check_problem, is_graph
-from ._graph_build import Validation, query_graph
+from ._core.checks import Segments, check_flag, segment_ids
+from .graphs.graph import check_problem, is_graph
+from .graphs.build import Validation, query_graph
 
 __all__ = ["Problem"]
 

@@ -1,5 +1,5 @@
 """The front door: four verbs over a :class:`~rankjax.Problem` and a solver object
-(:mod:`rankjax._solvers`), in the style of lineax's ``linear_solve(operator, vector,
+(:mod:`rankjax.solvers.classes`), in the style of lineax's ``linear_solve(operator, vector,
 solver)``. One dispatch table says which solver serves which verb; an unsupported pair is a
 ``TypeError`` naming the solvers that do. Every verb returns one :class:`Solution`
 (:func:`select` a :class:`~rankjax.Selection`).
@@ -22,22 +22,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._cg import rankrls_cg, rankrls_cg_dual
-from ._cg_loop import CG, STOP_REASONS
-from ._checks import check_positive, is_concrete
-from ._falkon import rankrls_falkon
-from ._folds import Folds
-from ._graph import is_graph
-from ._holdout import holdout_dual, holdout_nystrom, holdout_primal
-from ._kernels import kernel_matrix, linear_kernel
-from ._lpo import leave_pair_out_dual, leave_pair_out_primal
-from ._path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
+from .solvers.cg import rankrls_cg, rankrls_cg_dual
+from .solvers.cg_loop import CG, STOP_REASONS
+from ._core.checks import check_positive, is_concrete
+from .solvers.falkon import rankrls_falkon
+from .graphs.folds import Folds
+from .graphs.graph import is_graph
+from .solvers.holdout import holdout_dual, holdout_nystrom, holdout_primal
+from .kernels.kernel import kernel_matrix, linear_kernel
+from .solvers.lpo import leave_pair_out_dual, leave_pair_out_primal
+from .solvers.path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
 from ._problem import Problem
-from ._rankrls import rankrls_dual, rankrls_kernel, rankrls_primal
-from ._choice import Selection
-from ._select import fit_model, select as select_grid
-from ._solvers import SOLVERS, Auto, Dual, Falkon, Nystrom, Primal
-from ._sparse import as_dense
+from .solvers.models import rankrls_dual, rankrls_kernel, rankrls_primal
+from .metrics.choice import Selection
+from .selection.select import fit_model, select as select_grid
+from .solvers.classes import (SOLVERS, Auto, Dual, Falkon, Nystrom, Primal)
+from ._core.sparse import as_dense
+from ._core.types import saveable
 
 __all__ = ["RESULTS", "Solution", "LeavePairOut", "fit", "path", "holdout", "select",
            "capabilities"]
@@ -57,6 +58,7 @@ _CG_RESULT = np.array([RESULTS.index(r) for r in ("successful", "max_iterations_
 assert len(_CG_RESULT) == len(STOP_REASONS)
 
 
+@saveable
 class Solution(NamedTuple):
     """What :func:`fit`, :func:`path` and :func:`holdout` return.
 
@@ -87,6 +89,7 @@ class Solution(NamedTuple):
         return "successful" if not bad else ", ".join(bad)
 
 
+@saveable
 @dataclasses.dataclass(frozen=True)
 class LeavePairOut:
     """``folds=`` of :func:`holdout` for leave-pair-out: each pair ``(i, j)`` of ``pairs``

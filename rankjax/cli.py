@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from ._sparse import count_nonzero
+from ._core.sparse import count_nonzero
 from .io.files import atomic_write
 from .io.models import is_weights
 
@@ -134,8 +134,8 @@ def _load(path, args, num_features=None, flag="--train"):
 def _evaluate(scores, y, qid):
     """The test metrics of ``scores`` [m] (floats) or of a multi-output model's
     ``[m, k]`` (one list of k values per metric, output by output)."""
-    from ._metrics import pairwise_error
-    from ._metrics_graded import mean_average_precision, ndcg
+    from .metrics.pairs import pairwise_error
+    from .metrics.graded import mean_average_precision, ndcg
     scores = np.asarray(scores)
     if scores.ndim == 2:
         cols = [_evaluate(scores[:, j], y, qid) for j in range(scores.shape[1])]
@@ -315,10 +315,10 @@ def _main(argv):
     _QUIET[0] = args.quiet
     _check_args(args)
     import jax
-    from ._cache import use_disk_cache
+    from ._core.cache import use_disk_cache
     if args.float64:
         jax.config.update("jax_enable_x64", True)
-    use_disk_cache()                     # JAX's on-disk program cache (rankjax._cache)
+    use_disk_cache()                     # JAX's on-disk program cache (rankjax._core.cache)
 
     t0 = time.time()
     if args.load:
@@ -359,12 +359,12 @@ def _warn(msg):
 
 def _predict_linear(weights, X):
     import jax.numpy as jnp
-    from ._rankrls import LinearModel, predict
+    from .solvers.models import LinearModel, predict
     return predict(LinearModel(jnp.asarray(weights)), jnp.asarray(X))
 
 
 def _data(args):
-    from ._synthetic import make_ranking_data
+    from .io.synthetic import make_ranking_data
     if args.train:
         _say(f"rankjax: train={args.train} test={args.test}")
         X, y, qid = _load(args.train, args)
@@ -437,7 +437,7 @@ def _use_loaded(args, t0):
         n = model.shape[0]
         score = lambda X: np.asarray(_predict_linear(model, X))  # noqa: E731
     elif _feature_columns(model) is not None:      # a library model saved by io.save_model
-        from ._rankrls import predict
+        from .solvers.models import predict
         n = _feature_columns(model) or None
         score = lambda X: np.asarray(predict(model, X))  # noqa: E731
     else:

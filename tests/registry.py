@@ -6,12 +6,12 @@ property test of the front door (``test_solvers.py``, ``test_under_jit.py``, ...
 import numpy as np
 
 import rankjax as rj
-from rankjax._cg import rankrls_cg, rankrls_cg_dual
-from rankjax._falkon import rankrls_falkon
-from rankjax._holdout import holdout_dual, holdout_nystrom, holdout_primal
-from rankjax._lpo import leave_pair_out_dual, leave_pair_out_primal
-from rankjax._path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
-from rankjax._rankrls import rankrls_dual, rankrls_kernel, rankrls_primal
+from rankjax.solvers.cg import rankrls_cg, rankrls_cg_dual
+from rankjax.solvers.falkon import rankrls_falkon
+from rankjax.solvers.holdout import holdout_dual, holdout_nystrom, holdout_primal
+from rankjax.solvers.lpo import leave_pair_out_dual, leave_pair_out_primal
+from rankjax.solvers.path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
+from rankjax.solvers.models import rankrls_dual, rankrls_kernel, rankrls_primal
 
 GAUSS = rj.gaussian_kernel(0.3)
 ROWS = np.arange(0, 60, 3)                                      # a fixed basis of 20 rows

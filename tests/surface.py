@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax._gp import gp_pairwise_gaussian
-from rankjax._holdout import holdout_primal
-from rankjax._lpo import leave_pair_out_dual
+from rankjax.learners.gp import gp_pairwise_gaussian
+from rankjax.solvers.holdout import holdout_primal
+from rankjax.solvers.lpo import leave_pair_out_dual
 from rankjax import io
 
 

@@ -7,17 +7,9 @@ import rankjax as rj
 from rankjax import estimators, io, plot
 
 PKG = pathlib.Path(rj.__file__).parent
-ORDER = ["_xla", "_version", "_types", "_backend", "_programs", "_log", "_cache", "_products",
-         "_small_solve",
-         "_emulate", "_sparse",
-         "_segments", "_memory", "_host", "_checks", "_resolved", "_metrics",
-         "_metrics_graded", "_ridge", "_graph", "_reduced", "_graph_build", "_kernels", "_nystrom",
-         "_rankrls",
-         "_choice", "_path", "_folds", "_holdout", "_lpo", "_cv", "_cg_loop", "_cg", "_falkon", "_kpcrank",
-         "_ranksvm", "_gp", "_rankboost", "_synthetic", "_problem", "_solvers", "scale", "_tune", "_select",
-         "_solve", "io", "estimators",
-         "plot",
-         "cli", "__main__", "__init__"]
+ORDER = ["_core", "_version", "io", "metrics", "graphs", "kernels", "_problem", "solvers",
+         "learners", "scale", "selection", "_solve", "estimators", "plot", "cli", "__main__",
+         "__init__"]
 
 
 def public_names():

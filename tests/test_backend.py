@@ -1,4 +1,4 @@
-"""The backend's code paths (``rankjax/_backend.py``): the accelerator paths (batched
+"""The backend's code paths (``rankjax/_core/backend.py``): the accelerator paths (batched
 factorisations for every fold size, λ values vmapped, no CPU product workarounds) forced on
 the CPU give the CPU paths' results in float64 to 1e-10."""
 import jax
@@ -7,8 +7,8 @@ import pytest
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax._holdout import holdout_dual, holdout_nystrom, holdout_primal
-from rankjax._backend import ACCELERATOR, CPU, forced_paths, paths
+from rankjax.solvers.holdout import holdout_dual, holdout_nystrom, holdout_primal
+from rankjax._core.backend import ACCELERATOR, CPU, forced_paths, paths
 
 TOL = 1e-10
 
@@ -98,7 +98,7 @@ def test_gradient_of_cv_loss_same_on_both_paths(data):
 
 
 def test_products_same_on_both_paths(rng):
-    from rankjax._ridge import gram
+    from rankjax._core.linalg import gram
     Z = rng.standard_normal((600, 520))
     A = rj.to_csr(np.where(rng.random((50, 30)) < 0.2, rng.standard_normal((50, 30)), 0.0))
     v = rng.standard_normal(30)

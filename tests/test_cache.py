@@ -1,4 +1,4 @@
-"""The on-disk program cache of the estimators and the command line (rankjax._cache):
+"""The on-disk program cache of the estimators and the command line (rankjax._core.cache):
 on by default in the user's cache folder, a switch turns it off, a cache the user
 configured is left alone. Each case runs in a fresh process (the suite's conftest
 configures a cache of its own)."""
@@ -70,7 +70,7 @@ def test_the_command_line_uses_it(tmp_path):
 
 KEPT = """
 import numpy as np, rankjax as rj
-from rankjax import _programs
+from rankjax._core import programs as _programs
 from rankjax.estimators import RankRLSCV
 d = rj.make_ranking_data(8, num_features=3, seed=0)
 for kw in ({}, {"kernel": "gaussian"}):
@@ -83,7 +83,7 @@ print("DIR", "")
 
 def test_a_later_process_reads_the_traced_programs_back(tmp_path):
     """The second process neither traces nor lowers the hold-outs and the selection
-    (rankjax._programs) and fits the same models; a cache the user configured keeps it off."""
+    (rankjax._core.programs) and fits the same models; a cache the user configured keeps it off."""
     def fit(**env):
         r = subprocess.run([sys.executable, "-c", KEPT], capture_output=True, text=True, timeout=600,
                            env={**{k: v for k, v in os.environ.items()

@@ -9,11 +9,11 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 import rankjax as rj
-from rankjax import _cg
-from rankjax import _cg_loop
-from rankjax._cg_loop import STOP_REASONS
-from rankjax._graph_build import laplacian_sqrt_mv
-from rankjax._rankrls import rankrls_dual, rankrls_primal
+from rankjax.solvers import cg as _cg
+from rankjax.solvers import cg_loop as _cg_loop
+from rankjax.solvers.cg_loop import STOP_REASONS
+from rankjax.graphs.build import laplacian_sqrt_mv
+from rankjax.solvers.models import rankrls_dual, rankrls_primal
 import reference as ref
 from conftest import random_qids
 

@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rankjax._checks import (Segments, as_float_array, check_seed, known_finite, resolve_segments,
+from rankjax._core.checks import (Segments, as_float_array, check_seed, known_finite, resolve_segments,
                              segment_ids)
 
 
@@ -72,7 +72,7 @@ def _reductions():
     import pkgutil
 
     import rankjax
-    from rankjax._host import Reduction
+    from rankjax._core.host import Reduction
     found = {}
     for info in pkgutil.iter_modules(rankjax.__path__):
         if info.name == "__main__":
@@ -101,7 +101,7 @@ def _inputs(rng):
 def test_a_check_reduction_gives_on_the_host_what_its_program_gives(name):
     """The CPU path (numpy views of the arrays, no program per shape) against the jitted one,
     on every input it accepts."""
-    from rankjax._host import host_view, reduce_concrete
+    from rankjax._core.host import host_view, reduce_concrete
     fn = _reductions()[name]
     tried = 0
     for a in _inputs(np.random.default_rng(0)):
@@ -123,7 +123,7 @@ def test_a_check_reduction_gives_on_the_host_what_its_program_gives(name):
 
 
 def test_host_view_is_for_concrete_arrays_on_one_cpu_device_only():
-    from rankjax._host import host_view, lane
+    from rankjax._core.host import host_view, lane
     x = jnp.arange(6.0).reshape(2, 3)
     assert host_view(x).ctypes.data == x.unsafe_buffer_pointer()      # a view, not a copy
     assert host_view([1.0]) is None
@@ -134,7 +134,7 @@ def test_host_view_is_for_concrete_arrays_on_one_cpu_device_only():
 
 
 def test_the_variance_on_the_host_is_numpys_in_blocks():
-    from rankjax._kernels import _variance_host, scale_gamma
+    from rankjax.kernels.kernel import _variance_host, scale_gamma
     X = np.random.default_rng(1).standard_normal((301, 7)) * 5 + 1e3
     np.testing.assert_allclose(_variance_host(X, block=64), X.var(), rtol=1e-12)
     assert scale_gamma(jnp.asarray(X)) == pytest.approx(1 / (7 * X.var()), rel=1e-12)

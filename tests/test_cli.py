@@ -8,8 +8,8 @@ import pytest
 
 from conftest import LAMBDARANK
 from rankjax import cli
-from rankjax._path import rankrls_primal_path
-from rankjax._rankrls import rankrls_kernel, rankrls_primal
+from rankjax.solvers.path import rankrls_primal_path
+from rankjax.solvers.models import rankrls_kernel, rankrls_primal
 
 
 def _last_json(out):
@@ -22,7 +22,7 @@ def test_main_job_on_builtin_data_then_predict(tmp_path, capsys):
     res = _last_json(capsys.readouterr().out)
     assert res["ndcg@10"] > 0.8 and res["pairwise_accuracy"] > 0.8
     from rankjax import io
-    from rankjax._synthetic import make_ranking_data
+    from rankjax.io.synthetic import make_ranking_data
     d = make_ranking_data(3, seed=9)
     io.write_svmlight(tmp_path / "new.txt", d.X, d.y, d.qid)
     out = tmp_path / "scores.txt"
@@ -72,7 +72,7 @@ def _one_line_error(r, *words):
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     from rankjax import io
-    from rankjax._synthetic import make_ranking_data
+    from rankjax.io.synthetic import make_ranking_data
     d = tmp_path_factory.mktemp("cli")
     tr, te = make_ranking_data(8, num_features=4, seed=1), make_ranking_data(4, num_features=6, seed=2)
     io.write_svmlight(d / "train.txt", tr.X, tr.y, tr.qid)
@@ -158,7 +158,7 @@ def test_new_flags(tmp_path, capsys):
         if flags:
             assert res[flags[0][2:]] == float(flags[1])
         from rankjax import io
-        from rankjax._synthetic import make_ranking_data
+        from rankjax.io.synthetic import make_ranking_data
         d = make_ranking_data(3, seed=9)
         io.write_svmlight(tmp_path / "new.txt", d.X, d.y, d.qid)
         assert cli.main(["--quiet", "--load", str(save), "--test", str(tmp_path / "new.txt")]) == 0
@@ -169,7 +169,7 @@ def test_model_files_are_the_estimators_both_ways(tmp_path, capsys):
     """What ``--save`` writes the estimators load, and ``--load`` reads any estimator's
     ``save``; ``--json`` is honoured by ``--predict``; the file mode follows the umask."""
     from rankjax import estimators, io
-    from rankjax._synthetic import make_ranking_data
+    from rankjax.io.synthetic import make_ranking_data
     d = make_ranking_data(30, num_features=5, seed=3)
     io.write_svmlight(tmp_path / "tr.txt", d.X, d.y, d.qid)
     saved = tmp_path / "cli.npz"
@@ -205,7 +205,7 @@ def test_predict_with_a_multi_output_model_writes_one_column_per_output(tmp_path
     columns; the command line died formatting an array as one number."""
     import rankjax as rj
     from rankjax import io
-    from rankjax._synthetic import make_ranking_data
+    from rankjax.io.synthetic import make_ranking_data
     d = make_ranking_data(6, num_features=5, seed=3)
     W = np.asarray(rankrls_primal(d.X, np.stack([d.y, -d.y], 1), rj.query_graph(d.qid),
                                      lam=1.0).weights)
@@ -225,7 +225,7 @@ def test_load_a_library_model_and_evaluate_a_multi_output_model(tmp_path, capsys
     command line refused the library models and died on ``--test`` with k outputs)."""
     import rankjax as rj
     from rankjax import io
-    from rankjax._synthetic import make_ranking_data
+    from rankjax.io.synthetic import make_ranking_data
     d = make_ranking_data(6, num_features=5, seed=3)
     g = rj.query_graph(d.qid)
     two = rankrls_primal(d.X, np.stack([d.y, -d.y], 1), g, lam=1.0)

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax import _cg
-from rankjax import _holdout
-from rankjax import _path
-from rankjax import _rankrls
+from rankjax.solvers import cg as _cg
+from rankjax.solvers import holdout as _holdout
+from rankjax.solvers import path as _path
+from rankjax.solvers import models as _rankrls
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax import _cv
-from rankjax._holdout import holdout_primal
+from rankjax.selection import cv as _cv
+from rankjax.solvers.holdout import holdout_primal
 from rankjax import io
 
 d = rj.make_ranking_data(5, num_features=4, seed=0)

@@ -1,4 +1,4 @@
-"""The redesigned core: graph operators only in _graph.py, the symmetric dual against an
+"""The redesigned core: graph operators only in graphs/graph.py, the symmetric dual against an
 extended-precision solve, metric directions, one predict, and compile-free repeat calls."""
 import ast
 import functools
@@ -11,14 +11,14 @@ import pytest
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax._cg import rankrls_cg, rankrls_cg_dual
-from rankjax._cv import cross_validate
-from rankjax._gp import gp_pairwise_gaussian
-from rankjax._graph_build import incidence_mv
-from rankjax._holdout import holdout_primal
-from rankjax._kpcrank import kpcrank_path
-from rankjax._path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
-from rankjax._rankrls import rankrls_dual, rankrls_kernel, rankrls_primal
+from rankjax.solvers.cg import rankrls_cg, rankrls_cg_dual
+from rankjax.selection.cv import cross_validate
+from rankjax.learners.gp import gp_pairwise_gaussian
+from rankjax.graphs.build import incidence_mv
+from rankjax.solvers.holdout import holdout_primal
+from rankjax.learners.kpcrank import kpcrank_path
+from rankjax.solvers.path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
+from rankjax.solvers.models import rankrls_dual, rankrls_kernel, rankrls_primal
 
 PKG = pathlib.Path(rj.__file__).parent
 GRAPH_TYPES = {"QueryGraph", "PreferenceGraph", "IdentityGraph"}
@@ -27,7 +27,7 @@ GRAPH_TYPES = {"QueryGraph", "PreferenceGraph", "IdentityGraph"}
 def test_no_graph_type_switch_outside_graph_module():
     offenders = []
     for path in PKG.glob("*.py"):
-        if path.name == "_graph.py":
+        if path.name == "graphs/graph.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance":
@@ -35,7 +35,7 @@ def test_no_graph_type_switch_outside_graph_module():
                 names |= {n.attr for n in ast.walk(node.args[1]) if isinstance(n, ast.Attribute)}
                 if names & GRAPH_TYPES:
                     offenders.append(f"{path.name}:{node.lineno}")
-    assert not offenders, f"isinstance on graph types outside _graph.py: {offenders}"
+    assert not offenders, f"isinstance on graph types outside graphs/graph.py: {offenders}"
 
 
 def _refined_solve(A, b, steps=6):
@@ -175,7 +175,7 @@ jax.monitoring.register_event_duration_secs_listener(_lowered)
 def test_a_fit_on_other_rows_makes_two_programs(kernel):
     """Issue 43: ``RankRLSCV.fit`` on a new row count makes its hold-out (the kernel matrix
     inside it) and its selection, nothing more on the CPU (the checks' reductions and the
-    chosen λ's lane run on numpy views there, :func:`rankjax._checks.reduce_concrete`)."""
+    chosen λ's lane run on numpy views there, :func:`rankjax._core.checks.reduce_concrete`)."""
     from rankjax.estimators import RankRLSCV
     if jax.devices()[0].platform != "cpu":
         pytest.skip("the reductions are programs on an accelerator")
@@ -246,7 +246,7 @@ def test_caller_jit_and_vmap_still_work():
 
 
 def test_xla_cpu_scheduler_flag_is_added_once_and_never_overrides_the_caller():
-    from rankjax._xla import _configure
+    from rankjax._core.xla import _configure
     env = {}
     _configure(env)
     assert env["XLA_FLAGS"] == "--xla_cpu_enable_concurrency_optimized_scheduler=false"
@@ -263,7 +263,7 @@ def test_xla_cpu_scheduler_flag_is_added_once_and_never_overrides_the_caller():
 def test_deterministic_switch_adds_xla_gpu_deterministic_ops_once():
     import subprocess
     import sys
-    from rankjax._xla import _configure
+    from rankjax._core.xla import _configure
     env = {"RANKJAX_DETERMINISTIC": "1"}
     _configure(env)
     _configure(env)

@@ -8,11 +8,12 @@ import pytest
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax import _cv
-from rankjax import _holdout
-from rankjax import _lpo
-from rankjax._path import rankrls_primal_path, select_lambda
-from rankjax._rankrls import rankrls_dual, rankrls_primal
+from rankjax.selection import cv as _cv
+from rankjax.solvers import holdout as _holdout
+from rankjax.solvers import lpo as _lpo
+from rankjax.solvers.path import rankrls_primal_path
+from rankjax.metrics.choice import select_lambda
+from rankjax.solvers.models import rankrls_dual, rankrls_primal
 from conftest import LAMBDARANK, random_qids
 
 LAMS = np.array([0.01, 0.5, 20.0])
@@ -100,10 +101,10 @@ def test_dual_holdout_equals_retraining(rng, gkw, k, folds):
 def test_fold_buckets_merged_or_not_equal_retraining(rng, monkeypatch, shape_flops, side, where):
     """Queries of 1 to 21 rows (five padded shapes): each fold its own shape
     (``SHAPE_FLOPS`` 0) or all padded to the largest (infinite), both equal retraining;
-    merged on the host before the program (eager, :func:`~rankjax._folds.premerge`) or
+    merged on the host before the program (eager, :func:`~rankjax.graphs.folds.premerge`) or
     inside it (folds traced under the caller's ``jit``: rows gathered back by relaid
     positions)."""
-    from rankjax import _folds
+    from rankjax.graphs import folds as _folds
     sizes = [1, 2, 3, 5, 6, 9, 12, 17, 21]
     qid = np.repeat(np.arange(len(sizes)), sizes)
     m = qid.size

@@ -15,11 +15,11 @@ import pytest
 import scipy.sparse as sp
 
 import rankjax as rj
-from rankjax._cg import rankrls_cg
-from rankjax._falkon import rankrls_falkon
-from rankjax._holdout import holdout_primal
-from rankjax._path import rankrls_dual_path, rankrls_primal_path
-from rankjax._rankrls import rankrls_primal
+from rankjax.solvers.cg import rankrls_cg
+from rankjax.solvers.falkon import rankrls_falkon
+from rankjax.solvers.holdout import holdout_primal
+from rankjax.solvers.path import rankrls_dual_path, rankrls_primal_path
+from rankjax.solvers.models import rankrls_primal
 
 EIGHT = len(jax.devices("cpu")) >= 8       # simulated CPU devices, on any machine
 needs8 = pytest.mark.skipif(not EIGHT, reason="runs in the 8-device subprocess")

@@ -23,8 +23,8 @@ SCRIPT = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np
     jax.config.update("jax_enable_x64", True)
     import rankjax as rj
-    from rankjax._cg import rankrls_cg
-    from rankjax._holdout import holdout_primal
+    from rankjax.solvers.cg import rankrls_cg
+    from rankjax.solvers.holdout import holdout_primal
 
     d = rj.make_ranking_data(100, num_features=10, seed=0)   # hung with LAPACK fold solves
     X64, y64 = np.asarray(d.X, np.float64), np.asarray(d.y, np.float64)

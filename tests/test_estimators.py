@@ -7,11 +7,11 @@ import pytest
 import scipy.sparse as sp
 
 import rankjax as rj
-from rankjax._cg import rankrls_cg
-from rankjax._cv import cross_validate
-from rankjax._holdout import holdout_dual
-from rankjax._path import rankrls_primal_path
-from rankjax._rankrls import rankrls_primal
+from rankjax.solvers.cg import rankrls_cg
+from rankjax.selection.cv import cross_validate
+from rankjax.solvers.holdout import holdout_dual
+from rankjax.solvers.path import rankrls_primal_path
+from rankjax.solvers.models import rankrls_primal
 from rankjax import estimators as est
 
 sklearn = pytest.importorskip("sklearn")

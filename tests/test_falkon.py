@@ -6,12 +6,12 @@ import jax.numpy as jnp
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax._cg_loop import STOP_REASONS
-from rankjax._cv import cross_validate
-from rankjax import _falkon
-from rankjax._holdout import holdout_nystrom
-from rankjax import _nystrom
-from rankjax._path import rankrls_nystrom_path
+from rankjax.solvers.cg_loop import STOP_REASONS
+from rankjax.selection.cv import cross_validate
+from rankjax.solvers import falkon as _falkon
+from rankjax.solvers.holdout import holdout_nystrom
+from rankjax.kernels import basis as _nystrom
+from rankjax.solvers.path import rankrls_nystrom_path
 
 
 

@@ -1,7 +1,7 @@
 """The float32 pass: the library's solvers with x64 off, as on an accelerator, against
 float64 references in numpy, with tolerances from float32's epsilon and the problem's
 condition number; and the solvers' convergence under reduced-precision products
-(:func:`rankjax._emulate.reduced_precision`: TF32 as an H100's default, bfloat16 as a
+(:func:`rankjax._core.emulate.reduced_precision`: TF32 as an H100's default, bfloat16 as a
 TPU's), so that a product missing ``precision=HIGHEST`` fails on the CPU too.
 
 A solver in float32 is expected within ``C * eps32 * cond`` of the float64 solution
@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax._cg import rankrls_cg, rankrls_cg_dual
-from rankjax._falkon import rankrls_falkon
-from rankjax._gp import gp_pairwise_gaussian
-from rankjax._holdout import holdout_dual, holdout_primal
-from rankjax._path import rankrls_primal_path
-from rankjax._rankrls import rankrls_dual, rankrls_primal
-from rankjax._emulate import MANTISSA, reduced_precision, round_mantissa
-from rankjax._products import mm
+from rankjax.solvers.cg import rankrls_cg, rankrls_cg_dual
+from rankjax.solvers.falkon import rankrls_falkon
+from rankjax.learners.gp import gp_pairwise_gaussian
+from rankjax.solvers.holdout import holdout_dual, holdout_primal
+from rankjax.solvers.path import rankrls_primal_path
+from rankjax.solvers.models import rankrls_dual, rankrls_primal
+from rankjax._core.emulate import MANTISSA, reduced_precision, round_mantissa
+from rankjax._core.products import mm
 from reference import laplacian_from_pairs, query_pairs, ranksvm_fgh
 
 EPS32 = float(np.finfo(np.float32).eps)
@@ -120,9 +120,9 @@ def test_primal_cg_converges_to_the_solution(problem, emulation):
 @pytest.mark.parametrize("emulation", ["tf32", "bf16"])
 def test_primal_cg_without_highest_fails_the_bound(problem, monkeypatch, emulation):
     """The mutation the precision rule guards against, made on the fly: primal CG's
-    products at default precision (``rankjax._cg.mm`` replaced by a bare ``@``) break the
+    products at default precision (``rankjax.solvers.cg.mm`` replaced by a bare ``@``) break the
     bound of the test above under emulation."""
-    import rankjax._cg as cg_module
+    import rankjax.solvers.cg as cg_module
     monkeypatch.setattr(cg_module, "mm", lambda a, b: a @ b)
     jax.clear_caches()
     try:
@@ -228,7 +228,7 @@ def test_falkon_reaches_the_nystrom_solution(problem, emulation):
 def test_ranksvm_tron_reaches_a_stationary_point(problem, emulation):
     """TRON in float32: the float64 gradient of the L2-loss RankSVM objective at its
     solution is small against the gradient at 0."""
-    from rankjax._ranksvm import _tron_jit, rank_levels
+    from rankjax.learners.ranksvm import _tron_jit, rank_levels
     X, y, qid = problem["X"][:200], problem["y"][:200], problem["qid"][:200]
     if emulation is None:
         w = rj.ranksvm_l2(jnp.asarray(X, jnp.float32), y, qid, C=0.1, tol=1e-4).weights

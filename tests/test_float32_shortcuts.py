@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax import _holdout
-from rankjax import _lpo
-from rankjax._lpo import leave_pair_out_primal
-from rankjax._path import rankrls_dual_path
-from rankjax._ridge import RESOLVE_RTOL, dual_system
+from rankjax.solvers import holdout as _holdout
+from rankjax.solvers import lpo as _lpo
+from rankjax.solvers.lpo import leave_pair_out_primal
+from rankjax.solvers.path import rankrls_dual_path
+from rankjax.solvers.ridge import RESOLVE_RTOL, dual_system
 
 EPS32 = float(np.finfo(np.float32).eps)
 LAMS = 10.0 ** np.arange(-7.0, 3.5, 0.5)

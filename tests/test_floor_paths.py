@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax._rankrls import rankrls_primal
-from rankjax._graph import _GraphBase
-from rankjax._ridge import WIDE_GRAM, gram, primal_system, ridge_solve
-from rankjax._small_solve import spd_inverse, symmetric_solve
+from rankjax.solvers.models import rankrls_primal
+from rankjax.graphs.graph import _GraphBase
+from rankjax._core.linalg import WIDE_GRAM, gram
+from rankjax.solvers.ridge import primal_system, ridge_solve
+from rankjax.solvers.small_solve import spd_inverse, symmetric_solve
 
 from reference import query_pairs, laplacian_from_pairs
 
@@ -129,7 +130,7 @@ def test_symmetric_solve_of_a_batch_equals_numpy_and_its_gradient(big, k):
     at once), by the block inversion, and by the accelerator's batched factorisation
     (``big``: values only, jitted; eager batched LAPACK gradients can deadlock a 2-thread
     CPU, docs/design.md); the block inversion's gradient by finite differences."""
-    from rankjax._backend import forced_paths
+    from rankjax._core.backend import forced_paths
     rng = np.random.default_rng(7)
     A = rng.standard_normal((5, 12, 12))
     M = A @ np.swapaxes(A, 1, 2) + np.eye(12)
@@ -160,7 +161,7 @@ def test_ridge_solve_vector_and_matrix_rhs(shape):
 
 
 def test_openblas_threads_sleep_at_once_unless_the_caller_chose():
-    from rankjax._xla import _configure
+    from rankjax._core.xla import _configure
     env = {}
     _configure(env)
     assert env["OPENBLAS_THREAD_TIMEOUT"] == "4"

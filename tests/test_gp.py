@@ -3,8 +3,8 @@ import pytest
 from scipy.stats import multivariate_normal, norm
 
 import rankjax as rj
-from rankjax import _gp
-from rankjax._rankrls import rankrls_dual
+from rankjax.learners import gp as _gp
+from rankjax.solvers.models import rankrls_dual
 
 
 def rel(a, b):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax._cg import rankrls_cg, rankrls_cg_dual
-from rankjax._rankrls import rankrls_primal
+from rankjax.solvers.cg import rankrls_cg, rankrls_cg_dual
+from rankjax.solvers.models import rankrls_primal
 
 
 def _fd(f, x, h=1e-5):

@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax._cg import rankrls_cg, rankrls_cg_dual
-from rankjax._cg_loop import STOP_REASONS
-from rankjax._gp import gp_pairwise_gaussian
-from rankjax._holdout import holdout_dual
-from rankjax._lpo import leave_pair_out_dual
-from rankjax._path import rankrls_dual_path, rankrls_nystrom_path, select_lambda
-from rankjax._rankrls import rankrls_dual, rankrls_primal
+from rankjax.solvers.cg import rankrls_cg, rankrls_cg_dual
+from rankjax.solvers.cg_loop import STOP_REASONS
+from rankjax.learners.gp import gp_pairwise_gaussian
+from rankjax.solvers.holdout import holdout_dual
+from rankjax.solvers.lpo import leave_pair_out_dual
+from rankjax.solvers.path import rankrls_dual_path, rankrls_nystrom_path
+from rankjax.metrics.choice import select_lambda
+from rankjax.solvers.models import rankrls_dual, rankrls_primal
 
 
 @pytest.fixture(scope="module")

@@ -343,11 +343,11 @@ def test_readers_refuse_split_tokens_and_truncated_npy(tmp_path):
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
 
 from surface import E, V, surface_test  # noqa: E402
-from rankjax._cg import rankrls_cg  # noqa: E402
-from rankjax._gp import PairwiseGP, gp_pairwise_gaussian  # noqa: E402
-from rankjax._kpcrank import KPCModel  # noqa: E402
-from rankjax._path import DualPath, rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path  # noqa: E402
-from rankjax._rankrls import rankrls_dual, rankrls_kernel, rankrls_primal  # noqa: E402
+from rankjax.solvers.cg import rankrls_cg  # noqa: E402
+from rankjax.learners.gp import PairwiseGP, gp_pairwise_gaussian  # noqa: E402
+from rankjax.learners.kpcrank import KPCModel  # noqa: E402
+from rankjax.solvers.path import DualPath, rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path  # noqa: E402
+from rankjax.solvers.models import rankrls_dual, rankrls_kernel, rankrls_primal  # noqa: E402
 
 BAD_INPUT = {}
 BAD_INPUT["io.read_svmlight"] = [

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax import _kpcrank
-from rankjax._rankrls import rankrls_primal
+from rankjax.learners import kpcrank as _kpcrank
+from rankjax.solvers.models import rankrls_primal
 import reference as ref
 from conftest import random_qids
 

@@ -11,15 +11,15 @@ import pytest
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax import _cg
-from rankjax import _falkon
-from rankjax import _holdout
-from rankjax import _kpcrank
-from rankjax import _lpo
-from rankjax import _nystrom
-from rankjax import _path
-from rankjax import _rankrls
-from rankjax import _select
+from rankjax.solvers import cg as _cg
+from rankjax.solvers import falkon as _falkon
+from rankjax.solvers import holdout as _holdout
+from rankjax.learners import kpcrank as _kpcrank
+from rankjax.solvers import lpo as _lpo
+from rankjax.kernels import basis as _nystrom
+from rankjax.solvers import path as _path
+from rankjax.solvers import models as _rankrls
+from rankjax.selection import select as _select
 from rankjax import estimators as est
 
 D = rj.make_ranking_data(24, num_features=6, seed=0)

@@ -1,12 +1,12 @@
-"""The memory plan (``rankjax/_memory.py``): sizes in the compute dtype, vmapped work
+"""The memory plan (``rankjax/_core/memory.py``): sizes in the compute dtype, vmapped work
 counted, refusals before any work with the figure and the alternative."""
 import jax
 import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax._rankrls import rankrls_primal
-from rankjax import _memory
+from rankjax.solvers.models import rankrls_primal
+from rankjax._core import memory as _memory
 
 
 def test_compute_dtype_is_the_dtype_jax_computes_in():

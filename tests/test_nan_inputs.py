@@ -5,13 +5,14 @@ import pytest
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax._cg import rankrls_cg
-from rankjax._gp import gp_pairwise_gaussian
-from rankjax._graph_build import incidence_mv, incidence_t_mv, laplacian_sqrt_mv
-from rankjax._holdout import holdout_dual
-from rankjax._kpcrank import kpcrank_path
-from rankjax._path import rankrls_dual_path, select_lambda
-from rankjax._rankrls import rankrls_primal
+from rankjax.solvers.cg import rankrls_cg
+from rankjax.learners.gp import gp_pairwise_gaussian
+from rankjax.graphs.build import incidence_mv, incidence_t_mv, laplacian_sqrt_mv
+from rankjax.solvers.holdout import holdout_dual
+from rankjax.learners.kpcrank import kpcrank_path
+from rankjax.solvers.path import rankrls_dual_path
+from rankjax.metrics.choice import select_lambda
+from rankjax.solvers.models import rankrls_primal
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax._cg import rankrls_cg, rankrls_cg_dual
-from rankjax._cg_loop import cg_solve
-from rankjax._falkon import rankrls_falkon
-from rankjax._graph_build import Validation
+from rankjax.solvers.cg import rankrls_cg, rankrls_cg_dual
+from rankjax.solvers.cg_loop import cg_solve
+from rankjax.solvers.falkon import rankrls_falkon
+from rankjax.graphs.build import Validation
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax import _path
-from rankjax._rankrls import rankrls_dual, rankrls_primal
+from rankjax.metrics.choice import select_lambda
+from rankjax.solvers import path as _path
+from rankjax.solvers.models import rankrls_dual, rankrls_primal
 from conftest import random_qids
 from reference import laplacian_from_edges, laplacian_from_pairs, query_pairs
 
@@ -155,7 +156,7 @@ def test_select_lambda_table_and_choice(rng):
     p = _path.rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS, X_valid=Xv)
     for metric, kw in [(rj.ndcg, dict(k=5)), (rj.pairwise_error, {})]:
         yv = yv - yv.min()                   # graded relevance >= 0 (ndcg requires it)
-        sel = _path.select_lambda(LAMS, p.valid_scores, yv, qv, metric=metric, **kw)
+        sel = select_lambda(LAMS, p.valid_scores, yv, qv, metric=metric, **kw)
         assert sel.table.shape == (len(LAMS), 3)
         for i in range(len(LAMS)):
             for j in range(3):
@@ -187,7 +188,7 @@ def test_path_input_errors(rng):
     with pytest.raises(ValueError, match="basis"):
         _path.rankrls_nystrom_path(X, y, g, lams=LAMS, kernel=rj.linear_kernel(), basis=0)
     with pytest.raises(ValueError, match="scores"):
-        _path.select_lambda(LAMS, np.zeros((2, 40)), y, qid, metric=rj.ndcg)
+        select_lambda(LAMS, np.zeros((2, 40)), y, qid, metric=rj.ndcg)
 
 
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
@@ -218,11 +219,11 @@ BAD_INPUT["rankrls_nystrom_path"] = [
          E(ValueError, "basis")),
     ]
 BAD_INPUT["select_lambda"] = [
-        (lambda d: _path.select_lambda([1.0, 2.0], np.ones((3, d.m)), d.y, d.qid, metric=rj.ndcg),
+        (lambda d: select_lambda([1.0, 2.0], np.ones((3, d.m)), d.y, d.qid, metric=rj.ndcg),
          E(ValueError, "scores")),
-        (lambda d: _path.select_lambda([1.0], np.full((1, d.m), np.nan), d.y, d.qid, metric=rj.ndcg),
+        (lambda d: select_lambda([1.0], np.full((1, d.m), np.nan), d.y, d.qid, metric=rj.ndcg),
          E(ValueError, "every λ")),
-        (lambda d: _path.select_lambda([1.0], d.y[None], d.y, d.qid, metric="ndcg"),
+        (lambda d: select_lambda([1.0], d.y[None], d.y, d.qid, metric="ndcg"),
          E(TypeError, "metric")),
     ]
 

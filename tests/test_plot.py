@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax._cg import rankrls_cg
-from rankjax._cv import cross_validate
-from rankjax._holdout import holdout_primal
+from rankjax.solvers.cg import rankrls_cg
+from rankjax.selection.cv import cross_validate
+from rankjax.solvers.holdout import holdout_primal
 
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")

@@ -1,4 +1,5 @@
-"""Programs kept on disk (rankjax._programs): compiled (CPU) or exported once, read back by a later process
+"""Programs kept on disk (rankjax._core.programs): compiled (CPU) or exported once, read back by a
+later process
 (here: after this process's memory is cleared), never for traced inputs or unstable keys,
 and the same results as the plain jitted function."""
 import jax
@@ -6,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rankjax import _programs
+from rankjax._core import programs as _programs
 
 
 @pytest.fixture

@@ -31,9 +31,14 @@ TYPES = {"CSRMatrix", "DualModel", "Folds", "IdentityGraph", "Kernel", "KernelMo
          "scale.QueryPartition", "scale.ShardedData", "scale.StreamFit"}
 CONSTANTS = {"RESULTS", "io", "scale", "io.MODEL_FORMAT", "io.MODEL_VERSION",
              "scale.AXIS"}   # data, no input
-MOVED = set(rj._MOVED)
-"""Names that left the top level (reachable for one release with a DeprecationWarning):
-their functions keep their bad-input cases, as the solvers' bodies."""
+MOVED = {"rankrls_primal", "rankrls_dual", "rankrls_kernel", "rankrls_cg", "rankrls_cg_dual",
+         "rankrls_falkon", "rankrls_primal_path", "rankrls_dual_path", "rankrls_nystrom_path",
+         "holdout_primal", "holdout_dual", "holdout_nystrom", "leave_pair_out_primal",
+         "leave_pair_out_dual", "select_rankrls", "select_lambda", "cross_validate",
+         "nystrom_basis", "validation_criterion", "cg_solve", "nystrom_features", "gp_pairwise_gaussian",
+         "gp_pairwise_probit", "kpcrank_path", "cv_predictions", "rankrls_fit", "permuted_labels",
+         "incidence_mv", "incidence_t_mv", "laplacian_sqrt_mv", "query_pair_counts"}
+"""Internal functions whose bad-input cases are kept until their solvers own them."""
 
 
 

@@ -3,7 +3,7 @@ import pytest
 
 import rankjax as rj
 import reference as ref
-from rankjax._rankboost import _thresholds
+from rankjax.learners.rankboost import _thresholds
 
 
 @pytest.mark.parametrize("levels", [2, 5])

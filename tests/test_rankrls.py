@@ -5,7 +5,7 @@ import pytest
 from jax.experimental import sparse
 
 import rankjax as rj
-from rankjax import _rankrls
+from rankjax.solvers import models as _rankrls
 from conftest import random_qids
 from reference import feature_map, primal_edges, primal_pairs, query_pairs
 

@@ -6,7 +6,7 @@ import scipy.optimize as so
 
 import rankjax as rj
 import reference as ref
-from rankjax import _ranksvm as svm
+from rankjax.learners import ranksvm as svm
 
 
 def rel(a, b):

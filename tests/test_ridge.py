@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax._ridge import (RESOLVE_RTOL, dual_system, eigh_path, eigh_psd, lam_floor,
-                            primal_system, psd_root, ridge_solve)
-from rankjax._small_solve import symmetric_solve
+from rankjax._core.linalg import eigh_psd, psd_root
+from rankjax.solvers.ridge import RESOLVE_RTOL, dual_system, eigh_path, lam_floor, primal_system, ridge_solve
+from rankjax.solvers.small_solve import symmetric_solve
 
 
 @pytest.fixture
@@ -68,18 +68,18 @@ def test_lam_floor_is_the_documented_formula():
 @pytest.mark.parametrize("grid", [True, False])
 @pytest.mark.parametrize("normalized", [True, False])
 def test_reduced_dual_system_is_s_k_s_on_the_range_of_s(rng, normalized, grid, monkeypatch):
-    """The ``k x k`` system of :mod:`rankjax._reduced` (one reflection per query) lifted back:
+    """The ``k x k`` system of :mod:`rankjax.solvers.reduced` (one reflection per query) lifted back:
     orthonormal ``[m, k]`` vectors that rebuild ``S K S`` exactly, the nonzero spectrum of the
     full ``eigh``, and ``k = m - q``: one null direction per query of positive weight and
     several rows, every row of a one-row query or of a query of weight 0 (unsorted ids)."""
-    from rankjax._reduced import range_rows, reduced_eigh
+    from rankjax.solvers.reduced import range_rows, reduced_eigh
     qid = np.array([3, 3, 0, 7, 3, 0, 0, 5, 5, 5, 5, 1, 7, 2, 2, 2])      # 0: weight 0
     w = np.array([0.0, 1.0, 2.0, 1.0, 0.5, 3.0])                       # by sorted id
     g = rj.query_graph(qid, normalized=normalized, query_weights=w)
     X = rng.standard_normal((qid.size, 3))
     K = rj.kernel_matrix(rj.gaussian_kernel(0.4), jnp.asarray(X))
     G = np.asarray(dual_system(K, jnp.asarray(rng.standard_normal(qid.size)), g).G)
-    from rankjax import _reduced
+    from rankjax.solvers import reduced as _reduced
     monkeypatch.setattr(_reduced, "GRID_SLOTS", 3 if grid else 0)     # the lift's two sums
     rows = range_rows(g, K.dtype)
     assert (rows.members is not None) == grid

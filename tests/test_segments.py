@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rankjax._segments import (bucket, count_sum, count_to_float, expand, grid_sums, padded_size,
+from rankjax._core.segments import (bucket, count_sum, count_to_float, expand, grid_sums, padded_size,
                                row_sums, run_ids, sandwich, seg_scan, seg_sum)
 
 
@@ -70,7 +70,7 @@ def test_expand_broadcasts_against_trailing_axes():
 
 
 def _grid(seg, num):
-    from rankjax._reduced import _grid
+    from rankjax.solvers.reduced import _grid
     return _grid(np.asarray(seg), num)
 
 

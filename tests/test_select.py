@@ -1,4 +1,4 @@
-"""``select_rankrls`` (rankjax/_select.py): the λ/γ selection behind ``RankRLSCV``,
+"""``select_rankrls`` (rankjax/selection/select.py): the λ/γ selection behind ``RankRLSCV``,
 callable without scikit-learn, equal to the estimator and to retraining per fold."""
 import subprocess
 import sys
@@ -8,12 +8,12 @@ import pytest
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax._cv import cross_validate
-from rankjax._holdout import holdout_nystrom
-from rankjax._path import rankrls_nystrom_path
-from rankjax._rankrls import ScaledModel, rankrls_kernel
-from rankjax import _select
-from rankjax._tune import TuneResult, cv_predictions
+from rankjax.selection.cv import cross_validate
+from rankjax.solvers.holdout import holdout_nystrom
+from rankjax.solvers.path import rankrls_nystrom_path
+from rankjax.solvers.models import ScaledModel, rankrls_kernel
+from rankjax.selection import select as _select
+from rankjax.selection.tune import TuneResult, cv_predictions
 from rankjax.estimators import RankRLSCV
 
 LAMS = [0.01, 1.0, 100.0]

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax import _solve, _solvers
-from rankjax._graph_build import Validation
-from rankjax._cg import rankrls_cg
-from rankjax._select import select_rankrls
+from rankjax import _solve
+from rankjax.solvers import classes as _solvers
+from rankjax.graphs.build import Validation
+from rankjax.solvers.cg import rankrls_cg
+from rankjax.selection.select import select_rankrls
 from registry import (CASES, GAUSS, IDS, LAMS, REGISTRY, ROWS, call, data, predictions, problem,
                       run_case, value_of)
 

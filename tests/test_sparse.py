@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from jax.experimental import sparse
 
 import rankjax as rj
-from rankjax._sparse import (as_dense, count_nonzero, is_bcoo, is_csr, is_scipy_sparse, is_sparse,
+from rankjax._core.sparse import (as_dense, count_nonzero, is_bcoo, is_csr, is_scipy_sparse, is_sparse,
                              matmul, sparse_values)
 
 

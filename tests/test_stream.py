@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax import _holdout
-from rankjax._path import rankrls_primal_path, select_lambda
+from rankjax.solvers import holdout as _holdout
+from rankjax.solvers.path import rankrls_primal_path
+from rankjax.metrics.choice import select_lambda
 from rankjax import io
 
 LAMS = np.array([1e-2, 1.0, 100.0])

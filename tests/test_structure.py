@@ -5,7 +5,7 @@
 * no module imports the package root (``import rankjax``, ``from . import name`` of
   a non-module): the arrows run one way, down the pipeline;
 * kinds of ``X`` (dense, scipy, BCOO, BCSR, CSRMatrix) are told apart only in
-  ``_sparse.py``, graph types only in ``_graph.py``, model and result types only in
+  ``_core/sparse.py``, graph types only in ``graphs/graph.py``, model and result types only in
   the module that defines them (and plain weights only in ``io/models.py``);
 * no module is over ``MAX_LINES`` lines.
 """
@@ -125,11 +125,11 @@ def test_kinds_are_told_apart_only_in_their_home(path):
     for line, how, names in switches(ast.parse(path.read_text())):
         where = f"{name}:{line} {how} {sorted(names)}"
         if names & (X_KIND_NAMES | (X_KIND_ATTRS if how == "hasattr" else set())):
-            if name != "_sparse.py":
-                bad.append(where + " (kinds of X live in _sparse.py)")
+            if name != "_core/sparse.py":
+                bad.append(where + " (kinds of X live in _core/sparse.py)")
         if names & GRAPH_NAMES or how == "hasattr" and names & GRAPH_ATTRS:
-            if name != "_graph.py":
-                bad.append(where + " (graph types live in _graph.py)")
+            if name != "graphs/graph.py":
+                bad.append(where + " (graph types live in graphs/graph.py)")
         for t in names & set(models):
             if name != models[t]:
                 bad.append(where + f" ({t} lives in {models[t]})")
@@ -221,8 +221,8 @@ def test_no_jitted_core_has_more_than_8_parameters(path):
 
 LOOP_OPTIONS = {"tol", "max_iter", "patience", "recompute_every"}
 OWN_LOOPS = {
-    "_gp.py": "the expectation-propagation loop of the probit GP, not CG",
-    "_ranksvm.py": "TRON's outer loop (Newton steps with an inner CG of its own)",
+    "learners/gp.py": "the expectation-propagation loop of the probit GP, not CG",
+    "learners/ranksvm.py": "TRON's outer loop (Newton steps with an inner CG of its own)",
     "estimators/iterative.py": "scikit-learn constructor parameters, translated into a CG",
 }
 
@@ -243,7 +243,7 @@ def test_loop_options_only_through_CG(path):
     assert not bad, f"{rel(path)}: loop options as parameters (use CG): {bad}"
 
 
-NYSTROM_HOME = "_nystrom.py"
+NYSTROM_HOME = "kernels/basis.py"
 NYSTROM_NAMES = {"take_basis": "the one basis check", "basis_cholesky": "the one feature map's factor",
                  "features": "the one feature map"}
 
@@ -320,7 +320,7 @@ def bare_products(source: str):
 def test_every_product_states_its_precision(path):
     bad = bare_products(path.read_text())
     assert not bad, (f"{rel(path)}: products without a precision at lines {bad} (use "
-                     "rankjax._products.mm or precision=HI, or mark '# precision: <reason>')")
+                     "rankjax._core.products.mm or precision=HI, or mark '# precision: <reason>')")
 
 
 def test_the_precision_rule_sees_a_violation():
@@ -332,8 +332,8 @@ def test_the_precision_rule_sees_a_violation():
 
 
 def test_the_backend_is_consulted_in_one_place():
-    """Code paths that depend on the backend are chosen by ``rankjax._backend.paths()``
+    """Code paths that depend on the backend are chosen by ``rankjax._core.backend.paths()``
     alone (issue 35): no other module asks ``jax.default_backend()``."""
     asking = [rel(p) for p in modules() if "default_backend" in p.read_text()
-              and p.name != "_backend.py"]
+              and rel(p) != "_core/backend.py"]
     assert not asking, f"modules choosing by backend outside _backend.paths(): {asking}"

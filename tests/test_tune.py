@@ -10,9 +10,9 @@ import pytest
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax._holdout import holdout_dual, holdout_primal
-from rankjax._rankrls import rankrls_dual
-from rankjax import _tune
+from rankjax.solvers.holdout import holdout_dual, holdout_primal
+from rankjax.solvers.models import rankrls_dual
+from rankjax.selection import tune as _tune
 
 
 @pytest.fixture(scope="module")
@@ -222,8 +222,8 @@ def test_cv_loss_under_the_callers_jit(prob):
 def _nystrom_refit(d, params, rows, kind="gaussian", k=None):
     """The brute-force twin: the Nyström features at ``params`` (same jitter), then the
     model retrained without each query, the query scored by it."""
-    from rankjax._ridge import PSD_RTOL
-    from rankjax._segments import padded_size
+    from rankjax._core.linalg import PSD_RTOL
+    from rankjax._core.segments import padded_size
     X, y, qid = np.asarray(d.X), np.asarray(d.y), np.asarray(d.qid)
     s = np.exp(np.asarray(params.get("log_scales", np.zeros(X.shape[1]))))
     lam, gam = float(np.exp(params["log_lam"])), float(np.exp(params["log_gamma"]))
@@ -246,7 +246,7 @@ def _nystrom_refit(d, params, rows, kind="gaussian", k=None):
 def test_nystrom_holdout_equals_refits_and_its_gradient_finite_differences(prob):
     d, g, folds = prob
     rows = np.arange(0, len(d.y), 4)
-    bp = int(rj._segments.padded_size(rows.size))
+    bp = int(rj._core.segments.padded_size(rows.size))
     centres = np.zeros((bp, d.X.shape[1]))
     centres[:rows.size] = np.asarray(d.X)[rows] + 0.05
     params = {"log_lam": jnp.asarray(np.log(0.3)), "log_gamma": jnp.asarray(np.log(0.4)),
@@ -268,7 +268,7 @@ def test_nystrom_holdout_equals_refits_and_its_gradient_finite_differences(prob)
 
 def test_nystrom_basis_size_in_the_bucket_compiles_nothing(prob):
     d, g, folds = prob
-    from rankjax._tune import predictions_core
+    from rankjax.selection.tune import predictions_core
     p = {"log_lam": jnp.asarray(0.0), "log_gamma": jnp.asarray(-1.0)}
     _tune.cv_predictions(p, rj.Problem(d.X, d.y, g), tune_solver("gaussian", basis=np.arange(0, 21)), folds)
     before = predictions_core._cache_size()
@@ -335,7 +335,7 @@ def test_tune_learns_a_nystrom_model_with_ard_and_centres(prob, caplog):
         r = rj.tune(rj.Problem(d.X, d.y, g), tune_solver("gaussian", basis=rows, gamma=0.25),
                     ard=True, centres=True, steps=8, verbose=4)
     assert r.loss_history[-1] < r.loss_history[0]
-    assert r.params_history["centres"].shape[1:] == (int(rj._segments.padded_size(rows.size)),
+    assert r.params_history["centres"].shape[1:] == (int(rj._core.segments.padded_size(rows.size)),
                                                      d.X.shape[1])
     assert [t.getMessage().split(":")[0] for t in caplog.records] == ["tune step 4/8",
                                                                     "tune step 8/8"]

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax._cg import rankrls_cg, rankrls_cg_dual
-from rankjax._cg_loop import STOP_REASONS
-from rankjax._kpcrank import kpcrank_path
-from rankjax._lpo import leave_pair_out_dual
+from rankjax.solvers.cg import rankrls_cg, rankrls_cg_dual
+from rankjax.solvers.cg_loop import STOP_REASONS
+from rankjax.learners.kpcrank import kpcrank_path
+from rankjax.solvers.lpo import leave_pair_out_dual
 from registry import CASES, IDS, call, data, problem, value_of
 from surface import LIST_METRICS, PAIR_METRICS, nan
 

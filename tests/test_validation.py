@@ -4,10 +4,10 @@ import pytest
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax._cg import rankrls_cg
-from rankjax._gp import gp_pairwise_gaussian
-from rankjax._path import rankrls_primal_path
-from rankjax._rankrls import rankrls_dual, rankrls_primal
+from rankjax.solvers.cg import rankrls_cg
+from rankjax.learners.gp import gp_pairwise_gaussian
+from rankjax.solvers.path import rankrls_primal_path
+from rankjax.solvers.models import rankrls_dual, rankrls_primal
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Validate once (issue 25): an estimator's ``fit`` and its ``score`` each check every
 input once — ``X`` for finiteness, ``y`` for finiteness, the query ids by one remap —
 however many public functions they call inside. The counter is
-``rankjax._checks.VALIDATIONS`` (one count per host finiteness check of an array, by
+``rankjax._core.checks.VALIDATIONS`` (one count per host finiteness check of an array, by
 argument name, and per query-id remap); arrays the library produced itself (kernel
 matrices, λ grids, folds, scores) are not inputs and are not counted here.
 """
@@ -12,14 +12,14 @@ import pytest
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax import _cg
-from rankjax import _falkon
-from rankjax import _holdout
-from rankjax import _path
-from rankjax._rankrls import rankrls_primal
-from rankjax import _select
+from rankjax.solvers import cg as _cg
+from rankjax.solvers import falkon as _falkon
+from rankjax.solvers import holdout as _holdout
+from rankjax.solvers import path as _path
+from rankjax.solvers.models import rankrls_primal
+from rankjax.selection import select as _select
 from rankjax import estimators as E
-from rankjax._checks import VALIDATIONS
+from rankjax._core.checks import VALIDATIONS
 
 ESTIMATORS = [
     lambda: E.RankRLS(),
@@ -88,7 +88,7 @@ def test_a_remapped_query_set_is_not_remapped_again(data):
 
 
 def test_a_checked_array_is_not_checked_again_but_a_new_one_is(data):
-    from rankjax._checks import check_matrix
+    from rankjax._core.checks import check_matrix
     X, _, _ = data
     VALIDATIONS.clear()
     A = check_matrix(X)

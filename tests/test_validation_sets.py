@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax._cg import rankrls_cg
-from rankjax import _graph_build
+from rankjax.solvers.cg import rankrls_cg
+from rankjax.graphs import build as _graph_build
 
 
 @pytest.fixture(scope="module")

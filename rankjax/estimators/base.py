@@ -11,12 +11,16 @@ import jax
 import numpy as np
 import scipy.sparse as sp
 
-from .. import _choice, _kernels, _log, _metrics_graded, _rankrls, io
-from .._cache import use_disk_cache
-from .._nystrom import Basis
-from .._checks import Segments, check_count, check_matrix, check_targets, is_int, segment_ids
-from .._graph_build import query_graph
-from .._sparse import is_bcoo, is_scipy_sparse, is_sparse
+from ..metrics import choice as _choice, graded as _metrics_graded
+from ..kernels import kernel as _kernels
+from .._core import log as _log
+from ..solvers import models as _rankrls
+from .. import io
+from .._core.cache import use_disk_cache
+from ..kernels.basis import Basis
+from .._core.checks import (Segments, check_count, check_matrix, check_targets, is_int, segment_ids)
+from ..graphs.build import query_graph
+from .._core.sparse import is_bcoo, is_scipy_sparse, is_sparse
 from ..io.groups import qid_from_sizes
 
 try:                                            # scikit-learn is an optional extra
@@ -280,7 +284,7 @@ class Ranker(_Base):
         if not is_sparse(X):
             X = check_matrix(X)              # checked once: the device array passes through
         if fit:
-            use_disk_cache()                           # once per process (rankjax._cache)
+            use_disk_cache()                           # once per process (rankjax._core.cache)
             self.__dict__.pop("gamma_", None)          # set again by a kernel fit
             self.n_features_in_ = n
             if names is not None:

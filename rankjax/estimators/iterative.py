@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _cg, _cg_loop, _kernels, _kpcrank, _log, _metrics_graded, _rankboost, _rankrls, _ranksvm
-from .._graph_build import query_graph
-from .._sparse import as_dense
+from ..solvers import cg as _cg, cg_loop as _cg_loop, models as _rankrls
+from ..kernels import kernel as _kernels
+from ..learners import kpcrank as _kpcrank, rankboost as _rankboost, ranksvm as _ranksvm
+from .._core import log as _log
+from ..metrics import graded as _metrics_graded
+from ..graphs.build import query_graph
+from .._core.sparse import as_dense
 from .base import Ranker, make_kernel
 
 

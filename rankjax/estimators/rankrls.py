@@ -8,13 +8,16 @@ import warnings
 
 import numpy as np
 
-from .. import _log, _problem, _rankrls, _select, _solve, _solvers
-from .._checks import check_flag
-from .._graph_build import identity_graph
-from .._kernels import linear_kernel
-from .._resolved import UnresolvedLambdaWarning
-from .._sparse import as_dense
-from .base import Ranker, basis_spec, gamma_value, make_kernel, nan_last
+from .._core import log as _log
+from .. import _problem, _solve
+from ..solvers import models as _rankrls, classes as _solvers
+from ..selection import select as _select
+from .._core.checks import check_flag
+from ..graphs.build import identity_graph
+from ..kernels.kernel import linear_kernel
+from .._core.resolved import UnresolvedLambdaWarning
+from .._core.sparse import as_dense
+from .base import (Ranker, basis_spec, gamma_value, make_kernel, nan_last)
 
 
 class RankRLS(Ranker):

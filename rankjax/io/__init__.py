@@ -6,7 +6,7 @@ One module per concern: :mod:`~rankjax.io.files` (decompression, atomic writes),
 :mod:`~rankjax.io.svmlight`, :mod:`~rankjax.io.chunks`, :mod:`~rankjax.io.groups` and
 :mod:`~rankjax.io.models`.
 """
-from .._checks import segment_ids as segment_ids
+from .._core.checks import segment_ids as segment_ids
 from .chunks import iter_npy as iter_npy
 from .chunks import iter_svmlight as iter_svmlight
 from .groups import groups_to_qid as groups_to_qid

@@ -9,7 +9,7 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
-from .._checks import check_count, check_flag
+from .._core.checks import check_count, check_flag
 from .files import open_binary
 from .groups import groups_to_qid, read_groups
 from .svmlight import parse_fast, parse_lines

@@ -1,6 +1,6 @@
 """Model files: a zip archive with a UTF-8 JSON header (format, version, the model's
 structure) and one ``.npy`` member per array; types are looked up in the model
-registry (:mod:`rankjax._types`), never by importing the package.
+registry (:mod:`rankjax._core.types`), never by importing the package.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from .._types import model_type
+from .._core.types import model_type
 from .._version import __version__
 from .files import atomic_write
 

@@ -12,10 +12,10 @@ from typing import NamedTuple, Optional
 import numpy as np
 import scipy.sparse as sp
 
-from .._checks import check_flag
-from .._memory import memory_limit
+from .._core.checks import check_flag
+from .._core.memory import memory_limit
 from .cells import format_cells
-from .files import as_integers, atomic_write, open_binary, open_text
+from .files import (as_integers, atomic_write, open_binary, open_text)
 from .groups import groups_to_qid, read_groups
 
 

@@ -13,20 +13,20 @@ from jax import lax
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from .._log import timed
-from .._memory import batch_that_fits, compute_dtype
-from .._cg_loop import static_metric
-from .._checks import as_float_array, check_positive, check_matrix, nan_unless
-from .._graph import check_problem
-from .._graph_build import as_validation
-from .._kernels import Kernel, kernel_matrix
-from .._metrics import metric_sign, pairwise_error
-from .._choice import Selection
-from .._path import check_lams
-from .._rankrls import path_scores
-from .._ridge import decompose_dual
-from .._sparse import as_dense
-from .layout import ShardedData, check_mesh, check_sharded, local_block, put_rows, to_layout
+from .._core.log import timed
+from .._core.memory import batch_that_fits, compute_dtype
+from ..solvers.cg_loop import static_metric
+from .._core.checks import (as_float_array, check_positive, check_matrix, nan_unless)
+from ..graphs.graph import check_problem
+from ..graphs.build import as_validation
+from ..kernels.kernel import Kernel, kernel_matrix
+from ..metrics.pairs import metric_sign, pairwise_error
+from ..metrics.choice import Selection
+from ..solvers.path import check_lams
+from ..solvers.models import path_scores
+from ..solvers.ridge import decompose_dual
+from .._core.sparse import as_dense
+from .layout import (ShardedData, check_mesh, check_sharded, local_block, put_rows, to_layout)
 
 
 @partial(jax.jit, static_argnames=("mesh", "axis", "metric", "kw"))

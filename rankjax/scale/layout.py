@@ -13,14 +13,16 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from .._checks import check_count, require_concrete, segment_ids
-from .._graph import QueryGraph, check_graph, check_problem, is_graph
-from .._sparse import CSRMatrix, as_dense, host_sparse, is_csr, is_scipy_sparse, to_csr
+from .._core.checks import check_count, require_concrete, segment_ids
+from ..graphs.graph import (QueryGraph, check_graph, check_problem, is_graph)
+from .._core.sparse import (CSRMatrix, as_dense, host_sparse, is_csr, is_scipy_sparse, to_csr)
+from .._core.types import saveable
 
 AXIS = "queries"
 """Default mesh axis name of :func:`shard_data` (``jax.make_mesh((n,), (AXIS,))``)."""
 
 
+@saveable
 class QueryPartition(NamedTuple):
     """Rows of each shard: whole queries, contiguous in sorted-qid order.
 
@@ -79,6 +81,7 @@ def partition_queries(qid, num_shards: int, *, multiple: int = 8) -> QueryPartit
     return QueryPartition(shard_q, rows, per)
 
 
+@saveable
 @dataclasses.dataclass(frozen=True)
 class ShardedData:
     """Training rows laid out by whole queries over a 1-D device mesh (build with

@@ -13,14 +13,14 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from .._checks import check_flag, lam_ok, nan_unless
-from .._folds import build_folds, positions
-from .._graph import QueryGraph
-from .._holdout import HoldOut, holdout_from_system
-from .._path import PrimalPath, check_lams
-from .._rankrls import path_scores
-from .._ridge import decompose_primal, primal_system
-from .._segments import padded_size
+from .._core.checks import check_flag, lam_ok, nan_unless
+from ..graphs.folds import build_folds, positions
+from ..graphs.graph import QueryGraph
+from ..solvers.holdout import HoldOut, holdout_from_system
+from ..solvers.path import PrimalPath, check_lams
+from ..solvers.models import path_scores
+from ..solvers.ridge import decompose_primal, primal_system
+from .._core.segments import padded_size
 from .layout import (
     ShardedData,
     agree_across_processes,
@@ -28,8 +28,7 @@ from .layout import (
     dense_only,
     local_block,
     local_rows,
-    put_rows,
-)
+    put_rows)
 
 
 def _system(X, y, graph, axis):
@@ -75,7 +74,7 @@ def _path_core(X, y, graph, lams, mesh, axis, train):
 
 
 def sharded_primal_path(data: ShardedData, *, lams, train_scores: bool = False) -> PrimalPath:
-    """:func:`~rankjax._path.rankrls_primal_path` on sharded data: each device forms
+    """:func:`~rankjax.solvers.path.rankrls_primal_path` on sharded data: each device forms
     ``X_d^T L_d X_d`` and ``X_d^T L_d y_d`` of its own queries, one ``psum`` joins them,
     and the ``n x n`` eigendecomposition and λ grid run on every device.
 
@@ -86,14 +85,14 @@ def sharded_primal_path(data: ShardedData, *, lams, train_scores: bool = False) 
         process's rows (host, original order).
 
     Returns:
-      :class:`~rankjax._path.PrimalPath` (weights ``[L, n(, k)]`` replicated).
+      :class:`~rankjax.solvers.path.PrimalPath` (weights ``[L, n(, k)]`` replicated).
 
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(20, num_features=5, seed=0)
       >>> g = rj.query_graph(d.qid)
       >>> p = rj.scale.sharded_primal_path(rj.scale.shard_data(d.X, d.y, g), lams=[1.0])
-      >>> q = rj._path.rankrls_primal_path(d.X, d.y, g, lams=[1.0])
+      >>> q = rj.solvers.path.rankrls_primal_path(d.X, d.y, g, lams=[1.0])
       >>> bool(np.allclose(p.weights, q.weights, atol=1e-5))
       True
     """
@@ -161,7 +160,7 @@ def _holdout_core(X, y, graph, lams, folds, mesh, axis):
 
 
 def sharded_holdout(data: ShardedData, *, lams) -> HoldOut:
-    """Leave-query-out predictions (:func:`~rankjax._holdout.holdout_primal`, Pahikkala et al.
+    """Leave-query-out predictions (:func:`~rankjax.solvers.holdout.holdout_primal`, Pahikkala et al.
     2009 eq. 33-34) on sharded data: the global system by one ``psum``, then every
     device holds out its own queries.
 
@@ -170,7 +169,7 @@ def sharded_holdout(data: ShardedData, *, lams) -> HoldOut:
       lams: ``[L]`` λ grid.
 
     Returns:
-      :class:`~rankjax._holdout.HoldOut` with ``predictions [L, m(, k)]`` of this process's
+      :class:`~rankjax.solvers.holdout.HoldOut` with ``predictions [L, m(, k)]`` of this process's
       rows (host, original order) and ``folds=None``.
 
     Example:
@@ -178,7 +177,8 @@ def sharded_holdout(data: ShardedData, *, lams) -> HoldOut:
       >>> d = rj.make_ranking_data(12, num_features=4, seed=0)
       >>> g = rj.query_graph(d.qid)
       >>> h = rj.scale.sharded_holdout(rj.scale.shard_data(d.X, d.y, g), lams=[1.0])
-      >>> bool(np.allclose(h.predictions, rj._holdout.holdout_primal(d.X, d.y, g, lams=[1.0]).predictions,
+      >>> bool(np.allclose(h.predictions, rj.solvers.holdout.holdout_primal(
+      ...     d.X, d.y, g, lams=[1.0]).predictions,
       ...                  atol=1e-4))
       True
     """

@@ -13,13 +13,21 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from .._products import mm
-from .._cg_loop import CG, CGResult, cg_loop, check_options, check_x0, loop_keywords, valid_fn_of, valid_set
-from .._checks import as_float_array, check_count, check_positive, check_matrix
-from .._falkon import block_ops, falkon_checks, falkon_preconditioner, falkon_solve, kmr_block_rows
-from .._kernels import Kernel, kernel_block
-from .._nystrom import BasisRows, basis_of_rows, features
-from .._sparse import is_csr
+from .._core.products import mm
+from ..solvers.cg_loop import (
+    CG,
+    CGResult,
+    cg_loop,
+    check_options,
+    check_x0,
+    loop_keywords,
+    valid_fn_of,
+    valid_set)
+from .._core.checks import (as_float_array, check_count, check_positive, check_matrix)
+from ..solvers.falkon import (block_ops, falkon_checks, falkon_preconditioner, falkon_solve, kmr_block_rows)
+from ..kernels.kernel import Kernel, kernel_block
+from ..kernels.basis import BasisRows, basis_of_rows, features
+from .._core.sparse import is_csr
 from .layout import ShardedData, check_sharded, local_block
 
 @partial(jax.jit, static_argnames=("mesh", "axis"))
@@ -41,7 +49,7 @@ def _sharded_cg_core(problem, lam, valid, x0, options, mesh, axis):
 def sharded_cg(data: ShardedData, *, lam=0.0, options: Optional[CG] = None, valid=None,
                metric="pairwise_error", metric_kwargs=None, higher_is_better=None,
                x0=None) -> CGResult:
-    """:func:`~rankjax._cg.rankrls_cg` on sharded data (dense or sparse ``X``): the matvec
+    """:func:`~rankjax.solvers.cg.rankrls_cg` on sharded data (dense or sparse ``X``): the matvec
     ``X^T L X v`` is a per-device product over its own queries plus one ``psum`` of an
     ``[n]`` vector per iteration; the loop state is replicated.
 
@@ -49,17 +57,18 @@ def sharded_cg(data: ShardedData, *, lam=0.0, options: Optional[CG] = None, vali
       data: :class:`ShardedData` with one output.
       options: a :class:`~rankjax.CG` (its ``verbose`` is not printed here).
       valid: ``(X_valid, y_valid, graph_valid)`` for early stopping (replicated).
-      lam, metric, metric_kwargs, higher_is_better, x0: as in :func:`~rankjax._cg.rankrls_cg`.
+      lam, metric, metric_kwargs, higher_is_better, x0: as in :func:`~rankjax.solvers.cg.rankrls_cg`.
 
     Returns:
-      :class:`~rankjax._cg_loop.CGResult`.
+      :class:`~rankjax.solvers.cg_loop.CGResult`.
 
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(20, num_features=5, seed=0)
       >>> g = rj.query_graph(d.qid)
       >>> r = rj.scale.sharded_cg(rj.scale.shard_data(d.X, d.y, g), lam=1.0, options=rj.CG(tol=1e-10))
-      >>> bool(np.allclose(r.weights, rj._rankrls.rankrls_primal(d.X, d.y, g, lam=1.0).weights, atol=1e-4))
+      >>> bool(np.allclose(r.weights, rj.solvers.models.rankrls_primal(
+      ...     d.X, d.y, g, lam=1.0).weights, atol=1e-4))
       True
     """
     data = check_sharded(data)
@@ -112,7 +121,7 @@ def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis,
                    options: Optional[CG] = None, valid=None, metric="pairwise_error",
                    metric_kwargs=None, higher_is_better=None,
                    precond_rows: Optional[int] = None, block_rows: Optional[int] = None):
-    """:func:`~rankjax._falkon.rankrls_falkon` on sharded data (dense ``X``): each device keeps its
+    """:func:`~rankjax.solvers.falkon.rankrls_falkon` on sharded data (dense ``X``): each device keeps its
     rows' ``K_mR`` block, and the CG matvec is a per-device product over its own queries
     plus one ``psum`` of a ``[b]`` vector; the preconditioner's subsample is the first
     ``precond_rows / D`` rows of every device (a principal block of ``L``: PSD).
@@ -122,11 +131,11 @@ def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis,
       basis: ``[b, n]`` the basis points themselves (e.g. rows of ``X`` chosen on the host:
         the rows are spread over the devices, so indices into them are not taken).
       precond_rows: rows of the preconditioner's subsample (as in
-        :func:`~rankjax._falkon.rankrls_falkon`, as are ``lam``, ``kernel``, ``options``, ``valid``
+        :func:`~rankjax.solvers.falkon.rankrls_falkon`, as are ``lam``, ``kernel``, ``options``, ``valid``
         and the metric's arguments).
       block_rows: evaluate each device's ``K_mR`` block in blocks of this many rows every
         iteration; by default the block is kept when it takes at most a quarter of the free
-        (device) memory, else blocked automatically (as :func:`~rankjax._falkon.rankrls_falkon`).
+        (device) memory, else blocked automatically (as :func:`~rankjax.solvers.falkon.rankrls_falkon`).
 
     Returns:
       ``(coef [b], CGResult)``; scores are ``kernel_matrix(kernel, X, basis) @ coef``.
@@ -137,7 +146,7 @@ def sharded_falkon(data: ShardedData, *, lam, kernel: Kernel, basis,
       >>> g, k = rj.query_graph(d.qid), rj.gaussian_kernel(0.2)
       >>> coef, r = rj.scale.sharded_falkon(rj.scale.shard_data(d.X, d.y, g), lam=1.0, kernel=k,
       ...                             basis=d.X[:60], options=rj.CG(tol=1e-12))
-      >>> f = rj._falkon.rankrls_falkon(d.X, d.y, g, lam=1.0, kernel=k, basis=np.arange(60),
+      >>> f = rj.solvers.falkon.rankrls_falkon(d.X, d.y, g, lam=1.0, kernel=k, basis=np.arange(60),
       ...                       options=rj.CG(tol=1e-12))
       >>> bool(np.allclose(coef, f.coef, atol=1e-6))
       True

@@ -21,27 +21,29 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import as_float_array, check_flag, check_targets, segment_ids
-from .._folds import positions
-from .._graph_build import as_validation, query_graph
-from .._holdout import holdout_from_system
-from .._log import check_verbose, info
-from .._metrics import check_metric_options, metric_sign, pairwise_error
-from .._choice import Selection, as_selection, select_lambda
-from .._path import PrimalPath, check_lams
-from .._rankrls import path_scores
-from .._ridge import decompose_primal, primal_system
-from .._segments import bucket
-from .._sparse import as_dense
+from .._core.checks import (as_float_array, check_flag, check_targets, segment_ids)
+from ..graphs.folds import positions
+from ..graphs.build import as_validation, query_graph
+from ..solvers.holdout import holdout_from_system
+from .._core.log import check_verbose, info
+from ..metrics.pairs import check_metric_options, metric_sign, pairwise_error
+from ..metrics.choice import Selection, as_selection, select_lambda
+from ..solvers.path import PrimalPath, check_lams
+from ..solvers.models import path_scores
+from ..solvers.ridge import decompose_primal, primal_system
+from .._core.segments import bucket
+from .._core.sparse import as_dense
+from .._core.types import saveable
 
 __all__ = ["StreamFit", "rankrls_primal_stream"]
 
 
+@saveable
 class StreamFit(NamedTuple):
     """Result of :func:`rankrls_primal_stream`.
 
     Attributes:
-      path: :class:`~rankjax._path.PrimalPath` (``weights [L, n(, k)]``; validation scores
+      path: :class:`~rankjax.solvers.path.PrimalPath` (``weights [L, n(, k)]``; validation scores
         when ``valid`` was given).
       gram: ``[n, n]`` ``X^T L X`` (float64, host).
       rhs: ``[n(, k)]`` ``X^T L y`` (float64, host).
@@ -214,7 +216,7 @@ def rankrls_primal_stream(chunks, *, lams, normalized: bool = True, exclude_ties
       >>> cut = np.flatnonzero(np.diff(d.qid))[14] + 1          # two chunks of whole queries
       >>> chunks = [(d.X[:cut], d.y[:cut], d.qid[:cut]), (d.X[cut:], d.y[cut:], d.qid[cut:])]
       >>> fit = rj.scale.rankrls_primal_stream(chunks, lams=[1.0])
-      >>> w = rj._rankrls.rankrls_primal(d.X, d.y, rj.query_graph(d.qid), lam=1.0).weights
+      >>> w = rj.solvers.models.rankrls_primal(d.X, d.y, rj.query_graph(d.qid), lam=1.0).weights
       >>> bool(np.allclose(fit.path.weights[0], w, atol=1e-6)), fit.num_chunks
       (True, 2)
     """

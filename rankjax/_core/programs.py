@@ -1,0 +1,453 @@
+"""Whole programs kept on disk, so that a fresh process neither traces nor lowers them.
+
+JAX's on-disk cache (:mod:`rankjax._core.cache`) keeps the compiled code, but a fresh process
+still traces and lowers every program before it can look it up: 2.2 of the 2.6 s that
+the linear ``RankRLSCV`` hold-out on ``lambdarank_sample`` cost in a second process with
+that cache filled (0.33 s warm). A core wrapped by :func:`keep` is kept the first time it
+runs with given shapes, in the cache folder:
+
+* on the CPU as its compiled executable (:mod:`jax.experimental.serialize_executable`,
+  ``executables/``), read back and called directly: the linear ``RankRLSCV`` fit of a later
+  process 0.40 s (0.60 s through an export), the kernel one 1.9 s. XLA:CPU code is
+  compiled for the host's instruction set, so the key names the CPU (:func:`_machine`), and
+  LAPACK's kernels are set up first as JAX sets them up (:func:`_lapack_ready`; a JAX
+  without that step keeps exports);
+* elsewhere as an export (:func:`jax.export.export`, ``exported/``: the lowered StableHLO
+  module and its input and output types), which a later process calls
+  (:meth:`jax.export.Exported.call`) and JAX's cache then finds compiled.
+
+The store is on exactly when the estimators' cache is (:func:`rankjax._core.cache.use_disk_cache`
+chose its folder); the library's functions called directly, a cache the user configured,
+and ``RANKJAX_DISK_CACHE=0`` leave it off. A program is kept only for concrete inputs on
+one device (never under the caller's ``jit``/``vmap``/``grad``: the tracers go to the plain
+``jax.jit``) and when every static argument has a stable spelling; its key hashes
+rankjax's source files, JAX's version, the backend and its code paths
+(:mod:`rankjax._core.backend`), the dtype settings, ``XLA_FLAGS``, the static arguments, the input pytree's
+structure and every leaf's shape and dtype, so a program of other source or settings is
+never read. A file that cannot be read is kept again.
+
+On the CPU these programs are compiled with :data:`CPU_OPTIONS` (XLA's LLVM code generation is
+most of a first fit): the hold-out of the linear ``RankRLSCV`` on ``lambdarank_sample``
+compiled in 2.2 s instead of 3.4 s and the kernel one in 1.2 s instead of 2.0 s, their run
+times unchanged (0.2 s, 1.6 s: the work is in LAPACK and matrix-product calls, which
+the options do not touch). Other devices, calls under a trace (JAX takes options only on
+a top-level ``jit``) and an XLA that refuses an option use the defaults.
+
+Example:
+  >>> import jax.numpy as jnp
+  >>> double = keep(lambda x: 2 * x)
+  >>> print(double(jnp.arange(3.)))
+  [0. 2. 4.]
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import gc
+import hashlib
+import os
+import pathlib
+import pickle
+import tempfile
+import threading
+from typing import Optional
+
+import jax
+import numpy as np
+
+from .backend import paths
+
+_folder: list = [None]         # the store's folder while it is on (set by rankjax._core.cache)
+_memory: dict = {}              # key -> (output skeleton, the call on the input leaves) of this process
+_unkept: set = set()            # keys whose export failed in this process
+stats = {"read": 0, "exported": 0}   # programs read back from the folder / kept there (this process)
+_FIELDS_DROPPED = ("in_tree", "out_tree", "_get_vjp")
+
+
+CPU_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 1}
+"""XLA options of the kept programs on the CPU: the older loop emitters and LLVM's ``-O1``.
+Measured at 3,005 x 300 float32 (compile / run, seconds): primal hold-out 3.4 / 0.21 by
+default, 2.7 / 0.21 with the emitters alone, 2.2 / 0.20 with both; kernel hold-out 2.0 /
+1.58 -> 1.2 / 1.6. ``-O0`` compiled the primal one in 0.8 s but ran it in 0.44 s (the
+kernel one 0.68 s slower); 128-bit vectors (``xla_cpu_prefer_vector_width``) with the older
+emitters saved 0.3 s more and aborted the process inside LLVM on a float64 hold-out
+("Cannot select: X86ISD::SUBV_BROADCAST_LOAD", jaxlib 0.10.2)."""
+
+
+_refused: list = [False]        # XLA refused an option of CPU_OPTIONS in this process
+
+
+QUICK_OPTIONS = {"xla_backend_optimization_level": 0}
+"""Over :data:`CPU_OPTIONS` for a program whose run is short (``keep(..., quick=True)``):
+LLVM's ``-O0``. The λ selection's NDCG of 13 hold-outs at 3,005 rows compiled in 0.34 s
+instead of 0.54 s and ran 0.019 s instead of 0.011 s."""
+
+
+def compile_options(quick: bool = False) -> Optional[dict]:
+    """:data:`CPU_OPTIONS` (with :data:`QUICK_OPTIONS` when ``quick``) where the first device
+    is a CPU and XLA has not refused them in this process (:func:`first_try`), else ``None``."""
+    if _refused[0] or jax.devices()[0].platform != "cpu":
+        return None
+    return {**CPU_OPTIONS, **(QUICK_OPTIONS if quick else {})}
+
+
+def first_try(with_options, plain, *args, **kwargs):
+    """``with_options(*args, **kwargs)``, or ``plain(...)`` when XLA refuses an option (an
+    XLA that does not know it; then never again in this process): no probe program."""
+    if _refused[0] or with_options is plain:
+        return plain(*args, **kwargs)
+    try:
+        return with_options(*args, **kwargs)
+    except jax.errors.JaxRuntimeError as e:
+        text = str(e).lower()
+        if "compile option" not in text and "setting option" not in text:
+            raise
+        _refused[0] = True
+        return plain(*args, **kwargs)
+
+
+def top_level() -> bool:
+    """Whether no trace is active (JAX's own test; ``False`` where it cannot tell)."""
+    try:
+        from jax._src import core
+        return bool(core.trace_state_clean())
+    except Exception:             # noqa: BLE001  a JAX without it: as under a trace
+        return False
+
+
+def turn_on(folder) -> None:
+    """Keeps programs under ``folder`` (``None`` turns the store off)."""
+    _folder[0] = None if folder is None else pathlib.Path(folder)
+
+
+@functools.lru_cache(maxsize=None)
+def _fingerprint() -> str:
+    """A hash of rankjax's source files and the versions that shape a lowered program."""
+    h = hashlib.sha256()
+    root = pathlib.Path(__file__).resolve().parent.parent
+    for p in sorted(root.rglob("*.py")):
+        h.update(str(p.relative_to(root)).encode())
+        h.update(p.read_bytes())
+    import jaxlib
+    h.update(f"{jax.__version__} {jaxlib.__version__} {np.__version__}".encode())
+    return h.hexdigest()
+
+
+def _spelling(v) -> Optional[str]:
+    """A static argument's spelling, the same in every process, or ``None`` (not kept)."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return repr(v)
+    if isinstance(v, (tuple, list)):
+        parts = [_spelling(x) for x in v]
+        return None if None in parts else type(v).__name__ + "(" + ",".join(parts) + ")"
+    if callable(v) and getattr(v, "__closure__", None) is None:
+        name = f"{getattr(v, '__module__', '')}.{getattr(v, '__qualname__', '')}"
+        if name.startswith("rankjax.") and "<" not in name:
+            return name
+    return None
+
+
+def _leaf_ok(x) -> bool:
+    if isinstance(x, jax.core.Tracer):
+        return False
+    if isinstance(x, jax.Array):
+        return x.is_fully_addressable and len(x.sharding.device_set) == 1 \
+            and next(iter(x.sharding.device_set)) == jax.devices()[0]
+    return isinstance(x, (np.ndarray, np.generic, bool, int, float, complex))
+
+
+def _key(name, statics, treedef, leaves) -> Optional[str]:
+    tree = str(treedef)
+    if " at 0x" in tree or any(spelling is None for _, spelling in statics):
+        return None
+    types = [(np.shape(x), str(jax.dtypes.result_type(x)), bool(getattr(jax.typeof(x), "weak_type", False)))
+             for x in leaves]
+    cfg = (jax.devices()[0].platform, jax.devices()[0].device_kind, paths().name,
+           bool(jax.config.jax_enable_x64), str(jax.config.jax_default_matmul_precision),
+           str(jax.config.jax_numpy_dtype_promotion),
+           _machine() if jax.devices()[0].platform == "cpu" else "", os.environ.get("XLA_FLAGS", ""))
+    text = repr((_fingerprint(), name, statics, tree, types, cfg))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as fh:
+            fields, skeleton = pickle.load(fh)
+        return fields, skeleton
+    except Exception:             # noqa: BLE001  a torn or foreign file: export again
+        return None
+
+
+def _write(path, payload) -> None:
+    """Atomically (a temporary file renamed); a folder that cannot be written is skipped."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(payload, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _flat(call, in_tree):
+    """``(flat, skeleton)``: ``call`` on the input's leaves returning the output's leaves,
+    and, once ``flat`` is traced, the output's structure with leaf numbers for leaves."""
+    out_tree = []
+
+    def flat(*leaves):
+        leaves, tree = jax.tree.flatten(call(jax.tree.unflatten(in_tree, leaves)))
+        out_tree.append(tree)
+        return leaves
+
+    return flat, lambda: jax.tree.unflatten(out_tree[-1], list(range(out_tree[-1].num_leaves)))
+
+
+def _stored(key, kind):
+    """``(path, contents)`` of ``key``'s file under ``kind/`` of the folder (contents
+    ``None`` when the file is absent or cannot be read)."""
+    path = _folder[0] / kind / (key + ".pkl")
+    return path, (_read(path) if path.exists() else None)
+
+
+def _exported(key, call, dyn_leaves, in_tree, quick=False):
+    """``(output skeleton, call)`` of ``key``'s export: this process's, the folder's, or a
+    new export (written to the folder)."""
+    if key in _memory:
+        return _memory[key]
+    path, got = _stored(key, "exported")
+    if got is not None:
+        fields, skeleton = got
+        out_tree = jax.tree.structure(skeleton)
+        exp = jax.export.Exported(in_tree=jax.tree.structure((tuple(dyn_leaves), {})),
+                                  out_tree=jax.tree.structure([0] * out_tree.num_leaves),
+                                  _get_vjp=None, **fields)
+        stats["read"] += 1
+        return _remember(key, skeleton, exp, quick)
+    flat, skeleton_of = _flat(call, in_tree)
+    exp = jax.export.export(jax.jit(flat))(*dyn_leaves)      # options apply at compilation
+    skeleton = skeleton_of()
+    fields = {f.name: getattr(exp, f.name) for f in dataclasses.fields(exp)
+              if f.name not in _FIELDS_DROPPED}
+    _write(path, (fields, skeleton))
+    stats["exported"] += 1
+    return _remember(key, skeleton, exp, quick)
+
+
+@functools.lru_cache(maxsize=None)
+def _machine() -> str:
+    """The host CPU's model and instruction-set flags (XLA:CPU code is compiled for them)."""
+    try:
+        lines = pathlib.Path("/proc/cpuinfo").read_text().splitlines()
+        return repr(sorted({ln for ln in lines if ln.startswith(("model name", "flags"))}))
+    except OSError:
+        import platform
+        return f"{platform.machine()} {platform.processor()}"
+
+
+@functools.lru_cache(maxsize=None)
+def _lapack_ready() -> bool:
+    """LAPACK's kernels set up as JAX sets them up when it first lowers a linear-algebra op: a
+    CPU executable read back calls them directly (without this, a segmentation fault).
+    ``False`` where this JAX has no such step: the store then keeps exports."""
+    try:
+        from jax._src.lax import linalg
+        linalg.initialize_lapack()
+        return True
+    except Exception:             # noqa: BLE001  another JAX: exports instead
+        return False
+
+
+def _without_jax_cache():
+    """A context in which JAX's on-disk cache is off (this thread), or a no-op where this
+    JAX has no such switch. Writing the kept executables there too cost 0.1-0.2 s of a
+    first linear fit."""
+    try:
+        from jax._src import config
+        return config.enable_compilation_cache(False)
+    except Exception:             # noqa: BLE001  another JAX
+        return contextlib.nullcontext()
+
+
+def _executable(key, call, dyn_leaves, in_tree, quick=False, later=False):
+    """``(output skeleton, compiled)`` of ``key`` on the CPU: this process's, the
+    folder's (a serialised executable, :mod:`jax.experimental.serialize_executable`), or
+    traced and lowered here, then compiled with :func:`compile_options` and written
+    (``later``: returns that last step instead, for another thread). Reading one back
+    costs 0.07 s for the linear hold-out on ``lambdarank_sample``, where calling its export
+    cost 0.34 s (lowering the call, MLIR's set-up, JAX's cache read)."""
+    from jax.experimental.serialize_executable import deserialize_and_load
+    if key not in _memory:
+        path, got = _stored(key, "executables")
+        if got is None:
+            finish = _lowered(key, path, call, dyn_leaves, in_tree, quick)
+            return finish if later else finish()
+        blob, skeleton = got
+        _memory[key] = (skeleton, deserialize_and_load(*blob))
+        stats["read"] += 1
+    return (lambda: _memory[key]) if later else _memory[key]
+
+
+def _lowered(key, path, call, dyn_leaves, in_tree, quick):
+    """Traces and lowers ``call`` on this thread; returns the step that compiles it with
+    :func:`compile_options`, writes it to ``path`` and keeps it in this process (callable
+    from another thread)."""
+    flat, skeleton_of = _flat(call, in_tree)
+    with _without_jax_cache():
+        lowered = jax.jit(flat).lower(*dyn_leaves)
+    skeleton = skeleton_of()
+    opts = compile_options(quick)
+
+    def finish():
+        with _without_jax_cache():         # kept here: JAX's copy would never be read
+            compiled = lowered.compile() if opts is None else first_try(
+                lambda: lowered.compile(compiler_options=opts), lowered.compile)
+        from jax.experimental.serialize_executable import serialize
+        _write(path, (serialize(compiled), skeleton))
+        stats["exported"] += 1
+        _memory[key] = (skeleton, compiled)
+        return _memory[key]
+    return finish
+
+
+def _remember(key, skeleton, exp, quick):
+    """``(skeleton, call)`` of an export, kept for this process: ``exp.call`` jitted with
+    :func:`compile_options`, answered by the plain ``exp.call`` where XLA refuses one."""
+    opts = compile_options(quick)
+    with_options = exp.call if opts is None else jax.jit(exp.call, compiler_options=opts)
+    _memory[key] = (skeleton, lambda *leaves: first_try(with_options, exp.call, *leaves))
+    return _memory[key]
+
+
+_paused = [0, False]            # calls inside gc_paused now, whether the collector was on
+_pause_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Python's cyclic garbage collector off for the block (and back on after the last
+    such block of any thread, if it was on): tracing a program allocates objects by the
+    hundred thousand, and the collections they set off walk every object of the process.
+    Measured on the linear ``RankRLSCV`` hold-out of ``lambdarank_sample`` in a fresh
+    process: traced in 0.20 s instead of 0.28 s. Reference counting still frees all that
+    is not in a cycle; the cycles wait for the next collection after the block."""
+    with _pause_lock:
+        if not _paused[0]:
+            _paused[1] = gc.isenabled()
+            gc.disable()
+        _paused[0] += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _paused[0] -= 1
+            if not _paused[0] and _paused[1]:
+                gc.enable()
+
+
+class _Kept:
+    """A jitted function whose calls on concrete inputs go through the store when it is on
+    (see the module docstring); every attribute of the ``jax.jit`` object is forwarded."""
+
+    def __init__(self, fn, static_argnames, static_argnums, quick=False):
+        self._top, self.quick, self._ahead = None, quick, []
+        self.static_argnames, self.static_argnums = tuple(static_argnames), tuple(static_argnums)
+        self.jitted = jax.jit(fn, static_argnames=static_argnames, static_argnums=static_argnums)
+        functools.update_wrapper(self, fn)
+
+    def _options(self):
+        """The jitted function with :func:`compile_options` (JAX takes options only on a
+        top-level ``jit``)."""
+        if self._top is None:
+            opts = compile_options(self.quick)
+            self._top = self.jitted if opts is None else jax.jit(
+                self.__wrapped__, static_argnames=self.static_argnames,
+                static_argnums=self.static_argnums, compiler_options=opts)
+        return self._top
+
+    def plain(self, *args, **kwargs):
+        """The call outside the store: with :func:`compile_options` outside any trace, else
+        :attr:`jitted`."""
+        if not top_level():
+            return self.jitted(*args, **kwargs)
+        return first_try(self._options(), self.jitted, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.jitted, name)
+
+    def __call__(self, *args, **kwargs):
+        while self._ahead:              # a compilation :meth:`ahead` started
+            try:
+                self._ahead.pop().join()
+            except IndexError:          # another thread took it
+                break
+        with gc_paused():
+            return self._call(args, kwargs)
+
+    def ahead(self, *args, **kwargs) -> None:
+        """Traces and lowers the call on this thread and compiles it on another, so that
+        XLA compiles it while this thread goes on with other work (the next call waits for
+        it; nothing runs). Only for concrete inputs outside any trace; errors are left to
+        the call. The linear ``RankRLSCV`` first fit on ``lambdarank_sample`` compiles its λ
+        selection while it traces its hold-out: 0.15 s less on 2 cores."""
+        with gc_paused():
+            try:
+                finish = self._call(args, kwargs, later=True)
+            except Exception:     # noqa: BLE001  the call reports it
+                return
+        if finish is not None:
+            thread = threading.Thread(target=_quietly, args=(finish,), daemon=True)
+            thread.start()
+            self._ahead.append(thread)
+
+    def _call(self, args, kwargs, later=False):
+        """The call; ``later``: its compilation step instead (``None`` where there is none
+        to move to another thread)."""
+        if _folder[0] is None or any(k not in self.static_argnames for k in kwargs):
+            if not later:
+                return self.plain(*args, **kwargs)
+            return self._options().lower(*args, **kwargs).compile if top_level() else None
+        fixed = {i: args[i] for i in self.static_argnums if i < len(args)}
+        dynamic = tuple(a for i, a in enumerate(args) if i not in fixed)
+        leaves, in_tree = jax.tree.flatten(dynamic)
+        if not all(_leaf_ok(x) for x in leaves):
+            return None if later else self.jitted(*args, **kwargs)
+        statics = tuple(sorted((str(k), _spelling(v)) for k, v in {**fixed, **kwargs}.items()))
+        key = _key(f"{self.__module__}.{self.__qualname__}", statics, in_tree, leaves)
+        if key is None or key in _unkept or not top_level():
+            return None if later else self.plain(*args, **kwargs)
+        fn = self.__wrapped__
+
+        def call(dyn):                # the original call with these dynamic arguments
+            it = iter(dyn)
+            return fn(*[fixed[i] if i in fixed else next(it) for i in range(len(args))], **kwargs)
+
+        native = jax.devices()[0].platform == "cpu" and _lapack_ready()
+        if later:
+            return _executable(key, call, leaves, in_tree, self.quick, later=True) if native else None
+        try:
+            skeleton, run_kept = (_executable if native else _exported)(
+                key, call, leaves, in_tree, self.quick)
+        except Exception:         # noqa: BLE001  not exportable (an effect, a custom call)
+            _unkept.add(key)
+            return self.plain(*args, **kwargs)
+        return jax.tree.unflatten(jax.tree.structure(skeleton), run_kept(*leaves))
+
+
+def _quietly(step) -> None:
+    """``step()``, its errors left to the call that needs its result."""
+    try:
+        step()
+    except Exception:             # noqa: BLE001
+        pass
+
+
+def keep(fn=None, *, static_argnames=(), static_argnums=(), quick=False):
+    """``jax.jit(fn, ...)`` whose programs are kept on disk while the store is on (the module
+    docstring); usable as ``@keep`` or ``@keep(static_argnames=...)``; ``quick``: a short
+    program, compiled with :data:`QUICK_OPTIONS` on the CPU."""
+    if fn is None:
+        return lambda f: _Kept(f, static_argnames, static_argnums, quick)
+    return _Kept(fn, static_argnames, static_argnums, quick)

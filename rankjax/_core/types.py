@@ -1,0 +1,76 @@
+"""What the library's parts agree on: the protocols of a metric and of a graph operator
+(``typing.Protocol``; the code and ``docs/design.md`` refer to them), and the registry of
+model types that model files are decoded through (each type registers where it is defined,
+:func:`saveable`, so that :mod:`rankjax.io` never imports the package).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Protocol, Tuple, runtime_checkable
+
+
+@runtime_checkable
+class MetricFn(Protocol):
+    """A ranking metric: ``fn(scores [m(, k)], y [m], qid [m] | None, *, num_queries,
+    **options) -> value``, with its direction. Every rankjax metric and
+    :class:`rankjax.Metric` satisfy it; the selectors (``select_lambda``,
+    ``cross_validate``, CG's validation criterion) call nothing else."""
+
+    higher_is_better: bool
+
+    def __call__(self, scores, y, qid=None, *, num_queries: Optional[int] = None,
+                 **options) -> Any: ...
+
+
+@runtime_checkable
+class GraphOperator(Protocol):
+    """What the solvers use of a graph ``L`` on ``m`` rows (``QueryGraph``,
+    ``PreferenceGraph``, ``IdentityGraph``; Pahikkala et al. 2009, §3): ``L v`` by
+    segment sums, the symmetric systems ``X^T L X`` / ``S K S`` and the hold-out blocks.
+    The solvers call only these methods, so they know no graph type."""
+
+    num_rows: int
+    takes_labels: bool
+
+    def mv(self, v) -> Any: ...                                  # L v
+    def check_labels(self, y, name: str = "y") -> Any: ...
+    def normal_equations(self, X, y, root: bool = False) -> Tuple[Any, Any]: ...  # X^T L X, X^T L y
+    def dual_root(self, dtype) -> Any: ...                       # S = L^{1/2} (apply, rhs)
+    def segments(self) -> Tuple[Any, int]: ...                   # (segment ids, count)
+    def fold_units(self) -> Tuple[Any, int]: ...                 # hold-out units per row
+    def restrict(self, rows, size: Optional[int] = None) -> "GraphOperator": ...
+    def prefix(self, u: int) -> "GraphOperator": ...             # the first u rows' graph
+    def check_splittable(self, what: str) -> None: ...           # raises for edges across splits
+    def rhs(self, y, dtype) -> Any: ...                          # L y (edges: M N)
+    def root_mv(self, v) -> Any: ...                             # S v, S S^T = L
+    def factor(self) -> Tuple[Any, Any, Any]: ...                # (R, R^T, rhs), R R^T = L
+    def block_root(self, idx, mask, dtype) -> Any: ...           # B, B B^T = L_UU (a fold)
+    def criterion(self, y, metric="pairwise_error", higher_is_better=None, **kw) -> Any: ...
+    def loss(self, f, y) -> Any: ...                             # (y - f)^T L (y - f)
+
+
+MODEL_TYPES: Dict[str, type] = {}
+"""Model and result types by name, for decoding model files (:mod:`rankjax.io.models`)."""
+
+
+def register_model_types(*types: type) -> None:
+    """Adds NamedTuple / dataclass types to :data:`MODEL_TYPES` (a type must be registered
+    before a file holding it is loaded: :func:`saveable` registers it where it is defined)."""
+    for t in types:
+        if not isinstance(t, type):
+            raise TypeError(f"a model type must be a class, got {t!r}")
+        MODEL_TYPES[t.__name__] = t
+
+
+def model_type(name: str) -> type:
+    """The registered type called ``name``; a ValueError for an unknown one."""
+    try:
+        return MODEL_TYPES[name]
+    except KeyError:
+        raise ValueError(f"unknown model type {name!r}") from None
+
+
+def saveable(cls: type) -> type:
+    """Class decorator: ``cls`` may be saved with :func:`rankjax.io.save_model` and read
+    back (registered in :data:`MODEL_TYPES` under its name)."""
+    register_model_types(cls)
+    return cls

@@ -1,0 +1,155 @@
+"""A generator of LETOR-like ranking data (fixed seed) for the main job, examples
+and benchmarks."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .._core.checks import check_seed
+from .._core.types import saveable
+
+__all__ = ["RankingData", "make_ranking_data", "make_sparse_ranking_data"]
+
+
+@saveable
+class RankingData(NamedTuple):
+    """``X [m, n]`` float64 (a ``scipy.sparse`` CSR matrix from
+    :func:`make_sparse_ranking_data`), ``y [m]`` graded labels 0..levels-1,
+    ``qid [m]`` int64 (rows of a query contiguous), ``w_true [n]`` the latent
+    scoring direction."""
+
+    X: np.ndarray
+    y: np.ndarray
+    qid: np.ndarray
+    w_true: np.ndarray
+
+
+def make_ranking_data(num_queries: int = 300, *, num_features: int = 46,
+                      docs_per_query=(10, 40), levels: int = 5, noise: float = 0.5,
+                      seed: int = 0, first_qid: int = 0) -> RankingData:
+    """Draws LETOR-like data: per-query feature shifts, a sparse latent linear
+    score with a mild non-linearity, and graded labels cut from per-query
+    quantiles (about 45 % label 0, then 25, 15, 10, 5 %).
+
+    Args:
+      num_queries: number of queries.
+      num_features: features per row.
+      docs_per_query: ``(lo, hi)`` inclusive range of query sizes, or an int.
+      levels: number of relevance levels.
+      noise: standard deviation of the latent-score noise.
+      seed: random seed (the same seed gives the same data).
+      first_qid: id of the first query (to draw disjoint train/test sets).
+
+    Example:
+      >>> d = make_ranking_data(5, num_features=3, docs_per_query=4, seed=1)
+      >>> d.X.shape, d.y.shape, sorted(set(d.qid.tolist()))
+      ((20, 3), (20,), [0, 1, 2, 3, 4])
+    """
+    if num_queries < 1 or num_features < 1 or levels < 2:
+        raise ValueError("num_queries, num_features >= 1 and levels >= 2 are required")
+    rng = np.random.default_rng(check_seed(seed))
+    w_rng = np.random.default_rng(12345)        # the latent model is the same for every seed
+    w = w_rng.standard_normal(num_features) * (w_rng.random(num_features) < 0.5)
+    w[0] = 2.0
+    if isinstance(docs_per_query, (int, np.integer)):
+        lo = hi = int(docs_per_query)
+    else:
+        lo, hi = docs_per_query
+    if not 1 <= lo <= hi:
+        raise ValueError(f"docs_per_query must be an int >= 1 or a range (lo, hi) with "
+                         f"1 <= lo <= hi, got {docs_per_query!r}")
+    if lo == hi:
+        sizes = np.full(num_queries, lo)
+    else:
+        sizes = rng.integers(lo, hi + 1, num_queries)
+    qid = np.repeat(np.arange(first_qid, first_qid + num_queries), sizes)
+    m = int(sizes.sum())
+    shift = rng.normal(0, 1, (num_queries, num_features))[qid - first_qid]
+    X = rng.random((m, num_features)) + 0.3 * shift
+    centred = X - shift * 0.3
+    score = (centred @ w  # precision: numpy on the host
+             + 0.5 * np.sin(3 * centred[:, 0]) + noise * rng.standard_normal(m))
+    probs = np.array([0.45, 0.25, 0.15, 0.10, 0.05])[:levels]
+    y = _grade(score, qid, probs)
+    return RankingData(X, y, qid, w)
+
+
+def _grade(score, qid, probs):
+    """Labels ``0..len(probs)-1`` cut at per-query rank quantiles with shares ``probs``."""
+    order = np.lexsort((score, qid))
+    q = qid[order]
+    start = np.r_[0, np.flatnonzero(q[1:] != q[:-1]) + 1]
+    size = np.diff(np.r_[start, len(q)])
+    idx = np.repeat(np.arange(len(start)), size)
+    frac = (np.arange(len(q)) - start[idx]) / np.maximum(size[idx] - 1, 1)
+    cuts = np.cumsum(probs / probs.sum())[:-1]
+    y = np.empty(len(q))
+    y[order] = np.searchsorted(cuts, frac, side="right")
+    return y
+
+
+def make_sparse_ranking_data(num_rows: int, num_features: int, *, nnz_per_row: int = 75,
+                             num_queries: int = 0, levels: int = 2, noise: float = 1.0,
+                             zipf: float = 1.0, seed: int = 0, dtype=np.float32) -> RankingData:
+    """Draws sparse, text-like ranking data (RCV1-style TF-IDF rows of unit norm)
+    for the large-scale CG benchmarks and examples (Airola et al. 2010 §4).
+
+    Each row has ``nnz_per_row`` positive entries in columns drawn with Zipf
+    frequencies ``p_j ∝ (j + 1)^-zipf`` (word-like: a few common, many rare
+    features; ``zipf=0`` is uniform; a column drawn twice in a row is redrawn
+    uniformly, so rows have ``nnz_per_row`` entries), scaled to unit L2 norm. The latent score is
+    ``X w_true + noise * N(0, 1)`` with ``w_true ~ N(0, I)`` (the same for every
+    seed; ``X w_true`` has variance about 1); labels are per-query quantile
+    grades of it (:func:`make_ranking_data`'s shares; 47 % positive for
+    ``levels=2``).
+
+    Args:
+      num_rows: ``m``.
+      num_features: ``n``.
+      nnz_per_row: nonzeros per row (at most ``num_features``).
+      num_queries: ``0`` for one global ranking (``qid`` all 0), else that many
+        contiguous queries of (almost) equal size.
+      levels: number of relevance levels (2: bipartite).
+      noise: standard deviation of the latent-score noise.
+      zipf: exponent of the column frequencies.
+      seed: random seed.
+      dtype: dtype of ``X`` (labels are float64).
+
+    Returns:
+      :class:`RankingData` with ``X`` a ``scipy.sparse.csr_matrix``.
+
+    Example:
+      >>> d = make_sparse_ranking_data(1000, 500, nnz_per_row=10, num_queries=50, levels=3)
+      >>> d.X.shape, d.X.nnz, sorted(set(d.y.tolist())), len(set(d.qid.tolist()))
+      ((1000, 500), 10000, [0.0, 1.0, 2.0], 50)
+    """
+    import scipy.sparse as sp
+    if nnz_per_row > num_features:
+        raise ValueError(f"nnz_per_row={nnz_per_row} exceeds num_features={num_features}")
+    if num_rows < 1 or num_features < 1 or nnz_per_row < 1 or levels < 2 or num_queries < 0:
+        raise ValueError("num_rows, num_features, nnz_per_row >= 1, levels >= 2 and "
+                         "num_queries >= 0 are required")
+    rng = np.random.default_rng(check_seed(seed))
+    w = np.random.default_rng(12345).standard_normal(num_features)
+    cdf = np.cumsum((np.arange(num_features) + 1.0) ** -zipf)
+    cols = np.searchsorted(cdf, rng.random((num_rows, nnz_per_row)) * cdf[-1], side="right")
+    cols = np.minimum(cols, num_features - 1).astype(np.int32)
+    for _ in range(8):                       # redraw repeated columns uniformly
+        cols.sort(axis=1)
+        dup = np.zeros(cols.shape, bool)
+        dup[:, 1:] = cols[:, 1:] == cols[:, :-1]
+        if not dup.any():
+            break
+        cols[dup] = rng.integers(0, num_features, int(dup.sum()))
+    vals = rng.exponential(1.0, (num_rows, nnz_per_row))
+    vals /= np.sqrt(np.sum(vals * vals, axis=1, keepdims=True))
+    X = sp.csr_matrix((vals.ravel().astype(dtype), cols.ravel(),
+                       np.arange(0, num_rows * nnz_per_row + 1, nnz_per_row)),
+                      shape=(num_rows, num_features))
+    X.sum_duplicates()
+    score = X @ w.astype(dtype) + noise * rng.standard_normal(num_rows)  # precision: scipy.sparse on the host
+    qid = (np.arange(num_rows) * max(num_queries, 1) // num_rows).astype(np.int64)
+    probs = np.array([0.53, 0.47]) if levels == 2 else \
+        np.array([0.45, 0.25, 0.15, 0.10, 0.05] + [0.05] * max(levels - 5, 0))[:levels]
+    return RankingData(X, _grade(score, qid, probs), qid, w)

@@ -1,0 +1,4 @@
+"""Per-query ranking measures over segment ids (``pairs``: pairwise error, C-index, AUC,
+Kendall τ_b; ``graded``: NDCG, MAP, P@k; Airola et al. 2010, §4; Pahikkala et al. 2009, §4)
+and the choice of a grid point by a measure (``choice``). Imports only ``_core``.
+"""
