@@ -14,96 +14,62 @@ subpackages :mod:`rankjax.io` (files), :mod:`rankjax.scale` (several devices, st
 from ._core import xla as _xla  # noqa: F401  (XLA:CPU flags, before JAX starts a backend)
 from ._core.checks import Segments as Segments, segment_ids as segment_ids
 from ._core.resolved import UnresolvedLambdaWarning as UnresolvedLambdaWarning
-from .graphs.graph import (
-    IdentityGraph as IdentityGraph,
-    PreferenceGraph as PreferenceGraph,
-    QueryGraph as QueryGraph)
-from .graphs.build import (
-    global_graph as global_graph,
-    identity_graph as identity_graph,
-    laplacian_dense as laplacian_dense,
-    laplacian_mv as laplacian_mv,
-    pairs_from_scores as pairs_from_scores,
-    preference_graph as preference_graph,
-    query_graph as query_graph)
-from .kernels.kernel import (
-    Kernel as Kernel,
-    gaussian_kernel as gaussian_kernel,
-    kernel_matrix as kernel_matrix,
-    linear_kernel as linear_kernel,
-    polynomial_kernel as polynomial_kernel)
-from .solvers.models import (
-    DualModel as DualModel,
-    KernelModel as KernelModel,
-    LinearModel as LinearModel,
-    predict as predict)
-from .metrics.choice import Selection as Selection
-from .graphs.folds import Folds as Folds, make_folds as make_folds
-from .solvers.lpo import (
-    differing_pairs as differing_pairs,
-    lpo_cindex as lpo_cindex,
-    positive_negative_pairs as positive_negative_pairs)
-from .selection.cv import permutation_test as permutation_test
-from .solvers.cg_loop import CG as CG
-from .kernels.basis import Basis as Basis
-from .learners.kpcrank import (
-    center_kernel as center_kernel,
-    center_test_kernel as center_test_kernel,
-    kpcrank as kpcrank)
-from .learners.gp import (
-    gp_fit as gp_fit,
-    gp_predict as gp_predict,
-    gp_preference_probability as gp_preference_probability)
-from .learners.rankboost import rankboost as rankboost, rankboost_predict as rankboost_predict
-from .learners.ranksvm import (
-    rank_levels as rank_levels,
-    ranksvm_kernel as ranksvm_kernel,
-    ranksvm_l2 as ranksvm_l2)
-from .selection.tune import cv_loss as cv_loss, tune as tune
-from . import scale as scale
-from ._problem import Problem as Problem
-from .solvers.classes import (
-    Auto as Auto,
-    Dual as Dual,
-    Falkon as Falkon,
-    Nystrom as Nystrom,
-    Primal as Primal)
-from ._solve import (
-    RESULTS as RESULTS,
-    LeavePairOut as LeavePairOut,
-    Solution as Solution,
-    capabilities as capabilities,
-    fit as fit,
-    holdout as holdout,
-    path as path,
-    select as select)
 from ._core.sparse import CSRMatrix as CSRMatrix, to_csr as to_csr
-from .metrics.pairs import (
-    Metric as Metric,
-    PerQuery as PerQuery,
-    auc as auc,
-    cindex as cindex,
-    disagreement_error as disagreement_error,
-    edge_disagreement_error as edge_disagreement_error,
-    kendall_tau_b as kendall_tau_b,
-    pairwise_error as pairwise_error)
-from .metrics.graded import (
-    mean_average_precision as mean_average_precision,
-    ndcg as ndcg,
-    precision_at_k as precision_at_k)
-from .io.synthetic import (
-    RankingData as RankingData,
-    make_ranking_data as make_ranking_data,
-    make_sparse_ranking_data as make_sparse_ranking_data)
+from ._problem import Problem as Problem
+from ._solution import RESULTS as RESULTS, Solution as Solution
+from ._solve import (capabilities as capabilities, fit as fit, holdout as holdout, path as path,
+                     select as select)
+from .graphs.build import (global_graph as global_graph, identity_graph as identity_graph,
+                           laplacian_dense as laplacian_dense, laplacian_mv as laplacian_mv,
+                           pairs_from_scores as pairs_from_scores,
+                           preference_graph as preference_graph, query_graph as query_graph)
+from .graphs.folds import Folds as Folds, make_folds as make_folds
+from .graphs.graph import (IdentityGraph as IdentityGraph, PreferenceGraph as PreferenceGraph,
+                           QueryGraph as QueryGraph)
+from .kernels.basis import Basis as Basis
+from .kernels.kernel import (Kernel as Kernel, gaussian_kernel as gaussian_kernel,
+                             kernel_matrix as kernel_matrix, linear_kernel as linear_kernel,
+                             polynomial_kernel as polynomial_kernel)
+from .learners.gp import (gp_fit as gp_fit, gp_predict as gp_predict,
+                          gp_preference_probability as gp_preference_probability)
+from .learners.kpcrank import (center_kernel as center_kernel,
+                               center_test_kernel as center_test_kernel, kpcrank as kpcrank)
+from .learners.rankboost import rankboost as rankboost, rankboost_predict as rankboost_predict
+from .learners.ranksvm import (rank_levels as rank_levels, ranksvm_kernel as ranksvm_kernel,
+                               ranksvm_l2 as ranksvm_l2)
+from .metrics.choice import Selection as Selection
+from .metrics.graded import (mean_average_precision as mean_average_precision, ndcg as ndcg,
+                             precision_at_k as precision_at_k)
+from .metrics.pairs import (Metric as Metric, PerQuery as PerQuery, auc as auc, cindex as cindex,
+                            disagreement_error as disagreement_error,
+                            edge_disagreement_error as edge_disagreement_error,
+                            kendall_tau_b as kendall_tau_b, pairwise_error as pairwise_error)
+from .selection.cv import permutation_test as permutation_test
+from .selection.tune import cv_loss as cv_loss, tune as tune
+from .solvers.auto import Auto as Auto
+from .solvers.base import AbstractSolver as AbstractSolver
+from .solvers.cg import CG as CG
+from .solvers.dual import Dual as Dual
+from .solvers.falkon import Falkon as Falkon
+from .solvers.lpo import (LeavePairOut as LeavePairOut, differing_pairs as differing_pairs,
+                          lpo_cindex as lpo_cindex, positive_negative_pairs as positive_negative_pairs)
+from .solvers.models import (DualModel as DualModel, KernelModel as KernelModel,
+                             LinearModel as LinearModel, NystromModel as NystromModel,
+                             predict as predict)
+from .solvers.nystrom import Nystrom as Nystrom
+from .solvers.primal import Primal as Primal
+from .io.synthetic import (RankingData as RankingData, make_ranking_data as make_ranking_data,
+                           make_sparse_ranking_data as make_sparse_ranking_data)
 from . import io as io
+from . import scale as scale
 from ._version import __version__ as __version__
 
 __all__ = [
     # the front door: a problem, solvers, four verbs, their result
-    "Problem", "Primal", "Dual", "Nystrom", "CG", "Falkon", "Auto", "Basis",
+    "Problem", "AbstractSolver", "Primal", "Dual", "Nystrom", "CG", "Falkon", "Auto", "Basis",
     "fit", "path", "holdout", "select", "capabilities", "Solution", "RESULTS",
     "LeavePairOut", "Folds", "make_folds", "Selection", "UnresolvedLambdaWarning",
-    "LinearModel", "DualModel", "KernelModel", "predict",
+    "LinearModel", "DualModel", "KernelModel", "NystromModel", "predict",
     # queries and preference graphs
     "Segments", "segment_ids", "QueryGraph", "PreferenceGraph", "IdentityGraph",
     "query_graph", "preference_graph", "global_graph", "identity_graph", "pairs_from_scores",

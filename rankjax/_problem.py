@@ -12,7 +12,7 @@ import numpy as np
 
 from ._core.checks import Segments, check_flag, segment_ids
 from .graphs.graph import check_problem, is_graph
-from .graphs.build import Validation, query_graph
+from .graphs.build import query_graph
 
 __all__ = ["Problem"]
 
@@ -23,7 +23,8 @@ class Problem:
 
     Args:
       X: ``[m, n]`` features (dense, a ``BCOO`` or a scipy sparse matrix), or with
-        ``precomputed=True`` an ``[m, m]`` kernel matrix ``K``.
+        ``precomputed=True`` an ``[m, m]`` kernel matrix ``K`` (a validation problem's is
+        ``[m_v, m]``: kernel values against the training rows).
       y: ``[m]`` labels (``[m, k]`` for ``k`` outputs; ``None`` for a preference graph).
       queries: the query of every row, one of: ``[m]`` query ids (any hashable), a
         :class:`Segments`, a graph (:func:`query_graph` with its options,
@@ -33,6 +34,8 @@ class Problem:
         against the training rows when ``precomputed``): the validation data of every
         verb that takes one (path scores, CG/FALKON early stopping, :func:`select`).
       precomputed: ``X`` is a kernel matrix (solve with :class:`Dual` or :class:`CG`).
+      qid: with a graph that holds no query ids (RLS's :func:`identity_graph`), the ``[m]``
+        query ids the metrics of :func:`rankjax.select` average over.
 
     Attributes:
       X, y, graph: the checked arrays, in one dtype, and the training graph.
@@ -55,15 +58,23 @@ class Problem:
     __slots__ = ("X", "y", "graph", "qid", "valid", "precomputed")
 
     def __init__(self, X, y=None, queries=None, *, valid: Optional["Problem"] = None,
-                 precomputed: bool = False):
+                 precomputed: bool = False, qid=None):
         precomputed = check_flag(precomputed, "precomputed")
-        graph, qid = _as_graph(queries, np.shape(X)[0] if hasattr(X, "shape") else None, y)
+        graph, ids = _as_graph(queries, np.shape(X)[0] if hasattr(X, "shape") else None, y)
+        if qid is not None:
+            if not is_graph(queries):
+                raise TypeError("qid is given with a graph (queries=identity_graph(m), say); "
+                                "query ids go in queries")
+            ids = np.asarray(segment_ids(qid, "qid").seg)
+            if ids.shape[0] != graph.num_rows:
+                raise ValueError(f"qid has {ids.shape[0]} rows but the graph {graph.num_rows}")
+        qid = ids
         name = "K" if precomputed else "X"
         X, y = check_problem(X, y, graph, name)
-        if precomputed and X.shape[0] != X.shape[1]:
-            raise ValueError(f"K must be a square [m, m] kernel matrix with precomputed=True, "
-                             f"got shape {X.shape}")
         if valid is not None:
+            if precomputed and X.shape[0] != X.shape[1]:
+                raise ValueError(f"K must be a square [m, m] kernel matrix of the training rows "
+                                 f"with precomputed=True, got shape {tuple(X.shape)}")
             if not isinstance(valid, Problem):
                 raise TypeError(f"valid must be a rankjax.Problem, got {type(valid).__name__}")
             if valid.precomputed != precomputed:
@@ -80,9 +91,11 @@ class Problem:
         """``(m, n)`` of ``X``."""
         return self.X.shape
 
-    def validation(self) -> Validation:
-        """This problem as the :class:`Validation` of the per-cell functions."""
-        return Validation(self.X, self.y, self.graph)
+    @property
+    def kind(self) -> str:
+        """``"kernel"`` (a precomputed kernel matrix) or ``"features"``: what the solvers'
+        ``kinds`` name."""
+        return "kernel" if self.precomputed else "features"
 
     def __repr__(self):
         return (f"Problem(X={tuple(self.X.shape)}, queries={type(self.graph).__name__}, "

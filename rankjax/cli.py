@@ -415,10 +415,10 @@ def _fit_other(args, X, y, qid):
         result = {"rounds": rounds}
     else:                                              # cg: early stopping on held-out queries
         vmask = _held_out(qid, args)
-        model = estimators.CGRankRLS(lam=0.0, normalized=args.graph != "unnormalized").fit(
-            X[~vmask], y[~vmask], qid=qid[~vmask],
-                                                  eval_set=(X[vmask], y[vmask]),
-                                                  eval_qid=qid[vmask])
+        model = estimators.RankRLS(lam=0.0, solver="cg",
+                                   normalized=args.graph != "unnormalized").fit(
+            X[~vmask], y[~vmask], qid=qid[~vmask], eval_set=(X[vmask], y[vmask]),
+            eval_qid=qid[vmask])
         result = {"best_iteration": model.best_iteration_}
     dt = max(time.time() - t, 1e-9)
     _say(f"  {args.learner} fitted in {dt:.2f} s ({X.shape[0] / dt:,.0f} rows/s)")

@@ -124,25 +124,29 @@ def evals_curve(estimator, ax=None, *, title: str = None):
     return ax
 
 
-def cg_curve(result, ax=None, *, label: str = "validation", title: str = "CG early stopping"):
-    """The validation criterion of a CG solve (``rj.fit(problem, rj.CG(), lam=).value``,
-    lower is better) and
-    relative residual against the iteration, the returned iterate marked.
+def cg_curve(solution, ax=None, *, label: str = "validation", title: str = "CG early stopping"):
+    """The validation criterion of a CG (or FALKON) solve (its :class:`~rankjax.Solution`,
+    ``rj.fit(problem, rj.CG(), lam=lam)``; lower is better) and the relative residual
+    against the iteration, the returned iterate marked.
 
     Example:
       >>> import matplotlib; matplotlib.use("Agg")
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(10, num_features=4, seed=0)
-      >>> r = rj.fit(rj.Problem(d.X, d.y, d.qid), rj.CG(tol=1e-8), lam=1.0).value
-      >>> len(cg_curve(r).lines[0].get_xdata()) == r.valid_history.shape[0]
+      >>> s = rj.fit(rj.Problem(d.X, d.y, d.qid), rj.CG(tol=1e-8), lam=1.0)
+      >>> len(cg_curve(s).lines[0].get_xdata()) == s.stats["valid_history"].shape[0]
       True
     """
-    hv, hr = np.asarray(result.valid_history), np.asarray(result.residual_history)
+    stats = getattr(solution, "stats", None)
+    if not isinstance(stats, dict) or "valid_history" not in stats:
+        raise TypeError(f"cg_curve takes the Solution of a CG or Falkon fit, got "
+                        f"{type(solution).__name__}")
+    hv, hr = np.asarray(stats["valid_history"]), np.asarray(stats["residual_history"])
     it = np.arange(hv.shape[0])
     ax = _axes(ax)
     ax.plot(it, hv, label=label)
-    ax.axvline(int(result.best_iteration), color="grey", ls="--", lw=1,
-               label=f"returned iterate {int(result.best_iteration)}")
+    best = int(stats["best_iteration"])
+    ax.axvline(best, color="grey", ls="--", lw=1, label=f"returned iterate {best}")
     ax.set_xlabel("CG iteration")
     ax.set_ylabel("validation criterion")
     twin = ax.twinx()

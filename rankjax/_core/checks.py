@@ -248,7 +248,7 @@ def check_positive(lam, *, allow_zero: bool = False, name: str = "lam", scalar: 
         raise TypeError(f"{name} is required")
     if scalar and np.ndim(lam) != 0:
         raise TypeError(f"{name} must be a scalar, got shape {np.shape(lam)} "
-                        "(use the *_path functions, or jax.vmap, for a grid)")
+                        "(rj.path for a grid, or jax.vmap over it)")
     if is_concrete(lam):
         arr = np.asarray(lam)
         if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
@@ -475,3 +475,15 @@ def resolve_segments(qid, num_queries, m: int, name: str = "qid"):
     seg = jnp.where(jnp.any((seg < 0) | (seg >= num_queries)), bucket(num_queries), seg)
     return seg, bucket(num_queries), int(num_queries)
 
+
+
+def check_lams(lams):
+    """A non-empty 1-D grid of finite λ > 0 (``lams``); traced values pass (under ``jit`` an
+    invalid λ gives NaN and the ``invalid_input`` code)."""
+    if not isinstance(lams, jax.Array) and np.asarray(lams).dtype.kind in "fiu":
+        check_positive(np.asarray(lams, dtype=float), name="lams")
+    lams = as_float_array(lams, "lams")           # (checked before the cast, and after)
+    if lams.ndim != 1 or lams.shape[0] == 0:
+        raise ValueError(f"lams must be a non-empty 1-D grid, got shape {tuple(lams.shape)}")
+    check_positive(lams, name="lams")
+    return lams

@@ -172,6 +172,11 @@ class active:
         _active[0] = self.saved
 
 
+def level() -> int:
+    """The verbose level of the public call running now (0: silent)."""
+    return _active[0]
+
+
 def _gated(what, total, i, *values, fmt):
     if _active[0]:
         _from_loop(what, total, _active[0], i, *values, fmt=fmt)

@@ -93,6 +93,5 @@ def kernel_plan(m: int, dtype, count: int, what: str) -> None:
     size = jnp.dtype(dtype).itemsize
     check_memory(count * m * m * size,
                  f"{what} on {m} rows ({count} {m} x {m} {jnp.dtype(dtype).name} matrices at once)",
-                 "use a Nyström basis (estimators: basis=2000; rankrls_nystrom_path, "
-                 "holdout_nystrom) or preconditioned CG (rankrls_falkon), which hold m x b, "
-                 "not m x m")
+                 "use a Nyström basis (rj.Nystrom(kernel, basis); estimators: basis=2000) "
+                 "or FALKON (rj.Falkon(kernel, basis), row blocks), which hold m x b, not m x m")

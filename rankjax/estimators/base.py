@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from ..metrics import choice as _choice, graded as _metrics_graded
 from ..kernels import kernel as _kernels
 from .._core import log as _log
-from ..solvers import models as _rankrls
+from ..solvers import is_linear, predict
 from .. import io
 from .._core.cache import use_disk_cache
 from ..kernels.basis import Basis
@@ -341,7 +341,7 @@ class Ranker(_Base):
         return np.asarray(self._scores(X))
 
     def _scores(self, X):
-        return _rankrls.predict(self.model_, X)
+        return predict(self.model_, X)
 
     def score(self, X, y, qid=None, *, group=None, sample_weight=None):
         """Mean NDCG@``score_k`` over the queries of ``(X, y, qid)`` (or ``group``
@@ -366,7 +366,7 @@ class Ranker(_Base):
     def _finish_fit(self, seg):
         self.num_queries_ = seg.num_queries
         jax.block_until_ready(self.model_)      # fit returns a ready model (async dispatch)
-        if _rankrls.is_linear(self.model_):
+        if is_linear(self.model_):
             self.coef_ = np.asarray(self.model_.weights)          # linear models: the weights
         return self
 

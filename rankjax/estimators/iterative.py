@@ -1,66 +1,18 @@
-"""Estimators over the iterative and boosted learners: CG RankRLS with early stopping
-(Airola et al. 2010), RankSVM (L2 loss, TRON), KPCRank and RankBoost.
+"""Estimators over the other learners: RankSVM (L2 loss, TRON), KPCRank and RankBoost
+(CG RankRLS is ``RankRLS(solver="cg")``).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..solvers import cg as _cg, cg_loop as _cg_loop, models as _rankrls
+from .._problem import Problem
+from ..solvers import LinearModel, is_linear, predict
 from ..kernels import kernel as _kernels
 from ..learners import kpcrank as _kpcrank, rankboost as _rankboost, ranksvm as _ranksvm
 from .._core import log as _log
-from ..metrics import graded as _metrics_graded
-from ..graphs.build import query_graph
+from ..metrics import ndcg
 from .._core.sparse import as_dense
 from .base import Ranker, make_kernel
-
-
-class CGRankRLS(Ranker):
-    """Primal RankRLS by conjugate gradient for large sparse data, with early stopping
-    on an evaluation set (Airola et al. 2010): ``fit(X, y, qid, eval_set=(Xv, yv),
-    eval_qid=qv)`` (or ``group=``/``eval_group=`` sizes, and XGBoost/LightGBM's
-    ``eval_set=[(Xv, yv)]`` with ``eval_qid=[qv]``). ``lam=0`` with an evaluation set is early stopping
-    alone. With an evaluation set the iterate of the best NDCG@``score_k`` is kept and
-    the loop stops after ``early_stopping_rounds`` iterations without improvement
-    (``evals_result_``, ``best_iteration_``, ``best_score_``); ``verbose`` prints the
-    progress through the ``rankjax`` logger. ``coef_`` holds the weights."""
-
-    evals_axis = ("CG iteration", 0, True)
-
-    def __init__(self, lam=1.0, *, max_iter=500, tol=1e-5, early_stopping_rounds=10,
-                 verbose=False, normalized=True, score_k=10):
-        self.lam, self.max_iter, self.tol = lam, max_iter, tol
-        self.early_stopping_rounds, self.verbose = early_stopping_rounds, verbose
-        self.normalized, self.score_k = normalized, score_k
-
-    def fit(self, X, y, qid=None, eval_set=None, eval_qid=None, *, group=None,
-            eval_group=None):
-        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
-        every = _log.check_verbose(self.verbose)
-        rounds = self.max_iter + 1 if self.early_stopping_rounds is None else self.early_stopping_rounds
-        valid = None
-        if eval_set is not None:
-            Xv, yv, sv = self._eval_data(eval_set, eval_qid, eval_group)
-            valid = (Xv, yv, query_graph(sv))
-        if valid is None and self.lam == 0:
-            raise ValueError("lam=0 needs an eval_set (early stopping) or use lam > 0")
-        self.model_ = _cg.rankrls_cg(X, y, self._graph(seg, y), lam=self.lam, valid=valid,
-                                     metric=_metrics_graded.ndcg,
-                                     metric_kwargs={"k": self.score_k},
-                                     options=_cg_loop.CG(tol=self.tol, max_iter=self.max_iter,
-                                                         patience=rounds, verbose=every))
-        self.n_iter_ = int(self.model_.iterations)
-        self.best_iteration_ = int(self.model_.best_iteration)
-        if valid is not None:
-            # the loop minimizes: its history is -NDCG
-            hist = -np.asarray(self.model_.valid_history, dtype=float)[:self.n_iter_ + 1]
-            self._report(hist, show=False)          # the loop printed its progress
-            self.best_score_ = float(hist[self.best_iteration_])
-        self.coef_ = np.asarray(self.model_.weights)
-        return self._finish_fit(seg)
-
-    def _scores(self, X):
-        return _rankrls.predict(_rankrls.LinearModel(self.model_.weights), X)
 
 
 class RankSVM(Ranker):
@@ -90,12 +42,12 @@ class RankSVM(Ranker):
             if eval_set is not None:
                 Xv, yv, sv = self._eval_data(eval_set, eval_qid, eval_group)
                 rounds = self.early_stopping_rounds
-                kw = dict(valid=(Xv, yv, query_graph(sv)), metric=_metrics_graded.ndcg,
+                kw = dict(valid=Problem(Xv, yv, sv), metric=ndcg,
                           metric_kwargs={"k": self.score_k},
                           patience=self.max_iter + 1 if rounds is None else rounds)
             r = _ranksvm.ranksvm_l2(X, y, seg, C=self.C, tol=self.tol, max_iter=self.max_iter,
                                     verbose=_log.check_verbose(self.verbose), **kw)
-            self.model_ = _rankrls.LinearModel(r.weights)
+            self.model_ = LinearModel(r.weights)
             self.coef_ = np.asarray(r.weights)
             self.converged_ = bool(r.converged)
             self.n_iter_ = int(r.iterations)
@@ -112,8 +64,8 @@ class RankSVM(Ranker):
         return self._finish_fit(seg)
 
     def _scores(self, X):
-        lin = _rankrls.is_linear(self.model_)
-        return _rankrls.predict(self.model_, X if lin else as_dense(X))
+        lin = is_linear(self.model_)
+        return predict(self.model_, X if lin else as_dense(X))
 
 
 class KPCRank(Ranker):

@@ -9,41 +9,63 @@ import warnings
 import numpy as np
 
 from .._core import log as _log
-from .. import _problem, _solve
-from ..solvers import models as _rankrls, classes as _solvers
-from ..selection import select as _select
 from .._core.checks import check_flag
-from ..graphs.build import identity_graph
-from ..kernels.kernel import linear_kernel
 from .._core.resolved import UnresolvedLambdaWarning
 from .._core.sparse import as_dense
+from .._problem import Problem
+from .._solve import fit as _fit, select as _select
+from ..graphs.build import identity_graph
+from ..kernels import linear_kernel
+from ..metrics import ndcg
+from ..solvers import (CG, Auto, Basis, Dual, Falkon, Nystrom, Primal, is_linear, predict)
 from .base import (Ranker, basis_spec, gamma_value, make_kernel, nan_last)
+
+SOLVERS = ("auto", "primal", "dual", "nystrom", "cg", "falkon")
+"""``RankRLS(solver=...)``: the solver of the fit, in scikit-learn's string style."""
 
 
 class RankRLS(Ranker):
     """RankRLS (Pahikkala et al. 2009): linear (primal, or dual when there are more
-    features than rows), kernel, or Nyström with ``basis`` rows; ``graph="query"``
-    ranks within queries, ``"identity"`` is RLS regression.
+    features than rows), kernel, or Nyström with ``basis`` rows, in closed form or by
+    conjugate gradients; ``graph="query"`` ranks within queries, ``"identity"`` is RLS
+    regression.
 
     Args:
-      lam: λ > 0. kernel: ``None``/``"linear"``, ``"gaussian"``, ``"polynomial"``
-        or a :class:`rankjax.Kernel`; gamma, degree, coef0 its parameters.
+      lam: λ > 0 (``solver="cg"`` with an ``eval_set``: λ >= 0, early stopping alone at 0).
+      solver: ``"auto"`` (the closed form the data needs: linear, an exact kernel, or a
+        Nyström basis above :data:`AUTO_BASIS_ROWS` rows), ``"primal"``, ``"dual"``,
+        ``"nystrom"``, ``"cg"`` (conjugate gradients, linear: large sparse data; Airola et
+        al. 2010) or ``"falkon"`` (preconditioned CG on a Nyström basis; Rudi et al. 2017):
+        :class:`rankjax.Primal`, ... behind the one :func:`rankjax.fit`.
+      kernel: ``None``/``"linear"``, ``"gaussian"``, ``"polynomial"`` or a
+        :class:`rankjax.Kernel`; gamma, degree, coef0 its parameters.
       basis: ``"auto"`` (exact kernel up to :data:`AUTO_BASIS_ROWS` rows, above it a
         Nyström basis of :data:`AUTO_BASIS_SIZE` rows), ``None`` (always exact) or the
         number of basis rows of the Nyström approximation, or a :class:`rankjax.Basis`
         (size or rows, ``method="kmeans++"``, seed).
+      max_iter, tol, early_stopping_rounds: the CG loop of ``"cg"`` and ``"falkon"``
+        (``tol=None``: the dtype's default; with an ``eval_set`` the iterate of the best
+        NDCG@``score_k`` is kept, the loop stopping after ``early_stopping_rounds``
+        iterations without improvement: ``evals_result_``, ``best_iteration_``).
       normalized, exclude_ties: query-graph options. score_k: NDCG cut-off of
-        ``score``. random_state: seed of the basis rows. verbose: log the fit's start
-        and end (0: silent; logger ``"rankjax"``).
+        ``score``. random_state: seed of the basis rows. verbose: log the fit (0: silent;
+        logger ``"rankjax"``).
     """
 
-    def __init__(self, lam=1.0, *, kernel=None, gamma="scale", degree=2, coef0=1.0, basis="auto",
+    def __init__(self, lam=1.0, *, solver="auto", kernel=None, gamma="scale", degree=2,
+                 coef0=1.0, basis="auto", max_iter=500, tol=None, early_stopping_rounds=10,
                  graph="query", normalized=True, exclude_ties=False, score_k=10,
                  random_state=0, verbose=0):
-        self.lam, self.kernel, self.gamma, self.degree, self.coef0 = lam, kernel, gamma, degree, coef0
-        self.basis, self.graph, self.normalized = basis, graph, normalized
+        self.lam, self.solver, self.kernel, self.gamma = lam, solver, kernel, gamma
+        self.degree, self.coef0, self.basis = degree, coef0, basis
+        self.max_iter, self.tol, self.early_stopping_rounds = max_iter, tol, early_stopping_rounds
+        self.graph, self.normalized = graph, normalized
         self.exclude_ties, self.score_k, self.random_state = exclude_ties, score_k, random_state
         self.verbose = verbose
+
+    @property
+    def evals_axis(self):
+        return ("CG iteration", 0, True) if self.solver in ("cg", "falkon") else ("grid point", 0, False)
 
     def _graph(self, seg, y):
         if self.graph == "identity":
@@ -52,29 +74,72 @@ class RankRLS(Ranker):
             raise ValueError(f"graph must be 'query' or 'identity', got {self.graph!r}")
         return super()._graph(seg, y)
 
-    def fit(self, X, y, qid=None, *, group=None):
+    def fit(self, X, y, qid=None, *, group=None, eval_set=None, eval_qid=None, eval_group=None):
+        """Fits the model of ``lam`` by :func:`rankjax.fit`; an ``eval_set`` (as LightGBM's
+        and XGBoost's, with ``eval_qid``/``eval_group``) is the validation data of early
+        stopping for ``solver="cg"``/``"falkon"``."""
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
-        g = self._graph(seg, y)
-        b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state)
+        valid = None
+        if eval_set is not None:
+            if self.solver not in ("cg", "falkon"):
+                raise ValueError("eval_set is the early-stopping data of solver='cg' or "
+                                 "'falkon'; RankRLSCV chooses λ on it")
+            valid = Problem(*self._eval_data(eval_set, eval_qid, eval_group))
+        problem = Problem(X, y, self._graph(seg, y), valid=valid)
+        solver = self._solver(X)
         steps = _log.Stages(1, "RankRLS fit", self.verbose)
         for _ in steps:
-            self.model_ = _log.ready(_solve.fit(_problem.Problem(X, y, g),
-                                                self._solver(X, b), lam=self.lam).value)
-            steps.note(f"{X.shape[0]} rows, {'linear' if self.kernel in (None, 'linear') else self.kernel}"
-                       + ("" if b is None else " kernel, Nyström basis"))
+            sol = _fit(problem, solver, lam=self.lam)
+            self.model_ = _log.ready(sol.value)
+            steps.note(f"{X.shape[0]} rows, {type(solver).__name__}")
+        if "iterations" in sol.stats:
+            self._iterations(sol.stats, valid is not None)
         return self._finish_fit(seg)
 
-    def _solver(self, X, b):
-        """The front door's solver of this fit: Nyström with a basis, the dual in a
-        kernel, else the cheapest exact linear solver."""
+    def _iterations(self, stats, valid: bool):
+        self.n_iter_ = int(stats["iterations"])
+        self.best_iteration_ = int(stats["best_iteration"])
+        if valid:           # the loop minimizes: its history is -NDCG
+            hist = -np.asarray(stats["valid_history"], dtype=float)[:self.n_iter_ + 1]
+            self._report(hist, show=False)          # the loop logged its progress
+            self.best_score_ = float(hist[self.best_iteration_])
+        if is_linear(self.model_):
+            self.coef_ = np.asarray(self.model_.weights)
+
+    def _loop(self):
+        rounds = (self.max_iter + 1 if self.early_stopping_rounds is None
+                  else self.early_stopping_rounds)
+        return CG(tol=self.tol, max_iter=self.max_iter, patience=rounds,
+                  verbose=_log.check_verbose(self.verbose), metric=ndcg,
+                  metric_kwargs={"k": self.score_k})
+
+    def _solver(self, X):
+        """The front door's solver of this fit (``solver``, the kernel and the basis)."""
         kern = self._fit_kernel(X)
-        if b is not None:
-            return _solvers.Nystrom(linear_kernel() if kern is None else kern, b)
-        return _solvers.Auto() if kern is None else _solvers.Dual(kern)
+        linear = kern is None
+        b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state)
+        if self.solver in ("primal", "cg") and not linear:
+            raise ValueError(f"solver={self.solver!r} fits the linear model: drop kernel= or use "
+                             "solver='dual', 'nystrom' or 'falkon'")
+        if self.solver in ("nystrom", "falkon") and b is None:
+            b = Basis(min(2000, X.shape[0]), seed=self.random_state)
+        kern = linear_kernel() if linear else kern
+        if self.solver == "primal":
+            return Primal()
+        if self.solver == "dual":
+            return Dual(None if linear else kern)
+        if self.solver == "cg":
+            return self._loop()
+        if self.solver == "nystrom" or (self.solver == "auto" and b is not None):
+            return Nystrom(kern, b)
+        if self.solver == "falkon":
+            return Falkon(kern, b, options=self._loop())
+        return Auto() if linear else Dual(kern)
 
     def _scores(self, X):
-        f = _rankrls.predict(self.model_, X if _rankrls.is_linear(self.model_) else as_dense(X))
-        return f[0] if f.ndim > 1 else f                 # a one-λ path: its only row
+        return predict(self.model_, X if is_linear(self.model_) else as_dense(X))
 
 
 DEFAULT_LAMS = tuple(np.logspace(-3, 3, 13))
@@ -140,16 +205,19 @@ class RankRLSCV(RankRLS):
         valid = None if eval_set is None else self._eval_data(eval_set, eval_qid, eval_group)
         kernels = [make_kernel(self.kernel, gamma, self.degree, self.coef0)
                    for gamma in self._gamma_grid(X)]
+        if b is not None:
+            solvers = [Nystrom(linear_kernel() if k is None else k, b) for k in kernels]
+        else:
+            solvers = [Auto() if k is None else Dual(k) for k in kernels]
         verbose = _log.check_verbose(self.verbose)
         lams = np.asarray(self.lams, dtype=np.float64)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UnresolvedLambdaWarning)
-            problem = _problem.Problem(X, y, self._graph(seg, y),
-                                       valid=None if valid is None else _problem.Problem(*valid))
-            sel = _select.select(problem, kernels, lams=lams, seg=seg, folds=self.folds,
-                                 score_k=self.score_k, basis=b, optimize=optimize,
-                                 optimize_steps=self.optimize_steps, ard=self.ard,
-                                 seed=self.random_state, verbose=verbose)
+            problem = Problem(X, y, self._graph(seg, y), qid=seg if self.graph == "identity" else None,
+                              valid=None if valid is None else Problem(*valid))
+            sel = _select(problem, solvers, lams=lams, folds=self.folds, score_k=self.score_k,
+                          optimize=optimize, optimize_steps=self.optimize_steps, ard=self.ard,
+                          seed=self.random_state, verbose=verbose)
         default = lams.shape == (len(DEFAULT_LAMS),) and np.allclose(lams, DEFAULT_LAMS, rtol=1e-12)
         for w in caught:            # the default grid's unresolved λ: a note, not a warning
             if default and issubclass(w.category, UnresolvedLambdaWarning):

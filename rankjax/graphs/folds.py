@@ -334,3 +334,17 @@ def resolve_folds(graph, folds, seed, m):
         raise ValueError("folds were built for another graph (its queries differ): "
                          "build them with make_folds(graph)")
     return folds
+
+
+def problem_folds(problem, folds, seed, where):
+    """The :class:`Folds` of ``folds`` (``None``, ``k`` or a ``Folds``) on a problem's
+    graph; a clear error where they cannot be drawn (traced queries, edges across folds)."""
+    if not (folds is None or isinstance(folds, (int, np.integer, Folds))) or isinstance(folds, bool):
+        raise TypeError(f"folds must be None, an int, a rankjax.Folds or a "
+                        f"rankjax.LeavePairOut, got {type(folds).__name__}")
+    graph = problem.graph
+    graph.check_splittable("the hold-out")
+    if not isinstance(folds, Folds) and not all(is_concrete(a) for a in jax.tree.leaves(graph)):
+        raise TypeError(f"{where} under jit needs folds drawn outside it (the queries are "
+                        "traced): folds=rj.make_folds(problem.graph) (or make_folds(graph, k))")
+    return resolve_folds(graph, folds, seed, problem.X.shape[0])

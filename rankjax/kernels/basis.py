@@ -77,6 +77,8 @@ def nystrom_basis(X, size: int, *, kernel: Optional[Kernel] = None, method: str 
         raise TypeError(f"method='kmeans++' needs kernel=, a rankjax Kernel; got {kernel!r}")
     Xd = jnp.asarray(as_dense(X))
     idx = _kmeanspp_core(Xd, kernel, jax.random.PRNGKey(int(seed) % (1 << 31)), int(size))
+    if not is_concrete(idx):                  # drawn from traced rows: the indices stay traced
+        return jnp.sort(idx)
     return np.sort(np.asarray(idx).astype(np.int64))
 
 
@@ -113,10 +115,10 @@ def _kmeanspp_core(X, kernel, key, size):
 @saveable
 @dataclasses.dataclass(frozen=True, eq=False)
 class Basis:
-    """A Nyström basis, described once and passed whole as ``basis=`` to every function
-    that takes one (:func:`rankrls_nystrom_path`, :func:`holdout_nystrom`,
-    :func:`rankrls_falkon`, :func:`select_rankrls`, ...; Pahikkala et al. 2009, §3.5).
-    A plain int ``b`` is ``Basis(size=b)``, an index array ``Basis(rows=...)``.
+    """A Nyström basis, described once and passed whole as ``basis=`` to the solvers that
+    take one (:class:`~rankjax.Nystrom`, :class:`~rankjax.Falkon`; Pahikkala et al. 2009,
+    §3.5). A plain int ``b`` is ``Basis(size=b)``, an index array ``Basis(rows=...)``; two
+    bases of the same description are equal (and hash alike).
 
     Attributes:
       size: the number of basis rows ``b`` to choose (exclusive with ``rows``).
@@ -127,11 +129,9 @@ class Basis:
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(10, num_features=3, seed=0)
-      >>> p = rj.solvers.path.rankrls_nystrom_path(d.X, d.y, rj.query_graph(d.qid), lams=[1.],
-      ...                             kernel=rj.gaussian_kernel(0.5),
-      ...                             basis=rj.Basis(20, method="kmeans++"))
-      >>> p.coef.shape
-      (1, 20)
+      >>> s = rj.Nystrom(rj.gaussian_kernel(0.5), rj.Basis(20, method="kmeans++"))
+      >>> rj.fit(rj.Problem(d.X, d.y, d.qid), s, lam=1.0).value.coef.shape
+      (20,)
     """
 
     size: Optional[int] = None
@@ -147,6 +147,16 @@ class Basis:
         if self.method not in BASIS_METHODS:
             raise ValueError(f"method must be one of {BASIS_METHODS}, got {self.method!r}")
         check_seed(self.seed)
+
+    def _key(self):
+        rows = None if self.rows is None else tuple(np.asarray(self.rows).ravel().tolist())
+        return (self.size, rows, self.method, self.seed)
+
+    def __eq__(self, other):
+        return isinstance(other, Basis) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
 
 
 def as_nystrom(basis, seed: int = 0) -> Basis:
@@ -210,14 +220,17 @@ def take_basis(X, basis, kernel: Optional[Kernel] = None, seed: int = 0, pad: bo
                              f"max {b.max()}")
         if np.unique(b).size != b.size:
             raise ValueError("basis holds repeated row indices")
-    b = b.astype(np.int64)
     bp = int(padded_size(b.size)) if pad else b.size
     check_memory(2 * m * bp * np.dtype(compute_dtype(X)).itemsize,
                  f"the Nyström blocks of {m} rows x {bp} basis rows",
-                 "use a smaller basis, or rankrls_falkon / rj.Falkon (row blocks)")
+                 "use a smaller basis, or rj.Falkon(kernel, basis) (row blocks)")
+    mask = device_array(np.arange(bp) < b.size)
+    if not is_concrete(b):                    # kmeans++ of traced rows (under the caller's jit)
+        idx = jnp.zeros(bp, jnp.int32).at[:b.size].set(b.astype(jnp.int32))
+        return b.astype(jnp.int32), BasisRows(_take(as_dense(X), idx, mask), mask, kernel)
+    b = b.astype(np.int64)
     idx = np.zeros(bp, np.int32)
     idx[:b.size] = b
-    mask = device_array(np.arange(bp) < b.size)
     return b, BasisRows(_take(as_dense(X), device_array(idx), mask), mask, kernel)
 
 

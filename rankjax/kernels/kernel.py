@@ -44,6 +44,12 @@ class Kernel:
     coef0: float = 1.0
     degree: int = dataclasses.field(default=2, metadata=dict(static=True))
 
+    def with_log_params(self, params) -> "Kernel":
+        """This kernel at ``params`` (``log_gamma``, ``log_coef0``, as ``tune`` learns them;
+        traced)."""
+        new = {k: jnp.exp(params[f"log_{k}"]) for k in ("gamma", "coef0") if f"log_{k}" in params}
+        return dataclasses.replace(self, **new)
+
 
 def linear_kernel() -> Kernel:
     """``k(x, x') = <x, x'>``.

@@ -26,7 +26,8 @@ from .._core.log import timed
 from .._core.products import HI, mm
 from .._core.checks import (check_count, check_positive, check_matrix, lam_ok, nan_unless)
 from ..graphs.graph import Graph
-from ..solvers.models import (check_kernel_matrix, check_test_matrix, linear_scores, path_scores)
+from ..solvers.dual import check_kernel_matrix
+from ..solvers.models import check_test_matrix, linear_scores, path_scores
 from .._core.types import saveable
 
 __all__ = ["KPCPath", "KPCModel", "center_kernel", "center_test_kernel", "kpcrank_path",

@@ -43,6 +43,9 @@ from ..solvers.models import (columns_of, LinearModel, check_test_matrix, linear
 from .._core.segments import seg_scan
 from .._core.sparse import as_dense, is_csr, to_csr
 from .._core.types import saveable
+from .._problem import Problem
+from ..solvers.cg import as_operator
+from ..solvers.cg_loop import static_metric
 
 __all__ = ["RankLevels", "rank_levels", "RankSVMResult", "ranksvm_l2", "ranksvm_kernel",
            "RankSVMKernelModel"]
@@ -345,8 +348,8 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
       max_iter: Newton iteration cap.
       eps_cg: relative tolerance of each inner CG.
       max_cg: inner CG iteration cap (liblinear has none).
-      valid: ``(X_valid, y_valid, graph_valid)``: the criterion ``metric`` (as
-        :func:`rankrls_cg`; ``metric_kwargs`` its options) is evaluated on every Newton
+      valid: a :class:`~rankjax.Problem` of validation rows: the criterion ``metric`` (as
+        :class:`~rankjax.CG`'s; ``metric_kwargs`` its options) is evaluated on every Newton
         iterate, the best iterate is returned and the loop stops after ``patience``
         steps without improvement (``best_iteration``, ``valid_history``).
       verbose: log every that many Newton steps while the loop runs (0: silent; logger
@@ -382,21 +385,26 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
         begin()
     if valid is None:
         return _tron_jit(X, levels, opts, verbose=verbose)
-    from ..solvers.cg import validation_rows
-    from ..solvers.cg_loop import valid_set
-    valid = valid_set(valid, "X_valid", metric, None, metric_kwargs, "ranksvm_l2",
-                      functools.partial(validation_rows, n=X.shape[1]))
-    return _tron_valid_jit(X, levels, opts, valid, patience=check_count(patience, "patience"),
-                           hist_len=max_iter + 1, verbose=verbose)
+    if not isinstance(valid, Problem):
+        raise TypeError(f"valid must be a rankjax.Problem of validation rows, got "
+                        f"{type(valid).__name__}")
+    Xv = as_operator(valid.X, "valid.X")
+    if Xv.shape[1] != X.shape[1]:
+        raise ValueError(f"valid.X has {Xv.shape[1]} columns but X has {X.shape[1]}")
+    spec = (metric, static_metric(metric, dict(metric_kwargs or {}), "ranksvm_l2"))
+    return _tron_valid_jit(X, levels, opts, (Xv, valid.y, valid.graph), spec,
+                           patience=check_count(patience, "patience"), hist_len=max_iter + 1,
+                           verbose=verbose)
 
 
 _tron_jit = jax.jit(_tron, static_argnames="verbose")
 
 
-@functools.partial(jax.jit, static_argnames=("patience", "hist_len", "verbose"))
-def _tron_valid_jit(X, levels, opts, valid, patience, hist_len, verbose):
-    return _tron(X, levels, opts, valid.criterion(lambda w: mm(valid.M, w)), patience, hist_len,
-                 verbose)
+@functools.partial(jax.jit, static_argnames=("spec", "patience", "hist_len", "verbose"))
+def _tron_valid_jit(X, levels, opts, valid, spec, patience, hist_len, verbose):
+    Xv, yv, gv = valid
+    crit = gv.criterion(yv, spec[0], None, **dict(spec[1]))
+    return _tron(X, levels, opts, lambda w: crit(mm(Xv, w)), patience, hist_len, verbose)
 
 
 @saveable

@@ -45,8 +45,7 @@ class LambdaChoice(NamedTuple):
 @saveable
 class Selection(NamedTuple):
     """The one result of every selection over a grid of (λ, γ) points: :func:`rankjax.select`,
-    :class:`rankjax.estimators.RankRLSCV` (``selection_``), the stream's validation choice and
-    :func:`rankjax.scale.sharded_kernel_grid`.
+    :class:`rankjax.estimators.RankRLSCV` (``selection_``) and the stream's validation choice.
 
     Attributes:
       lams: ``[P]`` λ of every grid point (kernel-major: every λ of the first γ, ...).
@@ -60,6 +59,7 @@ class Selection(NamedTuple):
       model: its model (``predict(model, X)``), or ``None`` where none is kept.
       basis: ``[b]`` the basis rows of a Nyström model, else ``None``.
       trajectory: the gradient refinement's :class:`TuneResult`, else ``None``.
+      solver: the chosen solver, at the refined point (its kernel's γ) when refined.
 
     Example:
       >>> import numpy as np, rankjax as rj
@@ -79,6 +79,7 @@ class Selection(NamedTuple):
     model: object = None
     basis: Optional[np.ndarray] = None
     trajectory: object = None
+    solver: object = None
 
 
 def as_selection(lams, choice: LambdaChoice) -> Selection:

@@ -5,15 +5,18 @@ of edge weight 0, and the host maps between original rows and device slots.
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from .._core.checks import check_count, require_concrete, segment_ids
+from .._core.checks import as_float_array, check_count, require_concrete, segment_ids
+from ..metrics.pairs import check_metric_options, metric_sign
 from ..graphs.graph import (QueryGraph, check_graph, check_problem, is_graph)
 from .._core.sparse import (CSRMatrix, as_dense, host_sparse, is_csr, is_scipy_sparse, to_csr)
 from .._core.types import saveable
@@ -87,6 +90,10 @@ class ShardedData:
     """Training rows laid out by whole queries over a 1-D device mesh (build with
     :func:`shard_data`).
 
+    A kind of problem (``kind == "sharded"``) that the verbs take with the solvers that
+    support it (:func:`rankjax.capabilities`; ``Primal`` fit, path and leave-query-out,
+    ``CG``, ``Falkon``); :meth:`score` is a per-query metric over the devices.
+
     Attributes:
       X: ``[D P, n]`` dense rows, sharded by rows, or a :class:`~rankjax.CSRMatrix`
         whose arrays carry a leading device axis ``[D, ...]`` (sparse ``X``).
@@ -97,6 +104,10 @@ class ShardedData:
         (``-1`` = padding).
       mesh, axis: the mesh and its axis name.
       num_features: ``n``.
+      valid: the problem's validation :class:`~rankjax.Problem` (replicated; CG and
+        FALKON stop early on it), or ``None``.
+      source: the :class:`~rankjax.Problem` it was built from (FALKON draws its basis rows
+        there), or ``None``.
     """
 
     X: object
@@ -107,6 +118,12 @@ class ShardedData:
     mesh: Mesh
     axis: str
     num_features: int
+    valid: object = None
+    source: object = None
+
+    kind = "sharded"
+    precomputed = False
+    qid = None
 
     @property
     def num_rows(self) -> int:
@@ -116,6 +133,27 @@ class ShardedData:
     @property
     def sparse(self) -> bool:
         return is_csr(self.X)
+
+    def score(self, scores, metric, y=None, **metric_kwargs):
+        """A per-query metric of ``scores`` averaged over the valid queries of all devices:
+        each device sums its queries' values and counts its valid queries, one ``psum``
+        each; equal to ``metric(scores, y, qid)`` on one device.
+
+        Args:
+          scores: ``[..., m]`` scores of this process's rows in their original order.
+          metric: a rankjax metric (``ndcg``, ``pairwise_error``, ...).
+          y: optional ``[m]`` labels of this process's rows (default the problem's).
+          **metric_kwargs: passed to the metric (``k=10``, ...).
+
+        Example:
+          >>> import numpy as np, rankjax as rj
+          >>> d = rj.make_ranking_data(12, num_features=4, seed=0)
+          >>> s = rj.scale.shard(rj.Problem(d.X, d.y, d.qid))
+          >>> f = d.X @ np.ones(4)
+          >>> bool(np.isclose(s.score(f, rj.ndcg, k=5), rj.ndcg(f, d.y, d.qid, k=5)))
+          True
+        """
+        return sharded_score(self, scores, metric, y, metric_kwargs)
 
     def shard_rows(self, v, name: str = "v"):
         """``[m(, k)]`` host values of this process's rows (original order) in the
@@ -329,6 +367,83 @@ def _grow(arrays, real, sizes, S, G):
     return out, real
 
 
+def shard(problem, mesh: Optional[Mesh] = None, *, partition: Optional[QueryPartition] = None,
+          multiple: int = 8) -> ShardedData:
+    """A problem laid out by whole queries over the devices of a 1-D mesh: the same verbs
+    solve it (``rj.fit(rj.scale.shard(problem), rj.Primal(), lam=...)``) with the solvers
+    that take sharded problems, every product a per-device term joined by one ``psum``
+    (no edge leaves a query: ``X^T L X = sum_d X_d^T L_d X_d``, Pahikkala et al. 2009,
+    eq. 28; Airola et al. 2010, §3).
+
+    With several processes (``jax.distributed.initialize``) every process shards its own
+    problem (whole queries, a graph built with the same options); sizes are agreed between
+    the processes. One process: all rows over all devices.
+
+    Args:
+      problem: a :class:`~rankjax.Problem` on a query graph (its ``valid`` is kept, replicated).
+      mesh: 1-D :class:`jax.sharding.Mesh`; default all devices on axis :data:`AXIS`.
+      partition: a :class:`QueryPartition` over this process's devices
+        (default :func:`partition_queries`).
+      multiple: rows per device are padded to a multiple of this.
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> d = rj.make_ranking_data(12, num_features=4, seed=0)
+      >>> p = rj.Problem(d.X, d.y, d.qid)
+      >>> w = rj.fit(rj.scale.shard(p), rj.Primal(), lam=1.0).value.weights
+      >>> bool(np.allclose(w, rj.fit(p, rj.Primal(), lam=1.0).value.weights, atol=1e-5))
+      True
+    """
+    if getattr(problem, "kind", None) not in ("features",):
+        raise TypeError(f"problem must be a rankjax.Problem of feature rows, got "
+                        f"{type(problem).__name__}")
+    data = shard_data(problem.X, problem.y, problem.graph, mesh, partition=partition,
+                      multiple=multiple)
+    return dataclasses.replace(data, valid=problem.valid, source=problem)
+
+
+@partial(jax.jit, static_argnames=("mesh", "axis", "metric", "kw"))
+def _score_core(scores, y, graph, real, mesh, axis, metric, kw):
+    def local(f, y, graph, real):
+        g, real = local_block(graph), real[0]
+
+        def one(f):
+            pq = metric(f, y, g.seg, num_queries=g.num_segments, per_query=True, **dict(kw))
+            ok = pq.valid & real
+            return (lax.psum(jnp.sum(jnp.where(ok, pq.values, 0)), axis),
+                    lax.psum(jnp.sum(ok), axis))
+        total, count = jax.vmap(one)(f.reshape(-1, f.shape[-1]))
+        return (total / count).reshape(f.shape[:-1])
+    spec = P(axis)
+    return jax.shard_map(local, mesh=mesh, in_specs=(P(*([None] * (scores.ndim - 1)), axis),
+                                                     spec, spec, spec),
+                         out_specs=P())(scores, y, graph, real)
+
+
+def sharded_score(data, scores, metric, y, metric_kwargs):
+    """The body of :meth:`ShardedData.score`."""
+    if not callable(metric) or not hasattr(metric, "higher_is_better"):
+        raise TypeError(f"metric must be a rankjax metric, got {metric!r}")
+    metric_sign(metric)
+    check_metric_options(metric, metric_kwargs, "ShardedData.score")
+    kw = tuple(sorted(metric_kwargs.items()))
+    if y is None:
+        if data.y.ndim != 1:
+            raise ValueError("the problem has several outputs: pass y (one column)")
+        ys = data.y
+    else:
+        ys = data.shard_rows(as_float_array(y, "y", finite=True), "y")
+    f = np.asarray(as_float_array(scores, "scores", finite=True))
+    if f.ndim < 1 or f.shape[-1] != data.num_rows:
+        raise ValueError(f"scores must be [..., {data.num_rows}] (this process's rows), "
+                         f"got shape {f.shape}")
+    lead = f.shape[:-1]
+    f = to_layout(data.rows, np.moveaxis(f.reshape((-1, f.shape[-1])), -1, 0))
+    f = np.moveaxis(f, 0, -1).reshape(lead + (-1,))
+    f = put_rows(f, data.mesh, P(*([None] * (f.ndim - 1)), data.axis))
+    return _score_core(f, ys, data.graph, data.real, data.mesh, data.axis, metric, kw)
+
+
 def check_sharded(data):
     if not isinstance(data, ShardedData):
         raise TypeError(f"data must be a ShardedData (shard_data), got {type(data).__name__}")
@@ -342,5 +457,5 @@ def local_block(tree):
 
 def dense_only(data, fn):
     if data.sparse:
-        raise ValueError(f"{fn} needs dense X (sparse sharded data serves sharded_cg); "
+        raise ValueError(f"{fn} needs dense X (sparse sharded data is solved by rj.CG()); "
                          "shard a dense X")

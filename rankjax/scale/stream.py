@@ -1,78 +1,91 @@
-"""Out-of-core primal RankRLS: the normal equations accumulated over chunks of whole
-queries (docs/design.md, "Scale-out").
-
-No edge of a query graph leaves its query, so ``X^T L X = sum_c X_c^T L_c X_c`` and
-``X^T L y = sum_c X_c^T L_c y_c`` over chunks ``c`` of whole queries (Pahikkala et al.
-2009 eq. 28). Memory is one chunk plus ``n x n``; the number of rows is bounded by
-the disk. The per-chunk products run on the device in the data's dtype and are summed
-on the host in float64; the λ path is the usual one from ``eigh(X^T L X)``. A second
-pass gives exact leave-query-out (eq. 33-34) chunk by chunk: a query's hold-out
-prediction needs only its own rows and the global system.
+"""Streamed problems: chunks of whole queries read one after the other (out of core;
+docs/design.md, "Scale-out"). No edge of a query graph leaves its query, so ``X^T L X =
+sum_c X_c^T L_c X_c`` and ``X^T L y = sum_c X_c^T L_c y_c`` over chunks ``c`` (Pahikkala et
+al. 2009, eq. 28): memory is one chunk plus ``n x n``, the number of rows bounded by the disk.
+:func:`stream` describes such a problem; the verbs solve it with ``Primal`` (fit, path and
+leave-query-out, each a pass or two over the chunks).
 """
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 import time
-from functools import partial
-from typing import Callable, Iterable, NamedTuple, Optional
+from typing import Iterable
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from .._core.checks import (as_float_array, check_flag, check_targets, segment_ids)
-from ..graphs.folds import positions
-from ..graphs.build import as_validation, query_graph
-from ..solvers.holdout import holdout_from_system
+from .._core.checks import check_flag, check_targets, segment_ids
 from .._core.log import check_verbose, info
-from ..metrics.pairs import check_metric_options, metric_sign, pairwise_error
-from ..metrics.choice import Selection, as_selection, select_lambda
-from ..solvers.path import PrimalPath, check_lams
-from ..solvers.models import path_scores
-from ..solvers.ridge import decompose_primal, primal_system
 from .._core.segments import bucket
 from .._core.sparse import as_dense
-from .._core.types import saveable
+from ..graphs.build import query_graph
 
-__all__ = ["StreamFit", "rankrls_primal_stream"]
+__all__ = ["StreamedProblem", "stream", "passes"]
 
 
-@saveable
-class StreamFit(NamedTuple):
-    """Result of :func:`rankrls_primal_stream`.
+@dataclasses.dataclass(frozen=True)
+class StreamedProblem:
+    """Chunks of whole queries as a problem (``kind == "stream"``; build with
+    :func:`stream`): ``chunks`` (a re-iterable of ``(X, y, qid)``), the query graph's
+    options ``graph_kw``, the in-memory validation :class:`~rankjax.Problem` ``valid`` (or
+    ``None``) and ``verbose`` (log rows/s every that many chunks)."""
 
-    Attributes:
-      path: :class:`~rankjax.solvers.path.PrimalPath` (``weights [L, n(, k)]``; validation scores
-        when ``valid`` was given).
-      gram: ``[n, n]`` ``X^T L X`` (float64, host).
-      rhs: ``[n(, k)]`` ``X^T L y`` (float64, host).
-      num_rows, num_queries, num_chunks: what was read.
-      holdout: ``[L]`` leave-query-out value of ``holdout_metric`` (mean over the valid
-        queries, the metric's own direction), or ``None``.
-      selection: :class:`~rankjax.Selection` on ``valid``, or ``None``.
+    chunks: object
+    graph_kw: dict
+    valid: object = None
+    verbose: int = 0
+
+    kind = "stream"
+    graph = None
+    precomputed = False
+    qid = None
+    y = None
+
+
+def stream(chunks, *, normalized: bool = True, exclude_ties: bool = False, query_weights=None,
+           valid=None, verbose: int = 0) -> StreamedProblem:
+    """Primal RankRLS data read chunk by chunk: ``rj.path(rj.scale.stream(chunks),
+    rj.Primal(), lams=lams)`` accumulates ``X^T L X`` and ``X^T L y`` in one pass (O(rows
+    n^2) work, the chunks' products on the device, their sum on the host in float64), then
+    every λ from one ``eigh``; ``rj.holdout`` makes a second pass for exact leave-query-out
+    (eq. 33-34), a query's prediction needing only its own rows and the global system.
+
+    Args:
+      chunks: a re-iterable of ``(X [r, n], y [r(, k)], qid [r])`` chunks of whole queries
+        (a query id in two chunks is an error): :func:`rankjax.io.iter_npy`,
+        :func:`rankjax.io.iter_svmlight`, a list (a generator serves one pass: ``fit`` and
+        ``path``). Chunks are padded to a power of two of rows: equal sizes compile once.
+      normalized, exclude_ties: as :func:`~rankjax.query_graph`.
+      query_weights: ``None`` or ``"pairs"`` (per-query arrays need every query at once).
+      valid: an in-memory :class:`~rankjax.Problem` of validation rows (the path's
+        ``valid_scores``).
+      verbose: log the rows read and rows/s after every that many chunks (0: silent).
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> d = rj.make_ranking_data(30, num_features=5, seed=0)
+      >>> cut = np.flatnonzero(np.diff(d.qid))[14] + 1          # two chunks of whole queries
+      >>> chunks = [(d.X[:cut], d.y[:cut], d.qid[:cut]), (d.X[cut:], d.y[cut:], d.qid[cut:])]
+      >>> s = rj.path(rj.scale.stream(chunks), rj.Primal(), lams=[1.0])
+      >>> w = rj.fit(rj.Problem(d.X, d.y, d.qid), rj.Primal(), lam=1.0).value.weights
+      >>> bool(np.allclose(s.value.weights[0], w, atol=1e-6)), s.stats["chunks"]
+      (True, 2)
     """
-
-    path: PrimalPath
-    gram: np.ndarray
-    rhs: np.ndarray
-    num_rows: int
-    num_queries: int
-    num_chunks: int
-    holdout: Optional[jax.Array]
-    selection: Optional[Selection]
-
-
-@jax.jit
-def _chunk_system(X, y, graph):
-    """The chunk's ``(X^T L X, X^T L y)`` and whether ``X`` is finite (checked in the same
-    program: no separate host pass over the chunk)."""
-    return primal_system(X, y, graph), jnp.all(jnp.isfinite(X))
-
-
-@jax.jit
-def _path(G, b, lams):
-    return decompose_primal(G, b).coef_path(lams)
+    for flag, name in ((normalized, "normalized"), (exclude_ties, "exclude_ties")):
+        check_flag(flag, name)
+    if not (query_weights is None or (isinstance(query_weights, str) and query_weights == "pairs")):
+        raise ValueError("query_weights must be None or 'pairs' for streamed data "
+                         f"(per-query arrays need every query at once), got {query_weights!r}")
+    if not isinstance(chunks, Iterable) or isinstance(chunks, (tuple, np.ndarray)):
+        raise TypeError("chunks must be an iterable of (X, y, qid) tuples (a list, a reader "
+                        "such as rankjax.io.iter_npy, or a generator)")
+    if valid is not None and getattr(valid, "kind", None) != "features":
+        raise TypeError(f"valid must be a rankjax.Problem of feature rows, got "
+                        f"{type(valid).__name__}")
+    graph_kw = dict(normalized=normalized, exclude_ties=exclude_ties, query_weights=query_weights)
+    return StreamedProblem(chunks, graph_kw, valid, check_verbose(verbose))
 
 
 def _chunk(item, n, k, index):
@@ -148,7 +161,7 @@ def _prefetch(iterable, depth: int = 1):
         stop.set()
 
 
-def _passes(chunks, progress, label, graph_kw, expected=None):
+def passes(chunks, progress, label, graph_kw, expected=None):
     """Yields ``(X, y, segments, padded problem)`` per chunk; checks that no query id
     repeats across chunks and reports rows/s."""
     if not isinstance(chunks, Iterable) or isinstance(chunks, (tuple, np.ndarray)):
@@ -178,150 +191,3 @@ def _passes(chunks, progress, label, graph_kw, expected=None):
                          "pass a re-iterable (a list or a rankjax.io reader), not a generator")
     if n is None:
         raise ValueError("chunks is empty (no chunk was read)")
-
-
-def rankrls_primal_stream(chunks, *, lams, normalized: bool = True, exclude_ties: bool = False,
-                          query_weights=None, valid=None, holdout_metric: Optional[Callable] = None,
-                          verbose: int = 0, **metric_kwargs) -> StreamFit:
-    """Primal RankRLS on data read chunk by chunk (out of core).
-
-    One pass accumulates ``X^T L X`` and ``X^T L y`` over chunks of whole queries
-    (O(rows n^2) work, memory one chunk plus ``n x n``), then every λ of ``lams`` comes
-    from one ``eigh``. With ``holdout_metric`` a second pass over ``chunks`` gives
-    exact leave-query-out predictions (Pahikkala et al. 2009 eq. 33-34) chunk by chunk
-    and their metric per λ.
-
-    Args:
-      chunks: iterable of ``(X [r, n], y [r(, k)], qid [r])`` chunks of whole queries
-        (a query id in two chunks is an error); e.g. :func:`rankjax.io.iter_npy`,
-        :func:`rankjax.io.iter_svmlight`, a list, or a generator (one pass only: no
-        ``holdout_metric``). Chunks are padded to a power of two of rows, so equal
-        chunk sizes compile once.
-      lams: ``[L]`` λ grid.
-      normalized, exclude_ties: as in :func:`~rankjax.query_graph`.
-      query_weights: ``None`` or ``"pairs"`` (per-query weights arrays need all queries).
-      valid: ``(X_valid, y_valid, qid_valid)`` in memory: scores and a λ selection with
-        ``holdout_metric`` (default :func:`~rankjax.pairwise_error`).
-      holdout_metric: a rankjax metric for the leave-query-out pass (``y`` 1-D).
-      verbose: log the rows read and rows/s after every that many chunks (0: silent;
-        logger ``"rankjax"``).
-      **metric_kwargs: passed to the metric (``k=10``, ...).
-
-    Returns:
-      :class:`StreamFit`.
-
-    Example:
-      >>> import numpy as np, rankjax as rj
-      >>> d = rj.make_ranking_data(30, num_features=5, seed=0)
-      >>> cut = np.flatnonzero(np.diff(d.qid))[14] + 1          # two chunks of whole queries
-      >>> chunks = [(d.X[:cut], d.y[:cut], d.qid[:cut]), (d.X[cut:], d.y[cut:], d.qid[cut:])]
-      >>> fit = rj.scale.rankrls_primal_stream(chunks, lams=[1.0])
-      >>> w = rj.solvers.models.rankrls_primal(d.X, d.y, rj.query_graph(d.qid), lam=1.0).weights
-      >>> bool(np.allclose(fit.path.weights[0], w, atol=1e-6)), fit.num_chunks
-      (True, 2)
-    """
-    check_metric_options(holdout_metric or pairwise_error, metric_kwargs, "rankrls_primal_stream")
-    lams = check_lams(lams)
-    for flag, name in ((normalized, "normalized"), (exclude_ties, "exclude_ties")):
-        check_flag(flag, name)
-    progress = check_verbose(verbose)
-    if not (query_weights is None or (isinstance(query_weights, str) and query_weights == "pairs")):
-        raise ValueError("query_weights must be None or 'pairs' for streamed data "
-                         f"(per-query arrays need every query at once), got {query_weights!r}")
-    metric = holdout_metric
-    if metric is not None:
-        if not callable(metric) or not hasattr(metric, "higher_is_better"):
-            raise TypeError(f"holdout_metric must be a rankjax metric, got {metric!r}")
-        metric_sign(metric)
-    graph_kw = dict(normalized=normalized, exclude_ties=exclude_ties, query_weights=query_weights)
-    G = b = None
-    rows = queries = num = 0
-    for X, y, s, (Xp, yp, gp) in _passes(chunks, progress, "normal equations", graph_kw):
-        (Gc, bc), finite = _chunk_system(Xp, yp, gp)
-        if not finite:
-            raise ValueError(f"chunk {num}: X contains NaN or inf")
-        Gc, bc = np.asarray(Gc, np.float64), np.asarray(bc, np.float64)
-        G, b = (Gc, bc) if G is None else (G + Gc, b + bc)
-        rows, queries, num = rows + X.shape[0], queries + s.num_queries, num + 1
-    dtype = jnp.result_type(float)
-    W = _path(jnp.asarray(G, dtype), jnp.asarray(b, dtype), lams.astype(dtype))
-    holdout = None
-    if metric is not None:
-        if queries < 2:                 # leaving the one query out trains on nothing
-            raise ValueError(f"holdout_metric needs at least 2 queries (leave-query-out), the "
-                             f"chunks hold {queries}")
-        holdout = _holdout_pass(chunks, G, b, lams, metric, metric_kwargs, rows, graph_kw,
-                                progress)
-    valid_scores = selection = None
-    if valid is not None:
-        Xv, yv, gv = as_validation(valid)
-        Xv = as_float_array(Xv, "X_valid", finite=True)
-        if Xv.ndim != 2 or Xv.shape[1] != G.shape[0]:
-            raise ValueError(f"X_valid must be [m_valid, {G.shape[0]}], got shape {Xv.shape}")
-        valid_scores = path_scores(Xv, W)
-        seg, num = gv.segments()
-        selection = as_selection(lams, select_lambda(lams, valid_scores, yv, seg, num_queries=num,
-                                                     metric=metric or pairwise_error, **metric_kwargs))
-    return StreamFit(PrimalPath(lams, W, None, valid_scores), G, b, rows, queries, num,
-                     holdout, selection)
-
-
-class _Folds(NamedTuple):
-    index: tuple
-    mask: tuple
-    position: jax.Array
-
-
-def _query_folds(seg, num_queries, rows):
-    """Leave-query-out folds of a padded chunk as one bucket ``[F, S]`` (``F`` queries and
-    ``S`` rows per query padded to powers of two), so that chunks of similar shape share
-    one compiled program."""
-    sizes = np.bincount(seg, minlength=num_queries)
-    F, S = bucket(num_queries), bucket(int(sizes.max()))
-    order = np.argsort(seg, kind="stable")
-    pos = np.arange(seg.shape[0]) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    index = np.zeros((F, S), np.int32)
-    mask = np.zeros((F, S), bool)
-    index[seg[order], pos] = order
-    mask[seg[order], pos] = True
-    return _Folds((jax.device_put(index),), (jax.device_put(mask),),
-                  jax.device_put(positions([index], [mask], seg.shape[0])))
-
-
-@partial(jax.jit, static_argnames="crit")
-def _holdout_chunk(problem, lams, folds, system, num_queries, crit):
-    """Hold-out predictions of a padded chunk ``problem = (X, y, graph)`` against the
-    global ``system = (G, b)`` and the per-λ sum and count of the metric ``crit =
-    (metric, kw)`` over its real queries (``< num_queries``, traced)."""
-    X, y, graph = problem
-    metric, kw = crit
-    pred = holdout_from_system(X, y, graph, lams, folds, *system)
-    seg, S = graph.segments()
-
-    def one(f):
-        pq = metric(f, y, seg, num_queries=S, per_query=True, **dict(kw))
-        ok = pq.valid & (jnp.arange(S) < num_queries)
-        return jnp.sum(jnp.where(ok, pq.values, 0)), jnp.sum(ok)
-    return jax.vmap(one)(pred)
-
-
-def _holdout_pass(chunks, G, b, lams, metric, kw, rows, graph_kw, progress):
-    dtype = jnp.result_type(float)
-    Gd, bd = jnp.asarray(G, dtype), jnp.asarray(b, dtype)
-    total = count = 0
-    seen = 0
-    kw = tuple(sorted(kw.items()))
-    for X, y, s, (Xp, yp, gp) in _passes(chunks, progress, "leave-query-out", graph_kw,
-                                         expected=rows):
-        if y.ndim != 1:
-            raise ValueError("holdout_metric needs one output (y of shape [rows])")
-        seg = np.asarray(gp.seg)
-        t, c = _holdout_chunk((jnp.asarray(Xp, dtype), yp, gp), lams.astype(dtype),
-                              _query_folds(seg, s.num_queries + 1, seg.shape[0]), (Gd, bd),
-                              s.num_queries, (metric, kw))
-        total, count = total + t, count + c
-        seen += X.shape[0]
-    if seen != rows:
-        raise ValueError(f"the second pass over chunks read {seen} rows, the first {rows}: "
-                         "pass a re-iterable (a list or a rankjax.io reader), not a generator")
-    return total / count

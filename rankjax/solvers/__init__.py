@@ -3,3 +3,15 @@ Pahikkala et al. 2009, §3.1-3.4), reduced dual systems, the exact hold-outs (§
 CG loop (Airola et al. 2010, §3) and the model types. Imports ``_core``, ``metrics``,
 ``graphs`` and ``kernels``.
 """
+from .auto import Auto as Auto
+from .base import AbstractSolver as AbstractSolver, capabilities as capabilities
+from .cg import CG as CG
+from .dual import Dual as Dual
+from .falkon import Falkon as Falkon
+from .lpo import LeavePairOut as LeavePairOut
+from .models import (DualModel as DualModel, KernelModel as KernelModel,
+                     LinearModel as LinearModel, NystromModel as NystromModel,
+                     ScaledModel as ScaledModel, is_linear as is_linear, predict as predict)
+from .nystrom import Nystrom as Nystrom
+from .primal import Primal as Primal
+from ..kernels.basis import Basis as Basis

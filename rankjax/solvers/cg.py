@@ -1,35 +1,187 @@
-"""RankRLS by conjugate gradient (Airola et al. 2010, §3): the primal system
-``(X^T L X + λ I) w = X^T L y`` with two sparse matvecs per iteration, and the dual
-``(R^T K R + λ I) B = R^T y`` (``R R^T = L``), on the loop of :mod:`rankjax.solvers.cg_loop`.
+"""RankRLS by conjugate gradient (Airola et al. 2010, §3; Pahikkala et al. 2009, §4.3): the
+primal system ``(X^T L X + λ I) w = X^T L y`` with two (sparse) matvecs and O(m) segment
+work per iteration, or for a precomputed kernel the dual ``(R^T K R + λ I) B = R^T y``,
+``A = R B`` (``R R^T = L``: ``S`` for query graphs, the incidence ``M`` for preference
+edges, ``I`` for RLS), on the one loop of :mod:`~rankjax.solvers.cg_loop`. The three methods
+of Airola et al. 2010, Table 1: Tikhonov (λ > 0, no validation data), early stopping (λ = 0
+with ``problem.valid``) and hybrid (both).
 """
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 from typing import Optional
 
 import jax
 import jax.numpy as jnp
+from jax import lax
+from jax.sharding import PartitionSpec as P
 
+from .._core.checks import (as_float_array, check_count, check_matrix, check_positive,
+                            check_symmetric, is_concrete)
+from .._core.log import begin, check_verbose
 from .._core.products import HI, mm
-from .cg_loop import (
-    CG,
-    CGResult,
-    check_options,
-    check_x0,
-    differentiable_cg,
-    loop_keywords,
-    valid_fn_of,
-    valid_set)
-from .._core.checks import (check_positive, check_matrix, check_symmetric, is_concrete)
-from ..graphs.graph import Graph, check_graph
-from .._core.sparse import is_bcoo, is_scipy_sparse, to_csr
+from .._core.sparse import is_bcoo, is_csr, is_scipy_sparse, to_csr
+from .._core.types import saveable
+from .._solution import Solution
+from .base import AbstractSolver
+from .cg_loop import differentiable_cg, static_metric
+from ..scale.layout import local_block
+from .models import DualModel, LinearModel
+
+__all__ = ["CG", "as_operator", "criterion"]
 
 
-def _check_y(y, graph, fn):
-    y = graph.check_labels(y)
-    if y is not None and y.ndim != 1:
-        raise ValueError(f"{fn} solves one output; vmap over the columns of y")
-    return y
+@saveable
+@dataclasses.dataclass(frozen=True, eq=False)
+class CG(AbstractSolver):
+    """Conjugate gradients with early stopping (Airola et al. 2010, §3), matrix-free: the
+    solver of large sparse problems (a :class:`~rankjax.CSRMatrix` or scipy sparse ``X``),
+    and the loop options of :class:`~rankjax.Falkon`. A pytree: ``tol`` and ``x0`` are
+    traced leaves (a new tolerance or warm start compiles nothing), the rest is static.
+
+    Attributes:
+      tol: relative residual tolerance ``||r|| <= tol ||b||`` (>= 0; 0 runs ``max_iter``);
+        ``None`` (default): ``max(1e-8, 100 eps)`` of the compute dtype (1e-8 in float64,
+        1.2e-5 in float32, which cannot resolve 1e-8).
+      max_iter: iteration cap.
+      patience: iterations without a better validation score before early stopping.
+      recompute_every: the residual is recomputed as ``b - (A + λ I) x`` every that many
+        iterations (0 = never).
+      verbose: log every that many iterations while the loop runs (0 = off, nothing
+        compiled in; logger ``"rankjax"``).
+      x0: a warm start (``[n]`` weights; ``[m]`` root-space coefficients of a precomputed
+        kernel, ``[l]`` for preference edges), or ``None`` (zeros).
+      metric: the early-stopping criterion on ``problem.valid``: ``"pairwise_error"``
+        (default; edge disagreement for preference graphs), ``"loss"`` (the RankRLS loss of
+        the validation rows) or a rankjax metric (``rj.ndcg``, ...; those where higher is
+        better are negated).
+      metric_kwargs: a dict of the metric's options (``{"k": 10}``).
+      higher_is_better: the metric's direction when it carries none.
+
+    Example:
+      >>> import rankjax as rj
+      >>> d = rj.make_ranking_data(20, num_features=5, seed=0)
+      >>> v = rj.make_ranking_data(10, num_features=5, seed=1)
+      >>> p = rj.Problem(d.X, d.y, d.qid, valid=rj.Problem(v.X, v.y, v.qid))
+      >>> s = rj.fit(p, rj.CG(metric=rj.ndcg, metric_kwargs={"k": 5}), lam=0.0)
+      >>> rj.RESULTS(int(s.result)).name, int(s.stats["best_iteration"]) >= 1
+      ('early_stopped', True)
+    """
+
+    tol: Optional[float] = None
+    max_iter: int = 500
+    patience: int = 10
+    recompute_every: int = 50
+    verbose: int = 0
+    x0: Optional[object] = None
+    metric: object = "pairwise_error"
+    metric_kwargs: object = ()
+    higher_is_better: Optional[bool] = None
+
+    kinds = {"fit": ("features", "kernel", "sharded")}
+
+    def __post_init__(self):
+        if self.tol is not None:           # 0: run max_iter iterations
+            check_positive(self.tol, name="tol", scalar=True, allow_zero=True)
+        check_count(self.max_iter, "max_iter"), check_count(self.patience, "patience")
+        check_count(self.recompute_every, "recompute_every", minimum=0)
+        check_verbose(self.verbose)
+        if self.x0 is not None:
+            x0 = as_float_array(self.x0, "x0", finite=True)
+            if x0.ndim != 1:
+                raise ValueError(f"x0 must be 1-D, got shape {tuple(x0.shape)}")
+            object.__setattr__(self, "x0", x0)
+        kw = self.metric_kwargs
+        if isinstance(kw, dict):
+            kw = tuple(sorted(kw.items()))
+        elif not isinstance(kw, tuple):
+            raise TypeError(f"metric_kwargs must be a dict, got {type(kw).__name__}")
+        object.__setattr__(self, "metric_kwargs", static_metric(self.metric, dict(kw), "CG"))
+
+    def _key(self):
+        return (self.tol, self.max_iter, self.patience, self.recompute_every, self.verbose,
+                id(self.x0) if self.x0 is not None else None, self.metric, self.metric_kwargs,
+                self.higher_is_better)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def tolerance(self, dtype):
+        """``tol``, or the default of ``dtype`` when ``None``."""
+        if self.tol is None:
+            return max(1e-8, 100 * float(jnp.finfo(dtype).eps))
+        return self.tol
+
+    def with_tol(self, tol):
+        """A copy with another (possibly traced) tolerance, unchecked."""
+        leaves, aux = _flatten(self)
+        return _unflatten(aux, (tol, leaves[1]))
+
+    def replace_verbose(self, verbose):
+        """A copy with another ``verbose`` (a sharded loop logs nothing: one line per device)."""
+        leaves, aux = _flatten(self)
+        return _unflatten((aux[0], aux[1], aux[2], verbose) + aux[4:], leaves)
+
+    def allows_zero(self, problem) -> bool:
+        return True                        # regularisation by iteration (Airola et al. 2010)
+
+    def fit(self, problem, lam):
+        if self.verbose:
+            begin()                        # the clock of the loop's lines
+        y = problem.y
+        if y is not None and y.ndim != 1:
+            raise ValueError("CG solves one output: fit one column of y at a time (or vmap)")
+        graph = problem.graph
+        valid = None if problem.valid is None else (
+            as_operator(problem.valid.X, "valid.X"), problem.valid.y, problem.valid.graph)
+        if problem.kind == "sharded":
+            _check_x0(self.x0, problem.num_features)
+            if valid is not None and valid[0].shape[1] != problem.num_features:
+                raise ValueError(f"valid.X has {valid[0].shape[1]} columns but X has "
+                                 f"{problem.num_features}")
+            r = sharded_fit(problem, lam, self.replace_verbose(0), valid)
+            return Solution(LinearModel(r.weights), r.result, r.stats())
+        if problem.kind == "kernel":
+            K = check_matrix(problem.X, "K")
+            if K.shape[0] != K.shape[1]:
+                raise ValueError(f"K must be a square [m, m] kernel matrix, got shape "
+                                 f"{tuple(K.shape)}")
+            check_symmetric(K)
+            _check_x0(self.x0, jax.eval_shape(lambda: graph.factor()[2](y)).shape[0])
+            r = _dual_core(K, y, graph, lam, valid, self)
+            return Solution(DualModel(r.weights), r.result, r.stats())
+        X = as_operator(problem.X, "X")
+        _check_x0(self.x0, X.shape[1])
+        r = _primal_core(X, y, graph, lam, valid, self)
+        return Solution(LinearModel(r.weights), r.result, r.stats())
+
+
+def _flatten(c):
+    return (c.tol, c.x0), (c.max_iter, c.patience, c.recompute_every, c.verbose, c.metric,
+                           c.metric_kwargs, c.higher_is_better)
+
+
+_FIELDS = ("max_iter", "patience", "recompute_every", "verbose", "metric", "metric_kwargs",
+           "higher_is_better")
+
+
+def _unflatten(aux, children):
+    obj = object.__new__(CG)
+    for k, v in zip(("tol", "x0") + _FIELDS, tuple(children) + tuple(aux)):
+        object.__setattr__(obj, k, v)
+    return obj
+
+
+jax.tree_util.register_pytree_node(CG, _flatten, _unflatten)
+
+
+def _check_x0(x0, n):
+    if x0 is not None and is_concrete(x0) and x0.shape != (n,):
+        raise ValueError(f"x0 must have shape [{n}], got {tuple(x0.shape)}")
 
 
 def as_operator(X, name):
@@ -43,146 +195,54 @@ def as_operator(X, name):
     return X
 
 
+def criterion(options, valid, scores_fn):
+    """The loop's early-stopping criterion ``x -> value`` (lower is better) of the
+    validation data ``valid = (rows, y, graph)`` and the metric of ``options`` (a
+    :class:`CG`), or ``None`` without validation data."""
+    if valid is None:
+        return None
+    _, yv, gv = valid
+    crit = gv.criterion(yv, options.metric, options.higher_is_better, **dict(options.metric_kwargs))
+    return lambda x: crit(scores_fn(x))
+
+
 @jax.jit
-def _cg_primal_core(X, y, graph, lam, valid, x0, options):
+def _primal_core(X, y, graph, lam, valid, options):
     b = mm(X.T, graph.rhs(y, X.dtype))
-    valid_fn = valid_fn_of(valid, lambda w: mm(valid.M, w))
-    return differentiable_cg(lambda v: mm(X.T, graph.mv(mm(X, v))), b, options, lam, x0, valid_fn)
+    valid_fn = criterion(options, valid, lambda w: mm(valid[0], w))
+    return differentiable_cg(lambda v: mm(X.T, graph.mv(mm(X, v))), b, options, lam,
+                             options.x0, valid_fn)
 
 
-@loop_keywords
-def rankrls_cg(X, y, graph: Graph, *, lam=0.0, options: Optional[CG] = None, valid=None,
-               metric="pairwise_error", metric_kwargs=None, higher_is_better=None,
-               x0=None) -> CGResult:
-    """Primal RankRLS by matrix-free CG (docs/math.md; Airola et al. 2010 §3): solves
-    ``(X^T L X + λ I) w = X^T L y`` (edges: ``X^T M N``) with
-    ``A v = X^T (L (X v))`` — two sparse matvecs and O(m) segment work per
-    iteration, O(m s + l) for preference edges; never an ``[l, n]`` or
-    ``[m, m]`` array. The three methods of Airola et al. 2010 Table 1: Tikhonov
-    (``lam > 0``, no ``valid``), early stopping (``lam = 0`` with ``valid``) and
-    hybrid (both).
-
-    Sparse ``X``: pass a :class:`CSRMatrix` (:func:`to_csr`, built once); a
-    concrete BCOO is converted on every call. Under ``vmap`` over λ or over the
-    columns of ``y`` the products become one CSR matrix product per iteration.
-
-    Args:
-      X: ``[m, n]`` dense, :class:`CSRMatrix` or BCOO.
-      y: ``[m]`` scores; ``None`` for a :class:`PreferenceGraph`. (For several
-        outputs vmap over the columns.)
-      graph: any rankjax graph on the ``m`` rows.
-      lam: λ >= 0 (traced; vmap over it).
-      valid: ``(X_valid, y_valid, graph_valid)`` to evaluate a criterion on
-        ``X_valid @ w`` after every iteration and stop early (see
-        :func:`validation_criterion`); ``None``: no early stopping.
-      options: a :class:`~rankjax.CG` (tolerance, iteration cap, patience, ...).
-      metric: the validation criterion (default pairwise error); ``metric_kwargs`` a
-        dict of its options (``{"k": 10}``); ``higher_is_better`` its direction.
-      x0: warm start.
-
-    Returns:
-      :class:`CGResult` with ``x`` = ``w [n]``.
-
-    Example:
-      >>> import numpy as np, rankjax as rj
-      >>> d = rj.make_ranking_data(20, num_features=5, seed=0)
-      >>> v = rj.make_ranking_data(10, num_features=5, seed=1)
-      >>> g = rj.query_graph(d.qid)
-      >>> r = rankrls_cg(d.X, d.y, g, lam=1.0, options=rj.CG(tol=1e-10))
-      >>> w = rj.solvers.models.rankrls_primal(d.X, d.y, g, lam=1.0).weights
-      >>> bool(np.allclose(r.weights, w, rtol=1e-4, atol=1e-5))
-      True
-      >>> r = rankrls_cg(d.X, d.y, g, lam=0.0, valid=(v.X, v.y, rj.query_graph(v.qid)))
-      >>> bool(r.valid_history[r.best_iteration] == np.nanmin(r.valid_history))
-      True
-    """
-    X = as_operator(X, "X")
-    check_graph(graph, X.shape[0])
-    y = _check_y(y, graph, "rankrls_cg")
-    check_positive(lam, allow_zero=True, scalar=True)
-    n = X.shape[1]
-    valid = valid_set(valid, "X_valid", metric, higher_is_better, metric_kwargs, "rankrls_cg",
-                      partial(validation_rows, n=n))
-    return _cg_primal_core(X, y, graph, lam, valid, check_x0(x0, n), check_options(options))
-
-
-def validation_rows(Xv, n):
-    """``X_valid`` as an operator (:func:`as_operator`) with the ``n`` columns of ``X``."""
-    Xv = as_operator(Xv, "X_valid")
-    if Xv.shape[1] != n:
-        raise ValueError(f"X_valid has {Xv.shape[1]} columns but X has {n}")
-    return Xv
-
-
-def _kernel_operator(K, m, name):
-    """``(K, None)`` for a kernel matrix ``[*, m]``, ``(None, fn)`` for a matvec callable."""
-    if callable(K) and not hasattr(K, "shape"):
-        return None, K
-    K = check_matrix(K, name)
-    if K.shape[1] != m:
-        raise ValueError(f"{name} must be [*, {m}] or a callable, got shape {tuple(K.shape)}")
-    return K, None
-
-
-@partial(jax.jit, static_argnames="kfn")
-def _cg_dual_core(K, y, graph, lam, valid, x0, options, kfn):
+@jax.jit
+def _dual_core(K, y, graph, lam, valid, options):
     R, Rt, rhs = graph.factor()
-    kmv = kfn or (lambda a: jnp.matmul(K, a, precision=HI))
-    kvmv = None if valid is None else (valid.fn or (lambda a: jnp.matmul(valid.M, a, precision=HI)))
-    valid_fn = valid_fn_of(valid, lambda B: kvmv(R(B)))
+    valid_fn = criterion(options, valid,
+                         lambda B: jnp.matmul(valid[0], R(B), precision=HI))
     b = rhs(y)
     dtype = b.dtype if jnp.issubdtype(b.dtype, jnp.floating) else jnp.result_type(float)
-    res = differentiable_cg(lambda v: Rt(kmv(R(v))), b.astype(dtype), options, lam, x0, valid_fn)
+    res = differentiable_cg(lambda v: Rt(jnp.matmul(K, R(v), precision=HI)), b.astype(dtype),
+                            options, lam, options.x0, valid_fn)
     return res._replace(weights=R(res.weights))
 
 
-@loop_keywords
-def rankrls_cg_dual(K, y, graph: Graph, *, lam=0.0, options: Optional[CG] = None, valid=None,
-                    metric="pairwise_error", metric_kwargs=None, higher_is_better=None,
-                    x0=None) -> CGResult:
-    """Dual (kernel) RankRLS by CG on the symmetric system (docs/math.md):
-    ``(R^T K R + λ I) B = R^T y`` and ``A = R B``, with ``R R^T = L`` — ``R = S``
-    (``L^{1/2}``, a segment operation) for query graphs, ``R = M`` (the incidence
-    matrix, ``B`` lives on the ``l`` edges and the rhs is ``N``) for preference
-    edges, ``R = I`` for RLS. ``A`` equals :func:`rankrls_dual`'s
-    ``(L K + λ I)^{-1} L y``. One kernel matvec and O(m + l) work per iteration.
+@partial(jax.jit, static_argnames=("mesh", "axis"))
+def _sharded_core(problem, lam, valid, options, mesh, axis):
+    def local(problem, lam, valid, options):
+        X, y, graph = problem
+        g = local_block(graph)
+        if is_csr(X):                                  # a CSRMatrix: its device block
+            X = local_block(X)
+        b = lax.psum(mm(X.T, g.rhs(y, X.dtype)), axis)
+        valid_fn = criterion(options, valid, lambda w: mm(valid[0], w))
+        return differentiable_cg(lambda v: lax.psum(mm(X.T, g.mv(mm(X, v))), axis), b, options,
+                                 lam, options.x0, valid_fn)
+    return jax.shard_map(local, mesh=mesh, in_specs=(P(axis), P(), P(), P()),
+                         out_specs=P(), check_vma=False)(problem, lam, valid, options)
 
-    Args:
-      K: ``[m, m]`` kernel matrix, or a callable ``a [m] -> K a`` for matrix-free
-        kernels (it must accept vmapped inputs when you vmap).
-      y: ``[m]``; ``None`` for a :class:`PreferenceGraph`.
-      graph: a query graph without tie exclusion, a preference graph or the
-        identity graph.
-      lam: λ >= 0.
-      valid: ``(K_valid, y_valid, graph_valid)``, ``K_valid`` ``[m_v, m]`` or a
-        callable ``a -> K_valid a``; see :func:`validation_criterion`.
-      x0: warm start for ``B`` (root space: ``[m]``, or ``[l]`` for edges).
-      options, metric, metric_kwargs, higher_is_better: as in :func:`rankrls_cg`.
 
-    Returns:
-      :class:`CGResult` with ``x`` = the dual coefficients ``A [m]``
-      (predict with ``K_test @ A``).
-
-    Example:
-      >>> import numpy as np, rankjax as rj
-      >>> d = rj.make_ranking_data(10, num_features=5, seed=0)
-      >>> K = d.X @ d.X.T
-      >>> g = rj.query_graph(d.qid)
-      >>> r = rankrls_cg_dual(K, d.y, g, lam=1.0, options=rj.CG(tol=1e-12))
-      >>> bool(np.allclose(r.weights, rj.solvers.models.rankrls_dual(K, d.y, g, lam=1.0).coef, atol=1e-8))
-      True
-    """
-    check_graph(graph)
-    m = graph.num_rows
-    K, kfn = _kernel_operator(K, m, "K")
-    if isinstance(K, jax.Array):
-        check_symmetric(K)
-    y = _check_y(y, graph, "rankrls_cg_dual")
-    check_positive(lam, allow_zero=True, scalar=True)
-
-    def kernel_rows(Kv):
-        Kv, fn = _kernel_operator(Kv, m, "K_valid")
-        return fn or Kv
-    valid = valid_set(valid, "K_valid", metric, higher_is_better, metric_kwargs,
-                      "rankrls_cg_dual", kernel_rows)
-    return _cg_dual_core(K, y, graph, lam, valid, check_x0(x0, m), check_options(options), kfn)
+def sharded_fit(data, lam, options, valid):
+    """CG's :class:`~rankjax.solvers.cg_loop.CGResult`: the matvec ``X^T L X v`` a
+    per-device product over its own queries plus one ``psum`` of an ``[n]`` vector per
+    iteration (dense or sparse ``X``); the loop state is replicated."""
+    return _sharded_core((data.X, data.y, data.graph), lam, valid, options, data.mesh, data.axis)

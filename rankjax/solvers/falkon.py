@@ -14,8 +14,8 @@ preconditioned matrix is close to ``I``, so a few tens of iterations reach the
 closed-form solution. Each iteration costs two products with ``K_mR`` (``O(m b)``)
 and two triangular solves with ``C`` and ``A`` (``O(b^2)``); ``K_mR`` is kept
 when it fits in memory, else evaluated in row blocks every iteration (never whole).
-The loop is :func:`rankjax.solvers.cg_loop.cg_solve` (one ``lax.while_loop``): early stopping on a
-validation set, ``vmap`` over λ (each lane its own preconditioner).
+The loop is :func:`~rankjax.solvers.cg_loop.cg_loop` (one ``lax.while_loop``): early stopping
+on a validation set, ``vmap`` over λ (each lane its own preconditioner).
 """
 from __future__ import annotations
 
@@ -27,47 +27,25 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .._core.products import HI
-from .cg_loop import (CG, CGResult, cg_loop, check_options, loop_keywords, valid_fn_of, valid_set)
-from .._core.checks import (check_seed, check_count, check_positive, lam_ok, nan_unless)
+from .._core.checks import check_count, check_seed, is_concrete, lam_ok, nan_unless
 from .._core.host import device_array
-from .._core.memory import available_memory, check_memory
-from ..graphs.graph import Graph, check_problem
-from ..kernels.kernel import (Kernel, check_kernel, kernel_block, kernel_matrix)
-from ..kernels.basis import (BasisRows, coef_from, features, take_basis)
-from .models import columns_of, check_test_matrix
 from .._core.linalg import PSD_RTOL
+from .._core.memory import available_memory, check_memory
+from .._core.products import HI, mm
 from .._core.segments import padded_size
-from .._core.sparse import as_dense
-from .._core.types import saveable
+from .._solution import Solution
+from ..graphs.graph import Graph
+from ..kernels.basis import BasisRows, as_nystrom, coef_from, features, take_basis
+from ..kernels.kernel import Kernel, kernel_block
+from .base import AbstractSolver, check_kernel_arg, dense_rows, solver
+from .cg import CG, criterion
+from .cg_loop import differentiable_cg
+from .models import NystromModel
+from ..scale.layout import dense_only, local_block
+from jax.sharding import PartitionSpec as P
 
-__all__ = ["FalkonModel", "rankrls_falkon"]
-
-@saveable
-class FalkonModel(NamedTuple):
-    """Nyström RankRLS solved by :func:`rankrls_falkon`.
-
-    Attributes:
-      coef: ``[b]`` basis coefficients ``a`` (``f(x) = sum_i a_i k(x, basis_X_i)``).
-      basis: ``[b]`` row indices of the basis.
-      basis_X: ``[b, n]`` basis rows.
-      kernel: the :class:`Kernel`.
-      cg: the :class:`CGResult` of the preconditioned system (iterations, stop
-        reason, residual and validation histories).
-    """
-
-    coef: jax.Array
-    basis: jax.Array
-    basis_X: jax.Array
-    kernel: Kernel
-    cg: CGResult
-
-    num_features = columns_of("basis_X", 1)          # columns of the rows it scores
-
-    def predict(self, X, block_size: Optional[int] = None):
-        X = check_test_matrix(X, self.basis_X.shape[1])
-        return jnp.matmul(kernel_matrix(self.kernel, X, self.basis_X, block_size=block_size),
-                          self.coef.T, precision=HI).T
+__all__ = ["Falkon", "Subsample", "block_ops", "falkon_preconditioner", "falkon_solve",
+           "kmr_block_rows"]
 
 
 def _query_subsample(graph, m: int, rows: int, seed: int) -> np.ndarray:
@@ -89,12 +67,11 @@ class Subsample(NamedTuple):
     scale: float
 
     def gram(self, basis: BasisRows, C):
-        """``(m/|U|) Φ_U^T L_UU Φ_U``."""
+        """``(m/|U|) Φ_U^T L_UU Φ_U`` (``L_UU`` a principal block of ``L``: PSD)."""
         dt = self.X.dtype
         PhiU = features(kernel_block(basis.kernel, self.X, basis.X) * basis.mask.astype(dt)
                         * self.mask.astype(dt)[:, None], C)
-        return self.scale * self.graph.normal_equations(PhiU, jnp.zeros(self.X.shape[0], dt),
-                                                        root=True)[0]
+        return self.scale * jnp.matmul(PhiU.T, self.graph.mv(PhiU), precision=HI)
 
 
 def _tri(C, B, trans=False):
@@ -140,7 +117,8 @@ def falkon_preconditioner(basis: BasisRows, gram_U, lam):
 
 def falkon_solve(C, A, lam, apply_H, rhs_raw, scores_fn, valid, options: CG):
     """CG on ``A^{-1} (Φ^T L Φ + λ I) A^{-T} β = A^{-1} C^{-1} rhs_raw`` with
-    ``apply_H(a) = K_Rm L K_mR a`` (traced); returns ``(a [b_pad], CGResult)``."""
+    ``apply_H(a) = K_Rm L K_mR a`` (traced), early stopping on ``scores_fn(a)`` of the
+    validation data ``valid`` (or ``None``); returns ``(a [b_pad], CGResult)``."""
     def coef(beta):                                   # a = C^{-T} A^{-T} β
         return coef_from(C, _tri(A, beta, trans=True))
 
@@ -149,10 +127,11 @@ def falkon_solve(C, A, lam, apply_H, rhs_raw, scores_fn, valid, options: CG):
         return _tri(A, _tri(C, apply_H(coef_from(C, w))) + lam * w)
 
     rhs = _tri(A, _tri(C, rhs_raw))
-    valid_fn = valid_fn_of(valid, lambda beta: scores_fn(coef(beta)))
+    valid_fn = criterion(options, valid, lambda beta: scores_fn(coef(beta)))
     ok = lam_ok(lam, allow_zero=valid is not None)
     tol = jnp.where(ok, options.tolerance(rhs.dtype), jnp.nan)
-    r = cg_loop(matvec, rhs, options.with_tol(tol), 0.0, None, valid_fn)
+    # without early stopping the solve is differentiable (implicitly, in λ and the data)
+    r = differentiable_cg(matvec, rhs, options.with_tol(tol), 0.0, None, valid_fn)
     return nan_unless(ok, coef(r.weights)), r
 
 
@@ -164,7 +143,7 @@ def _falkon_core(problem, basis: BasisRows, sub: Subsample, lam, valid, options,
     C, A = falkon_preconditioner(basis, partial(sub.gram, basis), lam)
     fwd, bwd = block_ops(basis, X, block_rows)
     scores_fn = None if valid is None else (
-        lambda a: jnp.matmul(basis.block(valid.M), a, precision=HI))
+        lambda a: jnp.matmul(basis.block(valid[0]), a, precision=HI))
     a, r = falkon_solve(C, A, lam, lambda a: bwd(graph.mv(fwd(a))), bwd(graph.rhs(y, dt)),
                         scores_fn, valid, options)
     return a * basis.mask.astype(dt), r
@@ -182,81 +161,151 @@ def kmr_block_rows(m, bp, item, block_rows):
     return block_rows
 
 
-def falkon_checks(kernel, lam, valid):
-    """The checks every FALKON entry point makes of its parameters: the kernel and λ (0
-    allowed with a validation set: early stopping regularises)."""
-    check_kernel(kernel)
-    check_positive(lam, allow_zero=valid is not None, scalar=True)
+@solver(leaves=("kernel",))
+class Falkon(AbstractSolver):
+    """FALKON: conjugate gradients on the Nyström model, preconditioned by a subsample of
+    whole queries (Rudi et al. 2017, §3, with the query Laplacian; Pahikkala et al. 2009,
+    §3.5), in ``O(m b)`` memory and time per iteration: ``m`` in the 10^5-10^6 range, basis
+    sizes up to ~10^4. The fit is :class:`Nystrom`'s model of the same basis (a
+    :class:`~rankjax.NystromModel`), its CG statistics in ``Solution.stats``.
 
-
-@loop_keywords
-def rankrls_falkon(X, y, graph: Graph, *, lam, kernel: Kernel, basis,
-                   options: Optional[CG] = None, valid=None, metric="pairwise_error",
-                   metric_kwargs=None, higher_is_better=None,
-                   precond_rows: Optional[int] = None, block_rows: Optional[int] = None,
-                   seed: int = 0) -> FalkonModel:
-    """Nyström RankRLS by FALKON-preconditioned conjugate gradient (Rudi et al. 2017 with
-    the query Laplacian; Pahikkala et al. 2009 §3.5): for ``m`` in the 10⁵-10⁶ range and
-    basis sizes up to ~10⁴, in ``O(m b)`` memory and time per iteration.
-
-    Args:
-      X: ``[m, n]`` dense training rows.
-      y: ``[m]`` labels.
-      graph: a :class:`QueryGraph` or :class:`IdentityGraph` on the ``m`` rows.
-      lam: λ > 0 (λ >= 0 with ``valid``: early stopping alone); traced (vmap over it).
-      kernel: a :class:`Kernel`.
-      basis: an int ``b`` (uniform rows, ``seed``), ``[b]`` row indices
-        (:func:`nystrom_basis`) or a :class:`Basis`.
-      options: a :class:`~rankjax.CG` (:func:`cg_solve`); its ``tol`` is relative to the
-        preconditioned right-hand side.
-      valid: ``(X_valid, y_valid, graph_valid)`` for early stopping on a criterion
-        (as :func:`rankrls_cg`; ``metric``, ``metric_kwargs``, ``higher_is_better``).
-      precond_rows: rows of whole queries in the preconditioner's subsample
-        (default ``min(m, 3 b)``: on a 12k-row set with b = 2,000 and λ = 1e-6, 2 b rows left the
-        50th iterate 5e-6 from the closed form, 3 b rows 3e-9).
-      block_rows: evaluate ``K_mR`` in blocks of this many rows every iteration; by
-        default it is kept whole when it takes at most a quarter of the free memory.
-      seed: the basis draw and the preconditioner's subsample.
-
-    Returns:
-      :class:`FalkonModel`; ``predict(model, X)`` costs ``O(b)`` kernel values per row.
+    Attributes:
+      kernel, basis, seed: as :class:`Nystrom` (``seed`` also draws the subsample).
+      options: a :class:`CG`: the loop's options (its ``tol`` is relative to the
+        preconditioned right-hand side), and its early-stopping metric on ``problem.valid``.
+      precond_rows: rows of whole queries in the preconditioner's subsample (default
+        ``min(m, 3 b)``: on a 12k-row set with b = 2,000 and λ = 1e-6, 2 b rows left the 50th
+        iterate 5e-6 from the closed form, 3 b rows 3e-9). Under the caller's ``jit`` (the
+        queries traced) the subsample is the first rows, a principal block of ``L``.
+      block_rows: rows per kernel block when ``K_mR`` is not kept (``None``: kept whole when
+        it takes at most a quarter of the free memory, else planned).
 
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(40, num_features=4, seed=0)
-      >>> g, k = rj.query_graph(d.qid), rj.gaussian_kernel(0.2)
-      >>> f = rankrls_falkon(d.X, d.y, g, lam=1.0, kernel=k, basis=np.arange(0, 800, 8))
-      >>> p = rj.solvers.path.rankrls_nystrom_path(d.X, d.y, g, lams=[1.0], kernel=k,
-      ...                                      basis=np.arange(0, 800, 8))
-      >>> bool(np.allclose(rj.predict(f, d.X), rj.predict(p, d.X)[0], atol=1e-4))
+      >>> p, k, rows = rj.Problem(d.X, d.y, d.qid), rj.gaussian_kernel(0.2), np.arange(0, 800, 8)
+      >>> f = rj.fit(p, rj.Falkon(k, rows), lam=1.0).value
+      >>> g = rj.fit(p, rj.Nystrom(k, rows), lam=1.0).value
+      >>> bool(np.allclose(rj.predict(f, d.X), rj.predict(g, d.X), atol=1e-4))
       True
     """
-    X, y = check_problem(X, y, graph)
-    X = as_dense(X)
-    graph.check_splittable("rankrls_falkon (its preconditioner's subsample)")
-    if y.ndim != 1:
-        raise ValueError("rankrls_falkon solves one output; vmap over the columns of y")
-    falkon_checks(kernel, lam, valid)
-    options = check_options(options)
-    check_seed(seed)
-    m, n = X.shape
-    index, B = take_basis(X, basis, kernel, seed)
-    bp = B.X.shape[0]
-    item = X.dtype.itemsize
-    u_rows = min(m, 3 * bp) if precond_rows is None else check_count(precond_rows, "precond_rows")
-    rows = _query_subsample(graph, m, min(u_rows, m), seed)
+
+    kernel: Kernel
+    basis: object
+    options: CG = CG()
+    precond_rows: Optional[int] = None
+    block_rows: Optional[int] = None
+    seed: int = 0
+
+    def __post_init__(self):
+        check_kernel_arg(self.kernel, allow_none=False)
+        check_seed(self.seed)
+        if not isinstance(self.options, CG):
+            raise TypeError(f"options must be a rankjax.CG, got {type(self.options).__name__}")
+        if self.options.x0 is not None:
+            raise ValueError("Falkon takes no x0 (its iterate lives in the preconditioned space)")
+        for name in ("precond_rows", "block_rows"):
+            if getattr(self, name) is not None:
+                check_count(getattr(self, name), name)
+        object.__setattr__(self, "basis", as_nystrom(self.basis, self.seed))
+
+    def allows_zero(self, problem) -> bool:
+        return problem.valid is not None           # early stopping regularises
+
+    kinds = {"fit": ("features", "sharded")}
+
+    def fit(self, problem, lam):
+        if problem.kind == "sharded":
+            return self._fit_sharded(problem, lam)
+        X = dense_rows(problem)
+        y, graph = problem.y, problem.graph
+        if y.ndim != 1:
+            raise ValueError("Falkon solves one output: fit one column of y at a time (or vmap)")
+        graph.check_splittable("Falkon (its preconditioner's subsample)")
+        m = X.shape[0]
+        index, B = take_basis(X, self.basis, self.kernel)
+        bp, item = B.X.shape[0], X.dtype.itemsize
+        u = min(m, 3 * bp if self.precond_rows is None else self.precond_rows)
+        sub = _subsample(X, graph, u, self.seed)
+        check_memory((sub.X.shape[0] * bp + 6 * bp * bp + 4 * m) * item,
+                     f"Falkon with {index.shape[0]} basis rows and a {u}-row preconditioner",
+                     "use a smaller basis or precond_rows")
+        block_rows = kmr_block_rows(m, bp, item, self.block_rows)
+        valid = None if problem.valid is None else (
+            dense_rows(problem.valid), problem.valid.y, problem.valid.graph)
+        coef, r = _falkon_core((X, y, graph), B, sub, lam, valid, self.options, block_rows)
+        b = index.shape[0]
+        model = NystromModel(coef[:b], jnp.asarray(index, jnp.int32), B.X[:b], self.kernel)
+        return Solution(model, r.result, r.stats())
+
+    def _fit_sharded(self, data, lam):
+        """FALKON on a sharded problem: the basis drawn among the rows it was built from
+        (``data.source``), each device's ``K_mR`` block, one ``psum`` per product."""
+        if data.y.ndim != 1:
+            raise ValueError("Falkon solves one output: fit one column of y at a time (or vmap)")
+        X = dense_rows(data.source)
+        index, B = take_basis(X, self.basis, self.kernel)
+        bp = B.X.shape[0]
+        u = 3 * bp if self.precond_rows is None else self.precond_rows
+        block_rows = kmr_block_rows(data.rows.shape[1], bp, X.dtype.itemsize, self.block_rows)
+        valid = None if data.valid is None else (
+            dense_rows(data.valid), data.valid.y, data.valid.graph)
+        options = self.options.replace_verbose(0)                 # one line per device
+        coef, r = sharded_fit(data, B, lam, valid, options, u, block_rows)
+        b = index.shape[0]
+        model = NystromModel(coef[:b], jnp.asarray(index, jnp.int32), B.X[:b], self.kernel)
+        return Solution(model, r.result, r.stats())
+
+
+def _subsample(X, graph, u, seed) -> Subsample:
+    """The preconditioner's rows: whole queries drawn at random (host) until ``u`` rows, or
+    under a trace the first ``u`` rows (a principal block of ``L``)."""
+    m = X.shape[0]
+    if not all(is_concrete(a) for a in jax.tree.leaves(graph)):
+        return Subsample(X[:u], jnp.ones(u, bool), graph.prefix(u), m / u)
+    rows = _query_subsample(graph, m, u, seed)
     up = int(padded_size(rows.size))
-    check_memory((up * bp + 6 * bp * bp + 4 * m) * item,
-                 f"rankrls_falkon with {index.size} basis rows and a {rows.size}-row preconditioner",
-                 "use a smaller basis or precond_rows")
-    block_rows = kmr_block_rows(m, bp, item, block_rows)
     idx = np.zeros(up, np.int64)
     idx[:rows.size] = rows
-    sub = Subsample(jnp.asarray(X)[device_array(idx.astype(np.int32))],
-                    device_array(np.arange(up) < rows.size), graph.restrict(rows, up),
-                    m / rows.size)
-    valid = valid_set(valid, "X_valid", metric, higher_is_better, metric_kwargs,
-                      "rankrls_falkon", lambda Xv: check_test_matrix(Xv, n, "X_valid"))
-    coef, r = _falkon_core((X, y, graph), B, sub, lam, valid, options, block_rows)
-    b = index.size
-    return FalkonModel(coef[..., :b], device_array(index.astype(np.int32)), B.X[:b], kernel, r)
+    return Subsample(jnp.asarray(X)[device_array(idx.astype(np.int32))],
+                     device_array(np.arange(up) < rows.size), graph.restrict(rows, up),
+                     m / rows.size)
+
+
+@partial(jax.jit, static_argnames="layout")
+def _sharded_core(problem, basis: BasisRows, lam, valid, options, scale, layout):
+    mesh, axis, u, block_rows = layout
+
+    def local(problem, basis, lam, valid, options, scale):
+        X, y, graph = problem
+        g = local_block(graph)
+        dt = X.dtype
+        mf = basis.mask.astype(dt)
+
+        def gram_U(C):          # each device's first u rows: a principal block of L (PSD)
+            PhiU = features(kernel_block(basis.kernel, X[:u], basis.X) * mf, C)
+            return scale * lax.psum(mm(PhiU.T, g.prefix(u).mv(PhiU)), axis)
+
+        C, A = falkon_preconditioner(basis, gram_U, lam)
+        fwd, local_bwd = block_ops(basis, X, block_rows)         # padding rows: L kills them
+        bwd = lambda v: lax.psum(local_bwd(v), axis)  # noqa: E731
+        scores_fn = None if valid is None else (lambda a: mm(basis.block(valid[0]), a))
+        return falkon_solve(C, A, lam, lambda a: bwd(g.mv(fwd(a))), bwd(g.rhs(y, dt)), scores_fn,
+                            valid, options)
+    return jax.shard_map(local, mesh=mesh, in_specs=(P(axis),) + (P(),) * 5,
+                         out_specs=P(), check_vma=False)(problem, basis, lam, valid, options,
+                                                         scale)
+
+
+def sharded_fit(data, basis: BasisRows, lam, valid, options, precond_rows, block_rows):
+    """``(coef [b_pad], CGResult)`` of FALKON on sharded rows: each device keeps its rows'
+    ``K_mR`` block, the CG matvec is a per-device product plus one ``psum`` of a ``[b]``
+    vector; the preconditioner's subsample is the first ``precond_rows / D`` rows of every
+    device (a principal block of ``L``: PSD)."""
+    dense_only(data, "rj.fit(scale.shard(...), Falkon(...))")
+    D, width = data.rows.shape
+    u = int(min(width, -(-precond_rows // D)))
+    real = int(np.minimum(u, (data.rows >= 0).sum(1)).sum())
+    scale = data.num_rows / max(real, 1)
+    return _sharded_core((data.X, data.y, data.graph), basis, lam, valid, options, scale,
+                        (data.mesh, data.axis, u, block_rows))

@@ -5,6 +5,7 @@ pairs; and the pair lists it is used with.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 import jax
@@ -12,29 +13,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .._core.products import HI, mm
-from .._core.log import timed
-from .._core.checks import (
-    as_float_array,
-    check_gram,
-    check_indices,
-    check_symmetric,
-    host_labels,
-    indices_ok,
-    is_concrete,
-    lam_ok,
-    nan_unless,
-    value_range)
+from .._core.checks import (as_float_array, check_indices, host_labels, indices_ok, is_concrete,
+                            lam_ok, nan_unless, value_range)
 from .._core.host import reduce_concrete, reduction
-from .._core.resolved import warn_unresolved
-from .._core.memory import compute_dtype, kernel_plan
-from ..graphs.graph import check_problem
-from ..graphs.build import global_graph
-from .path import check_lams, check_spectrum
 from .._core.linalg import eigh_psd, eigh_psd_checked, psd_ok, spectral_filter
-from .ridge import eigh_floor, lam_floor
-from .._core.sparse import as_dense
+from .._core.products import HI, mm
+from .._core.resolved import warn_unresolved
 from .._core.types import saveable
+from ..graphs.graph import is_graph
+from .ridge import check_spectrum, eigh_floor, lam_floor
 
 
 @saveable
@@ -191,11 +178,55 @@ _self_pair = reduction(lambda xp, p: xp.any(p[:, 0] == p[:, 1]))
 _no_differing = reduction(lambda xp, dy: ~xp.all(xp.any(dy != 0, axis=0)))
 
 
-def _check_lpo(M, y, pairs, lams, name):
-    M, y = check_problem(M, y, global_graph(np.shape(M)[0]), name)
-    if M.shape[0] < 3:
-        raise ValueError(f"leave-pair-out needs at least 3 rows, got {M.shape[0]}")
-    return M, y, _check_pairs(pairs, M.shape[0]), check_lams(lams).astype(M.dtype)
+@jax.jit
+def _lpo_dual_core(K, y, pairs, lams):
+    eig, low, high = eigh_psd_checked(K)
+    psd = psd_ok(low, high, K.shape[0], K.dtype)
+    floor = lam_floor((K.shape[0] - 2) * high, K.dtype, "pairs")
+    out = _lpo_core(eig.vectors * jnp.sqrt(eig.values), eig.values, y, pairs, lams, floor)
+    return nan_unless(psd, out), (psd, low, high, floor)
+
+
+@jax.jit
+def _lpo_primal_core(X, y, pairs, lams):
+    eig = eigh_psd(jnp.matmul(X.T, X, precision=HI))
+    return _lpo_core(jnp.matmul(X, eig.vectors, precision=HI), eig.values, y, pairs, lams,
+                     0.0, X)
+
+
+@saveable
+@dataclasses.dataclass(frozen=True)
+class LeavePairOut:
+    """``folds=`` of :func:`rankjax.holdout` for leave-pair-out: each pair ``(i, j)`` of
+    ``pairs`` ``[p, 2]`` held out in turn from the global ranking problem (Pahikkala et al.
+    2009, §3.4, cost (21): the problem's queries ``rj.global_graph(m)``).
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> X = np.random.default_rng(0).standard_normal((8, 2)); y = X[:, 0]
+      >>> p = rj.Problem(X, y, rj.global_graph(8))
+      >>> s = rj.holdout(p, rj.Primal(), lams=[1.0], folds=rj.LeavePairOut([[0, 1]]))
+      >>> s.value.predictions.shape
+      (1, 1, 2)
+    """
+
+    pairs: object
+
+
+def pairs_of(problem, folds: LeavePairOut):
+    """The checked ``[p, 2]`` pairs of ``folds`` on a global ranking problem (the complete
+    unnormalized graph of :func:`rankjax.global_graph`: the cost (21) the formulas solve)."""
+    g = problem.graph
+    ok = is_graph(g, "QueryGraph") and g.has_root and g.num_queries == 1
+    if ok and is_concrete(g.edge_weight):
+        ok = float(np.asarray(g.edge_weight)[0]) == 1.0     # a concrete array, also under jit
+    if not ok:
+        raise ValueError("leave-pair-out solves the global ranking cost (Pahikkala et al. "
+                         "2009, eq. 21): build the problem with queries=rj.global_graph(m)")
+    m = problem.X.shape[0]
+    if m < 3:
+        raise ValueError(f"leave-pair-out needs at least 3 rows, got {m}")
+    return _check_pairs(folds.pairs, m)
 
 
 @jax.jit
@@ -207,42 +238,18 @@ def _lpo_dual_core(K, y, pairs, lams):
     return nan_unless(psd, out), (psd, low, high, floor)
 
 
-@timed
-def leave_pair_out_dual(K, y, pairs, *, lams) -> PairHoldOut:
-    """Exact leave-pair-out predictions of dual RankRLS for global ranking (complete
-    unnormalized graph, cost (21); Pahikkala et al. 2009, §3.4, eq. 35-39).
-
-    One ``eigh`` of ``K``, then one ``[m, m]`` product and O(1) per pair for every λ.
-    Precision: the 3 x 3 system cancels ``1 - (m-2) σ / ((m-2) σ + λ)``; a λ below
-    ``200 eps (m-2) max σ`` (:data:`~rankjax.solvers.ridge.RESOLVE_RTOL`; about 0.02 (m-2) max σ
-    in float32) gives a NaN lane and an
-    :class:`UnresolvedLambdaWarning`; above it float32 agrees with float64 to ~1 %.
-    An indefinite ``K`` is refused (NaN under ``jit``).
-
-    Args:
-      K: ``[m, m]`` kernel matrix (m >= 3).
-      y: ``[m]`` or ``[m, k]`` scores.
-      pairs: ``[p, 2]`` row pairs, e.g. :func:`differing_pairs`.
-      lams: ``[L]`` λ grid.
-
-    Returns:
-      :class:`PairHoldOut` with ``predictions [L, p, 2(, k)]``.
-
-    Example:
-      >>> import numpy as np, rankjax as rj
-      >>> X = np.random.default_rng(0).standard_normal((8, 2)); y = X[:, 0]
-      >>> r = leave_pair_out_dual(X @ X.T, y, rj.differing_pairs(y), lams=[1.])
-      >>> print(f"{float(rj.lpo_cindex(r, y)[0]):.2f}")
-      1.00
-    """
-    kernel_plan(np.shape(K)[0], compute_dtype(K), 5, "leave_pair_out_dual")
-    K, y, pairs, lams = _check_lpo(K, y, pairs, lams, "K")
-    check_symmetric(K)
+def dual_pairs(K, y, pairs, lams, where) -> PairHoldOut:
+    """Exact leave-pair-out predictions of dual RankRLS for global ranking (Pahikkala et
+    al. 2009, §3.4, eq. 35-39) on a checked kernel matrix: one ``eigh`` of ``K``, then one
+    ``[m, m]`` product and O(1) per pair for every λ. Precision: the 3 x 3 system cancels
+    ``1 - (m-2) σ / ((m-2) σ + λ)``; a λ below ``200 eps (m-2) max σ``
+    (:data:`~rankjax.solvers.ridge.RESOLVE_RTOL`) gives a NaN lane and an
+    :class:`UnresolvedLambdaWarning`. An indefinite ``K`` is refused (NaN under ``jit``)."""
     pred, flags = _lpo_dual_core(K, y, pairs, lams)
-    check_spectrum(flags, lams, "leave_pair_out_dual")
+    check_spectrum(flags, lams, where)
     if is_concrete(flags[3]):                     # above the floor: the pair systems' estimate
         above = np.asarray(lams) >= float(flags[3])
-        warn_unresolved(pred[above], np.asarray(lams)[above], "leave_pair_out_dual",
+        warn_unresolved(pred[above], np.asarray(lams)[above], where,
                         "the pair systems amplify rounding beyond 2e-3")
     return PairHoldOut(lams, pairs, pred)
 
@@ -254,27 +261,15 @@ def _lpo_primal_core(X, y, pairs, lams):
                      0.0, X)
 
 
-@timed
-def leave_pair_out_primal(X, y, pairs, *, lams) -> PairHoldOut:
-    """Leave-pair-out for linear RankRLS (global ranking, cost (21)); as
-    :func:`leave_pair_out_dual` with ``K = X X^T`` but from ``eigh(X^T X)``
-    (``Q = X W diag(1/((m-2) σ + λ)) W^T X^T``). Precision: the λ below
-    ``1e3 eps (m-2) max σ`` are solved by their own Cholesky factor; a λ whose factor fails
-    or whose pair systems amplify rounding beyond ``2e-3`` (:data:`PAIR_ERROR`; rank-deficient
-    features at small λ) gives a NaN lane and an :class:`UnresolvedLambdaWarning`.
-
-    Example:
-      >>> import numpy as np, rankjax as rj
-      >>> X = np.random.default_rng(0).standard_normal((8, 2)); y = X[:, 0]
-      >>> leave_pair_out_primal(X, y, [[0, 1], [2, 3]], lams=[1., 2.]).predictions.shape
-      (2, 2, 2)
-    """
-    X, y, pairs, lams = _check_lpo(X, y, pairs, lams, "X")
-    check_gram(X)
-    X = as_dense(X)
+def primal_pairs(X, y, pairs, lams, where) -> PairHoldOut:
+    """Leave-pair-out of linear RankRLS (global ranking, cost (21)), as :func:`dual_pairs`
+    with ``K = X X^T`` but from ``eigh(X^T X)``. The λ below ``1e3 eps (m-2) max σ`` are
+    solved by their own Cholesky factor; a λ whose factor fails or whose pair systems
+    amplify rounding beyond :data:`PAIR_ERROR` gives a NaN lane and an
+    :class:`UnresolvedLambdaWarning`."""
     pred = _lpo_primal_core(X, y, pairs, lams)
-    warn_unresolved(pred, lams, "leave_pair_out_primal", "the pair systems amplify rounding "
-                    "beyond 2e-3, or the Cholesky factor fails")
+    warn_unresolved(pred, lams, where, "the pair systems amplify rounding beyond 2e-3, or "
+                    "the Cholesky factor fails")
     return PairHoldOut(lams, pairs, pred)
 
 
@@ -288,8 +283,9 @@ def lpo_cindex(result: PairHoldOut, y):
     Example:
       >>> import numpy as np, rankjax as rj
       >>> X = np.random.default_rng(0).standard_normal((8, 2)); y = (X[:, 0] > 0) * 1.
-      >>> r = leave_pair_out_dual(X @ X.T, y, rj.positive_negative_pairs(y), lams=[1.])
-      >>> print(f"{float(rj.lpo_cindex(r, y)[0]):.2f}")
+      >>> p = rj.Problem(X, y, rj.global_graph(8))
+      >>> r = rj.holdout(p, rj.Dual(), lams=[1.], folds=rj.LeavePairOut(rj.positive_negative_pairs(y)))
+      >>> print(f"{float(rj.lpo_cindex(r.value, y)[0]):.2f}")
       1.00
     """
     y = as_float_array(y, "y", finite=True)

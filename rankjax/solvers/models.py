@@ -1,42 +1,35 @@
-"""Closed-form RankRLS: primal (linear), dual (kernel) and RLS; the model types and
-the one :func:`predict` (``docs/math.md`` §2).
+"""What the solvers return: one model type per way of scoring a row, the λ paths that hold
+every λ's model (``path.model(i)``), and the one :func:`predict` (``docs/math.md`` §2).
 
-The objective (Pahikkala et al. 2009, eq. 28; Airola et al. 2010, eq. 6) is
-``(f - y)^T L (f - y) + λ ||w||^2`` for scored data, or
-``||N - M^T f||^2 + λ ||w||^2`` for explicit preference edges, with ``L`` any
-graph of :mod:`rankjax.graphs.graph` (``IdentityGraph`` gives RLS regression).
+============================  ===============================  =====================
+model                         scores                           takes
+============================  ===============================  =====================
+:class:`LinearModel`          ``x^T w``                        features ``[m, n]``
+:class:`KernelModel`          ``sum_i a_i k(x, x_i)``          features
+:class:`NystromModel`         ``sum_{i in R} a_i k(x, x_i)``   features
+:class:`DualModel`            ``K_test a``                     a kernel ``[m, m_train]``
+:class:`ScaledModel`          a model of ``x * scales``        features
+============================  ===============================  =====================
 
-Every public function checks its inputs on the host and then calls a
-module-level ``jax.jit`` core, so a second call with new values of the same
-shapes compiles nothing.
+A model of one output predicts ``[m]`` (``[m, k]`` for ``k`` outputs); a path predicts
+``[L, m(, k)]``, the λ axis first, from the same input as its models.
 """
 from __future__ import annotations
 
+import inspect
 from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 
-from .._core.log import timed
-from .._core.checks import (
-    check_gram,
-    check_positive,
-    check_matrix,
-    check_symmetric,
-    is_concrete,
-    lam_ok,
-    nan_unless)
-from .._core.memory import compute_dtype, kernel_plan
-from .._core.resolved import warn_unresolved
-from ..graphs.graph import Graph, check_problem
-from ..kernels.kernel import Kernel, kernel_matrix
-from .ridge import RESOLVE_RTOL, dual_system, primal_system, ridge_solve, ridge_solve_checked
-from .._core.sparse import as_dense, is_bcoo, matmul
+from .._core.checks import check_matrix
+from .._core.sparse import as_dense, matmul
 from .._core.types import saveable
+from ..kernels.kernel import Kernel, kernel_matrix
 
-__all__ = ["LinearModel", "DualModel", "KernelModel", "rankrls_primal", "rankrls_dual",
-           "rankrls_kernel", "predict", "check_test_matrix", "check_kernel_matrix",
-           "linear_scores", "path_scores"]
+__all__ = ["LinearModel", "DualModel", "KernelModel", "NystromModel", "ScaledModel",
+           "PrimalPath", "DualPath", "NystromPath", "predict", "check_test_matrix",
+           "linear_scores", "path_scores", "scale_rows", "is_linear"]
 
 
 def check_test_matrix(X, n: int, name: str = "X", what: str = "features"):
@@ -70,9 +63,26 @@ def columns_of(field: str, axis: int) -> property:
     return property(lambda self: int(getattr(self, field).shape[axis]))
 
 
+@jax.jit
+def scale_rows(X, s):
+    """``X diag(s)``: rows scaled per feature."""
+    return X * s
+
+
+def _kernel_scores(kernel, X, rows, coef, block_size):
+    X = check_test_matrix(X, rows.shape[1])
+    return linear_scores(kernel_matrix(kernel, X, rows, block_size=block_size), coef)
+
+
 @saveable
 class LinearModel(NamedTuple):
-    """Linear scoring ``f(x) = x^T w``; ``weights`` ``[n]`` or ``[n, k]``."""
+    """Linear scoring ``f(x) = x^T w``; ``weights`` ``[n]`` or ``[n, k]``.
+
+    Example:
+      >>> import numpy as np
+      >>> print(np.asarray(LinearModel(np.array([1., -1.])).predict(np.array([[2., 1.]]))))
+      [1.]
+    """
 
     weights: jax.Array
 
@@ -84,7 +94,8 @@ class LinearModel(NamedTuple):
 
 @saveable
 class DualModel(NamedTuple):
-    """Dual coefficients ``A`` (``[m]`` or ``[m, k]``): ``f = K_test A``."""
+    """Dual coefficients ``a`` (``[m]`` or ``[m, k]``) of a precomputed kernel:
+    ``f = K_test a`` for ``K_test [m_test, m]``."""
 
     coef: jax.Array
 
@@ -95,7 +106,8 @@ class DualModel(NamedTuple):
 
 @saveable
 class KernelModel(NamedTuple):
-    """Kernel scoring ``f(x) = sum_i A_i k(x, x_i)`` with its training rows and kernel."""
+    """Kernel scoring ``f(x) = sum_i a_i k(x, x_i)`` with its training rows and kernel;
+    ``predict(X, block_size=)`` bounds the memory of the ``[m_test, m]`` kernel block."""
 
     coef: jax.Array
     X_train: jax.Array
@@ -104,9 +116,24 @@ class KernelModel(NamedTuple):
     num_features = columns_of("X_train", 1)          # columns of the rows it scores
 
     def predict(self, X, block_size: Optional[int] = None):
-        X = check_test_matrix(X, self.X_train.shape[1])
-        Kt = kernel_matrix(self.kernel, X, self.X_train, block_size=block_size)
-        return linear_scores(Kt, self.coef)
+        return _kernel_scores(self.kernel, X, self.X_train, self.coef, block_size)
+
+
+@saveable
+class NystromModel(NamedTuple):
+    """The basis-vector model ``f(x) = sum_{i in R} a_i k(x, x_i)`` (Pahikkala et al. 2009,
+    §3.5): ``coef [b(, k)]`` over the basis rows ``basis [b]`` (indices into the training
+    rows), ``basis_X [b, n]`` and the kernel; ``O(b)`` kernel values a predicted row."""
+
+    coef: jax.Array
+    basis: jax.Array
+    basis_X: jax.Array
+    kernel: Kernel
+
+    num_features = columns_of("basis_X", 1)          # columns of the rows it scores
+
+    def predict(self, X, block_size: Optional[int] = None):
+        return _kernel_scores(self.kernel, X, self.basis_X, self.coef, block_size)
 
 
 @saveable
@@ -132,150 +159,83 @@ class ScaledModel(NamedTuple):
         return predict(self.model, scale_rows(as_dense(X), self.scales), **kw)
 
 
-@jax.jit
-def scale_rows(X, s):
-    """``X diag(s)``: rows scaled per feature."""
-    return X * s
+@saveable
+class PrimalPath(NamedTuple):
+    """Linear models of a λ grid: ``weights [L, n(, k)]``, the training scores
+    ``[L, m(, k)]`` or ``None`` and the validation scores ``[L, m_valid(, k)]`` or ``None``;
+    ``predict(X)`` is ``[L, m_test(, k)]``, ``model(i)`` the :class:`LinearModel` of ``lams[i]``."""
+
+    lams: jax.Array
+    weights: jax.Array
+    train_scores: Optional[jax.Array] = None
+    valid_scores: Optional[jax.Array] = None
+
+    def predict(self, X):
+        return path_scores(check_test_matrix(X, self.weights.shape[1]), self.weights)
+
+    def model(self, i) -> LinearModel:
+        return LinearModel(self.weights[i])
 
 
-@jax.jit
-def _primal_core(X, y, graph, lam):
-    G, b = primal_system(X, y, graph)
-    return nan_unless(lam_ok(lam), ridge_solve(G, b, jnp.asarray(lam, G.dtype)))
+@saveable
+class DualPath(NamedTuple):
+    """Kernel models of a λ grid: ``coef [L, m(, k)]``, the training scores ``K A`` and
+    the validation scores (or ``None``); with ``X_train`` and ``kernel`` it scores features
+    (its models are :class:`KernelModel`), without them a precomputed ``K_test [m_test, m]``
+    (:class:`DualModel`)."""
+
+    lams: jax.Array
+    coef: jax.Array
+    train_scores: Optional[jax.Array] = None
+    valid_scores: Optional[jax.Array] = None
+    X_train: Optional[jax.Array] = None
+    kernel: Optional[Kernel] = None
+
+    def predict(self, X, block_size: Optional[int] = None):
+        if self.X_train is None:
+            K = check_test_matrix(X, self.coef.shape[1], "K_test", "columns (training rows)")
+        else:
+            X = check_test_matrix(X, self.X_train.shape[1])
+            K = kernel_matrix(self.kernel, X, self.X_train, block_size=block_size)
+        return path_scores(K, self.coef)
+
+    def model(self, i):
+        if self.X_train is None:
+            return DualModel(self.coef[i])
+        return KernelModel(self.coef[i], self.X_train, self.kernel)
 
 
-def rankrls_primal(X, y, graph: Graph, *, lam) -> LinearModel:
-    """Primal (linear) RankRLS, one λ (Pahikkala et al. 2009, eq. 28; Airola et al.
-    2010, eq. 6).
+@saveable
+class NystromPath(NamedTuple):
+    """Nyström models of a λ grid: ``coef [L, b(, k)]`` over the basis rows ``basis [b]``
+    (``basis_X [b, n]``), training and validation scores as :class:`PrimalPath`;
+    ``predict(X [m_test, n])``, ``model(i)`` a :class:`NystromModel`."""
 
-    ``w = (X^T L X + λ I)^{-1} X^T L y`` — or ``(X^T M M^T X + λ I)^{-1} X^T M N``
-    for a :class:`PreferenceGraph` — minimising ``(Xw - y)^T L (Xw - y) + λ ||w||^2``.
-    No bias: a constant feature cancels in every pair. Cost O(m n^2 + n^3).
+    lams: jax.Array
+    coef: jax.Array
+    basis: jax.Array
+    basis_X: jax.Array
+    kernel: Kernel
+    train_scores: Optional[jax.Array] = None
+    valid_scores: Optional[jax.Array] = None
 
-    Args:
-      X: ``[m, n]`` dense array or ``jax.experimental.sparse.BCOO``.
-      y: ``[m]`` or ``[m, k]`` scores (k outputs learned at once); ``None`` for
-        a :class:`PreferenceGraph` (its targets are in the graph).
-      graph: a query, preference or identity graph on the ``m`` rows.
-      lam: scalar λ > 0 (may be traced; use :func:`rankrls_primal_path` for a grid).
+    def predict(self, X, block_size: Optional[int] = None):
+        X = check_test_matrix(X, self.basis_X.shape[1])
+        return path_scores(kernel_matrix(self.kernel, X, self.basis_X, block_size=block_size),
+                           self.coef)
 
-    Returns:
-      :class:`LinearModel` with ``weights`` ``[n]`` or ``[n, k]`` in the numpy promotion
-      of ``X``'s and ``y``'s dtypes (float32 ``X`` with float64 ``y`` and x64 on: float64;
-      cast ``y`` to float32 to compute in float32).
-
-    Example:
-      >>> import numpy as np, rankjax as rj
-      >>> X = np.array([[1., 0.], [0., 1.], [1., 1.], [2., 0.]])
-      >>> y, qid = np.array([1., 0., 2., 1.]), np.array([0, 0, 0, 1])
-      >>> model = rankrls_primal(X, y, rj.query_graph(qid), lam=0.1)
-      >>> print(np.round(np.asarray(model.weights), 4))
-      [1.6084 0.6993]
-    """
-    X, y = check_problem(X, y, graph)
-    check_gram(X)
-    check_positive(lam, scalar=True)
-    return primal_model(X, y, graph, lam)
-
-
-def primal_model(X, y, graph, lam, where="rankrls_primal") -> LinearModel:
-    """:func:`rankrls_primal` on checked inputs."""
-    w = _primal_core(X, y, graph, lam)
-    warn_unresolved(w, lam, where, "the Cholesky factor of X^T L X + λ I fails")
-    return LinearModel(w)
-
-
-def check_kernel_matrix(K, y, graph, name: str = "K", count: int = 5, what: str = "the dual solve"):
-    """``K`` a dense square ``[m, m]`` kernel matrix for the graph's rows; returns ``(K, y)``.
-    Refuses up front when ``count`` ``m x m`` matrices (the work's peak) do not fit."""
-    if is_bcoo(K):
-        raise TypeError(f"{name} must be a dense kernel matrix")
-    if getattr(K, "ndim", 0) == 2:
-        kernel_plan(K.shape[0], compute_dtype(K), count, what)
-    K, y = check_problem(K, y, graph, name)
-    return check_symmetric(K, name), y
-
-
-@jax.jit
-def _dual_core(K, y, graph, lam):
-    system = dual_system(K, y, graph)
-    B, psd, low = ridge_solve_checked(system.G, system.rhs, jnp.asarray(lam, K.dtype),
-                                      RESOLVE_RTOL["path"])
-    return nan_unless(lam_ok(lam) & psd, system.root.apply(B)), psd, low
-
-
-def rankrls_dual(K, y, graph: Graph, *, lam) -> DualModel:
-    """Dual (kernel) RankRLS on a kernel matrix, one λ (Pahikkala et al. 2007, Thm 1;
-    2009, eq. 17).
-
-    ``A = (L K + λ I)^{-1} L y``, solved for every graph in the symmetric form
-    ``A = S (S K S + λ I)^{-1} S^+ L y`` (Cholesky), the algorithm of
-    :func:`rankrls_dual_path`. ``S`` is a segment operation for query graphs and
-    the dense root of ``L`` for tie-excluded and preference graphs. O(m^3).
-
-    Args:
-      K: ``[m, m]`` symmetric PSD kernel matrix of the training rows.
-      y: ``[m]`` or ``[m, k]``; ``None`` for a :class:`PreferenceGraph`.
-      graph: a graph on the ``m`` rows.
-      lam: scalar λ > 0.
-
-    Returns:
-      :class:`DualModel` with ``coef`` ``A``; ``predict(model, K_test)``.
-
-    Example:
-      >>> import numpy as np, rankjax as rj
-      >>> X = np.array([[1., 0.], [0., 1.], [1., 1.], [2., 0.]])
-      >>> y, qid = np.array([1., 0., 2., 1.]), np.array([0, 0, 0, 1])
-      >>> a = rankrls_dual(X @ X.T, y, rj.query_graph(qid), lam=0.1).coef
-      >>> print(np.round(np.asarray(X.T @ a), 4))   # equals the primal weights
-      [1.6084 0.6993]
-    """
-    K, y = check_kernel_matrix(K, y, graph)
-    check_positive(lam, scalar=True)
-    return dual_model(K, y, graph, lam)
-
-
-def dual_model(K, y, graph, lam, where="rankrls_dual") -> DualModel:
-    """:func:`rankrls_dual` on a checked kernel matrix: a ``ValueError`` when ``K`` was found
-    indefinite, NaN and a warning for an unresolved λ."""
-    A, psd, low = _dual_core(K, y, graph, lam)
-    if is_concrete(psd) and not bool(psd):     # the failed Cholesky said so: no extra eigh
-        raise ValueError(f"K is not positive semidefinite: S K S + λ I has no Cholesky factor "
-                         f"and S K S the eigenvalue {float(low):.3g} (beyond rounding); a kernel "
-                         "matrix must be PSD: check the kernel and its parameters")
-    warn_unresolved(A, lam, where, "S K S + λ I has no Cholesky factor and λ is below "
-                    "300 eps times its largest eigenvalue")
-    return DualModel(A)
-
-
-@timed
-def rankrls_kernel(X, y, graph: Graph, *, lam, kernel: Kernel,
-                   block_size: Optional[int] = None) -> KernelModel:
-    """Kernel RankRLS from features: evaluates ``K = k(X, X)`` then :func:`rankrls_dual`.
-
-    Example:
-      >>> import numpy as np, rankjax as rj
-      >>> X = np.array([[0.], [1.], [2.], [3.]]); y = np.array([0., 1., 2., 3.])
-      >>> model = rankrls_kernel(X, y, rj.global_graph(4), lam=0.01,
-      ...                           kernel=rj.gaussian_kernel(0.5))
-      >>> f = rj.predict(model, np.array([[0.5], [2.5]]))
-      >>> bool(f[1] > f[0])
-      True
-    """
-    X = check_matrix(X)
-    K = kernel_matrix(kernel, X, block_size=block_size)
-    model = rankrls_dual(K, y, graph, lam=lam)
-    return KernelModel(model.coef, X, kernel)
+    def model(self, i) -> NystromModel:
+        return NystromModel(self.coef[i], self.basis, self.basis_X, self.kernel)
 
 
 def predict(model, X, **kw):
     """Scores of new rows, for every model and path type of the library.
 
-    ``model.predict(X)``: linear models and paths take features ``[m_test, n]``
-    (dense or BCOO); :class:`DualModel` / :class:`DualPath` and the CG results of
-    the dual take the test kernel ``[m_test, m]``; kernel models evaluate the
-    kernel themselves (``block_size=`` bounds its memory). Paths return
-    ``[L, m_test(, k)]`` (λ axis first), single models ``[m_test(, k)]``.
+    ``model.predict(X)``: linear, kernel and Nyström models and paths take features
+    ``[m_test, n]`` (dense or BCOO); :class:`DualModel` and the paths of a precomputed
+    kernel take the test kernel ``[m_test, m]``; kernel models evaluate the kernel
+    themselves (``block_size=`` bounds its memory). Paths return ``[L, m_test(, k)]``
+    (λ axis first), single models ``[m_test(, k)]``.
 
     Example:
       >>> import numpy as np
@@ -285,7 +245,6 @@ def predict(model, X, **kw):
     fn = getattr(model, "predict", None)
     if not callable(fn) or isinstance(model, type):
         raise TypeError(f"predict needs a rankjax model or path, got {type(model).__name__}")
-    import inspect
     takes = inspect.signature(fn).parameters
     for key in kw:
         if key not in takes:

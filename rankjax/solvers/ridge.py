@@ -20,20 +20,25 @@ The builders take a graph and use only its operator methods (``normal_equations`
 """
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.experimental import sparse
+from .._core.checks import is_concrete
+from .._core.log import user_stacklevel
 from .._core.products import HI, tdot
+from .._core.resolved import UnresolvedLambdaWarning
 from .._core.segments import sandwich
 from .._core.sparse import is_bcoo
 from .._core.linalg import (Eigh, eigh_psd, eigh_psd_checked, psd_ok, spectral_filter)
 
 __all__ = ["eigh_solve", "eigh_path", "ridge_solve", "ridge_solve_checked", "primal_system",
            "dual_system", "Decomposition", "decompose_dual", "decompose_primal", "RESOLVE_RTOL",
-           "lam_floor", "EIGH_RTOL", "eigh_floor", "cholesky_solve", "by_lane"]
+           "lam_floor", "EIGH_RTOL", "eigh_floor", "cholesky_solve", "by_lane", "check_spectrum"]
 
 
 RESOLVE_RTOL = {"path": 300.0, "holdout": 3000.0, "pairs": 200.0}
@@ -107,34 +112,101 @@ def eigh_path(eig: Eigh, b, lams):
     return jnp.einsum("pq,lq...->lp...", eig.vectors, Dc, precision=HI)
 
 
+def _by_eigh(G, b, lams, rtol):
+    """``(x [L, p(, k)], psd, smallest)`` of every λ of ``lams`` from one ``eigh`` of ``G``:
+    the clipped spectrum answers a λ at least ``rtol eps`` times its largest eigenvalue,
+    NaN below (λ unresolved in the dtype)."""
+    eig, low, high = eigh_psd_checked(G)
+    ok = lams >= rtol * jnp.finfo(G.dtype).eps * high
+    x = jax.vmap(lambda lam: eigh_solve(eig, b, lam))(lams)
+    x = jnp.where(ok.reshape(ok.shape + (1,) * b.ndim), x, jnp.nan)
+    return x, psd_ok(low, high, G.shape[0], G.dtype), low
+
+
+def _solve_one(G, b, lam, rtol):
+    G = lax.optimization_barrier(G)
+    x = cholesky_solve(G, b, lam)
+
+    def fallback():
+        xe, psd, low = _by_eigh(G, b, lam[None], rtol)
+        return xe[0], psd, low
+
+    return lax.cond(jnp.all(jnp.isfinite(x)),
+                    lambda: (x, jnp.bool_(True), jnp.full((), jnp.nan, G.dtype)), fallback)
+
+
+def _solve_lanes(axis_size, in_batched, G, b, lam, rtol):
+    """The batching rule of :func:`ridge_solve_checked`: a λ grid against one system (``G``
+    and ``b`` unbatched) is one Cholesky factor per λ and, only when some factor fails, one
+    ``eigh`` of ``G`` for every failing lane (``vmap`` over λ costs about a path, never a
+    fallback per lane); a batch of systems is each system's own solve."""
+    Gb, bb, lb = in_batched
+    if Gb or bb:
+        ax = lambda t: 0 if t else None                                         # noqa: E731
+        out = jax.vmap(lambda G, b, lam: _solve_one(G, b, lam, rtol),
+                       in_axes=(ax(Gb), ax(bb), ax(lb)))(G, b, lam)
+        return out, (True, True, True)
+    lams = lam if lb else jnp.broadcast_to(lam, (axis_size,))
+    G = lax.optimization_barrier(G)
+    x = jax.vmap(lambda lam: cholesky_solve(G, b, lam))(lams)
+    good = jnp.all(jnp.isfinite(x.reshape(axis_size, -1)), axis=1)
+
+    def fallback():
+        xe, psd, low = _by_eigh(G, b, lams, rtol)
+        return (jnp.where(good.reshape((-1,) + (1,) * b.ndim), x, xe), good | psd,
+                jnp.where(good, jnp.nan, low))
+
+    out = lax.cond(jnp.all(good), lambda: (x, jnp.ones(axis_size, bool),
+                                           jnp.full(axis_size, jnp.nan, G.dtype)), fallback)
+    return out, (True, True, True)
+
+
+def _checked_solver(rtol):
+    @jax.custom_batching.custom_vmap
+    def lanes(G, b, lam):
+        return _solve_one(G, b, lam, rtol)
+
+    lanes.def_vmap(lambda n, batched, G, b, lam: _solve_lanes(n, batched, G, b, lam, rtol))
+
+    @jax.custom_jvp
+    def solve(G, b, lam):
+        return lanes(G, b, lam)
+
+    @solve.defjvp
+    def _tangent(primals, tangents):            # dx = (G + λ I)^{-1} (db - dG x - dλ x)
+        G, b, lam = primals
+        dG, db, dlam = tangents
+        x, psd, low = solve(G, b, lam)
+        t = db - jnp.matmul(dG, x, precision=HI) - dlam * x
+        return (x, psd, low), (cholesky_solve(G, t, lam),
+                               np.zeros(jnp.shape(psd), jax.dtypes.float0), jnp.zeros_like(low))
+
+    return solve
+
+
+_SOLVERS = {}
+
+
 def ridge_solve_checked(G, b, lam, rtol: float = EIGH_RTOL):
     """``(x, psd, smallest)``: ``x = (G + λ I)^{-1} b`` for symmetric ``G`` ``[p, p]`` and
     ``b`` ``[p]``/``[p, k]``, and what the factorisation tells of ``G`` for free.
 
-    Cholesky ``G + λ I = C C^T``, then ``C z = b`` and ``C^T x = z`` with ``C^T`` formed
-    (XLA:CPU's transposed triangular solve of an m = 1,500 system took 0.010 s, the formed
-    transpose 0.002 s). ``G`` is materialised first (an optimisation barrier): fusing its
-    producer into the factorisation's column-major operand made m = 1,500 dual RankRLS
-    1.8x slower. When the factor breaks down, the eigendecomposition decides: within
-    rounding of PSD (:func:`psd_ok`; low precision, tiny λ) it solves with the clipped
-    spectrum where λ is at least ``rtol eps`` times its largest eigenvalue (default
-    :data:`EIGH_RTOL`; else ``x`` is NaN: λ unresolved in the dtype); below rounding of
-    PSD ``G`` is indefinite, ``psd`` is False and ``smallest`` its smallest eigenvalue
-    (NaN when the Cholesky succeeded: ``G + λ I`` is then positive definite and ``x`` exact).
+    Cholesky ``G + λ I = C C^T``, then ``C z = b`` and ``C^T x = z``. ``G`` is materialised
+    first (an optimisation barrier): fusing its producer into the factorisation's
+    column-major operand made m = 1,500 dual RankRLS 1.8x slower. When the factor breaks
+    down, the eigendecomposition decides: within rounding of PSD (:func:`psd_ok`; low
+    precision, tiny λ) it solves with the clipped spectrum where λ is at least ``rtol eps``
+    times its largest eigenvalue (default :data:`EIGH_RTOL`; else ``x`` is NaN: λ unresolved
+    in the dtype); below rounding of PSD ``G`` is indefinite, ``psd`` is False and
+    ``smallest`` its smallest eigenvalue (NaN when the Cholesky succeeded).
+
+    λ may be traced: under ``vmap`` over λ alone the fallback ``eigh`` runs once for the
+    failing lanes, not per lane (a custom batching rule), and the gradient is the implicit
+    one, ``dx = (G + λ I)^{-1} (db - dG x - dλ x)``, by the same factor.
     """
-    p = G.shape[0]
-    G = lax.optimization_barrier(G)
-    C = lax.linalg.cholesky(G + lam * jnp.eye(p, dtype=G.dtype), symmetrize_input=False)
-    z = lax.linalg.triangular_solve(C, b.reshape(p, -1), left_side=True, lower=True)
-    x = lax.linalg.triangular_solve(C.T, z, left_side=True, lower=False).reshape(b.shape)
-
-    def by_eigh():              # the clipped spectrum answers λ above its floor, else NaN
-        eig, low, high = eigh_psd_checked(G)
-        x = jnp.where(lam >= rtol * jnp.finfo(G.dtype).eps * high, eigh_solve(eig, b, lam), jnp.nan)
-        return x, psd_ok(low, high, p, G.dtype), low
-
-    return lax.cond(jnp.all(jnp.isfinite(x)),
-                    lambda: (x, jnp.bool_(True), jnp.full((), jnp.nan, G.dtype)), by_eigh)
+    if rtol not in _SOLVERS:
+        _SOLVERS[rtol] = _checked_solver(rtol)
+    return _SOLVERS[rtol](G, b, jnp.asarray(lam, G.dtype))
 
 
 def ridge_solve(G, b, lam):
@@ -263,3 +335,26 @@ def decompose_primal(G, b) -> Decomposition:
     eig = eigh_psd(G)
     zero = jnp.zeros((), G.dtype)
     return Decomposition(eig, b, None, jnp.ones((), bool), zero, jnp.max(eig.values), zero, G)
+
+
+def check_spectrum(flags, lams, where, name="K"):
+    """Outside jit: a ValueError when the kernel matrix was found indefinite, and an
+    :class:`UnresolvedLambdaWarning` naming the λ below the dtype's floor (NaN lanes,
+    :data:`rankjax.solvers.ridge.RESOLVE_RTOL`)."""
+    psd, low, high, floor = flags
+    if not is_concrete(psd):
+        return
+    if not bool(psd):
+        raise ValueError(f"{name} is not positive semidefinite: its system has the eigenvalue "
+                         f"{float(low):.3g} against a largest {float(high):.3g} (beyond "
+                         "rounding); a kernel matrix must be PSD: check the kernel and its "
+                         "parameters")
+    lams = np.asarray(lams)
+    low_lams = lams[lams < float(floor)]
+    if low_lams.size:
+        shown = ", ".join(f"{v:.3g}" for v in low_lams)
+        warnings.warn(
+            f"{where}: lams {shown} are below {float(floor):.3g}, the smallest λ that "
+            f"{lams.dtype} resolves against the largest eigenvalue {float(high):.3g} of the "
+            "system; their results are NaN. Use float64 (jax_enable_x64) or larger λ",
+            UnresolvedLambdaWarning, stacklevel=user_stacklevel())

@@ -1,0 +1,229 @@
+"""The abstract solver (as lineax's ``AbstractLinearSolver``): a frozen pytree object
+that owns its numerics. A solver implements the methods it supports; the verbs of the front
+door check once, call the method and wrap one :class:`~rankjax.Solution`:
+
+============================================  ==============================================
+method                                        returns
+============================================  ==============================================
+``fit(problem, lam)``                          :class:`Solution` whose value is a model
+``path(problem, lams)``                        :class:`Solution` whose value is a λ path
+``holdout(problem, lams, folds)``              :class:`Solution`: ``HoldOut`` (folds of whole
+                                               queries) or ``PairHoldOut`` (:class:`LeavePairOut`)
+``cv_predictions(params, data, folds)``        ``[m]`` hold-out predictions, differentiable in
+                                               ``params`` (what ``tune``/``cv_loss`` descend)
+============================================  ==============================================
+
+:func:`capabilities` is the set of these a class implements; ``kinds`` says which kinds of
+problem each method takes (``"features"``, ``"kernel"`` for a precomputed kernel matrix,
+``"sharded"``, ``"stream"``); a method left out of ``kinds`` takes feature rows alone. A new
+solver is one class (and one line in the test registry).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar, Dict, List, Tuple
+
+import jax
+import numpy as np
+
+from .._core.checks import check_positive, is_concrete
+from .._core.sparse import as_dense
+from ..kernels.kernel import Kernel
+
+__all__ = ["AbstractSolver", "METHODS", "KINDS", "capabilities", "solver", "supporting",
+           "check_call", "feature_rows", "dense_rows"]
+
+METHODS = ("fit", "path", "holdout", "cv_predictions")
+"""The methods a solver may implement (what :func:`capabilities` reports)."""
+
+KINDS = ("features", "kernel", "sharded", "stream")
+"""The kinds of problem: feature rows, a precomputed kernel matrix, rows sharded over a
+device mesh (:func:`rankjax.scale.shard`) and chunks streamed from files
+(:func:`rankjax.scale.stream`)."""
+
+KNOWN: List[type] = []
+"""Every concrete solver class, in definition order (error messages name them)."""
+
+
+class AbstractSolver:
+    """A way to solve RankRLS, ``min_w (y - Xw)^T L (y - Xw) + λ ||w||^2`` or its kernel
+    form (Pahikkala et al. 2009, §3), as a frozen pytree object passed whole to a verb.
+
+    Subclasses implement any of :data:`METHODS` and say in ``kinds`` which kinds of
+    problem each takes; everything they compute they own.
+
+    Example:
+      >>> import rankjax as rj
+      >>> sorted(rj.capabilities(rj.Primal()))
+      ['cv_predictions', 'fit', 'holdout', 'path']
+    """
+
+    kinds: ClassVar[Dict[str, Tuple[str, ...]]] = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        KNOWN.append(cls)
+
+    def fit(self, problem, lam):
+        """The model of one λ (a :class:`~rankjax.Solution`)."""
+        raise NotImplementedError
+
+    def path(self, problem, lams):
+        """Every λ's model of a grid (a :class:`~rankjax.Solution` of a path)."""
+        raise NotImplementedError
+
+    def holdout(self, problem, lams, folds):
+        """Exact hold-out predictions of every λ (a :class:`~rankjax.Solution`)."""
+        raise NotImplementedError
+
+    def cv_predictions(self, params, data, folds):
+        """``[m]`` hold-out predictions at ``params`` (traced, differentiable)."""
+        raise NotImplementedError
+
+    def allows_zero(self, problem) -> bool:
+        """Whether ``fit`` takes λ = 0 on ``problem`` (iterative solvers regularise by
+        stopping early)."""
+        return False
+
+    def resolve(self, problem) -> "AbstractSolver":
+        """The solver that serves ``problem`` (itself; :class:`~rankjax.Auto` chooses)."""
+        return self
+
+    @classmethod
+    def kinds_of(cls, method: str) -> Tuple[str, ...]:
+        """The kinds of problem ``method`` takes."""
+        return cls.kinds.get(method, ("features",))
+
+    # -- hyper-parameters (the solvers that implement cv_predictions) --------------------
+
+    def tuned_kernel(self):
+        """The kernel whose parameters ``tune`` learns (``None``: the linear model)."""
+        kernel = getattr(self, "kernel", None)
+        return None if kernel is None or kernel.kind == "linear" else kernel
+
+    def param_keys(self) -> set:
+        """The keys ``params`` may hold for :meth:`cv_predictions`."""
+        kernel = self.tuned_kernel()
+        keys = {"log_lam", "log_scales"}
+        if kernel is not None:
+            keys |= {"log_gamma"} | ({"log_coef0"} if kernel.kind == "polynomial" else set())
+        return keys
+
+    def start_params(self, n: int, dtype, lam, ard: bool = False) -> dict:
+        """The starting point of ``tune`` in log space: λ, the kernel's parameters and,
+        with ``ard``, one scale per feature (1)."""
+        import jax.numpy as jnp
+        params = {"log_lam": jnp.asarray(np.log(lam), dtype)}
+        kernel = self.tuned_kernel()
+        if kernel is not None:
+            gamma = check_positive(kernel.gamma, name="kernel gamma", scalar=True)
+            params["log_gamma"] = jnp.asarray(np.log(gamma), dtype)
+            if kernel.kind == "polynomial":
+                coef0 = check_positive(kernel.coef0, name="kernel coef0", scalar=True)
+                params["log_coef0"] = jnp.asarray(np.log(coef0), dtype)
+        if ard:
+            params["log_scales"] = jnp.zeros(n, dtype)
+        return params
+
+    def at(self, params) -> "AbstractSolver":
+        """This solver with the kernel at learned ``params`` (host values)."""
+        kernel = self.tuned_kernel()
+        if kernel is None:
+            return self
+        new = {"gamma": float(np.exp(params["log_gamma"]))}
+        if "log_coef0" in params:
+            new["coef0"] = float(np.exp(params["log_coef0"]))
+        return dataclasses.replace(self, kernel=dataclasses.replace(kernel, **new))
+
+    def prepare(self, problem):
+        """The data of :meth:`cv_predictions` (host side): ``(X dense, y, graph)``."""
+        return dense_rows(problem), problem.y, problem.graph
+
+
+def solver(cls=None, *, leaves=("kernel",)):
+    """Class decorator: a frozen dataclass registered as a pytree whose ``leaves`` (the
+    fields present among them) are traced and every other field static, so a solver
+    crosses ``jit`` whole and a new γ compiles nothing."""
+    def wrap(cls):
+        cls = dataclasses.dataclass(frozen=True)(cls)
+        names = [f.name for f in dataclasses.fields(cls)]
+        data = [n for n in names if n in leaves]
+        return jax.tree_util.register_dataclass(
+            cls, data_fields=data, meta_fields=[n for n in names if n not in data])
+    return wrap if cls is None else wrap(cls)
+
+
+def capabilities(solver) -> frozenset:
+    """The methods ``solver`` (an instance or a class) implements, of :data:`METHODS`.
+
+    Example:
+      >>> import rankjax as rj
+      >>> sorted(rj.capabilities(rj.CG()))
+      ['fit']
+    """
+    cls = solver if isinstance(solver, type) else type(solver)
+    if not (isinstance(cls, type) and issubclass(cls, AbstractSolver)):
+        raise TypeError(f"solver must be a rankjax solver (rj.Primal(), rj.Dual(kernel), ...), "
+                        f"got {cls.__name__ if isinstance(cls, type) else type(solver).__name__}")
+    return frozenset(m for m in METHODS if getattr(cls, m) is not getattr(AbstractSolver, m))
+
+
+def supporting(method: str, kind: str = "features") -> List[str]:
+    """The known solver classes that implement ``method`` for problems of ``kind``."""
+    return [c.__name__ for c in KNOWN if method in capabilities(c) and kind in c.kinds_of(method)]
+
+
+def check_call(problem, solver, method: str, verb: str):
+    """The verbs' one check of a (problem, solver) pair: the solver that serves ``problem``
+    (:meth:`AbstractSolver.resolve`), or a ``TypeError`` naming the solvers that do."""
+    kind = getattr(problem, "kind", None)
+    if kind not in KINDS or not hasattr(problem, "graph"):
+        raise TypeError(f"problem must be a rankjax.Problem (or rj.scale.shard / "
+                        f"rj.scale.stream of one), got {type(problem).__name__}")
+    if not isinstance(solver, AbstractSolver):
+        raise TypeError(f"solver must be a rankjax solver (one of "
+                        f"{', '.join(c.__name__ for c in KNOWN)}), got {type(solver).__name__}")
+    solver = solver.resolve(problem)
+    if method not in capabilities(solver):
+        raise TypeError(f"{type(solver).__name__} does not support {verb}; solvers that do: "
+                        f"{', '.join(supporting(method, kind)) or 'none'}")
+    if kind not in type(solver).kinds_of(method):
+        what = {"kernel": "a precomputed kernel matrix", "features": "feature rows",
+                "sharded": "a sharded problem", "stream": "a streamed problem"}[kind]
+        raise TypeError(f"{type(solver).__name__} does not take {what} in {verb}; solvers "
+                        f"that do: {', '.join(supporting(method, kind)) or 'none'}")
+    return solver
+
+
+def feature_rows(problem):
+    """``X`` of a feature problem (a ``TypeError`` for a precomputed kernel matrix)."""
+    if problem.kind != "features":
+        raise TypeError("this solver needs feature rows; a precomputed kernel matrix is "
+                        "solved by rj.Dual() (no kernel) or rj.CG()")
+    return problem.X
+
+
+def dense_rows(problem):
+    """The problem's feature rows as a dense array."""
+    return as_dense(feature_rows(problem))
+
+
+def kernel_of(solver, linear):
+    """The solver's kernel, or ``linear`` (``rj.linear_kernel()``) when it has none."""
+    k = getattr(solver, "kernel", None)
+    return linear if k is None else k
+
+
+def concrete(*trees) -> bool:
+    """Whether every leaf is concrete (host checks run; under a trace they cannot)."""
+    return all(is_concrete(v) for v in jax.tree.leaves(trees))
+
+
+def check_kernel_arg(kernel, allow_none: bool):
+    """``kernel`` a rankjax :class:`Kernel` (or ``None`` where allowed)."""
+    if kernel is None and allow_none:
+        return None
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"kernel must be a rankjax.Kernel (e.g. rj.gaussian_kernel(0.5)), got "
+                        f"{type(kernel).__name__}")
+    return kernel

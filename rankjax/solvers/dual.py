@@ -1,0 +1,273 @@
+"""Dual (kernel) RankRLS: ``A = (L K + λ I)^{-1} L y``, solved in the symmetric form
+``A = S (S K S + λ I)^{-1} S^+ L y`` with ``S = L^{1/2}`` (Pahikkala et al. 2007, Thm 1;
+2009, eq. 17, §3.2): one λ by a Cholesky factor, a grid by one ``eigh`` of ``S K S``
+(on the range of ``S`` for query graphs, :mod:`~rankjax.solvers.reduced`), the exact
+hold-outs of every λ (§3.3-3.4, Lemma 2) and the differentiable hold-out of a Gaussian or
+degree-2 polynomial kernel. ``S`` is a segment operation for query graphs and the dense
+root of ``L`` for tie-excluded and preference graphs. O(m^3).
+"""
+from __future__ import annotations
+
+from functools import partial
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .._core.checks import check_symmetric, is_concrete, lam_ok, nan_unless
+from .._core.linalg import eigh_psd_checked, spectral_filter
+from .._core.log import compiled, level, run
+from .._core.memory import compute_dtype, kernel_plan
+from .._core.products import HI, tdot
+from .._core.resolved import warn_unresolved
+from .._core.segments import block_means
+from .._core.sparse import as_dense, is_bcoo
+from .._solution import Solution, lane_codes
+from ..graphs.graph import check_problem
+from ..graphs.folds import over_folds, premerge
+from ..kernels.kernel import Kernel, kernel_core, kernel_matrix
+from .base import AbstractSolver, check_kernel_arg, solver
+from .holdout import HoldOut, fold_predictions, woodbury_fold
+from .lpo import LeavePairOut, dual_pairs, pairs_of
+from .models import DualModel, DualPath, KernelModel, LinearModel, PrimalPath, path_scores
+from .primal import linear_cv_predictions
+from .reduced import range_rows, reduced_eigh
+from .ridge import (RESOLVE_RTOL, check_spectrum, decompose_dual, dual_system,
+                    ridge_solve_checked)
+
+__all__ = ["Dual", "kernel_root_product", "check_kernel_matrix"]
+
+
+def _kernel(K, kernel):
+    """``K`` itself, or the kernel matrix of the rows ``K`` holds (built in the program)."""
+    return K if kernel is None else kernel_core(kernel, K, K, None, True)
+
+
+@jax.jit
+def _fit_core(K, y, graph, lam, kernel=None):
+    K = _kernel(K, kernel)
+    system = dual_system(K, y, graph)
+    lam = jnp.asarray(lam, K.dtype)
+    B, psd, low = ridge_solve_checked(system.G, system.rhs, lam, RESOLVE_RTOL["path"])
+    return nan_unless(lam_ok(lam) & psd, system.root.apply(B)), psd, low
+
+
+@jax.jit
+def _path_core(K, y, graph, lams, K_valid, rows=None, kernel=None):
+    K = _kernel(K, kernel)
+    dec = decompose_dual(K, y, graph, "path", eigh_psd_checked if rows is None   # rows: reduced
+                         else partial(reduced_eigh, rows=rows, graph=graph),
+                         None if rows is None else rows.queries)
+    A = dec.coef_path(lams)                                 # [L, m(, k)]
+    out = nan_unless(lam_ok(lams) & dec.ok(lams),
+                     (A, path_scores(K, A), None if K_valid is None else path_scores(K_valid, A)))
+    return out, dec.flags()
+
+
+@compiled()
+def _holdout_core(K, y, graph, lams, folds, kernel=None, rows=None):
+    if kernel is not None:        # K holds the rows X: their kernel matrix, in this program
+        K = kernel_core(kernel, K, K, None, True)
+    grid = None if rows is None else rows.queries
+    dec = decompose_dual(K, y, graph, "holdout", eigh_psd_checked if rows is None
+                         else partial(reduced_eigh, rows=rows, graph=graph), grid)
+    eig = dec.eig
+    KSU = kernel_root_product(K, graph, eig, dec.root, rows is not None, grid)  # [m, r]
+    c = tdot(eig.vectors, dec.rhs)
+    D = spectral_filter(eig.values[None, :], lams[:, None])
+    Dc = D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None]
+    F = jnp.einsum("mr,lr...->lm...", KSU, Dc, precision=HI)
+    one = partial(woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=K)
+    ok = lam_ok(lams) & dec.ok(lams)
+    pred = over_folds(folds, lams.shape[0], KSU.shape[1], F.shape, K.dtype, lambda P: one)
+    return nan_unless(ok, (pred, dec.coef_path(lams))), dec.flags()
+
+
+def kernel_root_product(K, graph, eig, root, centred: bool = False, grid=None):
+    """``K S U`` ``[m, m]``, the rows of ``H`` the dual folds need, for ``S K S = U diag(Γ)
+    U^T`` (``eig``) and the root ``S`` (``root``), without the ``m^3`` product
+    where ``S`` is a segment root (:meth:`~rankjax.graphs.graph.QueryGraph.segment_root`, ``S = sqrt(e_c n_c)
+    (I - 1 1^T / n_c)``): with ``Π = S^+ S`` (the within-query centring on queries of nonzero
+    weight), ``K S U = S^+ U Γ + (I - Π) K S U`` and ``(I - Π)`` takes query means, so the
+    second term is the ``[S, m]`` query-mean rows of ``K`` (``S`` the padded query count)
+    times ``S U``: a twelfth of the product's flops at 3,005 rows in 256 padded queries (the
+    product took 0.78 s beside a 2.7 s ``eigh``; the float32 leave-query-out on
+    ``lambdarank_sample`` 3.50 s -> 2.76 s); ``S^+ v = S v / (e_c n_c)``. ``centred``: the
+    columns of ``U`` sum to 0 over every query (the range of ``S``,
+    :func:`~rankjax.solvers.reduced.reduced_eigh`), so their query means are not formed (2.2
+    GFlop, 0.045 s there). A query of zero weight and several rows (``Π = 0`` there, its
+    rows are not means) and the other graphs take the product. ``grid``: the queries' rows
+    for :func:`~rankjax._core.segments.row_sums`."""
+    U = eig.vectors
+    form = graph.segment_root(K.dtype)
+    if form is None:
+        return jnp.matmul(K, root.apply(U), precision=HI)
+    seg, num, en, n = form
+    inv = jnp.where(en > 0, 1 / jnp.where(en > 0, en, 1), 0)
+    inv_n = 1 / jnp.maximum(n, 1)[:, None]
+    if centred:
+        Umean = 0
+    else:
+        onehot = (seg[None, :] == jnp.arange(num)[:, None]).astype(K.dtype)     # [S, m]
+        Umean = (jnp.matmul(onehot, U, precision=HI) * inv_n)[seg]               # [m, r]
+    s = jnp.sqrt(en)
+    # rows of K's query means times S U: Kbar S U, Kbar = the [S, m] query means of K, and
+    # Kbar S centres Kbar's columns within each query by the means B of Kbar's query blocks
+    # (the sandwich's, :func:`~rankjax._core.segments.block_means`: XLA forms them once)
+    Kbar, B = block_means(K, seg, num, n, grid)                                # [S, m], [S, S]
+    T = jnp.matmul(s[seg] * (Kbar - B.T[:, seg]), U, precision=HI)             # [S, r]
+    fast = lambda: ((s * inv)[seg][:, None] * (U - Umean) * eig.values.astype(K.dtype)  # noqa: E731
+                    + T[seg])
+    full = lambda: jnp.matmul(root.apply(K).T, U, precision=HI)              # noqa: E731  (S K)^T U
+    return lax.cond(jnp.any((en <= 0) & (n >= 2)), full, fast)
+
+
+def kernel_cv_predictions(params, data, folds, kernel: Kernel):
+    """The differentiable hold-out of an exact kernel at ``params`` (``log_gamma``,
+    ``log_coef0``, ARD ``log_scales``): ``S K S + λ I = C C^T``, ``P = K S C^{-T}``,
+    ``H = (K - P P^T) / λ``, ``f = P C^{-1} S y`` (a Cholesky factor, smooth in ``params``)."""
+    X, y, graph = data[:3]
+    lam = jnp.exp(params["log_lam"])
+    s = params.get("log_scales")
+    K = kernel_matrix(kernel.with_log_params(params), X if s is None else X * jnp.exp(s))
+    system = dual_system(K, y, graph)
+    C = jnp.linalg.cholesky(system.G + lam * jnp.eye(K.shape[0], dtype=K.dtype))
+    tri = lambda B: jax.scipy.linalg.solve_triangular(C, B, lower=True)      # noqa: E731
+    P = tri(system.root.apply(K)).T                                        # K S C^{-T} [m, m]
+    F = jnp.matmul(P, tri(system.rhs), precision=HI)
+    return fold_predictions(graph, P, F, y, folds, lam, K)
+
+
+def check_kernel_matrix(K, y, graph, name: str = "K", count: int = 5, what: str = "the dual solve"):
+    """``K`` a dense square ``[m, m]`` kernel matrix for the graph's rows; returns ``(K, y)``.
+    Refuses up front when ``count`` ``m x m`` matrices (the work's peak) do not fit."""
+    if is_bcoo(K):
+        raise TypeError(f"{name} must be a dense kernel matrix")
+    if getattr(K, "ndim", 0) == 2:
+        kernel_plan(K.shape[0], compute_dtype(K), count, what)
+    K, y = check_problem(K, y, graph, name)
+    return check_symmetric(K, name), y
+
+
+def _matrix(problem, count, what):
+    """The problem's square kernel matrix, or its dense rows (a kernel given), planned."""
+    K = problem.X
+    if problem.kind == "kernel":
+        if is_bcoo(K):
+            raise TypeError("K must be a dense kernel matrix")
+        if K.shape[0] != K.shape[1]:
+            raise ValueError(f"K must be a square [m, m] kernel matrix, got shape {tuple(K.shape)} "
+                             "(a rectangular [m_v, m] kernel is the valid problem of one)")
+        kernel_plan(K.shape[0], compute_dtype(K), count, what)
+        return check_symmetric(K)
+    kernel_plan(K.shape[0], compute_dtype(K), count, what)
+    return jnp.asarray(as_dense(K))
+
+
+@solver(leaves=("kernel",))
+class Dual(AbstractSolver):
+    """The dual system ``(L K + λ I) a = L y`` (``m x m``; Pahikkala et al. 2009, §3.2).
+
+    Attributes:
+      kernel: a :class:`Kernel`; ``None``: the linear kernel ``X X^T`` of a feature problem
+        (its models are linear weights ``w = X^T a``), or the matrix itself of a
+        ``precomputed`` problem.
+      block_size: rows of the ``[m_test, m]`` kernel evaluated at a time when its models
+        predict (``None``: all at once).
+
+    Example:
+      >>> import rankjax as rj
+      >>> d = rj.make_ranking_data(5, num_features=3, seed=0)
+      >>> s = rj.fit(rj.Problem(d.X, d.y, d.qid), rj.Dual(rj.gaussian_kernel(0.5)), lam=1.0)
+      >>> s.value.coef.shape
+      (127,)
+    """
+
+    kernel: Optional[Kernel] = None
+    block_size: Optional[int] = None
+
+    kinds = {m: ("features", "kernel") for m in ("fit", "path", "holdout")}
+
+    def __post_init__(self):
+        check_kernel_arg(self.kernel, allow_none=True)
+        if self.block_size is not None and not (isinstance(self.block_size, int)
+                                                and self.block_size >= 1):
+            raise ValueError(f"block_size must be a positive int, got {self.block_size!r}")
+
+    def _inputs(self, problem, count, what):
+        """``(K or the rows, kernel built in the program, rows X or None)``."""
+        M = _matrix(problem, count, what)
+        if problem.kind == "kernel":
+            return M, None, None
+        kernel = self.kernel if self.kernel is not None else Kernel("linear")
+        return M, kernel, M
+
+    def _linear(self, problem):
+        return problem.kind == "features" and self.kernel is None
+
+    def _model(self, coef, X):
+        if X is None:
+            return DualModel(coef)
+        if self.kernel is None:
+            return LinearModel(jnp.matmul(X.T, coef, precision=HI))
+        return KernelModel(coef, X, self.kernel)
+
+    def _path(self, lams, coef, train, valid, X):
+        if X is None:
+            return DualPath(lams, coef, train, valid)
+        if self.kernel is None:                      # linear: every λ's weights X^T a
+            W = jnp.einsum("nm,lm...->ln...", X.T, coef, precision=HI)
+            return PrimalPath(lams, W, None, valid)
+        return DualPath(lams, coef, train, valid, X, self.kernel)
+
+    def fit(self, problem, lam):
+        M, kernel, X = self._inputs(problem, 5, "the dual solve")
+        A, psd, low = _fit_core(M, problem.y, problem.graph, lam, kernel)
+        if is_concrete(psd) and not bool(psd):     # the failed Cholesky said so: no extra eigh
+            raise ValueError(f"K is not positive semidefinite: S K S + λ I has no Cholesky "
+                             f"factor and S K S the eigenvalue {float(low):.3g} (beyond "
+                             "rounding); a kernel matrix must be PSD: check the kernel and its "
+                             "parameters")
+        warn_unresolved(A, lam, "rj.fit(Dual())", "S K S + λ I has no Cholesky factor and λ is "
+                        "below 300 eps times its largest eigenvalue")
+        return Solution(self._model(A, X), lane_codes(A, lam, lanes=False), {})
+
+    def path(self, problem, lams):
+        M, kernel, X = self._inputs(problem, 5, "the dual path")
+        Kv = None
+        if problem.valid is not None:
+            Xv = problem.valid.X
+            Kv = Xv if X is None else kernel_matrix(kernel, as_dense(Xv), X)
+        (A, train, valid), flags = _path_core(M, problem.y, problem.graph, lams, Kv,
+                                              range_rows(problem.graph, M.dtype), kernel)
+        check_spectrum(flags, lams, "rj.path(Dual())")
+        return Solution(self._path(lams, A, train, valid, X), lane_codes(A, lams), {})
+
+    def holdout(self, problem, lams, folds):
+        M, kernel, X = self._inputs(problem, 6, "the dual hold-out")
+        lams = lams.astype(M.dtype)
+        y, graph = problem.y, problem.graph
+        if isinstance(folds, LeavePairOut):
+            K = M if kernel is None else kernel_matrix(kernel, M)
+            h = dual_pairs(K, y, pairs_of(problem, folds), lams, "rj.holdout(Dual(), LeavePairOut)")
+            return Solution(h, lane_codes(h.predictions, lams), {})
+        rows = range_rows(graph, M.dtype)            # the system on the range of S (reduced)
+        width = M.shape[0] if rows is None else rows.keep.shape[0]
+        (pred, coef), flags = run(level(), _holdout_core, M, y, graph, lams,
+                                  premerge(folds, lams.shape[0], width), kernel, rows)
+        check_spectrum(flags, lams, "rj.holdout(Dual())")
+        path = self._path(lams, coef, None, None, X)
+        return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred, lams), {})
+
+    def cv_predictions(self, params, data, folds):
+        kernel = self.tuned_kernel()
+        if kernel is None:
+            return linear_cv_predictions(params, data, folds)
+        return kernel_cv_predictions(params, data, folds, kernel)
+
+    def prepare(self, problem):
+        data = super().prepare(problem)
+        if self.tuned_kernel() is not None:
+            kernel_plan(data[0].shape[0], data[0].dtype, 12, "tune with an exact kernel")
+        return data

@@ -1,0 +1,186 @@
+"""Primal (linear) RankRLS: the ``n x n`` system ``(X^T L X + λ I) w = X^T L y``
+(Pahikkala et al. 2009, eq. 28; Airola et al. 2010, eq. 6), or with preference edges
+``(X^T M M^T X + λ I) w = X^T M N``. One λ by a Cholesky factor, a grid by one ``eigh``
+(``w(λ) = V diag(1/(Λ+λ)) V^T X^T L y``, §3.2), the exact hold-outs of every λ (§3.3-3.4)
+and the differentiable hold-out that ``tune`` descends. No bias: a constant feature
+cancels in every pair.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+from .._core.checks import check_gram, is_concrete, lam_ok, nan_unless
+from .._core.log import compiled, level
+from .._core.products import HI
+from .._core.resolved import warn_unresolved
+from .._solution import Solution, lane_codes
+from ..graphs.folds import premerge
+from .base import AbstractSolver, dense_rows, feature_rows, solver
+from .holdout import HoldOut, fold_predictions, holdout_from_system, two_phase
+from .lpo import LeavePairOut, pairs_of, primal_pairs
+from .models import LinearModel, PrimalPath, path_scores
+from .ridge import decompose_primal, primal_system, ridge_solve
+from . import sharded, streamed
+
+__all__ = ["Primal", "UNRESOLVED"]
+
+UNRESOLVED = "the Cholesky factor of the system + λ I fails (λ below its rounding)"
+
+
+@jax.jit
+def _fit_core(X, y, graph, lam):
+    G, b = primal_system(X, y, graph)
+    lam = jnp.asarray(lam, G.dtype)
+    return nan_unless(lam_ok(lam), ridge_solve(G, b, lam))
+
+
+@jax.jit
+def _solve_core(G, b, lam):
+    lam = jnp.asarray(lam, G.dtype)
+    return nan_unless(lam_ok(lam), ridge_solve(G, b, lam))
+
+
+@jax.jit
+def _path_from_system(G, b, lams):
+    return nan_unless(lam_ok(lams), decompose_primal(G, b).coef_path(lams))
+
+
+def _float():
+    return jnp.result_type(float)
+
+
+@partial(jax.jit, static_argnames=("train", "root"))
+def path_core(X, y, graph, lams, X_valid, train=False, root=False):
+    """``(W [L, n(, k)], train scores or None, valid scores or None)`` of every λ from one
+    ``eigh`` of ``X^T L X`` (the λ below its floor by their own Cholesky factor)."""
+    G, b = primal_system(X, y, graph, root)
+    W = decompose_primal(G, b).coef_path(lams)
+    return nan_unless(lam_ok(lams), (W, path_scores(X, W) if train else None,
+                                     None if X_valid is None else path_scores(X_valid, W)))
+
+
+@compiled(static_argnames=("route",))
+def _holdout_core(X, y, graph, lams, folds, route="both"):
+    """``(predictions [L, m(, k)], weights [L, n(, k)])``: the hold-out and every λ's
+    full-data weights from the same ``eigh`` of ``X^T L X`` (the lanes below its floor
+    from the Cholesky factor their hold-out lane makes, :func:`holdout_from_system`).
+    ``(G, b)`` in the root form (``Z = S X``): no branch to the root-free form and its two
+    fallback copies, 22 of the program's 89 generated kernels (compiled in 0.55 s instead
+    of 0.79 s at 3,005 x 300 float32), for one pass writing ``Z`` (within noise of the run
+    at 227,000 x 136)."""
+    G, b = primal_system(X, y, graph, root=True)
+    out = holdout_from_system(X, y, graph, lams, folds, G, b, route=route, weights=True)
+    if route == "shared":
+        return nan_unless(lam_ok(lams), out[0]), out[1]
+    return nan_unless(lam_ok(lams), out)
+
+
+def linear_holdout(X, y, graph, lams, folds, where):
+    """``(predictions [L, m(, k)], weights [L, n(, k)])`` of the primal hold-out on checked
+    dense rows (the Nyström features too), the λ grid in ``X``'s dtype."""
+    pred, W = two_phase(_holdout_core, X, y, graph, lams,
+                        premerge(folds, lams.shape[0], X.shape[1]), lams=lams, verbose=level())
+    warn_unresolved(pred, lams, where, UNRESOLVED)
+    return pred, W
+
+
+def _scaled(X, params):
+    s = params.get("log_scales")
+    return X if s is None else X * jnp.exp(s)
+
+
+def linear_cv_predictions(params, data, folds):
+    """The differentiable hold-out of the linear model (ARD scales ``X diag(exp(s))``):
+    ``X^T L X + λ I = C C^T``, ``P = X C^{-T}``, ``H = P P^T``, ``f = P C^{-1} X^T L y``
+    (a Cholesky factor: its gradient is smooth where ``eigh``'s divides by eigenvalue gaps)."""
+    X, y, graph = data[:3]
+    lam = jnp.exp(params["log_lam"])
+    Xs = _scaled(X, params)
+    G, b = primal_system(Xs, y, graph)
+    C = jnp.linalg.cholesky(G + lam * jnp.eye(G.shape[0], dtype=G.dtype))
+    P = jax.scipy.linalg.solve_triangular(C, Xs.T, lower=True).T             # X C^{-T} [m, n]
+    F = jnp.matmul(P, jax.scipy.linalg.solve_triangular(C, b, lower=True), precision=HI)
+    return fold_predictions(graph, P, F, y, folds, lam)
+
+
+def checked_rows(problem):
+    """The problem's rows for the primal forms: ``n x n`` matrices must fit."""
+    X = feature_rows(problem)
+    if is_concrete(X):
+        check_gram(X)
+    return X
+
+
+@solver
+class Primal(AbstractSolver):
+    """The primal system ``(X^T L X + λ I) w = X^T L y`` (``n x n``; Pahikkala et al. 2009,
+    §3.1): the cheapest exact solver when there are fewer features than rows. ``fit``: one
+    Cholesky factor; ``path``/``holdout``: one ``eigh`` for every λ (a λ below its
+    rounding floor by its own factor, NaN and ``unresolved_lambda`` where that fails).
+
+    Example:
+      >>> import rankjax as rj
+      >>> d = rj.make_ranking_data(5, num_features=3, seed=0)
+      >>> rj.fit(rj.Problem(d.X, d.y, d.qid), rj.Primal(), lam=1.0).value.weights.shape
+      (3,)
+    """
+
+    kinds = {m: ("features", "sharded", "stream") for m in ("fit", "path", "holdout")}
+
+    def fit(self, problem, lam):
+        if problem.kind == "sharded":
+            w = sharded.primal_fit(problem, lam)
+        elif problem.kind == "stream":
+            G, b, counts = streamed.normal_equations(problem)
+            w = _solve_core(jnp.asarray(G, _float()), jnp.asarray(b, _float()), lam)
+            return Solution(LinearModel(w), lane_codes(w, lam, lanes=False), counts)
+        else:
+            X = checked_rows(problem)
+            w = _fit_core(X, problem.y, problem.graph, lam)
+        warn_unresolved(w, lam, "rj.fit(Primal())", UNRESOLVED)
+        return Solution(LinearModel(w), lane_codes(w, lam, lanes=False), {})
+
+    def path(self, problem, lams):
+        Xv = None if problem.valid is None else problem.valid.X
+        stats = {}
+        if problem.kind == "sharded":
+            W = sharded.primal_path(problem, lams)
+        elif problem.kind == "stream":
+            G, b, stats = streamed.normal_equations(problem)
+            W = _path_from_system(jnp.asarray(G, _float()), jnp.asarray(b, _float()),
+                                  lams.astype(_float()))
+        else:
+            W, _, _ = path_core(checked_rows(problem), problem.y, problem.graph, lams, None)
+        valid = None if Xv is None else path_scores(Xv, W)
+        warn_unresolved(W, lams, "rj.path(Primal())", UNRESOLVED)
+        return Solution(PrimalPath(lams, W, None, valid), lane_codes(W, lams), stats)
+
+    def holdout(self, problem, lams, folds):
+        if problem.kind == "sharded":
+            pred, W = sharded.primal_holdout(problem, lams.astype(problem.X.dtype))
+            return Solution(HoldOut(lams, pred, None, PrimalPath(lams, W)),
+                            lane_codes(pred, lams), {})
+        if problem.kind == "stream":
+            G, b, stats = streamed.normal_equations(problem)
+            lams = lams.astype(_float())
+            W = _path_from_system(jnp.asarray(G, _float()), jnp.asarray(b, _float()), lams)
+            pred = streamed.holdout_predictions(problem, G, b, lams, stats)
+            return Solution(HoldOut(lams, pred, None, PrimalPath(lams, W)),
+                            lane_codes(pred, lams), stats)
+        checked_rows(problem)
+        X = dense_rows(problem)
+        lams = lams.astype(X.dtype)
+        if isinstance(folds, LeavePairOut):
+            h = primal_pairs(X, problem.y, pairs_of(problem, folds), lams,
+                             "rj.holdout(Primal(), LeavePairOut)")
+            return Solution(h, lane_codes(h.predictions, lams), {})
+        pred, W = linear_holdout(X, problem.y, problem.graph, lams, folds,
+                                 "rj.holdout(Primal())")
+        return Solution(HoldOut(lams, pred, folds, PrimalPath(lams, W)), lane_codes(pred, lams),
+                        {})
+
+    def cv_predictions(self, params, data, folds):
+        return linear_cv_predictions(params, data, folds)
