@@ -198,3 +198,48 @@ def rankboost(X, y, qid, thresholds, rounds):
         D /= D.sum()
         out.append((f, th, alpha, r))
     return out
+
+
+# ---- the solvers' closed forms, by dense numpy (the registry's twins) ------------------
+
+def gaussian(A, B, gamma):
+    """``exp(-gamma |a - b|^2)`` by explicit differences."""
+    d = A[:, None, :] - B[None, :, :]
+    return np.exp(-gamma * np.sum(d * d, axis=-1))
+
+
+def dense_laplacian(qid, y=None, **graph):
+    """The query graph's ``L`` from its enumerated pairs."""
+    return laplacian_from_pairs(len(qid), query_pairs(qid, y, **graph))
+
+
+def fit_linear(X, y, L, lam):
+    """``w = (X^T L X + lam I)^{-1} X^T L y`` (Pahikkala et al. 2009, eq. 28)."""
+    return np.linalg.solve(X.T @ L @ X + lam * np.eye(X.shape[1]), X.T @ L @ y)
+
+
+def fit_kernel(K, y, L, lam):
+    """``a = (L K + lam I)^{-1} L y`` (Pahikkala et al. 2007, Thm 1)."""
+    return np.linalg.solve(L @ K + lam * np.eye(K.shape[0]), L @ y)
+
+
+def fit_nystrom(KR, KRR, y, L, lam):
+    """Basis coefficients ``a = (K_R L K_R^T + lam K_RR)^{-1} K_R L y`` (§3.5, eq. 40-42);
+    ``KR [b, m]``."""
+    return np.linalg.solve(KR @ L @ KR.T + lam * KRR, KR @ L @ y)
+
+
+def refit_per_fold(train_predict, folds):
+    """Hold-out predictions by retraining without each fold: ``train_predict(train, test)``
+    returns the predictions of the rows ``test`` by the model of the rows ``train``."""
+    m = sum(len(f) for f in folds)
+    out = np.zeros(m)
+    every = np.arange(m)
+    for f in folds:
+        out[f] = train_predict(np.setdiff1d(every, f), f)
+    return out
+
+
+def pair_folds(pairs):
+    """Leave-pair-out: for each pair, its two rows held out (the global graph, cost (21))."""
+    return [np.asarray(p) for p in pairs]

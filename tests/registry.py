@@ -1,117 +1,112 @@
-"""The registry of solvers (as lineax's ``tests/helpers.py``): one list of (solver, the
-verbs it serves with each verb's brute-force twin, the transforms it supports). Every
-property test of the front door (``test_solvers.py``, ``test_under_jit.py``, ...) runs over
-:data:`CASES`; adding a solver here is the only step that puts it under all of them.
+"""The registry of solvers (as lineax's ``tests/helpers.py``): one list of :class:`Entry`
+(a solver, the kind of problem it is tested on, and which closed form of
+``tests/reference.py`` its predictions must equal). Every property file imports it:
+
+* ``test_solvers.py`` — every (solver, verb) against a dense numpy reference (float64);
+* ``test_under_jit.py`` — a traced λ under ``jit``, ``vmap`` (at the cost of about a path,
+  never a fallback per lane) and ``grad``;
+* ``test_float32.py`` — the precision rule; ``test_nan_inputs.py`` — bad and non-finite input;
+* ``test_core.py`` — a second problem of the same shape compiles nothing;
+* ``test_options.py`` — every option a solver carries; ``test_eager.py`` — numpy, pandas
+  and JAX inputs; ``test_distributed.py`` — the sharded kinds;
+* ``test_toy_solver.py`` — a solver defined in that file alone gets every property above.
+
+The verbs an entry is tested on are the methods its class implements
+(:func:`rankjax.capabilities`): adding a solver is one :class:`Entry` here. No rankjax
+numerics run here: the twins are numpy.
 """
+import dataclasses
+import importlib
+
 import numpy as np
 
 import rankjax as rj
-from rankjax.solvers.cg import rankrls_cg, rankrls_cg_dual
-from rankjax.solvers.falkon import rankrls_falkon
-from rankjax.solvers.holdout import holdout_dual, holdout_nystrom, holdout_primal
-from rankjax.solvers.lpo import leave_pair_out_dual, leave_pair_out_primal
-from rankjax.solvers.path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
-from rankjax.solvers.models import rankrls_dual, rankrls_kernel, rankrls_primal
+import reference as ref
 
-GAUSS = rj.gaussian_kernel(0.3)
+GAMMA = 0.3
+GAUSS = rj.gaussian_kernel(GAMMA)
 ROWS = np.arange(0, 60, 3)                                      # a fixed basis of 20 rows
 LAMS = np.array([0.1, 1.0, 10.0])
+LOOP = rj.CG(tol=1e-12, max_iter=300)
+
+PROPERTY_FILES = ["test_solvers", "test_under_jit", "test_float32", "test_nan_inputs",
+                  "test_core", "test_options", "test_eager", "test_distributed"]
+"""The property files: each defines ``check_*(entry, verb)`` functions (run over every entry
+by its own tests, and over the toy solver by ``test_toy_solver.py``)."""
 
 
 def data(seed=0, dtype=np.float64):
+    """A small ranking problem: ``(X [m, 4], y [m], qid [m])``, 6 queries of 8-12 rows."""
     d = rj.make_ranking_data(6, num_features=4, docs_per_query=(8, 12), seed=seed)
     return np.asarray(d.X, dtype), np.asarray(d.y, dtype), np.asarray(d.qid)
 
 
-# (name, solver, problem kind, {verb: twin(X, y, graph, lam(s)) -> comparable array},
-#  {property: bool})
+@dataclasses.dataclass
+class Entry:
+    """One solver under test.
+
+    Attributes:
+      name: the test id.
+      solver: the solver object.
+      kind: ``"features"`` (the problem holds ``X``) or ``"kernel"`` (it holds ``K = X X^T``).
+      model: the closed form its predictions equal: ``"linear"`` (``f = X w``),
+        ``"gaussian"`` (the exact kernel ``exp(-GAMMA |x - x'|^2)``) or ``"nystrom"`` (the
+        basis-vector model on ``ROWS``).
+      pairs: whether its ``holdout`` takes ``LeavePairOut`` folds.
+      rtol: agreement with the reference in float64, relative to its largest value.
+    """
+
+    name: str
+    solver: object
+    kind: str
+    model: str
+    pairs: bool = False
+    rtol: float = 1e-10
+
+    def verbs(self):
+        """The verbs it serves: the methods its class implements."""
+        caps = rj.capabilities(self.solver)
+        out = [v for v in ("fit", "path", "holdout") if v in caps]
+        if self.pairs:
+            out.append("leave_pair_out")
+        return out
+
+
 REGISTRY = [
-    ("primal", rj.Primal(), "features", {
-        "fit": lambda X, y, g, lam: rankrls_primal(X, y, g, lam=lam).weights,
-        "path": lambda X, y, g, lams: rankrls_primal_path(X, y, g, lams=lams).weights,
-        "holdout": lambda X, y, g, lams: holdout_primal(X, y, g, lams=lams).predictions,
-        "leave_pair_out": lambda X, y, pairs, lams: leave_pair_out_primal(
-            X, y, pairs, lams=lams).predictions,
-    }, {"jit": True, "vmap": True, "grad": True}),
-    ("dual_linear", rj.Dual(), "features", {
-        "fit": lambda X, y, g, lam: X.T @ rankrls_dual(X @ X.T, y, g, lam=lam).coef,
-        "path": lambda X, y, g, lams: rankrls_dual_path(X @ X.T, y, g, lams=lams).coef,
-        "holdout": lambda X, y, g, lams: holdout_dual(X @ X.T, y, g, lams=lams).predictions,
-        "leave_pair_out": lambda X, y, pairs, lams: leave_pair_out_dual(
-            X @ X.T, y, pairs, lams=lams).predictions,
-    }, {"jit": True, "vmap": True, "grad": True}),
-    ("dual_gaussian", rj.Dual(GAUSS), "features", {
-        "fit": lambda X, y, g, lam: rankrls_kernel(X, y, g, lam=lam, kernel=GAUSS).coef,
-        "path": lambda X, y, g, lams: rankrls_dual_path(
-            rj.kernel_matrix(GAUSS, X), y, g, lams=lams).coef,
-        "holdout": lambda X, y, g, lams: holdout_dual(
-            rj.kernel_matrix(GAUSS, X), y, g, lams=lams).predictions,
-    }, {"jit": True, "vmap": True, "grad": True}),
-    ("dual_precomputed", rj.Dual(), "precomputed", {
-        "fit": lambda K, y, g, lam: rankrls_dual(K, y, g, lam=lam).coef,
-        "path": lambda K, y, g, lams: rankrls_dual_path(K, y, g, lams=lams).coef,
-        "holdout": lambda K, y, g, lams: holdout_dual(K, y, g, lams=lams).predictions,
-        "leave_pair_out": lambda K, y, pairs, lams: leave_pair_out_dual(
-            K, y, pairs, lams=lams).predictions,
-    }, {"jit": True, "vmap": True, "grad": True}),
-    ("nystrom", rj.Nystrom(GAUSS, ROWS), "features", {
-        "fit": lambda X, y, g, lam: rankrls_nystrom_path(
-            X, y, g, lams=[lam], kernel=GAUSS, basis=ROWS).coef,
-        "path": lambda X, y, g, lams: rankrls_nystrom_path(
-            X, y, g, lams=lams, kernel=GAUSS, basis=ROWS).coef,
-        "holdout": lambda X, y, g, lams: holdout_nystrom(
-            X, y, g, lams=lams, kernel=GAUSS, basis=ROWS).predictions,
-    }, {"jit": False, "vmap": False, "grad": False}),
-    ("cg", rj.CG(tol=1e-12, max_iter=200), "features", {
-        "fit": lambda X, y, g, lam: rankrls_cg(
-            X, y, g, lam=lam, options=rj.CG(tol=1e-12, max_iter=200)).weights,
-    }, {"jit": True, "vmap": True, "grad": False}),
-    ("cg_dual", rj.CG(tol=1e-12, max_iter=200), "precomputed", {
-        "fit": lambda K, y, g, lam: rankrls_cg_dual(
-            K, y, g, lam=lam, options=rj.CG(tol=1e-12, max_iter=200)).weights,
-    }, {"jit": True, "vmap": True, "grad": False}),
-    ("falkon", rj.Falkon(GAUSS, ROWS, options=rj.CG(tol=1e-12, max_iter=200)), "features", {
-        "fit": lambda X, y, g, lam: rankrls_falkon(
-            X, y, g, lam=lam, kernel=GAUSS, basis=ROWS,
-            options=rj.CG(tol=1e-12, max_iter=200)).coef,
-    }, {"jit": False, "vmap": False, "grad": False}),
-    ("auto", rj.Auto(), "features", {
-        "fit": lambda X, y, g, lam: rankrls_primal(X, y, g, lam=lam).weights,
-        "path": lambda X, y, g, lams: rankrls_primal_path(X, y, g, lams=lams).weights,
-        "holdout": lambda X, y, g, lams: holdout_primal(X, y, g, lams=lams).predictions,
-    }, {"jit": True, "vmap": True, "grad": True}),
+    Entry("primal", rj.Primal(), "features", "linear", pairs=True),
+    Entry("dual_linear", rj.Dual(), "features", "linear", pairs=True),
+    Entry("dual_gaussian", rj.Dual(GAUSS), "features", "gaussian", pairs=True),
+    Entry("dual_precomputed", rj.Dual(), "kernel", "linear", pairs=True),
+    Entry("nystrom", rj.Nystrom(GAUSS, ROWS), "features", "nystrom", rtol=1e-8),
+    Entry("cg", LOOP, "features", "linear", rtol=1e-9),
+    Entry("cg_dual", LOOP, "kernel", "linear", rtol=1e-9),
+    Entry("falkon", rj.Falkon(GAUSS, ROWS, options=LOOP), "features", "nystrom", rtol=1e-7),
+    Entry("auto", rj.Auto(), "features", "linear", pairs=True),
 ]
 
-CASES = [(name, solver, kind, verb, twin, props)
-         for name, solver, kind, twins, props in REGISTRY for verb, twin in twins.items()]
-IDS = [f"{c[0]}-{c[3]}" for c in CASES]
+
+def cases(registry=None, verbs=("fit", "path", "holdout", "leave_pair_out")):
+    """``[(entry, verb)]`` over the registry, and their test ids."""
+    out = [(e, v) for e in (registry or REGISTRY) for v in e.verbs() if v in verbs]
+    return out, [f"{e.name}-{v}" for e, v in out]
 
 
-def problem(kind, X, y, qid, queries=None):
+# ---- problems and calls ------------------------------------------------------------------
+
+def inputs(entry, X):
+    """What the entry's problem and models take: ``X``, or ``K = X X^T``."""
+    return X @ X.T if entry.kind == "kernel" else X
+
+
+def problem(entry, X, y, qid, queries=None, valid=None):
     queries = qid if queries is None else queries
-    if kind == "precomputed":
-        return rj.Problem(X @ X.T, y, queries, precomputed=True)
-    return rj.Problem(X, y, queries)
-
-
-def value_of(verb, solution):
-    v = solution.value
-    if verb in ("holdout", "leave_pair_out"):
-        return v.predictions
-    return v.weights if hasattr(v, "weights") else v.coef
-
-
-def predictions(verb, solution, X):
-    """What the precision rule bounds: the training rows' predictions of every λ (the
-    hold-out predictions of a hold-out)."""
-    if verb in ("holdout", "leave_pair_out"):
-        return solution.value.predictions
-    if getattr(solution.value, "train_scores", None) is not None:     # a dual path
-        return solution.value.train_scores
-    return rj.predict(solution.value, X)
+    return rj.Problem(inputs(entry, X), y, queries, precomputed=entry.kind == "kernel",
+                      valid=valid)
 
 
 def call(verb, p, solver, lam_or_lams, pairs=None):
+    """The front door: ``fit``/``path``/``holdout`` (``leave_pair_out``: ``holdout`` with
+    :class:`rankjax.LeavePairOut` folds)."""
     if verb == "fit":
         return rj.fit(p, solver, lam=lam_or_lams)
     if verb == "leave_pair_out":
@@ -119,13 +114,77 @@ def call(verb, p, solver, lam_or_lams, pairs=None):
     return getattr(rj, verb)(p, solver, lams=lam_or_lams)
 
 
-def run_case(kind, verb, solver, X, y, qid, twin):
-    """``(front door's array, twin's array)`` of one case."""
-    lam = 1.0 if verb == "fit" else LAMS
+def predictions(verb, solution, A):
+    """What a verb's solution predicts for the training rows (``A``: what its models take):
+    ``[m]`` (fit), ``[L, m]`` (path; hold-out predictions for ``holdout``) or ``[L, p, 2]``."""
+    if verb in ("holdout", "leave_pair_out"):
+        return np.asarray(solution.value.predictions)
+    return np.asarray(rj.predict(solution.value, A))
+
+
+def run(entry, verb, X, y, qid, lam=None):
+    """``(the front door's predictions, the reference's)`` of one case (float64 inputs)."""
+    lam = (1.0 if verb == "fit" else LAMS) if lam is None else lam
     if verb == "leave_pair_out":
         pairs = rj.differing_pairs(y)[:15]
-        p = problem(kind, X, y, qid, rj.global_graph(X.shape[0]))
-        A = X @ X.T if kind == "precomputed" else X
-        return value_of(verb, call(verb, p, solver, lam, pairs)), twin(A, y, pairs, lam)
-    p = problem(kind, X, y, qid)
-    return value_of(verb, call(verb, p, solver, lam)), twin(p.X, y, p.graph, lam)
+        p = problem(entry, X, y, qid, rj.global_graph(X.shape[0]))
+        got = predictions(verb, call(verb, p, entry.solver, lam, pairs), None)
+        return got, reference(entry, verb, X, y, qid, lam, pairs)
+    p = problem(entry, X, y, qid)
+    got = predictions(verb, call(verb, p, entry.solver, lam), inputs(entry, X))
+    return got, reference(entry, verb, X, y, qid, lam)
+
+
+# ---- the references (numpy, float64) -----------------------------------------------------
+
+def _trainer(entry, X, y, qid, lam, global_graph=False):
+    """``(train, test) -> predictions of test`` by the entry's closed form on ``train``."""
+    X, y = np.asarray(X, np.float64), np.asarray(y, np.float64)
+    if entry.model == "linear":
+        K = X @ X.T
+    elif entry.model == "gaussian":
+        K = ref.gaussian(X, X, GAMMA)
+    else:
+        KR, KRR = ref.gaussian(X[ROWS], X, GAMMA), ref.gaussian(X[ROWS], X[ROWS], GAMMA)
+
+    def laplacian(train):
+        if global_graph:
+            return ref.dense_laplacian(np.zeros(train.size, int), normalized=False)
+        return ref.dense_laplacian(qid[train])
+
+    def train_predict(train, test):
+        L = laplacian(train)
+        if entry.model == "linear":
+            return X[test] @ ref.fit_linear(X[train], y[train], L, lam)
+        if entry.model == "gaussian":
+            return K[np.ix_(test, train)] @ ref.fit_kernel(K[np.ix_(train, train)], y[train], L, lam)
+        return KR[:, test].T @ ref.fit_nystrom(KR[:, train], KRR, y[train], L, lam)
+    return train_predict
+
+
+def reference(entry, verb, X, y, qid, lam, pairs=None):
+    m = X.shape[0]
+    every = np.arange(m)
+    if verb == "fit":
+        return _trainer(entry, X, y, qid, lam)(every, every)
+    if verb == "path":
+        return np.stack([_trainer(entry, X, y, qid, v)(every, every) for v in lam])
+    if verb == "holdout":
+        folds = [np.flatnonzero(qid == q) for q in np.unique(qid)]
+        return np.stack([ref.refit_per_fold(_trainer(entry, X, y, qid, v), folds) for v in lam])
+    out = []
+    for v in lam:
+        tp = _trainer(entry, X, y, qid, v, global_graph=True)
+        out.append([tp(np.setdiff1d(every, pr), np.asarray(pr)) for pr in np.asarray(pairs)])
+    return np.asarray(out)
+
+
+def checks(module_names=PROPERTY_FILES):
+    """Every ``check_*(entry, verb)`` of the property files, ``{name: function}``."""
+    out = {}
+    for name in module_names:
+        mod = importlib.import_module(name)
+        for attr in dir(mod):
+            if attr.startswith("check_"):
+                out[f"{name}.{attr}"] = getattr(mod, attr)
+    return out

@@ -15,8 +15,6 @@ import pytest
 
 import rankjax as rj
 from rankjax.learners.gp import gp_pairwise_gaussian
-from rankjax.solvers.holdout import holdout_primal
-from rankjax.solvers.lpo import leave_pair_out_dual
 from rankjax import io
 
 
@@ -56,11 +54,12 @@ def make_problem(tmp):
     io.save_model(model_file, np.ones(n))
     foreign = tmp / "foreign.npz"
     np.savez(foreign, w=np.ones(3))
-    lpo = leave_pair_out_dual(K, y, rj.differing_pairs(y)[:5], lams=[1.0])
+    lpo = rj.holdout(rj.Problem(K, y, rj.global_graph(np.shape(K)[0]), precomputed=True), rj.Dual(),
+                     lams=[1.0], folds=rj.LeavePairOut(rj.differing_pairs(y)[:5])).value
     gp = gp_pairwise_gaussian(K, [0, 1], [1, 2], [1.0, 1.0], noise_var=1.0)
-    holdout = holdout_primal(X, y, g, lams=[1.0, 10.0])
+    holdout = rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=[1.0, 10.0]).value
     return SimpleNamespace(X=X, y=y, qid=qid, m=m, n=n, g=g, K=K, pref=pref, tmp=tmp,
-                           sharded=rj.scale.shard_data(X, y, g),
+                           sharded=rj.scale.shard(rj.Problem(X, y, g)),
                            bad_file=bad_file, good_file=good_file, keep=keep,
                            model_file=model_file, foreign=foreign,
                            lpo=lpo, gp=gp, holdout=holdout, folds=rj.make_folds(g),

@@ -7,7 +7,6 @@ import pytest
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax.solvers.holdout import holdout_dual, holdout_nystrom, holdout_primal
 from rankjax._core.backend import ACCELERATOR, CPU, forced_paths, paths
 
 TOL = 1e-10
@@ -52,7 +51,7 @@ def test_paths_follow_the_backend_and_can_be_forced():
 def test_primal_holdout_same_on_both_paths(data, folds):
     X, y, qid = data
     g = rj.query_graph(qid)
-    a, b = both(lambda: holdout_primal(X, y, g, lams=[1e-2, 1.0, 1e2], folds=folds).predictions)
+    a, b = both(lambda: rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=[0.01, 1.0, 100.0], folds=folds).value.predictions)
     assert_same(a, b)
 
 
@@ -61,7 +60,8 @@ def test_dual_holdout_same_on_both_paths(data, folds):
     X, y, qid = data
     g = rj.query_graph(qid)
     K = rj.kernel_matrix(rj.gaussian_kernel(0.2), X)
-    a, b = both(lambda: holdout_dual(K, y, g, lams=[1e-1, 1.0, 1e2], folds=folds).predictions)
+    a, b = both(lambda: rj.holdout(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lams=[0.1, 1.0, 100.0],
+                                   folds=folds).value.predictions)
     assert_same(a, b)
 
 
@@ -70,9 +70,8 @@ def test_nystrom_holdout_and_multi_output_same_on_both_paths(data):
     g = rj.query_graph(qid)
     Y = np.stack([y, -y + 0.3 * X[:, 0]], 1)
     a, b = both(lambda: (
-        holdout_nystrom(X, y, g, lams=[0.1, 10.0], kernel=rj.gaussian_kernel(0.2), basis=40,
-                           folds=3).predictions,
-        holdout_primal(X, Y, g, lams=[0.1, 10.0], folds=2).predictions))
+        rj.holdout(rj.Problem(X, y, g), rj.Nystrom(rj.gaussian_kernel(0.2), 40), lams=[0.1, 10.0], folds=3).value.predictions,
+        rj.holdout(rj.Problem(X, Y, g), rj.Primal(), lams=[0.1, 10.0], folds=2).value.predictions))
     assert_same(a, b)
 
 

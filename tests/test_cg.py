@@ -1,3 +1,4 @@
+import dataclasses
 import functools
 import logging
 
@@ -9,11 +10,8 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 import rankjax as rj
-from rankjax.solvers import cg as _cg
-from rankjax.solvers import cg_loop as _cg_loop
-from rankjax.solvers.cg_loop import STOP_REASONS
+from rankjax.solvers.cg_loop import cg_loop
 from rankjax.graphs.build import laplacian_sqrt_mv
-from rankjax.solvers.models import rankrls_dual, rankrls_primal
 import reference as ref
 from conftest import random_qids
 
@@ -55,23 +53,23 @@ def test_primal_cg_equals_closed_form_for_every_operator(rng, fmt):
     X, y, qid = problem(rng)
     Xs = {"dense": X, "bcoo": rj.io.to_bcoo(X), "csr": rj.to_csr(X)}[fmt]
     for name, (g, yy) in graphs(rng, qid, y, len(y)).items():
-        r = _cg.rankrls_cg(Xs, yy, g, lam=0.5, tol=1e-10, max_iter=500)
-        assert bool(r.converged), name
-        assert rel(r.weights, rankrls_primal(X, yy, g, lam=0.5).weights) < 1e-6, name
+        r = rj.fit(rj.Problem(Xs, yy, g), rj.CG(tol=1e-10, max_iter=500), lam=0.5)
+        assert bool(r.stats["converged"]), name
+        assert rel(r.value.weights, rj.fit(rj.Problem(X, yy, g), rj.Primal(), lam=0.5).value.weights) < 1e-6, name
 
 
 def test_dual_cg_equals_closed_form_for_every_operator(rng):
     X, y, qid = problem(rng, m=50)
     K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.2), X))
     for name, (g, yy) in graphs(rng, qid, y, len(y), ties=False).items():
-        for Kop in (K, lambda a: jnp.asarray(K) @ a):
-            r = _cg.rankrls_cg_dual(Kop, yy, g, lam=0.3, tol=1e-11, max_iter=2000)
-            assert bool(r.converged), name
-            assert rel(r.weights, rankrls_dual(K, yy, g, lam=0.3).coef) < 1e-6, name
+        r = rj.fit(rj.Problem(K, yy, g, precomputed=True), rj.CG(tol=1e-11, max_iter=2000), lam=0.3)
+        assert bool(r.stats["converged"]), name
+        want = rj.fit(rj.Problem(K, yy, g, precomputed=True), rj.Dual(), lam=0.3).value.coef
+        assert rel(r.value.coef, want) < 1e-6, name
     # and against L from enumerated pairs: A = (L K + λ I)^{-1} L y
     L = ref.laplacian_from_pairs(len(y), ref.query_pairs(qid))
     A = np.linalg.solve(L @ K + 0.3 * np.eye(len(y)), L @ y)
-    assert rel(_cg.rankrls_cg_dual(K, y, rj.query_graph(qid), lam=0.3, tol=1e-11).weights, A) < 1e-6
+    assert rel(rj.fit(rj.Problem(K, y, rj.query_graph(qid), precomputed=True), rj.CG(tol=1e-11), lam=0.3).value.coef, A) < 1e-6
 
 
 def test_first_iterates_equal_scipy(rng):
@@ -85,11 +83,11 @@ def test_first_iterates_equal_scipy(rng):
     Ad, bd = S @ K @ S + 0.3 * np.eye(len(y)), S @ y
     for k in (1, 2, 3):
         expect, _ = spla.cg(A, b, maxiter=k, rtol=1e-300, atol=0)
-        r = _cg.rankrls_cg(X, y, g, lam=0.3, tol=0.0, max_iter=k)
-        assert int(r.iterations) == k and STOP_REASONS[int(r.stop_reason)] == "max_iter"
-        assert rel(r.weights, expect) < 1e-10
+        r = rj.fit(rj.Problem(X, y, g), rj.CG(tol=0.0, max_iter=k), lam=0.3)
+        assert int(r.stats["iterations"]) == k and int(r.result) == rj.RESULTS.max_iterations_reached
+        assert rel(r.value.weights, expect) < 1e-10
         expect, _ = spla.cg(Ad, bd, maxiter=k, rtol=1e-300, atol=0)
-        assert rel(_cg.rankrls_cg_dual(K, y, g, lam=0.3, tol=0.0, max_iter=k).weights, S @ expect) < 1e-10
+        assert rel(rj.fit(rj.Problem(K, y, g, precomputed=True), rj.CG(tol=0.0, max_iter=k), lam=0.3).value.coef, S @ expect) < 1e-10
 
 
 def noisy_problem(rng, m=120, n=30):
@@ -111,43 +109,45 @@ def test_early_stopping_returns_the_rerun_iterate(rng, lam, metric):
     X, y, qid, Xv, yv, qv = noisy_problem(rng)
     g, gv = rj.query_graph(qid), rj.query_graph(qv)
     crit = functools.partial(rj.ndcg, k=5, ties="stable") if metric == "ndcg" else metric
-    r = _cg.rankrls_cg(X, y, g, lam=lam, tol=1e-12, max_iter=200, valid=(Xv, yv, gv),
-                      metric=crit, patience=5)
-    hist = np.asarray(r.valid_history)
-    best, its = int(r.best_iteration), int(r.iterations)
+    r = rj.fit(rj.Problem(X, y, g, valid=rj.Problem(Xv, yv, gv)),
+               rj.CG(tol=1e-12, max_iter=200, metric=crit, patience=5), lam=lam)
+    hist = np.asarray(r.stats["valid_history"])
+    best, its = int(r.stats["best_iteration"]), int(r.stats["iterations"])
     assert np.nanmin(hist) == hist[best]
-    assert STOP_REASONS[int(r.stop_reason)] == "early_stopping" and its == best + 5
+    assert int(r.result) == rj.RESULTS.early_stopped and its == best + 5
     assert np.all(np.isnan(hist[its + 1:])) and not np.any(np.isnan(hist[:its + 1]))
     Lv = ref.laplacian_from_pairs(len(yv), ref.query_pairs(qv))
     for k in sorted({0, 1, best, its}):
-        w = _cg.rankrls_cg(X, y, g, lam=lam, tol=0.0, max_iter=max(k, 1)).weights if k else np.zeros(30)
+        w = rj.fit(rj.Problem(X, y, g), rj.CG(tol=0.0, max_iter=max(k, 1)), lam=lam).value.weights if k else np.zeros(30)
         f = Xv @ np.asarray(w)
         brute = {"pairwise_error": lambda: ref.pairwise_error(f, yv, qv),
                  "loss": lambda: (yv - f) @ Lv @ (yv - f),
                  "ndcg": lambda: -ref.ndcg(f, yv, qv, k=5, ties="stable")}[metric]()
         assert abs(hist[k] - brute) < 1e-9 * max(1, abs(brute)), k
         if k == best:           # the same iterate; a GPU's atomic segment sums may reorder
-            np.testing.assert_allclose(r.weights, w, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(r.value.weights, w, rtol=1e-12, atol=1e-12)
 
 
 def test_early_stopping_dual_and_edges(rng):
     X, y, qid, Xv, yv, qv = noisy_problem(rng)
     K, Kv = X @ X.T, Xv @ X.T
     g, gv = rj.query_graph(qid), rj.query_graph(qv)
-    r = _cg.rankrls_cg_dual(K, y, g, lam=0.0, valid=(Kv, yv, gv), tol=1e-12, patience=4)
-    best = int(r.best_iteration)
-    assert best > 0 and STOP_REASONS[int(r.stop_reason)] == "early_stopping"
-    rerun = _cg.rankrls_cg_dual(K, y, g, lam=0.0, tol=0.0, max_iter=best)
-    np.testing.assert_allclose(r.weights, rerun.weights, rtol=0, atol=0)
+    r = rj.fit(rj.Problem(K, y, g, valid=rj.Problem(Kv, yv, gv, precomputed=True), precomputed=True),
+               rj.CG(tol=1e-12, patience=4), lam=0.0)
+    best = int(r.stats["best_iteration"])
+    assert best > 0 and int(r.result) == rj.RESULTS.early_stopped
+    rerun = rj.fit(rj.Problem(K, y, g, precomputed=True), rj.CG(tol=0.0, max_iter=best), lam=0.0)
+    np.testing.assert_allclose(r.value.coef, rerun.value.coef, rtol=0, atol=0)
     # preference-edge training and validation
     h, t = edges(rng, 120, 400)
     h, t = np.where(y[h] > y[t], h, t), np.where(y[h] > y[t], t, h)
     hv, tv = np.nonzero(yv[:, None] > yv[None, :])
     ge = rj.preference_graph(h, t, y[h] - y[t], num_rows=120)
     gve = rj.preference_graph(hv, tv, num_rows=80)
-    r = _cg.rankrls_cg(X, None, ge, lam=0.0, valid=(Xv, None, gve), tol=1e-12, patience=3)
-    f = Xv @ np.asarray(r.weights)
-    assert abs(float(r.valid_history[r.best_iteration]) - np.mean(f[hv] <= f[tv])) < 1e-12
+    r = rj.fit(rj.Problem(X, None, ge, valid=rj.Problem(Xv, None, gve)), rj.CG(tol=1e-12, patience=3),
+               lam=0.0)
+    f = Xv @ np.asarray(r.value.weights)
+    assert abs(float(r.stats["valid_history"][r.stats["best_iteration"]]) - np.mean(f[hv] <= f[tv])) < 1e-12
 
 
 def test_vmap_over_eight_lambdas_and_over_outputs(rng):
@@ -155,23 +155,24 @@ def test_vmap_over_eight_lambdas_and_over_outputs(rng):
     g = rj.query_graph(qid)
     lams = jnp.asarray(np.logspace(-2, 2, 8))
     for Xs in (X, rj.to_csr(X)):
-        f = jax.jit(lambda lam, X: _cg.rankrls_cg(X, y, g, lam=lam, tol=1e-9, max_iter=300))
+        f = jax.jit(lambda lam, X: rj.fit(rj.Problem(X, y, g), rj.CG(tol=1e-09, max_iter=300), lam=lam))
         batched = jax.vmap(f, in_axes=(0, None))(lams, Xs)
         for i, lam in enumerate(lams):
             one = f(lam, Xs)
-            np.testing.assert_allclose(batched.weights[i], one.weights, rtol=1e-10, atol=1e-12)
-            assert int(batched.iterations[i]) == int(one.iterations)
-            np.testing.assert_allclose(batched.residual_history[i], one.residual_history,
+            np.testing.assert_allclose(batched.value.weights[i], one.value.weights, rtol=1e-10, atol=1e-12)
+            assert int(batched.stats["iterations"][i]) == int(one.stats["iterations"])
+            np.testing.assert_allclose(batched.stats["residual_history"][i], one.stats["residual_history"],
                                        rtol=1e-8, atol=1e-14)
     K = X @ X.T
-    fd = jax.vmap(lambda lam: _cg.rankrls_cg_dual(K, y, g, lam=lam, tol=1e-9))(lams)
+    fd = jax.vmap(lambda lam: rj.fit(rj.Problem(K, y, g, precomputed=True), rj.CG(tol=1e-09), lam=lam))(lams)
     for i, lam in enumerate(lams):
-        np.testing.assert_allclose(fd.weights[i], _cg.rankrls_cg_dual(K, y, g, lam=lam, tol=1e-9).weights,
+        np.testing.assert_allclose(fd.value.coef[i], rj.fit(rj.Problem(K, y, g, precomputed=True),
+                                                      rj.CG(tol=1e-09), lam=lam).value.coef,
                                    rtol=1e-10, atol=1e-12)
     Y = np.stack([y, -y, y ** 2], 1)
-    cols = jax.vmap(lambda yy: _cg.rankrls_cg(rj.to_csr(X), yy, g, lam=1.0, tol=1e-10).weights,
+    cols = jax.vmap(lambda yy: rj.fit(rj.Problem(rj.to_csr(X), yy, g), rj.CG(tol=1e-10), lam=1.0).value.weights,
                     in_axes=1, out_axes=1)(Y)
-    assert rel(cols, rankrls_primal(X, Y, g, lam=1.0).weights) < 1e-6
+    assert rel(cols, rj.fit(rj.Problem(X, Y, g), rj.Primal(), lam=1.0).value.weights) < 1e-6
 
 
 def test_preference_edges_never_materialise_large_arrays():
@@ -186,12 +187,12 @@ def test_preference_edges_never_materialise_large_arrays():
     head, tail = edges(rng, m, l)
     g = rj.preference_graph(head, tail, num_rows=m)
     C = rj.to_csr(X, jnp.float32)
-    run = jax.jit(lambda C, g: _cg.rankrls_cg(C, None, g, lam=1.0, tol=1e-3, max_iter=3))
+    run = jax.jit(lambda C, g: rj.fit(rj.Problem(C, None, g), rj.CG(tol=0.001, max_iter=3), lam=1.0))
     mem = run.lower(C, g).compile().memory_analysis()
     assert mem.temp_size_in_bytes + mem.output_size_in_bytes < 100e6
     r = run(C, g)
-    assert r.weights.dtype == jnp.float32
-    assert np.all(np.isfinite(np.asarray(r.weights))) and int(r.iterations) >= 1
+    assert r.value.weights.dtype == jnp.float32
+    assert np.all(np.isfinite(np.asarray(r.value.weights))) and int(r.stats["iterations"]) >= 1
 
 
 def test_csr_matrix_products_transposes_and_vmap(rng):
@@ -220,69 +221,64 @@ def test_cg_input_errors(rng):
     X, y, qid = problem(rng)
     g = rj.query_graph(qid)
     with pytest.raises(ValueError, match="lam"):
-        _cg.rankrls_cg(X, y, g, lam=-1.0)
+        rj.fit(rj.Problem(X, y, g), rj.CG(), lam=-1.0)
     with pytest.raises(ValueError, match="vmap"):
-        _cg.rankrls_cg(X, np.stack([y, y], 1), g, lam=1.0)
-    with pytest.raises(ValueError, match="X_valid has 3 columns"):
-        _cg.rankrls_cg(X, y, g, valid=(X[:, :3], y, g))
+        rj.fit(rj.Problem(X, np.stack([y, y], 1), g), rj.CG(), lam=1.0)
+    with pytest.raises(ValueError, match="valid.X must have 8 columns"):
+        rj.fit(rj.Problem(X, y, g, valid=rj.Problem(X[:, :3], y, g)), rj.CG(), lam=0.0)
     with pytest.raises(ValueError, match="metric"):
-        _cg.rankrls_cg(X, y, g, valid=(X, y, g), metric="ndcg")
+        rj.fit(rj.Problem(X, y, g, valid=rj.Problem(X, y, g)), rj.CG(metric='ndcg'), lam=0.0)
     with pytest.raises(TypeError, match="valid"):
-        _cg.rankrls_cg(X, y, g, valid=(X, y))
-    with pytest.raises(ValueError, match="validation y has 5 rows"):
-        _cg.rankrls_cg(X, y, g, valid=(X, y[:5], g))
+        rj.fit(rj.Problem(X, y, g, valid=(X, y)), rj.CG(), lam=0.0)
+    with pytest.raises(ValueError, match="y has 5 rows"):
+        rj.fit(rj.Problem(X, y, g, valid=rj.Problem(X, y[:5], g)), rj.CG(), lam=0.0)
     with pytest.raises(ValueError, match="tie exclusion"):
-        _cg.rankrls_cg_dual(X @ X.T, y, rj.query_graph(qid, y, exclude_ties=True))
+        rj.fit(rj.Problem(X @ X.T, y, rj.query_graph(qid, y, exclude_ties=True), precomputed=True), rj.CG(),
+               lam=0.0)
     with pytest.raises(ValueError, match="K must be"):
-        _cg.rankrls_cg_dual(X, y, g)
+        rj.fit(rj.Problem(X, y, g, precomputed=True), rj.CG(), lam=0.0)
     with pytest.raises(ValueError, match="NaN"):
-        _cg.rankrls_cg_dual(np.full((60, 60), np.nan), y, g)
+        rj.fit(rj.Problem(np.full((60, 60), np.nan), y, g, precomputed=True), rj.CG(), lam=0.0)
+
+
+def test_the_loop_of_a_zero_right_hand_side_is_zero_at_once():
+    r = cg_loop(lambda v: v, jnp.zeros(3), rj.CG(), 0.0, None, None)
+    assert np.all(np.asarray(r.weights) == 0) and bool(r.converged) and int(r.iterations) == 0
 
 
 def test_progress_lines_come_from_the_loop_through_the_logger(caplog):
     d = rj.make_ranking_data(8, num_features=4, seed=0)
     g = rj.query_graph(d.qid)
     with caplog.at_level(logging.INFO, logger="rankjax"):
-        quiet = _cg.rankrls_cg(d.X, d.y, g, lam=1.0, options=rj.CG(tol=1e-10))
+        quiet = rj.fit(rj.Problem(d.X, d.y, g), rj.CG(tol=1e-10), lam=1.0)
         assert caplog.records == []
-        loud = _cg.rankrls_cg(d.X, d.y, g, lam=1.0, options=rj.CG(tol=1e-10), verbose=2)
+        loud = rj.fit(rj.Problem(d.X, d.y, g), dataclasses.replace(rj.CG(tol=1e-10), verbose=2), lam=1.0)
         jax.effects_barrier()
     lines = [r.getMessage() for r in caplog.records]
-    n = int(loud.iterations)
+    n = int(loud.stats["iterations"])
     assert len(lines) == n // 2 and lines[0].startswith("CG iteration 2: relative")
-    np.testing.assert_allclose(loud.weights, quiet.weights, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(loud.value.weights, quiet.value.weights, rtol=1e-12, atol=1e-14)
 
 
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
 
-from surface import E, V, surface_test  # noqa: E402
+from surface import E, surface_test  # noqa: E402
 
 BAD_INPUT = {}
-BAD_INPUT["rankrls_cg"] = [
-        (lambda d: _cg.rankrls_cg(d.X, d.y, d.g, lam=-1.0), E(ValueError, "lam")),
-        (lambda d: _cg.rankrls_cg(d.X, d.y, d.g, x0=np.ones(d.n + 1)), E(ValueError, "x0")),
-        (lambda d: _cg.rankrls_cg(d.X, d.y, d.g, lam=1.0, metric="nope", valid=(d.X, d.y, d.g)),
+BAD_INPUT["CG"] = [
+        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.CG(), lam=-1.0), E(ValueError, "lam")),
+        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.CG(x0=np.ones(d.n + 1)), lam=0.0), E(ValueError, "x0")),
+        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g, valid=rj.Problem(d.X, d.y, d.g)),
+                          rj.CG(metric='nope'), lam=1.0),
          E(ValueError, "metric")),
-        (lambda d: _cg.rankrls_cg(d.X, d.y, d.g, lam=1.0, valid=(d.X[:, :2], d.y, d.g)),
-         E(ValueError, "X_valid")),
+        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g, valid=rj.Problem(d.X[:, :2], d.y, d.g)), rj.CG(),
+                          lam=1.0),
+         E(ValueError, "valid.X")),
+        (lambda d: rj.fit(rj.Problem(d.K, d.y, d.g, precomputed=True), rj.CG(), lam=np.nan), E(ValueError, "lam")),
+        (lambda d: rj.fit(rj.Problem(d.K, d.y, d.g, precomputed=True), rj.CG(x0=np.ones(2)), lam=0.0), E(ValueError, "x0")),
+        (lambda d: rj.CG(tol=-1.0), E(ValueError, "tol")),
+        (lambda d: rj.CG(x0=np.r_[np.nan, 1.0]), E(ValueError, "x0")),
+        (lambda d: rj.CG(metric_kwargs=[("k", 3)]), E(TypeError, "metric_kwargs")),
+        (lambda d: rj.CG(metric=rj.ndcg, metric_kwargs={"kk": 3}), E(TypeError, "kk")),
     ]
-BAD_INPUT["rankrls_cg_dual"] = [
-        (lambda d: _cg.rankrls_cg_dual(d.K, d.y, d.g, lam=np.nan), E(ValueError, "lam")),
-        (lambda d: _cg.rankrls_cg_dual(d.K, d.y, d.g, x0=np.ones(2)), E(ValueError, "x0")),
-    ]
-BAD_INPUT["cg_solve"] = [
-        (lambda d: _cg_loop.cg_solve(d.K, np.ones(d.m)), E(TypeError, "matvec")),
-        (lambda d: _cg_loop.cg_solve(lambda v: v, np.ones(3), lam=-1.0), E(ValueError, "lam")),
-        (lambda d: _cg_loop.cg_solve(lambda v: v, np.ones(3), tol=-1.0), E(ValueError, "tol")),
-        (lambda d: _cg_loop.cg_solve(lambda v: v, np.r_[np.nan, 1, 1]), E(ValueError, "b")),
-        (lambda d: _cg_loop.cg_solve(lambda v: v, np.ones(3), x0=np.ones(2)), E(ValueError, "x0")),
-        (lambda d: _cg_loop.cg_solve(lambda v: v, np.zeros(3)),
-         V(lambda r: np.all(np.asarray(r.weights) == 0) and bool(r.converged))),
-    ]
-BAD_INPUT["validation_criterion"] = [
-        (lambda d: _cg_loop.validation_criterion((d.y, d.g), "nope"), E(ValueError, "metric")),
-        (lambda d: _cg_loop.validation_criterion((d.y[:-1], d.g)), E(ValueError, "y")),
-        (lambda d: _cg_loop.validation_criterion(d.y), E(TypeError, "valid")),
-    ]
-
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)

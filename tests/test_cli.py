@@ -8,8 +8,6 @@ import pytest
 
 from conftest import LAMBDARANK
 from rankjax import cli
-from rankjax.solvers.path import rankrls_primal_path
-from rankjax.solvers.models import rankrls_kernel, rankrls_primal
 
 
 def _last_json(out):
@@ -207,8 +205,8 @@ def test_predict_with_a_multi_output_model_writes_one_column_per_output(tmp_path
     from rankjax import io
     from rankjax.io.synthetic import make_ranking_data
     d = make_ranking_data(6, num_features=5, seed=3)
-    W = np.asarray(rankrls_primal(d.X, np.stack([d.y, -d.y], 1), rj.query_graph(d.qid),
-                                     lam=1.0).weights)
+    W = np.asarray(rj.fit(rj.Problem(d.X, np.stack([d.y, -d.y], 1), rj.query_graph(d.qid)), rj.Primal(),
+                          lam=1.0).value.weights)
     io.save_model(tmp_path / "m2.npz", W)
     io.write_svmlight(tmp_path / "new.txt", d.X, d.y, d.qid)
     out = tmp_path / "scores.txt"
@@ -228,10 +226,10 @@ def test_load_a_library_model_and_evaluate_a_multi_output_model(tmp_path, capsys
     from rankjax.io.synthetic import make_ranking_data
     d = make_ranking_data(6, num_features=5, seed=3)
     g = rj.query_graph(d.qid)
-    two = rankrls_primal(d.X, np.stack([d.y, -d.y], 1), g, lam=1.0)
+    two = rj.fit(rj.Problem(d.X, np.stack([d.y, -d.y], 1), g), rj.Primal(), lam=1.0).value
     io.save_model(tmp_path / "lin.npz", two)
-    io.save_model(tmp_path / "ker.npz", rankrls_kernel(d.X, d.y, g, lam=1.0,
-                                                          kernel=rj.gaussian_kernel(0.1)))
+    io.save_model(tmp_path / "ker.npz", rj.fit(rj.Problem(d.X, d.y, g), rj.Dual(rj.gaussian_kernel(0.1)),
+                                               lam=1.0).value)
     io.write_svmlight(tmp_path / "new.txt", d.X, d.y, d.qid)
     assert cli.main(["--quiet", "--load", str(tmp_path / "lin.npz"), "--test",
                      str(tmp_path / "new.txt")]) == 0
@@ -242,7 +240,7 @@ def test_load_a_library_model_and_evaluate_a_multi_output_model(tmp_path, capsys
     assert cli.main(["--load", str(tmp_path / "ker.npz"), "--predict", str(tmp_path / "new.txt"),
                      "--output", str(tmp_path / "s.txt")]) == 0
     assert np.loadtxt(tmp_path / "s.txt").shape == (len(d.y), 3)
-    io.save_model(tmp_path / "path.npz", rankrls_primal_path(d.X, d.y, g, lams=[1.0, 2.0]))
+    io.save_model(tmp_path / "path.npz", rj.path(rj.Problem(d.X, d.y, g), rj.Primal(), lams=[1.0, 2.0]).value)
     capsys.readouterr()
     assert cli.main(["--load", str(tmp_path / "path.npz"), "--predict",
                      str(tmp_path / "new.txt")]) == 2

@@ -7,10 +7,6 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax.solvers import cg as _cg
-from rankjax.solvers import holdout as _holdout
-from rankjax.solvers import path as _path
-from rankjax.solvers import models as _rankrls
 
 
 @pytest.fixture(scope="module")
@@ -21,13 +17,13 @@ def d():
 def _entry_points(d, X, lam=1.0, C=1.0, gamma=0.1):
     g = rj.query_graph(d.qid)
     return {
-        "rankrls_primal": lambda: _rankrls.rankrls_primal(X, d.y, g, lam=lam),
-        "rankrls_primal_path": lambda: _path.rankrls_primal_path(X, d.y, g, lams=[lam]),
-        "holdout_primal": lambda: _holdout.holdout_primal(X, d.y, g, lams=[lam]),
-        "rankrls_cg": lambda: _cg.rankrls_cg(X, d.y, g, lam=lam),
-        "rankrls_dual": lambda: _rankrls.rankrls_dual(np.asarray(X @ X.T), d.y, g, lam=lam),
-        "rankrls_kernel": lambda: _rankrls.rankrls_kernel(X, d.y, g, lam=lam,
-                                                    kernel=rj.gaussian_kernel(gamma)),
+        "rankrls_primal": lambda: rj.fit(rj.Problem(X, d.y, g), rj.Primal(), lam=lam).value,
+        "rankrls_primal_path": lambda: rj.path(rj.Problem(X, d.y, g), rj.Primal(), lams=[lam]).value,
+        "holdout_primal": lambda: rj.holdout(rj.Problem(X, d.y, g), rj.Primal(), lams=[lam]).value,
+        "rankrls_cg": lambda: rj.fit(rj.Problem(X, d.y, g), rj.CG(), lam=lam),
+        "rankrls_dual": lambda: rj.fit(rj.Problem(np.asarray(X @ X.T), d.y, g, precomputed=True), rj.Dual(),
+                                       lam=lam).value,
+        "rankrls_kernel": lambda: rj.fit(rj.Problem(X, d.y, g), rj.Dual(rj.gaussian_kernel(gamma)), lam=lam).value,
         "ranksvm_l2": lambda: rj.ranksvm_l2(X, d.y, d.qid, C=C),
     }
 
@@ -40,7 +36,7 @@ def test_float64_values_beyond_float32_are_refused_before_the_cast(d):
                 call()
             assert "X" in str(e.value) or "K" in str(e.value), (name, e.value)
     with jax.enable_x64(True):                      # float64 compute holds them
-        assert np.all(np.isfinite(_rankrls.rankrls_primal(X, d.y, rj.query_graph(d.qid), lam=1.0).weights))
+        assert np.all(np.isfinite(rj.fit(rj.Problem(X, d.y, rj.query_graph(d.qid)), rj.Primal(), lam=1.0).value.weights))
 
 
 @pytest.mark.parametrize("name", ["rankrls_primal", "rankrls_primal_path", "holdout_primal"])
@@ -59,5 +55,5 @@ def test_a_lambda_the_compute_dtype_cannot_hold_is_refused(d, bad):
             with pytest.raises(ValueError, match="cannot be represented in the float32"):
                 call()
     with jax.enable_x64(True):
-        w = _rankrls.rankrls_primal(np.asarray(d.X, np.float64), d.y, rj.query_graph(d.qid), lam=bad).weights
+        w = rj.fit(rj.Problem(np.asarray(d.X, np.float64), d.y, rj.query_graph(d.qid)), rj.Primal(), lam=bad).value.weights
         assert np.all(np.isfinite(w))

@@ -8,7 +8,6 @@ import pytest
 
 import rankjax as rj
 from rankjax.selection import cv as _cv
-from rankjax.solvers.holdout import holdout_primal
 from rankjax import io
 
 d = rj.make_ranking_data(5, num_features=4, seed=0)
@@ -34,7 +33,7 @@ HOST = [
     ("shard_data", "X", lambda t: rj.scale.shard_data(t, y, rj.query_graph(qid))),
     ("normalize_per_query", "X", lambda t: io.normalize_per_query(t, qid)),
     ("permutation_test", "y", lambda t: rj.permutation_test(
-        lambda yy: holdout_primal(X, yy, rj.query_graph(qid), lams=[1.0]), t, qid,
+        lambda yy: rj.holdout(rj.Problem(X, yy, rj.query_graph(qid)), rj.Primal(), lams=[1.0]).value, t, qid,
         metric=rj.ndcg, num_permutations=2)),
 ]
 VALUES = {"y": y, "qid": qid, "head": np.arange(3), "magnitude": y, "X": X}

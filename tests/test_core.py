@@ -11,14 +11,10 @@ import pytest
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax.solvers.cg import rankrls_cg, rankrls_cg_dual
 from rankjax.selection.cv import cross_validate
 from rankjax.learners.gp import gp_pairwise_gaussian
 from rankjax.graphs.build import incidence_mv
-from rankjax.solvers.holdout import holdout_primal
 from rankjax.learners.kpcrank import kpcrank_path
-from rankjax.solvers.path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
-from rankjax.solvers.models import rankrls_dual, rankrls_kernel, rankrls_primal
 
 PKG = pathlib.Path(rj.__file__).parent
 GRAPH_TYPES = {"QueryGraph", "PreferenceGraph", "IdentityGraph"}
@@ -65,10 +61,10 @@ def test_preference_dual_matches_extended_precision_on_ill_conditioned_problem()
     assert np.linalg.cond(A) >= 1e7
     b = np.asarray(incidence_mv(g, g.target))
     ref = _refined_solve(A, b)
-    got = np.asarray(rankrls_dual(K, None, g, lam=lam).coef, np.longdouble)
+    got = np.asarray(rj.fit(rj.Problem(K, None, g, precomputed=True), rj.Dual(), lam=lam).value.coef, np.longdouble)
     err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
     assert err <= 1e-9, err
-    path = rankrls_dual_path(K, None, g, lams=[lam, 1.0])
+    path = rj.path(rj.Problem(K, None, g, precomputed=True), rj.Dual(), lams=[lam, 1.0]).value
     np.testing.assert_allclose(path.coef[0], got.astype(np.float64), rtol=0,
                                atol=1e-9 * float(np.abs(ref).max()))
 
@@ -83,7 +79,7 @@ def test_metric_wrappers_choose_like_the_metric(metric, kw):
     d = rj.make_ranking_data(25, num_features=6, seed=4)
     g = rj.query_graph(d.qid)
     lams = np.array([1e-3, 1.0, 1e4])
-    h = holdout_primal(d.X, d.y, g, lams=lams)
+    h = rj.holdout(rj.Problem(d.X, d.y, g), rj.Primal(), lams=lams).value
     hib = metric.higher_is_better
     lam_fn = lambda f, y, q, **k: metric(f, y, q, **k)  # noqa: E731
     wrappers = [dict(metric=functools.partial(metric)),
@@ -97,7 +93,7 @@ def test_metric_wrappers_choose_like_the_metric(metric, kw):
         cross_validate(h, d.y, d.qid, metric=lam_fn, **kw)
     if metric not in (rj.pairwise_error, rj.ndcg):  # one metric of each direction suffices
         return
-    fn = lambda Y: holdout_primal(d.X, Y, g, lams=lams[1:2])  # noqa: E731
+    fn = lambda Y: rj.holdout(rj.Problem(d.X, Y, g), rj.Primal(), lams=lams[1:2]).value  # noqa: E731
     p0 = rj.permutation_test(fn, d.y, d.qid, metric=metric, num_permutations=9, **kw).pvalue
     p = rj.permutation_test(fn, d.y, d.qid, num_permutations=9, **wrappers[1], **kw).pvalue
     np.testing.assert_array_equal(p, p0)          # (the direction logic is shared: one wrapper)
@@ -112,17 +108,16 @@ def test_predict_works_on_every_model_type():
     Xt = X[:7]
     Kt = K[:7]
     m = X.shape[0]
-    lin = rankrls_primal(X, y, g, lam=1.0)
+    lin = rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=1.0).value
     expect = {
         "linear": (lin, Xt, Xt @ np.asarray(lin.weights)),
-        "dual": (rankrls_dual(K, y, g, lam=1.0), Kt, None),
-        "kernel": (rankrls_kernel(X, y, g, lam=1.0, kernel=kern), Xt, None),
-        "primal path": (rankrls_primal_path(X, y, g, lams=[1., 2.]), Xt, None),
-        "dual path": (rankrls_dual_path(K, y, g, lams=[1., 2.]), Kt, None),
-        "nystrom path": (rankrls_nystrom_path(X, y, g, lams=[1., 2.], kernel=kern,
-                                                 basis=10), Xt, None),
-        "cg": (rankrls_cg(X, y, g, lam=1.0, tol=1e-10), Xt, None),
-        "cg dual": (rankrls_cg_dual(K, y, g, lam=1.0, tol=1e-10), Kt, None),
+        "dual": (rj.fit(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lam=1.0).value, Kt, None),
+        "kernel": (rj.fit(rj.Problem(X, y, g), rj.Dual(kern), lam=1.0).value, Xt, None),
+        "primal path": (rj.path(rj.Problem(X, y, g), rj.Primal(), lams=[1.0, 2.0]).value, Xt, None),
+        "dual path": (rj.path(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lams=[1.0, 2.0]).value, Kt, None),
+        "nystrom path": (rj.path(rj.Problem(X, y, g), rj.Nystrom(kern, 10), lams=[1.0, 2.0]).value, Xt, None),
+        "cg": (rj.fit(rj.Problem(X, y, g), rj.CG(tol=1e-10), lam=1.0), Xt, None),
+        "cg dual": (rj.fit(rj.Problem(K, y, g, precomputed=True), rj.CG(tol=1e-10), lam=1.0), Kt, None),
         "kpc": (rj.kpcrank(K, y, g, components=5), Kt, None),
         "kpc path": (kpcrank_path(K, y, g, max_components=5), Kt, None),
         "ranksvm": (rj.ranksvm_l2(X, y, qid, C=0.1), Xt, None),
@@ -207,16 +202,18 @@ def _data(seed, num_queries, m=240):
 def test_new_values_or_query_count_compile_nothing(name):
     lams = np.array([0.1, 1.0, 10.0])
     calls = {
-        "primal": lambda X, y, q: rankrls_primal(X, y, rj.query_graph(q), lam=1.0),
-        "path": lambda X, y, q: rankrls_primal_path(X, y, rj.query_graph(q), lams=lams,
-                                                       X_valid=X),
-        "dual": lambda X, y, q: rankrls_dual(X @ X.T, y, rj.query_graph(q), lam=1.0),
-        "lqo": lambda X, y, q: holdout_primal(X, y, rj.query_graph(q), lams=lams, folds=3),
+        "primal": lambda X, y, q: rj.fit(rj.Problem(X, y, rj.query_graph(q)), rj.Primal(), lam=1.0).value,
+        "path": lambda X, y, q: rj.path(rj.Problem(X, y, rj.query_graph(q), valid=rj.Problem(X, np.zeros(np.shape(X)[0]))),
+                                        rj.Primal(), lams=lams).value,
+        "dual": lambda X, y, q: rj.fit(rj.Problem(X @ X.T, y, rj.query_graph(q), precomputed=True),
+                                       rj.Dual(), lam=1.0).value,
+        "lqo": lambda X, y, q: rj.holdout(rj.Problem(X, y, rj.query_graph(q)), rj.Primal(), lams=lams,
+                                          folds=3).value,
         "cv_loss": lambda X, y, q: rj.cv_loss({"log_lam": 0.0, "log_gamma": -1.0},
                                               rj.Problem(X, y, rj.query_graph(q)),
                                               tune_solver("gaussian"),
                                               rj.make_folds(rj.query_graph(q), 3)),
-        "cg": lambda X, y, q: rankrls_cg(X, y, rj.query_graph(q), lam=1.0),
+        "cg": lambda X, y, q: rj.fit(rj.Problem(X, y, rj.query_graph(q)), rj.CG(), lam=1.0),
         "ndcg": lambda X, y, q: rj.ndcg(X[:, 0], y, q, k=5),
         "pairwise": lambda X, y, q: rj.pairwise_error(X[:, 0], y, q),
         "rankboost": lambda X, y, q: rj.rankboost(X, y, q, rounds=3),
@@ -231,18 +228,18 @@ def test_new_values_or_query_count_compile_nothing(name):
 def test_caller_jit_and_vmap_still_work():
     X, y, q = _data(0, 40)
     g = rj.query_graph(q)
-    eager = rankrls_primal(X, y, g, lam=0.5).weights
-    jitted = jax.jit(lambda X, y, g, lam: rankrls_primal(X, y, g, lam=lam).weights)
+    eager = rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=0.5).value.weights
+    jitted = jax.jit(lambda X, y, g, lam: rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=lam).value.weights)
     np.testing.assert_allclose(jitted(X, y, g, 0.5), eager, rtol=1e-10)
     lams = jnp.array([0.5, 2.0])
-    batched = jax.vmap(lambda lam: rankrls_primal(X, y, g, lam=lam).weights)(lams)
+    batched = jax.vmap(lambda lam: rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=lam).value.weights)(lams)
     np.testing.assert_allclose(batched[0], eager, rtol=1e-10)
-    grad = jax.grad(lambda lam: jnp.sum(rankrls_primal(X, y, g, lam=lam).weights))(0.5)
-    fd = (np.sum(rankrls_primal(X, y, g, lam=0.5 + 1e-6).weights)
-          - np.sum(rankrls_primal(X, y, g, lam=0.5 - 1e-6).weights)) / 2e-6
+    grad = jax.grad(lambda lam: jnp.sum(rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=lam).value.weights))(0.5)
+    fd = (np.sum(rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=0.5 + 1e-06).value.weights)
+          - np.sum(rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=0.5 - 1e-06).value.weights)) / 2e-6
     np.testing.assert_allclose(grad, fd, rtol=1e-5)
     with pytest.raises(TypeError, match="scalar"):
-        rankrls_primal(X, y, g, lam=[1.0, 2.0])
+        rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=[1.0, 2.0]).value
 
 
 def test_xla_cpu_scheduler_flag_is_added_once_and_never_overrides_the_caller():

@@ -9,11 +9,7 @@ import pytest
 import rankjax as rj
 from conftest import tune_solver
 from rankjax.selection import cv as _cv
-from rankjax.solvers import holdout as _holdout
-from rankjax.solvers import lpo as _lpo
-from rankjax.solvers.path import rankrls_primal_path
 from rankjax.metrics.choice import select_lambda
-from rankjax.solvers.models import rankrls_dual, rankrls_primal
 from conftest import LAMBDARANK, random_qids
 
 LAMS = np.array([0.01, 0.5, 20.0])
@@ -51,12 +47,12 @@ def test_primal_holdout_equals_retraining(rng, gkw, folds, k):
     if gkw.get("exclude_ties") and k is not None:
         pytest.skip("ties are defined by one label vector")
     g = rj.query_graph(qid, labels, **gkw)
-    h = _holdout.holdout_primal(X, y, g, lams=LAMS, folds=folds)
+    h = rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=LAMS, folds=folds).value
     fold = np.asarray(h.folds.fold_of_row)
     for i, lam in enumerate(LAMS):
         def fit_predict(train, test):
             gt = rj.query_graph(qid[train], labels[train], **gkw)
-            w = rankrls_primal(X[train], y[train], gt, lam=lam).weights
+            w = rj.fit(rj.Problem(X[train], y[train], gt), rj.Primal(), lam=lam).value.weights
             return X[test] @ np.asarray(w)
         for f, (test, pred) in retrain_folds(fold, fit_predict).items():
             assert rel(h.predictions[i][test], pred) < 1e-8, (gkw, folds, lam, f)
@@ -84,12 +80,14 @@ def test_dual_holdout_equals_retraining(rng, gkw, k, folds):
         pytest.skip("ties are defined by one label vector")
     kern = rj.gaussian_kernel(0.3)
     K = np.asarray(rj.kernel_matrix(kern, X))
-    h = _holdout.holdout_dual(K, y, graph_of(qid, labels, gkw, qid), lams=LAMS, folds=folds)
+    h = rj.holdout(rj.Problem(K, y, graph_of(qid, labels, gkw, qid), precomputed=True), rj.Dual(),
+                   lams=LAMS, folds=folds).value
     fold = np.asarray(h.folds.fold_of_row)
     for i, lam in enumerate(LAMS):
         def fit_predict(train, test):
             gt = graph_of(qid[train], labels[train], gkw, qid)
-            a = rankrls_dual(K[np.ix_(train, train)], y[train], gt, lam=lam).coef
+            a = rj.fit(rj.Problem(K[np.ix_(train, train)], y[train], gt, precomputed=True), rj.Dual(),
+                       lam=lam).value.coef
             return K[np.ix_(test, train)] @ np.asarray(a)
         for f, (test, pred) in retrain_folds(fold, fit_predict).items():
             assert rel(h.predictions[i][test], pred) < 1e-8, (gkw, lam, f)
@@ -120,8 +118,8 @@ def test_fold_buckets_merged_or_not_equal_retraining(rng, monkeypatch, shape_flo
     assert (len(plan) == 1) == bool(np.isinf(shape_flops))
     K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.3), X))
     g = rj.query_graph(qid)
-    call = ((lambda f: _holdout.holdout_primal(X, y, g, lams=LAMS, folds=f)) if side == "primal"
-            else (lambda f: _holdout.holdout_dual(K, y, g, lams=LAMS, folds=f)))
+    call = ((lambda f: rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=LAMS, folds=f).value) if side == "primal"
+            else (lambda f: rj.holdout(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lams=LAMS, folds=f).value))
     if where == "eager":
         assert len(_folds.premerge(f, len(LAMS), width).index) == len(plan)
         h = call(f)
@@ -132,8 +130,9 @@ def test_fold_buckets_merged_or_not_equal_retraining(rng, monkeypatch, shape_flo
         def fit_predict(train, test):
             gt = rj.query_graph(qid[train])
             if side == "primal":
-                return X[test] @ np.asarray(rankrls_primal(X[train], y[train], gt, lam=lam).weights)
-            a = rankrls_dual(K[np.ix_(train, train)], y[train], gt, lam=lam).coef
+                return X[test] @ np.asarray(rj.fit(rj.Problem(X[train], y[train], gt), rj.Primal(), lam=lam).value.weights)
+            a = rj.fit(rj.Problem(K[np.ix_(train, train)], y[train], gt, precomputed=True), rj.Dual(),
+                       lam=lam).value.coef
             return K[np.ix_(test, train)] @ np.asarray(a)
         for q, (test, pred) in retrain_folds(np.asarray(f.fold_of_row), fit_predict).items():
             assert rel(h.predictions[i][test], pred) < 1e-8, (side, lam, q)
@@ -144,7 +143,8 @@ def test_dual_rls_holdout_equals_retraining(rng, folds):
     """RLS on the identity graph (``K S U`` by the product): retraining agrees."""
     X, y, _, _ = data(rng, m=25)
     K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.3), X))
-    h = _holdout.holdout_dual(K, y, rj.identity_graph(25), lams=LAMS, folds=folds)
+    h = rj.holdout(rj.Problem(K, y, rj.identity_graph(25), precomputed=True), rj.Dual(), lams=LAMS,
+                   folds=folds).value
     fold = np.asarray(h.folds.fold_of_row)
     for i, lam in enumerate(LAMS):
         for f in np.unique(fold):
@@ -157,7 +157,7 @@ def test_rls_leave_one_out_and_kfold_over_rows(rng):
     X, y, _, _ = data(rng, m=25)
     g = rj.identity_graph(25)
     for folds in (None, 5):
-        h = _holdout.holdout_primal(X, y, g, lams=LAMS, folds=folds)
+        h = rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=LAMS, folds=folds).value
         fold = np.asarray(h.folds.fold_of_row)
         for i, lam in enumerate(LAMS):
             for f in np.unique(fold):
@@ -170,7 +170,7 @@ def test_sparse_holdout_equals_retraining(rng):
     X, y, labels, qid = data(rng, m=36, k=2)
     kern = rj.gaussian_kernel(0.25)
     basis = np.arange(0, 36, 4)
-    h = _holdout.holdout_nystrom(X, y, rj.query_graph(qid), lams=LAMS, kernel=kern, basis=basis)
+    h = rj.holdout(rj.Problem(X, y, rj.query_graph(qid)), rj.Nystrom(kern, basis), lams=LAMS).value
     KB = np.asarray(rj.kernel_matrix(kern, X[basis], X))
     KBB = np.asarray(rj.kernel_matrix(kern, X[basis]))
     fold = np.asarray(h.folds.fold_of_row)
@@ -192,16 +192,18 @@ def test_leave_pair_out_equals_retraining(rng, k):
         y = np.column_stack([y] + [rng.standard_normal(m) for _ in range(k - 1)])
     K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.5), X))
     pairs = rj.differing_pairs(np.arange(m))[::17]          # 8 pairs, spread over the rows
-    dual = _lpo.leave_pair_out_dual(K, y, pairs, lams=LAMS)
-    primal = _lpo.leave_pair_out_primal(X, y, pairs, lams=LAMS)
+    dual = rj.holdout(rj.Problem(K, y, rj.global_graph(np.shape(K)[0]), precomputed=True), rj.Dual(),
+                      lams=LAMS, folds=rj.LeavePairOut(pairs)).value
+    primal = rj.holdout(rj.Problem(X, y, rj.global_graph(np.shape(X)[0])), rj.Primal(), lams=LAMS,
+                        folds=rj.LeavePairOut(pairs)).value
     for i, lam in enumerate(LAMS):
         for p, (a, b) in enumerate(np.asarray(pairs)):
             tr = np.ones(m, bool); tr[[a, b]] = False
             g = rj.global_graph(m - 2)
-            A = rankrls_dual(K[np.ix_(tr, tr)], y[tr], g, lam=lam).coef
+            A = rj.fit(rj.Problem(K[np.ix_(tr, tr)], y[tr], g, precomputed=True), rj.Dual(), lam=lam).value.coef
             expect = K[np.ix_([a, b], tr)] @ np.asarray(A)
             assert rel(dual.predictions[i, p], expect) < 1e-8
-            w = rankrls_primal(X[tr], y[tr], g, lam=lam).weights
+            w = rj.fit(rj.Problem(X[tr], y[tr], g), rj.Primal(), lam=lam).value.weights
             assert rel(primal.predictions[i, p], X[[a, b]] @ np.asarray(w)) < 1e-8
 
 
@@ -210,7 +212,8 @@ def test_lpo_cindex_and_pair_helpers(rng):
     assert rj.positive_negative_pairs(y).shape == (6, 2)
     assert rj.differing_pairs(np.array([2, 1, 1, 0])).shape == (5, 2)
     X = rng.standard_normal((5, 2))
-    r = _lpo.leave_pair_out_dual(X @ X.T, y.astype(float), rj.positive_negative_pairs(y), lams=LAMS)
+    r = rj.holdout(rj.Problem(X @ X.T, y.astype(float), rj.global_graph(np.shape(X @ X.T)[0]), precomputed=True),
+                   rj.Dual(), lams=LAMS, folds=rj.LeavePairOut(rj.positive_negative_pairs(y))).value
     f = np.asarray(r.predictions)
     expect = np.mean((f[:, :, 0] > f[:, :, 1]) + 0.5 * (f[:, :, 0] == f[:, :, 1]), axis=1)
     np.testing.assert_allclose(rj.lpo_cindex(r, y.astype(float)), expect)
@@ -230,55 +233,58 @@ def test_cv_under_jit_with_traced_lambdas(rng):
     @jax.jit
     def run(X, y, g, folds, lams):
         traces.append(1)
-        return _holdout.holdout_primal(X, y, g, lams=lams, folds=folds).predictions
+        return rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=lams, folds=folds).value.predictions
 
     a = run(X, y, g, folds, jnp.asarray(LAMS))
     b = run(X, y, g, folds, jnp.asarray(LAMS * 2))
     assert len(traces) == 1
-    np.testing.assert_allclose(a, _holdout.holdout_primal(X, y, g, lams=LAMS, folds=folds).predictions,
+    np.testing.assert_allclose(a, rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=LAMS, folds=folds).value.predictions,
                                rtol=1e-10)
-    np.testing.assert_allclose(b[0], _holdout.holdout_primal(X, y, g, lams=LAMS[:1] * 2,
-                                                       folds=folds).predictions[0], rtol=1e-10)
+    np.testing.assert_allclose(b[0], rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=LAMS[:1] * 2,
+                                                folds=folds).value.predictions[0], rtol=1e-10)
     K = X @ X.T
     pairs = rj.differing_pairs(labels)
-    lpo = jax.jit(lambda K, y, p, lams: _lpo.leave_pair_out_dual(K, y, p, lams=lams).predictions)
+    lpo = jax.jit(lambda K, y, p, lams: rj.holdout(rj.Problem(K, y, rj.global_graph(np.shape(K)[0]), precomputed=True),
+                                                   rj.Dual(), lams=lams, folds=rj.LeavePairOut(p)).value.predictions)
     np.testing.assert_allclose(lpo(K, labels, pairs, jnp.asarray(LAMS)),
-                               _lpo.leave_pair_out_dual(K, labels, pairs, lams=LAMS).predictions,
+                               rj.holdout(rj.Problem(K, labels, rj.global_graph(np.shape(K)[0]), precomputed=True),
+                                          rj.Dual(), lams=LAMS, folds=rj.LeavePairOut(pairs)).value.predictions,
                                rtol=1e-9)
 
 
 def test_cross_validate_and_permutation_test(rng):
     X, y, labels, qid = data(rng, m=60)
     g = rj.query_graph(qid)
-    h = _holdout.holdout_primal(X, y, g, lams=LAMS)
+    h = rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=LAMS).value
     cv = _cv.cross_validate(h, y, qid, metric=rj.pairwise_error)
     for i in range(len(LAMS)):
         np.testing.assert_allclose(cv.table[i], rj.pairwise_error(h.predictions[i], y, qid))
     assert int(cv.best_index) == int(np.argmin(np.asarray(cv.table)))
     # labels unrelated to X: the permutation p-value is not small; related: it is
-    res = rj.permutation_test(lambda Y: _holdout.holdout_primal(X, Y, g, lams=LAMS[1:2]), y, qid,
+    res = rj.permutation_test(lambda Y: rj.holdout(rj.Problem(X, Y, g), rj.Primal(), lams=LAMS[1:2]).value, y, qid,
                               metric=rj.pairwise_error, num_permutations=19)
     assert res.null.shape == (1, 19) and np.all(np.asarray(res.pvalue) > 0.05)
     y2 = X @ np.array([2.0, -1.0, 0.5, 0.0, 1.0])
-    res2 = rj.permutation_test(lambda Y: _holdout.holdout_primal(X, Y, g, lams=LAMS[1:2]), y2, qid,
+    res2 = rj.permutation_test(lambda Y: rj.holdout(rj.Problem(X, Y, g), rj.Primal(), lams=LAMS[1:2]).value, y2, qid,
                                metric=rj.pairwise_error, num_permutations=19)
     np.testing.assert_allclose(res2.pvalue, 0.05)
     # the null scores are the CV scores of the shuffled labels, recomputed one by one
     perms = _cv.permuted_labels(y2, qid, num_permutations=19)
-    one = _holdout.holdout_primal(X, perms[:, 3], g, lams=LAMS[1:2]).predictions[0]
+    one = rj.holdout(rj.Problem(X, perms[:, 3], g), rj.Primal(), lams=LAMS[1:2]).value.predictions[0]
     np.testing.assert_allclose(res2.null[0, 3], rj.pairwise_error(one, perms[:, 3], qid))
 
 
 def test_cv_errors(rng):
     X, y, labels, qid = data(rng)
     with pytest.raises(TypeError, match="PreferenceGraph"):
-        _holdout.holdout_primal(X, None, rj.preference_graph([0], [1], num_rows=40), lams=LAMS)
+        rj.holdout(rj.Problem(X, None, rj.preference_graph([0], [1], num_rows=40)), rj.Primal(), lams=LAMS).value
     with pytest.raises(ValueError, match="one fold"):
         rj.make_folds(rj.query_graph(qid), np.arange(40) % 2)
     with pytest.raises(ValueError, match="folds"):
         rj.make_folds(rj.query_graph(qid), 1)
     with pytest.raises(ValueError, match="pairs"):
-        _lpo.leave_pair_out_dual(X @ X.T, y, [[0, 0]], lams=LAMS)
+        rj.holdout(rj.Problem(X @ X.T, y, rj.global_graph(np.shape(X @ X.T)[0]), precomputed=True),
+                   rj.Dual(), lams=LAMS, folds=rj.LeavePairOut([[0, 0]])).value
 
 
 def test_a_single_fold_is_an_error(rng):
@@ -289,8 +295,9 @@ def test_a_single_fold_is_an_error(rng):
     calls = [lambda: rj.make_folds(rj.query_graph(one)),
              lambda: rj.make_folds(rj.query_graph(qid), np.zeros(40, int)),
              lambda: rj.make_folds(rj.identity_graph(1)),
-             lambda: _holdout.holdout_primal(X, y, rj.query_graph(one), lams=LAMS),
-             lambda: _holdout.holdout_dual(X @ X.T, y, rj.query_graph(one), lams=LAMS),
+             lambda: rj.holdout(rj.Problem(X, y, rj.query_graph(one)), rj.Primal(), lams=LAMS).value,
+             lambda: rj.holdout(rj.Problem(X @ X.T, y, rj.query_graph(one), precomputed=True), rj.Dual(),
+                                lams=LAMS).value,
              lambda: rj.tune(rj.Problem(X, y, rj.query_graph(one)), tune_solver(), steps=1),
              lambda: rj.scale.sharded_holdout(rj.scale.shard_data(X, y, rj.query_graph(one)), lams=LAMS)]
     for call in calls:
@@ -312,8 +319,9 @@ def test_lambdarank_lqo_choice_is_near_the_best_in_hindsight():
     te = rj.io.read_svmlight(LAMBDARANK / "rank.test", num_features=tr.X.shape[1])
     lams = 10.0 ** np.arange(-2, 4.01, 0.5)
     g = rj.query_graph(tr.qid)
-    h = _holdout.holdout_primal(tr.X, tr.y, g, lams=lams)
-    W = rankrls_primal_path(tr.X, tr.y, g, lams=lams, X_valid=te.X)
+    h = rj.holdout(rj.Problem(tr.X, tr.y, g), rj.Primal(), lams=lams).value
+    W = rj.path(rj.Problem(tr.X, tr.y, g, valid=rj.Problem(te.X, np.zeros(np.shape(te.X)[0]))), rj.Primal(),
+                lams=lams).value
     test = np.asarray(select_lambda(lams, W.valid_scores, te.y, te.qid, metric=rj.ndcg,
                                        k=10).table)
     best = test.max()
@@ -356,19 +364,20 @@ BAD_INPUT["make_folds"] = [
         (lambda d: rj.make_folds(d.pref), E(TypeError, "PreferenceGraph")),
     ]
 BAD_INPUT["holdout_primal"] = [
-        (lambda d: _holdout.holdout_primal(d.X, d.y, d.g, lams=[1.0],
-                                     folds=rj.make_folds(rj.query_graph(d.qid // 2))),
+        (lambda d: rj.holdout(rj.Problem(d.X, d.y, d.g), rj.Primal(), lams=[1.0],
+                              folds=rj.make_folds(rj.query_graph(d.qid // 2))).value,
          E(ValueError, "another graph")),
-        (lambda d: _holdout.holdout_primal(d.X, d.y, d.g, lams=[-1.0]), E(ValueError, "lams")),
-        (lambda d: _holdout.holdout_primal(d.X, d.y, d.pref, lams=[1.0]), E(TypeError, "PreferenceGraph")),
+        (lambda d: rj.holdout(rj.Problem(d.X, d.y, d.g), rj.Primal(), lams=[-1.0]).value, E(ValueError, "lams")),
+        (lambda d: rj.holdout(rj.Problem(d.X, d.y, d.pref), rj.Primal(), lams=[1.0]).value, E(TypeError, "PreferenceGraph")),
     ]
 BAD_INPUT["holdout_dual"] = [
-        (lambda d: _holdout.holdout_dual(d.K, d.y[:-1], d.g, lams=[1.0]), E(ValueError, "y")),
-        (lambda d: _holdout.holdout_dual(d.K, d.y, d.g, lams=[1.0], folds="loo"),
+        (lambda d: rj.holdout(rj.Problem(d.K, d.y[:-1], d.g, precomputed=True), rj.Dual(), lams=[1.0]).value, E(ValueError, "y")),
+        (lambda d: rj.holdout(rj.Problem(d.K, d.y, d.g, precomputed=True), rj.Dual(), lams=[1.0],
+                              folds='loo').value,
          E((TypeError, ValueError), "folds")),
     ]
 BAD_INPUT["holdout_nystrom"] = [
-        (lambda d: _holdout.holdout_nystrom(d.X, d.y, d.g, lams=[1.0], kernel=d.kern, basis=[-1, 0]),
+        (lambda d: rj.holdout(rj.Problem(d.X, d.y, d.g), rj.Nystrom(d.kern, [-1, 0]), lams=[1.0]).value,
          E(ValueError, "basis")),
     ]
 BAD_INPUT["cross_validate"] = [
@@ -377,14 +386,19 @@ BAD_INPUT["cross_validate"] = [
                                                                                      "y|scores")),
     ]
 BAD_INPUT["leave_pair_out_dual"] = [
-        (lambda d: _lpo.leave_pair_out_dual(d.K, d.y, [[0, 0]], lams=[1.0]), E(ValueError, "pairs")),
-        (lambda d: _lpo.leave_pair_out_dual(d.K, d.y, [[0, 1, 2]], lams=[1.0]), E(ValueError, "pairs")),
-        (lambda d: _lpo.leave_pair_out_dual(d.K[:2, :2], d.y[:2], [[0, 1]], lams=[1.0]),
+        (lambda d: rj.holdout(rj.Problem(d.K, d.y, rj.global_graph(np.shape(d.K)[0]), precomputed=True),
+                              rj.Dual(), lams=[1.0], folds=rj.LeavePairOut([[0, 0]])).value, E(ValueError, "pairs")),
+        (lambda d: rj.holdout(rj.Problem(d.K, d.y, rj.global_graph(np.shape(d.K)[0]), precomputed=True),
+                              rj.Dual(), lams=[1.0], folds=rj.LeavePairOut([[0, 1, 2]])).value, E(ValueError, "pairs")),
+        (lambda d: rj.holdout(rj.Problem(d.K[:2, :2], d.y[:2], rj.global_graph(np.shape(d.K[:2, :2])[0]), precomputed=True),
+                              rj.Dual(), lams=[1.0], folds=rj.LeavePairOut([[0, 1]])).value,
          E(ValueError, "3 rows")),
     ]
 BAD_INPUT["leave_pair_out_primal"] = [
-        (lambda d: _lpo.leave_pair_out_primal(d.X, d.y, [[0, d.m]], lams=[1.0]), E(ValueError, "pairs")),
-        (lambda d: _lpo.leave_pair_out_primal(d.X, d.y, [[0.0, 1.0]], lams=[1.0]), E(TypeError, "pairs")),
+        (lambda d: rj.holdout(rj.Problem(d.X, d.y, rj.global_graph(np.shape(d.X)[0])), rj.Primal(),
+                              lams=[1.0], folds=rj.LeavePairOut([[0, d.m]])).value, E(ValueError, "pairs")),
+        (lambda d: rj.holdout(rj.Problem(d.X, d.y, rj.global_graph(np.shape(d.X)[0])), rj.Primal(),
+                              lams=[1.0], folds=rj.LeavePairOut([[0.0, 1.0]])).value, E(TypeError, "pairs")),
     ]
 BAD_INPUT["lpo_cindex"] = [
         (lambda d: rj.lpo_cindex(d.lpo, d.y[:3]), E(ValueError, "pairs index row")),
@@ -420,11 +434,12 @@ def test_large_folds_one_lambda_at_a_time_equal_retraining(rng):
     y = rng.integers(0, 3, qid.size).astype(float)
     K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.3), X))
     g = rj.query_graph(qid)
-    h = _holdout.holdout_dual(K, y, g, lams=LAMS, folds=2, seed=1)
+    h = rj.holdout(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lams=LAMS, folds=2, seed=1).value
     assert max(i.shape[1] for i in h.folds.index) > 256
     for i, lam in enumerate(LAMS):
         def fit_predict(train, test):
-            a = rankrls_dual(K[np.ix_(train, train)], y[train], rj.query_graph(qid[train]), lam=lam).coef
+            a = rj.fit(rj.Problem(K[np.ix_(train, train)], y[train], rj.query_graph(qid[train]), precomputed=True),
+                       rj.Dual(), lam=lam).value.coef
             return K[np.ix_(test, train)] @ np.asarray(a)
         for f, (test, pred) in retrain_folds(np.asarray(h.folds.fold_of_row), fit_predict).items():
             assert rel(h.predictions[i][test], pred) < 1e-8, (lam, f)

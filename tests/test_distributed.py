@@ -16,10 +16,7 @@ import scipy.sparse as sp
 
 import rankjax as rj
 from rankjax.solvers.cg import rankrls_cg
-from rankjax.solvers.falkon import rankrls_falkon
-from rankjax.solvers.holdout import holdout_primal
-from rankjax.solvers.path import rankrls_dual_path, rankrls_primal_path
-from rankjax.solvers.models import rankrls_primal
+from rankjax.solvers.path import rankrls_primal_path
 
 EIGHT = len(jax.devices("cpu")) >= 8       # simulated CPU devices, on any machine
 needs8 = pytest.mark.skipif(not EIGHT, reason="runs in the 8-device subprocess")
@@ -136,7 +133,7 @@ def test_sharded_path_and_holdout_equal_single_device(kind):
     if kind == "unnormalized_pair_weights":
         return                       # same fold code as "normalized" (only edge weights differ)
     h = rj.scale.sharded_holdout(s, lams=LAMS)
-    h0 = holdout_primal(X, y, g, lams=LAMS)
+    h0 = rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=LAMS).value
     np.testing.assert_allclose(h.predictions, h0.predictions, rtol=1e-8, atol=1e-8)
 
 
@@ -147,7 +144,7 @@ def test_holdout_equals_retraining_without_each_query():
     h = rj.scale.sharded_holdout(rj.scale.shard_data(X, y, g), lams=[0.5])
     for q in np.unique(qid):
         out = qid == q
-        w = rankrls_primal(X[~out], y[~out], rj.query_graph(qid[~out]), lam=0.5).weights
+        w = rj.fit(rj.Problem(X[~out], y[~out], rj.query_graph(qid[~out])), rj.Primal(), lam=0.5).value.weights
         np.testing.assert_allclose(h.predictions[0, out], X[out] @ w, rtol=1e-8, atol=1e-8)
 
 
@@ -163,7 +160,7 @@ def test_more_devices_than_queries_and_multi_output():
     np.testing.assert_allclose(p.weights, q.weights, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(p.train_scores, q.train_scores, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(rj.scale.sharded_holdout(s, lams=LAMS).predictions,
-                               holdout_primal(X, Y, g, lams=LAMS).predictions,
+                               rj.holdout(rj.Problem(X, Y, g), rj.Primal(), lams=LAMS).value.predictions,
                                rtol=1e-8, atol=1e-8)
 
 
@@ -176,7 +173,7 @@ def test_sharded_falkon_equals_the_closed_form(kind):
     basis = np.arange(0, X.shape[0], 5)
     coef, r = rj.scale.sharded_falkon(rj.scale.shard_data(X, y, g), lam=0.3, kernel=k, basis=X[basis],
                                 tol=1e-13, max_iter=300)
-    f = rankrls_falkon(X, y, g, lam=0.3, kernel=k, basis=basis, tol=1e-13, max_iter=300)
+    f = rj.fit(rj.Problem(X, y, g), rj.Falkon(k, basis, options=rj.CG(tol=1e-13, max_iter=300)), lam=0.3)
     np.testing.assert_allclose(coef, f.coef, rtol=1e-6, atol=1e-8 * np.abs(np.asarray(f.coef)).max())
     blocked, _ = rj.scale.sharded_falkon(rj.scale.shard_data(X, y, g), lam=0.3, kernel=k, basis=X[basis],
                                    tol=1e-13, max_iter=300, block_rows=7)   # K_mR never kept
@@ -200,9 +197,9 @@ def test_sharded_cg_equals_single_device(kind, sparse):
     s = rj.scale.shard_data(X, y, g)
     assert s.sparse == sparse
     r = rj.scale.sharded_cg(s, lam=0.7, tol=1e-13, max_iter=100)
-    r0 = rankrls_cg(X, y, g, lam=0.7, tol=1e-13, max_iter=100)
+    r0 = rj.fit(rj.Problem(X, y, g), rj.CG(tol=1e-13, max_iter=100), lam=0.7)
     np.testing.assert_allclose(r.weights, r0.weights, rtol=1e-10, atol=1e-10)
-    w = rankrls_primal(X.toarray() if sparse else X, y, g, lam=0.7).weights
+    w = rj.fit(rj.Problem(X.toarray() if sparse else X, y, g), rj.Primal(), lam=0.7).value.weights
     np.testing.assert_allclose(r.weights, w, rtol=1e-8, atol=1e-8)
     v = _data(5, num_queries=6)
     valid = (v[0], v[1], rj.query_graph(v[2]))
@@ -246,8 +243,8 @@ def test_sharded_kernel_grid_equals_a_loop(kernel):
     want = np.empty((5, 3))
     for i, gm in enumerate(gammas):
         k = rj.gaussian_kernel(gm) if kernel == "gaussian" else rj.polynomial_kernel(2, gm)
-        path = rankrls_dual_path(rj.kernel_matrix(k, X), y, g, lams=lams,
-                                    K_valid=rj.kernel_matrix(k, Xv, X))
+        path = rj.path(rj.Problem(rj.kernel_matrix(k, X), y, g, valid=rj.Problem(rj.kernel_matrix(k, Xv, X), np.zeros(np.shape(rj.kernel_matrix(k, Xv, X))[0]), precomputed=True), precomputed=True),
+                       rj.Dual(), lams=lams).value
         want[i] = [-rj.ndcg(f, yv, qv, k=5) for f in path.valid_scores]
     np.testing.assert_allclose(r.scores, -want.ravel(), rtol=1e-8, atol=1e-10)   # γ-major
     np.testing.assert_array_equal(r.gammas, np.repeat(gammas, 3))
@@ -289,13 +286,13 @@ def test_two_process_example_matches_single_process(tmp_path):
     d = rj.make_ranking_data(30, num_features=20, seed=0)       # the example's data
     g = rj.query_graph(d.qid)
     lams = np.logspace(-2, 3, 6)
-    path = rankrls_primal_path(d.X, d.y, g, lams=lams)
+    path = rj.path(rj.Problem(d.X, d.y, g), rj.Primal(), lams=lams).value
     np.testing.assert_allclose(got["weights"], path.weights, rtol=1e-10, atol=1e-10)
-    h = holdout_primal(d.X, d.y, g, lams=lams)
+    h = rj.holdout(rj.Problem(d.X, d.y, g), rj.Primal(), lams=lams).value
     np.testing.assert_allclose(got["holdout_ndcg"],
                                [rj.ndcg(p, d.y, d.qid, k=10) for p in h.predictions], rtol=1e-10)
     np.testing.assert_allclose(got["cg_weights"],
-                               rankrls_cg(d.X, d.y, g, lam=1.0, tol=1e-12).weights,
+                               rj.fit(rj.Problem(d.X, d.y, g), rj.CG(tol=1e-12), lam=1.0).weights,
                                rtol=1e-8, atol=1e-10)
 
 

@@ -7,11 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 import rankjax as rj
-from rankjax.solvers.cg import rankrls_cg
 from rankjax.selection.cv import cross_validate
-from rankjax.solvers.holdout import holdout_dual
-from rankjax.solvers.path import rankrls_primal_path
-from rankjax.solvers.models import rankrls_primal
 from rankjax import estimators as est
 
 sklearn = pytest.importorskip("sklearn")
@@ -67,12 +63,12 @@ def test_rankrls_cv_equals_refitting_per_fold(data, cv):
         pred = np.empty(len(y))
         for f in np.unique(fold_of):
             tr, te = fold_of != f, fold_of == f
-            w = rankrls_primal(X[tr], y[tr], rj.query_graph(qid[tr]), lam=lam).weights
+            w = rj.fit(rj.Problem(X[tr], y[tr], rj.query_graph(qid[tr])), rj.Primal(), lam=lam).value.weights
             pred[te] = X[te] @ np.asarray(w)
         table.append(float(rj.ndcg(pred, y, qid)))
     np.testing.assert_allclose(model.cv_results_["mean_test_score"], table, rtol=1e-10)
     assert model.lam_ == lams[int(np.argmax(table))]
-    ref = rankrls_primal(X, y, rj.query_graph(qid), lam=model.lam_).weights
+    ref = rj.fit(rj.Problem(X, y, rj.query_graph(qid)), rj.Primal(), lam=model.lam_).value.weights
     np.testing.assert_allclose(model.predict(X), X @ np.asarray(ref), rtol=1e-10)
 
 
@@ -81,7 +77,7 @@ def test_kernel_grid_one_decomposition_per_gamma(data):
     m = est.RankRLSCV(lams=(0.1, 1.0), gammas=(0.1, 1.0), kernel="gaussian").fit(X, y, qid=qid)
     assert len(m.cv_results_["params"]) == 4 and m.gamma_ in (0.1, 1.0)
     K = rj.kernel_matrix(rj.gaussian_kernel(0.1), X)
-    h = holdout_dual(K, y, rj.query_graph(qid), lams=[0.1, 1.0])
+    h = rj.holdout(rj.Problem(K, y, rj.query_graph(qid), precomputed=True), rj.Dual(), lams=[0.1, 1.0]).value
     np.testing.assert_allclose(m.cv_results_["mean_test_score"][:2],
                                cross_validate(h, y, qid, metric=rj.ndcg).table, rtol=1e-12)
 
@@ -131,7 +127,7 @@ def test_every_estimator_round_trips(tmp_path, data, make):
 def test_wide_data_solves_the_dual_and_equals_the_primal():
     rng = np.random.default_rng(0)
     X, y, qid = rng.normal(size=(12, 40)), rng.normal(size=12), np.repeat([0, 1, 2], 4)
-    w = rankrls_primal(X, y, rj.query_graph(qid), lam=0.5).weights
+    w = rj.fit(rj.Problem(X, y, rj.query_graph(qid)), rj.Primal(), lam=0.5).value.weights
     m = est.RankRLS(lam=0.5).fit(X, y, qid=qid)
     np.testing.assert_allclose(m.model_.weights, w, rtol=1e-9, atol=1e-12)
 
@@ -197,17 +193,17 @@ def test_functions_take_scipy_sparse_and_refuse_a_gram_that_cannot_fit(data):
     X, y, qid = data
     g = rj.query_graph(qid)
     S = sp.csr_matrix(X)
-    w = np.asarray(rankrls_primal(X, y, g, lam=1.0).weights)
-    for w2 in (rankrls_primal(S, y, g, lam=1.0).weights,
-               rankrls_primal_path(S, y, g, lams=[1.0]).weights[0],
-               rankrls_cg(S, y, g, lam=1.0, tol=1e-12).weights):
+    w = np.asarray(rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=1.0).value.weights)
+    for w2 in (rj.fit(rj.Problem(S, y, g), rj.Primal(), lam=1.0).value.weights,
+               rj.path(rj.Problem(S, y, g), rj.Primal(), lams=[1.0]).value.weights[0],
+               rj.fit(rj.Problem(S, y, g), rj.CG(tol=1e-12), lam=1.0).weights):
         np.testing.assert_allclose(w2, w, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(rj.predict(rj.LinearModel(w), S), X @ w, rtol=1e-12)
     np.testing.assert_allclose(rj.ranksvm_l2(S, y, qid).weights, rj.ranksvm_l2(X, y, qid).weights,
                                rtol=1e-9, atol=1e-12)
     wide = sp.random(20, 10**6, density=1e-6, format="csr", random_state=0)
     with pytest.raises(ValueError, match="rankrls_dual"):
-        rankrls_primal(wide, np.arange(20.0), rj.query_graph(np.zeros(20, int)), lam=1.0)
+        rj.fit(rj.Problem(wide, np.arange(20.0), rj.query_graph(np.zeros(20, int))), rj.Primal(), lam=1.0).value
 
 
 class _TwoQueries:

@@ -8,10 +8,8 @@ import rankjax as rj
 from conftest import tune_solver
 from rankjax.solvers.cg_loop import STOP_REASONS
 from rankjax.selection.cv import cross_validate
-from rankjax.solvers import falkon as _falkon
 from rankjax.solvers.holdout import holdout_nystrom
 from rankjax.kernels import basis as _nystrom
-from rankjax.solvers.path import rankrls_nystrom_path
 
 
 
@@ -41,7 +39,7 @@ def test_falkon_equals_the_closed_form(lam, ties):
     g = rj.query_graph(d.qid, d.y, exclude_ties=ties)
     k = rj.gaussian_kernel(0.3)
     basis = _nystrom.nystrom_basis(d.X, 60, seed=1)
-    f = _falkon.rankrls_falkon(d.X, d.y, g, lam=lam, kernel=k, basis=basis, tol=1e-12, max_iter=300)
+    f = rj.fit(rj.Problem(d.X, d.y, g), rj.Falkon(k, basis, options=rj.CG(tol=1e-12, max_iter=300)), lam=lam)
     a = _closed_form(d.X, d.y, g, basis, lam, k)
     np.testing.assert_allclose(np.asarray(f.coef), a, rtol=1e-6, atol=1e-8 * np.abs(a).max())
     # the predictions K a inherit the coefficients' bound through |K|: entrywise at most
@@ -59,8 +57,8 @@ def test_falkon_equals_the_nystrom_path_and_rls():
     k = rj.gaussian_kernel(0.2)
     basis = np.arange(0, d.X.shape[0], 4)
     for graph in (g, rj.identity_graph(d.X.shape[0])):
-        f = _falkon.rankrls_falkon(d.X, d.y, graph, lam=0.5, kernel=k, basis=basis, tol=1e-12)
-        p = rankrls_nystrom_path(d.X, d.y, graph, lams=[0.5], kernel=k, basis=basis)
+        f = rj.fit(rj.Problem(d.X, d.y, graph), rj.Falkon(k, basis, options=rj.CG(tol=1e-12)), lam=0.5)
+        p = rj.path(rj.Problem(d.X, d.y, graph), rj.Nystrom(k, basis), lams=[0.5]).value
         np.testing.assert_allclose(np.asarray(rj.predict(f, d.X)), np.asarray(rj.predict(p, d.X)[0]),
                                    rtol=1e-6, atol=1e-8)
 
@@ -70,17 +68,18 @@ def test_falkon_row_blocks_vmap_and_early_stopping():
     v, _ = _data(10, seed=4)
     k = rj.gaussian_kernel(0.3)
     basis = _nystrom.nystrom_basis(d.X, 50, seed=0)
-    whole = _falkon.rankrls_falkon(d.X, d.y, g, lam=0.1, kernel=k, basis=basis, tol=1e-12)
-    blocks = _falkon.rankrls_falkon(d.X, d.y, g, lam=0.1, kernel=k, basis=basis, tol=1e-12, block_rows=37)
+    whole = rj.fit(rj.Problem(d.X, d.y, g), rj.Falkon(k, basis, options=rj.CG(tol=1e-12)), lam=0.1)
+    blocks = rj.fit(rj.Problem(d.X, d.y, g), rj.Falkon(k, basis, options=rj.CG(tol=1e-12), block_rows=37),
+                    lam=0.1)
     np.testing.assert_allclose(np.asarray(blocks.coef), np.asarray(whole.coef), rtol=1e-8, atol=1e-10)
     lams = jnp.asarray([0.01, 0.1, 1.0])
-    grid = jax.vmap(lambda lam: _falkon.rankrls_falkon(d.X, d.y, g, lam=lam, kernel=k, basis=basis,
-                                                  tol=1e-12).coef)(lams)
+    grid = jax.vmap(lambda lam: rj.fit(rj.Problem(d.X, d.y, g),
+                                       rj.Falkon(k, basis, options=rj.CG(tol=1e-12)), lam=lam).coef)(lams)
     for i, lam in enumerate(lams):
         np.testing.assert_allclose(np.asarray(grid[i]), _closed_form(d.X, d.y, g, basis, float(lam), k),
                                    rtol=1e-6, atol=1e-8)
-    es = _falkon.rankrls_falkon(d.X, d.y, g, lam=0.0, kernel=k, basis=basis, max_iter=60, patience=5,
-                           valid=(v.X, v.y, rj.query_graph(v.qid)))
+    es = rj.fit(rj.Problem(d.X, d.y, g, valid=rj.Problem(*(v.X, v.y, rj.query_graph(v.qid)))),
+                rj.Falkon(k, basis, options=rj.CG(max_iter=60, patience=5)), lam=0.0)
     h = np.asarray(es.cg.valid_history)
     assert h[int(es.cg.best_iteration)] == np.nanmin(h)
     assert STOP_REASONS[int(es.cg.stop_reason)] in ("early_stopping", "converged", "max_iter")
@@ -90,14 +89,14 @@ def test_falkon_refuses_bad_input():
     d, g = _data()
     k = rj.gaussian_kernel(0.3)
     with pytest.raises(ValueError, match="lam"):
-        _falkon.rankrls_falkon(d.X, d.y, g, lam=0.0, kernel=k, basis=10)
+        rj.fit(rj.Problem(d.X, d.y, g), rj.Falkon(k, 10), lam=0.0)
     with pytest.raises(ValueError, match="basis"):
-        _falkon.rankrls_falkon(d.X, d.y, g, lam=1.0, kernel=k, basis=np.array([0, d.X.shape[0]]))
+        rj.fit(rj.Problem(d.X, d.y, g), rj.Falkon(k, np.array([0, d.X.shape[0]])), lam=1.0)
     with pytest.raises(TypeError, match="PreferenceGraph"):
         pg = rj.preference_graph(np.array([0]), np.array([1]), num_rows=d.X.shape[0])
-        _falkon.rankrls_falkon(d.X, None, pg, lam=1.0, kernel=k, basis=10)
+        rj.fit(rj.Problem(d.X, None, pg), rj.Falkon(k, 10), lam=1.0)
     with pytest.raises(TypeError, match="kernel"):
-        _falkon.rankrls_falkon(d.X, d.y, g, lam=1.0, kernel="gaussian", basis=10)
+        rj.fit(rj.Problem(d.X, d.y, g), rj.Falkon('gaussian', 10), lam=1.0)
 
 
 def test_kmeanspp_basis_is_distinct_and_covers_the_data():
@@ -140,7 +139,7 @@ def test_rankrlscv_nystrom_equals_the_hold_out_and_retraining():
     m = RankRLSCV(kernel="gaussian", gammas=[0.1, 0.3], lams=lams, basis=40).fit(d.X, d.y, qid=d.qid)
     basis = m.basis_
     k = rj.gaussian_kernel(m.gamma_)
-    h = holdout_nystrom(d.X, d.y, g, lams=lams, kernel=k, basis=basis)
+    h = rj.holdout(rj.Problem(d.X, d.y, g), rj.Nystrom(k, basis), lams=lams).value
     table = np.asarray(cross_validate(h, d.y, d.qid, metric=rj.ndcg, k=10).table)
     assert np.isclose(m.best_score_, np.nanmax(table))
     # the kept model equals retraining on all rows (dense closed form of the same system)
@@ -181,7 +180,7 @@ def test_holdout_nystrom_k_fold_and_multi_output_equal_retraining():
     basis = np.arange(0, d.X.shape[0], 9)                  # folds larger than the basis: refit path
     f = rj.make_folds(g, 2, seed=0)
     Y = np.c_[d.y, d.y ** 2]
-    h = holdout_nystrom(d.X, Y, g, lams=[0.5, 2.0], kernel=k, basis=basis, folds=f)
+    h = rj.holdout(rj.Problem(d.X, Y, g), rj.Nystrom(k, basis), lams=[0.5, 2.0], folds=f).value
     fold = np.asarray(f.fold_of_row)
     for u in (0, 1):
         keep = fold != u
@@ -205,21 +204,20 @@ BAD_INPUT["nystrom_basis"] = [
         (lambda d: _nystrom.nystrom_basis(d.X, 2, method="grid"), E(ValueError, "method")),
     ]
 BAD_INPUT["rankrls_falkon"] = [
-        (lambda d: _falkon.rankrls_falkon(d.X, d.y, d.g, lam=-1.0, kernel=rj.gaussian_kernel(1.0), basis=3),
+        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Falkon(rj.gaussian_kernel(1.0), 3), lam=-1.0),
          E(ValueError, "lam")),
-        (lambda d: _falkon.rankrls_falkon(d.X, d.y, d.pref, lam=1.0, kernel=rj.gaussian_kernel(1.0),
-                                     basis=3), E(ValueError, "y must be None")),
-        (lambda d: _falkon.rankrls_falkon(d.X, d.y, d.g, lam=1.0, kernel=rj.gaussian_kernel(1.0),
-                                     basis=np.array([0, d.m])), E(ValueError, "basis")),
-        (lambda d: _falkon.rankrls_falkon(d.X, d.y, d.g, lam=1.0, kernel=None, basis=3),
+        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.pref), rj.Falkon(rj.gaussian_kernel(1.0), 3), lam=1.0), E(ValueError, "y must be None")),
+        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Falkon(rj.gaussian_kernel(1.0), np.array([0, d.m])),
+                          lam=1.0), E(ValueError, "basis")),
+        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Falkon(None, 3), lam=1.0),
          E(TypeError, "kernel")),
     ]
 BAD_INPUT["Basis"] = [
         (lambda d: rj.Basis(), E(TypeError, "size= or rows=")),
         (lambda d: rj.Basis(0), E(ValueError, "size")),
         (lambda d: rj.Basis(3, method="grid"), E(ValueError, "method")),
-        (lambda d: rankrls_nystrom_path(d.X, d.y, d.g, lams=[1.0], kernel=rj.gaussian_kernel(1.0),
-                                           basis=rj.Basis(rows=np.array([0, 0]))),
+        (lambda d: rj.path(rj.Problem(d.X, d.y, d.g),
+                           rj.Nystrom(rj.gaussian_kernel(1.0), rj.Basis(rows=np.array([0, 0]))), lams=[1.0]).value,
          E(ValueError, "repeated")),
     ]
 

@@ -14,12 +14,7 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax.solvers.cg import rankrls_cg, rankrls_cg_dual
-from rankjax.solvers.falkon import rankrls_falkon
 from rankjax.learners.gp import gp_pairwise_gaussian
-from rankjax.solvers.holdout import holdout_dual, holdout_primal
-from rankjax.solvers.path import rankrls_primal_path
-from rankjax.solvers.models import rankrls_dual, rankrls_primal
 from rankjax._core.emulate import MANTISSA, reduced_precision, round_mantissa
 from rankjax._core.products import mm
 from reference import laplacian_from_pairs, query_pairs, ranksvm_fgh
@@ -97,7 +92,7 @@ def test_emulation_catches_a_product_without_highest(problem):
 @pytest.mark.parametrize("emulation", EMULATIONS)
 def test_primal_closed_form(problem, emulation):
     g = rj.query_graph(problem["qid"])
-    w = _run(lambda X, y: rankrls_primal(X, y, g, lam=problem["lam"]).weights, emulation,
+    w = _run(lambda X, y: rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=problem['lam']).value.weights, emulation,
              problem["X32"], problem["y32"])
     assert w.dtype == jnp.float32
     assert rel(w, problem["w"]) < C * EPS32 * problem["cond"]
@@ -110,7 +105,7 @@ def test_primal_cg_converges_to_the_solution(problem, emulation):
     ``tol`` and lies ~1e-3 off."""
     g = rj.query_graph(problem["qid"])
     opts = rj.CG(tol=1e-5, max_iter=300)
-    res = _run(lambda X, y: rankrls_cg(X, y, g, lam=problem["lam"], options=opts), emulation,
+    res = _run(lambda X, y: rj.fit(rj.Problem(X, y, g), opts, lam=problem['lam']), emulation,
                problem["X32"], problem["y32"])
     assert bool(res.converged) and int(res.iterations) < 100
     assert rel(res.weights, problem["w"]) < C * EPS32 * problem["cond"]
@@ -127,7 +122,7 @@ def test_primal_cg_without_highest_fails_the_bound(problem, monkeypatch, emulati
     jax.clear_caches()
     try:
         g = rj.query_graph(problem["qid"])
-        res = reduced_precision(lambda X, y: rankrls_cg(X, y, g, lam=problem["lam"]), emulation)(
+        res = reduced_precision(lambda X, y: rj.fit(rj.Problem(X, y, g), rj.CG(), lam=problem['lam']), emulation)(
             problem["X32"], problem["y32"])
         assert rel(res.weights, problem["w"]) > 5 * C * EPS32 * problem["cond"]
     finally:
@@ -143,8 +138,8 @@ def test_path_and_holdout(problem, emulation):
     lams = np.array([0.3, 3.0], np.float32)
 
     def fn(X, y):
-        return (rankrls_primal_path(X, y, g, lams=lams).weights,
-                holdout_primal(X, y, g, lams=lams, folds=rj.make_folds(g)).predictions)
+        return (rj.path(rj.Problem(X, y, g), rj.Primal(), lams=lams).value.weights,
+                rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=lams, folds=rj.make_folds(g)).value.predictions)
 
     W, H = _run(fn, emulation, problem["X32"], problem["y32"])
     for i, lam in enumerate(lams.astype(np.float64)):
@@ -171,8 +166,9 @@ def test_dual_cg_and_closed_form(problem, emulation):
     K32 = jnp.asarray(K, jnp.float32)
 
     def fn(K, y):
-        cg = rankrls_cg_dual(K, y, g, lam=lam, options=rj.CG(tol=1e-5, max_iter=500))
-        return mm(K, cg.weights), cg.converged, rankrls_dual(K, y, g, lam=lam).predict(K)
+        cg = rj.fit(rj.Problem(K, y, g, precomputed=True), rj.CG(tol=1e-05, max_iter=500), lam=lam)
+        return mm(K, cg.weights), cg.converged, rj.fit(rj.Problem(K, y, g, precomputed=True), rj.Dual(),
+                                                       lam=lam).value.predict(K)
 
     f_cg, ok, f_cf = _run(fn, emulation, K32, problem["y32"])
     assert bool(ok)
@@ -189,8 +185,8 @@ def test_dual_holdout_against_retraining(problem, emulation):
     g = rj.query_graph(qid)
     K = np.exp(-0.02 * ((X[:, None] - X[None]) ** 2).sum(-1))
     lams = np.array([0.1, 1.0])
-    H = _run(lambda K, y: holdout_dual(K, y, g, lams=jnp.asarray(lams, jnp.float32),
-                                          folds=rj.make_folds(g)).predictions,
+    H = _run(lambda K, y: rj.holdout(rj.Problem(K, y, g, precomputed=True), rj.Dual(),
+                                     lams=jnp.asarray(lams, jnp.float32), folds=rj.make_folds(g)).value.predictions,
              emulation, jnp.asarray(K, jnp.float32), problem["y32"])
     gamma = np.max(np.abs(np.linalg.eigvals(L @ K)))
     for i, lam in enumerate(lams):
@@ -218,8 +214,8 @@ def test_falkon_reaches_the_nystrom_solution(problem, emulation):
     A = KmR.T @ L @ KmR + lam * KRR
     a = np.linalg.lstsq(A, KmR.T @ L @ y, rcond=None)[0]
     ref = KmR @ a
-    model = _run(lambda X, y: rankrls_falkon(X, y, g, lam=lam, kernel=kern, basis=R,
-                                               options=rj.CG(tol=1e-6, max_iter=200)).predict(X),
+    model = _run(lambda X, y: rj.fit(rj.Problem(X, y, g),
+                                     rj.Falkon(kern, R, options=rj.CG(tol=1e-06, max_iter=200)), lam=lam).predict(X),
                  emulation, problem["X32"], problem["y32"])
     assert rel(model, ref) < 1e-3
 

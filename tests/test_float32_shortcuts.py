@@ -12,10 +12,6 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax.solvers import holdout as _holdout
-from rankjax.solvers import lpo as _lpo
-from rankjax.solvers.lpo import leave_pair_out_primal
-from rankjax.solvers.path import rankrls_dual_path
 from rankjax.solvers.ridge import RESOLVE_RTOL, dual_system
 
 EPS32 = float(np.finfo(np.float32).eps)
@@ -65,12 +61,13 @@ def _pairs(y):
 
 
 SHORTCUTS = {
-    "dual_path": (lambda K, y, qid, lams: rankrls_dual_path(
-        K, y, rj.query_graph(qid), lams=lams).train_scores, "path"),
-    "holdout_dual": (lambda K, y, qid, lams: _holdout.holdout_dual(
-        K, y, rj.query_graph(qid), lams=lams).predictions, "holdout"),
-    "leave_pair_out_dual": (lambda K, y, qid, lams: _lpo.leave_pair_out_dual(
-        K, y, _pairs(np.asarray(y, np.float64)), lams=lams).predictions, "pairs"),
+    "dual_path": (lambda K, y, qid, lams: rj.path(rj.Problem(K, y, rj.query_graph(qid), precomputed=True),
+                                                  rj.Dual(), lams=lams).value.train_scores, "path"),
+    "holdout_dual": (lambda K, y, qid, lams: rj.holdout(rj.Problem(K, y, rj.query_graph(qid), precomputed=True),
+                                                        rj.Dual(), lams=lams).value.predictions, "holdout"),
+    "leave_pair_out_dual": (lambda K, y, qid, lams: rj.holdout(rj.Problem(K, y, rj.global_graph(np.shape(K)[0]), precomputed=True),
+                                                               rj.Dual(), lams=lams,
+                                                               folds=rj.LeavePairOut(_pairs(np.asarray(y, np.float64)))).value.predictions, "pairs"),
 }
 
 
@@ -91,9 +88,11 @@ def test_leave_pair_out_primal_is_resolved_at_every_lambda(data):
     # full-rank features: no cancellation, so no floor and no NaN lane
     X, y, qid, _ = data
     pairs = rj.differing_pairs(y)[:400]
-    out64 = np.asarray(leave_pair_out_primal(X, y, pairs, lams=LAMS).predictions)
-    out32, caught = _float32(lambda t: leave_pair_out_primal(
-        X.astype(t), y.astype(t), pairs, lams=LAMS.astype(t)).predictions)
+    out64 = np.asarray(rj.holdout(rj.Problem(X, y, rj.global_graph(np.shape(X)[0])), rj.Primal(), lams=LAMS,
+                                  folds=rj.LeavePairOut(pairs)).value.predictions)
+    out32, caught = _float32(lambda t: rj.holdout(rj.Problem(X.astype(t), y.astype(t), rj.global_graph(np.shape(X.astype(t))[0])),
+                                                  rj.Primal(), lams=LAMS.astype(t),
+                                                  folds=rj.LeavePairOut(pairs)).value.predictions)
     assert not caught and _rel(out32, out64).max() < 1e-3
 
 
@@ -102,7 +101,8 @@ def test_under_jit_the_lanes_are_nan_without_a_warning(data):
     g = rj.query_graph(qid)
     with jax.enable_x64(False), warnings.catch_warnings():
         warnings.simplefilter("error")
-        out = jax.jit(lambda K, y, lams: _holdout.holdout_dual(K, y, g, lams=lams).predictions)(
+        out = jax.jit(lambda K, y, lams: rj.holdout(rj.Problem(K, y, g, precomputed=True), rj.Dual(),
+                                                    lams=lams).value.predictions)(
             K.astype(np.float32), y.astype(np.float32), LAMS.astype(np.float32))
     out = np.asarray(out)
     assert np.isnan(out[0]).all() and np.isfinite(out[-1]).all()

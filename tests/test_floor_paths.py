@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax.solvers.models import rankrls_primal
 from rankjax.graphs.graph import _GraphBase
 from rankjax._core.linalg import WIDE_GRAM, gram
 from rankjax.solvers.ridge import primal_system, ridge_solve
@@ -88,7 +87,7 @@ def test_root_free_form_is_accurate_in_float32_on_letor_like_features():
         y = (X @ rng.standard_normal(n).astype(np.float32)
              + rng.standard_normal(m).astype(np.float32))
         for g, q in ((rj.query_graph(qid), qid), (rj.global_graph(m), np.zeros(m, int))):
-            w = np.asarray(rankrls_primal(X, y, g, lam=1.0).weights, np.float64)
+            w = np.asarray(rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=1.0).value.weights, np.float64)
             Xd, yd = X.astype(np.float64), y.astype(np.float64)
             _, inv, cnt = np.unique(q, return_inverse=True, return_counts=True)
             mean = lambda v: (np.bincount(inv, v) / cnt)[inv]     # noqa: E731
@@ -175,7 +174,7 @@ def test_overflow_check_uses_the_remembered_maximum():
     try:
         X = jnp.full((10, 2), 3e18, jnp.float32)
         with pytest.raises(ValueError, match="overflow"):
-            rankrls_primal(X, np.arange(10.0), rj.query_graph(np.zeros(10, int)), lam=1.0)
+            rj.fit(rj.Problem(X, np.arange(10.0), rj.query_graph(np.zeros(10, int))), rj.Primal(), lam=1.0).value
     finally:
         jax.config.update("jax_enable_x64", True)
 
@@ -206,7 +205,7 @@ def test_unsigned_features_are_not_taken_for_overflowing_ones():
     jax.config.update("jax_enable_x64", False)
     try:
         X = np.array([[5, 7], [9, 6], [8, 8], [6, 9]], np.uint64)
-        w = rankrls_primal(X, np.arange(4.0), rj.query_graph(np.zeros(4, int)), lam=1.0).weights
+        w = rj.fit(rj.Problem(X, np.arange(4.0), rj.query_graph(np.zeros(4, int))), rj.Primal(), lam=1.0).value.weights
         Xd = X.astype(np.float64) - X.mean(0)
         np.testing.assert_allclose(w, np.linalg.solve(Xd.T @ Xd + np.eye(2), Xd.T @ (np.arange(4) - 1.5)),
                                    rtol=1e-5)

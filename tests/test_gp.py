@@ -4,7 +4,6 @@ from scipy.stats import multivariate_normal, norm
 
 import rankjax as rj
 from rankjax.learners import gp as _gp
-from rankjax.solvers.models import rankrls_dual
 
 
 def rel(a, b):
@@ -34,7 +33,8 @@ def test_gaussian_posterior_equals_closed_form_and_dual_rankrls(rng):
     mean, var = rj.gp_predict(gp, K, np.diag(K))
     assert rel(mean, mean_ref) < 1e-8
     assert rel(var, np.diag(cov_ref)) < 1e-8
-    dual = rankrls_dual(K, None, rj.preference_graph(head, tail, diffs, num_rows=m), lam=s2)
+    dual = rj.fit(rj.Problem(K, None, rj.preference_graph(head, tail, diffs, num_rows=m), precomputed=True),
+                  rj.Dual(), lam=s2).value
     assert rel(mean, K @ np.asarray(dual.coef)) < 1e-8
     logml = multivariate_normal(np.zeros(l), C).logpdf(diffs)
     assert abs(float(gp.log_marginal) - logml) < 1e-8 * abs(logml)

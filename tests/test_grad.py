@@ -6,8 +6,6 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax.solvers.cg import rankrls_cg, rankrls_cg_dual
-from rankjax.solvers.models import rankrls_primal
 
 
 def _fd(f, x, h=1e-5):
@@ -30,11 +28,11 @@ def test_grad_through_primal_cg_matches_finite_differences_and_closed_form(prob)
     d, v, g, gv = prob
 
     def cg(loglam):
-        w = rankrls_cg(d.X, d.y, g, lam=jnp.exp(loglam), tol=1e-14, max_iter=300).weights
+        w = rj.fit(rj.Problem(d.X, d.y, g), rj.CG(tol=1e-14, max_iter=300), lam=jnp.exp(loglam)).weights
         return _valid_loss(w, v, gv)
 
     def closed(loglam):
-        return _valid_loss(rankrls_primal(d.X, d.y, g, lam=jnp.exp(loglam)).weights, v, gv)
+        return _valid_loss(rj.fit(rj.Problem(d.X, d.y, g), rj.Primal(), lam=jnp.exp(loglam)).value.weights, v, gv)
 
     for x in (-2.0, 0.5, 3.0):
         grad = jax.grad(cg)(x)
@@ -46,10 +44,10 @@ def test_grad_through_cg_wrt_labels_and_features(prob):
     d, v, g, gv = prob
 
     def cg(y, X):
-        return _valid_loss(rankrls_cg(X, y, g, lam=0.7, tol=1e-14, max_iter=300).weights, v, gv)
+        return _valid_loss(rj.fit(rj.Problem(X, y, g), rj.CG(tol=1e-14, max_iter=300), lam=0.7).weights, v, gv)
 
     def closed(y, X):
-        return _valid_loss(rankrls_primal(X, y, g, lam=0.7).weights, v, gv)
+        return _valid_loss(rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=0.7).value.weights, v, gv)
 
     gy, gX = jax.grad(cg, (0, 1))(d.y, d.X)
     cy, cX = jax.grad(closed, (0, 1))(d.y, d.X)
@@ -63,7 +61,8 @@ def test_grad_through_dual_cg_and_under_vmap(prob):
     Kv = v.X @ d.X.T
 
     def dual(loglam):
-        a = rankrls_cg_dual(K, d.y, g, lam=jnp.exp(loglam), tol=1e-14, max_iter=300).weights
+        a = rj.fit(rj.Problem(K, d.y, g, precomputed=True), rj.CG(tol=1e-14, max_iter=300),
+                   lam=jnp.exp(loglam)).weights
         r = v.y - Kv @ a
         return r @ gv.mv(r)
 
@@ -75,5 +74,5 @@ def test_grad_through_dual_cg_and_under_vmap(prob):
 
 def test_early_stopping_result_is_unchanged(prob):
     d, v, g, gv = prob
-    r = rankrls_cg(d.X, d.y, g, lam=0.0, valid=(v.X, v.y, gv), max_iter=20)
+    r = rj.fit(rj.Problem(d.X, d.y, g, valid=rj.Problem(*(v.X, v.y, gv))), rj.CG(max_iter=20), lam=0.0)
     assert int(r.best_iteration) >= 1 and np.all(np.isfinite(r.weights))

@@ -7,14 +7,9 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax.solvers.cg import rankrls_cg, rankrls_cg_dual
 from rankjax.solvers.cg_loop import STOP_REASONS
 from rankjax.learners.gp import gp_pairwise_gaussian
-from rankjax.solvers.holdout import holdout_dual
-from rankjax.solvers.lpo import leave_pair_out_dual
-from rankjax.solvers.path import rankrls_dual_path, rankrls_nystrom_path
 from rankjax.metrics.choice import select_lambda
-from rankjax.solvers.models import rankrls_dual, rankrls_primal
 
 
 @pytest.fixture(scope="module")
@@ -29,14 +24,15 @@ def test_indices_out_of_range_are_errors_never_clamped(prob):
     kern = rj.gaussian_kernel(1.0)
     for bad in ([0, 10**5], [0, -1], [0, m]):
         with pytest.raises(ValueError, match="basis"):
-            rankrls_nystrom_path(X, y, g, lams=[1.0], kernel=kern, basis=bad)
+            rj.path(rj.Problem(X, y, g), rj.Nystrom(kern, bad), lams=[1.0]).value
     for head, tail, name in (([0, m + 5], [1, 2], "head"), ([0, 1], [-1, 2], "tail")):
         with pytest.raises(ValueError, match=name):
             rj.edge_disagreement_error(np.zeros(m), head, tail)
     with pytest.raises(TypeError, match="head"):
         rj.edge_disagreement_error(np.zeros(m), [0.0, 1.0], [1, 2])
     with pytest.raises(ValueError, match="pairs"):
-        leave_pair_out_dual(K, y, [[0, m]], lams=[1.0])
+        rj.holdout(rj.Problem(K, y, rj.global_graph(np.shape(K)[0]), precomputed=True), rj.Dual(),
+                   lams=[1.0], folds=rj.LeavePairOut([[0, m]])).value
     with pytest.raises(ValueError, match="head"):
         gp_pairwise_gaussian(K, [0, m], [1, 2], [1.0, 1.0], noise_var=1.0)
     model = rj.rankboost(X, y, qid, rounds=3)
@@ -46,10 +42,10 @@ def test_indices_out_of_range_are_errors_never_clamped(prob):
 
 
 @pytest.mark.parametrize("call", [
-    lambda X, y, g, K: rankrls_primal(X, y, g, lam=[1.0] * 5),
-    lambda X, y, g, K: rankrls_dual(K, y, g, lam=np.ones(2)),
-    lambda X, y, g, K: rankrls_cg(X, y, g, lam=np.ones(5)),
-    lambda X, y, g, K: rankrls_cg_dual(K, y, g, lam=np.ones(2)),
+    lambda X, y, g, K: rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=[1.0] * 5).value,
+    lambda X, y, g, K: rj.fit(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lam=np.ones(2)).value,
+    lambda X, y, g, K: rj.fit(rj.Problem(X, y, g), rj.CG(), lam=np.ones(5)),
+    lambda X, y, g, K: rj.fit(rj.Problem(K, y, g, precomputed=True), rj.CG(), lam=np.ones(2)),
     lambda X, y, g, K: rj.ranksvm_l2(X, y, C=np.ones(2)),
     lambda X, y, g, K: rj.gaussian_kernel(np.ones(2)),
 ])
@@ -78,11 +74,12 @@ def test_counts_and_kernel_parameters(prob):
 def test_asymmetric_kernel_matrices_are_rejected(prob):
     X, y, qid, g, K = prob
     bad = K + np.triu(np.ones_like(K))
-    for call in (lambda: rankrls_dual(bad, y, g, lam=1.0),
-                 lambda: rankrls_dual_path(bad, y, g, lams=[1.0]),
-                 lambda: holdout_dual(bad, y, g, lams=[1.0]),
-                 lambda: leave_pair_out_dual(bad, y, [[0, 1]], lams=[1.0]),
-                 lambda: rankrls_cg_dual(bad, y, g, lam=1.0)):
+    for call in (lambda: rj.fit(rj.Problem(bad, y, g, precomputed=True), rj.Dual(), lam=1.0).value,
+                 lambda: rj.path(rj.Problem(bad, y, g, precomputed=True), rj.Dual(), lams=[1.0]).value,
+                 lambda: rj.holdout(rj.Problem(bad, y, g, precomputed=True), rj.Dual(), lams=[1.0]).value,
+                 lambda: rj.holdout(rj.Problem(bad, y, rj.global_graph(np.shape(bad)[0]), precomputed=True),
+                                    rj.Dual(), lams=[1.0], folds=rj.LeavePairOut([[0, 1]])).value,
+                 lambda: rj.fit(rj.Problem(bad, y, g, precomputed=True), rj.CG(), lam=1.0)):
         with pytest.raises(ValueError, match="K is not symmetric"):
             call()
 
@@ -98,10 +95,12 @@ def test_degenerate_criteria_have_documented_values(prob):
         select_lambda([1.0], np.full((1, m), np.inf), y, qid, metric=rj.pairwise_error)
     # leave-pair-out concordance: no differing pair -> error; all-tied predictions -> 0.5
     same = np.flatnonzero(y == y[0])[:2]
-    r = leave_pair_out_dual(K, y, [same], lams=[1.0])
+    r = rj.holdout(rj.Problem(K, y, rj.global_graph(np.shape(K)[0]), precomputed=True), rj.Dual(),
+                   lams=[1.0], folds=rj.LeavePairOut([same])).value
     with pytest.raises(ValueError, match="no pair has different labels"):
         rj.lpo_cindex(r, y)
-    r = leave_pair_out_dual(np.zeros((m, m)), y, rj.differing_pairs(y)[:20], lams=[1.0])
+    r = rj.holdout(rj.Problem(np.zeros((m, m)), y, rj.global_graph(np.shape(np.zeros((m, m)))[0]), precomputed=True),
+                   rj.Dual(), lams=[1.0], folds=rj.LeavePairOut(rj.differing_pairs(y)[:20])).value
     assert float(rj.lpo_cindex(r, y)[0]) == 0.5
 
 
@@ -109,12 +108,12 @@ def test_one_dtype_rule(prob):
     import jax.numpy as jnp
     X, y, qid, g, K = prob
     X32 = jnp.asarray(X, jnp.float32)
-    assert rankrls_primal(X32, jnp.asarray(y, jnp.float32), g, lam=1.0).weights.dtype == jnp.float32
-    assert rankrls_primal(X32, y, g, lam=1.0).weights.dtype == jnp.float64
-    assert holdout_dual(np.asarray(K, np.float32), y, g, lams=[1.0]).predictions.dtype == jnp.float64
-    assert leave_pair_out_dual(np.asarray(K, np.float32), y, [[0, 1]],
-                                  lams=[1.0]).predictions.dtype == jnp.float64
-    w16 = rankrls_primal(X.astype(np.float16), y.astype(np.float16), g, lam=1.0).weights
+    assert rj.fit(rj.Problem(X32, jnp.asarray(y, jnp.float32), g), rj.Primal(), lam=1.0).value.weights.dtype == jnp.float32
+    assert rj.fit(rj.Problem(X32, y, g), rj.Primal(), lam=1.0).value.weights.dtype == jnp.float64
+    assert rj.holdout(rj.Problem(np.asarray(K, np.float32), y, g, precomputed=True), rj.Dual(), lams=[1.0]).value.predictions.dtype == jnp.float64
+    assert rj.holdout(rj.Problem(np.asarray(K, np.float32), y, rj.global_graph(np.shape(np.asarray(K, np.float32))[0]), precomputed=True),
+                      rj.Dual(), lams=[1.0], folds=rj.LeavePairOut([[0, 1]])).value.predictions.dtype == jnp.float64
+    w16 = rj.fit(rj.Problem(X.astype(np.float16), y.astype(np.float16), g), rj.Primal(), lam=1.0).value.weights
     assert w16.dtype == jnp.float32
 
 
@@ -123,14 +122,15 @@ def test_cg_early_stopping_with_a_criterion_undefined_at_the_start(prob):
     v = rj.make_ranking_data(3, num_features=5, seed=7)
     valid = (v.X, v.y, rj.query_graph(v.qid))
     # w = 0 ties every score: tau_b is NaN at iteration 0 and must not win
-    r = rankrls_cg(X, y, g, lam=0.0, valid=valid, metric=rj.kendall_tau_b, patience=3)
+    r = rj.fit(rj.Problem(X, y, g, valid=rj.Problem(*valid)), rj.CG(metric=rj.kendall_tau_b, patience=3),
+               lam=0.0)
     assert np.isnan(r.valid_history[0])
     assert int(r.best_iteration) > 0 and np.any(np.asarray(r.weights) != 0)
     # the history holds the criterion with lower = better (here -tau_b)
     assert float(r.valid_history[r.best_iteration]) == np.nanmin(np.asarray(r.valid_history))
     # a validation set without any pair: the criterion is NaN throughout; plain CG runs on
     flat = (v.X, np.zeros_like(v.y), rj.query_graph(v.qid))
-    r2 = rankrls_cg(X, y, g, lam=1.0, valid=flat, tol=1e-10)
-    plain = rankrls_cg(X, y, g, lam=1.0, tol=1e-10)
+    r2 = rj.fit(rj.Problem(X, y, g, valid=rj.Problem(*flat)), rj.CG(tol=1e-10), lam=1.0)
+    plain = rj.fit(rj.Problem(X, y, g), rj.CG(tol=1e-10), lam=1.0)
     assert STOP_REASONS[int(r2.stop_reason)] == "converged"
     np.testing.assert_allclose(r2.weights, plain.weights, rtol=1e-8)

@@ -200,17 +200,17 @@ def test_every_model_type_round_trips(tmp_path):
     K = d.X @ d.X.T
     kern = rj.gaussian_kernel(0.3)
     models = [
-        rankrls_primal(d.X, d.y, g, lam=1.0),
-        rankrls_dual(K, d.y, g, lam=1.0),
-        rankrls_kernel(d.X, d.y, g, lam=1.0, kernel=kern),
-        rankrls_primal_path(d.X, d.y, g, lams=[1.0, 2.0]),
-        rankrls_dual_path(K, d.y, g, lams=[1.0]),
-        rankrls_nystrom_path(d.X, d.y, g, lams=[1.0], kernel=rj.polynomial_kernel(2), basis=8),
+        rj.fit(rj.Problem(d.X, d.y, g), rj.Primal(), lam=1.0).value,
+        rj.fit(rj.Problem(K, d.y, g, precomputed=True), rj.Dual(), lam=1.0).value,
+        rj.fit(rj.Problem(d.X, d.y, g), rj.Dual(kern), lam=1.0).value,
+        rj.path(rj.Problem(d.X, d.y, g), rj.Primal(), lams=[1.0, 2.0]).value,
+        rj.path(rj.Problem(K, d.y, g, precomputed=True), rj.Dual(), lams=[1.0]).value,
+        rj.path(rj.Problem(d.X, d.y, g), rj.Nystrom(rj.polynomial_kernel(2), 8), lams=[1.0]).value,
         rj.kpcrank(K, d.y, g, components=3),
         rj.ranksvm_l2(d.X, d.y, d.qid),
         rj.ranksvm_kernel(d.X, d.y, d.qid, kernel=kern, basis=10),
         rj.rankboost(d.X, d.y, d.qid, rounds=3),
-        rankrls_cg(d.X, d.y, g, lam=1.0),
+        rj.fit(rj.Problem(d.X, d.y, g), rj.CG(), lam=1.0),
         gp_pairwise_gaussian(K, [0, 1], [1, 2], [1.0, 0.5], noise_var=1.0),
     ]
     for i, model in enumerate(models):
@@ -343,11 +343,9 @@ def test_readers_refuse_split_tokens_and_truncated_npy(tmp_path):
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
 
 from surface import E, V, surface_test  # noqa: E402
-from rankjax.solvers.cg import rankrls_cg  # noqa: E402
 from rankjax.learners.gp import PairwiseGP, gp_pairwise_gaussian  # noqa: E402
 from rankjax.learners.kpcrank import KPCModel  # noqa: E402
-from rankjax.solvers.path import DualPath, rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path  # noqa: E402
-from rankjax.solvers.models import rankrls_dual, rankrls_kernel, rankrls_primal  # noqa: E402
+from rankjax.solvers.path import DualPath  # noqa: E402
 
 BAD_INPUT = {}
 BAD_INPUT["io.read_svmlight"] = [

@@ -14,7 +14,6 @@ import rankjax as rj
 from rankjax.solvers.cg import rankrls_cg, rankrls_cg_dual
 from rankjax.solvers.cg_loop import validation_criterion
 from rankjax.selection.cv import cross_validate
-from rankjax.solvers.holdout import holdout_primal
 from rankjax.metrics.choice import select_lambda
 from rankjax import estimators, io, plot
 
@@ -63,9 +62,9 @@ CALLS = {
     "rankjax.select_lambda": lambda d, g: select_lambda([1.0], d.X[:, :1].T, d.y, d.qid,
                                                            metric=rj.ndcg, maxiter=0),
     "rankjax.cross_validate": lambda d, g: cross_validate(
-        holdout_primal(d.X, d.y, g, lams=[1.0]), d.y, d.qid, metric=rj.ndcg, maxiter=0),
+        rj.holdout(rj.Problem(d.X, d.y, g), rj.Primal(), lams=[1.0]).value, d.y, d.qid, metric=rj.ndcg, maxiter=0),
     "rankjax.permutation_test": lambda d, g: rj.permutation_test(
-        lambda yy: holdout_primal(d.X, yy, g, lams=[1.0]).predictions[0], d.y, d.qid,
+        lambda yy: rj.holdout(rj.Problem(d.X, yy, g), rj.Primal(), lams=[1.0]).value.predictions[0], d.y, d.qid,
         metric=rj.ndcg, num_permutations=2, maxiter=0),
     "rankjax.scale.rankrls_primal_stream": lambda d, g: rj.scale.rankrls_primal_stream(
         [(d.X, d.y, d.qid)], lams=[1.0], maxiter=0),
@@ -89,7 +88,7 @@ def test_an_unknown_keyword_is_a_type_error_naming_it(d, name):
 
 def test_metric_options_still_reach_the_metric(d):
     g = rj.query_graph(d.qid)
-    h = holdout_primal(d.X, d.y, g, lams=[0.1, 10.0])
+    h = rj.holdout(rj.Problem(d.X, d.y, g), rj.Primal(), lams=[0.1, 10.0]).value
     a = cross_validate(h, d.y, d.qid, metric=rj.ndcg, k=3).table
     b = [float(rj.ndcg(p, d.y, d.qid, k=3)) for p in h.predictions]
     np.testing.assert_allclose(a, b, rtol=1e-6)

@@ -3,7 +3,6 @@ import pytest
 
 import rankjax as rj
 from rankjax.learners import kpcrank as _kpcrank
-from rankjax.solvers.models import rankrls_primal
 import reference as ref
 from conftest import random_qids
 
@@ -74,7 +73,7 @@ def test_linear_kernel_full_rank_equals_unregularized_primal(rng):
     g = rj.query_graph(qid)
     model = rj.kpcrank(X @ X.T, y, g, components=5)
     f = Xt @ X.T @ np.asarray(model.coef) - model.offset
-    w = rankrls_primal(X - X.mean(0), y, g, lam=1e-9).weights
+    w = rj.fit(rj.Problem(X - X.mean(0), y, g), rj.Primal(), lam=1e-09).value.weights
     f_ref = (Xt - X.mean(0)) @ np.asarray(w)
     assert rel(f - f.mean(), f_ref - f_ref.mean()) < 1e-6
 

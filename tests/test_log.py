@@ -11,14 +11,8 @@ import pytest
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax.solvers import cg as _cg
-from rankjax.solvers import falkon as _falkon
-from rankjax.solvers import holdout as _holdout
 from rankjax.learners import kpcrank as _kpcrank
-from rankjax.solvers import lpo as _lpo
 from rankjax.kernels import basis as _nystrom
-from rankjax.solvers import path as _path
-from rankjax.solvers import models as _rankrls
 from rankjax.selection import select as _select
 from rankjax import estimators as est
 
@@ -51,18 +45,21 @@ CALLS = {
     "select_rankrls": (lambda: _select.select_rankrls(D.X, D.y, D.qid, lams=[0.1, 1.0],
                                                  kernels=[rj.gaussian_kernel(0.1)], verbose=1),
                        None, "fold bucket 1/"),
-    "holdout_primal": (lambda: _holdout.holdout_primal(D.X, D.y, G, lams=[1.0], folds=3, verbose=1),
+    "holdout_primal": (lambda: rj.holdout(rj.Problem(D.X, D.y, G), rj.Primal(), lams=[1.0], folds=3,
+                                          verbose=1).value,
                        None, "fold bucket 1/"),
-    "holdout_dual": (lambda: _holdout.holdout_dual(K, D.y, G, lams=[1.0], verbose=1), None,
+    "holdout_dual": (lambda: rj.holdout(rj.Problem(K, D.y, G, precomputed=True), rj.Dual(), lams=[1.0],
+                                        verbose=1).value, None,
                      "fold bucket 1/"),
-    "holdout_nystrom": (lambda: _holdout.holdout_nystrom(D.X, D.y, G, lams=[1.0], basis=30, verbose=1,
-                                                   kernel=rj.gaussian_kernel(0.2)), None,
+    "holdout_nystrom": (lambda: rj.holdout(rj.Problem(D.X, D.y, G), rj.Nystrom(rj.gaussian_kernel(0.2), 30),
+                                           lams=[1.0], verbose=1).value, None,
                         "fold bucket 1/"),
-    "rankrls_cg": (lambda: _cg.rankrls_cg(D.X, D.y, G, lam=1.0, verbose=1), None, "CG iteration 1"),
-    "rankrls_cg_dual": (lambda: _cg.rankrls_cg_dual(K, D.y, G, lam=1.0, verbose=1), None,
+    "rankrls_cg": (lambda: rj.fit(rj.Problem(D.X, D.y, G), rj.CG(verbose=1), lam=1.0), None, "CG iteration 1"),
+    "rankrls_cg_dual": (lambda: rj.fit(rj.Problem(K, D.y, G, precomputed=True), rj.CG(verbose=1), lam=1.0), None,
                         "CG iteration 1"),
-    "rankrls_falkon": (lambda: _falkon.rankrls_falkon(D.X, D.y, G, lam=1.0, basis=30, verbose=1,
-                                                 kernel=rj.gaussian_kernel(0.2)), None,
+    "rankrls_falkon": (lambda: rj.fit(rj.Problem(D.X, D.y, G),
+                                      rj.Falkon(rj.gaussian_kernel(0.2), 30, options=rj.CG(verbose=1)),
+                                      lam=1.0), None,
                        "CG iteration 1"),
     "ranksvm_l2": (lambda: rj.ranksvm_l2(D.X, D.y, D.qid, verbose=1), None, "TRON Newton step"),
     "rankboost": (lambda: rj.rankboost(D.X, D.y, D.qid, rounds=6, verbose=3), 2,
@@ -77,16 +74,15 @@ CALLS = {
 }
 # one compiled program each: a line when it starts and one when its result is ready
 ONE_PROGRAM = {
-    "rankrls_dual_path": lambda: _path.rankrls_dual_path(K, D.y, G, lams=[1.0], verbose=1),
-    "rankrls_nystrom_path": lambda: _path.rankrls_nystrom_path(
-        D.X, D.y, G, lams=[1.0], kernel=rj.gaussian_kernel(0.2), basis=30, verbose=1),
-    "rankrls_kernel": lambda: _rankrls.rankrls_kernel(D.X, D.y, G, lam=1.0,
-                                                kernel=rj.gaussian_kernel(0.2), verbose=1),
+    "rankrls_dual_path": lambda: rj.path(rj.Problem(K, D.y, G, precomputed=True), rj.Dual(), lams=[1.0]).value,
+    "rankrls_nystrom_path": lambda: rj.path(rj.Problem(D.X, D.y, G),
+                                            rj.Nystrom(rj.gaussian_kernel(0.2), 30), lams=[1.0]).value,
+    "rankrls_kernel": lambda: rj.fit(rj.Problem(D.X, D.y, G), rj.Dual(rj.gaussian_kernel(0.2)), lam=1.0).value,
     "kpcrank_path": lambda: _kpcrank.kpcrank_path(K, D.y, G, max_components=3, verbose=1),
-    "leave_pair_out_dual": lambda: _lpo.leave_pair_out_dual(K, D.y, [[0, 1]], lams=[1.0],
-                                                          verbose=1),
-    "leave_pair_out_primal": lambda: _lpo.leave_pair_out_primal(D.X, D.y, [[0, 1]], lams=[1.0],
-                                                              verbose=1),
+    "leave_pair_out_dual": lambda: rj.holdout(rj.Problem(K, D.y, rj.global_graph(np.shape(K)[0]), precomputed=True),
+                                              rj.Dual(), lams=[1.0], folds=rj.LeavePairOut([[0, 1]])).value,
+    "leave_pair_out_primal": lambda: rj.holdout(rj.Problem(D.X, D.y, rj.global_graph(np.shape(D.X)[0])),
+                                                rj.Primal(), lams=[1.0], folds=rj.LeavePairOut([[0, 1]])).value,
     "nystrom_basis": lambda: _nystrom.nystrom_basis(D.X, 20, kernel=rj.gaussian_kernel(0.2),
                                               method="kmeans++", verbose=1),
 }
@@ -143,14 +139,14 @@ def test_the_logger_silences_every_line(clock):
     log.setLevel(logging.WARNING)
     est.RankBoost(10, verbose=1).fit(D.X, D.y, qid=D.qid)
     rj.tune(rj.Problem(D.X, D.y, G), tune_solver(), steps=2, verbose=1)
-    _holdout.holdout_primal(D.X, D.y, G, lams=[1.0], verbose=1)
+    rj.holdout(rj.Problem(D.X, D.y, G), rj.Primal(), lams=[1.0], verbose=1).value
     jax.effects_barrier()
     assert clock.lines == []
 
 
 def test_verbose_zero_is_silent_and_bad_verbose_is_named(clock):
     est.RankBoost(10).fit(D.X, D.y, qid=D.qid)
-    _cg.rankrls_cg(D.X, D.y, G, lam=1.0)
+    rj.fit(rj.Problem(D.X, D.y, G), rj.CG(), lam=1.0)
     jax.effects_barrier()
     assert clock.lines == []
     for bad in (-1, 1.5, "yes"):

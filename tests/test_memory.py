@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax.solvers.models import rankrls_primal
 from rankjax._core import memory as _memory
 
 
@@ -41,7 +40,7 @@ def test_primal_gram_plan_uses_the_free_memory_where_the_work_runs(monkeypatch):
     monkeypatch.setattr(_memory, "available_memory", lambda: 10_000)
     X = np.ones((3, 40))
     with pytest.raises(ValueError, match="40 features.*rankrls_cg"):
-        rankrls_primal(X, np.arange(3.0), rj.query_graph(np.zeros(3, int)), lam=1.0)
+        rj.fit(rj.Problem(X, np.arange(3.0), rj.query_graph(np.zeros(3, int))), rj.Primal(), lam=1.0).value
 
 
 def test_sharded_kernel_grid_runs_as_many_gammas_at_once_as_fit(monkeypatch):

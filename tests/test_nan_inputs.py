@@ -5,14 +5,10 @@ import pytest
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax.solvers.cg import rankrls_cg
 from rankjax.learners.gp import gp_pairwise_gaussian
 from rankjax.graphs.build import incidence_mv, incidence_t_mv, laplacian_sqrt_mv
-from rankjax.solvers.holdout import holdout_dual
 from rankjax.learners.kpcrank import kpcrank_path
-from rankjax.solvers.path import rankrls_dual_path
 from rankjax.metrics.choice import select_lambda
-from rankjax.solvers.models import rankrls_primal
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +27,7 @@ def _cases(d):
         "v ": lambda: laplacian_sqrt_mv(g, v),
         "v  ": lambda: incidence_t_mv(pg, np.array([np.nan, 1.0, 2.0])),
         "u": lambda: incidence_mv(pg, np.array([np.nan, 1.0])),
-        "x0": lambda: rankrls_cg(d.X, d.y, g, lam=1.0, x0=np.array([np.nan, 0, 0])),
+        "x0": lambda: rj.fit(rj.Problem(d.X, d.y, g), rj.CG(x0=np.array([np.nan, 0, 0])), lam=1.0),
         "lams": lambda: select_lambda([np.nan, 1.0], np.stack([np.asarray(d.X[:, 0])] * 2),
                                          d.y, d.qid, metric=rj.ndcg),
         "log_lam": lambda: rj.cv_loss({"log_lam": np.nan}, rj.Problem(d.X, d.y, g), tune_solver(),
@@ -58,7 +54,7 @@ def test_messages_name_the_argument(d):
     from rankjax.estimators import CGRankRLS
     g = rj.query_graph(d.qid)
     cases = [
-        (lambda: rankrls_primal([[1, 2], [3]], [1, 0], rj.query_graph([0, 0]), lam=1.0),
+        (lambda: rj.fit(rj.Problem([[1, 2], [3]], [1, 0], rj.query_graph([0, 0])), rj.Primal(), lam=1.0).value,
          "X must be a rectangular"),
         (lambda: rj.io.normalize_per_query(np.ones(4), [0, 0, 1, 1]), "X must be 2-D"),
         (lambda: kpcrank_path(np.eye(len(d.y)), np.stack([d.y] * 3, 1), g, max_components=2),
@@ -77,14 +73,15 @@ def test_indefinite_kernel_matrix_is_refused_by_the_eigen_paths(d):
     g = rj.query_graph(d.qid)
     K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.5), d.X))
     bad = K - 0.5 * np.eye(len(K))
-    for call in (lambda K: rankrls_dual_path(K, d.y, g, lams=[1.0]).coef,
-                 lambda K: holdout_dual(K, d.y, g, lams=[1.0]).predictions):
+    for call in (lambda K: rj.path(rj.Problem(K, d.y, g, precomputed=True), rj.Dual(), lams=[1.0]).value.coef,
+                 lambda K: rj.holdout(rj.Problem(K, d.y, g, precomputed=True), rj.Dual(), lams=[1.0]).value.predictions):
         assert np.all(np.isfinite(np.asarray(call(K))))
         with pytest.raises(ValueError, match="not positive semidefinite"):
             call(bad)
     lin = np.asarray(d.X, np.float32) @ np.asarray(d.X, np.float32).T   # rank 3: rounding only
-    assert np.all(np.isfinite(np.asarray(rankrls_dual_path(lin, d.y, g, lams=[1.0]).coef)))
-    jitted = jax.jit(lambda K: rankrls_dual_path(K, d.y, g, lams=[1.0]).coef)
+    assert np.all(np.isfinite(np.asarray(rj.path(rj.Problem(lin, d.y, g, precomputed=True), rj.Dual(),
+                                                 lams=[1.0]).value.coef)))
+    jitted = jax.jit(lambda K: rj.path(rj.Problem(K, d.y, g, precomputed=True), rj.Dual(), lams=[1.0]).value.coef)
     assert np.all(np.isnan(np.asarray(jitted(bad))))
 
 
@@ -92,7 +89,7 @@ def test_stream_refuses_what_rankrls_primal_refuses_and_grid_refuses_all_nan(d):
     g = rj.query_graph(d.qid)
     Xb = np.asarray(d.X) > 0
     with pytest.raises(TypeError):
-        rankrls_primal(Xb, d.y, g, lam=1.0)
+        rj.fit(rj.Problem(Xb, d.y, g), rj.Primal(), lam=1.0).value
     with pytest.raises(TypeError, match="chunk 0: X must be a real numeric"):
         rj.scale.rankrls_primal_stream([(Xb, d.y, d.qid)], lams=[1.0])
     Xn = np.asarray(d.X, float).copy()

@@ -1,11 +1,12 @@
 """Solver options as one checked object (issue 25): ``CG(...)`` is accepted by every CG
 solver as ``options=`` and gives the answer of the same keywords; it is checked when built."""
+import dataclasses
 import numpy as np
 import pytest
 
 import rankjax as rj
+from rankjax.solvers.cg_loop import cg_loop
 from rankjax.solvers.cg import rankrls_cg, rankrls_cg_dual
-from rankjax.solvers.cg_loop import cg_solve
 from rankjax.solvers.falkon import rankrls_falkon
 from rankjax.graphs.build import Validation
 
@@ -33,7 +34,7 @@ def test_options_equal_the_keywords_in_every_solver(data):
     for run in pairs:
         np.testing.assert_allclose(run(options=opts), run(**kw), rtol=1e-10)
     A = np.array([[4.0, 1.0], [1.0, 3.0]])
-    a = cg_solve(lambda v_: A @ v_, np.array([1.0, 2.0]), options=opts)
+    a = cg_loop(lambda v_: A @ v_, np.array([1.0, 2.0]), opts, 0.0, None, None)
     np.testing.assert_allclose(a.weights, np.linalg.solve(A, [1.0, 2.0]), rtol=1e-6)
 
 
@@ -44,6 +45,7 @@ def test_options_are_checked_once_when_built_and_not_mixed(data):
     with pytest.raises(ValueError, match="tol"):
         rj.CG(tol=-1.0)
     with pytest.raises(TypeError, match="not both.*max_iter"):
-        rankrls_cg(d.X, d.y, rj.query_graph(d.qid), options=rj.CG(), max_iter=3)
+        rj.fit(rj.Problem(d.X, d.y, rj.query_graph(d.qid)), dataclasses.replace(rj.CG(), max_iter=3),
+               lam=0.0)
     with pytest.raises(TypeError, match="rankjax.CG"):
-        rankrls_cg(d.X, d.y, rj.query_graph(d.qid), options={"tol": 1e-3})
+        rj.fit(rj.Problem(d.X, d.y, rj.query_graph(d.qid)), {'tol': 0.001}, lam=0.0)

@@ -6,7 +6,6 @@ import pytest
 import rankjax as rj
 from rankjax.metrics.choice import select_lambda
 from rankjax.solvers import path as _path
-from rankjax.solvers.models import rankrls_dual, rankrls_primal
 from conftest import random_qids
 from reference import laplacian_from_edges, laplacian_from_pairs, query_pairs
 
@@ -52,7 +51,7 @@ def test_primal_path_equals_single_solves(rng, k):
         p = _path.rankrls_primal_path(X, yy, g, lams=LAMS, X_valid=Xv, train_scores=True)
         assert p.weights.shape == (len(LAMS), X.shape[1]) + (() if k is None or not scored else (k,))
         for i, lam in enumerate(LAMS):
-            w = rankrls_primal(X, yy, g, lam=lam).weights
+            w = rj.fit(rj.Problem(X, yy, g), rj.Primal(), lam=lam).value.weights
             assert rel(p.weights[i], w) < 1e-8, (name, lam)
             np.testing.assert_allclose(p.train_scores[i], X @ np.asarray(w), rtol=1e-8, atol=1e-10)
             np.testing.assert_allclose(p.valid_scores[i], Xv @ np.asarray(w), rtol=1e-8, atol=1e-10)
@@ -67,9 +66,10 @@ def test_dual_path_equals_single_solves(rng, k):
         if name == "ties" and k is not None:
             continue
         yy = y if scored else None
-        p = _path.rankrls_dual_path(K, yy, g, lams=LAMS, K_valid=Kv)
+        p = rj.path(rj.Problem(K, yy, g, valid=rj.Problem(Kv, np.zeros(np.shape(Kv)[0]), precomputed=True), precomputed=True),
+                    rj.Dual(), lams=LAMS).value
         for i, lam in enumerate(LAMS):
-            a = np.asarray(rankrls_dual(K, yy, g, lam=lam).coef)
+            a = np.asarray(rj.fit(rj.Problem(K, yy, g, precomputed=True), rj.Dual(), lam=lam).value.coef)
             # compare fitted scores (A itself is unique only up to null(L K) directions)
             assert rel(p.train_scores[i], K @ a) < 1e-8, (name, lam)
             assert rel(p.valid_scores[i], Kv @ a) < 1e-8, (name, lam)
@@ -106,7 +106,7 @@ def test_sparse_approximation_with_preference_edges(rng):
     g = rj.preference_graph(head, tail, mag, num_rows=m, cost="inverse")
     kernel = rj.gaussian_kernel(0.4)
     basis = np.arange(0, m, 3)
-    p = _path.rankrls_nystrom_path(X, None, g, lams=LAMS, kernel=kernel, basis=basis)
+    p = rj.path(rj.Problem(X, None, g), rj.Nystrom(kernel, basis), lams=LAMS).value
     K_R = np.asarray(rj.kernel_matrix(kernel, X[basis], X))
     K_RR = np.asarray(rj.kernel_matrix(kernel, X[basis]))
     w = 1 / mag
@@ -137,23 +137,24 @@ def test_lambda_grid_is_traced_no_recompile(rng):
     @jax.jit
     def fit(X, y, g, lams):
         traces.append(1)
-        return _path.rankrls_primal_path(X, y, g, lams=lams).weights
+        return rj.path(rj.Problem(X, y, g), rj.Primal(), lams=lams).value.weights
 
     a = fit(X, y, g, jnp.asarray(LAMS))
     b = fit(X, y, g, jnp.asarray(LAMS * 3))
     assert len(traces) == 1
-    np.testing.assert_allclose(b[0], rankrls_primal(X, y, g, lam=LAMS[0] * 3).weights, rtol=1e-8)
+    np.testing.assert_allclose(b[0], rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=LAMS[0] * 3).value.weights, rtol=1e-8)
     assert not np.allclose(a, b)
     K = X @ X.T
-    dual = jax.jit(lambda K, y, g, lams: _path.rankrls_dual_path(K, y, g, lams=lams).coef)
+    dual = jax.jit(lambda K, y, g, lams: rj.path(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lams=lams).value.coef)
     np.testing.assert_allclose(X.T @ np.asarray(dual(K, y, g, jnp.asarray(LAMS)))[2],
-                               rankrls_primal(X, y, g, lam=LAMS[2]).weights, rtol=1e-7)
+                               rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=LAMS[2]).value.weights, rtol=1e-7)
 
 
 def test_select_lambda_table_and_choice(rng):
     X, y, labels, qid = data(rng, k=3)
     Xv, yv, _, qv = data(np.random.default_rng(5), k=3)
-    p = _path.rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS, X_valid=Xv)
+    p = rj.path(rj.Problem(X, y, rj.query_graph(qid), valid=rj.Problem(Xv, np.zeros(np.shape(Xv)[0]))),
+                rj.Primal(), lams=LAMS).value
     for metric, kw in [(rj.ndcg, dict(k=5)), (rj.pairwise_error, {})]:
         yv = yv - yv.min()                   # graded relevance >= 0 (ndcg requires it)
         sel = select_lambda(LAMS, p.valid_scores, yv, qv, metric=metric, **kw)
@@ -171,10 +172,10 @@ def test_select_lambda_table_and_choice(rng):
 
 def test_path_float32_keeps_dtype(rng):
     X, y, labels, qid = data(rng)
-    p = _path.rankrls_primal_path(jnp.asarray(X, jnp.float32), jnp.asarray(y, jnp.float32),
-                               rj.query_graph(qid), lams=jnp.asarray(LAMS, jnp.float32))
+    p = rj.path(rj.Problem(jnp.asarray(X, jnp.float32), jnp.asarray(y, jnp.float32), rj.query_graph(qid)),
+                rj.Primal(), lams=jnp.asarray(LAMS, jnp.float32)).value
     assert p.weights.dtype == jnp.float32
-    ref = _path.rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS).weights
+    ref = rj.path(rj.Problem(X, y, rj.query_graph(qid)), rj.Primal(), lams=LAMS).value.weights
     np.testing.assert_allclose(p.weights[1:], ref[1:], rtol=5e-3, atol=1e-4)
 
 
@@ -182,11 +183,11 @@ def test_path_input_errors(rng):
     X, y, labels, qid = data(rng)
     g = rj.query_graph(qid)
     with pytest.raises(ValueError, match="lams"):
-        _path.rankrls_primal_path(X, y, g, lams=[1.0, 0.0])
+        rj.path(rj.Problem(X, y, g), rj.Primal(), lams=[1.0, 0.0]).value
     with pytest.raises(ValueError, match="lams"):
-        _path.rankrls_primal_path(X, y, g, lams=np.ones((2, 2)))
+        rj.path(rj.Problem(X, y, g), rj.Primal(), lams=np.ones((2, 2))).value
     with pytest.raises(ValueError, match="basis"):
-        _path.rankrls_nystrom_path(X, y, g, lams=LAMS, kernel=rj.linear_kernel(), basis=0)
+        rj.path(rj.Problem(X, y, g), rj.Nystrom(rj.linear_kernel(), 0), lams=LAMS).value
     with pytest.raises(ValueError, match="scores"):
         select_lambda(LAMS, np.zeros((2, 40)), y, qid, metric=rj.ndcg)
 
@@ -200,22 +201,24 @@ BAD_INPUT["nystrom_features"] = [
         (lambda d: _path.nystrom_features(d.K[:3], d.K[:2, :2]), E(ValueError, "K_RR")),
     ]
 BAD_INPUT["rankrls_primal_path"] = [
-        (lambda d: _path.rankrls_primal_path(d.X, d.y, d.g, lams=[]), E(ValueError, "lams")),
-        (lambda d: _path.rankrls_primal_path(d.X, d.y, d.g, lams=[1.0, -1.0]), E(ValueError, "lams")),
-        (lambda d: _path.rankrls_primal_path(d.X, d.y, d.g, lams=[1.0], X_valid=d.X[:, :2]),
+        (lambda d: rj.path(rj.Problem(d.X, d.y, d.g), rj.Primal(), lams=[]).value, E(ValueError, "lams")),
+        (lambda d: rj.path(rj.Problem(d.X, d.y, d.g), rj.Primal(), lams=[1.0, -1.0]).value, E(ValueError, "lams")),
+        (lambda d: rj.path(rj.Problem(d.X, d.y, d.g, valid=rj.Problem(d.X[:, :2], np.zeros(np.shape(d.X[:, :2])[0]))),
+                           rj.Primal(), lams=[1.0]).value,
          E(ValueError, "X_valid")),
     ]
 BAD_INPUT["rankrls_dual_path"] = [
-        (lambda d: _path.rankrls_dual_path(d.K, d.y, d.g, lams=[[1.0]]), E(ValueError, "lams")),
-        (lambda d: _path.rankrls_dual_path(d.K, d.y, d.g, lams=[1.0], K_valid=d.K[:, :3]),
+        (lambda d: rj.path(rj.Problem(d.K, d.y, d.g, precomputed=True), rj.Dual(), lams=[[1.0]]).value, E(ValueError, "lams")),
+        (lambda d: rj.path(rj.Problem(d.K, d.y, d.g, valid=rj.Problem(d.K[:, :3], np.zeros(np.shape(d.K[:, :3])[0]), precomputed=True), precomputed=True),
+                           rj.Dual(), lams=[1.0]).value,
          E(ValueError, "K_valid")),
     ]
 BAD_INPUT["rankrls_nystrom_path"] = [
-        (lambda d: _path.rankrls_nystrom_path(d.X, d.y, d.g, lams=[1.0], kernel=d.kern, basis=[0, d.m]),
+        (lambda d: rj.path(rj.Problem(d.X, d.y, d.g), rj.Nystrom(d.kern, [0, d.m]), lams=[1.0]).value,
          E(ValueError, "basis")),
-        (lambda d: _path.rankrls_nystrom_path(d.X, d.y, d.g, lams=[1.0], kernel=d.kern, basis=[1, 1]),
+        (lambda d: rj.path(rj.Problem(d.X, d.y, d.g), rj.Nystrom(d.kern, [1, 1]), lams=[1.0]).value,
          E(ValueError, "basis")),
-        (lambda d: _path.rankrls_nystrom_path(d.X, d.y, d.g, lams=[1.0], kernel=d.kern, basis=0),
+        (lambda d: rj.path(rj.Problem(d.X, d.y, d.g), rj.Nystrom(d.kern, 0), lams=[1.0]).value,
          E(ValueError, "basis")),
     ]
 BAD_INPUT["select_lambda"] = [

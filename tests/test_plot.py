@@ -3,9 +3,7 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax.solvers.cg import rankrls_cg
 from rankjax.selection.cv import cross_validate
-from rankjax.solvers.holdout import holdout_primal
 
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
@@ -16,12 +14,13 @@ def test_plots_show_the_data_and_the_choice():
     d = rj.make_ranking_data(12, num_features=4, seed=0)
     g = rj.query_graph(d.qid)
     lams = np.logspace(-2, 3, 6)
-    cv = cross_validate(holdout_primal(d.X, d.y, g, lams=lams), d.y, d.qid, metric=rj.ndcg)
+    cv = cross_validate(rj.holdout(rj.Problem(d.X, d.y, g), rj.Primal(), lams=lams).value, d.y, d.qid, metric=rj.ndcg)
     ax = plot.lambda_curve(cv)
     np.testing.assert_allclose(ax.lines[0].get_ydata(), cv.table)
     assert ax.lines[1].get_xdata()[0] == lams[int(cv.best_index)]
     v = rj.make_ranking_data(5, num_features=4, seed=1)
-    r = rankrls_cg(d.X, d.y, g, lam=0.0, valid=(v.X, v.y, rj.query_graph(v.qid)))
+    r = rj.fit(rj.Problem(d.X, d.y, g, valid=rj.Problem(*(v.X, v.y, rj.query_graph(v.qid)))), rj.CG(),
+               lam=0.0)
     ax = plot.cg_curve(r)
     np.testing.assert_array_equal(ax.lines[0].get_ydata(), np.asarray(r.valid_history))
     pq = rj.ndcg(d.X[:, 0], d.y, d.qid, per_query=True)

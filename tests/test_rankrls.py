@@ -5,7 +5,6 @@ import pytest
 from jax.experimental import sparse
 
 import rankjax as rj
-from rankjax.solvers import models as _rankrls
 from conftest import random_qids
 from reference import feature_map, primal_edges, primal_pairs, query_pairs
 
@@ -40,15 +39,15 @@ def test_primal_and_dual_equal_enumerated_minimiser(rng, variant, k):
     lam = 0.7
     g = rj.query_graph(qid, labels, **variant)
     w_ref = primal_pairs(X, y, query_pairs(qid, labels, **variant), lam)
-    w = _rankrls.rankrls_primal(X, y, g, lam=lam).weights
+    w = rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=lam).value.weights
     assert rel(w, w_ref) < 1e-8
     # dual with a linear kernel equals the primal
-    A = _rankrls.rankrls_dual(X @ X.T, y, g, lam=lam).coef
+    A = rj.fit(rj.Problem(X @ X.T, y, g, precomputed=True), rj.Dual(), lam=lam).value.coef
     assert rel(X.T @ np.asarray(A), w_ref) < 1e-8
     # BCOO equals dense
     Xs = sparse.BCOO.fromdense(jnp.asarray(np.where(rng.random(X.shape) < 0.4, 0, X)))
     Xd = np.asarray(Xs.todense())
-    w_s = _rankrls.rankrls_primal(Xs, y, g, lam=lam).weights
+    w_s = rj.fit(rj.Problem(Xs, y, g), rj.Primal(), lam=lam).value.weights
     assert rel(w_s, primal_pairs(Xd, y, query_pairs(qid, labels, **variant), lam)) < 1e-8
 
 
@@ -61,7 +60,7 @@ def test_kernel_dual_equals_primal_in_feature_map(rng, kernel, variant):
     R = feature_map(K)                              # K = R R^T: the primal in kernel space
     lam = 0.5
     w_ref = primal_pairs(R, y, query_pairs(qid, y, **variant), lam)
-    model = _rankrls.rankrls_kernel(X, y, g, lam=lam, kernel=kernel, block_size=7)
+    model = rj.fit(rj.Problem(X, y, g), rj.Dual(kernel, block_size=7), lam=lam).value
     assert rel(K @ np.asarray(model.coef), R @ w_ref) < 1e-8
     Xt = rng.standard_normal((5, 4))
     Kt = np.asarray(rj.kernel_matrix(kernel, Xt, X))
@@ -81,11 +80,11 @@ def test_preference_edges_primal_and_dual(rng, cost):
     z = np.ones(l) if cost == "unit" else mag
     lam = 0.3
     w_ref = primal_edges(X, head, tail, z, w, lam)
-    assert rel(_rankrls.rankrls_primal(X, None, g, lam=lam).weights, w_ref) < 1e-8
-    A = _rankrls.rankrls_dual(X @ X.T, None, g, lam=lam).coef
+    assert rel(rj.fit(rj.Problem(X, None, g), rj.Primal(), lam=lam).value.weights, w_ref) < 1e-8
+    A = rj.fit(rj.Problem(X @ X.T, None, g, precomputed=True), rj.Dual(), lam=lam).value.coef
     assert rel(X.T @ np.asarray(A), w_ref) < 1e-8
     Xs = sparse.BCOO.fromdense(jnp.asarray(X))
-    assert rel(_rankrls.rankrls_primal(Xs, None, g, lam=lam).weights, w_ref) < 1e-8
+    assert rel(rj.fit(rj.Problem(Xs, None, g), rj.Primal(), lam=lam).value.weights, w_ref) < 1e-8
 
 
 def test_rls_is_ridge_regression(rng):
@@ -93,8 +92,8 @@ def test_rls_is_ridge_regression(rng):
     lam = 1.3
     ref = np.linalg.solve(X.T @ X + lam * np.eye(X.shape[1]), X.T @ y)
     g = rj.identity_graph(X.shape[0])
-    assert rel(_rankrls.rankrls_primal(X, y, g, lam=lam).weights, ref) < 1e-10
-    A = _rankrls.rankrls_dual(X @ X.T, y, g, lam=lam).coef
+    assert rel(rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=lam).value.weights, ref) < 1e-10
+    A = rj.fit(rj.Problem(X @ X.T, y, g, precomputed=True), rj.Dual(), lam=lam).value.coef
     assert rel(X.T @ np.asarray(A), ref) < 1e-8
 
 
@@ -103,16 +102,16 @@ def test_global_graph_and_invariances(rng):
     lam = 0.2
     g = rj.global_graph(X.shape[0])
     w_ref = primal_pairs(X, y, query_pairs(np.zeros(len(y), int), y, normalized=False), lam)
-    assert rel(_rankrls.rankrls_primal(X, y, g, lam=lam).weights, w_ref) < 1e-8
+    assert rel(rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=lam).value.weights, w_ref) < 1e-8
     # adding a per-query constant to y changes nothing
     gq = rj.query_graph(qid)
     shift = rng.standard_normal(100)[np.searchsorted(np.unique(qid), qid)]
-    w1 = _rankrls.rankrls_primal(X, y, gq, lam=lam).weights
-    w2 = _rankrls.rankrls_primal(X, y + shift, gq, lam=lam).weights
+    w1 = rj.fit(rj.Problem(X, y, gq), rj.Primal(), lam=lam).value.weights
+    w2 = rj.fit(rj.Problem(X, y + shift, gq), rj.Primal(), lam=lam).value.weights
     np.testing.assert_allclose(w1, w2, rtol=1e-10)
     # permuting rows changes nothing
     p = rng.permutation(len(y))
-    w3 = _rankrls.rankrls_primal(X[p], y[p], rj.query_graph(qid[p]), lam=lam).weights
+    w3 = rj.fit(rj.Problem(X[p], y[p], rj.query_graph(qid[p])), rj.Primal(), lam=lam).value.weights
     np.testing.assert_allclose(w1, w3, rtol=1e-10)
 
 
@@ -120,13 +119,13 @@ def test_jit_vmap_over_lambda_and_float32(rng):
     X, y, qid = problem(rng)
     g = rj.query_graph(qid)
     lams = jnp.array([0.1, 1.0, 10.0])
-    fit = jax.jit(lambda X, y, g, lam: _rankrls.rankrls_primal(X, y, g, lam=lam).weights)
+    fit = jax.jit(lambda X, y, g, lam: rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=lam).value.weights)
     W = jax.vmap(fit, in_axes=(None, None, None, 0))(X, y, g, lams)
     for lam, w in zip(lams, W):
-        np.testing.assert_allclose(w, _rankrls.rankrls_primal(X, y, g, lam=float(lam)).weights,
+        np.testing.assert_allclose(w, rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=float(lam)).value.weights,
                                    rtol=1e-10)
     K = X @ X.T
-    dual = jax.jit(lambda K, y, g, lam: _rankrls.rankrls_dual(K, y, g, lam=lam).coef)
+    dual = jax.jit(lambda K, y, g, lam: rj.fit(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lam=lam).value.coef)
     A = jax.vmap(dual, in_axes=(None, None, None, 0))(K, y, g, lams)
     np.testing.assert_allclose(np.asarray(A) @ X, W, rtol=1e-7, atol=1e-9)
     # float32 in, float32 out
@@ -134,9 +133,9 @@ def test_jit_vmap_over_lambda_and_float32(rng):
     w32 = jax.jit(fit)(X32, y32, g, jnp.float32(1.0))
     assert w32.dtype == jnp.float32
     np.testing.assert_allclose(w32, W[1], rtol=2e-3, atol=1e-4)
-    a32 = _rankrls.rankrls_dual(jnp.asarray(K, jnp.float32), y32, g, lam=1.0).coef
+    a32 = rj.fit(rj.Problem(jnp.asarray(K, jnp.float32), y32, g, precomputed=True), rj.Dual(), lam=1.0).value.coef
     assert a32.dtype == jnp.float32
-    s = _rankrls.rankrls_primal(rj.io.to_bcoo(X, jnp.float32), y32, g, lam=1.0).weights
+    s = rj.fit(rj.Problem(rj.io.to_bcoo(X, jnp.float32), y32, g), rj.Primal(), lam=1.0).value.weights
     assert s.dtype == jnp.float32
 
 
@@ -161,10 +160,11 @@ def test_dual_on_an_indefinite_kernel_names_k_and_is_nan_under_jit():
     K, y = (A + A.T) / 2, rng.standard_normal(8)
     g = rj.query_graph(np.repeat([0, 1], 4))
     with pytest.raises(ValueError, match="K is not positive semidefinite.*eigenvalue"):
-        _rankrls.rankrls_dual(K, y, g, lam=0.01)
-    assert np.all(np.isnan(jax.jit(lambda K: _rankrls.rankrls_dual(K, y, g, lam=0.01).coef)(K)))
+        rj.fit(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lam=0.01).value
+    assert np.all(np.isnan(jax.jit(lambda K: rj.fit(rj.Problem(K, y, g, precomputed=True), rj.Dual(),
+                                                    lam=0.01).value.coef)(K)))
     L = np.asarray(rj.laplacian_dense(g))
-    np.testing.assert_allclose(_rankrls.rankrls_dual(K, y, g, lam=100.0).coef,
+    np.testing.assert_allclose(rj.fit(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lam=100.0).value.coef,
                                np.linalg.solve(L @ K + 100 * np.eye(8), L @ y), rtol=1e-10, atol=1e-12)
 
 
@@ -174,26 +174,27 @@ from surface import E, V, surface_test  # noqa: E402
 
 BAD_INPUT = {}
 BAD_INPUT["rankrls_primal"] = [
-        (lambda d: _rankrls.rankrls_primal(d.X, d.y, d.g, lam=-1.0), E(ValueError, "lam")),
-        (lambda d: _rankrls.rankrls_primal(d.X, d.y, d.g, lam=[1.0, 2.0]),
+        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Primal(), lam=-1.0).value, E(ValueError, "lam")),
+        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Primal(), lam=[1.0, 2.0]).value,
          E(TypeError, "lam must be a scalar")),
-        (lambda d: _rankrls.rankrls_primal(d.X, d.y[:-1], d.g, lam=1.0), E(ValueError, "y has")),
-        (lambda d: _rankrls.rankrls_primal(np.c_[d.X[:, :-1], d.nanv], d.y, d.g, lam=1.0),
+        (lambda d: rj.fit(rj.Problem(d.X, d.y[:-1], d.g), rj.Primal(), lam=1.0).value, E(ValueError, "y has")),
+        (lambda d: rj.fit(rj.Problem(np.c_[d.X[:, :-1], d.nanv], d.y, d.g), rj.Primal(), lam=1.0).value,
          E(ValueError, "X contains NaN")),
-        (lambda d: _rankrls.rankrls_primal(d.X, d.y, d.qid, lam=1.0), E(TypeError, "graph")),
+        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.qid), rj.Primal(), lam=1.0).value, E(TypeError, "graph")),
         # every query of size 1: no pair, the minimiser of λ||w||^2 alone
-        (lambda d: _rankrls.rankrls_primal(d.X, d.y, rj.query_graph(np.arange(d.m)), lam=1.0),
+        (lambda d: rj.fit(rj.Problem(d.X, d.y, rj.query_graph(np.arange(d.m))), rj.Primal(), lam=1.0).value,
          V(lambda r: np.all(np.asarray(r.weights) == 0))),
     ]
 BAD_INPUT["rankrls_dual"] = [
-        (lambda d: _rankrls.rankrls_dual(d.K, d.y, d.g, lam=0.0), E(ValueError, "lam")),
-        (lambda d: _rankrls.rankrls_dual(d.X, d.y, d.g, lam=1.0), E(ValueError, "K must be square")),
-        (lambda d: _rankrls.rankrls_dual(d.K + np.triu(np.ones_like(d.K)), d.y, d.g, lam=1.0),
+        (lambda d: rj.fit(rj.Problem(d.K, d.y, d.g, precomputed=True), rj.Dual(), lam=0.0).value, E(ValueError, "lam")),
+        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g, precomputed=True), rj.Dual(), lam=1.0).value, E(ValueError, "K must be square")),
+        (lambda d: rj.fit(rj.Problem(d.K + np.triu(np.ones_like(d.K)), d.y, d.g, precomputed=True),
+                          rj.Dual(), lam=1.0).value,
          E(ValueError, "K is not symmetric")),
     ]
 BAD_INPUT["rankrls_kernel"] = [
-        (lambda d: _rankrls.rankrls_kernel(d.X, d.y, d.g, lam=1.0, kernel="rbf"), E(TypeError, "kernel")),
-        (lambda d: _rankrls.rankrls_kernel(d.X, d.y, d.g, lam=np.inf, kernel=d.kern), E(ValueError, "lam")),
+        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Dual('rbf'), lam=1.0).value, E(TypeError, "kernel")),
+        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Dual(d.kern), lam=np.inf).value, E(ValueError, "lam")),
     ]
 BAD_INPUT["predict"] = [
         (lambda d: rj.predict(rj.LinearModel(np.ones(3)), d.X), E(ValueError, "features")),

@@ -9,9 +9,7 @@ import pytest
 import rankjax as rj
 from conftest import tune_solver
 from rankjax.selection.cv import cross_validate
-from rankjax.solvers.holdout import holdout_nystrom
-from rankjax.solvers.path import rankrls_nystrom_path
-from rankjax.solvers.models import ScaledModel, rankrls_kernel
+from rankjax.solvers.models import ScaledModel
 from rankjax.selection import select as _select
 from rankjax.selection.tune import TuneResult, cv_predictions
 from rankjax.estimators import RankRLSCV
@@ -89,7 +87,7 @@ def test_scores_equal_retraining_without_each_query(data, kernel):
                                     d.X[tr].T @ np.asarray(rj.laplacian_dense(g)) @ d.y[tr])
                 f[te] = d.X[te] @ w
             else:
-                model = rankrls_kernel(d.X[tr], d.y[tr], g, lam=lam, kernel=kernel)
+                model = rj.fit(rj.Problem(d.X[tr], d.y[tr], g), rj.Dual(kernel), lam=lam).value
                 f[te] = np.asarray(rj.predict(model, d.X[te]))
         ref.append(float(rj.ndcg(f, d.y, d.qid, k=10)))
     np.testing.assert_allclose(sel.scores, ref, rtol=1e-9)
@@ -101,14 +99,14 @@ def test_nystrom_scores_are_the_nystrom_hold_out(data):
     k = rj.gaussian_kernel(0.3)
     sel = _select.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=[k],
                             basis=rj.Basis(rows=np.arange(0, 160, 4)))
-    h = holdout_nystrom(d.X, d.y, rj.query_graph(d.qid), lams=LAMS, kernel=k,
-                           basis=np.arange(0, 160, 4))
+    h = rj.holdout(rj.Problem(d.X, d.y, rj.query_graph(d.qid)), rj.Nystrom(k, np.arange(0, 160, 4)),
+                   lams=LAMS).value
     np.testing.assert_allclose(sel.scores, cross_validate(h, d.y, d.qid, metric=rj.ndcg, k=10).table,
                                rtol=1e-12)
     np.testing.assert_array_equal(sel.basis, np.arange(0, 160, 4))
     i = LAMS.index(sel.lam)
-    path = rankrls_nystrom_path(d.X, d.y, rj.query_graph(d.qid), lams=LAMS, kernel=k,
-                                   basis=np.arange(0, 160, 4))
+    path = rj.path(rj.Problem(d.X, d.y, rj.query_graph(d.qid)), rj.Nystrom(k, np.arange(0, 160, 4)),
+                   lams=LAMS).value
     np.testing.assert_allclose(rj.predict(sel.model, d.X)[0], rj.predict(path, d.X)[i], rtol=1e-8,
                                atol=1e-10)
 
@@ -192,8 +190,8 @@ def test_optimize_with_a_basis_searches_gamma_and_a_finer_lambda_grid(data, gamm
                                  lams=list(finer) if won else lams)
     assert np.nanmax(one.scores) == pytest.approx(sel.score, rel=1e-12)
     g = rj.query_graph(d.qid)
-    refit = rankrls_nystrom_path(d.X, d.y, g, lams=[sel.lam], kernel=rj.gaussian_kernel(sel.gamma),
-                                 basis=sel.basis)
+    refit = rj.path(rj.Problem(d.X, d.y, g), rj.Nystrom(rj.gaussian_kernel(sel.gamma), sel.basis),
+                    lams=[sel.lam]).value
     np.testing.assert_allclose(np.ravel(rj.predict(sel.model, d.X)), np.ravel(rj.predict(refit, d.X)),
                                rtol=1e-9, atol=1e-12)
     if gammas != (0.1, 1.0):                                         # these data: the search wins

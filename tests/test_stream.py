@@ -6,8 +6,6 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax.solvers import holdout as _holdout
-from rankjax.solvers.path import rankrls_primal_path
 from rankjax.metrics.choice import select_lambda
 from rankjax import io
 
@@ -36,7 +34,7 @@ def test_stream_equals_in_memory(kw):
     assert len(chunks) > 3
     fit = rj.scale.rankrls_primal_stream(chunks, lams=LAMS, **kw)
     g = rj.query_graph(qid, y, **kw)
-    ref = rankrls_primal_path(X, y, g, lams=LAMS)
+    ref = rj.path(rj.Problem(X, y, g), rj.Primal(), lams=LAMS).value
     np.testing.assert_allclose(fit.path.weights, ref.weights, rtol=1e-10, atol=1e-10)
     G = rj.laplacian_dense(g)
     np.testing.assert_allclose(fit.gram, X.T @ G @ X, rtol=1e-10, atol=1e-10)
@@ -48,7 +46,7 @@ def test_multi_output_and_float32_chunks():
     X, y, qid = _data(1)
     Y = np.stack([y, X[:, 0]], 1)
     fit = rj.scale.rankrls_primal_stream(io.iter_npy(X, Y, qid, chunk_rows=50), lams=LAMS)
-    ref = rankrls_primal_path(X, Y, rj.query_graph(qid), lams=LAMS)
+    ref = rj.path(rj.Problem(X, Y, rj.query_graph(qid)), rj.Primal(), lams=LAMS).value
     np.testing.assert_allclose(fit.path.weights, ref.weights, rtol=1e-10, atol=1e-10)
     fit32 = rj.scale.rankrls_primal_stream(io.iter_npy(X.astype(np.float32), y, qid, chunk_rows=50),
                                      lams=LAMS)
@@ -59,7 +57,7 @@ def test_multi_output_and_float32_chunks():
 def test_holdout_by_chunks_equals_holdout_primal(metric, kw):
     X, y, qid = _data(2)
     fit = rj.scale.rankrls_primal_stream(_chunks(X, y, qid), lams=LAMS, holdout_metric=metric, **kw)
-    h = _holdout.holdout_primal(X, y, rj.query_graph(qid), lams=LAMS)
+    h = rj.holdout(rj.Problem(X, y, rj.query_graph(qid)), rj.Primal(), lams=LAMS).value
     want = [metric(p, y, qid, **kw) for p in h.predictions]
     np.testing.assert_allclose(fit.holdout, want, rtol=1e-10)
 
@@ -69,7 +67,8 @@ def test_selection_on_validation_data():
     Xv, yv, qv = _data(4, num_queries=8)
     fit = rj.scale.rankrls_primal_stream(_chunks(X, y, qid), lams=LAMS, valid=(Xv, yv, qv),
                                    holdout_metric=rj.ndcg, k=5)
-    ref = rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS, X_valid=Xv)
+    ref = rj.path(rj.Problem(X, y, rj.query_graph(qid), valid=rj.Problem(Xv, np.zeros(np.shape(Xv)[0]))),
+                  rj.Primal(), lams=LAMS).value
     np.testing.assert_allclose(fit.path.valid_scores, ref.valid_scores, rtol=1e-10, atol=1e-10)
     sel = select_lambda(LAMS, ref.valid_scores, yv, qv, metric=rj.ndcg, k=5)
     np.testing.assert_allclose(fit.selection.scores, sel.table, rtol=1e-12)
@@ -106,7 +105,7 @@ def test_svmlight_chunks_equal_read_svmlight(tmp_path):
     np.testing.assert_array_equal(np.concatenate([c[0] for c in parts]), X)
     np.testing.assert_array_equal(np.concatenate([c[2] for c in parts]), qid)
     fit = rj.scale.rankrls_primal_stream(chunks, lams=LAMS, holdout_metric=rj.ndcg)
-    ref = rankrls_primal_path(X, y, rj.query_graph(qid), lams=LAMS)
+    ref = rj.path(rj.Problem(X, y, rj.query_graph(qid)), rj.Primal(), lams=LAMS).value
     np.testing.assert_allclose(fit.path.weights, ref.weights, rtol=1e-10, atol=1e-10)
 
 

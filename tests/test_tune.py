@@ -10,8 +10,6 @@ import pytest
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax.solvers.holdout import holdout_dual, holdout_primal
-from rankjax.solvers.models import rankrls_dual
 from rankjax.selection import tune as _tune
 
 
@@ -35,12 +33,12 @@ def test_cholesky_holdout_equals_eigh_holdout(prob, kernel):
     d, g, folds = prob
     params = {"log_lam": jax.numpy.asarray(np.log(0.3))}
     if kernel == "linear":
-        want = holdout_primal(d.X, d.y, g, lams=[0.3], folds=folds).predictions[0]
+        want = rj.holdout(rj.Problem(d.X, d.y, g), rj.Primal(), lams=[0.3], folds=folds).value.predictions[0]
     else:
         params["log_gamma"] = jax.numpy.asarray(np.log(0.2))
         k = rj.gaussian_kernel(0.2) if kernel == "gaussian" else rj.polynomial_kernel(2, 0.2)
-        want = holdout_dual(rj.kernel_matrix(k, d.X), d.y, g, lams=[0.3],
-                               folds=folds).predictions[0]
+        want = rj.holdout(rj.Problem(rj.kernel_matrix(k, d.X), d.y, g, precomputed=True), rj.Dual(),
+                          lams=[0.3], folds=folds).value.predictions[0]
     got = _tune.cv_predictions(params, rj.Problem(d.X, d.y, g), tune_solver(kernel), folds)
     np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-9)
 
@@ -56,7 +54,8 @@ def test_cholesky_holdout_equals_retraining_with_ard(prob):
     for q in np.unique(d.qid)[:4]:
         out = d.qid == q
         K = rj.kernel_matrix(k, Xs[~out])
-        a = rankrls_dual(K, d.y[~out], rj.query_graph(d.qid[~out]), lam=1.0).coef
+        a = rj.fit(rj.Problem(K, d.y[~out], rj.query_graph(d.qid[~out]), precomputed=True), rj.Dual(),
+                   lam=1.0).value.coef
         np.testing.assert_allclose(got[out], rj.kernel_matrix(k, Xs[out], Xs[~out]) @ a,
                                    rtol=1e-8, atol=1e-9)
 

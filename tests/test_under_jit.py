@@ -6,10 +6,8 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax.solvers.cg import rankrls_cg, rankrls_cg_dual
 from rankjax.solvers.cg_loop import STOP_REASONS
 from rankjax.learners.kpcrank import kpcrank_path
-from rankjax.solvers.lpo import leave_pair_out_dual
 from registry import CASES, IDS, call, data, problem, value_of
 from surface import LIST_METRICS, PAIR_METRICS, nan
 
@@ -61,10 +59,10 @@ def test_invalid_lambda_lanes_are_nan_under_vmap(surface):
 
 def test_invalid_values_under_jit_for_iterative_solvers(surface):
     d = surface
-    r = jax.jit(lambda lam: rankrls_cg(d.X, d.y, d.g, lam=lam))(-1.0)
+    r = jax.jit(lambda lam: rj.fit(rj.Problem(d.X, d.y, d.g), rj.CG(), lam=lam))(-1.0)
     assert nan(r.weights) and not bool(r.converged)
     assert STOP_REASONS[int(r.stop_reason)] == "invalid" and int(r.iterations) == 0
-    r = jax.jit(lambda lam: rankrls_cg_dual(d.K, d.y, d.g, lam=lam))(jnp.inf)
+    r = jax.jit(lambda lam: rj.fit(rj.Problem(d.K, d.y, d.g, precomputed=True), rj.CG(), lam=lam))(jnp.inf)
     assert nan(r.weights) and STOP_REASONS[int(r.stop_reason)] == "invalid"
     s = jax.jit(lambda C: rj.ranksvm_l2(d.X, d.y, d.qid, C=C, max_iter=5))(-1.0)
     assert nan(s.weights) and not bool(s.converged)
@@ -82,5 +80,6 @@ def test_traced_indices_and_segment_ids_out_of_range_give_nan(surface):
         assert np.isnan(float(fn(seg.at[3].set(-1)))), name
     e = jax.jit(lambda h: rj.edge_disagreement_error(d.y, h, jnp.array([1, 2])))
     assert float(e(jnp.array([0, 3]))) in (0.0, 0.5, 1.0) and np.isnan(float(e(jnp.array([0, d.m]))))
-    lpo = jax.jit(lambda p: leave_pair_out_dual(d.K, d.y, p, lams=[1.0]).predictions)
+    lpo = jax.jit(lambda p: rj.holdout(rj.Problem(d.K, d.y, rj.global_graph(np.shape(d.K)[0]), precomputed=True),
+                                       rj.Dual(), lams=[1.0], folds=rj.LeavePairOut(p)).value.predictions)
     assert nan(lpo(jnp.array([[0, d.m + 3]]))) and not np.any(np.isnan(lpo(jnp.array([[0, 3]]))))

@@ -4,10 +4,8 @@ import pytest
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax.solvers.cg import rankrls_cg
 from rankjax.learners.gp import gp_pairwise_gaussian
 from rankjax.solvers.path import rankrls_primal_path
-from rankjax.solvers.models import rankrls_dual, rankrls_primal
 
 
 @pytest.fixture
@@ -23,12 +21,12 @@ def test_nan_inf(good):
     g = rj.query_graph(qid)
     Xn = X.copy(); Xn[1, 1] = np.nan
     with pytest.raises(ValueError, match="X contains NaN"):
-        rankrls_primal(Xn, y, g, lam=1.0)
+        rj.fit(rj.Problem(Xn, y, g), rj.Primal(), lam=1.0).value
     yi = y.copy(); yi[0] = np.inf
     with pytest.raises(ValueError, match="y contains NaN"):
-        rankrls_primal(X, yi, g, lam=1.0)
+        rj.fit(rj.Problem(X, yi, g), rj.Primal(), lam=1.0).value
     with pytest.raises(ValueError, match="K contains NaN"):
-        rankrls_dual(np.full((6, 6), np.nan), y, g, lam=1.0)
+        rj.fit(rj.Problem(np.full((6, 6), np.nan), y, g, precomputed=True), rj.Dual(), lam=1.0).value
     with pytest.raises(ValueError, match="y"):
         rj.query_graph(qid, yi, exclude_ties=True)
 
@@ -37,25 +35,25 @@ def test_shapes(good):
     X, y, qid = good
     g = rj.query_graph(qid)
     with pytest.raises(ValueError, match="y has 5 rows"):
-        rankrls_primal(X, y[:5], g, lam=1.0)
+        rj.fit(rj.Problem(X, y[:5], g), rj.Primal(), lam=1.0).value
     with pytest.raises(ValueError, match="graph is defined on 6 rows"):
-        rankrls_primal(X[:4], y[:4], g, lam=1.0)
+        rj.fit(rj.Problem(X[:4], y[:4], g), rj.Primal(), lam=1.0).value
     with pytest.raises(ValueError, match="X must be 2-D"):
-        rankrls_primal(X[:, 0], y, g, lam=1.0)
+        rj.fit(rj.Problem(X[:, 0], y, g), rj.Primal(), lam=1.0).value
     with pytest.raises(ValueError, match="K must be square"):
-        rankrls_dual(X, y, g, lam=1.0)
+        rj.fit(rj.Problem(X, y, g, precomputed=True), rj.Dual(), lam=1.0).value
     with pytest.raises(ValueError, match="features"):
         rj.predict(rj.LinearModel(np.ones(3)), X)
     with pytest.raises(ValueError, match="y must have shape"):
-        rankrls_primal(X, y[:, None, None] * np.ones((1, 2, 2)), g, lam=1.0)
+        rj.fit(rj.Problem(X, y[:, None, None] * np.ones((1, 2, 2)), g), rj.Primal(), lam=1.0).value
     with pytest.raises(ValueError, match="y must be None"):
-        rankrls_primal(X, y, rj.preference_graph([0], [1], num_rows=6), lam=1.0)
+        rj.fit(rj.Problem(X, y, rj.preference_graph([0], [1], num_rows=6)), rj.Primal(), lam=1.0).value
 
 
 def test_empty(good):
     X, y, qid = good
     with pytest.raises(ValueError, match="X is empty"):
-        rankrls_primal(np.zeros((0, 2)), np.zeros(0), rj.identity_graph(1), lam=1.0)
+        rj.fit(rj.Problem(np.zeros((0, 2)), np.zeros(0), rj.identity_graph(1)), rj.Primal(), lam=1.0).value
     with pytest.raises(ValueError, match="qid is empty"):
         rj.query_graph(np.zeros(0, int))
 
@@ -72,19 +70,19 @@ def test_qid_type(good):
 def test_lambda(good, lam):
     X, y, qid = good
     with pytest.raises(ValueError, match="lam"):
-        rankrls_primal(X, y, rj.query_graph(qid), lam=lam)
+        rj.fit(rj.Problem(X, y, rj.query_graph(qid)), rj.Primal(), lam=lam).value
     with pytest.raises(ValueError, match="lam"):
-        rankrls_dual(X @ X.T, y, rj.query_graph(qid), lam=lam)
+        rj.fit(rj.Problem(X @ X.T, y, rj.query_graph(qid), precomputed=True), rj.Dual(), lam=lam).value
 
 
 def test_types(good):
     X, y, qid = good
     with pytest.raises(TypeError, match="graph"):
-        rankrls_primal(X, y, qid, lam=1.0)
+        rj.fit(rj.Problem(X, y, qid), rj.Primal(), lam=1.0).value
     with pytest.raises(TypeError, match="X must be a real"):
-        rankrls_primal(X.astype(complex), y, rj.query_graph(qid), lam=1.0)
+        rj.fit(rj.Problem(X.astype(complex), y, rj.query_graph(qid)), rj.Primal(), lam=1.0).value
     with pytest.raises(TypeError, match="lam is required"):
-        rankrls_primal(X, y, rj.query_graph(qid), lam=None)
+        rj.fit(rj.Problem(X, y, rj.query_graph(qid)), rj.Primal(), lam=None).value
     with pytest.raises(TypeError, match="kernel"):
         rj.kernel_matrix("rbf", X)
     with pytest.raises(ValueError, match="gamma"):
@@ -139,7 +137,7 @@ def test_integer_arguments_refuse_bools(good):
              "folds": lambda v: rj.make_folds(g, v),
              "num_rows": lambda v: rj.identity_graph(v),
              "block_size": lambda v: rj.kernel_matrix(rj.gaussian_kernel(1.0), X, block_size=v),
-             "max_iter": lambda v: rankrls_cg(X, y, g, lam=1.0, max_iter=v)}
+             "max_iter": lambda v: rj.fit(rj.Problem(X, y, g), rj.CG(max_iter=v), lam=1.0)}
     for name, call in calls.items():
         with pytest.raises((TypeError, ValueError), match=name):
             call(True)

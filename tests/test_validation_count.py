@@ -12,11 +12,6 @@ import pytest
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax.solvers import cg as _cg
-from rankjax.solvers import falkon as _falkon
-from rankjax.solvers import holdout as _holdout
-from rankjax.solvers import path as _path
-from rankjax.solvers.models import rankrls_primal
 from rankjax.selection import select as _select
 from rankjax import estimators as E
 from rankjax._core.checks import VALIDATIONS
@@ -81,10 +76,10 @@ def test_a_remapped_query_set_is_not_remapped_again(data):
     s = rj.segment_ids(qid)
     VALIDATIONS.clear()
     g = rj.query_graph(s, y)
-    value = rj.ndcg(rankrls_primal(X, y, g, lam=1.0).predict(X), y, s)
+    value = rj.ndcg(rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=1.0).value.predict(X), y, s)
     assert VALIDATIONS["qid"] == 0 and np.isfinite(float(value))
     assert float(value) == pytest.approx(float(rj.ndcg(
-        rankrls_primal(X, y, rj.query_graph(qid, y), lam=1.0).predict(X), y, qid)))
+        rj.fit(rj.Problem(X, y, rj.query_graph(qid, y)), rj.Primal(), lam=1.0).value.predict(X), y, qid)))
 
 
 def test_a_checked_array_is_not_checked_again_but_a_new_one_is(data):
@@ -100,14 +95,15 @@ def test_a_checked_array_is_not_checked_again_but_a_new_one_is(data):
 
 
 LIBRARY_PATHS = {
-    "holdout_primal": lambda X, y, g: _holdout.holdout_primal(X, y, g, lams=[1.0]),
-    "holdout_nystrom": lambda X, y, g: _holdout.holdout_nystrom(X, y, g, lams=[1.0],
-                                                          kernel=rj.gaussian_kernel(0.5), basis=20),
-    "rankrls_nystrom_path": lambda X, y, g: _path.rankrls_nystrom_path(
-        X, y, g, lams=[1.0], kernel=rj.gaussian_kernel(0.5), basis=rj.Basis(20, method="kmeans++")),
-    "rankrls_falkon": lambda X, y, g: _falkon.rankrls_falkon(X, y, g, lam=1.0,
-                                                        kernel=rj.gaussian_kernel(0.5), basis=20),
-    "rankrls_cg": lambda X, y, g: _cg.rankrls_cg(X, y, g, lam=1.0),
+    "holdout_primal": lambda X, y, g: rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=[1.0]).value,
+    "holdout_nystrom": lambda X, y, g: rj.holdout(rj.Problem(X, y, g),
+                                                  rj.Nystrom(rj.gaussian_kernel(0.5), 20), lams=[1.0]).value,
+    "rankrls_nystrom_path": lambda X, y, g: rj.path(rj.Problem(X, y, g),
+                                                    rj.Nystrom(rj.gaussian_kernel(0.5), rj.Basis(20, method='kmeans++')),
+                                                    lams=[1.0]).value,
+    "rankrls_falkon": lambda X, y, g: rj.fit(rj.Problem(X, y, g), rj.Falkon(rj.gaussian_kernel(0.5), 20),
+                                             lam=1.0),
+    "rankrls_cg": lambda X, y, g: rj.fit(rj.Problem(X, y, g), rj.CG(), lam=1.0),
     "tune": lambda X, y, g: rj.tune(rj.Problem(X, y, g), tune_solver(), steps=1),
     "cv_loss": lambda X, y, g: rj.cv_loss({"log_lam": 0.0}, rj.Problem(X, y, g), tune_solver(),
                                           rj.make_folds(g)),

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax.solvers.cg import rankrls_cg
 from rankjax.graphs import build as _graph_build
 
 
@@ -19,9 +18,11 @@ def data():
 def test_cg_takes_every_form_of_the_queries(data):
     X, y, qid, Xv, yv, qv = data
     g = rj.query_graph(qid, y)
-    ref = rankrls_cg(X, y, g, lam=1.0, valid=(Xv, yv, rj.query_graph(qv)), max_iter=20)
+    ref = rj.fit(rj.Problem(X, y, g, valid=rj.Problem(*(Xv, yv, rj.query_graph(qv)))), rj.CG(max_iter=20),
+                 lam=1.0)
     for q in (qv, rj.segment_ids(qv), rj.query_graph(qv)):
-        r = rankrls_cg(X, y, g, lam=1.0, valid=_graph_build.Validation(Xv, yv, q), max_iter=20)
+        r = rj.fit(rj.Problem(X, y, g, valid=rj.Problem(*_graph_build.Validation(Xv, yv, q))),
+                   rj.CG(max_iter=20), lam=1.0)
         np.testing.assert_allclose(r.weights, ref.weights, rtol=1e-10)
         np.testing.assert_allclose(r.valid_history, ref.valid_history, rtol=1e-10)
         assert int(r.best_iteration) == int(ref.best_iteration)
@@ -43,4 +44,4 @@ def test_kernel_grid_and_stream_take_a_graph_too(data):
 def test_a_wrong_shape_names_the_validation_form(data):
     X, y, qid, Xv, yv, qv = data
     with pytest.raises(TypeError, match="Validation"):
-        rankrls_cg(X, y, rj.query_graph(qid), lam=1.0, valid=(Xv, yv))
+        rj.fit(rj.Problem(X, y, rj.query_graph(qid), valid=rj.Problem(*(Xv, yv))), rj.CG(), lam=1.0)

@@ -116,8 +116,9 @@ def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: O
       >>> d = rj.make_ranking_data(30, num_features=5, seed=0)
       >>> v = rj.make_ranking_data(10, num_features=5, seed=1)
       >>> lams = np.array([0.01, 1., 100.])
-      >>> p = rj.solvers.path.rankrls_primal_path(d.X, d.y, rj.query_graph(d.qid), lams=lams, X_valid=v.X)
-      >>> sel = select_lambda(lams, p.valid_scores, v.y, v.qid, metric=rj.ndcg, k=10)
+      >>> p = rj.Problem(d.X, d.y, d.qid, valid=rj.Problem(v.X, v.y, v.qid))
+      >>> path = rj.path(p, rj.Primal(), lams=lams).value
+      >>> sel = select_lambda(lams, path.valid_scores, v.y, v.qid, metric=rj.ndcg, k=10)
       >>> sel.table.shape
       (3,)
     """

@@ -279,7 +279,7 @@ def shard_data(X, y, graph: QueryGraph, mesh: Optional[Mesh] = None, *,
     Example:
       >>> import rankjax as rj
       >>> d = rj.make_ranking_data(12, num_features=4, seed=0)
-      >>> s = rj.scale.shard_data(d.X, d.y, rj.query_graph(d.qid))
+      >>> s = shard_data(d.X, d.y, rj.query_graph(d.qid))
       >>> s.num_rows == len(d.y), s.num_features
       (True, 4)
     """

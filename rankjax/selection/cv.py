@@ -10,8 +10,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core.checks import (check_count, check_seed, host_labels, segment_ids)
+from .._core.checks import check_count, check_lams, check_seed, host_labels, segment_ids
 from .._core.host import device_array
+from .._problem import Problem
+from ..graphs.folds import problem_folds
+from ..solvers.auto import Auto
+from ..solvers.base import check_call
 from ..solvers.holdout import HoldOut
 from ..metrics.pairs import check_metric_options, metric_sign
 from ..metrics.choice import select_lambda
@@ -45,15 +49,15 @@ def cross_validate(holdout: HoldOut, y, qid=None, *, metric: Callable,
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(20, num_features=4, seed=0)
-      >>> h = rj.solvers.holdout.holdout_primal(d.X, d.y, rj.query_graph(d.qid), lams=[0.01, 1., 100.])
+      >>> h = rj.holdout(rj.Problem(d.X, d.y, d.qid), rj.Primal(), lams=[0.01, 1., 100.]).value
       >>> cv = cross_validate(h, d.y, d.qid, metric=rj.ndcg, k=10)
       >>> cv.table.shape
       (3,)
     """
     check_metric_options(metric, metric_kwargs, "cross_validate")
     if not isinstance(holdout, HoldOut):
-        raise TypeError(f"holdout must be a HoldOut (from holdout_primal / holdout_dual / "
-                        f"holdout_nystrom), got {type(holdout).__name__}")
+        raise TypeError(f"holdout must be a HoldOut (rj.holdout(...).value), got "
+                        f"{type(holdout).__name__}")
     sel = select_lambda(holdout.lams, holdout.predictions, y, qid, metric=metric,
                         num_queries=num_queries, higher_is_better=higher_is_better,
                         **metric_kwargs)
@@ -90,40 +94,49 @@ def permuted_labels(y, qid=None, *, num_permutations: int, seed: int = 0) -> np.
     return out
 
 
-def permutation_test(holdout_fn: Callable, y, qid=None, *, metric: Callable,
-                     num_permutations: int = 99, seed: int = 0,
+def permutation_test(problem, solver=Auto(), *, lams, metric: Callable,
+                     num_permutations: int = 99, folds=None, seed: int = 0,
                      higher_is_better: Optional[bool] = None, **metric_kwargs
                      ) -> PermutationResult:
     """Permutation test of a cross-validation score (docs/math.md; Pahikkala et al. 2009 §4.1).
 
-    The ``p`` shuffled label vectors are extra outputs: ``holdout_fn(Y)`` is called
-    once with ``Y = [y, perm_1 .. perm_p]`` (one decomposition for all). The graph
-    inside ``holdout_fn`` should not depend on the labels (no tie exclusion).
+    The ``p`` label vectors shuffled within queries are extra outputs of one hold-out:
+    ``solver.holdout`` runs once with ``Y = [y, perm_1 .. perm_p]`` (one decomposition for
+    all), and each permutation's cross-validated metric is its null score. The problem's
+    graph must not depend on the labels (no tie exclusion).
 
     Args:
-      holdout_fn: ``Y [m, 1 + p] -> HoldOut``, e.g.
-        ``lambda Y: holdout_primal(X, Y, graph, lams=lams)``.
-      y, qid: labels and query ids (labels are shuffled within queries).
+      problem: a :class:`~rankjax.Problem` with one output and query ids.
+      solver: a solver that implements ``holdout`` (default :class:`~rankjax.Auto`).
+      lams: ``[L]`` λ grid.
       metric: a rankjax metric; ``metric_kwargs`` are passed to it.
+      num_permutations: ``p``.
+      folds: as :func:`rankjax.holdout`; seed: the permutations and the folds' draw.
 
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(15, num_features=4, seed=0)
-      >>> g = rj.query_graph(d.qid)
-      >>> res = rj.permutation_test(lambda Y: rj.solvers.holdout.holdout_primal(d.X, Y, g, lams=[1.]),
-      ...                           d.y, d.qid, metric=rj.ndcg, num_permutations=19)
+      >>> res = rj.permutation_test(rj.Problem(d.X, d.y, d.qid), rj.Primal(), lams=[1.],
+      ...                           metric=rj.ndcg, num_permutations=19)
       >>> bool(res.pvalue[0] <= 0.05)
       True
     """
     check_metric_options(metric, metric_kwargs, "permutation_test")
-    if not callable(holdout_fn):
-        raise TypeError("holdout_fn must be a callable Y -> HoldOut, e.g. "
-                        "lambda Y: holdout_primal(X, Y, graph, lams=lams)")
+    solver = check_call(problem, solver, "holdout", "permutation_test")
+    if problem.y is None or problem.y.ndim != 1:
+        raise ValueError("permutation_test shuffles one output: y must be 1-D")
+    if problem.qid is None:
+        raise ValueError("permutation_test shuffles labels within queries: give query ids")
     num_permutations = check_count(num_permutations, "num_permutations")
     sign = metric_sign(metric, higher_is_better)
+    qid = problem.qid
+    y = np.asarray(problem.y, np.float64)
     perms = permuted_labels(y, qid, num_permutations=num_permutations, seed=seed)
-    Y = np.column_stack([np.asarray(y, np.float64), perms])
-    h = holdout_fn(device_array(Y, jnp.result_type(float)))
+    Y = np.column_stack([y, perms])
+    stacked = Problem(problem.X, device_array(Y, problem.X.dtype), problem.graph,
+                      precomputed=problem.precomputed)
+    folds = problem_folds(stacked, folds, seed, "permutation_test")
+    h = solver.holdout(stacked, check_lams(lams).astype(problem.X.dtype), folds).value
     table = select_lambda(h.lams, h.predictions, Y, qid, metric=metric,
                           higher_is_better=sign < 0, **metric_kwargs).table
     obs, null = table[:, 0], table[:, 1:]

@@ -65,8 +65,8 @@ class CG(AbstractSolver):
       >>> v = rj.make_ranking_data(10, num_features=5, seed=1)
       >>> p = rj.Problem(d.X, d.y, d.qid, valid=rj.Problem(v.X, v.y, v.qid))
       >>> s = rj.fit(p, rj.CG(metric=rj.ndcg, metric_kwargs={"k": 5}), lam=0.0)
-      >>> rj.RESULTS(int(s.result)).name, int(s.stats["best_iteration"]) >= 1
-      ('early_stopped', True)
+      >>> rj.predict(s.value, v.X).shape, int(s.stats["best_iteration"]) >= 1
+      ((256,), True)
     """
 
     tol: Optional[float] = None
