@@ -82,12 +82,12 @@ def main(args):
     X, y, qid = d.X[rows], d.y[rows], d.qid[rows]
 
     mesh = jax.make_mesh((jax.device_count(),), ("queries",))
-    data = rj.scale.shard_data(X, y, rj.query_graph(qid), mesh)
+    data = rj.scale.shard(rj.Problem(X, y, qid), mesh)
     lams = np.logspace(-2, 3, 6)
-    path = rj.scale.sharded_primal_path(data, lams=lams)
-    holdout = rj.scale.sharded_holdout(data, lams=lams)
-    ndcg = rj.scale.sharded_metric(data, holdout.predictions, rj.ndcg, k=10)
-    cg = rj.scale.sharded_cg(data, lam=1.0, options=rj.CG(tol=1e-12))
+    path = rj.path(data, rj.Primal(), lams=lams).value
+    holdout = rj.holdout(data, rj.Primal(), lams=lams).value
+    ndcg = data.score(holdout.predictions, rj.ndcg, k=10)
+    cg = rj.fit(data, rj.CG(tol=1e-12), lam=1.0).value
     result = dict(processes=jax.process_count(), devices=jax.device_count(),
                   weights=np.asarray(path.weights).tolist(),
                   holdout_ndcg=np.asarray(ndcg).tolist(), cg_weights=np.asarray(cg.weights).tolist())

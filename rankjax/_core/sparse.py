@@ -156,6 +156,15 @@ def host_sparse(X):
     return X
 
 
+def to_scipy(X):
+    """A sparse ``X`` (scipy, BCOO, BCSR or :class:`CSRMatrix`) as a scipy CSR matrix (host)."""
+    if sp.issparse(X):
+        return X.tocsr()
+    C = X if is_csr(X) else to_csr(X)
+    return sp.csr_matrix((np.asarray(C.data), np.asarray(C.indices), np.asarray(C.indptr)),
+                         shape=C.shape)
+
+
 def to_csr(X, dtype=None) -> CSRMatrix:
     """``scipy.sparse`` matrix, BCOO, BCSR or dense array -> :class:`CSRMatrix`
     (host side; duplicates summed, explicit zeros kept).

@@ -18,7 +18,8 @@ from jax.sharding import PartitionSpec as P
 from .._core.checks import as_float_array, check_count, require_concrete, segment_ids
 from ..metrics.pairs import check_metric_options, metric_sign
 from ..graphs.graph import (QueryGraph, check_graph, check_problem, is_graph)
-from .._core.sparse import (CSRMatrix, as_dense, host_sparse, is_csr, is_scipy_sparse, to_csr)
+from .._core.sparse import (CSRMatrix, as_dense, host_sparse, is_csr, is_scipy_sparse, is_sparse,
+                            to_csr, to_scipy)
 from .._core.types import saveable
 
 AXIS = "queries"
@@ -397,8 +398,8 @@ def shard(problem, mesh: Optional[Mesh] = None, *, partition: Optional[QueryPart
     if getattr(problem, "kind", None) not in ("features",):
         raise TypeError(f"problem must be a rankjax.Problem of feature rows, got "
                         f"{type(problem).__name__}")
-    data = shard_data(problem.X, problem.y, problem.graph, mesh, partition=partition,
-                      multiple=multiple)
+    X = to_scipy(problem.X) if is_sparse(problem.X) else problem.X
+    data = shard_data(X, problem.y, problem.graph, mesh, partition=partition, multiple=multiple)
     return dataclasses.replace(data, valid=problem.valid, source=problem)
 
 
