@@ -26,7 +26,7 @@ LEARNERS = [
     lambda: est.RankRLS(lam=1.0, kernel="gaussian", gamma=0.3, basis=20),
     lambda: est.RankRLS(lam=1.0, graph="identity"),
     lambda: est.RankRLSCV(lams=(0.1, 1.0, 10.0), folds=3),
-    lambda: est.CGRankRLS(lam=1.0, tol=1e-10),
+    lambda: est.RankRLS(solver='cg', lam=1.0, tol=1e-10),
     lambda: est.RankSVM(C=0.5),
     lambda: est.RankSVM(C=0.5, kernel="gaussian", gamma=0.3, basis=20),
     lambda: est.KPCRank(n_components=4, gamma=0.3),
@@ -145,7 +145,7 @@ def test_estimator_errors(data):
     with pytest.raises(TypeError, match="y must hold numbers"):     # not parsed silently
         est.RankRLS().fit(X, y.astype(str), qid=qid)
     with pytest.raises(ValueError, match="eval_set"):
-        est.CGRankRLS(lam=0.0).fit(X, y, qid=qid)
+        est.RankRLS(solver='cg', lam=0.0).fit(X, y, qid=qid)
     with pytest.raises(ValueError, match="no rankjax estimator"):
         import tempfile
         import pathlib
@@ -166,12 +166,12 @@ def test_group_sizes_and_eval_set_forms(data):
     assert sizes.shape[0] == 12 and sizes.sum() == X.shape[0]
     cut = int(sizes[:8].sum())                          # 8 queries to fit, 4 to early-stop on
     tr, va = slice(0, cut), slice(cut, None)
-    ref = est.CGRankRLS(lam=0.0, early_stopping_rounds=3).fit(X[tr], y[tr], qid=qid[tr],
+    ref = est.RankRLS(solver='cg', lam=0.0, early_stopping_rounds=3).fit(X[tr], y[tr], qid=qid[tr],
                                                 eval_set=(X[va], y[va]), eval_qid=qid[va])
     for kw in (dict(eval_set=[(X[va], y[va])], eval_qid=[qid[va]]),
                dict(eval_set=[(X[va], y[va])], eval_group=[sizes[8:]]),
                dict(eval_set=(X[va], y[va]), eval_group=sizes[8:])):
-        m = est.CGRankRLS(lam=0.0, early_stopping_rounds=3).fit(X[tr], y[tr], group=sizes[:8], **kw)
+        m = est.RankRLS(solver='cg', lam=0.0, early_stopping_rounds=3).fit(X[tr], y[tr], group=sizes[:8], **kw)
         assert m.best_iteration_ == ref.best_iteration_
         np.testing.assert_allclose(m.predict(X), ref.predict(X), rtol=1e-12, atol=1e-14)
     for bad, match in ((dict(qid=qid, group=sizes), "qid or group, not both"),
@@ -181,9 +181,9 @@ def test_group_sizes_and_eval_set_forms(data):
         with pytest.raises(ValueError, match=match):
             est.RankRLS().fit(X, y, **bad)
     with pytest.raises(ValueError, match="eval_group: the query sizes add up"):
-        est.CGRankRLS().fit(X, y, qid=qid, eval_set=(X, y), eval_group=sizes[1:])
+        est.RankRLS(solver='cg').fit(X, y, qid=qid, eval_set=(X, y), eval_group=sizes[1:])
     with pytest.raises(ValueError, match="one evaluation set, got 2"):
-        est.CGRankRLS().fit(X, y, qid=qid, eval_set=[(X, y), (X, y)], eval_qid=[qid, qid])
+        est.RankRLS(solver='cg').fit(X, y, qid=qid, eval_set=[(X, y), (X, y)], eval_qid=[qid, qid])
     pd = pytest.importorskip("pandas")
     with pytest.raises(ValueError, match="not both"):
         est.RankRLS().fit(pd.DataFrame(X).assign(qid=qid), y, group=sizes)
@@ -196,7 +196,7 @@ def test_functions_take_scipy_sparse_and_refuse_a_gram_that_cannot_fit(data):
     w = np.asarray(rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=1.0).value.weights)
     for w2 in (rj.fit(rj.Problem(S, y, g), rj.Primal(), lam=1.0).value.weights,
                rj.path(rj.Problem(S, y, g), rj.Primal(), lams=[1.0]).value.weights[0],
-               rj.fit(rj.Problem(S, y, g), rj.CG(tol=1e-12), lam=1.0).weights):
+               rj.fit(rj.Problem(S, y, g), rj.CG(tol=1e-12), lam=1.0).value.weights):
         np.testing.assert_allclose(w2, w, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(rj.predict(rj.LinearModel(w), S), X @ w, rtol=1e-12)
     np.testing.assert_allclose(rj.ranksvm_l2(S, y, qid).weights, rj.ranksvm_l2(X, y, qid).weights,
@@ -217,13 +217,13 @@ class _TwoQueries:
         return super().fit(X, y, qid=qid, **kw)
 
 
-ESTIMATORS = ["RankRLS", "RankRLSCV", "CGRankRLS", "RankSVM", "KPCRank", "RankBoost"]
+ESTIMATORS = ["RankRLS", "RankRLSCV", "RankSVM", "KPCRank", "RankBoost"]
 for _name in ESTIMATORS:          # module-level classes: the pickling checks find them
     globals()["Checked" + _name] = type("Checked" + _name, (_TwoQueries, getattr(est, _name)),
                                         {"__module__": __name__})
 
 
-@pytest.mark.parametrize("name", [n if n in ("RankRLS", "CGRankRLS", "RankBoost") else
+@pytest.mark.parametrize("name", [n if n in ("RankRLS", "RankBoost") else
                                   pytest.param(n, marks=pytest.mark.slow) for n in ESTIMATORS])
 def test_scikit_learn_check_estimator_with_defaults(name):
     from sklearn.utils.estimator_checks import check_estimator
@@ -362,7 +362,7 @@ def test_ranksvm_eval_set_keeps_the_best_newton_iterate(split, caplog):
 
 def test_cg_eval_set_history_is_ndcg(split, caplog):
     d, v = split
-    m = est.CGRankRLS(lam=0.0, early_stopping_rounds=4, verbose=1).fit(
+    m = est.RankRLS(solver='cg', lam=0.0, early_stopping_rounds=4, verbose=1).fit(
         d.X, d.y, qid=d.qid, eval_set=[(v.X, v.y)], eval_qid=[v.qid])
     _check_evals(m, v, caplog)
     assert m.evals_result_["valid_0"]["ndcg@10"][m.best_iteration_] == pytest.approx(m.best_score_)
@@ -393,7 +393,7 @@ def test_rankrlscv_eval_set_equals_scoring_every_refit(split, kw):
 def test_coef_and_feature_importances(data):
     X, y, qid = data
     for make in (lambda: est.RankRLS(), lambda: est.RankRLSCV(lams=(0.1, 1.0), folds=3),
-                 lambda: est.RankSVM(), lambda: est.CGRankRLS()):
+                 lambda: est.RankSVM(), lambda: est.RankRLS(solver='cg')):
         m = make().fit(X, y, qid=qid)
         np.testing.assert_allclose(X @ m.coef_, m.predict(X), rtol=1e-5, atol=1e-6)
     b = est.RankBoost(rounds=15).fit(X, y, qid=qid)
@@ -431,9 +431,14 @@ BAD_INPUT.update({
         (lambda d, c=name: getattr(est, c)().fit(np.c_[d.X[:, :-1], d.nanv], d.y, qid=d.qid),
          E(ValueError, "NaN")),
     ] for name in ("RankRLS", "RankRLSCV", "RankSVM", "KPCRank", "RankBoost")})
-BAD_INPUT["estimators.CGRankRLS"] = [
-    (lambda d: est.CGRankRLS(lam=0.0).fit(d.X, d.y, qid=d.qid), E(ValueError, "eval_set")),
-    (lambda d: est.CGRankRLS(lam=-1.0).fit(d.X, d.y, qid=d.qid), E(ValueError, "lam")),
+BAD_INPUT["estimators.RankRLS"] += [
+    (lambda d: est.RankRLS(solver='cg', lam=0.0).fit(d.X, d.y, qid=d.qid), E(ValueError, "eval_set")),
+    (lambda d: est.RankRLS(solver='cg', lam=-1.0).fit(d.X, d.y, qid=d.qid), E(ValueError, "lam")),
+    (lambda d: est.RankRLS(solver='qr').fit(d.X, d.y, qid=d.qid), E(ValueError, "solver must be one of")),
+    (lambda d: est.RankRLS(solver='primal', kernel="gaussian").fit(d.X, d.y, qid=d.qid),
+     E(ValueError, "linear model")),
+    (lambda d: est.RankRLS().fit(d.X, d.y, qid=d.qid, eval_set=(d.X, d.y), eval_qid=d.qid),
+     E(ValueError, "eval_set")),
 ]
 BAD_INPUT["estimators.load"] = [
     (lambda d: est.load(d.model_file), E(ValueError, "no rankjax estimator")),

@@ -74,7 +74,7 @@ def test_falkon_row_blocks_vmap_and_early_stopping():
     np.testing.assert_allclose(np.asarray(blocks.coef), np.asarray(whole.coef), rtol=1e-8, atol=1e-10)
     lams = jnp.asarray([0.01, 0.1, 1.0])
     grid = jax.vmap(lambda lam: rj.fit(rj.Problem(d.X, d.y, g),
-                                       rj.Falkon(k, basis, options=rj.CG(tol=1e-12)), lam=lam).coef)(lams)
+                                       rj.Falkon(k, basis, options=rj.CG(tol=1e-12)), lam=lam).value.coef)(lams)
     for i, lam in enumerate(lams):
         np.testing.assert_allclose(np.asarray(grid[i]), _closed_form(d.X, d.y, g, basis, float(lam), k),
                                    rtol=1e-6, atol=1e-8)

@@ -28,7 +28,7 @@ def test_grad_through_primal_cg_matches_finite_differences_and_closed_form(prob)
     d, v, g, gv = prob
 
     def cg(loglam):
-        w = rj.fit(rj.Problem(d.X, d.y, g), rj.CG(tol=1e-14, max_iter=300), lam=jnp.exp(loglam)).weights
+        w = rj.fit(rj.Problem(d.X, d.y, g), rj.CG(tol=1e-14, max_iter=300), lam=jnp.exp(loglam)).value.weights
         return _valid_loss(w, v, gv)
 
     def closed(loglam):
@@ -44,7 +44,7 @@ def test_grad_through_cg_wrt_labels_and_features(prob):
     d, v, g, gv = prob
 
     def cg(y, X):
-        return _valid_loss(rj.fit(rj.Problem(X, y, g), rj.CG(tol=1e-14, max_iter=300), lam=0.7).weights, v, gv)
+        return _valid_loss(rj.fit(rj.Problem(X, y, g), rj.CG(tol=1e-14, max_iter=300), lam=0.7).value.weights, v, gv)
 
     def closed(y, X):
         return _valid_loss(rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=0.7).value.weights, v, gv)
@@ -62,7 +62,7 @@ def test_grad_through_dual_cg_and_under_vmap(prob):
 
     def dual(loglam):
         a = rj.fit(rj.Problem(K, d.y, g, precomputed=True), rj.CG(tol=1e-14, max_iter=300),
-                   lam=jnp.exp(loglam)).weights
+                   lam=jnp.exp(loglam)).value.coef
         r = v.y - Kv @ a
         return r @ gv.mv(r)
 

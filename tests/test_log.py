@@ -31,7 +31,7 @@ CALLS = {
     "RankSVM": (lambda: est.RankSVM(verbose=1).fit(D.X, D.y, qid=D.qid), None, "TRON Newton step"),
     "RankSVM kernel": (lambda: est.RankSVM(kernel="gaussian", basis=50, verbose=1).fit(
         D.X, D.y, qid=D.qid), None, "TRON Newton step"),
-    "CGRankRLS": (lambda: est.CGRankRLS(verbose=1).fit(D.X, D.y, qid=D.qid, **EVAL), None,
+    "CGRankRLS": (lambda: est.RankRLS(solver='cg', verbose=1).fit(D.X, D.y, qid=D.qid, **EVAL), None,
                   "CG iteration 1"),
     "KPCRank": (lambda: est.KPCRank(4, verbose=1).fit(D.X, D.y, qid=D.qid, **EVAL), 3,
                 "KPCRank stage 1/3"),

@@ -51,7 +51,7 @@ def test_nan_input_is_an_error_naming_it(d, name):
 
 def test_messages_name_the_argument(d):
     """Issue 24, class 8: the message names what is wrong, not a numpy/JAX internal."""
-    from rankjax.estimators import CGRankRLS
+    from rankjax.estimators import RankRLS
     g = rj.query_graph(d.qid)
     cases = [
         (lambda: rj.fit(rj.Problem([[1, 2], [3]], [1, 0], rj.query_graph([0, 0])), rj.Primal(), lam=1.0).value,
@@ -59,7 +59,7 @@ def test_messages_name_the_argument(d):
         (lambda: rj.io.normalize_per_query(np.ones(4), [0, 0, 1, 1]), "X must be 2-D"),
         (lambda: kpcrank_path(np.eye(len(d.y)), np.stack([d.y] * 3, 1), g, max_components=2),
          "y must be \\[m\\]"),
-        (lambda: CGRankRLS().fit(d.X, d.y, qid=d.qid, eval_set=(d.X[:, :2], d.y), eval_qid=d.qid),
+        (lambda: RankRLS(solver='cg').fit(d.X, d.y, qid=d.qid, eval_set=(d.X[:, :2], d.y), eval_qid=d.qid),
          "eval_set's X"),
         (lambda: rj.gp_fit(np.asarray(d.X[:5]), [0, 1], [1, 2], gamma=-1.0, steps=1), "gamma"),
     ]

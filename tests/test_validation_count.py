@@ -21,7 +21,7 @@ ESTIMATORS = [
     lambda: E.RankRLS(kernel="gaussian"),
     lambda: E.RankRLSCV(),
     lambda: E.RankRLSCV(kernel="gaussian", gammas=[0.1, 1.0]),
-    lambda: E.CGRankRLS(),
+    lambda: E.RankRLS(solver='cg'),
     lambda: E.RankSVM(),
     lambda: E.KPCRank(),
     lambda: E.RankBoost(rounds=5),

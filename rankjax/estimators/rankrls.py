@@ -87,6 +87,8 @@ class RankRLS(Ranker):
                 raise ValueError("eval_set is the early-stopping data of solver='cg' or "
                                  "'falkon'; RankRLSCV chooses λ on it")
             valid = Problem(*self._eval_data(eval_set, eval_qid, eval_group))
+        elif self.solver in ("cg", "falkon") and self.lam == 0:
+            raise ValueError("lam=0 is early stopping alone: give an eval_set, or lam > 0")
         problem = Problem(X, y, self._graph(seg, y), valid=valid)
         solver = self._solver(X)
         steps = _log.Stages(1, "RankRLS fit", self.verbose)

@@ -1,6 +1,7 @@
 """The default solver: the cheapest exact solver of the problem's shape."""
 from __future__ import annotations
 
+from .._core.types import saveable
 from .base import AbstractSolver, solver
 from .dual import Dual
 from .primal import Primal
@@ -8,6 +9,7 @@ from .primal import Primal
 __all__ = ["Auto"]
 
 
+@saveable
 @solver
 class Auto(AbstractSolver):
     """:class:`Primal` when ``n <= m`` (an ``n x n`` system), else :class:`Dual` with the

@@ -27,6 +27,7 @@ from .._solution import Solution, lane_codes
 from ..graphs.graph import check_problem
 from ..graphs.folds import over_folds, premerge
 from ..kernels.kernel import Kernel, kernel_core, kernel_matrix
+from .._core.types import saveable
 from .base import AbstractSolver, check_kernel_arg, solver
 from .holdout import HoldOut, fold_predictions, woodbury_fold
 from .lpo import LeavePairOut, dual_pairs, pairs_of
@@ -165,6 +166,7 @@ def _matrix(problem, count, what):
     return jnp.asarray(as_dense(K))
 
 
+@saveable
 @solver(leaves=("kernel",))
 class Dual(AbstractSolver):
     """The dual system ``(L K + λ I) a = L y`` (``m x m``; Pahikkala et al. 2009, §3.2).

@@ -37,6 +37,7 @@ from .._solution import Solution
 from ..graphs.graph import Graph
 from ..kernels.basis import BasisRows, as_nystrom, coef_from, features, take_basis
 from ..kernels.kernel import Kernel, kernel_block
+from .._core.types import saveable
 from .base import AbstractSolver, check_kernel_arg, dense_rows, solver
 from .cg import CG, criterion
 from .cg_loop import differentiable_cg
@@ -161,6 +162,7 @@ def kmr_block_rows(m, bp, item, block_rows):
     return block_rows
 
 
+@saveable
 @solver(leaves=("kernel",))
 class Falkon(AbstractSolver):
     """FALKON: conjugate gradients on the Nyström model, preconditioned by a subsample of

@@ -22,6 +22,7 @@ from .._solution import Solution, lane_codes
 from ..graphs.folds import premerge
 from ..kernels.basis import BasisRows, as_nystrom, basis_system, coef_from, features, take_basis
 from ..kernels.kernel import Kernel, kernel_block
+from .._core.types import saveable
 from .base import AbstractSolver, check_kernel_arg, dense_rows, solver
 from .holdout import HoldOut, fold_predictions, holdout_from_system, two_phase
 from .lpo import LeavePairOut
@@ -94,6 +95,7 @@ def nystrom_blocks(params, X, basis: BasisRows, kernel: Kernel):
     return kernel_block(kern, Xs, Rs) * mf, basis_system(kernel_block(kern, Rs, Rs), basis.mask)
 
 
+@saveable
 @solver(leaves=("kernel",))
 class Nystrom(AbstractSolver):
     """The basis-vector (Nyström) model ``f(x) = sum_{i in R} a_i k(x, x_i)`` on ``b``

@@ -18,6 +18,7 @@ from .._core.products import HI
 from .._core.resolved import warn_unresolved
 from .._solution import Solution, lane_codes
 from ..graphs.folds import premerge
+from .._core.types import saveable
 from .base import AbstractSolver, dense_rows, feature_rows, solver
 from .holdout import HoldOut, fold_predictions, holdout_from_system, two_phase
 from .lpo import LeavePairOut, pairs_of, primal_pairs
@@ -114,6 +115,7 @@ def checked_rows(problem):
     return X
 
 
+@saveable
 @solver
 class Primal(AbstractSolver):
     """The primal system ``(X^T L X + λ I) w = X^T L y`` (``n x n``; Pahikkala et al. 2009,
