@@ -6,9 +6,7 @@ import jax.numpy as jnp
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax.solvers.cg_loop import STOP_REASONS
 from rankjax.selection.cv import cross_validate
-from rankjax.solvers.holdout import holdout_nystrom
 from rankjax.kernels import basis as _nystrom
 
 
@@ -41,15 +39,15 @@ def test_falkon_equals_the_closed_form(lam, ties):
     basis = _nystrom.nystrom_basis(d.X, 60, seed=1)
     f = rj.fit(rj.Problem(d.X, d.y, g), rj.Falkon(k, basis, options=rj.CG(tol=1e-12, max_iter=300)), lam=lam)
     a = _closed_form(d.X, d.y, g, basis, lam, k)
-    np.testing.assert_allclose(np.asarray(f.coef), a, rtol=1e-6, atol=1e-8 * np.abs(a).max())
+    np.testing.assert_allclose(np.asarray(f.value.coef), a, rtol=1e-6, atol=1e-8 * np.abs(a).max())
     # the predictions K a inherit the coefficients' bound through |K|: entrywise at most
     # |K| |δa| with |δa| <= 1e-6 |a| + 1e-8 max|a| (a row's small prediction can be a
     # cancellation of large terms, so a bound relative to the prediction itself is not one)
     K = np.asarray(rj.kernel_matrix(k, d.X, d.X[basis]))
     bound = np.abs(K) @ (1e-6 * np.abs(a) + 1e-8 * np.abs(a).max())
-    assert np.all(np.abs(np.asarray(rj.predict(f, d.X)) - K @ a) <= bound + 4 * np.finfo(float).eps
+    assert np.all(np.abs(np.asarray(rj.predict(f.value, d.X)) - K @ a) <= bound + 4 * np.finfo(float).eps
                   * (np.abs(K) @ np.abs(a)))
-    assert bool(f.cg.converged)
+    assert bool(f.stats["converged"])
 
 
 def test_falkon_equals_the_nystrom_path_and_rls():
@@ -59,7 +57,7 @@ def test_falkon_equals_the_nystrom_path_and_rls():
     for graph in (g, rj.identity_graph(d.X.shape[0])):
         f = rj.fit(rj.Problem(d.X, d.y, graph), rj.Falkon(k, basis, options=rj.CG(tol=1e-12)), lam=0.5)
         p = rj.path(rj.Problem(d.X, d.y, graph), rj.Nystrom(k, basis), lams=[0.5]).value
-        np.testing.assert_allclose(np.asarray(rj.predict(f, d.X)), np.asarray(rj.predict(p, d.X)[0]),
+        np.testing.assert_allclose(np.asarray(rj.predict(f.value, d.X)), np.asarray(rj.predict(p, d.X)[0]),
                                    rtol=1e-6, atol=1e-8)
 
 
@@ -71,7 +69,7 @@ def test_falkon_row_blocks_vmap_and_early_stopping():
     whole = rj.fit(rj.Problem(d.X, d.y, g), rj.Falkon(k, basis, options=rj.CG(tol=1e-12)), lam=0.1)
     blocks = rj.fit(rj.Problem(d.X, d.y, g), rj.Falkon(k, basis, options=rj.CG(tol=1e-12), block_rows=37),
                     lam=0.1)
-    np.testing.assert_allclose(np.asarray(blocks.coef), np.asarray(whole.coef), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(blocks.value.coef), np.asarray(whole.value.coef), rtol=1e-8, atol=1e-10)
     lams = jnp.asarray([0.01, 0.1, 1.0])
     grid = jax.vmap(lambda lam: rj.fit(rj.Problem(d.X, d.y, g),
                                        rj.Falkon(k, basis, options=rj.CG(tol=1e-12)), lam=lam).value.coef)(lams)
@@ -80,9 +78,10 @@ def test_falkon_row_blocks_vmap_and_early_stopping():
                                    rtol=1e-6, atol=1e-8)
     es = rj.fit(rj.Problem(d.X, d.y, g, valid=rj.Problem(*(v.X, v.y, rj.query_graph(v.qid)))),
                 rj.Falkon(k, basis, options=rj.CG(max_iter=60, patience=5)), lam=0.0)
-    h = np.asarray(es.cg.valid_history)
-    assert h[int(es.cg.best_iteration)] == np.nanmin(h)
-    assert STOP_REASONS[int(es.cg.stop_reason)] in ("early_stopping", "converged", "max_iter")
+    h = np.asarray(es.stats["valid_history"])
+    assert h[int(es.stats["best_iteration"])] == np.nanmin(h)
+    assert int(es.result) in (rj.RESULTS.early_stopped, rj.RESULTS.successful,
+                              rj.RESULTS.max_iterations_reached)
 
 
 def test_falkon_refuses_bad_input():
@@ -118,7 +117,7 @@ def test_holdout_nystrom_new_gamma_or_basis_in_bucket_compiles_nothing():
     d, g = _data(30, seed=5)
     folds = rj.make_folds(g)
     kw = dict(lams=[0.1, 1.0], folds=folds)
-    holdout_nystrom(d.X, d.y, g, kernel=rj.gaussian_kernel(0.3), basis=np.arange(45), **kw)  # bucket 48
+    rj.holdout(rj.Problem(d.X, d.y, g), rj.Nystrom(rj.gaussian_kernel(0.3), np.arange(45)), **kw)  # bucket 48
     with jax.log_compiles():
         import logging
         records = []
@@ -126,7 +125,7 @@ def test_holdout_nystrom_new_gamma_or_basis_in_bucket_compiles_nothing():
         handler.emit = records.append
         logging.getLogger("jax").addHandler(handler)
         try:
-            holdout_nystrom(d.X, d.y, g, kernel=rj.gaussian_kernel(0.7), basis=np.arange(3, 45), **kw)
+            rj.holdout(rj.Problem(d.X, d.y, g), rj.Nystrom(rj.gaussian_kernel(0.7), np.arange(3, 45)), **kw)
         finally:
             logging.getLogger("jax").removeHandler(handler)
     assert not [r for r in records if "Compiling" in r.getMessage()], [r.getMessage() for r in records]
@@ -197,22 +196,24 @@ def test_holdout_nystrom_k_fold_and_multi_output_equal_retraining():
 
 from surface import E, surface_test  # noqa: E402
 
-BAD_INPUT = {}
-BAD_INPUT["nystrom_basis"] = [
+SOLVER_INPUT = {}   # (the solvers' own BAD_INPUT table is test_solvers.py's)
+SOLVER_INPUT["Nystrom"] = [
         (lambda d: _nystrom.nystrom_basis(d.X, 0), E(ValueError, "size")),
         (lambda d: _nystrom.nystrom_basis(d.X, 2, method="kmeans++"), E(TypeError, "kernel")),
         (lambda d: _nystrom.nystrom_basis(d.X, 2, method="grid"), E(ValueError, "method")),
     ]
-BAD_INPUT["rankrls_falkon"] = [
+SOLVER_INPUT["Falkon"] = [
         (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Falkon(rj.gaussian_kernel(1.0), 3), lam=-1.0),
          E(ValueError, "lam")),
         (lambda d: rj.fit(rj.Problem(d.X, d.y, d.pref), rj.Falkon(rj.gaussian_kernel(1.0), 3), lam=1.0), E(ValueError, "y must be None")),
+        (lambda d: rj.Falkon(rj.gaussian_kernel(1.0), 3, options=rj.CG(x0=np.ones(3))), E(ValueError, "x0")),
+        (lambda d: rj.Falkon(rj.gaussian_kernel(1.0), 3, block_rows=0), E(ValueError, "block_rows")),
         (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Falkon(rj.gaussian_kernel(1.0), np.array([0, d.m])),
                           lam=1.0), E(ValueError, "basis")),
         (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Falkon(None, 3), lam=1.0),
          E(TypeError, "kernel")),
     ]
-BAD_INPUT["Basis"] = [
+SOLVER_INPUT["Basis"] = [
         (lambda d: rj.Basis(), E(TypeError, "size= or rows=")),
         (lambda d: rj.Basis(0), E(ValueError, "size")),
         (lambda d: rj.Basis(3, method="grid"), E(ValueError, "method")),
@@ -221,4 +222,4 @@ BAD_INPUT["Basis"] = [
          E(ValueError, "repeated")),
     ]
 
-test_bad_and_degenerate_input = surface_test(BAD_INPUT)
+test_bad_and_degenerate_input = surface_test(SOLVER_INPUT)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Callable, NamedTuple, Optional
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .._core.checks import check_count, check_lams, check_seed, host_labels, segment_ids

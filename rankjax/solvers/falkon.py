@@ -221,9 +221,9 @@ class Falkon(AbstractSolver):
             return self._fit_sharded(problem, lam)
         X = dense_rows(problem)
         y, graph = problem.y, problem.graph
+        graph.check_splittable("Falkon (its preconditioner's subsample)")
         if y.ndim != 1:
             raise ValueError("Falkon solves one output: fit one column of y at a time (or vmap)")
-        graph.check_splittable("Falkon (its preconditioner's subsample)")
         m = X.shape[0]
         index, B = take_basis(X, self.basis, self.kernel)
         bp, item = B.X.shape[0], X.dtype.itemsize
@@ -255,7 +255,8 @@ class Falkon(AbstractSolver):
         options = self.options.replace_verbose(0)                 # one line per device
         coef, r = sharded_fit(data, B, lam, valid, options, u, block_rows)
         b = index.shape[0]
-        model = NystromModel(coef[:b], jnp.asarray(index, jnp.int32), B.X[:b], self.kernel)
+        model = NystromModel(coef[:b], index.astype(np.int32) if isinstance(index, np.ndarray)
+                             else index.astype(jnp.int32), B.X[:b], self.kernel)
         return Solution(model, r.result, r.stats())
 
 

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core.checks import check_seed, lam_ok, nan_unless
+from .._core.checks import check_seed, is_concrete, lam_ok, nan_unless
 from .._core.log import compiled, level
 from .._core.memory import check_memory
 from .._core.products import HI
@@ -73,6 +73,17 @@ def _holdout_core(X, y, graph, basis: BasisRows, lams, folds, route="both"):
     if route == "shared":
         return nan_unless(lam_ok(lams), (pred, coef)), floor
     return nan_unless(lam_ok(lams), (pred, coef))
+
+
+def _head(a, b, axis=0):
+    """The first ``b`` entries of ``a`` along ``axis``: sliced on the host when concrete (a
+    new basis size in the bucket compiles no slicing program), traced otherwise."""
+    where = (slice(None),) * axis + (slice(0, b),)
+    return np.asarray(a)[where] if is_concrete(a) else a[where]
+
+
+def _index(index):
+    return index.astype(np.int32) if isinstance(index, np.ndarray) else index.astype(jnp.int32)
 
 
 def check_nystrom_memory(m, b, dtype, count=4, what="the Nyström hold-out"):
@@ -136,7 +147,7 @@ class Nystrom(AbstractSolver):
         coef = _fit_core(X, problem.y, problem.graph, B, lam)
         warn_unresolved(coef, lam, "rj.fit(Nystrom())", UNRESOLVED)
         b = index.shape[0]
-        model = NystromModel(coef, jnp.asarray(index, jnp.int32), B.X[:b], self.kernel)
+        model = NystromModel(coef, _index(index), _head(B.X, b), self.kernel)
         return Solution(model, lane_codes(coef, lam, lanes=False), {})
 
     def path(self, problem, lams):
@@ -146,8 +157,8 @@ class Nystrom(AbstractSolver):
         coef, valid = _path_core(X, problem.y, problem.graph, B, lams, Xv)
         warn_unresolved(coef, lams, "rj.path(Nystrom())", UNRESOLVED)
         b = index.shape[0]
-        path = NystromPath(lams, coef[:, :b], jnp.asarray(index, jnp.int32), B.X[:b],
-                           self.kernel, None, valid)
+        path = NystromPath(lams, _head(coef, b, 1), _index(index), _head(B.X, b), self.kernel,
+                           None, valid)
         return Solution(path, lane_codes(coef, lams), {})
 
     def holdout(self, problem, lams, folds):
@@ -163,7 +174,7 @@ class Nystrom(AbstractSolver):
                                verbose=level())
         warn_unresolved(pred, lams, "rj.holdout(Nystrom())", UNRESOLVED)
         b = index.shape[0]
-        path = NystromPath(lams, coef[:, :b], jnp.asarray(index, jnp.int32), B.X[:b], self.kernel)
+        path = NystromPath(lams, _head(coef, b, 1), _index(index), _head(B.X, b), self.kernel)
         return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred, lams), {})
 
     def tuned_kernel(self):
