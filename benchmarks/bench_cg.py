@@ -31,7 +31,6 @@ from _timing import emit, median_s, time_jitted
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
 from jax.experimental import sparse as jsparse  # noqa: E402
-from rankjax.solvers.cg import rankrls_cg  # noqa: E402
 from rankjax.solvers.cg_loop import STOP_REASONS  # noqa: E402
 
 
@@ -127,14 +126,13 @@ def bench_a(dtype, iters=40):
          run_s=scipy_s, per_iteration_ms=1e3 * scipy_s / iters)
     C = rj.to_csr(X)
     yj = jnp.asarray(y)
-    solve = lambda C, y, g, lam: rankrls_cg(C, y, g, lam=lam, options=rj.CG(  # noqa
-        tol=0.0, max_iter=iters, recompute_every=0)).weights
+    solve = lambda C, y, g, lam: rj.fit(rj.Problem(C, y, g),
+                                        rj.CG(tol=0.0, max_iter=iters, recompute_every=0), lam=lam).value.weights
     c1, r1, x1 = time_jitted(solve, C, yj, g, jnp.asarray(lams[0]))
     # the same iterates (rounding differences grow with the iterations on this
     # ill-conditioned system, as CG loses orthogonality; compare after 5)
     x5 = numpy_cg(X, XT, seg, counts, b, lams[0], 5)
-    j5 = rankrls_cg(C, yj, g, lam=lams[0],
-                       options=rj.CG(tol=0.0, max_iter=5, recompute_every=0)).weights
+    j5 = rj.fit(rj.Problem(C, yj, g), rj.CG(tol=0.0, max_iter=5, recompute_every=0), lam=lams[0]).value.weights
     emit(name="CG (a) rankjax", dtype=dtype, shape=shape, lambdas=1, iterations=iters,
          compile_s=c1, run_s=r1, per_iteration_ms=1e3 * r1 / iters,
          ratio_to_scipy=r1 / scipy_s,
@@ -156,8 +154,8 @@ def data_b(rows, dtype):
 
 def early_stopping(name, C, y, g, Cv, yv, gv, shape, dtype, **extra):
     def train(C, y, g, Cv, yv, gv):
-        return rankrls_cg(C, y, g, lam=0.0, valid=(Cv, yv, gv),
-                             options=rj.CG(tol=1e-5, max_iter=500, patience=10))
+        return rj.fit(rj.Problem(C, y, g, valid=rj.Problem(*(Cv, yv, gv))),
+                      rj.CG(tol=1e-05, max_iter=500, patience=10), lam=0.0)
     c, r, out = time_jitted(train, C, y, g, Cv, yv, gv)
     best = int(out.best_iteration)
     emit(name=name, dtype=dtype, shape=shape, compile_s=c, run_s=r, total_with_compile_s=c + r,
@@ -177,9 +175,8 @@ def tikhonov_grid(C, y, g, Cv, yv, gv, shape, dtype, lams=np.logspace(0, 7, 8)):
     error of every iterate is recorded (patience off: each λ runs to convergence),
     so the line also carries the error-against-iterations curve of every λ."""
     def grid(C, y, g, Cv, yv, gv, lams):
-        return jax.vmap(lambda lam: rankrls_cg(C, y, g, lam=lam, valid=(Cv, yv, gv),
-                                                  options=rj.CG(tol=1e-5, max_iter=500,
-                                                                patience=501)))(lams)
+        return jax.vmap(lambda lam: rj.fit(rj.Problem(C, y, g, valid=rj.Problem(*(Cv, yv, gv))),
+                                           rj.CG(tol=1e-05, max_iter=500, patience=501), lam=lam))(lams)
     c, r, out = time_jitted(grid, C, y, g, Cv, yv, gv, jnp.asarray(lams, dtype), repeats=1)
     its = [int(i) for i in out.iterations]
     hist = np.asarray(out.valid_history)

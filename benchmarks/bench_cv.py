@@ -14,8 +14,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from _timing import emit, lambda_lanes, time_jitted
-from rankjax.solvers.holdout import holdout_dual, holdout_primal
-from rankjax.solvers.lpo import leave_pair_out_dual
 
 LAMS = np.logspace(-2, 3, 20)
 
@@ -42,7 +40,8 @@ def main():
         g = rj.query_graph(qid)
         folds = rj.make_folds(g)
         K = jax.jit(lambda X: rj.kernel_matrix(rj.gaussian_kernel(0.05), X))(X)
-        c, r, _ = time_jitted(lambda K, y, g, f, l: holdout_dual(K, y, g, lams=l, folds=f)
+        c, r, _ = time_jitted(lambda K, y, g, f, l: rj.holdout(rj.Problem(K, y, g, precomputed=True),
+                                                               rj.Dual(), lams=l, folds=f).value
                               .predictions, K, y, g, folds, lams)
         emit(name="LQO dual gaussian", dtype=name, shape=f"m={m}, 150 queries, {len(LAMS)} lambdas",
              compile_s=c, run_s=r)
@@ -55,7 +54,8 @@ def main():
         pairs = jnp.asarray(rj.differing_pairs(y))
         K = jax.jit(lambda X: rj.kernel_matrix(rj.gaussian_kernel(0.05), X))(X)
         yj = jnp.asarray(y, dt)
-        c, r, out = time_jitted(lambda K, y, p, l: leave_pair_out_dual(K, y, p, lams=l)
+        c, r, out = time_jitted(lambda K, y, p, l: rj.holdout(rj.Problem(K, y, rj.global_graph(np.shape(K)[0]), precomputed=True),
+                                                              rj.Dual(), lams=l, folds=rj.LeavePairOut(p)).value
                                 .predictions, K, yj, pairs, lams)
         ok, lanes = lambda_lanes(out, LAMS)
         emit(name="LPO dual gaussian", dtype=name,
@@ -69,7 +69,8 @@ def main():
         y = jnp.asarray(rng.integers(0, 5, m), dt)
         g = rj.query_graph(qid)
         folds = rj.make_folds(g)
-        c, r, out = time_jitted(lambda X, y, g, f, l: holdout_primal(X, y, g, lams=l, folds=f)
+        c, r, out = time_jitted(lambda X, y, g, f, l: rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=l,
+                                                                 folds=f).value
                                 .predictions, X, y, g, folds, lams)
         emit(name="LQO primal MSLR-shaped", dtype=name,
              shape=f"{m}x{n}, {g.num_queries} queries, {len(LAMS)} lambdas", compile_s=c, run_s=r,

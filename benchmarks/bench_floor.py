@@ -43,12 +43,6 @@ import numpy as np  # noqa: E402
 import scipy.linalg as sla  # noqa: E402
 
 from _timing import emit  # noqa: E402
-from rankjax.solvers.cg import rankrls_cg
-from rankjax.solvers.falkon import rankrls_falkon
-from rankjax.solvers.holdout import holdout_dual, holdout_primal
-from rankjax.solvers.lpo import leave_pair_out_dual
-from rankjax.solvers.path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path
-from rankjax.solvers.models import rankrls_dual, rankrls_primal
 
 
 def peak_rss_mb():
@@ -150,7 +144,7 @@ def bench_primal(m, n, dtype, graphs=("query", "global"), repeats=7, path=True):
         if kind == "global":                       # unnormalized: L = m I - 1 1^T = m S^2
             G, b = m * G, m * b
         w_ref = {lam: np.linalg.solve(G + lam * np.eye(n), b) for lam in (1.0,)}
-        one = lambda: rankrls_primal(Xj, yj, g, lam=1.0).weights          # noqa: E731
+        one = lambda: rj.fit(rj.Problem(Xj, yj, g), rj.Primal(), lam=1.0).value.weights          # noqa: E731
         c = first_call(one)
         lib, fl, ratio = paired(one, floor, repeats)
         acc = rel(one(), w_ref[1.0])
@@ -159,7 +153,7 @@ def bench_primal(m, n, dtype, graphs=("query", "global"), repeats=7, path=True):
                           rel_err_weights=acc))
         if path:
             lams = jnp.asarray(LAMS31, dtype)
-            many = lambda: rankrls_primal_path(Xj, yj, g, lams=lams).weights  # noqa: E731
+            many = lambda: rj.path(rj.Problem(Xj, yj, g), rj.Primal(), lams=lams).value.weights  # noqa: E731
             c = first_call(many)
             lib, fl, ratio = paired(many, floor, repeats)
             W = np.asarray(many())
@@ -209,7 +203,7 @@ def bench_lqo_primal(scale, dtype, repeats=3):
     sizes = np.bincount(np.unique(qid, return_inverse=True)[1]).astype(np.float64)
     madds = float(L * np.sum(sizes ** 2 * n + sizes ** 3 / 3))
     rate = gemm_rate(dtype)
-    fn = jax.jit(lambda X, y, g, f, l: holdout_primal(X, y, g, lams=l, folds=f).predictions)
+    fn = jax.jit(lambda X, y, g, f, l: rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=l, folds=f).value.predictions)
     c = first_call(lambda: fn(X, y, g, folds, lams))
     runs = []
     for _ in range(repeats):
@@ -245,14 +239,14 @@ def bench_dual(m, dtype, repeats=3):
     Ln = np.asarray(rj.laplacian_dense(g), np.float64)
     Kd = np.asarray(K)
     out = []
-    one = lambda: rankrls_dual(K, y, g, lam=1.0).coef                      # noqa: E731
+    one = lambda: rj.fit(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lam=1.0).value.coef                      # noqa: E731
     c = first_call(one)
     lib, fl, ratio = paired(one, lambda: sla.cho_factor(Kd + np.eye(m)), repeats)
     A_ref = np.linalg.solve(Ln @ Kn + np.eye(m), Ln @ np.asarray(y, np.float64))
     out.append(report("dual", dtype, [m, m], lib, fl, "scipy cho_factor (m x m)", c, ratio=ratio,
                       rel_err_coef=rel(one(), A_ref)))
     lams = jnp.asarray(np.logspace(-2, 2, 9), dtype)
-    many = lambda: rankrls_dual_path(K, y, g, lams=lams).coef               # noqa: E731
+    many = lambda: rj.path(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lams=lams).value.coef               # noqa: E731
     c = first_call(many)
     lib, fl, ratio = paired(many, lambda: sla.eigh(Kd), repeats)
     A_ref = np.linalg.solve(Ln @ Kn + 1.0 * np.eye(m), Ln @ np.asarray(y, np.float64))
@@ -266,7 +260,7 @@ def bench_lqo_dual(m, dtype, repeats=3):
     g = rj.query_graph(qid)
     folds = rj.make_folds(g)
     lams = jnp.asarray(np.logspace(-2, 3, 20), dtype)
-    fn = lambda: holdout_dual(K, y, g, lams=lams, folds=folds).predictions   # noqa: E731
+    fn = lambda: rj.holdout(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lams=lams, folds=folds).value.predictions   # noqa: E731
     c = first_call(fn)
     lib, fl, ratio = paired(fn, lambda: sla.eigh(np.asarray(K)), repeats)
     # accuracy: the first query held out, refit on the rest (numpy, float64)
@@ -285,7 +279,8 @@ def bench_lpo_dual(m, dtype, repeats=3):
     yn = np.asarray(y)
     pairs = jnp.asarray(rj.differing_pairs(yn))
     lams = jnp.asarray(np.logspace(-2, 3, 20), dtype)
-    fn = lambda: leave_pair_out_dual(K, y, pairs, lams=lams).predictions      # noqa: E731
+    fn = lambda: rj.holdout(rj.Problem(K, y, rj.global_graph(np.shape(K)[0]), precomputed=True), rj.Dual(),
+                            lams=lams, folds=rj.LeavePairOut(pairs)).value.predictions      # noqa: E731
     c = first_call(fn)
     lib, fl, ratio = paired(fn, lambda: sla.eigh(np.asarray(K)), repeats)
     # accuracy: the first pair left out, refit with the complete unnormalized graph (numpy)
@@ -311,7 +306,7 @@ def bench_cg(rows, dtype, iters=50, repeats=3):
     C = rj.to_csr(X)
     yj = jnp.asarray(y)
     opts = rj.CG(tol=0.0, max_iter=iters)
-    fn = lambda: rankrls_cg(C, yj, g, lam=1.0, options=opts).weights        # noqa: E731
+    fn = lambda: rj.fit(rj.Problem(C, yj, g), opts, lam=1.0).weights        # noqa: E731
     c = first_call(fn)
     XT = X.T.tocsr()
     v, u = np.ones(X.shape[1], dtype), np.ones(X.shape[0], dtype)
@@ -321,7 +316,7 @@ def bench_cg(rows, dtype, iters=50, repeats=3):
             XT @ (X @ v)
         return u
     lib, fl, ratio = paired(fn, floor, repeats)
-    res = rankrls_cg(C, yj, g, lam=1.0, options=opts)
+    res = rj.fit(rj.Problem(C, yj, g), opts, lam=1.0)
     return [report("cg", dtype, list(X.shape), lib, fl, f"scipy CSR X v + X^T u x {iters}", c, ratio=ratio,
                    nnz=int(X.nnz), iterations=int(res.iterations),
                    final_residual=float(np.asarray(res.residual_history)[int(res.iterations)]))]
@@ -358,8 +353,8 @@ def bench_falkon(rows, basis, dtype, iters=20, repeats=3):
     idx = np.random.default_rng(0).choice(rows, basis, replace=False)
     kern = rj.gaussian_kernel(0.02)
     Xj, yj = jnp.asarray(X), jnp.asarray(y)
-    fn = lambda: rankrls_falkon(Xj, yj, g, lam=1.0, kernel=kern, basis=idx,   # noqa: E731
-                                   options=rj.CG(tol=0.0, max_iter=iters)).coef
+    fn = lambda: rj.fit(rj.Problem(Xj, yj, g), rj.Falkon(kern, idx, options=rj.CG(tol=0.0, max_iter=iters)),
+                        lam=1.0).value.coef
     c = first_call(fn)
     XR = X[idx]
     v, u = np.ones(basis, dtype), np.ones(rows, dtype)
@@ -371,10 +366,10 @@ def bench_falkon(rows, basis, dtype, iters=20, repeats=3):
             K.T @ (K @ v)
         return u
     lib, fl, ratio = paired(fn, floor, repeats)
-    ref = rankrls_nystrom_path(Xj, yj, g, lams=[1.0], kernel=kern, basis=idx)
+    ref = rj.path(rj.Problem(Xj, yj, g), rj.Nystrom(kern, idx), lams=[1.0]).value
     f_ref = np.asarray(rj.predict(ref, Xj))[0]
-    f = np.asarray(rj.predict(rankrls_falkon(Xj, yj, g, lam=1.0, kernel=kern, basis=idx,
-                                                options=rj.CG(tol=0.0, max_iter=iters)), Xj))
+    f = np.asarray(rj.predict(rj.fit(rj.Problem(Xj, yj, g),
+                                     rj.Falkon(kern, idx, options=rj.CG(tol=0.0, max_iter=iters)), lam=1.0), Xj))
     return [report("falkon", dtype, [rows, 50], lib, fl,
                    f"numpy m x b kernel block + K v, K^T u x {iters}", c, ratio=ratio, basis=basis,
                    iterations=iters, rel_to_closed_form=rel(f, f_ref))]

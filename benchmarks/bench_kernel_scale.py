@@ -29,10 +29,7 @@ from rankjax.estimators import RankRLSCV  # noqa: E402
 
 from _timing import emit, median_s  # noqa: E402
 from rankjax.solvers.cg_loop import STOP_REASONS  # noqa: E402
-from rankjax.solvers.falkon import rankrls_falkon  # noqa: E402
-from rankjax.solvers.holdout import holdout_nystrom  # noqa: E402
 from rankjax.kernels.basis import nystrom_basis  # noqa: E402
-from rankjax.solvers.path import rankrls_nystrom_path  # noqa: E402
 
 
 def peak_rss_gb():
@@ -89,11 +86,12 @@ def small(args, parts):
 
     if "holdout" in parts:
         t0 = time.perf_counter()
-        h = holdout_nystrom(d.X, d.y, g, lams=lams, kernel=k, basis=basis, folds=folds)
+        h = rj.holdout(rj.Problem(d.X, d.y, g), rj.Nystrom(k, basis), lams=lams, folds=folds).value
         jax.block_until_ready(h.predictions)
         first = time.perf_counter() - t0
-        run = median_s(lambda: holdout_nystrom(d.X, d.y, g, lams=lams, kernel=rj.gaussian_kernel(0.02),
-                                                  basis=basis[:-30], folds=folds).predictions, repeats=3)
+        run = median_s(lambda: rj.holdout(rj.Problem(d.X, d.y, g),
+                                          rj.Nystrom(rj.gaussian_kernel(0.02), basis[:-30]), lams=lams,
+                                          folds=folds).value.predictions, repeats=3)
         emit(name="nystrom_holdout", dtype="float64", shape=shape, basis=args.basis, lams=len(lams),
              first_call_s=first, run_s=run, peak_rss_gb=peak_rss_gb(),
              note="warm runs use another gamma and basis size of the same bucket")
@@ -110,18 +108,18 @@ def small(args, parts):
     for method in ("uniform", "kmeans++") if "basis" in parts else ():
         for b in (500, 1000, 2000):
             idx = nystrom_basis(d.X, b, kernel=k, method=method, seed=0)
-            p = rankrls_nystrom_path(d.X, d.y, g, lams=[1.0], kernel=k, basis=idx)
+            p = rj.path(rj.Problem(d.X, d.y, g), rj.Nystrom(k, idx), lams=[1.0]).value
             emit(name="basis_method", dtype="float64", shape=shape, method=method, basis=b,
                  test_ndcg10=float(rj.ndcg(rj.predict(p, t.X)[0], t.y, t.qid, k=10)),
                  peak_rss_gb=peak_rss_gb())
 
     for lam in (1e-6, 1e-3, 1.0) if "falkon" in parts else ():
-        p = rankrls_nystrom_path(d.X, d.y, g, lams=[lam], kernel=k, basis=basis)
+        p = rj.path(rj.Problem(d.X, d.y, g), rj.Nystrom(k, basis), lams=[lam]).value
         f0 = np.asarray(rj.predict(p, d.X)[0])
         for it in (20, 30, 50):
             t0 = time.perf_counter()
-            f = rankrls_falkon(d.X, d.y, g, lam=lam, kernel=k, basis=basis,
-                                  options=rj.CG(tol=0.0, max_iter=it))
+            f = rj.fit(rj.Problem(d.X, d.y, g), rj.Falkon(k, basis, options=rj.CG(tol=0.0, max_iter=it)),
+                       lam=lam)
             jax.block_until_ready(f.coef)
             dt = time.perf_counter() - t0
             rel = float(np.linalg.norm(np.asarray(rj.predict(f, d.X)) - f0) / np.linalg.norm(f0))
@@ -135,8 +133,9 @@ def large(args):
     gb = rj.query_graph(big.qid)
     X = np.asarray(big.X, args.dtype)
     t0 = time.perf_counter()
-    f = rankrls_falkon(X, big.y, gb, lam=1.0, kernel=rj.gaussian_kernel(1.0 / 136),
-                          basis=args.large_basis, options=rj.CG(tol=1e-6, max_iter=50))
+    f = rj.fit(rj.Problem(X, big.y, gb),
+               rj.Falkon(rj.gaussian_kernel(1.0 / 136), args.large_basis, options=rj.CG(tol=1e-06, max_iter=50)),
+               lam=1.0)
     jax.block_until_ready(f.coef)
     dt = time.perf_counter() - t0
     emit(name="falkon_large", dtype=args.dtype, shape=list(X.shape), basis=args.large_basis, lam=1.0,

@@ -22,8 +22,6 @@ from _timing import emit
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
 from rankjax.learners.kpcrank import kpcrank_path  # noqa: E402
-from rankjax.solvers.path import rankrls_dual_path  # noqa: E402
-from rankjax.solvers.models import rankrls_dual  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "lambdarank_sample"
 LAMS = np.logspace(-3, 4, 15)
@@ -72,11 +70,12 @@ def noisy_experiment(reps=3):
                                                               te.y, te.qid)))
             for name, graph_of in (("RankRLS", lambda q: rj.query_graph(q)),
                                    ("RLS", lambda q: rj.identity_graph(len(q)))):
-                path = rankrls_dual_path(K, y_noisy[~v], graph_of(tr.qid[~v]), lams=LAMS,
-                                            K_valid=Kv)
+                path = rj.path(rj.Problem(K, y_noisy[~v], graph_of(tr.qid[~v]), valid=rj.Problem(Kv, np.zeros(np.shape(Kv)[0]), precomputed=True), precomputed=True),
+                               rj.Dual(), lams=LAMS).value
                 table = [rj.disagreement_error(s, tr.y[v], tr.qid[v]) for s in path.valid_scores]
                 lam, _ = pick(LAMS, table, greater=False)
-                mdl = rankrls_dual(Kall, y_noisy, graph_of(tr.qid), lam=float(lam))
+                mdl = rj.fit(rj.Problem(Kall, y_noisy, graph_of(tr.qid), precomputed=True), rj.Dual(),
+                             lam=float(lam)).value
                 errs[name].append(float(rj.disagreement_error(Kt @ np.asarray(mdl.coef),
                                                               te.y, te.qid)))
         for name, e in errs.items():

@@ -23,10 +23,9 @@ from rankjax import io  # noqa: E402
 from rankjax.estimators import CGRankRLS, RankBoost, RankRLSCV, RankSVM  # noqa: E402
 
 from _timing import emit  # noqa: E402
-from rankjax.solvers.falkon import rankrls_falkon  # noqa: E402
 from rankjax.learners.kpcrank import kpcrank_path  # noqa: E402
 from rankjax.kernels.basis import nystrom_basis  # noqa: E402
-from rankjax.solvers.path import rankrls_dual_path, rankrls_primal_path, select_lambda  # noqa: E402
+from rankjax.solvers.path import select_lambda  # noqa: E402
 
 FOLDS = {1: (1, 2, 3, 4, 5), 2: (2, 3, 4, 5, 1), 3: (3, 4, 5, 1, 2), 4: (4, 5, 1, 2, 3),
          5: (5, 1, 2, 3, 4)}
@@ -57,13 +56,14 @@ def learners(X, y, q, Xv, yv, qv, gamma):
     g = rj.query_graph(q)
     out = {}
 
-    p = rankrls_primal_path(X, y, g, lams=LAMS, X_valid=Xv)
+    p = rj.path(rj.Problem(X, y, g, valid=rj.Problem(Xv, np.zeros(np.shape(Xv)[0]))), rj.Primal(), lams=LAMS).value
     sel = select_lambda(LAMS, p.valid_scores, yv, qv, metric=rj.ndcg, k=10)
     w = np.asarray(p.weights[int(sel.best_index)])
     out["RankRLS linear (λ on valid)"] = lambda Z: Z @ w
     m = RankRLSCV(lams=LAMS).fit(X, y, qid=q)
     out["RankRLSCV linear (LQO, train-only)"] = m.predict
-    pi = rankrls_primal_path(X, y, rj.identity_graph(len(y)), lams=LAMS, X_valid=Xv)
+    pi = rj.path(rj.Problem(X, y, rj.identity_graph(len(y)), valid=rj.Problem(Xv, np.zeros(np.shape(Xv)[0]))),
+                 rj.Primal(), lams=LAMS).value
     si = select_lambda(LAMS, pi.valid_scores, yv, qv, metric=rj.ndcg, k=10)
     wi = np.asarray(pi.weights[int(si.best_index)])
     out["RLS regression (λ on valid)"] = lambda Z: Z @ wi
@@ -79,12 +79,14 @@ def learners(X, y, q, Xv, yv, qv, gamma):
     out["learned (Nyström b=1000 kmeans++, ARD; LQO, train-only)"] = ml.predict
     # FALKON with twice the basis, at the (λ, γ) the Nyström leave-query-out chose
     kk = rj.gaussian_kernel(m.gamma_)
-    fk = rankrls_falkon(X, y, g, lam=m.lam_, kernel=kk, options=rj.CG(tol=1e-6, max_iter=100),
-                           basis=nystrom_basis(X, 4000, kernel=kk, method="kmeans++"))
+    fk = rj.fit(rj.Problem(X, y, g),
+                rj.Falkon(kk, nystrom_basis(X, 4000, kernel=kk, method='kmeans++'), options=rj.CG(tol=1e-06, max_iter=100)),
+                lam=m.lam_)
     out["FALKON b=4000 kmeans++ (λ, γ of the Nyström LQO, train-only)"] = (
         lambda Z: np.asarray(rj.predict(fk, Z)))
     K = rj.kernel_matrix(rj.gaussian_kernel(gamma), X)
-    dp = rankrls_dual_path(K, y, g, lams=LAMS, K_valid=rj.kernel_matrix(rj.gaussian_kernel(gamma), Xv, X))
+    dp = rj.path(rj.Problem(K, y, g, valid=rj.Problem(rj.kernel_matrix(rj.gaussian_kernel(gamma), Xv, X), np.zeros(np.shape(rj.kernel_matrix(rj.gaussian_kernel(gamma), Xv, X))[0]), precomputed=True), precomputed=True),
+                 rj.Dual(), lams=LAMS).value
     sd = select_lambda(LAMS, dp.valid_scores, yv, qv, metric=rj.ndcg, k=10)
     coef = np.asarray(dp.coef[int(sd.best_index)])
     out["exact Gaussian RankRLS γ=1/n (λ on valid)"] = lambda Z: np.asarray(

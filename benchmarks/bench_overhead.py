@@ -19,11 +19,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from _timing import emit, median_s
-from rankjax.solvers import cg as _cg
-from rankjax.solvers import holdout as _holdout
-from rankjax.solvers import lpo as _lpo
-from rankjax.solvers import path as _path
-from rankjax.solvers import models as _rankrls
 
 COMPILES = [0]
 
@@ -73,37 +68,43 @@ def entries(rj, dtype):
     def K_of(X):
         return rj.kernel_matrix(kern, jnp.asarray(X, dtype))
 
-    yield ("rankrls_primal", lambda X, y, q: _rankrls.rankrls_primal(X, y, graph(q), lam=1.0),
-           jit_graph(lambda X, y, g: _rankrls.rankrls_primal(X, y, g, lam=1.0)))
+    yield ("rankrls_primal", lambda X, y, q: rj.fit(rj.Problem(X, y, graph(q)), rj.Primal(), lam=1.0).value,
+           jit_graph(lambda X, y, g: rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=1.0).value))
     yield ("rankrls_primal_path",
-           lambda X, y, q: _path.rankrls_primal_path(X, y, graph(q), lams=lams, X_valid=X),
-           jit_graph(lambda X, y, g: _path.rankrls_primal_path(X, y, g, lams=lams, X_valid=X)))
-    yield ("rankrls_dual", lambda X, y, q: _rankrls.rankrls_dual(K_of(X), y, graph(q), lam=1.0),
-           jit_graph(lambda X, y, g: _rankrls.rankrls_dual(K_of(X), y, g, lam=1.0)))
+           lambda X, y, q: rj.path(rj.Problem(X, y, graph(q), valid=rj.Problem(X, np.zeros(np.shape(X)[0]))),
+                                   rj.Primal(), lams=lams).value,
+           jit_graph(lambda X, y, g: rj.path(rj.Problem(X, y, g, valid=rj.Problem(X, np.zeros(np.shape(X)[0]))),
+                                             rj.Primal(), lams=lams).value))
+    yield ("rankrls_dual", lambda X, y, q: rj.fit(rj.Problem(K_of(X), y, graph(q), precomputed=True),
+                                                  rj.Dual(), lam=1.0).value,
+           jit_graph(lambda X, y, g: rj.fit(rj.Problem(K_of(X), y, g, precomputed=True), rj.Dual(), lam=1.0).value))
     yield ("rankrls_dual_path",
-           lambda X, y, q: _path.rankrls_dual_path(K_of(X), y, graph(q), lams=lams),
-           jit_graph(lambda X, y, g: _path.rankrls_dual_path(K_of(X), y, g, lams=lams)))
+           lambda X, y, q: rj.path(rj.Problem(K_of(X), y, graph(q), precomputed=True), rj.Dual(), lams=lams).value,
+           jit_graph(lambda X, y, g: rj.path(rj.Problem(K_of(X), y, g, precomputed=True), rj.Dual(),
+                                             lams=lams).value))
     yield ("rankrls_kernel",
-           lambda X, y, q: _rankrls.rankrls_kernel(X, y, graph(q), lam=1.0, kernel=kern),
-           jit_graph(lambda X, y, g: _rankrls.rankrls_kernel(X, y, g, lam=1.0, kernel=kern)))
+           lambda X, y, q: rj.fit(rj.Problem(X, y, graph(q)), rj.Dual(kern), lam=1.0).value,
+           jit_graph(lambda X, y, g: rj.fit(rj.Problem(X, y, g), rj.Dual(kern), lam=1.0).value))
     basis = np.arange(0, 1000, 10)
     yield ("rankrls_nystrom_path",
-           lambda X, y, q: _path.rankrls_nystrom_path(X, y, graph(q), lams=lams, kernel=kern,
-                                                   basis=basis),
-           jit_graph(lambda X, y, g: _path.rankrls_nystrom_path(X, y, g, lams=lams, kernel=kern,
-                                                             basis=basis)))
+           lambda X, y, q: rj.path(rj.Problem(X, y, graph(q)), rj.Nystrom(kern, basis), lams=lams).value,
+           jit_graph(lambda X, y, g: rj.path(rj.Problem(X, y, g), rj.Nystrom(kern, basis), lams=lams).value))
     yield ("holdout_primal (5-fold)",
-           lambda X, y, q: _holdout.holdout_primal(X, y, graph(q), lams=lams, folds=5), None)
+           lambda X, y, q: rj.holdout(rj.Problem(X, y, graph(q)), rj.Primal(), lams=lams, folds=5).value, None)
     yield ("leave_pair_out_primal",
-           lambda X, y, q: _lpo.leave_pair_out_primal(X, y, pairs, lams=lams[:2]),
+           lambda X, y, q: rj.holdout(rj.Problem(X, y, rj.global_graph(np.shape(X)[0])), rj.Primal(),
+                                      lams=lams[:2], folds=rj.LeavePairOut(pairs)).value,
            lambda X, y, q: (lambda f, X=jnp.asarray(X, dtype), y=jnp.asarray(y, dtype):
                             (lambda: f(X, y)))(
-               jax.jit(lambda X, y: _lpo.leave_pair_out_primal(X, y, pairs, lams=lams[:2]))))
-    yield ("rankrls_cg", lambda X, y, q: _cg.rankrls_cg(X, y, graph(q), lam=1.0, options=rj.CG(tol=1e-8)),
-           jit_graph(lambda X, y, g: _cg.rankrls_cg(X, y, g, lam=1.0, options=rj.CG(tol=1e-8))))
+               jax.jit(lambda X, y: rj.holdout(rj.Problem(X, y, rj.global_graph(np.shape(X)[0])),
+                                               rj.Primal(), lams=lams[:2], folds=rj.LeavePairOut(pairs)).value)))
+    yield ("rankrls_cg", lambda X, y, q: rj.fit(rj.Problem(X, y, graph(q)), rj.CG(tol=1e-08), lam=1.0),
+           jit_graph(lambda X, y, g: rj.fit(rj.Problem(X, y, g), rj.CG(tol=1e-08), lam=1.0)))
     yield ("rankrls_cg early stopping",
-           lambda X, y, q: _cg.rankrls_cg(X, y, graph(q), lam=0.0, valid=(X, y, graph(q))),
-           jit_graph(lambda X, y, g: _cg.rankrls_cg(X, y, g, lam=0.0, valid=(X, y, g))))
+           lambda X, y, q: rj.fit(rj.Problem(X, y, graph(q), valid=rj.Problem(*(X, y, graph(q)))), rj.CG(),
+                                  lam=0.0),
+           jit_graph(lambda X, y, g: rj.fit(rj.Problem(X, y, g, valid=rj.Problem(*(X, y, g))), rj.CG(),
+                                            lam=0.0)))
 
     def jit_metric(metric, **kw):
         def make(X, y, q):

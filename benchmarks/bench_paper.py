@@ -30,10 +30,9 @@ from _timing import emit
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
 from rankjax.solvers.cg import rankrls_cg  # noqa: E402
-from rankjax.solvers.holdout import holdout_primal  # noqa: E402
 from rankjax.learners.kpcrank import kpcrank_path  # noqa: E402
-from rankjax.solvers.path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path  # noqa: E402
-from rankjax.solvers.models import rankrls_kernel, rankrls_primal  # noqa: E402
+from rankjax.solvers.path import rankrls_primal_path  # noqa: E402
+from rankjax.solvers.models import rankrls_primal  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "lambdarank_sample"
 LAMS = np.logspace(-4, 8, 25)
@@ -108,27 +107,27 @@ def rankrls_linear(graph_of):
 def rankrls_gaussian(gammas):
     params = [(g, lam) for g in gammas for lam in LAMS]
 
-    path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: rankrls_dual_path(
-        gram(g, X), y, rj.query_graph(qid), lams=LAMS, K_valid=gram(g, Xv, X)))
+    path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: rj.path(rj.Problem(gram(g, X), y, rj.query_graph(qid), valid=rj.Problem(gram(g, Xv, X), np.zeros(np.shape(gram(g, Xv, X))[0]), precomputed=True), precomputed=True),
+                                                                      rj.Dual(), lams=LAMS).value)
 
     def fit(X, y, qid, param, Xt):
         g, lam = param
-        return np.asarray(rankrls_kernel(X, y, rj.query_graph(qid), lam=lam,
-                                            kernel=rj.gaussian_kernel(g)).predict(Xt))
+        return np.asarray(rj.fit(rj.Problem(X, y, rj.query_graph(qid)), rj.Dual(rj.gaussian_kernel(g)),
+                                 lam=lam).value.predict(Xt))
     return path, fit
 
 
 def nystrom(gammas, basis=500):
     params = [(g, lam) for g in gammas for lam in LAMS]
 
-    path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: rankrls_nystrom_path(
-        X, y, rj.query_graph(qid), lams=LAMS, basis=basis, kernel=rj.gaussian_kernel(g),
-        X_valid=Xv))
+    path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: rj.path(rj.Problem(X, y, rj.query_graph(qid), valid=rj.Problem(Xv, np.zeros(np.shape(Xv)[0]))),
+                                                                      rj.Nystrom(rj.gaussian_kernel(g), basis),
+                                                                      lams=LAMS).value)
 
     def fit(X, y, qid, param, Xt):
         g, lam = param
-        p = rankrls_nystrom_path(X, y, rj.query_graph(qid), lams=[lam], basis=basis,
-                                    kernel=rj.gaussian_kernel(g), X_valid=Xt)
+        p = rj.path(rj.Problem(X, y, rj.query_graph(qid), valid=rj.Problem(Xt, np.zeros(np.shape(Xt)[0]))),
+                    rj.Nystrom(rj.gaussian_kernel(g), basis), lams=[lam]).value
         return np.asarray(p.valid_scores[0])
     return path, fit
 
@@ -181,8 +180,8 @@ def cg_early_stopping():
         return np.arange(1, len(h) + 1), list(-h if crit == "ndcg10" else h)
 
     def fit(X, y, qid, it, Xt):
-        return Xt @ np.asarray(rankrls_cg(X, y, rj.query_graph(qid), lam=0.0,
-                                             options=rj.CG(tol=0.0, max_iter=int(it))).weights)
+        return Xt @ np.asarray(rj.fit(rj.Problem(X, y, rj.query_graph(qid)),
+                                      rj.CG(tol=0.0, max_iter=int(it)), lam=0.0).value.weights)
     return path, fit
 
 
@@ -270,10 +269,10 @@ def document_ranking(data_dir, splits):
 
     # the library's own exact leave-query-out on the whole training set
     g = rj.query_graph(qid)
-    h = holdout_primal(X, y, g, lams=LAMS)
+    h = rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=LAMS).value
     lam = best(LAMS, [rj.ndcg(f, y, qid, k=10) for f in np.asarray(h.predictions)], True)
     t0 = time.perf_counter()
-    f = Xt @ np.asarray(rankrls_primal(X, y, g, lam=lam).weights)
+    f = Xt @ np.asarray(rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=lam).value.weights)
     emit(name="ranking", learner="RankRLS linear, normalized query graph",
          selection="exact leave-query-out NDCG@10", dtype="float64", shape=list(X.shape),
          parameter="λ", chosen=[show(lam)], refit_s=time.perf_counter() - t0, **metrics(f, yt, qt),
@@ -290,7 +289,7 @@ def figure2():
     qid = np.array([0, 0, 1, 1])
     for name, g in (("relevant pairs", rj.query_graph(qid, normalized=False)),
                     ("all pairs", rj.global_graph(4))):
-        w = float(np.asarray(rankrls_primal(X, s, g, lam=1e-6).weights)[0])
+        w = float(np.asarray(rj.fit(rj.Problem(X, s, g), rj.Primal(), lam=1e-06).value.weights)[0])
         emit(name="pairs figure 2", graph=name, weight=w,
              relevant_pairs_correct=int(np.sum(np.sign(np.diff((X[:, 0] * w).reshape(2, 2))) ==
                                                np.sign(np.diff(s.reshape(2, 2))))))

@@ -19,8 +19,7 @@ from _timing import emit, lambda_lanes, time_jitted
 
 jax.config.update("jax_enable_x64", True)          # float64 available; each case sets its dtype
 import rankjax as rj  # noqa: E402
-from rankjax.solvers.path import rankrls_dual_path, rankrls_nystrom_path, rankrls_primal_path  # noqa: E402
-from rankjax.solvers.models import rankrls_dual, rankrls_primal  # noqa: E402
+from rankjax.solvers.path import rankrls_nystrom_path  # noqa: E402
 
 LAMS = np.logspace(-3, 6, 31)
 
@@ -53,9 +52,10 @@ def bench_primal(scale):
         X = jax.device_put(X32.astype(dtype))
         y = jax.device_put(y32.astype(dtype))
         Xv = X[:nv]
-        path = lambda X, y, g, lams, Xv: rankrls_primal_path(X, y, g, lams=lams, X_valid=Xv)  # noqa
+        path = lambda X, y, g, lams, Xv: rj.path(rj.Problem(X, y, g, valid=rj.Problem(Xv, np.zeros(np.shape(Xv)[0]))),
+                                                 rj.Primal(), lams=lams).value  # noqa
         c, r, out = time_jitted(path, X, y, g, lams.astype(dtype), Xv)
-        single = jax.jit(lambda X, y, g, lam: rankrls_primal(X, y, g, lam=lam).weights)
+        single = jax.jit(lambda X, y, g, lam: rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=lam).value.weights)
         jax.block_until_ready(single(X, y, g, lams[0].astype(dtype)))       # compile
         t0 = time.perf_counter()
         W = [jax.block_until_ready(single(X, y, g, lam.astype(dtype))) for lam in lams]
@@ -83,9 +83,11 @@ def bench_dual(sizes, dtype=jnp.float32):
         g = rj.query_graph(qid)
         K = jax.jit(lambda X: rj.kernel_matrix(rj.gaussian_kernel(0.05), X))(X)
         lams = jnp.asarray(LAMS, dtype)
-        c, r, out = time_jitted(lambda K, y, g, lams: rankrls_dual_path(K, y, g, lams=lams),
+        c, r, out = time_jitted(lambda K, y, g, lams: rj.path(rj.Problem(K, y, g, precomputed=True),
+                                                              rj.Dual(), lams=lams).value,
                                 K, y, g, lams)
-        single = jax.jit(lambda K, y, g, lam: rankrls_dual(K, y, g, lam=lam).coef)
+        single = jax.jit(lambda K, y, g, lam: rj.fit(rj.Problem(K, y, g, precomputed=True), rj.Dual(),
+                                                     lam=lam).value.coef)
         jax.block_until_ready(single(K, y, g, lams[0]))
         t0 = time.perf_counter()
         A = [jax.block_until_ready(single(K, y, g, lam)) for lam in lams]

@@ -22,10 +22,6 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from _timing import emit  # noqa: E402
-from rankjax.solvers import holdout as _holdout
-from rankjax.solvers import lpo as _lpo
-from rankjax.solvers import path as _path
-from rankjax.solvers import models as _rankrls
 
 LAMS = np.logspace(-4, 3, 15)
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data",
@@ -52,7 +48,7 @@ def lambdarank():
 
 
 def calls(X, y, qid, dtype):
-    """``{name: () -> [L, ...] predictions}`` of every λ-solving function in ``dtype``:
+    """``{name: () -> [L, ...] predictions}`` of every λ-solving verb and solver in ``dtype``:
     training scores for fits and paths, hold-out predictions for hold-outs; kernels
     Gaussian with γ = 1 / (n var X), the Nyström basis every third row, leave-pair-out on
     at most 500 rows."""
@@ -66,24 +62,25 @@ def calls(X, y, qid, dtype):
     sub = np.arange(0, len(y), max(1, len(y) // 500))[:500]
     pairs = rj.differing_pairs(y[sub])[::7]
     return {
-        "rankrls_primal": lambda: jnp.stack([rj.predict(_rankrls.rankrls_primal(Xd, yd, g, lam=lam), Xd)
+        "fit Primal": lambda: jnp.stack([rj.predict(rj.fit(rj.Problem(Xd, yd, g), rj.Primal(), lam=lam).value, Xd)
                                              for lam in lams]),
-        "rankrls_primal_path": lambda: _path.rankrls_primal_path(Xd, yd, g, lams=lams,
-                                                              train_scores=True).train_scores,
-        "holdout_primal": lambda: _holdout.holdout_primal(Xd, yd, g, lams=lams, folds=folds).predictions,
-        "holdout_primal_5fold": lambda: _holdout.holdout_primal(Xd, yd, g, lams=lams, folds=5).predictions,
-        "rankrls_nystrom_path": lambda: _path.rankrls_nystrom_path(
-            Xd, yd, g, lams=lams, kernel=kern, basis=basis, train_scores=True).train_scores,
-        "holdout_nystrom": lambda: _holdout.holdout_nystrom(Xd, yd, g, lams=lams, kernel=kern, basis=basis,
-                                                      folds=folds).predictions,
-        "rankrls_dual": lambda: jnp.stack([_rankrls.rankrls_dual(K, yd, g, lam=lam).predict(K)
+        "path Primal": lambda: rj.predict(rj.path(rj.Problem(Xd, yd, g), rj.Primal(),
+                                                          lams=lams).value, Xd),
+        "holdout Primal": lambda: rj.holdout(rj.Problem(Xd, yd, g), rj.Primal(), lams=lams, folds=folds).value.predictions,
+        "holdout Primal 5-fold": lambda: rj.holdout(rj.Problem(Xd, yd, g), rj.Primal(), lams=lams, folds=5).value.predictions,
+        "path Nystrom": lambda: rj.predict(rj.path(rj.Problem(Xd, yd, g), rj.Nystrom(kern, basis),
+                                                           lams=lams).value, Xd),
+        "holdout Nystrom": lambda: rj.holdout(rj.Problem(Xd, yd, g), rj.Nystrom(kern, basis), lams=lams,
+                                              folds=folds).value.predictions,
+        "fit Dual": lambda: jnp.stack([rj.fit(rj.Problem(K, yd, g, precomputed=True), rj.Dual(), lam=lam).value.predict(K)
                                            for lam in lams]),
-        "rankrls_dual_path": lambda: _path.rankrls_dual_path(K, yd, g, lams=lams).train_scores,
-        "holdout_dual": lambda: _holdout.holdout_dual(K, yd, g, lams=lams, folds=folds).predictions,
-        "leave_pair_out_primal": lambda: _lpo.leave_pair_out_primal(Xd[sub], yd[sub], pairs,
-                                                                  lams=lams).predictions,
-        "leave_pair_out_dual": lambda: _lpo.leave_pair_out_dual(K[np.ix_(sub, sub)], yd[sub], pairs,
-                                                              lams=lams).predictions,
+        "path Dual": lambda: rj.path(rj.Problem(K, yd, g, precomputed=True), rj.Dual(), lams=lams).value.train_scores,
+        "holdout Dual": lambda: rj.holdout(rj.Problem(K, yd, g, precomputed=True), rj.Dual(), lams=lams,
+                                           folds=folds).value.predictions,
+        "leave-pair-out Primal": lambda: rj.holdout(rj.Problem(Xd[sub], yd[sub], rj.global_graph(np.shape(Xd[sub])[0])),
+                                                    rj.Primal(), lams=lams, folds=rj.LeavePairOut(pairs)).value.predictions,
+        "leave-pair-out Dual": lambda: rj.holdout(rj.Problem(K[np.ix_(sub, sub)], yd[sub], rj.global_graph(np.shape(K[np.ix_(sub, sub)])[0]), precomputed=True),
+                                                  rj.Dual(), lams=lams, folds=rj.LeavePairOut(pairs)).value.predictions,
     }
 
 

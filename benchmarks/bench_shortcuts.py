@@ -20,10 +20,6 @@ import numpy as np  # noqa: E402
 
 import rankjax as rj  # noqa: E402
 from _timing import emit  # noqa: E402
-from rankjax import _holdout  # noqa: E402
-from rankjax import _lpo  # noqa: E402
-from rankjax import _path  # noqa: E402
-from rankjax.solvers.models import rankrls_dual, rankrls_kernel, rankrls_primal  # noqa: E402
 
 
 def timed(fn, repeats=3):
@@ -48,12 +44,13 @@ def lpo():
     K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.02), X))
     for L in (1, 20):
         lams = np.logspace(-2, 2, L)
-        c, r, out = timed(lambda: _lpo.leave_pair_out_dual(K, y, pairs, lams=lams))
+        c, r, out = timed(lambda: rj.holdout(rj.Problem(K, y, rj.global_graph(np.shape(K)[0]), precomputed=True),
+                                             rj.Dual(), lams=lams, folds=rj.LeavePairOut(pairs)).value)
         # check: retrain without the first pair
         a, b = pairs[0]
         keep = np.setdiff1d(np.arange(m), [a, b])
-        A = rankrls_dual(K[np.ix_(keep, keep)], y[keep], rj.global_graph(m - 2, normalized=False),
-                            lam=float(lams[0])).coef
+        A = rj.fit(rj.Problem(K[np.ix_(keep, keep)], y[keep], rj.global_graph(m - 2, normalized=False), precomputed=True),
+                   rj.Dual(), lam=float(lams[0])).value.coef
         direct = K[[a, b]][:, keep] @ np.asarray(A)
         err = float(np.max(np.abs(np.asarray(out.predictions[0, 0]) - direct)))
         emit(name=f"leave_pair_out_dual {L} lambda", dtype="float64", shape=[m, int(len(pairs))],
@@ -66,13 +63,13 @@ def kfold_vs_lqo():
     lams = np.logspace(-3, 4, 20)
     res = {}
     for name, folds in (("leave-query-out", None), ("5-fold", 5)):
-        c, r, h = timed(lambda: _holdout.holdout_primal(d.X, d.y, g, lams=lams, folds=folds))
+        c, r, h = timed(lambda: rj.holdout(rj.Problem(d.X, d.y, g), rj.Primal(), lams=lams, folds=folds).value)
         res[name] = (c, r, h)
     h = res["5-fold"][2]
     fold = np.asarray(h.folds.fold_of_row)
     train = fold != 0
-    w = rankrls_primal(d.X[train], d.y[train], rj.query_graph(d.qid[train]),
-                          lam=float(lams[3])).weights
+    w = rj.fit(rj.Problem(d.X[train], d.y[train], rj.query_graph(d.qid[train])), rj.Primal(),
+               lam=float(lams[3])).value.weights
     err = float(np.max(np.abs(np.asarray(h.predictions[3])[~train] - d.X[~train] @ np.asarray(w))))
     for name, (c, r, _) in res.items():
         emit(name=f"holdout_primal {name} 20 lambda", dtype="float64", shape=list(d.X.shape),
@@ -88,8 +85,8 @@ def dual_path():
     g = rj.query_graph(qid)
     lams = np.logspace(-3, 3, 31)
     K = rj.kernel_matrix(rj.gaussian_kernel(0.1), X)
-    c, r, p = timed(lambda: _path.rankrls_dual_path(K, y, g, lams=lams))
-    A = rankrls_dual(K, y, g, lam=float(lams[10])).coef
+    c, r, p = timed(lambda: rj.path(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lams=lams).value)
+    A = rj.fit(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lam=float(lams[10])).value.coef
     err = float(np.max(np.abs(np.asarray(p.coef[10]) - np.asarray(A))) / np.max(np.abs(A)))
     emit(name="rankrls_dual_path gaussian 31 lambda", dtype="float64", shape=[m, m], compile_s=c,
          run_s=r, rel_err_vs_single_solve=err, target_s=1.5)
@@ -106,12 +103,12 @@ def lqo_dual():
     kern = rj.gaussian_kernel(0.1)
 
     def run():
-        return _holdout.holdout_dual(rj.kernel_matrix(kern, X), y, g, lams=lams)
+        return rj.holdout(rj.Problem(rj.kernel_matrix(kern, X), y, g, precomputed=True), rj.Dual(),
+                          lams=lams).value
 
     c, r, h = timed(run)
     keep = qid != 0
-    A = rankrls_kernel(X[keep], y[keep], rj.query_graph(qid[keep]), lam=float(lams[5]),
-                          kernel=kern)
+    A = rj.fit(rj.Problem(X[keep], y[keep], rj.query_graph(qid[keep])), rj.Dual(kern), lam=float(lams[5])).value
     err = float(np.max(np.abs(np.asarray(h.predictions[5])[~keep]
                               - np.asarray(rj.predict(A, X[~keep])))))
     emit(name="holdout_dual leave-query-out gaussian 20 lambda (kernel included)",

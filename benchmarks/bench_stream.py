@@ -28,7 +28,6 @@ import jax  # noqa: E402
 
 import rankjax as rj  # noqa: E402
 from _timing import emit  # noqa: E402
-from rankjax.solvers.path import rankrls_primal_path
 
 
 def _write_npy(path, shape, dtype, blocks):
@@ -127,7 +126,7 @@ def main():
     y0 = np.load(files[1])[:cut]
     small = rj.scale.rankrls_primal_stream(rj.io.iter_npy(X0, y0, q[:cut], chunk_rows=a.chunk_rows // 4),
                                      lams=lams)
-    mem = rankrls_primal_path(X0, y0, rj.query_graph(q[:cut]), lams=lams)
+    mem = rj.path(rj.Problem(X0, y0, rj.query_graph(q[:cut])), rj.Primal(), lams=lams).value
     diff = float(np.max(np.abs(np.asarray(small.path.weights) - np.asarray(mem.weights))))
     scale = float(np.max(np.abs(np.asarray(mem.weights))))
     emit(name="stream_primal_path", dtype="float32", shape=[fit.num_rows, W.shape[1]],

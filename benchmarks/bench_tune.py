@@ -33,10 +33,7 @@ import jax  # noqa: E402
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
 from _timing import emit  # noqa: E402
-from rankjax.solvers.holdout import holdout_dual  # noqa: E402
 from rankjax.kernels.basis import nystrom_basis  # noqa: E402
-from rankjax.solvers.path import rankrls_nystrom_path  # noqa: E402
-from rankjax.solvers.models import rankrls_kernel  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -55,7 +52,7 @@ def test_metrics(X, y, qid, Xt, yt, qt, lam, gamma, scales=None):
     rows with the chosen hyper-parameters."""
     s = np.ones(X.shape[1]) if scales is None else scales
     k = rj.gaussian_kernel(gamma)
-    f = rankrls_kernel(X * s, y, rj.query_graph(qid), lam=lam, kernel=k).predict(Xt * s)
+    f = rj.fit(rj.Problem(X * s, y, rj.query_graph(qid)), rj.Dual(k), lam=lam).value.predict(Xt * s)
     return {"test_ndcg1": float(rj.ndcg(f, yt, qt, k=1)),
             "test_ndcg5": float(rj.ndcg(f, yt, qt, k=5)),
             "test_ndcg10": float(rj.ndcg(f, yt, qt, k=10)),
@@ -85,7 +82,7 @@ def main():
     table = np.empty((20, 20))
     for i, gm in enumerate(gammas):
         K = rj.kernel_matrix(rj.gaussian_kernel(gm), X)
-        h = holdout_dual(K, y, g, lams=lams, folds=folds)
+        h = rj.holdout(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lams=lams, folds=folds).value
         table[i] = [float(g.loss(f, y)) / len(y) for f in np.asarray(h.predictions)]
     grid_s = time.perf_counter() - t0
     i, j = np.unravel_index(np.argmin(table), table.shape)
@@ -130,8 +127,7 @@ def nystrom_runs(a, X, y, qid, Xt, yt, qt):
         gam_t = float(np.exp(r.params_history["log_gamma"][best]))
         s = np.exp(r.params_history["log_scales"][best]) if ard else np.ones(n)
         idx = nystrom_basis(X, b, kernel=rj.gaussian_kernel(1.0 / n), method="kmeans++")
-        model = rankrls_nystrom_path(X * s, y, g, lams=[lam_t], kernel=rj.gaussian_kernel(gam_t),
-                                        basis=idx)
+        model = rj.path(rj.Problem(X * s, y, g), rj.Nystrom(rj.gaussian_kernel(gam_t), idx), lams=[lam_t]).value
         f = np.asarray(rj.predict(model, Xt * s))[0]
         emit(name="tune_nystrom", dtype="float64", shape=list(X.shape), basis=b, ard=ard,
              learning_rate=lr, run_s=tune_s, steps=a.steps, best_cv_loss=float(r.loss_history[best]),

@@ -25,9 +25,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks
 from bench_precision import LAMS, both, lambdarank as _lambdarank, near_collinear  # noqa: E402
 
 BOUND = 1e-2
-NAMES = ["rankrls_primal", "rankrls_primal_path", "holdout_primal", "holdout_primal_5fold",
-         "rankrls_nystrom_path", "holdout_nystrom", "rankrls_dual", "rankrls_dual_path",
-         "holdout_dual", "leave_pair_out_primal", "leave_pair_out_dual"]
+NAMES = ["fit Primal", "path Primal", "holdout Primal", "holdout Primal 5-fold",
+         "path Nystrom", "holdout Nystrom", "fit Dual", "path Dual",
+         "holdout Dual", "leave-pair-out Primal", "leave-pair-out Dual"]
 
 
 def lambdarank():
@@ -73,8 +73,8 @@ def test_the_primal_functions_refuse_nothing_on_lambdarank(results):
     """Where accuracy is cheap it is had: the primal fits, paths and hold-outs answer every
     λ of the grid on the real data (the dual shortcuts refuse their documented floors)."""
     case, res = results
-    for name in ("rankrls_primal", "rankrls_primal_path", "holdout_primal", "holdout_primal_5fold",
-                 "rankrls_nystrom_path", "holdout_nystrom", "rankrls_dual"):
+    for name in ("fit Primal", "path Primal", "holdout Primal", "holdout Primal 5-fold",
+                 "path Nystrom", "holdout Nystrom", "fit Dual"):
         assert not np.isnan(res[name][1]).any(), (case, name)
 
 

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax.solvers.cg_loop import STOP_REASONS
 from rankjax.learners.gp import gp_pairwise_gaussian
 from rankjax.metrics.choice import select_lambda
 
@@ -124,13 +123,13 @@ def test_cg_early_stopping_with_a_criterion_undefined_at_the_start(prob):
     # w = 0 ties every score: tau_b is NaN at iteration 0 and must not win
     r = rj.fit(rj.Problem(X, y, g, valid=rj.Problem(*valid)), rj.CG(metric=rj.kendall_tau_b, patience=3),
                lam=0.0)
-    assert np.isnan(r.valid_history[0])
-    assert int(r.best_iteration) > 0 and np.any(np.asarray(r.weights) != 0)
+    assert np.isnan(r.stats["valid_history"][0])
+    assert int(r.stats["best_iteration"]) > 0 and np.any(np.asarray(r.value.weights) != 0)
     # the history holds the criterion with lower = better (here -tau_b)
-    assert float(r.valid_history[r.best_iteration]) == np.nanmin(np.asarray(r.valid_history))
+    assert float(r.stats["valid_history"][int(r.stats["best_iteration"])]) == np.nanmin(np.asarray(r.stats["valid_history"]))
     # a validation set without any pair: the criterion is NaN throughout; plain CG runs on
     flat = (v.X, np.zeros_like(v.y), rj.query_graph(v.qid))
     r2 = rj.fit(rj.Problem(X, y, g, valid=rj.Problem(*flat)), rj.CG(tol=1e-10), lam=1.0)
     plain = rj.fit(rj.Problem(X, y, g), rj.CG(tol=1e-10), lam=1.0)
-    assert STOP_REASONS[int(r2.stop_reason)] == "converged"
-    np.testing.assert_allclose(r2.weights, plain.weights, rtol=1e-8)
+    assert int(r2.result) == rj.RESULTS.successful
+    np.testing.assert_allclose(r2.value.weights, plain.value.weights, rtol=1e-8)

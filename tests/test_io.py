@@ -345,7 +345,7 @@ def test_readers_refuse_split_tokens_and_truncated_npy(tmp_path):
 from surface import E, V, surface_test  # noqa: E402
 from rankjax.learners.gp import PairwiseGP, gp_pairwise_gaussian  # noqa: E402
 from rankjax.learners.kpcrank import KPCModel  # noqa: E402
-from rankjax.solvers.path import DualPath  # noqa: E402
+from rankjax.solvers.models import DualPath  # noqa: E402
 
 BAD_INPUT = {}
 BAD_INPUT["io.read_svmlight"] = [

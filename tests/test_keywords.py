@@ -11,8 +11,6 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax.solvers.cg import rankrls_cg, rankrls_cg_dual
-from rankjax.solvers.cg_loop import validation_criterion
 from rankjax.selection.cv import cross_validate
 from rankjax.metrics.choice import select_lambda
 from rankjax import estimators, io, plot
@@ -38,15 +36,10 @@ def test_only_checked_forwarding_takes_extra_keywords():
         if var:
             takes[name] = var[0]
     assert set(takes.values()) <= FORWARDED, takes
-    # the CG solvers' metric options went to metric_kwargs=; their old **metric_kwargs
-    # spelling is forwarded (with a FutureWarning) by a decorator, not the signature
-    assert set(takes) | LEGACY == set(CALLS) | {"rankjax.io.save_model"}, sorted(set(takes) ^ set(CALLS))
+    assert set(takes) == set(CALLS) | {"rankjax.io.save_model"}, sorted(set(takes) ^ set(CALLS))
 
 
-INTERNAL = {"rankrls_cg": rankrls_cg, "rankrls_cg_dual": rankrls_cg_dual,
-            "validation_criterion": validation_criterion, "select_lambda": select_lambda,
-            "cross_validate": cross_validate}
-LEGACY = {"rankjax.rankrls_cg", "rankjax.rankrls_cg_dual", "rankjax.scale.sharded_cg"}
+INTERNAL = {"select_lambda": select_lambda, "cross_validate": cross_validate}
 
 
 @pytest.fixture(scope="module")
@@ -55,25 +48,13 @@ def d():
 
 
 CALLS = {
-    "rankjax.rankrls_cg": lambda d, g: rankrls_cg(d.X, d.y, g, lam=1.0, maxiter=0),
-    "rankjax.rankrls_cg_dual": lambda d, g: rankrls_cg_dual(d.X @ d.X.T, d.y, g, lam=1.0,
-                                                               maxiter=0),
-    "rankjax.validation_criterion": lambda d, g: validation_criterion((d.y, g), maxiter=0),
     "rankjax.select_lambda": lambda d, g: select_lambda([1.0], d.X[:, :1].T, d.y, d.qid,
                                                            metric=rj.ndcg, maxiter=0),
     "rankjax.cross_validate": lambda d, g: cross_validate(
         rj.holdout(rj.Problem(d.X, d.y, g), rj.Primal(), lams=[1.0]).value, d.y, d.qid, metric=rj.ndcg, maxiter=0),
     "rankjax.permutation_test": lambda d, g: rj.permutation_test(
-        lambda yy: rj.holdout(rj.Problem(d.X, yy, g), rj.Primal(), lams=[1.0]).value.predictions[0], d.y, d.qid,
-        metric=rj.ndcg, num_permutations=2, maxiter=0),
-    "rankjax.scale.rankrls_primal_stream": lambda d, g: rj.scale.rankrls_primal_stream(
-        [(d.X, d.y, d.qid)], lams=[1.0], maxiter=0),
-    "rankjax.scale.sharded_cg": lambda d, g: rj.scale.sharded_cg(rj.scale.shard_data(d.X, d.y, g), lam=1.0,
-                                                     maxiter=0),
-    "rankjax.scale.sharded_metric": lambda d, g: rj.scale.sharded_metric(rj.scale.shard_data(d.X, d.y, g),
-                                                             d.X[:, 0], rj.ndcg, maxiter=0),
-    "rankjax.scale.sharded_kernel_grid": lambda d, g: rj.scale.sharded_kernel_grid(
-        d.X, d.y, g, lams=[1.0], gammas=[0.1], valid=(d.X, d.y, d.qid), maxiter=0),
+        rj.Problem(d.X, d.y, g), rj.Primal(), lams=[1.0], metric=rj.ndcg, num_permutations=2,
+        maxiter=0),
     "rankjax.predict": lambda d, g: rj.predict(rj.LinearModel(np.ones(4)), d.X, maxiter=0),
     "rankjax.ranksvm_kernel": lambda d, g: rj.ranksvm_kernel(
         d.X, d.y, d.qid, kernel=rj.gaussian_kernel(0.1), maxiter=0),
