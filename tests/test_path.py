@@ -5,7 +5,6 @@ import pytest
 
 import rankjax as rj
 from rankjax.metrics.choice import select_lambda
-from rankjax.solvers import path as _path
 from conftest import random_qids
 from reference import laplacian_from_edges, laplacian_from_pairs, query_pairs
 
@@ -48,12 +47,13 @@ def test_primal_path_equals_single_solves(rng, k):
         yy = y if scored else None
         if name == "ties" and k is not None:
             continue
-        p = _path.rankrls_primal_path(X, yy, g, lams=LAMS, X_valid=Xv, train_scores=True)
+        p = rj.path(rj.Problem(X, yy, g, valid=rj.Problem(Xv, np.zeros(7))), rj.Primal(),
+                    lams=LAMS).value
         assert p.weights.shape == (len(LAMS), X.shape[1]) + (() if k is None or not scored else (k,))
         for i, lam in enumerate(LAMS):
             w = rj.fit(rj.Problem(X, yy, g), rj.Primal(), lam=lam).value.weights
             assert rel(p.weights[i], w) < 1e-8, (name, lam)
-            np.testing.assert_allclose(p.train_scores[i], X @ np.asarray(w), rtol=1e-8, atol=1e-10)
+            np.testing.assert_allclose(rj.predict(p, X)[i], X @ np.asarray(w), rtol=1e-8, atol=1e-10)
             np.testing.assert_allclose(p.valid_scores[i], Xv @ np.asarray(w), rtol=1e-8, atol=1e-10)
 
 
@@ -87,13 +87,13 @@ def test_sparse_approximation_equals_brute_force_minimiser(rng, kernel, k):
     K_R = np.asarray(rj.kernel_matrix(kernel, X[basis], X))
     K_RR = np.asarray(rj.kernel_matrix(kernel, X[basis]))
     Xv = rng.standard_normal((6, X.shape[1]))
-    p = _path.rankrls_nystrom_path(X, y, rj.query_graph(qid), lams=LAMS, kernel=kernel, basis=basis,
-                               X_valid=Xv, train_scores=True)
+    p = rj.path(rj.Problem(X, y, qid, valid=rj.Problem(Xv, np.zeros(6))), rj.Nystrom(kernel, basis),
+                lams=LAMS).value
     Kv = np.asarray(rj.kernel_matrix(kernel, Xv, X[basis]))
     for i, lam in enumerate(LAMS):
         a = np.linalg.solve(K_R @ L @ K_R.T + lam * K_RR, K_R @ L @ y)
         assert rel(p.coef[i], a) < 1e-8, lam
-        assert rel(p.train_scores[i], K_R.T @ a) < 1e-8
+        assert rel(rj.predict(p, X)[i], K_R.T @ a) < 1e-8
         assert rel(p.valid_scores[i], Kv @ a) < 1e-8
 
 
@@ -123,10 +123,10 @@ def test_bcoo_path_equals_dense(rng):
     X, y, labels, qid = data(rng, k=2)
     X[rng.random(X.shape) < 0.5] = 0
     g = rj.query_graph(qid)
-    dense = _path.rankrls_primal_path(X, y, g, lams=LAMS, train_scores=True)
-    sp = _path.rankrls_primal_path(rj.io.to_bcoo(X), y, g, lams=LAMS, train_scores=True)
+    dense = rj.path(rj.Problem(X, y, g), rj.Primal(), lams=LAMS).value
+    sp = rj.path(rj.Problem(rj.io.to_bcoo(X), y, g), rj.Primal(), lams=LAMS).value
     assert rel(sp.weights, dense.weights) < 1e-10
-    assert rel(sp.train_scores, dense.train_scores) < 1e-10
+    assert rel(rj.predict(sp, X), rj.predict(dense, X)) < 1e-10
 
 
 def test_lambda_grid_is_traced_no_recompile(rng):
@@ -196,24 +196,21 @@ def test_path_input_errors(rng):
 
 from surface import E, surface_test  # noqa: E402
 
-BAD_INPUT = {}
-BAD_INPUT["nystrom_features"] = [
-        (lambda d: _path.nystrom_features(d.K[:3], d.K[:2, :2]), E(ValueError, "K_RR")),
-    ]
-BAD_INPUT["rankrls_primal_path"] = [
+PATH_INPUT = {}      # the path verb's own table is test_solvers.py's BAD_INPUT
+PATH_INPUT["path Primal"] = [
         (lambda d: rj.path(rj.Problem(d.X, d.y, d.g), rj.Primal(), lams=[]).value, E(ValueError, "lams")),
         (lambda d: rj.path(rj.Problem(d.X, d.y, d.g), rj.Primal(), lams=[1.0, -1.0]).value, E(ValueError, "lams")),
         (lambda d: rj.path(rj.Problem(d.X, d.y, d.g, valid=rj.Problem(d.X[:, :2], np.zeros(np.shape(d.X[:, :2])[0]))),
                            rj.Primal(), lams=[1.0]).value,
-         E(ValueError, "X_valid")),
+         E(ValueError, "valid.X must have 4 columns")),
     ]
-BAD_INPUT["rankrls_dual_path"] = [
+PATH_INPUT["path Dual"] = [
         (lambda d: rj.path(rj.Problem(d.K, d.y, d.g, precomputed=True), rj.Dual(), lams=[[1.0]]).value, E(ValueError, "lams")),
-        (lambda d: rj.path(rj.Problem(d.K, d.y, d.g, valid=rj.Problem(d.K[:, :3], np.zeros(np.shape(d.K[:, :3])[0]), precomputed=True), precomputed=True),
-                           rj.Dual(), lams=[1.0]).value,
-         E(ValueError, "K_valid")),
+        (lambda d: rj.Problem(d.K, d.y, d.g, precomputed=True,
+                              valid=rj.Problem(d.K[:, :3], np.zeros(d.m), precomputed=True)),
+         E(ValueError, "valid.X must have")),
     ]
-BAD_INPUT["rankrls_nystrom_path"] = [
+PATH_INPUT["path Nystrom"] = [
         (lambda d: rj.path(rj.Problem(d.X, d.y, d.g), rj.Nystrom(d.kern, [0, d.m]), lams=[1.0]).value,
          E(ValueError, "basis")),
         (lambda d: rj.path(rj.Problem(d.X, d.y, d.g), rj.Nystrom(d.kern, [1, 1]), lams=[1.0]).value,
@@ -221,7 +218,7 @@ BAD_INPUT["rankrls_nystrom_path"] = [
         (lambda d: rj.path(rj.Problem(d.X, d.y, d.g), rj.Nystrom(d.kern, 0), lams=[1.0]).value,
          E(ValueError, "basis")),
     ]
-BAD_INPUT["select_lambda"] = [
+PATH_INPUT["select_lambda"] = [
         (lambda d: select_lambda([1.0, 2.0], np.ones((3, d.m)), d.y, d.qid, metric=rj.ndcg),
          E(ValueError, "scores")),
         (lambda d: select_lambda([1.0], np.full((1, d.m), np.nan), d.y, d.qid, metric=rj.ndcg),
@@ -230,4 +227,4 @@ BAD_INPUT["select_lambda"] = [
          E(TypeError, "metric")),
     ]
 
-test_bad_and_degenerate_input = surface_test(BAD_INPUT)
+test_bad_and_degenerate_input = surface_test(PATH_INPUT)

@@ -1,5 +1,6 @@
-"""``select_rankrls`` (rankjax/selection/select.py): the λ/γ selection behind ``RankRLSCV``,
-callable without scikit-learn, equal to the estimator and to retraining per fold."""
+"""``rj.select`` (rankjax/selection/select.py): the (solver, λ) selection behind
+``RankRLSCV``, over solver objects, callable without scikit-learn, equal to the estimator
+and to retraining per fold."""
 import subprocess
 import sys
 
@@ -11,7 +12,7 @@ from conftest import tune_solver
 from rankjax.selection.cv import cross_validate
 from rankjax.solvers.models import ScaledModel
 from rankjax.selection import select as _select
-from rankjax.selection.tune import TuneResult, cv_predictions
+from rankjax.selection.tune import TuneResult
 from rankjax.estimators import RankRLSCV
 
 LAMS = [0.01, 1.0, 100.0]
@@ -41,9 +42,18 @@ def _library(d, cfg, valid=None, cv=None):
         kernels = [rj.gaussian_kernel(g) for g in cfg["gammas"]]
     else:
         kernels = [rj.polynomial_kernel(2, g, 1.0) for g in cfg["gammas"]]
-    basis = cfg.get("basis")
-    return _select.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=kernels, basis=basis, folds=cv,
-                             valid=valid)
+    return select(d, kernels, basis=cfg.get("basis"), folds=cv, valid=valid)
+
+
+def select(d, kernels, basis=None, valid=None, lams=LAMS, **kw):
+    """``rj.select`` over the solvers of ``kernels`` (``None``: the linear model; a basis:
+    the Nyström solvers of it), as RankRLSCV builds them."""
+    if basis is not None:
+        solvers = [rj.Nystrom(k, basis) for k in kernels]
+    else:
+        solvers = [rj.Auto() if k is None else rj.Dual(k) for k in kernels]
+    v = None if valid is None else rj.Problem(*valid)
+    return rj.select(rj.Problem(d.X, d.y, d.qid, valid=v), solvers, lams=lams, **kw)
 
 
 @pytest.mark.parametrize("how", ["cv", "kfold", "eval_set"])
@@ -74,7 +84,7 @@ def test_scores_equal_retraining_without_each_query(data, kernel):
     """The brute-force twin: every grid point's NDCG from models retrained on all queries
     but one, the held-out query scored by its own model."""
     d, _ = data
-    sel = _select.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=[kernel])
+    sel = select(d, [kernel])
     ref = []
     for lam in LAMS:
         f = np.zeros(len(d.y))
@@ -97,8 +107,7 @@ def test_scores_equal_retraining_without_each_query(data, kernel):
 def test_nystrom_scores_are_the_nystrom_hold_out(data):
     d, _ = data
     k = rj.gaussian_kernel(0.3)
-    sel = _select.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=[k],
-                            basis=rj.Basis(rows=np.arange(0, 160, 4)))
+    sel = select(d, [k], basis=rj.Basis(rows=np.arange(0, 160, 4)))
     h = rj.holdout(rj.Problem(d.X, d.y, rj.query_graph(d.qid)), rj.Nystrom(k, np.arange(0, 160, 4)),
                    lams=LAMS).value
     np.testing.assert_allclose(sel.scores, cross_validate(h, d.y, d.qid, metric=rj.ndcg, k=10).table,
@@ -107,7 +116,7 @@ def test_nystrom_scores_are_the_nystrom_hold_out(data):
     i = LAMS.index(sel.lam)
     path = rj.path(rj.Problem(d.X, d.y, rj.query_graph(d.qid)), rj.Nystrom(k, np.arange(0, 160, 4)),
                    lams=LAMS).value
-    np.testing.assert_allclose(rj.predict(sel.model, d.X)[0], rj.predict(path, d.X)[i], rtol=1e-8,
+    np.testing.assert_allclose(rj.predict(sel.model, d.X), rj.predict(path, d.X)[i], rtol=1e-8,
                                atol=1e-10)
 
 
@@ -127,10 +136,9 @@ def test_the_selection_runs_without_scikit_learn():
 @pytest.mark.parametrize("basis", [None, 40])
 def test_optimize_with_ard_refines_by_the_gradient_in_the_library(data, basis):
     d, _ = data
-    kw = dict(lams=LAMS, kernels=[rj.gaussian_kernel(0.3)], optimize=True, ard=True,
-              optimize_steps=4, basis=basis)
-    sel = _select.select_rankrls(d.X, d.y, d.qid, **kw)
-    grid = _select.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=kw["kernels"], basis=basis)
+    kernels = [rj.gaussian_kernel(0.3)]
+    sel = select(d, kernels, basis=basis, optimize=True, ard=True, optimize_steps=4)
+    grid = select(d, kernels, basis=basis)
     assert isinstance(sel.trajectory, TuneResult) and sel.trajectory.loss_history.shape == (5,)
     assert sel.score >= grid.score
     np.testing.assert_array_equal(sel.scores, grid.scores)          # the grid is unchanged
@@ -143,12 +151,12 @@ def test_optimize_with_ard_refines_by_the_gradient_in_the_library(data, basis):
         s = np.asarray(sel.model.scales)
         params = {"log_lam": np.log(sel.lam), "log_gamma": np.log(sel.gamma),
                   "log_scales": np.log(s)}
-        g = rj.query_graph(d.qid)
+        p = rj.Problem(d.X, d.y, d.qid)
         solver = tune_solver("gaussian", None if basis is None else rj.Basis(rows=sel.basis))
-        f = cv_predictions(params, rj.Problem(d.X, d.y, g), solver, rj.make_folds(g))
+        f = solver.cv_predictions(params, solver.prepare(p), rj.make_folds(p.graph))
         assert float(rj.ndcg(f, d.y, d.qid, k=10)) == pytest.approx(sel.score, rel=1e-9)
     with pytest.raises(ValueError, match="optimize=True"):
-        _select.select_rankrls(d.X, d.y, d.qid, lams=LAMS, kernels=kw["kernels"], ard=True)
+        select(d, kernels, ard=True)
 
 
 @pytest.mark.parametrize("gammas, steps, lams", [((0.1, 1.0), 1, LAMS), ((0.1, 1.0), 20, LAMS),
@@ -162,12 +170,11 @@ def test_optimize_with_a_basis_searches_gamma_and_a_finer_lambda_grid(data, gamm
     kept model equal to the Nyström fit at the chosen point on the same basis."""
     d, _ = data
     kernels = [rj.gaussian_kernel(g) for g in gammas]
-    kw = dict(lams=lams, kernels=kernels, basis=40)
-    grid = _select.select_rankrls(d.X, d.y, d.qid, **kw)
+    grid = select(d, kernels, basis=40, lams=lams)
     calls, holdout = [], _select._Grid.holdout
     monkeypatch.setattr(_select._Grid, "holdout",
-                        lambda self, k, *a: calls.append(float(k.gamma)) or holdout(self, k, *a))
-    sel = _select.select_rankrls(d.X, d.y, d.qid, optimize=True, optimize_steps=steps, **kw)
+                        lambda self, s, *a: calls.append(float(s.kernel.gamma)) or holdout(self, s, *a))
+    sel = select(d, kernels, basis=40, lams=lams, optimize=True, optimize_steps=steps)
     monkeypatch.undo()
     searched = calls[len(gammas):]
     assert calls[:len(gammas)] == list(gammas)                       # the budget holds
@@ -186,8 +193,7 @@ def test_optimize_with_a_basis_searches_gamma_and_a_finer_lambda_grid(data, gamm
     won = sel.score > grid.score
     assert sel.gamma in (searched if won else gammas)
     assert np.any(np.isclose(sel.lam, finer, rtol=1e-12)) if won else sel.lam == grid.lam
-    one = _select.select_rankrls(d.X, d.y, d.qid, kernels=[rj.gaussian_kernel(sel.gamma)], basis=40,
-                                 lams=list(finer) if won else lams)
+    one = select(d, [rj.gaussian_kernel(sel.gamma)], basis=40, lams=list(finer) if won else lams)
     assert np.nanmax(one.scores) == pytest.approx(sel.score, rel=1e-12)
     g = rj.query_graph(d.qid)
     refit = rj.path(rj.Problem(d.X, d.y, g), rj.Nystrom(rj.gaussian_kernel(sel.gamma), sel.basis),
@@ -202,21 +208,19 @@ def test_optimize_with_a_basis_searches_gamma_and_a_finer_lambda_grid(data, gamm
 
 from surface import E, surface_test  # noqa: E402
 
-BAD_INPUT = {}
-BAD_INPUT["select_rankrls"] = [
-        (lambda d: _select.select_rankrls(d.X, d.y, d.qid, lams=[-1.0]), E(ValueError, "lams")),
-        (lambda d: _select.select_rankrls(d.X, d.y, d.qid, lams=[1.0], kernels=[]), E(ValueError,
-                                                                                      "kernels")),
-        (lambda d: _select.select_rankrls(d.X, d.y, d.qid, lams=[1.0], basis=3), E(ValueError, "basis")),
-        (lambda d: _select.select_rankrls(d.X, d.y, d.qid, lams=[1.0], optimize=True,
-                                     valid=(d.X, d.y, d.qid)), E(ValueError, "optimize")),
-        (lambda d: _select.select_rankrls(d.X, d.y, d.qid, lams=[1.0], optimize=True,
-                                     kernels=[rj.polynomial_kernel(2)]), E(ValueError, "optimize")),
-    ]
-BAD_INPUT["rankrls_fit"] = [
-        (lambda d: _select.rankrls_fit(d.X, d.y, d.g, lam=-1.0), E(ValueError, "lam")),
-        (lambda d: _select.rankrls_fit(d.X, d.y, d.g, lam=1.0, kernel=rj.gaussian_kernel(1.0),
-                                  basis=d.m + 1), E(ValueError, "basis")),
+SELECT_INPUT = {}          # the select verb's own table is test_solvers.py's BAD_INPUT
+SELECT_INPUT["select"] = [
+        (lambda d: rj.select(rj.Problem(d.X, d.y, d.qid), rj.Primal(), lams=[-1.0]), E(ValueError, "lams")),
+        (lambda d: rj.select(rj.Problem(d.X, d.y, d.qid), [rj.Primal()], lams=[1.0], optimize=True,
+                             metric=rj.ndcg, ard="yes"), E(TypeError, "ard")),
+        (lambda d: rj.select(rj.Problem(d.X, d.y, d.qid, valid=rj.Problem(d.X, d.y, d.qid)), [rj.Primal()],
+                             lams=[1.0], optimize=True), E(ValueError, "optimize")),
+        (lambda d: rj.select(rj.Problem(d.X, d.y, d.qid), [rj.Dual(rj.polynomial_kernel(2))], lams=[1.0],
+                             optimize=True), E(ValueError, "optimize")),
+        (lambda d: rj.select(rj.Problem(d.X, d.y, d.qid), [rj.Nystrom(d.kern, d.m + 1)], lams=[1.0]),
+         E(ValueError, "basis")),
+        (lambda d: rj.select(rj.Problem(d.X, np.c_[d.y, d.y], d.qid), [rj.Primal()], lams=[1.0]),
+         E(ValueError, "one output")),
     ]
 
-test_bad_and_degenerate_input = surface_test(BAD_INPUT)
+test_bad_and_degenerate_input = surface_test(SELECT_INPUT)
