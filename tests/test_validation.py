@@ -5,7 +5,6 @@ import pytest
 import rankjax as rj
 from conftest import tune_solver
 from rankjax.learners.gp import gp_pairwise_gaussian
-from rankjax.solvers.path import rankrls_primal_path
 
 
 @pytest.fixture
@@ -40,7 +39,7 @@ def test_shapes(good):
         rj.fit(rj.Problem(X[:4], y[:4], g), rj.Primal(), lam=1.0).value
     with pytest.raises(ValueError, match="X must be 2-D"):
         rj.fit(rj.Problem(X[:, 0], y, g), rj.Primal(), lam=1.0).value
-    with pytest.raises(ValueError, match="K must be square"):
+    with pytest.raises(ValueError, match="K must be a square"):
         rj.fit(rj.Problem(X, y, g, precomputed=True), rj.Dual(), lam=1.0).value
     with pytest.raises(ValueError, match="features"):
         rj.predict(rj.LinearModel(np.ones(3)), X)
@@ -77,8 +76,8 @@ def test_lambda(good, lam):
 
 def test_types(good):
     X, y, qid = good
-    with pytest.raises(TypeError, match="graph"):
-        rj.fit(rj.Problem(X, y, qid), rj.Primal(), lam=1.0).value
+    with pytest.raises(TypeError, match="queries"):
+        rj.fit(rj.Problem(X, y, 3), rj.Primal(), lam=1.0).value
     with pytest.raises(TypeError, match="X must be a real"):
         rj.fit(rj.Problem(X.astype(complex), y, rj.query_graph(qid)), rj.Primal(), lam=1.0).value
     with pytest.raises(TypeError, match="lam is required"):
@@ -105,7 +104,7 @@ def _switch_calls(X, y, qid, tmp_path):
         "normalized": lambda v: rj.query_graph(qid, normalized=v),
         "exclude_ties": lambda v: rj.global_graph(6, y, exclude_ties=v),
         "include_ties": lambda v: rj.pairs_from_scores(y, qid, include_ties=v),
-        "train_scores": lambda v: rankrls_primal_path(X, y, g, lams=[1.0], train_scores=v),
+        "throw": lambda v: rj.path(rj.Problem(X, y, g), rj.Primal(), lams=[1.0], throw=v),
         "ard": lambda v: rj.tune(rj.Problem(X, y, g), tune_solver(), ard=v, steps=1),
         "zero_based": lambda v: rj.io.read_svmlight(p, zero_based=v),
         "sparse": lambda v: rj.io.read_svmlight(p, sparse=v),
