@@ -261,11 +261,11 @@ def test_cross_validate_and_permutation_test(rng):
         np.testing.assert_allclose(cv.table[i], rj.pairwise_error(h.predictions[i], y, qid))
     assert int(cv.best_index) == int(np.argmin(np.asarray(cv.table)))
     # labels unrelated to X: the permutation p-value is not small; related: it is
-    res = rj.permutation_test(lambda Y: rj.holdout(rj.Problem(X, Y, g), rj.Primal(), lams=LAMS[1:2]).value, y, qid,
+    res = rj.permutation_test(rj.Problem(X, y, g), rj.Primal(), lams=LAMS[1:2],
                               metric=rj.pairwise_error, num_permutations=19)
     assert res.null.shape == (1, 19) and np.all(np.asarray(res.pvalue) > 0.05)
     y2 = X @ np.array([2.0, -1.0, 0.5, 0.0, 1.0])
-    res2 = rj.permutation_test(lambda Y: rj.holdout(rj.Problem(X, Y, g), rj.Primal(), lams=LAMS[1:2]).value, y2, qid,
+    res2 = rj.permutation_test(rj.Problem(X, y2, g), rj.Primal(), lams=LAMS[1:2],
                                metric=rj.pairwise_error, num_permutations=19)
     np.testing.assert_allclose(res2.pvalue, 0.05)
     # the null scores are the CV scores of the shuffled labels, recomputed one by one
@@ -299,13 +299,12 @@ def test_a_single_fold_is_an_error(rng):
              lambda: rj.holdout(rj.Problem(X @ X.T, y, rj.query_graph(one), precomputed=True), rj.Dual(),
                                 lams=LAMS).value,
              lambda: rj.tune(rj.Problem(X, y, rj.query_graph(one)), tune_solver(), steps=1),
-             lambda: rj.scale.sharded_holdout(rj.scale.shard_data(X, y, rj.query_graph(one)), lams=LAMS)]
+             lambda: rj.holdout(rj.scale.shard(rj.Problem(X, y, one)), rj.Primal(), lams=LAMS)]
     for call in calls:
         with pytest.raises(ValueError, match="at least 2 folds|at least 2 queries"):
             call()
     with pytest.raises(ValueError, match="at least 2 queries"):
-        rj.scale.rankrls_primal_stream(rj.io.iter_npy(X, y, one, chunk_rows=16), lams=LAMS,
-                                 holdout_metric=rj.ndcg)
+        rj.holdout(rj.scale.stream(rj.io.iter_npy(X, y, one, chunk_rows=16)), rj.Primal(), lams=LAMS)
     if importlib.util.find_spec("sklearn"):
         from rankjax.estimators import RankRLSCV
         with pytest.raises(ValueError, match="qid"):
@@ -368,7 +367,7 @@ BAD_INPUT["holdout_primal"] = [
                               folds=rj.make_folds(rj.query_graph(d.qid // 2))).value,
          E(ValueError, "another graph")),
         (lambda d: rj.holdout(rj.Problem(d.X, d.y, d.g), rj.Primal(), lams=[-1.0]).value, E(ValueError, "lams")),
-        (lambda d: rj.holdout(rj.Problem(d.X, d.y, d.pref), rj.Primal(), lams=[1.0]).value, E(TypeError, "PreferenceGraph")),
+        (lambda d: rj.holdout(rj.Problem(d.X, None, d.pref), rj.Primal(), lams=[1.0]).value, E(TypeError, "PreferenceGraph")),
     ]
 BAD_INPUT["holdout_dual"] = [
         (lambda d: rj.holdout(rj.Problem(d.K, d.y[:-1], d.g, precomputed=True), rj.Dual(), lams=[1.0]).value, E(ValueError, "y")),
@@ -417,12 +416,20 @@ BAD_INPUT["permuted_labels"] = [
         (lambda d: _cv.permuted_labels(d.y, d.qid[:-1], num_permutations=2), E(ValueError, "qid")),
     ]
 BAD_INPUT["permutation_test"] = [
-        (lambda d: rj.permutation_test(lambda y: d.holdout, d.y, d.qid, metric=rj.ndcg,
-                                       num_permutations=0), E(ValueError, "num_permutations")),
-        (lambda d: rj.permutation_test(d.holdout, d.y, d.qid, metric=rj.ndcg), E(TypeError, "holdout_fn")),
+        (lambda d: rj.permutation_test(rj.Problem(d.X, d.y, d.qid), rj.Primal(), lams=[1.0],
+                                       metric=rj.ndcg, num_permutations=0), E(ValueError, "num_permutations")),
+        (lambda d: rj.permutation_test(rj.Problem(d.X, d.y, d.qid), rj.CG(), lams=[1.0], metric=rj.ndcg),
+         E(TypeError, "CG does not support permutation_test")),
+        (lambda d: rj.permutation_test(rj.Problem(d.X, np.c_[d.y, d.y], d.qid), lams=[1.0], metric=rj.ndcg),
+         E(ValueError, "one output")),
     ]
 
+INTERNAL_INPUT = {k: BAD_INPUT.pop(k) for k in ['cross_validate', 'holdout_dual', 'holdout_nystrom', 'holdout_primal', 'leave_pair_out_dual', 'leave_pair_out_primal', 'permuted_labels']}
+"""Cases of internal functions and of the verbs by solver (not public names: the verbs' own
+tables are test_solvers.py's)."""
+
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)
+test_internal_bad_input = surface_test(INTERNAL_INPUT)
 
 
 def test_large_folds_one_lambda_at_a_time_equal_retraining(rng):

@@ -213,13 +213,14 @@ SOLVER_INPUT["Falkon"] = [
         (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Falkon(None, 3), lam=1.0),
          E(TypeError, "kernel")),
     ]
-SOLVER_INPUT["Basis"] = [
+BAD_INPUT = {"Basis": [
         (lambda d: rj.Basis(), E(TypeError, "size= or rows=")),
         (lambda d: rj.Basis(0), E(ValueError, "size")),
         (lambda d: rj.Basis(3, method="grid"), E(ValueError, "method")),
         (lambda d: rj.path(rj.Problem(d.X, d.y, d.g),
                            rj.Nystrom(rj.gaussian_kernel(1.0), rj.Basis(rows=np.array([0, 0]))), lams=[1.0]).value,
          E(ValueError, "repeated")),
-    ]
+    ]}
 
 test_bad_and_degenerate_input = surface_test(SOLVER_INPUT)
+test_bad_basis = surface_test(BAD_INPUT)

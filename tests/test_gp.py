@@ -153,4 +153,9 @@ BAD_INPUT["gp_preference_probability"] = [
                                                 np.ones(2)), E(ValueError, "K_b|shape")),
     ]
 
+INTERNAL_INPUT = {k: BAD_INPUT.pop(k) for k in ['gp_pairwise_gaussian', 'gp_pairwise_probit']}
+"""Cases of internal functions and of the verbs by solver (not public names: the verbs' own
+tables are test_solvers.py's)."""
+
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)
+test_internal_bad_input = surface_test(INTERNAL_INPUT)

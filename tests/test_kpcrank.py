@@ -138,4 +138,9 @@ BAD_INPUT["kpcrank_path"] = [
          V(lambda r: np.all(np.asarray(r.weights) == 0))),
     ]
 
+INTERNAL_INPUT = {k: BAD_INPUT.pop(k) for k in ['kpcrank_path']}
+"""Cases of internal functions and of the verbs by solver (not public names: the verbs' own
+tables are test_solvers.py's)."""
+
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)
+test_internal_bad_input = surface_test(INTERNAL_INPUT)

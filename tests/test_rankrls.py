@@ -180,14 +180,14 @@ BAD_INPUT["rankrls_primal"] = [
         (lambda d: rj.fit(rj.Problem(d.X, d.y[:-1], d.g), rj.Primal(), lam=1.0).value, E(ValueError, "y has")),
         (lambda d: rj.fit(rj.Problem(np.c_[d.X[:, :-1], d.nanv], d.y, d.g), rj.Primal(), lam=1.0).value,
          E(ValueError, "X contains NaN")),
-        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.qid), rj.Primal(), lam=1.0).value, E(TypeError, "graph")),
+        (lambda d: rj.fit(rj.Problem(d.X, d.y, "q"), rj.Primal(), lam=1.0).value, E(TypeError, "queries")),
         # every query of size 1: no pair, the minimiser of λ||w||^2 alone
         (lambda d: rj.fit(rj.Problem(d.X, d.y, rj.query_graph(np.arange(d.m))), rj.Primal(), lam=1.0).value,
          V(lambda r: np.all(np.asarray(r.weights) == 0))),
     ]
 BAD_INPUT["rankrls_dual"] = [
         (lambda d: rj.fit(rj.Problem(d.K, d.y, d.g, precomputed=True), rj.Dual(), lam=0.0).value, E(ValueError, "lam")),
-        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g, precomputed=True), rj.Dual(), lam=1.0).value, E(ValueError, "K must be square")),
+        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g, precomputed=True), rj.Dual(), lam=1.0).value, E(ValueError, "K must be a square")),
         (lambda d: rj.fit(rj.Problem(d.K + np.triu(np.ones_like(d.K)), d.y, d.g, precomputed=True),
                           rj.Dual(), lam=1.0).value,
          E(ValueError, "K is not symmetric")),
@@ -203,4 +203,9 @@ BAD_INPUT["predict"] = [
          E(ValueError, "NaN")),
     ]
 
+INTERNAL_INPUT = {k: BAD_INPUT.pop(k) for k in ['rankrls_dual', 'rankrls_kernel', 'rankrls_primal']}
+"""Cases of internal functions and of the verbs by solver (not public names: the verbs' own
+tables are test_solvers.py's)."""
+
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)
+test_internal_bad_input = surface_test(INTERNAL_INPUT)

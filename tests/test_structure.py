@@ -224,6 +224,7 @@ OWN_LOOPS = {
     "learners/gp.py": "the expectation-propagation loop of the probit GP, not CG",
     "learners/ranksvm.py": "TRON's outer loop (Newton steps with an inner CG of its own)",
     "estimators/iterative.py": "scikit-learn constructor parameters, translated into a CG",
+    "estimators/rankrls.py": "scikit-learn constructor parameters, translated into a CG",
 }
 
 

@@ -377,4 +377,9 @@ BAD_INPUT["tune"] = [
                                                                                             "pairs")),
     ]
 
+INTERNAL_INPUT = {k: BAD_INPUT.pop(k) for k in ['cv_predictions']}
+"""Cases of internal functions and of the verbs by solver (not public names: the verbs' own
+tables are test_solvers.py's)."""
+
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)
+test_internal_bad_input = surface_test(INTERNAL_INPUT)

@@ -25,7 +25,7 @@ from ..metrics.choice import Selection, select_lambda, selection_ahead
 from ..metrics.graded import ndcg
 from ..metrics.pairs import check_metric_options, metric_sign
 from ..solvers.base import AbstractSolver, check_call, dense_rows
-from ..solvers.models import LinearModel, ScaledModel, scale_rows
+from ..solvers.models import LinearModel, ScaledModel, is_linear, scale_rows
 from .tune import checked_data, cv_predictions_at, descend
 
 __all__ = ["select_grid"]
@@ -196,7 +196,7 @@ def _chosen_gamma(solver):
 
 
 def _basis(model):
-    rows = getattr(model, "basis", None)
+    rows = getattr(model, "basis_rows", None)
     return None if rows is None else np.asarray(rows)
 
 
@@ -295,7 +295,7 @@ def _refine(grid, point, folds, steps, ard, optimizer):
         return _Point(at, lam, new, at.fit(p, lam).value), r
     scales = jnp.exp(jnp.asarray(host["log_scales"], X.dtype))
     model = at.fit(with_rows(p, scale_rows(dense_rows(p), scales)), lam).value
-    if isinstance(model, LinearModel):
+    if is_linear(model):
         model = LinearModel(model.weights * scales)
     else:
         model = ScaledModel(scales, model)

@@ -118,13 +118,13 @@ class CG(AbstractSolver):
 
     def with_tol(self, tol):
         """A copy with another (possibly traced) tolerance, unchecked."""
-        leaves, aux = _flatten(self)
-        return _unflatten(aux, (tol, leaves[1]))
+        leaves, aux = _flatten_cg(self)
+        return _unflatten_cg(aux, (tol, leaves[1]))
 
     def replace_verbose(self, verbose):
         """A copy with another ``verbose`` (a sharded loop logs nothing: one line per device)."""
-        leaves, aux = _flatten(self)
-        return _unflatten((aux[0], aux[1], aux[2], verbose) + aux[4:], leaves)
+        leaves, aux = _flatten_cg(self)
+        return _unflatten_cg((aux[0], aux[1], aux[2], verbose) + aux[4:], leaves)
 
     def allows_zero(self, problem) -> bool:
         return True                        # regularisation by iteration (Airola et al. 2010)
@@ -152,15 +152,15 @@ class CG(AbstractSolver):
                                  f"{tuple(K.shape)}")
             check_symmetric(K)
             _check_x0(self.x0, jax.eval_shape(lambda: graph.factor()[2](y)).shape[0])
-            r = _dual_core(K, y, graph, lam, valid, self)
+            r = _cg_dual(K, y, graph, lam, valid, self)
             return Solution(DualModel(r.weights), r.result, r.stats())
         X = as_operator(problem.X, "X")
         _check_x0(self.x0, X.shape[1])
-        r = _primal_core(X, y, graph, lam, valid, self)
+        r = _cg_primal(X, y, graph, lam, valid, self)
         return Solution(LinearModel(r.weights), r.result, r.stats())
 
 
-def _flatten(c):
+def _flatten_cg(c):
     return (c.tol, c.x0), (c.max_iter, c.patience, c.recompute_every, c.verbose, c.metric,
                            c.metric_kwargs, c.higher_is_better)
 
@@ -169,14 +169,14 @@ _FIELDS = ("max_iter", "patience", "recompute_every", "verbose", "metric", "metr
            "higher_is_better")
 
 
-def _unflatten(aux, children):
+def _unflatten_cg(aux, children):
     obj = object.__new__(CG)
     for k, v in zip(("tol", "x0") + _FIELDS, tuple(children) + tuple(aux)):
         object.__setattr__(obj, k, v)
     return obj
 
 
-jax.tree_util.register_pytree_node(CG, _flatten, _unflatten)
+jax.tree_util.register_pytree_node(CG, _flatten_cg, _unflatten_cg)
 
 
 def _check_x0(x0, n):
@@ -207,7 +207,7 @@ def criterion(options, valid, scores_fn):
 
 
 @jax.jit
-def _primal_core(X, y, graph, lam, valid, options):
+def _cg_primal(X, y, graph, lam, valid, options):
     b = mm(X.T, graph.rhs(y, X.dtype))
     valid_fn = criterion(options, valid, lambda w: mm(valid[0], w))
     return differentiable_cg(lambda v: mm(X.T, graph.mv(mm(X, v))), b, options, lam,
@@ -215,7 +215,7 @@ def _primal_core(X, y, graph, lam, valid, options):
 
 
 @jax.jit
-def _dual_core(K, y, graph, lam, valid, options):
+def _cg_dual(K, y, graph, lam, valid, options):
     R, Rt, rhs = graph.factor()
     valid_fn = criterion(options, valid,
                          lambda B: jnp.matmul(valid[0], R(B), precision=HI))
@@ -227,7 +227,7 @@ def _dual_core(K, y, graph, lam, valid, options):
 
 
 @partial(jax.jit, static_argnames=("mesh", "axis"))
-def _sharded_core(problem, lam, valid, options, mesh, axis):
+def _cg_sharded(problem, lam, valid, options, mesh, axis):
     def local(problem, lam, valid, options):
         X, y, graph = problem
         g = local_block(graph)
@@ -245,4 +245,4 @@ def sharded_fit(data, lam, options, valid):
     """CG's :class:`~rankjax.solvers.cg_loop.CGResult`: the matvec ``X^T L X v`` a
     per-device product over its own queries plus one ``psum`` of an ``[n]`` vector per
     iteration (dense or sparse ``X``); the loop state is replicated."""
-    return _sharded_core((data.X, data.y, data.graph), lam, valid, options, data.mesh, data.axis)
+    return _cg_sharded((data.X, data.y, data.graph), lam, valid, options, data.mesh, data.axis)

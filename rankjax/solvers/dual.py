@@ -46,7 +46,7 @@ def _kernel(K, kernel):
 
 
 @jax.jit
-def _fit_core(K, y, graph, lam, kernel=None):
+def _dual_fit(K, y, graph, lam, kernel=None):
     K = _kernel(K, kernel)
     system = dual_system(K, y, graph)
     lam = jnp.asarray(lam, K.dtype)
@@ -55,7 +55,7 @@ def _fit_core(K, y, graph, lam, kernel=None):
 
 
 @jax.jit
-def _path_core(K, y, graph, lams, K_valid, rows=None, kernel=None):
+def _dual_path(K, y, graph, lams, K_valid, rows=None, kernel=None):
     K = _kernel(K, kernel)
     dec = decompose_dual(K, y, graph, "path", eigh_psd_checked if rows is None   # rows: reduced
                          else partial(reduced_eigh, rows=rows, graph=graph),
@@ -67,7 +67,7 @@ def _path_core(K, y, graph, lams, K_valid, rows=None, kernel=None):
 
 
 @compiled()
-def _holdout_core(K, y, graph, lams, folds, kernel=None, rows=None):
+def _dual_holdout(K, y, graph, lams, folds, kernel=None, rows=None):
     if kernel is not None:        # K holds the rows X: their kernel matrix, in this program
         K = kernel_core(kernel, K, K, None, True)
     grid = None if rows is None else rows.queries
@@ -225,7 +225,7 @@ class Dual(AbstractSolver):
 
     def fit(self, problem, lam):
         M, kernel, X = self._inputs(problem, 5, "the dual solve")
-        A, psd, low = _fit_core(M, problem.y, problem.graph, lam, kernel)
+        A, psd, low = _dual_fit(M, problem.y, problem.graph, lam, kernel)
         if is_concrete(psd) and not bool(psd):     # the failed Cholesky said so: no extra eigh
             raise ValueError(f"K is not positive semidefinite: S K S + λ I has no Cholesky "
                              f"factor and S K S the eigenvalue {float(low):.3g} (beyond "
@@ -241,7 +241,7 @@ class Dual(AbstractSolver):
         if problem.valid is not None:
             Xv = problem.valid.X
             Kv = Xv if X is None else kernel_matrix(kernel, as_dense(Xv), X)
-        (A, train, valid), flags = _path_core(M, problem.y, problem.graph, lams, Kv,
+        (A, train, valid), flags = _dual_path(M, problem.y, problem.graph, lams, Kv,
                                               range_rows(problem.graph, M.dtype), kernel)
         check_spectrum(flags, lams, "rj.path(Dual())")
         return Solution(self._path(lams, A, train, valid, X), lane_codes(A, lams), {})
@@ -256,7 +256,7 @@ class Dual(AbstractSolver):
             return Solution(h, lane_codes(h.predictions, lams), {})
         rows = range_rows(graph, M.dtype)            # the system on the range of S (reduced)
         width = M.shape[0] if rows is None else rows.keep.shape[0]
-        (pred, coef), flags = run(level(), _holdout_core, M, y, graph, lams,
+        (pred, coef), flags = run(level(), _dual_holdout, M, y, graph, lams,
                                   premerge(folds, lams.shape[0], width), kernel, rows)
         check_spectrum(flags, lams, "rj.holdout(Dual())")
         path = self._path(lams, coef, None, None, X)

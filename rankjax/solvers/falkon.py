@@ -237,7 +237,7 @@ class Falkon(AbstractSolver):
             dense_rows(problem.valid), problem.valid.y, problem.valid.graph)
         coef, r = _falkon_core((X, y, graph), B, sub, lam, valid, self.options, block_rows)
         b = index.shape[0]
-        model = NystromModel(coef[:b], jnp.asarray(index, jnp.int32), B.X[:b], self.kernel)
+        model = NystromModel(coef[:b], B.X[:b], jnp.asarray(index, jnp.int32), self.kernel)
         return Solution(model, r.result, r.stats())
 
     def _fit_sharded(self, data, lam):
@@ -255,8 +255,8 @@ class Falkon(AbstractSolver):
         options = self.options.replace_verbose(0)                 # one line per device
         coef, r = sharded_fit(data, B, lam, valid, options, u, block_rows)
         b = index.shape[0]
-        model = NystromModel(coef[:b], index.astype(np.int32) if isinstance(index, np.ndarray)
-                             else index.astype(jnp.int32), B.X[:b], self.kernel)
+        model = NystromModel(coef[:b], B.X[:b], index.astype(np.int32) if isinstance(index, np.ndarray)
+                             else index.astype(jnp.int32), self.kernel)
         return Solution(model, r.result, r.stats())
 
 
@@ -276,7 +276,7 @@ def _subsample(X, graph, u, seed) -> Subsample:
 
 
 @partial(jax.jit, static_argnames="layout")
-def _sharded_core(problem, basis: BasisRows, lam, valid, options, scale, layout):
+def _falkon_sharded(problem, basis: BasisRows, lam, valid, options, scale, layout):
     mesh, axis, u, block_rows = layout
 
     def local(problem, basis, lam, valid, options, scale):
@@ -310,5 +310,5 @@ def sharded_fit(data, basis: BasisRows, lam, valid, options, precond_rows, block
     u = int(min(width, -(-precond_rows // D)))
     real = int(np.minimum(u, (data.rows >= 0).sum(1)).sum())
     scale = data.num_rows / max(real, 1)
-    return _sharded_core((data.X, data.y, data.graph), basis, lam, valid, options, scale,
+    return _falkon_sharded((data.X, data.y, data.graph), basis, lam, valid, options, scale,
                         (data.mesh, data.axis, u, block_rows))

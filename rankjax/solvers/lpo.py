@@ -178,22 +178,6 @@ _self_pair = reduction(lambda xp, p: xp.any(p[:, 0] == p[:, 1]))
 _no_differing = reduction(lambda xp, dy: ~xp.all(xp.any(dy != 0, axis=0)))
 
 
-@jax.jit
-def _lpo_dual_core(K, y, pairs, lams):
-    eig, low, high = eigh_psd_checked(K)
-    psd = psd_ok(low, high, K.shape[0], K.dtype)
-    floor = lam_floor((K.shape[0] - 2) * high, K.dtype, "pairs")
-    out = _lpo_core(eig.vectors * jnp.sqrt(eig.values), eig.values, y, pairs, lams, floor)
-    return nan_unless(psd, out), (psd, low, high, floor)
-
-
-@jax.jit
-def _lpo_primal_core(X, y, pairs, lams):
-    eig = eigh_psd(jnp.matmul(X.T, X, precision=HI))
-    return _lpo_core(jnp.matmul(X, eig.vectors, precision=HI), eig.values, y, pairs, lams,
-                     0.0, X)
-
-
 @saveable
 @dataclasses.dataclass(frozen=True)
 class LeavePairOut:
@@ -217,7 +201,9 @@ def pairs_of(problem, folds: LeavePairOut):
     """The checked ``[p, 2]`` pairs of ``folds`` on a global ranking problem (the complete
     unnormalized graph of :func:`rankjax.global_graph`: the cost (21) the formulas solve)."""
     g = problem.graph
-    ok = is_graph(g, "QueryGraph") and g.has_root and g.num_queries == 1
+    ok = is_graph(g, "QueryGraph") and g.has_root
+    if ok and is_concrete(g.counts):                      # under jit: checked by the caller
+        ok = g.num_queries == 1
     if ok and is_concrete(g.edge_weight):
         ok = float(np.asarray(g.edge_weight)[0]) == 1.0     # a concrete array, also under jit
     if not ok:

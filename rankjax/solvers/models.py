@@ -122,18 +122,18 @@ class KernelModel(NamedTuple):
 @saveable
 class NystromModel(NamedTuple):
     """The basis-vector model ``f(x) = sum_{i in R} a_i k(x, x_i)`` (Pahikkala et al. 2009,
-    §3.5): ``coef [b(, k)]`` over the basis rows ``basis [b]`` (indices into the training
-    rows), ``basis_X [b, n]`` and the kernel; ``O(b)`` kernel values a predicted row."""
+    §3.5): ``coef [b(, k)]`` over the basis points ``basis [b, n]`` (the training rows
+    ``basis_rows [b]``) and the kernel; ``O(b)`` kernel values a predicted row."""
 
     coef: jax.Array
     basis: jax.Array
-    basis_X: jax.Array
+    basis_rows: jax.Array
     kernel: Kernel
 
-    num_features = columns_of("basis_X", 1)          # columns of the rows it scores
+    num_features = columns_of("basis", 1)            # columns of the rows it scores
 
     def predict(self, X, block_size: Optional[int] = None):
-        return _kernel_scores(self.kernel, X, self.basis_X, self.coef, block_size)
+        return _kernel_scores(self.kernel, X, self.basis, self.coef, block_size)
 
 
 @saveable
@@ -207,25 +207,25 @@ class DualPath(NamedTuple):
 
 @saveable
 class NystromPath(NamedTuple):
-    """Nyström models of a λ grid: ``coef [L, b(, k)]`` over the basis rows ``basis [b]``
-    (``basis_X [b, n]``), training and validation scores as :class:`PrimalPath`;
-    ``predict(X [m_test, n])``, ``model(i)`` a :class:`NystromModel`."""
+    """Nyström models of a λ grid: ``coef [L, b(, k)]`` over the basis points ``basis [b, n]``
+    (the training rows ``basis_rows [b]``), training and validation scores as
+    :class:`PrimalPath`; ``predict(X [m_test, n])``, ``model(i)`` a :class:`NystromModel`."""
 
     lams: jax.Array
     coef: jax.Array
     basis: jax.Array
-    basis_X: jax.Array
+    basis_rows: jax.Array
     kernel: Kernel
     train_scores: Optional[jax.Array] = None
     valid_scores: Optional[jax.Array] = None
 
     def predict(self, X, block_size: Optional[int] = None):
-        X = check_test_matrix(X, self.basis_X.shape[1])
-        return path_scores(kernel_matrix(self.kernel, X, self.basis_X, block_size=block_size),
+        X = check_test_matrix(X, self.basis.shape[1])
+        return path_scores(kernel_matrix(self.kernel, X, self.basis, block_size=block_size),
                            self.coef)
 
     def model(self, i) -> NystromModel:
-        return NystromModel(self.coef[i], self.basis, self.basis_X, self.kernel)
+        return NystromModel(self.coef[i], self.basis, self.basis_rows, self.kernel)
 
 
 def predict(model, X, **kw):

@@ -33,13 +33,13 @@ from .ridge import primal_system, ridge_solve
 __all__ = ["Nystrom", "nystrom_blocks", "check_nystrom_memory"]
 
 
-def _coef(C, W, axis):
+def _basis_coef(C, W, axis):
     """Basis coefficients ``a = C^{-T} w`` of weights whose basis axis is ``axis``."""
     return jnp.moveaxis(coef_from(C, jnp.moveaxis(W, axis, 0)), 0, axis)
 
 
 @jax.jit
-def _fit_core(X, y, graph, basis: BasisRows, lam):
+def _nystrom_fit(X, y, graph, basis: BasisRows, lam):
     C = basis.factor()
     G, b = primal_system(features(basis.block(X), C), y, graph, root=True)
     lam = jnp.asarray(lam, G.dtype)
@@ -47,17 +47,17 @@ def _fit_core(X, y, graph, basis: BasisRows, lam):
 
 
 @partial(jax.jit, static_argnames=("block_size",))
-def _path_core(X, y, graph, basis: BasisRows, lams, X_valid, block_size=None):
+def _nystrom_path(X, y, graph, basis: BasisRows, lams, X_valid, block_size=None):
     C = basis.factor()
     W, _, _ = path_core(features(basis.block(X, block_size), C), y, graph, lams, None,
                         False, True)
-    coef = _coef(C, W, 1)                                             # [L, b_pad(, k)]
+    coef = _basis_coef(C, W, 1)                                             # [L, b_pad(, k)]
     valid = None if X_valid is None else path_scores(basis.block(X_valid, block_size), coef)
     return coef, valid
 
 
 @compiled(static_argnames=("route",))
-def _holdout_core(X, y, graph, basis: BasisRows, lams, folds, route="both"):
+def _nystrom_holdout(X, y, graph, basis: BasisRows, lams, folds, route="both"):
     """``(predictions [L, m(, k)], coef [L, b_pad(, k)])``: the hold-out and the full-data
     basis coefficients of every λ from one ``eigh`` of ``Φ^T L Φ`` (``b x b``), with the
     features ``Φ = K_mR C^{-T}`` formed (``O(m b^2)``) and the system in root form
@@ -69,7 +69,7 @@ def _holdout_core(X, y, graph, basis: BasisRows, lams, folds, route="both"):
     G, b = primal_system(Phi, y, graph, root=True)
     out = holdout_from_system(Phi, y, graph, lams, folds, G, b, route=route, weights=True)
     (pred, W), floor = out if route == "shared" else (out, None)    # W [L, r(, k)]
-    coef = _coef(C, W, 1)
+    coef = _basis_coef(C, W, 1)
     if route == "shared":
         return nan_unless(lam_ok(lams), (pred, coef)), floor
     return nan_unless(lam_ok(lams), (pred, coef))
@@ -144,20 +144,20 @@ class Nystrom(AbstractSolver):
     def fit(self, problem, lam):
         X = dense_rows(problem)
         index, B = self.take(X, pad=False)
-        coef = _fit_core(X, problem.y, problem.graph, B, lam)
+        coef = _nystrom_fit(X, problem.y, problem.graph, B, lam)
         warn_unresolved(coef, lam, "rj.fit(Nystrom())", UNRESOLVED)
         b = index.shape[0]
-        model = NystromModel(coef, _index(index), _head(B.X, b), self.kernel)
+        model = NystromModel(coef, _head(B.X, b), _index(index), self.kernel)
         return Solution(model, lane_codes(coef, lam, lanes=False), {})
 
     def path(self, problem, lams):
         X = dense_rows(problem)
         index, B = self.take(X, pad=False)
         Xv = None if problem.valid is None else dense_rows(problem.valid)
-        coef, valid = _path_core(X, problem.y, problem.graph, B, lams, Xv)
+        coef, valid = _nystrom_path(X, problem.y, problem.graph, B, lams, Xv)
         warn_unresolved(coef, lams, "rj.path(Nystrom())", UNRESOLVED)
         b = index.shape[0]
-        path = NystromPath(lams, _head(coef, b, 1), _index(index), _head(B.X, b), self.kernel,
+        path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), self.kernel,
                            None, valid)
         return Solution(path, lane_codes(coef, lams), {})
 
@@ -169,12 +169,12 @@ class Nystrom(AbstractSolver):
         lams = lams.astype(X.dtype)
         index, B = self.take(X)
         check_nystrom_memory(X.shape[0], B.X.shape[0], X.dtype)
-        pred, coef = two_phase(_holdout_core, X, problem.y, problem.graph, B, lams,
+        pred, coef = two_phase(_nystrom_holdout, X, problem.y, problem.graph, B, lams,
                                premerge(folds, lams.shape[0], B.X.shape[0]), lams=lams,
                                verbose=level())
         warn_unresolved(pred, lams, "rj.holdout(Nystrom())", UNRESOLVED)
         b = index.shape[0]
-        path = NystromPath(lams, _head(coef, b, 1), _index(index), _head(B.X, b), self.kernel)
+        path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), self.kernel)
         return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred, lams), {})
 
     def tuned_kernel(self):

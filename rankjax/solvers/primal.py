@@ -32,7 +32,7 @@ UNRESOLVED = "the Cholesky factor of the system + λ I fails (λ below its round
 
 
 @jax.jit
-def _fit_core(X, y, graph, lam):
+def _primal_fit(X, y, graph, lam):
     G, b = primal_system(X, y, graph)
     lam = jnp.asarray(lam, G.dtype)
     return nan_unless(lam_ok(lam), ridge_solve(G, b, lam))
@@ -64,7 +64,7 @@ def path_core(X, y, graph, lams, X_valid, train=False, root=False):
 
 
 @compiled(static_argnames=("route",))
-def _holdout_core(X, y, graph, lams, folds, route="both"):
+def _primal_holdout(X, y, graph, lams, folds, route="both"):
     """``(predictions [L, m(, k)], weights [L, n(, k)])``: the hold-out and every λ's
     full-data weights from the same ``eigh`` of ``X^T L X`` (the lanes below its floor
     from the Cholesky factor their hold-out lane makes, :func:`holdout_from_system`).
@@ -82,7 +82,7 @@ def _holdout_core(X, y, graph, lams, folds, route="both"):
 def linear_holdout(X, y, graph, lams, folds, where):
     """``(predictions [L, m(, k)], weights [L, n(, k)])`` of the primal hold-out on checked
     dense rows (the Nyström features too), the λ grid in ``X``'s dtype."""
-    pred, W = two_phase(_holdout_core, X, y, graph, lams,
+    pred, W = two_phase(_primal_holdout, X, y, graph, lams,
                         premerge(folds, lams.shape[0], X.shape[1]), lams=lams, verbose=level())
     warn_unresolved(pred, lams, where, UNRESOLVED)
     return pred, W
@@ -141,7 +141,7 @@ class Primal(AbstractSolver):
             return Solution(LinearModel(w), lane_codes(w, lam, lanes=False), counts)
         else:
             X = checked_rows(problem)
-            w = _fit_core(X, problem.y, problem.graph, lam)
+            w = _primal_fit(X, problem.y, problem.graph, lam)
         warn_unresolved(w, lam, "rj.fit(Primal())", UNRESOLVED)
         return Solution(LinearModel(w), lane_codes(w, lam, lanes=False), {})
 

@@ -34,7 +34,7 @@ def _system(X, y, graph, axis):
 
 
 @partial(jax.jit, static_argnames=("mesh", "axis"))
-def _fit_core(X, y, graph, lam, mesh, axis):
+def _sharded_fit(X, y, graph, lam, mesh, axis):
     def local(X, y, graph, lam):
         G, b = _system(X, y, local_block(graph), axis)
         lam = jnp.asarray(lam, G.dtype)
@@ -47,11 +47,11 @@ def _fit_core(X, y, graph, lam, mesh, axis):
 def primal_fit(data, lam):
     """``w [n(, k)]`` of one λ: the global system by one ``psum``, then one Cholesky."""
     dense_only(data, "rj.fit(scale.shard(...), Primal())")
-    return _fit_core(data.X, data.y, data.graph, lam, data.mesh, data.axis)
+    return _sharded_fit(data.X, data.y, data.graph, lam, data.mesh, data.axis)
 
 
 @partial(jax.jit, static_argnames=("mesh", "axis"))
-def _path_core(X, y, graph, lams, mesh, axis):
+def _sharded_path(X, y, graph, lams, mesh, axis):
     def local(X, y, graph, lams):
         G, b = _system(X, y, local_block(graph), axis)
         return nan_unless(lam_ok(lams), decompose_primal(G, b).coef_path(lams))
@@ -63,7 +63,7 @@ def _path_core(X, y, graph, lams, mesh, axis):
 def primal_path(data, lams):
     """``W [L, n(, k)]`` of every λ from one ``eigh`` of the global ``X^T L X``."""
     dense_only(data, "rj.path(scale.shard(...), Primal())")
-    return _path_core(data.X, data.y, data.graph, lams, data.mesh, data.axis)
+    return _sharded_path(data.X, data.y, data.graph, lams, data.mesh, data.axis)
 
 
 class _Buckets(NamedTuple):
@@ -110,7 +110,7 @@ def _host_graph(seg, S):
 
 
 @partial(jax.jit, static_argnames=("mesh", "axis"))
-def _holdout_core(X, y, graph, lams, folds, mesh, axis):
+def _sharded_holdout(X, y, graph, lams, folds, mesh, axis):
     def local(X, y, graph, lams, folds):
         g = local_block(graph)
         G, b = _system(X, y, g, axis)
@@ -130,7 +130,7 @@ def primal_holdout(data, lams):
     if queries < 2:                           # leaving the one query out trains on nothing
         raise ValueError(f"the sharded hold-out needs at least 2 queries (leave-query-out), "
                          f"the problem holds {queries}")
-    pred, W = _holdout_core(data.X, data.y, data.graph, lams, _stacked_folds(data), data.mesh,
+    pred, W = _sharded_holdout(data.X, data.y, data.graph, lams, _stacked_folds(data), data.mesh,
                             data.axis)
     return data.unshard(pred, 1), W
 
