@@ -1,12 +1,12 @@
-"""Out-of-core primal RankRLS equals the in-memory fit (float64), from lists, .npy files,
-memmaps and SVMlight files; leave-query-out by chunks equals holdout_primal."""
+"""A streamed problem (``rj.scale.stream``, out of core) solved by the verbs equals the
+in-memory problem (float64), from lists, .npy files, memmaps and SVMlight files;
+leave-query-out by chunks equals the in-memory hold-out."""
 import logging
 
 import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax.metrics.choice import select_lambda
 from rankjax import io
 
 LAMS = np.array([1e-2, 1.0, 100.0])
@@ -32,48 +32,46 @@ def test_stream_equals_in_memory(kw):
     X, y, qid = _data()
     chunks = _chunks(X, y, qid)
     assert len(chunks) > 3
-    fit = rj.scale.rankrls_primal_stream(chunks, lams=LAMS, **kw)
+    fit = rj.path(rj.scale.stream(chunks, **kw), rj.Primal(), lams=LAMS)
     g = rj.query_graph(qid, y, **kw)
     ref = rj.path(rj.Problem(X, y, g), rj.Primal(), lams=LAMS).value
-    np.testing.assert_allclose(fit.path.weights, ref.weights, rtol=1e-10, atol=1e-10)
-    G = rj.laplacian_dense(g)
-    np.testing.assert_allclose(fit.gram, X.T @ G @ X, rtol=1e-10, atol=1e-10)
-    assert (fit.num_rows, fit.num_queries, fit.num_chunks) == (len(y), len(np.unique(qid)),
-                                                               len(chunks))
+    np.testing.assert_allclose(fit.value.weights, ref.weights, rtol=1e-10, atol=1e-10)
+    assert fit.stats == {"rows": len(y), "queries": len(np.unique(qid)), "chunks": len(chunks)}
+    one = rj.fit(rj.scale.stream(chunks, **kw), rj.Primal(), lam=1.0)
+    np.testing.assert_allclose(one.value.weights, ref.weights[1], rtol=1e-10, atol=1e-10)
 
 
 def test_multi_output_and_float32_chunks():
     X, y, qid = _data(1)
     Y = np.stack([y, X[:, 0]], 1)
-    fit = rj.scale.rankrls_primal_stream(io.iter_npy(X, Y, qid, chunk_rows=50), lams=LAMS)
+    fit = rj.path(rj.scale.stream(io.iter_npy(X, Y, qid, chunk_rows=50)), rj.Primal(), lams=LAMS)
     ref = rj.path(rj.Problem(X, Y, rj.query_graph(qid)), rj.Primal(), lams=LAMS).value
-    np.testing.assert_allclose(fit.path.weights, ref.weights, rtol=1e-10, atol=1e-10)
-    fit32 = rj.scale.rankrls_primal_stream(io.iter_npy(X.astype(np.float32), y, qid, chunk_rows=50),
-                                     lams=LAMS)
-    np.testing.assert_allclose(fit32.path.weights, ref.weights[..., 0], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(fit.value.weights, ref.weights, rtol=1e-10, atol=1e-10)
+    fit32 = rj.path(rj.scale.stream(io.iter_npy(X.astype(np.float32), y, qid, chunk_rows=50)),
+                    rj.Primal(), lams=LAMS)
+    np.testing.assert_allclose(fit32.value.weights, ref.weights[..., 0], rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("metric,kw", [(rj.ndcg, dict(k=5)), (rj.pairwise_error, {})])
-def test_holdout_by_chunks_equals_holdout_primal(metric, kw):
+def test_holdout_by_chunks_equals_the_in_memory_holdout(metric, kw):
     X, y, qid = _data(2)
-    fit = rj.scale.rankrls_primal_stream(_chunks(X, y, qid), lams=LAMS, holdout_metric=metric, **kw)
+    chunks = _chunks(X, y, qid)
+    got = rj.holdout(rj.scale.stream(chunks), rj.Primal(), lams=LAMS).value
     h = rj.holdout(rj.Problem(X, y, rj.query_graph(qid)), rj.Primal(), lams=LAMS).value
-    want = [metric(p, y, qid, **kw) for p in h.predictions]
-    np.testing.assert_allclose(fit.holdout, want, rtol=1e-10)
+    order = np.concatenate([c[2] for c in chunks])             # chunk order is row order here
+    assert np.array_equal(order, qid)
+    np.testing.assert_allclose(got.predictions, h.predictions, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose([metric(p, y, qid, **kw) for p in got.predictions],
+                               [metric(p, y, qid, **kw) for p in h.predictions], rtol=1e-10)
 
 
 def test_selection_on_validation_data():
     X, y, qid = _data(3)
     Xv, yv, qv = _data(4, num_queries=8)
-    fit = rj.scale.rankrls_primal_stream(_chunks(X, y, qid), lams=LAMS, valid=(Xv, yv, qv),
-                                   holdout_metric=rj.ndcg, k=5)
-    ref = rj.path(rj.Problem(X, y, rj.query_graph(qid), valid=rj.Problem(Xv, np.zeros(np.shape(Xv)[0]))),
-                  rj.Primal(), lams=LAMS).value
-    np.testing.assert_allclose(fit.path.valid_scores, ref.valid_scores, rtol=1e-10, atol=1e-10)
-    sel = select_lambda(LAMS, ref.valid_scores, yv, qv, metric=rj.ndcg, k=5)
-    np.testing.assert_allclose(fit.selection.scores, sel.table, rtol=1e-12)
-    assert float(fit.selection.lam) == float(sel.best_lam)
-    assert isinstance(fit.selection, rj.Selection)
+    valid = rj.Problem(Xv, yv, qv)
+    fit = rj.path(rj.scale.stream(_chunks(X, y, qid), valid=valid), rj.Primal(), lams=LAMS).value
+    ref = rj.path(rj.Problem(X, y, qid, valid=valid), rj.Primal(), lams=LAMS).value
+    np.testing.assert_allclose(fit.valid_scores, ref.valid_scores, rtol=1e-10, atol=1e-10)
 
 
 def test_npy_files_memmaps_and_progress(tmp_path, caplog):
@@ -83,11 +81,11 @@ def test_npy_files_memmaps_and_progress(tmp_path, caplog):
     files = io.iter_npy(tmp_path / "X.npy", tmp_path / "y.npy", tmp_path / "q.npy", chunk_rows=40)
     maps = io.iter_npy(np.load(tmp_path / "X.npy", mmap_mode="r"), y, qid, chunk_rows=40)
     with caplog.at_level(logging.INFO, logger="rankjax"):
-        a = rj.scale.rankrls_primal_stream(files, lams=LAMS, verbose=1)
-    b = rj.scale.rankrls_primal_stream(maps, lams=LAMS)
-    np.testing.assert_allclose(a.path.weights, b.path.weights, rtol=1e-12, atol=1e-14)
+        a = rj.path(rj.scale.stream(files, verbose=1), rj.Primal(), lams=LAMS)
+    b = rj.path(rj.scale.stream(maps), rj.Primal(), lams=LAMS)
+    np.testing.assert_allclose(a.value.weights, b.value.weights, rtol=1e-12, atol=1e-14)
     lines = [r.getMessage() for r in caplog.records]
-    assert len(lines) == a.num_chunks and all("rows/s" in t for t in lines)
+    assert len(lines) == a.stats["chunks"] and all("rows/s" in t for t in lines)
     for Xc, yc, qc in files:                                      # never cuts a query
         assert Xc.dtype == np.float32 and Xc.shape[0] == yc.shape[0] == qc.shape[0]
     ends = np.cumsum([c[2].shape[0] for c in files])[:-1]
@@ -104,9 +102,9 @@ def test_svmlight_chunks_equal_read_svmlight(tmp_path):
     assert len(parts) > 3
     np.testing.assert_array_equal(np.concatenate([c[0] for c in parts]), X)
     np.testing.assert_array_equal(np.concatenate([c[2] for c in parts]), qid)
-    fit = rj.scale.rankrls_primal_stream(chunks, lams=LAMS, holdout_metric=rj.ndcg)
+    fit = rj.holdout(rj.scale.stream(chunks), rj.Primal(), lams=LAMS)
     ref = rj.path(rj.Problem(X, y, rj.query_graph(qid)), rj.Primal(), lams=LAMS).value
-    np.testing.assert_allclose(fit.path.weights, ref.weights, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(fit.value.path.weights, ref.weights, rtol=1e-10, atol=1e-10)
 
 
 def test_long_query_is_a_chunk_of_its_own():
@@ -119,25 +117,28 @@ def test_long_query_is_a_chunk_of_its_own():
 def test_errors(tmp_path):
     X, y, qid = _data(7)
     chunks = _chunks(X, y, qid)
+    path = lambda c, lams=LAMS, **kw: rj.path(rj.scale.stream(c, **kw), rj.Primal(), lams=lams)  # noqa
     with pytest.raises(ValueError, match="earlier chunk"):
-        rj.scale.rankrls_primal_stream(chunks + chunks[:1], lams=LAMS)
+        path(chunks + chunks[:1])
     gen = (c for c in chunks)
     with pytest.raises(ValueError, match="re-iterable"):
-        rj.scale.rankrls_primal_stream(gen, lams=LAMS, holdout_metric=rj.ndcg)
+        rj.holdout(rj.scale.stream(gen), rj.Primal(), lams=LAMS)
     with pytest.raises(ValueError, match="columns"):
-        rj.scale.rankrls_primal_stream([chunks[0], (chunks[1][0][:, :2],) + chunks[1][1:]], lams=LAMS)
+        path([chunks[0], (chunks[1][0][:, :2],) + chunks[1][1:]])
     with pytest.raises(ValueError, match="empty"):
-        rj.scale.rankrls_primal_stream([], lams=LAMS)
+        path([])
     with pytest.raises(TypeError, match="chunk 0"):
-        rj.scale.rankrls_primal_stream([X], lams=LAMS)
+        path([X])
     with pytest.raises(ValueError, match="NaN"):
-        rj.scale.rankrls_primal_stream([(np.full((2, 2), np.nan), [1., 0.], [1, 1])], lams=LAMS)
+        path([(np.full((2, 2), np.nan), [1., 0.], [1, 1])])
     with pytest.raises(ValueError, match="query_weights"):
-        rj.scale.rankrls_primal_stream(chunks, lams=LAMS, query_weights=np.ones(3))
+        path(chunks, query_weights=np.ones(3))
     with pytest.raises(ValueError, match="lams"):
-        rj.scale.rankrls_primal_stream(chunks, lams=[-1.0])
-    with pytest.raises(TypeError, match="holdout_metric"):
-        rj.scale.rankrls_primal_stream(chunks, lams=LAMS, holdout_metric="ndcg")
+        path(chunks, lams=[-1.0])
+    with pytest.raises(TypeError, match="leave-query-out"):
+        rj.holdout(rj.scale.stream(chunks), rj.Primal(), lams=LAMS, folds=3)
+    with pytest.raises(TypeError, match="Dual does not take a streamed problem"):
+        rj.path(rj.scale.stream(chunks), rj.Dual(), lams=LAMS)
     with pytest.raises(ValueError, match="qid"):
         io.iter_npy(X, y, qid[:-1])
     with pytest.raises(ValueError, match="chunk_rows"):
@@ -156,22 +157,21 @@ def test_errors(tmp_path):
 
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
 
-from surface import E, V, nan, surface_test  # noqa: E402
+from surface import E, V, surface_test  # noqa: E402
 
 BAD_INPUT = {}
-BAD_INPUT["scale.rankrls_primal_stream"] = [
-        (lambda d: rj.scale.rankrls_primal_stream((d.X, d.y, d.qid), lams=[1.0]), E(TypeError, "chunks")),
-        (lambda d: rj.scale.rankrls_primal_stream([(d.X, d.y, d.qid)], lams=[0.0]), E(ValueError, "lams")),
-        (lambda d: rj.scale.rankrls_primal_stream([(d.X, d.nanv, d.qid)], lams=[1.0]), E(ValueError, "y")),
-        (lambda d: rj.scale.rankrls_primal_stream([(d.X, d.y, d.qid[:-1])], lams=[1.0]),
+BAD_INPUT["scale.stream"] = [
+        (lambda d: rj.scale.stream((d.X, d.y, d.qid)), E(TypeError, "chunks")),
+        (lambda d: rj.path(rj.scale.stream([(d.X, d.y, d.qid)]), rj.Primal(), lams=[0.0]), E(ValueError, "lams")),
+        (lambda d: rj.path(rj.scale.stream([(d.X, d.nanv, d.qid)]), rj.Primal(), lams=[1.0]), E(ValueError, "y")),
+        (lambda d: rj.path(rj.scale.stream([(d.X, d.y, d.qid[:-1])]), rj.Primal(), lams=[1.0]),
          E(ValueError, "qid")),
-        (lambda d: rj.scale.rankrls_primal_stream([(d.X, d.y, d.qid)] * 2, lams=[1.0]),
+        (lambda d: rj.path(rj.scale.stream([(d.X, d.y, d.qid)] * 2), rj.Primal(), lams=[1.0]),
          E(ValueError, "earlier chunk")),
-        (lambda d: rj.scale.rankrls_primal_stream([(d.X, d.y, d.qid)], lams=[1.0], valid=(d.X, d.y)),
-         E(TypeError, "valid")),
-        (lambda d: rj.scale.rankrls_primal_stream([(d.X, d.ties, d.qid)], lams=[1.0],
-                                            holdout_metric=rj.pairwise_error),
-         V(lambda r: nan(r.holdout))),
+        (lambda d: rj.scale.stream([(d.X, d.y, d.qid)], valid=(d.X, d.y)), E(TypeError, "valid")),
+        (lambda d: rj.scale.stream([(d.X, d.y, d.qid)], normalized="yes"), E(TypeError, "normalized")),
+        (lambda d: rj.holdout(rj.scale.stream([(d.X, d.ties, d.qid)]), rj.Primal(), lams=[1.0]).value,
+         V(lambda h: np.all(np.asarray(h.predictions) == 0))),
     ]
 
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)
