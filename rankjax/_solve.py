@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ._core.checks import check_flag, check_lams, check_positive
-from ._core.log import active
+from ._core.log import stage
 from ._solution import Solution, throw_if
 from .graphs.folds import problem_folds
 from .metrics.choice import Selection
@@ -30,7 +30,7 @@ from .solvers.lpo import LeavePairOut
 __all__ = ["fit", "path", "holdout", "select", "capabilities"]
 
 
-def fit(problem, solver=Auto(), *, lam, throw: bool = False) -> Solution:
+def fit(problem, solver=Auto(), *, lam, verbose: int = 0, throw: bool = False) -> Solution:
     """The model of one λ: ``argmin_w (y - Xw)^T L (y - Xw) + λ ||w||^2`` (Pahikkala et al.
     2009, eq. 9; its dual and Nyström forms §3.2, §3.5).
 
@@ -40,6 +40,8 @@ def fit(problem, solver=Auto(), *, lam, throw: bool = False) -> Solution:
         :class:`~rankjax.CG`, :class:`~rankjax.Falkon` or :class:`~rankjax.Auto` (default).
       lam: λ > 0, a Python or 0-d value (traced under ``jit``, and ``vmap`` over it costs
         about a :func:`path`); ``CG``, and ``Falkon`` with validation data, take λ = 0.
+      verbose: a line when the fit starts and one when it is done (0: silent; logger
+        ``"rankjax"``; CG's iterations are its ``verbose`` option).
       throw: raise ``RuntimeError`` when the result is not an answer (outside ``jit``;
         under ``jit`` read ``Solution.result``, :class:`~rankjax.RESULTS`).
 
@@ -56,10 +58,12 @@ def fit(problem, solver=Auto(), *, lam, throw: bool = False) -> Solution:
     """
     solver = check_call(problem, solver, "fit", "fit")
     check_positive(lam, allow_zero=solver.allows_zero(problem), scalar=True)
-    return throw_if(solver.fit(problem, lam), "fit", check_flag(throw, "throw"))
+    throw = check_flag(throw, "throw")
+    return throw_if(stage(verbose, f"fit {type(solver).__name__}",
+                          lambda: solver.fit(problem, lam)), "fit", throw)
 
 
-def path(problem, solver=Auto(), *, lams, throw: bool = False) -> Solution:
+def path(problem, solver=Auto(), *, lams, verbose: int = 0, throw: bool = False) -> Solution:
     """Every λ's model from one decomposition (Pahikkala et al. 2009, §3.2): ``Primal``
     (one ``eigh`` of ``X^T L X``), ``Dual`` (of ``S K S``) or ``Nystrom``. With
     ``problem.valid`` the path also holds every λ's validation scores.
@@ -69,7 +73,7 @@ def path(problem, solver=Auto(), *, lams, throw: bool = False) -> Solution:
       solver: :class:`~rankjax.Primal`, :class:`~rankjax.Dual`, :class:`~rankjax.Nystrom`
         or :class:`~rankjax.Auto`.
       lams: ``[L]`` λ grid (traced).
-      throw: as :func:`fit`.
+      verbose, throw: as :func:`fit`.
 
     Returns:
       :class:`~rankjax.Solution`: ``value`` the path (``value.model(i)`` the model of
@@ -82,7 +86,9 @@ def path(problem, solver=Auto(), *, lams, throw: bool = False) -> Solution:
       (2, 3)
     """
     solver = check_call(problem, solver, "path", "path")
-    return throw_if(solver.path(problem, check_lams(lams)), "path", check_flag(throw, "throw"))
+    lams, throw = check_lams(lams), check_flag(throw, "throw")
+    return throw_if(stage(verbose, f"path {type(solver).__name__}",
+                          lambda: solver.path(problem, lams)), "path", throw)
 
 
 def holdout(problem, solver=Auto(), *, lams, folds=None, seed: int = 0, verbose: int = 0,
@@ -100,7 +106,8 @@ def holdout(problem, solver=Auto(), *, lams, folds=None, seed: int = 0, verbose:
         :func:`~rankjax.make_folds`), or :class:`~rankjax.LeavePairOut` (``Primal``/``Dual``
         on a global ranking problem).
       seed: the draw of ``k`` folds.
-      verbose: log each bucket of folds as it finishes (0: silent; logger ``"rankjax"``).
+      verbose: a line when it starts, one per bucket of folds as it finishes and one when it
+        is done (0: silent; logger ``"rankjax"``).
       throw: as :func:`fit`.
 
     Returns:
@@ -121,8 +128,9 @@ def holdout(problem, solver=Auto(), *, lams, folds=None, seed: int = 0, verbose:
                             "folds=None")
     elif not isinstance(folds, LeavePairOut):
         folds = problem_folds(problem, folds, seed, "rj.holdout")
-    with active(verbose):
-        return throw_if(solver.holdout(problem, lams, folds), "holdout", check_flag(throw, "throw"))
+    throw = check_flag(throw, "throw")
+    return throw_if(stage(verbose, f"holdout {type(solver).__name__}",
+                          lambda: solver.holdout(problem, lams, folds)), "holdout", throw)
 
 
 def select(problem, solvers: Sequence = (Auto(),), *, lams, folds=None, metric=None,

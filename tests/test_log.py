@@ -13,7 +13,6 @@ import rankjax as rj
 from conftest import tune_solver
 from rankjax.learners import kpcrank as _kpcrank
 from rankjax.kernels import basis as _nystrom
-from rankjax.selection import select as _select
 from rankjax import estimators as est
 
 D = rj.make_ranking_data(24, num_features=6, seed=0)
@@ -42,18 +41,17 @@ CALLS = {
                   "fold bucket 1/"),
     "tune": (lambda: rj.tune(rj.Problem(D.X, D.y, G), tune_solver(), steps=4, verbose=2), 2,
              "tune step 2/4"),
-    "select_rankrls": (lambda: _select.select_rankrls(D.X, D.y, D.qid, lams=[0.1, 1.0],
-                                                 kernels=[rj.gaussian_kernel(0.1)], verbose=1),
-                       None, "fold bucket 1/"),
-    "holdout_primal": (lambda: rj.holdout(rj.Problem(D.X, D.y, G), rj.Primal(), lams=[1.0], folds=3,
+    "select": (lambda: rj.select(rj.Problem(D.X, D.y, D.qid), [rj.Dual(rj.gaussian_kernel(0.1))],
+                                 lams=[0.1, 1.0], verbose=1), None, "fold bucket 1/"),
+    "holdout Primal": (lambda: rj.holdout(rj.Problem(D.X, D.y, G), rj.Primal(), lams=[1.0], folds=3,
                                           verbose=1).value,
-                       None, "fold bucket 1/"),
-    "holdout_dual": (lambda: rj.holdout(rj.Problem(K, D.y, G, precomputed=True), rj.Dual(), lams=[1.0],
+                       None, "holdout Primal: started"),
+    "holdout Dual": (lambda: rj.holdout(rj.Problem(K, D.y, G, precomputed=True), rj.Dual(), lams=[1.0],
                                         verbose=1).value, None,
-                     "fold bucket 1/"),
-    "holdout_nystrom": (lambda: rj.holdout(rj.Problem(D.X, D.y, G), rj.Nystrom(rj.gaussian_kernel(0.2), 30),
+                     "holdout Dual: started"),
+    "holdout Nystrom": (lambda: rj.holdout(rj.Problem(D.X, D.y, G), rj.Nystrom(rj.gaussian_kernel(0.2), 30),
                                            lams=[1.0], verbose=1).value, None,
-                        "fold bucket 1/"),
+                        "holdout Nystrom: started"),
     "rankrls_cg": (lambda: rj.fit(rj.Problem(D.X, D.y, G), rj.CG(verbose=1), lam=1.0), None, "CG iteration 1"),
     "rankrls_cg_dual": (lambda: rj.fit(rj.Problem(K, D.y, G, precomputed=True), rj.CG(verbose=1), lam=1.0), None,
                         "CG iteration 1"),
@@ -66,27 +64,33 @@ CALLS = {
                   "RankBoost round 3/6"),
     "gp_fit": (lambda: rj.gp_fit(D.X[:20], np.arange(19), np.arange(1, 20), steps=4, verbose=2),
                2, "gp_fit step 2/4"),
-    "stream": (lambda: rj.scale.rankrls_primal_stream([(D.X[:200], D.y[:200], D.qid[:200]),
+    "stream": (lambda: rj.path(rj.scale.stream([(D.X[:200], D.y[:200], D.qid[:200]),
                                                  (D.X[200:], D.y[200:], D.qid[200:])]
                                                 if D.qid[199] != D.qid[200] else
-                                                [(D.X, D.y, D.qid)], lams=[1.0], verbose=1),
+                                                [(D.X, D.y, D.qid)], verbose=1), rj.Primal(), lams=[1.0]),
                None, "stream (normal equations): chunk 1"),
 }
 # one compiled program each: a line when it starts and one when its result is ready
 ONE_PROGRAM = {
-    "rankrls_dual_path": lambda: rj.path(rj.Problem(K, D.y, G, precomputed=True), rj.Dual(), lams=[1.0]).value,
-    "rankrls_nystrom_path": lambda: rj.path(rj.Problem(D.X, D.y, G),
-                                            rj.Nystrom(rj.gaussian_kernel(0.2), 30), lams=[1.0]).value,
-    "rankrls_kernel": lambda: rj.fit(rj.Problem(D.X, D.y, G), rj.Dual(rj.gaussian_kernel(0.2)), lam=1.0).value,
+    "path Dual": lambda: rj.path(rj.Problem(K, D.y, G, precomputed=True), rj.Dual(), lams=[1.0],
+                                 verbose=1).value,
+    "path Nystrom": lambda: rj.path(rj.Problem(D.X, D.y, G), rj.Nystrom(rj.gaussian_kernel(0.2), 30),
+                                    lams=[1.0], verbose=1).value,
+    "fit Dual": lambda: rj.fit(rj.Problem(D.X, D.y, G), rj.Dual(rj.gaussian_kernel(0.2)), lam=1.0,
+                               verbose=1).value,
     "kpcrank_path": lambda: _kpcrank.kpcrank_path(K, D.y, G, max_components=3, verbose=1),
-    "leave_pair_out_dual": lambda: rj.holdout(rj.Problem(K, D.y, rj.global_graph(np.shape(K)[0]), precomputed=True),
-                                              rj.Dual(), lams=[1.0], folds=rj.LeavePairOut([[0, 1]])).value,
-    "leave_pair_out_primal": lambda: rj.holdout(rj.Problem(D.X, D.y, rj.global_graph(np.shape(D.X)[0])),
-                                                rj.Primal(), lams=[1.0], folds=rj.LeavePairOut([[0, 1]])).value,
     "nystrom_basis": lambda: _nystrom.nystrom_basis(D.X, 20, kernel=rj.gaussian_kernel(0.2),
                                               method="kmeans++", verbose=1),
 }
 CALLS.update({name: (call, 2, f"{name}: started") for name, call in ONE_PROGRAM.items()})
+CALLS["leave-pair-out Dual"] = (
+    lambda: rj.holdout(rj.Problem(K, D.y, rj.global_graph(np.shape(K)[0]), precomputed=True),
+                       rj.Dual(), lams=[1.0], folds=rj.LeavePairOut([[0, 1]]), verbose=1).value,
+    2, "holdout Dual: started")
+CALLS["leave-pair-out Primal"] = (
+    lambda: rj.holdout(rj.Problem(D.X, D.y, rj.global_graph(np.shape(D.X)[0])), rj.Primal(),
+                       lams=[1.0], folds=rj.LeavePairOut([[0, 1]]), verbose=1).value,
+    2, "holdout Primal: started")
 
 
 class Clock(logging.Handler):

@@ -237,6 +237,20 @@ def ready(tree):
     return jax.block_until_ready(tree)
 
 
+def stage(verbose, what: str, call):
+    """``call()`` with, for ``verbose``, a line when it starts and one with the elapsed time
+    when its result is ready, and the few-stage lines of its programs on (:class:`active`)."""
+    every = check_verbose(verbose)
+    if not every:
+        return call()
+    start = time.perf_counter()
+    info(1, "%s: started", what)
+    with active(every):
+        out = ready(call())
+    info(1, "%s: done (%.1f s)", what, time.perf_counter() - start)
+    return out
+
+
 def timed(fn):
     """Gives a public function of one compiled program a ``verbose`` keyword: a line when
     it starts and one, with the elapsed time, when its result is ready."""
