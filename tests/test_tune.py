@@ -371,8 +371,8 @@ BAD_INPUT["tune"] = [
         (lambda d: rj.tune(rj.Problem(d.X, d.y, d.g), tune_solver(), steps=0), E(ValueError, "steps")),
         (lambda d: rj.tune(rj.Problem(d.X, d.y, d.g), tune_solver(), lam=[1.0, 2.0]), E(TypeError, "lam")),
         (lambda d: rj.tune(rj.Problem(d.X, d.nanv, d.g), tune_solver()), E(ValueError, "y")),
-        (lambda d: rj.tune(rj.Problem(d.X, d.y, d.g), tune_solver(), learning_rate=0.0), E(ValueError,
-                                                                                           "learning_rate")),
+        (lambda d: rj.tune(rj.Problem(d.X, d.y, d.g), tune_solver(), optimizer=0.1), E(TypeError,
+                                                                                      "optimizer")),
         (lambda d: rj.tune(rj.Problem(d.X, d.ties, d.g), tune_solver(), loss="pairwise"), E(ValueError,
                                                                                             "pairs")),
     ]

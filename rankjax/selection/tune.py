@@ -27,7 +27,7 @@ from ..graphs.folds import Folds, resolve_folds
 from ..solvers.base import check_call
 from ..solvers.primal import Primal
 
-__all__ = ["TuneResult", "cv_loss", "tune", "LOSSES", "descend", "checked_data"]
+__all__ = ["TuneResult", "cv_loss", "cv_predictions", "tune", "LOSSES", "descend", "checked_data"]
 
 LOSSES = ("squared", "pairwise")
 
@@ -47,6 +47,10 @@ def checked_data(problem, solver, what):
         raise ValueError(f"{what} learns the degree-2 polynomial kernel, got degree "
                          f"{kernel.degree}")
     return solver, solver.prepare(problem)
+
+
+def _traced(solver):
+    return solver.for_data()
 
 
 def _check_params(params, solver, data):
@@ -172,7 +176,7 @@ def cv_loss(params, problem, solver, folds: Folds, loss="squared", pairs=None,
                              f"{[np.shape(v) for v in pairs]}")
         pairs = (head, tail, weight)
     check_positive(temperature, name="temperature", scalar=True)
-    return _loss_core(params, solver, data, folds, (pairs, temperature), loss=loss)
+    return _loss_core(params, _traced(solver), data, folds, (pairs, temperature), loss=loss)
 
 
 @saveable
@@ -285,14 +289,15 @@ def descend(params, solver, data, folds, *, loss="squared", pairs=None, temperat
     history, losses = [params], []
     objective = (pairs, jnp.asarray(temperature, dtype))
     stages = Stages(steps, "tune step", verbose)
+    traced = _traced(solver)
     for i in stages:
-        params, state, value = _step(params, state, solver, data, folds, objective, loss=loss,
+        params, state, value = _step(params, state, traced, data, folds, objective, loss=loss,
                                      optimizer=optimizer)
         losses.append(value)
         history.append(params)
         if stages.every and (i + 1) % stages.every == 0:
             stages.note(f"loss {float(value):.6g}, λ {float(np.exp(params['log_lam'])):.4g}")
-    losses.append(_loss_core(params, solver, data, folds, objective, loss=loss))
+    losses.append(_loss_core(params, traced, data, folds, objective, loss=loss))
     stacked = {k: np.stack([np.asarray(p[k]) for p in history]) for k in params}
     final = {k: np.asarray(v) for k, v in params.items()}
     at = solver.at(final)
@@ -301,9 +306,29 @@ def descend(params, solver, data, folds, *, loss="squared", pairs=None, temperat
 
 
 def cv_predictions_at(params, solver, data, folds):
-    """The hold-out predictions ``[m]`` at ``params`` (jitted; the scoring of a refined point)."""
-    return _predictions_core(params, solver, data, folds)
+    """The hold-out predictions ``[m]`` at ``params`` on prepared data (jitted; the scoring of
+    a refined point)."""
+    return predictions_core(params, _traced(solver), data, folds)
 
 
-_predictions_core = jax.jit(lambda params, solver, data, folds:
-                            solver.cv_predictions(params, data, folds))
+predictions_core = jax.jit(lambda params, solver, data, folds:
+                           solver.cv_predictions(params, data, folds))
+
+
+def cv_predictions(params, problem, solver, folds: Folds):
+    """The exact hold-out predictions ``[m]`` at ``params`` (what :func:`cv_loss` scores),
+    the inputs checked as :func:`cv_loss` checks them.
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> d = rj.make_ranking_data(8, num_features=3, seed=0)
+      >>> p = rj.Problem(d.X, d.y, d.qid)
+      >>> f = cv_predictions({"log_lam": np.log(2.0)}, p, rj.Primal(), rj.make_folds(p.graph))
+      >>> bool(np.allclose(f, rj.holdout(p, rj.Primal(), lams=[2.0]).value.predictions[0]))
+      True
+    """
+    if not isinstance(folds, Folds):
+        raise TypeError(f"folds must be a Folds (rankjax.make_folds), got {type(folds).__name__}")
+    solver, data = checked_data(problem, solver, "cv_predictions")
+    _check_params(params, solver, data)
+    return cv_predictions_at(params, solver, data, resolve_folds(data[2], folds, 0, data[0].shape[0]))

@@ -135,6 +135,11 @@ class AbstractSolver:
             new["coef0"] = float(np.exp(params["log_coef0"]))
         return dataclasses.replace(self, kernel=dataclasses.replace(kernel, **new))
 
+    def for_data(self) -> "AbstractSolver":
+        """This solver as the programs over its prepared data see it: what that data already
+        holds (a basis) left out, so that a new value of it compiles nothing."""
+        return self
+
     def prepare(self, problem):
         """The data of :meth:`cv_predictions` (host side): ``(X dense, y, graph)``."""
         return dense_rows(problem), problem.y, problem.graph

@@ -7,6 +7,7 @@ features ``Φ = K_mR C^{-T}`` (``C C^T = K_RR + ε I``, ``ε`` a rounding-level 
 """
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 
 import jax
@@ -20,7 +21,8 @@ from .._core.products import HI
 from .._core.resolved import warn_unresolved
 from .._solution import Solution, lane_codes
 from ..graphs.folds import premerge
-from ..kernels.basis import BasisRows, as_nystrom, basis_system, coef_from, features, take_basis
+from ..kernels.basis import (Basis, BasisRows, as_nystrom, basis_system, coef_from, features,
+                             take_basis)
 from ..kernels.kernel import Kernel, kernel_block
 from .._core.types import saveable
 from .base import AbstractSolver, check_kernel_arg, dense_rows, solver
@@ -31,6 +33,9 @@ from .primal import UNRESOLVED, path_core
 from .ridge import primal_system, ridge_solve
 
 __all__ = ["Nystrom", "nystrom_blocks", "check_nystrom_memory"]
+
+
+_ANY_BASIS = Basis(size=1)
 
 
 def _basis_coef(C, W, axis):
@@ -182,6 +187,9 @@ class Nystrom(AbstractSolver):
 
     def param_keys(self) -> set:
         return super().param_keys() | {"centres"}
+
+    def for_data(self):
+        return dataclasses.replace(self, basis=_ANY_BASIS, seed=0)      # the data holds the rows
 
     def prepare(self, problem):
         """``(X, y, graph, BasisRows)``: the basis drawn once (padded to its bucket), its
