@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._core.checks import is_concrete, lam_ok
+from ._core.host import reduce_concrete, reduction
 from ._core.types import saveable
 
 __all__ = ["RESULTS", "Solution", "lane_codes", "throw_if"]
@@ -93,11 +94,22 @@ def lane_codes(values, lams, lanes: bool = True, allow_zero: bool = False):
     """Traced result codes of a closed form: ``invalid_input`` where λ is invalid,
     ``unresolved_lambda`` where the lane of ``values`` (λ axis first when ``lanes``) holds
     NaN, else ``successful``; ``[L]`` (or a scalar)."""
+    if is_concrete(values) and is_concrete(lams):        # on the host: no program per shape
+        bad = np.asarray(reduce_concrete(_nan_lanes if lanes else _any_nan, values))
+        lam = np.asarray(lams)
+        ok = np.isfinite(lam) & ((lam >= 0) if allow_zero else (lam > 0))
+        code = np.where(ok, np.where(bad, RESULTS.unresolved_lambda, RESULTS.successful),
+                        RESULTS.invalid_input)
+        return jnp.asarray(code.astype(np.int32))
     a = jnp.asarray(values)
     bad = jnp.isnan(a).reshape(a.shape[0], -1).any(1) if lanes else jnp.isnan(a).any()
     code = jnp.where(bad, int(RESULTS.unresolved_lambda), int(RESULTS.successful))
     code = jnp.where(lam_ok(lams, allow_zero), code, int(RESULTS.invalid_input))
     return code.astype(jnp.int32)
+
+
+_nan_lanes = reduction(lambda xp, a: xp.isnan(a).reshape(a.shape[0], -1).any(1))
+_any_nan = reduction(lambda xp, a: xp.isnan(a).any())
 
 
 def throw_if(solution: Solution, verb: str, throw: bool) -> Solution:

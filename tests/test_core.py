@@ -93,9 +93,11 @@ def test_metric_wrappers_choose_like_the_metric(metric, kw):
         cross_validate(h, d.y, d.qid, metric=lam_fn, **kw)
     if metric not in (rj.pairwise_error, rj.ndcg):  # one metric of each direction suffices
         return
-    fn = lambda Y: rj.holdout(rj.Problem(d.X, Y, g), rj.Primal(), lams=lams[1:2]).value  # noqa: E731
-    p0 = rj.permutation_test(fn, d.y, d.qid, metric=metric, num_permutations=9, **kw).pvalue
-    p = rj.permutation_test(fn, d.y, d.qid, num_permutations=9, **wrappers[1], **kw).pvalue
+    prob = rj.Problem(d.X, d.y, g)
+    p0 = rj.permutation_test(prob, rj.Primal(), lams=lams[1:2], metric=metric, num_permutations=9,
+                             **kw).pvalue
+    p = rj.permutation_test(prob, rj.Primal(), lams=lams[1:2], num_permutations=9, **wrappers[1],
+                            **kw).pvalue
     np.testing.assert_array_equal(p, p0)          # (the direction logic is shared: one wrapper)
 
 
@@ -116,8 +118,8 @@ def test_predict_works_on_every_model_type():
         "primal path": (rj.path(rj.Problem(X, y, g), rj.Primal(), lams=[1.0, 2.0]).value, Xt, None),
         "dual path": (rj.path(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lams=[1.0, 2.0]).value, Kt, None),
         "nystrom path": (rj.path(rj.Problem(X, y, g), rj.Nystrom(kern, 10), lams=[1.0, 2.0]).value, Xt, None),
-        "cg": (rj.fit(rj.Problem(X, y, g), rj.CG(tol=1e-10), lam=1.0), Xt, None),
-        "cg dual": (rj.fit(rj.Problem(K, y, g, precomputed=True), rj.CG(tol=1e-10), lam=1.0), Kt, None),
+        "cg": (rj.fit(rj.Problem(X, y, g), rj.CG(tol=1e-10), lam=1.0).value, Xt, None),
+        "cg dual": (rj.fit(rj.Problem(K, y, g, precomputed=True), rj.CG(tol=1e-10), lam=1.0).value, Kt, None),
         "kpc": (rj.kpcrank(K, y, g, components=5), Kt, None),
         "kpc path": (kpcrank_path(K, y, g, max_components=5), Kt, None),
         "ranksvm": (rj.ranksvm_l2(X, y, qid, C=0.1), Xt, None),

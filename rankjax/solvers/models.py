@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from .._core.checks import check_matrix
+from .._core.host import lane
 from .._core.sparse import as_dense, matmul
 from .._core.types import saveable
 from ..kernels.kernel import Kernel, kernel_matrix
@@ -174,7 +175,7 @@ class PrimalPath(NamedTuple):
         return path_scores(check_test_matrix(X, self.weights.shape[1]), self.weights)
 
     def model(self, i) -> LinearModel:
-        return LinearModel(self.weights[i])
+        return LinearModel(lane(self.weights, i))
 
 
 @saveable
@@ -201,8 +202,8 @@ class DualPath(NamedTuple):
 
     def model(self, i):
         if self.X_train is None:
-            return DualModel(self.coef[i])
-        return KernelModel(self.coef[i], self.X_train, self.kernel)
+            return DualModel(lane(self.coef, i))
+        return KernelModel(lane(self.coef, i), self.X_train, self.kernel)
 
 
 @saveable
@@ -225,7 +226,7 @@ class NystromPath(NamedTuple):
                            self.coef)
 
     def model(self, i) -> NystromModel:
-        return NystromModel(self.coef[i], self.basis, self.basis_rows, self.kernel)
+        return NystromModel(lane(self.coef, i), self.basis, self.basis_rows, self.kernel)
 
 
 def predict(model, X, **kw):
