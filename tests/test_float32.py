@@ -107,8 +107,8 @@ def test_primal_cg_converges_to_the_solution(problem, emulation):
     opts = rj.CG(tol=1e-5, max_iter=300)
     res = _run(lambda X, y: rj.fit(rj.Problem(X, y, g), opts, lam=problem['lam']), emulation,
                problem["X32"], problem["y32"])
-    assert bool(res.converged) and int(res.iterations) < 100
-    assert rel(res.weights, problem["w"]) < C * EPS32 * problem["cond"]
+    assert bool(res.stats["converged"]) and int(res.stats["iterations"]) < 100
+    assert rel(res.value.weights, problem["w"]) < C * EPS32 * problem["cond"]
     assert 3 < problem["cond"] < 100
 
 
@@ -124,7 +124,7 @@ def test_primal_cg_without_highest_fails_the_bound(problem, monkeypatch, emulati
         g = rj.query_graph(problem["qid"])
         res = reduced_precision(lambda X, y: rj.fit(rj.Problem(X, y, g), rj.CG(), lam=problem['lam']), emulation)(
             problem["X32"], problem["y32"])
-        assert rel(res.weights, problem["w"]) > 5 * C * EPS32 * problem["cond"]
+        assert rel(res.value.weights, problem["w"]) > 5 * C * EPS32 * problem["cond"]
     finally:
         monkeypatch.undo()
         jax.clear_caches()
@@ -167,7 +167,7 @@ def test_dual_cg_and_closed_form(problem, emulation):
 
     def fn(K, y):
         cg = rj.fit(rj.Problem(K, y, g, precomputed=True), rj.CG(tol=1e-05, max_iter=500), lam=lam)
-        return mm(K, cg.weights), cg.converged, rj.fit(rj.Problem(K, y, g, precomputed=True), rj.Dual(),
+        return mm(K, cg.value.coef), cg.stats["converged"], rj.fit(rj.Problem(K, y, g, precomputed=True), rj.Dual(),
                                                        lam=lam).value.predict(K)
 
     f_cg, ok, f_cf = _run(fn, emulation, K32, problem["y32"])
@@ -215,7 +215,7 @@ def test_falkon_reaches_the_nystrom_solution(problem, emulation):
     a = np.linalg.lstsq(A, KmR.T @ L @ y, rcond=None)[0]
     ref = KmR @ a
     model = _run(lambda X, y: rj.fit(rj.Problem(X, y, g),
-                                     rj.Falkon(kern, R, options=rj.CG(tol=1e-06, max_iter=200)), lam=lam).predict(X),
+                                     rj.Falkon(kern, R, options=rj.CG(tol=1e-06, max_iter=200)), lam=lam).value.predict(X),
                  emulation, problem["X32"], problem["y32"])
     assert rel(model, ref) < 1e-3
 
