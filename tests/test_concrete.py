@@ -30,11 +30,11 @@ HOST = [
      lambda t: rj.preference_graph([0, 1], [1, 2], t[:2], num_rows=m)),
     ("to_csr", "X", lambda t: rj.to_csr(t)),
     ("rankboost", "X", lambda t: rj.rankboost(t, y, rj.query_graph(qid), rounds=2)),
-    ("shard_data", "X", lambda t: rj.scale.shard_data(t, y, rj.query_graph(qid))),
+    ("shard", "X", lambda t: rj.scale.shard(rj.Problem(t, y, qid))),
     ("normalize_per_query", "X", lambda t: io.normalize_per_query(t, qid)),
     ("permutation_test", "y", lambda t: rj.permutation_test(
-        lambda yy: rj.holdout(rj.Problem(X, yy, rj.query_graph(qid)), rj.Primal(), lams=[1.0]).value, t, qid,
-        metric=rj.ndcg, num_permutations=2)),
+        rj.Problem(X, t, qid), rj.Primal(), lams=[1.0], metric=rj.ndcg, num_permutations=2)),
+    ("select", "y", lambda t: rj.select(rj.Problem(X, t, qid), [rj.Primal()], lams=[1.0])),
 ]
 VALUES = {"y": y, "qid": qid, "head": np.arange(3), "magnitude": y, "X": X}
 

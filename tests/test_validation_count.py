@@ -12,7 +12,6 @@ import pytest
 
 import rankjax as rj
 from conftest import tune_solver
-from rankjax.selection import select as _select
 from rankjax import estimators as E
 from rankjax._core.checks import VALIDATIONS
 
@@ -107,10 +106,9 @@ LIBRARY_PATHS = {
     "tune": lambda X, y, g: rj.tune(rj.Problem(X, y, g), tune_solver(), steps=1),
     "cv_loss": lambda X, y, g: rj.cv_loss({"log_lam": 0.0}, rj.Problem(X, y, g), tune_solver(),
                                           rj.make_folds(g)),
-    "select_rankrls": lambda X, y, g: _select.select_rankrls(X, y, g.segments()[0], lams=[1.0],
-                                                        graph=g),
-    "select_rankrls-basis": lambda X, y, g: _select.select_rankrls(
-        X, y, g.segments()[0], lams=[1.0], graph=g, kernels=[rj.gaussian_kernel(0.5)], basis=20),
+    "select": lambda X, y, g: rj.select(rj.Problem(X, y, g), [rj.Primal()], lams=[1.0]),
+    "select-basis": lambda X, y, g: rj.select(rj.Problem(X, y, g),
+                                              [rj.Nystrom(rj.gaussian_kernel(0.5), 20)], lams=[1.0]),
 }
 
 

@@ -9,7 +9,8 @@ from typing import Callable, NamedTuple, Optional
 import jax
 import numpy as np
 
-from .._core.checks import check_count, check_lams, check_seed, host_labels, segment_ids
+from .._core.checks import (check_count, check_lams, check_seed, host_labels, require_concrete,
+                            segment_ids)
 from .._core.host import device_array
 from .._problem import Problem
 from ..graphs.folds import problem_folds
@@ -128,6 +129,7 @@ def permutation_test(problem, solver=Auto(), *, lams, metric: Callable,
         raise ValueError("permutation_test shuffles labels within queries: give query ids")
     num_permutations = check_count(num_permutations, "num_permutations")
     sign = metric_sign(metric, higher_is_better)
+    require_concrete(problem.y, "y", "permutation_test")
     qid = problem.qid
     y = np.asarray(problem.y, np.float64)
     perms = permuted_labels(y, qid, num_permutations=num_permutations, seed=seed)

@@ -15,8 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core.checks import (check_count, check_flag, check_lams, check_seed, is_concrete,
-                            segment_ids)
+from .._core.checks import (Segments, check_count, check_flag, check_lams, check_seed,
+                            is_concrete)
 from .._core.log import Stages, active, check_verbose
 from .._core.memory import kernel_plan
 from .._problem import Problem, with_rows
@@ -31,6 +31,14 @@ from .tune import checked_data, cv_predictions_at, descend
 __all__ = ["select_grid"]
 
 
+def dense_segments(qid) -> Segments:
+    """The :class:`Segments` of a problem's dense query ids ``0..Q-1`` (checked when the
+    problem was built: not again)."""
+    q = np.asarray(qid).astype(np.int32)
+    num = int(q.max()) + 1 if q.size else 0
+    return Segments(q, num, np.arange(num))
+
+
 class _Grid:
     """One selection's settings: the problem, the metric and its options, the λ grid."""
 
@@ -38,7 +46,7 @@ class _Grid:
         self.problem, self.metric, self.kw, self.verbose = problem, metric, kw, verbose
         self.lams = np.asarray(lams, np.float64)
         self.lams_grid = lams
-        self.seg = segment_ids(problem.qid, "qid")
+        self.seg = dense_segments(problem.qid)
         self.sign = metric_sign(metric, None)
 
     def score(self, predictions, lams):
@@ -93,8 +101,8 @@ def _check(problem, solvers, optimize, optimize_steps, ard, metric, score_k, see
         raise TypeError(f"problem must be a rankjax.Problem, got {type(problem).__name__}")
     if not all(is_concrete(v) for v in jax.tree.leaves(problem)):
         raise TypeError("rj.select runs on the host (it chooses the best point with numpy): "
-                        "call it outside jit and vmap; under them use rj.holdout, whose "
-                        "predictions a metric scores")
+                        "the problem's X and y must be concrete; call it outside jit and vmap "
+                        "(under them use rj.holdout, whose predictions a metric scores)")
     if problem.y is None or problem.y.ndim != 1:
         raise ValueError("select chooses for one output: y must be 1-D")
     if problem.qid is None:
@@ -204,7 +212,7 @@ def _on_valid(grid, solvers, gammas):
     """Every solver's path scored on ``problem.valid``; the best point's model comes with
     its path."""
     p, v = grid.problem, grid.problem.valid
-    vseg = segment_ids(v.qid, "valid qid")
+    vseg = dense_segments(v.qid)
     scores, paths = [], []
     for s in solvers:
         path = s.path(p, grid.lams_grid).value
