@@ -108,14 +108,15 @@ def test_under_jit_the_lanes_are_nan_without_a_warning(data):
     assert np.isnan(out[0]).all() and np.isfinite(out[-1]).all()
 
 
-def test_kernel_grid_table_is_nan_below_the_floor(data):
+def test_a_kernel_grid_on_validation_data_is_nan_below_the_floor(data):
     X, y, qid, K = data
     v = rj.make_ranking_data(4, num_features=6, seed=9)
-    valid = (np.asarray(v.X, np.float32), np.asarray(v.y, np.float32), np.asarray(v.qid))
-    with jax.enable_x64(False):
-        grid = rj.scale.sharded_kernel_grid(X.astype(np.float32), y.astype(np.float32),
-                                      rj.query_graph(qid), lams=LAMS.astype(np.float32),
-                                      gammas=[0.1], valid=valid)
+    valid = rj.Problem(np.asarray(v.X, np.float32), np.asarray(v.y, np.float32), np.asarray(v.qid))
+    with jax.enable_x64(False), warnings.catch_warnings():
+        warnings.simplefilter("ignore", rj.UnresolvedLambdaWarning)
+        grid = rj.select(rj.Problem(X.astype(np.float32), y.astype(np.float32), qid, valid=valid),
+                         [rj.Dual(rj.gaussian_kernel(0.1))], lams=LAMS.astype(np.float32),
+                         metric=rj.pairwise_error)
     table = np.asarray(grid.scores)                      # one γ: the λ grid
     assert np.isnan(table[LAMS < _dual_floor(K, y, qid, "path") / 2]).all()
     assert np.isfinite(table[LAMS > 2 * _dual_floor(K, y, qid, "path")]).all()

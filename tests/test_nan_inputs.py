@@ -85,18 +85,18 @@ def test_indefinite_kernel_matrix_is_refused_by_the_eigen_paths(d):
     assert np.all(np.isnan(np.asarray(jitted(bad))))
 
 
-def test_stream_refuses_what_rankrls_primal_refuses_and_grid_refuses_all_nan(d):
+def test_stream_refuses_what_a_problem_refuses_and_select_refuses_all_nan(d):
     g = rj.query_graph(d.qid)
     Xb = np.asarray(d.X) > 0
     with pytest.raises(TypeError):
         rj.fit(rj.Problem(Xb, d.y, g), rj.Primal(), lam=1.0).value
     with pytest.raises(TypeError, match="chunk 0: X must be a real numeric"):
-        rj.scale.rankrls_primal_stream([(Xb, d.y, d.qid)], lams=[1.0])
+        rj.path(rj.scale.stream([(Xb, d.y, d.qid)]), rj.Primal(), lams=[1.0])
     Xn = np.asarray(d.X, float).copy()
     Xn[0, 0] = np.nan
     with pytest.raises(ValueError, match="chunk 0: X contains NaN"):
-        rj.scale.rankrls_primal_stream([(Xn, d.y, d.qid)], lams=[1.0])
+        rj.path(rj.scale.stream([(Xn, d.y, d.qid)]), rj.Primal(), lams=[1.0])
     flat = np.zeros_like(np.asarray(d.y, float))          # no relevant document anywhere
     with pytest.raises(ValueError, match="undefined"):
-        rj.scale.sharded_kernel_grid(d.X, d.y, g, lams=[1.0], gammas=[0.1],
-                               valid=(d.X, flat, d.qid), metric=rj.ndcg)
+        rj.select(rj.Problem(d.X, d.y, g, valid=rj.Problem(d.X, flat, d.qid)),
+                  [rj.Dual(rj.gaussian_kernel(0.1))], lams=[1.0])

@@ -312,9 +312,9 @@ def check_gram(X, name: str = "X"):
                                  f"(e.g. StandardScaler) or compute in float64 ({_X64_HINT})")
     check_memory(3 * n * n * compute_dtype(X).itemsize,
                  f"{name} has {n} features: the primal form (n x n matrices)",
-                 "use rankrls_dual on an m x m kernel matrix (fewer rows than features), "
-                 "rankrls_cg (sparse, matrix-free), or rankjax.estimators.RankRLS, which picks "
-                 "the form by shape")
+                 "use rj.Dual() (an m x m system: fewer rows than features), rj.CG() (sparse, "
+                 "matrix-free), or rj.Auto() / rankjax.estimators.RankRLS, which pick the form "
+                 "by shape")
     return X
 
 

@@ -79,14 +79,6 @@ def compute_dtype(*inputs):
     return jnp.dtype(dt)
 
 
-def batch_that_fits(per_item: float, count: int, what: str, alternatives: str) -> int:
-    """How many of ``count`` items that each need ``per_item`` bytes run at once (a
-    ``vmap`` batch, ``lax.map(..., batch_size=)``): as many as fit in 90 % of
-    :func:`available_memory`; refuses (:class:`MemoryPlanError`) when not even one does."""
-    check_memory(per_item, what, alternatives)
-    return int(max(1, min(count, 0.9 * available_memory() // max(per_item, 1))))
-
-
 def kernel_plan(m: int, dtype, count: int, what: str) -> None:
     """:func:`check_memory` for ``count`` ``m x m`` matrices of ``dtype`` held at once by an
     exact kernel computation, naming the scalable alternatives."""
