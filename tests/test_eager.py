@@ -23,8 +23,6 @@ SCRIPT = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np
     jax.config.update("jax_enable_x64", True)
     import rankjax as rj
-    from rankjax.solvers.cg import rankrls_cg
-    from rankjax.solvers.holdout import holdout_primal
 
     d = rj.make_ranking_data(100, num_features=10, seed=0)   # hung with LAPACK fold solves
     X64, y64 = np.asarray(d.X, np.float64), np.asarray(d.y, np.float64)
@@ -35,10 +33,11 @@ SCRIPT = textwrap.dedent("""
         return {
             "cv_loss": (lambda p: rj.cv_loss(p, rj.Problem(X, y, g), rj.Primal(), folds),
                         {"log_lam": jnp.asarray(0.5, X.dtype)}),
-            "holdout_loss": (lambda l: jnp.sum((holdout_primal(X, y, g, lams=l, folds=folds)
-                                                .predictions - y) ** 2), jnp.asarray([0.5, 2.0], X.dtype)),
-            "rankrls_cg": (lambda l: jnp.sum(rankrls_cg(X, y, g, lam=l, tol=1e-10).weights ** 2),
-                           jnp.asarray(2.0, X.dtype)),
+            "holdout_loss": (lambda l: jnp.sum((rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=l,
+                                                           folds=folds).value.predictions - y) ** 2),
+                             jnp.asarray([0.5, 2.0], X.dtype)),
+            "cg": (lambda l: jnp.sum(rj.fit(rj.Problem(X, y, g), rj.CG(tol=1e-10), lam=l).value.weights ** 2),
+                   jnp.asarray(2.0, X.dtype)),
         }
 
     for dtype in (np.float32, np.float64):

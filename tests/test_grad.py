@@ -75,4 +75,4 @@ def test_grad_through_dual_cg_and_under_vmap(prob):
 def test_early_stopping_result_is_unchanged(prob):
     d, v, g, gv = prob
     r = rj.fit(rj.Problem(d.X, d.y, g, valid=rj.Problem(*(v.X, v.y, gv))), rj.CG(max_iter=20), lam=0.0)
-    assert int(r.best_iteration) >= 1 and np.all(np.isfinite(r.weights))
+    assert int(r.stats["best_iteration"]) >= 1 and np.all(np.isfinite(r.value.weights))

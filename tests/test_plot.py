@@ -22,7 +22,7 @@ def test_plots_show_the_data_and_the_choice():
     r = rj.fit(rj.Problem(d.X, d.y, g, valid=rj.Problem(*(v.X, v.y, rj.query_graph(v.qid)))), rj.CG(),
                lam=0.0)
     ax = plot.cg_curve(r)
-    np.testing.assert_array_equal(ax.lines[0].get_ydata(), np.asarray(r.valid_history))
+    np.testing.assert_array_equal(ax.lines[0].get_ydata(), np.asarray(r.stats["valid_history"]))
     pq = rj.ndcg(d.X[:, 0], d.y, d.qid, per_query=True)
     ax = plot.per_query(pq)
     assert sum(p.get_height() for p in ax.patches) == int(np.sum(pq.valid))

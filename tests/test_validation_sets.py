@@ -1,10 +1,10 @@
-"""One validation-set shape (issue 25): every ``valid=`` takes a ``Validation(X, y, queries)``
-with query ids, a ``Segments`` or a graph, and the answers equal those of the old tuples."""
+"""One validation-set type: every verb's validation data is ``Problem(X_v, y_v, queries)``
+(``problem.valid``) with the queries as ids, a ``Segments`` or a graph, and the answers are
+the same whichever form is given."""
 import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax.graphs import build as _graph_build
 
 
 @pytest.fixture(scope="module")
@@ -18,30 +18,32 @@ def data():
 def test_cg_takes_every_form_of_the_queries(data):
     X, y, qid, Xv, yv, qv = data
     g = rj.query_graph(qid, y)
-    ref = rj.fit(rj.Problem(X, y, g, valid=rj.Problem(*(Xv, yv, rj.query_graph(qv)))), rj.CG(max_iter=20),
-                 lam=1.0)
+    ref = rj.fit(rj.Problem(X, y, g, valid=rj.Problem(Xv, yv, rj.query_graph(qv))),
+                 rj.CG(max_iter=20), lam=1.0)
     for q in (qv, rj.segment_ids(qv), rj.query_graph(qv)):
-        r = rj.fit(rj.Problem(X, y, g, valid=rj.Problem(*_graph_build.Validation(Xv, yv, q))),
-                   rj.CG(max_iter=20), lam=1.0)
-        np.testing.assert_allclose(r.weights, ref.weights, rtol=1e-10)
-        np.testing.assert_allclose(r.valid_history, ref.valid_history, rtol=1e-10)
-        assert int(r.best_iteration) == int(ref.best_iteration)
+        r = rj.fit(rj.Problem(X, y, g, valid=rj.Problem(Xv, yv, q)), rj.CG(max_iter=20), lam=1.0)
+        np.testing.assert_allclose(r.value.weights, ref.value.weights, rtol=1e-10)
+        np.testing.assert_allclose(r.stats["valid_history"], ref.stats["valid_history"], rtol=1e-10)
+        assert int(r.stats["best_iteration"]) == int(ref.stats["best_iteration"])
 
 
-def test_kernel_grid_and_stream_take_a_graph_too(data):
+def test_path_select_and_stream_take_a_graph_too(data):
     X, y, qid, Xv, yv, qv = data
-    g = rj.query_graph(qid, y)
-    a = rj.scale.sharded_kernel_grid(X, y, g, lams=[0.1, 1.0], gammas=[0.5], valid=(Xv, yv, qv))
-    b = rj.scale.sharded_kernel_grid(X, y, g, lams=[0.1, 1.0], gammas=[0.5],
-                               valid=_graph_build.Validation(Xv, yv, rj.query_graph(qv)))
+    solvers = [rj.Dual(rj.gaussian_kernel(0.5))]
+    a = rj.select(rj.Problem(X, y, qid, valid=rj.Problem(Xv, yv, qv)), solvers, lams=[0.1, 1.0])
+    b = rj.select(rj.Problem(X, y, qid, valid=rj.Problem(Xv, yv, rj.query_graph(qv))), solvers,
+                  lams=[0.1, 1.0])
     np.testing.assert_allclose(a.scores, b.scores, rtol=1e-10)
     chunks = [(X, y, qid)]
-    s1 = rj.scale.rankrls_primal_stream(chunks, lams=[0.1, 1.0], valid=(Xv, yv, qv))
-    s2 = rj.scale.rankrls_primal_stream(chunks, lams=[0.1, 1.0], valid=_graph_build.Validation(Xv, yv, qv))
-    np.testing.assert_allclose(s1.selection.scores, s2.selection.scores, rtol=1e-10)
+    s1 = rj.path(rj.scale.stream(chunks, valid=rj.Problem(Xv, yv, qv)), rj.Primal(), lams=[0.1, 1.0])
+    s2 = rj.path(rj.scale.stream(chunks, valid=rj.Problem(Xv, yv, rj.segment_ids(qv))), rj.Primal(),
+                 lams=[0.1, 1.0])
+    np.testing.assert_allclose(s1.value.valid_scores, s2.value.valid_scores, rtol=1e-10)
 
 
-def test_a_wrong_shape_names_the_validation_form(data):
+def test_a_validation_set_must_be_a_problem(data):
     X, y, qid, Xv, yv, qv = data
-    with pytest.raises(TypeError, match="Validation"):
-        rj.fit(rj.Problem(X, y, rj.query_graph(qid), valid=rj.Problem(*(Xv, yv))), rj.CG(), lam=1.0)
+    with pytest.raises(TypeError, match="valid must be a rankjax.Problem"):
+        rj.Problem(X, y, qid, valid=(Xv, yv))
+    with pytest.raises(ValueError, match="valid.X must have 4 columns"):
+        rj.Problem(X, y, qid, valid=rj.Problem(Xv[:, :2], yv, qv))
