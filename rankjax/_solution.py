@@ -95,7 +95,7 @@ def lane_codes(values, lams, lanes: bool = True, allow_zero: bool = False):
     ``unresolved_lambda`` where the lane of ``values`` (λ axis first when ``lanes``) holds
     NaN, else ``successful``; ``[L]`` (or a scalar)."""
     if is_concrete(values) and is_concrete(lams):        # on the host: no program per shape
-        bad = np.asarray(reduce_concrete(_nan_lanes if lanes else _any_nan, values))
+        bad = np.asarray(reduce_concrete(_any_nan_lane if lanes else _any_nan, values))
         lam = np.asarray(lams)
         ok = np.isfinite(lam) & ((lam >= 0) if allow_zero else (lam > 0))
         code = np.where(ok, np.where(bad, RESULTS.unresolved_lambda, RESULTS.successful),
@@ -108,7 +108,7 @@ def lane_codes(values, lams, lanes: bool = True, allow_zero: bool = False):
     return code.astype(jnp.int32)
 
 
-_nan_lanes = reduction(lambda xp, a: xp.isnan(a).reshape(a.shape[0], -1).any(1))
+_any_nan_lane = reduction(lambda xp, a: xp.isnan(a).reshape(a.shape[0], -1).any(1))
 _any_nan = reduction(lambda xp, a: xp.isnan(a).any())
 
 

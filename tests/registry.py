@@ -122,17 +122,41 @@ def predictions(verb, solution, A):
     return np.asarray(rj.predict(solution.value, A))
 
 
-def run(entry, verb, X, y, qid, lam=None):
-    """``(the front door's predictions, the reference's)`` of one case (float64 inputs)."""
+def solve(entry, verb, X, y, qid, lam=None):
+    """``(solution, its predictions, the reference's predictions)`` of one case: the front
+    door on ``X, y`` in their dtype, the reference in float64."""
     lam = (1.0 if verb == "fit" else LAMS) if lam is None else lam
     if verb == "leave_pair_out":
-        pairs = rj.differing_pairs(y)[:15]
+        pairs = np.asarray(rj.differing_pairs(y)[:15])
         p = problem(entry, X, y, qid, rj.global_graph(X.shape[0]))
-        got = predictions(verb, call(verb, p, entry.solver, lam, pairs), None)
-        return got, reference(entry, verb, X, y, qid, lam, pairs)
-    p = problem(entry, X, y, qid)
-    got = predictions(verb, call(verb, p, entry.solver, lam), inputs(entry, X))
-    return got, reference(entry, verb, X, y, qid, lam)
+        sol = call(verb, p, entry.solver, lam, pairs)
+        return sol, predictions(verb, sol, None), reference(entry, verb, X, y, qid, lam, pairs)
+    sol = call(verb, problem(entry, X, y, qid), entry.solver, lam)
+    return sol, predictions(verb, sol, inputs(entry, X)), reference(entry, verb, X, y, qid, lam)
+
+
+def run(entry, verb, X, y, qid, lam=None):
+    """``(the front door's predictions, the reference's)`` of one case (float64 inputs)."""
+    _, got, want = solve(entry, verb, X, y, qid, lam)
+    return got, want
+
+
+def model_kernel(entry, X):
+    """``[m, m]`` the kernel of the entry's model on ``X`` (float64): ``X X^T``, the Gaussian,
+    or the Nyström approximation ``K_Rm^T K_RR^+ K_Rm``."""
+    X = np.asarray(X, np.float64)
+    if entry.model == "linear":
+        return X @ X.T
+    if entry.model == "gaussian":
+        return ref.gaussian(X, X, GAMMA)
+    KR = ref.gaussian(X[ROWS], X, GAMMA)
+    return KR.T @ np.linalg.pinv(basis_kernel(X)) @ KR
+
+
+def basis_kernel(X):
+    """``K_RR [b, b]``: the Gaussian kernel of the Nyström basis rows ``ROWS`` (float64)."""
+    X = np.asarray(X, np.float64)
+    return ref.gaussian(X[ROWS], X[ROWS], GAMMA)
 
 
 # ---- the references (numpy, float64) -----------------------------------------------------
@@ -140,6 +164,7 @@ def run(entry, verb, X, y, qid, lam=None):
 def _trainer(entry, X, y, qid, lam, global_graph=False):
     """``(train, test) -> predictions of test`` by the entry's closed form on ``train``."""
     X, y = np.asarray(X, np.float64), np.asarray(y, np.float64)
+    qid = np.asarray(qid)
     if entry.model == "linear":
         K = X @ X.T
     elif entry.model == "gaussian":
@@ -163,6 +188,7 @@ def _trainer(entry, X, y, qid, lam, global_graph=False):
 
 
 def reference(entry, verb, X, y, qid, lam, pairs=None):
+    X, y, qid = np.asarray(X, np.float64), np.asarray(y, np.float64), np.asarray(qid)
     m = X.shape[0]
     every = np.arange(m)
     if verb == "fit":

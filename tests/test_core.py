@@ -15,6 +15,9 @@ from rankjax.selection.cv import cross_validate
 from rankjax.learners.gp import gp_pairwise_gaussian
 from rankjax.graphs.build import incidence_mv
 from rankjax.learners.kpcrank import kpcrank_path
+from registry import LAMS, call, cases, data, problem
+
+CASES, IDS = cases()
 
 PKG = pathlib.Path(rj.__file__).parent
 GRAPH_TYPES = {"QueryGraph", "PreferenceGraph", "IdentityGraph"}
@@ -294,3 +297,29 @@ BAD_INPUT["make_sparse_ranking_data"] = [
     ]
 
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)
+
+
+def check_new_values_compile_nothing(entry, verb):
+    """Every solver (registry): the verb on a second problem of the same shapes (new
+    feature values and targets, the same queries) compiles nothing."""
+    X, y, qid = data()
+    lam = 1.0 if verb == "fit" else LAMS
+    pairs = rj.differing_pairs(y)[:15] if verb == "leave_pair_out" else None
+    queries = rj.global_graph(X.shape[0]) if pairs is not None else None
+    folds = rj.make_folds(rj.query_graph(qid)) if verb == "holdout" else None
+    rng = np.random.default_rng(1)
+
+    def go(X, y):
+        p = problem(entry, X, y, qid, queries)
+        if verb == "holdout":
+            return rj.holdout(p, entry.solver, lams=lam, folds=folds)
+        return call(verb, p, entry.solver, lam, pairs)
+
+    _compiles(lambda: go(X, y))
+    X2 = X * 1.1 + 0.1 * rng.standard_normal(X.shape)
+    assert _compiles(lambda: go(X2, y[::-1].copy())) == 0, (entry.name, verb)
+
+
+@pytest.mark.parametrize("entry,verb", CASES, ids=IDS)
+def test_every_solver_compiles_once_per_shape(entry, verb):
+    check_new_values_compile_nothing(entry, verb)

@@ -1,4 +1,5 @@
-"""Eager ``jax.grad`` (no ``jit`` around it) of the differentiable entry points returns,
+"""Eager calls as a user makes them. Every solver (registry) takes numpy, pandas, JAX and
+list inputs and answers alike; eager ``jax.grad`` (no ``jit`` around it) of the differentiable entry points returns,
 on a 2-thread CPU, in float32 and float64, twice in a row.
 
 XLA:CPU runs independent LAPACK calls concurrently on its intra-op pool; jaxlib's
@@ -13,6 +14,13 @@ import pathlib
 import subprocess
 import sys
 import textwrap
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rankjax as rj
+from registry import LAMS, cases, data, inputs, predictions
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -67,3 +75,40 @@ def test_eager_grad_returns_on_two_threads():
                          timeout=600, env=dict(os.environ, JAX_PLATFORMS="cpu"))
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert out.stdout.count(" ok") == 7, out.stdout
+
+
+CASES, IDS = cases(verbs=("fit", "path", "holdout"))
+
+
+def _as(kind, a):
+    if kind == "pandas":
+        pd = pytest.importorskip("pandas")
+        return pd.DataFrame(a) if a.ndim == 2 else pd.Series(a)
+    return {"numpy": np.asarray, "jax": jnp.asarray, "list": lambda v: v.tolist()}[kind](a)
+
+
+def check_every_input_kind_answers_alike(entry, verb):
+    """The verb eagerly on numpy, pandas, JAX and nested-list inputs (λ a Python, numpy or
+    JAX scalar; a grid a list, tuple or array) gives the same predictions."""
+    if verb not in ("fit", "path", "holdout"):
+        return
+    X, y, qid = data()
+    A = inputs(entry, X)
+    lams = [1.0, np.float64(1.0), jnp.asarray(1.0)] if verb == "fit" else [
+        LAMS, list(LAMS), tuple(LAMS), jnp.asarray(LAMS)]
+    outs = []
+    for i, kind in enumerate(("numpy", "pandas", "jax", "list")):
+        p = rj.Problem(_as(kind, A), _as(kind, y), _as(kind, qid),
+                       precomputed=entry.kind == "kernel")
+        lam = lams[i % len(lams)]
+        sol = rj.fit(p, entry.solver, lam=lam) if verb == "fit" else getattr(rj, verb)(
+            p, entry.solver, lams=lam)
+        outs.append(predictions(verb, sol, A))
+    for kind, out in zip(("pandas", "jax", "list"), outs[1:]):
+        np.testing.assert_allclose(out, outs[0], rtol=1e-12, atol=1e-12 * np.max(np.abs(outs[0])),
+                                   err_msg=f"{entry.name} {verb} {kind}")
+
+
+@pytest.mark.parametrize("entry,verb", CASES, ids=IDS)
+def test_every_solver_takes_every_input_kind(entry, verb):
+    check_every_input_kind_answers_alike(entry, verb)

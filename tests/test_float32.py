@@ -8,6 +8,8 @@ A solver in float32 is expected within ``C * eps32 * cond`` of the float64 solut
 (``C`` a small constant for the rounding of the data and the products); a TF32 product
 (10 mantissa bits) is 8,000 times further off and breaks the bound.
 """
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -17,11 +19,13 @@ import rankjax as rj
 from rankjax.learners.gp import gp_pairwise_gaussian
 from rankjax._core.emulate import MANTISSA, reduced_precision, round_mantissa
 from rankjax._core.products import mm
-from reference import laplacian_from_pairs, query_pairs, ranksvm_fgh
+from reference import dense_laplacian, laplacian_from_pairs, query_pairs, ranksvm_fgh
+from registry import LAMS, basis_kernel, cases, data, model_kernel, solve
 
 EPS32 = float(np.finfo(np.float32).eps)
 C = 30.0                      # rounding of the data, the products and the solver's own steps
 EMULATIONS = [None, "tf32", "bf16"]
+CASES, IDS = cases()
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -315,3 +319,40 @@ def test_pairwise_gp_in_float32():
     assert rel(mean, mean_ref) < C * EPS32 * cond
     assert np.all(np.asarray(var) >= 0)
     assert np.max(np.abs(np.asarray(var, np.float64) - var_ref)) < C * EPS32 * cond * np.max(np.diag(K))
+
+
+def check_float32_rule(entry, verb):
+    """The precision rule for every solver (registry): with x64 off the verb works in
+    float32, and each λ lane either agrees with the float64 reference within
+    ``C eps32 κ`` (``κ = 1 + |L| |K| / λ``, the condition of the regularised system in
+    function space, ``K`` the model's kernel; a Nyström model's basis system is whitened by a
+    factor of ``K_RR``, which multiplies ``κ`` by ``sqrt(cond K_RR)``) or its result code
+    says why not."""
+    X, y, qid = data()
+    lams = np.atleast_1d(1.0 if verb == "fit" else LAMS)
+    with jax.enable_x64(False), warnings.catch_warnings():
+        warnings.simplefilter("ignore", rj.UnresolvedLambdaWarning)
+        sol, got, want = solve(entry, verb, X.astype(np.float32), y.astype(np.float32), qid,
+                               1.0 if verb == "fit" else LAMS.astype(np.float32))
+        codes = np.atleast_1d(np.asarray(sol.result))
+    assert got.dtype == np.float32, (entry.name, verb, got.dtype)
+    L = dense_laplacian(qid) if verb != "leave_pair_out" else dense_laplacian(
+        np.zeros(len(y), int), normalized=False)
+    spread = np.linalg.norm(L, 2) * np.linalg.norm(model_kernel(entry, X), 2)
+    whitening = np.sqrt(np.linalg.cond(basis_kernel(X))) if entry.model == "nystrom" else 1.0
+    got, want = got.reshape((lams.size, -1)), want.reshape((lams.size, -1))
+    answered = 0
+    for lane, lam in enumerate(lams):
+        code = rj.RESULTS(int(codes[lane if codes.size > 1 else 0]))
+        if code not in (rj.RESULTS.successful, rj.RESULTS.early_stopped):
+            assert code in (rj.RESULTS.unresolved_lambda, rj.RESULTS.max_iterations_reached), code
+            continue
+        answered += 1
+        bound = C * EPS32 * (1 + spread / lam) * whitening
+        assert rel(got[lane], want[lane]) <= bound, (entry.name, verb, lam, rel(got[lane], want[lane]), bound)
+    assert answered, (entry.name, verb, "no λ of the grid is answered in float32")
+
+
+@pytest.mark.parametrize("entry,verb", CASES, ids=IDS)
+def test_every_solver_keeps_the_precision_rule(entry, verb):
+    check_float32_rule(entry, verb)

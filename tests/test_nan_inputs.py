@@ -9,6 +9,9 @@ from rankjax.learners.gp import gp_pairwise_gaussian
 from rankjax.graphs.build import incidence_mv, incidence_t_mv, laplacian_sqrt_mv
 from rankjax.learners.kpcrank import kpcrank_path
 from rankjax.metrics.choice import select_lambda
+from registry import cases, data, inputs, problem
+
+CASES, IDS = cases()
 
 
 @pytest.fixture(scope="module")
@@ -100,3 +103,42 @@ def test_stream_refuses_what_a_problem_refuses_and_select_refuses_all_nan(d):
     with pytest.raises(ValueError, match="undefined"):
         rj.select(rj.Problem(d.X, d.y, g, valid=rj.Problem(d.X, flat, d.qid)),
                   [rj.Dual(rj.gaussian_kernel(0.1))], lams=[1.0])
+
+
+BAD_LAMBDAS = [([1.0, 2.0], TypeError, "lam must be a scalar"), ("a", TypeError, "lam must be a real"),
+               (True, TypeError, "lam must be a real"), (np.nan, ValueError, "lam must be finite"),
+               (-1.0, ValueError, "lam"), (np.inf, ValueError, "lam must be finite")]
+BAD_GRIDS = [([], ValueError, "lams must be a non-empty"), ([[1.0]], ValueError, "lams must be"),
+             ([1.0, np.nan], ValueError, "lams"), ([1.0, -1.0], ValueError, "lams")]
+
+
+def check_bad_input_is_named(entry, verb):
+    """Every solver (registry), eagerly: a bad λ or grid is an error naming ``lam``/``lams``,
+    non-finite rows one naming ``X`` (``K``) or ``y``, before any work."""
+    X, y, qid = data()
+    p = problem(entry, X, y, qid)
+    if verb == "fit":
+        bad = BAD_LAMBDAS
+        go = lambda v: rj.fit(p, entry.solver, lam=v)                            # noqa: E731
+    else:
+        bad = BAD_GRIDS
+        folds = rj.LeavePairOut(rj.differing_pairs(y)[:3]) if verb == "leave_pair_out" else None
+        verb_fn = rj.holdout if verb == "leave_pair_out" else getattr(rj, verb)
+        kw = {"folds": folds} if folds is not None else {}
+        if verb == "leave_pair_out":
+            p = problem(entry, X, y, qid, rj.global_graph(X.shape[0]))
+        go = lambda v: verb_fn(p, entry.solver, lams=v, **kw)                    # noqa: E731
+    for value, error, match in bad:
+        with pytest.raises(error, match=match):
+            go(value)
+    name = "K" if entry.kind == "kernel" else "X"
+    for which, pattern in ((0, name), (1, "y")):
+        args = [inputs(entry, X).copy(), y.copy()]
+        args[which][0] = np.nan
+        with pytest.raises(ValueError, match=pattern):
+            rj.Problem(args[0], args[1], qid, precomputed=entry.kind == "kernel")
+
+
+@pytest.mark.parametrize("entry,verb", CASES, ids=IDS)
+def test_every_solver_names_bad_input(entry, verb):
+    check_bad_input_is_named(entry, verb)
