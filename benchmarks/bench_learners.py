@@ -61,7 +61,7 @@ def noisy_experiment(reps=3):
             P = 100
             for name, graph_of in (("KPCRank", lambda q: rj.query_graph(q)),
                                    ("KPCR", lambda q: rj.identity_graph(len(q)))):
-                path = kpcrank_path(K, y_noisy[~v], graph_of(tr.qid[~v]), max_components=P,
+                path = kpcrank_path(K, y_noisy[~v], graph_of(tr.qid[~v]), components=P,
                                        K_valid=Kv)
                 table = [rj.disagreement_error(s, tr.y[v], tr.qid[v]) for s in path.valid_scores]
                 p, _ = pick(np.arange(1, P + 1), table, greater=False)

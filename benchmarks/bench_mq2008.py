@@ -91,7 +91,7 @@ def learners(X, y, q, Xv, yv, qv, gamma):
     coef = np.asarray(dp.coef[int(sd.best_index)])
     out["exact Gaussian RankRLS γ=1/n (λ on valid)"] = lambda Z: np.asarray(
         rj.kernel_matrix(rj.gaussian_kernel(gamma), Z, X)) @ coef
-    kp = kpcrank_path(K, y, g, max_components=200,
+    kp = kpcrank_path(K, y, g, components=200,
                          K_valid=rj.kernel_matrix(rj.gaussian_kernel(gamma), Xv, X))
     del K
     sel = select_lambda(np.arange(1.0, 201.0), kp.valid_scores, yv, qv, metric=rj.ndcg, k=10)

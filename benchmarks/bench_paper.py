@@ -136,7 +136,7 @@ def kpcrank(gammas, P=300):
     params = [(g, p) for g in gammas for p in range(1, P + 1)]
 
     path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: kpcrank_path(
-        gram(g, X), y, rj.query_graph(qid), max_components=P, K_valid=gram(g, Xv, X)))
+        gram(g, X), y, rj.query_graph(qid), components=P, K_valid=gram(g, Xv, X)))
 
     def fit(X, y, qid, param, Xt):
         g, p = param

@@ -124,7 +124,7 @@ def test_predict_works_on_every_model_type():
         "cg": (rj.fit(rj.Problem(X, y, g), rj.CG(tol=1e-10), lam=1.0).value, Xt, None),
         "cg dual": (rj.fit(rj.Problem(K, y, g, precomputed=True), rj.CG(tol=1e-10), lam=1.0).value, Kt, None),
         "kpc": (rj.kpcrank(K, y, g, components=5), Kt, None),
-        "kpc path": (kpcrank_path(K, y, g, max_components=5), Kt, None),
+        "kpc path": (kpcrank_path(K, y, g, components=5), Kt, None),
         "ranksvm": (rj.ranksvm_l2(X, y, qid, C=0.1), Xt, None),
         "ranksvm kernel": (rj.ranksvm_kernel(X, y, qid, kernel=kern, basis=10), Xt, None),
         "rankboost": (rj.rankboost(X, y, qid, rounds=5), Xt, None),

@@ -142,7 +142,8 @@ BAD_INPUT["gp_pairwise_probit"] = [
     ]
 BAD_INPUT["gp_fit"] = [
         (lambda d: rj.gp_fit(d.X, [0], [1], likelihood="logit"), E(ValueError, "likelihood")),
-        (lambda d: rj.gp_fit(d.X, [0], [1], steps=0), E(ValueError, "steps")),
+        (lambda d: rj.gp_fit(d.X, [0], [1], steps=-1), E(ValueError, "steps")),
+        (lambda d: rj.gp_fit(d.X, [0, 1], [1, 2], [1.0, 0.0]), E(ValueError, "target")),
     ]
 BAD_INPUT["gp_predict"] = [
         (lambda d: rj.gp_predict(d.gp, d.K[:2, :1], np.ones(2)), E(ValueError, "K_test")),
@@ -159,3 +160,41 @@ tables are test_solvers.py's)."""
 
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)
 test_internal_bad_input = surface_test(INTERNAL_INPUT)
+
+
+def test_gaussian_posterior_under_jit_with_a_traced_noise_variance():
+    """The posterior at given hyper-parameters (``steps=0``) under the caller's ``jit`` with
+    σ² traced equals the eager one, and equals dual RankRLS on the preference graph with
+    λ = σ² (module docstring); an invalid σ² is a NaN model there, an error eagerly."""
+    import jax
+    X = np.random.default_rng(0).standard_normal((7, 3))
+    head, tail, diffs = [0, 1, 2, 4], [1, 2, 3, 5], np.array([1.0, 0.5, 2.0, -1.0])
+    fit = lambda nv: rj.gp_fit(X, head, tail, diffs, likelihood="gaussian", noise_var=nv,   # noqa
+                               steps=0)[0]
+    eager = fit(0.5)
+    traced = jax.jit(fit)(0.5)
+    np.testing.assert_allclose(traced.alpha, eager.alpha, rtol=1e-10)
+    np.testing.assert_allclose(traced.log_marginal, eager.log_marginal, rtol=1e-10)
+    # the posterior mean: K_d (K_d + σ² I)^{-1} w, K_d = A^T K A
+    K = np.exp(-np.sum((X[:, None] - X[None]) ** 2, -1))
+    A = np.zeros((7, 4))
+    A[head, range(4)], A[tail, range(4)] = 1.0, -1.0
+    Kd = A.T @ K @ A
+    np.testing.assert_allclose(Kd @ np.asarray(traced.alpha),
+                               Kd @ np.linalg.solve(Kd + 0.5 * np.eye(4), diffs), rtol=1e-6)
+    assert np.all(np.isnan(np.asarray(jax.jit(fit)(-1.0).alpha)))
+    with pytest.raises(ValueError, match="noise_var"):
+        fit(-1.0)
+
+
+def test_probit_directions_must_be_plus_or_minus_one():
+    X = np.random.default_rng(0).standard_normal((5, 2))
+    for bad in ([1.0, 0.0], [1.0, 2.0], [-0.5, 1.0]):
+        with pytest.raises(ValueError, match="target must be ±1"):
+            rj.gp_fit(X, [0, 1], [1, 2], bad, likelihood="probit", steps=1)
+    with pytest.raises(ValueError, match="target must have the shape of head"):
+        rj.gp_fit(X, [0, 1], [1, 2], [1.0, -1.0, 1.0], steps=1)
+    import jax
+    out = jax.jit(lambda w: rj.gp_fit(X, [0, 1], [1, 2], w, steps=1)[0].alpha)
+    assert np.all(np.isnan(out(np.array([1.0, 0.0]))))
+    assert np.all(np.isfinite(out(np.array([1.0, -1.0]))))

@@ -47,7 +47,7 @@ def test_path_over_p_equals_each_p_solved_separately(rng, graph_kind, ridge):
         L = (ref.laplacian_from_pairs(m, ref.query_pairs(qid)) if graph_kind == "query"
              else np.eye(m))
         rhs = L @ y
-    path = _kpcrank.kpcrank_path(K, yy, g, max_components=P, lam=ridge, K_valid=Kt)
+    path = _kpcrank.kpcrank_path(K, yy, g, components=P, lam=ridge, K_valid=Kt)
     for p in range(1, P + 1):
         Z, Zt = explicit_projection(K, Kt, p)
         w = np.linalg.solve(Z.T @ L @ Z + ridge * np.eye(p), Z.T @ rhs)
@@ -81,12 +81,12 @@ def test_linear_kernel_full_rank_equals_unregularized_primal(rng):
 def test_kpcrank_input_errors(rng):
     X = rng.standard_normal((10, 3))
     g = rj.query_graph(np.zeros(10, int))
-    with pytest.raises(ValueError, match="max_components"):
-        _kpcrank.kpcrank_path(X @ X.T, np.arange(10.), g, max_components=11)
+    with pytest.raises(ValueError, match="components"):
+        _kpcrank.kpcrank_path(X @ X.T, np.arange(10.), g, components=11)
     with pytest.raises(ValueError, match="square"):
-        _kpcrank.kpcrank_path(X @ X[:5].T, np.arange(10.), g, max_components=2)
+        _kpcrank.kpcrank_path(X @ X[:5].T, np.arange(10.), g, components=2)
     with pytest.raises(ValueError, match="K_valid"):
-        _kpcrank.kpcrank_path(X @ X.T, np.arange(10.), g, max_components=2, K_valid=X)
+        _kpcrank.kpcrank_path(X @ X.T, np.arange(10.), g, components=2, K_valid=X)
 
 
 def test_kpcrank_beyond_the_kernel_rank_is_finite_and_adds_nothing():
@@ -94,7 +94,7 @@ def test_kpcrank_beyond_the_kernel_rank_is_finite_and_adds_nothing():
     X = np.repeat(d.X[:5], 4, axis=0)                  # duplicate rows: kernel rank 3 (centred)
     y, q = np.repeat(d.y[:5], 4), np.repeat([0, 1], 10)
     g = rj.query_graph(q)
-    r = _kpcrank.kpcrank_path(X @ X.T, y, g, max_components=12)
+    r = _kpcrank.kpcrank_path(X @ X.T, y, g, components=12)
     W = np.asarray(r.weights)
     assert np.all(np.isfinite(W)) and np.all(np.isfinite(np.asarray(r.coef)))
     rank = int(np.sum(np.asarray(r.eigenvalues) > 1e-10 * float(r.eigenvalues[0])))
@@ -108,9 +108,9 @@ def test_kpcrank_beyond_the_kernel_rank_is_finite_and_adds_nothing():
     L = np.asarray(g.as_dense())
     w = np.linalg.solve(Z.T @ L @ Z, Z.T @ L @ y)
     np.testing.assert_allclose(np.abs(W[rank - 1, :rank]), np.abs(w), rtol=1e-8)
-    zero = _kpcrank.kpcrank_path(np.zeros((20, 20)), y, g, max_components=5)
+    zero = _kpcrank.kpcrank_path(np.zeros((20, 20)), y, g, components=5)
     assert np.all(np.asarray(zero.weights) == 0)
-    single = _kpcrank.kpcrank_path(X @ X.T, y, rj.query_graph(np.arange(20)), max_components=5)
+    single = _kpcrank.kpcrank_path(X @ X.T, y, rj.query_graph(np.arange(20)), components=5)
     assert np.all(np.asarray(single.weights) == 0)      # size-1 queries: no pair, no signal
 
 
@@ -132,9 +132,9 @@ BAD_INPUT["kpcrank"] = [
         (lambda d: rj.kpcrank(d.K, d.y, d.g, components=2, lam=-1.0), E(ValueError, "lam")),
     ]
 BAD_INPUT["kpcrank_path"] = [
-        (lambda d: _kpcrank.kpcrank_path(d.K, d.y, d.g, max_components=d.m + 1),
-         E(ValueError, "max_components")),
-        (lambda d: _kpcrank.kpcrank_path(np.zeros((d.m, d.m)), d.y, d.g, max_components=3),
+        (lambda d: _kpcrank.kpcrank_path(d.K, d.y, d.g, components=d.m + 1),
+         E(ValueError, "components")),
+        (lambda d: _kpcrank.kpcrank_path(np.zeros((d.m, d.m)), d.y, d.g, components=3),
          V(lambda r: np.all(np.asarray(r.weights) == 0))),
     ]
 
@@ -144,3 +144,15 @@ tables are test_solvers.py's)."""
 
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)
 test_internal_bad_input = surface_test(INTERNAL_INPUT)
+
+
+def test_messages_name_the_callers_own_argument():
+    from rankjax.estimators import KPCRank
+    X = np.random.default_rng(0).standard_normal((6, 3))
+    q = [0, 0, 0, 1, 1, 1]
+    with pytest.raises(ValueError, match="^components must be >= 1"):
+        rj.kpcrank(X @ X.T, np.arange(6.0), rj.query_graph(q), components=0)
+    with pytest.raises(ValueError, match="^n_components must be >= 1"):
+        KPCRank(0).fit(X, np.arange(6.0), qid=q)
+    with pytest.raises(ValueError, match="^n_components must be between 1 and 6"):
+        KPCRank(7).fit(X, np.arange(6.0), qid=q)

@@ -78,7 +78,7 @@ ONE_PROGRAM = {
                                     lams=[1.0], verbose=1).value,
     "fit Dual": lambda: rj.fit(rj.Problem(D.X, D.y, G), rj.Dual(rj.gaussian_kernel(0.2)), lam=1.0,
                                verbose=1).value,
-    "kpcrank_path": lambda: _kpcrank.kpcrank_path(K, D.y, G, max_components=3, verbose=1),
+    "kpcrank_path": lambda: _kpcrank.kpcrank_path(K, D.y, G, components=3, verbose=1),
     "nystrom_basis": lambda: _nystrom.nystrom_basis(D.X, 20, kernel=rj.gaussian_kernel(0.2),
                                               method="kmeans++", verbose=1),
 }

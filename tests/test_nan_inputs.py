@@ -60,7 +60,7 @@ def test_messages_name_the_argument(d):
         (lambda: rj.fit(rj.Problem([[1, 2], [3]], [1, 0], rj.query_graph([0, 0])), rj.Primal(), lam=1.0).value,
          "X must be a rectangular"),
         (lambda: rj.io.normalize_per_query(np.ones(4), [0, 0, 1, 1]), "X must be 2-D"),
-        (lambda: kpcrank_path(np.eye(len(d.y)), np.stack([d.y] * 3, 1), g, max_components=2),
+        (lambda: kpcrank_path(np.eye(len(d.y)), np.stack([d.y] * 3, 1), g, components=2),
          "y must be \\[m\\]"),
         (lambda: RankRLS(solver='cg').fit(d.X, d.y, qid=d.qid, eval_set=(d.X[:, :2], d.y), eval_qid=d.qid),
          "eval_set's X"),

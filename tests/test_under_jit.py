@@ -162,7 +162,7 @@ def test_invalid_kernel_and_kpcrank_parameters_are_nan_under_jit(surface):
     d = surface
     Kg = jax.jit(lambda gm: rj.kernel_matrix(rj.Kernel("gaussian", gamma=gm), d.X))(-1.0)
     assert nan(Kg)
-    kp = jax.jit(lambda lam: kpcrank_path(d.K, d.y, d.g, max_components=3, lam=lam))(-1.0)
+    kp = jax.jit(lambda lam: kpcrank_path(d.K, d.y, d.g, components=3, lam=lam))(-1.0)
     assert nan(kp.weights)
 
 

@@ -11,6 +11,7 @@ from ..kernels import kernel as _kernels
 from ..learners import kpcrank as _kpcrank, rankboost as _rankboost, ranksvm as _ranksvm
 from .._core import log as _log
 from ..metrics import ndcg
+from .._core.checks import check_count
 from .._core.sparse import as_dense
 from .base import Ranker, make_kernel
 
@@ -92,6 +93,9 @@ class KPCRank(Ranker):
         decomposition) are scored on it and the best number is kept (``best_iteration_``
         components; ``evals_result_``; ``early_stopping_rounds`` as for boosting)."""
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        if not 1 <= check_count(self.n_components, "n_components") <= X.shape[0]:
+            raise ValueError(f"n_components must be between 1 and {X.shape[0]} (the training "
+                             f"rows), got {self.n_components}")
         self.X_train_ = as_dense(X)           # the checked device array (kernels of later calls)
         kern = self._fit_kernel(self.X_train_) or _kernels.linear_kernel()
         stages = _log.Stages(2 + (eval_set is not None), "KPCRank stage",
@@ -106,7 +110,7 @@ class KPCRank(Ranker):
             return self._finish_fit(seg)
         Xv, yv, sv = self._eval_data(eval_set, eval_qid, eval_group)
         Kv = _kernels.kernel_matrix(kern, as_dense(Xv), self.X_train_)
-        path = _log.ready(_kpcrank.kpcrank_path(K, y, g, max_components=self.n_components,
+        path = _log.ready(_kpcrank.kpcrank_path(K, y, g, components=self.n_components,
                                                 lam=self.lam, K_valid=Kv))
         stages.done(f"components ({self.n_components})")
         p = self._eval_sequence(path.valid_scores, yv, sv)

@@ -381,12 +381,19 @@ def gp_fit(X, head, tail, target=None, *, likelihood: str = "probit", gamma=1.0,
       head, tail: ``[l]`` comparisons; target: ``[l]`` differences (Gaussian) or
         ±1 directions (probit; ``None`` = head won).
       likelihood: ``"probit"`` or ``"gaussian"``.
-      gamma, amplitude, noise_var: initial values.
-      steps, learning_rate: Adam settings. ep_iter: EP sweeps per step.
-      verbose: log every that many steps (0: silent; logger ``"rankjax"``).
+      gamma, amplitude, noise_var: initial values (may be traced: under ``jit`` the steps
+        run in one ``lax.fori_loop``).
+      steps, learning_rate: Adam settings (``steps=0``: the posterior at the given
+        hyper-parameters). ep_iter: EP sweeps per step.
+      verbose: log every that many steps (0: silent; logger ``"rankjax"``; not under ``jit``).
 
     Returns:
-      ``(model, params)`` with ``params = dict(gamma, amplitude, noise_var)``.
+      ``(model, params)`` with ``params = dict(gamma, amplitude, noise_var)`` (Python floats;
+      scalar arrays under ``jit``).
+
+    Raises:
+      ValueError: a probit ``target`` other than ±1 (under ``jit``: a NaN model), an
+        invalid hyper-parameter, a comparison out of range or of an item with itself.
 
     Example:
       >>> import numpy as np
@@ -397,7 +404,7 @@ def gp_fit(X, head, tail, target=None, *, likelihood: str = "probit", gamma=1.0,
     """
     import optax
     X = check_matrix(X)
-    steps, ep_iter = check_count(steps, "steps"), check_count(ep_iter, "ep_iter")
+    steps, ep_iter = check_count(steps, "steps", minimum=0), check_count(ep_iter, "ep_iter")
     check_verbose(verbose)
     for value, name in ((gamma, "gamma"), (amplitude, "amplitude"), (noise_var, "noise_var"),
                         (learning_rate, "learning_rate")):
@@ -413,6 +420,13 @@ def gp_fit(X, head, tail, target=None, *, likelihood: str = "probit", gamma=1.0,
     else:
         w = jnp.ones(h.shape, X.dtype) if target is None else as_float_array(
             target, "target", finite=True).astype(X.dtype)
+        if w.shape != h.shape:
+            raise ValueError(f"target must have the shape of head {tuple(h.shape)}, got "
+                             f"{tuple(w.shape)}")
+        if is_concrete(w) and not bool(jnp.all(jnp.abs(w) == 1)):
+            raise ValueError("target must be ±1 directions for the probit likelihood (+1: "
+                             "head won, -1: tail won)")
+    traced = not all(is_concrete(v) for v in (X, w, gamma, amplitude, noise_var, learning_rate))
 
     def kd(p):
         K = jnp.exp(p["log_amp"]) * kernel_matrix(gaussian_kernel(jnp.exp(p["log_gamma"])), X)
@@ -444,19 +458,22 @@ def gp_fit(X, head, tail, target=None, *, likelihood: str = "probit", gamma=1.0,
         upd, state = opt.update(g, state)
         return optax.apply_updates(p, upd), state
 
-    stages = Stages(steps, "gp_fit step", verbose)
-    for _ in stages:
-        p, state = step(p, state)
-        if stages.every:
-            stages.note(f"γ {float(jnp.exp(p['log_gamma'])):.4g}, "
-                        f"amplitude {float(jnp.exp(p['log_amp'])):.4g}")
+    if traced:                          # under the caller's jit: one loop, no host lines
+        p, state = lax.fori_loop(0, steps, lambda i, c: step(*c), (p, state))
+    else:
+        stages = Stages(steps, "gp_fit step", verbose)
+        for _ in stages:
+            p, state = step(p, state)
+            if stages.every:
+                stages.note(f"γ {float(jnp.exp(p['log_gamma'])):.4g}, "
+                            f"amplitude {float(jnp.exp(p['log_amp'])):.4g}")
     K, Kd = kd(p)
     if likelihood == "gaussian":
-        model = gp_pairwise_gaussian(K, np.asarray(h), np.asarray(t), w,
-                                     noise_var=float(jnp.exp(p["log_noise"])))
+        model = gp_pairwise_gaussian(K, head, tail, w, noise_var=jnp.exp(p["log_noise"]))
     else:
-        model = _probit_fit(K, h, t, w, ep_iter, jnp.asarray(1e-8, dtype),
-                            jnp.asarray(0.5, dtype))
-    return model, {"gamma": float(jnp.exp(p["log_gamma"])),
-                   "amplitude": float(jnp.exp(p["log_amp"])),
-                   "noise_var": float(jnp.exp(p["log_noise"]))}
+        model = nan_unless(jnp.all(jnp.abs(w) == 1),
+                           _probit_fit(K, h, t, w, ep_iter, jnp.asarray(1e-8, dtype),
+                                       jnp.asarray(0.5, dtype)))
+    params = {"gamma": jnp.exp(p["log_gamma"]), "amplitude": jnp.exp(p["log_amp"]),
+              "noise_var": jnp.exp(p["log_noise"])}
+    return model, params if traced else {k: float(v) for k, v in params.items()}

@@ -129,16 +129,16 @@ def _kpc_basis(K, P: int):
 
 
 @timed
-def kpcrank_path(K, y, graph: Graph, *, max_components: int, lam=0.0,
+def kpcrank_path(K, y, graph: Graph, *, components: int, lam=0.0,
                  K_valid=None) -> KPCPath:
-    """KPCRank / KPCR for every number of components ``p = 1..max_components``
+    """KPCRank / KPCR for every number of components ``p = 1..components``
     from one eigendecomposition and one Cholesky factor (docs/math.md).
 
     Args:
       K: ``[m, m]`` training kernel (uncentred; centring is done here).
       y: ``[m]``; ``None`` for a :class:`PreferenceGraph`.
       graph: query graph (KPCRank), ``identity_graph`` (KPCR) or preference edges.
-      max_components: ``P`` (static), at most ``m``.
+      components: ``P`` (static), at most ``m``.
       lam: optional ridge ``λ >= 0`` added to ``Z^T L Z`` (0 = the seed's
         unregularized fit; components beyond the rank of ``L Z`` need ρ > 0).
       K_valid: ``[m_v, m]`` uncentred validation kernel, for selecting ``p``
@@ -151,18 +151,18 @@ def kpcrank_path(K, y, graph: Graph, *, max_components: int, lam=0.0,
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(10, num_features=5, seed=0)
       >>> K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.1), d.X))
-      >>> path = kpcrank_path(K, d.y, rj.query_graph(d.qid), max_components=20, K_valid=K)
+      >>> path = kpcrank_path(K, d.y, rj.query_graph(d.qid), components=20, K_valid=K)
       >>> path.weights.shape, path.valid_scores.shape
       ((20, 20), (20, 210))
     """
     K, y = check_kernel_matrix(K, y, graph)
     if y is not None and y.ndim != 1:
-        raise ValueError(f"kpcrank_path fits one output: y must be [m], got shape {tuple(y.shape)} "
+        raise ValueError(f"KPCRank fits one output: y must be [m], got shape {tuple(y.shape)} "
                          "(call it per column)")
     m = K.shape[0]
-    P = check_count(max_components, "max_components")
+    P = check_count(components, "components")
     if P > m:
-        raise ValueError(f"max_components must be between 1 and {m}, got {P}")
+        raise ValueError(f"components must be between 1 and {m}, got {P}")
     check_positive(lam, allow_zero=True, scalar=True)
     if K_valid is not None:
         K_valid = check_test_matrix(K_valid, m, "K_valid", "columns (training rows)")
@@ -223,5 +223,5 @@ def kpcrank(K, y, graph: Graph, *, components: int, lam=0.0) -> KPCModel:
       >>> bool(rj.pairwise_error(scores, d.y, d.qid) < 0.3)
       True
     """
-    path = kpcrank_path(K, y, graph, max_components=components, lam=lam)
+    path = kpcrank_path(K, y, graph, components=components, lam=lam)
     return KPCModel(path.coef[-1], path.offset[-1])
