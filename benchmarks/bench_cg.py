@@ -31,7 +31,6 @@ from _timing import emit, median_s, time_jitted
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
 from jax.experimental import sparse as jsparse  # noqa: E402
-from rankjax.solvers.cg_loop import STOP_REASONS  # noqa: E402
 
 
 
@@ -126,13 +125,16 @@ def bench_a(dtype, iters=40):
          run_s=scipy_s, per_iteration_ms=1e3 * scipy_s / iters)
     C = rj.to_csr(X)
     yj = jnp.asarray(y)
-    solve = lambda C, y, g, lam: rj.fit(rj.Problem(C, y, g),
-                                        rj.CG(tol=0.0, max_iter=iters, recompute_every=0), lam=lam).value.weights
+    solve = lambda C, y, g, lam: (
+        rj.fit(rj.Problem(C, y, g), rj.CG(tol=0.0, max_iter=iters, recompute_every=0), lam=lam).value.weights
+    )
     c1, r1, x1 = time_jitted(solve, C, yj, g, jnp.asarray(lams[0]))
     # the same iterates (rounding differences grow with the iterations on this
     # ill-conditioned system, as CG loses orthogonality; compare after 5)
     x5 = numpy_cg(X, XT, seg, counts, b, lams[0], 5)
-    j5 = rj.fit(rj.Problem(C, yj, g), rj.CG(tol=0.0, max_iter=5, recompute_every=0), lam=lams[0]).value.weights
+    j5 = rj.fit(
+        rj.Problem(C, yj, g), rj.CG(tol=0.0, max_iter=5, recompute_every=0), lam=lams[0]
+    ).value.weights
     emit(name="CG (a) rankjax", dtype=dtype, shape=shape, lambdas=1, iterations=iters,
          compile_s=c1, run_s=r1, per_iteration_ms=1e3 * r1 / iters,
          ratio_to_scipy=r1 / scipy_s,
@@ -157,15 +159,14 @@ def early_stopping(name, C, y, g, Cv, yv, gv, shape, dtype, **extra):
         return rj.fit(rj.Problem(C, y, g, valid=rj.Problem(*(Cv, yv, gv))),
                       rj.CG(tol=1e-05, max_iter=500, patience=10), lam=0.0)
     c, r, out = time_jitted(train, C, y, g, Cv, yv, gv)
-    best = int(out.best_iteration)
+    st = out.stats
+    best, iters = int(st["best_iteration"]), int(st["iterations"])
     emit(name=name, dtype=dtype, shape=shape, compile_s=c, run_s=r, total_with_compile_s=c + r,
-         iterations=int(out.iterations), best_iteration=best,
-         stop_reason=STOP_REASONS[int(out.stop_reason)],
-         per_iteration_ms=1e3 * r / max(int(out.iterations), 1),
-         valid_pairwise_error_best=float(out.valid_history[best]),
-         valid_pairwise_error_at_0=float(out.valid_history[0]),
-         valid_history=np.round(np.asarray(out.valid_history)[:int(out.iterations) + 1],
-                                6).tolist(), **extra)
+         iterations=iters, best_iteration=best, result=rj.RESULTS(int(out.result)).name,
+         per_iteration_ms=1e3 * r / max(iters, 1),
+         valid_pairwise_error_best=float(st["valid_history"][best]),
+         valid_pairwise_error_at_0=float(st["valid_history"][0]),
+         valid_history=np.round(np.asarray(st["valid_history"])[:iters + 1], 6).tolist(), **extra)
     return out
 
 
@@ -178,8 +179,8 @@ def tikhonov_grid(C, y, g, Cv, yv, gv, shape, dtype, lams=np.logspace(0, 7, 8)):
         return jax.vmap(lambda lam: rj.fit(rj.Problem(C, y, g, valid=rj.Problem(*(Cv, yv, gv))),
                                            rj.CG(tol=1e-05, max_iter=500, patience=501), lam=lam))(lams)
     c, r, out = time_jitted(grid, C, y, g, Cv, yv, gv, jnp.asarray(lams, dtype), repeats=1)
-    its = [int(i) for i in out.iterations]
-    hist = np.asarray(out.valid_history)
+    its = [int(i) for i in out.stats["iterations"]]
+    hist = np.asarray(out.stats["valid_history"])
     errs = [float(h[i]) for h, i in zip(hist, its)]          # the converged (Tikhonov) iterate
     emit(name="CG (b) Tikhonov grid, 8 lambdas vmapped", dtype=dtype, shape=shape,
          compile_s=c, run_s=r, iterations=its, lambdas=[float(x) for x in lams],

@@ -54,9 +54,20 @@ def main():
         pairs = jnp.asarray(rj.differing_pairs(y))
         K = jax.jit(lambda X: rj.kernel_matrix(rj.gaussian_kernel(0.05), X))(X)
         yj = jnp.asarray(y, dt)
-        c, r, out = time_jitted(lambda K, y, p, l: rj.holdout(rj.Problem(K, y, rj.global_graph(np.shape(K)[0]), precomputed=True),
-                                                              rj.Dual(), lams=l, folds=rj.LeavePairOut(p)).value
-                                .predictions, K, yj, pairs, lams)
+        c, r, out = time_jitted(
+            lambda K, y, p, l: (
+                rj.holdout(
+                    rj.Problem(K, y, rj.global_graph(np.shape(K)[0]), precomputed=True),
+                    rj.Dual(),
+                    lams=l,
+                    folds=rj.LeavePairOut(p),
+                ).value.predictions
+            ),
+            K,
+            yj,
+            pairs,
+            lams,
+        )
         ok, lanes = lambda_lanes(out, LAMS)
         emit(name="LPO dual gaussian", dtype=name,
              shape=f"m={m}, {pairs.shape[0]} pairs, {len(LAMS)} lambdas", compile_s=c, run_s=r,

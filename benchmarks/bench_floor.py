@@ -203,7 +203,9 @@ def bench_lqo_primal(scale, dtype, repeats=3):
     sizes = np.bincount(np.unique(qid, return_inverse=True)[1]).astype(np.float64)
     madds = float(L * np.sum(sizes ** 2 * n + sizes ** 3 / 3))
     rate = gemm_rate(dtype)
-    fn = jax.jit(lambda X, y, g, f, l: rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=l, folds=f).value.predictions)
+    fn = jax.jit(
+        lambda X, y, g, f, l: rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=l, folds=f).value.predictions
+    )
     c = first_call(lambda: fn(X, y, g, folds, lams))
     runs = []
     for _ in range(repeats):
@@ -260,7 +262,9 @@ def bench_lqo_dual(m, dtype, repeats=3):
     g = rj.query_graph(qid)
     folds = rj.make_folds(g)
     lams = jnp.asarray(np.logspace(-2, 3, 20), dtype)
-    fn = lambda: rj.holdout(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lams=lams, folds=folds).value.predictions   # noqa: E731
+    fn = lambda: (
+        rj.holdout(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lams=lams, folds=folds).value.predictions
+    )  # noqa: E731
     c = first_call(fn)
     lib, fl, ratio = paired(fn, lambda: sla.eigh(np.asarray(K)), repeats)
     # accuracy: the first query held out, refit on the rest (numpy, float64)
@@ -368,8 +372,14 @@ def bench_falkon(rows, basis, dtype, iters=20, repeats=3):
     lib, fl, ratio = paired(fn, floor, repeats)
     ref = rj.path(rj.Problem(Xj, yj, g), rj.Nystrom(kern, idx), lams=[1.0]).value
     f_ref = np.asarray(rj.predict(ref, Xj))[0]
-    f = np.asarray(rj.predict(rj.fit(rj.Problem(Xj, yj, g),
-                                     rj.Falkon(kern, idx, options=rj.CG(tol=0.0, max_iter=iters)), lam=1.0), Xj))
+    f = np.asarray(
+        rj.predict(
+            rj.fit(
+                rj.Problem(Xj, yj, g), rj.Falkon(kern, idx, options=rj.CG(tol=0.0, max_iter=iters)), lam=1.0
+            ),
+            Xj,
+        )
+    )
     return [report("falkon", dtype, [rows, 50], lib, fl,
                    f"numpy m x b kernel block + K v, K^T u x {iters}", c, ratio=ratio, basis=basis,
                    iterations=iters, rel_to_closed_form=rel(f, f_ref))]

@@ -28,7 +28,6 @@ import rankjax as rj  # noqa: E402
 from rankjax.estimators import RankRLSCV  # noqa: E402
 
 from _timing import emit, median_s  # noqa: E402
-from rankjax.solvers.cg_loop import STOP_REASONS  # noqa: E402
 from rankjax.kernels.basis import nystrom_basis  # noqa: E402
 
 
@@ -120,9 +119,9 @@ def small(args, parts):
             t0 = time.perf_counter()
             f = rj.fit(rj.Problem(d.X, d.y, g), rj.Falkon(k, basis, options=rj.CG(tol=0.0, max_iter=it)),
                        lam=lam)
-            jax.block_until_ready(f.coef)
+            jax.block_until_ready(f.value.coef)
             dt = time.perf_counter() - t0
-            rel = float(np.linalg.norm(np.asarray(rj.predict(f, d.X)) - f0) / np.linalg.norm(f0))
+            rel = float(np.linalg.norm(np.asarray(rj.predict(f.value, d.X)) - f0) / np.linalg.norm(f0))
             emit(name="falkon", dtype="float64", shape=shape, basis=args.basis, lam=lam, iterations=it,
                  run_s=dt, rel_to_closed_form=rel, peak_rss_gb=peak_rss_gb())
 
@@ -133,14 +132,16 @@ def large(args):
     gb = rj.query_graph(big.qid)
     X = np.asarray(big.X, args.dtype)
     t0 = time.perf_counter()
-    f = rj.fit(rj.Problem(X, big.y, gb),
-               rj.Falkon(rj.gaussian_kernel(1.0 / 136), args.large_basis, options=rj.CG(tol=1e-06, max_iter=50)),
-               lam=1.0)
-    jax.block_until_ready(f.coef)
+    f = rj.fit(
+        rj.Problem(X, big.y, gb),
+        rj.Falkon(rj.gaussian_kernel(1.0 / 136), args.large_basis, options=rj.CG(tol=1e-06, max_iter=50)),
+        lam=1.0,
+    )
+    jax.block_until_ready(f.value.coef)
     dt = time.perf_counter() - t0
     emit(name="falkon_large", dtype=args.dtype, shape=list(X.shape), basis=args.large_basis, lam=1.0,
-         run_s=dt, iterations=int(f.cg.iterations), stop=STOP_REASONS[int(f.cg.stop_reason)],
-         final_residual=float(np.asarray(f.cg.residual_history)[int(f.cg.iterations)]),
+         run_s=dt, iterations=int(f.stats["iterations"]), result=rj.RESULTS(int(f.result)).name,
+         final_residual=float(np.asarray(f.stats["residual_history"])[int(f.stats["iterations"])]),
          peak_rss_gb=peak_rss_gb(), note="compile included (one call)")
 
 

@@ -70,7 +70,8 @@ def noisy_experiment(reps=3):
                                                               te.y, te.qid)))
             for name, graph_of in (("RankRLS", lambda q: rj.query_graph(q)),
                                    ("RLS", lambda q: rj.identity_graph(len(q)))):
-                path = rj.path(rj.Problem(K, y_noisy[~v], graph_of(tr.qid[~v]), valid=rj.Problem(Kv, np.zeros(np.shape(Kv)[0]), precomputed=True), precomputed=True),
+                path = rj.path(rj.Problem(K, y_noisy[~v], graph_of(tr.qid[~v]), precomputed=True,
+                                          valid=rj.Problem(Kv, tr.y[v], tr.qid[v], precomputed=True)),
                                rj.Dual(), lams=LAMS).value
                 table = [rj.disagreement_error(s, tr.y[v], tr.qid[v]) for s in path.valid_scores]
                 lam, _ = pick(LAMS, table, greater=False)

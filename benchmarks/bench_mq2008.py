@@ -20,12 +20,12 @@ jax.config.update("jax_enable_x64", True)
 
 import rankjax as rj  # noqa: E402
 from rankjax import io  # noqa: E402
-from rankjax.estimators import CGRankRLS, RankBoost, RankRLSCV, RankSVM  # noqa: E402
+from rankjax.estimators import RankBoost, RankRLS, RankRLSCV, RankSVM  # noqa: E402
 
 from _timing import emit  # noqa: E402
 from rankjax.learners.kpcrank import kpcrank_path  # noqa: E402
 from rankjax.kernels.basis import nystrom_basis  # noqa: E402
-from rankjax.solvers.path import select_lambda  # noqa: E402
+from rankjax.metrics.choice import select_lambda  # noqa: E402
 
 FOLDS = {1: (1, 2, 3, 4, 5), 2: (2, 3, 4, 5, 1), 3: (3, 4, 5, 1, 2), 4: (4, 5, 1, 2, 3),
          5: (5, 1, 2, 3, 4)}
@@ -56,13 +56,13 @@ def learners(X, y, q, Xv, yv, qv, gamma):
     g = rj.query_graph(q)
     out = {}
 
-    p = rj.path(rj.Problem(X, y, g, valid=rj.Problem(Xv, np.zeros(np.shape(Xv)[0]))), rj.Primal(), lams=LAMS).value
+    p = rj.path(rj.Problem(X, y, g, valid=rj.Problem(Xv, yv, qv)), rj.Primal(), lams=LAMS).value
     sel = select_lambda(LAMS, p.valid_scores, yv, qv, metric=rj.ndcg, k=10)
     w = np.asarray(p.weights[int(sel.best_index)])
     out["RankRLS linear (λ on valid)"] = lambda Z: Z @ w
     m = RankRLSCV(lams=LAMS).fit(X, y, qid=q)
     out["RankRLSCV linear (LQO, train-only)"] = m.predict
-    pi = rj.path(rj.Problem(X, y, rj.identity_graph(len(y)), valid=rj.Problem(Xv, np.zeros(np.shape(Xv)[0]))),
+    pi = rj.path(rj.Problem(X, y, rj.identity_graph(len(y)), valid=rj.Problem(Xv, yv, qv)),
                  rj.Primal(), lams=LAMS).value
     si = select_lambda(LAMS, pi.valid_scores, yv, qv, metric=rj.ndcg, k=10)
     wi = np.asarray(pi.weights[int(si.best_index)])
@@ -79,28 +79,33 @@ def learners(X, y, q, Xv, yv, qv, gamma):
     out["learned (Nyström b=1000 kmeans++, ARD; LQO, train-only)"] = ml.predict
     # FALKON with twice the basis, at the (λ, γ) the Nyström leave-query-out chose
     kk = rj.gaussian_kernel(m.gamma_)
-    fk = rj.fit(rj.Problem(X, y, g),
-                rj.Falkon(kk, nystrom_basis(X, 4000, kernel=kk, method='kmeans++'), options=rj.CG(tol=1e-06, max_iter=100)),
-                lam=m.lam_)
+    fk = rj.fit(
+        rj.Problem(X, y, g),
+        rj.Falkon(
+            kk, nystrom_basis(X, 4000, kernel=kk, method="kmeans++"), options=rj.CG(tol=1e-06, max_iter=100)
+        ),
+        lam=m.lam_,
+    )
     out["FALKON b=4000 kmeans++ (λ, γ of the Nyström LQO, train-only)"] = (
-        lambda Z: np.asarray(rj.predict(fk, Z)))
+        lambda Z: np.asarray(rj.predict(fk.value, Z)))
     K = rj.kernel_matrix(rj.gaussian_kernel(gamma), X)
-    dp = rj.path(rj.Problem(K, y, g, valid=rj.Problem(rj.kernel_matrix(rj.gaussian_kernel(gamma), Xv, X), np.zeros(np.shape(rj.kernel_matrix(rj.gaussian_kernel(gamma), Xv, X))[0]), precomputed=True), precomputed=True),
+    Kv = rj.kernel_matrix(rj.gaussian_kernel(gamma), Xv, X)
+    dp = rj.path(rj.Problem(K, y, g, precomputed=True,
+                            valid=rj.Problem(Kv, yv, qv, precomputed=True)),
                  rj.Dual(), lams=LAMS).value
     sd = select_lambda(LAMS, dp.valid_scores, yv, qv, metric=rj.ndcg, k=10)
     coef = np.asarray(dp.coef[int(sd.best_index)])
     out["exact Gaussian RankRLS γ=1/n (λ on valid)"] = lambda Z: np.asarray(
         rj.kernel_matrix(rj.gaussian_kernel(gamma), Z, X)) @ coef
-    kp = kpcrank_path(K, y, g, components=200,
-                         K_valid=rj.kernel_matrix(rj.gaussian_kernel(gamma), Xv, X))
-    del K
+    kp = kpcrank_path(K, y, g, components=200, K_valid=Kv)
+    del K, Kv
     sel = select_lambda(np.arange(1.0, 201.0), kp.valid_scores, yv, qv, metric=rj.ndcg, k=10)
     p_best = int(sel.best_index)
     kcoef, koff = np.asarray(kp.coef[p_best]), float(kp.offset[p_best])
     out[f"KPCRank γ=1/n (components on valid: {p_best + 1})"] = lambda Z: np.asarray(
         rj.kernel_matrix(rj.gaussian_kernel(gamma), Z, X)) @ kcoef - koff
-    es = CGRankRLS(lam=0.0).fit(X, y, qid=q, eval_set=(Xv, yv), eval_qid=qv)
-    out["CGRankRLS (early stopping on valid)"] = es.predict
+    es = RankRLS(solver="cg", lam=0.0).fit(X, y, qid=q, eval_set=(Xv, yv), eval_qid=qv)
+    out["RankRLS CG (early stopping on valid)"] = es.predict
     svms = [(C, RankSVM(C=C).fit(X, y, qid=q)) for C in (0.01, 0.1, 1.0, 10.0)]
     best = best_on_valid([(C, e.predict) for C, e in svms], Xv, yv, qv)
     out[f"RankSVM (C on valid: {best[0]})"] = best[1]

@@ -71,17 +71,26 @@ def entries(rj, dtype):
     yield ("rankrls_primal", lambda X, y, q: rj.fit(rj.Problem(X, y, graph(q)), rj.Primal(), lam=1.0).value,
            jit_graph(lambda X, y, g: rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=1.0).value))
     yield ("rankrls_primal_path",
-           lambda X, y, q: rj.path(rj.Problem(X, y, graph(q), valid=rj.Problem(X, np.zeros(np.shape(X)[0]))),
+           lambda X, y, q: rj.path(rj.Problem(X, y, graph(q), valid=rj.Problem(X, y)),
                                    rj.Primal(), lams=lams).value,
-           jit_graph(lambda X, y, g: rj.path(rj.Problem(X, y, g, valid=rj.Problem(X, np.zeros(np.shape(X)[0]))),
+           jit_graph(lambda X, y, g: rj.path(rj.Problem(X, y, g, valid=rj.Problem(X, y)),
                                              rj.Primal(), lams=lams).value))
-    yield ("rankrls_dual", lambda X, y, q: rj.fit(rj.Problem(K_of(X), y, graph(q), precomputed=True),
-                                                  rj.Dual(), lam=1.0).value,
-           jit_graph(lambda X, y, g: rj.fit(rj.Problem(K_of(X), y, g, precomputed=True), rj.Dual(), lam=1.0).value))
-    yield ("rankrls_dual_path",
-           lambda X, y, q: rj.path(rj.Problem(K_of(X), y, graph(q), precomputed=True), rj.Dual(), lams=lams).value,
-           jit_graph(lambda X, y, g: rj.path(rj.Problem(K_of(X), y, g, precomputed=True), rj.Dual(),
-                                             lams=lams).value))
+    yield (
+        "rankrls_dual",
+        lambda X, y, q: rj.fit(rj.Problem(K_of(X), y, graph(q), precomputed=True), rj.Dual(), lam=1.0).value,
+        jit_graph(
+            lambda X, y, g: rj.fit(rj.Problem(K_of(X), y, g, precomputed=True), rj.Dual(), lam=1.0).value
+        ),
+    )
+    yield (
+        "rankrls_dual_path",
+        lambda X, y, q: (
+            rj.path(rj.Problem(K_of(X), y, graph(q), precomputed=True), rj.Dual(), lams=lams).value
+        ),
+        jit_graph(
+            lambda X, y, g: rj.path(rj.Problem(K_of(X), y, g, precomputed=True), rj.Dual(), lams=lams).value
+        ),
+    )
     yield ("rankrls_kernel",
            lambda X, y, q: rj.fit(rj.Problem(X, y, graph(q)), rj.Dual(kern), lam=1.0).value,
            jit_graph(lambda X, y, g: rj.fit(rj.Problem(X, y, g), rj.Dual(kern), lam=1.0).value))
@@ -89,15 +98,34 @@ def entries(rj, dtype):
     yield ("rankrls_nystrom_path",
            lambda X, y, q: rj.path(rj.Problem(X, y, graph(q)), rj.Nystrom(kern, basis), lams=lams).value,
            jit_graph(lambda X, y, g: rj.path(rj.Problem(X, y, g), rj.Nystrom(kern, basis), lams=lams).value))
-    yield ("holdout_primal (5-fold)",
-           lambda X, y, q: rj.holdout(rj.Problem(X, y, graph(q)), rj.Primal(), lams=lams, folds=5).value, None)
-    yield ("leave_pair_out_primal",
-           lambda X, y, q: rj.holdout(rj.Problem(X, y, rj.global_graph(np.shape(X)[0])), rj.Primal(),
-                                      lams=lams[:2], folds=rj.LeavePairOut(pairs)).value,
-           lambda X, y, q: (lambda f, X=jnp.asarray(X, dtype), y=jnp.asarray(y, dtype):
-                            (lambda: f(X, y)))(
-               jax.jit(lambda X, y: rj.holdout(rj.Problem(X, y, rj.global_graph(np.shape(X)[0])),
-                                               rj.Primal(), lams=lams[:2], folds=rj.LeavePairOut(pairs)).value)))
+    yield (
+        "holdout_primal (5-fold)",
+        lambda X, y, q: rj.holdout(rj.Problem(X, y, graph(q)), rj.Primal(), lams=lams, folds=5).value,
+        None,
+    )
+    yield (
+        "leave_pair_out_primal",
+        lambda X, y, q: (
+            rj.holdout(
+                rj.Problem(X, y, rj.global_graph(np.shape(X)[0])),
+                rj.Primal(),
+                lams=lams[:2],
+                folds=rj.LeavePairOut(pairs),
+            ).value
+        ),
+        lambda X, y, q: (lambda f, X=jnp.asarray(X, dtype), y=jnp.asarray(y, dtype): lambda: f(X, y))(
+            jax.jit(
+                lambda X, y: (
+                    rj.holdout(
+                        rj.Problem(X, y, rj.global_graph(np.shape(X)[0])),
+                        rj.Primal(),
+                        lams=lams[:2],
+                        folds=rj.LeavePairOut(pairs),
+                    ).value
+                )
+            )
+        ),
+    )
     yield ("rankrls_cg", lambda X, y, q: rj.fit(rj.Problem(X, y, graph(q)), rj.CG(tol=1e-08), lam=1.0),
            jit_graph(lambda X, y, g: rj.fit(rj.Problem(X, y, g), rj.CG(tol=1e-08), lam=1.0)))
     yield ("rankrls_cg early stopping",

@@ -29,10 +29,7 @@ from _timing import emit
 
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
-from rankjax.solvers.cg import rankrls_cg  # noqa: E402
 from rankjax.learners.kpcrank import kpcrank_path  # noqa: E402
-from rankjax.solvers.path import rankrls_primal_path  # noqa: E402
-from rankjax.solvers.models import rankrls_primal  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "lambdarank_sample"
 LAMS = np.logspace(-4, 8, 25)
@@ -81,11 +78,12 @@ def gram(gamma, A, B=None):
 
 
 def per_gamma(params, gammas, one_path):
-    """A path over (γ, parameter): one_path(γ, X, y, qid, Xv) gives the valid scores per γ."""
+    """A path over (γ, parameter): one_path(γ, X, y, qid, Xv) gives the ``[P, m_v]`` scores of
+    the validation rows per γ."""
     def path(X, y, qid, valid):
         out = []
         for g in gammas:
-            out += list(np.asarray(one_path(g, X, y, qid, valid[0]).valid_scores))
+            out += list(np.asarray(one_path(g, X, y, qid, valid[0])))
         return params, table(out, valid)
     return path
 
@@ -96,19 +94,21 @@ def rankrls_linear(graph_of):
         return (None if isinstance(g, rj.PreferenceGraph) else y), g
 
     def path(X, y, qid, valid):
-        p = rankrls_primal_path(X, *problem(y, qid), lams=LAMS, X_valid=valid[0])
-        return LAMS, table(np.asarray(p.valid_scores), valid)
+        p = rj.path(rj.Problem(X, *problem(y, qid)), rj.Primal(), lams=LAMS).value
+        return LAMS, table(np.asarray(rj.predict(p, valid[0])), valid)
 
     def fit(X, y, qid, lam, Xt):
-        return Xt @ np.asarray(rankrls_primal(X, *problem(y, qid), lam=lam).weights)
+        return Xt @ np.asarray(rj.fit(rj.Problem(X, *problem(y, qid)), rj.Primal(),
+                                      lam=lam).value.weights)
     return path, fit
 
 
 def rankrls_gaussian(gammas):
     params = [(g, lam) for g in gammas for lam in LAMS]
 
-    path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: rj.path(rj.Problem(gram(g, X), y, rj.query_graph(qid), valid=rj.Problem(gram(g, Xv, X), np.zeros(np.shape(gram(g, Xv, X))[0]), precomputed=True), precomputed=True),
-                                                                      rj.Dual(), lams=LAMS).value)
+    path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: rj.predict(
+        rj.path(rj.Problem(gram(g, X), y, qid, precomputed=True), rj.Dual(), lams=LAMS).value,
+        gram(g, Xv, X)))
 
     def fit(X, y, qid, param, Xt):
         g, lam = param
@@ -120,15 +120,14 @@ def rankrls_gaussian(gammas):
 def nystrom(gammas, basis=500):
     params = [(g, lam) for g in gammas for lam in LAMS]
 
-    path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: rj.path(rj.Problem(X, y, rj.query_graph(qid), valid=rj.Problem(Xv, np.zeros(np.shape(Xv)[0]))),
-                                                                      rj.Nystrom(rj.gaussian_kernel(g), basis),
-                                                                      lams=LAMS).value)
+    path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: rj.predict(
+        rj.path(rj.Problem(X, y, qid), rj.Nystrom(rj.gaussian_kernel(g), basis), lams=LAMS).value,
+        Xv))
 
     def fit(X, y, qid, param, Xt):
         g, lam = param
-        p = rj.path(rj.Problem(X, y, rj.query_graph(qid), valid=rj.Problem(Xt, np.zeros(np.shape(Xt)[0]))),
-                    rj.Nystrom(rj.gaussian_kernel(g), basis), lams=[lam]).value
-        return np.asarray(p.valid_scores[0])
+        fit = rj.fit(rj.Problem(X, y, qid), rj.Nystrom(rj.gaussian_kernel(g), basis), lam=lam)
+        return np.asarray(rj.predict(fit.value, Xt))
     return path, fit
 
 
@@ -136,7 +135,7 @@ def kpcrank(gammas, P=300):
     params = [(g, p) for g in gammas for p in range(1, P + 1)]
 
     path = per_gamma(params, gammas, lambda g, X, y, qid, Xv: kpcrank_path(
-        gram(g, X), y, rj.query_graph(qid), components=P, K_valid=gram(g, Xv, X)))
+        gram(g, X), y, rj.query_graph(qid), components=P, K_valid=gram(g, Xv, X)).valid_scores)
 
     def fit(X, y, qid, param, Xt):
         g, p = param
@@ -174,9 +173,9 @@ def cg_early_stopping():
     def path(X, y, qid, valid):     # one run to 100 iterations: the validation curve
         Xv, yv, qv, crit = valid
         kw = {"metric": rj.ndcg, "metric_kwargs": {"k": 10}} if crit == "ndcg10" else {}
-        r = rankrls_cg(X, y, rj.query_graph(qid), lam=0.0, valid=(Xv, yv, rj.query_graph(qv)),
-                          options=rj.CG(tol=0.0, max_iter=100, patience=100), **kw)
-        h = np.asarray(r.valid_history)[1:int(r.iterations) + 1]     # lower is better
+        r = rj.fit(rj.Problem(X, y, qid, valid=rj.Problem(Xv, yv, qv)),
+                   rj.CG(tol=0.0, max_iter=100, patience=100, **kw), lam=0.0)
+        h = np.asarray(r.stats["valid_history"])[1:int(r.stats["iterations"]) + 1]   # lower: better
         return np.arange(1, len(h) + 1), list(-h if crit == "ndcg10" else h)
 
     def fit(X, y, qid, it, Xt):

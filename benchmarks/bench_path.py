@@ -19,7 +19,6 @@ from _timing import emit, lambda_lanes, time_jitted
 
 jax.config.update("jax_enable_x64", True)          # float64 available; each case sets its dtype
 import rankjax as rj  # noqa: E402
-from rankjax.solvers.path import rankrls_nystrom_path  # noqa: E402
 
 LAMS = np.logspace(-3, 6, 31)
 
@@ -52,7 +51,7 @@ def bench_primal(scale):
         X = jax.device_put(X32.astype(dtype))
         y = jax.device_put(y32.astype(dtype))
         Xv = X[:nv]
-        path = lambda X, y, g, lams, Xv: rj.path(rj.Problem(X, y, g, valid=rj.Problem(Xv, np.zeros(np.shape(Xv)[0]))),
+        path = lambda X, y, g, lams, Xv: rj.path(rj.Problem(X, y, g, valid=rj.Problem(Xv, y[:Xv.shape[0]])),
                                                  rj.Primal(), lams=lams).value  # noqa
         c, r, out = time_jitted(path, X, y, g, lams.astype(dtype), Xv)
         single = jax.jit(lambda X, y, g, lam: rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=lam).value.weights)
@@ -110,8 +109,8 @@ def bench_sparse(m=100_000, r_basis=1_000, dtype=jnp.float32):
     g = rj.query_graph(qid)
     basis = np.sort(rng.choice(m, r_basis, replace=False))     # host indices, checked
     lams = jnp.asarray(LAMS, dtype)
-    fn = lambda X, y, g, lams: rankrls_nystrom_path(  # noqa: E731
-        X, y, g, lams=lams, kernel=rj.gaussian_kernel(0.02), basis=basis, block_size=20_000)
+    fn = lambda X, y, g, lams: rj.path(  # noqa: E731
+        rj.Problem(X, y, g), rj.Nystrom(rj.gaussian_kernel(0.02), basis), lams=lams).value
     c, r, out = time_jitted(fn, X, y, g, lams)
     emit(name="sparse approximation path (c)", dtype=jnp.dtype(dtype).name,
          shape=f"m={m}, |R|={r_basis}, {len(LAMS)} lambdas", compile_s=c, run_s=r,

@@ -62,25 +62,59 @@ def calls(X, y, qid, dtype):
     sub = np.arange(0, len(y), max(1, len(y) // 500))[:500]
     pairs = rj.differing_pairs(y[sub])[::7]
     return {
-        "fit Primal": lambda: jnp.stack([rj.predict(rj.fit(rj.Problem(Xd, yd, g), rj.Primal(), lam=lam).value, Xd)
-                                             for lam in lams]),
-        "path Primal": lambda: rj.predict(rj.path(rj.Problem(Xd, yd, g), rj.Primal(),
-                                                          lams=lams).value, Xd),
-        "holdout Primal": lambda: rj.holdout(rj.Problem(Xd, yd, g), rj.Primal(), lams=lams, folds=folds).value.predictions,
-        "holdout Primal 5-fold": lambda: rj.holdout(rj.Problem(Xd, yd, g), rj.Primal(), lams=lams, folds=5).value.predictions,
-        "path Nystrom": lambda: rj.predict(rj.path(rj.Problem(Xd, yd, g), rj.Nystrom(kern, basis),
-                                                           lams=lams).value, Xd),
-        "holdout Nystrom": lambda: rj.holdout(rj.Problem(Xd, yd, g), rj.Nystrom(kern, basis), lams=lams,
-                                              folds=folds).value.predictions,
-        "fit Dual": lambda: jnp.stack([rj.fit(rj.Problem(K, yd, g, precomputed=True), rj.Dual(), lam=lam).value.predict(K)
-                                           for lam in lams]),
-        "path Dual": lambda: rj.path(rj.Problem(K, yd, g, precomputed=True), rj.Dual(), lams=lams).value.train_scores,
-        "holdout Dual": lambda: rj.holdout(rj.Problem(K, yd, g, precomputed=True), rj.Dual(), lams=lams,
-                                           folds=folds).value.predictions,
-        "leave-pair-out Primal": lambda: rj.holdout(rj.Problem(Xd[sub], yd[sub], rj.global_graph(np.shape(Xd[sub])[0])),
-                                                    rj.Primal(), lams=lams, folds=rj.LeavePairOut(pairs)).value.predictions,
-        "leave-pair-out Dual": lambda: rj.holdout(rj.Problem(K[np.ix_(sub, sub)], yd[sub], rj.global_graph(np.shape(K[np.ix_(sub, sub)])[0]), precomputed=True),
-                                                  rj.Dual(), lams=lams, folds=rj.LeavePairOut(pairs)).value.predictions,
+        "fit Primal": lambda: jnp.stack(
+            [rj.predict(rj.fit(rj.Problem(Xd, yd, g), rj.Primal(), lam=lam).value, Xd) for lam in lams]
+        ),
+        "path Primal": lambda: rj.predict(rj.path(rj.Problem(Xd, yd, g), rj.Primal(), lams=lams).value, Xd),
+        "holdout Primal": lambda: (
+            rj.holdout(rj.Problem(Xd, yd, g), rj.Primal(), lams=lams, folds=folds).value.predictions
+        ),
+        "holdout Primal 5-fold": lambda: (
+            rj.holdout(rj.Problem(Xd, yd, g), rj.Primal(), lams=lams, folds=5).value.predictions
+        ),
+        "path Nystrom": lambda: rj.predict(
+            rj.path(rj.Problem(Xd, yd, g), rj.Nystrom(kern, basis), lams=lams).value, Xd
+        ),
+        "holdout Nystrom": lambda: (
+            rj.holdout(
+                rj.Problem(Xd, yd, g), rj.Nystrom(kern, basis), lams=lams, folds=folds
+            ).value.predictions
+        ),
+        "fit Dual": lambda: jnp.stack(
+            [
+                rj.fit(rj.Problem(K, yd, g, precomputed=True), rj.Dual(), lam=lam).value.predict(K)
+                for lam in lams
+            ]
+        ),
+        "path Dual": lambda: (
+            rj.path(rj.Problem(K, yd, g, precomputed=True), rj.Dual(), lams=lams).value.train_scores
+        ),
+        "holdout Dual": lambda: (
+            rj.holdout(
+                rj.Problem(K, yd, g, precomputed=True), rj.Dual(), lams=lams, folds=folds
+            ).value.predictions
+        ),
+        "leave-pair-out Primal": lambda: (
+            rj.holdout(
+                rj.Problem(Xd[sub], yd[sub], rj.global_graph(np.shape(Xd[sub])[0])),
+                rj.Primal(),
+                lams=lams,
+                folds=rj.LeavePairOut(pairs),
+            ).value.predictions
+        ),
+        "leave-pair-out Dual": lambda: (
+            rj.holdout(
+                rj.Problem(
+                    K[np.ix_(sub, sub)],
+                    yd[sub],
+                    rj.global_graph(np.shape(K[np.ix_(sub, sub)])[0]),
+                    precomputed=True,
+                ),
+                rj.Dual(),
+                lams=lams,
+                folds=rj.LeavePairOut(pairs),
+            ).value.predictions
+        ),
     }
 
 

@@ -46,7 +46,9 @@ def worker(devices, rows_per_device, n, platform):
     compile_s = time.perf_counter() - t0
     run_s = median_s(lambda: rj.scale.sharded_primal_path(data, lams=lams).weights, repeats=3)
     w = np.asarray(rj.scale.sharded_primal_path(data, lams=lams).weights)
-    ref = np.asarray(rj.path(rj.Problem(jax.device_put(X, devs[0]), y, g), rj.Primal(), lams=lams).value.weights)
+    ref = np.asarray(
+        rj.path(rj.Problem(jax.device_put(X, devs[0]), y, g), rj.Primal(), lams=lams).value.weights
+    )
     emit(name="sharded_primal_path_weak_scaling", platform=platform, devices=devices,
          dtype="float32", shape=[m, n], rows_per_device=rows_per_device, lams=len(lams),
          compile_s=compile_s, run_s=run_s, rows_per_s=m / run_s,

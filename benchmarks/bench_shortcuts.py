@@ -44,13 +44,26 @@ def lpo():
     K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.02), X))
     for L in (1, 20):
         lams = np.logspace(-2, 2, L)
-        c, r, out = timed(lambda: rj.holdout(rj.Problem(K, y, rj.global_graph(np.shape(K)[0]), precomputed=True),
-                                             rj.Dual(), lams=lams, folds=rj.LeavePairOut(pairs)).value)
+        c, r, out = timed(
+            lambda: (
+                rj.holdout(
+                    rj.Problem(K, y, rj.global_graph(np.shape(K)[0]), precomputed=True),
+                    rj.Dual(),
+                    lams=lams,
+                    folds=rj.LeavePairOut(pairs),
+                ).value
+            )
+        )
         # check: retrain without the first pair
         a, b = pairs[0]
         keep = np.setdiff1d(np.arange(m), [a, b])
-        A = rj.fit(rj.Problem(K[np.ix_(keep, keep)], y[keep], rj.global_graph(m - 2, normalized=False), precomputed=True),
-                   rj.Dual(), lam=float(lams[0])).value.coef
+        A = rj.fit(
+            rj.Problem(
+                K[np.ix_(keep, keep)], y[keep], rj.global_graph(m - 2, normalized=False), precomputed=True
+            ),
+            rj.Dual(),
+            lam=float(lams[0]),
+        ).value.coef
         direct = K[[a, b]][:, keep] @ np.asarray(A)
         err = float(np.max(np.abs(np.asarray(out.predictions[0, 0]) - direct)))
         emit(name=f"leave_pair_out_dual {L} lambda", dtype="float64", shape=[m, int(len(pairs))],
@@ -63,7 +76,9 @@ def kfold_vs_lqo():
     lams = np.logspace(-3, 4, 20)
     res = {}
     for name, folds in (("leave-query-out", None), ("5-fold", 5)):
-        c, r, h = timed(lambda: rj.holdout(rj.Problem(d.X, d.y, g), rj.Primal(), lams=lams, folds=folds).value)
+        c, r, h = timed(
+            lambda: rj.holdout(rj.Problem(d.X, d.y, g), rj.Primal(), lams=lams, folds=folds).value
+        )
         res[name] = (c, r, h)
     h = res["5-fold"][2]
     fold = np.asarray(h.folds.fold_of_row)
@@ -108,7 +123,9 @@ def lqo_dual():
 
     c, r, h = timed(run)
     keep = qid != 0
-    A = rj.fit(rj.Problem(X[keep], y[keep], rj.query_graph(qid[keep])), rj.Dual(kern), lam=float(lams[5])).value
+    A = rj.fit(
+        rj.Problem(X[keep], y[keep], rj.query_graph(qid[keep])), rj.Dual(kern), lam=float(lams[5])
+    ).value
     err = float(np.max(np.abs(np.asarray(h.predictions[5])[~keep]
                               - np.asarray(rj.predict(A, X[~keep])))))
     emit(name="holdout_dual leave-query-out gaussian 20 lambda (kernel included)",

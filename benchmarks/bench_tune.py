@@ -127,7 +127,9 @@ def nystrom_runs(a, X, y, qid, Xt, yt, qt):
         gam_t = float(np.exp(r.params_history["log_gamma"][best]))
         s = np.exp(r.params_history["log_scales"][best]) if ard else np.ones(n)
         idx = nystrom_basis(X, b, kernel=rj.gaussian_kernel(1.0 / n), method="kmeans++")
-        model = rj.path(rj.Problem(X * s, y, g), rj.Nystrom(rj.gaussian_kernel(gam_t), idx), lams=[lam_t]).value
+        model = rj.path(
+            rj.Problem(X * s, y, g), rj.Nystrom(rj.gaussian_kernel(gam_t), idx), lams=[lam_t]
+        ).value
         f = np.asarray(rj.predict(model, Xt * s))[0]
         emit(name="tune_nystrom", dtype="float64", shape=list(X.shape), basis=b, ard=ard,
              learning_rate=lr, run_s=tune_s, steps=a.steps, best_cv_loss=float(r.loss_history[best]),

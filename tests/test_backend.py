@@ -51,7 +51,13 @@ def test_paths_follow_the_backend_and_can_be_forced():
 def test_primal_holdout_same_on_both_paths(data, folds):
     X, y, qid = data
     g = rj.query_graph(qid)
-    a, b = both(lambda: rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=[0.01, 1.0, 100.0], folds=folds).value.predictions)
+    a, b = both(
+        lambda: (
+            rj.holdout(
+                rj.Problem(X, y, g), rj.Primal(), lams=[0.01, 1.0, 100.0], folds=folds
+            ).value.predictions
+        )
+    )
     assert_same(a, b)
 
 
@@ -69,9 +75,14 @@ def test_nystrom_holdout_and_multi_output_same_on_both_paths(data):
     X, y, qid = data
     g = rj.query_graph(qid)
     Y = np.stack([y, -y + 0.3 * X[:, 0]], 1)
-    a, b = both(lambda: (
-        rj.holdout(rj.Problem(X, y, g), rj.Nystrom(rj.gaussian_kernel(0.2), 40), lams=[0.1, 10.0], folds=3).value.predictions,
-        rj.holdout(rj.Problem(X, Y, g), rj.Primal(), lams=[0.1, 10.0], folds=2).value.predictions))
+    a, b = both(
+        lambda: (
+            rj.holdout(
+                rj.Problem(X, y, g), rj.Nystrom(rj.gaussian_kernel(0.2), 40), lams=[0.1, 10.0], folds=3
+            ).value.predictions,
+            rj.holdout(rj.Problem(X, Y, g), rj.Primal(), lams=[0.1, 10.0], folds=2).value.predictions,
+        )
+    )
     assert_same(a, b)
 
 

@@ -55,7 +55,9 @@ def test_primal_cg_equals_closed_form_for_every_operator(rng, fmt):
     for name, (g, yy) in graphs(rng, qid, y, len(y)).items():
         r = rj.fit(rj.Problem(Xs, yy, g), rj.CG(tol=1e-10, max_iter=500), lam=0.5)
         assert bool(r.stats["converged"]), name
-        assert rel(r.value.weights, rj.fit(rj.Problem(X, yy, g), rj.Primal(), lam=0.5).value.weights) < 1e-6, name
+        assert (
+            rel(r.value.weights, rj.fit(rj.Problem(X, yy, g), rj.Primal(), lam=0.5).value.weights) < 1e-6
+        ), name
 
 
 def test_dual_cg_equals_closed_form_for_every_operator(rng):
@@ -69,7 +71,15 @@ def test_dual_cg_equals_closed_form_for_every_operator(rng):
     # and against L from enumerated pairs: A = (L K + λ I)^{-1} L y
     L = ref.laplacian_from_pairs(len(y), ref.query_pairs(qid))
     A = np.linalg.solve(L @ K + 0.3 * np.eye(len(y)), L @ y)
-    assert rel(rj.fit(rj.Problem(K, y, rj.query_graph(qid), precomputed=True), rj.CG(tol=1e-11), lam=0.3).value.coef, A) < 1e-6
+    assert (
+        rel(
+            rj.fit(
+                rj.Problem(K, y, rj.query_graph(qid), precomputed=True), rj.CG(tol=1e-11), lam=0.3
+            ).value.coef,
+            A,
+        )
+        < 1e-6
+    )
 
 
 def test_first_iterates_equal_scipy(rng):
@@ -87,7 +97,13 @@ def test_first_iterates_equal_scipy(rng):
         assert int(r.stats["iterations"]) == k and int(r.result) == rj.RESULTS.max_iterations_reached
         assert rel(r.value.weights, expect) < 1e-10
         expect, _ = spla.cg(Ad, bd, maxiter=k, rtol=1e-300, atol=0)
-        assert rel(rj.fit(rj.Problem(K, y, g, precomputed=True), rj.CG(tol=0.0, max_iter=k), lam=0.3).value.coef, S @ expect) < 1e-10
+        assert (
+            rel(
+                rj.fit(rj.Problem(K, y, g, precomputed=True), rj.CG(tol=0.0, max_iter=k), lam=0.3).value.coef,
+                S @ expect,
+            )
+            < 1e-10
+        )
 
 
 def noisy_problem(rng, m=120, n=30):
@@ -118,7 +134,11 @@ def test_early_stopping_returns_the_rerun_iterate(rng, lam, metric):
     assert np.all(np.isnan(hist[its + 1:])) and not np.any(np.isnan(hist[:its + 1]))
     Lv = ref.laplacian_from_pairs(len(yv), ref.query_pairs(qv))
     for k in sorted({0, 1, best, its}):
-        w = rj.fit(rj.Problem(X, y, g), rj.CG(tol=0.0, max_iter=max(k, 1)), lam=lam).value.weights if k else np.zeros(30)
+        w = (
+            rj.fit(rj.Problem(X, y, g), rj.CG(tol=0.0, max_iter=max(k, 1)), lam=lam).value.weights
+            if k
+            else np.zeros(30)
+        )
         f = Xv @ np.asarray(w)
         brute = {"pairwise_error": lambda: ref.pairwise_error(f, yv, qv),
                  "loss": lambda: (yv - f) @ Lv @ (yv - f),
@@ -170,8 +190,11 @@ def test_vmap_over_eight_lambdas_and_over_outputs(rng):
                                                       rj.CG(tol=1e-09), lam=lam).value.coef,
                                    rtol=1e-10, atol=1e-12)
     Y = np.stack([y, -y, y ** 2], 1)
-    cols = jax.vmap(lambda yy: rj.fit(rj.Problem(rj.to_csr(X), yy, g), rj.CG(tol=1e-10), lam=1.0).value.weights,
-                    in_axes=1, out_axes=1)(Y)
+    cols = jax.vmap(
+        lambda yy: rj.fit(rj.Problem(rj.to_csr(X), yy, g), rj.CG(tol=1e-10), lam=1.0).value.weights,
+        in_axes=1,
+        out_axes=1,
+    )(Y)
     assert rel(cols, rj.fit(rj.Problem(X, Y, g), rj.Primal(), lam=1.0).value.weights) < 1e-6
 
 
@@ -266,19 +289,29 @@ from surface import E, surface_test  # noqa: E402
 
 BAD_INPUT = {}
 BAD_INPUT["CG"] = [
-        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.CG(), lam=-1.0), E(ValueError, "lam")),
-        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.CG(x0=np.ones(d.n + 1)), lam=0.0), E(ValueError, "x0")),
-        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g, valid=rj.Problem(d.X, d.y, d.g)),
-                          rj.CG(metric='nope'), lam=1.0),
-         E(ValueError, "metric")),
-        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g, valid=rj.Problem(d.X[:, :2], d.y, d.g)), rj.CG(),
-                          lam=1.0),
-         E(ValueError, "valid.X")),
-        (lambda d: rj.fit(rj.Problem(d.K, d.y, d.g, precomputed=True), rj.CG(), lam=np.nan), E(ValueError, "lam")),
-        (lambda d: rj.fit(rj.Problem(d.K, d.y, d.g, precomputed=True), rj.CG(x0=np.ones(2)), lam=0.0), E(ValueError, "x0")),
-        (lambda d: rj.CG(tol=-1.0), E(ValueError, "tol")),
-        (lambda d: rj.CG(x0=np.r_[np.nan, 1.0]), E(ValueError, "x0")),
-        (lambda d: rj.CG(metric_kwargs=[("k", 3)]), E(TypeError, "metric_kwargs")),
-        (lambda d: rj.CG(metric=rj.ndcg, metric_kwargs={"kk": 3}), E(TypeError, "kk")),
-    ]
+    (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.CG(), lam=-1.0), E(ValueError, "lam")),
+    (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.CG(x0=np.ones(d.n + 1)), lam=0.0), E(ValueError, "x0")),
+    (
+        lambda d: rj.fit(
+            rj.Problem(d.X, d.y, d.g, valid=rj.Problem(d.X, d.y, d.g)), rj.CG(metric="nope"), lam=1.0
+        ),
+        E(ValueError, "metric"),
+    ),
+    (
+        lambda d: rj.fit(rj.Problem(d.X, d.y, d.g, valid=rj.Problem(d.X[:, :2], d.y, d.g)), rj.CG(), lam=1.0),
+        E(ValueError, "valid.X"),
+    ),
+    (
+        lambda d: rj.fit(rj.Problem(d.K, d.y, d.g, precomputed=True), rj.CG(), lam=np.nan),
+        E(ValueError, "lam"),
+    ),
+    (
+        lambda d: rj.fit(rj.Problem(d.K, d.y, d.g, precomputed=True), rj.CG(x0=np.ones(2)), lam=0.0),
+        E(ValueError, "x0"),
+    ),
+    (lambda d: rj.CG(tol=-1.0), E(ValueError, "tol")),
+    (lambda d: rj.CG(x0=np.r_[np.nan, 1.0]), E(ValueError, "x0")),
+    (lambda d: rj.CG(metric_kwargs=[("k", 3)]), E(TypeError, "metric_kwargs")),
+    (lambda d: rj.CG(metric=rj.ndcg, metric_kwargs={"kk": 3}), E(TypeError, "kk")),
+]
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)

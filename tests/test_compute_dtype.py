@@ -21,9 +21,12 @@ def _entry_points(d, X, lam=1.0, C=1.0, gamma=0.1):
         "rankrls_primal_path": lambda: rj.path(rj.Problem(X, d.y, g), rj.Primal(), lams=[lam]).value,
         "holdout_primal": lambda: rj.holdout(rj.Problem(X, d.y, g), rj.Primal(), lams=[lam]).value,
         "rankrls_cg": lambda: rj.fit(rj.Problem(X, d.y, g), rj.CG(), lam=lam),
-        "rankrls_dual": lambda: rj.fit(rj.Problem(np.asarray(X @ X.T), d.y, g, precomputed=True), rj.Dual(),
-                                       lam=lam).value,
-        "rankrls_kernel": lambda: rj.fit(rj.Problem(X, d.y, g), rj.Dual(rj.gaussian_kernel(gamma)), lam=lam).value,
+        "rankrls_dual": lambda: (
+            rj.fit(rj.Problem(np.asarray(X @ X.T), d.y, g, precomputed=True), rj.Dual(), lam=lam).value
+        ),
+        "rankrls_kernel": lambda: (
+            rj.fit(rj.Problem(X, d.y, g), rj.Dual(rj.gaussian_kernel(gamma)), lam=lam).value
+        ),
         "ranksvm_l2": lambda: rj.ranksvm_l2(X, d.y, d.qid, C=C),
     }
 
@@ -35,8 +38,10 @@ def test_float64_values_beyond_float32_are_refused_before_the_cast(d):
             with pytest.raises(ValueError, match="range of the float32") as e:
                 call()
             assert "X" in str(e.value) or "K" in str(e.value), (name, e.value)
-    with jax.enable_x64(True):                      # float64 compute holds them
-        assert np.all(np.isfinite(rj.fit(rj.Problem(X, d.y, rj.query_graph(d.qid)), rj.Primal(), lam=1.0).value.weights))
+    with jax.enable_x64(True):  # float64 compute holds them
+        assert np.all(
+            np.isfinite(rj.fit(rj.Problem(X, d.y, rj.query_graph(d.qid)), rj.Primal(), lam=1.0).value.weights)
+        )
 
 
 @pytest.mark.parametrize("name", ["rankrls_primal", "rankrls_primal_path", "holdout_primal"])
@@ -55,5 +60,7 @@ def test_a_lambda_the_compute_dtype_cannot_hold_is_refused(d, bad):
             with pytest.raises(ValueError, match="cannot be represented in the float32"):
                 call()
     with jax.enable_x64(True):
-        w = rj.fit(rj.Problem(np.asarray(d.X, np.float64), d.y, rj.query_graph(d.qid)), rj.Primal(), lam=bad).value.weights
+        w = rj.fit(
+            rj.Problem(np.asarray(d.X, np.float64), d.y, rj.query_graph(d.qid)), rj.Primal(), lam=bad
+        ).value.weights
         assert np.all(np.isfinite(w))

@@ -64,7 +64,9 @@ def test_preference_dual_matches_extended_precision_on_ill_conditioned_problem()
     assert np.linalg.cond(A) >= 1e7
     b = np.asarray(incidence_mv(g, g.target))
     ref = _refined_solve(A, b)
-    got = np.asarray(rj.fit(rj.Problem(K, None, g, precomputed=True), rj.Dual(), lam=lam).value.coef, np.longdouble)
+    got = np.asarray(
+        rj.fit(rj.Problem(K, None, g, precomputed=True), rj.Dual(), lam=lam).value.coef, np.longdouble
+    )
     err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
     assert err <= 1e-9, err
     path = rj.path(rj.Problem(K, None, g, precomputed=True), rj.Dual(), lams=[lam, 1.0]).value
@@ -119,7 +121,11 @@ def test_predict_works_on_every_model_type():
         "dual": (rj.fit(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lam=1.0).value, Kt, None),
         "kernel": (rj.fit(rj.Problem(X, y, g), rj.Dual(kern), lam=1.0).value, Xt, None),
         "primal path": (rj.path(rj.Problem(X, y, g), rj.Primal(), lams=[1.0, 2.0]).value, Xt, None),
-        "dual path": (rj.path(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lams=[1.0, 2.0]).value, Kt, None),
+        "dual path": (
+            rj.path(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lams=[1.0, 2.0]).value,
+            Kt,
+            None,
+        ),
         "nystrom path": (rj.path(rj.Problem(X, y, g), rj.Nystrom(kern, 10), lams=[1.0, 2.0]).value, Xt, None),
         "cg": (rj.fit(rj.Problem(X, y, g), rj.CG(tol=1e-10), lam=1.0).value, Xt, None),
         "cg dual": (rj.fit(rj.Problem(K, y, g, precomputed=True), rj.CG(tol=1e-10), lam=1.0).value, Kt, None),
@@ -128,7 +134,7 @@ def test_predict_works_on_every_model_type():
         "ranksvm": (rj.ranksvm_l2(X, y, qid, C=0.1), Xt, None),
         "ranksvm kernel": (rj.ranksvm_kernel(X, y, qid, kernel=kern, basis=10), Xt, None),
         "rankboost": (rj.rankboost(X, y, qid, rounds=5), Xt, None),
-        "gp": (gp_pairwise_gaussian(K, [0, 1], [2, 3], [1., 1.], noise_var=1.0), Kt, None),
+        "gp": (gp_pairwise_gaussian(K, [0, 1], [2, 3], [1.0, 1.0], noise_var=1.0), Kt, None),
     }
     paths = {"primal path", "dual path", "nystrom path", "kpc path"}
     for name, (model, inp, ref) in expect.items():
@@ -208,7 +214,7 @@ def test_new_values_or_query_count_compile_nothing(name):
     lams = np.array([0.1, 1.0, 10.0])
     calls = {
         "primal": lambda X, y, q: rj.fit(rj.Problem(X, y, rj.query_graph(q)), rj.Primal(), lam=1.0).value,
-        "path": lambda X, y, q: rj.path(rj.Problem(X, y, rj.query_graph(q), valid=rj.Problem(X, np.zeros(np.shape(X)[0]))),
+        "path": lambda X, y, q: rj.path(rj.Problem(X, y, rj.query_graph(q), valid=rj.Problem(X, y)),
                                         rj.Primal(), lams=lams).value,
         "dual": lambda X, y, q: rj.fit(rj.Problem(X @ X.T, y, rj.query_graph(q), precomputed=True),
                                        rj.Dual(), lam=1.0).value,

@@ -118,8 +118,13 @@ def test_fold_buckets_merged_or_not_equal_retraining(rng, monkeypatch, shape_flo
     assert (len(plan) == 1) == bool(np.isinf(shape_flops))
     K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.3), X))
     g = rj.query_graph(qid)
-    call = ((lambda f: rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=LAMS, folds=f).value) if side == "primal"
-            else (lambda f: rj.holdout(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lams=LAMS, folds=f).value))
+    call = (
+        (lambda f: rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=LAMS, folds=f).value)
+        if side == "primal"
+        else (
+            lambda f: rj.holdout(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lams=LAMS, folds=f).value
+        )
+    )
     if where == "eager":
         assert len(_folds.premerge(f, len(LAMS), width).index) == len(plan)
         h = call(f)
@@ -130,7 +135,9 @@ def test_fold_buckets_merged_or_not_equal_retraining(rng, monkeypatch, shape_flo
         def fit_predict(train, test):
             gt = rj.query_graph(qid[train])
             if side == "primal":
-                return X[test] @ np.asarray(rj.fit(rj.Problem(X[train], y[train], gt), rj.Primal(), lam=lam).value.weights)
+                return X[test] @ np.asarray(
+                    rj.fit(rj.Problem(X[train], y[train], gt), rj.Primal(), lam=lam).value.weights
+                )
             a = rj.fit(rj.Problem(K[np.ix_(train, train)], y[train], gt, precomputed=True), rj.Dual(),
                        lam=lam).value.coef
             return K[np.ix_(test, train)] @ np.asarray(a)
@@ -200,7 +207,9 @@ def test_leave_pair_out_equals_retraining(rng, k):
         for p, (a, b) in enumerate(np.asarray(pairs)):
             tr = np.ones(m, bool); tr[[a, b]] = False
             g = rj.global_graph(m - 2)
-            A = rj.fit(rj.Problem(K[np.ix_(tr, tr)], y[tr], g, precomputed=True), rj.Dual(), lam=lam).value.coef
+            A = rj.fit(
+                rj.Problem(K[np.ix_(tr, tr)], y[tr], g, precomputed=True), rj.Dual(), lam=lam
+            ).value.coef
             expect = K[np.ix_([a, b], tr)] @ np.asarray(A)
             assert rel(dual.predictions[i, p], expect) < 1e-8
             w = rj.fit(rj.Problem(X[tr], y[tr], g), rj.Primal(), lam=lam).value.weights
@@ -212,8 +221,12 @@ def test_lpo_cindex_and_pair_helpers(rng):
     assert rj.positive_negative_pairs(y).shape == (6, 2)
     assert rj.differing_pairs(np.array([2, 1, 1, 0])).shape == (5, 2)
     X = rng.standard_normal((5, 2))
-    r = rj.holdout(rj.Problem(X @ X.T, y.astype(float), rj.global_graph(np.shape(X @ X.T)[0]), precomputed=True),
-                   rj.Dual(), lams=LAMS, folds=rj.LeavePairOut(rj.positive_negative_pairs(y))).value
+    r = rj.holdout(
+        rj.Problem(X @ X.T, y.astype(float), rj.global_graph(np.shape(X @ X.T)[0]), precomputed=True),
+        rj.Dual(),
+        lams=LAMS,
+        folds=rj.LeavePairOut(rj.positive_negative_pairs(y)),
+    ).value
     f = np.asarray(r.predictions)
     expect = np.mean((f[:, :, 0] > f[:, :, 1]) + 0.5 * (f[:, :, 0] == f[:, :, 1]), axis=1)
     np.testing.assert_allclose(rj.lpo_cindex(r, y.astype(float)), expect)
@@ -238,18 +251,33 @@ def test_cv_under_jit_with_traced_lambdas(rng):
     a = run(X, y, g, folds, jnp.asarray(LAMS))
     b = run(X, y, g, folds, jnp.asarray(LAMS * 2))
     assert len(traces) == 1
-    np.testing.assert_allclose(a, rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=LAMS, folds=folds).value.predictions,
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        a, rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=LAMS, folds=folds).value.predictions, rtol=1e-10
+    )
     np.testing.assert_allclose(b[0], rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=LAMS[:1] * 2,
                                                 folds=folds).value.predictions[0], rtol=1e-10)
     K = X @ X.T
     pairs = rj.differing_pairs(labels)
-    lpo = jax.jit(lambda K, y, p, lams: rj.holdout(rj.Problem(K, y, rj.global_graph(np.shape(K)[0]), precomputed=True),
-                                                   rj.Dual(), lams=lams, folds=rj.LeavePairOut(p)).value.predictions)
-    np.testing.assert_allclose(lpo(K, labels, pairs, jnp.asarray(LAMS)),
-                               rj.holdout(rj.Problem(K, labels, rj.global_graph(np.shape(K)[0]), precomputed=True),
-                                          rj.Dual(), lams=LAMS, folds=rj.LeavePairOut(pairs)).value.predictions,
-                               rtol=1e-9)
+    lpo = jax.jit(
+        lambda K, y, p, lams: (
+            rj.holdout(
+                rj.Problem(K, y, rj.global_graph(np.shape(K)[0]), precomputed=True),
+                rj.Dual(),
+                lams=lams,
+                folds=rj.LeavePairOut(p),
+            ).value.predictions
+        )
+    )
+    np.testing.assert_allclose(
+        lpo(K, labels, pairs, jnp.asarray(LAMS)),
+        rj.holdout(
+            rj.Problem(K, labels, rj.global_graph(np.shape(K)[0]), precomputed=True),
+            rj.Dual(),
+            lams=LAMS,
+            folds=rj.LeavePairOut(pairs),
+        ).value.predictions,
+        rtol=1e-9,
+    )
 
 
 def test_cross_validate_and_permutation_test(rng):
@@ -277,7 +305,9 @@ def test_cross_validate_and_permutation_test(rng):
 def test_cv_errors(rng):
     X, y, labels, qid = data(rng)
     with pytest.raises(TypeError, match="PreferenceGraph"):
-        rj.holdout(rj.Problem(X, None, rj.preference_graph([0], [1], num_rows=40)), rj.Primal(), lams=LAMS).value
+        rj.holdout(
+            rj.Problem(X, None, rj.preference_graph([0], [1], num_rows=40)), rj.Primal(), lams=LAMS
+        ).value
     with pytest.raises(ValueError, match="one fold"):
         rj.make_folds(rj.query_graph(qid), np.arange(40) % 2)
     with pytest.raises(ValueError, match="folds"):
@@ -319,7 +349,7 @@ def test_lambdarank_lqo_choice_is_near_the_best_in_hindsight():
     lams = 10.0 ** np.arange(-2, 4.01, 0.5)
     g = rj.query_graph(tr.qid)
     h = rj.holdout(rj.Problem(tr.X, tr.y, g), rj.Primal(), lams=lams).value
-    W = rj.path(rj.Problem(tr.X, tr.y, g, valid=rj.Problem(te.X, np.zeros(np.shape(te.X)[0]))), rj.Primal(),
+    W = rj.path(rj.Problem(tr.X, tr.y, g, valid=rj.Problem(te.X, te.y, te.qid)), rj.Primal(),
                 lams=lams).value
     test = np.asarray(select_lambda(lams, W.valid_scores, te.y, te.qid, metric=rj.ndcg,
                                        k=10).table)
@@ -363,18 +393,35 @@ BAD_INPUT["make_folds"] = [
         (lambda d: rj.make_folds(d.pref), E(TypeError, "PreferenceGraph")),
     ]
 BAD_INPUT["holdout_primal"] = [
-        (lambda d: rj.holdout(rj.Problem(d.X, d.y, d.g), rj.Primal(), lams=[1.0],
-                              folds=rj.make_folds(rj.query_graph(d.qid // 2))).value,
-         E(ValueError, "another graph")),
-        (lambda d: rj.holdout(rj.Problem(d.X, d.y, d.g), rj.Primal(), lams=[-1.0]).value, E(ValueError, "lams")),
-        (lambda d: rj.holdout(rj.Problem(d.X, None, d.pref), rj.Primal(), lams=[1.0]).value, E(TypeError, "PreferenceGraph")),
-    ]
+    (
+        lambda d: (
+            rj.holdout(
+                rj.Problem(d.X, d.y, d.g),
+                rj.Primal(),
+                lams=[1.0],
+                folds=rj.make_folds(rj.query_graph(d.qid // 2)),
+            ).value
+        ),
+        E(ValueError, "another graph"),
+    ),
+    (lambda d: rj.holdout(rj.Problem(d.X, d.y, d.g), rj.Primal(), lams=[-1.0]).value, E(ValueError, "lams")),
+    (
+        lambda d: rj.holdout(rj.Problem(d.X, None, d.pref), rj.Primal(), lams=[1.0]).value,
+        E(TypeError, "PreferenceGraph"),
+    ),
+]
 BAD_INPUT["holdout_dual"] = [
-        (lambda d: rj.holdout(rj.Problem(d.K, d.y[:-1], d.g, precomputed=True), rj.Dual(), lams=[1.0]).value, E(ValueError, "y")),
-        (lambda d: rj.holdout(rj.Problem(d.K, d.y, d.g, precomputed=True), rj.Dual(), lams=[1.0],
-                              folds='loo').value,
-         E((TypeError, ValueError), "folds")),
-    ]
+    (
+        lambda d: rj.holdout(rj.Problem(d.K, d.y[:-1], d.g, precomputed=True), rj.Dual(), lams=[1.0]).value,
+        E(ValueError, "y"),
+    ),
+    (
+        lambda d: (
+            rj.holdout(rj.Problem(d.K, d.y, d.g, precomputed=True), rj.Dual(), lams=[1.0], folds="loo").value
+        ),
+        E((TypeError, ValueError), "folds"),
+    ),
+]
 BAD_INPUT["holdout_nystrom"] = [
         (lambda d: rj.holdout(rj.Problem(d.X, d.y, d.g), rj.Nystrom(d.kern, [-1, 0]), lams=[1.0]).value,
          E(ValueError, "basis")),
@@ -385,14 +432,40 @@ BAD_INPUT["cross_validate"] = [
                                                                                      "y|scores")),
     ]
 BAD_INPUT["leave_pair_out_dual"] = [
-        (lambda d: rj.holdout(rj.Problem(d.K, d.y, rj.global_graph(np.shape(d.K)[0]), precomputed=True),
-                              rj.Dual(), lams=[1.0], folds=rj.LeavePairOut([[0, 0]])).value, E(ValueError, "pairs")),
-        (lambda d: rj.holdout(rj.Problem(d.K, d.y, rj.global_graph(np.shape(d.K)[0]), precomputed=True),
-                              rj.Dual(), lams=[1.0], folds=rj.LeavePairOut([[0, 1, 2]])).value, E(ValueError, "pairs")),
-        (lambda d: rj.holdout(rj.Problem(d.K[:2, :2], d.y[:2], rj.global_graph(np.shape(d.K[:2, :2])[0]), precomputed=True),
-                              rj.Dual(), lams=[1.0], folds=rj.LeavePairOut([[0, 1]])).value,
-         E(ValueError, "3 rows")),
-    ]
+    (
+        lambda d: (
+            rj.holdout(
+                rj.Problem(d.K, d.y, rj.global_graph(np.shape(d.K)[0]), precomputed=True),
+                rj.Dual(),
+                lams=[1.0],
+                folds=rj.LeavePairOut([[0, 0]]),
+            ).value
+        ),
+        E(ValueError, "pairs"),
+    ),
+    (
+        lambda d: (
+            rj.holdout(
+                rj.Problem(d.K, d.y, rj.global_graph(np.shape(d.K)[0]), precomputed=True),
+                rj.Dual(),
+                lams=[1.0],
+                folds=rj.LeavePairOut([[0, 1, 2]]),
+            ).value
+        ),
+        E(ValueError, "pairs"),
+    ),
+    (
+        lambda d: (
+            rj.holdout(
+                rj.Problem(d.K[:2, :2], d.y[:2], rj.global_graph(np.shape(d.K[:2, :2])[0]), precomputed=True),
+                rj.Dual(),
+                lams=[1.0],
+                folds=rj.LeavePairOut([[0, 1]]),
+            ).value
+        ),
+        E(ValueError, "3 rows"),
+    ),
+]
 BAD_INPUT["leave_pair_out_primal"] = [
         (lambda d: rj.holdout(rj.Problem(d.X, d.y, rj.global_graph(np.shape(d.X)[0])), rj.Primal(),
                               lams=[1.0], folds=rj.LeavePairOut([[0, d.m]])).value, E(ValueError, "pairs")),
@@ -416,15 +489,34 @@ BAD_INPUT["permuted_labels"] = [
         (lambda d: _cv.permuted_labels(d.y, d.qid[:-1], num_permutations=2), E(ValueError, "qid")),
     ]
 BAD_INPUT["permutation_test"] = [
-        (lambda d: rj.permutation_test(rj.Problem(d.X, d.y, d.qid), rj.Primal(), lams=[1.0],
-                                       metric=rj.ndcg, num_permutations=0), E(ValueError, "num_permutations")),
-        (lambda d: rj.permutation_test(rj.Problem(d.X, d.y, d.qid), rj.CG(), lams=[1.0], metric=rj.ndcg),
-         E(TypeError, "CG does not support permutation_test")),
-        (lambda d: rj.permutation_test(rj.Problem(d.X, np.c_[d.y, d.y], d.qid), lams=[1.0], metric=rj.ndcg),
-         E(ValueError, "one output")),
-    ]
+    (
+        lambda d: rj.permutation_test(
+            rj.Problem(d.X, d.y, d.qid), rj.Primal(), lams=[1.0], metric=rj.ndcg, num_permutations=0
+        ),
+        E(ValueError, "num_permutations"),
+    ),
+    (
+        lambda d: rj.permutation_test(rj.Problem(d.X, d.y, d.qid), rj.CG(), lams=[1.0], metric=rj.ndcg),
+        E(TypeError, "CG does not support permutation_test"),
+    ),
+    (
+        lambda d: rj.permutation_test(rj.Problem(d.X, np.c_[d.y, d.y], d.qid), lams=[1.0], metric=rj.ndcg),
+        E(ValueError, "one output"),
+    ),
+]
 
-INTERNAL_INPUT = {k: BAD_INPUT.pop(k) for k in ['cross_validate', 'holdout_dual', 'holdout_nystrom', 'holdout_primal', 'leave_pair_out_dual', 'leave_pair_out_primal', 'permuted_labels']}
+INTERNAL_INPUT = {
+    k: BAD_INPUT.pop(k)
+    for k in [
+        "cross_validate",
+        "holdout_dual",
+        "holdout_nystrom",
+        "holdout_primal",
+        "leave_pair_out_dual",
+        "leave_pair_out_primal",
+        "permuted_labels",
+    ]
+}
 """Cases of internal functions and of the verbs by solver (not public names: the verbs' own
 tables are test_solvers.py's)."""
 
@@ -445,8 +537,11 @@ def test_large_folds_one_lambda_at_a_time_equal_retraining(rng):
     assert max(i.shape[1] for i in h.folds.index) > 256
     for i, lam in enumerate(LAMS):
         def fit_predict(train, test):
-            a = rj.fit(rj.Problem(K[np.ix_(train, train)], y[train], rj.query_graph(qid[train]), precomputed=True),
-                       rj.Dual(), lam=lam).value.coef
+            a = rj.fit(
+                rj.Problem(K[np.ix_(train, train)], y[train], rj.query_graph(qid[train]), precomputed=True),
+                rj.Dual(),
+                lam=lam,
+            ).value.coef
             return K[np.ix_(test, train)] @ np.asarray(a)
         for f, (test, pred) in retrain_folds(np.asarray(h.folds.fold_of_row), fit_predict).items():
             assert rel(h.predictions[i][test], pred) < 1e-8, (lam, f)

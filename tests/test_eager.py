@@ -1,6 +1,7 @@
 """Eager calls as a user makes them. Every solver (registry) takes numpy, pandas, JAX and
-list inputs and answers alike; eager ``jax.grad`` (no ``jit`` around it) of the differentiable entry points returns,
-on a 2-thread CPU, in float32 and float64, twice in a row.
+list inputs and answers alike; eager ``jax.grad`` (no ``jit`` around it) of the
+differentiable entry points returns, on a 2-thread CPU, in float32 and float64, twice in a
+row.
 
 XLA:CPU runs independent LAPACK calls concurrently on its intra-op pool; jaxlib's
 batched kernels then wait on that same pool, and with two threads two batched calls

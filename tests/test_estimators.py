@@ -171,7 +171,9 @@ def test_group_sizes_and_eval_set_forms(data):
     for kw in (dict(eval_set=[(X[va], y[va])], eval_qid=[qid[va]]),
                dict(eval_set=[(X[va], y[va])], eval_group=[sizes[8:]]),
                dict(eval_set=(X[va], y[va]), eval_group=sizes[8:])):
-        m = est.RankRLS(solver='cg', lam=0.0, early_stopping_rounds=3).fit(X[tr], y[tr], group=sizes[:8], **kw)
+        m = est.RankRLS(solver="cg", lam=0.0, early_stopping_rounds=3).fit(
+            X[tr], y[tr], group=sizes[:8], **kw
+        )
         assert m.best_iteration_ == ref.best_iteration_
         np.testing.assert_allclose(m.predict(X), ref.predict(X), rtol=1e-12, atol=1e-14)
     for bad, match in ((dict(qid=qid, group=sizes), "qid or group, not both"),
@@ -203,7 +205,9 @@ def test_functions_take_scipy_sparse_and_refuse_a_gram_that_cannot_fit(data):
                                rtol=1e-9, atol=1e-12)
     wide = sp.random(20, 10**6, density=1e-6, format="csr", random_state=0)
     with pytest.raises(ValueError, match="rankrls_dual"):
-        rj.fit(rj.Problem(wide, np.arange(20.0), rj.query_graph(np.zeros(20, int))), rj.Primal(), lam=1.0).value
+        rj.fit(
+            rj.Problem(wide, np.arange(20.0), rj.query_graph(np.zeros(20, int))), rj.Primal(), lam=1.0
+        ).value
 
 
 class _TwoQueries:

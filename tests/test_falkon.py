@@ -69,10 +69,15 @@ def test_falkon_row_blocks_vmap_and_early_stopping():
     whole = rj.fit(rj.Problem(d.X, d.y, g), rj.Falkon(k, basis, options=rj.CG(tol=1e-12)), lam=0.1)
     blocks = rj.fit(rj.Problem(d.X, d.y, g), rj.Falkon(k, basis, options=rj.CG(tol=1e-12), block_rows=37),
                     lam=0.1)
-    np.testing.assert_allclose(np.asarray(blocks.value.coef), np.asarray(whole.value.coef), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(
+        np.asarray(blocks.value.coef), np.asarray(whole.value.coef), rtol=1e-8, atol=1e-10
+    )
     lams = jnp.asarray([0.01, 0.1, 1.0])
-    grid = jax.vmap(lambda lam: rj.fit(rj.Problem(d.X, d.y, g),
-                                       rj.Falkon(k, basis, options=rj.CG(tol=1e-12)), lam=lam).value.coef)(lams)
+    grid = jax.vmap(
+        lambda lam: (
+            rj.fit(rj.Problem(d.X, d.y, g), rj.Falkon(k, basis, options=rj.CG(tol=1e-12)), lam=lam).value.coef
+        )
+    )(lams)
     for i, lam in enumerate(lams):
         np.testing.assert_allclose(np.asarray(grid[i]), _closed_form(d.X, d.y, g, basis, float(lam), k),
                                    rtol=1e-6, atol=1e-8)
@@ -203,24 +208,41 @@ SOLVER_INPUT["Nystrom"] = [
         (lambda d: _nystrom.nystrom_basis(d.X, 2, method="grid"), E(ValueError, "method")),
     ]
 SOLVER_INPUT["Falkon"] = [
-        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Falkon(rj.gaussian_kernel(1.0), 3), lam=-1.0),
-         E(ValueError, "lam")),
-        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.pref), rj.Falkon(rj.gaussian_kernel(1.0), 3), lam=1.0), E(ValueError, "y must be None")),
-        (lambda d: rj.Falkon(rj.gaussian_kernel(1.0), 3, options=rj.CG(x0=np.ones(3))), E(ValueError, "x0")),
-        (lambda d: rj.Falkon(rj.gaussian_kernel(1.0), 3, block_rows=0), E(ValueError, "block_rows")),
-        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Falkon(rj.gaussian_kernel(1.0), np.array([0, d.m])),
-                          lam=1.0), E(ValueError, "basis")),
-        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Falkon(None, 3), lam=1.0),
-         E(TypeError, "kernel")),
-    ]
-BAD_INPUT = {"Basis": [
+    (
+        lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Falkon(rj.gaussian_kernel(1.0), 3), lam=-1.0),
+        E(ValueError, "lam"),
+    ),
+    (
+        lambda d: rj.fit(rj.Problem(d.X, d.y, d.pref), rj.Falkon(rj.gaussian_kernel(1.0), 3), lam=1.0),
+        E(ValueError, "y must be None"),
+    ),
+    (lambda d: rj.Falkon(rj.gaussian_kernel(1.0), 3, options=rj.CG(x0=np.ones(3))), E(ValueError, "x0")),
+    (lambda d: rj.Falkon(rj.gaussian_kernel(1.0), 3, block_rows=0), E(ValueError, "block_rows")),
+    (
+        lambda d: rj.fit(
+            rj.Problem(d.X, d.y, d.g), rj.Falkon(rj.gaussian_kernel(1.0), np.array([0, d.m])), lam=1.0
+        ),
+        E(ValueError, "basis"),
+    ),
+    (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Falkon(None, 3), lam=1.0), E(TypeError, "kernel")),
+]
+BAD_INPUT = {
+    "Basis": [
         (lambda d: rj.Basis(), E(TypeError, "size= or rows=")),
         (lambda d: rj.Basis(0), E(ValueError, "size")),
         (lambda d: rj.Basis(3, method="grid"), E(ValueError, "method")),
-        (lambda d: rj.path(rj.Problem(d.X, d.y, d.g),
-                           rj.Nystrom(rj.gaussian_kernel(1.0), rj.Basis(rows=np.array([0, 0]))), lams=[1.0]).value,
-         E(ValueError, "repeated")),
-    ]}
+        (
+            lambda d: (
+                rj.path(
+                    rj.Problem(d.X, d.y, d.g),
+                    rj.Nystrom(rj.gaussian_kernel(1.0), rj.Basis(rows=np.array([0, 0]))),
+                    lams=[1.0],
+                ).value
+            ),
+            E(ValueError, "repeated"),
+        ),
+    ]
+}
 
 test_bad_and_degenerate_input = surface_test(SOLVER_INPUT)
 test_bad_basis = surface_test(BAD_INPUT)

@@ -96,8 +96,12 @@ def test_emulation_catches_a_product_without_highest(problem):
 @pytest.mark.parametrize("emulation", EMULATIONS)
 def test_primal_closed_form(problem, emulation):
     g = rj.query_graph(problem["qid"])
-    w = _run(lambda X, y: rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=problem['lam']).value.weights, emulation,
-             problem["X32"], problem["y32"])
+    w = _run(
+        lambda X, y: rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=problem["lam"]).value.weights,
+        emulation,
+        problem["X32"],
+        problem["y32"],
+    )
     assert w.dtype == jnp.float32
     assert rel(w, problem["w"]) < C * EPS32 * problem["cond"]
 
@@ -126,8 +130,9 @@ def test_primal_cg_without_highest_fails_the_bound(problem, monkeypatch, emulati
     jax.clear_caches()
     try:
         g = rj.query_graph(problem["qid"])
-        res = reduced_precision(lambda X, y: rj.fit(rj.Problem(X, y, g), rj.CG(), lam=problem['lam']), emulation)(
-            problem["X32"], problem["y32"])
+        res = reduced_precision(
+            lambda X, y: rj.fit(rj.Problem(X, y, g), rj.CG(), lam=problem["lam"]), emulation
+        )(problem["X32"], problem["y32"])
         assert rel(res.value.weights, problem["w"]) > 5 * C * EPS32 * problem["cond"]
     finally:
         monkeypatch.undo()
@@ -142,8 +147,10 @@ def test_path_and_holdout(problem, emulation):
     lams = np.array([0.3, 3.0], np.float32)
 
     def fn(X, y):
-        return (rj.path(rj.Problem(X, y, g), rj.Primal(), lams=lams).value.weights,
-                rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=lams, folds=rj.make_folds(g)).value.predictions)
+        return (
+            rj.path(rj.Problem(X, y, g), rj.Primal(), lams=lams).value.weights,
+            rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=lams, folds=rj.make_folds(g)).value.predictions,
+        )
 
     W, H = _run(fn, emulation, problem["X32"], problem["y32"])
     for i, lam in enumerate(lams.astype(np.float64)):
@@ -171,8 +178,11 @@ def test_dual_cg_and_closed_form(problem, emulation):
 
     def fn(K, y):
         cg = rj.fit(rj.Problem(K, y, g, precomputed=True), rj.CG(tol=1e-05, max_iter=500), lam=lam)
-        return mm(K, cg.value.coef), cg.stats["converged"], rj.fit(rj.Problem(K, y, g, precomputed=True), rj.Dual(),
-                                                       lam=lam).value.predict(K)
+        return (
+            mm(K, cg.value.coef),
+            cg.stats["converged"],
+            rj.fit(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lam=lam).value.predict(K),
+        )
 
     f_cg, ok, f_cf = _run(fn, emulation, K32, problem["y32"])
     assert bool(ok)
@@ -189,9 +199,19 @@ def test_dual_holdout_against_retraining(problem, emulation):
     g = rj.query_graph(qid)
     K = np.exp(-0.02 * ((X[:, None] - X[None]) ** 2).sum(-1))
     lams = np.array([0.1, 1.0])
-    H = _run(lambda K, y: rj.holdout(rj.Problem(K, y, g, precomputed=True), rj.Dual(),
-                                     lams=jnp.asarray(lams, jnp.float32), folds=rj.make_folds(g)).value.predictions,
-             emulation, jnp.asarray(K, jnp.float32), problem["y32"])
+    H = _run(
+        lambda K, y: (
+            rj.holdout(
+                rj.Problem(K, y, g, precomputed=True),
+                rj.Dual(),
+                lams=jnp.asarray(lams, jnp.float32),
+                folds=rj.make_folds(g),
+            ).value.predictions
+        ),
+        emulation,
+        jnp.asarray(K, jnp.float32),
+        problem["y32"],
+    )
     gamma = np.max(np.abs(np.linalg.eigvals(L @ K)))
     for i, lam in enumerate(lams):
         ref = np.empty(len(y))
@@ -218,9 +238,14 @@ def test_falkon_reaches_the_nystrom_solution(problem, emulation):
     A = KmR.T @ L @ KmR + lam * KRR
     a = np.linalg.lstsq(A, KmR.T @ L @ y, rcond=None)[0]
     ref = KmR @ a
-    model = _run(lambda X, y: rj.fit(rj.Problem(X, y, g),
-                                     rj.Falkon(kern, R, options=rj.CG(tol=1e-06, max_iter=200)), lam=lam).value.predict(X),
-                 emulation, problem["X32"], problem["y32"])
+    model = _run(
+        lambda X, y: rj.fit(
+            rj.Problem(X, y, g), rj.Falkon(kern, R, options=rj.CG(tol=1e-06, max_iter=200)), lam=lam
+        ).value.predict(X),
+        emulation,
+        problem["X32"],
+        problem["y32"],
+    )
     assert rel(model, ref) < 1e-3
 
 

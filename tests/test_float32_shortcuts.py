@@ -61,13 +61,33 @@ def _pairs(y):
 
 
 SHORTCUTS = {
-    "dual_path": (lambda K, y, qid, lams: rj.path(rj.Problem(K, y, rj.query_graph(qid), precomputed=True),
-                                                  rj.Dual(), lams=lams).value.train_scores, "path"),
-    "holdout_dual": (lambda K, y, qid, lams: rj.holdout(rj.Problem(K, y, rj.query_graph(qid), precomputed=True),
-                                                        rj.Dual(), lams=lams).value.predictions, "holdout"),
-    "leave_pair_out_dual": (lambda K, y, qid, lams: rj.holdout(rj.Problem(K, y, rj.global_graph(np.shape(K)[0]), precomputed=True),
-                                                               rj.Dual(), lams=lams,
-                                                               folds=rj.LeavePairOut(_pairs(np.asarray(y, np.float64)))).value.predictions, "pairs"),
+    "dual_path": (
+        lambda K, y, qid, lams: (
+            rj.path(
+                rj.Problem(K, y, rj.query_graph(qid), precomputed=True), rj.Dual(), lams=lams
+            ).value.train_scores
+        ),
+        "path",
+    ),
+    "holdout_dual": (
+        lambda K, y, qid, lams: (
+            rj.holdout(
+                rj.Problem(K, y, rj.query_graph(qid), precomputed=True), rj.Dual(), lams=lams
+            ).value.predictions
+        ),
+        "holdout",
+    ),
+    "leave_pair_out_dual": (
+        lambda K, y, qid, lams: (
+            rj.holdout(
+                rj.Problem(K, y, rj.global_graph(np.shape(K)[0]), precomputed=True),
+                rj.Dual(),
+                lams=lams,
+                folds=rj.LeavePairOut(_pairs(np.asarray(y, np.float64))),
+            ).value.predictions
+        ),
+        "pairs",
+    ),
 }
 
 
@@ -90,9 +110,16 @@ def test_leave_pair_out_primal_is_resolved_at_every_lambda(data):
     pairs = rj.differing_pairs(y)[:400]
     out64 = np.asarray(rj.holdout(rj.Problem(X, y, rj.global_graph(np.shape(X)[0])), rj.Primal(), lams=LAMS,
                                   folds=rj.LeavePairOut(pairs)).value.predictions)
-    out32, caught = _float32(lambda t: rj.holdout(rj.Problem(X.astype(t), y.astype(t), rj.global_graph(np.shape(X.astype(t))[0])),
-                                                  rj.Primal(), lams=LAMS.astype(t),
-                                                  folds=rj.LeavePairOut(pairs)).value.predictions)
+    out32, caught = _float32(
+        lambda t: (
+            rj.holdout(
+                rj.Problem(X.astype(t), y.astype(t), rj.global_graph(np.shape(X.astype(t))[0])),
+                rj.Primal(),
+                lams=LAMS.astype(t),
+                folds=rj.LeavePairOut(pairs),
+            ).value.predictions
+        )
+    )
     assert not caught and _rel(out32, out64).max() < 1e-3
 
 

@@ -174,7 +174,9 @@ def test_overflow_check_uses_the_remembered_maximum():
     try:
         X = jnp.full((10, 2), 3e18, jnp.float32)
         with pytest.raises(ValueError, match="overflow"):
-            rj.fit(rj.Problem(X, np.arange(10.0), rj.query_graph(np.zeros(10, int))), rj.Primal(), lam=1.0).value
+            rj.fit(
+                rj.Problem(X, np.arange(10.0), rj.query_graph(np.zeros(10, int))), rj.Primal(), lam=1.0
+            ).value
     finally:
         jax.config.update("jax_enable_x64", True)
 
@@ -205,7 +207,9 @@ def test_unsigned_features_are_not_taken_for_overflowing_ones():
     jax.config.update("jax_enable_x64", False)
     try:
         X = np.array([[5, 7], [9, 6], [8, 8], [6, 9]], np.uint64)
-        w = rj.fit(rj.Problem(X, np.arange(4.0), rj.query_graph(np.zeros(4, int))), rj.Primal(), lam=1.0).value.weights
+        w = rj.fit(
+            rj.Problem(X, np.arange(4.0), rj.query_graph(np.zeros(4, int))), rj.Primal(), lam=1.0
+        ).value.weights
         Xd = X.astype(np.float64) - X.mean(0)
         np.testing.assert_allclose(w, np.linalg.solve(Xd.T @ Xd + np.eye(2), Xd.T @ (np.arange(4) - 1.5)),
                                    rtol=1e-5)

@@ -32,7 +32,9 @@ def test_grad_through_primal_cg_matches_finite_differences_and_closed_form(prob)
         return _valid_loss(w, v, gv)
 
     def closed(loglam):
-        return _valid_loss(rj.fit(rj.Problem(d.X, d.y, g), rj.Primal(), lam=jnp.exp(loglam)).value.weights, v, gv)
+        return _valid_loss(
+            rj.fit(rj.Problem(d.X, d.y, g), rj.Primal(), lam=jnp.exp(loglam)).value.weights, v, gv
+        )
 
     for x in (-2.0, 0.5, 3.0):
         grad = jax.grad(cg)(x)
@@ -44,7 +46,9 @@ def test_grad_through_cg_wrt_labels_and_features(prob):
     d, v, g, gv = prob
 
     def cg(y, X):
-        return _valid_loss(rj.fit(rj.Problem(X, y, g), rj.CG(tol=1e-14, max_iter=300), lam=0.7).value.weights, v, gv)
+        return _valid_loss(
+            rj.fit(rj.Problem(X, y, g), rj.CG(tol=1e-14, max_iter=300), lam=0.7).value.weights, v, gv
+        )
 
     def closed(y, X):
         return _valid_loss(rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=0.7).value.weights, v, gv)

@@ -245,7 +245,9 @@ BAD_INPUT["query_pair_counts"] = [
         (lambda d: _graph_build.query_pair_counts(d.pref), E(TypeError, "QueryGraph")),
     ]
 
-INTERNAL_INPUT = {k: BAD_INPUT.pop(k) for k in ['incidence_mv', 'incidence_t_mv', 'laplacian_sqrt_mv', 'query_pair_counts']}
+INTERNAL_INPUT = {
+    k: BAD_INPUT.pop(k) for k in ["incidence_mv", "incidence_t_mv", "laplacian_sqrt_mv", "query_pair_counts"]
+}
 """Cases of internal functions and of the verbs by solver (not public names: the verbs' own
 tables are test_solvers.py's)."""
 

@@ -98,8 +98,12 @@ def test_degenerate_criteria_have_documented_values(prob):
                    lams=[1.0], folds=rj.LeavePairOut([same])).value
     with pytest.raises(ValueError, match="no pair has different labels"):
         rj.lpo_cindex(r, y)
-    r = rj.holdout(rj.Problem(np.zeros((m, m)), y, rj.global_graph(np.shape(np.zeros((m, m)))[0]), precomputed=True),
-                   rj.Dual(), lams=[1.0], folds=rj.LeavePairOut(rj.differing_pairs(y)[:20])).value
+    r = rj.holdout(
+        rj.Problem(np.zeros((m, m)), y, rj.global_graph(np.shape(np.zeros((m, m)))[0]), precomputed=True),
+        rj.Dual(),
+        lams=[1.0],
+        folds=rj.LeavePairOut(rj.differing_pairs(y)[:20]),
+    ).value
     assert float(rj.lpo_cindex(r, y)[0]) == 0.5
 
 
@@ -107,12 +111,34 @@ def test_one_dtype_rule(prob):
     import jax.numpy as jnp
     X, y, qid, g, K = prob
     X32 = jnp.asarray(X, jnp.float32)
-    assert rj.fit(rj.Problem(X32, jnp.asarray(y, jnp.float32), g), rj.Primal(), lam=1.0).value.weights.dtype == jnp.float32
+    assert (
+        rj.fit(rj.Problem(X32, jnp.asarray(y, jnp.float32), g), rj.Primal(), lam=1.0).value.weights.dtype
+        == jnp.float32
+    )
     assert rj.fit(rj.Problem(X32, y, g), rj.Primal(), lam=1.0).value.weights.dtype == jnp.float64
-    assert rj.holdout(rj.Problem(np.asarray(K, np.float32), y, g, precomputed=True), rj.Dual(), lams=[1.0]).value.predictions.dtype == jnp.float64
-    assert rj.holdout(rj.Problem(np.asarray(K, np.float32), y, rj.global_graph(np.shape(np.asarray(K, np.float32))[0]), precomputed=True),
-                      rj.Dual(), lams=[1.0], folds=rj.LeavePairOut([[0, 1]])).value.predictions.dtype == jnp.float64
-    w16 = rj.fit(rj.Problem(X.astype(np.float16), y.astype(np.float16), g), rj.Primal(), lam=1.0).value.weights
+    assert (
+        rj.holdout(
+            rj.Problem(np.asarray(K, np.float32), y, g, precomputed=True), rj.Dual(), lams=[1.0]
+        ).value.predictions.dtype
+        == jnp.float64
+    )
+    assert (
+        rj.holdout(
+            rj.Problem(
+                np.asarray(K, np.float32),
+                y,
+                rj.global_graph(np.shape(np.asarray(K, np.float32))[0]),
+                precomputed=True,
+            ),
+            rj.Dual(),
+            lams=[1.0],
+            folds=rj.LeavePairOut([[0, 1]]),
+        ).value.predictions.dtype
+        == jnp.float64
+    )
+    w16 = rj.fit(
+        rj.Problem(X.astype(np.float16), y.astype(np.float16), g), rj.Primal(), lam=1.0
+    ).value.weights
     assert w16.dtype == jnp.float32
 
 
@@ -126,7 +152,9 @@ def test_cg_early_stopping_with_a_criterion_undefined_at_the_start(prob):
     assert np.isnan(r.stats["valid_history"][0])
     assert int(r.stats["best_iteration"]) > 0 and np.any(np.asarray(r.value.weights) != 0)
     # the history holds the criterion with lower = better (here -tau_b)
-    assert float(r.stats["valid_history"][int(r.stats["best_iteration"])]) == np.nanmin(np.asarray(r.stats["valid_history"]))
+    assert float(r.stats["valid_history"][int(r.stats["best_iteration"])]) == np.nanmin(
+        np.asarray(r.stats["valid_history"])
+    )
     # a validation set without any pair: the criterion is NaN throughout; plain CG runs on
     flat = (v.X, np.zeros_like(v.y), rj.query_graph(v.qid))
     r2 = rj.fit(rj.Problem(X, y, g, valid=rj.Problem(*flat)), rj.CG(tol=1e-10), lam=1.0)

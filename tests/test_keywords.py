@@ -48,16 +48,23 @@ def d():
 
 
 CALLS = {
-    "rankjax.select_lambda": lambda d, g: select_lambda([1.0], d.X[:, :1].T, d.y, d.qid,
-                                                           metric=rj.ndcg, maxiter=0),
+    "rankjax.select_lambda": lambda d, g: select_lambda(
+        [1.0], d.X[:, :1].T, d.y, d.qid, metric=rj.ndcg, maxiter=0
+    ),
     "rankjax.cross_validate": lambda d, g: cross_validate(
-        rj.holdout(rj.Problem(d.X, d.y, g), rj.Primal(), lams=[1.0]).value, d.y, d.qid, metric=rj.ndcg, maxiter=0),
+        rj.holdout(rj.Problem(d.X, d.y, g), rj.Primal(), lams=[1.0]).value,
+        d.y,
+        d.qid,
+        metric=rj.ndcg,
+        maxiter=0,
+    ),
     "rankjax.permutation_test": lambda d, g: rj.permutation_test(
-        rj.Problem(d.X, d.y, g), rj.Primal(), lams=[1.0], metric=rj.ndcg, num_permutations=2,
-        maxiter=0),
+        rj.Problem(d.X, d.y, g), rj.Primal(), lams=[1.0], metric=rj.ndcg, num_permutations=2, maxiter=0
+    ),
     "rankjax.predict": lambda d, g: rj.predict(rj.LinearModel(np.ones(4)), d.X, maxiter=0),
     "rankjax.ranksvm_kernel": lambda d, g: rj.ranksvm_kernel(
-        d.X, d.y, d.qid, kernel=rj.gaussian_kernel(0.1), maxiter=0),
+        d.X, d.y, d.qid, kernel=rj.gaussian_kernel(0.1), maxiter=0
+    ),
 }
 
 

@@ -23,52 +23,101 @@ K = rj.kernel_matrix(rj.gaussian_kernel(0.2), D.X)
 
 # name: (call, the number of lines, a word of the first line)
 CALLS = {
-    "RankBoost": (lambda: est.RankBoost(50, verbose=10).fit(D.X, D.y, qid=D.qid), 5,
-                  "RankBoost round 10/50"),
-    "RankBoost eval": (lambda: est.RankBoost(20, verbose=10).fit(D.X, D.y, qid=D.qid, **EVAL),
-                       2, "RankBoost round 10/20"),
+    "RankBoost": (lambda: est.RankBoost(50, verbose=10).fit(D.X, D.y, qid=D.qid), 5, "RankBoost round 10/50"),
+    "RankBoost eval": (
+        lambda: est.RankBoost(20, verbose=10).fit(D.X, D.y, qid=D.qid, **EVAL),
+        2,
+        "RankBoost round 10/20",
+    ),
     "RankSVM": (lambda: est.RankSVM(verbose=1).fit(D.X, D.y, qid=D.qid), None, "TRON Newton step"),
-    "RankSVM kernel": (lambda: est.RankSVM(kernel="gaussian", basis=50, verbose=1).fit(
-        D.X, D.y, qid=D.qid), None, "TRON Newton step"),
-    "CGRankRLS": (lambda: est.RankRLS(solver='cg', verbose=1).fit(D.X, D.y, qid=D.qid, **EVAL), None,
-                  "CG iteration 1"),
-    "KPCRank": (lambda: est.KPCRank(4, verbose=1).fit(D.X, D.y, qid=D.qid, **EVAL), 3,
-                "KPCRank stage 1/3"),
-    "RankRLS": (lambda: est.RankRLS(kernel="gaussian", verbose=1).fit(D.X, D.y, qid=D.qid), 1,
-                "RankRLS fit 1/1"),
-    "RankRLSCV": (lambda: est.RankRLSCV(kernel="gaussian", gammas=[0.1, 0.2], basis=40,
-                                        verbose=1).fit(D.X, D.y, qid=D.qid), None,
-                  "fold bucket 1/"),
-    "tune": (lambda: rj.tune(rj.Problem(D.X, D.y, G), tune_solver(), steps=4, verbose=2), 2,
-             "tune step 2/4"),
-    "select": (lambda: rj.select(rj.Problem(D.X, D.y, D.qid), [rj.Dual(rj.gaussian_kernel(0.1))],
-                                 lams=[0.1, 1.0], verbose=1), None, "fold bucket 1/"),
-    "holdout Primal": (lambda: rj.holdout(rj.Problem(D.X, D.y, G), rj.Primal(), lams=[1.0], folds=3,
-                                          verbose=1).value,
-                       None, "holdout Primal: started"),
-    "holdout Dual": (lambda: rj.holdout(rj.Problem(K, D.y, G, precomputed=True), rj.Dual(), lams=[1.0],
-                                        verbose=1).value, None,
-                     "holdout Dual: started"),
-    "holdout Nystrom": (lambda: rj.holdout(rj.Problem(D.X, D.y, G), rj.Nystrom(rj.gaussian_kernel(0.2), 30),
-                                           lams=[1.0], verbose=1).value, None,
-                        "holdout Nystrom: started"),
-    "rankrls_cg": (lambda: rj.fit(rj.Problem(D.X, D.y, G), rj.CG(verbose=1), lam=1.0), None, "CG iteration 1"),
-    "rankrls_cg_dual": (lambda: rj.fit(rj.Problem(K, D.y, G, precomputed=True), rj.CG(verbose=1), lam=1.0), None,
-                        "CG iteration 1"),
-    "rankrls_falkon": (lambda: rj.fit(rj.Problem(D.X, D.y, G),
-                                      rj.Falkon(rj.gaussian_kernel(0.2), 30, options=rj.CG(verbose=1)),
-                                      lam=1.0), None,
-                       "CG iteration 1"),
+    "RankSVM kernel": (
+        lambda: est.RankSVM(kernel="gaussian", basis=50, verbose=1).fit(D.X, D.y, qid=D.qid),
+        None,
+        "TRON Newton step",
+    ),
+    "CGRankRLS": (
+        lambda: est.RankRLS(solver="cg", verbose=1).fit(D.X, D.y, qid=D.qid, **EVAL),
+        None,
+        "CG iteration 1",
+    ),
+    "KPCRank": (lambda: est.KPCRank(4, verbose=1).fit(D.X, D.y, qid=D.qid, **EVAL), 3, "KPCRank stage 1/3"),
+    "RankRLS": (
+        lambda: est.RankRLS(kernel="gaussian", verbose=1).fit(D.X, D.y, qid=D.qid),
+        1,
+        "RankRLS fit 1/1",
+    ),
+    "RankRLSCV": (
+        lambda: est.RankRLSCV(kernel="gaussian", gammas=[0.1, 0.2], basis=40, verbose=1).fit(
+            D.X, D.y, qid=D.qid
+        ),
+        None,
+        "fold bucket 1/",
+    ),
+    "tune": (lambda: rj.tune(rj.Problem(D.X, D.y, G), tune_solver(), steps=4, verbose=2), 2, "tune step 2/4"),
+    "select": (
+        lambda: rj.select(
+            rj.Problem(D.X, D.y, D.qid), [rj.Dual(rj.gaussian_kernel(0.1))], lams=[0.1, 1.0], verbose=1
+        ),
+        None,
+        "fold bucket 1/",
+    ),
+    "holdout Primal": (
+        lambda: rj.holdout(rj.Problem(D.X, D.y, G), rj.Primal(), lams=[1.0], folds=3, verbose=1).value,
+        None,
+        "holdout Primal: started",
+    ),
+    "holdout Dual": (
+        lambda: rj.holdout(rj.Problem(K, D.y, G, precomputed=True), rj.Dual(), lams=[1.0], verbose=1).value,
+        None,
+        "holdout Dual: started",
+    ),
+    "holdout Nystrom": (
+        lambda: (
+            rj.holdout(
+                rj.Problem(D.X, D.y, G), rj.Nystrom(rj.gaussian_kernel(0.2), 30), lams=[1.0], verbose=1
+            ).value
+        ),
+        None,
+        "holdout Nystrom: started",
+    ),
+    "rankrls_cg": (
+        lambda: rj.fit(rj.Problem(D.X, D.y, G), rj.CG(verbose=1), lam=1.0),
+        None,
+        "CG iteration 1",
+    ),
+    "rankrls_cg_dual": (
+        lambda: rj.fit(rj.Problem(K, D.y, G, precomputed=True), rj.CG(verbose=1), lam=1.0),
+        None,
+        "CG iteration 1",
+    ),
+    "rankrls_falkon": (
+        lambda: rj.fit(
+            rj.Problem(D.X, D.y, G), rj.Falkon(rj.gaussian_kernel(0.2), 30, options=rj.CG(verbose=1)), lam=1.0
+        ),
+        None,
+        "CG iteration 1",
+    ),
     "ranksvm_l2": (lambda: rj.ranksvm_l2(D.X, D.y, D.qid, verbose=1), None, "TRON Newton step"),
-    "rankboost": (lambda: rj.rankboost(D.X, D.y, D.qid, rounds=6, verbose=3), 2,
-                  "RankBoost round 3/6"),
-    "gp_fit": (lambda: rj.gp_fit(D.X[:20], np.arange(19), np.arange(1, 20), steps=4, verbose=2),
-               2, "gp_fit step 2/4"),
-    "stream": (lambda: rj.path(rj.scale.stream([(D.X[:200], D.y[:200], D.qid[:200]),
-                                                 (D.X[200:], D.y[200:], D.qid[200:])]
-                                                if D.qid[199] != D.qid[200] else
-                                                [(D.X, D.y, D.qid)], verbose=1), rj.Primal(), lams=[1.0]),
-               None, "stream (normal equations): chunk 1"),
+    "rankboost": (lambda: rj.rankboost(D.X, D.y, D.qid, rounds=6, verbose=3), 2, "RankBoost round 3/6"),
+    "gp_fit": (
+        lambda: rj.gp_fit(D.X[:20], np.arange(19), np.arange(1, 20), steps=4, verbose=2),
+        2,
+        "gp_fit step 2/4",
+    ),
+    "stream": (
+        lambda: rj.path(
+            rj.scale.stream(
+                [(D.X[:200], D.y[:200], D.qid[:200]), (D.X[200:], D.y[200:], D.qid[200:])]
+                if D.qid[199] != D.qid[200]
+                else [(D.X, D.y, D.qid)],
+                verbose=1,
+            ),
+            rj.Primal(),
+            lams=[1.0],
+        ),
+        None,
+        "stream (normal equations): chunk 1",
+    ),
 }
 # one compiled program each: a line when it starts and one when its result is ready
 ONE_PROGRAM = {

@@ -57,13 +57,21 @@ def test_messages_name_the_argument(d):
     from rankjax.estimators import RankRLS
     g = rj.query_graph(d.qid)
     cases = [
-        (lambda: rj.fit(rj.Problem([[1, 2], [3]], [1, 0], rj.query_graph([0, 0])), rj.Primal(), lam=1.0).value,
-         "X must be a rectangular"),
+        (
+            lambda: (
+                rj.fit(rj.Problem([[1, 2], [3]], [1, 0], rj.query_graph([0, 0])), rj.Primal(), lam=1.0).value
+            ),
+            "X must be a rectangular",
+        ),
         (lambda: rj.io.normalize_per_query(np.ones(4), [0, 0, 1, 1]), "X must be 2-D"),
-        (lambda: kpcrank_path(np.eye(len(d.y)), np.stack([d.y] * 3, 1), g, components=2),
-         "y must be \\[m\\]"),
-        (lambda: RankRLS(solver='cg').fit(d.X, d.y, qid=d.qid, eval_set=(d.X[:, :2], d.y), eval_qid=d.qid),
-         "eval_set's X"),
+        (
+            lambda: kpcrank_path(np.eye(len(d.y)), np.stack([d.y] * 3, 1), g, components=2),
+            "y must be \\[m\\]",
+        ),
+        (
+            lambda: RankRLS(solver="cg").fit(d.X, d.y, qid=d.qid, eval_set=(d.X[:, :2], d.y), eval_qid=d.qid),
+            "eval_set's X",
+        ),
         (lambda: rj.gp_fit(np.asarray(d.X[:5]), [0, 1], [1, 2], gamma=-1.0, steps=1), "gamma"),
     ]
     for call, match in cases:
@@ -76,15 +84,21 @@ def test_indefinite_kernel_matrix_is_refused_by_the_eigen_paths(d):
     g = rj.query_graph(d.qid)
     K = np.asarray(rj.kernel_matrix(rj.gaussian_kernel(0.5), d.X))
     bad = K - 0.5 * np.eye(len(K))
-    for call in (lambda K: rj.path(rj.Problem(K, d.y, g, precomputed=True), rj.Dual(), lams=[1.0]).value.coef,
-                 lambda K: rj.holdout(rj.Problem(K, d.y, g, precomputed=True), rj.Dual(), lams=[1.0]).value.predictions):
+    for call in (
+        lambda K: rj.path(rj.Problem(K, d.y, g, precomputed=True), rj.Dual(), lams=[1.0]).value.coef,
+        lambda K: (
+            rj.holdout(rj.Problem(K, d.y, g, precomputed=True), rj.Dual(), lams=[1.0]).value.predictions
+        ),
+    ):
         assert np.all(np.isfinite(np.asarray(call(K))))
         with pytest.raises(ValueError, match="not positive semidefinite"):
             call(bad)
     lin = np.asarray(d.X, np.float32) @ np.asarray(d.X, np.float32).T   # rank 3: rounding only
     assert np.all(np.isfinite(np.asarray(rj.path(rj.Problem(lin, d.y, g, precomputed=True), rj.Dual(),
                                                  lams=[1.0]).value.coef)))
-    jitted = jax.jit(lambda K: rj.path(rj.Problem(K, d.y, g, precomputed=True), rj.Dual(), lams=[1.0]).value.coef)
+    jitted = jax.jit(
+        lambda K: rj.path(rj.Problem(K, d.y, g, precomputed=True), rj.Dual(), lams=[1.0]).value.coef
+    )
     assert np.all(np.isnan(np.asarray(jitted(bad))))
 
 

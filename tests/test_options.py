@@ -22,7 +22,9 @@ def check_rebuilt_solver_solves_alike(entry, verb):
     if verb != "fit":
         return
     s = entry.solver
-    fields = {f.name: getattr(s, f.name) for f in dataclasses.fields(s)} if dataclasses.is_dataclass(s) else {}
+    fields = (
+        {f.name: getattr(s, f.name) for f in dataclasses.fields(s)} if dataclasses.is_dataclass(s) else {}
+    )
     again = dataclasses.replace(s, **fields) if fields else type(s)()
     assert again == s and hash(again) == hash(s), entry.name
     X, y, qid = data()

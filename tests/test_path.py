@@ -66,7 +66,7 @@ def test_dual_path_equals_single_solves(rng, k):
         if name == "ties" and k is not None:
             continue
         yy = y if scored else None
-        p = rj.path(rj.Problem(K, yy, g, valid=rj.Problem(Kv, np.zeros(np.shape(Kv)[0]), precomputed=True), precomputed=True),
+        p = rj.path(rj.Problem(K, yy, g, valid=rj.Problem(Kv, y[:4], precomputed=True), precomputed=True),
                     rj.Dual(), lams=LAMS).value
         for i, lam in enumerate(LAMS):
             a = np.asarray(rj.fit(rj.Problem(K, yy, g, precomputed=True), rj.Dual(), lam=lam).value.coef)
@@ -142,10 +142,14 @@ def test_lambda_grid_is_traced_no_recompile(rng):
     a = fit(X, y, g, jnp.asarray(LAMS))
     b = fit(X, y, g, jnp.asarray(LAMS * 3))
     assert len(traces) == 1
-    np.testing.assert_allclose(b[0], rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=LAMS[0] * 3).value.weights, rtol=1e-8)
+    np.testing.assert_allclose(
+        b[0], rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=LAMS[0] * 3).value.weights, rtol=1e-8
+    )
     assert not np.allclose(a, b)
     K = X @ X.T
-    dual = jax.jit(lambda K, y, g, lams: rj.path(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lams=lams).value.coef)
+    dual = jax.jit(
+        lambda K, y, g, lams: rj.path(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lams=lams).value.coef
+    )
     np.testing.assert_allclose(X.T @ np.asarray(dual(K, y, g, jnp.asarray(LAMS)))[2],
                                rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=LAMS[2]).value.weights, rtol=1e-7)
 
@@ -153,7 +157,7 @@ def test_lambda_grid_is_traced_no_recompile(rng):
 def test_select_lambda_table_and_choice(rng):
     X, y, labels, qid = data(rng, k=3)
     Xv, yv, _, qv = data(np.random.default_rng(5), k=3)
-    p = rj.path(rj.Problem(X, y, rj.query_graph(qid), valid=rj.Problem(Xv, np.zeros(np.shape(Xv)[0]))),
+    p = rj.path(rj.Problem(X, y, rj.query_graph(qid), valid=rj.Problem(Xv, yv, qv)),
                 rj.Primal(), lams=LAMS).value
     for metric, kw in [(rj.ndcg, dict(k=5)), (rj.pairwise_error, {})]:
         yv = yv - yv.min()                   # graded relevance >= 0 (ndcg requires it)
@@ -198,18 +202,32 @@ from surface import E, surface_test  # noqa: E402
 
 PATH_INPUT = {}      # the path verb's own table is test_solvers.py's BAD_INPUT
 PATH_INPUT["path Primal"] = [
-        (lambda d: rj.path(rj.Problem(d.X, d.y, d.g), rj.Primal(), lams=[]).value, E(ValueError, "lams")),
-        (lambda d: rj.path(rj.Problem(d.X, d.y, d.g), rj.Primal(), lams=[1.0, -1.0]).value, E(ValueError, "lams")),
-        (lambda d: rj.path(rj.Problem(d.X, d.y, d.g, valid=rj.Problem(d.X[:, :2], np.zeros(np.shape(d.X[:, :2])[0]))),
-                           rj.Primal(), lams=[1.0]).value,
-         E(ValueError, "valid.X must have 4 columns")),
-    ]
+    (lambda d: rj.path(rj.Problem(d.X, d.y, d.g), rj.Primal(), lams=[]).value, E(ValueError, "lams")),
+    (
+        lambda d: rj.path(rj.Problem(d.X, d.y, d.g), rj.Primal(), lams=[1.0, -1.0]).value,
+        E(ValueError, "lams"),
+    ),
+    (
+        lambda d: (
+            rj.path(
+                rj.Problem(d.X, d.y, d.g, valid=rj.Problem(d.X[:, :2], d.y)), rj.Primal(), lams=[1.0]
+            ).value
+        ),
+        E(ValueError, "valid.X must have 4 columns"),
+    ),
+]
 PATH_INPUT["path Dual"] = [
-        (lambda d: rj.path(rj.Problem(d.K, d.y, d.g, precomputed=True), rj.Dual(), lams=[[1.0]]).value, E(ValueError, "lams")),
-        (lambda d: rj.Problem(d.K, d.y, d.g, precomputed=True,
-                              valid=rj.Problem(d.K[:, :3], np.zeros(d.m), precomputed=True)),
-         E(ValueError, "valid.X must have")),
-    ]
+    (
+        lambda d: rj.path(rj.Problem(d.K, d.y, d.g, precomputed=True), rj.Dual(), lams=[[1.0]]).value,
+        E(ValueError, "lams"),
+    ),
+    (
+        lambda d: rj.Problem(
+            d.K, d.y, d.g, precomputed=True, valid=rj.Problem(d.K[:, :3], np.zeros(d.m), precomputed=True)
+        ),
+        E(ValueError, "valid.X must have"),
+    ),
+]
 PATH_INPUT["path Nystrom"] = [
         (lambda d: rj.path(rj.Problem(d.X, d.y, d.g), rj.Nystrom(d.kern, [0, d.m]), lams=[1.0]).value,
          E(ValueError, "basis")),

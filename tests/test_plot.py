@@ -14,7 +14,9 @@ def test_plots_show_the_data_and_the_choice():
     d = rj.make_ranking_data(12, num_features=4, seed=0)
     g = rj.query_graph(d.qid)
     lams = np.logspace(-2, 3, 6)
-    cv = cross_validate(rj.holdout(rj.Problem(d.X, d.y, g), rj.Primal(), lams=lams).value, d.y, d.qid, metric=rj.ndcg)
+    cv = cross_validate(
+        rj.holdout(rj.Problem(d.X, d.y, g), rj.Primal(), lams=lams).value, d.y, d.qid, metric=rj.ndcg
+    )
     ax = plot.lambda_curve(cv)
     np.testing.assert_allclose(ax.lines[0].get_ydata(), cv.table)
     assert ax.lines[1].get_xdata()[0] == lams[int(cv.best_index)]

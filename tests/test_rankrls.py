@@ -125,7 +125,9 @@ def test_jit_vmap_over_lambda_and_float32(rng):
         np.testing.assert_allclose(w, rj.fit(rj.Problem(X, y, g), rj.Primal(), lam=float(lam)).value.weights,
                                    rtol=1e-10)
     K = X @ X.T
-    dual = jax.jit(lambda K, y, g, lam: rj.fit(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lam=lam).value.coef)
+    dual = jax.jit(
+        lambda K, y, g, lam: rj.fit(rj.Problem(K, y, g, precomputed=True), rj.Dual(), lam=lam).value.coef
+    )
     A = jax.vmap(dual, in_axes=(None, None, None, 0))(K, y, g, lams)
     np.testing.assert_allclose(np.asarray(A) @ X, W, rtol=1e-7, atol=1e-9)
     # float32 in, float32 out
@@ -133,7 +135,9 @@ def test_jit_vmap_over_lambda_and_float32(rng):
     w32 = jax.jit(fit)(X32, y32, g, jnp.float32(1.0))
     assert w32.dtype == jnp.float32
     np.testing.assert_allclose(w32, W[1], rtol=2e-3, atol=1e-4)
-    a32 = rj.fit(rj.Problem(jnp.asarray(K, jnp.float32), y32, g, precomputed=True), rj.Dual(), lam=1.0).value.coef
+    a32 = rj.fit(
+        rj.Problem(jnp.asarray(K, jnp.float32), y32, g, precomputed=True), rj.Dual(), lam=1.0
+    ).value.coef
     assert a32.dtype == jnp.float32
     s = rj.fit(rj.Problem(rj.io.to_bcoo(X, jnp.float32), y32, g), rj.Primal(), lam=1.0).value.weights
     assert s.dtype == jnp.float32
@@ -174,28 +178,45 @@ from surface import E, V, surface_test  # noqa: E402
 
 BAD_INPUT = {}
 BAD_INPUT["rankrls_primal"] = [
-        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Primal(), lam=-1.0).value, E(ValueError, "lam")),
-        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Primal(), lam=[1.0, 2.0]).value,
-         E(TypeError, "lam must be a scalar")),
-        (lambda d: rj.fit(rj.Problem(d.X, d.y[:-1], d.g), rj.Primal(), lam=1.0).value, E(ValueError, "y has")),
-        (lambda d: rj.fit(rj.Problem(np.c_[d.X[:, :-1], d.nanv], d.y, d.g), rj.Primal(), lam=1.0).value,
-         E(ValueError, "X contains NaN")),
-        (lambda d: rj.fit(rj.Problem(d.X, d.y, "q"), rj.Primal(), lam=1.0).value, E(TypeError, "queries")),
-        # every query of size 1: no pair, the minimiser of λ||w||^2 alone
-        (lambda d: rj.fit(rj.Problem(d.X, d.y, rj.query_graph(np.arange(d.m))), rj.Primal(), lam=1.0).value,
-         V(lambda r: np.all(np.asarray(r.weights) == 0))),
-    ]
+    (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Primal(), lam=-1.0).value, E(ValueError, "lam")),
+    (
+        lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Primal(), lam=[1.0, 2.0]).value,
+        E(TypeError, "lam must be a scalar"),
+    ),
+    (lambda d: rj.fit(rj.Problem(d.X, d.y[:-1], d.g), rj.Primal(), lam=1.0).value, E(ValueError, "y has")),
+    (
+        lambda d: rj.fit(rj.Problem(np.c_[d.X[:, :-1], d.nanv], d.y, d.g), rj.Primal(), lam=1.0).value,
+        E(ValueError, "X contains NaN"),
+    ),
+    (lambda d: rj.fit(rj.Problem(d.X, d.y, "q"), rj.Primal(), lam=1.0).value, E(TypeError, "queries")),
+    # every query of size 1: no pair, the minimiser of λ||w||^2 alone
+    (
+        lambda d: rj.fit(rj.Problem(d.X, d.y, rj.query_graph(np.arange(d.m))), rj.Primal(), lam=1.0).value,
+        V(lambda r: np.all(np.asarray(r.weights) == 0)),
+    ),
+]
 BAD_INPUT["rankrls_dual"] = [
-        (lambda d: rj.fit(rj.Problem(d.K, d.y, d.g, precomputed=True), rj.Dual(), lam=0.0).value, E(ValueError, "lam")),
-        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g, precomputed=True), rj.Dual(), lam=1.0).value, E(ValueError, "K must be a square")),
-        (lambda d: rj.fit(rj.Problem(d.K + np.triu(np.ones_like(d.K)), d.y, d.g, precomputed=True),
-                          rj.Dual(), lam=1.0).value,
-         E(ValueError, "K is not symmetric")),
-    ]
+    (
+        lambda d: rj.fit(rj.Problem(d.K, d.y, d.g, precomputed=True), rj.Dual(), lam=0.0).value,
+        E(ValueError, "lam"),
+    ),
+    (
+        lambda d: rj.fit(rj.Problem(d.X, d.y, d.g, precomputed=True), rj.Dual(), lam=1.0).value,
+        E(ValueError, "K must be a square"),
+    ),
+    (
+        lambda d: (
+            rj.fit(
+                rj.Problem(d.K + np.triu(np.ones_like(d.K)), d.y, d.g, precomputed=True), rj.Dual(), lam=1.0
+            ).value
+        ),
+        E(ValueError, "K is not symmetric"),
+    ),
+]
 BAD_INPUT["rankrls_kernel"] = [
-        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Dual('rbf'), lam=1.0).value, E(TypeError, "kernel")),
-        (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Dual(d.kern), lam=np.inf).value, E(ValueError, "lam")),
-    ]
+    (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Dual("rbf"), lam=1.0).value, E(TypeError, "kernel")),
+    (lambda d: rj.fit(rj.Problem(d.X, d.y, d.g), rj.Dual(d.kern), lam=np.inf).value, E(ValueError, "lam")),
+]
 BAD_INPUT["predict"] = [
         (lambda d: rj.predict(rj.LinearModel(np.ones(3)), d.X), E(ValueError, "features")),
         (lambda d: rj.predict(object(), d.X), E(TypeError, "model")),

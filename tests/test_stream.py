@@ -161,17 +161,23 @@ from surface import E, V, surface_test  # noqa: E402
 
 BAD_INPUT = {}
 BAD_INPUT["scale.stream"] = [
-        (lambda d: rj.scale.stream((d.X, d.y, d.qid)), E(TypeError, "chunks")),
-        (lambda d: rj.path(rj.scale.stream([(d.X, d.y, d.qid)]), rj.Primal(), lams=[0.0]), E(ValueError, "lams")),
-        (lambda d: rj.path(rj.scale.stream([(d.X, d.nanv, d.qid)]), rj.Primal(), lams=[1.0]), E(ValueError, "y")),
-        (lambda d: rj.path(rj.scale.stream([(d.X, d.y, d.qid[:-1])]), rj.Primal(), lams=[1.0]),
-         E(ValueError, "qid")),
-        (lambda d: rj.path(rj.scale.stream([(d.X, d.y, d.qid)] * 2), rj.Primal(), lams=[1.0]),
-         E(ValueError, "earlier chunk")),
-        (lambda d: rj.scale.stream([(d.X, d.y, d.qid)], valid=(d.X, d.y)), E(TypeError, "valid")),
-        (lambda d: rj.scale.stream([(d.X, d.y, d.qid)], normalized="yes"), E(TypeError, "normalized")),
-        (lambda d: rj.holdout(rj.scale.stream([(d.X, d.ties, d.qid)]), rj.Primal(), lams=[1.0]).value,
-         V(lambda h: np.all(np.asarray(h.predictions) == 0))),
-    ]
+    (lambda d: rj.scale.stream((d.X, d.y, d.qid)), E(TypeError, "chunks")),
+    (lambda d: rj.path(rj.scale.stream([(d.X, d.y, d.qid)]), rj.Primal(), lams=[0.0]), E(ValueError, "lams")),
+    (lambda d: rj.path(rj.scale.stream([(d.X, d.nanv, d.qid)]), rj.Primal(), lams=[1.0]), E(ValueError, "y")),
+    (
+        lambda d: rj.path(rj.scale.stream([(d.X, d.y, d.qid[:-1])]), rj.Primal(), lams=[1.0]),
+        E(ValueError, "qid"),
+    ),
+    (
+        lambda d: rj.path(rj.scale.stream([(d.X, d.y, d.qid)] * 2), rj.Primal(), lams=[1.0]),
+        E(ValueError, "earlier chunk"),
+    ),
+    (lambda d: rj.scale.stream([(d.X, d.y, d.qid)], valid=(d.X, d.y)), E(TypeError, "valid")),
+    (lambda d: rj.scale.stream([(d.X, d.y, d.qid)], normalized="yes"), E(TypeError, "normalized")),
+    (
+        lambda d: rj.holdout(rj.scale.stream([(d.X, d.ties, d.qid)]), rj.Primal(), lams=[1.0]).value,
+        V(lambda h: np.all(np.asarray(h.predictions) == 0)),
+    ),
+]
 
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)

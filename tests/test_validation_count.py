@@ -95,20 +95,28 @@ def test_a_checked_array_is_not_checked_again_but_a_new_one_is(data):
 
 LIBRARY_PATHS = {
     "holdout_primal": lambda X, y, g: rj.holdout(rj.Problem(X, y, g), rj.Primal(), lams=[1.0]).value,
-    "holdout_nystrom": lambda X, y, g: rj.holdout(rj.Problem(X, y, g),
-                                                  rj.Nystrom(rj.gaussian_kernel(0.5), 20), lams=[1.0]).value,
-    "rankrls_nystrom_path": lambda X, y, g: rj.path(rj.Problem(X, y, g),
-                                                    rj.Nystrom(rj.gaussian_kernel(0.5), rj.Basis(20, method='kmeans++')),
-                                                    lams=[1.0]).value,
-    "rankrls_falkon": lambda X, y, g: rj.fit(rj.Problem(X, y, g), rj.Falkon(rj.gaussian_kernel(0.5), 20),
-                                             lam=1.0),
+    "holdout_nystrom": lambda X, y, g: (
+        rj.holdout(rj.Problem(X, y, g), rj.Nystrom(rj.gaussian_kernel(0.5), 20), lams=[1.0]).value
+    ),
+    "rankrls_nystrom_path": lambda X, y, g: (
+        rj.path(
+            rj.Problem(X, y, g),
+            rj.Nystrom(rj.gaussian_kernel(0.5), rj.Basis(20, method="kmeans++")),
+            lams=[1.0],
+        ).value
+    ),
+    "rankrls_falkon": lambda X, y, g: rj.fit(
+        rj.Problem(X, y, g), rj.Falkon(rj.gaussian_kernel(0.5), 20), lam=1.0
+    ),
     "rankrls_cg": lambda X, y, g: rj.fit(rj.Problem(X, y, g), rj.CG(), lam=1.0),
     "tune": lambda X, y, g: rj.tune(rj.Problem(X, y, g), tune_solver(), steps=1),
-    "cv_loss": lambda X, y, g: rj.cv_loss({"log_lam": 0.0}, rj.Problem(X, y, g), tune_solver(),
-                                          rj.make_folds(g)),
+    "cv_loss": lambda X, y, g: rj.cv_loss(
+        {"log_lam": 0.0}, rj.Problem(X, y, g), tune_solver(), rj.make_folds(g)
+    ),
     "select": lambda X, y, g: rj.select(rj.Problem(X, y, g), [rj.Primal()], lams=[1.0]),
-    "select-basis": lambda X, y, g: rj.select(rj.Problem(X, y, g),
-                                              [rj.Nystrom(rj.gaussian_kernel(0.5), 20)], lams=[1.0]),
+    "select-basis": lambda X, y, g: rj.select(
+        rj.Problem(X, y, g), [rj.Nystrom(rj.gaussian_kernel(0.5), 20)], lams=[1.0]
+    ),
 }
 
 
