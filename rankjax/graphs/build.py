@@ -4,7 +4,6 @@ the public operator functions on them (``docs/math.md`` §1): ``L v``, ``S v``,
 """
 from __future__ import annotations
 
-from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -19,7 +18,7 @@ from .._core.checks import (
     require_concrete,
     segment_ids)
 from .._core.host import device_array
-from .graph import (is_graph, Array, Graph, IdentityGraph, PreferenceGraph, QueryGraph, check_graph, pad_to)
+from .graph import (Array, Graph, IdentityGraph, PreferenceGraph, QueryGraph, check_graph, pad_to)
 from .._core.segments import bucket
 
 
@@ -335,35 +334,3 @@ def query_pair_counts(graph: QueryGraph, dtype=None) -> Array:
     """
     check_graph(graph, kind="QueryGraph")
     return graph.pair_counts(dtype)[:graph.num_queries]
-
-
-class Validation(NamedTuple):
-    """A validation set, the one shape every ``valid=`` takes (CG, FALKON, RankSVM,
-    sharded CG, the kernel grid, the stream): rows ``X`` ``[m_v, n]`` (``K_valid``
-    ``[m_v, m]`` for dual CG), labels ``y`` ``[m_v]`` and their ``queries``: query ids
-    (any hashable), a :class:`~rankjax.Segments`, a graph on the rows, or ``None`` (one
-    query). A plain 3-tuple in this order is accepted too.
-
-    Example:
-      >>> import rankjax as rj
-      >>> v = rj.make_ranking_data(4, num_features=3, seed=1)
-      >>> Validation(v.X, v.y, v.qid).queries.shape == v.qid.shape
-      True
-    """
-
-    X: object
-    y: object
-    queries: object = None
-
-
-def as_validation(valid, name: str = "X_valid") -> Validation:
-    """``valid`` as a :class:`Validation` whose ``queries`` is a graph (query ids and
-    ``Segments`` become a query graph; ``None`` one query over all rows)."""
-    if not (isinstance(valid, tuple) and len(valid) == 3):
-        raise TypeError(f"valid must be a Validation({name}, y_valid, queries) or a tuple of "
-                        f"those three, got {type(valid).__name__}")
-    X, y, q = valid
-    if not is_graph(q):
-        m = np.shape(X)[0] if q is None else None
-        q = query_graph(np.zeros(m, np.int32) if q is None else q)
-    return Validation(X, y, q)
