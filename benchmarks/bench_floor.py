@@ -335,8 +335,8 @@ def bench_stream(rows, n=136, repeats=3):
             np.save(p, a)
         del X
         lams = np.logspace(-2, 2, 9)
-        fn = lambda: rj.scale.rankrls_primal_stream(rj.io.iter_npy(*paths, chunk_rows=1 << 18),  # noqa: E731
-                                              lams=lams).path.weights
+        fn = lambda: rj.path(rj.scale.stream(rj.io.iter_npy(*paths, chunk_rows=1 << 18)),  # noqa: E731
+                             rj.Primal(), lams=lams).value.weights
 
         def floor():
             A = np.load(paths[0])

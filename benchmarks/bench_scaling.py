@@ -4,9 +4,9 @@ the count at start-up), plus one line for the first accelerator when there is on
 
     python benchmarks/bench_scaling.py [--rows-per-device 250000] [--features 136]
 
-Each line: compile s, median run s of rankjax.sharded_primal_path (13 λ, train scores
-off) over 3 runs, and the accuracy check max |w - w_single| against the single-device
-rankjax.rankrls_primal_path on the same data. Weak-scaling efficiency = t(1) / t(D).
+Each line: compile s, median run s of ``rj.path(rj.scale.shard(problem), rj.Primal())``
+(13 λ) over 3 runs, and the accuracy check max |w - w_single| against the single-device
+``rj.path(problem, rj.Primal())`` on the same data. Weak-scaling efficiency = t(1) / t(D).
 On a CPU with fewer cores than simulated devices the devices share the cores, so the
 CPU lines measure the overhead of the layout and the collectives, not a speed-up.
 """
@@ -39,13 +39,13 @@ def worker(devices, rows_per_device, n, platform):
     g = rj.query_graph(qid)
     lams = np.logspace(-2, 4, 13).astype(np.float32)
     mesh = jax.sharding.Mesh(np.array(devs), ("queries",))
-    data = rj.scale.shard_data(X, y, g, mesh)
+    data = rj.scale.shard(rj.Problem(X, y, g), mesh)
     import time
     t0 = time.perf_counter()
-    jax.block_until_ready(rj.scale.sharded_primal_path(data, lams=lams).weights)
+    jax.block_until_ready(rj.path(data, rj.Primal(), lams=lams).value.weights)
     compile_s = time.perf_counter() - t0
-    run_s = median_s(lambda: rj.scale.sharded_primal_path(data, lams=lams).weights, repeats=3)
-    w = np.asarray(rj.scale.sharded_primal_path(data, lams=lams).weights)
+    run_s = median_s(lambda: rj.path(data, rj.Primal(), lams=lams).value.weights, repeats=3)
+    w = np.asarray(rj.path(data, rj.Primal(), lams=lams).value.weights)
     ref = np.asarray(
         rj.path(rj.Problem(jax.device_put(X, devs[0]), y, g), rj.Primal(), lams=lams).value.weights
     )

@@ -1,6 +1,6 @@
 """Out-of-core primal RankRLS: streams a generated LETOR-like data set from .npy files
-through rankjax.rankrls_primal_stream (normal equations by chunks of whole queries, then
-a λ path) and prints JSON lines with rows/s and the peak resident memory.
+through ``rj.path(rj.scale.stream(chunks), rj.Primal())`` (normal equations by chunks of
+whole queries, then a λ path) and prints JSON lines with rows/s and the peak resident memory.
 
     python benchmarks/bench_stream.py --dir /tmp/stream --rows 20000000   # ~11 GB on disk
 
@@ -26,7 +26,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 import jax  # noqa: E402
 
-import rankjax as rj  # noqa: E402
+import rankjax as rj
+from rankjax.solvers.streamed import normal_equations  # noqa: E402
 from _timing import emit  # noqa: E402
 
 
@@ -105,18 +106,20 @@ def main():
     # compile once on the first chunk's shape (a stream of two chunks), then the full stream
     first = next(iter(chunks))
     t0 = time.perf_counter()
-    rj.scale.rankrls_primal_stream([first], lams=lams)
+    rj.path(rj.scale.stream([first]), rj.Primal(), lams=lams)
     compile_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    fit = rj.scale.rankrls_primal_stream(chunks, lams=lams)
-    jax.block_until_ready(fit.path.weights)
+    fit = rj.path(rj.scale.stream(chunks), rj.Primal(), lams=lams)
+    jax.block_until_ready(fit.value.weights)
     run_s = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20    # KiB -> GiB
+    num_rows, num_chunks = int(fit.stats["rows"]), int(fit.stats["chunks"])
 
     w_true = np.load(os.path.join(a.dir, "w_true.npy")).astype(np.float64)
-    W = np.asarray(fit.path.weights, np.float64)
-    resid = max(np.linalg.norm((fit.gram + lam * np.eye(W.shape[1])) @ w - fit.rhs)
-                / np.linalg.norm(fit.rhs) for lam, w in zip(lams, W))
+    W = np.asarray(fit.value.weights, np.float64)
+    gram, rhs, _ = normal_equations(rj.scale.stream(chunks))     # a second pass, float64
+    resid = max(np.linalg.norm((gram + lam * np.eye(W.shape[1])) @ w - rhs)
+                / np.linalg.norm(rhs) for lam, w in zip(lams, W))
     cos = float(W[0] @ w_true / np.linalg.norm(W[0]) / np.linalg.norm(w_true))
 
     # in-memory check on the first rows (whole queries)
@@ -124,15 +127,15 @@ def main():
     cut = int(np.searchsorted(q, q[min(a.check_rows, q.size - 1)]))
     X0 = np.load(files[0], mmap_mode="r")[:cut].astype(np.float32)
     y0 = np.load(files[1])[:cut]
-    small = rj.scale.rankrls_primal_stream(rj.io.iter_npy(X0, y0, q[:cut], chunk_rows=a.chunk_rows // 4),
-                                     lams=lams)
+    small = rj.path(rj.scale.stream(rj.io.iter_npy(X0, y0, q[:cut], chunk_rows=a.chunk_rows // 4)),
+                    rj.Primal(), lams=lams)
     mem = rj.path(rj.Problem(X0, y0, rj.query_graph(q[:cut])), rj.Primal(), lams=lams).value
-    diff = float(np.max(np.abs(np.asarray(small.path.weights) - np.asarray(mem.weights))))
+    diff = float(np.max(np.abs(np.asarray(small.value.weights) - np.asarray(mem.weights))))
     scale = float(np.max(np.abs(np.asarray(mem.weights))))
-    emit(name="stream_primal_path", dtype="float32", shape=[fit.num_rows, W.shape[1]],
-         chunks=fit.num_chunks, chunk_rows=a.chunk_rows, lams=len(lams),
+    emit(name="stream_primal_path", dtype="float32", shape=[num_rows, W.shape[1]],
+         chunks=num_chunks, chunk_rows=a.chunk_rows, lams=len(lams),
          gigabytes=os.path.getsize(files[0]) / 1e9, compile_s=compile_s, run_s=run_s,
-         rows_per_s=fit.num_rows / run_s, peak_rss_gib=round(peak, 3),
+         rows_per_s=num_rows / run_s, peak_rss_gib=round(peak, 3),
          normal_eq_rel_residual=float(resid), cos_true_weights=cos,
          check_rows=cut, check_max_abs_diff_vs_in_memory=diff, check_weight_scale=scale,
          note="run_s is one pass (read + device Gram + host float64 sum + path), median not "
@@ -149,7 +152,7 @@ def main():
     runs_rj = []
     for _ in range(3):
         t0 = time.perf_counter()
-        jax.block_until_ready(rj.scale.rankrls_primal_stream(sub, lams=lams).path.weights)
+        jax.block_until_ready(rj.path(rj.scale.stream(sub), rj.Primal(), lams=lams).value.weights)
         runs_rj.append(time.perf_counter() - t0)
     emit(name="stream_normal_equations_numpy_vs_rankjax", dtype="float32", shape=[nrows, a.features],
          numpy_run_s=float(np.median(runs)), rankjax_run_s=float(np.median(runs_rj)),

@@ -4,7 +4,7 @@ exact leave-query-out squared RankRLS loss, float64):
     python benchmarks/bench_tune.py [--data ../shared/data/lambdarank_sample]
 
 * grid: 20 γ × 20 λ, one eigendecomposition of the m x m dual system per γ
-  (rankjax.holdout_dual gives every λ from it): 20 decompositions;
+  (``rj.holdout(p, rj.Dual(kernel))`` gives every λ from it): 20 decompositions;
 * learned: rankjax.tune (Adam on log λ, log γ, optionally ARD scales) from λ = 1,
   γ = 1 / n, one Cholesky (and its gradient) per step, at most 19 steps.
 

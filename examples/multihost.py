@@ -1,6 +1,6 @@
 """Multi-process RankRLS on JAX's own distributed runtime: every process holds its own
 queries, the devices of all processes form one mesh, and the normal equations are
-joined by one ``psum`` (rankjax.shard_data / sharded_*).
+joined by one ``psum`` (``rj.scale.shard`` and the verbs).
 
 Two processes on this machine over loopback (CPU devices, 2 simulated in each, even on a
 machine with a GPU)::

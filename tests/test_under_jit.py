@@ -156,6 +156,10 @@ def test_select_under_vmap_says_it_runs_on_the_host():
     with pytest.raises(TypeError, match="outside jit and vmap"):
         jax.vmap(lambda yy: rj.select(rj.Problem(X, yy, qid), [rj.Primal()], lams=LAMS).lam)(
             jnp.stack([p.y, p.y]))
+    with pytest.raises(TypeError, match="outside jit and vmap"):
+        jax.vmap(lambda ls: rj.select(p, [rj.Primal()], lams=ls).lam)(jnp.stack([LAMS, LAMS]))
+    with pytest.raises(TypeError, match="outside jit and vmap"):
+        jax.jit(lambda g: rj.select(p, [rj.Dual(rj.gaussian_kernel(g))], lams=LAMS).lam)(0.3)
 
 
 def test_invalid_kernel_and_kpcrank_parameters_are_nan_under_jit(surface):

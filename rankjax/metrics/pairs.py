@@ -300,10 +300,10 @@ def check_metric_options(metric, options: dict, where: str) -> None:
     Example:
       >>> at_k = Metric(lambda f, y, q=None, *, num_queries=None, k=10: 0.0, higher_is_better=True)
       >>> check_metric_options(at_k, {"k": 5}, "select_lambda")
-      >>> check_metric_options(pairwise_error, {"maxiter": 0}, "rankrls_cg")  # doctest: +ELLIPSIS
+      >>> check_metric_options(pairwise_error, {"maxiter": 0}, "CG")  # doctest: +ELLIPSIS
       Traceback (most recent call last):
       ...
-      TypeError: rankrls_cg got an unexpected keyword argument 'maxiter' (the metric ...)
+      TypeError: CG got an unexpected keyword argument 'maxiter' (the metric ...)
     """
     if not options:
         return

@@ -23,7 +23,7 @@ from .._core.sparse import (CSRMatrix, as_dense, host_sparse, is_csr, is_scipy_s
 from .._core.types import saveable
 
 AXIS = "queries"
-"""Default mesh axis name of :func:`shard_data` (``jax.make_mesh((n,), (AXIS,))``)."""
+"""Default mesh axis name of :func:`shard` (``jax.make_mesh((n,), (AXIS,))``)."""
 
 
 @saveable
@@ -89,7 +89,7 @@ def partition_queries(qid, num_shards: int, *, multiple: int = 8) -> QueryPartit
 @dataclasses.dataclass(frozen=True)
 class ShardedData:
     """Training rows laid out by whole queries over a 1-D device mesh (build with
-    :func:`shard_data`).
+    :func:`shard`).
 
     A kind of problem (``kind == "sharded"``) that the verbs take with the solvers that
     support it (:func:`rankjax.capabilities`; ``Primal`` fit, path and leave-query-out,
@@ -265,7 +265,7 @@ def shard_data(X, y, graph: QueryGraph, mesh: Optional[Mesh] = None, *,
     processes. One process: all rows over all devices.
 
     Args:
-      X: ``[m, n]`` dense (numpy or jax) or ``scipy.sparse`` (for :func:`sharded_cg`).
+      X: ``[m, n]`` dense (numpy or jax) or ``scipy.sparse`` (for ``CG``).
       y: ``[m]`` or ``[m, k]``.
       graph: :class:`~rankjax.QueryGraph` on the ``m`` rows (any options: normalized,
         tie exclusion, query weights).
@@ -285,8 +285,8 @@ def shard_data(X, y, graph: QueryGraph, mesh: Optional[Mesh] = None, *,
       (True, 4)
     """
     mesh, axis = check_mesh(mesh, None)
-    require_concrete(X, "X", "shard_data"), require_concrete(y, "y", "shard_data")
-    check_graph(graph, kind="QueryGraph", why=" (shard_data: whole queries are the unit of "
+    require_concrete(X, "X", "rj.scale.shard"), require_concrete(y, "y", "rj.scale.shard")
+    check_graph(graph, kind="QueryGraph", why=" (rj.scale.shard: whole queries are the unit of "
                 "sharding)")
     is_sparse = is_scipy_sparse(X)
     if is_sparse:
@@ -447,7 +447,7 @@ def sharded_score(data, scores, metric, y, metric_kwargs):
 
 def check_sharded(data):
     if not isinstance(data, ShardedData):
-        raise TypeError(f"data must be a ShardedData (shard_data), got {type(data).__name__}")
+        raise TypeError(f"data must be a ShardedData (rj.scale.shard), got {type(data).__name__}")
     return data
 
 

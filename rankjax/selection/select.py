@@ -95,14 +95,15 @@ class _Grid:
 _ahead: set = set()       # the scorings compiled ahead in this process
 
 
-def _check(problem, solvers, optimize, optimize_steps, ard, metric, score_k, seed):
+def _check(problem, solvers, lams, optimize, optimize_steps, ard, metric, score_k, seed):
     """Every option checked before any work: ``(solvers, metric, kw, steps)``."""
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a rankjax.Problem, got {type(problem).__name__}")
-    if not all(is_concrete(v) for v in jax.tree.leaves(problem)):
+    if not all(is_concrete(v) for v in jax.tree.leaves((problem, lams, solvers))):
         raise TypeError("rj.select runs on the host (it chooses the best point with numpy): "
-                        "the problem's X and y must be concrete; call it outside jit and vmap "
-                        "(under them use rj.holdout, whose predictions a metric scores)")
+                        "the problem, lams and the solvers' kernels must be concrete; call it "
+                        "outside jit and vmap (under them use rj.holdout, whose predictions a "
+                        "metric scores)")
     if problem.y is None or problem.y.ndim != 1:
         raise ValueError("select chooses for one output: y must be 1-D")
     if problem.qid is None:
@@ -149,8 +150,8 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
                 optimize=False, optimize_steps=20, ard=False, optimizer=None, seed=0,
                 verbose=0) -> Selection:
     """The body of :func:`rankjax.select` (its docstring says what each argument does)."""
-    solvers, metric, kw, steps = _check(problem, solvers, optimize, optimize_steps, ard, metric,
-                                        score_k, seed)
+    solvers, metric, kw, steps = _check(problem, solvers, lams, optimize, optimize_steps, ard,
+                                        metric, score_k, seed)
     lams = check_lams(lams)
     grid = _Grid(problem, metric, kw, lams, check_verbose(verbose))
     gammas = np.array([_gamma(s) for s in solvers for _ in grid.lams])
