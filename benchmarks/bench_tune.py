@@ -26,6 +26,7 @@ import sys
 import time
 
 import numpy as np
+import optax
 
 sys.path.insert(0, os.path.dirname(__file__))
 import jax  # noqa: E402
@@ -93,7 +94,7 @@ def main():
          **test_metrics(X, y, qid, Xt, yt, qt, lams[j], gammas[i]))
     t0 = time.perf_counter()
     r = rj.tune(rj.Problem(X, y, g), rj.Dual(rj.gaussian_kernel(1.0 / n)), ard=a.ard, lam=1.0,
-                folds=folds, steps=a.steps, learning_rate=a.lr)
+                folds=folds, steps=a.steps, optimizer=optax.adam(a.lr))
     tune_s = time.perf_counter() - t0
     best = int(np.argmin(r.loss_history))
     first = np.flatnonzero(r.loss_history <= table[i, j])
@@ -120,7 +121,7 @@ def nystrom_runs(a, X, y, qid, Xt, yt, qt):
         basis = rj.Basis(b, method="kmeans++")
         t0 = time.perf_counter()
         r = rj.tune(rj.Problem(X, y, g), rj.Nystrom(rj.gaussian_kernel(1.0 / n), basis), ard=ard,
-                    lam=1.0, folds=folds, steps=a.steps, learning_rate=lr)
+                    lam=1.0, folds=folds, steps=a.steps, optimizer=optax.adam(lr))
         tune_s = time.perf_counter() - t0
         best = int(np.argmin(r.loss_history))
         lam_t = float(np.exp(r.params_history["log_lam"][best]))
@@ -146,7 +147,7 @@ def nystrom_runs(a, X, y, qid, Xt, yt, qt):
         Xd, yd = d.X.astype(dtype), d.y.astype(dtype)
         for b in a.step_bases:
             for ard in (False, True):
-                kw = dict(ard=ard, folds=fd, learning_rate=0.1)
+                kw = dict(ard=ard, folds=fd, optimizer=optax.adam(0.1))
                 pd, solver = rj.Problem(Xd, yd, gd), rj.Nystrom(rj.gaussian_kernel(1.0 / 50), b)
                 t0 = time.perf_counter()
                 rj.tune(pd, solver, steps=1, **kw)

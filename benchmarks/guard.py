@@ -6,7 +6,9 @@ fresh processes that alternate (base, head, then head, base), and compares each 
 best ratio to its floor (fastest run over fastest floor run, the floor timed interleaved
 in the same process; a shared CPU's timings are bimodal, the fastest are not) between the
 two: a path fails when the head's best ratio is more than ``--tolerance`` (1.3) times the
-base's. Failing groups are measured again in two more alternating rounds (a shared
+base's, and a warm fit fails when its chosen λ or its cross-validated NDCG differs from the
+base's (the answer of a speed change is the same answer: λ equal, the score within
+``1e-9`` relative, float64). Failing groups are measured again in two more alternating rounds (a shared
 machine's speed drifts by up to 25 % between runs). No figure of another machine enters
 the verdict, so it does not depend on which CPU measured anything before; the base is a
 commit (``benchmarks/guard_base``), not a set of numbers.
@@ -70,16 +72,35 @@ def measure(tree, groups, cache):
         if line.startswith("{"):
             rec = json.loads(line)
             print(json.dumps(dict(rec, tree=os.path.basename(tree))), file=sys.stderr)
-            out[rec["key"]] = rec.get("ratio_best", rec["ratio"])
+            out[rec["key"]] = rec
     return out
 
 
-def rounds(trees, groups, count, cache, best):
-    """``count`` alternating rounds; ``best[side][key]`` keeps each side's lowest ratio."""
+def rounds(trees, groups, count, cache, best, answers):
+    """``count`` alternating rounds; ``best[side][key]`` keeps each side's lowest ratio,
+    ``answers[side][key]`` the ``(λ, CV score)`` of each warm fit."""
     for r in range(count):
         for side in (("base", "head") if r % 2 == 0 else ("head", "base")):
-            for k, v in measure(trees[side], groups, cache).items():
+            for k, rec in measure(trees[side], groups, cache).items():
+                v = rec.get("ratio_best", rec["ratio"])
                 best[side][k] = min(v, best[side].get(k, v))
+                if "lam" in rec:
+                    answers[side][k] = (rec["lam"], rec["cv_ndcg"])
+
+
+def same_answers(answers):
+    """The warm fits whose λ or CV score differ between head and base, and their lines."""
+    failures, lines = [], []
+    for k in sorted(answers["head"]):
+        if k not in answers["base"]:
+            continue
+        (lh, sh), (lb, sb) = answers["head"][k], answers["base"][k]
+        if lh != lb or abs(sh - sb) > 1e-9 * abs(sb):
+            failures.append(k)
+            lines.append(f"  FAIL  {k}: λ {lh:g}, CV {sh:.12g}; base λ {lb:g}, CV {sb:.12g}")
+        else:
+            lines.append(f"  same  {k}: λ {lh:g}, CV {sh:.12g}")
+    return failures, lines
 
 
 def compare(best, tolerance):
@@ -117,18 +138,23 @@ def main():
     with tempfile.TemporaryDirectory(prefix="rankjax-guard-") as tmp:
         trees = {"base": export(base, os.path.join(tmp, "base")),
                  "head": export(a.head, os.path.join(tmp, "head")) if a.head else ROOT}
-        best = {"base": {}, "head": {}}
-        rounds(trees, groups, 2, os.path.join(tmp, "cache"), best)
+        best, answers = {"base": {}, "head": {}}, {"base": {}, "head": {}}
+        rounds(trees, groups, 2, os.path.join(tmp, "cache"), best, answers)
         failures, lines = compare(best, a.tolerance)
         if failures:         # a noisy moment is not a regression: those groups, two more rounds
             print(f"guard: {len(failures)} ratio(s) over {a.tolerance}x, measuring again",
                   file=sys.stderr)
             again = sorted({k.split("/")[0].removesuffix("_path") for k in failures})
-            rounds(trees, again, 2, os.path.join(tmp, "cache"), best)
+            rounds(trees, again, 2, os.path.join(tmp, "cache"), best, answers)
             failures, lines = compare(best, a.tolerance)
+        wrong, answer_lines = same_answers(answers)
     took = time.perf_counter() - t0
     print(f"guard: head {a.head or 'working tree'} against base {base[:12]}", file=sys.stderr)
-    print("\n".join(lines), file=sys.stderr)
+    print("\n".join(lines + answer_lines), file=sys.stderr)
+    if wrong:
+        print(f"guard: FAILED: {len(wrong)} warm fit(s) chose another λ or CV score than the "
+              f"base: {', '.join(wrong)}", file=sys.stderr)
+        return 1
     if failures:
         print(f"guard: FAILED ({took:.0f} s): {len(failures)} path(s) more than {a.tolerance}x "
               f"slower against their floor than on the base: {', '.join(failures)}", file=sys.stderr)

@@ -33,12 +33,15 @@ def _system(X, y, graph, axis):
     return lax.psum(G, axis), lax.psum(b, axis)
 
 
-@partial(jax.jit, static_argnames=("mesh", "axis"))
-def _sharded_fit(X, y, graph, lam, mesh, axis):
+@partial(jax.jit, static_argnames=("mesh", "axis", "grid"))
+def _sharded_solve(X, y, graph, lam, mesh, axis, grid):
+    """The global system by one ``psum``; then one λ by a Cholesky factor or a grid ``[L]``
+    by one ``eigh``."""
     def local(X, y, graph, lam):
         G, b = _system(X, y, local_block(graph), axis)
         lam = jnp.asarray(lam, G.dtype)
-        return nan_unless(lam_ok(lam), ridge_solve(G, b, lam))
+        w = decompose_primal(G, b).coef_path(lam) if grid else ridge_solve(G, b, lam)
+        return nan_unless(lam_ok(lam), w)
     spec = P(axis)
     return jax.shard_map(local, mesh=mesh, in_specs=(spec, spec, spec, P()),
                          out_specs=P())(X, y, graph, lam)
@@ -47,23 +50,13 @@ def _sharded_fit(X, y, graph, lam, mesh, axis):
 def primal_fit(data, lam):
     """``w [n(, k)]`` of one λ: the global system by one ``psum``, then one Cholesky."""
     dense_only(data, "rj.fit(scale.shard(...), Primal())")
-    return _sharded_fit(data.X, data.y, data.graph, lam, data.mesh, data.axis)
-
-
-@partial(jax.jit, static_argnames=("mesh", "axis"))
-def _sharded_path(X, y, graph, lams, mesh, axis):
-    def local(X, y, graph, lams):
-        G, b = _system(X, y, local_block(graph), axis)
-        return nan_unless(lam_ok(lams), decompose_primal(G, b).coef_path(lams))
-    spec = P(axis)
-    return jax.shard_map(local, mesh=mesh, in_specs=(spec, spec, spec, P()),
-                         out_specs=P())(X, y, graph, lams)
+    return _sharded_solve(data.X, data.y, data.graph, lam, data.mesh, data.axis, False)
 
 
 def primal_path(data, lams):
     """``W [L, n(, k)]`` of every λ from one ``eigh`` of the global ``X^T L X``."""
     dense_only(data, "rj.path(scale.shard(...), Primal())")
-    return _sharded_path(data.X, data.y, data.graph, lams, data.mesh, data.axis)
+    return _sharded_solve(data.X, data.y, data.graph, lams, data.mesh, data.axis, True)
 
 
 class _Buckets(NamedTuple):
