@@ -75,6 +75,8 @@ JOBS = [
     ("floor", 31, "Every hot path against its floor", ["bench_floor.py"], ["bench_floor.py"]),
     ("precision", 41, "The precision rule: float32 against float64 for every λ-solving function",
      ["bench_precision.py"], ["bench_precision.py"]),
+    ("vmap", 59, "vmap over λ of rj.fit against the solver's own path",
+     ["bench_vmap.py"], ["bench_vmap.py"]),
 ]
 
 BOUNDS = {
