@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._core.checks import is_concrete, lam_ok
-from ._core.host import reduce_concrete, reduction
+from ._core.host import device_array, reduce_concrete, reduction
 from ._core.types import saveable
 
 __all__ = ["RESULTS", "Solution", "lane_codes", "throw_if"]
@@ -100,7 +100,7 @@ def lane_codes(values, lams, lanes: bool = True, allow_zero: bool = False):
         ok = np.isfinite(lam) & ((lam >= 0) if allow_zero else (lam > 0))
         code = np.where(ok, np.where(bad, RESULTS.unresolved_lambda, RESULTS.successful),
                         RESULTS.invalid_input)
-        return jnp.asarray(code.astype(np.int32))
+        return device_array(code.astype(np.int32))
     a = jnp.asarray(values)
     bad = jnp.isnan(a).reshape(a.shape[0], -1).any(1) if lanes else jnp.isnan(a).any()
     code = jnp.where(bad, int(RESULTS.unresolved_lambda), int(RESULTS.successful))

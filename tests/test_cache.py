@@ -102,3 +102,33 @@ def test_a_later_process_reads_the_traced_programs_back(tmp_path):
     assert len(programs(kept / "executables") + programs(kept / "exported")) >= 3
     _, (read, exported) = fit(RANKJAX_DISK_CACHE="0")
     assert read == exported == 0
+
+
+COUNTED = """
+import logging, numpy as np, jax, rankjax as rj
+from rankjax.estimators import RankRLSCV
+names = []
+class H(logging.Handler):
+    def emit(self, r):
+        t = r.getMessage()
+        if t.startswith("Finished XLA compilation of jit("):
+            names.append(t.split("jit(")[1].split(")")[0])
+jax.config.update("jax_log_compiles", True)
+log = logging.getLogger("jax"); log.addHandler(H()); log.setLevel(logging.DEBUG); log.propagate = False
+d = rj.make_ranking_data(40, num_features=6, seed=0)
+X, y = np.asarray(d.X, np.float32), np.asarray(d.y, np.float32)
+RankRLSCV(kernel=KERNEL).fit(X, y, qid=d.qid)
+first = sorted(names); names.clear()
+RankRLSCV(kernel=KERNEL).fit(X[:-d.X.shape[0] // 4], y[:-d.X.shape[0] // 4], qid=d.qid[:-d.X.shape[0] // 4])
+print("DIR", first, sorted(names))
+"""
+
+
+@pytest.mark.parametrize("kernel, holdout", [(None, "_primal_holdout"),
+                                             ("'gaussian'", "_dual_holdout")])
+def test_a_first_fit_compiles_its_hold_out_and_its_selection_alone(tmp_path, kernel, holdout):
+    """The README's count: a first RankRLSCV fit compiles two programs and a fit on another
+    row count those two again (no staging or conversion program of the checks)."""
+    out = run(tmp_path, COUNTED.replace("KERNEL", str(kernel)), RANKJAX_DISK_CACHE="0")
+    want = sorted([holdout, "_selection"])
+    assert out == f"{want} {want}", out

@@ -17,6 +17,7 @@ import numpy as np
 
 from .._core.checks import (Segments, check_count, check_flag, check_lams, check_seed,
                             is_concrete)
+from .._core.host import device_array
 from .._core.log import Stages, active, check_verbose
 from .._core.memory import kernel_plan
 from .._problem import Problem, with_rows
@@ -86,7 +87,7 @@ class _Grid:
         """``(scores [L], path)`` of one solver's exact hold-out over ``lams`` (the grid's
         by default; the same program for a searched grid of the same size)."""
         lams = self.lams if lams is None else lams
-        lams = jnp.asarray(lams, self.problem.X.dtype)
+        lams = device_array(lams, self.problem.X.dtype)
         self.ahead(lams)
         h = solver.holdout(self.problem, lams, folds).value
         return self.score(h.predictions, lams), h.path
