@@ -150,19 +150,6 @@ def test_the_executables_key_names_the_machine(monkeypatch):
     assert len(keys) == 2 and _programs._lapack_ready()
 
 
-def test_a_quick_program_compiles_at_o0_with_the_same_results(store):
-    """``keep(..., quick=True)`` (the λ selection): LLVM ``-O0`` over the CPU options, kept
-    and read back like any other."""
-    quick = _programs.keep(_scaled, static_argnames=("power",), quick=True)
-    want = jax.jit(_scaled, static_argnames="power")(*_args(), power=5)
-    got = quick(*_args(), power=5)
-    np.testing.assert_allclose(got["sum"], want["sum"], rtol=1e-6)
-    if jax.devices()[0].platform == "cpu":
-        opts = _programs.compile_options(quick=True)
-        assert opts["xla_backend_optimization_level"] == 0
-        assert {**opts, **_programs.CPU_OPTIONS} == dict(_programs.compile_options())
-
-
 def test_a_program_with_a_host_callback_is_not_kept(store):
     """A host callback is a pointer into the process that compiled it: JAX refuses to
     serialise such an executable, and the program is answered by the plain ``jit``, never

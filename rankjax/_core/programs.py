@@ -78,18 +78,12 @@ emitters saved 0.3 s more and aborted the process inside LLVM on a float64 hold-
 _refused: list = [False]        # XLA refused an option of CPU_OPTIONS in this process
 
 
-QUICK_OPTIONS = {"xla_backend_optimization_level": 0}
-"""Over :data:`CPU_OPTIONS` for a program whose run is short (``keep(..., quick=True)``):
-LLVM's ``-O0``. The λ selection's NDCG of 13 hold-outs at 3,005 rows compiled in 0.34 s
-instead of 0.54 s and ran 0.019 s instead of 0.011 s."""
-
-
-def compile_options(quick: bool = False) -> Optional[dict]:
-    """:data:`CPU_OPTIONS` (with :data:`QUICK_OPTIONS` when ``quick``) where the first device
+def compile_options() -> Optional[dict]:
+    """:data:`CPU_OPTIONS` where the first device
     is a CPU and XLA has not refused them in this process (:func:`first_try`), else ``None``."""
     if _refused[0] or jax.devices()[0].platform != "cpu":
         return None
-    return {**CPU_OPTIONS, **(QUICK_OPTIONS if quick else {})}
+    return dict(CPU_OPTIONS)
 
 
 def first_try(with_options, plain, *args, **kwargs):
@@ -212,7 +206,7 @@ def _stored(key, kind):
     return path, (_read(path) if path.exists() else None)
 
 
-def _exported(key, call, dyn_leaves, in_tree, quick=False):
+def _exported(key, call, dyn_leaves, in_tree):
     """``(output skeleton, call)`` of ``key``'s export: this process's, the folder's, or a
     new export (written to the folder)."""
     if key in _memory:
@@ -225,7 +219,7 @@ def _exported(key, call, dyn_leaves, in_tree, quick=False):
                                   out_tree=jax.tree.structure([0] * out_tree.num_leaves),
                                   _get_vjp=None, **fields)
         stats["read"] += 1
-        return _remember(key, skeleton, exp, quick)
+        return _remember(key, skeleton, exp)
     flat, skeleton_of = _flat(call, in_tree)
     exp = jax.export.export(jax.jit(flat))(*dyn_leaves)      # options apply at compilation
     skeleton = skeleton_of()
@@ -233,7 +227,7 @@ def _exported(key, call, dyn_leaves, in_tree, quick=False):
               if f.name not in _FIELDS_DROPPED}
     _write(path, (fields, skeleton))
     stats["exported"] += 1
-    return _remember(key, skeleton, exp, quick)
+    return _remember(key, skeleton, exp)
 
 
 @functools.lru_cache(maxsize=None)
@@ -271,7 +265,7 @@ def _without_jax_cache():
         return contextlib.nullcontext()
 
 
-def _executable(key, call, dyn_leaves, in_tree, quick=False, later=False):
+def _executable(key, call, dyn_leaves, in_tree, later=False):
     """``(output skeleton, compiled)`` of ``key`` on the CPU: this process's, the
     folder's (a serialised executable, :mod:`jax.experimental.serialize_executable`), or
     traced and lowered here, then compiled with :func:`compile_options` and written
@@ -282,7 +276,7 @@ def _executable(key, call, dyn_leaves, in_tree, quick=False, later=False):
     if key not in _memory:
         path, got = _stored(key, "executables")
         if got is None:
-            finish = _lowered(key, path, call, dyn_leaves, in_tree, quick)
+            finish = _lowered(key, path, call, dyn_leaves, in_tree)
             return finish if later else finish()
         blob, skeleton = got
         _memory[key] = (skeleton, deserialize_and_load(*blob))
@@ -290,7 +284,7 @@ def _executable(key, call, dyn_leaves, in_tree, quick=False, later=False):
     return (lambda: _memory[key]) if later else _memory[key]
 
 
-def _lowered(key, path, call, dyn_leaves, in_tree, quick):
+def _lowered(key, path, call, dyn_leaves, in_tree):
     """Traces and lowers ``call`` on this thread; returns the step that compiles it with
     :func:`compile_options`, writes it to ``path`` and keeps it in this process (callable
     from another thread)."""
@@ -298,7 +292,7 @@ def _lowered(key, path, call, dyn_leaves, in_tree, quick):
     with _without_jax_cache():
         lowered = jax.jit(flat).lower(*dyn_leaves)
     skeleton = skeleton_of()
-    opts = compile_options(quick)
+    opts = compile_options()
 
     def finish():
         with _without_jax_cache():         # kept here: JAX's copy would never be read
@@ -312,10 +306,10 @@ def _lowered(key, path, call, dyn_leaves, in_tree, quick):
     return finish
 
 
-def _remember(key, skeleton, exp, quick):
+def _remember(key, skeleton, exp):
     """``(skeleton, call)`` of an export, kept for this process: ``exp.call`` jitted with
     :func:`compile_options`, answered by the plain ``exp.call`` where XLA refuses one."""
-    opts = compile_options(quick)
+    opts = compile_options()
     with_options = exp.call if opts is None else jax.jit(exp.call, compiler_options=opts)
     _memory[key] = (skeleton, lambda *leaves: first_try(with_options, exp.call, *leaves))
     return _memory[key]
@@ -351,8 +345,8 @@ class _Kept:
     """A jitted function whose calls on concrete inputs go through the store when it is on
     (see the module docstring); every attribute of the ``jax.jit`` object is forwarded."""
 
-    def __init__(self, fn, static_argnames, static_argnums, quick=False):
-        self._top, self.quick, self._ahead = None, quick, []
+    def __init__(self, fn, static_argnames, static_argnums):
+        self._top, self._ahead = None, []
         self.static_argnames, self.static_argnums = tuple(static_argnames), tuple(static_argnums)
         self.jitted = jax.jit(fn, static_argnames=static_argnames, static_argnums=static_argnums)
         functools.update_wrapper(self, fn)
@@ -361,7 +355,7 @@ class _Kept:
         """The jitted function with :func:`compile_options` (JAX takes options only on a
         top-level ``jit``)."""
         if self._top is None:
-            opts = compile_options(self.quick)
+            opts = compile_options()
             self._top = self.jitted if opts is None else jax.jit(
                 self.__wrapped__, static_argnames=self.static_argnames,
                 static_argnums=self.static_argnums, compiler_options=opts)
@@ -426,10 +420,10 @@ class _Kept:
 
         native = jax.devices()[0].platform == "cpu" and _lapack_ready()
         if later:
-            return _executable(key, call, leaves, in_tree, self.quick, later=True) if native else None
+            return _executable(key, call, leaves, in_tree, later=True) if native else None
         try:
             skeleton, run_kept = (_executable if native else _exported)(
-                key, call, leaves, in_tree, self.quick)
+                key, call, leaves, in_tree)
         except Exception:         # noqa: BLE001  not exportable (an effect, a custom call)
             _unkept.add(key)
             return self.plain(*args, **kwargs)
@@ -444,10 +438,9 @@ def _quietly(step) -> None:
         pass
 
 
-def keep(fn=None, *, static_argnames=(), static_argnums=(), quick=False):
+def keep(fn=None, *, static_argnames=(), static_argnums=()):
     """``jax.jit(fn, ...)`` whose programs are kept on disk while the store is on (the module
-    docstring); usable as ``@keep`` or ``@keep(static_argnames=...)``; ``quick``: a short
-    program, compiled with :data:`QUICK_OPTIONS` on the CPU."""
+    docstring); usable as ``@keep`` or ``@keep(static_argnames=...)``."""
     if fn is None:
-        return lambda f: _Kept(f, static_argnames, static_argnums, quick)
-    return _Kept(fn, static_argnames, static_argnums, quick)
+        return lambda f: _Kept(f, static_argnames, static_argnums)
+    return _Kept(fn, static_argnames, static_argnums)

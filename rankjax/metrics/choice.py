@@ -182,4 +182,4 @@ def _selection(lams, scores, y, seg, metric, Q, kw, sign):
     return LambdaChoice(table, best, lams[best])
 
 
-_selection_jit = keep(_selection, static_argnums=(4, 5, 6, 7), quick=True)
+_selection_jit = keep(_selection, static_argnums=(4, 5, 6, 7))
