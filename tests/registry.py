@@ -159,6 +159,41 @@ def basis_kernel(X):
     return ref.gaussian(X[ROWS], X[ROWS], GAMMA)
 
 
+def form(entry) -> str:
+    """The system an entry's solver solves: ``"primal"`` (``X^T L X + λ I``), ``"dual"``
+    (``L K + λ I``) or ``"nystrom"`` (``K_Rm L K_mR + λ K_RR``)."""
+    if entry.model == "nystrom":
+        return "nystrom"
+    return "dual" if entry.kind == "kernel" or isinstance(entry.solver, rj.Dual) else "primal"
+
+
+def condition(entry, verb, X, L, lam) -> float:
+    """The condition of the system the entry solves for ``lam`` (float64), on the subspace the
+    predictions live in: ``(σ_max + λ) / (σ_min + λ)`` over the nonzero eigenvalues ``σ`` of
+    ``X^T L X``, of ``S K S`` (``L = S^2``) or of the whitened basis system ``W^T K_Rm L
+    K_mR W`` (``W = K_RR^{-1/2}``); dual leave-pair-out (a cancellation divided by λ, eq. 38-39
+    of Pahikkala et al. 2009) ``1 + |L| |K| / λ``."""
+    X = np.asarray(X, np.float64)
+    kind = form(entry)
+    if kind == "dual" and verb == "leave_pair_out":
+        return 1 + np.linalg.norm(L, 2) * np.linalg.norm(model_kernel(entry, X), 2) / lam
+    if kind == "primal":
+        ev = np.linalg.eigvalsh(X.T @ L @ X)
+    elif kind == "dual":
+        w, V = np.linalg.eigh(L)
+        S = (V * np.sqrt(np.maximum(w, 0))) @ V.T
+        ev = np.linalg.eigvalsh(S @ model_kernel(entry, X) @ S)
+    else:
+        KR = ref.gaussian(X, X[ROWS], GAMMA)
+        bw, bV = np.linalg.eigh(basis_kernel(X))
+        keep = bw > 1e-12 * bw.max()
+        W = bV[:, keep] / np.sqrt(bw[keep])
+        ev = np.linalg.eigvalsh(W.T @ KR.T @ L @ KR @ W)
+    ev = np.maximum(ev, 0)
+    top = ev.max()
+    return float((top + lam) / (ev[ev > 1e-10 * top].min() + lam))
+
+
 # ---- the references (numpy, float64) -----------------------------------------------------
 
 def _trainer(entry, X, y, qid, lam, global_graph=False):

@@ -12,6 +12,7 @@ import pytest
 import rankjax as rj
 from conftest import tune_solver
 from rankjax.selection.cv import cross_validate
+from rankjax.solvers.models import ScaledModel
 from rankjax.learners.gp import gp_pairwise_gaussian
 from rankjax.graphs.build import incidence_mv
 from rankjax.learners.kpcrank import kpcrank_path
@@ -137,12 +138,45 @@ def test_predict_works_on_every_model_type():
         "gp": (gp_pairwise_gaussian(K, [0, 1], [2, 3], [1.0, 1.0], noise_var=1.0), Kt, None),
     }
     paths = {"primal path", "dual path", "nystrom path", "kpc path"}
-    for name, (model, inp, ref) in expect.items():
+
+    def gauss(A, B):                                   # the kernel, in numpy
+        A, B = np.asarray(A, np.float64), np.asarray(B, np.float64)
+        return np.exp(-0.3 * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+
+    def ref(name, model):
+        """What each model predicts, from its fields by the formula in its docstring."""
+        a = {k: (np.asarray(v) if hasattr(v, "shape") else v) for k, v in model._asdict().items()}
+        return {
+            "linear": lambda: Xt @ a["weights"],
+            "dual": lambda: Kt @ a["coef"],
+            "kernel": lambda: gauss(Xt, a["X_train"]) @ a["coef"],
+            "primal path": lambda: a["weights"] @ Xt.T,
+            "dual path": lambda: a["coef"] @ Kt.T,
+            "nystrom path": lambda: a["coef"] @ gauss(Xt, a["basis"]).T,
+            "nystrom": lambda: gauss(Xt, a["basis"]) @ a["coef"],
+            "cg": lambda: Xt @ a["weights"],
+            "cg dual": lambda: Kt @ a["coef"],
+            "kpc": lambda: Kt @ a["coef"] - a["offset"],
+            "kpc path": lambda: a["coef"] @ Kt.T - a["offset"][:, None],
+            "ranksvm": lambda: Xt @ a["weights"],
+            "ranksvm kernel": lambda: gauss(Xt, a["basis_X"]) @ a["coef"],
+            "rankboost": lambda: ((Xt[:, a["feature"]] > a["threshold"]) * a["alpha"]).sum(1),
+            "gp": lambda: (Kt[:, a["head"]] - Kt[:, a["tail"]]) @ a["alpha"],
+            "scaled": lambda: gauss(Xt * a["scales"], a["model"].X_train) @ np.asarray(a["model"].coef),
+        }[name]()
+
+    expect["nystrom"] = (rj.fit(rj.Problem(X, y, g), rj.Nystrom(kern, 10), lam=1.0).value, Xt, None)
+    scales = np.array([1.0, 0.5, 2.0, 0.0])
+    inner = rj.fit(rj.Problem(X * scales, y, g), rj.Dual(kern), lam=1.0).value
+    expect["scaled"] = (ScaledModel(scales, inner), Xt, None)
+    assert len({type(mdl) for mdl, _, _ in expect.values()}) >= 14
+    for name, (model, inp, _) in expect.items():
         f = np.asarray(rj.predict(model, inp))
         assert f.shape[-1] == 7 and np.all(np.isfinite(f)), name
         assert f.ndim == (2 if name in paths else 1), name
-        if ref is not None:
-            np.testing.assert_allclose(f, ref, rtol=1e-10)
+        want = ref(name, model)
+        np.testing.assert_allclose(f, want, rtol=1e-9, atol=1e-12 * np.abs(want).max(),
+                                   err_msg=name)
     # dual and kernel models agree with K_test @ coef; paths with their single solves
     np.testing.assert_allclose(rj.predict(expect["kernel"][0], Xt),
                                rj.predict(expect["dual"][0], Kt), rtol=1e-8)

@@ -2,9 +2,10 @@
 single-device results (float64), for every registry solver that takes sharded problems.
 
 The registry property (``check_sharded_equals_single_device``) runs in the default process
-over its devices (one, on a plain CPU); the 8-device tests need 8 devices: XLA's CPU device
-count is fixed when JAX starts, so ``test_on_eight_simulated_devices`` re-runs this module
-in a subprocess with ``XLA_FLAGS=--xla_force_host_platform_device_count=8``.
+over its devices (one, on a plain CPU); the others need several devices: XLA's CPU device
+count is fixed when JAX starts, so ``test_two_simulated_devices_equal_one`` (default run) re-runs
+this module in a subprocess with ``XLA_FLAGS=--xla_force_host_platform_device_count=2``, and
+``test_on_eight_simulated_devices`` (slow) with 8.
 """
 import os
 import pathlib
@@ -19,23 +20,44 @@ import scipy.sparse as sp
 import rankjax as rj
 from registry import REGISTRY, cases, data
 
-EIGHT = len(jax.devices("cpu")) >= 8       # simulated CPU devices, on any machine
+DEVICES = len(jax.devices("cpu"))           # simulated CPU devices, on any machine
+EIGHT = DEVICES >= 8
 needs8 = pytest.mark.skipif(not EIGHT, reason="runs in the 8-device subprocess")
+several = pytest.mark.skipif(DEVICES < 2, reason="runs in the 2- and 8-device subprocesses")
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+EIGHT_ONLY = ["more_devices_than_queries"]
+"""The tests that need 8 devices (more devices than queries); the rest run on 2 as well."""
+
+
+def _simulated(devices: int, select: str):
+    """This module re-run with ``devices`` simulated CPU devices (``-k select``); started in
+    ``tests/`` so that the package it imports is the one on ``PYTHONPATH`` when one is set
+    (the mutation check's scratch copy), else the installed one."""
+    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+               JAX_PLATFORMS="cpu")               # pinned: a GPU machine has other devices
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                          "-p", "no:randomly", "-o", "addopts=", str(pathlib.Path(__file__)),
+                          "-k", select], cwd=ROOT / "tests", env=env, capture_output=True,
+                         text=True, timeout=900)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert " passed" in out.stdout and "skipped" not in out.stdout, out.stdout[-2000:]
+    return out.stdout
+
+
+def test_two_simulated_devices_equal_one():
+    """The default run's several devices: every sharded test but the 8-device ones on a
+    2-device simulated mesh (sharded fit, path, hold-out, CG, FALKON and metrics equal one
+    device), none skipped."""
+    if DEVICES > 1:
+        pytest.skip("already on several devices")
+    _simulated(2, "not simulated and not two_process and not " + " and not ".join(EIGHT_ONLY))
 
 
 @pytest.mark.slow
 def test_on_eight_simulated_devices():
     if EIGHT:
         pytest.skip("already on 8 devices")
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
-               JAX_PLATFORMS="cpu")               # pinned: a GPU machine has other devices
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                          "-o", "addopts=", str(pathlib.Path(__file__)), "-k",
-                          "not eight_simulated and not two_process"],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    assert " passed" in out.stdout and "skipped" not in out.stdout, out.stdout[-2000:]
+    _simulated(8, "not simulated and not two_process")
 
 
 def _data(seed=0, num_queries=25, n=6, max_size=30):
@@ -144,18 +166,18 @@ def test_sharded_verb_equals_single_device(entry, verb):
 
 
 # ----------------------------------------------------------------------------
-# 8 devices
+# several devices (2 in the default run, 8 in the slow one)
 
-@needs8
+@several
 def test_layout_has_unequal_devices():
     X, y, qid = _data()
     s = rj.scale.shard(rj.Problem(X, y, qid))
     per = (s.rows >= 0).sum(1)
-    assert s.rows.shape[0] == 8 and per.min() < per.max() < s.rows.shape[1]
+    assert s.rows.shape[0] == DEVICES and per.min() < per.max() < s.rows.shape[1]
     assert np.array_equal(s.unshard(s.shard_rows(y)), y)
 
 
-@needs8
+@several
 @pytest.mark.parametrize("kind", GRAPHS)
 def test_sharded_fit_path_and_holdout_equal_single_device(kind):
     X, y, qid = _data()
@@ -176,7 +198,7 @@ def test_sharded_fit_path_and_holdout_equal_single_device(kind):
     np.testing.assert_allclose(h.path.weights, q.weights, rtol=1e-10, atol=1e-10)
 
 
-@needs8
+@several
 def test_holdout_equals_retraining_without_each_query():
     X, y, qid = _data(2, num_queries=9, max_size=9)
     h = rj.holdout(rj.scale.shard(rj.Problem(X, y, qid)), rj.Primal(), lams=[0.5]).value
@@ -200,7 +222,7 @@ def test_more_devices_than_queries_and_multi_output():
                                rtol=1e-8, atol=1e-8)
 
 
-@needs8
+@several
 @pytest.mark.parametrize("kind", list(GRAPHS))
 def test_sharded_falkon_equals_the_closed_form(kind):
     X, y, qid = _data(6)
@@ -224,7 +246,7 @@ def test_sharded_falkon_equals_the_closed_form(kind):
     np.testing.assert_allclose(coef, a, rtol=1e-6, atol=1e-8 * np.abs(a).max())
 
 
-@needs8
+@several
 @pytest.mark.parametrize("kind,sparse", [(k, False) for k in GRAPHS] + [("ties_excluded", True)])
 def test_sharded_cg_equals_single_device(kind, sparse):
     X, y, qid = _data(4)
@@ -248,7 +270,7 @@ def test_sharded_cg_equals_single_device(kind, sparse):
                                atol=1e-10)
 
 
-@needs8
+@several
 @pytest.mark.parametrize("metric,kw", [(rj.ndcg, dict(k=5)), (rj.pairwise_error, {}),
                                        (rj.mean_average_precision, dict(threshold=2))])
 def test_sharded_score_equals_single_device(metric, kw):
@@ -263,14 +285,14 @@ def test_sharded_score_equals_single_device(metric, kw):
                                rtol=1e-12)
 
 
-@needs8
+@several
 def test_score_with_no_valid_query_is_nan():
     X, y, qid = _data(7)
     s = rj.scale.shard(rj.Problem(X, np.zeros_like(y), qid))
     assert np.isnan(s.score(X[:, 0], rj.pairwise_error))
 
 
-@needs8
+@several
 def test_second_call_compiles_nothing():
     from test_core import _compiles
     X, y, qid = _data(10)
@@ -291,7 +313,7 @@ def test_second_call_compiles_nothing():
 
 @pytest.mark.slow
 def test_two_process_example_matches_single_process(tmp_path):
-    if EIGHT:
+    if DEVICES > 1:
         pytest.skip("runs in the main test process")
     out = tmp_path / "two.npz"
     run = subprocess.run([sys.executable, str(ROOT / "examples" / "multihost.py"), "--launch", "2",

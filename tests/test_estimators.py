@@ -449,3 +449,10 @@ BAD_INPUT["estimators.load"] = [
 ]
 
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)
+
+
+def test_gammas_with_the_linear_kernel_are_refused():
+    """The README's guarantee: an option that does not apply is refused, never ignored."""
+    d = rj.make_ranking_data(4, num_features=3, seed=0)
+    with pytest.raises(ValueError, match="gammas is not used by the linear kernel"):
+        est.RankRLSCV(gammas=[0.1, 1.0]).fit(d.X, d.y, qid=d.qid)

@@ -20,7 +20,8 @@ from rankjax.learners.gp import gp_pairwise_gaussian
 from rankjax._core.emulate import MANTISSA, reduced_precision, round_mantissa
 from rankjax._core.products import mm
 from reference import dense_laplacian, laplacian_from_pairs, query_pairs, ranksvm_fgh
-from registry import LAMS, basis_kernel, cases, data, model_kernel, solve
+from precision import within
+from registry import LAMS, cases, condition, data, form, solve
 
 EPS32 = float(np.finfo(np.float32).eps)
 C = 30.0                      # rounding of the data, the products and the solver's own steps
@@ -84,7 +85,7 @@ def test_emulation_catches_a_product_without_highest(problem):
     bare = reduced_precision(lambda a: a.T @ a)(X)
     hi = reduced_precision(lambda a: mm(a.T, a))(X)
     assert rel(bare, exact) > 100 * EPS32
-    assert rel(hi, exact) < 10 * EPS32
+    within(rel(hi, exact), 10 * EPS32, "HIGHEST product")
     # inside jit, a while loop and a vmap too
     def looped(a):
         return jax.vmap(lambda s: jax.lax.fori_loop(0, 2, lambda i, c: c @ a.T @ a / s, a))(
@@ -103,7 +104,7 @@ def test_primal_closed_form(problem, emulation):
         problem["y32"],
     )
     assert w.dtype == jnp.float32
-    assert rel(w, problem["w"]) < C * EPS32 * problem["cond"]
+    within(rel(w, problem["w"]), C * EPS32 * problem["cond"], "primal fit")
 
 
 @pytest.mark.parametrize("emulation", EMULATIONS)
@@ -116,7 +117,7 @@ def test_primal_cg_converges_to_the_solution(problem, emulation):
     res = _run(lambda X, y: rj.fit(rj.Problem(X, y, g), opts, lam=problem['lam']), emulation,
                problem["X32"], problem["y32"])
     assert bool(res.stats["converged"]) and int(res.stats["iterations"]) < 100
-    assert rel(res.value.weights, problem["w"]) < C * EPS32 * problem["cond"]
+    within(rel(res.value.weights, problem["w"]), C * EPS32 * problem["cond"], "primal CG")
     assert 3 < problem["cond"] < 100
 
 
@@ -156,13 +157,22 @@ def test_path_and_holdout(problem, emulation):
     for i, lam in enumerate(lams.astype(np.float64)):
         A = X.T @ L @ X + lam * np.eye(X.shape[1])
         cond = np.linalg.cond(A)
-        assert rel(W[i], np.linalg.solve(A, X.T @ L @ y)) < C * EPS32 * cond
+        within(rel(W[i], np.linalg.solve(A, X.T @ L @ y)), C * EPS32 * cond, "primal path")
         ref = np.empty(len(y))
         for q in np.unique(qid):
             r, u = qid != q, qid == q
             Ar = X[r].T @ L[np.ix_(r, r)] @ X[r] + lam * np.eye(X.shape[1])
             ref[u] = X[u] @ np.linalg.solve(Ar, X[r].T @ L[np.ix_(r, r)] @ y[r])
-        assert rel(H[i], ref) < C * EPS32 * cond
+        within(rel(H[i], ref), C * EPS32 * cond, "primal hold-out")
+
+
+def _restricted_condition(L, K, lam):
+    """``(σ_max + λ) / (σ_min + λ)`` over the nonzero eigenvalues of ``S K S`` (``L = S^2``):
+    the condition of ``L K + λ I`` on the subspace the predictions ``K a`` live in."""
+    w, V = np.linalg.eigh(L)
+    S = (V * np.sqrt(np.maximum(w, 0))) @ V.T
+    ev = np.maximum(np.linalg.eigvalsh(S @ K @ S), 0)
+    return float((ev.max() + lam) / (ev[ev > 1e-10 * ev.max()].min() + lam))
 
 
 @pytest.mark.parametrize("emulation", [None, "tf32"])
@@ -173,7 +183,7 @@ def test_dual_cg_and_closed_form(problem, emulation):
     lam = 1e-1
     a = np.linalg.solve(L @ K + lam * np.eye(len(y)), L @ y)
     ref = K @ a
-    cond = np.linalg.cond(L @ K + lam * np.eye(len(y)))
+    cond = _restricted_condition(L, K, lam)
     K32 = jnp.asarray(K, jnp.float32)
 
     def fn(K, y):
@@ -186,8 +196,9 @@ def test_dual_cg_and_closed_form(problem, emulation):
 
     f_cg, ok, f_cf = _run(fn, emulation, K32, problem["y32"])
     assert bool(ok)
-    assert rel(f_cg, ref) < C * EPS32 * cond
-    assert rel(f_cf, ref) < C * EPS32 * cond
+    # the dual system rounds at λ-relative scale: about 10x the primal amplification
+    within(rel(f_cg, ref), 10 * C * EPS32 * cond, "dual CG")
+    within(rel(f_cf, ref), 10 * C * EPS32 * cond, "dual fit")
 
 
 @pytest.mark.parametrize("emulation", [None, "tf32"])
@@ -220,7 +231,7 @@ def test_dual_holdout_against_retraining(problem, emulation):
             Lr = L[np.ix_(r, r)]
             ref[u] = K[np.ix_(u, r)] @ np.linalg.solve(Lr @ K[np.ix_(r, r)] + lam * np.eye(r.sum()),
                                                        Lr @ y[r])
-        assert rel(H[i], ref) < C * EPS32 * gamma / lam
+        within(rel(H[i], ref), C * EPS32 * gamma / lam, "dual hold-out")
 
 
 @pytest.mark.parametrize("emulation", [None, "tf32"])
@@ -246,7 +257,7 @@ def test_falkon_reaches_the_nystrom_solution(problem, emulation):
         problem["X32"],
         problem["y32"],
     )
-    assert rel(model, ref) < 1e-3
+    within(rel(model, ref), 1e-3, "FALKON")
 
 
 @pytest.mark.parametrize("emulation", [None, "tf32"])
@@ -266,7 +277,7 @@ def test_ranksvm_tron_reaches_a_stationary_point(problem, emulation):
     w = np.asarray(w, np.float64)
     g0 = ranksvm_fgh(np.zeros(X.shape[1]), X, y, qid, 0.1, np.zeros(X.shape[1]))[1]
     g = ranksvm_fgh(w, X, y, qid, 0.1, np.zeros(X.shape[1]))[1]
-    assert np.linalg.norm(g) < 1e-3 * np.linalg.norm(g0)
+    within(np.linalg.norm(g) / np.linalg.norm(g0), 1e-3, "RankSVM gradient")
 
 
 def test_kernel_matrix_far_from_zero_is_exact_on_the_diagonal():
@@ -278,7 +289,7 @@ def test_kernel_matrix_far_from_zero_is_exact_on_the_diagonal():
     assert K.dtype == np.float32 and np.all(np.diag(K) == 1.0)
     X32 = np.asarray(X, np.float32).astype(np.float64)
     ref = np.exp(-1e3 * ((X32[:, None] - X32[None]) ** 2).sum(-1))
-    assert np.max(np.abs(K - ref)) < 1e-3
+    within(np.max(np.abs(K - ref)), C * EPS32, "kernel matrix")           # entries <= 1
 
 
 def test_metrics_in_float32(problem):
@@ -286,8 +297,11 @@ def test_metrics_in_float32(problem):
     y, qid = problem["y"], problem["qid"]
     f = problem["X"] @ problem["w"]
     f32 = jnp.asarray(f, jnp.float32)
-    assert abs(float(rj.pairwise_error(f32, y, qid)) - pairwise_error(f, y, qid)) < 1e-6
-    assert abs(float(rj.ndcg(f32, y, qid, k=10)) - ndcg(f, y, qid, k=10, ties="stable")) < 1e-5
+    # exact pair counts: one rounding of their ratio; NDCG: a mean of per-query float32 sums
+    pe = pairwise_error(f, y, qid)
+    within(abs(float(rj.pairwise_error(f32, y, qid)) - pe), 2 * EPS32 * pe, "pairwise error")
+    nd = ndcg(f, y, qid, k=10, ties="stable")
+    within(abs(float(rj.ndcg(f32, y, qid, k=10)) - nd), 3 * EPS32 * nd, "NDCG")
 
 
 def test_estimators_in_float32(problem):
@@ -300,7 +314,7 @@ def test_estimators_in_float32(problem):
     assert p.dtype == np.float32
     A = X.T @ L @ X + est.lam_ * np.eye(X.shape[1])
     ref = X @ np.linalg.solve(A, X.T @ L @ y)
-    assert rel(p - p.mean(), ref - ref.mean()) < C * EPS32 * np.linalg.cond(A) * 10
+    within(rel(p - p.mean(), ref - ref.mean()), C * EPS32 * np.linalg.cond(A), "RankRLSCV")
     import warnings
     fitted = []
     half = qid < np.unique(qid)[len(np.unique(qid)) // 2]          # the kernel fits on half
@@ -341,18 +355,31 @@ def test_pairwise_gp_in_float32():
                                  jnp.asarray(diffs, jnp.float32), noise_var=noise)
     mean, var = rj.gp_predict(gp, jnp.asarray(K, jnp.float32), jnp.asarray(np.diag(K), jnp.float32))
     cond = np.linalg.cond(Kd + noise * np.eye(len(head)))
-    assert rel(mean, mean_ref) < C * EPS32 * cond
+    within(rel(mean, mean_ref), C / 2 * EPS32 * cond, "GP mean")
     assert np.all(np.asarray(var) >= 0)
-    assert np.max(np.abs(np.asarray(var, np.float64) - var_ref)) < C * EPS32 * cond * np.max(np.diag(K))
+    within(np.max(np.abs(np.asarray(var, np.float64) - var_ref)) / np.max(np.diag(K)), C / 2 * EPS32 * cond,
+           "GP variance")
+
+
+AMPLIFICATION = {
+    ("primal", "fit"): 15, ("primal", "path"): 20, ("primal", "holdout"): 15,
+    ("primal", "leave_pair_out"): 300,
+    ("dual", "fit"): 20, ("dual", "path"): 100, ("dual", "holdout"): 200,
+    ("dual", "leave_pair_out"): 80,
+    ("nystrom", "fit"): 500, ("nystrom", "path"): 500, ("nystrom", "holdout"): 2000,
+}
+"""The rounding each algorithm adds per unit of its system's condition
+(:func:`registry.condition`), measured on the registry problem and set about 10x above the
+largest ratio seen (``docs/precision.md``): a direct solve a few eps, a path through one
+``eigh`` tens, the hold-out's cancellation and the Nyström basis system hundreds."""
 
 
 def check_float32_rule(entry, verb):
     """The precision rule for every solver (registry): with x64 off the verb works in
     float32, and each λ lane either agrees with the float64 reference within
-    ``C eps32 κ`` (``κ = 1 + |L| |K| / λ``, the condition of the regularised system in
-    function space, ``K`` the model's kernel; a Nyström model's basis system is whitened by a
-    factor of ``K_RR``, which multiplies ``κ`` by ``sqrt(cond K_RR)``) or its result code
-    says why not."""
+    ``A eps32 κ(λ)`` (``κ`` the condition of the system the solver solves,
+    :func:`registry.condition`; ``A`` its algorithm's :data:`AMPLIFICATION`) or its result
+    code says why not."""
     X, y, qid = data()
     lams = np.atleast_1d(1.0 if verb == "fit" else LAMS)
     with jax.enable_x64(False), warnings.catch_warnings():
@@ -363,8 +390,7 @@ def check_float32_rule(entry, verb):
     assert got.dtype == np.float32, (entry.name, verb, got.dtype)
     L = dense_laplacian(qid) if verb != "leave_pair_out" else dense_laplacian(
         np.zeros(len(y), int), normalized=False)
-    spread = np.linalg.norm(L, 2) * np.linalg.norm(model_kernel(entry, X), 2)
-    whitening = np.sqrt(np.linalg.cond(basis_kernel(X))) if entry.model == "nystrom" else 1.0
+    amplification = AMPLIFICATION[(form(entry), verb)]
     got, want = got.reshape((lams.size, -1)), want.reshape((lams.size, -1))
     answered = 0
     for lane, lam in enumerate(lams):
@@ -373,8 +399,8 @@ def check_float32_rule(entry, verb):
             assert code in (rj.RESULTS.unresolved_lambda, rj.RESULTS.max_iterations_reached), code
             continue
         answered += 1
-        bound = C * EPS32 * (1 + spread / lam) * whitening
-        assert rel(got[lane], want[lane]) <= bound, (entry.name, verb, lam, rel(got[lane], want[lane]), bound)
+        bound = amplification * EPS32 * condition(entry, verb, X, L, lam)
+        within(rel(got[lane], want[lane]), bound, f"registry {form(entry)} {verb}")
     assert answered, (entry.name, verb, "no λ of the grid is answered in float32")
 
 

@@ -22,9 +22,26 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
+from precision import within  # noqa: E402
 from bench_precision import LAMS, both, lambdarank as _lambdarank, near_collinear  # noqa: E402
 
 BOUND = 1e-2
+TIGHTER = {("near_collinear", "fit Dual"): 3e-3, ("near_collinear", "path Nystrom"): 3e-3,
+           ("near_collinear", "holdout Nystrom"): 3e-3, ("lambdarank_sample", "holdout Dual"): 5e-3}
+"""Where a function answers far inside the rule (observed at most 8e-5 here, 9e-5 for the dual
+hold-out on lambdarank_sample), a bound within 100x of it (docs/precision.md)."""
+MOST_REFUSED = {
+    ("lambdarank_sample", "path Dual"): 5, ("lambdarank_sample", "holdout Dual"): 7,
+    ("lambdarank_sample", "leave-pair-out Primal"): 8,
+    ("lambdarank_sample", "leave-pair-out Dual"): 11,
+    ("near_collinear", "path Dual"): 3, ("near_collinear", "holdout Dual"): 5,
+    ("near_collinear", "leave-pair-out Primal"): 15,
+    ("near_collinear", "leave-pair-out Dual"): 10,
+}
+"""How many λ of the grid (the smallest) a function may refuse: what it refuses here (the
+README's precision table; measured 2, 4, 15 and 9 on the near-collinear problem) and one
+lane more, a floor that falls the other side of a grid point on another machine; every
+other function answers the whole grid (a function refusing every λ fails)."""
 NAMES = ["fit Primal", "path Primal", "holdout Primal", "holdout Primal 5-fold",
          "path Nystrom", "holdout Nystrom", "fit Dual", "path Dual",
          "holdout Dual", "leave-pair-out Primal", "leave-pair-out Dual"]
@@ -65,8 +82,12 @@ def test_every_lambda_is_resolved_or_nan_with_a_warning(results, name):
     for lam, off in zip(LAMS, refused):
         assert off == any(abs(lam - v) <= 1e-3 * lam for v in named), (case, name, lam, messages)
     ok = ~refused
+    assert not refused[np.argmax(ok):].any() if ok.any() else True, (case, name, refused)
+    most = MOST_REFUSED.get((case, name), 0)            # refusals: the smallest λ, as documented
+    assert refused.sum() <= most, f"{case} {name}: {refused.sum()} λ refused (at most {most})"
     err = np.linalg.norm(lanes32[ok] - lanes64[ok], axis=1) / np.linalg.norm(lanes64[ok], axis=1)
-    assert np.all(err < BOUND), f"{case} {name}: {dict(zip(LAMS[ok].round(5), err.round(4)))}"
+    for lam, e in zip(LAMS[ok], err):
+        within(e, TIGHTER.get((case, name), BOUND), f"{name} ({case})")
 
 
 def test_the_primal_functions_refuse_nothing_on_lambdarank(results):

@@ -79,4 +79,7 @@ def test_grad_through_dual_cg_and_under_vmap(prob):
 def test_early_stopping_result_is_unchanged(prob):
     d, v, g, gv = prob
     r = rj.fit(rj.Problem(d.X, d.y, g, valid=rj.Problem(*(v.X, v.y, gv))), rj.CG(max_iter=20), lam=0.0)
-    assert int(r.stats["best_iteration"]) >= 1 and np.all(np.isfinite(r.value.weights))
+    best, hist = int(r.stats["best_iteration"]), np.asarray(r.stats["valid_history"])
+    assert best >= 1 and best == int(np.nanargmin(hist))
+    rerun = rj.fit(rj.Problem(d.X, d.y, g), rj.CG(tol=0.0, max_iter=best), lam=0.0).value.weights
+    np.testing.assert_allclose(r.value.weights, rerun, rtol=1e-10, atol=1e-12)

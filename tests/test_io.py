@@ -1,4 +1,5 @@
 import pathlib
+import sys
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -90,6 +91,41 @@ def test_normalize_per_query_and_bcoo(rng):
         np.testing.assert_allclose(rows.max(0), 1)
     B = io.to_bcoo(sp.csr_matrix(np.where(X > 0, X, 0)))
     np.testing.assert_array_equal(np.asarray(B.todense()), np.where(X > 0, X, 0))
+
+
+CUT_WRITE = """
+import os, resource, signal, sys
+import numpy as np
+from rankjax import io
+folder, what = sys.argv[1], sys.argv[2]
+path = os.path.join(folder, "out")
+X = np.random.default_rng(0).random((4000, 20))
+write = {"svmlight": lambda: io.write_svmlight(path, X, np.arange(4000) % 3, qid=np.arange(4000) // 10),
+         "model": lambda: io.save_model(path + ".npz", X, lam=1.0)}[what]
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)     # a write past the limit raises EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+try:
+    write()
+except OSError as e:
+    print("cut", e.errno)
+"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork") or sys.platform == "darwin",
+                    reason="a file-size limit (RLIMIT_FSIZE) of a Linux process")
+@pytest.mark.parametrize("what, name", [("svmlight", "out"), ("model", "out.npz")])
+def test_a_write_cut_halfway_leaves_the_old_file_and_no_temporary(tmp_path, what, name):
+    """The README's promise: a write that fails after it has begun writing (here a file-size
+    limit of 100 kB hit halfway through a 4,000-row file) leaves the old file as it was and
+    no temporary file beside it."""
+    import subprocess
+    old = b"the old file\n"
+    (tmp_path / name).write_bytes(old)
+    r = subprocess.run([sys.executable, "-c", CUT_WRITE, str(tmp_path), what],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.startswith("cut"), r.stdout + r.stderr[-2000:]
+    assert (tmp_path / name).read_bytes() == old
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
 
 
 def test_failed_writes_leave_the_old_file_intact(tmp_path):

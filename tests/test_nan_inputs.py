@@ -156,3 +156,27 @@ def check_bad_input_is_named(entry, verb):
 @pytest.mark.parametrize("entry,verb", CASES, ids=IDS)
 def test_every_solver_names_bad_input(entry, verb):
     check_bad_input_is_named(entry, verb)
+
+
+@pytest.mark.parametrize("times, refused", [(0.5, False), (2.0, True)])
+def test_leave_pair_out_dual_refuses_an_indefinite_k_at_its_threshold(times, refused):
+    """The README's threshold, tested at its edge: dual leave-pair-out refuses a ``K`` whose
+    smallest eigenvalue is ``2x`` below ``-10 m eps32 max|eigenvalue|`` and clips one at half
+    of it (rounding noise)."""
+    from rankjax._core.linalg import INDEFINITE_RTOL
+    m = 40
+    rng = np.random.default_rng(0)
+    V = np.linalg.qr(rng.standard_normal((m, m)))[0]
+    vals = np.linspace(0.0, 1.0, m)
+    vals[0] = -times * INDEFINITE_RTOL * m * float(np.finfo(np.float32).eps)
+    K = (V * vals) @ V.T
+    K = (K + K.T) / 2
+    y = rng.integers(0, 3, m).astype(float)
+    pairs = rj.differing_pairs(y)[:20]
+    call = lambda: rj.holdout(rj.Problem(K, y, rj.global_graph(m), precomputed=True),  # noqa: E731
+                              rj.Dual(), lams=[1.0], folds=rj.LeavePairOut(pairs)).value.predictions
+    if refused:
+        with pytest.raises(ValueError, match="not positive semidefinite"):
+            call()
+    else:
+        assert np.all(np.isfinite(np.asarray(call())))

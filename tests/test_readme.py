@@ -94,3 +94,23 @@ def test_documentation_site_builds_without_warnings_with_a_page_per_public_name(
                 assert f"{modname}.{name}" in pages, f"{modname}.{name} has no page"
     for page in ("math", "design", "guide", "examples/quickstart", "reference"):
         assert (out / f"{page}.html").exists(), page
+
+
+def test_every_guarantee_names_a_test_that_exists_and_runs_by_default():
+    """Each bullet of the README's Guarantees section ends with the tests that fail when it
+    breaks; each named test is defined in its file and not marked slow."""
+    section = README.split("## Guarantees", 1)[1].split("\n### ", 1)[0]
+    bullets = re.split(r"\n(?=- \*\*)", section.strip())[1:]
+    assert len(bullets) >= 10
+    for bullet in bullets:
+        named = re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", bullet)
+        assert named, f"no test named for: {bullet[:60]}"
+        for file, name in named:
+            lines = (ROOT / file).read_text(encoding="utf-8").splitlines()
+            at = [i for i, line in enumerate(lines) if line.startswith(f"def {name}(")]
+            assert at, f"{file}::{name} does not exist"
+            i = at[0]
+            while i > 0 and lines[i - 1].strip() and not lines[i - 1].startswith(("def ", "#")):
+                i -= 1                                  # its decorators
+            decorators = "\n".join(lines[i:at[0]])
+            assert "@pytest.mark.slow" not in decorators, f"{file}::{name} is marked slow"

@@ -245,3 +245,15 @@ BAD_INPUT = {
 }
 
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)
+
+
+def test_auto_chooses_the_form_by_shape():
+    """The README's ``Auto()``: the primal form when there are fewer features than rows, the
+    dual form (an ``m x m`` system) when features outnumber rows; both answer the same model."""
+    X, y, qid = data()
+    wide = np.hstack([X, np.random.default_rng(0).standard_normal((X.shape[0], 2 * X.shape[0]))])
+    assert type(rj.Auto().resolve(rj.Problem(X, y, qid))) is rj.Primal
+    assert type(rj.Auto().resolve(rj.Problem(wide, y, qid))) is rj.Dual
+    w = rj.fit(rj.Problem(wide, y, qid), rj.Primal(), lam=1.0).value
+    a = rj.fit(rj.Problem(wide, y, qid), rj.Auto(), lam=1.0).value
+    np.testing.assert_allclose(rj.predict(a, wide), rj.predict(w, wide), rtol=1e-8, atol=1e-10)

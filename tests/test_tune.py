@@ -316,17 +316,6 @@ def test_a_callable_loss_works_under_jit_and_grad(prob):
         rj.cv_loss(p, rj.Problem(d.X, d.y, g), tune_solver("gaussian"), folds, loss="ndcg")
 
 
-def test_a_rax_loss_plugs_in(prob):
-    rax = pytest.importorskip("rax")
-    d, g, folds = prob
-
-    def rax_softmax(f, y, seg):
-        return rax.softmax_loss(f, y, segments=seg)
-    r = rj.tune(rj.Problem(d.X, d.y, g), tune_solver("gaussian", basis=np.arange(0, len(d.y), 3),
-                                                     gamma=0.25), loss=rax_softmax, steps=2)
-    assert np.all(np.isfinite(r.loss_history))
-
-
 def test_tune_learns_a_nystrom_model_with_ard_and_centres(prob, caplog):
     d, g, folds = prob
     rows = np.arange(0, len(d.y), 3)

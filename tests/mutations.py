@@ -1,0 +1,192 @@
+"""The mutation check: deliberate mistakes in the library's own source, each of which the
+suite must catch.
+
+Each :class:`Mutation` is one textual change of one file of ``rankjax/`` (the text it
+replaces must occur exactly once, so a refactoring that moves the code breaks the check
+loudly instead of leaving it silently unmutated) and the tests that must fail on it. The
+runner copies ``rankjax/`` to a scratch folder, applies one mutation at a time and runs
+only that mutation's tests in a fresh process that imports the scratch copy (``-x``: the
+first failure is enough). A mutation is
+
+* **caught** when pytest exits with status 1 (a test failed);
+* **survived** when the tests pass: the tests do not protect that code;
+* an **error** for any other status: a named test file or test that does not exist
+  (status 4), a mutation that no longer applies, an import that breaks (status 2).
+
+The unmutated copy must pass every named test first (else everything would look caught).
+``tests/test_mutations.py`` runs the whole list in the default suite; by hand::
+
+    python tests/mutations.py                 # every mutation, one line each
+    python tests/mutations.py lpo_correction  # some of them, by name
+
+What it proves: for each listed mistake, the named tests fail. What it does not: that
+mistakes not in the list are caught (the list grows with the bugs found).
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import NamedTuple
+
+TESTS = pathlib.Path(__file__).resolve().parent
+PACKAGE = TESTS.parent / "rankjax"
+
+
+class Mutation(NamedTuple):
+    """``old`` replaced by ``new`` in ``rankjax/<file>``; ``tests``: pytest node ids
+    (relative to ``tests/``) of which at least one must fail."""
+
+    name: str
+    file: str
+    old: str
+    new: str
+    tests: tuple
+
+
+def _scaled(name, file, verb, var, test_ids):
+    """λ (or the grid) scaled by 1.02 on entry to one solver method."""
+    arg = "lam" if verb == "fit" else ("lams" if verb == "path" else "lams, folds")
+    old = f"    def {verb}(self, problem, {arg}):\n"
+    return Mutation(name, file, old, old + f"        {var} = {var} * 1.02\n",
+                    tuple(f"test_solvers.py::test_verb_equals_its_numpy_reference[{t}]"
+                          for t in test_ids))
+
+
+SOLVER_VERBS = [
+    ("primal", "solvers/primal.py", ["primal"]),
+    ("dual", "solvers/dual.py", ["dual_gaussian", "dual_linear"]),
+    ("nystrom", "solvers/nystrom.py", ["nystrom"]),
+]
+
+MUTATIONS = [
+    *[_scaled(f"lam_1.02_{solver}_{verb}", file, verb, "lam" if verb == "fit" else "lams",
+              [f"{e}-{verb}" for e in entries])
+      for solver, file, entries in SOLVER_VERBS for verb in ("fit", "path", "holdout")],
+    _scaled("lam_1.02_cg_fit", "solvers/cg.py", "fit", "lam", ["cg-fit", "cg_dual-fit"]),
+    _scaled("lam_1.02_falkon_fit", "solvers/falkon.py", "fit", "lam", ["falkon-fit"]),
+    Mutation("query_centring_dropped", "graphs/graph.py",
+             "        return (row_sums(v, self.seg, self.num_segments) / expand(n, v))[self.seg]\n",
+             "        return 0 * v\n",
+             ("test_graph.py",)),
+    Mutation("segment_ids_shifted", "_core/segments.py",
+             "    return jax.ops.segment_sum(v, seg, num_segments=num_segments)\n",
+             "    return jax.ops.segment_sum(v, seg + 1, num_segments=num_segments)\n",
+             ("test_segments.py",)),
+    Mutation("ridge_cholesky_transpose", "solvers/ridge.py",
+             "lax.linalg.triangular_solve(C.T, z, left_side=True, lower=False)",
+             "lax.linalg.triangular_solve(C, z, left_side=True, lower=True)",
+             ("test_ridge.py",)),
+    Mutation("ridge_eigh_transpose", "solvers/ridge.py",
+             'jnp.einsum("pq,lq...->lp...", eig.vectors, Dc, precision=HI)',
+             'jnp.einsum("qp,lq...->lp...", eig.vectors, Dc, precision=HI)',
+             ("test_ridge.py",)),
+    Mutation("atomic_write_in_place", "io/files.py",
+             '    when everything was written: a failed write leaves the old file intact."""\n',
+             '    when everything was written: a failed write leaves the old file intact."""\n'
+             '    with open(path, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:\n'
+             '        yield fh\n'
+             '    return\n',
+             ("test_io.py::test_a_write_cut_halfway_leaves_the_old_file_and_no_temporary",)),
+    *[Mutation(f"float32_{kind}_floor_skipped", "solvers/ridge.py", f'"{kind}": {value},',
+               f'"{kind}": 0.0,', ("test_float32_shortcuts.py",))
+      for kind, value in (("path", "300.0"), ("holdout", "3000.0"), ("pairs", "200.0"))],
+    Mutation("float32_own_factor_skipped", "solvers/ridge.py",
+             "return lax.cond(lam >= floor, lambda: x,",
+             "return lax.cond(lam >= -jnp.inf, lambda: x,",
+             ("test_float32.py",)),
+    Mutation("sharded_psum_local", "solvers/sharded.py",
+             "    return lax.psum(G, axis), lax.psum(b, axis)\n",
+             "    return G, b\n",
+             ("test_distributed.py::test_two_simulated_devices_equal_one",)),
+    Mutation("lpo_correction_dropped", "solvers/lpo.py",
+             "jnp.stack([la - (u0 * z0 + u1 * z1 + u2 * z2), "
+             "lb - (v0 * z0 + v1 * z1 + v2 * z2)], 1)",
+             "jnp.stack([la, lb], 1)",
+             tuple(f"test_solvers.py::test_verb_equals_its_numpy_reference[{e}-leave_pair_out]"
+                   for e in ("primal", "dual_gaussian"))),
+    Mutation("ndcg_discount_off_by_one", "metrics/graded.py",
+             "1 / jnp.log2(rank.astype(f.dtype) + 2)", "1 / jnp.log2(rank.astype(f.dtype) + 3)",
+             ("test_metrics.py",)),
+    Mutation("early_stopping_last_iterate", "solvers/cg_loop.py",
+             "    return CGResult(nan_unless(ok, bx), i, reason == _CODE[\"successful\"], reason, bi, hr, hv)",
+             "    return CGResult(nan_unless(ok, x), i, reason == _CODE[\"successful\"], reason, i, hr, hv)",
+             ("test_cg.py::test_early_stopping_returns_the_rerun_iterate",)),
+]
+
+
+def apply(m: Mutation, root: pathlib.Path) -> None:
+    """Writes ``m`` into the copy of the package at ``root``; ``ValueError`` when its text
+    does not occur exactly once."""
+    path = root / "rankjax" / m.file
+    text = (PACKAGE / m.file).read_text()
+    if text.count(m.old) != 1:
+        raise ValueError(f"{m.name}: the text to mutate occurs {text.count(m.old)} times in "
+                         f"rankjax/{m.file} (expected once)")
+    path.write_text(text.replace(m.old, m.new))
+
+
+def restore(m: Mutation, root: pathlib.Path) -> None:
+    shutil.copyfile(PACKAGE / m.file, root / "rankjax" / m.file)
+
+
+def run_tests(root: pathlib.Path, tests, timeout: int = 900) -> int:
+    """pytest's exit status for ``tests`` against the package copy at ``root``."""
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               RANKJAX_MUTATION_ROOT=str(root))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly",
+                        "-p", "no:cacheprovider", "-o", "addopts=", *tests],
+                       cwd=TESTS, env=env, capture_output=True, text=True, timeout=timeout)
+    return r.returncode
+
+
+def outcome(status: int) -> str:
+    return {1: "caught", 0: "survived"}.get(status, f"error (pytest exit status {status})")
+
+
+def scratch_copy(folder) -> pathlib.Path:
+    """A copy of ``rankjax/`` under ``folder`` (no byte-code), and a check that a process
+    started as :func:`run_tests` starts it imports that copy."""
+    root = pathlib.Path(folder)
+    shutil.copytree(PACKAGE, root / "rankjax", ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(root))
+    got = subprocess.run([sys.executable, "-c", "import rankjax; print(rankjax.__file__)"],
+                         cwd=TESTS, env=env, capture_output=True, text=True, check=True)
+    if not got.stdout.strip().startswith(str(root)):
+        raise RuntimeError(f"the scratch copy is not what a test process imports: {got.stdout}")
+    return root
+
+
+def check(names=None, report=print) -> dict:
+    """``{name: outcome}`` of the mutations (all, or those named), after the baseline."""
+    chosen = [m for m in MUTATIONS if names is None or m.name in names]
+    with tempfile.TemporaryDirectory(prefix="rankjax-mutations-") as folder:
+        root = scratch_copy(folder)
+        base = run_tests(root, sorted({t for m in chosen for t in m.tests}))
+        if base != 0:
+            raise RuntimeError(f"the unmutated copy fails the named tests (pytest status {base})")
+        out = {}
+        for m in chosen:
+            try:
+                apply(m, root)
+            except ValueError as e:
+                out[m.name] = f"error ({e})"
+                report(f"{m.name}: {out[m.name]}")
+                continue
+            try:
+                out[m.name] = outcome(run_tests(root, m.tests))
+            finally:
+                restore(m, root)
+            report(f"{m.name}: {out[m.name]}")
+    return out
+
+
+if __name__ == "__main__":
+    result = check(set(sys.argv[1:]) or None)
+    bad = {k: v for k, v in result.items() if v != "caught"}
+    print(f"{len(result) - len(bad)} of {len(result)} mutations caught" +
+          (f"; not caught: {sorted(bad)}" if bad else ""))
+    sys.exit(1 if bad else 0)
