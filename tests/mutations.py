@@ -112,8 +112,8 @@ MUTATIONS = [
              "1 / jnp.log2(rank.astype(f.dtype) + 2)", "1 / jnp.log2(rank.astype(f.dtype) + 3)",
              ("test_metrics.py",)),
     Mutation("early_stopping_last_iterate", "solvers/cg_loop.py",
-             "    return CGResult(nan_unless(ok, bx), i, reason == _CODE[\"successful\"], reason, bi, hr, hv)",
-             "    return CGResult(nan_unless(ok, x), i, reason == _CODE[\"successful\"], reason, i, hr, hv)",
+             "return CGResult(nan_unless(ok, bx), i, reason == _CODE[\"successful\"], reason, bi,",
+             "return CGResult(nan_unless(ok, x), i, reason == _CODE[\"successful\"], reason, i,",
              ("test_cg.py::test_early_stopping_returns_the_rerun_iterate",)),
 ]
 
