@@ -9,11 +9,14 @@ unless given, a fresh folder per run, inherited by every subprocess and pytest-x
 worker) makes a program compiled once anywhere in the run a disk read everywhere else.
 """
 import os
+import sys
 import tempfile
 
 import jax
 import pytest
 
+if os.environ.get("RANKJAX_MUTATION_ROOT"):      # the mutation check's scratch copy first
+    sys.path.insert(0, os.environ["RANKJAX_MUTATION_ROOT"])
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="rankjax-jit-cache-"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
@@ -25,6 +28,16 @@ jax.config.update("jax_persistent_cache_min_entry_size_bytes",
 # RANKJAX_X64=0 runs a module as a default JAX user would (x64 off; many float64
 # assertions then fail by design: tests/test_float32.py is the float32 pass)
 jax.config.update("jax_enable_x64", os.environ.get("RANKJAX_X64", "1") != "0")
+
+
+def pytest_sessionstart(session):
+    """Under the mutation check (``tests/mutations.py``) the package must be its scratch copy."""
+    root = os.environ.get("RANKJAX_MUTATION_ROOT")
+    if root:
+        import rankjax
+        if not os.path.abspath(rankjax.__file__).startswith(os.path.abspath(root)):
+            raise pytest.UsageError(f"the mutation check imports {rankjax.__file__}, not the copy "
+                                    f"in {root}")
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -6,7 +6,9 @@ replaces must occur exactly once, so a refactoring that moves the code breaks th
 loudly instead of leaving it silently unmutated) and the tests that must fail on it. The
 runner copies ``rankjax/`` to a scratch folder, applies one mutation at a time and runs
 only that mutation's tests in a fresh process that imports the scratch copy (``-x``: the
-first failure is enough). A mutation is
+first failure is enough; pytest puts the repository's root, where the top ``conftest.py``
+lives, first on ``sys.path``: that conftest puts ``RANKJAX_MUTATION_ROOT`` before it and
+refuses to run when another ``rankjax`` is imported). A mutation is
 
 * **caught** when pytest exits with status 1 (a test failed);
 * **survived** when the tests pass: the tests do not protect that code;
@@ -20,7 +22,10 @@ The unmutated copy must pass every named test first (else everything would look 
     python tests/mutations.py lpo_correction  # some of them, by name
 
 What it proves: for each listed mistake, the named tests fail. What it does not: that
-mistakes not in the list are caught (the list grows with the bugs found).
+mistakes not in the list are caught (the list grows with the bugs found). Left out: the
+primal solves' own Cholesky factor below the shared ``eigh``'s floor skipped; no problem
+small enough for the default run was found where the shared ``eigh`` is worse than 1e-2
+there (it matters on ``lambdarank_sample``: ``tests/test_float32_real.py``, slow).
 """
 from __future__ import annotations
 
@@ -91,13 +96,9 @@ MUTATIONS = [
              '        yield fh\n'
              '    return\n',
              ("test_io.py::test_a_write_cut_halfway_leaves_the_old_file_and_no_temporary",)),
-    *[Mutation(f"float32_{kind}_floor_skipped", "solvers/ridge.py", f'"{kind}": {value},',
-               f'"{kind}": 0.0,', ("test_float32_shortcuts.py",))
+    *[Mutation(f"float32_{kind}_floor_skipped", "solvers/ridge.py", f'"{kind}": {value}',
+               f'"{kind}": 0.0', ("test_float32_shortcuts.py",))
       for kind, value in (("path", "300.0"), ("holdout", "3000.0"), ("pairs", "200.0"))],
-    Mutation("float32_own_factor_skipped", "solvers/ridge.py",
-             "return lax.cond(lam >= floor, lambda: x,",
-             "return lax.cond(lam >= -jnp.inf, lambda: x,",
-             ("test_float32.py",)),
     Mutation("sharded_psum_local", "solvers/sharded.py",
              "    return lax.psum(G, axis), lax.psum(b, axis)\n",
              "    return G, b\n",

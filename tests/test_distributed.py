@@ -36,7 +36,8 @@ def _simulated(devices: int, select: str):
     env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
                JAX_PLATFORMS="cpu")               # pinned: a GPU machine has other devices
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                          "-p", "no:randomly", "-o", "addopts=", str(pathlib.Path(__file__)),
+                          "-p", "no:randomly", "-o", "addopts=",
+                          str(pathlib.Path(__file__)),
                           "-k", select], cwd=ROOT / "tests", env=env, capture_output=True,
                          text=True, timeout=900)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]

@@ -41,6 +41,7 @@ Example:
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import functools
@@ -395,6 +396,7 @@ class _Kept:
             thread = threading.Thread(target=_quietly, args=(finish,), daemon=True)
             thread.start()
             self._ahead.append(thread)
+            _running[:] = [t for t in _running if t.is_alive()] + [thread]
 
     def _call(self, args, kwargs, later=False):
         """The call; ``later``: its compilation step instead (``None`` where there is none
@@ -428,6 +430,19 @@ class _Kept:
             _unkept.add(key)
             return self.plain(*args, **kwargs)
         return jax.tree.unflatten(jax.tree.structure(skeleton), run_kept(*leaves))
+
+
+_running: list = []      # the compilations ahead started in this process (joined at exit)
+
+
+@atexit.register
+def _join_ahead() -> None:
+    """Waits at exit for the compilations :meth:`_Kept.ahead` left running: a process that
+    ends (an uncaught error in a fit, say) while XLA compiles on another thread is torn down
+    under it and aborts (``terminate called ...``, status 134) instead of exiting with its
+    own status."""
+    while _running:
+        _running.pop().join()
 
 
 def _quietly(step) -> None:
