@@ -227,8 +227,7 @@ for _name in ESTIMATORS:          # module-level classes: the pickling checks fi
                                         {"__module__": __name__})
 
 
-@pytest.mark.parametrize("name", [n if n in ("RankRLS", "RankBoost") else
-                                  pytest.param(n, marks=pytest.mark.slow) for n in ESTIMATORS])
+@pytest.mark.parametrize("name", ESTIMATORS)
 def test_scikit_learn_check_estimator_with_defaults(name):
     from sklearn.utils.estimator_checks import check_estimator
     with warnings.catch_warnings():

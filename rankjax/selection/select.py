@@ -161,7 +161,7 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
         return _on_valid(grid, solvers, gammas)
     if problem.X.shape[0] < 2:
         raise ValueError("select cross-validates and needs at least 2 rows in 2 queries, "
-                         "got 1 row")
+                         "got 1 sample (n_samples=1)")
     folds = problem_folds(problem, folds, seed, "rj.select")
     stages, parts, paths = Stages(solvers, "grid solver", grid.verbose), [], []
     with active(grid.verbose):
