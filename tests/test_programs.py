@@ -242,3 +242,34 @@ def test_gc_paused_nests_across_threads_and_restores_the_collector():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+RAISES_WHILE_COMPILING = """
+import numpy as np, rankjax as rj
+from rankjax.estimators import RankRLSCV
+from rankjax.solvers.primal import Primal
+
+def refuse(self, problem, lams, folds):
+    raise MemoryError("refused while the selection compiles ahead")
+
+Primal.holdout = refuse
+d = rj.make_ranking_data(60, num_features=8, seed=0)
+RankRLSCV().fit(d.X, d.y, qid=d.qid)       # uncaught: the process ends with status 1
+"""
+
+
+def test_an_error_while_a_program_compiles_ahead_exits_with_status_1():
+    """A fit that raises while its λ selection compiles on another thread (the scoring
+    program is compiled ahead, :meth:`_Kept.ahead`) ends the process with Python's status 1,
+    never an abort of XLA torn down under that thread (``terminate called ...``, 134);
+    ten fresh processes, each with nothing compiled before."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, RANKJAX_DISK_CACHE="0", JAX_PLATFORMS="cpu")
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    for _ in range(10):
+        r = subprocess.run([sys.executable, "-c", RAISES_WHILE_COMPILING], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 1, (r.returncode, r.stderr[-1500:])
+        assert "refused while the selection compiles ahead" in r.stderr

@@ -44,8 +44,8 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 def user_stacklevel() -> int:
     """The ``stacklevel`` for ``warnings.warn`` called right here that names the first
     frame outside the rankjax package: the user's line, however deep the library's own
-    calls run (``rj.select`` -> the hold-out -> the warning is three frames deeper than
-    ``holdout_primal`` -> the warning)."""
+    calls run (``rj.select`` -> the solver's hold-out -> the warning is deeper than
+    ``rj.holdout`` -> the warning)."""
     frame, level = sys._getframe(1), 1
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1

@@ -78,7 +78,7 @@ def whole_query_bounds(qid, chunk_rows: int):
 
 def iter_npy(X, y, qid, *, chunk_rows: int = 1 << 18):
     """Chunks of whole queries from ``.npy`` files (or arrays / ``np.memmap``) for
-    :func:`rankjax.scale.rankrls_primal_stream`.
+    :func:`rankjax.scale.stream` (a streamed problem of the verbs).
 
     Files are read at an offset chunk by chunk (nothing stays mapped, so the process
     holds one chunk); ``qid`` is read whole (``m`` integers). Rows of one query must
@@ -122,7 +122,7 @@ def iter_svmlight(path, *, num_features: int, chunk_rows: int = 1 << 16,
                   zero_based: bool = False, dtype=np.float32, query_file="auto"):
     """Chunks of whole queries from an SVMlight / LETOR file with ``qid:`` (or a
     LightGBM ``.query`` file of query sizes beside it) for
-    :func:`rankjax.scale.rankrls_primal_stream` (the parser of :func:`read_svmlight`, a block
+    :func:`rankjax.scale.stream` (the parser of :func:`read_svmlight`, a block
     of lines at a time; rows of one query must be contiguous).
 
     Args:

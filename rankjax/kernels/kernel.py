@@ -161,8 +161,8 @@ def kernel_matrix(kernel: Kernel, X1, X2=None, *, block_size: Optional[int] = No
     work = m1 if block_size is None else min(m1, int(block_size))
     check_memory((m1 + work) * m2 * jnp.dtype(A.dtype).itemsize,
                  f"kernel_matrix of {m1} x {m2} rows",
-                 "use a Nyström basis (nystrom_basis, rankrls_nystrom_path, holdout_nystrom) or "
-                 "rankrls_falkon, which hold m x b kernel values, not m x m")
+                 "use rj.Nystrom(kernel, basis) or rj.Falkon(kernel, basis), which hold m x b "
+                 "kernel values, not m x m")
     return kernel_core(kernel, A, B, None if block_size is None else int(block_size), X2 is None)
 
 

@@ -157,8 +157,8 @@ def gp_pairwise_gaussian(K, head, tail, diffs, *, noise_var) -> PairwiseGP:
     ``w_l ~ N(f_head - f_tail, σ²)``, closed-form posterior (Tsivtsivadze et al. §5).
 
     The posterior mean of ``f`` at the training items is ``K A (K_d + σ² I)^{-1} w``:
-    dual RankRLS on the preference graph with λ = σ² (``rankrls_dual`` with
-    ``preference_graph(head, tail, diffs, cost="magnitude")``).
+    dual RankRLS on the preference graph with λ = σ² (``rj.fit`` with ``rj.Dual()`` and
+    ``lam=σ²`` on the graph ``preference_graph(head, tail, diffs, cost="magnitude")``).
 
     Args:
       K: ``[m, m]`` prior covariance (kernel) of the items.

@@ -97,7 +97,7 @@ def _chunk(item, n, k, index):
     X = np.asarray(as_dense(X))
     if X.ndim != 2 or X.shape[0] == 0:
         raise ValueError(f"chunk {index}: X must be a non-empty 2-D [rows, n], got shape {X.shape}")
-    if X.dtype.kind not in "fiu":                # as rankrls_primal: no bool, text or complex
+    if X.dtype.kind not in "fiu":                # as rj.Problem: no bool, text or complex
         raise TypeError(f"chunk {index}: X must be a real numeric array, got dtype {X.dtype}")
     # NaN/inf: checked by the chunk's own program (_chunk_system), not by a host pass
     if n is not None and X.shape[1] != n:
