@@ -178,20 +178,29 @@ def condition(entry, verb, X, L, lam) -> float:
     if kind == "dual" and verb == "leave_pair_out":
         return 1 + np.linalg.norm(L, 2) * np.linalg.norm(model_kernel(entry, X), 2) / lam
     if kind == "primal":
-        ev = np.linalg.eigvalsh(X.T @ L @ X)
-    elif kind == "dual":
-        w, V = np.linalg.eigh(L)
-        S = (V * np.sqrt(np.maximum(w, 0))) @ V.T
-        ev = np.linalg.eigvalsh(S @ model_kernel(entry, X) @ S)
-    else:
-        KR = ref.gaussian(X, X[ROWS], GAMMA)
-        bw, bV = np.linalg.eigh(basis_kernel(X))
-        keep = bw > 1e-12 * bw.max()
-        W = bV[:, keep] / np.sqrt(bw[keep])
-        ev = np.linalg.eigvalsh(W.T @ KR.T @ L @ KR @ W)
-    ev = np.maximum(ev, 0)
+        return shifted_condition(X.T @ L @ X, lam)
+    if kind == "dual":
+        return dual_condition(L, model_kernel(entry, X), lam)
+    KR = ref.gaussian(X, X[ROWS], GAMMA)
+    bw, bV = np.linalg.eigh(basis_kernel(X))
+    keep = bw > 1e-12 * bw.max()
+    W = bV[:, keep] / np.sqrt(bw[keep])
+    return shifted_condition(W.T @ KR.T @ L @ KR @ W, lam)
+
+
+def shifted_condition(A, lam) -> float:
+    """``(σ_max + λ) / (σ_min + λ)`` over the nonzero eigenvalues ``σ`` of symmetric PSD ``A``."""
+    ev = np.maximum(np.linalg.eigvalsh(A), 0)
     top = ev.max()
     return float((top + lam) / (ev[ev > 1e-10 * top].min() + lam))
+
+
+def dual_condition(L, K, lam) -> float:
+    """The condition of ``L K + λ I`` on the subspace the predictions ``K a`` live in:
+    :func:`shifted_condition` of ``S K S`` (``L = S^2``)."""
+    w, V = np.linalg.eigh(L)
+    S = (V * np.sqrt(np.maximum(w, 0))) @ V.T
+    return shifted_condition(S @ K @ S, lam)
 
 
 # ---- the references (numpy, float64) -----------------------------------------------------

@@ -21,7 +21,7 @@ from rankjax._core.emulate import MANTISSA, reduced_precision, round_mantissa
 from rankjax._core.products import mm
 from reference import dense_laplacian, laplacian_from_pairs, query_pairs, ranksvm_fgh
 from precision import within
-from registry import LAMS, cases, condition, data, form, solve
+from registry import LAMS, cases, condition, data, dual_condition, form, solve
 
 EPS32 = float(np.finfo(np.float32).eps)
 C = 30.0                      # rounding of the data, the products and the solver's own steps
@@ -166,15 +166,6 @@ def test_path_and_holdout(problem, emulation):
         within(rel(H[i], ref), C * EPS32 * cond, "primal hold-out")
 
 
-def _restricted_condition(L, K, lam):
-    """``(σ_max + λ) / (σ_min + λ)`` over the nonzero eigenvalues of ``S K S`` (``L = S^2``):
-    the condition of ``L K + λ I`` on the subspace the predictions ``K a`` live in."""
-    w, V = np.linalg.eigh(L)
-    S = (V * np.sqrt(np.maximum(w, 0))) @ V.T
-    ev = np.maximum(np.linalg.eigvalsh(S @ K @ S), 0)
-    return float((ev.max() + lam) / (ev[ev > 1e-10 * ev.max()].min() + lam))
-
-
 @pytest.mark.parametrize("emulation", [None, "tf32"])
 def test_dual_cg_and_closed_form(problem, emulation):
     X, y, qid, L = problem["X"], problem["y"], problem["qid"], problem["L"]
@@ -183,7 +174,7 @@ def test_dual_cg_and_closed_form(problem, emulation):
     lam = 1e-1
     a = np.linalg.solve(L @ K + lam * np.eye(len(y)), L @ y)
     ref = K @ a
-    cond = _restricted_condition(L, K, lam)
+    cond = dual_condition(L, K, lam)
     K32 = jnp.asarray(K, jnp.float32)
 
     def fn(K, y):
