@@ -28,7 +28,7 @@ from ..kernels.basis import features
 from .ridge import by_lane, cholesky_solve, eigh_floor
 from .small_solve import symmetric_solve
 
-__all__ = ["HoldOut", "woodbury_fold", "live_columns", "holdout_from_system", "two_phase",
+__all__ = ["HoldOut", "woodbury_fold", "woodbury_rows", "live_columns", "holdout_from_system", "two_phase",
            "fold_predictions"]
 
 
@@ -55,14 +55,22 @@ def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
     B B^T y_U``, ``(I - B^T H B) z = B^T (f_U - y_U)``: one product through ``P_U`` per
     λ, where the right-hand side ``H L y`` took two more. O(|U|^2 r + |U|^3) per λ, the
     ``|U|^3`` one batched block inversion (:func:`symmetric_solve`)."""
-    dtype = Pfeat.dtype
+    mf = mask.astype(Pfeat.dtype)
+    Kuu = None if K is None else K[idx[:, None], idx[None, :]] * (mf[:, None] * mf[None, :])
+    return woodbury_rows(graph, idx, mask, Pfeat[idx], F[:, idx], D, lams, y, Kuu)
+
+
+def woodbury_rows(graph, idx, mask, Pu, fu, D, lams, y, Kuu=None):
+    """:func:`woodbury_fold` from the fold's rows: ``Pu [P, r]`` its rows of the factor,
+    ``fu [L, P(, k)]`` its full-data fitted values, ``Kuu`` its kernel block (dual) or
+    ``None`` (the rows of a blocked hold-out, formed for a batch of folds at a time)."""
+    dtype = Pu.dtype
     mf = mask.astype(dtype)
-    Pu = Pfeat[idx] * mf[:, None]                                   # [P, r]
+    Pu = Pu * mf[:, None]                                           # [P, r]
     B = graph.block_root(idx, mask, dtype)
     yu = y[idx] * mf.reshape(mf.shape + (1,) * (y.ndim - 1))
     Q = tdot(B, Pu)                                                 # B^T P_U  [P, r]
-    if K is not None:
-        Kuu = K[idx[:, None], idx[None, :]] * (mf[:, None] * mf[None, :])
+    if Kuu is not None:
         KB = jnp.matmul(Kuu, B, precision=HI)
         BKB = tdot(B, KB)
     eye = jnp.eye(idx.shape[0], dtype=dtype)
@@ -70,13 +78,13 @@ def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
 
     def system(d, lam, fu):                  # one λ: the fold's system and right-hand side
         BHB = jnp.matmul(Q * d, Q.T, precision=HI)                     # B^T P_U D P_U^T B
-        if K is not None:
+        if Kuu is not None:
             BHB = (BKB - BHB) / lam
         return eye - BHB, mv(B.T, fu - yu)
 
     def predict(d, lam, fu, z):
         HBz = jnp.matmul(Pu, col(d, tdot(Q, z)), precision=HI)         # H B z
-        if K is not None:
+        if Kuu is not None:
             HBz = (mv(KB, z) - HBz) / lam
         return fu + HBz
 
@@ -84,7 +92,6 @@ def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
     # gets unbatched calls, see _backend; and one λ's [P, r] products in memory at a time)
     serial = paths().serial(idx.shape[0])
     over_lams = each_slice if serial else (lambda f, *a: jax.vmap(f)(*a))          # noqa: E731
-    fu = F[:, idx]
     M, r = over_lams(system, D, lams, fu)
     z = each_slice(symmetric_solve, M, r) if serial else symmetric_solve(M, r)
     return over_lams(predict, D, lams, fu, z)                      # [L, P(, k)]
@@ -185,22 +192,23 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "
     return by_lane(lams, shared, direct, floor)
 
 
-def two_phase(core, *args, lams, verbose=0):
+def two_phase(core, *args, lams, verbose=0, **static):
     """``core(*args, route=...)`` for concrete float64 inputs: the shared lanes, then, only
     when some λ lies below the ``floor`` the first call returns, the ``"direct"`` program
     for those lanes, merged by lane (every floating leaf, λ axis first). Under a trace, and
     in float32 (where the smallest λ of an ordinary grid lie below the floor, and a second
     program would form the features and the ``eigh`` again: 2.2 of the 5.1 s of the
     direct program at 12,194 rows x 2,000 basis rows): ``"both"``, one program whose
-    lanes above the floor skip the factorisation (:func:`~rankjax.solvers.ridge.by_lane`)."""
+    lanes above the floor skip the factorisation (:func:`~rankjax.solvers.ridge.by_lane`).
+    ``static``: further static arguments of ``core``."""
     if (not all(is_concrete(a) for a in jax.tree.leaves((args, lams)))
             or jnp.asarray(lams).dtype != jnp.float64):
-        return run(verbose, core, *args, route="both")
-    out, floor = run(verbose, core, *args, route="shared")
+        return run(verbose, core, *args, route="both", **static)
+    out, floor = run(verbose, core, *args, route="shared", **static)
     low = np.asarray(lams) < float(floor)
     if not low.any():
         return out
-    direct = run(verbose, core, *args, route="direct")
+    direct = run(verbose, core, *args, route="direct", **static)
     pick = lambda s, d: jnp.where(low.reshape(low.shape + (1,) * (s.ndim - 1)), d, s)  # noqa: E731
     return jax.tree.map(pick, out, direct)
 

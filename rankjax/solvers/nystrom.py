@@ -9,30 +9,37 @@ from __future__ import annotations
 
 import dataclasses
 from functools import partial
+from typing import Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
-from .._core.checks import check_seed, is_concrete, lam_ok, nan_unless
+from .._core.checks import check_count, check_seed, is_concrete, lam_ok, nan_unless
 from .._core.log import compiled, level
-from .._core.memory import check_memory
-from .._core.products import HI
+from .._core.memory import available_memory, check_memory
+from .._core.linalg import eigh_psd, spectral_filter
+from .._core.products import HI, tdot
 from .._core.resolved import warn_unresolved
 from .._solution import Solution, lane_codes
-from ..graphs.folds import premerge
+from .._core.segments import padded_size
+from ..graphs.folds import make_folds, premerge
+from ..graphs.graph import PreferenceGraph
 from ..kernels.basis import (Basis, BasisRows, as_nystrom, basis_system, coef_from, features,
                              take_basis)
 from ..kernels.kernel import Kernel, kernel_block
 from .._core.types import saveable
 from .base import AbstractSolver, check_kernel_arg, dense_rows, solver
-from .holdout import HoldOut, fold_predictions, holdout_from_system, two_phase
+from .fold_batches import BATCH_ROWS, batch_roots, batch_rows, fold_map, fold_scan
+from .holdout import (HoldOut, fold_predictions, holdout_from_system, two_phase,
+                      woodbury_rows)
 from .lpo import LeavePairOut
 from .models import NystromModel, NystromPath, path_scores
 from .primal import UNRESOLVED, path_core
-from .ridge import primal_system, ridge_solve
+from .ridge import eigh_floor, primal_system, ridge_solve
 
-__all__ = ["Nystrom", "nystrom_blocks", "check_nystrom_memory"]
+__all__ = ["Nystrom", "nystrom_blocks", "nystrom_plan", "check_nystrom_memory"]
 
 
 _ANY_BASIS = Basis(size=1)
@@ -80,6 +87,113 @@ def _nystrom_holdout(X, y, graph, basis: BasisRows, lams, folds, route="both"):
     return nan_unless(lam_ok(lams), (pred, coef))
 
 
+def _batch_features(X, basis: BasisRows, C, idx, mask, live=None):
+    """``[bs, P, b_pad]`` the features ``Φ_U = K_UR C^{-T}`` of a batch of folds (padding
+    rows zero; columns scaled by ``live``), one kernel block and one triangular solve of
+    ``bs P`` rows."""
+    bs, P = idx.shape
+    Phi = features(basis.block(X[idx.reshape(-1)]) * mask.reshape(-1, 1).astype(X.dtype), C)
+    return (Phi if live is None else Phi * live).reshape(bs, P, -1)
+
+
+def blocked_system(X, y, graph, basis: BasisRows, C, folds, rows, L=1):
+    """``(G, rhs, top)``: ``Φ^T L Φ`` and ``Φ^T L y`` summed over batches of whole folds in
+    root form (``Z = B^T Φ_U`` per fold, ``B B^T = L_UU``; ``L`` is block-diagonal over
+    folds of whole queries) and the column maxima of ``|Φ|``; ``Φ`` is never whole, O(rows b)
+    memory, O(m b^2) time."""
+    dt, bp, tail = X.dtype, C.shape[0], y.shape[1:]
+
+    def update(acc, idx, mask):
+        G, r, top = acc
+        Phi = _batch_features(X, basis, C, idx, mask)
+        B = batch_roots(graph, idx, mask, dt)
+        Z = batch_rows(B, Phi).reshape(-1, bp)
+        yu = y[idx] * mask.reshape(mask.shape + (1,) * len(tail)).astype(dt)
+        zy = batch_rows(B, yu).reshape((-1,) + tail)
+        return (G + tdot(Z, Z), r + tdot(Z, zy),
+                jnp.maximum(top, jnp.max(jnp.abs(Phi), axis=(0, 1))))
+
+    init = (jnp.zeros((bp, bp), dt), jnp.zeros((bp,) + tail, dt), jnp.zeros(bp, dt))
+    return fold_scan(folds, rows, update, init, L, bp)
+
+
+@compiled(static_argnames=("route", "rows"))
+def _nystrom_holdout_blocked(X, y, graph, basis: BasisRows, lams, folds, route="both",
+                             rows=BATCH_ROWS):
+    """:func:`_nystrom_holdout` in row blocks of whole folds (``K_mR`` and ``Φ`` never whole):
+    a first pass sums ``Φ^T L Φ`` (:func:`blocked_system`), one ``eigh`` of ``b x b``, a
+    second pass forms each batch's ``Φ_U`` again and its folds' eq. 33-34 predictions for
+    the whole λ grid: through ``Φ_U V`` for the λ at or above the ``eigh`` floor, through
+    ``Φ_U C_λ^{-T}`` (``C_λ C_λ^T = G + λ I``) for each λ below it, in the same pass. The
+    arithmetic of the unblocked core, per batch (equal to rounding). ``route`` as
+    :func:`~rankjax.solvers.holdout.holdout_from_system`."""
+    C = basis.factor()
+    dt, bp, tail, m, L = X.dtype, C.shape[0], y.shape[1:], X.shape[0], lams.shape[0]
+    G, rhs, top = blocked_system(X, y, graph, basis, C, folds, rows, L)
+    live = (jnp.diagonal(G) > m * (4 * jnp.finfo(dt).eps * top) ** 2).astype(dt)
+    eig = eigh_psd(G)
+    c = tdot(eig.vectors, rhs)
+    D = spectral_filter(eig.values[None, :], lams[:, None])                  # [L, b]
+    Dc = D.reshape(D.shape + (1,) * len(tail)) * c[None]
+    W = jnp.einsum("nr,lr...->ln...", eig.vectors, Dc, precision=HI)
+    floor = eigh_floor(eig.values, dt)
+    low = lams < floor if route == "both" else jnp.full(L, route == "direct")
+    fold = jax.vmap(woodbury_rows, in_axes=(None, 0, 0, 0, 1, None, None, None))
+    rhs2 = rhs.reshape(bp, -1)
+
+    def factor(lam, is_low):              # C_λ and C_λ^{-1} rhs of a lane below the floor
+        def chol():
+            Cl = lax.linalg.cholesky(G + lam * jnp.eye(bp, dtype=dt), symmetrize_input=False)
+            return Cl, lax.linalg.triangular_solve(Cl, rhs2, left_side=True, lower=True)
+        return lax.cond(is_low, chol, lambda: (jnp.eye(bp, dtype=dt), jnp.zeros_like(rhs2)))
+
+    Cls, Zs = lax.map(lambda a: factor(*a), (lams, low)) if route != "shared" else (None, None)
+    ones = jnp.ones((1, bp), dt)
+
+    def one(idx, mask):
+        bs, P = idx.shape
+        Phi = _batch_features(X, basis, C, idx, mask, live)
+        out = jnp.zeros((L, bs, P) + tail, dt)
+        if route != "direct":
+            Pf = jnp.einsum("fpr,rs->fps", Phi, eig.vectors, precision=HI)
+            Fu = jnp.einsum("fps,ls...->lfp...", Pf, Dc, precision=HI)
+            out = jnp.moveaxis(fold(graph, idx, mask, Pf, Fu, D, lams, y), 0, 1)
+        if route == "shared":
+            return out
+
+        def lane(a):
+            lam, is_low, Cl, z, o = a
+
+            def direct():
+                Pl = features(Phi.reshape(-1, bp), Cl).reshape(bs, P, bp)
+                fu = jnp.einsum("fpr,r...->fp...", Pl, z.reshape(rhs.shape), precision=HI)
+                return jnp.moveaxis(fold(graph, idx, mask, Pl, fu[None], ones, lam[None], y),
+                                    0, 1)[0]
+            return lax.cond(is_low, direct, lambda: o)
+        return lax.map(lane, (lams, low, Cls, Zs, out))
+
+    pred = fold_map(folds, rows, one, L, bp, tail, dt)
+    if route != "shared":
+        Wl = jax.vmap(lambda Cl, z: lax.linalg.triangular_solve(
+            Cl.T, z, left_side=True, lower=False).reshape(rhs.shape))(Cls, Zs)
+        W = jnp.where(low.reshape((L,) + (1,) * (W.ndim - 1)), Wl, W)
+    res = nan_unless(lam_ok(lams), (pred, _basis_coef(C, W, 1)))
+    return (res, floor) if route == "shared" else res
+
+
+@partial(jax.jit, static_argnames="rows")
+def _nystrom_fit_blocked(X, y, graph, basis: BasisRows, lam, folds, rows=BATCH_ROWS):
+    C = basis.factor()
+    G, rhs, _ = blocked_system(X, y, graph, basis, C, folds, rows)
+    lam = jnp.asarray(lam, G.dtype)
+    return nan_unless(lam_ok(lam), coef_from(C, ridge_solve(G, rhs, lam)))
+
+
+def _basis_size(spec: Basis, m: int) -> int:
+    """Basis rows ``b`` of ``spec`` among ``m`` training rows (before they are drawn)."""
+    return min(int(spec.size), m) if spec.rows is None else int(np.size(spec.rows))
+
+
 def _head(a, b, axis=0):
     """The first ``b`` entries of ``a`` along ``axis``: sliced on the host when concrete (a
     new basis size in the bucket compiles no slicing program), traced otherwise."""
@@ -96,6 +210,28 @@ def check_nystrom_memory(m, b, dtype, count=4, what="the Nyström hold-out"):
     check_memory(count * m * b * np.dtype(dtype).itemsize,
                  f"{what} ({m} rows x {b} basis rows)",
                  "use a smaller basis, or rj.Falkon(kernel, basis) (row blocks)")
+
+
+def nystrom_plan(m, n, bp, dtype, *, L=1, tail=1, fold_rows=1, block_rows=None,
+                 what="the Nyström hold-out"):
+    """The memory plan of a Nyström fit or hold-out on ``m`` rows and ``bp`` (padded) basis
+    rows: ``None`` (hold ``K_mR`` and ``Φ`` whole: their 4 ``m x b`` blocks take at most a
+    quarter of the free memory, :func:`available_memory`) or the rows of a batch of whole
+    folds (``block_rows``, default :data:`BATCH_ROWS`), whose figure (the rows ``m x n``, the
+    ``[L, m]`` predictions, a batch's blocks, the folds' systems of up to ``fold_rows`` rows
+    and the ``b x b`` decomposition) is checked up front (:class:`MemoryPlanError`)."""
+    item = np.dtype(dtype).itemsize
+    if block_rows is None and 4 * m * bp * item <= available_memory() / 4:
+        return None
+    rows = BATCH_ROWS if block_rows is None else check_count(block_rows, "block_rows")
+    batch = max(rows, fold_rows)
+    need = (m * n + 3 * L * m * tail + 8 * batch * bp + 2 * L * batch * fold_rows
+            + 10 * bp * bp) * item
+    check_memory(need, f"{what} ({m} rows x {bp} basis rows, in row blocks of {rows})",
+                 "use a smaller basis (rj.Nystrom(kernel, basis) / RankRLSCV(basis=...)), "
+                 "leave-query-out folds (folds=None), or rj.Falkon(kernel, basis) (conjugate "
+                 "gradients, early stopping)")
+    return rows
 
 
 def nystrom_blocks(params, X, basis: BasisRows, kernel: Kernel):
@@ -123,6 +259,12 @@ class Nystrom(AbstractSolver):
         :class:`Basis` (e.g. ``Basis(200, method="kmeans++")``, drawn in the kernel's
         feature space).
       seed: the draw of an int ``basis``.
+      block_rows: rows of a batch of whole queries when ``K_mR`` is not held whole
+        (``None``: whole when its blocks take at most a quarter of the free memory, else
+        batches of :data:`~rankjax.solvers.fold_batches.BATCH_ROWS` rows;
+        :func:`nystrom_plan`). The fit and the hold-out then sum ``Φ^T L Φ`` over the
+        batches and form each batch's rows again for its folds: O(m b^2) time as whole,
+        O(rows b + b^2) memory.
 
     Example:
       >>> import rankjax as rj
@@ -136,10 +278,13 @@ class Nystrom(AbstractSolver):
     kernel: Kernel
     basis: object
     seed: int = 0
+    block_rows: Optional[int] = None
 
     def __post_init__(self):
         check_kernel_arg(self.kernel, allow_none=False)
         check_seed(self.seed)
+        if self.block_rows is not None:
+            check_count(self.block_rows, "block_rows")
         object.__setattr__(self, "basis", as_nystrom(self.basis, self.seed))
 
     def take(self, X, pad=True):
@@ -148,10 +293,21 @@ class Nystrom(AbstractSolver):
 
     def fit(self, problem, lam):
         X = dense_rows(problem)
-        index, B = self.take(X, pad=False)
-        coef = _nystrom_fit(X, problem.y, problem.graph, B, lam)
+        graph = problem.graph
+        rows = None
+        if all(is_concrete(a) for a in jax.tree.leaves(graph)) and not isinstance(
+                graph, PreferenceGraph):
+            rows = nystrom_plan(X.shape[0], X.shape[1], _basis_size(self.basis, X.shape[0]),
+                                X.dtype, block_rows=self.block_rows, what="the Nyström fit")
+        index, B = self.take(X, pad=rows is not None)
+        if rows is None:
+            coef = _nystrom_fit(X, problem.y, graph, B, lam)
+        else:
+            coef = _nystrom_fit_blocked(X, problem.y, graph, B, lam, make_folds(graph),
+                                        rows=rows)
         warn_unresolved(coef, lam, "rj.fit(Nystrom())", UNRESOLVED)
         b = index.shape[0]
+        coef = _head(coef, b)
         model = NystromModel(coef, _head(B.X, b), _index(index), self.kernel)
         return Solution(model, lane_codes(coef, lam, lanes=False), {})
 
@@ -172,11 +328,19 @@ class Nystrom(AbstractSolver):
                             "solvers that do: Primal, Dual")
         X = dense_rows(problem)
         lams = lams.astype(X.dtype)
+        m, n, L = X.shape[0], X.shape[1], lams.shape[0]
+        tail = int(np.prod(problem.y.shape[1:]))
+        rows = nystrom_plan(m, n, int(padded_size(_basis_size(self.basis, m))), X.dtype, L=L,
+                            tail=tail, fold_rows=max(i.shape[1] for i in folds.index),
+                            block_rows=self.block_rows)
         index, B = self.take(X)
-        check_nystrom_memory(X.shape[0], B.X.shape[0], X.dtype)
-        pred, coef = two_phase(_nystrom_holdout, X, problem.y, problem.graph, B, lams,
-                               premerge(folds, lams.shape[0], B.X.shape[0]), lams=lams,
-                               verbose=level())
+        folds = premerge(folds, L, B.X.shape[0])
+        if rows is None:
+            pred, coef = two_phase(_nystrom_holdout, X, problem.y, problem.graph, B, lams,
+                                   folds, lams=lams, verbose=level())
+        else:
+            pred, coef = two_phase(_nystrom_holdout_blocked, X, problem.y, problem.graph, B,
+                                   lams, folds, lams=lams, verbose=level(), rows=rows)
         warn_unresolved(pred, lams, "rj.holdout(Nystrom())", UNRESOLVED)
         b = index.shape[0]
         path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), self.kernel)

@@ -1,0 +1,174 @@
+"""Kernel RankRLS at a million rows on one machine: an MSLR-shaped generated set (136
+features, 50-150 rows a query, a relevance with interactions a linear model cannot express,
+10 relevant features beside 126 irrelevant ones, disjoint test queries), each learner in a
+fresh process (its own peak RSS), all in the same run:
+
+* ``linear``: ``RankRLSCV()`` (linear, exact leave-query-out, 13 λ);
+* ``lightgbm``: LightGBM's ``LGBMRanker()`` at its defaults (when installed);
+* ``nystrom``: ``RankRLSCV(kernel="gaussian", gammas=4, lams=13, basis=b)``: the exact
+  leave-query-out of the Nyström model in row blocks (``K_mR`` never whole);
+* ``ard``: ``RankRLSCV(kernel="gaussian", optimize=True, ard=True, basis=b)``: λ, γ and
+  136 feature scales learned by the gradient of the exact hold-out on a whole-query
+  subsample the plan sizes, the final model on every row;
+* ``falkon``: ``rj.fit(problem, rj.Falkon(k, 4000), lam)`` and the closed-form Nyström
+  model of the same basis (row blocks), the relative difference of their predictions.
+
+Each line: seconds, peak RSS (GB), test NDCG@10, and for the kernel steps the floor
+``passes m b^2`` flops at this machine's measured float32 GEMM rate.
+
+    python benchmarks/bench_million.py                     # 10^6 rows (about 35 min on 2 cores)
+    python benchmarks/bench_million.py --rows 100000       # a tenth
+    python benchmarks/bench_million.py --full              # on a GPU: every step, 10^6 rows
+"""
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+STEPS = ("linear", "lightgbm", "nystrom", "ard", "falkon")
+RELEVANT = 10
+
+
+def make_million(rows, seed=0, features=136, first_qid=0):
+    """``(X float32 [m, 136], y [m] grades 0-4, qid [m])``: queries of 50-150 rows until
+    ``rows``; the relevance depends on 10 features through products, a sine and a bump."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(50, 151, rows // 100 + 10)
+    sizes = sizes[:int(np.searchsorted(np.cumsum(sizes), rows)) + 1]
+    qid = np.repeat(np.arange(first_qid, first_qid + sizes.size), sizes)
+    m = qid.size
+    X = rng.random((m, features), dtype=np.float32)
+    x = X[:, :RELEVANT].astype(np.float64)
+    s = (2 * np.sin(np.pi * x[:, 0] * x[:, 1]) + 6 * (x[:, 2] - .5) * (x[:, 3] - .5)
+         + 2 * np.exp(-8 * ((x[:, 4] - .5) ** 2 + (x[:, 5] - .5) ** 2))
+         + x[:, 6] + x[:, 7] - x[:, 8] * x[:, 9] + 0.3 * rng.standard_normal(m))
+    y = np.digitize(s, np.quantile(s, [0.5, 0.75, 0.9, 0.97])).astype(np.float32)
+    return X, y, qid
+
+
+def peak_rss_gb():
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)
+
+
+def gemm_rate():
+    """Measured float32 GEMM flop rate of this machine's default device (4096 x 2048 x 2048)."""
+    import jax
+    import jax.numpy as jnp
+    a = jnp.ones((4096, 2048), jnp.float32)
+    f = jax.jit(lambda a, b: a @ b)
+    f(a, a.T[:, :2048]).block_until_ready()
+    t0 = time.perf_counter()
+    for _ in range(5):
+        f(a, a.T[:, :2048]).block_until_ready()
+    return 2 * 4096 * 2048 * 2048 * 5 / (time.perf_counter() - t0)
+
+
+def step(name, a):
+    """One learner in this process: prints its JSON line."""
+    import jax
+    import rankjax as rj
+    from rankjax.estimators import RankRLSCV
+    from _timing import device_name
+
+    X, y, qid = make_million(a.rows, seed=0)
+    Xt, yt, qt = make_million(a.test_rows, seed=1, first_qid=10**7)
+    line = dict(name=f"million_{name}", device=device_name(), dtype="float32",
+                shape=list(X.shape), queries=int(np.unique(qid).size))
+
+    def ndcg(scores):
+        return float(rj.ndcg(np.asarray(scores), yt, qt, k=10))
+
+    t0 = time.perf_counter()
+    if name == "linear":
+        est = RankRLSCV().fit(X, y, qid)
+        line.update(lam=est.lam_)
+    elif name == "lightgbm":
+        import lightgbm
+        _, counts = np.unique(qid, return_counts=True)
+        est = lightgbm.LGBMRanker(verbose=-1).fit(X, y, group=counts)
+    elif name == "nystrom":
+        est = RankRLSCV(kernel="gaussian", gammas=list(a.gammas), basis=a.basis,
+                        verbose=a.verbose).fit(X, y, qid)
+        line.update(lam=est.lam_, gamma=est.gamma_, basis=a.basis, gammas=4, lams=13,
+                    floor_passes=2 * 4, floor_flops=8 * X.shape[0] * a.basis ** 2)
+    elif name == "ard":
+        est = RankRLSCV(kernel="gaussian", optimize=True, ard=True, basis=a.ard_basis,
+                        verbose=a.verbose).fit(X, y, qid)
+        line.update(lam=est.lam_, basis=a.ard_basis, subsample_rows=getattr(
+            est.tune_, "rows", None) if hasattr(est, "tune_") else None)
+    elif name == "falkon":
+        p = rj.Problem(X, y, qid)
+        k = rj.gaussian_kernel(a.falkon_gamma)
+        sol = rj.fit(p, rj.Falkon(k, a.falkon_basis), lam=a.falkon_lam)
+        jax.block_until_ready(sol.value.coef)
+        fit_s = time.perf_counter() - t0
+        f = np.asarray(rj.predict(sol.value, Xt))
+        line.update(fit_s=round(fit_s, 3), peak_rss_gb=peak_rss_gb(), ndcg10=ndcg(f),
+                    iterations=int(sol.stats["iterations"]), basis=a.falkon_basis,
+                    lam=a.falkon_lam, floor_flops=2 * X.shape[0] * a.falkon_basis * 136
+                    * (int(sol.stats["iterations"]) + 2))
+        t1 = time.perf_counter()
+        ref = rj.fit(p, rj.Nystrom(k, a.falkon_basis), lam=a.falkon_lam).value
+        g = np.asarray(rj.predict(ref, Xt))
+        line.update(closed_form_s=round(time.perf_counter() - t1, 3),
+                    rel_diff=float(np.max(np.abs(f - g)) / np.max(np.abs(g))))
+        print(json.dumps(line), flush=True)
+        return
+    fit_s = time.perf_counter() - t0
+    line.update(fit_s=round(fit_s, 3), peak_rss_gb=peak_rss_gb(), ndcg10=ndcg(est.predict(Xt)))
+    print(json.dumps(line), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--test-rows", type=int, default=100_000)
+    ap.add_argument("--basis", type=int, default=1000)
+    ap.add_argument("--ard-basis", type=int, default=1000)
+    ap.add_argument("--gammas", type=float, nargs=4, default=(0.002, 0.005, 0.01, 0.02))
+    ap.add_argument("--falkon-basis", type=int, default=4000)
+    ap.add_argument("--falkon-gamma", type=float, default=0.01)
+    ap.add_argument("--falkon-lam", type=float, default=1.0)
+    ap.add_argument("--only", default=",".join(STEPS))
+    ap.add_argument("--full", action="store_true", help="every step at 10^6 rows (a GPU)")
+    ap.add_argument("--step", help=argparse.SUPPRESS)
+    ap.add_argument("--verbose", type=int, default=0)
+    a = ap.parse_args()
+    if a.step:
+        return step(a.step, a)
+    if a.full:
+        a.rows, a.only = 1_000_000, ",".join(STEPS)
+    steps = a.only.split(",")
+    if set(steps) - set(STEPS):
+        ap.error(f"--only takes {','.join(STEPS)}")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    rate = gemm_rate()
+    print(json.dumps(dict(name="million_gemm", gemm_gflops=round(rate / 1e9, 1))), flush=True)
+    args = [a for a in sys.argv[1:] if a not in ("--full",)]
+    for s in steps:
+        if s == "lightgbm":
+            try:
+                import lightgbm  # noqa: F401
+            except ImportError:
+                print(json.dumps(dict(name="million_lightgbm", skipped="lightgbm not installed")))
+                continue
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--step", s, "--rows",
+                              str(a.rows)] + args, capture_output=True, text=True)
+        lines = [x for x in out.stdout.splitlines() if x.startswith("{")]
+        if out.returncode or not lines:
+            print(json.dumps(dict(name=f"million_{s}", error=(out.stderr.strip().splitlines()
+                                                               or ["no output"])[-1])), flush=True)
+            continue
+        line = json.loads(lines[-1])
+        if "floor_flops" in line:
+            line["floor_s"] = round(line["floor_flops"] / rate, 1)
+        print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    main()
