@@ -13,11 +13,13 @@ that would pass the total budget is skipped and says so):
    TF32 / bfloat16 emulation; one verdict line per case.
 3. ``falkon_1e6``: FALKON on 10^6 x 136 rows, float32 and float64 (the accelerator line
    of ``bench_kernel_scale.py``), with the device's peak memory.
-4. ``floor``: ``bench_floor.py --quick`` (the guard's hot paths against their floors).
-5. ``twins``: the float64 brute-force twins of the core (``test_backend.py``: the CPU paths
+4. ``million``: ``bench_million.py --full --only nystrom,falkon``: the blocked Nyström
+   hold-out (4 γ x 13 λ) and FALKON at 10^6 x 136, each with its floor.
+5. ``floor``: ``bench_floor.py --quick`` (the guard's hot paths against their floors).
+6. ``twins``: the float64 brute-force twins of the core (``test_backend.py``: the CPU paths
    against the accelerator's on the device itself; ``test_cv.py``, ``test_rankrls.py``,
    ``test_cg.py``, ``test_falkon.py``), summarised in one line.
-6. ``core``, ``cg``, ``path``: the paper-scale accelerator lines of ``bench_core.py``,
+7. ``core``, ``cg``, ``path``: the paper-scale accelerator lines of ``bench_core.py``,
    ``bench_cg.py --only b`` and ``bench_path.py``.
 
 Benchmark lines carry ``device_peak_mb`` where the backend reports it
@@ -57,6 +59,8 @@ STEPS = [
                     "1000000", "--dtype", "float32"], 90, None, "FALKON, 10^6 x 136, float32"),
     ("falkon_1e6_f64", [PY, "benchmarks/bench_kernel_scale.py", "--only", "large",
                         "--large-rows", "1000000"], 80, None, "FALKON, 10^6 x 136, float64"),
+    ("million", [PY, "benchmarks/bench_million.py", "--full", "--only", "nystrom,falkon"], 240,
+     None, "kernel RankRLS at 10^6 x 136: the blocked Nyström hold-out (4 γ x 13 λ), FALKON"),
     ("floor", [PY, "benchmarks/bench_floor.py", "--quick"], 60, None,
      "hot paths against their floors"),
     ("twins", PYTEST + ["--junitxml={junit}", "tests/test_backend.py", "tests/test_cv.py",

@@ -11,10 +11,13 @@ fresh process (its own peak RSS), all in the same run:
   136 feature scales learned by the gradient of the exact hold-out on a whole-query
   subsample the plan sizes, the final model on every row;
 * ``falkon``: ``rj.fit(problem, rj.Falkon(k, 4000), lam)`` and the closed-form Nyström
-  model of the same basis (row blocks), the relative difference of their predictions.
+  model of the same basis (row blocks), the relative difference of their predictions;
+* ``ard_rows`` (run it with ``--rows 100000``): the learned model with the gradient on the
+  planned subsample against the gradient on every row, test NDCG@10 and seconds of each.
 
-Each line: seconds, peak RSS (GB), test NDCG@10, and for the kernel steps the floor
-``passes m b^2`` flops at this machine's measured float32 GEMM rate.
+Each line: seconds, peak RSS (GB), test NDCG@10, and a floor at this machine's measured
+float32 GEMM rate: ``m b^2`` flops per γ for the Nyström hold-out, one product with
+``K_mR`` (``2 m b n`` flops) per FALKON iteration.
 
     python benchmarks/bench_million.py                     # 10^6 rows (about 35 min on 2 cores)
     python benchmarks/bench_million.py --rows 100000       # a tenth
@@ -30,23 +33,25 @@ import time
 
 import numpy as np
 
-STEPS = ("linear", "lightgbm", "nystrom", "ard", "falkon")
+STEPS = ("linear", "lightgbm", "nystrom", "ard", "falkon", "ard_rows")
 RELEVANT = 10
 
 
 def make_million(rows, seed=0, features=136, first_qid=0):
     """``(X float32 [m, 136], y [m] grades 0-4, qid [m])``: queries of 50-150 rows until
-    ``rows``; the relevance depends on 10 features through products, a sine and a bump."""
+    ``rows``; the relevance is a smooth function of three oblique directions of the first
+    10 features (a sine, a product, a cosine: interactions no linear model expresses and
+    axis-aligned trees approximate by many splits), 126 features irrelevant."""
     rng = np.random.default_rng(seed)
     sizes = rng.integers(50, 151, rows // 100 + 10)
     sizes = sizes[:int(np.searchsorted(np.cumsum(sizes), rows)) + 1]
     qid = np.repeat(np.arange(first_qid, first_qid + sizes.size), sizes)
     m = qid.size
     X = rng.random((m, features), dtype=np.float32)
-    x = X[:, :RELEVANT].astype(np.float64)
-    s = (2 * np.sin(np.pi * x[:, 0] * x[:, 1]) + 6 * (x[:, 2] - .5) * (x[:, 3] - .5)
-         + 2 * np.exp(-8 * ((x[:, 4] - .5) ** 2 + (x[:, 5] - .5) ** 2))
-         + x[:, 6] + x[:, 7] - x[:, 8] * x[:, 9] + 0.3 * rng.standard_normal(m))
+    W = np.random.default_rng(7).standard_normal((RELEVANT, 3)) / np.sqrt(RELEVANT)
+    z = (X[:, :RELEVANT].astype(np.float64) - 0.5) @ W * 3
+    s = (np.sin(2 * z[:, 0]) + z[:, 0] * z[:, 1] + np.cos(2 * z[:, 2])
+         + 0.3 * rng.standard_normal(m))
     y = np.digitize(s, np.quantile(s, [0.5, 0.75, 0.9, 0.97])).astype(np.float32)
     return X, y, qid
 
@@ -95,12 +100,30 @@ def step(name, a):
         est = RankRLSCV(kernel="gaussian", gammas=list(a.gammas), basis=a.basis,
                         verbose=a.verbose).fit(X, y, qid)
         line.update(lam=est.lam_, gamma=est.gamma_, basis=a.basis, gammas=4, lams=13,
-                    floor_passes=2 * 4, floor_flops=8 * X.shape[0] * a.basis ** 2)
+                    floor_flops=4 * X.shape[0] * a.basis ** 2)       # m b^2 per γ
     elif name == "ard":
         est = RankRLSCV(kernel="gaussian", optimize=True, ard=True, basis=a.ard_basis,
                         verbose=a.verbose).fit(X, y, qid)
-        line.update(lam=est.lam_, basis=a.ard_basis, subsample_rows=getattr(
-            est.tune_, "rows", None) if hasattr(est, "tune_") else None)
+        from rankjax._core.segments import padded_size
+        from rankjax.selection.select import tune_rows
+        from rankjax.solvers.models import ScaledModel
+        line.update(lam=est.lam_, gamma=est.gamma_, basis=a.ard_basis, subsample_rows=tune_rows(
+            X.shape[0], int(padded_size(a.ard_basis)), 20, np.float32),
+            learned=isinstance(est.model_, ScaledModel))
+    elif name == "ard_rows":             # what the subsample costs: learned on u rows, then on m
+        import rankjax.selection.select as sel
+        from rankjax._core.segments import padded_size
+        u = sel.tune_rows(X.shape[0], int(padded_size(a.ard_basis)), 20, np.float32)
+        for tag, work in (("subsample", sel.TUNE_WORK), ("all_rows", float("inf"))):
+            sel.TUNE_WORK = work
+            t1 = time.perf_counter()
+            est = RankRLSCV(kernel="gaussian", optimize=True, ard=True, basis=a.ard_basis,
+                            verbose=a.verbose).fit(X, y, qid)
+            line.update({f"{tag}_s": round(time.perf_counter() - t1, 3),
+                         f"{tag}_ndcg10": ndcg(est.predict(Xt))})
+        line.update(subsample_rows=u, basis=a.ard_basis, peak_rss_gb=peak_rss_gb())
+        print(json.dumps(line), flush=True)
+        return
     elif name == "falkon":
         p = rj.Problem(X, y, qid)
         k = rj.gaussian_kernel(a.falkon_gamma)
@@ -111,7 +134,7 @@ def step(name, a):
         line.update(fit_s=round(fit_s, 3), peak_rss_gb=peak_rss_gb(), ndcg10=ndcg(f),
                     iterations=int(sol.stats["iterations"]), basis=a.falkon_basis,
                     lam=a.falkon_lam, floor_flops=2 * X.shape[0] * a.falkon_basis * 136
-                    * (int(sol.stats["iterations"]) + 2))
+                    * (int(sol.stats["iterations"]) + 1))     # K_mR once an iteration
         t1 = time.perf_counter()
         ref = rj.fit(p, rj.Nystrom(k, a.falkon_basis), lam=a.falkon_lam).value
         g = np.asarray(rj.predict(ref, Xt))
@@ -124,32 +147,88 @@ def step(name, a):
     print(json.dumps(line), flush=True)
 
 
+MARK = ("<!-- million: start -->", "<!-- million: end -->")
+LEARNERS = {"million_linear": "rankjax RankRLSCV(), linear",
+            "million_lightgbm": "LightGBM LGBMRanker(), defaults",
+            "million_nystrom": "rankjax RankRLSCV(kernel=\"gaussian\", gammas=4, lams=13, "
+                               "basis={basis})",
+            "million_ard": "rankjax RankRLSCV(kernel=\"gaussian\", optimize=True, ard=True, "
+                           "basis={basis})",
+            "million_falkon": "rankjax rj.fit(p, rj.Falkon(k, {basis}), lam={lam})"}
+
+
+def table(lines):
+    """The README table (markdown) of JSON lines of this script."""
+    rate = next((ln["gemm_gflops"] for ln in lines if ln["name"] == "million_gemm"), None)
+    out = ["| learner | rows | fit s | floor s | peak RSS GB | test NDCG@10 |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    for ln in lines:
+        if ln["name"] not in LEARNERS or "fit_s" not in ln:
+            continue
+        floor = ln.get("floor_s", "–")
+        if ln["name"] == "million_nystrom" and rate:         # m b^2 per γ, 4 γ
+            floor = round(4 * ln["shape"][0] * ln["basis"] ** 2 / (rate * 1e9), 1)
+        extra = (f" (closed form {ln['closed_form_s']:.0f} s, predictions within "
+                 f"{ln['rel_diff']:.1e})") if "rel_diff" in ln else ""
+        out.append(f"| {LEARNERS[ln['name']].format(**ln)}{extra} | {ln['shape'][0]:,} | "
+                   f"{ln['fit_s']:.1f} | {floor} | {ln['peak_rss_gb']:.2f} | "
+                   f"{ln['ndcg10']:.4f} |")
+    return "\n".join(out), rate
+
+
+def rewrite(readme, lines):
+    import pathlib
+    import platform
+    text = pathlib.Path(readme).read_text()
+    if MARK[0] not in text or MARK[1] not in text:
+        raise SystemExit(f"{readme} has no {MARK[0]} ... {MARK[1]} markers")
+    head, rest = text.split(MARK[0], 1)
+    _, tail = rest.split(MARK[1], 1)
+    body, rate = table(lines)
+    note = (f"{platform.machine()}, {os.cpu_count()} CPU cores, float32, measured GEMM rate "
+            f"{rate} GFLOP/s; each learner in a fresh process; "
+            "`python benchmarks/bench_million.py --readme README.md`")
+    tmp = pathlib.Path(str(readme) + ".tmp")
+    tmp.write_text(head + MARK[0] + f"\n{body}\n\n<sub>{note}.</sub>\n" + MARK[1] + tail)
+    tmp.replace(readme)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--test-rows", type=int, default=100_000)
-    ap.add_argument("--basis", type=int, default=1000)
-    ap.add_argument("--ard-basis", type=int, default=1000)
-    ap.add_argument("--gammas", type=float, nargs=4, default=(0.002, 0.005, 0.01, 0.02))
+    ap.add_argument("--basis", type=int, default=600)
+    ap.add_argument("--ard-basis", type=int, default=500)
+    ap.add_argument("--gammas", type=float, nargs=4, default=(0.005, 0.01, 0.02, 0.04))
     ap.add_argument("--falkon-basis", type=int, default=4000)
     ap.add_argument("--falkon-gamma", type=float, default=0.01)
     ap.add_argument("--falkon-lam", type=float, default=1.0)
-    ap.add_argument("--only", default=",".join(STEPS))
-    ap.add_argument("--full", action="store_true", help="every step at 10^6 rows (a GPU)")
+    ap.add_argument("--only", default=",".join(STEPS[:5]), help=",".join(STEPS))
+    ap.add_argument("--full", action="store_true", help="10^6 rows whatever --rows (a GPU)")
     ap.add_argument("--step", help=argparse.SUPPRESS)
     ap.add_argument("--verbose", type=int, default=0)
+    ap.add_argument("--readme", help="rewrite the table of this file from the run")
+    ap.add_argument("--lines", nargs="*", help="JSON-line files of earlier runs for --readme "
+                    "(no run)")
     a = ap.parse_args()
     if a.step:
         return step(a.step, a)
+    if a.lines is not None:
+        found = [json.loads(x) for f in a.lines for x in open(f) if x.startswith("{")]
+        return rewrite(a.readme, found) if a.readme else print(table(found)[0])
     if a.full:
-        a.rows, a.only = 1_000_000, ",".join(STEPS)
+        a.rows = 1_000_000
     steps = a.only.split(",")
     if set(steps) - set(STEPS):
         ap.error(f"--only takes {','.join(STEPS)}")
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     rate = gemm_rate()
     print(json.dumps(dict(name="million_gemm", gemm_gflops=round(rate / 1e9, 1))), flush=True)
-    args = [a for a in sys.argv[1:] if a not in ("--full",)]
+    args = [x for x in sys.argv[1:] if x not in ("--full",)]
+    if a.readme:
+        i = args.index("--readme")
+        args = args[:i] + args[i + 2:]
+    found = [dict(name="million_gemm", gemm_gflops=round(rate / 1e9, 1))]
     for s in steps:
         if s == "lightgbm":
             try:
@@ -157,8 +236,8 @@ def main():
             except ImportError:
                 print(json.dumps(dict(name="million_lightgbm", skipped="lightgbm not installed")))
                 continue
-        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--step", s, "--rows",
-                              str(a.rows)] + args, capture_output=True, text=True)
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--step", s] + args
+                             + ["--rows", str(a.rows)], capture_output=True, text=True)
         lines = [x for x in out.stdout.splitlines() if x.startswith("{")]
         if out.returncode or not lines:
             print(json.dumps(dict(name=f"million_{s}", error=(out.stderr.strip().splitlines()
@@ -167,7 +246,10 @@ def main():
         line = json.loads(lines[-1])
         if "floor_flops" in line:
             line["floor_s"] = round(line["floor_flops"] / rate, 1)
+        found.append(line)
         print(json.dumps(line), flush=True)
+    if a.readme:
+        rewrite(a.readme, found)
 
 
 if __name__ == "__main__":

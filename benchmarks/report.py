@@ -77,6 +77,8 @@ JOBS = [
      ["bench_precision.py"], ["bench_precision.py"]),
     ("vmap", 59, "vmap over λ of rj.fit against the solver's own path",
      ["bench_vmap.py"], ["bench_vmap.py"]),
+    ("million", 61, "Kernel RankRLS at 10^6 rows: linear, Nyström (γ grid; learned with ARD), "
+     "FALKON beside LightGBM", ["bench_million.py"], ["bench_million.py", "--full"]),
 ]
 
 BOUNDS = {

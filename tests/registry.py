@@ -78,6 +78,8 @@ REGISTRY = [
     Entry("dual_gaussian", rj.Dual(GAUSS), "features", "gaussian", pairs=True),
     Entry("dual_precomputed", rj.Dual(), "kernel", "linear", pairs=True),
     Entry("nystrom", rj.Nystrom(GAUSS, ROWS), "features", "nystrom", rtol=1e-8),
+    Entry("nystrom_blocked", rj.Nystrom(GAUSS, ROWS, block_rows=16), "features", "nystrom",
+          rtol=1e-8),
     Entry("cg", LOOP, "features", "linear", rtol=1e-9),
     Entry("cg_dual", LOOP, "kernel", "linear", rtol=1e-9),
     Entry("falkon", rj.Falkon(GAUSS, ROWS, options=LOOP), "features", "nystrom", rtol=1e-7),

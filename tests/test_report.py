@@ -4,6 +4,8 @@ import json
 import pathlib
 import sys
 
+import numpy as np
+
 import pytest
 
 BENCH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
@@ -77,6 +79,30 @@ def test_first_screen_table_is_written_between_the_markers_from_the_lines(tmp_pa
     readme.write_text("no markers")
     with pytest.raises(SystemExit):
         fs.rewrite(readme, lines, 1.0)
+
+
+def test_million_table_and_data_from_the_lines(tmp_path):
+    """bench_million: the generated set (whole queries of 50-150 rows, disjoint test ids,
+    grades 0-4) and the README table from a run's lines, the Nyström floor ``m b^2`` per γ
+    (4 γ) at the run's measured GEMM rate."""
+    bm = pytest.importorskip("bench_million")
+    X, y, q = bm.make_million(3000, seed=0)
+    _, counts = np.unique(q, return_counts=True)
+    assert X.shape[1] == 136 and X.dtype == np.float32 and X.shape[0] >= 3000
+    assert counts.min() >= 50 and counts.max() <= 150 and set(np.unique(y)) <= {0, 1, 2, 3, 4}
+    assert np.all(np.diff(q) >= 0) and bm.make_million(500, seed=1, first_qid=10**7)[2].min() == 10**7
+    lines = [dict(name="million_gemm", gemm_gflops=100.0),
+             dict(name="million_nystrom", shape=[10**6, 136], basis=600, fit_s=500.0,
+                  peak_rss_gb=2.0, ndcg10=0.6),
+             dict(name="million_linear", shape=[10**6, 136], fit_s=30.0, peak_rss_gb=2.5,
+                  ndcg10=0.5)]
+    readme = tmp_path / "README.md"
+    readme.write_text(f"top\n{bm.MARK[0]}\nold\n{bm.MARK[1]}\nbottom\n")
+    bm.rewrite(readme, lines)
+    text = readme.read_text()
+    assert "old" not in text and text.endswith(f"{bm.MARK[1]}\nbottom\n")
+    assert "basis=600) | 1,000,000 | 500.0 | 14.4 | 2.00 | 0.6000 |" in text     # 4 m b^2 / 1e11
+    assert "| rankjax RankRLSCV(), linear | 1,000,000 | 30.0 | – | 2.50 | 0.5000 |" in text
 
 
 def test_accelerator_check_dry_run_prints_the_plan_and_passes_on_the_cpu():

@@ -114,9 +114,14 @@ class _GraphBase:
         r = y - f
         return mm(r, self.mv(r))
 
+    splittable = True          # the rows split into whole queries without cutting an edge
+
     def check_splittable(self, what: str):
-        """Raises when the rows cannot be split without cutting edges (hold-out folds,
-        a preconditioner's subsample): only a :class:`PreferenceGraph` raises."""
+        """Raises when the rows cannot be split without cutting edges (hold-out folds, a
+        subsample, row blocks): a :class:`PreferenceGraph`."""
+        if not self.splittable:
+            raise TypeError(f"{what} needs a QueryGraph (whole queries) or an IdentityGraph: "
+                            "the edges of a PreferenceGraph may cross any split of the rows")
 
     def criterion(self, y, metric="pairwise_error", higher_is_better=None, **kw):
         """``f -> value`` (lower is better) on this graph's rows: ``"pairwise_error"``,
@@ -257,7 +262,6 @@ class QueryGraph(_GraphBase):
         ng = self.group_counts.astype(dtype)[grp]
         sameg = (grp[:, None] == grp[None, :]).astype(dtype)
         return psd_root(mm * (e[:, None] * (eye * (n - ng)[:, None] - same + sameg)))[0]
-
 
     def restrict(self, rows, size: Optional[int] = None):
         """The graph of the rows ``rows`` (host ``[r]`` indices of whole queries, in any
@@ -412,12 +416,10 @@ class PreferenceGraph(_GraphBase):
         raise TypeError("a PreferenceGraph cannot be restricted to a subset of rows: its "
                         "edges may leave any subset (use a QueryGraph or an IdentityGraph)")
 
+    splittable = False
+
     def fold_units(self):
         self.check_splittable("hold-out folds")
-
-    def check_splittable(self, what: str):
-        raise TypeError(f"{what} needs a QueryGraph (whole queries) or an IdentityGraph: the "
-                        "edges of a PreferenceGraph may cross any split of the rows")
 
 
 @saveable

@@ -9,7 +9,7 @@ a Nyström grid, a search in γ. :func:`rankjax.select` and
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -18,10 +18,12 @@ import numpy as np
 from .._core.checks import (Segments, check_count, check_flag, check_lams, check_seed,
                             is_concrete)
 from .._core.host import device_array
-from .._core.log import Stages, active, check_verbose
-from .._core.memory import kernel_plan
+from .._core.log import Stages, active, check_verbose, info
+from .._core.memory import available_memory, compute_dtype, kernel_plan
+from .._core.segments import padded_size
 from .._problem import Problem, with_rows
-from ..graphs.folds import problem_folds
+from ..graphs.folds import Folds, make_folds, problem_folds
+from ..solvers.falkon import query_subsample
 from ..metrics.choice import Selection, select_lambda, selection_ahead
 from ..metrics.graded import ndcg
 from ..metrics.pairs import check_metric_options, metric_sign
@@ -162,6 +164,7 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
     if problem.X.shape[0] < 2:
         raise ValueError("select cross-validates and needs at least 2 rows in 2 queries, "
                          "got 1 sample (n_samples=1)")
+    _plan(problem, solvers, grid.lams.size, folds)
     folds = problem_folds(problem, folds, seed, "rj.select")
     stages, parts, paths = Stages(solvers, "grid solver", grid.verbose), [], []
     with active(grid.verbose):
@@ -185,6 +188,22 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
     return Selection(np.tile(grid.lams, len(solvers)), gammas, s, best, point.lam,
                      _chosen_gamma(point.solver), point.score, point.model, _basis(point.model),
                      trajectory, point.solver)
+
+
+def _plan(problem, solvers, L, folds):
+    """Every solver's memory plan from the shapes, before the folds are drawn: folds of up
+    to the largest query (leave-query-out), or ``m / k`` rows and a query (k-fold)."""
+    m, n = problem.X.shape
+    counts = getattr(problem.graph, "counts", None)
+    largest = 1 if counts is None else int(np.max(np.asarray(counts)))
+    k = folds.num_folds if isinstance(folds, Folds) else folds
+    if isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 1:
+        largest += m // int(k)
+    elif folds is not None:
+        return                                  # problem_folds says what is wrong with them
+    dtype = compute_dtype(problem.X)
+    for s in solvers:
+        s.plan(m, n, L, dtype, largest)
 
 
 @dataclasses.dataclass
@@ -283,24 +302,70 @@ def _search(grid, solvers, point, folds, steps):
     return best
 
 
+TUNE_WORK = 1.5e11
+"""The rows ``u`` a Nyström ``tune`` step may take: ``u b^2 steps <= TUNE_WORK`` (a step of
+the differentiated hold-out costs about 350 ``u b^2`` flops: 20 steps on 28,000 rows with
+a basis of 512 take about 5 minutes on a 2-core CPU)."""
+
+
+def tune_rows(m: int, b: int, steps: int, dtype) -> Optional[int]:
+    """The rows of whole queries the gradient of a Nyström hold-out learns on (:func:`_refine`):
+    ``None`` (every row) when ``m`` is within :data:`TUNE_WORK` and the memory plan (about 10
+    ``m x b`` blocks live in a step, a quarter of the free memory), else the largest ``u``
+    within both."""
+    item = np.dtype(dtype).itemsize
+    u = min(TUNE_WORK / (max(steps, 1) * b * b), available_memory() / 4 / (10 * b * item))
+    return None if m <= u else max(int(u), 2 * b)
+
+
+def _rows_problem(p, rows):
+    """The problem of the rows ``rows`` (host, whole queries) of ``p``: its rows, labels,
+    graph (:meth:`~rankjax.QueryGraph.restrict`) and dense query ids."""
+    X = dense_rows(p)
+    qid = np.unique(np.asarray(p.qid)[rows], return_inverse=True)[1]
+    idx = device_array(rows.astype(np.int32))
+    return Problem(jnp.asarray(X)[idx], jnp.asarray(p.y)[idx], qid=None,
+                   queries=p.graph.restrict(rows)), qid
+
+
 def _refine(grid, point, folds, steps, ard, optimizer):
     """Gradient descent on the exact hold-out loss from the grid's best point (the solver's
     ``cv_predictions``: exact, or the Nyström model on its basis); the refined point is
-    kept when its hold-out metric is not worse than the grid's. Returns ``(point,
-    TuneResult)``."""
+    kept when its hold-out metric is not worse than the grid's. A Nyström problem beyond
+    :func:`tune_rows` learns on a random subsample of whole queries (``u`` rows, its own
+    folds of the same kind), starting from the grid's λ times ``u / m``, and compares the
+    refined and the starting point on that subsample; the final model is then fit on every
+    row with the learned γ and scales and λ times ``m / u`` (the loss sums over rows, so λ
+    keeps its weight against it). Returns ``(point, TuneResult)``."""
     p = grid.problem
-    solver, data = checked_data(p, point.solver, "select(optimize=True)")
+    m = p.X.shape[0]
+    q, qfolds, factor, seg = p, folds, 1.0, grid.seg
+    if "centres" in point.solver.param_keys():
+        b = int(padded_size(np.size(point.model.basis, 0)))
+        u = tune_rows(m, b, steps, p.X.dtype)
+        if u is not None:
+            rows = query_subsample(p.graph, m, u, 0)
+            q, qid = _rows_problem(p, rows)
+            seg, factor = dense_segments(qid), m / rows.size
+            k = folds.num_folds
+            qfolds = make_folds(q.graph, None if k == grid.seg.num_queries
+                                else min(k, seg.num_queries))
+            info(grid.verbose, "tune on a subsample of %d of %d rows (whole queries)",
+                 rows.size, m)
+    solver, data = checked_data(q, point.solver, "select(optimize=True)")
     X = data[0]
-    r = descend(solver.start_params(X.shape[1], X.dtype, point.lam, ard), solver, data, folds,
-                steps=steps, optimizer=optimizer, verbose=grid.verbose)
+    start = solver.start_params(X.shape[1], X.dtype, point.lam / factor, ard)
+    r = descend(start, solver, data, qfolds, steps=steps, optimizer=optimizer,
+                verbose=grid.verbose)
     i = int(np.nanargmin(r.loss_history))
     params = {k: jnp.asarray(v[i]) for k, v in r.params_history.items()}
-    f = cv_predictions_at(params, solver, data, folds)
-    new = float(grid.metric(f, p.y, grid.seg, **grid.kw))
-    if not grid.better(new, point.score):
+    score = lambda prm: float(grid.metric(cv_predictions_at(prm, solver, data, qfolds),  # noqa: E731
+                                          q.y, seg, **grid.kw))
+    new = score(params)
+    if not grid.better(new, point.score if q is p else score(start)):
         return point, r
     host = {k: np.asarray(v) for k, v in params.items()}
-    at, lam = solver.at(host), float(np.exp(host["log_lam"]))
+    at, lam = solver.at(host), float(np.exp(host["log_lam"])) * factor
     if "log_scales" not in host:
         return _Point(at, lam, new, at.fit(p, lam).value), r
     scales = jnp.exp(jnp.asarray(host["log_scales"], X.dtype))

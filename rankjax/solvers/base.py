@@ -80,6 +80,11 @@ class AbstractSolver:
         """``[m]`` hold-out predictions at ``params`` (traced, differentiable)."""
         raise NotImplementedError
 
+    def plan(self, m: int, n: int, L: int, dtype, fold_rows: int) -> None:
+        """Refuses up front (:class:`~rankjax._core.memory.MemoryPlanError`) a hold-out of
+        ``L`` λ on ``m x n`` rows (folds of up to ``fold_rows`` rows) that cannot fit, from
+        the shapes alone, before the folds or any array are built; nothing by default."""
+
     def allows_zero(self, problem) -> bool:
         """Whether ``fit`` takes λ = 0 on ``problem`` (iterative solvers regularise by
         stopping early)."""

@@ -31,9 +31,10 @@ from .._core.checks import check_count, check_seed, is_concrete, lam_ok, nan_unl
 from .._core.host import device_array
 from .._core.linalg import PSD_RTOL
 from .._core.memory import available_memory, check_memory
-from .._core.products import HI, mm
+from .._core.products import HI, mm, tdot
 from .._core.segments import padded_size
 from .._solution import Solution
+from ..graphs.folds import make_folds
 from ..graphs.graph import Graph
 from ..kernels.basis import BasisRows, as_nystrom, coef_from, features, take_basis
 from ..kernels.kernel import Kernel, kernel_block
@@ -41,15 +42,16 @@ from .._core.types import saveable
 from .base import AbstractSolver, check_kernel_arg, dense_rows, solver
 from .cg import CG, criterion
 from .cg_loop import differentiable_cg
+from .fold_batches import batch_roots, batch_rows, fold_scan
 from .models import NystromModel
 from ..scale.layout import dense_only, local_block
 from jax.sharding import PartitionSpec as P
 
-__all__ = ["Falkon", "Subsample", "block_ops", "falkon_preconditioner", "falkon_solve",
+__all__ = ["Falkon", "Subsample", "query_subsample", "block_ops", "falkon_preconditioner", "falkon_solve",
            "kmr_block_rows"]
 
 
-def _query_subsample(graph, m: int, rows: int, seed: int) -> np.ndarray:
+def query_subsample(graph, m: int, rows: int, seed: int) -> np.ndarray:
     """Rows of whole queries drawn at random until at least ``rows`` rows (host)."""
     unit, n_units = graph.fold_units()
     order = np.random.default_rng(check_seed(seed)).permutation(n_units)
@@ -101,6 +103,45 @@ def block_ops(basis: BasisRows, X, block_rows):
         return lax.fori_loop(0, nb, lambda i, acc: acc + jnp.matmul(ub[i], blk(i), precision=HI),
                              jnp.zeros(XR.shape[0], X.dtype))
     return fwd, bwd
+
+
+def fold_ops(basis: BasisRows, X, graph, folds, rows):
+    """``(a -> K_Rm L K_mR a, v -> K_Rm v)`` over batches of about ``rows`` rows of whole
+    queries (:func:`~rankjax.solvers.fold_batches.fold_scan`): each batch's kernel block is
+    evaluated once per product (``L`` acts on each query alone through its root), where
+    :func:`block_ops` evaluates ``K_mR`` twice, forward and back."""
+    dt, bp = X.dtype, basis.X.shape[0]
+
+    def block(idx, mask):
+        return basis.block(X[idx.reshape(-1)]) * mask.reshape(-1, 1).astype(dt)
+
+    def apply_H(a):
+        def update(acc, idx, mask):
+            K = block(idx, mask)
+            v = jnp.matmul(K, a, precision=HI).reshape(idx.shape)
+            B = batch_roots(graph, idx, mask, dt)
+            u = jnp.einsum("fpq,fq->fp", B, batch_rows(B, v), precision=HI)
+            return acc + tdot(K, u.reshape(-1))
+        return fold_scan(folds, rows, update, jnp.zeros(bp, dt), 1, bp)
+
+    def back(v):
+        def update(acc, idx, mask):
+            return acc + tdot(block(idx, mask), (v[idx] * mask.astype(dt)).reshape(-1))
+        return fold_scan(folds, rows, update, jnp.zeros(bp, dt), 1, bp)
+    return apply_H, back
+
+
+@partial(jax.jit, static_argnames="rows")
+def _falkon_folds(problem, basis: BasisRows, sub: Subsample, lam, valid, options, folds, rows):
+    X, y, graph = problem
+    dt = X.dtype
+    lam = jnp.asarray(lam, dt)
+    C, A = falkon_preconditioner(basis, partial(sub.gram, basis), lam)
+    apply_H, back = fold_ops(basis, X, graph, folds, rows)
+    scores_fn = None if valid is None else (
+        lambda a: jnp.matmul(basis.block(valid[0]), a, precision=HI))
+    a, r = falkon_solve(C, A, lam, apply_H, back(graph.rhs(y, dt)), scores_fn, valid, options)
+    return a * basis.mask.astype(dt), r
 
 
 def falkon_preconditioner(basis: BasisRows, gram_U, lam):
@@ -235,7 +276,11 @@ class Falkon(AbstractSolver):
         block_rows = kmr_block_rows(m, bp, item, self.block_rows)
         valid = None if problem.valid is None else (
             dense_rows(problem.valid), problem.valid.y, problem.valid.graph)
-        coef, r = _falkon_core((X, y, graph), B, sub, lam, valid, self.options, block_rows)
+        if block_rows is not None and all(is_concrete(a) for a in jax.tree.leaves(graph)):
+            coef, r = _falkon_folds((X, y, graph), B, sub, lam, valid, self.options,
+                                    make_folds(graph), rows=max(block_rows, 1024))
+        else:
+            coef, r = _falkon_core((X, y, graph), B, sub, lam, valid, self.options, block_rows)
         b = index.shape[0]
         model = NystromModel(coef[:b], B.X[:b], jnp.asarray(index, jnp.int32), self.kernel)
         return Solution(model, r.result, r.stats())
@@ -266,7 +311,7 @@ def _subsample(X, graph, u, seed) -> Subsample:
     m = X.shape[0]
     if not all(is_concrete(a) for a in jax.tree.leaves(graph)):
         return Subsample(X[:u], jnp.ones(u, bool), graph.prefix(u), m / u)
-    rows = _query_subsample(graph, m, u, seed)
+    rows = query_subsample(graph, m, u, seed)
     up = int(padded_size(rows.size))
     idx = np.zeros(up, np.int64)
     idx[:rows.size] = rows

@@ -17,16 +17,19 @@ A model of one output predicts ``[m]`` (``[m, k]`` for ``k`` outputs); a path pr
 from __future__ import annotations
 
 import inspect
+from functools import partial
 from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from .._core.checks import check_matrix
 from .._core.host import lane
 from .._core.sparse import as_dense, matmul
 from .._core.types import saveable
-from ..kernels.kernel import Kernel, kernel_matrix
+from .._core.products import HI
+from ..kernels.kernel import Kernel, check_kernel, kernel_block, kernel_matrix
 
 __all__ = ["LinearModel", "DualModel", "KernelModel", "NystromModel", "ScaledModel",
            "PrimalPath", "DualPath", "NystromPath", "predict", "check_test_matrix",
@@ -70,9 +73,31 @@ def scale_rows(X, s):
     return X * s
 
 
+SCORE_BLOCK_BYTES = 1 << 28
+"""A kernel model scores at most this many bytes of kernel values at once: more test rows
+than fit are scored in row blocks (``[block, b]`` at a time, never ``[m_test, b]`` whole)."""
+
+
 def _kernel_scores(kernel, X, rows, coef, block_size):
     X = check_test_matrix(X, rows.shape[1])
-    return linear_scores(kernel_matrix(kernel, X, rows, block_size=block_size), coef)
+    m1, m2 = X.shape[0], rows.shape[0]
+    item = jnp.dtype(jnp.result_type(X.dtype, rows.dtype)).itemsize
+    if block_size is None and m1 * m2 * item > SCORE_BLOCK_BYTES:
+        block_size = max(1, SCORE_BLOCK_BYTES // (m2 * item))
+    if block_size is None or block_size >= m1:
+        return linear_scores(kernel_matrix(kernel, X, rows), coef)
+    check_kernel(kernel)
+    return _scores_in_blocks(kernel, as_dense(X), jnp.asarray(rows), coef, int(block_size))
+
+
+@partial(jax.jit, static_argnums=4)
+def _scores_in_blocks(kernel, X, rows, coef, block):
+    """``K(X, rows) coef`` ``[m(, ...)]`` a block of ``block`` rows of ``X`` at a time."""
+    m = X.shape[0]
+    nb = -(-m // block)
+    Xb = jnp.pad(X, ((0, nb * block - m), (0, 0))).reshape(nb, block, -1)
+    out = lax.map(lambda a: jnp.matmul(kernel_block(kernel, a, rows), coef, precision=HI), Xb)
+    return out.reshape((nb * block,) + out.shape[2:])[:m]
 
 
 @saveable

@@ -25,7 +25,6 @@ from .._core.resolved import warn_unresolved
 from .._solution import Solution, lane_codes
 from .._core.segments import padded_size
 from ..graphs.folds import make_folds, premerge
-from ..graphs.graph import PreferenceGraph
 from ..kernels.basis import (Basis, BasisRows, as_nystrom, basis_system, coef_from, features,
                              take_basis)
 from ..kernels.kernel import Kernel, kernel_block
@@ -295,8 +294,7 @@ class Nystrom(AbstractSolver):
         X = dense_rows(problem)
         graph = problem.graph
         rows = None
-        if all(is_concrete(a) for a in jax.tree.leaves(graph)) and not isinstance(
-                graph, PreferenceGraph):
+        if graph.splittable and all(is_concrete(a) for a in jax.tree.leaves(graph)):
             rows = nystrom_plan(X.shape[0], X.shape[1], _basis_size(self.basis, X.shape[0]),
                                 X.dtype, block_rows=self.block_rows, what="the Nyström fit")
         index, B = self.take(X, pad=rows is not None)
@@ -345,6 +343,10 @@ class Nystrom(AbstractSolver):
         b = index.shape[0]
         path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), self.kernel)
         return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred, lams), {})
+
+    def plan(self, m, n, L, dtype, fold_rows):
+        nystrom_plan(m, n, int(padded_size(_basis_size(self.basis, m))), dtype, L=L,
+                     fold_rows=fold_rows, block_rows=self.block_rows)
 
     def tuned_kernel(self):
         return self.kernel

@@ -1,0 +1,166 @@
+"""Kernel RankRLS past the memory of ``K_mR``: the Nyström fit and hold-out in row blocks of
+whole folds (rankjax/solvers/fold_batches.py), their memory plan (refused up front, before
+the folds), kernel models scoring in row blocks, and ``optimize=True, ard=True`` learning on
+a whole-query subsample when the plan says so. Every blocked result is asserted equal, in
+float64, to the whole computation, itself asserted equal to retraining without each fold
+(``test_solvers.py``; the registry's ``nystrom_blocked`` entry runs every property)."""
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import rankjax as rj
+import rankjax.solvers.models as models
+import rankjax.solvers.nystrom as nystrom
+from rankjax._core.memory import MemoryPlanError
+from rankjax.estimators import RankRLSCV
+from rankjax.selection import select as select_mod
+
+GAUSS = rj.gaussian_kernel(0.3)
+LAMS = np.logspace(-6, 2, 7)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return rj.make_ranking_data(40, num_features=5, docs_per_query=(3, 30), seed=1)
+
+
+def _holdout(p, block_rows, folds=None, lams=LAMS, basis=90):
+    return rj.holdout(p, rj.Nystrom(GAUSS, basis, block_rows=block_rows), lams=lams,
+                      folds=folds).value
+
+
+def _rel(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+@pytest.mark.parametrize("folds", [None, 3])
+@pytest.mark.parametrize("graph", ["query", "ties", "outputs"])
+def test_blocked_holdout_equals_the_whole_one(data, folds, graph):
+    """Leave-query-out and 3-fold, a tie-excluded graph and two outputs, with batches of
+    about 32 rows (several folds a batch, several batches a bucket): predictions and every
+    λ's basis coefficients equal the whole computation's (float64, 1e-10; λ from 1e-6)."""
+    y = data.y if graph != "outputs" else np.c_[data.y, data.X[:, 0]]
+    q = rj.query_graph(data.qid, data.y, exclude_ties=True) if graph == "ties" else data.qid
+    p = rj.Problem(data.X, y, q)
+    whole, blocked = _holdout(p, None, folds), _holdout(p, 32, folds)
+    assert _rel(blocked.predictions, whole.predictions) < 1e-10
+    assert _rel(blocked.path.coef, whole.path.coef) < 1e-10
+
+
+def test_blocked_fit_equals_the_closed_form(data):
+    """The blocked fit against numpy's basis-vector closed form (§3.5, eq. 40-42)."""
+    import reference as ref
+    rows = np.arange(0, data.X.shape[0], 7)
+    m = rj.fit(rj.Problem(data.X, data.y, data.qid), rj.Nystrom(GAUSS, rows, block_rows=40),
+               lam=0.5).value
+    KR = ref.gaussian(data.X[rows], data.X, 0.3)
+    a = ref.fit_nystrom(KR, ref.gaussian(data.X[rows], data.X[rows], 0.3),
+                        data.y, ref.dense_laplacian(data.qid), 0.5)
+    assert _rel(rj.predict(m, data.X), KR.T @ a) < 1e-8
+
+
+def test_the_plan_blocks_what_does_not_fit_whole(data, monkeypatch):
+    """With too little memory for ``K_mR`` whole (a quarter of the free memory), the hold-out
+    runs in row blocks by itself, to the same answer; with less still, it is refused."""
+    p = rj.Problem(data.X, data.y, data.qid)
+    whole = _holdout(p, None)
+    called = []
+    real = nystrom._nystrom_holdout_blocked
+    monkeypatch.setattr(nystrom, "_nystrom_holdout_blocked",
+                        lambda *a, **k: called.append(1) or real(*a, **k))
+    m, bp = data.X.shape[0], 128
+    monkeypatch.setattr(nystrom, "available_memory", lambda: 4 * 4 * m * 64 * 8)   # b: 96
+    assert nystrom.nystrom_plan(m, 5, bp, np.float64, L=7, fold_rows=32) == nystrom.BATCH_ROWS
+    assert _rel(_holdout(p, None).predictions, whole.predictions) < 1e-10 and called
+    monkeypatch.setattr(nystrom, "available_memory", lambda: 1e5)
+    monkeypatch.setattr("rankjax._core.memory.available_memory", lambda: 1e5)
+    with pytest.raises(MemoryPlanError, match="in row blocks of 4096"):
+        _holdout(p, None)
+
+
+def test_an_impossible_plan_is_refused_before_any_work(monkeypatch):
+    """10^7 rows and a basis of 20,000: refused from the shapes, before the folds are drawn,
+    the basis taken or a kernel value computed, naming the figure and the alternatives as
+    they are spelt now."""
+    from rankjax.graphs import folds as folds_mod
+    for name in ("make_folds", "build_folds"):
+        monkeypatch.setattr(folds_mod, name, lambda *a, **k: pytest.fail("folds were drawn"))
+    monkeypatch.setattr(nystrom, "take_basis", lambda *a, **k: pytest.fail("basis taken"))
+    m = 10_000_000
+    X = np.zeros((m, 1), np.float32)
+    qid = np.repeat(np.arange(m // 100), 100)
+    p = rj.Problem(X, np.zeros(m, np.float32), qid)
+    with pytest.raises(MemoryPlanError) as e:
+        rj.select(p, [rj.Nystrom(GAUSS, 20_000)], lams=LAMS)
+    msg = str(e.value)
+    assert "GiB" in msg and "20480 basis rows" in msg
+    for name in ("rj.Nystrom(kernel, basis)", "RankRLSCV(basis=...)", "rj.Falkon(kernel, basis)",
+                 "folds=None"):
+        assert name in msg
+    assert "rankrls_" not in msg
+
+
+def test_a_script_that_does_not_catch_the_refusal_exits_with_status_1():
+    code = ("import numpy as np, rankjax as rj\n"
+            "from rankjax.estimators import RankRLSCV\n"
+            "m = 2_000_000\n"
+            "X = np.zeros((m, 1), np.float32); X[:, 0] = np.arange(m) % 7\n"
+            "RankRLSCV(kernel='gaussian', basis=60_000).fit(X, np.arange(m) % 3, "
+            "np.repeat(np.arange(m // 100), 100))\n")
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 1, out.stderr[-2000:]
+    assert "MemoryPlanError" in out.stderr and "basis rows" in out.stderr
+    assert time.perf_counter() - t0 < 120
+
+
+def test_kernel_models_score_in_row_blocks(data, monkeypatch):
+    """More test rows than :data:`SCORE_BLOCK_BYTES` of kernel values: scored a block at a
+    time, equal to the whole product (Nyström and exact kernel, one and two outputs)."""
+    p = rj.Problem(data.X, np.c_[data.y, data.y ** 2], data.qid)
+    for solver in (rj.Nystrom(GAUSS, 60), rj.Dual(GAUSS)):
+        for model in (rj.fit(p, solver, lam=1.0).value,
+                      rj.fit(rj.Problem(data.X, data.y, data.qid), solver, lam=1.0).value):
+            whole = np.asarray(rj.predict(model, data.X))
+            monkeypatch.setattr(models, "SCORE_BLOCK_BYTES", 8 * 60 * 37)
+            blocked = np.asarray(rj.predict(model, data.X))
+            monkeypatch.setattr(models, "SCORE_BLOCK_BYTES", 1 << 28)
+            assert blocked.shape == whole.shape and _rel(blocked, whole) < 1e-12
+
+
+def test_tune_rows_plan():
+    assert select_mod.tune_rows(10_000, 512, 20, np.float32) is None
+    u = select_mod.tune_rows(1_000_000, 512, 20, np.float32)
+    assert 2 * 512 <= u < 1_000_000
+    assert u * 512 ** 2 * 20 <= select_mod.TUNE_WORK
+    assert select_mod.tune_rows(1_000_000, 2048, 20, np.float32) == 2 * 2048
+
+
+def test_ard_beyond_the_plan_learns_on_a_subsample_then_fits_every_row(data, monkeypatch):
+    """``optimize=True, ard=True`` with a Nyström basis beyond :func:`tune_rows`: the gradient
+    runs on whole queries (fewer rows than the data), the final model is the Nyström fit of
+    every row at the learned γ and scales and λ times ``m / u``."""
+    monkeypatch.setattr(select_mod, "TUNE_WORK", 4 * 300 * 128 ** 2)
+    seen = []
+    real = select_mod.descend
+    monkeypatch.setattr(select_mod, "descend",
+                        lambda start, solver, d, *a, **k: seen.append(d[0].shape[0])
+                        or real(start, solver, d, *a, **k))
+    est = RankRLSCV(lams=LAMS, kernel="gaussian", gammas=[0.3], basis=100, optimize=True,
+                    ard=True, optimize_steps=4).fit(data.X, data.y, data.qid)
+    m = data.X.shape[0]
+    assert seen and seen[0] < m
+    if isinstance(est.model_, models.ScaledModel):
+        t = est.tune_
+        i = int(np.nanargmin(t.loss_history))
+        u = seen[0]
+        assert est.lam_ == pytest.approx(np.exp(t.params_history["log_lam"][i]) * m / u, rel=1e-6)
+        s = np.asarray(est.model_.scales)
+        again = rj.fit(rj.Problem(data.X * s, data.y, data.qid),
+                       rj.Nystrom(rj.gaussian_kernel(est.gamma_), 100), lam=est.lam_).value
+        assert _rel(est.predict(data.X), rj.predict(again, data.X * s)) < 1e-8
