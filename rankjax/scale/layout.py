@@ -93,7 +93,8 @@ class ShardedData:
 
     A kind of problem (``kind == "sharded"``) that the verbs take with the solvers that
     support it (:func:`rankjax.capabilities`; ``Primal`` fit, path and leave-query-out,
-    ``CG``, ``Falkon``); :meth:`score` is a per-query metric over the devices.
+    ``CG``, ``Falkon``, ``Nystrom`` leave-query-out); :meth:`score` is a per-query metric over
+    the devices.
 
     Attributes:
       X: ``[D P, n]`` dense rows, sharded by rows, or a :class:`~rankjax.CSRMatrix`

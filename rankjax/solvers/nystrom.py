@@ -29,8 +29,11 @@ from ..kernels.basis import (Basis, BasisRows, as_nystrom, basis_system, coef_fr
                              take_basis)
 from ..kernels.kernel import Kernel, kernel_block
 from .._core.types import saveable
+from ..scale.layout import dense_only, local_block
+from jax.sharding import PartitionSpec as P
 from .base import AbstractSolver, check_kernel_arg, dense_rows, solver
 from .fold_batches import BATCH_ROWS, batch_roots, batch_rows, fold_map, fold_scan
+from .sharded import stacked_folds
 from .holdout import (HoldOut, fold_predictions, holdout_from_system, two_phase,
                       woodbury_rows)
 from .lpo import LeavePairOut
@@ -119,16 +122,27 @@ def blocked_system(X, y, graph, basis: BasisRows, C, folds, rows, L=1):
 @compiled(static_argnames=("route", "rows"))
 def _nystrom_holdout_blocked(X, y, graph, basis: BasisRows, lams, folds, route="both",
                              rows=BATCH_ROWS):
+    """:func:`blocked_holdout` on one device."""
+    return blocked_holdout(X, y, graph, basis, lams, folds, route, rows)
+
+
+def blocked_holdout(X, y, graph, basis: BasisRows, lams, folds, route="both", rows=BATCH_ROWS,
+                    reduce=None, m=None):
     """:func:`_nystrom_holdout` in row blocks of whole folds (``K_mR`` and ``Φ`` never whole):
     a first pass sums ``Φ^T L Φ`` (:func:`blocked_system`), one ``eigh`` of ``b x b``, a
     second pass forms each batch's ``Φ_U`` again and its folds' eq. 33-34 predictions for
     the whole λ grid: through ``Φ_U V`` for the λ at or above the ``eigh`` floor, through
     ``Φ_U C_λ^{-T}`` (``C_λ C_λ^T = G + λ I``) for each λ below it, in the same pass. The
     arithmetic of the unblocked core, per batch (equal to rounding). ``route`` as
-    :func:`~rankjax.solvers.holdout.holdout_from_system`."""
+    :func:`~rankjax.solvers.holdout.holdout_from_system`. Sharded
+    (:meth:`Nystrom.holdout`): ``reduce`` joins every device's ``(G, rhs, top)``, ``m``
+    counts the rows of every device."""
     C = basis.factor()
-    dt, bp, tail, m, L = X.dtype, C.shape[0], y.shape[1:], X.shape[0], lams.shape[0]
+    dt, bp, tail, L = X.dtype, C.shape[0], y.shape[1:], lams.shape[0]
+    m = X.shape[0] if m is None else m
     G, rhs, top = blocked_system(X, y, graph, basis, C, folds, rows, L)
+    if reduce is not None:                # the rows of other devices: the global system
+        G, rhs, top = reduce(G, rhs, top)
     live = (jnp.diagonal(G) > m * (4 * jnp.finfo(dt).eps * top) ** 2).astype(dt)
     eig = eigh_psd(G)
     c = tdot(eig.vectors, rhs)
@@ -178,6 +192,22 @@ def _nystrom_holdout_blocked(X, y, graph, basis: BasisRows, lams, folds, route="
         W = jnp.where(low.reshape((L,) + (1,) * (W.ndim - 1)), Wl, W)
     res = nan_unless(lam_ok(lams), (pred, _basis_coef(C, W, 1)))
     return (res, floor) if route == "shared" else res
+
+
+@partial(jax.jit, static_argnames=("rows", "mesh", "axis"))
+def _nystrom_sharded(X, y, graph, basis: BasisRows, lams, folds, m, rows, mesh, axis):
+    """:func:`blocked_holdout` on the devices of a mesh: each device's batches of its own
+    queries, the system joined by one ``psum`` (the column maxima by ``pmax``), the ``b x b``
+    algebra replicated; leave-query-out, each device holding out its own queries."""
+    def local(X, y, graph, lams, folds, basis, m):
+        def reduce(G, r, t):
+            return lax.psum(G, axis), lax.psum(r, axis), lax.pmax(t, axis)
+        return blocked_holdout(X, y, local_block(graph), basis, lams, local_block(folds),
+                               "both", rows, reduce, m)
+    spec = P(axis)
+    return jax.shard_map(local, mesh=mesh, in_specs=(spec, spec, spec, P(), spec, P(), P()),
+                         out_specs=(P(None, axis), P()), check_vma=False)(
+        X, y, graph, lams, folds, basis, m)
 
 
 @partial(jax.jit, static_argnames="rows")
@@ -320,7 +350,32 @@ class Nystrom(AbstractSolver):
                            None, valid)
         return Solution(path, lane_codes(coef, lams), {})
 
+    kinds = {"holdout": ("features", "sharded")}
+
+    def _holdout_sharded(self, data, lams):
+        """Leave-query-out of a sharded problem in row blocks on every device, the basis
+        drawn among the rows it was built from (``data.source``)."""
+        dense_only(data, "rj.holdout(scale.shard(...), Nystrom(...))")
+        if int(jnp.sum(data.real)) < 2:        # leaving the one query out trains on nothing
+            raise ValueError("the sharded hold-out needs at least 2 queries (leave-query-out)")
+        X = dense_rows(data.source)
+        lams = lams.astype(data.X.dtype)
+        index, B = self.take(X)
+        rows = self.block_rows or BATCH_ROWS
+        D, width = data.rows.shape
+        nystrom_plan(width, X.shape[1], B.X.shape[0], data.X.dtype, L=lams.shape[0],
+                     fold_rows=width, block_rows=rows)
+        pred, coef = _nystrom_sharded(data.X, data.y, data.graph, B, lams, stacked_folds(data),
+                                      X.shape[0], rows, data.mesh, data.axis)
+        pred = data.unshard(pred, 1)
+        warn_unresolved(pred, lams, "rj.holdout(Nystrom())", UNRESOLVED)
+        b = index.shape[0]
+        path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), self.kernel)
+        return Solution(HoldOut(lams, pred, None, path), lane_codes(pred, lams), {})
+
     def holdout(self, problem, lams, folds):
+        if problem.kind == "sharded":
+            return self._holdout_sharded(problem, lams)
         if isinstance(folds, LeavePairOut):
             raise TypeError("Nystrom does not support holdout with LeavePairOut folds; "
                             "solvers that do: Primal, Dual")

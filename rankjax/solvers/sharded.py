@@ -25,7 +25,7 @@ from ..scale.layout import (agree_across_processes, dense_only, local_block, loc
 from .holdout import holdout_from_system
 from .ridge import decompose_primal, primal_system, ridge_solve
 
-__all__ = ["primal_fit", "primal_path", "primal_holdout"]
+__all__ = ["primal_fit", "primal_path", "primal_holdout", "stacked_folds"]
 
 
 def _system(X, y, graph, axis):
@@ -65,7 +65,7 @@ class _Buckets(NamedTuple):
     position: jax.Array
 
 
-def _stacked_folds(data):
+def stacked_folds(data):
     """Leave-query-out folds of every device's local graph, stacked ``[D, F_b, P_b]`` per
     padded fold size (sizes agreed between processes)."""
     width = data.rows.shape[1]
@@ -123,7 +123,7 @@ def primal_holdout(data, lams):
     if queries < 2:                           # leaving the one query out trains on nothing
         raise ValueError(f"the sharded hold-out needs at least 2 queries (leave-query-out), "
                          f"the problem holds {queries}")
-    pred, W = _sharded_holdout(data.X, data.y, data.graph, lams, _stacked_folds(data), data.mesh,
+    pred, W = _sharded_holdout(data.X, data.y, data.graph, lams, stacked_folds(data), data.mesh,
                             data.axis)
     return data.unshard(pred, 1), W
 
