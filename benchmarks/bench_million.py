@@ -153,7 +153,7 @@ LEARNERS = {"million_linear": "rankjax RankRLSCV(), linear",
             "million_nystrom": "rankjax RankRLSCV(kernel=\"gaussian\", gammas=4, lams=13, "
                                "basis={basis})",
             "million_ard": "rankjax RankRLSCV(kernel=\"gaussian\", optimize=True, ard=True, "
-                           "basis={basis})",
+                           "basis={basis}), learned on {subsample_rows:,} rows",
             "million_falkon": "rankjax rj.fit(p, rj.Falkon(k, {basis}), lam={lam})"}
 
 
@@ -168,6 +168,8 @@ def table(lines):
         floor = ln.get("floor_s", "–")
         if ln["name"] == "million_nystrom" and rate:         # m b^2 per γ, 4 γ
             floor = round(4 * ln["shape"][0] * ln["basis"] ** 2 / (rate * 1e9), 1)
+        elif "floor_flops" in ln and rate:
+            floor = round(ln["floor_flops"] / (rate * 1e9), 1)
         extra = (f" (closed form {ln['closed_form_s']:.0f} s, predictions within "
                  f"{ln['rel_diff']:.1e})") if "rel_diff" in ln else ""
         out.append(f"| {LEARNERS[ln['name']].format(**ln)}{extra} | {ln['shape'][0]:,} | "
@@ -185,8 +187,9 @@ def rewrite(readme, lines):
     head, rest = text.split(MARK[0], 1)
     _, tail = rest.split(MARK[1], 1)
     body, rate = table(lines)
-    note = (f"{platform.machine()}, {os.cpu_count()} CPU cores, float32, measured GEMM rate "
-            f"{rate} GFLOP/s; each learner in a fresh process; "
+    note = (f"{platform.machine()}, {os.cpu_count()} CPU cores, float32, measured float32 GEMM "
+            f"rate {rate} GFLOP/s (the floor: `m b^2` flops per γ for the Nyström hold-out, one "
+            "`2 m b n` product an iteration for FALKON); each learner in a fresh process; "
             "`python benchmarks/bench_million.py --readme README.md`")
     tmp = pathlib.Path(str(readme) + ".tmp")
     tmp.write_text(head + MARK[0] + f"\n{body}\n\n<sub>{note}.</sub>\n" + MARK[1] + tail)

@@ -10,6 +10,7 @@ import numpy as np
 
 from .._core import log as _log
 from .._core.checks import check_flag
+from .._core.memory import compute_dtype
 from .._core.resolved import UnresolvedLambdaWarning
 from .._core.sparse import as_dense
 from .._problem import Problem
@@ -202,6 +203,7 @@ class RankRLSCV(RankRLS):
         every λ of the path from one decomposition per γ (``evals_result_`` in grid
         order, as ``cv_results_``). The selection is :func:`rankjax.select`."""
         optimize = check_flag(self.optimize, "optimize")
+        self._plan(X)
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state)
         valid = None if eval_set is None else self._eval_data(eval_set, eval_qid, eval_group)
@@ -237,6 +239,18 @@ class RankRLSCV(RankRLS):
             self.basis_ = sel.basis
         self.model_ = sel.model
         return self._finish_fit(seg)
+
+    def _plan(self, X):
+        """The Nyström memory plan from the shape of ``X`` alone, before the inputs are
+        checked or copied (an impossible plan on 10^7 rows is refused in well under a
+        second, not after a pass over the data)."""
+        shape = getattr(X, "shape", None)
+        if self.kernel in (None, "linear") or shape is None or len(shape) != 2:
+            return
+        b = basis_spec(self.basis, self.kernel, int(shape[0]), self.random_state)
+        if b is not None:
+            Nystrom(linear_kernel(), b).plan(int(shape[0]), int(shape[1]), np.size(self.lams),
+                                             compute_dtype(getattr(X, "dtype", float)), 1)
 
     def _gamma_grid(self, X):
         """The γ values of the grid (``"scale"``/``"auto"`` resolved on ``X``); ``[None]``

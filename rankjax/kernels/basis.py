@@ -31,7 +31,6 @@ from .._core.log import timed
 from .._core.checks import (check_seed, check_matrix, is_concrete, is_int)
 from .._core.host import device_array
 from .kernel import Kernel, kernel_block, kernel_core
-from .._core.memory import check_memory, compute_dtype
 from .._core.linalg import PSD_RTOL
 from .._core.segments import padded_size
 from .._core.sparse import as_dense
@@ -220,10 +219,7 @@ def take_basis(X, basis, kernel: Optional[Kernel] = None, seed: int = 0, pad: bo
                              f"max {b.max()}")
         if np.unique(b).size != b.size:
             raise ValueError("basis holds repeated row indices")
-    bp = int(padded_size(b.size)) if pad else b.size
-    check_memory(2 * m * bp * np.dtype(compute_dtype(X)).itemsize,
-                 f"the Nyström blocks of {m} rows x {bp} basis rows",
-                 "use a smaller basis, or rj.Falkon(kernel, basis) (row blocks)")
+    bp = int(padded_size(b.size)) if pad else b.size          # the solvers plan their blocks
     mask = device_array(np.arange(bp) < b.size)
     if not is_concrete(b):                    # kmeans++ of traced rows (under the caller's jit)
         idx = jnp.zeros(bp, jnp.int32).at[:b.size].set(b.astype(jnp.int32))

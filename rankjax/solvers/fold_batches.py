@@ -37,36 +37,52 @@ def _batches(idx, mask, rows):
     return idx.reshape(F // bs, bs, P), mask.reshape(F // bs, bs, P)
 
 
-def fold_scan(folds: Folds, rows: int, update, init, L: int, width: int):
+def _plan(folds, rows, L, width):
+    """``([(I [nb, bs, P], M [nb, bs, P]), ...], position [m], total batches)``."""
+    buckets, pos = merged_buckets(folds, L, width)
+    parts = [_batches(i, k, rows) for i, k in buckets]
+    return parts, pos, sum(i.shape[0] for i, _ in parts)
+
+
+def fold_scan(folds: Folds, rows: int, update, init, L: int, width: int,
+              what: str = "row block"):
     """``update(acc, idx [bs, P], mask [bs, P]) -> acc`` over every batch of about ``rows``
     rows of whole folds (``lax.fori_loop`` per bucket), from ``init``. ``L`` and ``width``
-    merge the buckets as the hold-out that follows merges them."""
-    buckets, _ = merged_buckets(folds, L, width)
-    acc = init
-    for n, (idx_b, mask_b) in enumerate(buckets, 1):
-        I, M = _batches(idx_b, mask_b, rows)
-        acc = lax.fori_loop(0, I.shape[0], lambda i, a, I=I, M=M: update(a, I[i], M[i]), acc)
-        gated_step("row blocks", len(buckets), n, I.shape[0], I.shape[1] * I.shape[2],
-                   jax.tree.leaves(acc)[0].ravel()[0].real,
-                   fmt="{0:.0f} blocks of {1:.0f} rows")
+    merge the buckets as the hold-out that follows merges them. With ``verbose`` a line per
+    batch (every ``verbose``-th), ``what`` naming the pass."""
+    parts, _, total = _plan(folds, rows, L, width)
+    acc, done = init, 0
+    for I, M in parts:
+        def body(i, a, I=I, M=M, done=done):
+            a = update(a, I[i], M[i])
+            gated_step(what, total, done + i + 1, I.shape[1] * I.shape[2],
+                       jax.tree.leaves(a)[0].ravel()[0].real, fmt="{0:.0f} rows")
+            return a
+        acc = lax.fori_loop(0, I.shape[0], body, acc)
+        done += I.shape[0]
     return acc
 
 
-def fold_map(folds: Folds, rows: int, fn, L: int, width: int, tail: tuple, dtype):
+def fold_map(folds: Folds, rows: int, fn, L: int, width: int, tail: tuple, dtype,
+             what: str = "row block"):
     """``fn(idx [bs, P], mask [bs, P]) -> [L, bs, P, *tail]`` over every batch of about
     ``rows`` rows of whole folds (``lax.map``), gathered back to rows: ``[L, m, *tail]``
-    (rows in no fold 0)."""
-    buckets, pos = merged_buckets(folds, L, width)
-    parts = []
-    for n, (idx_b, mask_b) in enumerate(buckets, 1):
-        I, M = _batches(idx_b, mask_b, rows)
-        res = lax.map(lambda a: fn(*a), (I, M))                     # [nb, L, bs, P, *tail]
+    (rows in no fold 0); with ``verbose`` a line per batch, as :func:`fold_scan`."""
+    parts, pos, total = _plan(folds, rows, L, width)
+    out, done = [], 0
+    for I, M in parts:
+        def one(a, done=done):
+            i, idx, mask = a
+            r = fn(idx, mask)
+            gated_step(what, total, done + i + 1, idx.size, r.ravel()[0].real,
+                       fmt="{0:.0f} rows")
+            return r
+        res = lax.map(one, (jnp.arange(I.shape[0]), I, M))       # [nb, L, bs, P, *tail]
         res = jnp.moveaxis(res, 1, 0).astype(dtype)
-        parts.append(res.reshape((L, -1) + tuple(tail)))
-        gated_step("row blocks", len(buckets), n, I.shape[0], I.shape[1] * I.shape[2],
-                   parts[-1].ravel()[0].real, fmt="{0:.0f} blocks of {1:.0f} rows")
-    parts.append(jnp.zeros((L, 1) + tuple(tail), dtype))
-    return jnp.take(jnp.concatenate(parts, axis=1), pos, axis=1, mode="clip")
+        out.append(res.reshape((L, -1) + tuple(tail)))
+        done += I.shape[0]
+    out.append(jnp.zeros((L, 1) + tuple(tail), dtype))
+    return jnp.take(jnp.concatenate(out, axis=1), pos, axis=1, mode="clip")
 
 
 def batch_roots(graph, idx, mask, dtype):

@@ -116,7 +116,7 @@ def blocked_system(X, y, graph, basis: BasisRows, C, folds, rows, L=1):
                 jnp.maximum(top, jnp.max(jnp.abs(Phi), axis=(0, 1))))
 
     init = (jnp.zeros((bp, bp), dt), jnp.zeros((bp,) + tail, dt), jnp.zeros(bp, dt))
-    return fold_scan(folds, rows, update, init, L, bp)
+    return fold_scan(folds, rows, update, init, L, bp, "first pass, block")
 
 
 @compiled(static_argnames=("route", "rows"))
@@ -185,7 +185,7 @@ def blocked_holdout(X, y, graph, basis: BasisRows, lams, folds, route="both", ro
             return lax.cond(is_low, direct, lambda: o)
         return lax.map(lane, (lams, low, Cls, Zs, out))
 
-    pred = fold_map(folds, rows, one, L, bp, tail, dt)
+    pred = fold_map(folds, rows, one, L, bp, tail, dt, "second pass, block")
     if route != "shared":
         Wl = jax.vmap(lambda Cl, z: lax.linalg.triangular_solve(
             Cl.T, z, left_side=True, lower=False).reshape(rhs.shape))(Cls, Zs)
@@ -341,6 +341,8 @@ class Nystrom(AbstractSolver):
 
     def path(self, problem, lams):
         X = dense_rows(problem)
+        check_nystrom_memory(X.shape[0], _basis_size(self.basis, X.shape[0]), X.dtype, 3,
+                             "the Nyström path")
         index, B = self.take(X, pad=False)
         Xv = None if problem.valid is None else dense_rows(problem.valid)
         coef, valid = _nystrom_path(X, problem.y, problem.graph, B, lams, Xv)
