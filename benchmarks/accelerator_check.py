@@ -11,15 +11,14 @@ that would pass the total budget is skipped and says so):
 2. ``precision``: ``tests/test_float32.py`` with x64 off: every solver against float64
    references within ``30 eps32 cond``, on the device's own float32 products and under the
    TF32 / bfloat16 emulation; one verdict line per case.
-3. ``falkon_1e6``: FALKON on 10^6 x 136 rows, float32 and float64 (the accelerator line
-   of ``bench_kernel_scale.py``), with the device's peak memory.
-4. ``million``: ``bench_million.py --full --only nystrom,falkon``: the blocked Nyström
-   hold-out (4 γ x 13 λ) and FALKON at 10^6 x 136, each with its floor.
-5. ``floor``: ``bench_floor.py --quick`` (the guard's hot paths against their floors).
-6. ``twins``: the float64 brute-force twins of the core (``test_backend.py``: the CPU paths
+3. ``million``: ``bench_million.py --full --only nystrom,falkon``: the blocked Nyström
+   hold-out (4 γ x 13 λ) and FALKON (and its closed form) at 10^6 x 136, float32, each
+   with its floor and the device's peak memory.
+4. ``floor``: ``bench_floor.py --quick`` (the guard's hot paths against their floors).
+5. ``twins``: the float64 brute-force twins of the core (``test_backend.py``: the CPU paths
    against the accelerator's on the device itself; ``test_cv.py``, ``test_rankrls.py``,
    ``test_cg.py``, ``test_falkon.py``), summarised in one line.
-7. ``core``, ``cg``, ``path``: the paper-scale accelerator lines of ``bench_core.py``,
+6. ``core``, ``cg``, ``path``: the paper-scale accelerator lines of ``bench_core.py``,
    ``bench_cg.py --only b`` and ``bench_path.py``.
 
 Benchmark lines carry ``device_peak_mb`` where the backend reports it
@@ -55,11 +54,7 @@ STEPS = [
     ("precision", PYTEST + ["--junitxml={junit}", "tests/test_float32.py"], 90,
      ["-k", "tf32 or bf16 or emulation"],           # a CPU has only the emulated verdicts
      "float32 solvers against float64 references, real and emulated reduced precision"),
-    ("falkon_1e6", [PY, "benchmarks/bench_kernel_scale.py", "--only", "large", "--large-rows",
-                    "1000000", "--dtype", "float32"], 90, None, "FALKON, 10^6 x 136, float32"),
-    ("falkon_1e6_f64", [PY, "benchmarks/bench_kernel_scale.py", "--only", "large",
-                        "--large-rows", "1000000"], 80, None, "FALKON, 10^6 x 136, float64"),
-    ("million", [PY, "benchmarks/bench_million.py", "--full", "--only", "nystrom,falkon"], 240,
+    ("million", [PY, "benchmarks/bench_million.py", "--full", "--only", "nystrom,falkon"], 170,
      None, "kernel RankRLS at 10^6 x 136: the blocked Nyström hold-out (4 γ x 13 λ), FALKON"),
     ("floor", [PY, "benchmarks/bench_floor.py", "--quick"], 60, None,
      "hot paths against their floors"),

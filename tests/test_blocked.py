@@ -90,6 +90,8 @@ def test_an_impossible_plan_is_refused_before_any_work(monkeypatch):
     for name in ("make_folds", "build_folds"):
         monkeypatch.setattr(folds_mod, name, lambda *a, **k: pytest.fail("folds were drawn"))
     monkeypatch.setattr(nystrom, "take_basis", lambda *a, **k: pytest.fail("basis taken"))
+    monkeypatch.setattr(nystrom, "available_memory", lambda: 16 << 30)     # as on a 24 GB
+    monkeypatch.setattr("rankjax._core.memory.available_memory", lambda: 16 << 30)  # machine
     m = 10_000_000
     X = np.zeros((m, 1), np.float32)
     qid = np.repeat(np.arange(m // 100), 100)

@@ -37,7 +37,7 @@ def _batches(idx, mask, rows):
     return idx.reshape(F // bs, bs, P), mask.reshape(F // bs, bs, P)
 
 
-def _plan(folds, rows, L, width):
+def _batch_plan(folds, rows, L, width):
     """``([(I [nb, bs, P], M [nb, bs, P]), ...], position [m], total batches)``."""
     buckets, pos = merged_buckets(folds, L, width)
     parts = [_batches(i, k, rows) for i, k in buckets]
@@ -50,7 +50,7 @@ def fold_scan(folds: Folds, rows: int, update, init, L: int, width: int,
     rows of whole folds (``lax.fori_loop`` per bucket), from ``init``. ``L`` and ``width``
     merge the buckets as the hold-out that follows merges them. With ``verbose`` a line per
     batch (every ``verbose``-th), ``what`` naming the pass."""
-    parts, _, total = _plan(folds, rows, L, width)
+    parts, _, total = _batch_plan(folds, rows, L, width)
     acc, done = init, 0
     for I, M in parts:
         def body(i, a, I=I, M=M, done=done):
@@ -68,7 +68,7 @@ def fold_map(folds: Folds, rows: int, fn, L: int, width: int, tail: tuple, dtype
     """``fn(idx [bs, P], mask [bs, P]) -> [L, bs, P, *tail]`` over every batch of about
     ``rows`` rows of whole folds (``lax.map``), gathered back to rows: ``[L, m, *tail]``
     (rows in no fold 0); with ``verbose`` a line per batch, as :func:`fold_scan`."""
-    parts, pos, total = _plan(folds, rows, L, width)
+    parts, pos, total = _batch_plan(folds, rows, L, width)
     out, done = [], 0
     for I, M in parts:
         def one(a, done=done):

@@ -194,11 +194,14 @@ def blocked_holdout(X, y, graph, basis: BasisRows, lams, folds, route="both", ro
     return (res, floor) if route == "shared" else res
 
 
-@partial(jax.jit, static_argnames=("rows", "mesh", "axis"))
-def _nystrom_sharded(X, y, graph, basis: BasisRows, lams, folds, m, rows, mesh, axis):
+@partial(jax.jit, static_argnames="layout")
+def _nystrom_sharded(X, y, graph, basis: BasisRows, lams, folds, m, layout):
     """:func:`blocked_holdout` on the devices of a mesh: each device's batches of its own
     queries, the system joined by one ``psum`` (the column maxima by ``pmax``), the ``b x b``
-    algebra replicated; leave-query-out, each device holding out its own queries."""
+    algebra replicated; leave-query-out, each device holding out its own queries.
+    ``layout``: ``(mesh, axis, rows)``."""
+    mesh, axis, rows = layout
+
     def local(X, y, graph, lams, folds, basis, m):
         def reduce(G, r, t):
             return lax.psum(G, axis), lax.psum(r, axis), lax.pmax(t, axis)
@@ -335,7 +338,7 @@ class Nystrom(AbstractSolver):
                                         rows=rows)
         warn_unresolved(coef, lam, "rj.fit(Nystrom())", UNRESOLVED)
         b = index.shape[0]
-        coef = _head(coef, b)
+        coef = coef if rows is None else coef[:b]                   # padded in row blocks
         model = NystromModel(coef, _head(B.X, b), _index(index), self.kernel)
         return Solution(model, lane_codes(coef, lam, lanes=False), {})
 
@@ -368,7 +371,7 @@ class Nystrom(AbstractSolver):
         nystrom_plan(width, X.shape[1], B.X.shape[0], data.X.dtype, L=lams.shape[0],
                      fold_rows=width, block_rows=rows)
         pred, coef = _nystrom_sharded(data.X, data.y, data.graph, B, lams, stacked_folds(data),
-                                      X.shape[0], rows, data.mesh, data.axis)
+                                      X.shape[0], (data.mesh, data.axis, rows))
         pred = data.unshard(pred, 1)
         warn_unresolved(pred, lams, "rj.holdout(Nystrom())", UNRESOLVED)
         b = index.shape[0]
