@@ -128,6 +128,23 @@ the exact kernel (``m x m`` matrices, O(m^3)) to a Nyström basis of
 
 AUTO_BASIS_SIZE = 2000
 
+AUTO_BASIS_WORK = 100_000 * AUTO_BASIS_SIZE ** 2
+"""Above 100,000 rows ``basis="auto"`` shrinks the basis so that ``m b^2`` (the hold-out's
+work per γ) stays at its 100,000-row value: ``b = sqrt(AUTO_BASIS_WORK / m)``, 632 rows at
+10^6 (a 4 γ x 13 λ ``RankRLSCV`` in about 8 minutes on a 2-core CPU, test NDCG@10 within
+0.001 of b = 700 there; ``benchmarks/bench_million.py``)."""
+
+
+def auto_basis_size(m: int) -> int:
+    """The basis rows of ``basis="auto"`` on ``m`` training rows (above
+    :data:`AUTO_BASIS_ROWS`).
+
+    Example:
+      >>> auto_basis_size(20_000), auto_basis_size(1_000_000)
+      (2000, 632)
+    """
+    return int(min(AUTO_BASIS_SIZE, m, np.sqrt(AUTO_BASIS_WORK / max(m, 1))))
+
 
 def basis_spec(basis, kernel, m: int, seed: int = 0):
     """The Nyström basis an estimator uses (a :class:`rankjax.Basis`), or None for the
@@ -140,7 +157,7 @@ def basis_spec(basis, kernel, m: int, seed: int = 0):
     if isinstance(basis, Basis):
         return basis
     if basis == "auto":
-        return Basis(min(AUTO_BASIS_SIZE, m), seed=seed) if m > AUTO_BASIS_ROWS else None
+        return Basis(auto_basis_size(m), seed=seed) if m > AUTO_BASIS_ROWS else None
     if basis is None:
         return None
     if not is_int(basis) or basis < 1:

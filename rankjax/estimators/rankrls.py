@@ -41,7 +41,8 @@ class RankRLS(Ranker):
       kernel: ``None``/``"linear"``, ``"gaussian"``, ``"polynomial"`` or a
         :class:`rankjax.Kernel`; gamma, degree, coef0 its parameters.
       basis: ``"auto"`` (exact kernel up to :data:`AUTO_BASIS_ROWS` rows, above it a
-        Nyström basis of :data:`AUTO_BASIS_SIZE` rows), ``None`` (always exact) or the
+        Nyström basis of :data:`AUTO_BASIS_SIZE` rows, fewer above 100,000 rows:
+        :func:`auto_basis_size`), ``None`` (always exact) or the
         number of basis rows of the Nyström approximation, or a :class:`rankjax.Basis`
         (size or rows, ``method="kmeans++"``, seed).
       max_iter, tol, early_stopping_rounds: the CG loop of ``"cg"`` and ``"falkon"``
