@@ -108,8 +108,10 @@ def step(name, a):
         from rankjax._core.segments import padded_size
         from rankjax.selection.select import tune_rows
         from rankjax.solvers.models import ScaledModel
+        from rankjax.estimators.base import auto_basis_size
+        b = int(padded_size(auto_basis_size(X.shape[0]) if a.ard_basis == "auto" else a.ard_basis))
         line.update(lam=est.lam_, gamma=est.gamma_, basis=a.ard_basis, subsample_rows=tune_rows(
-            X.shape[0], int(padded_size(a.ard_basis)), 20, np.float32),
+            X.shape[0], b, 20, np.float32),
             learned=isinstance(est.model_, ScaledModel))
     elif name == "ard_rows":             # what the subsample costs: learned on u rows, then on m
         import rankjax.selection.select as sel
@@ -204,7 +206,8 @@ def main():
     ap.add_argument("--test-rows", type=int, default=100_000)
     ap.add_argument("--basis", type=lambda v: v if v == "auto" else int(v), default="auto",
                     help="of the γ grid: an int, or 'auto' (RankRLSCV's default)")
-    ap.add_argument("--ard-basis", type=int, default=500)
+    ap.add_argument("--ard-basis", type=lambda v: v if v == "auto" else int(v), default=500,
+                    help="of the learned model: an int, or 'auto'")
     ap.add_argument("--gammas", type=float, nargs=4, default=(0.005, 0.01, 0.02, 0.04))
     ap.add_argument("--falkon-basis", type=int, default=4000)
     ap.add_argument("--falkon-gamma", type=float, default=0.01)
