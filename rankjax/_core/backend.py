@@ -69,6 +69,14 @@ ACCELERATOR = Paths("accelerator", small_solve=0, batch_factorisations=True,
 _BY_NAME = {"cpu": CPU, "accelerator": ACCELERATOR, "gpu": ACCELERATOR, "tpu": ACCELERATOR}
 
 
+def wide_dtype():
+    """The dtype of the small factorisations the precision rule wants wider than the data
+    (the ``b x b`` ``eigh`` of the blocked Nyström hold-out): float64, enabled for that
+    trace alone when x64 is off, on the CPU and GPUs; a TPU has no float64 ``eigh``:
+    float32 there."""
+    return jax.numpy.float32 if jax.default_backend() == "tpu" else jax.numpy.float64
+
+
 def _parse(name, what="code paths") -> Paths | None:
     if name in (None, ""):
         return None

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .._core.backend import wide_dtype
 from .._core.log import timed
 from .._core.checks import (check_seed, check_matrix, is_concrete, is_int)
 from .._core.host import device_array
@@ -269,6 +270,16 @@ def coef_from(C, W):
     axis first, any trailing axes)."""
     out = jax.scipy.linalg.solve_triangular(C, W.reshape(W.shape[0], -1), lower=True, trans=1)
     return out.reshape(W.shape)
+
+
+def wide_coef(C, W):
+    """:func:`coef_from` computed in :func:`~rankjax._core.backend.wide_dtype` (float64 even
+    with x64 off) and returned in ``W``'s dtype: ``C^{-T} W`` without the float32
+    triangular solve's ``eps κ(C)`` (the basis factor ``C`` is as ill-conditioned as
+    ``K_RR``, whose jitter is at float32's rounding)."""
+    wide = wide_dtype()
+    with jax.enable_x64(wide == jnp.float64):
+        return coef_from(C.astype(wide), W.astype(wide)).astype(W.dtype)
 
 
 def explicit_features(K_R, K_RR):

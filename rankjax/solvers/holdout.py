@@ -17,13 +17,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .._core.backend import paths
 from .._core.checks import is_concrete
 from .._core.log import run
 from .._core.products import HI, mm, mv, tdot
 from .._core.linalg import eigh_psd, spectral_filter
 from .._core.types import saveable
-from ..graphs.folds import Folds, each_slice, over_folds
+from ..graphs.folds import Folds, over_folds
 from ..kernels.basis import features
 from .ridge import by_lane, cholesky_solve, eigh_floor
 from .small_solve import symmetric_solve
@@ -70,31 +69,22 @@ def woodbury_rows(graph, idx, mask, Pu, fu, D, lams, y, Kuu=None):
     B = graph.block_root(idx, mask, dtype)
     yu = y[idx] * mf.reshape(mf.shape + (1,) * (y.ndim - 1))
     Q = tdot(B, Pu)                                                 # B^T P_U  [P, r]
+    lam = lams.reshape((-1, 1, 1))
+    # every λ's B^T P_U D P_U^T B as one product [P, r] x [r, L P]
+    BHB = jnp.einsum("pr,lqr->lpq", Q, Q[None] * D[:, None, :], precision=HI)
     if Kuu is not None:
         KB = jnp.matmul(Kuu, B, precision=HI)
-        BKB = tdot(B, KB)
-    eye = jnp.eye(idx.shape[0], dtype=dtype)
-    col = lambda d, v: d.reshape(d.shape + (1,) * (v.ndim - 1)) * v   # noqa: E731
-
-    def system(d, lam, fu):                  # one λ: the fold's system and right-hand side
-        BHB = jnp.matmul(Q * d, Q.T, precision=HI)                     # B^T P_U D P_U^T B
-        if Kuu is not None:
-            BHB = (BKB - BHB) / lam
-        return eye - BHB, mv(B.T, fu - yu)
-
-    def predict(d, lam, fu, z):
-        HBz = jnp.matmul(Pu, col(d, tdot(Q, z)), precision=HI)         # H B z
-        if Kuu is not None:
-            HBz = (mv(KB, z) - HBz) / lam
-        return fu + HBz
-
-    # every λ's system solved as one batch; large folds on the CPU one λ at a time (LAPACK
-    # gets unbatched calls, see _backend; and one λ's [P, r] products in memory at a time)
-    serial = paths().serial(idx.shape[0])
-    over_lams = each_slice if serial else (lambda f, *a: jax.vmap(f)(*a))          # noqa: E731
-    M, r = over_lams(system, D, lams, fu)
-    z = each_slice(symmetric_solve, M, r) if serial else symmetric_solve(M, r)
-    return over_lams(predict, D, lams, fu, z)                      # [L, P(, k)]
+        BHB = (tdot(B, KB)[None] - BHB) / lam
+    M = jnp.eye(idx.shape[0], dtype=dtype) - BHB                   # [L, P, P]
+    z = symmetric_solve(M, jnp.einsum("pq,lp...->lq...", B, fu - yu[None], precision=HI))
+    # H B z: one product through P_U per λ
+    Dz = D.reshape(D.shape + (1,) * (z.ndim - 2)) * jnp.einsum("pr,lp...->lr...", Q, z,
+                                                                precision=HI)
+    HBz = jnp.einsum("pr,lr...->lp...", Pu, Dz, precision=HI)
+    if Kuu is not None:
+        HBz = (jnp.einsum("pq,lq...->lp...", KB, z, precision=HI) - HBz) / lam.reshape(
+            (-1,) + (1,) * (z.ndim - 1))
+    return fu + HBz                                                 # [L, P(, k)]
 
 
 def _refit_fold(graph, idx, mask, X, G, b, y, lams, direct=False):

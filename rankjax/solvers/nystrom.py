@@ -17,16 +17,17 @@ import numpy as np
 from jax import lax
 
 from .._core.checks import check_count, check_seed, is_concrete, lam_ok, nan_unless
-from .._core.log import compiled, level
+from .._core.backend import paths
+from .._core.log import compiled, level, run
 from .._core.memory import available_memory, check_memory
-from .._core.linalg import eigh_psd, spectral_filter
+from .._core.linalg import spectral_filter
 from .._core.products import HI, tdot
 from .._core.resolved import warn_unresolved
 from .._solution import Solution, lane_codes
 from .._core.segments import padded_size
-from ..graphs.folds import make_folds, premerge
+from ..graphs.folds import each_slice, make_folds, premerge
 from ..kernels.basis import (Basis, BasisRows, as_nystrom, basis_system, coef_from, features,
-                             take_basis)
+                             take_basis, wide_coef)
 from ..kernels.kernel import Kernel, kernel_block
 from .._core.types import saveable
 from ..scale.layout import dense_only, local_block
@@ -39,7 +40,7 @@ from .holdout import (HoldOut, fold_predictions, holdout_from_system, two_phase,
 from .lpo import LeavePairOut
 from .models import NystromModel, NystromPath, path_scores
 from .primal import UNRESOLVED, path_core
-from .ridge import eigh_floor, primal_system, ridge_solve
+from .ridge import primal_system, ridge_solve, wide_eigh
 
 __all__ = ["Nystrom", "nystrom_blocks", "nystrom_plan", "check_nystrom_memory"]
 
@@ -119,24 +120,27 @@ def blocked_system(X, y, graph, basis: BasisRows, C, folds, rows, L=1):
     return fold_scan(folds, rows, update, init, L, bp, "first pass, block")
 
 
-@compiled(static_argnames=("route", "rows"))
-def _nystrom_holdout_blocked(X, y, graph, basis: BasisRows, lams, folds, route="both",
-                             rows=BATCH_ROWS):
+@compiled(static_argnames=("rows",))
+def _nystrom_holdout_blocked(X, y, graph, basis: BasisRows, lams, folds, rows=BATCH_ROWS):
     """:func:`blocked_holdout` on one device."""
-    return blocked_holdout(X, y, graph, basis, lams, folds, route, rows)
+    return blocked_holdout(X, y, graph, basis, lams, folds, rows)
 
 
-def blocked_holdout(X, y, graph, basis: BasisRows, lams, folds, route="both", rows=BATCH_ROWS,
-                    reduce=None, m=None):
-    """:func:`_nystrom_holdout` in row blocks of whole folds (``K_mR`` and ``Φ`` never whole):
-    a first pass sums ``Φ^T L Φ`` (:func:`blocked_system`), one ``eigh`` of ``b x b``, a
-    second pass forms each batch's ``Φ_U`` again and its folds' eq. 33-34 predictions for
-    the whole λ grid: through ``Φ_U V`` for the λ at or above the ``eigh`` floor, through
-    ``Φ_U C_λ^{-T}`` (``C_λ C_λ^T = G + λ I``) for each λ below it, in the same pass. The
-    arithmetic of the unblocked core, per batch (equal to rounding). ``route`` as
-    :func:`~rankjax.solvers.holdout.holdout_from_system`. Sharded
-    (:meth:`Nystrom.holdout`): ``reduce`` joins every device's ``(G, rhs, top)``, ``m``
-    counts the rows of every device."""
+UNRESOLVED_WIDE = "λ below the rounding of the basis system's float64 eigendecomposition"
+
+
+def blocked_holdout(X, y, graph, basis: BasisRows, lams, folds, rows=BATCH_ROWS, reduce=None,
+                    m=None):
+    """``(predictions [L, m(, k)], coef [L, b_pad(, k)])`` of :func:`_nystrom_holdout` in
+    row blocks of whole folds (``K_mR`` and ``Φ`` never whole): a first pass sums
+    ``G = Φ^T L Φ`` (:func:`blocked_system`); one ``eigh`` of ``G`` in float64
+    (:func:`~rankjax.solvers.ridge.wide_eigh`: every λ of the grid from it, none from a
+    factor of its own); a second pass forms each batch's ``K_UR`` again and its folds'
+    eq. 33-34 predictions of the whole λ grid from ``P_U = K_UR C^{-T} V`` (one product
+    with ``C^{-T} V``, formed in float64) and one product ``[P, b] x [b, L P]`` per fold
+    for every λ's fold system (:func:`~rankjax.solvers.holdout.woodbury_rows`). A λ below
+    the float64 floor gives a NaN lane. Sharded (:meth:`Nystrom.holdout`): ``reduce``
+    joins every device's ``(G, rhs, top)``, ``m`` counts the rows of every device."""
     C = basis.factor()
     dt, bp, tail, L = X.dtype, C.shape[0], y.shape[1:], lams.shape[0]
     m = X.shape[0] if m is None else m
@@ -144,54 +148,25 @@ def blocked_holdout(X, y, graph, basis: BasisRows, lams, folds, route="both", ro
     if reduce is not None:                # the rows of other devices: the global system
         G, rhs, top = reduce(G, rhs, top)
     live = (jnp.diagonal(G) > m * (4 * jnp.finfo(dt).eps * top) ** 2).astype(dt)
-    eig = eigh_psd(G)
+    eig, floor = wide_eigh(G)
     c = tdot(eig.vectors, rhs)
     D = spectral_filter(eig.values[None, :], lams[:, None])                  # [L, b]
     Dc = D.reshape(D.shape + (1,) * len(tail)) * c[None]
     W = jnp.einsum("nr,lr...->ln...", eig.vectors, Dc, precision=HI)
-    floor = eigh_floor(eig.values, dt)
-    low = lams < floor if route == "both" else jnp.full(L, route == "direct")
-    fold = jax.vmap(woodbury_rows, in_axes=(None, 0, 0, 0, 1, None, None, None))
-    rhs2 = rhs.reshape(bp, -1)
-
-    def factor(lam, is_low):              # C_λ and C_λ^{-1} rhs of a lane below the floor
-        def chol():
-            Cl = lax.linalg.cholesky(G + lam * jnp.eye(bp, dtype=dt), symmetrize_input=False)
-            return Cl, lax.linalg.triangular_solve(Cl, rhs2, left_side=True, lower=True)
-        return lax.cond(is_low, chol, lambda: (jnp.eye(bp, dtype=dt), jnp.zeros_like(rhs2)))
-
-    Cls, Zs = lax.map(lambda a: factor(*a), (lams, low)) if route != "shared" else (None, None)
-    ones = jnp.ones((1, bp), dt)
+    Mv = wide_coef(C, live[:, None] * eig.vectors)                  # C^{-T} diag(live) V
 
     def one(idx, mask):
         bs, P = idx.shape
-        Phi = _batch_features(X, basis, C, idx, mask, live)
-        out = jnp.zeros((L, bs, P) + tail, dt)
-        if route != "direct":
-            Pf = jnp.einsum("fpr,rs->fps", Phi, eig.vectors, precision=HI)
-            Fu = jnp.einsum("fps,ls...->lfp...", Pf, Dc, precision=HI)
-            out = jnp.moveaxis(fold(graph, idx, mask, Pf, Fu, D, lams, y), 0, 1)
-        if route == "shared":
-            return out
-
-        def lane(a):
-            lam, is_low, Cl, z, o = a
-
-            def direct():
-                Pl = features(Phi.reshape(-1, bp), Cl).reshape(bs, P, bp)
-                fu = jnp.einsum("fpr,r...->fp...", Pl, z.reshape(rhs.shape), precision=HI)
-                return jnp.moveaxis(fold(graph, idx, mask, Pl, fu[None], ones, lam[None], y),
-                                    0, 1)[0]
-            return lax.cond(is_low, direct, lambda: o)
-        return lax.map(lane, (lams, low, Cls, Zs, out))
+        K = basis.block(X[idx.reshape(-1)]) * mask.reshape(-1, 1).astype(dt)
+        Pf = jnp.matmul(K, Mv, precision=HI).reshape(bs, P, bp)        # (Φ_U live) V
+        Fu = jnp.einsum("fps,ls...->flp...", Pf, Dc, precision=HI)      # [bs, L, P(, k)]
+        fold = lambda i, k, p, f: woodbury_rows(graph, i, k, p, f, D, lams, y)  # noqa: E731
+        res = (each_slice(fold, idx, mask, Pf, Fu) if paths().serial(P)
+               else jax.vmap(fold)(idx, mask, Pf, Fu))
+        return jnp.moveaxis(res, 0, 1)                                  # [L, bs, P(, k)]
 
     pred = fold_map(folds, rows, one, L, bp, tail, dt, "second pass, block")
-    if route != "shared":
-        Wl = jax.vmap(lambda Cl, z: lax.linalg.triangular_solve(
-            Cl.T, z, left_side=True, lower=False).reshape(rhs.shape))(Cls, Zs)
-        W = jnp.where(low.reshape((L,) + (1,) * (W.ndim - 1)), Wl, W)
-    res = nan_unless(lam_ok(lams), (pred, _basis_coef(C, W, 1)))
-    return (res, floor) if route == "shared" else res
+    return nan_unless(lam_ok(lams) & (lams >= floor), (pred, _basis_coef(C, W, 1)))
 
 
 @partial(jax.jit, static_argnames="layout")
@@ -206,7 +181,7 @@ def _nystrom_sharded(X, y, graph, basis: BasisRows, lams, folds, m, layout):
         def reduce(G, r, t):
             return lax.psum(G, axis), lax.psum(r, axis), lax.pmax(t, axis)
         return blocked_holdout(X, y, local_block(graph), basis, lams, local_block(folds),
-                               "both", rows, reduce, m)
+                               rows, reduce, m)
     spec = P(axis)
     return jax.shard_map(local, mesh=mesh, in_specs=(spec, spec, spec, P(), spec, P(), P()),
                          out_specs=(P(None, axis), P()), check_vma=False)(
@@ -373,7 +348,7 @@ class Nystrom(AbstractSolver):
         pred, coef = _nystrom_sharded(data.X, data.y, data.graph, B, lams, stacked_folds(data),
                                       X.shape[0], (data.mesh, data.axis, rows))
         pred = data.unshard(pred, 1)
-        warn_unresolved(pred, lams, "rj.holdout(Nystrom())", UNRESOLVED)
+        warn_unresolved(pred, lams, "rj.holdout(Nystrom())", UNRESOLVED_WIDE)
         b = index.shape[0]
         path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), self.kernel)
         return Solution(HoldOut(lams, pred, None, path), lane_codes(pred, lams), {})
@@ -397,9 +372,10 @@ class Nystrom(AbstractSolver):
             pred, coef = two_phase(_nystrom_holdout, X, problem.y, problem.graph, B, lams,
                                    folds, lams=lams, verbose=level())
         else:
-            pred, coef = two_phase(_nystrom_holdout_blocked, X, problem.y, problem.graph, B,
-                                   lams, folds, lams=lams, verbose=level(), rows=rows)
-        warn_unresolved(pred, lams, "rj.holdout(Nystrom())", UNRESOLVED)
+            pred, coef = run(level(), _nystrom_holdout_blocked, X, problem.y, problem.graph, B,
+                             lams, folds, rows=rows)
+        warn_unresolved(pred, lams, "rj.holdout(Nystrom())",
+                        UNRESOLVED if rows is None else UNRESOLVED_WIDE)
         b = index.shape[0]
         path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), self.kernel)
         return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred, lams), {})

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.experimental import sparse
+from .._core.backend import wide_dtype
 from .._core.checks import is_concrete
 from .._core.log import user_stacklevel
 from .._core.products import HI, tdot
@@ -38,7 +39,7 @@ from .._core.linalg import (Eigh, eigh_psd, eigh_psd_checked, psd_ok, spectral_f
 
 __all__ = ["eigh_solve", "eigh_path", "ridge_solve", "ridge_solve_checked", "primal_system",
            "dual_system", "Decomposition", "decompose_dual", "decompose_primal", "RESOLVE_RTOL",
-           "lam_floor", "EIGH_RTOL", "eigh_floor", "cholesky_solve", "by_lane", "check_spectrum"]
+           "lam_floor", "EIGH_RTOL", "eigh_floor", "wide_eigh", "cholesky_solve", "by_lane", "check_spectrum"]
 
 
 RESOLVE_RTOL = {"path": 300.0, "holdout": 3000.0, "pairs": 200.0}
@@ -74,6 +75,22 @@ def eigh_floor(values, dtype):
     clipped at 0) answers in ``dtype``, ``EIGH_RTOL eps max(values) - min(values)``
     (:data:`EIGH_RTOL`)."""
     return EIGH_RTOL * jnp.finfo(dtype).eps * jnp.max(values) - jnp.min(values)
+
+
+def wide_eigh(G):
+    """``(Eigh, floor)``: the eigendecomposition of a symmetric PSD ``G`` computed in
+    :func:`~rankjax._core.backend.wide_dtype` (float64 even with x64 off: enabled for this
+    trace alone) and returned in ``G``'s dtype, and its :func:`eigh_floor` at the wide
+    dtype's eps. Each eigenvalue then carries float32's relative rounding instead of the
+    ``eps Λmax`` absolute error of a float32 ``eigh``: the λ between the two floors need no
+    factor of their own (the precision rule: ``G``, formed in float32, already carries
+    ``eps32 ||G||``; a float32 Cholesky factor of ``G + λ I`` adds as much again).
+    O(p^3) in float64: 0.12 s at p = 1,024 on a 2-core CPU."""
+    wide = wide_dtype()
+    with jax.enable_x64(wide == jnp.float64):
+        eig = eigh_psd(G.astype(wide))
+        floor = eigh_floor(eig.values, wide)
+        return Eigh(eig.values.astype(G.dtype), eig.vectors.astype(G.dtype)), floor.astype(G.dtype)
 
 
 def cholesky_solve(G, b, lam):
