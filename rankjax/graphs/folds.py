@@ -230,10 +230,11 @@ def fold_flops(P, count, L, width):
     return float(count) * L * P * P * (2 * width + P)
 
 
-def merge_plan(shapes, counts, L, width):
+def merge_plan(shapes, counts, L, width, row_flops=0.0):
     """``[(i, j), ...]``: the runs of neighbouring shapes (``shapes`` ascending, ``counts``
-    folds each) that share the largest one's shape, chosen to minimise the fold work plus
-    :data:`SHAPE_FLOPS` per shape (dynamic programming over the cut points).
+    folds each) that share the largest one's shape, chosen to minimise the fold work (and
+    ``row_flops`` for every padded row) plus :data:`SHAPE_FLOPS` per shape (dynamic
+    programming over the cut points).
 
     Example:
       >>> merge_plan([8, 16, 128], [10, 100, 50], L=13, width=300)
@@ -244,7 +245,8 @@ def merge_plan(shapes, counts, L, width):
     best, cut = [0.0] + [np.inf] * u, [0] * (u + 1)
     for j in range(1, u + 1):
         for i in range(j):
-            w = best[i] + SHAPE_FLOPS + fold_flops(shapes[j - 1], cum[j] - cum[i], L, width)
+            w = (best[i] + SHAPE_FLOPS + fold_flops(shapes[j - 1], cum[j] - cum[i], L, width)
+                 + row_flops * shapes[j - 1] * (cum[j] - cum[i]))
             if w < best[j]:
                 best[j], cut[j] = w, i
     plan, j = [], u
@@ -254,13 +256,13 @@ def merge_plan(shapes, counts, L, width):
     return plan[::-1]
 
 
-def merged_buckets(folds: Folds, L, width, xp=jnp):
+def merged_buckets(folds: Folds, L, width, xp=jnp, row_flops=0.0):
     """``([(index [F, P], mask [F, P]), ...], position [m])``: the buckets of ``folds``
     merged by :func:`merge_plan` (a smaller bucket's folds padded with masked rows) and
     every row's place in them (:func:`positions`), with ``xp`` (``numpy`` on the host:
     :func:`premerge`). Unmerged, both are ``folds``' own."""
     shapes, counts = [i.shape[1] for i in folds.index], [i.shape[0] for i in folds.index]
-    plan = merge_plan(shapes, counts, L, width)
+    plan = merge_plan(shapes, counts, L, width, row_flops)
     if all(j == i + 1 for i, j in plan):
         return list(zip(folds.index, folds.mask)), folds.position
     out, start, moved = [], 0, []       # moved: (old start, old P, new start, new P) per bucket

@@ -33,7 +33,8 @@ from .._core.types import saveable
 from ..scale.layout import dense_only, local_block
 from jax.sharding import PartitionSpec as P
 from .base import AbstractSolver, check_kernel_arg, dense_rows, solver
-from .fold_batches import BATCH_ROWS, batch_roots, batch_rows, fold_map, fold_scan
+from .fold_batches import (BATCH_ROWS, batch_folds, batch_roots, batch_rows, fold_map,
+                           fold_scan)
 from .sharded import stacked_folds
 from .holdout import (HoldOut, fold_predictions, holdout_from_system, two_phase,
                       woodbury_rows)
@@ -367,7 +368,8 @@ class Nystrom(AbstractSolver):
                             tail=tail, fold_rows=max(i.shape[1] for i in folds.index),
                             block_rows=self.block_rows)
         index, B = self.take(X)
-        folds = premerge(folds, L, B.X.shape[0])
+        folds = (premerge(folds, L, B.X.shape[0]) if rows is None
+                 else batch_folds(folds, rows, L, B.X.shape[0]))
         if rows is None:
             pred, coef = two_phase(_nystrom_holdout, X, problem.y, problem.graph, B, lams,
                                    folds, lams=lams, verbose=level())
