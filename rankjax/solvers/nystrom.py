@@ -20,7 +20,7 @@ from .._core.checks import check_count, check_seed, is_concrete, lam_ok, nan_unl
 from .._core.backend import paths
 from .._core.log import compiled, level, run
 from .._core.memory import available_memory, check_memory
-from .._core.linalg import spectral_filter
+from .._core.linalg import gram_blocks, spectral_filter
 from .._core.products import HI, tdot
 from .._core.resolved import warn_unresolved
 from .._solution import Solution, lane_codes
@@ -114,7 +114,7 @@ def blocked_system(X, y, graph, basis: BasisRows, C, folds, rows, L=1):
         Z = batch_rows(B, Phi).reshape(-1, bp)
         yu = y[idx] * mask.reshape(mask.shape + (1,) * len(tail)).astype(dt)
         zy = batch_rows(B, yu).reshape((-1,) + tail)
-        return (G + tdot(Z, Z), r + tdot(Z, zy),
+        return (G + gram_blocks(Z), r + tdot(Z, zy),
                 jnp.maximum(top, jnp.max(jnp.abs(Phi), axis=(0, 1))))
 
     init = (jnp.zeros((bp, bp), dt), jnp.zeros((bp,) + tail, dt), jnp.zeros(bp, dt))
@@ -367,7 +367,7 @@ class Nystrom(AbstractSolver):
         rows = nystrom_plan(m, n, int(padded_size(_basis_size(self.basis, m))), X.dtype, L=L,
                             tail=tail, fold_rows=max(i.shape[1] for i in folds.index),
                             block_rows=self.block_rows)
-        index, B = self.take(X)
+        index, B = self.take(X, pad=rows is None)
         folds = (premerge(folds, L, B.X.shape[0]) if rows is None
                  else batch_folds(folds, rows, L, B.X.shape[0]))
         if rows is None:
