@@ -37,6 +37,19 @@ def _rel(a, b):
     return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
 
 
+def _whole(p, folds, lams=LAMS, basis=90):
+    """The hold-out with ``K_mR`` and ``Φ`` whole (the route of folds larger than the basis),
+    called directly: ``(predictions, coef [L, b])``."""
+    from rankjax.graphs.folds import premerge
+    from rankjax.solvers.holdout import two_phase
+    s = rj.Nystrom(GAUSS, basis)
+    f = premerge(rj.make_folds(p.graph, folds), len(lams), 96)
+    index, B = s.take(np.asarray(p.X))
+    pred, coef = two_phase(nystrom._nystrom_holdout, np.asarray(p.X), p.y, p.graph, B,
+                           np.asarray(lams), f, lams=np.asarray(lams))
+    return np.asarray(pred), np.asarray(coef)[:, :index.shape[0]]
+
+
 @pytest.mark.parametrize("folds", [None, 3])
 @pytest.mark.parametrize("graph", ["query", "ties", "outputs"])
 def test_blocked_holdout_equals_the_whole_one(data, folds, graph):
@@ -46,9 +59,10 @@ def test_blocked_holdout_equals_the_whole_one(data, folds, graph):
     y = data.y if graph != "outputs" else np.c_[data.y, data.X[:, 0]]
     q = rj.query_graph(data.qid, data.y, exclude_ties=True) if graph == "ties" else data.qid
     p = rj.Problem(data.X, y, q)
-    whole, blocked = _holdout(p, None, folds), _holdout(p, 32, folds)
-    assert _rel(blocked.predictions, whole.predictions) < 1e-10
-    assert _rel(blocked.path.coef, whole.path.coef) < 1e-10
+    pred, coef = _whole(p, folds)
+    blocked = _holdout(p, 32, folds)
+    assert _rel(blocked.predictions, pred) < 1e-10
+    assert _rel(blocked.path.coef, coef) < 1e-10
 
 
 def test_blocked_fit_equals_the_closed_form(data):
@@ -63,23 +77,28 @@ def test_blocked_fit_equals_the_closed_form(data):
     assert _rel(rj.predict(m, data.X), KR.T @ a) < 1e-8
 
 
-def test_the_plan_blocks_what_does_not_fit_whole(data, monkeypatch):
-    """With too little memory for ``K_mR`` whole (a quarter of the free memory), the hold-out
-    runs in row blocks by itself, to the same answer; with less still, it is refused."""
+def test_the_route_follows_the_fold_sizes_and_the_memory(data, monkeypatch):
+    """Leave-query-out runs in row blocks by default; folds larger than the basis (3-fold
+    here) hold ``K_mR`` whole and retrain in ``b x b``, to the same answer as row blocks
+    forced; with too little memory for either, each is refused before any work."""
     p = rj.Problem(data.X, data.y, data.qid)
-    whole = _holdout(p, None)
     called = []
-    real = nystrom._nystrom_holdout_blocked
-    monkeypatch.setattr(nystrom, "_nystrom_holdout_blocked",
-                        lambda *a, **k: called.append(1) or real(*a, **k))
-    m, bp = data.X.shape[0], 128
-    monkeypatch.setattr(nystrom, "available_memory", lambda: 4 * 4 * m * 64 * 8)   # b: 96
-    assert nystrom.nystrom_plan(m, 5, bp, np.float64, L=7, fold_rows=32) == nystrom.BATCH_ROWS
-    assert _rel(_holdout(p, None).predictions, whole.predictions) < 1e-10 and called
-    monkeypatch.setattr(nystrom, "available_memory", lambda: 1e5)
+    for name in ("_nystrom_holdout_blocked", "_nystrom_holdout"):
+        real = getattr(nystrom, name)
+        monkeypatch.setattr(nystrom, name, lambda *a, _r=real, _n=name, **k:
+                            called.append(_n) or _r(*a, **k))
+    _holdout(p, None)
+    assert called == ["_nystrom_holdout_blocked"]
+    whole = _holdout(p, None, folds=3)
+    assert called[1:] == ["_nystrom_holdout"]
+    assert _rel(_holdout(p, 32, folds=3).predictions, whole.predictions) < 1e-10
     monkeypatch.setattr("rankjax._core.memory.available_memory", lambda: 1e5)
+    called.clear()
     with pytest.raises(MemoryPlanError, match="in row blocks of 4096"):
         _holdout(p, None)
+    with pytest.raises(MemoryPlanError, match=r"4 .*|basis rows\)"):
+        _holdout(p, None, folds=3)
+    assert called == []
 
 
 def test_an_impossible_plan_is_refused_before_any_work(monkeypatch):
@@ -90,8 +109,7 @@ def test_an_impossible_plan_is_refused_before_any_work(monkeypatch):
     for name in ("make_folds", "build_folds"):
         monkeypatch.setattr(folds_mod, name, lambda *a, **k: pytest.fail("folds were drawn"))
     monkeypatch.setattr(nystrom, "take_basis", lambda *a, **k: pytest.fail("basis taken"))
-    monkeypatch.setattr(nystrom, "available_memory", lambda: 16 << 30)     # as on a 24 GB
-    monkeypatch.setattr("rankjax._core.memory.available_memory", lambda: 16 << 30)  # machine
+    monkeypatch.setattr("rankjax._core.memory.available_memory", lambda: 16 << 30)  # 24 GB
     m = 10_000_000
     X = np.zeros((m, 1), np.float32)
     qid = np.repeat(np.arange(m // 100), 100)

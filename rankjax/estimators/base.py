@@ -126,30 +126,41 @@ the exact kernel (``m x m`` matrices, O(m^3)) to a Nyström basis of
 :data:`AUTO_BASIS_SIZE` rows (O(m b^2) time, O(m b) memory)."""
 
 
-AUTO_BASIS_SIZE = 2000
-
-AUTO_BASIS_WORK = 100_000 * AUTO_BASIS_SIZE ** 2
-"""Above 100,000 rows ``basis="auto"`` shrinks the basis so that ``m b^2`` (the hold-out's
-work per γ) stays at its 100,000-row value: ``b = sqrt(AUTO_BASIS_WORK / m)``, 632 rows at
-10^6 (a 4 γ x 13 λ ``RankRLSCV`` in 471 s on a 2-core CPU, test NDCG@10 0.6378 there
-against 0.6365 at b = 600 and 0.6355 at b = 700; ``benchmarks/bench_million.py``)."""
+AUTO_BASIS_SIZE = 1200
+"""The least basis of ``basis="auto"`` (above :data:`AUTO_BASIS_ROWS` rows)."""
 
 
 def auto_basis_size(m: int) -> int:
     """The basis rows of ``basis="auto"`` on ``m`` training rows (above
-    :data:`AUTO_BASIS_ROWS`).
+    :data:`AUTO_BASIS_ROWS`): ``min(m, max(AUTO_BASIS_SIZE, sqrt(m)))``, never fewer as
+    ``m`` grows (the basis a given accuracy needs grows with the data, about as
+    ``sqrt(m)``: Rudi, Camoriano and Rosasco 2015), and small enough that a 4 γ x 13 λ
+    ``RankRLSCV`` at 10^6 rows runs within 10 minutes on a 2-core CPU
+    (``benchmarks/bench_million.py``). A smaller basis is the user's choice (``basis=``).
 
     Example:
-      >>> auto_basis_size(20_000), auto_basis_size(1_000_000)
-      (2000, 632)
+      >>> auto_basis_size(20_000), auto_basis_size(1_000_000), auto_basis_size(4_000_000)
+      (1200, 1200, 2000)
     """
-    return int(min(AUTO_BASIS_SIZE, m, np.sqrt(AUTO_BASIS_WORK / max(m, 1))))
+    return int(min(m, max(AUTO_BASIS_SIZE, np.sqrt(max(m, 0)))))
 
 
-def basis_spec(basis, kernel, m: int, seed: int = 0):
+def basis_spec(basis, kernel, m: int, seed: int = 0, verbose: int = 0):
     """The Nyström basis an estimator uses (a :class:`rankjax.Basis`), or None for the
     exact kernel / linear model. ``basis``: ``"auto"``, ``None``, an int (uniform rows,
-    ``seed``) or a :class:`rankjax.Basis` (its own size or rows, method and seed)."""
+    ``seed``) or a :class:`rankjax.Basis` (its own size or rows, method and seed). With
+    ``verbose``, a line says which and why."""
+    out = _basis_spec(basis, kernel, m, seed)
+    if out is not None and basis == "auto":
+        _log.info(verbose, "basis: %d of %d rows (basis='auto': more than %d rows, "
+                  "max(%d, sqrt(m)) rows)", out.size, m, AUTO_BASIS_ROWS, AUTO_BASIS_SIZE)
+    elif out is None and basis == "auto" and kernel not in (None, "linear"):
+        _log.info(verbose, "exact kernel (basis='auto': %d rows, at most %d)", m,
+                  AUTO_BASIS_ROWS)
+    return out
+
+
+def _basis_spec(basis, kernel, m, seed):
     if kernel is None or kernel == "linear":
         if basis not in (None, "auto"):
             raise ValueError("basis is used with a kernel (kernel='gaussian', ...), not the linear model")

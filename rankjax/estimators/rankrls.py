@@ -41,8 +41,8 @@ class RankRLS(Ranker):
       kernel: ``None``/``"linear"``, ``"gaussian"``, ``"polynomial"`` or a
         :class:`rankjax.Kernel`; gamma, degree, coef0 its parameters.
       basis: ``"auto"`` (exact kernel up to :data:`AUTO_BASIS_ROWS` rows, above it a
-        Nyström basis of :data:`AUTO_BASIS_SIZE` rows, fewer above 100,000 rows:
-        :func:`auto_basis_size`), ``None`` (always exact) or the
+        Nyström basis of :data:`AUTO_BASIS_SIZE` rows, ``sqrt(m)`` above 1.44 million rows,
+        never fewer as rows grow: :func:`auto_basis_size`), ``None`` (always exact) or the
         number of basis rows of the Nyström approximation, or a :class:`rankjax.Basis`
         (size or rows, ``method="kmeans++"``, seed).
       max_iter, tol, early_stopping_rounds: the CG loop of ``"cg"`` and ``"falkon"``
@@ -123,7 +123,8 @@ class RankRLS(Ranker):
         """The front door's solver of this fit (``solver``, the kernel and the basis)."""
         kern = self._fit_kernel(X)
         linear = kern is None
-        b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state)
+        b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state,
+                       _log.check_verbose(self.verbose))
         if self.solver in ("primal", "cg") and not linear:
             raise ValueError(f"solver={self.solver!r} fits the linear model: drop kernel= or use "
                              "solver='dual', 'nystrom' or 'falkon'")
@@ -206,7 +207,8 @@ class RankRLSCV(RankRLS):
         optimize = check_flag(self.optimize, "optimize")
         self._plan(X)
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
-        b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state)
+        b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state,
+                       _log.check_verbose(self.verbose))
         valid = None if eval_set is None else self._eval_data(eval_set, eval_qid, eval_group)
         kernels = [make_kernel(self.kernel, gamma, self.degree, self.coef0)
                    for gamma in self._gamma_grid(X)]

@@ -19,7 +19,7 @@ from jax import lax
 from .._core.checks import check_count, check_seed, is_concrete, lam_ok, nan_unless
 from .._core.backend import paths
 from .._core.log import compiled, level, run
-from .._core.memory import available_memory, check_memory
+from .._core.memory import check_memory
 from .._core.linalg import gram_blocks, spectral_filter
 from .._core.products import HI, tdot
 from .._core.resolved import warn_unresolved
@@ -41,7 +41,7 @@ from .holdout import (HoldOut, fold_predictions, holdout_from_system, two_phase,
 from .lpo import LeavePairOut
 from .models import NystromModel, NystromPath, path_scores
 from .primal import UNRESOLVED, path_core
-from .ridge import primal_system, ridge_solve, wide_eigh
+from .ridge import eigh_path, primal_system, ridge_solve, wide_eigh
 
 __all__ = ["Nystrom", "nystrom_blocks", "nystrom_plan", "check_nystrom_memory"]
 
@@ -197,6 +197,26 @@ def _nystrom_fit_blocked(X, y, graph, basis: BasisRows, lam, folds, rows=BATCH_R
     return nan_unless(lam_ok(lam), coef_from(C, ridge_solve(G, rhs, lam)))
 
 
+@partial(jax.jit, static_argnames="rows")
+def _nystrom_path_blocked(X, y, graph, basis: BasisRows, lams, folds, X_valid, rows=BATCH_ROWS):
+    """``(coef [L, b(, k)], validation scores [L, m_valid(, k)] or None)`` of every λ from
+    the row-block system (:func:`blocked_system`) and one float64 ``eigh`` of it
+    (:func:`~rankjax.solvers.ridge.wide_eigh`; NaN below its floor)."""
+    C = basis.factor()
+    G, rhs, _ = blocked_system(X, y, graph, basis, C, folds, rows)
+    eig, floor = wide_eigh(G)
+    coef = nan_unless(lam_ok(lams) & (lams >= floor),
+                      _basis_coef(C, eigh_path(eig, rhs, lams), 1))
+    return coef, None if X_valid is None else path_scores(basis.block(X_valid), coef)
+
+
+PAD_WORK = 1e10
+"""Below this ``m b^2`` the basis of the row-block passes is padded to its bucket
+(:func:`~rankjax._core.segments.padded_size`: a new basis size in the bucket compiles
+nothing); above it the basis is exact, where the padding costs more than a compilation
+(50,000 rows: 1,024 columns 3.7 s a hold-out against 3.1 s for 1,000, 2-core CPU)."""
+
+
 def _basis_size(spec: Basis, m: int) -> int:
     """Basis rows ``b`` of ``spec`` among ``m`` training rows (before they are drawn)."""
     return min(int(spec.size), m) if spec.rows is None else int(np.size(spec.rows))
@@ -205,6 +225,8 @@ def _basis_size(spec: Basis, m: int) -> int:
 def _head(a, b, axis=0):
     """The first ``b`` entries of ``a`` along ``axis``: sliced on the host when concrete (a
     new basis size in the bucket compiles no slicing program), traced otherwise."""
+    if a.shape[axis] == b:
+        return a
     where = (slice(None),) * axis + (slice(0, b),)
     return np.asarray(a)[where] if is_concrete(a) else a[where]
 
@@ -213,28 +235,35 @@ def _index(index):
     return index.astype(np.int32) if isinstance(index, np.ndarray) else index.astype(jnp.int32)
 
 
-def check_nystrom_memory(m, b, dtype, count=4, what="the Nyström hold-out"):
+def check_nystrom_memory(m, b, dtype, count=4, what="the Nyström hold-out",
+                         alternatives="use a smaller basis, or rj.Falkon(kernel, basis) "
+                                      "(row blocks)"):
     """Refuses up front a Nyström computation whose ``count`` ``m x b`` blocks do not fit."""
     check_memory(count * m * b * np.dtype(dtype).itemsize,
-                 f"{what} ({m} rows x {b} basis rows)",
-                 "use a smaller basis, or rj.Falkon(kernel, basis) (row blocks)")
+                 f"{what} ({m} rows x {b} basis rows)", alternatives)
 
 
 def nystrom_plan(m, n, bp, dtype, *, L=1, tail=1, fold_rows=1, block_rows=None,
                  what="the Nyström hold-out"):
-    """The memory plan of a Nyström fit or hold-out on ``m`` rows and ``bp`` (padded) basis
-    rows: ``None`` (hold ``K_mR`` and ``Φ`` whole: their 4 ``m x b`` blocks take at most a
-    quarter of the free memory, :func:`available_memory`) or the rows of a batch of whole
-    folds (``block_rows``, default :data:`BATCH_ROWS`), whose figure (the rows ``m x n``, the
-    ``[L, m]`` predictions, a batch's blocks, the folds' systems of up to ``fold_rows`` rows
-    and the ``b x b`` decomposition) is checked up front (:class:`MemoryPlanError`)."""
+    """The route and memory plan of a Nyström fit, path or hold-out on ``m`` rows and
+    ``bp`` basis rows, from the shapes (before any work): the rows of a batch of whole
+    folds (``block_rows``, default :data:`BATCH_ROWS`: the row-block passes, faster than
+    holding ``K_mR`` at every size measured, 3,000 x 300 to 50,000 x 1,000), or ``None``
+    (``K_mR`` and ``Φ`` whole) when a fold has more rows than the basis and ``block_rows``
+    is not given (the whole hold-out retrains without such a fold in ``b x b``, where the
+    row-block one solves its ``P x P`` systems). Either figure is checked
+    (:class:`MemoryPlanError`): whole, 4 ``m x b`` blocks; in row blocks, the rows ``m x
+    n``, the ``[L, m]`` predictions, a batch's blocks and dense fold roots, the folds'
+    systems of up to ``fold_rows`` rows and the ``b x b`` decomposition."""
     item = np.dtype(dtype).itemsize
-    if block_rows is None and 4 * m * bp * item <= available_memory() / 4:
+    if block_rows is None and fold_rows > bp:
+        check_nystrom_memory(m, bp, dtype, 4, what, "use a smaller basis, leave-query-out "
+                             "folds (folds=None, in row blocks), or rj.Falkon(kernel, basis)")
         return None
     rows = BATCH_ROWS if block_rows is None else check_count(block_rows, "block_rows")
     batch = max(rows, fold_rows)
-    need = (m * n + 3 * L * m * tail + 8 * batch * bp + 2 * L * batch * fold_rows
-            + 10 * bp * bp) * item
+    need = (m * n + 3 * L * m * tail + 8 * batch * bp + batch * fold_rows
+            + 2 * L * batch * fold_rows + 10 * bp * bp) * item
     check_memory(need, f"{what} ({m} rows x {bp} basis rows, in row blocks of {rows})",
                  "use a smaller basis (rj.Nystrom(kernel, basis) / RankRLSCV(basis=...)), "
                  "leave-query-out folds (folds=None), or rj.Falkon(kernel, basis) (conjugate "
@@ -296,36 +325,60 @@ class Nystrom(AbstractSolver):
         object.__setattr__(self, "basis", as_nystrom(self.basis, self.seed))
 
     def take(self, X, pad=True):
-        """``(index [b], BasisRows)`` of this solver's basis among the rows ``X``."""
+        """``(index [b], BasisRows)`` of this solver's basis among the rows ``X``; ``pad=None``:
+        padded to its bucket while ``m b^2`` is below :data:`PAD_WORK`."""
+        if pad is None:
+            pad = X.shape[0] * _basis_size(self.basis, X.shape[0]) ** 2 < PAD_WORK
         return take_basis(X, self.basis, self.kernel, pad=pad)
 
-    def fit(self, problem, lam):
-        X = dense_rows(problem)
-        graph = problem.graph
-        rows = None
+    def _route(self, problem, what, L=1):
+        """``(X, rows)``: the rows of a batch when the fit or path runs in row blocks of
+        whole queries (a concrete graph that splits into them; :func:`nystrom_plan`), else
+        ``None`` (``K_mR`` whole: a preference graph, a graph under a trace, or a query
+        larger than the basis), the memory of either planned from the shapes."""
+        X, graph = dense_rows(problem), problem.graph
+        m, n = X.shape
+        b = _basis_size(self.basis, m)
         if graph.splittable and all(is_concrete(a) for a in jax.tree.leaves(graph)):
-            rows = nystrom_plan(X.shape[0], X.shape[1], _basis_size(self.basis, X.shape[0]),
-                                X.dtype, block_rows=self.block_rows, what="the Nyström fit")
-        index, B = self.take(X, pad=rows is not None)
+            counts = getattr(graph, "counts", None)
+            largest = 1 if counts is None else int(np.max(np.asarray(counts)))
+            return X, nystrom_plan(m, n, b, X.dtype, L=L, fold_rows=largest,
+                                   block_rows=self.block_rows, what=what)
+        check_nystrom_memory(m, b, X.dtype, 4, what, "use a smaller basis, or call it outside "
+                             "jit with a query graph (row blocks of whole queries)")
+        return X, None
+
+    def fit(self, problem, lam):
+        X, rows = self._route(problem, "the Nyström fit")
+        graph = problem.graph
+        index, B = self.take(X, pad=None)
         if rows is None:
             coef = _nystrom_fit(X, problem.y, graph, B, lam)
         else:
-            coef = _nystrom_fit_blocked(X, problem.y, graph, B, lam, make_folds(graph),
+            coef = _nystrom_fit_blocked(X, problem.y, graph, B, lam,
+                                        batch_folds(make_folds(graph), rows, 1, B.X.shape[0]),
                                         rows=rows)
         warn_unresolved(coef, lam, "rj.fit(Nystrom())", UNRESOLVED)
         b = index.shape[0]
-        coef = coef if rows is None else coef[:b]                   # padded in row blocks
-        model = NystromModel(coef, _head(B.X, b), _index(index), self.kernel)
+        model = NystromModel(_head(coef, b), _head(B.X, b), _index(index), self.kernel)
         return Solution(model, lane_codes(coef, lam, lanes=False), {})
 
     def path(self, problem, lams):
-        X = dense_rows(problem)
-        check_nystrom_memory(X.shape[0], _basis_size(self.basis, X.shape[0]), X.dtype, 3,
-                             "the Nyström path")
-        index, B = self.take(X, pad=False)
+        X, rows = self._route(problem, "the Nyström path", lams.shape[0])
+        index, B = self.take(X, pad=None)
         Xv = None if problem.valid is None else dense_rows(problem.valid)
-        coef, valid = _nystrom_path(X, problem.y, problem.graph, B, lams, Xv)
-        warn_unresolved(coef, lams, "rj.path(Nystrom())", UNRESOLVED)
+        if Xv is not None:
+            check_nystrom_memory(Xv.shape[0], B.X.shape[0], Xv.dtype, 2,
+                                 "the Nyström path's validation scores")
+        if rows is None:
+            coef, valid = _nystrom_path(X, problem.y, problem.graph, B, lams, Xv)
+            why = UNRESOLVED
+        else:
+            folds = batch_folds(make_folds(problem.graph), rows, lams.shape[0], B.X.shape[0])
+            coef, valid = _nystrom_path_blocked(X, problem.y, problem.graph, B, lams, folds,
+                                                Xv, rows=rows)
+            why = UNRESOLVED_WIDE
+        warn_unresolved(coef, lams, "rj.path(Nystrom())", why)
         b = index.shape[0]
         path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), self.kernel,
                            None, valid)
@@ -367,7 +420,7 @@ class Nystrom(AbstractSolver):
         rows = nystrom_plan(m, n, int(padded_size(_basis_size(self.basis, m))), X.dtype, L=L,
                             tail=tail, fold_rows=max(i.shape[1] for i in folds.index),
                             block_rows=self.block_rows)
-        index, B = self.take(X, pad=rows is None)
+        index, B = self.take(X, pad=True if rows is None else None)
         folds = (premerge(folds, L, B.X.shape[0]) if rows is None
                  else batch_folds(folds, rows, L, B.X.shape[0]))
         if rows is None:
