@@ -336,9 +336,12 @@ def _refine(grid, point, folds, steps, ard, optimizer):
     kept when its hold-out metric is not worse than the grid's. A Nyström problem beyond
     :func:`tune_rows` learns on a random subsample of whole queries (``u`` rows, its own
     folds of the same kind), starting from the grid's λ times ``u / m``, and compares the
-    refined and the starting point on that subsample; the final model is then fit on every
-    row with the learned γ and scales and λ times ``m / u`` (the loss sums over rows, so λ
-    keeps its weight against it). Returns ``(point, TuneResult)``."""
+    refined and the starting point on that subsample; the learned point (γ, scales, λ times
+    ``m / u``: the loss sums over rows, so λ keeps its weight against it) is then held out
+    on every row, one λ of the row-block hold-out: its model is that hold-out's full-data
+    model and its score the full-data hold-out metric, kept when not worse than the grid's
+    (``best_score_`` is always the returned point's hold-out on every training row).
+    Returns ``(point, TuneResult)``."""
     p = grid.problem
     m = p.X.shape[0]
     q, qfolds, factor, seg = p, folds, 1.0, grid.seg
@@ -368,12 +371,20 @@ def _refine(grid, point, folds, steps, ard, optimizer):
         return point, r
     host = {k: np.asarray(v) for k, v in params.items()}
     at, lam = solver.at(host), float(np.exp(host["log_lam"])) * factor
-    if "log_scales" not in host:
-        return _Point(at, lam, new, at.fit(p, lam).value), r
-    scales = jnp.exp(jnp.asarray(host["log_scales"], X.dtype))
-    model = at.fit(with_rows(p, scale_rows(dense_rows(p), scales)), lam).value
-    if is_linear(model):
-        model = LinearModel(model.weights * scales)
-    else:
-        model = ScaledModel(scales, model)
+    scales = (None if "log_scales" not in host
+              else jnp.exp(jnp.asarray(host["log_scales"], X.dtype)))
+    rows = p if scales is None else with_rows(p, scale_rows(dense_rows(p), scales))
+    if q is p:
+        model = at.fit(rows, lam).value
+    else:                     # every row's exact hold-out at the learned point: its score, its model
+        lams = device_array(np.array([lam]), X.dtype)
+        h = at.holdout(rows, lams, folds).value
+        new = float(grid.score(h.predictions, lams)[0])
+        info(grid.verbose, "learned point on every row: hold-out %.4f (the grid's %.4f)",
+             new, point.score)
+        if not grid.better(new, point.score):
+            return point, r
+        model = h.path.model(0)
+    if scales is not None:
+        model = LinearModel(model.weights * scales) if is_linear(model) else ScaledModel(scales, model)
     return _Point(at, lam, new, model), r
