@@ -60,8 +60,8 @@ def check_memory(need: float, what: str, alternatives: str) -> None:
     what to use instead."""
     avail = available_memory()
     if need > 0.9 * avail:
-        raise MemoryPlanError(f"{what} needs about {need / 2**30:.1f} GiB but "
-                              f"{avail / 2**30:.1f} GiB is available; {alternatives}")
+        raise MemoryPlanError(f"{what} needs about {need / 2**30:.3g} GiB but "
+                              f"{avail / 2**30:.3g} GiB is available; {alternatives}")
 
 
 def compute_dtype(*inputs):

@@ -37,6 +37,7 @@ class GraphOperator(Protocol):
     def dual_root(self, dtype) -> Any: ...                       # S = L^{1/2} (apply, rhs)
     def segments(self) -> Tuple[Any, int]: ...                   # (segment ids, count)
     def fold_units(self) -> Tuple[Any, int]: ...                 # hold-out units per row
+    def fold_order(self) -> Any: ...                             # rows of a unit contiguous
     def restrict(self, rows, size: Optional[int] = None) -> "GraphOperator": ...
     def prefix(self, u: int) -> "GraphOperator": ...             # the first u rows' graph
     def check_splittable(self, what: str) -> None: ...           # raises for edges across splits
@@ -44,6 +45,8 @@ class GraphOperator(Protocol):
     def root_mv(self, v) -> Any: ...                             # S v, S S^T = L
     def factor(self) -> Tuple[Any, Any, Any]: ...                # (R, R^T, rhs), R R^T = L
     def block_root(self, idx, mask, dtype) -> Any: ...           # B, B B^T = L_UU (a fold)
+    def root_rows(self, idx, mask, V) -> Any: ...                # B^T V of a fold
+    def block_mv(self, idx, mask, v) -> Any: ...                 # L_UU v of a fold
     def criterion(self, y, metric="pairwise_error", higher_is_better=None, **kw) -> Any: ...
     def loss(self, f, y) -> Any: ...                             # (y - f)^T L (y - f)
 

@@ -100,7 +100,7 @@ def build_folds(graph, folds, seed):
             raise ValueError("folds must keep every query in one fold")
         fold = f
     fold = segment_ids(fold, "folds").seg
-    order = np.argsort(fold, kind="stable")
+    order = np.lexsort((graph.fold_order(), fold))     # by fold, each query contiguous
     sizes = np.bincount(fold)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     padded = fold_shapes(sizes)

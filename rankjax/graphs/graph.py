@@ -44,6 +44,7 @@ from ..metrics.pairs import edge_disagreement_error, metric_sign, pairwise_error
 from .._core.linalg import gram, psd_root, segment_normal_equations
 from .._core.segments import (bucket, expand, row_sums, seg_sum)
 from .._core.types import saveable
+from .fold_blocks import FoldBlocks, QueryFoldBlocks
 
 Array = jax.Array
 
@@ -68,7 +69,7 @@ def _dense_root(graph, dtype, rhs):
                  lambda y: jnp.matmul(S_pinv, rhs(y), precision=HI))
 
 
-class _GraphBase:
+class _GraphBase(FoldBlocks):
     """Operator methods common to all graphs (each graph overrides what differs)."""
 
     takes_labels = True
@@ -140,7 +141,7 @@ class _GraphBase:
 @_pytree(["seg", "counts", "edge_weight", "group_seg", "group_query", "group_counts"],
          ["num_segments", "num_group_segments"])
 @saveable
-class QueryGraph(_GraphBase):
+class QueryGraph(QueryFoldBlocks, _GraphBase):
     """Query (label-ranking) graph over ``m`` rows (build with :func:`query_graph`).
 
     Attributes:
@@ -247,21 +248,6 @@ class QueryGraph(_GraphBase):
             raise TypeError("make_folds needs a concrete graph: build the folds outside jit")
         seg = np.asarray(self.seg)
         return seg, int(seg.max()) + 1
-
-    def block_root(self, idx, mask, dtype):
-        """``B`` with ``B B^T = L_UU`` for a padded fold ``idx [P]`` of whole queries."""
-        P = idx.shape[0]
-        mm = (mask[:, None] & mask[None, :]).astype(dtype)
-        eye = jnp.eye(P, dtype=dtype)
-        seg = self.seg[idx]
-        n, e = self.counts.astype(dtype)[seg], self.edge_weight.astype(dtype)[seg]
-        same = (seg[:, None] == seg[None, :]).astype(dtype)
-        if self.has_root:                              # S_UU = sqrt(e n) (I - same / n)
-            return mm * jnp.sqrt(e * n)[:, None] * (eye - same / jnp.maximum(n, 1)[:, None])
-        grp = self.group_seg[idx]
-        ng = self.group_counts.astype(dtype)[grp]
-        sameg = (grp[:, None] == grp[None, :]).astype(dtype)
-        return psd_root(mm * (e[:, None] * (eye * (n - ng)[:, None] - same + sameg)))[0]
 
     def restrict(self, rows, size: Optional[int] = None):
         """The graph of the rows ``rows`` (host ``[r]`` indices of whole queries, in any
@@ -445,8 +431,16 @@ class IdentityGraph(_GraphBase):
     def fold_units(self):
         return np.arange(self.num_rows), self.num_rows
 
+    def fold_order(self):
+        return np.arange(self.num_rows)
+
     def block_root(self, idx, mask, dtype):
         return jnp.eye(idx.shape[0], dtype=dtype) * mask.astype(dtype)
+
+    def root_rows(self, idx, mask, V):
+        return V * expand(mask.astype(V.dtype), V)
+
+    block_mv = root_rows
 
     def prefix(self, u: int):
         return IdentityGraph(int(u))

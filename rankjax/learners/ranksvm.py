@@ -36,9 +36,10 @@ from .._core.checks import (
     nan_unless,
     segment_ids)
 from .._core.host import device_array
+from .._core.memory import check_memory, compute_dtype
 from ..kernels.kernel import Kernel, kernel_matrix
 from .._core.log import begin, check_verbose, loop_step
-from ..kernels.basis import coef_from, features, take_basis
+from ..kernels.basis import as_nystrom, coef_from, features, take_basis
 from ..solvers.models import (columns_of, LinearModel, check_test_matrix, linear_scores)
 from .._core.segments import seg_scan
 from .._core.sparse import as_dense, is_csr, to_csr
@@ -438,8 +439,14 @@ def ranksvm_kernel(X, y, qid=None, *, kernel: Kernel, C=1.0, basis=None, seed: i
       True
     """
     X = as_dense(check_matrix(X))
-    index, B = take_basis(X, np.arange(X.shape[0]) if basis is None else basis, kernel, seed,
-                          pad=False)
+    m = X.shape[0]
+    spec = as_nystrom(np.arange(m) if basis is None else basis, seed)
+    r = min(int(spec.size), m) if spec.rows is None else int(np.size(spec.rows))
+    check_memory((4 * m * r + 3 * r * r) * np.dtype(compute_dtype(X)).itemsize,
+                 f"rj.ranksvm_kernel ({m} rows x {r} basis rows: the kernel map and its "
+                 "factor)", "give basis= (a few thousand rows: the Nyström kernel map)"
+                 if basis is None else "give a smaller basis=")
+    index, B = take_basis(X, spec, kernel, seed, pad=False)
     Phi, C_R = _kernel_map(X, B)
     res = ranksvm_l2(Phi, y, qid, C=C, **tron_kw)
     r = index.size

@@ -42,7 +42,7 @@ from .._core.types import saveable
 from .base import AbstractSolver, check_kernel_arg, dense_rows, solver
 from .cg import CG, criterion
 from .cg_loop import differentiable_cg
-from .fold_batches import batch_roots, batch_rows, fold_scan
+from .fold_batches import batch_mv, fold_scan
 from .models import NystromModel
 from ..scale.layout import dense_only, local_block
 from jax.sharding import PartitionSpec as P
@@ -119,9 +119,7 @@ def fold_ops(basis: BasisRows, X, graph, folds, rows):
         def update(acc, idx, mask):
             K = block(idx, mask)
             v = jnp.matmul(K, a, precision=HI).reshape(idx.shape)
-            B = batch_roots(graph, idx, mask, dt)
-            u = jnp.einsum("fpq,fq->fp", B, batch_rows(B, v), precision=HI)
-            return acc + tdot(K, u.reshape(-1))
+            return acc + tdot(K, batch_mv(graph, idx, mask, v).reshape(-1))
         return fold_scan(folds, rows, update, jnp.zeros(bp, dt), 1, bp)
 
     def back(v):

@@ -25,11 +25,10 @@ from jax import lax
 from .._core.checks import is_concrete
 from .._core.host import device_array
 from .._core.log import gated_step
-from .._core.products import HI
 from ..graphs.folds import Folds, fold_batch, merge_plan, merged_buckets, positions
 
-__all__ = ["BATCH_ROWS", "ROW_STEP", "batch_folds", "fold_scan", "fold_map", "batch_roots",
-           "batch_rows"]
+__all__ = ["BATCH_ROWS", "ROW_STEP", "batch_folds", "fold_scan", "fold_map", "batch_rows",
+           "batch_mv"]
 
 BATCH_ROWS = 4096
 """Rows of a batch of folds by default: a product of 4,096 rows by a basis of 1,024-2,048
@@ -134,11 +133,12 @@ def fold_map(folds: Folds, rows: int, fn, L: int, width: int, tail: tuple, dtype
     return jnp.take(jnp.concatenate(out, axis=1), pos, axis=1, mode="clip")
 
 
-def batch_roots(graph, idx, mask, dtype):
-    """``[bs, P, P]`` the roots ``B`` (``B B^T = L_UU``) of a batch of folds."""
-    return jax.vmap(lambda i, k: graph.block_root(i, k, dtype))(idx, mask)
+def batch_rows(graph, idx, mask, V):
+    """``[bs, P, ...]``: ``B_f^T V_f`` for every fold ``f`` of a batch (``B_f B_f^T =
+    L_UU``; :meth:`~rankjax.QueryGraph.root_rows`: O(P) per column with a segment root)."""
+    return jax.vmap(graph.root_rows)(idx, mask, V)
 
 
-def batch_rows(B, V):
-    """``[bs, P, ...]``: ``B_f^T V_f`` for every fold ``f`` of a batch (the root applied)."""
-    return jnp.einsum("fpq,fp...->fq...", B, V, precision=HI)
+def batch_mv(graph, idx, mask, v):
+    """``[bs, P, ...]``: ``L_UU v_f`` for every fold of a batch (:meth:`block_mv`)."""
+    return jax.vmap(graph.block_mv)(idx, mask, v)

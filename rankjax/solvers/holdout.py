@@ -66,16 +66,20 @@ def woodbury_rows(graph, idx, mask, Pu, fu, D, lams, y, Kuu=None):
     dtype = Pu.dtype
     mf = mask.astype(dtype)
     Pu = Pu * mf[:, None]                                           # [P, r]
-    B = graph.block_root(idx, mask, dtype)
     yu = y[idx] * mf.reshape(mf.shape + (1,) * (y.ndim - 1))
-    Q = tdot(B, Pu)                                                 # B^T P_U  [P, r]
+    if Kuu is None:               # B^T V by the graph (O(P) per column with a segment root)
+        root = lambda V: graph.root_rows(idx, mask, V)             # noqa: E731
+    else:
+        B = graph.block_root(idx, mask, dtype)
+        root = lambda V: jnp.einsum("pq,p...->q...", B, V, precision=HI)   # noqa: E731
+    Q = root(Pu)                                                    # B^T P_U  [P, r]
     lam = lams.reshape((-1, 1, 1))
     BHB = _fold_systems(Q, D)
     if Kuu is not None:
         KB = jnp.matmul(Kuu, B, precision=HI)
         BHB = (tdot(B, KB)[None] - BHB) / lam
     M = jnp.eye(idx.shape[0], dtype=dtype) - BHB                   # [L, P, P]
-    z = symmetric_solve(M, jnp.einsum("pq,lp...->lq...", B, fu - yu[None], precision=HI))
+    z = symmetric_solve(M, jnp.moveaxis(root(jnp.moveaxis(fu - yu[None], 0, 1)), 1, 0))
     # H B z: one product through P_U per λ
     Dz = D.reshape(D.shape + (1,) * (z.ndim - 2)) * jnp.einsum("pr,lp...->lr...", Q, z,
                                                                 precision=HI)

@@ -33,8 +33,7 @@ from .._core.types import saveable
 from ..scale.layout import dense_only, local_block
 from jax.sharding import PartitionSpec as P
 from .base import AbstractSolver, check_kernel_arg, dense_rows, solver
-from .fold_batches import (BATCH_ROWS, batch_folds, batch_roots, batch_rows, fold_map,
-                           fold_scan)
+from .fold_batches import BATCH_ROWS, batch_folds, batch_rows, fold_map, fold_scan
 from .sharded import stacked_folds
 from .holdout import (HoldOut, fold_predictions, holdout_from_system, two_phase,
                       woodbury_rows)
@@ -110,10 +109,8 @@ def blocked_system(X, y, graph, basis: BasisRows, C, folds, rows, L=1):
     def update(acc, idx, mask):
         G, r, top = acc
         Phi = _batch_features(X, basis, C, idx, mask)
-        B = batch_roots(graph, idx, mask, dt)
-        Z = batch_rows(B, Phi).reshape(-1, bp)
-        yu = y[idx] * mask.reshape(mask.shape + (1,) * len(tail)).astype(dt)
-        zy = batch_rows(B, yu).reshape((-1,) + tail)
+        Z = batch_rows(graph, idx, mask, Phi).reshape(-1, bp)
+        zy = batch_rows(graph, idx, mask, y[idx]).reshape((-1,) + tail)
         return (G + gram_blocks(Z), r + tdot(Z, zy),
                 jnp.maximum(top, jnp.max(jnp.abs(Phi), axis=(0, 1))))
 
