@@ -253,3 +253,42 @@ tables are test_solvers.py's)."""
 
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)
 test_internal_bad_input = surface_test(INTERNAL_INPUT)
+
+
+@pytest.mark.parametrize("kind", ["normalized", "ties_excluded", "pair_weights", "identity"])
+@pytest.mark.parametrize("folds", [None, 4])
+def test_fold_blocks_equal_the_dense_laplacian(kind, folds):
+    """Every fold's ``L_UU v`` (:meth:`block_mv`, by segment sums) equals the dense
+    Laplacian's block, and ``B^T V`` (:meth:`root_rows`) its dense root's, on unsorted
+    queries of 1 to 8 rows, leave-query-out and 4-fold (several queries a fold)."""
+    import jax.numpy as jnp
+    rng = np.random.default_rng(0)
+    qid = np.repeat(rng.permutation(30), rng.integers(1, 9, 30))
+    rng.shuffle(qid)
+    m = qid.size
+    y = rng.integers(0, 3, m).astype(float)
+    V = rng.standard_normal((m, 3))
+    g = {"normalized": lambda: rj.query_graph(qid),
+         "ties_excluded": lambda: rj.query_graph(qid, y, exclude_ties=True),
+         "pair_weights": lambda: rj.query_graph(qid, normalized=False, query_weights="pairs"),
+         "identity": lambda: rj.identity_graph(m)}[kind]()
+    L = np.asarray(rj.laplacian_dense(g))
+    f = rj.make_folds(g, folds if kind != "identity" else 5)
+    checked = 0
+    for idx, mask in zip(f.index, f.mask):
+        for i, k in zip(np.asarray(idx), np.asarray(mask)):
+            if not k.any():
+                continue
+            rows = i[k]
+            Vi = np.where(k[:, None], V[i], 0)
+            want = np.zeros_like(Vi)
+            want[k] = L[np.ix_(rows, rows)] @ V[rows]
+            np.testing.assert_allclose(g.block_mv(jnp.asarray(i), jnp.asarray(k), jnp.asarray(Vi)),
+                                       want, atol=1e-12)
+            B = np.asarray(g.block_root(jnp.asarray(i), jnp.asarray(k), jnp.float64))
+            np.testing.assert_allclose(B @ B.T, np.where(k[:, None] & k[None], L[np.ix_(i, i)], 0),
+                                       atol=1e-12)
+            np.testing.assert_allclose(g.root_rows(jnp.asarray(i), jnp.asarray(k), jnp.asarray(Vi)),
+                                       B.T @ Vi, atol=1e-12)
+            checked += 1
+    assert checked == f.num_folds

@@ -31,8 +31,9 @@ def test_the_list_names_the_mutations_the_issue_asks_for():
 
 def test_a_missing_test_file_or_a_stale_mutation_is_an_error(tmp_path):
     root = mutations.scratch_copy(tmp_path)
-    status = mutations.run_tests(root, ["test_no_such_file.py"])
-    assert mutations.outcome(status).startswith("error")
+    assert mutations.outcome(mutations.run_tests(root, ["test_no_such_file.py"])).startswith("error")
+    assert mutations.outcome((1, ["TypeError: broken code"])).startswith("error")
+    assert mutations.outcome((1, ["AssertionError: 2 != 1"])) == "caught"
     stale = mutations.MUTATIONS[0]._replace(old="text that is nowhere in the file\n")
     with pytest.raises(ValueError, match="occurs 0 times"):
         mutations.apply(stale, root)

@@ -42,7 +42,7 @@ from .._core.types import saveable
 from .base import AbstractSolver, check_kernel_arg, dense_rows, solver
 from .cg import CG, criterion
 from .cg_loop import differentiable_cg
-from .fold_batches import batch_mv, fold_scan
+from .fold_batches import batch_folds, batch_mv, fold_scan
 from .models import NystromModel
 from ..scale.layout import dense_only, local_block
 from jax.sharding import PartitionSpec as P
@@ -219,7 +219,11 @@ class Falkon(AbstractSolver):
         iterate 5e-6 from the closed form, 3 b rows 3e-9). Under the caller's ``jit`` (the
         queries traced) the subsample is the first rows, a principal block of ``L``.
       block_rows: rows per kernel block when ``K_mR`` is not kept (``None``: kept whole when
-        it takes at most a quarter of the free memory, else planned).
+        it takes at most a quarter of the free memory, else planned): batches of whole
+        queries (each block's kernel values used once an iteration, ``L`` applied per
+        query), or, when a query has more rows than a block, blocks of rows with ``L``
+        applied to all rows at once (O(m), the kernel values formed twice an iteration).
+        A given value is used as given.
 
     Example:
       >>> import numpy as np, rankjax as rj
@@ -274,9 +278,13 @@ class Falkon(AbstractSolver):
         block_rows = kmr_block_rows(m, bp, item, self.block_rows)
         valid = None if problem.valid is None else (
             dense_rows(problem.valid), problem.valid.y, problem.valid.graph)
-        if block_rows is not None and all(is_concrete(a) for a in jax.tree.leaves(graph)):
+        counts = getattr(graph, "counts", None)
+        largest = 1 if counts is None or not is_concrete(counts) else int(np.max(np.asarray(counts)))
+        if (block_rows is not None and largest <= block_rows
+                and all(is_concrete(a) for a in jax.tree.leaves(graph))):    # whole queries
             coef, r = _falkon_folds((X, y, graph), B, sub, lam, valid, self.options,
-                                    make_folds(graph), rows=max(block_rows, 1024))
+                                    batch_folds(make_folds(graph), block_rows, 1, bp),
+                                    rows=block_rows)
         else:
             coef, r = _falkon_core((X, y, graph), B, sub, lam, valid, self.options, block_rows)
         b = index.shape[0]
