@@ -206,7 +206,7 @@ def main():
     ap.add_argument("--test-rows", type=int, default=100_000)
     ap.add_argument("--basis", type=lambda v: v if v == "auto" else int(v), default="auto",
                     help="of the γ grid: an int, or 'auto' (RankRLSCV's default)")
-    ap.add_argument("--ard-basis", type=lambda v: v if v == "auto" else int(v), default=500,
+    ap.add_argument("--ard-basis", type=lambda v: v if v == "auto" else int(v), default="auto",
                     help="of the learned model: an int, or 'auto'")
     ap.add_argument("--gammas", type=float, nargs=4, default=(0.005, 0.01, 0.02, 0.04))
     ap.add_argument("--falkon-basis", type=int, default=4000)

@@ -126,7 +126,7 @@ the exact kernel (``m x m`` matrices, O(m^3)) to a Nyström basis of
 :data:`AUTO_BASIS_SIZE` rows (O(m b^2) time, O(m b) memory)."""
 
 
-AUTO_BASIS_SIZE = 1200
+AUTO_BASIS_SIZE = 1000
 """The least basis of ``basis="auto"`` (above :data:`AUTO_BASIS_ROWS` rows)."""
 
 
@@ -140,7 +140,7 @@ def auto_basis_size(m: int) -> int:
 
     Example:
       >>> auto_basis_size(20_000), auto_basis_size(1_000_000), auto_basis_size(4_000_000)
-      (1200, 1200, 2000)
+      (1000, 1000, 2000)
     """
     return int(min(m, max(AUTO_BASIS_SIZE, np.sqrt(max(m, 0)))))
 

@@ -41,7 +41,7 @@ class RankRLS(Ranker):
       kernel: ``None``/``"linear"``, ``"gaussian"``, ``"polynomial"`` or a
         :class:`rankjax.Kernel`; gamma, degree, coef0 its parameters.
       basis: ``"auto"`` (exact kernel up to :data:`AUTO_BASIS_ROWS` rows, above it a
-        Nyström basis of :data:`AUTO_BASIS_SIZE` rows, ``sqrt(m)`` above 1.44 million rows,
+        Nyström basis of :data:`AUTO_BASIS_SIZE` rows, ``sqrt(m)`` above 10^6 rows,
         never fewer as rows grow: :func:`auto_basis_size`), ``None`` (always exact) or the
         number of basis rows of the Nyström approximation, or a :class:`rankjax.Basis`
         (size or rows, ``method="kmeans++"``, seed).
@@ -156,7 +156,8 @@ class RankRLSCV(RankRLS):
     (``folds=None``) or k-fold over queries (``folds=k``): one decomposition per kernel for
     the whole λ grid (Pahikkala et al. 2009, §3.3), then a refit on all rows.
 
-    Attributes (after fit): ``lam_``, ``gamma_``, ``best_score_`` and
+    Attributes (after fit): ``lam_``, ``gamma_``, ``best_score_`` (the returned point's exact
+    hold-out NDCG on every training row) and
     ``cv_results_`` (``params``, ``param_lam``, ``param_gamma``,
     ``mean_test_score``, ``rank_test_score``), scored by NDCG@``score_k``.
 
@@ -172,6 +173,12 @@ class RankRLSCV(RankRLS):
     basis and ``ard=True``, the Nyström model's loss at O(m b^2) a step) and keeps the
     refined point when its hold-out NDCG is not below the grid's; ``tune_`` holds the
     trajectory, ``evals_result_["tune"]`` its losses, ``verbose=k`` prints every k-th step.
+    With a basis and ``ard=True`` on more rows than a step's plan
+    (:func:`rankjax.selection.select.tune_rows`: ``u b^2 steps <= 1.5e11``), the grid and
+    the gradient run on a random subsample of ``u`` rows of whole queries (its λ the grid's
+    times ``u / m``: ``cv_results_`` are that subsample's hold-out scores, listed at the λ
+    you gave) and the chosen point is then held out on every row: ``lam_`` is on every
+    row's scale, ``model_`` that hold-out's model and ``best_score_`` its NDCG on every row.
     With a basis and no ``ard``, a search instead (at most ``min(optimize_steps, 4)``
     points, each the exact hold-out of a finer λ grid around the best λ from one ``b x b``
     decomposition: the best γ, then golden-section points in γ between its grid

@@ -23,6 +23,7 @@ from .._core.memory import available_memory, compute_dtype, kernel_plan
 from .._core.segments import padded_size
 from .._problem import Problem, with_rows
 from ..graphs.folds import Folds, make_folds, problem_folds
+from ..kernels.basis import Basis
 from ..solvers.falkon import query_subsample
 from ..metrics.choice import Selection, select_lambda, selection_ahead
 from ..metrics.graded import ndcg
@@ -45,11 +46,11 @@ def dense_segments(qid) -> Segments:
 class _Grid:
     """One selection's settings: the problem, the metric and its options, the λ grid."""
 
-    def __init__(self, problem, metric, kw, lams, verbose):
+    def __init__(self, problem, metric, kw, lams, verbose, qid=None):
         self.problem, self.metric, self.kw, self.verbose = problem, metric, kw, verbose
         self.lams = np.asarray(lams, np.float64)
         self.lams_grid = lams
-        self.seg = dense_segments(problem.qid)
+        self.seg = dense_segments(problem.qid if qid is None else qid)
         self.sign = metric_sign(metric, None)
 
     def score(self, predictions, lams):
@@ -166,10 +167,11 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
                          "got 1 sample (n_samples=1)")
     _plan(problem, solvers, grid.lams.size, folds)
     folds = problem_folds(problem, folds, seed, "rj.select")
-    stages, parts, paths = Stages(solvers, "grid solver", grid.verbose), [], []
+    work, wsolvers, wfolds, factor = _tune_subsample(grid, solvers, folds, steps, ard)
+    stages, parts, paths = Stages(wsolvers, "grid solver", grid.verbose), [], []
     with active(grid.verbose):
         for s in stages:
-            scores, path = grid.holdout(s, folds)
+            scores, path = work.holdout(s, wfolds)
             parts.append(scores)
             paths.append(path)
             stages.note(f"{_name(s)}, best {getattr(metric, '__name__', 'score')} "
@@ -177,14 +179,16 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
     s = np.concatenate(parts)
     best = grid.best(s)
     L = grid.lams.size
-    point = _Point(solvers[best // L], float(grid.lams[best % L]), float(s[best]),
+    point = _Point(wsolvers[best // L], float(work.lams[best % L]), float(s[best]),
                    paths[best // L].model(best % L))
     trajectory = None
     if steps is not None:
         if "centres" in point.solver.param_keys() and not ard:
             point = _search(grid, solvers, point, folds, steps)
         else:
-            point, trajectory = _refine(grid, point, folds, steps, ard, optimizer)
+            point, trajectory = _refine(work, point, wfolds, steps, ard, optimizer)
+    if work is not grid:
+        point = _on_every_row(grid, point, solvers[best // L], folds, factor)
     return Selection(np.tile(grid.lams, len(solvers)), gammas, s, best, point.lam,
                      _chosen_gamma(point.solver), point.score, point.model, _basis(point.model),
                      trajectory, point.solver)
@@ -310,6 +314,14 @@ basis of 512: about 50 s on a 2-core CPU): 28,000 rows at b = 512, 1,800 at b = 
 7.1 GB instead of 2.8 GB and ranked lower (test NDCG@10 0.9055 against 0.9131)."""
 
 
+TUNE_BASIS = 640
+"""The largest basis the gradient learns with on a subsample (:func:`_tune_subsample`): at
+most this many of the model's basis rows, so that the subsample keeps about 18,000 rows
+(:data:`TUNE_WORK`); the model on every row keeps its whole basis. At 10^6 rows with a
+basis of 1,200 (4,581 rows to learn on) the learned model scored test NDCG@10 0.9132; with
+640 rows to learn with (18,310 rows) 0.92 (``benchmarks/bench_million.py``)."""
+
+
 def tune_rows(m: int, b: int, steps: int, dtype) -> Optional[int]:
     """The rows of whole queries the gradient of a Nyström hold-out learns on (:func:`_refine`):
     ``None`` (every row) when ``m`` is within :data:`TUNE_WORK` and the memory plan (about 10
@@ -330,61 +342,82 @@ def _rows_problem(p, rows):
                    queries=p.graph.restrict(rows)), qid
 
 
+def _tune_subsample(grid, solvers, folds, steps, ard):
+    """``(grid, folds, factor)`` the selection works on: the problem itself (factor 1), or,
+    for a Nyström grid learned with ``ard`` beyond :func:`tune_rows`, a random subsample of
+    ``u`` rows of whole queries (its own folds of the same kind) whose grid is the given
+    one times ``u / m`` (the loss sums over rows: λ keeps its weight against it), factor
+    ``m / u``, with at most :data:`TUNE_BASIS` basis rows: the grid, its scores
+    (``cv_results_``) and the gradient then cost O(u b^2) and only the returned point is
+    held out on every row with the whole basis (:func:`_on_every_row`). Returns ``(grid,
+    solvers, folds, factor)``."""
+    p = grid.problem
+    m = p.X.shape[0]
+    if steps is None or not ard or not all("centres" in s.param_keys() for s in solvers):
+        return grid, solvers, folds, 1.0
+    b = min(max(_basis_size(s, m) for s in solvers), TUNE_BASIS)
+    u = tune_rows(m, int(padded_size(b)), steps, p.X.dtype)
+    if u is None:
+        return grid, solvers, folds, 1.0
+    rows = query_subsample(p.graph, m, u, 0)
+    q, qid = _rows_problem(p, rows)
+    factor = m / rows.size
+    work = _Grid(q, grid.metric, grid.kw, grid.lams / factor, grid.verbose, qid)
+    k = folds.num_folds
+    qfolds = make_folds(q.graph, None if k == grid.seg.num_queries
+                        else min(k, work.seg.num_queries))
+    info(grid.verbose, "grid and tune on a subsample of %d of %d rows (whole queries) with "
+         "%d basis rows, the chosen point then held out on every row", rows.size, m, b)
+    # the subsample's own basis rows (given row indices name rows of every row's problem)
+    small = [dataclasses.replace(s, basis=Basis(min(_basis_size(s, m), b), seed=s.basis.seed))
+             for s in solvers]
+    return work, small, qfolds, factor
+
+
+def _basis_size(solver, m):
+    spec = solver.basis
+    return min(int(spec.size), m) if spec.rows is None else int(np.size(spec.rows))
+
+
+def _on_every_row(grid, point, solver, folds, factor):
+    """The point chosen on a subsample (:func:`_tune_subsample`) on every row: ``solver``
+    (its whole basis) at the point's kernel, its λ times ``m / u``, its learned scales, its
+    exact hold-out on the whole problem (one λ of the row-block hold-out): the model is
+    that hold-out's full-data model and the score its metric (``best_score_``)."""
+    p, lam = grid.problem, point.lam * factor
+    at = dataclasses.replace(solver, kernel=point.solver.tuned_kernel())
+    scales = getattr(point.model, "scales", None)
+    rows = p if scales is None else with_rows(p, scale_rows(dense_rows(p), scales))
+    lams = device_array(np.array([lam]), p.X.dtype)
+    h = at.holdout(rows, lams, folds).value
+    score = float(grid.score(h.predictions, lams)[0])
+    info(grid.verbose, "the chosen point on every row: λ %.4g, hold-out %.4f", lam, score)
+    model = h.path.model(0)
+    return _Point(at, lam, score, model if scales is None else ScaledModel(scales, model))
+
+
 def _refine(grid, point, folds, steps, ard, optimizer):
     """Gradient descent on the exact hold-out loss from the grid's best point (the solver's
     ``cv_predictions``: exact, or the Nyström model on its basis); the refined point is
-    kept when its hold-out metric is not worse than the grid's. A Nyström problem beyond
-    :func:`tune_rows` learns on a random subsample of whole queries (``u`` rows, its own
-    folds of the same kind), starting from the grid's λ times ``u / m``, and compares the
-    refined and the starting point on that subsample; the learned point (γ, scales, λ times
-    ``m / u``: the loss sums over rows, so λ keeps its weight against it) is then held out
-    on every row, one λ of the row-block hold-out: its model is that hold-out's full-data
-    model and its score the full-data hold-out metric, kept when not worse than the grid's
-    (``best_score_`` is always the returned point's hold-out on every training row).
-    Returns ``(point, TuneResult)``."""
+    kept when its hold-out metric is not worse than the grid's. Returns ``(point,
+    TuneResult)``."""
     p = grid.problem
-    m = p.X.shape[0]
-    q, qfolds, factor, seg = p, folds, 1.0, grid.seg
-    if "centres" in point.solver.param_keys():
-        b = int(padded_size(np.size(point.model.basis, 0)))
-        u = tune_rows(m, b, steps, p.X.dtype)
-        if u is not None:
-            rows = query_subsample(p.graph, m, u, 0)
-            q, qid = _rows_problem(p, rows)
-            seg, factor = dense_segments(qid), m / rows.size
-            k = folds.num_folds
-            qfolds = make_folds(q.graph, None if k == grid.seg.num_queries
-                                else min(k, seg.num_queries))
-            info(grid.verbose, "tune on a subsample of %d of %d rows (whole queries)",
-                 rows.size, m)
-    solver, data = checked_data(q, point.solver, "select(optimize=True)")
+    solver, data = checked_data(p, point.solver, "select(optimize=True)")
     X = data[0]
-    start = solver.start_params(X.shape[1], X.dtype, point.lam / factor, ard)
-    r = descend(start, solver, data, qfolds, steps=steps, optimizer=optimizer,
+    start = solver.start_params(X.shape[1], X.dtype, point.lam, ard)
+    r = descend(start, solver, data, folds, steps=steps, optimizer=optimizer,
                 verbose=grid.verbose)
     i = int(np.nanargmin(r.loss_history))
     params = {k: jnp.asarray(v[i]) for k, v in r.params_history.items()}
-    score = lambda prm: float(grid.metric(cv_predictions_at(prm, solver, data, qfolds),  # noqa: E731
-                                          q.y, seg, **grid.kw))
-    new = score(params)
-    if not grid.better(new, point.score if q is p else score(start)):
+    new = float(grid.metric(cv_predictions_at(params, solver, data, folds), p.y, grid.seg,
+                            **grid.kw))
+    if not grid.better(new, point.score):
         return point, r
     host = {k: np.asarray(v) for k, v in params.items()}
-    at, lam = solver.at(host), float(np.exp(host["log_lam"])) * factor
-    scales = (None if "log_scales" not in host
-              else jnp.exp(jnp.asarray(host["log_scales"], X.dtype)))
-    rows = p if scales is None else with_rows(p, scale_rows(dense_rows(p), scales))
-    if q is p:
-        model = at.fit(rows, lam).value
-    else:                     # every row's exact hold-out at the learned point: its score, its model
-        lams = device_array(np.array([lam]), X.dtype)
-        h = at.holdout(rows, lams, folds).value
-        new = float(grid.score(h.predictions, lams)[0])
-        info(grid.verbose, "learned point on every row: hold-out %.4f (the grid's %.4f)",
-             new, point.score)
-        if not grid.better(new, point.score):
-            return point, r
-        model = h.path.model(0)
-    if scales is not None:
-        model = LinearModel(model.weights * scales) if is_linear(model) else ScaledModel(scales, model)
+    at, lam = solver.at(host), float(np.exp(host["log_lam"]))
+    if "log_scales" not in host:
+        return _Point(at, lam, new, at.fit(p, lam).value), r
+    scales = jnp.exp(jnp.asarray(host["log_scales"], X.dtype))
+    model = at.fit(with_rows(p, scale_rows(dense_rows(p), scales)), lam).value
+    model = LinearModel(model.weights * scales) if is_linear(model) else ScaledModel(scales, model)
     return _Point(at, lam, new, model), r
