@@ -6,20 +6,27 @@ fresh process (its own peak RSS), all in the same run:
 * ``linear``: ``RankRLSCV()`` (linear, exact leave-query-out, 13 λ);
 * ``lightgbm``: LightGBM's ``LGBMRanker()`` at its defaults (when installed);
 * ``nystrom``: ``RankRLSCV(kernel="gaussian", gammas=4, lams=13, basis=b)``: the exact
-  leave-query-out of the Nyström model in row blocks (``K_mR`` never whole);
+  leave-query-out of the Nyström model in row blocks (``K_mR`` never whole), then one
+  more warm hold-out of the chosen γ's 13 λ timed alone against its ``m b^2`` floor;
 * ``ard``: ``RankRLSCV(kernel="gaussian", optimize=True, ard=True, basis=b)``: λ, γ and
   136 feature scales learned by the gradient of the exact hold-out on a whole-query
-  subsample the plan sizes, the final model on every row;
+  subsample the plan sizes, the chosen point held out on every row;
+* ``stages``: one γ's row-block hold-out (13 λ, the default basis) stage by stage, each
+  against its own flop floor (the table of ``benchmarks/REPORT.md``);
 * ``falkon``: ``rj.fit(problem, rj.Falkon(k, 4000), lam)`` and the closed-form Nyström
   model of the same basis (row blocks), the relative difference of their predictions;
 * ``ard_rows`` (run it with ``--rows 100000``): the learned model with the gradient on the
   planned subsample against the gradient on every row, test NDCG@10 and seconds of each.
 
-Each line: seconds, peak RSS (GB), test NDCG@10, and a floor at this machine's measured
-float32 GEMM rate: ``m b^2`` flops per γ for the Nyström hold-out, one product with
-``K_mR`` (``2 m b n`` flops) per FALKON iteration.
+Each line: seconds, peak RSS (GB), test NDCG@10, the float32 GEMM rate measured in the
+step's own process (4,096 x 2,048 x 2,048) and a floor at that rate: ``m b^2`` flops per γ
+for the Nyström hold-out, one product with ``K_mR`` (``2 m b n`` flops) per FALKON
+iteration. A run writes its lines to ``--save`` (committed: ``benchmarks/million.jsonl``)
+and the README block is written from saved lines alone (``--lines ... --readme``), byte
+for byte the same on any machine (``tests/test_readme.py``).
 
-    python benchmarks/bench_million.py                     # 10^6 rows (about 35 min on 2 cores)
+    python benchmarks/bench_million.py --save benchmarks/million.jsonl   # 10^6 rows (~30 min)
+    python benchmarks/bench_million.py --lines benchmarks/million.jsonl --readme README.md
     python benchmarks/bench_million.py --rows 100000       # a tenth
     python benchmarks/bench_million.py --full              # on a GPU: every step, 10^6 rows
 """
@@ -33,7 +40,7 @@ import time
 
 import numpy as np
 
-STEPS = ("linear", "lightgbm", "nystrom", "ard", "falkon", "ard_rows")
+STEPS = ("linear", "lightgbm", "nystrom", "ard", "falkon", "stages", "ard_rows")
 RELEVANT = 10
 
 
@@ -73,8 +80,90 @@ def gemm_rate():
     return 2 * 4096 * 2048 * 2048 * 5 / (time.perf_counter() - t0)
 
 
+def _stages(X, y, qid, a, line):
+    """One γ's row-block hold-out (13 λ, the default basis, γ 0.01), stage by stage: each
+    stage timed (warm, median of 3) as the difference of cumulative programs, against its
+    own flops at the step's GEMM rate."""
+    import jax
+    import jax.numpy as jnp
+    import rankjax as rj
+    from rankjax._core.linalg import spectral_filter
+    from rankjax.estimators.base import auto_basis_size
+    from rankjax.graphs.folds import each_slice
+    from rankjax._core.backend import paths
+    from rankjax._core.products import HI, tdot
+    from rankjax.solvers import fold_batches as fb
+    from rankjax.solvers.holdout import woodbury_rows
+    from rankjax.solvers.nystrom import blocked_system, features
+    from rankjax.solvers.ridge import wide_eigh
+    from _timing import time_jitted
+    m, n = X.shape
+    L, rows = 13, fb.BATCH_ROWS
+    p = rj.Problem(X, y, qid)
+    b = auto_basis_size(m) if a.basis == "auto" else a.basis
+    _, B = rj.Nystrom(rj.gaussian_kernel(0.01), b).take(np.asarray(X), pad=None)
+    graph, Xd, yd = p.graph, jnp.asarray(X), jnp.asarray(y)
+    folds = fb.batch_folds(rj.make_folds(graph), rows, L, b)
+    lams = jnp.asarray(np.logspace(-4, 2, L), X.dtype)
+    C = jax.jit(lambda B: B.factor())(B)
+    padded = sum(int(np.size(i)) for i in folds.index)
+    sq = sum(int(i.shape[0]) * int(i.shape[1]) ** 2 for i in folds.index)
+    rate = line["gemm_gflops"] * 1e9
+
+    def scan(update):
+        return lambda: fb.fold_scan(folds, rows, lambda acc, i, k: acc + update(i, k), 0.0, L, b)
+
+    block = lambda i, k: B.block(Xd[i.reshape(-1)]) * k.reshape(-1, 1)        # noqa: E731
+    t = {}
+    t["kernel"] = time_jitted(scan(lambda i, k: block(i, k).sum()))[1]
+    t["features"] = time_jitted(scan(lambda i, k: features(block(i, k), C).sum()))[1]
+    t["pass1"] = time_jitted(lambda: blocked_system(Xd, yd, graph, B, C, folds, rows, L))[1]
+    G, rhs, _ = jax.jit(lambda: blocked_system(Xd, yd, graph, B, C, folds, rows, L))()
+    t["eigh"] = time_jitted(wide_eigh, G)[1]
+    eig, _ = jax.jit(wide_eigh)(G)
+    D = spectral_filter(eig.values[None, :], lams[:, None])
+    Dc = D * tdot(eig.vectors, rhs)[None]
+
+    def pass2(part):
+        def one(idx, mask):
+            bs, P = idx.shape
+            Pf = jnp.matmul(block(idx, mask), eig.vectors, precision=HI).reshape(bs, P, -1)
+            if part == 0:
+                return jnp.zeros((L, bs, P), X.dtype) + Pf.sum()
+            Fu = jnp.einsum("fps,ls->flp", Pf, Dc, precision=HI)
+            fold = lambda i, k, pf, f: woodbury_rows(graph, i, k, pf, f, D, lams, yd)  # noqa: E731
+            res = (each_slice(fold, idx, mask, Pf, Fu) if paths().serial(P)
+                   else jax.vmap(fold)(idx, mask, Pf, Fu))
+            return jnp.moveaxis(res, 0, 1)
+        return lambda: fb.fold_map(folds, rows, one, L, b, (), X.dtype)
+
+    t["pass2_features"] = time_jitted(pass2(0))[1]
+    t["pass2"] = time_jitted(pass2(1))[1]
+    flops = {"kernel": 2 * padded * b * n, "trsm": padded * b * b,
+             "gram": padded * b * b, "eigh": 4 * b ** 3, "pass2_features": 2 * padded * b * b
+             + 2 * padded * b * n, "fold_systems": L * sq * b}
+    stages = [("pass 1: K_UR (kernel)", t["kernel"], flops["kernel"]),
+              ("pass 1: Φ_U = K_UR C^-T (triangular solve)", t["features"] - t["kernel"],
+               flops["trsm"]),
+              ("pass 1: B^T Φ_U and Φ^T L Φ (Gram, symmetric)", t["pass1"] - t["features"],
+               flops["gram"]),
+              ("eigh of b x b (float64)", t["eigh"], flops["eigh"]),
+              ("pass 2: K_UR and K_UR (C^-T V)", t["pass2_features"], flops["pass2_features"]),
+              ("pass 2: every λ's fold systems and solves (eq. 33-34)",
+               t["pass2"] - t["pass2_features"], flops["fold_systems"])]
+    out = []
+    for what, sec, fl in stages:
+        out.append(dict(name="million_stage", stage=what, s=round(sec, 3),
+                        floor_s=round(fl / rate, 3), flops=float(fl)))
+    line.update(basis_rows=b, padded_rows=padded, L=L, stages=out,
+                total_s=round(t["pass1"] + t["eigh"] + t["pass2"], 3),
+                floor_s=round(m * b * b / rate, 3))
+    return line
+
+
 def step(name, a):
     """One learner in this process: prints its JSON line."""
+    import platform
     import jax
     import rankjax as rj
     from rankjax.estimators import RankRLSCV
@@ -83,11 +172,16 @@ def step(name, a):
     X, y, qid = make_million(a.rows, seed=0)
     Xt, yt, qt = make_million(a.test_rows, seed=1, first_qid=10**7)
     line = dict(name=f"million_{name}", device=device_name(), dtype="float32",
-                shape=list(X.shape), queries=int(np.unique(qid).size))
+                shape=list(X.shape), queries=int(np.unique(qid).size),
+                machine=platform.machine(), cores=os.cpu_count(), jax=jax.__version__,
+                gemm_gflops=round(gemm_rate() / 1e9, 1))
 
     def ndcg(scores):
         return float(rj.ndcg(np.asarray(scores), yt, qt, k=10))
 
+    if name == "stages":
+        print(json.dumps(_stages(X, y, qid, a, line)), flush=True)
+        return
     t0 = time.perf_counter()
     if name == "linear":
         est = RankRLSCV().fit(X, y, qid)
@@ -96,6 +190,7 @@ def step(name, a):
         import lightgbm
         _, counts = np.unique(qid, return_counts=True)
         est = lightgbm.LGBMRanker(verbose=-1).fit(X, y, group=counts)
+        line.update(lightgbm=lightgbm.__version__)
     elif name == "nystrom":
         est = RankRLSCV(kernel="gaussian", gammas=list(a.gammas), basis=a.basis,
                         verbose=a.verbose).fit(X, y, qid)
@@ -106,13 +201,13 @@ def step(name, a):
         est = RankRLSCV(kernel="gaussian", optimize=True, ard=True, basis=a.ard_basis,
                         verbose=a.verbose).fit(X, y, qid)
         from rankjax._core.segments import padded_size
-        from rankjax.selection.select import tune_rows
+        from rankjax.selection.select import TUNE_BASIS, tune_rows
         from rankjax.solvers.models import ScaledModel
-        from rankjax.estimators.base import auto_basis_size
-        b = int(padded_size(auto_basis_size(X.shape[0]) if a.ard_basis == "auto" else a.ard_basis))
-        line.update(lam=est.lam_, gamma=est.gamma_, basis=a.ard_basis, subsample_rows=tune_rows(
-            X.shape[0], b, 20, np.float32),
-            learned=isinstance(est.model_, ScaledModel))
+        line.update(lam=est.lam_, gamma=est.gamma_, basis=a.ard_basis,
+                    basis_rows=len(est.basis_), best_score=est.best_score_,
+                    subsample_rows=tune_rows(X.shape[0], int(padded_size(
+                        min(len(est.basis_), TUNE_BASIS))), 20, np.float32),
+                    learned=isinstance(est.model_, ScaledModel))
     elif name == "ard_rows":             # what the subsample costs: learned on u rows, then on m
         import rankjax.selection.select as sel
         from rankjax._core.segments import padded_size
@@ -147,6 +242,16 @@ def step(name, a):
         return
     fit_s = time.perf_counter() - t0
     line.update(fit_s=round(fit_s, 3), peak_rss_gb=peak_rss_gb(), ndcg10=ndcg(est.predict(Xt)))
+    if name == "nystrom":           # one γ's hold-out alone (compiled by the fit), warm
+        p = rj.Problem(X, y, qid)
+        s = rj.Nystrom(rj.gaussian_kernel(est.gamma_), rj.Basis(rows=np.asarray(est.basis_)))
+        lams = np.asarray(RankRLSCV().lams, np.float32)
+        runs = []
+        for _ in range(3):
+            t1 = time.perf_counter()
+            jax.block_until_ready(rj.holdout(p, s, lams=lams).value.predictions)
+            runs.append(time.perf_counter() - t1)
+        line.update(holdout_s=round(float(np.median(runs)), 3))
     print(json.dumps(line), flush=True)
 
 
@@ -154,50 +259,85 @@ MARK = ("<!-- million: start -->", "<!-- million: end -->")
 LEARNERS = {"million_linear": "rankjax RankRLSCV(), linear",
             "million_lightgbm": "LightGBM LGBMRanker(), defaults",
             "million_nystrom": "rankjax RankRLSCV(kernel=\"gaussian\", gammas=4, lams=13, "
-                               "basis={basis!r})",
+                               "basis={basis!r}): {basis_rows:,} basis rows",
             "million_ard": "rankjax RankRLSCV(kernel=\"gaussian\", optimize=True, ard=True, "
-                           "basis={basis}), learned on {subsample_rows:,} rows",
+                           "basis={basis!r}): learned on {subsample_rows:,} rows, "
+                           "{basis_rows:,} basis rows",
             "million_falkon": "rankjax rj.fit(p, rj.Falkon(k, {basis}), lam={lam})"}
 
 
+def _floor(ln):
+    """The line's floor in seconds at its own GEMM rate, or '–'."""
+    if "floor_flops" not in ln or not ln.get("gemm_gflops"):
+        return "–"
+    return f"{ln['floor_flops'] / (ln['gemm_gflops'] * 1e9):.1f}"
+
+
 def table(lines):
-    """The README table (markdown) of JSON lines of this script."""
-    rate = next((ln["gemm_gflops"] for ln in lines if ln["name"] == "million_gemm"), None)
-    out = ["| learner | rows | fit s | floor s | peak RSS GB | test NDCG@10 |",
-           "| --- | --- | --- | --- | --- | --- |"]
+    """The README block (markdown) of JSON lines of this script: every learner's row with the
+    GEMM rate measured in its own process, the γ grid's one hold-out against its floor."""
+    out = ["| learner | rows | fit s | floor s | GEMM GFLOP/s | peak RSS GB | test NDCG@10 |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    notes = []
     for ln in lines:
         if ln["name"] not in LEARNERS or "fit_s" not in ln:
             continue
-        floor = ln.get("floor_s", "–")
-        if ln["name"] == "million_nystrom" and rate:         # m b^2 per γ, 4 γ
-            b = ln.get("basis_rows", ln["basis"])
-            floor = round(4 * ln["shape"][0] * b ** 2 / (rate * 1e9), 1)
-        elif "floor_flops" in ln and rate:
-            floor = round(ln["floor_flops"] / (rate * 1e9), 1)
         extra = (f" (closed form {ln['closed_form_s']:.0f} s, predictions within "
                  f"{ln['rel_diff']:.1e})") if "rel_diff" in ln else ""
         out.append(f"| {LEARNERS[ln['name']].format(**ln)}{extra} | {ln['shape'][0]:,} | "
-                   f"{ln['fit_s']:.1f} | {floor} | {ln['peak_rss_gb']:.2f} | "
-                   f"{ln['ndcg10']:.4f} |")
-    return "\n".join(out), rate
+                   f"{ln['fit_s']:.1f} | {_floor(ln)} | {ln.get('gemm_gflops', '–')} | "
+                   f"{ln['peak_rss_gb']:.2f} | {ln['ndcg10']:.4f} |")
+        if "holdout_s" in ln:
+            floor = ln["shape"][0] * ln["basis_rows"] ** 2 / (ln["gemm_gflops"] * 1e9)
+            notes.append(f"one γ's hold-out of 13 λ alone (warm): {ln['holdout_s']:.1f} s, "
+                         f"{ln['holdout_s'] / floor:.1f}x its `m b^2` floor ({floor:.1f} s)")
+        if "best_score" in ln:
+            notes.append(f"the learned model's hold-out NDCG@10 on every training row "
+                         f"(`best_score_`) {ln['best_score']:.4f}")
+    info = next((ln for ln in lines if "machine" in ln), {})
+    note = (f"{info.get('machine', '?')}, {info.get('cores', '?')} CPU cores, jax "
+            f"{info.get('jax', '?')}, float32; each learner in a fresh process, its float32 "
+            "GEMM rate measured there (the floor: `m b^2` flops per γ for the Nyström "
+            "hold-out, one `2 m b n` product an iteration for FALKON)"
+            + "".join(f"; {n}" for n in notes)
+            + "; `python benchmarks/bench_million.py --lines benchmarks/million.jsonl "
+              "--readme README.md`")
+    return "\n".join(out) + f"\n\n<sub>{note}.</sub>"
+
+
+def stage_table(lines):
+    """The stage table of a ``stages`` line: seconds, floor seconds and ratio per stage."""
+    ln = next((x for x in lines if x.get("name") == "million_stages"), None)
+    if ln is None:
+        return "(no stage line)"
+    rows = ["| stage | s | floor s | x floor |", "| --- | --- | --- | --- |"]
+    for st in ln["stages"]:
+        ratio = st["s"] / st["floor_s"] if st["floor_s"] else float("nan")
+        rows.append(f"| {st['stage']} | {st['s']:.2f} | {st['floor_s']:.2f} | {ratio:.1f} |")
+    rows.append(f"| the hold-out (13 λ) | {ln['total_s']:.2f} | {ln['floor_s']:.2f} (`m b^2`) | "
+                f"{ln['total_s'] / ln['floor_s']:.1f} |")
+    return (f"{ln['shape'][0]:,} rows x {ln['shape'][1]} features, {ln['basis_rows']:,} basis "
+            f"rows, {ln['padded_rows']:,} rows padded into batches of whole queries, 13 λ, "
+            f"float32, GEMM {ln['gemm_gflops']} GFLOP/s measured in the same process; each "
+            "stage the difference of cumulative warm programs (median of 3), against its own "
+            "flops at that rate (the triangular solve and the Gram counted at `m b^2` each, "
+            "the fold systems at `L sum P^2 b`).\n\n" + "\n".join(rows))
 
 
 def rewrite(readme, lines):
     import pathlib
-    import platform
     text = pathlib.Path(readme).read_text()
     if MARK[0] not in text or MARK[1] not in text:
         raise SystemExit(f"{readme} has no {MARK[0]} ... {MARK[1]} markers")
     head, rest = text.split(MARK[0], 1)
     _, tail = rest.split(MARK[1], 1)
-    body, rate = table(lines)
-    note = (f"{platform.machine()}, {os.cpu_count()} CPU cores, float32, measured float32 GEMM "
-            f"rate {rate} GFLOP/s (the floor: `m b^2` flops per γ for the Nyström hold-out, one "
-            "`2 m b n` product an iteration for FALKON); each learner in a fresh process; "
-            "`python benchmarks/bench_million.py --readme README.md`")
     tmp = pathlib.Path(str(readme) + ".tmp")
-    tmp.write_text(head + MARK[0] + f"\n{body}\n\n<sub>{note}.</sub>\n" + MARK[1] + tail)
+    tmp.write_text(head + MARK[0] + f"\n{table(lines)}\n" + MARK[1] + tail)
     tmp.replace(readme)
+
+
+def read_lines(paths):
+    return [json.loads(x) for f in paths for x in open(f) if x.startswith("{")]
 
 
 def main():
@@ -212,32 +352,31 @@ def main():
     ap.add_argument("--falkon-basis", type=int, default=4000)
     ap.add_argument("--falkon-gamma", type=float, default=0.01)
     ap.add_argument("--falkon-lam", type=float, default=1.0)
-    ap.add_argument("--only", default=",".join(STEPS[:5]), help=",".join(STEPS))
+    ap.add_argument("--only", default=",".join(STEPS[:6]), help=",".join(STEPS))
     ap.add_argument("--full", action="store_true", help="10^6 rows whatever --rows (a GPU)")
     ap.add_argument("--step", help=argparse.SUPPRESS)
     ap.add_argument("--verbose", type=int, default=0)
     ap.add_argument("--readme", help="rewrite the table of this file from the run")
+    ap.add_argument("--save", help="write the run's JSON lines to this file (atomically)")
     ap.add_argument("--lines", nargs="*", help="JSON-line files of earlier runs for --readme "
                     "(no run)")
     a = ap.parse_args()
     if a.step:
         return step(a.step, a)
     if a.lines is not None:
-        found = [json.loads(x) for f in a.lines for x in open(f) if x.startswith("{")]
-        return rewrite(a.readme, found) if a.readme else print(table(found)[0])
+        found = read_lines(a.lines)
+        return rewrite(a.readme, found) if a.readme else print(table(found))
     if a.full:
         a.rows = 1_000_000
     steps = a.only.split(",")
     if set(steps) - set(STEPS):
         ap.error(f"--only takes {','.join(STEPS)}")
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    rate = gemm_rate()
-    print(json.dumps(dict(name="million_gemm", gemm_gflops=round(rate / 1e9, 1))), flush=True)
     args = [x for x in sys.argv[1:] if x not in ("--full",)]
-    if a.readme:
-        i = args.index("--readme")
-        args = args[:i] + args[i + 2:]
-    found = [dict(name="million_gemm", gemm_gflops=round(rate / 1e9, 1))]
+    for flag in ("--readme", "--save"):
+        if flag in args:
+            i = args.index(flag)
+            args = args[:i] + args[i + 2:]
+    found = []
     for s in steps:
         if s == "lightgbm":
             try:
@@ -253,10 +392,13 @@ def main():
                                                                or ["no output"])[-1])), flush=True)
             continue
         line = json.loads(lines[-1])
-        if "floor_flops" in line:
-            line["floor_s"] = round(line["floor_flops"] / rate, 1)
         found.append(line)
         print(json.dumps(line), flush=True)
+    if a.save:
+        tmp = a.save + ".tmp"
+        with open(tmp, "w") as fh:
+            fh.writelines(json.dumps(ln) + "\n" for ln in found)
+        os.replace(tmp, a.save)
     if a.readme:
         rewrite(a.readme, found)
 

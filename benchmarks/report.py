@@ -77,8 +77,10 @@ JOBS = [
      ["bench_precision.py"], ["bench_precision.py"]),
     ("vmap", 59, "vmap over λ of rj.fit against the solver's own path",
      ["bench_vmap.py"], ["bench_vmap.py"]),
-    ("million", 61, "Kernel RankRLS at 10^6 rows: linear, Nyström (γ grid; learned with ARD), "
-     "FALKON beside LightGBM", ["bench_million.py"], ["bench_million.py", "--full"]),
+    ("million", 65, "Kernel RankRLS at 10^6 rows: linear, Nyström (γ grid; learned with ARD), "
+     "FALKON beside LightGBM, and the row-block hold-out stage by stage",
+     ["bench_million.py", "--save", "million.jsonl"],
+     ["bench_million.py", "--full", "--save", "million.jsonl"]),
 ]
 
 BOUNDS = {
@@ -180,6 +182,15 @@ def generic(lines, skip=("device",)):
                     len(v) > 8 or any(isinstance(x, list) for x in v))):
                 keys.append(k)
     return table(keys, [[ln.get(k, "") for k in keys] for ln in lines])
+
+
+def million_summary(lines):
+    """The README's million table (every learner, its own GEMM rate) and the row-block
+    hold-out stage by stage against each stage's floor (``bench_million.py``)."""
+    sys.path.insert(0, str(HERE))
+    import bench_million
+    return (bench_million.table(lines) + "\n\nThe row-block Nyström hold-out of one γ, stage "
+            "by stage:\n\n" + bench_million.stage_table(lines) + "\n")
 
 
 def mq2008_summary(lines):
@@ -529,8 +540,8 @@ def render(results, out, argv, started, total_s, partial):
             continue
         r = by[key]
         body += [f"`{r['command']}` ({r['wall_s']:.0f} s, device: {devices(r['lines'])})", "",
-                 (floor_summary if key == "floor" else generic)(r["lines"]) if r["lines"]
-                 else "(no output)\n"]
+                 {"floor": floor_summary, "million": million_summary}.get(key, generic)(
+                     r["lines"]) if r["lines"] else "(no output)\n"]
         if key == "scaling":
             body += [scaling_plot(r["lines"], plots, plt)]
         if key == "mq2008":

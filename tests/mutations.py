@@ -142,8 +142,8 @@ MUTATIONS = [
              "    GU = gram_U(C)\n", "    GU = 0 * gram_U(C)\n",
              ("test_falkon.py::test_falkon_iterations_are_bounded_by_its_preconditioner",)),
     Mutation("subsample_lambda_not_rescaled", "selection/select.py",
-             "p, at, lam = grid.problem, point.solver, point.lam * factor",
-             "p, at, lam = grid.problem, point.solver, point.lam",
+             "    lams = device_array(point.lam * factor * EVERY_ROW_LADDER, p.X.dtype)",
+             "    lams = device_array(point.lam * EVERY_ROW_LADDER, p.X.dtype)",
              ("test_blocked.py::test_ard_beyond_the_plan_learns_on_a_subsample_then_holds_out_"
               "every_row",)),
     Mutation("blocked_plan_batch_term_dropped", "solvers/nystrom.py",

