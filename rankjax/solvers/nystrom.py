@@ -293,12 +293,12 @@ class Nystrom(AbstractSolver):
         :class:`Basis` (e.g. ``Basis(200, method="kmeans++")``, drawn in the kernel's
         feature space).
       seed: the draw of an int ``basis``.
-      block_rows: rows of a batch of whole queries when ``K_mR`` is not held whole
-        (``None``: whole when its blocks take at most a quarter of the free memory, else
-        batches of :data:`~rankjax.solvers.fold_batches.BATCH_ROWS` rows;
-        :func:`nystrom_plan`). The fit and the hold-out then sum ``Φ^T L Φ`` over the
-        batches and form each batch's rows again for its folds: O(m b^2) time as whole,
-        O(rows b + b^2) memory.
+      block_rows: rows of a batch of whole queries (``None``:
+        :data:`~rankjax.solvers.fold_batches.BATCH_ROWS`; a batch holds at least one
+        fold): the fit, path and hold-out sum ``Φ^T L Φ`` over the batches and form each
+        batch's rows again for its folds (:func:`nystrom_plan`): O(m b^2) time,
+        O(rows b + b^2) memory. Folds larger than the basis hold ``K_mR`` whole unless
+        ``block_rows`` is given; a preference graph or a graph under a trace always do.
 
     Example:
       >>> import rankjax as rj
