@@ -42,7 +42,7 @@ from .._core.types import saveable
 from .base import AbstractSolver, check_kernel_arg, dense_rows, solver
 from .cg import CG, criterion
 from .cg_loop import differentiable_cg
-from .fold_batches import batch_folds, batch_mv, fold_scan
+from .fold_batches import batch_mv, fold_scan
 from .models import NystromModel
 from ..scale.layout import dense_only, local_block
 from jax.sharding import PartitionSpec as P
@@ -283,8 +283,7 @@ class Falkon(AbstractSolver):
         if (block_rows is not None and largest <= block_rows
                 and all(is_concrete(a) for a in jax.tree.leaves(graph))):    # whole queries
             coef, r = _falkon_folds((X, y, graph), B, sub, lam, valid, self.options,
-                                    batch_folds(make_folds(graph), block_rows, 1, bp),
-                                    rows=block_rows)
+                                    make_folds(graph), rows=block_rows)
         else:
             coef, r = _falkon_core((X, y, graph), B, sub, lam, valid, self.options, block_rows)
         b = index.shape[0]
