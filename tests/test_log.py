@@ -43,15 +43,15 @@ CALLS = {
     "KPCRank": (lambda: est.KPCRank(4, verbose=1).fit(D.X, D.y, qid=D.qid, **EVAL), 3, "KPCRank stage 1/3"),
     "RankRLS": (
         lambda: est.RankRLS(kernel="gaussian", verbose=1).fit(D.X, D.y, qid=D.qid),
-        1,
-        "RankRLS fit 1/1",
+        2,
+        "exact kernel (basis='auto': ",
     ),
     "RankRLSCV": (
         lambda: est.RankRLSCV(kernel="gaussian", gammas=[0.1, 0.2], basis=40, verbose=1).fit(
             D.X, D.y, qid=D.qid
         ),
         None,
-        "fold bucket 1/",
+        "first pass, block 1/",
     ),
     "tune": (lambda: rj.tune(rj.Problem(D.X, D.y, G), tune_solver(), steps=4, verbose=2), 2, "tune step 2/4"),
     "select": (

@@ -91,18 +91,22 @@ def test_million_table_and_data_from_the_lines(tmp_path):
     assert X.shape[1] == 136 and X.dtype == np.float32 and X.shape[0] >= 3000
     assert counts.min() >= 50 and counts.max() <= 150 and set(np.unique(y)) <= {0, 1, 2, 3, 4}
     assert np.all(np.diff(q) >= 0) and bm.make_million(500, seed=1, first_qid=10**7)[2].min() == 10**7
-    lines = [dict(name="million_gemm", gemm_gflops=100.0),
-             dict(name="million_nystrom", shape=[10**6, 136], basis=600, fit_s=500.0,
-                  peak_rss_gb=2.0, ndcg10=0.6),
+    lines = [dict(name="million_nystrom", shape=[10**6, 136], basis="auto", basis_rows=600,
+                  gemm_gflops=100.0, floor_flops=4 * 10**6 * 600**2, fit_s=500.0,
+                  peak_rss_gb=2.0, ndcg10=0.6, holdout_s=36.0, machine="x86_64", cores=2),
              dict(name="million_linear", shape=[10**6, 136], fit_s=30.0, peak_rss_gb=2.5,
-                  ndcg10=0.5)]
+                  ndcg10=0.5),
+             dict(name="million_stage", stage="pass 1", s=1.0, floor_s=1.0)]
     readme = tmp_path / "README.md"
     readme.write_text(f"top\n{bm.MARK[0]}\nOLD TABLE\n{bm.MARK[1]}\nbottom\n")
     bm.rewrite(readme, lines)
     text = readme.read_text()
     assert "OLD TABLE" not in text and text.endswith(f"{bm.MARK[1]}\nbottom\n")
-    assert "basis=600) | 1,000,000 | 500.0 | 14.4 | 2.00 | 0.6000 |" in text     # 4 m b^2 / 1e11
-    assert "| rankjax RankRLSCV(), linear | 1,000,000 | 30.0 | – | 2.50 | 0.5000 |" in text
+    # floor 4 m b^2 / 1e11 = 14.4 s; one γ's hold-out 36 s against m b^2 / 1e11 = 3.6 s
+    assert ("basis='auto'): 600 basis rows | 1,000,000 | 500.0 | 14.4 | 100.0 | 2.00 | 0.6000 |"
+            in text)
+    assert "| rankjax RankRLSCV(), linear | 1,000,000 | 30.0 | – | – | 2.50 | 0.5000 |" in text
+    assert "36.0 s, 10.0x its `m b^2` floor (3.6 s)" in text and "x86_64, 2 CPU cores" in text
 
 
 def test_accelerator_check_dry_run_prints_the_plan_and_passes_on_the_cpu():

@@ -148,6 +148,15 @@ class Basis:
             raise ValueError(f"method must be one of {BASIS_METHODS}, got {self.method!r}")
         check_seed(self.seed)
 
+    def rows_among(self, m: int) -> int:
+        """The number of basis rows ``b`` among ``m`` training rows (before they are drawn).
+
+        Example:
+          >>> Basis(1000).rows_among(300), Basis(rows=np.arange(5)).rows_among(300)
+          (300, 5)
+        """
+        return min(int(self.size), m) if self.rows is None else int(np.size(self.rows))
+
     def _key(self):
         rows = None if self.rows is None else tuple(np.asarray(self.rows).ravel().tolist())
         return (self.size, rows, self.method, self.seed)

@@ -356,7 +356,7 @@ def _tune_subsample(grid, solvers, folds, steps, ard):
     m = p.X.shape[0]
     if steps is None or not ard or not all("centres" in s.param_keys() for s in solvers):
         return grid, solvers, folds, 1.0
-    b = min(max(_basis_size(s, m) for s in solvers), TUNE_BASIS)
+    b = min(max(s.basis.rows_among(m) for s in solvers), TUNE_BASIS)
     u = tune_rows(m, int(padded_size(b)), steps, p.X.dtype)
     if u is None:
         return grid, solvers, folds, 1.0
@@ -370,14 +370,9 @@ def _tune_subsample(grid, solvers, folds, steps, ard):
     info(grid.verbose, "grid and tune on a subsample of %d of %d rows (whole queries) with "
          "%d basis rows, the chosen point then held out on every row", rows.size, m, b)
     # the subsample's own basis rows (given row indices name rows of every row's problem)
-    small = [dataclasses.replace(s, basis=Basis(min(_basis_size(s, m), b), seed=s.basis.seed))
+    small = [dataclasses.replace(s, basis=Basis(min(s.basis.rows_among(m), b), seed=s.basis.seed))
              for s in solvers]
     return work, small, qfolds, factor
-
-
-def _basis_size(solver, m):
-    spec = solver.basis
-    return min(int(spec.size), m) if spec.rows is None else int(np.size(spec.rows))
 
 
 EVERY_ROW_LADDER = 10.0 ** np.arange(-3.0, 0.25, 0.5)

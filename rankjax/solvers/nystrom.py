@@ -214,11 +214,6 @@ nothing); above it the basis is exact, where the padding costs more than a compi
 (50,000 rows: 1,024 columns 3.7 s a hold-out against 3.1 s for 1,000, 2-core CPU)."""
 
 
-def _basis_size(spec: Basis, m: int) -> int:
-    """Basis rows ``b`` of ``spec`` among ``m`` training rows (before they are drawn)."""
-    return min(int(spec.size), m) if spec.rows is None else int(np.size(spec.rows))
-
-
 def _head(a, b, axis=0):
     """The first ``b`` entries of ``a`` along ``axis``: sliced on the host when concrete (a
     new basis size in the bucket compiles no slicing program), traced otherwise."""
@@ -325,7 +320,7 @@ class Nystrom(AbstractSolver):
         """``(index [b], BasisRows)`` of this solver's basis among the rows ``X``; ``pad=None``:
         padded to its bucket while ``m b^2`` is below :data:`PAD_WORK`."""
         if pad is None:
-            pad = X.shape[0] * _basis_size(self.basis, X.shape[0]) ** 2 < PAD_WORK
+            pad = X.shape[0] * self.basis.rows_among(X.shape[0]) ** 2 < PAD_WORK
         return take_basis(X, self.basis, self.kernel, pad=pad)
 
     def _route(self, problem, what, L=1):
@@ -335,7 +330,7 @@ class Nystrom(AbstractSolver):
         larger than the basis), the memory of either planned from the shapes."""
         X, graph = dense_rows(problem), problem.graph
         m, n = X.shape
-        b = _basis_size(self.basis, m)
+        b = self.basis.rows_among(m)
         if graph.splittable and all(is_concrete(a) for a in jax.tree.leaves(graph)):
             counts = getattr(graph, "counts", None)
             largest = 1 if counts is None else int(np.max(np.asarray(counts)))
@@ -414,7 +409,7 @@ class Nystrom(AbstractSolver):
         lams = lams.astype(X.dtype)
         m, n, L = X.shape[0], X.shape[1], lams.shape[0]
         tail = int(np.prod(problem.y.shape[1:]))
-        rows = nystrom_plan(m, n, int(padded_size(_basis_size(self.basis, m))), X.dtype, L=L,
+        rows = nystrom_plan(m, n, int(padded_size(self.basis.rows_among(m))), X.dtype, L=L,
                             tail=tail, fold_rows=max(i.shape[1] for i in folds.index),
                             block_rows=self.block_rows)
         index, B = self.take(X, pad=True if rows is None else None)
@@ -433,7 +428,7 @@ class Nystrom(AbstractSolver):
         return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred, lams), {})
 
     def plan(self, m, n, L, dtype, fold_rows):
-        nystrom_plan(m, n, int(padded_size(_basis_size(self.basis, m))), dtype, L=L,
+        nystrom_plan(m, n, int(padded_size(self.basis.rows_among(m))), dtype, L=L,
                      fold_rows=fold_rows, block_rows=self.block_rows)
 
     def tuned_kernel(self):
