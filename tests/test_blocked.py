@@ -79,15 +79,20 @@ def test_blocked_fit_equals_the_closed_form(data):
 
 
 def test_the_route_follows_the_fold_sizes_and_the_memory(data, monkeypatch):
-    """Leave-query-out runs in row blocks by default; folds larger than the basis (3-fold
-    here) hold ``K_mR`` whole and retrain in ``b x b``, to the same answer as row blocks
-    forced; with too little memory for either, each is refused before any work."""
+    """Leave-query-out holds ``K_mR`` whole up to ``WHOLE_ENTRIES`` entries and runs in row
+    blocks above; folds larger than the basis (3-fold here) hold it whole and retrain in
+    ``b x b``, to the same answer as row blocks forced; with too little memory for either,
+    each is refused before any work."""
     p = rj.Problem(data.X, data.y, data.qid)
     called = []
     for name in ("_nystrom_holdout_blocked", "_nystrom_holdout"):
         real = getattr(nystrom, name)
         monkeypatch.setattr(nystrom, name, lambda *a, _r=real, _n=name, **k:
                             called.append(_n) or _r(*a, **k))
+    _holdout(p, None)
+    assert called == ["_nystrom_holdout"] and data.X.shape[0] * 90 <= nystrom.WHOLE_ENTRIES
+    monkeypatch.setattr(nystrom, "WHOLE_ENTRIES", 0)
+    called.clear()
     _holdout(p, None)
     assert called == ["_nystrom_holdout_blocked"]
     whole = _holdout(p, None, folds=3)

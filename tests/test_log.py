@@ -51,7 +51,7 @@ CALLS = {
             D.X, D.y, qid=D.qid
         ),
         None,
-        "first pass, block 1/",
+        "fold bucket 1/",
     ),
     "tune": (lambda: rj.tune(rj.Problem(D.X, D.y, G), tune_solver(), steps=4, verbose=2), 2, "tune step 2/4"),
     "select": (
