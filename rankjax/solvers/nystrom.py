@@ -158,7 +158,8 @@ def blocked_holdout(X, y, graph, basis: BasisRows, lams, folds, rows=BATCH_ROWS,
         K = basis.block(X[idx.reshape(-1)]) * mask.reshape(-1, 1).astype(dt)
         Pf = jnp.matmul(K, Mv, precision=HI).reshape(bs, P, bp)        # (Φ_U live) V
         Fu = jnp.einsum("fps,ls...->flp...", Pf, Dc, precision=HI)      # [bs, L, P(, k)]
-        fold = lambda i, k, p, f: woodbury_rows(graph, i, k, p, f, D, lams, y)  # noqa: E731
+        fold = lambda i, k, p, f: woodbury_rows(graph, i, k, p, f, D, lams, y,  # noqa: E731
+                                                by_segments=True)
         res = (each_slice(fold, idx, mask, Pf, Fu) if paths().serial(P)
                else jax.vmap(fold)(idx, mask, Pf, Fu))
         return jnp.moveaxis(res, 0, 1)                                  # [L, bs, P(, k)]
