@@ -14,13 +14,14 @@ import scipy.sparse as sp
 from ..metrics import choice as _choice, graded as _metrics_graded
 from ..kernels import kernel as _kernels
 from .._core import log as _log
-from ..solvers import is_linear, predict
+from ..solvers import MappedModel, is_linear, predict
 from .. import io
 from .._core.cache import use_disk_cache
 from ..kernels.basis import Basis
+from ..kernels.feature_map import learn_feature_map
 from .._core.checks import (Segments, check_count, check_matrix, check_targets, is_int, segment_ids)
 from ..graphs.build import query_graph
-from .._core.sparse import is_bcoo, is_scipy_sparse, is_sparse
+from .._core.sparse import as_dense, is_bcoo, is_scipy_sparse, is_sparse
 from ..io.groups import qid_from_sizes
 
 try:                                            # scikit-learn is an optional extra
@@ -240,11 +241,32 @@ class Ranker(_Base):
         self.gamma_ = float(kern.gamma)
         return kern
 
+    def _mapped(self, X):
+        """``X`` as the kernel sees it: with ``feature_map="auto"`` and a kernel given by
+        name, the :class:`~rankjax.kernels.FeatureMap` learned on these rows (kept in
+        ``feature_map_``; :meth:`_finish_fit` puts it in ``model_``), else ``X`` itself
+        (``feature_map_`` None: the linear model, a :class:`rankjax.Kernel` object, whose
+        parameters are for the features as given, or ``feature_map=None``)."""
+        option = getattr(self, "feature_map", None)
+        if option not in ("auto", None):
+            raise ValueError(f"feature_map must be 'auto' or None, got {option!r}")
+        kernel = getattr(self, "kernel", None)
+        if option is None or kernel in (None, "linear") or isinstance(kernel, _kernels.Kernel):
+            self.feature_map_ = None
+            return X
+        X = as_dense(X)
+        self.feature_map_ = learn_feature_map(X)
+        return self.feature_map_(X)
+
     def _eval_data(self, eval_set, eval_qid, eval_group):
-        """``(X_valid, y_valid, seg_valid)`` of a LightGBM/XGBoost-style evaluation set."""
+        """``(X_valid, y_valid, seg_valid)`` of a LightGBM/XGBoost-style evaluation set, on
+        the training rows' feature map."""
         (Xv, yv), eval_qid, eval_group = one_eval_set(eval_set, eval_qid, eval_group)
-        return self._inputs(Xv, yv, eval_qid, fit=False, need_model=False, group=eval_group,
-                            query_args=("eval_qid", "eval_group"), need_queries=True)[:3]
+        Xv, yv, segv = self._inputs(Xv, yv, eval_qid, fit=False, need_model=False,
+                                    group=eval_group, query_args=("eval_qid", "eval_group"),
+                                    need_queries=True)[:3]
+        fmap = getattr(self, "feature_map_", None)
+        return (Xv if fmap is None else fmap(as_dense(Xv))), yv, segv
 
     def _eval_sequence(self, scores, yv, segv):
         """Scores ``[T, m_v]`` of the ``T`` successive models (rounds, components, ...) on
@@ -314,6 +336,7 @@ class Ranker(_Base):
         if fit:
             use_disk_cache()                           # once per process (rankjax._core.cache)
             self.__dict__.pop("gamma_", None)          # set again by a kernel fit
+            self.__dict__.pop("feature_map_", None)    # set again by _mapped
             self.n_features_in_ = n
             if names is not None:
                 self.feature_names_in_ = np.asarray(names, dtype=object)
@@ -393,6 +416,8 @@ class Ranker(_Base):
 
     def _finish_fit(self, seg):
         self.num_queries_ = seg.num_queries
+        if getattr(self, "feature_map_", None) is not None:
+            self.model_ = MappedModel(self.feature_map_, self.model_)
         jax.block_until_ready(self.model_)      # fit returns a ready model (async dispatch)
         if is_linear(self.model_):
             self.coef_ = np.asarray(self.model_.weights)          # linear models: the weights

@@ -50,15 +50,24 @@ class RankRLS(Ranker):
         NDCG@``score_k`` is kept, the loop stopping after ``early_stopping_rounds``
         iterations without improvement: ``evals_result_``, ``best_iteration_``).
       normalized, exclude_ties: query-graph options. score_k: NDCG cut-off of
-        ``score``. random_state: seed of the basis rows. verbose: log the fit (0: silent;
-        logger ``"rankjax"``).
+        ``score``. random_state: seed of the basis rows.
+      feature_map: ``"auto"``: a kernel given by name sees the features through a
+        :class:`~rankjax.kernels.FeatureMap` learned on the training rows (the
+        heavy-tailed columns that leave ``[-1, 1]``, raw counts, scores and lengths, as
+        ``sign(x) log(1 + |x|)``, the rest as given; kept in
+        ``feature_map_`` and in ``model_``, a :class:`~rankjax.solvers.MappedModel`, so
+        ``predict``, save/load and the command line apply it); ``None``: the features as
+        given. The linear model and a :class:`rankjax.Kernel` object always see the
+        features as given.
+      verbose: log the fit (0: silent; logger ``"rankjax"``).
     """
 
     def __init__(self, lam=1.0, *, solver="auto", kernel=None, gamma="scale", degree=2,
                  coef0=1.0, basis="auto", max_iter=500, tol=None, early_stopping_rounds=10,
                  graph="query", normalized=True, exclude_ties=False, score_k=10,
-                 random_state=0, verbose=0):
+                 random_state=0, feature_map="auto", verbose=0):
         self.lam, self.solver, self.kernel, self.gamma = lam, solver, kernel, gamma
+        self.feature_map = feature_map
         self.degree, self.coef0, self.basis = degree, coef0, basis
         self.max_iter, self.tol, self.early_stopping_rounds = max_iter, tol, early_stopping_rounds
         self.graph, self.normalized = graph, normalized
@@ -83,6 +92,7 @@ class RankRLS(Ranker):
         if self.solver not in SOLVERS:
             raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        X = self._mapped(X)
         valid = None
         if eval_set is not None:
             if self.solver not in ("cg", "falkon"):
@@ -198,8 +208,9 @@ class RankRLSCV(RankRLS):
                  gamma="scale", degree=2, coef0=1.0, basis="auto",
                  graph="query", normalized=True,
                  exclude_ties=False, score_k=10, random_state=0, optimize=False,
-                 optimize_steps=20, ard=False, verbose=0):
+                 optimize_steps=20, ard=False, feature_map="auto", verbose=0):
         self.optimize, self.optimize_steps, self.ard, self.verbose = optimize, optimize_steps, ard, verbose
+        self.feature_map = feature_map
         self.basis = basis
         self.lams, self.gammas, self.folds = lams, gammas, folds
         self.kernel, self.gamma, self.degree, self.coef0 = kernel, gamma, degree, coef0
@@ -214,6 +225,7 @@ class RankRLSCV(RankRLS):
         optimize = check_flag(self.optimize, "optimize")
         self._plan(X)
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        X = self._mapped(X)
         b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state,
                        _log.check_verbose(self.verbose))
         valid = None if eval_set is None else self._eval_data(eval_set, eval_qid, eval_group)

@@ -9,7 +9,7 @@ import numpy as np
 from .._core.checks import check_seed
 from .._core.types import saveable
 
-__all__ = ["RankingData", "make_ranking_data", "make_sparse_ranking_data"]
+__all__ = ["RankingData", "make_ranking_data", "make_sparse_ranking_data", "make_web_data"]
 
 
 @saveable
@@ -153,3 +153,81 @@ def make_sparse_ranking_data(num_rows: int, num_features: int, *, nnz_per_row: i
     probs = np.array([0.53, 0.47]) if levels == 2 else \
         np.array([0.45, 0.25, 0.15, 0.10, 0.05] + [0.05] * max(levels - 5, 0))[:levels]
     return RankingData(X, _grade(score, qid, probs), qid, w)
+
+
+WEB_KINDS = ("count", "bm25", "length", "tfidf", "ratio", "pagerank", "clicks", "noise")
+"""The feature kinds of :func:`make_web_data`, in the order the columns cycle through them."""
+
+
+def make_web_data(num_queries: int = 300, *, num_features: int = 136,
+                  docs_per_query=(20, 80), levels: int = 5, noise: float = 0.7,
+                  seed: int = 0, first_qid: int = 0) -> RankingData:
+    """Draws web-search-like data with raw features, as search engines log them before any
+    normalisation (MSLR-WEB, Yahoo! LTR; Qin & Liu 2013): term counts, BM25 and TF-IDF
+    scores, stream lengths, match ratios, PageRank-like and click counts spanning 0 to
+    10^5 and more, heavy-tailed, many zeros, a few huge values, constant columns and
+    per-query shifts.
+
+    Each document has three latent relevance factors (topicality ``t``, quality ``q``,
+    popularity ``p``; standard normal plus a per-query shift); its latent score is
+    ``t + 0.6 q + 0.4 tanh(p) + 0.4 t q + noise`` and the labels are per-query quantile
+    grades of it (:func:`make_ranking_data`'s shares). Column ``j`` is of kind
+    ``WEB_KINDS[j % 8]`` and reads factor ``j // 8 % 3`` through a monotone, noisy,
+    heavy-tailed transform (a few columns are pure noise or constant): no column is the
+    score, every useful one is skewed.
+
+    Args:
+      num_queries, docs_per_query, levels, noise, seed, first_qid: as
+        :func:`make_ranking_data`.
+      num_features: columns (136 as MSLR-WEB).
+
+    Returns:
+      :class:`RankingData` (``X`` float64, ``w_true`` the factor weights ``[1, 0.6, 0.4]``).
+
+    Example:
+      >>> d = make_web_data(20, seed=0)
+      >>> d.X.shape[1], bool(d.X.max() > 1e4), bool((d.X == 0).mean() > 0.1)
+      (136, True, True)
+    """
+    if num_queries < 1 or num_features < 1 or levels < 2:
+        raise ValueError("num_queries, num_features >= 1 and levels >= 2 are required")
+    rng = np.random.default_rng(check_seed(seed))
+    lo, hi = (docs_per_query,) * 2 if isinstance(docs_per_query, (int, np.integer)) \
+        else docs_per_query
+    if not 1 <= lo <= hi:
+        raise ValueError(f"docs_per_query must be an int >= 1 or a range (lo, hi) with "
+                         f"1 <= lo <= hi, got {docs_per_query!r}")
+    sizes = rng.integers(lo, hi + 1, num_queries)
+    qid = np.repeat(np.arange(first_qid, first_qid + num_queries), sizes)
+    m, q = int(sizes.sum()), qid - first_qid
+    shift = rng.normal(0, 0.7, (num_queries, 3))[q]
+    factors = rng.standard_normal((m, 3)) + shift                  # t, q, p
+    t, qual, pop = factors.T
+    score = t + 0.6 * qual + 0.4 * np.tanh(pop) + 0.4 * t * qual + noise * rng.standard_normal(m)
+    query_len = rng.integers(1, 8, num_queries)[q]                 # per-query: terms
+    idf = rng.uniform(1.0, 12.0, num_queries)[q]
+    doc_len = rng.lognormal(6.0 + 0.3 * qual, 1.0)                 # 50 .. 10^5 words
+    X = np.empty((m, num_features))
+    for j in range(num_features):
+        f = factors[:, j // 8 % 3] + 0.8 * rng.standard_normal(m)
+        kind = WEB_KINDS[j % 8]
+        if kind == "count":
+            col = rng.poisson(np.exp(0.3 + 0.9 * f) * query_len * (doc_len / 500) ** 0.5)
+        elif kind == "bm25":
+            tf = rng.poisson(np.exp(0.2 + 0.9 * f))
+            col = idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * doc_len / 500.0))
+        elif kind == "length":
+            col = np.round(doc_len * rng.lognormal(0.1 * f, 0.3))
+        elif kind == "tfidf":
+            col = idf * rng.poisson(np.exp(0.5 + f)) * rng.lognormal(0, 0.5, m)
+        elif kind == "ratio":
+            col = np.round(query_len / (1 + np.exp(-f)) * np.ones(m)) / query_len
+        elif kind == "pagerank":
+            col = (rng.pareto(1.2, m) + 1) * np.exp(0.8 * f)
+        elif kind == "clicks":
+            col = np.where(rng.random(m) < 0.6, 0.0, np.round(rng.lognormal(2 + 1.2 * f, 1.5)))
+        else:
+            col = rng.lognormal(3.0, 2.0, m) if j % 16 == 7 else np.full(m, float(j))
+        X[:, j] = col
+    probs = np.array([0.45, 0.25, 0.15, 0.10, 0.05] + [0.05] * max(levels - 5, 0))[:levels]
+    return RankingData(X, _grade(score, qid, probs), qid, np.array([1.0, 0.6, 0.4]))

@@ -9,6 +9,7 @@ a Nyström grid, a search in γ. :func:`rankjax.select` and
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Optional, Sequence
 
 import jax
@@ -414,7 +415,16 @@ def _refine(grid, point, folds, steps, ard, optimizer):
     start = solver.start_params(X.shape[1], X.dtype, point.lam, ard)
     r = descend(start, solver, data, folds, steps=steps, optimizer=optimizer,
                 verbose=grid.verbose)
-    i = int(np.nanargmin(r.loss_history))
+    losses = np.asarray(r.loss_history, dtype=float)
+    if not np.any(np.isfinite(losses)):
+        warnings.warn(
+            "optimize=True: the hold-out loss was NaN or infinite at every gradient step (the "
+            "descent diverged, typically on features of very different scales), so the grid's "
+            "best point is kept; give the features comparable scales (RankRLSCV's default "
+            "feature_map='auto' puts raw counts and scores on a log scale) or fewer "
+            "optimize_steps", RuntimeWarning, stacklevel=2)
+        return point, r
+    i = int(np.nanargmin(np.where(np.isfinite(losses), losses, np.nan)))
     params = {k: jnp.asarray(v[i]) for k, v in r.params_history.items()}
     new = float(grid.metric(cv_predictions_at(params, solver, data, folds), p.y, grid.seg,
                             **grid.kw))

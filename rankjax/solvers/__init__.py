@@ -11,7 +11,8 @@ from .falkon import Falkon as Falkon
 from .lpo import LeavePairOut as LeavePairOut
 from .models import (DualModel as DualModel, KernelModel as KernelModel,
                      LinearModel as LinearModel, NystromModel as NystromModel,
-                     ScaledModel as ScaledModel, is_linear as is_linear, predict as predict)
+                     ScaledModel as ScaledModel, MappedModel as MappedModel, is_linear as is_linear,
+                     predict as predict)
 from .nystrom import Nystrom as Nystrom
 from .primal import Primal as Primal
 from ..kernels.basis import Basis as Basis

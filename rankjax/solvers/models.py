@@ -9,6 +9,8 @@ model                         scores                           takes
 :class:`NystromModel`         ``sum_{i in R} a_i k(x, x_i)``   features
 :class:`DualModel`            ``K_test a``                     a kernel ``[m, m_train]``
 :class:`ScaledModel`          a model of ``x * scales``        features
+:class:`MappedModel`          a model of ``t(x)`` (a learned   features
+                              :class:`FeatureMap`)
 ============================  ===============================  =====================
 
 A model of one output predicts ``[m]`` (``[m, k]`` for ``k`` outputs); a path predicts
@@ -29,9 +31,10 @@ from .._core.host import lane
 from .._core.sparse import as_dense, matmul
 from .._core.types import saveable
 from .._core.products import HI
+from ..kernels.feature_map import FeatureMap
 from ..kernels.kernel import Kernel, check_kernel, kernel_block, kernel_matrix
 
-__all__ = ["LinearModel", "DualModel", "KernelModel", "NystromModel", "ScaledModel",
+__all__ = ["LinearModel", "DualModel", "KernelModel", "NystromModel", "ScaledModel", "MappedModel",
            "PrimalPath", "DualPath", "NystromPath", "predict", "check_test_matrix",
            "linear_scores", "path_scores", "scale_rows", "is_linear"]
 
@@ -183,6 +186,32 @@ class ScaledModel(NamedTuple):
         X = check_test_matrix(X, self.scales.shape[0])
         kw = {} if block_size is None else {"block_size": block_size}
         return predict(self.model, scale_rows(as_dense(X), self.scales), **kw)
+
+
+@saveable
+class MappedModel(NamedTuple):
+    """A model of rows mapped per feature by a :class:`~rankjax.kernels.FeatureMap`
+    learned on the training rows (the kernel estimators' ``feature_map="auto"``):
+    ``predict(X) = model.predict(features(X))``.
+
+    Example:
+      >>> import numpy as np
+      >>> m = MappedModel(FeatureMap(np.array([True, False])), LinearModel(np.array([1., 1.])))
+      >>> print(np.round(np.asarray(m.predict(np.array([[np.e - 1, 0.5]]))), 4))
+      [1.5]
+    """
+
+    features: FeatureMap
+    model: object
+
+    @property
+    def num_features(self):
+        return int(self.features.log.shape[0])
+
+    def predict(self, X, block_size: Optional[int] = None):
+        X = check_test_matrix(X, self.num_features)
+        kw = {} if block_size is None else {"block_size": block_size}
+        return predict(self.model, self.features(as_dense(X)), **kw)
 
 
 @saveable
