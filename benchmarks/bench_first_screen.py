@@ -9,12 +9,19 @@ defaults, on
   [0, 1] per query as in the report; test 768 rows), and
 * MQ2008 (LETOR 4.0), its five folds: training on the three training parts, every
   choice made on them alone (leave-query-out); test on the test part; the mean over
-  the folds (the report's protocol; the validation part is not used).
+  the folds (the report's protocol; the validation part is not used), and
+* raw web-search-like features (``rj.make_web_data``: counts, BM25, lengths, clicks,
+  PageRank as engines log them; 250 training queries, about 12,700 rows, and 250 test
+  queries), as given ("web, raw") and normalised to [0, 1] per query ("web,
+  normalised"); there also LightGBM and XGBoost tuned on the training queries (the
+  first-answer benchmark's grid by 3-fold GroupKFold, in the fit's time), and the kernel
+  model on the features as given (``feature_map=None``) and after the best transform of
+  issue 66's table by hand (``sign(x) log(1 + |x|)`` on every column).
 
 Prints one JSON line per (set, fold, learner); ``--readme README.md`` then rewrites the
 table between the ``first-screen`` markers of that file from the lines of this run.
 
-    python benchmarks/bench_first_screen.py --readme README.md     # ~15 min, 2-core CPU
+    python benchmarks/bench_first_screen.py --readme README.md     # ~30 min, 2-core CPU
 """
 import argparse
 import os
@@ -75,8 +82,30 @@ def learners(n, m):
     return out
 
 
-def run(name, fold, X, y, q, Xt, yt, qt):
-    for learner, fit in learners(X.shape[1], X.shape[0]).items():
+def web_learners():
+    """The raw-data extras: the trees tuned, the kernel model without its feature map and
+    after ``sign(x) log(1 + |x|)`` by hand."""
+    from bench_first_answer import _tuned
+    sl = lambda A: np.sign(A) * np.log1p(np.abs(A))                           # noqa: E731
+    out = {
+        "rankjax RankRLSCV(kernel=\"gaussian\", feature_map=None), the features as given":
+            lambda X, y, q: RankRLSCV(kernel="gaussian", feature_map=None).fit(X, y, qid=q).predict,
+        "rankjax RankRLSCV(kernel=\"gaussian\", feature_map=None) on sign(x) log(1 + |x|)":
+            lambda X, y, q: (lambda f: lambda T: f(sl(T)))(
+                RankRLSCV(kernel="gaussian", feature_map=None).fit(sl(X), y, qid=q).predict),
+    }
+    for name in ("LightGBM", "XGBoost"):
+        try:
+            __import__(name.lower())
+        except ImportError:
+            continue
+        tuned = _tuned(name)
+        out[f"{name} tuned"] = lambda X, y, q, _t=tuned: _t(X, y, q).predict
+    return out
+
+
+def run(name, fold, X, y, q, Xt, yt, qt, extra=None):
+    for learner, fit in {**learners(X.shape[1], X.shape[0]), **(extra or {})}.items():
         t0 = time.perf_counter()
         score = fit(X, y, q)
         fit_s = time.perf_counter() - t0
@@ -108,16 +137,28 @@ def mq2008(folds):
             parts[test].qid)
 
 
+def web():
+    tr = rj.make_web_data(250, seed=1)
+    te = rj.make_web_data(250, seed=2, first_qid=10**6)
+    run("web, raw", 0, tr.X, tr.y, tr.qid, te.X, te.y, te.qid, extra=web_learners())
+    run("web, normalised", 0, np.asarray(rj.io.normalize_per_query(tr.X, tr.qid)), tr.y, tr.qid,
+        np.asarray(rj.io.normalize_per_query(te.X, te.qid)), te.y, te.qid, extra=web_learners())
+
+
+SETS = ("lambdarank_sample", "MQ2008", "web, raw", "web, normalised")
+
+
 def table(lines):
     """The README table (markdown) of this run's JSON lines."""
     by = {}
     for r in lines:
         by.setdefault(r["learner"], {}).setdefault(r["set"], []).append(r)
-    rows = ["| model | lambdarank_sample NDCG@10 | fit s | MQ2008 NDCG@10 (5 folds) | fit s |",
-            "| --- | --- | --- | --- | --- |"]
+    rows = ["| model | lambdarank_sample NDCG@10 | fit s | MQ2008 NDCG@10 (5 folds) | fit s | "
+            "web, raw NDCG@10 | fit s | web, normalised NDCG@10 | fit s |",
+            "| --- |" + " --- |" * 8]
     for learner, sets in by.items():
         cells = []
-        for s in ("lambdarank_sample", "MQ2008"):
+        for s in SETS:
             rs = sets.get(s, [])
             cells += ([f"{np.mean([r['ndcg10'] for r in rs]):.4f}",
                        f"{np.mean([r['fit_s'] for r in rs]):.1f}"] if rs else ["–", "–"])
@@ -142,7 +183,7 @@ def rewrite(readme, lines, seconds):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="lambdarank,mq2008")
+    ap.add_argument("--only", default="lambdarank,mq2008,web")
     ap.add_argument("--folds", default="1,2,3,4,5")
     ap.add_argument("--readme", default=None, help="rewrite the table of this file")
     a = ap.parse_args()
@@ -151,6 +192,8 @@ def main():
         lambdarank()
     if "mq2008" in a.only:
         mq2008([int(f) for f in a.folds.split(",")])
+    if "web" in a.only:
+        web()
     if a.readme:
         rewrite(a.readme, LINES, time.perf_counter() - start)
 

@@ -135,3 +135,32 @@ def test_ard_whose_loss_is_never_finite_warns_with_the_cause_and_keeps_the_grid_
     monkeypatch.setattr(select, "descend", real)
     est = estimators.RankRLSCV(**kw).fit(tr.X, tr.y, qid=tr.qid)
     assert np.all(np.isfinite(est.tune_.loss_history)) and isinstance(est.model_, MappedModel)
+
+
+@pytest.mark.parametrize("make", [
+    lambda **k: estimators.RankSVM(kernel="gaussian", basis=60, **k),
+    lambda **k: estimators.KPCRank(n_components=8, **k),
+    lambda **k: estimators.RankRLS(kernel="gaussian", **k),
+], ids=["RankSVM", "KPCRank", "RankRLS"])
+def test_every_kernel_estimator_predicts_through_its_training_map(web, make):
+    tr, te = web
+    X, y, q = tr.X[:300], tr.y[:300], tr.qid[:300]
+    fm = learn_feature_map(X)
+    assert np.asarray(fm.log).sum() > 10
+    est = make().fit(X, y, qid=q)
+    by_hand = make(feature_map=None).fit(np.asarray(fm(X)), y, qid=q)
+    want = by_hand.predict(np.asarray(fm(te.X)))
+    np.testing.assert_allclose(est.predict(te.X), want, rtol=1e-5, atol=1e-6 * np.abs(want).max())
+    assert np.asarray(est.feature_map_.log).tolist() == np.asarray(fm.log).tolist()
+
+
+def test_features_in_the_unit_interval_fit_exactly_as_without_the_map():
+    """LETOR's normalised features: no column is mapped, ``feature_map_`` is None and the
+    model is the one of ``feature_map=None``, bit for bit."""
+    d = rj.make_ranking_data(20, num_features=6, seed=0)
+    X = (d.X - d.X.min(0)) / np.ptp(d.X, axis=0)
+    a = estimators.RankRLSCV(kernel="gaussian", lams=(0.1, 1.0)).fit(X, d.y, qid=d.qid)
+    b = estimators.RankRLSCV(kernel="gaussian", lams=(0.1, 1.0), feature_map=None).fit(
+        X, d.y, qid=d.qid)
+    assert a.feature_map_ is None and type(a.model_) is type(b.model_)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))

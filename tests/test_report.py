@@ -75,7 +75,11 @@ def test_first_screen_table_is_written_between_the_markers_from_the_lines(tmp_pa
     text = readme.read_text()
     assert text.startswith("top\n") and text.endswith(f"{fs.MARK[1]}\nbottom\n")
     assert "old table" not in text
-    assert "| A | 0.7500 | 1.0 | 0.5300 | 3.0 |" in text and "| B | – | – | 0.4000 | 2.0 |" in text
+    lines += [dict(set="web, raw", fold=0, learner="B", fit_s=4.0, ndcg10=0.8)]
+    fs.rewrite(readme, lines, 120.0)
+    text = readme.read_text()
+    assert "| A | 0.7500 | 1.0 | 0.5300 | 3.0 | – | – | – | – |" in text
+    assert "| B | – | – | 0.4000 | 2.0 | 0.8000 | 4.0 | – | – |" in text
     readme.write_text("no markers")
     with pytest.raises(SystemExit):
         fs.rewrite(readme, lines, 1.0)

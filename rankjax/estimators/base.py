@@ -220,6 +220,9 @@ class Ranker(_Base):
     Queries are given as ``qid`` (a query id per row, as XGBoost and SVMlight) or as
     ``group`` (query sizes in row order, as LightGBM), never both."""
 
+    maps_model = True
+    """Whether a learned ``feature_map_`` goes into ``model_`` (a model of feature rows)."""
+
     evals_axis = ("grid point", 0, True)
     """How ``plot.evals_curve`` draws ``evals_result_``: the x label, the first x value and
     whether ``best_iteration_`` is marked (each estimator sets its own)."""
@@ -245,8 +248,9 @@ class Ranker(_Base):
         """``X`` as the kernel sees it: with ``feature_map="auto"`` and a kernel given by
         name, the :class:`~rankjax.kernels.FeatureMap` learned on these rows (kept in
         ``feature_map_``; :meth:`_finish_fit` puts it in ``model_``), else ``X`` itself
-        (``feature_map_`` None: the linear model, a :class:`rankjax.Kernel` object, whose
-        parameters are for the features as given, or ``feature_map=None``)."""
+        (``feature_map_`` None: no column to map, the linear model, a
+        :class:`rankjax.Kernel` object, whose parameters are for the features as given, or
+        ``feature_map=None``)."""
         option = getattr(self, "feature_map", None)
         if option not in ("auto", None):
             raise ValueError(f"feature_map must be 'auto' or None, got {option!r}")
@@ -255,8 +259,12 @@ class Ranker(_Base):
             self.feature_map_ = None
             return X
         X = as_dense(X)
-        self.feature_map_ = learn_feature_map(X)
-        return self.feature_map_(X)
+        fmap = learn_feature_map(X)
+        if not bool(fmap.log.any()):            # nothing to map (LETOR's [0, 1] features)
+            self.feature_map_ = None
+            return X
+        self.feature_map_ = fmap
+        return fmap(X)
 
     def _eval_data(self, eval_set, eval_qid, eval_group):
         """``(X_valid, y_valid, seg_valid)`` of a LightGBM/XGBoost-style evaluation set, on
@@ -416,7 +424,7 @@ class Ranker(_Base):
 
     def _finish_fit(self, seg):
         self.num_queries_ = seg.num_queries
-        if getattr(self, "feature_map_", None) is not None:
+        if getattr(self, "feature_map_", None) is not None and self.maps_model:
             self.model_ = MappedModel(self.feature_map_, self.model_)
         jax.block_until_ready(self.model_)      # fit returns a ready model (async dispatch)
         if is_linear(self.model_):

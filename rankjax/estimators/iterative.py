@@ -17,14 +17,17 @@ from .base import Ranker, make_kernel
 
 
 class RankSVM(Ranker):
-    """L2-loss RankSVM (linear by TRON, Lee & Lin 2014; or kernel with ``basis`` rows)."""
+    """L2-loss RankSVM (linear by TRON, Lee & Lin 2014; or kernel with ``basis`` rows).
+    ``feature_map``: as :class:`RankRLS` (a kernel given by name sees heavy-tailed raw
+    columns on a log scale)."""
 
     evals_axis = ("Newton iteration", 0, True)
 
     def __init__(self, C=1.0, *, kernel=None, gamma="scale", degree=2, coef0=1.0, basis=None,
                  tol=1e-3, max_iter=1000, early_stopping_rounds=None, verbose=False, score_k=10,
-                 random_state=0):
+                 random_state=0, feature_map="auto"):
         self.C, self.kernel, self.gamma, self.degree, self.coef0 = C, kernel, gamma, degree, coef0
+        self.feature_map = feature_map
         self.basis, self.tol, self.max_iter = basis, tol, max_iter
         self.early_stopping_rounds, self.verbose = early_stopping_rounds, verbose
         self.score_k, self.random_state = score_k, random_state
@@ -34,6 +37,7 @@ class RankSVM(Ranker):
         on it, the best is kept and the loop stops after ``early_stopping_rounds`` steps
         without improvement (``evals_result_``, ``best_iteration_``, ``best_score_``)."""
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        X = self._mapped(X)
         kern = self._fit_kernel(X)
         if eval_set is not None and kern is not None:
             raise ValueError("eval_set (early stopping) is supported by the linear RankSVM; "
@@ -71,14 +75,18 @@ class RankSVM(Ranker):
 
 class KPCRank(Ranker):
     """Kernel principal component ranking (Pahikkala et al. 2009, §3.6): RankRLS on
-    the leading ``n_components`` kernel principal components."""
+    the leading ``n_components`` kernel principal components. ``feature_map``: as
+    :class:`RankRLS` (``feature_map_`` maps the rows of later calls; ``model_`` scores a
+    kernel matrix)."""
 
     evals_axis = ("components", 1, True)
+    maps_model = False              # model_ scores a kernel matrix: _scores maps the rows
 
     def __init__(self, n_components=10, *, lam=0.0, kernel="gaussian", gamma="scale", degree=2,
                  coef0=1.0, normalized=True, early_stopping_rounds=None, verbose=False,
-                 score_k=10):
+                 score_k=10, feature_map="auto"):
         self.n_components, self.lam, self.kernel = n_components, lam, kernel
+        self.feature_map = feature_map
         self.gamma, self.degree, self.coef0 = gamma, degree, coef0
         self.normalized, self.score_k = normalized, score_k
         self.early_stopping_rounds, self.verbose = early_stopping_rounds, verbose
@@ -96,7 +104,7 @@ class KPCRank(Ranker):
         if not 1 <= check_count(self.n_components, "n_components") <= X.shape[0]:
             raise ValueError(f"n_components must be between 1 and {X.shape[0]} (the training "
                              f"rows), got {self.n_components}")
-        self.X_train_ = as_dense(X)           # the checked device array (kernels of later calls)
+        self.X_train_ = as_dense(self._mapped(X))   # mapped rows (kernels of later calls)
         kern = self._fit_kernel(self.X_train_) or _kernels.linear_kernel()
         stages = _log.Stages(2 + (eval_set is not None), "KPCRank stage",
                              _log.check_verbose(self.verbose))
@@ -119,7 +127,8 @@ class KPCRank(Ranker):
         return self._finish_fit(seg)
 
     def _scores(self, X):
-        return self.model_.predict(_kernels.kernel_matrix(self._kern(), as_dense(X), self.X_train_))
+        X = as_dense(X) if self.feature_map_ is None else self.feature_map_(as_dense(X))
+        return self.model_.predict(_kernels.kernel_matrix(self._kern(), X, self.X_train_))
 
 
 class RankBoost(Ranker):

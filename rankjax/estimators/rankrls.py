@@ -56,8 +56,9 @@ class RankRLS(Ranker):
         heavy-tailed columns that leave ``[-1, 1]``, raw counts, scores and lengths, as
         ``sign(x) log(1 + |x|)``, the rest as given; kept in
         ``feature_map_`` and in ``model_``, a :class:`~rankjax.solvers.MappedModel`, so
-        ``predict``, save/load and the command line apply it); ``None``: the features as
-        given. The linear model and a :class:`rankjax.Kernel` object always see the
+        ``predict``, save/load and the command line apply it; ``feature_map_`` is None
+        when no column needs it, as for LETOR's normalised features); ``None``: the
+        features as given. The linear model and a :class:`rankjax.Kernel` object always see the
         features as given.
       verbose: log the fit (0: silent; logger ``"rankjax"``).
     """
