@@ -27,6 +27,7 @@ from .graphs.folds import Folds as Folds, make_folds as make_folds
 from .graphs.graph import (IdentityGraph as IdentityGraph, PreferenceGraph as PreferenceGraph,
                            QueryGraph as QueryGraph)
 from .kernels.basis import Basis as Basis
+from .kernels.feature_map import FeatureMap as FeatureMap, learn_feature_map as learn_feature_map
 from .kernels.kernel import (Kernel as Kernel, gaussian_kernel as gaussian_kernel,
                              kernel_matrix as kernel_matrix, linear_kernel as linear_kernel,
                              polynomial_kernel as polynomial_kernel)
@@ -54,8 +55,8 @@ from .solvers.falkon import Falkon as Falkon
 from .solvers.lpo import (LeavePairOut as LeavePairOut, differing_pairs as differing_pairs,
                           lpo_cindex as lpo_cindex, positive_negative_pairs as positive_negative_pairs)
 from .solvers.models import (DualModel as DualModel, KernelModel as KernelModel,
-                             LinearModel as LinearModel, NystromModel as NystromModel,
-                             predict as predict)
+                             LinearModel as LinearModel, MappedModel as MappedModel,
+                             NystromModel as NystromModel, predict as predict)
 from .solvers.nystrom import Nystrom as Nystrom
 from .solvers.primal import Primal as Primal
 from .io.synthetic import (RankingData as RankingData, make_ranking_data as make_ranking_data,
@@ -70,13 +71,14 @@ __all__ = [
     "Problem", "AbstractSolver", "Primal", "Dual", "Nystrom", "CG", "Falkon", "Auto", "Basis",
     "fit", "path", "holdout", "select", "capabilities", "Solution", "RESULTS",
     "LeavePairOut", "Folds", "make_folds", "Selection", "UnresolvedLambdaWarning",
-    "LinearModel", "DualModel", "KernelModel", "NystromModel", "predict",
+    "LinearModel", "DualModel", "KernelModel", "NystromModel", "MappedModel", "predict",
     # queries and preference graphs
     "Segments", "segment_ids", "QueryGraph", "PreferenceGraph", "IdentityGraph",
     "query_graph", "preference_graph", "global_graph", "identity_graph", "pairs_from_scores",
     "positive_negative_pairs", "differing_pairs", "laplacian_mv", "laplacian_dense",
     # kernels
     "Kernel", "kernel_matrix", "linear_kernel", "gaussian_kernel", "polynomial_kernel",
+    "FeatureMap", "learn_feature_map",
     # metrics
     "Metric", "PerQuery", "ndcg", "mean_average_precision", "precision_at_k", "cindex", "auc",
     "kendall_tau_b", "pairwise_error", "disagreement_error", "edge_disagreement_error",
