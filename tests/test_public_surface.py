@@ -28,7 +28,8 @@ def tables():
 TYPES = {"CSRMatrix", "DualModel", "Folds", "IdentityGraph", "Kernel", "KernelModel",
          "LinearModel", "Metric", "PerQuery", "PreferenceGraph", "QueryGraph", "RankingData",
          "Segments", "Selection", "io.Dataset", "UnresolvedLambdaWarning", "CG", "Solution",
-         "scale.QueryPartition", "scale.ShardedData", "scale.StreamedProblem", "NystromModel"}
+         "scale.QueryPartition", "scale.ShardedData", "scale.StreamedProblem", "NystromModel",
+         "FeatureMap", "MappedModel"}
 CONSTANTS = {"RESULTS", "io", "scale", "io.MODEL_FORMAT", "io.MODEL_VERSION",
              "scale.AXIS"}   # data, no input
 

@@ -8,6 +8,7 @@ import pytest
 
 import rankjax as rj
 from rankjax import cli, estimators
+from surface import E, V, surface_test
 from rankjax.kernels import FeatureMap, learn_feature_map
 from rankjax.solvers import MappedModel
 
@@ -164,3 +165,21 @@ def test_features_in_the_unit_interval_fit_exactly_as_without_the_map():
         X, d.y, qid=d.qid)
     assert a.feature_map_ is None and type(a.model_) is type(b.model_)
     np.testing.assert_array_equal(a.predict(X), b.predict(X))
+
+
+BAD_INPUT = {}
+BAD_INPUT["learn_feature_map"] = [
+    (lambda d: rj.learn_feature_map(np.where(d.X > 0.5, np.inf, d.X)), E(ValueError, "X")),
+    (lambda d: rj.learn_feature_map(d.X[:, 0]), E(ValueError, "2-D")),
+    (lambda d: rj.learn_feature_map(np.zeros((0, 3))), E(ValueError, "empty")),
+    (lambda d: rj.learn_feature_map(np.full((4, 2), 5.0)),          # constant: not skewed
+     V(lambda fm: not np.asarray(fm.log).any())),
+]
+BAD_INPUT["make_web_data"] = [
+    (lambda d: rj.make_web_data(0), E(ValueError, "num_queries")),
+    (lambda d: rj.make_web_data(3, docs_per_query=(5, 2)), E(ValueError, "docs_per_query")),
+    (lambda d: rj.make_web_data(2, docs_per_query=1, num_features=3),
+     V(lambda w: w.X.shape == (2, 3) and np.all(np.isfinite(w.X)))),
+]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)

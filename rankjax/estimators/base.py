@@ -245,12 +245,8 @@ class Ranker(_Base):
         return kern
 
     def _mapped(self, X):
-        """``X`` as the kernel sees it: with ``feature_map="auto"`` and a kernel given by
-        name, the :class:`~rankjax.kernels.FeatureMap` learned on these rows (kept in
-        ``feature_map_``; :meth:`_finish_fit` puts it in ``model_``), else ``X`` itself
-        (``feature_map_`` None: no column to map, the linear model, a
-        :class:`rankjax.Kernel` object, whose parameters are for the features as given, or
-        ``feature_map=None``)."""
+        """``X`` as the kernel sees it (``feature_map="auto"``, a kernel by name and a column
+        to map: the map learned on ``X`` in ``feature_map_``, else ``X`` and None)."""
         option = getattr(self, "feature_map", None)
         if option not in ("auto", None):
             raise ValueError(f"feature_map must be 'auto' or None, got {option!r}")
@@ -260,11 +256,8 @@ class Ranker(_Base):
             return X
         X = as_dense(X)
         fmap = learn_feature_map(X)
-        if not bool(fmap.log.any()):            # nothing to map (LETOR's [0, 1] features)
-            self.feature_map_ = None
-            return X
-        self.feature_map_ = fmap
-        return fmap(X)
+        self.feature_map_ = fmap if bool(fmap.log.any()) else None   # None: LETOR's [0, 1]
+        return X if self.feature_map_ is None else fmap(X)
 
     def _eval_data(self, eval_set, eval_qid, eval_group):
         """``(X_valid, y_valid, seg_valid)`` of a LightGBM/XGBoost-style evaluation set, on

@@ -26,6 +26,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from .._core.checks import check_matrix
+from .._core.sparse import as_dense
 from .._core.types import saveable
 
 __all__ = ["FeatureMap", "learn_feature_map", "log_scale"]
@@ -69,10 +71,10 @@ def _skew(X):
     return jnp.mean(z * z * z, axis=0)
 
 
-@jax.jit
 def learn_feature_map(X) -> FeatureMap:
-    """The :class:`FeatureMap` of the training rows ``X [m, n]`` (dense): the columns whose
-    values leave ``[-1, 1]`` and whose skewness exceeds :data:`SKEW`; O(m n) on the device.
+    """The :class:`FeatureMap` of the training rows ``X [m, n]`` (finite; dense or BCOO): the
+    columns whose values leave ``[-1, 1]`` and whose skewness exceeds :data:`SKEW`; O(m n)
+    on the device.
 
     Example:
       >>> import numpy as np
@@ -80,5 +82,9 @@ def learn_feature_map(X) -> FeatureMap:
       >>> np.asarray(learn_feature_map(X).log).tolist()
       [True, False, False]
     """
-    X = jnp.asarray(X)
+    return _learn(as_dense(check_matrix(X)))
+
+
+@jax.jit
+def _learn(X):
     return FeatureMap((jnp.max(jnp.abs(X), axis=0) > 1) & (_skew(X) > SKEW))
