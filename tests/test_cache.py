@@ -115,8 +115,9 @@ class H(logging.Handler):
             names.append(t.split("jit(")[1].split(")")[0])
 jax.config.update("jax_log_compiles", True)
 log = logging.getLogger("jax"); log.addHandler(H()); log.setLevel(logging.DEBUG); log.propagate = False
-d = rj.make_ranking_data(40, num_features=6, seed=0)
+d = rj.make_ranking_data(40, num_features=6, seed=0) if not RAW else rj.make_web_data(20, seed=0)
 X, y = np.asarray(d.X, np.float32), np.asarray(d.y, np.float32)
+X = X if RAW else (X - X.min(0)) / np.ptp(X, axis=0)          # the README's [0, 1] features
 RankRLSCV(kernel=KERNEL).fit(X, y, qid=d.qid)
 first = sorted(names); names.clear()
 RankRLSCV(kernel=KERNEL).fit(X[:-d.X.shape[0] // 4], y[:-d.X.shape[0] // 4], qid=d.qid[:-d.X.shape[0] // 4])
@@ -124,11 +125,15 @@ print("DIR", first, sorted(names))
 """
 
 
-@pytest.mark.parametrize("kernel, holdout", [(None, "_primal_holdout"),
-                                             ("'gaussian'", "_dual_holdout")])
-def test_a_first_fit_compiles_its_hold_out_and_its_selection_alone(tmp_path, kernel, holdout):
+@pytest.mark.parametrize("kernel, holdout, raw", [(None, "_primal_holdout", False),
+                                                  ("'gaussian'", "_dual_holdout", False),
+                                                  ("'gaussian'", "_dual_holdout", True)])
+def test_a_first_fit_compiles_its_hold_out_and_its_selection_alone(tmp_path, kernel, holdout,
+                                                                     raw):
     """The README's count: a first RankRLSCV fit compiles two programs and a fit on another
-    row count those two again (no staging or conversion program of the checks)."""
-    out = run(tmp_path, COUNTED.replace("KERNEL", str(kernel)), RANKJAX_DISK_CACHE="0")
-    want = sorted([holdout, "_selection"])
+    row count those two again (no staging or conversion program of the checks); on raw
+    features a kernel fit compiles its feature map's one program (``learn_and_map``) beside them."""
+    script = COUNTED.replace("KERNEL", str(kernel)).replace("RAW", str(raw))
+    out = run(tmp_path, script, RANKJAX_DISK_CACHE="0")
+    want = sorted([holdout, "_selection"] + (["learn_and_map"] if raw else []))
     assert out == f"{want} {want}", out

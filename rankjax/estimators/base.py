@@ -18,8 +18,9 @@ from ..solvers import MappedModel, is_linear, predict
 from .. import io
 from .._core.cache import use_disk_cache
 from ..kernels.basis import Basis
-from ..kernels.feature_map import learn_feature_map
-from .._core.checks import (Segments, check_count, check_matrix, check_targets, is_int, segment_ids)
+from ..kernels.feature_map import learn_and_map
+from .._core.checks import (Segments, check_count, check_matrix, check_targets, is_int, max_abs,
+                            segment_ids)
 from ..graphs.build import query_graph
 from .._core.sparse import as_dense, is_bcoo, is_scipy_sparse, is_sparse
 from ..io.groups import qid_from_sizes
@@ -254,20 +255,22 @@ class Ranker(_Base):
         if option is None or kernel in (None, "linear") or isinstance(kernel, _kernels.Kernel):
             self.feature_map_ = None
             return X
-        X = as_dense(X)
-        fmap = learn_feature_map(X)
-        self.feature_map_ = fmap if bool(fmap.log.any()) else None   # None: LETOR's [0, 1]
-        return X if self.feature_map_ is None else fmap(X)
+        self.feature_map_ = None
+        if max_abs(X) <= 1:                   # LETOR's [0, 1]: no column to map, no program
+            return X
+        fmap, mapped = learn_and_map(as_dense(X))
+        if np.asarray(fmap.log).any():
+            self.feature_map_ = fmap
+        return X if self.feature_map_ is None else mapped
 
     def _eval_data(self, eval_set, eval_qid, eval_group):
-        """``(X_valid, y_valid, seg_valid)`` of a LightGBM/XGBoost-style evaluation set, on
-        the training rows' feature map."""
+        """``(X_valid, y_valid, seg_valid)`` of an evaluation set (the training map's)."""
         (Xv, yv), eval_qid, eval_group = one_eval_set(eval_set, eval_qid, eval_group)
         Xv, yv, segv = self._inputs(Xv, yv, eval_qid, fit=False, need_model=False,
                                     group=eval_group, query_args=("eval_qid", "eval_group"),
                                     need_queries=True)[:3]
         fmap = getattr(self, "feature_map_", None)
-        return (Xv if fmap is None else fmap(as_dense(Xv))), yv, segv
+        return Xv if fmap is None else fmap(as_dense(Xv)), yv, segv
 
     def _eval_sequence(self, scores, yv, segv):
         """Scores ``[T, m_v]`` of the ``T`` successive models (rounds, components, ...) on

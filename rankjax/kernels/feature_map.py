@@ -30,7 +30,7 @@ from .._core.checks import check_matrix
 from .._core.sparse import as_dense
 from .._core.types import saveable
 
-__all__ = ["FeatureMap", "learn_feature_map", "log_scale"]
+__all__ = ["FeatureMap", "learn_feature_map", "learn_and_map", "log_scale"]
 
 
 SKEW = 1.0
@@ -59,8 +59,12 @@ class FeatureMap(NamedTuple):
     log: jax.Array
 
     def __call__(self, X):
-        X = jnp.asarray(X)
-        return jnp.where(self.log, log_scale(X), X)
+        return _apply(self.log, jnp.asarray(X))
+
+
+@jax.jit
+def _apply(log, X):
+    return jnp.where(log, log_scale(X), X)
 
 
 def _skew(X):
@@ -85,6 +89,15 @@ def learn_feature_map(X) -> FeatureMap:
     return _learn(as_dense(check_matrix(X)))
 
 
-@jax.jit
-def _learn(X):
+def _columns(X):
     return FeatureMap((jnp.max(jnp.abs(X), axis=0) > 1) & (_skew(X) > SKEW))
+
+
+_learn = jax.jit(_columns)
+
+
+@jax.jit
+def learn_and_map(X):
+    """``(map, map(X))`` of checked dense rows ``X``: one program (the estimators' fit)."""
+    fm = _columns(X)
+    return fm, jnp.where(fm.log, log_scale(X), X)
