@@ -252,10 +252,9 @@ class Ranker(_Base):
         if option not in ("auto", None):
             raise ValueError(f"feature_map must be 'auto' or None, got {option!r}")
         kernel = getattr(self, "kernel", None)
-        if option is None or kernel in (None, "linear") or isinstance(kernel, _kernels.Kernel):
-            self.feature_map_ = None
-            return X
         self.feature_map_ = None
+        if option is None or kernel in (None, "linear") or isinstance(kernel, _kernels.Kernel):
+            return X
         if max_abs(X) <= 1:                   # LETOR's [0, 1]: no column to map, no program
             return X
         fmap, mapped = learn_and_map(as_dense(X))

@@ -100,4 +100,4 @@ _learn = jax.jit(_columns)
 def learn_and_map(X):
     """``(map, map(X))`` of checked dense rows ``X``: one program (the estimators' fit)."""
     fm = _columns(X)
-    return fm, jnp.where(fm.log, log_scale(X), X)
+    return fm, _apply(fm.log, X)
