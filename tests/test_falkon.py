@@ -118,6 +118,27 @@ def test_kmeanspp_basis_is_distinct_and_covers_the_data():
         _nystrom.nystrom_basis(X, 4, method="kmeans++")
 
 
+
+def test_kmeanspp_above_its_row_cap_draws_from_a_uniform_sample(monkeypatch):
+    """Above KMEANS_ROWS * b rows the seeding runs on a uniform sample of that many rows
+    (its cost stops growing with m): the chosen rows are rows of that sample, distinct,
+    in range, and the same for the same seed; the estimators' automatic basis is drawn
+    this way."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(500, 3))
+    k = rj.gaussian_kernel(0.5)
+    seen = []
+    core = _nystrom._kmeanspp_core
+    monkeypatch.setattr(_nystrom, "_kmeanspp_core", lambda X, *a: seen.append(X.shape) or core(X, *a))
+    monkeypatch.setattr(_nystrom, "KMEANS_ROWS", 4)
+    b = _nystrom.nystrom_basis(X, 10, kernel=k, method="kmeans++", seed=7)
+    pool = np.sort(np.random.default_rng(7).choice(500, 40, replace=False))
+    assert seen == [(40, 3)]
+    assert np.unique(b).size == 10 and np.all(np.isin(b, pool))
+    assert np.array_equal(b, _nystrom.nystrom_basis(X, 10, kernel=k, method="kmeans++", seed=7))
+    from rankjax.estimators.base import basis_spec, auto_basis_size
+    assert basis_spec("auto", "gaussian", 6000) == rj.Basis(auto_basis_size(6000), method="kmeans++")
+
 def test_holdout_nystrom_new_gamma_or_basis_in_bucket_compiles_nothing():
     d, g = _data(30, seed=5)
     folds = rj.make_folds(g)

@@ -134,8 +134,8 @@ AUTO_BASIS_SIZE = 1000
 
 def auto_basis_size(m: int) -> int:
     """The basis rows of ``basis="auto"`` on ``m`` training rows (above
-    :data:`AUTO_BASIS_ROWS`): ``min(m, max(AUTO_BASIS_SIZE, sqrt(m)))``, never fewer as
-    ``m`` grows (the basis a given accuracy needs grows with the data, about as
+    :data:`AUTO_BASIS_ROWS`, drawn by kernel k-means++ seeding): ``min(m, max(AUTO_BASIS_SIZE,
+    sqrt(m)))``, never fewer as ``m`` grows (the basis a given accuracy needs grows with the data, about as
     ``sqrt(m)``: Rudi, Camoriano and Rosasco 2015), and small enough that a 4 γ x 13 λ
     ``RankRLSCV`` at 10^6 rows runs within 10 minutes on a 2-core CPU
     (``benchmarks/bench_million.py``). A smaller basis is the user's choice (``basis=``).
@@ -155,7 +155,7 @@ def basis_spec(basis, kernel, m: int, seed: int = 0, verbose: int = 0):
     out = _basis_spec(basis, kernel, m, seed)
     if out is not None and basis == "auto":
         _log.info(verbose, "basis: %d of %d rows (basis='auto': more than %d rows, "
-                  "max(%d, sqrt(m)) rows)", out.size, m, AUTO_BASIS_ROWS, AUTO_BASIS_SIZE)
+                  "max(%d, sqrt(m)) rows, kmeans++)", out.size, m, AUTO_BASIS_ROWS, AUTO_BASIS_SIZE)
     elif out is None and basis == "auto" and kernel not in (None, "linear"):
         _log.info(verbose, "exact kernel (basis='auto': %d rows, at most %d)", m,
                   AUTO_BASIS_ROWS)
@@ -170,7 +170,7 @@ def _basis_spec(basis, kernel, m, seed):
     if isinstance(basis, Basis):
         return basis
     if basis == "auto":
-        return Basis(auto_basis_size(m), seed=seed) if m > AUTO_BASIS_ROWS else None
+        return Basis(auto_basis_size(m), method="kmeans++", seed=seed) if m > AUTO_BASIS_ROWS else None
     if basis is None:
         return None
     if not is_int(basis) or basis < 1:

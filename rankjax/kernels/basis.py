@@ -10,7 +10,10 @@ depends on how well the ``b`` basis rows cover the data in the kernel's feature 
   kernel's feature space): each next row is drawn with probability proportional to
   its squared feature-space distance ``k(x,x) + k(c,c) - 2 k(x,c)`` to the nearest
   row chosen so far, so the basis spreads over the data instead of piling up where the
-  rows are dense. O(m n b) work in one ``lax.fori_loop``.
+  rows are dense. O(m n b) work in one ``lax.fori_loop``, on at most
+  :data:`KMEANS_ROWS` ``x b`` rows: above that, on a uniform sample of them (the seeding
+  covers the sample's regions, and its cost stops growing with ``m``: at 10^6 rows a
+  basis of 1,000 is drawn from 64,000).
 
 Basis sizes are padded to a few buckets (:func:`rankjax._core.segments.padded_size`, at most
 25 % padding) with masked rows whose features are exactly zero, so a new basis size in
@@ -37,9 +40,13 @@ from .._core.segments import padded_size
 from .._core.sparse import as_dense
 from .._core.types import saveable
 
-__all__ = ["BASIS_METHODS", "Basis", "nystrom_basis"]
+__all__ = ["BASIS_METHODS", "KMEANS_ROWS", "Basis", "nystrom_basis"]
 
 BASIS_METHODS = ("uniform", "kmeans++")
+
+KMEANS_ROWS = 64
+"""``"kmeans++"`` draws a basis of ``b`` rows from at most ``KMEANS_ROWS * b`` rows (a
+uniform sample above that)."""
 
 
 @timed
@@ -75,11 +82,16 @@ def nystrom_basis(X, size: int, *, kernel: Optional[Kernel] = None, method: str 
         return np.sort(np.random.default_rng(check_seed(seed)).choice(m, int(size), replace=False))
     if not isinstance(kernel, Kernel):
         raise TypeError(f"method='kmeans++' needs kernel=, a rankjax Kernel; got {kernel!r}")
+    pool = np.arange(m)
+    if m > KMEANS_ROWS * size:
+        pool = np.sort(np.random.default_rng(check_seed(seed)).choice(
+            m, KMEANS_ROWS * int(size), replace=False))
+        X = X[pool]
     Xd = jnp.asarray(as_dense(X))
     idx = _kmeanspp_core(Xd, kernel, jax.random.PRNGKey(int(seed) % (1 << 31)), int(size))
     if not is_concrete(idx):                  # drawn from traced rows: the indices stay traced
-        return jnp.sort(idx)
-    return np.sort(np.asarray(idx).astype(np.int64))
+        return jnp.sort(jnp.asarray(pool)[idx])
+    return np.sort(pool[np.asarray(idx)].astype(np.int64))
 
 
 @partial(jax.jit, static_argnames="size")
