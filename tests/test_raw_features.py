@@ -32,16 +32,19 @@ def test_the_generator_ships_raw_heavy_tailed_columns(web):
 
 
 def test_the_map_logs_exactly_the_heavy_tailed_columns_beyond_one():
-    """Log scale on the columns that leave [-1, 1] with skewness above 1 (numpy's moment
-    formula), the rest unchanged: LETOR's [0, 1] features and symmetric columns of any
-    range come back bit for bit."""
-    from scipy.stats import skew
+    """Log scale on the columns that leave [-1, 1] with |skewness| above 1 or excess
+    kurtosis above 3 (scipy's moment formulas): right- and left-skewed counts and
+    two-sided heavy tails; the rest unchanged: LETOR's [0, 1] features and light-tailed
+    symmetric columns of any range come back bit for bit."""
+    from scipy.stats import kurtosis, skew
     rng = np.random.default_rng(0)
     X = np.c_[rng.lognormal(3, 2, 300), rng.random(300), rng.normal(0, 5, 300),
               np.where(rng.random(300) < 0.6, 0, rng.pareto(1.2, 300) * 100),
-              rng.random(300) ** 8, np.full(300, 7.0)]
-    want = (np.abs(X).max(0) > 1) & (np.nan_to_num(skew(X, axis=0)) > 1)
-    assert want.tolist() == [True, False, False, True, False, False]
+              rng.random(300) ** 8, np.full(300, 7.0), -rng.lognormal(3, 2, 300),
+              rng.standard_t(2, 300) * 1e4, rng.uniform(-1e6, 1e6, 300)]
+    s, k = np.nan_to_num(skew(X, axis=0)), np.nan_to_num(kurtosis(X, axis=0))
+    want = (np.abs(X).max(0) > 1) & ((np.abs(s) > 1) | (k > 3))
+    assert want.tolist() == [True, False, False, True, False, False, True, True, False]
     fm = learn_feature_map(X)
     assert np.asarray(fm.log).tolist() == want.tolist()
     np.testing.assert_allclose(np.asarray(fm(X)), np.where(want, np.sign(X) * np.log1p(np.abs(X)), X),
@@ -165,6 +168,35 @@ def test_features_in_the_unit_interval_fit_exactly_as_without_the_map():
         X, d.y, qid=d.qid)
     assert a.feature_map_ is None and type(a.model_) is type(b.model_)
     np.testing.assert_array_equal(a.predict(X), b.predict(X))
+
+
+def test_what_a_kernel_cannot_see_is_said_where_the_fit_was_called(web):
+    """feature_map=None on heavy-tailed columns beyond [-1, 1]: a warning names the cause
+    and the remedy; a column whose spread the kernel's dtype cannot resolve beside the
+    others (a uniform one, not heavy-tailed, so not mapped): a warning after the map too;
+    the map's own output on the same raw data and [0, 1] features: no warning. Reported at
+    the caller's line."""
+    tr, _ = web
+    X, y, q = tr.X[:300], tr.y[:300], tr.qid[:300]
+    with pytest.warns(RuntimeWarning, match="feature_map='auto'") as rec:
+        estimators.RankRLS(kernel="gaussian", feature_map=None).fit(X, y, qid=q)
+    assert rec[0].filename == __file__
+    wide = np.c_[np.random.default_rng(0).uniform(-1e9, 1e9, 300), np.random.default_rng(1).random((300, 4))]
+    for make in (estimators.RankRLS, estimators.RankRLSCV):
+        with pytest.warns(RuntimeWarning, match="column 0's spread .* StandardScaler") as rec:
+            make(kernel="gaussian").fit(wide, y, qid=q)
+        assert rec[0].filename == __file__, make
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        estimators.RankRLS(kernel="gaussian").fit(X, y, qid=q)
+        estimators.RankRLS(kernel="gaussian").fit(np.clip(X / 1e3, 0, 1), y, qid=q)
+    from rankjax.kernels.feature_map import warn_unresolved
+    for dtype, quiet, loud in ((np.float32, 2e3, 4e3), (np.float64, 6e7, 7e7)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            warn_unresolved(np.array([quiet, 1.0, 1.0, 0.0], dtype))     # constant columns: ignored
+        with pytest.warns(RuntimeWarning, match=f"in {np.dtype(dtype).name}"):
+            warn_unresolved(np.array([loud, 1.0, 1.0, 0.0], dtype))
 
 
 BAD_INPUT = {}

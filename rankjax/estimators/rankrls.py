@@ -42,8 +42,9 @@ class RankRLS(Ranker):
         :class:`rankjax.Kernel`; gamma, degree, coef0 its parameters.
       basis: ``"auto"`` (exact kernel up to :data:`AUTO_BASIS_ROWS` rows, above it a
         Nyström basis of :data:`AUTO_BASIS_SIZE` rows, ``sqrt(m)`` above 10^6 rows,
-        never fewer as rows grow: :func:`auto_basis_size`; drawn by kernel k-means++), ``None`` (always exact) or the
-        number of basis rows of the Nyström approximation, or a :class:`rankjax.Basis`
+        never fewer as rows grow: :func:`auto_basis_size`; drawn by kernel k-means++),
+        ``None`` (always exact) or the number of basis rows of the Nyström
+        approximation, or a :class:`rankjax.Basis`
         (size or rows, ``method="kmeans++"``, seed).
       max_iter, tol, early_stopping_rounds: the CG loop of ``"cg"`` and ``"falkon"``
         (``tol=None``: the dtype's default; with an ``eval_set`` the iterate of the best

@@ -14,29 +14,39 @@ Chosen by test NDCG@10 of ``RankRLSCV(kernel="gaussian")`` (:func:`rankjax.make_
 quantile map to normal 0.8327, ``sign(x) log(1 + |x|)`` on every column 0.8377, on the
 columns beyond ``[-1, 1]`` 0.8433, on those of them with skewness above 1 0.8463 (LightGBM
 at its defaults 0.8376, the linear model 0.7748); a log scale in units of each column's
-median with every column standardized 0.7694. The skewness keeps symmetric columns as they
-are: on :func:`rankjax.make_ranking_data` (features about ``[-1.5, 2.5]``, not skewed) the
-log scale on every column beyond ``[-1, 1]`` fell from 0.9214 to 0.9000; this map leaves
-them, and LETOR's normalised features in ``[0, 1]``, exactly as they are.
+median with every column standardized 0.7694. Heavy tails on either side count (a
+negated count, a difference of counts: ``|skewness| > 1`` or excess kurtosis above 3,
+which on these sets picks the same columns). The moments keep light-tailed symmetric
+columns as they are: on :func:`rankjax.make_ranking_data` (features about ``[-1.5, 2.5]``,
+not skewed) the log scale on every column beyond ``[-1, 1]`` fell from 0.9214 to 0.9000;
+this map leaves them, and LETOR's normalised features in ``[0, 1]``, exactly as they are.
 """
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._core.checks import check_matrix
 from .._core.sparse import as_dense
 from .._core.types import saveable
 
-__all__ = ["FeatureMap", "learn_feature_map", "learn_and_map", "log_scale"]
+__all__ = ["FeatureMap", "learn_feature_map", "learn_and_map", "log_scale", "spreads",
+           "warn_unresolved"]
 
 
 SKEW = 1.0
-"""A column beyond ``[-1, 1]`` goes on the log scale when its skewness on the training rows
-is above this (a Poisson count of mean 2: 0.7; a log-normal of σ = 1: 6.2; a uniform or
-normal column: 0)."""
+"""A column beyond ``[-1, 1]`` goes on the log scale when the size of its skewness on the
+training rows is above this (a Poisson count of mean 2: 0.7; a log-normal of σ = 1: 6.2;
+a uniform or normal column: 0), either sign: a negated count is as heavy-tailed."""
+
+KURTOSIS = 3.0
+"""... or when its excess kurtosis is above this (tails heavier than Laplace's, 3: two-sided
+heavy tails such as a difference of counts, whose skewness is about 0; a normal column 0,
+a uniform -1.2)."""
 
 
 def log_scale(X):
@@ -67,18 +77,20 @@ def _apply(log, X):
     return jnp.where(log, log_scale(X), X)
 
 
-def _skew(X):
-    """Per-column skewness of ``X [m, n]`` (0 on constant columns)."""
+def _moments(X):
+    """Per-column skewness and excess kurtosis of ``X [m, n]`` (0 and -3 on constant
+    columns), numpy's moment formulas."""
     c = X - jnp.mean(X, axis=0)
     sd = jnp.sqrt(jnp.mean(c * c, axis=0))
     z = c / jnp.where(sd > 0, sd, 1)
-    return jnp.mean(z * z * z, axis=0)
+    z2 = z * z
+    return jnp.mean(z2 * z, axis=0), jnp.mean(z2 * z2, axis=0) - 3
 
 
 def learn_feature_map(X) -> FeatureMap:
     """The :class:`FeatureMap` of the training rows ``X [m, n]`` (finite; dense or BCOO): the
-    columns whose values leave ``[-1, 1]`` and whose skewness exceeds :data:`SKEW`; O(m n)
-    on the device.
+    columns whose values leave ``[-1, 1]`` and are heavy-tailed (``|skewness| >`` :data:`SKEW`
+    or excess kurtosis ``>`` :data:`KURTOSIS`); O(m n) on the device.
 
     Example:
       >>> import numpy as np
@@ -90,7 +102,8 @@ def learn_feature_map(X) -> FeatureMap:
 
 
 def _columns(X):
-    return FeatureMap((jnp.max(jnp.abs(X), axis=0) > 1) & (_skew(X) > SKEW))
+    skew, kurt = _moments(X)
+    return FeatureMap((jnp.max(jnp.abs(X), axis=0) > 1) & ((jnp.abs(skew) > SKEW) | (kurt > KURTOSIS)))
 
 
 _learn = jax.jit(_columns)
@@ -98,6 +111,51 @@ _learn = jax.jit(_columns)
 
 @jax.jit
 def learn_and_map(X):
-    """``(map, map(X))`` of checked dense rows ``X``: one program (the estimators' fit)."""
+    """``(map, map(X), spreads)`` of checked dense rows ``X``: one program (the estimators'
+    fit); ``spreads`` ``[n]`` the mapped columns' standard deviations."""
     fm = _columns(X)
-    return fm, _apply(fm.log, X)
+    mapped = _apply(fm.log, X)
+    return fm, mapped, jnp.std(mapped, axis=0)
+
+
+spreads = jax.jit(lambda X: jnp.std(X, axis=0))
+"""``[n]`` the columns' standard deviations of dense rows ``X [m, n]``."""
+
+
+def warn_unresolved(spread, unmapped=None) -> None:
+    """Warns (``RuntimeWarning``) where a Gaussian kernel cannot see the columns: when the
+    widest column's spread is so far beyond the median column's that the kernel in the
+    dtype of ``spread`` cannot resolve the typical column beside it (squared distances
+    keep about ``eps`` of their size, so a column whose variance is below ``eps`` times
+    the widest's adds nothing: float32 a spread ratio above 2,900, float64 6.7e7); and,
+    for the features as given (``unmapped``: the ``[n]`` columns the map would put on the
+    log scale, ``feature_map=None``), when heavy-tailed columns leave ``[-1, 1]``, whose
+    few largest values then decide every distance (the kernel nearly 0 or 1).
+
+    Example:
+      >>> import warnings, numpy as np
+      >>> with warnings.catch_warnings(record=True) as w:
+      ...     warnings.simplefilter("always")
+      ...     warn_unresolved(np.array([1e5, 1.0, 2.0], np.float32))
+      >>> "column 0" in str(w[0].message)
+      True
+    """
+    s = np.asarray(spread)
+    if unmapped is not None and np.asarray(unmapped).any():
+        cols = np.flatnonzero(np.asarray(unmapped))
+        _warn(f"feature_map=None on {cols.size} heavy-tailed columns beyond [-1, 1] (column "
+              f"{cols[0]} first): their few largest values decide every distance of a Gaussian "
+              "kernel (its values nearly 0 or 1); feature_map='auto' puts them on the scale "
+              "sign(x) log(1 + |x|)")
+    live = s[s > 0]
+    if live.size < 2:
+        return
+    j, ratio = int(np.argmax(s)), float(live.max() / np.median(live))
+    if ratio > 1 / np.sqrt(np.finfo(s.dtype).eps):
+        _warn(f"column {j}'s spread (standard deviation {s[j]:.3g}) is {ratio:.3g} times the "
+              f"median column's: a Gaussian kernel in {s.dtype} cannot resolve the typical "
+              "column beside it; scale the columns (e.g. sklearn's StandardScaler in a Pipeline)")
+
+
+def _warn(message):
+    warnings.warn(message, RuntimeWarning, stacklevel=5)
