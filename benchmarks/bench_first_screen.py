@@ -117,8 +117,7 @@ def web_learners():
             __import__(name.lower())
         except ImportError:
             continue
-        tuned = _tuned(name)
-        out[f"{name} tuned"] = lambda X, y, q, _t=tuned: _t(X, y, q).predict
+        out[f"{name} tuned"] = _tuned(name)                # fit(X, y, q) -> predict
     return out
 
 
