@@ -228,17 +228,23 @@ def test_reader_refuses_huge_dense_and_out_of_range_ids(tmp_path):
         io.normalize_per_query(np.array([[np.nan, 1.0], [0.0, 2.0]]), [0, 0])
 
 
-def test_every_model_type_round_trips(tmp_path):
-    import jax
+def _every_model():
+    """``(data, [one model or path of every type])``, the precomputed-kernel ones scoring
+    a test kernel ``[m_test, m]``, the rest features ``[m_test, n]``."""
     import rankjax as rj
+    from rankjax.solvers import MappedModel, ScaledModel
     d = rj.make_ranking_data(6, num_features=4, seed=0)
     g = rj.query_graph(d.qid)
     K = d.X @ d.X.T
     kern = rj.gaussian_kernel(0.3)
-    models = [
+    nys = rj.fit(rj.Problem(d.X, d.y, g), rj.Nystrom(kern, 8), lam=1.0).value
+    return d, [
         rj.fit(rj.Problem(d.X, d.y, g), rj.Primal(), lam=1.0).value,
         rj.fit(rj.Problem(K, d.y, g, precomputed=True), rj.Dual(), lam=1.0).value,
         rj.fit(rj.Problem(d.X, d.y, g), rj.Dual(kern), lam=1.0).value,
+        nys,
+        ScaledModel(np.array([1.0, 0.5, 2.0, 1.0]), nys),
+        MappedModel(rj.learn_feature_map(d.X * 10), nys),
         rj.path(rj.Problem(d.X, d.y, g), rj.Primal(), lams=[1.0, 2.0]).value,
         rj.path(rj.Problem(K, d.y, g, precomputed=True), rj.Dual(), lams=[1.0]).value,
         rj.path(rj.Problem(d.X, d.y, g), rj.Nystrom(rj.polynomial_kernel(2), 8), lams=[1.0]).value,
@@ -249,6 +255,17 @@ def test_every_model_type_round_trips(tmp_path):
         rj.fit(rj.Problem(d.X, d.y, g), rj.CG(), lam=1.0),
         gp_pairwise_gaussian(K, [0, 1], [1, 2], [1.0, 0.5], noise_var=1.0),
     ]
+
+
+def _takes_kernel(model):
+    import rankjax as rj
+    return isinstance(model, (rj.DualModel, DualPath, KPCModel, PairwiseGP))
+
+
+def test_every_model_type_round_trips(tmp_path):
+    import jax
+    import rankjax as rj
+    d, models = _every_model()
     for i, model in enumerate(models):
         path = tmp_path / f"m{i}.npz"
         io.save_model(path, model, names=["a", "b", "c", "d"])
@@ -256,9 +273,34 @@ def test_every_model_type_round_trips(tmp_path):
         assert type(back) is type(model) and meta == {"names": ["a", "b", "c", "d"]}
         for a, b in zip(jax.tree.leaves(model), jax.tree.leaves(back)):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-        if hasattr(model, "predict") and not isinstance(model, (rj.DualModel, DualPath,
-                                                                 KPCModel, PairwiseGP)):
+        if hasattr(model, "predict") and not _takes_kernel(model):
             np.testing.assert_array_equal(rj.predict(back, d.X), rj.predict(model, d.X))
+
+
+def test_every_model_type_exports_with_a_symbolic_batch():
+    """``jax.export`` of ``predict`` taking the model as an argument, the batch of test rows
+    symbolic: exported, serialized, loaded and run on 7 rows (and on 3), equal to
+    ``predict``. Kernel models score a symbolic batch in row blocks."""
+    pytest.importorskip("flatbuffers")
+    import jax
+    import jax.numpy as jnp
+    from jax import export
+    import rankjax as rj
+    d, models = _every_model()
+    K = d.X @ d.X.T
+    (b,) = export.symbolic_shape("b")
+    for model in models:
+        if not hasattr(model, "predict"):
+            continue
+        T = K if _takes_kernel(model) else d.X
+        spec = jax.ShapeDtypeStruct((b, T.shape[1]), jnp.asarray(T).dtype)
+        exp = export.export(jax.jit(lambda m, X: rj.predict(m, X)))(model, spec)
+        back = export.deserialize(exp.serialize())
+        for rows in (7, 3):
+            want = np.asarray(rj.predict(model, T[:rows]))
+            got = np.asarray(back.call(model, jnp.asarray(T[:rows])))
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6 * max(1.0, np.abs(want).max()),
+                                       err_msg=type(model).__name__)
 
 
 def test_vectorised_reader_equals_scikit_learn_on_ragged_sparse_files(tmp_path):

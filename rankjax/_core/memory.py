@@ -57,7 +57,10 @@ def available_memory() -> int:
 def check_memory(need: float, what: str, alternatives: str) -> None:
     """Refuses up front (:class:`MemoryPlanError`) when ``need`` bytes, planned from the
     shapes, exceed 90 % of :func:`available_memory`: the message names the figure and
-    what to use instead."""
+    what to use instead. A symbolic shape (``jax.export``'s batch) plans nothing: its
+    size is the caller's."""
+    if not isinstance(need, (int, float, np.integer, np.floating)):
+        return
     avail = available_memory()
     if need > 0.9 * avail:
         raise MemoryPlanError(f"{what} needs about {need / 2**30:.3g} GiB but "

@@ -5,6 +5,8 @@ model types that model files are decoded through (each type registers where it i
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import Any, Dict, Optional, Protocol, Tuple, runtime_checkable
 
 
@@ -57,11 +59,38 @@ MODEL_TYPES: Dict[str, type] = {}
 
 def register_model_types(*types: type) -> None:
     """Adds NamedTuple / dataclass types to :data:`MODEL_TYPES` (a type must be registered
-    before a file holding it is loaded: :func:`saveable` registers it where it is defined)."""
+    before a file holding it is loaded: :func:`saveable` registers it where it is defined),
+    and to ``jax.export``'s pytree serialization (as ``rankjax.<name>``), so that a
+    function taking a model as an argument exports, serializes and loads."""
     for t in types:
         if not isinstance(t, type):
             raise TypeError(f"a model type must be a class, got {t!r}")
+        if MODEL_TYPES.get(t.__name__) is not t:
+            _exportable(t)
         MODEL_TYPES[t.__name__] = t
+
+
+def _exportable(t: type) -> None:
+    """Registers ``t`` with ``jax.export``: a NamedTuple by its fields, a dataclass pytree
+    with its static fields (strings, numbers, tuples of them) as JSON. A class that is no
+    pytree (a description such as ``Basis``: a leaf) or whose name another class holds
+    already is left out."""
+    from jax import export
+    name = f"rankjax.{t.__name__}"
+    try:
+        if issubclass(t, tuple) and hasattr(t, "_fields"):
+            export.register_namedtuple_serialization(t, serialized_name=name)
+        elif dataclasses.is_dataclass(t):
+            export.register_pytree_node_serialization(
+                t, serialized_name=name, serialize_auxdata=lambda aux: json.dumps(aux).encode(),
+                deserialize_auxdata=lambda b: _tuples(json.loads(b.decode())))
+    except ValueError:
+        pass
+
+
+def _tuples(v):
+    """JSON's lists back to the tuples they were (static fields are hashable)."""
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
 
 
 def model_type(name: str) -> type:

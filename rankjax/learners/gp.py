@@ -79,6 +79,8 @@ def _check_test(model, K, name):
     if not isinstance(model, PairwiseGP):
         raise TypeError(f"model must be a PairwiseGP, got {type(model).__name__}")
     K = check_matrix(K, name)
+    if not is_concrete(model.head):             # a traced model (its caller's jit): unchecked
+        return K
     top = int(max(np.max(np.asarray(model.head)), np.max(np.asarray(model.tail)))) + 1
     if K.shape[1] < top:
         raise ValueError(f"{name} has {K.shape[1]} columns but the model compares "

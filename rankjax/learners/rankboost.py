@@ -24,7 +24,7 @@ import numpy as np
 from jax import lax
 
 from .._core.log import begin, check_verbose, loop_step
-from .._core.checks import (check_count, check_flag, check_matrix, require_concrete)
+from .._core.checks import (check_count, check_flag, check_matrix, is_concrete, require_concrete)
 from .._core.host import device_array
 from .ranksvm import rank_levels
 from .._core.segments import bucket, seg_scan
@@ -184,7 +184,8 @@ def rankboost_predict(model: RankBoostModel, X, *, staged: bool = False):
         if X.shape[1] != model.num_features:
             raise ValueError(f"X has {X.shape[1]} features but the model was trained on "
                              f"{model.num_features}")
-    used = int(np.max(np.asarray(model.feature))) + 1 if model.feature.size else 0
+    used = (int(np.max(np.asarray(model.feature))) + 1 if model.feature.size else 0) if is_concrete(
+        model.feature) else 0                   # a traced model (its caller's jit): unchecked
     if X.shape[1] < used:
         raise ValueError(f"X has {X.shape[1]} features but the model uses feature {used - 1}")
     return _boost_scores(model, X, check_flag(staged, "staged"))

@@ -85,9 +85,10 @@ def _kernel_scores(kernel, X, rows, coef, block_size):
     X = check_test_matrix(X, rows.shape[1])
     m1, m2 = X.shape[0], rows.shape[0]
     item = jnp.dtype(jnp.result_type(X.dtype, rows.dtype)).itemsize
-    if block_size is None and m1 * m2 * item > SCORE_BLOCK_BYTES:
+    known = isinstance(m1, int)                 # else a symbolic batch (jax.export): blocks
+    if block_size is None and (not known or m1 * m2 * item > SCORE_BLOCK_BYTES):
         block_size = max(1, SCORE_BLOCK_BYTES // (m2 * item))
-    if block_size is None or block_size >= m1:
+    if block_size is None or (known and block_size >= m1):
         return linear_scores(kernel_matrix(kernel, X, rows), coef)
     check_kernel(kernel)
     return _scores_in_blocks(kernel, as_dense(X), jnp.asarray(rows), coef, int(block_size))
