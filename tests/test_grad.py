@@ -83,3 +83,29 @@ def test_early_stopping_result_is_unchanged(prob):
     assert best >= 1 and best == int(np.nanargmin(hist))
     rerun = rj.fit(rj.Problem(d.X, d.y, g), rj.CG(tol=0.0, max_iter=best), lam=0.0).value.weights
     np.testing.assert_allclose(r.value.weights, rerun, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("verb", ["holdout", "path"])
+@pytest.mark.parametrize("make", [lambda k: rj.Nystrom(k, 50), lambda k: rj.Dual(k),
+                                  lambda k: rj.Nystrom(k, 48)], ids=["nystrom-padded", "dual", "nystrom"])
+def test_grad_in_log_gamma_through_holdout_and_path_eagerly_and_under_jit(verb, make):
+    """``jax.grad`` of hold-out predictions and of a path's predictions in log γ: finite and
+    equal to central differences, eagerly and under ``jit``, with a basis of 50 rows padded
+    to its bucket (the padded columns are exact zeros: repeated eigenvalues, whose generic
+    eigenvector derivative is 0/0) and with the dual solver (its spectrum check on the host
+    skips the tangents)."""
+    d = rj.make_ranking_data(30, num_features=5, seed=0)
+    p = rj.Problem(d.X, d.y, rj.query_graph(d.qid))
+    lams = jnp.array([0.5, 2.0])
+
+    def f(lg):
+        s = make(rj.gaussian_kernel(jnp.exp(lg)))
+        out = (rj.holdout(p, s, lams=lams).value.predictions if verb == "holdout"
+               else rj.path(p, s, lams=lams).value.predict(d.X))
+        return jnp.sum(out ** 2)
+
+    x = jnp.log(0.3)
+    fd = _fd(lambda v: float(f(v)), float(x))
+    for g in (jax.grad(f), jax.jit(jax.grad(f))):
+        got = float(g(x))
+        assert np.isfinite(got) and got == pytest.approx(fd, rel=1e-5, abs=1e-6 * abs(fd))

@@ -359,8 +359,8 @@ def check_spectrum(flags, lams, where, name="K"):
     :class:`UnresolvedLambdaWarning` naming the λ below the dtype's floor (NaN lanes,
     :data:`rankjax.solvers.ridge.RESOLVE_RTOL`)."""
     psd, low, high, floor = flags
-    if not is_concrete(psd):
-        return
+    if not all(is_concrete(v) for v in (psd, low, high, floor, lams)):
+        return                          # under a trace (jit, or grad's tangents): unchecked
     if not bool(psd):
         raise ValueError(f"{name} is not positive semidefinite: its system has the eigenvalue "
                          f"{float(low):.3g} against a largest {float(high):.3g} (beyond "
