@@ -56,6 +56,7 @@ from .solvers.lpo import (LeavePairOut as LeavePairOut, differing_pairs as diffe
                           lpo_cindex as lpo_cindex, positive_negative_pairs as positive_negative_pairs)
 from .solvers.models import (DualModel as DualModel, KernelModel as KernelModel,
                              LinearModel as LinearModel, MappedModel as MappedModel,
+                             ScaledModel as ScaledModel,
                              NystromModel as NystromModel, predict as predict)
 from .solvers.nystrom import Nystrom as Nystrom
 from .solvers.primal import Primal as Primal
@@ -71,7 +72,7 @@ __all__ = [
     "Problem", "AbstractSolver", "Primal", "Dual", "Nystrom", "CG", "Falkon", "Auto", "Basis",
     "fit", "path", "holdout", "select", "capabilities", "Solution", "RESULTS",
     "LeavePairOut", "Folds", "make_folds", "Selection", "UnresolvedLambdaWarning",
-    "LinearModel", "DualModel", "KernelModel", "NystromModel", "MappedModel", "predict",
+    "LinearModel", "DualModel", "KernelModel", "NystromModel", "MappedModel", "ScaledModel", "predict",
     # queries and preference graphs
     "Segments", "segment_ids", "QueryGraph", "PreferenceGraph", "IdentityGraph",
     "query_graph", "preference_graph", "global_graph", "identity_graph", "pairs_from_scores",

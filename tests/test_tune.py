@@ -372,3 +372,44 @@ tables are test_solvers.py's)."""
 
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)
 test_internal_bad_input = surface_test(INTERNAL_INPUT)
+
+
+@pytest.mark.parametrize("make", [lambda: rj.Primal(), lambda: rj.Dual(rj.gaussian_kernel(0.5)),
+                                  lambda: rj.Nystrom(rj.gaussian_kernel(0.5), 12)],
+                         ids=["primal", "dual", "nystrom"])
+def test_tune_with_ard_returns_what_it_learned(prob, make):
+    """With ``ard=True`` the result holds the scales, a solver ready to fit and the model fit
+    on every row: the hold-out loss of ``r.solver`` at ``r.lam`` on the rows ``X * r.scales``
+    is the loss ``tune`` reports last, and ``r.model`` is that solver's fit on those rows
+    (the scales in it: a ScaledModel, or a linear model's weights on the given columns)."""
+    d, g, folds = prob
+    r = rj.tune(rj.Problem(d.X, d.y, g), make(), lam=3.0, steps=8, ard=True, folds=folds)
+    assert r.scales.shape == (d.X.shape[1],) and not np.allclose(r.scales, 1.0)
+    scaled = rj.Problem(d.X * r.scales, d.y, g)
+    h = rj.holdout(scaled, r.solver, lams=[r.lam], folds=folds).value.predictions[0]
+    want = float((d.y - h) @ g.mv(d.y - h)) / d.X.shape[0]        # cv_loss: per row
+    assert r.loss_history[-1] == pytest.approx(want, rel=1e-8)
+    refit = rj.predict(rj.fit(scaled, r.solver, lam=r.lam).value, d.X * r.scales)
+    np.testing.assert_allclose(rj.predict(r.model, d.X), refit, rtol=1e-8,
+                               atol=1e-10 * np.abs(refit).max())
+    assert isinstance(r.model, rj.LinearModel if make().tuned_kernel() is None else rj.ScaledModel)
+    plain = rj.tune(rj.Problem(d.X, d.y, g), make(), lam=3.0, steps=2, folds=folds)
+    assert plain.scales is None
+    np.testing.assert_allclose(rj.predict(plain.model, d.X),
+                               rj.predict(rj.fit(rj.Problem(d.X, d.y, g), plain.solver,
+                                                 lam=plain.lam).value, d.X), rtol=1e-10)
+
+
+def test_tune_drives_an_optimizer_with_a_line_search(prob):
+    """optax's L-BFGS (a GradientTransformationExtraArgs: its line search takes the value, the
+    gradient and the objective) runs and converges: the loss falls and the last steps
+    barely move it."""
+    optax = pytest.importorskip("optax")
+    d, g, folds = prob
+    r = rj.tune(rj.Problem(d.X, d.y, g), rj.Dual(rj.gaussian_kernel(1.0)), lam=30.0, steps=30,
+                folds=folds, optimizer=optax.lbfgs())
+    assert np.all(np.isfinite(r.loss_history)) and r.loss_history[-1] < r.loss_history[0]
+    grid = rj.tune(rj.Problem(d.X, d.y, g), rj.Dual(rj.gaussian_kernel(1.0)), lam=30.0, steps=200,
+                   folds=folds)
+    assert r.loss_history[-1] <= grid.loss_history.min() * (1 + 1e-6)
+    assert abs(r.loss_history[-1] - r.loss_history[-5]) <= 1e-6 * r.loss_history[-1]

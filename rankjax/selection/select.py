@@ -30,8 +30,8 @@ from ..metrics.choice import Selection, select_lambda, selection_ahead
 from ..metrics.graded import ndcg
 from ..metrics.pairs import check_metric_options, metric_sign
 from ..solvers.base import AbstractSolver, check_call, dense_rows
-from ..solvers.models import LinearModel, ScaledModel, is_linear, scale_rows
-from .tune import checked_data, cv_predictions_at, descend
+from ..solvers.models import ScaledModel, scale_rows
+from .tune import checked_data, cv_predictions_at, descend, learned_model
 
 __all__ = ["select_grid"]
 
@@ -432,9 +432,5 @@ def _refine(grid, point, folds, steps, ard, optimizer):
         return point, r
     host = {k: np.asarray(v) for k, v in params.items()}
     at, lam = solver.at(host), float(np.exp(host["log_lam"]))
-    if "log_scales" not in host:
-        return _Point(at, lam, new, at.fit(p, lam).value), r
-    scales = jnp.exp(jnp.asarray(host["log_scales"], X.dtype))
-    model = at.fit(with_rows(p, scale_rows(dense_rows(p), scales)), lam).value
-    model = LinearModel(model.weights * scales) if is_linear(model) else ScaledModel(scales, model)
-    return _Point(at, lam, new, model), r
+    scales = jnp.exp(jnp.asarray(host["log_scales"], X.dtype)) if "log_scales" in host else None
+    return _Point(at, lam, new, learned_model(p, at, lam, scales)), r

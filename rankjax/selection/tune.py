@@ -11,7 +11,7 @@ its Cholesky factor has a smooth gradient.
 from __future__ import annotations
 
 from functools import partial
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -24,10 +24,13 @@ from .._core.log import Stages, check_verbose
 from .._core.types import saveable
 from ..graphs.build import pairs_from_scores
 from ..graphs.folds import Folds, resolve_folds
-from ..solvers.base import check_call
+from .._problem import with_rows
+from ..solvers.base import check_call, dense_rows
+from ..solvers.models import LinearModel, ScaledModel, is_linear, scale_rows
 from ..solvers.primal import Primal
 
-__all__ = ["TuneResult", "cv_loss", "cv_predictions", "tune", "LOSSES", "descend", "checked_data"]
+__all__ = ["TuneResult", "cv_loss", "cv_predictions", "tune", "LOSSES", "descend", "checked_data",
+           "learned_model"]
 
 LOSSES = ("squared", "pairwise")
 
@@ -184,7 +187,11 @@ class TuneResult(NamedTuple):
     """Result of :func:`tune`: the final ``params``, ``lam`` and ``kernel`` (``None`` for the
     linear model), the trajectory ``loss_history [steps + 1]`` and ``params_history`` (a
     dict of ``[steps + 1, ...]``), ``decompositions`` (Cholesky factorizations: one per
-    step) and ``solver``, the solver at the final point."""
+    step), ``solver``, the solver at the final point (ready for :func:`rankjax.fit` at
+    ``lam``), ``scales`` the learned per-feature scales ``[n]`` (``ard=True``; the solver
+    then fits the rows ``X * scales``, else None) and ``model``, that fit on every row of
+    the problem (a :class:`~rankjax.ScaledModel` of the scaled rows with ``ard``, a linear
+    model's weights on the given columns; None when the loss ended NaN)."""
 
     params: dict
     lam: float
@@ -193,6 +200,19 @@ class TuneResult(NamedTuple):
     params_history: dict
     decompositions: int
     solver: object = None
+    scales: Optional[np.ndarray] = None
+    model: object = None
+
+
+def learned_model(problem, solver, lam: float, scales=None):
+    """``solver`` (at its learned point) fit at ``lam`` on every row of ``problem``, the rows
+    scaled by ``scales`` ``[n]`` when given: a linear model's weights then carry the scales
+    (:class:`~rankjax.LinearModel` on the given columns), any other model is wrapped in a
+    :class:`~rankjax.ScaledModel`."""
+    if scales is None:
+        return solver.fit(problem, lam).value
+    model = solver.fit(with_rows(problem, scale_rows(dense_rows(problem), scales)), lam).value
+    return LinearModel(model.weights * scales) if is_linear(model) else ScaledModel(scales, model)
 
 
 ADAM = optax.inject_hyperparams(optax.adam)(learning_rate=0.1)
@@ -202,8 +222,13 @@ so a second :func:`tune` with new values compiles nothing."""
 
 @partial(jax.jit, static_argnames=("loss", "optimizer"))
 def _step(params, state, solver, data, folds, objective, *, loss, optimizer):
-    value, grad = jax.value_and_grad(_loss)(params, solver, data, folds, objective, loss)
-    updates, state = optimizer.update(grad, state, params)
+    value_fn = lambda p: _loss(p, solver, data, folds, objective, loss)      # noqa: E731
+    value, grad = jax.value_and_grad(value_fn)(params)
+    if isinstance(optimizer, optax.GradientTransformationExtraArgs):     # line searches (lbfgs)
+        updates, state = optimizer.update(grad, state, params, value=value, grad=grad,
+                                          value_fn=value_fn)
+    else:
+        updates, state = optimizer.update(grad, state, params)
     return optax.apply_updates(params, updates), state, value
 
 
@@ -230,8 +255,10 @@ def tune(problem, solver=Primal(), *, lam: float = 1.0, folds=None, ard: bool = 
       loss: ``"squared"``, ``"pairwise"`` (smooth pairwise error) or a callable
         ``loss(f, y, seg)`` (see :func:`cv_loss`).
       steps: the number of optimizer steps.
-      optimizer: an optax ``GradientTransformation`` (default :data:`ADAM`, Adam at 0.1); the
-        same object again reuses the compiled step.
+      optimizer: an optax ``GradientTransformation`` (default :data:`ADAM`, Adam at 0.1), or
+        a ``GradientTransformationExtraArgs`` such as ``optax.lbfgs()``, which is given the
+        step's ``value``, ``grad`` and ``value_fn`` (its line search); the same object again
+        reuses the compiled step.
       temperature: of the smooth pairwise error.
       centres: with a Nyström solver, also learn the basis points (``params["centres"]``).
       verbose: log the loss every that many steps (0: silent; logger ``"rankjax"``).
@@ -275,8 +302,12 @@ def tune(problem, solver=Primal(), *, lam: float = 1.0, folds=None, ard: bool = 
         per_query = np.bincount(np.asarray(seg)[h])
         w = 1.0 / per_query[np.asarray(seg)[h]]
         pairs = (jnp.asarray(h), jnp.asarray(t), jnp.asarray(w, X.dtype))
-    return descend(params, solver, data, folds, loss=loss, pairs=pairs, temperature=temperature,
-                   steps=steps, optimizer=optimizer, verbose=verbose)
+    r = descend(params, solver, data, folds, loss=loss, pairs=pairs, temperature=temperature,
+                steps=steps, optimizer=optimizer, verbose=verbose)
+    if not np.isfinite(r.loss_history[-1]):
+        return r
+    scales = np.exp(r.params["log_scales"]) if "log_scales" in r.params else None
+    return r._replace(scales=scales, model=learned_model(problem, r.solver, r.lam, scales))
 
 
 def descend(params, solver, data, folds, *, loss="squared", pairs=None, temperature=0.1,

@@ -26,7 +26,7 @@ from typing import ClassVar, Dict, List, Tuple
 import jax
 import numpy as np
 
-from .._core.checks import check_positive, is_concrete
+from .._core.checks import check_positive
 from .._core.sparse import as_dense
 from ..kernels.kernel import Kernel
 
@@ -216,17 +216,6 @@ def feature_rows(problem):
 def dense_rows(problem):
     """The problem's feature rows as a dense array."""
     return as_dense(feature_rows(problem))
-
-
-def kernel_of(solver, linear):
-    """The solver's kernel, or ``linear`` (``rj.linear_kernel()``) when it has none."""
-    k = getattr(solver, "kernel", None)
-    return linear if k is None else k
-
-
-def concrete(*trees) -> bool:
-    """Whether every leaf is concrete (host checks run; under a trace they cannot)."""
-    return all(is_concrete(v) for v in jax.tree.leaves(trees))
 
 
 def check_kernel_arg(kernel, allow_none: bool):
