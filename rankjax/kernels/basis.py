@@ -12,8 +12,8 @@ depends on how well the ``b`` basis rows cover the data in the kernel's feature 
   row chosen so far, so the basis spreads over the data instead of piling up where the
   rows are dense. O(m n b) work in one ``lax.fori_loop``, on at most
   :data:`KMEANS_ROWS` ``x b`` rows: above that, on a uniform sample of them (the seeding
-  covers the sample's regions, and its cost stops growing with ``m``: at 10^6 rows a
-  basis of 1,000 is drawn from 64,000).
+  covers the sample's regions, and its cost, O(KMEANS_ROWS n b^2), stops growing with
+  ``m``).
 
 Basis sizes are padded to a few buckets (:func:`rankjax._core.segments.padded_size`, at most
 25 % padding) with masked rows whose features are exactly zero, so a new basis size in
@@ -44,7 +44,7 @@ __all__ = ["BASIS_METHODS", "KMEANS_ROWS", "Basis", "nystrom_basis"]
 
 BASIS_METHODS = ("uniform", "kmeans++")
 
-KMEANS_ROWS = 64
+KMEANS_ROWS = 16
 """``"kmeans++"`` draws a basis of ``b`` rows from at most ``KMEANS_ROWS * b`` rows (a
 uniform sample above that)."""
 
