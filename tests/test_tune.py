@@ -413,3 +413,21 @@ def test_tune_drives_an_optimizer_with_a_line_search(prob):
                    folds=folds)
     assert r.loss_history[-1] <= grid.loss_history.min() * (1 + 1e-6)
     assert abs(r.loss_history[-1] - r.loss_history[-5]) <= 1e-6 * r.loss_history[-1]
+
+
+def test_a_descent_from_an_unresolved_lambda_starts_where_the_loss_is_finite(prob, monkeypatch):
+    """When the hold-out loss at the grid's λ is not finite (the step's factor fails in the
+    data's dtype), the descent starts at the first of 10, 100, 1000 times λ whose loss is
+    finite; at a finite start nothing moves, and with no finite multiple the start stays."""
+    d, g, folds = prob
+    solver, data = _tune.checked_data(rj.Problem(d.X, d.y, g), rj.Primal(), "tune")
+    true = _tune._loss_core
+    floor = np.log(50.0)                        # λ below 50: the loss "fails"
+    monkeypatch.setattr(_tune, "_loss_core", lambda p, *a, **k: jnp.where(
+        p["log_lam"] < floor, jnp.nan, true(p, *a, **k)))
+    start = {"log_lam": jnp.asarray(np.log(1.0))}
+    assert float(_tune.finite_start(start, solver, data, folds)["log_lam"]) == pytest.approx(np.log(100.0))
+    ok = {"log_lam": jnp.asarray(np.log(60.0))}
+    assert float(_tune.finite_start(ok, solver, data, folds)["log_lam"]) == pytest.approx(np.log(60.0))
+    low = {"log_lam": jnp.asarray(np.log(1e-3))}
+    assert float(_tune.finite_start(low, solver, data, folds)["log_lam"]) == pytest.approx(np.log(1e-3))

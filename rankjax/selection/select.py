@@ -31,7 +31,7 @@ from ..metrics.graded import ndcg
 from ..metrics.pairs import check_metric_options, metric_sign
 from ..solvers.base import AbstractSolver, check_call, dense_rows
 from ..solvers.models import ScaledModel, scale_rows
-from .tune import checked_data, cv_predictions_at, descend, learned_model
+from .tune import checked_data, cv_predictions_at, descend, finite_start, learned_model
 
 __all__ = ["select_grid"]
 
@@ -412,7 +412,8 @@ def _refine(grid, point, folds, steps, ard, optimizer):
     p = grid.problem
     solver, data = checked_data(p, point.solver, "select(optimize=True)")
     X = data[0]
-    start = solver.start_params(X.shape[1], X.dtype, point.lam, ard)
+    start = finite_start(solver.start_params(X.shape[1], X.dtype, point.lam, ard), solver, data,
+                         folds)
     r = descend(start, solver, data, folds, steps=steps, optimizer=optimizer,
                 verbose=grid.verbose)
     losses = np.asarray(r.loss_history, dtype=float)

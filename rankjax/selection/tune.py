@@ -30,7 +30,7 @@ from ..solvers.models import LinearModel, ScaledModel, is_linear, scale_rows
 from ..solvers.primal import Primal
 
 __all__ = ["TuneResult", "cv_loss", "cv_predictions", "tune", "LOSSES", "descend", "checked_data",
-           "learned_model"]
+           "learned_model", "finite_start"]
 
 LOSSES = ("squared", "pairwise")
 
@@ -334,6 +334,23 @@ def descend(params, solver, data, folds, *, loss="squared", pairs=None, temperat
     at = solver.at(final)
     return TuneResult(final, float(np.exp(final["log_lam"])), at.tuned_kernel(),
                       np.asarray([float(v) for v in losses]), stacked, steps + 1, at)
+
+
+START_FACTORS = (1.0, 10.0, 100.0, 1000.0)
+"""A descent from a point whose hold-out loss is not finite (λ below what the step's
+Cholesky factor resolves in the data's dtype) starts at the first of these multiples of λ
+whose loss is finite."""
+
+
+def finite_start(params, solver, data, folds):
+    """``params`` with ``log_lam`` raised by the first of :data:`START_FACTORS` at which the
+    squared hold-out loss is finite (``params`` itself when none is)."""
+    objective = (None, jnp.asarray(0.1, data[0].dtype))
+    for f in START_FACTORS:
+        p = dict(params, log_lam=params["log_lam"] + np.log(f))
+        if np.isfinite(float(_loss_core(p, _traced(solver), data, folds, objective, loss="squared"))):
+            return p
+    return params
 
 
 def cv_predictions_at(params, solver, data, folds):
