@@ -120,7 +120,7 @@ def test_kmeanspp_basis_is_distinct_and_covers_the_data():
 
 
 def test_kmeanspp_above_its_row_cap_draws_from_a_uniform_sample(monkeypatch):
-    """Above KMEANS_ROWS * b rows the seeding runs on a uniform sample of that many rows
+    """Above max(KMEANS_ROWS * b, KMEANS_POOL) rows the seeding runs on a uniform sample of that many rows
     (its cost stops growing with m): the chosen rows are rows of that sample, distinct,
     in range, and the same for the same seed; the estimators' automatic basis is drawn
     this way."""
@@ -131,6 +131,7 @@ def test_kmeanspp_above_its_row_cap_draws_from_a_uniform_sample(monkeypatch):
     core = _nystrom._kmeanspp_core
     monkeypatch.setattr(_nystrom, "_kmeanspp_core", lambda X, *a: seen.append(X.shape) or core(X, *a))
     monkeypatch.setattr(_nystrom, "KMEANS_ROWS", 4)
+    monkeypatch.setattr(_nystrom, "KMEANS_POOL", 16)
     b = _nystrom.nystrom_basis(X, 10, kernel=k, method="kmeans++", seed=7)
     pool = np.sort(np.random.default_rng(7).choice(500, 40, replace=False))
     assert seen == [(40, 3)]

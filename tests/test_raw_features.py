@@ -171,8 +171,8 @@ def test_features_in_the_unit_interval_fit_exactly_as_without_the_map():
 
 
 def test_what_a_kernel_cannot_see_is_said_where_the_fit_was_called(web):
-    """feature_map=None on heavy-tailed columns beyond [-1, 1]: a warning names the cause
-    and the remedy; a column whose spread the kernel's dtype cannot resolve beside the
+    """feature_map=None on heavy-tailed columns beyond [-100, 100]: a warning names the cause
+    and the remedy (none on columns already on the log scale); a column whose spread the kernel's dtype cannot resolve beside the
     others (a uniform one, not heavy-tailed, so not mapped): a warning after the map too;
     the map's own output on the same raw data and [0, 1] features: no warning. Reported at
     the caller's line."""
@@ -181,6 +181,10 @@ def test_what_a_kernel_cannot_see_is_said_where_the_fit_was_called(web):
     with pytest.warns(RuntimeWarning, match="feature_map='auto'") as rec:
         estimators.RankRLS(kernel="gaussian", feature_map=None).fit(X, y, qid=q)
     assert rec[0].filename == __file__
+    with warnings.catch_warnings():                     # already on the log scale: quiet
+        warnings.simplefilter("error")
+        estimators.RankRLS(kernel="gaussian", feature_map=None).fit(
+            np.asarray(learn_feature_map(X)(X)), y, qid=q)
     wide = np.c_[np.random.default_rng(0).uniform(-1e9, 1e9, 300), np.random.default_rng(1).random((300, 4))]
     for make in (estimators.RankRLS, estimators.RankRLSCV):
         with pytest.warns(RuntimeWarning, match="column 0's spread .* StandardScaler") as rec:

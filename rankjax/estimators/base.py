@@ -18,7 +18,7 @@ from ..solvers import MappedModel, is_linear, predict
 from .. import io
 from .._core.cache import use_disk_cache
 from ..kernels.basis import Basis
-from ..kernels.feature_map import learn_and_map, learn_feature_map, spreads, warn_unresolved
+from ..kernels.feature_map import learn_and_map, warn_unmapped, warn_unresolved
 from .._core.checks import (Segments, check_count, check_matrix, check_targets, is_int, max_abs,
                             segment_ids)
 from ..graphs.build import query_graph
@@ -256,7 +256,7 @@ class Ranker(_Base):
         if kernel in (None, "linear") or isinstance(kernel, _kernels.Kernel) or max_abs(X) <= 1:
             return X                          # LETOR's [0, 1]: no column to map, no program
         if option is None:
-            return warn_unresolved(spreads(as_dense(X)), learn_feature_map(X).log) or X
+            return warn_unmapped(as_dense(X)) or X
         fmap, mapped, spread = learn_and_map(as_dense(X))
         warn_unresolved(spread)
         if np.asarray(fmap.log).any():

@@ -11,7 +11,7 @@ depends on how well the ``b`` basis rows cover the data in the kernel's feature 
   its squared feature-space distance ``k(x,x) + k(c,c) - 2 k(x,c)`` to the nearest
   row chosen so far, so the basis spreads over the data instead of piling up where the
   rows are dense. O(m n b) work in one ``lax.fori_loop``, on at most
-  :data:`KMEANS_ROWS` ``x b`` rows: above that, on a uniform sample of them (the seeding
+  ``max(KMEANS_ROWS b, KMEANS_POOL)`` rows: above that, on a uniform sample of them (the seeding
   covers the sample's regions, and its cost, O(KMEANS_ROWS n b^2), stops growing with
   ``m``).
 
@@ -40,13 +40,16 @@ from .._core.segments import padded_size
 from .._core.sparse import as_dense
 from .._core.types import saveable
 
-__all__ = ["BASIS_METHODS", "KMEANS_ROWS", "Basis", "nystrom_basis"]
+__all__ = ["BASIS_METHODS", "KMEANS_ROWS", "KMEANS_POOL", "Basis", "nystrom_basis"]
 
 BASIS_METHODS = ("uniform", "kmeans++")
 
 KMEANS_ROWS = 16
-"""``"kmeans++"`` draws a basis of ``b`` rows from at most ``KMEANS_ROWS * b`` rows (a
-uniform sample above that)."""
+"""``"kmeans++"`` draws a basis of ``b`` rows from at most ``max(KMEANS_ROWS * b,``
+:data:`KMEANS_POOL` ``)`` rows (a uniform sample above that)."""
+
+KMEANS_POOL = 16_000
+"""Up to this many rows ``"kmeans++"`` seeds on every row whatever ``b``."""
 
 
 @timed
@@ -83,9 +86,9 @@ def nystrom_basis(X, size: int, *, kernel: Optional[Kernel] = None, method: str 
     if not isinstance(kernel, Kernel):
         raise TypeError(f"method='kmeans++' needs kernel=, a rankjax Kernel; got {kernel!r}")
     pool = np.arange(m)
-    if m > KMEANS_ROWS * size:
+    if m > max(KMEANS_ROWS * size, KMEANS_POOL):
         pool = np.sort(np.random.default_rng(check_seed(seed)).choice(
-            m, KMEANS_ROWS * int(size), replace=False))
+            m, max(KMEANS_ROWS * int(size), KMEANS_POOL), replace=False))
         X = X[pool]
     Xd = jnp.asarray(as_dense(X))
     idx = _kmeanspp_core(Xd, kernel, jax.random.PRNGKey(int(seed) % (1 << 31)), int(size))

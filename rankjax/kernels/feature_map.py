@@ -34,8 +34,8 @@ from .._core.checks import check_matrix
 from .._core.sparse import as_dense
 from .._core.types import saveable
 
-__all__ = ["FeatureMap", "learn_feature_map", "learn_and_map", "log_scale", "spreads",
-           "warn_unresolved"]
+__all__ = ["FeatureMap", "learn_feature_map", "learn_and_map", "log_scale", "column_stats",
+           "warn_unresolved", "warn_unmapped", "RAW_MAX"]
 
 
 SKEW = 1.0
@@ -118,19 +118,26 @@ def learn_and_map(X):
     return fm, mapped, jnp.std(mapped, axis=0)
 
 
-spreads = jax.jit(lambda X: jnp.std(X, axis=0))
-"""``[n]`` the columns' standard deviations of dense rows ``X [m, n]``."""
+column_stats = jax.jit(lambda X: (jnp.std(X, axis=0), jnp.max(jnp.abs(X), axis=0)))
+"""``([n], [n])`` the columns' standard deviations and largest magnitudes of dense rows
+``X [m, n]``."""
+
+RAW_MAX = 100.0
+"""``feature_map=None`` warns of the heavy-tailed columns whose largest magnitude exceeds
+this (where the log scale changes the geometry: 100 becomes 4.6; a column already on it
+stays below)."""
 
 
-def warn_unresolved(spread, unmapped=None) -> None:
+def warn_unresolved(spread, unmapped=None, largest=None, stacklevel: int = 5) -> None:
     """Warns (``RuntimeWarning``) where a Gaussian kernel cannot see the columns: when the
     widest column's spread is so far beyond the median column's that the kernel in the
     dtype of ``spread`` cannot resolve the typical column beside it (squared distances
     keep about ``eps`` of their size, so a column whose variance is below ``eps`` times
     the widest's adds nothing: float32 a spread ratio above 2,900, float64 6.7e7); and,
-    for the features as given (``unmapped``: the ``[n]`` columns the map would put on the
-    log scale, ``feature_map=None``), when heavy-tailed columns leave ``[-1, 1]``, whose
-    few largest values then decide every distance (the kernel nearly 0 or 1).
+    for the features as given (``feature_map=None``: ``unmapped`` the ``[n]`` columns the
+    map would put on the log scale, ``largest`` their largest magnitudes), when
+    heavy-tailed columns reach beyond :data:`RAW_MAX`, whose few largest values then
+    decide every distance (the kernel nearly 0 or 1).
 
     Example:
       >>> import warnings, numpy as np
@@ -141,21 +148,30 @@ def warn_unresolved(spread, unmapped=None) -> None:
       True
     """
     s = np.asarray(spread)
-    if unmapped is not None and np.asarray(unmapped).any():
-        cols = np.flatnonzero(np.asarray(unmapped))
-        _warn(f"feature_map=None on {cols.size} heavy-tailed columns beyond [-1, 1] (column "
-              f"{cols[0]} first): their few largest values decide every distance of a Gaussian "
-              "kernel (its values nearly 0 or 1); feature_map='auto' puts them on the scale "
-              "sign(x) log(1 + |x|)")
+    if unmapped is not None:
+        cols = np.flatnonzero(np.asarray(unmapped) & (np.asarray(largest) > RAW_MAX))
+        if cols.size:
+            _raw_warning(stacklevel, f"feature_map=None on {cols.size} heavy-tailed columns beyond "
+                         f"[-{RAW_MAX:g}, {RAW_MAX:g}] (column {cols[0]} first): their few "
+                         "largest values decide every distance of a Gaussian kernel (its "
+                         "values nearly 0 or 1); feature_map='auto' puts them on the scale "
+                         "sign(x) log(1 + |x|)")
     live = s[s > 0]
     if live.size < 2:
         return
     j, ratio = int(np.argmax(s)), float(live.max() / np.median(live))
     if ratio > 1 / np.sqrt(np.finfo(s.dtype).eps):
-        _warn(f"column {j}'s spread (standard deviation {s[j]:.3g}) is {ratio:.3g} times the "
-              f"median column's: a Gaussian kernel in {s.dtype} cannot resolve the typical "
-              "column beside it; scale the columns (e.g. sklearn's StandardScaler in a Pipeline)")
+        _raw_warning(stacklevel, f"column {j}'s spread (standard deviation {s[j]:.3g}) is {ratio:.3g} times "
+                     f"the median column's: a Gaussian kernel in {s.dtype} cannot resolve the "
+                     "typical column beside it; scale the columns (e.g. sklearn's StandardScaler "
+                     "in a Pipeline)")
 
 
-def _warn(message):
-    warnings.warn(message, RuntimeWarning, stacklevel=5)
+def warn_unmapped(X) -> None:
+    """:func:`warn_unresolved` of dense rows ``X`` taken as they are (``feature_map=None``)."""
+    spread, largest = column_stats(X)
+    warn_unresolved(spread, learn_feature_map(X).log, largest, stacklevel=6)
+
+
+def _raw_warning(stacklevel, message):
+    warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)
