@@ -172,8 +172,9 @@ def test_features_in_the_unit_interval_fit_exactly_as_without_the_map():
 
 def test_what_a_kernel_cannot_see_is_said_where_the_fit_was_called(web):
     """feature_map=None on heavy-tailed columns beyond [-100, 100]: a warning names the cause
-    and the remedy (none on columns already on the log scale); a column whose spread the kernel's dtype cannot resolve beside the
-    others (a uniform one, not heavy-tailed, so not mapped): a warning after the map too;
+    and the remedy (none on columns already on the log scale); a column whose spread the
+    kernel's dtype cannot resolve beside the others (a uniform one, not heavy-tailed, so not
+    mapped): a warning after the map too;
     the map's own output on the same raw data and [0, 1] features: no warning. Reported at
     the caller's line."""
     tr, _ = web
