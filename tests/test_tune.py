@@ -431,3 +431,31 @@ def test_a_descent_from_an_unresolved_lambda_starts_where_the_loss_is_finite(pro
     assert float(_tune.finite_start(ok, solver, data, folds)["log_lam"]) == pytest.approx(np.log(60.0))
     low = {"log_lam": jnp.asarray(np.log(1e-3))}
     assert float(_tune.finite_start(low, solver, data, folds)["log_lam"]) == pytest.approx(np.log(1e-3))
+
+
+def test_a_float32_nystrom_hold_out_is_finite_wherever_the_grid_resolves_it():
+    """The learned kernel's hold-out in float32 at a small λ and a wide kernel (``K_RR``
+    near singular, as on raw features mapped to a common scale): finite wherever the grid's
+    float32 hold-out resolves the same λ, and within the grid's float32 accuracy of the
+    float64 hold-out (the regularizer is ``λ I`` on the features, as the grid's)."""
+    d = rj.make_ranking_data(30, num_features=6, seed=3)
+    gamma, lams = 0.02, np.array([1e-3, 1e-2])
+    rows = np.arange(0, len(d.y), 3)
+    folds = rj.make_folds(rj.Problem(d.X, d.y, d.qid).graph)
+    solver = rj.Nystrom(rj.kernels.gaussian_kernel(gamma), rows)
+    grid = {}
+    for dt in (np.float32, np.float64):
+        p = rj.Problem(d.X.astype(dt), d.y.astype(dt), d.qid)
+        grid[dt] = np.asarray(rj.holdout(p, solver, lams=lams.astype(dt)).value.predictions)
+    resolved = np.all(np.isfinite(grid[np.float32]), axis=1)
+    assert resolved.any()
+    for lam, f32_grid, f64 in zip(lams[resolved], grid[np.float32][resolved], grid[np.float64][resolved]):
+        f = {}
+        for dt in (np.float32, np.float64):
+            params = {"log_lam": jnp.asarray(np.log(lam), dt), "log_gamma": jnp.asarray(np.log(gamma), dt)}
+            f[dt] = np.asarray(_tune.cv_predictions(params, rj.Problem(d.X.astype(dt), d.y.astype(dt), d.qid),
+                                                    solver, folds))
+        np.testing.assert_allclose(f[np.float64], f64, rtol=1e-7, atol=1e-7 * np.abs(f64).max())
+        assert np.all(np.isfinite(f[np.float32])), lam
+        err = np.abs(f[np.float32] - f64).max()
+        assert err <= 10 * np.abs(f32_grid - f64).max() + 100 * np.finfo(np.float32).eps * np.abs(f64).max(), (lam, err)

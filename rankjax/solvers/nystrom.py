@@ -35,11 +35,11 @@ from jax.sharding import PartitionSpec as P
 from .base import AbstractSolver, check_kernel_arg, dense_rows, solver
 from .fold_batches import BATCH_ROWS, batch_folds, batch_rows, fold_map, fold_scan
 from .sharded import stacked_folds
-from .holdout import (HoldOut, fold_predictions, holdout_from_system, two_phase,
+from .holdout import (HoldOut, holdout_from_system, two_phase,
                       woodbury_rows)
 from .lpo import LeavePairOut
 from .models import NystromModel, NystromPath, path_scores
-from .primal import UNRESOLVED, path_core
+from .primal import UNRESOLVED, factored_holdout, path_core
 from .ridge import eigh_path, primal_system, ridge_solve, wide_eigh
 
 __all__ = ["Nystrom", "nystrom_blocks", "nystrom_plan", "check_nystrom_memory"]
@@ -458,16 +458,12 @@ class Nystrom(AbstractSolver):
         return X, problem.y, problem.graph, B
 
     def cv_predictions(self, params, data, folds):
-        """Primal RankRLS on ``Φ = K_mR C^{-T}`` (``C C^T = K_RR + ε I``) at ``params``.
-        With ``C2 C2^T = Φ^T L Φ + λ I`` the factor ``C4 = C C2`` is lower triangular and
-        ``C4 C4^T = K_Rm L K_mR + λ (K_RR + ε I)``: one Cholesky of ``b x b``, no transform
-        of the system by ``C``, and ``P = Φ C2^{-T} = K_mR C4^{-T}`` (``Φ`` never formed)."""
+        """Primal RankRLS on the features ``Φ = K_mR C^{-T}`` (``C C^T = K_RR + ε I``) at
+        ``params`` (:func:`~rankjax.solvers.primal.factored_holdout`, the rows' root form):
+        the regularizer is ``λ I`` on ``Φ`` as in the grid's hold-out, so the factor of
+        ``Φ^T L Φ + λ I`` holds wherever the grid's does (a factor of ``K_Rm L K_mR + λ K_RR``
+        fails in float32 along the near-null directions of ``K_RR``)."""
         X, y, graph, basis = data
-        lam = jnp.exp(params["log_lam"])
         KmR, KRR = nystrom_blocks(params, X, basis, self.kernel)
-        G, b = primal_system(KmR, y, graph, root=True)
-        C4 = jnp.linalg.cholesky((G + G.T) / 2 + lam * KRR)
-        tri = lambda B: jax.scipy.linalg.solve_triangular(C4, B, lower=True)    # noqa: E731
-        P = tri(KmR.T).T                                                   # K_mR C4^{-T} [m, b]
-        F = jnp.matmul(P, tri(b), precision=HI)
-        return fold_predictions(graph, P, F, y, folds, lam)
+        Phi = features(KmR, jnp.linalg.cholesky(KRR))
+        return factored_holdout(Phi, y, graph, folds, jnp.exp(params["log_lam"]), root=True)

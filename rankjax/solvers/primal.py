@@ -93,18 +93,27 @@ def _scaled(X, params):
     return X if s is None else X * jnp.exp(s)
 
 
-def linear_cv_predictions(params, data, folds):
-    """The differentiable hold-out of the linear model (ARD scales ``X diag(exp(s))``):
-    ``X^T L X + λ I = C C^T``, ``P = X C^{-T}``, ``H = P P^T``, ``f = P C^{-1} X^T L y``
-    (a Cholesky factor: its gradient is smooth where ``eigh``'s divides by eigenvalue gaps)."""
-    X, y, graph = data[:3]
-    lam = jnp.exp(params["log_lam"])
-    Xs = _scaled(X, params)
-    G, b = primal_system(Xs, y, graph)
+def factored_holdout(Z, y, graph, folds, lam, root: bool = False):
+    """``[m]`` hold-out predictions of primal RankRLS on the rows ``Z [m, p]`` at one λ, by a
+    Cholesky factor (its gradient is smooth where ``eigh``'s divides by eigenvalue gaps):
+    ``Z^T L Z + λ' I = C C^T``, ``P = Z C^{-T}``, ``H = P P^T``, ``f = P C^{-1} Z^T L y``.
+    ``λ' = λ + eps tr(Z^T L Z)``: ``Z^T L Z`` formed in the rows' dtype is positive
+    semi-definite only to its rounding, so a λ below that would fail the factor (NaN); in
+    float64 the shift is below the rounding of any result."""
+    G, b = primal_system(Z, y, graph, root)
+    G = (G + G.T) / 2
+    lam = lam + jnp.finfo(G.dtype).eps * jnp.trace(G)
     C = jnp.linalg.cholesky(G + lam * jnp.eye(G.shape[0], dtype=G.dtype))
-    P = jax.scipy.linalg.solve_triangular(C, Xs.T, lower=True).T             # X C^{-T} [m, n]
+    P = jax.scipy.linalg.solve_triangular(C, Z.T, lower=True).T               # Z C^{-T} [m, p]
     F = jnp.matmul(P, jax.scipy.linalg.solve_triangular(C, b, lower=True), precision=HI)
     return fold_predictions(graph, P, F, y, folds, lam)
+
+
+def linear_cv_predictions(params, data, folds):
+    """The differentiable hold-out of the linear model (ARD scales ``X diag(exp(s))``):
+    :func:`factored_holdout` on the scaled rows."""
+    X, y, graph = data[:3]
+    return factored_holdout(_scaled(X, params), y, graph, folds, jnp.exp(params["log_lam"]))
 
 
 def checked_rows(problem):
