@@ -1,14 +1,19 @@
-"""``vmap`` over λ of ``rj.fit`` against the solver's own λ path (issue 59): the grid users
-vmap over must cost about a path, never a fallback decomposition per lane.
+"""``vmap`` of ``rj.fit`` over every traced argument against what it replaces: over λ against
+the solver's own λ path (issue 59), over a Gaussian kernel's γ (4 values) against a jitted
+loop of fits, over 8 label columns against the loop and the native ``y [m, 8]`` (issue 67).
+A batch must cost at most twice its loop, never a fallback decomposition per lane.
 
 On ``lambdarank_sample`` (float32, x64 off, as on an accelerator) for ``Primal``,
 ``Dual(gaussian)`` and ``Nystrom(gaussian, 300)``: ``jax.jit(jax.vmap(fit))`` over 8 λ and
 ``jax.jit(path)`` over the same 8 λ, both giving the ``[8, m]`` training scores. One JSON line
 per solver: compile and run seconds of each (median of 3 warm runs, ``block_until_ready``),
 their ratio (the acceptance bound is 2), the largest relative difference of the two outputs
-(the accuracy check) and the peak resident memory.
+(the accuracy check) and the peak resident memory. Then one line per solver and axis:
+``vmap_gamma`` (``Dual``, ``Nystrom``, ``Falkon``) and ``vmap_labels`` (every solver), the
+vmapped and looped run seconds, their ratio and difference (and the native multi-output
+fit's seconds where the solver takes one).
 
-    python benchmarks/bench_vmap.py                  # about a minute on a 2-core CPU
+    python benchmarks/bench_vmap.py                  # about two minutes on a 2-core CPU
 """
 import os
 import resource
@@ -58,6 +63,56 @@ def main():
              path_run_s=rp, ratio=rv / rp, bound=2.0,
              max_rel_diff=float(np.max(np.abs(fv - fp)) / np.max(np.abs(fp))),
              peak_rss_gb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3))
+    other_axes(X, np.asarray(d.y, np.float32), np.asarray(d.qid))
+
+
+GAMMA_FACTORS = (0.5, 1.0, 2.0, 4.0)
+LABELS = 8
+
+
+def line(name, solver, X, vmapped, looped, args, native=None):
+    cv, rv, fv = time_jitted(vmapped, *args)
+    cl, rl, fl = time_jitted(looped, *args)
+    fv, fl = np.asarray(fv, np.float64), np.asarray(fl, np.float64)
+    extra = {}
+    if native is not None:
+        extra["native_run_s"] = time_jitted(native, *args)[1]
+    emit(name=name, solver=solver, dtype="float32", shape=list(X.shape), vmap_compile_s=cv,
+         vmap_run_s=rv, loop_compile_s=cl, loop_run_s=rl, ratio=rv / rl, bound=2.0,
+         max_rel_diff=float(np.max(np.abs(fv - fl)) / np.max(np.abs(fl))), **extra,
+         peak_rss_gb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3))
+
+
+def other_axes(X, y, qid):
+    """γ and label columns: ``vmap`` against the jitted loop."""
+    g0 = 1.0 / (X.shape[1] * float(np.var(X)))
+    gammas = jnp.asarray(g0 * np.asarray(GAMMA_FACTORS), jnp.float32)
+    basis = rj.Basis(300, method="uniform")
+    makers = {"Dual(gaussian)": lambda g: rj.Dual(rj.gaussian_kernel(g)),
+              "Nystrom(gaussian, 300)": lambda g: rj.Nystrom(rj.gaussian_kernel(g), basis),
+              "Falkon(gaussian, 300)": lambda g: rj.Falkon(rj.gaussian_kernel(g), basis)}
+    Xj = jnp.asarray(X)
+    for name, make in makers.items():
+        def fit(X, g, make=make):
+            return rj.predict(rj.fit(rj.Problem(X, y, qid), make(g), lam=1.0).value, X)
+        line("vmap_gamma", name, X, lambda X, G, fit=fit: jax.vmap(lambda g: fit(X, g))(G),
+             lambda X, G, fit=fit: jnp.stack([fit(X, G[i]) for i in range(G.shape[0])]),
+             (Xj, gammas))
+    rng = np.random.default_rng(0)
+    Y = jnp.asarray(np.stack([y] + [y + rng.standard_normal(y.shape).astype(np.float32)
+                                    for _ in range(LABELS - 1)]))
+    k = rj.gaussian_kernel(g0)
+    every = {"Primal": rj.Primal(), "Dual(gaussian)": rj.Dual(k),
+             "Nystrom(gaussian, 300)": rj.Nystrom(k, basis),
+             "Falkon(gaussian, 300)": rj.Falkon(k, basis), "CG": rj.CG()}
+    for name, s in every.items():
+        def fit(X, yy, s=s):
+            return rj.predict(rj.fit(rj.Problem(X, yy, qid), s, lam=1.0).value, X)
+        native = None if name.startswith(("Falkon", "CG")) else (
+            lambda X, Y, s=s: rj.predict(rj.fit(rj.Problem(X, Y.T, qid), s, lam=1.0).value, X).T)
+        line("vmap_labels", name, X, lambda X, Y, fit=fit: jax.vmap(lambda yy: fit(X, yy))(Y),
+             lambda X, Y, fit=fit: jnp.stack([fit(X, Y[i]) for i in range(Y.shape[0])]),
+             (Xj, Y), native)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ in ``fit`` under ``jit``, ``vmap`` and ``grad``; a ``Problem`` crossing ``jit`` 
 under-jit contract (README, Guarantees): a value that would raise eagerly gives NaN and the
 ``invalid_input`` code when it is traced.
 """
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -115,6 +117,41 @@ def check_vmap_over_lambda(entry, verb):
 @pytest.mark.parametrize("entry,verb", FITS, ids=FIT_IDS)
 def test_vmap_over_lambda_equals_each_fit_and_costs_a_path(entry, verb):
     check_vmap_over_lambda(entry, verb)
+
+
+def check_vmap_over_labels_and_kernel_parameters(entry, verb):
+    """``vmap`` of ``fit`` over label vectors, and over γ of a Gaussian kernel, equals each
+    fit, with no decomposition per lane (no ``eigh`` of a batch of systems: the fallback's
+    ``cond`` is never turned into a select that runs it in every lane)."""
+    if verb != "fit":
+        return
+    X, y, qid = data()
+    A = inputs(entry, X)
+    rng = np.random.default_rng(1)
+    Y = jnp.asarray(np.stack([y, y[::-1].copy(), y + rng.standard_normal(y.shape)]))
+    f = lambda yy: rj.predict(rj.fit(problem(entry, X, yy, qid), entry.solver, lam=0.5).value, A)  # noqa: E731
+    batched = jax.vmap(f)(Y)
+    for i in range(Y.shape[0]):
+        one = f(Y[i])
+        np.testing.assert_allclose(batched[i], one, rtol=1e-7, atol=1e-8 * float(jnp.max(jnp.abs(one))))
+    assert all(r == 2 for r in _eigh_inputs(jax.make_jaxpr(jax.vmap(f))(Y).jaxpr)), entry.name
+    kernel = getattr(entry.solver, "kernel", None)
+    if not (isinstance(kernel, rj.kernels.Kernel) and kernel.kind == "gaussian"):
+        return
+    p = problem(entry, X, y, qid)
+    g = lambda gamma: rj.predict(rj.fit(p, dataclasses.replace(       # noqa: E731
+        entry.solver, kernel=rj.gaussian_kernel(gamma)), lam=0.5).value, A)
+    gammas = jnp.asarray([0.1, 0.3, 1.0])
+    batched = jax.vmap(g)(gammas)
+    for i, gamma in enumerate(gammas):
+        one = g(gamma)
+        np.testing.assert_allclose(batched[i], one, rtol=1e-7, atol=1e-8 * float(jnp.max(jnp.abs(one))))
+    assert all(r == 2 for r in _eigh_inputs(jax.make_jaxpr(jax.vmap(g))(gammas).jaxpr)), entry.name
+
+
+@pytest.mark.parametrize("entry,verb", FITS, ids=FIT_IDS)
+def test_vmap_over_labels_and_gamma_equals_each_fit_without_a_decomposition_per_lane(entry, verb):
+    check_vmap_over_labels_and_kernel_parameters(entry, verb)
 
 
 def check_gradient_in_lambda(entry, verb):

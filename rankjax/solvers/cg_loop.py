@@ -89,10 +89,10 @@ def cg_loop(matvec, b, options, lam, x0, valid_fn) -> CGResult:
                        -1).astype(jnp.int32),
             nan.at[0].set(res0), nan.at[0].set(score0))
 
-    def cond(c):
+    def active(c):
         return c[9] < 0
 
-    def body(c):
+    def step(c, recompute: bool):
         i, x, r, p, rr, bx, bs, bi, since, reason, hr, hv = c
         Ap = op(p)
         pAp = mm(p, Ap)
@@ -100,11 +100,7 @@ def cg_loop(matvec, b, options, lam, x0, valid_fn) -> CGResult:
         alpha = rr / jnp.where(broke, 1, pAp)
         x_new = x + alpha * p
         i = i + 1
-        if recompute_every:
-            r_new = lax.cond(i % recompute_every == 0, lambda: b - op(x_new),
-                             lambda: r - alpha * Ap)
-        else:
-            r_new = r - alpha * Ap
+        r_new = b - op(x_new) if recompute else r - alpha * Ap
         rr_new = mm(r_new, r_new)
         p_new = r_new + (rr_new / jnp.where(rr > 0, rr, 1)) * p
         res = jnp.sqrt(rr_new) / scale
@@ -134,7 +130,20 @@ def cg_loop(matvec, b, options, lam, x0, valid_fn) -> CGResult:
         return (i, x_out, r_new, p_new, rr_new, bx, bs, bi, since, new_reason,
                 hr.at[i].set(jnp.where(keep, jnp.nan, res)), hv.at[i].set(s))
 
-    out = lax.while_loop(cond, body, init)
+    if not recompute_every:
+        out = lax.while_loop(active, lambda c: step(c, False), init)
+    else:
+        # every recompute_every-th step takes the true residual b - (A + λ I) x: the plain
+        # steps of a stretch in an inner loop, then that step where the lane is still
+        # running (a select, not a cond: under vmap a cond on the lanes' own counters
+        # would broadcast every operand of the operator, its kernel block, to every lane)
+        def stretch(c):
+            end = (c[0] // recompute_every + 1) * recompute_every
+            c = lax.while_loop(lambda c: active(c) & (c[0] < end - 1),
+                               lambda c: step(c, False), c)
+            going = active(c)
+            return jax.tree.map(lambda new, old: jnp.where(going, new, old), step(c, True), c)
+        out = lax.while_loop(active, stretch, init)
     i, x, _, _, _, bx, _, bi, _, reason, hr, hv = out
     return CGResult(nan_unless(ok, bx), i, reason == _CODE["successful"], reason, bi, hr, hv)
 

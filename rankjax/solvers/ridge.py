@@ -152,30 +152,66 @@ def _solve_one(G, b, lam, rtol):
                     lambda: (x, jnp.bool_(True), jnp.full((), jnp.nan, G.dtype)), fallback)
 
 
+def _with_fallback(x, good, fallback):
+    """``(x, psd, smallest)`` of lanes whose Cholesky solves ``x`` are finite where ``good``
+    ``[n]``; ``fallback()`` (the ``eigh`` answers, computed only when some lane failed: a
+    ``cond`` outside every batch, so no lane pays for it when none fails) elsewhere."""
+    n = good.shape[0]
+    return lax.cond(jnp.all(good), lambda: (x, jnp.ones(n, bool), jnp.full(n, jnp.nan, x.dtype)),
+                    fallback)
+
+
 def _solve_lanes(axis_size, in_batched, G, b, lam, rtol):
-    """The batching rule of :func:`ridge_solve_checked`: a λ grid against one system (``G``
-    and ``b`` unbatched) is one Cholesky factor per λ and, only when some factor fails, one
-    ``eigh`` of ``G`` for every failing lane (``vmap`` over λ costs about a path, never a
-    fallback per lane); a batch of systems is each system's own solve."""
+    """The batching rule of :func:`ridge_solve_checked`: the factorisations are batched
+    and the fallback ``eigh`` runs only when some factor fails, for the failing lanes alone
+    (``vmap`` never turns the fallback's ``cond`` into a select that runs it in every lane).
+    One system and a batch of right-hand sides (stacked label columns): one factor, the
+    multi-output solve. A λ grid against one system: one factor per λ and, when some fail,
+    one ``eigh`` of ``G`` for them all (``vmap`` over λ costs about a path). A batch of
+    systems (``vmap`` over a kernel's γ): one factor per system, the failing systems' own
+    ``eigh`` one at a time (``lax.map``)."""
     Gb, bb, lb = in_batched
-    if Gb or bb:
-        ax = lambda t: 0 if t else None                                         # noqa: E731
-        out = jax.vmap(lambda G, b, lam: _solve_one(G, b, lam, rtol),
-                       in_axes=(ax(Gb), ax(bb), ax(lb)))(G, b, lam)
-        return out, (True, True, True)
-    lams = lam if lb else jnp.broadcast_to(lam, (axis_size,))
+    n = axis_size
+    if not Gb and not lb:                       # one factor for every column
+        cols = jnp.moveaxis(b, 0, -1).reshape(b.shape[1], -1)
+        x, psd, low = _solve_one(G, cols, lam, rtol)
+        x = jnp.moveaxis(x.reshape(b.shape[1:] + (n,)), -1, 0)
+        return (x, jnp.broadcast_to(psd, (n,)), jnp.broadcast_to(low, (n,))), (True, True, True)
+    lams = lam if lb else jnp.broadcast_to(lam, (n,))
+    lanes = lambda v: v.reshape(n, -1)                                           # noqa: E731
+    if not Gb:
+        G = lax.optimization_barrier(G)
+        ax = 0 if bb else None
+        x = jax.vmap(lambda b, lam: cholesky_solve(G, b, lam), in_axes=(ax, 0))(b, lams)
+        good = jnp.all(jnp.isfinite(lanes(x)), axis=1)
+
+        def fallback():
+            if bb:                              # each lane its own right-hand side
+                xe, psd, low = jax.vmap(lambda b, lam: _by_eigh(G, b, lam[None], rtol),
+                                        in_axes=(0, 0))(b, lams)
+                xe = xe[:, 0]
+            else:
+                xe, psd, low = _by_eigh(G, b, lams, rtol)
+            return (jnp.where(good.reshape((-1,) + (1,) * (x.ndim - 1)), x, xe), good | psd,
+                    jnp.where(good, jnp.nan, low))
+
+        return _with_fallback(x, good, fallback), (True, True, True)
+    bs = b if bb else jnp.broadcast_to(b, (n,) + b.shape)
     G = lax.optimization_barrier(G)
-    x = jax.vmap(lambda lam: cholesky_solve(G, b, lam))(lams)
-    good = jnp.all(jnp.isfinite(x.reshape(axis_size, -1)), axis=1)
+    x = jax.vmap(cholesky_solve)(G, bs, lams)
+    good = jnp.all(jnp.isfinite(lanes(x)), axis=1)
 
-    def fallback():
-        xe, psd, low = _by_eigh(G, b, lams, rtol)
-        return (jnp.where(good.reshape((-1,) + (1,) * b.ndim), x, xe), good | psd,
-                jnp.where(good, jnp.nan, low))
+    def one(args):
+        G, b, lam, x, ok = args
 
-    out = lax.cond(jnp.all(good), lambda: (x, jnp.ones(axis_size, bool),
-                                           jnp.full(axis_size, jnp.nan, G.dtype)), fallback)
-    return out, (True, True, True)
+        def slow():
+            xe, psd, low = _by_eigh(G, b, lam[None], rtol)
+            return xe[0], psd, low
+
+        return lax.cond(ok, lambda: (x, jnp.bool_(True), jnp.full((), jnp.nan, G.dtype)), slow)
+
+    return (_with_fallback(x, good, lambda: lax.map(one, (G, bs, lams, x, good))),
+            (True, True, True))
 
 
 def _checked_solver(rtol):
