@@ -25,7 +25,7 @@ from .metrics.choice import Selection
 from .selection.select import select_grid
 from .solvers.auto import Auto
 from .solvers.base import capabilities, check_call
-from .solvers.lpo import LeavePairOut
+from .solvers.lpo import pairs_of
 
 __all__ = ["fit", "path", "holdout", "select", "capabilities"]
 
@@ -120,17 +120,21 @@ def holdout(problem, solver=Auto(), *, lams, folds=None, seed: int = 0, verbose:
       >>> rj.holdout(rj.Problem(d.X, d.y, d.qid), lams=[1.0]).value.predictions.shape
       (1, 127)
     """
-    solver = check_call(problem, solver, "holdout", "holdout")
+    method = getattr(folds, "method", "holdout")        # LeavePairOut: leave_pair_out
+    solver = check_call(problem, solver, method,
+                        "holdout" if method == "holdout" else "holdout with LeavePairOut folds")
     lams = check_lams(lams)
-    if problem.kind in ("sharded", "stream"):
+    if method == "leave_pair_out":
+        folds = pairs_of(problem, folds)
+    elif problem.kind in ("sharded", "stream"):
         if folds is not None:
             raise TypeError(f"the hold-out of a {problem.kind} problem is leave-query-out: "
                             "folds=None")
-    elif not isinstance(folds, LeavePairOut):
+    else:
         folds = problem_folds(problem, folds, seed, "rj.holdout")
     throw = check_flag(throw, "throw")
     return throw_if(stage(verbose, f"holdout {type(solver).__name__}",
-                          lambda: solver.holdout(problem, lams, folds)), "holdout", throw)
+                          lambda: getattr(solver, method)(problem, lams, folds)), "holdout", throw)
 
 
 def select(problem, solvers: Sequence = (Auto(),), *, lams, folds=None, metric=None,

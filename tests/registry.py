@@ -52,7 +52,6 @@ class Entry:
       model: the closed form its predictions equal: ``"linear"`` (``f = X w``),
         ``"gaussian"`` (the exact kernel ``exp(-GAMMA |x - x'|^2)``) or ``"nystrom"`` (the
         basis-vector model on ``ROWS``).
-      pairs: whether its ``holdout`` takes ``LeavePairOut`` folds.
       rtol: agreement with the reference in float64, relative to its largest value.
     """
 
@@ -60,30 +59,26 @@ class Entry:
     solver: object
     kind: str
     model: str
-    pairs: bool = False
     rtol: float = 1e-10
 
     def verbs(self):
         """The verbs it serves: the methods its class implements."""
         caps = rj.capabilities(self.solver)
-        out = [v for v in ("fit", "path", "holdout") if v in caps]
-        if self.pairs:
-            out.append("leave_pair_out")
-        return out
+        return [v for v in ("fit", "path", "holdout", "leave_pair_out") if v in caps]
 
 
 REGISTRY = [
-    Entry("primal", rj.Primal(), "features", "linear", pairs=True),
-    Entry("dual_linear", rj.Dual(), "features", "linear", pairs=True),
-    Entry("dual_gaussian", rj.Dual(GAUSS), "features", "gaussian", pairs=True),
-    Entry("dual_precomputed", rj.Dual(), "kernel", "linear", pairs=True),
+    Entry("primal", rj.Primal(), "features", "linear"),
+    Entry("dual_linear", rj.Dual(), "features", "linear"),
+    Entry("dual_gaussian", rj.Dual(GAUSS), "features", "gaussian"),
+    Entry("dual_precomputed", rj.Dual(), "kernel", "linear"),
     Entry("nystrom", rj.Nystrom(GAUSS, ROWS), "features", "nystrom", rtol=1e-8),
     Entry("nystrom_blocked", rj.Nystrom(GAUSS, ROWS, block_rows=16), "features", "nystrom",
           rtol=1e-8),
     Entry("cg", LOOP, "features", "linear", rtol=1e-9),
     Entry("cg_dual", LOOP, "kernel", "linear", rtol=1e-9),
     Entry("falkon", rj.Falkon(GAUSS, ROWS, options=LOOP), "features", "nystrom", rtol=1e-7),
-    Entry("auto", rj.Auto(), "features", "linear", pairs=True),
+    Entry("auto", rj.Auto(), "features", "linear"),
 ]
 
 

@@ -66,7 +66,7 @@ def test_capabilities_are_the_methods_a_class_implements():
     base = rj.AbstractSolver
     for e in REGISTRY:
         cls = type(e.solver)
-        implemented = {m for m in ("fit", "path", "holdout", "cv_predictions")
+        implemented = {m for m in ("fit", "path", "holdout", "leave_pair_out", "cv_predictions")
                        if getattr(cls, m) is not getattr(base, m)}
         assert rj.capabilities(e.solver) == implemented == rj.capabilities(cls), e.name
     assert rj.capabilities(rj.CG()) == {"fit"}

@@ -24,7 +24,6 @@ from .._core.memory import available_memory, compute_dtype, kernel_plan
 from .._core.segments import padded_size
 from .._problem import Problem, with_rows
 from ..graphs.folds import Folds, make_folds, problem_folds
-from ..kernels.basis import Basis
 from ..solvers.falkon import query_subsample
 from ..metrics.choice import Selection, select_lambda, selection_ahead
 from ..metrics.graded import ndcg
@@ -184,7 +183,7 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
                    paths[best // L].model(best % L))
     trajectory = None
     if steps is not None:
-        if "centres" in point.solver.param_keys() and not ard:
+        if point.solver.basis_rows(work.problem.X.shape[0]) is not None and not ard:
             point = _search(grid, solvers, point, folds, steps)
         else:
             point, trajectory = _refine(work, point, wfolds, steps, ard, optimizer)
@@ -355,9 +354,9 @@ def _tune_subsample(grid, solvers, folds, steps, ard):
     solvers, folds, factor)``."""
     p = grid.problem
     m = p.X.shape[0]
-    if steps is None or not ard or not all("centres" in s.param_keys() for s in solvers):
+    if steps is None or not ard or any(s.basis_rows(m) is None for s in solvers):
         return grid, solvers, folds, 1.0
-    b = min(max(s.basis.rows_among(m) for s in solvers), TUNE_BASIS)
+    b = min(max(s.basis_rows(m) for s in solvers), TUNE_BASIS)
     u = tune_rows(m, int(padded_size(b)), steps, p.X.dtype)
     if u is None:
         return grid, solvers, folds, 1.0
@@ -371,8 +370,7 @@ def _tune_subsample(grid, solvers, folds, steps, ard):
     info(grid.verbose, "grid and tune on a subsample of %d of %d rows (whole queries) with "
          "%d basis rows, the chosen point then held out on every row", rows.size, m, b)
     # the subsample's own basis rows (given row indices name rows of every row's problem)
-    small = [dataclasses.replace(s, basis=Basis(min(s.basis.rows_among(m), b), seed=s.basis.seed))
-             for s in solvers]
+    small = [s.with_basis_rows(m, b) for s in solvers]
     return work, small, qfolds, factor
 
 

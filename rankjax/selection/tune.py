@@ -69,10 +69,11 @@ def _check_params(params, solver, data):
                          f"kernel (it takes {sorted(allowed)})")
     if "log_gamma" in allowed and "log_gamma" not in params:
         raise ValueError(f"params needs 'log_gamma' with the {solver.tuned_kernel().kind} kernel")
-    if "centres" in params and np.shape(params["centres"]) != (data[3].X.shape[0], n):
+    centres = params.get("centres")
+    if centres is not None and np.shape(centres) != (data[3].X.shape[0], n):
         raise ValueError(f"params['centres'] must have shape [{data[3].X.shape[0]}, {n}] "
                          f"(the padded basis rows, as tune returns them), got "
-                         f"{np.shape(params['centres'])}")
+                         f"{np.shape(centres)}")
     for key in ("log_lam", "log_gamma", "log_coef0"):
         if key in params and np.shape(params[key]) != ():
             raise TypeError(f"params[{key!r}] must be a scalar, got shape "

@@ -25,7 +25,8 @@ class Auto(AbstractSolver):
     """
 
     kinds = {m: ("features", "kernel", "sharded", "stream")
-             for m in ("fit", "path", "holdout", "cv_predictions")}
+             for m in ("fit", "path", "holdout", "cv_predictions")} | {
+        "leave_pair_out": ("features", "kernel")}
 
     def resolve(self, problem):
         """The solver this problem gets."""
@@ -44,6 +45,9 @@ class Auto(AbstractSolver):
 
     def holdout(self, problem, lams, folds):
         return self.resolve(problem).holdout(problem, lams, folds)
+
+    def leave_pair_out(self, problem, lams, pairs):
+        return self.resolve(problem).leave_pair_out(problem, lams, pairs)
 
     def cv_predictions(self, params, data, folds):
         m, n = data[0].shape

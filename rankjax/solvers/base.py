@@ -7,8 +7,11 @@ method                                        returns
 ============================================  ==============================================
 ``fit(problem, lam)``                          :class:`Solution` whose value is a model
 ``path(problem, lams)``                        :class:`Solution` whose value is a λ path
-``holdout(problem, lams, folds)``              :class:`Solution`: ``HoldOut`` (folds of whole
-                                               queries) or ``PairHoldOut`` (:class:`LeavePairOut`)
+``holdout(problem, lams, folds)``              :class:`Solution` whose value is a ``HoldOut``
+                                               (:class:`Folds` of whole queries)
+``leave_pair_out(problem, lams, pairs)``       :class:`Solution` whose value is a ``PairHoldOut``
+                                               (checked ``[p, 2]`` pairs of a global ranking
+                                               problem; ``rj.holdout`` with :class:`LeavePairOut`)
 ``cv_predictions(params, data, folds)``        ``[m]`` hold-out predictions, differentiable in
                                                ``params`` (what ``tune``/``cv_loss`` descend)
 ============================================  ==============================================
@@ -33,7 +36,7 @@ from ..kernels.kernel import Kernel
 __all__ = ["AbstractSolver", "METHODS", "KINDS", "capabilities", "solver", "supporting",
            "check_call", "feature_rows", "dense_rows"]
 
-METHODS = ("fit", "path", "holdout", "cv_predictions")
+METHODS = ("fit", "path", "holdout", "leave_pair_out", "cv_predictions")
 """The methods a solver may implement (what :func:`capabilities` reports)."""
 
 KINDS = ("features", "kernel", "sharded", "stream")
@@ -76,6 +79,11 @@ class AbstractSolver:
         """Exact hold-out predictions of every λ (a :class:`~rankjax.Solution`)."""
         raise NotImplementedError
 
+    def leave_pair_out(self, problem, lams, pairs):
+        """Exact leave-pair-out predictions ``[L, p, 2]`` of every λ for checked ``pairs``
+        ``[p, 2]`` (a :class:`~rankjax.Solution` of a ``PairHoldOut``)."""
+        raise NotImplementedError
+
     def cv_predictions(self, params, data, folds):
         """``[m]`` hold-out predictions at ``params`` (traced, differentiable)."""
         raise NotImplementedError
@@ -89,6 +97,16 @@ class AbstractSolver:
         """Whether ``fit`` takes λ = 0 on ``problem`` (iterative solvers regularise by
         stopping early)."""
         return False
+
+    def basis_rows(self, m: int):
+        """The rows ``b`` of the basis-vector model this solver fits among ``m`` training rows,
+        ``None`` when its model has no basis: selection plans subsamples (at most ``b``) and
+        searches γ where there is one."""
+        return None
+
+    def with_basis_rows(self, m: int, b: int) -> "AbstractSolver":
+        """This solver with a basis of at most ``b`` of ``m`` rows (itself without a basis)."""
+        return self
 
     def resolve(self, problem) -> "AbstractSolver":
         """The solver that serves ``problem`` (itself; :class:`~rankjax.Auto` chooses)."""

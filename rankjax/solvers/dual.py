@@ -30,7 +30,7 @@ from ..kernels.kernel import Kernel, kernel_core, kernel_matrix
 from .._core.types import saveable
 from .base import AbstractSolver, check_kernel_arg, solver
 from .holdout import HoldOut, fold_predictions, woodbury_fold
-from .lpo import LeavePairOut, dual_pairs, pairs_of
+from .lpo import dual_pairs
 from .models import DualModel, DualPath, KernelModel, LinearModel, PrimalPath, path_scores
 from .primal import linear_cv_predictions
 from .reduced import range_rows, reduced_eigh
@@ -189,7 +189,7 @@ class Dual(AbstractSolver):
     kernel: Optional[Kernel] = None
     block_size: Optional[int] = None
 
-    kinds = {m: ("features", "kernel") for m in ("fit", "path", "holdout")}
+    kinds = {m: ("features", "kernel") for m in ("fit", "path", "holdout", "leave_pair_out")}
 
     def __post_init__(self):
         check_kernel_arg(self.kernel, allow_none=True)
@@ -250,10 +250,6 @@ class Dual(AbstractSolver):
         M, kernel, X = self._inputs(problem, 6, "the dual hold-out")
         lams = lams.astype(M.dtype)
         y, graph = problem.y, problem.graph
-        if isinstance(folds, LeavePairOut):
-            K = M if kernel is None else kernel_matrix(kernel, M)
-            h = dual_pairs(K, y, pairs_of(problem, folds), lams, "rj.holdout(Dual(), LeavePairOut)")
-            return Solution(h, lane_codes(h.predictions, lams), {})
         rows = range_rows(graph, M.dtype)            # the system on the range of S (reduced)
         width = M.shape[0] if rows is None else rows.keep.shape[0]
         (pred, coef), flags = run(level(), _dual_holdout, M, y, graph, lams,
@@ -261,6 +257,13 @@ class Dual(AbstractSolver):
         check_spectrum(flags, lams, "rj.holdout(Dual())")
         path = self._path(lams, coef, None, None, X)
         return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred, lams), {})
+
+    def leave_pair_out(self, problem, lams, pairs):
+        M, kernel, _ = self._inputs(problem, 6, "the dual leave-pair-out")
+        lams = lams.astype(M.dtype)
+        K = M if kernel is None else kernel_matrix(kernel, M)
+        h = dual_pairs(K, problem.y, pairs, lams, "rj.holdout(Dual(), LeavePairOut)")
+        return Solution(h, lane_codes(h.predictions, lams), {})
 
     def cv_predictions(self, params, data, folds):
         kernel = self.tuned_kernel()

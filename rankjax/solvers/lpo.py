@@ -6,7 +6,7 @@ pairs; and the pair lists it is used with.
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -195,6 +195,9 @@ class LeavePairOut:
     """
 
     pairs: object
+
+    method: ClassVar[str] = "leave_pair_out"
+    """The solver method :func:`rankjax.holdout` calls with these folds."""
 
 
 def pairs_of(problem, folds: LeavePairOut):

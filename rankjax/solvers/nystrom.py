@@ -37,7 +37,6 @@ from .fold_batches import BATCH_ROWS, batch_folds, batch_rows, fold_map, fold_sc
 from .sharded import stacked_folds
 from .holdout import (HoldOut, holdout_from_system, two_phase,
                       woodbury_rows)
-from .lpo import LeavePairOut
 from .models import NystromModel, NystromPath, path_scores
 from .primal import UNRESOLVED, factored_holdout, path_core
 from .ridge import eigh_path, primal_system, ridge_solve, wide_eigh
@@ -411,9 +410,6 @@ class Nystrom(AbstractSolver):
     def holdout(self, problem, lams, folds):
         if problem.kind == "sharded":
             return self._holdout_sharded(problem, lams)
-        if isinstance(folds, LeavePairOut):
-            raise TypeError("Nystrom does not support holdout with LeavePairOut folds; "
-                            "solvers that do: Primal, Dual")
         X = dense_rows(problem)
         lams = lams.astype(X.dtype)
         m, n, L = X.shape[0], X.shape[1], lams.shape[0]
@@ -442,6 +438,13 @@ class Nystrom(AbstractSolver):
 
     def tuned_kernel(self):
         return self.kernel
+
+    def basis_rows(self, m: int) -> int:
+        return self.basis.rows_among(m)
+
+    def with_basis_rows(self, m: int, b: int) -> "Nystrom":
+        return dataclasses.replace(self, basis=Basis(min(self.basis.rows_among(m), b),
+                                                     seed=self.basis.seed))
 
     def param_keys(self) -> set:
         return super().param_keys() | {"centres"}

@@ -21,7 +21,7 @@ from ..graphs.folds import premerge
 from .._core.types import saveable
 from .base import AbstractSolver, dense_rows, feature_rows, solver
 from .holdout import HoldOut, fold_predictions, holdout_from_system, two_phase
-from .lpo import LeavePairOut, pairs_of, primal_pairs
+from .lpo import primal_pairs
 from .models import LinearModel, PrimalPath, path_scores
 from .ridge import decompose_primal, primal_system, ridge_solve
 from . import sharded, streamed
@@ -184,14 +184,17 @@ class Primal(AbstractSolver):
         checked_rows(problem)
         X = dense_rows(problem)
         lams = lams.astype(X.dtype)
-        if isinstance(folds, LeavePairOut):
-            h = primal_pairs(X, problem.y, pairs_of(problem, folds), lams,
-                             "rj.holdout(Primal(), LeavePairOut)")
-            return Solution(h, lane_codes(h.predictions, lams), {})
         pred, W = linear_holdout(X, problem.y, problem.graph, lams, folds,
                                  "rj.holdout(Primal())")
         return Solution(HoldOut(lams, pred, folds, PrimalPath(lams, W)), lane_codes(pred, lams),
                         {})
+
+    def leave_pair_out(self, problem, lams, pairs):
+        checked_rows(problem)
+        X = dense_rows(problem)
+        lams = lams.astype(X.dtype)
+        h = primal_pairs(X, problem.y, pairs, lams, "rj.holdout(Primal(), LeavePairOut)")
+        return Solution(h, lane_codes(h.predictions, lams), {})
 
     def cv_predictions(self, params, data, folds):
         return linear_cv_predictions(params, data, folds)
