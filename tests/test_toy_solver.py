@@ -7,6 +7,7 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import rankjax as rj
@@ -59,3 +60,19 @@ def test_a_verb_the_toy_does_not_implement_names_those_that_do():
     with pytest.raises(TypeError, match="DenseSolve does not take a precomputed kernel matrix"):
         rj.fit(rj.Problem(jnp.eye(4), jnp.arange(4.0), jnp.array([0, 0, 1, 1]), precomputed=True),
                TOY.solver, lam=1.0)
+
+
+def test_the_estimator_fits_with_a_solver_object_and_saves_its_model(tmp_path):
+    """``RankRLS(solver=<object>)``: the toy's fit behind the estimator equals ``rj.fit``
+    with it, and its model (built-in) saves and loads; a string outside the list names the
+    object form."""
+    from rankjax.estimators import RankRLS
+    d = rj.make_ranking_data(8, num_features=3, seed=0)
+    est = RankRLS(lam=2.0, solver=TOY.solver).fit(d.X, d.y, qid=d.qid)
+    want = rj.predict(rj.fit(rj.Problem(d.X, d.y, d.qid), TOY.solver, lam=2.0).value, d.X)
+    np.testing.assert_allclose(est.predict(d.X), want, rtol=1e-9, atol=1e-12)
+    rj.io.save_model(tmp_path / "toy.rjm", est.model_)
+    back, _ = rj.io.load_model(tmp_path / "toy.rjm")
+    np.testing.assert_allclose(rj.predict(back, d.X), want, rtol=1e-12)
+    with pytest.raises(ValueError, match="solver object"):
+        RankRLS(solver="dense").fit(d.X, d.y, qid=d.qid)

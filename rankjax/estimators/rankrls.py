@@ -18,7 +18,8 @@ from .._solve import fit as _fit, select as _select
 from ..graphs.build import identity_graph
 from ..kernels import linear_kernel
 from ..metrics import ndcg
-from ..solvers import (CG, Auto, Basis, Dual, Falkon, Nystrom, Primal, is_linear, predict)
+from ..solvers import (CG, AbstractSolver, Auto, Basis, Dual, Falkon, Nystrom, Primal, is_linear,
+                       predict)
 from .base import (Ranker, basis_spec, gamma_value, make_kernel, nan_last)
 
 SOLVERS = ("auto", "primal", "dual", "nystrom", "cg", "falkon")
@@ -37,7 +38,10 @@ class RankRLS(Ranker):
         Nyström basis above :data:`AUTO_BASIS_ROWS` rows), ``"primal"``, ``"dual"``,
         ``"nystrom"``, ``"cg"`` (conjugate gradients, linear: large sparse data; Airola et
         al. 2010) or ``"falkon"`` (preconditioned CG on a Nyström basis; Rudi et al. 2017):
-        :class:`rankjax.Primal`, ... behind the one :func:`rankjax.fit`.
+        :class:`rankjax.Primal`, ... behind the one :func:`rankjax.fit`; or a solver object
+        (``rj.Nystrom(kernel, 500)``, a class of one's own deriving from
+        :class:`rankjax.AbstractSolver`), used as given (its kernel and basis: ``kernel`` and
+        ``basis`` are not read).
       kernel: ``None``/``"linear"``, ``"gaussian"``, ``"polynomial"`` or a
         :class:`rankjax.Kernel`; gamma, degree, coef0 its parameters.
       basis: ``"auto"`` (exact kernel up to :data:`AUTO_BASIS_ROWS` rows, above it a
@@ -91,8 +95,9 @@ class RankRLS(Ranker):
         """Fits the model of ``lam`` by :func:`rankjax.fit`; an ``eval_set`` (as LightGBM's
         and XGBoost's, with ``eval_qid``/``eval_group``) is the validation data of early
         stopping for ``solver="cg"``/``"falkon"``."""
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        if not isinstance(self.solver, AbstractSolver) and self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS} or a solver object (a "
+                             f"rankjax.AbstractSolver), got {self.solver!r}")
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         X = self._mapped(X)
         valid = None
@@ -132,7 +137,10 @@ class RankRLS(Ranker):
                   metric_kwargs={"k": self.score_k})
 
     def _solver(self, X):
-        """The front door's solver of this fit (``solver``, the kernel and the basis)."""
+        """The front door's solver of this fit (``solver``, the kernel and the basis; a
+        solver object as given)."""
+        if isinstance(self.solver, AbstractSolver):
+            return self.solver
         kern = self._fit_kernel(X)
         linear = kern is None
         b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state,
