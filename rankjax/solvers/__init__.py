@@ -4,15 +4,19 @@ CG loop (Airola et al. 2010, §3) and the model types. Imports ``_core``, ``metr
 ``graphs`` and ``kernels``.
 """
 from .auto import Auto as Auto
-from .base import AbstractSolver as AbstractSolver, capabilities as capabilities
+from .base import (AbstractSolver as AbstractSolver, capabilities as capabilities,
+                   solver as solver)
 from .cg import CG as CG
 from .dual import Dual as Dual
 from .falkon import Falkon as Falkon
+from .holdout import HoldOut as HoldOut
 from .lpo import LeavePairOut as LeavePairOut
-from .models import (DualModel as DualModel, KernelModel as KernelModel,
+from .models import (PrimalPath as PrimalPath, DualModel as DualModel, KernelModel as KernelModel,
                      LinearModel as LinearModel, NystromModel as NystromModel,
                      ScaledModel as ScaledModel, MappedModel as MappedModel, is_linear as is_linear,
                      predict as predict)
 from .nystrom import Nystrom as Nystrom
 from .primal import Primal as Primal
 from ..kernels.basis import Basis as Basis
+from .._solution import lane_codes as lane_codes
+from .._core.types import saveable as saveable
