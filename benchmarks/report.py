@@ -546,6 +546,7 @@ def render(results, out, argv, started, total_s, partial):
             body += [scaling_plot(r["lines"], plots, plt)]
         if key == "mq2008":
             body += [mq2008_summary(r["lines"])]
+    body += [(HERE / "design_measurements.md").read_text()]     # §8, kept by hand
     write_atomic(out / "REPORT.md", "\n".join(body))
 
 

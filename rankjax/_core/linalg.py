@@ -31,9 +31,8 @@ class Eigh(NamedTuple):
 
 
 WIDE_GRAM = 512
-"""Columns from which :func:`gram` transposes first on CPU (measured, 2-core x86 CPU, float64:
-12,272 x 2,048 0.63 s against 0.87 s for the plain product; 200,000 x 136 0.19 s against
-0.09 s the other way: the transpose is a full pass over a tall ``Z``)."""
+"""Columns from which :func:`gram` transposes first on CPU (the transpose is a full pass over
+a tall ``Z``, worth it only for wide ones; measured: benchmarks/REPORT.md §8)."""
 
 
 def gram(Z):

@@ -1,14 +1,13 @@
 """Whole programs kept on disk, so that a fresh process neither traces nor lowers them.
 
 JAX's on-disk cache (:mod:`rankjax._core.cache`) keeps the compiled code, but a fresh process
-still traces and lowers every program before it can look it up: 2.2 of the 2.6 s that
-the linear ``RankRLSCV`` hold-out on ``lambdarank_sample`` cost in a second process with
-that cache filled (0.33 s warm). A core wrapped by :func:`keep` is kept the first time it
+still traces and lowers every program before it can look it up: most of a second
+process's hold-out (benchmarks/REPORT.md §8). A core wrapped by :func:`keep` is kept the first time it
 runs with given shapes, in the cache folder:
 
 * on the CPU as its compiled executable (:mod:`jax.experimental.serialize_executable`,
-  ``executables/``), read back and called directly: the linear ``RankRLSCV`` fit of a later
-  process 0.40 s (0.60 s through an export), the kernel one 1.9 s. XLA:CPU code is
+  ``executables/``), read back and called directly (faster than through an export).
+  XLA:CPU code is
   compiled for the host's instruction set, so the key names the CPU (:func:`_machine`), and
   LAPACK's kernels are set up first as JAX sets them up (:func:`_lapack_ready`; a JAX
   without that step keeps exports);
@@ -27,11 +26,10 @@ structure and every leaf's shape and dtype, so a program of other source or sett
 never read. A file that cannot be read is kept again.
 
 On the CPU these programs are compiled with :data:`CPU_OPTIONS` (XLA's LLVM code generation is
-most of a first fit): the hold-out of the linear ``RankRLSCV`` on ``lambdarank_sample``
-compiled in 2.2 s instead of 3.4 s and the kernel one in 1.2 s instead of 2.0 s, their run
-times unchanged (0.2 s, 1.6 s: the work is in LAPACK and matrix-product calls, which
-the options do not touch). Other devices, calls under a trace (JAX takes options only on
-a top-level ``jit``) and an XLA that refuses an option use the defaults.
+most of a first fit): they compile faster and run as fast (the work is in LAPACK and
+matrix-product calls, which the options do not touch; benchmarks/REPORT.md §8). Other devices,
+calls under a trace (JAX takes options only on a top-level ``jit``) and an XLA that refuses an
+option use the defaults.
 
 Example:
   >>> import jax.numpy as jnp
@@ -69,12 +67,8 @@ _FIELDS_DROPPED = ("in_tree", "out_tree", "_get_vjp")
 
 CPU_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 1}
 """XLA options of the kept programs on the CPU: the older loop emitters and LLVM's ``-O1``.
-Measured at 3,005 x 300 float32 (compile / run, seconds): primal hold-out 3.4 / 0.21 by
-default, 2.7 / 0.21 with the emitters alone, 2.2 / 0.20 with both; kernel hold-out 2.0 /
-1.58 -> 1.2 / 1.6. ``-O0`` compiled the primal one in 0.8 s but ran it in 0.44 s (the
-kernel one 0.68 s slower); 128-bit vectors (``xla_cpu_prefer_vector_width``) with the older
-emitters saved 0.3 s more and aborted the process inside LLVM on a float64 hold-out
-("Cannot select: X86ISD::SUBV_BROADCAST_LOAD", jaxlib 0.10.2)."""
+``-O0`` runs slower; 128-bit vectors (``xla_cpu_prefer_vector_width``) aborted the process
+inside LLVM on a float64 hold-out (measured: benchmarks/REPORT.md §8)."""
 
 
 _refused: list = [False]        # XLA refused an option of CPU_OPTIONS in this process
@@ -258,8 +252,8 @@ def _lapack_ready() -> bool:
 
 def _without_jax_cache():
     """A context in which JAX's on-disk cache is off (this thread), or a no-op where this
-    JAX has no such switch. Writing the kept executables there too cost 0.1-0.2 s of a
-    first linear fit."""
+    JAX has no such switch: writing the kept executables there too slowed a first fit
+    (benchmarks/REPORT.md §8)."""
     try:
         from jax._src import config
         return config.enable_compilation_cache(False)
@@ -272,8 +266,8 @@ def _executable(key, call, dyn_leaves, in_tree, later=False):
     folder's (a serialised executable, :mod:`jax.experimental.serialize_executable`), or
     traced and lowered here, then compiled with :func:`compile_options` and written
     (``later``: returns that last step instead, for another thread). Reading one back
-    costs 0.07 s for the linear hold-out on ``lambdarank_sample``, where calling its export
-    cost 0.34 s (lowering the call, MLIR's set-up, JAX's cache read)."""
+    costs less than calling an export (lowering the call, MLIR's set-up, JAX's cache read;
+    benchmarks/REPORT.md §8)."""
     from jax.experimental.serialize_executable import deserialize_and_load
     if key not in _memory:
         path, got = _stored(key, "executables")
@@ -326,9 +320,8 @@ _pause_lock = threading.Lock()
 def gc_paused():
     """Python's cyclic garbage collector off for the block (and back on after the last
     such block of any thread, if it was on): tracing a program allocates objects by the
-    hundred thousand, and the collections they set off walk every object of the process.
-    Measured on the linear ``RankRLSCV`` hold-out of ``lambdarank_sample`` in a fresh
-    process: traced in 0.20 s instead of 0.28 s. Reference counting still frees all that
+    hundred thousand, and the collections they set off walk every object of the process
+    (measured: benchmarks/REPORT.md §8). Reference counting still frees all that
     is not in a cycle; the cycles wait for the next collection after the block."""
     with _pause_lock:
         if not _paused[0]:
@@ -387,8 +380,8 @@ class _Kept:
         """Traces and lowers the call on this thread and compiles it on another, so that
         XLA compiles it while this thread goes on with other work (the next call waits for
         it; nothing runs). Only for concrete inputs outside any trace; errors are left to
-        the call. The linear ``RankRLSCV`` first fit on ``lambdarank_sample`` compiles its λ
-        selection while it traces its hold-out: 0.15 s less on 2 cores."""
+        the call. The linear ``RankRLSCV`` first fit compiles its λ selection while it traces
+        its hold-out (benchmarks/REPORT.md §8)."""
         with gc_paused():
             try:
                 finish = self._call(args, kwargs, later=True)

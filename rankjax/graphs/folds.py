@@ -144,10 +144,8 @@ def each_slice(f, *args):
 
 SHAPE_SLACK = 1.05
 """Fold sizes share a padded shape while the padded work grows by at most this factor.
-At 1.25 the guard's warm Nyström selection (2,531 rows, 300 basis columns: a fold's work
-is ``L b P^2``) ran 1.33x slower, and its leave-query-out at 22,702 x 136 1.48x (folds of
-112 rows padded to 128), against 0.98x and 0.72x at 1.05; leave-query-out on
-``lambdarank_sample`` then compiles 4 shapes instead of 3 (about 2 s more in a first fit).
+A larger slack pads small folds into work that costs more than the compilations it saves
+(measured: benchmarks/REPORT.md §8).
 The folds do not know the fold program's width: :func:`over_folds` merges further at
 trace time, where it does (:func:`merge_plan`)."""
 
@@ -165,8 +163,7 @@ def fold_shapes(sizes):
     """``[F]`` the padded size of every fold: the sizes bucketed (:func:`padded_size`),
     then merged into the fewest shapes whose padded work (``sum F_b P_b^2``, the fold
     count padded too) stays within :data:`SHAPE_SLACK` of the unmerged buckets'. Every
-    shape is a copy of the fold's program: leave-query-out on ``lambdarank_sample`` had 7
-    (compiled in 6.7 s), merged it has 4.
+    shape is a copy of the fold's program (compile times: benchmarks/REPORT.md §8).
 
     Example:
       >>> fold_shapes(np.array([3, 4, 4, 4, 16, 17, 40])).tolist()
@@ -212,13 +209,10 @@ def fold_batch(count: int, most: int) -> int:
 
 SHAPE_FLOPS = 2e9
 """What one more fold shape costs, in the fold work it is worth: a shape is one more copy of
-the fold's program to compile (about 0.3 s of XLA:CPU time each, measured on a 2-core CPU)
-and 1e9 floating-point operations of the batched fold products took about 0.1 s there.
-:func:`merge_plan` pads the folds of neighbouring shapes to the larger one while the padded
-work grows by less than this per shape saved: the linear ``RankRLSCV`` on
-``lambdarank_sample`` (201 queries of 1 to 27 rows, 4 shapes, 300 features, 13 λ) then
-compiles one shape, its first fit 4.1 s -> 2.3 s, its warm fit 0.21 s -> 0.28 s; the kernel
-one two shapes (4.2 s -> 3.5 s, warm unchanged)."""
+the fold's program to compile, worth about as much time as this many floating-point
+operations of the batched fold products. :func:`merge_plan` pads the folds of neighbouring
+shapes to the larger one while the padded work grows by less than this per shape saved
+(measured: benchmarks/REPORT.md §8)."""
 
 
 def fold_flops(P, count, L, width):

@@ -91,7 +91,7 @@ def _plain(v):
     leaves then trace alike whether given as ``0.1``, ``np.float64(0.1)`` or
     ``np.float32(0.1)``, and a second γ reuses the first's compiled programs (a NumPy
     scalar is a strongly typed leaf, a Python float a weakly typed one: each compiled its
-    own hold-out, 4.1 s at 12,194 rows x 2,000 basis rows)."""
+    own hold-out; benchmarks/REPORT.md §8)."""
     return float(v) if isinstance(v, (float, int, np.floating, np.integer)) else v
 
 

@@ -260,14 +260,13 @@ def _with_gamma(solver, gamma):
 
 
 def _search(grid, solvers, point, folds, steps):
-    """The refinement of a Nyström grid without ``ard``: at most ``min(steps, 4)`` points,
-    each the exact hold-out of ``L`` λ (its models kept): the best γ on a finer λ grid, then
-    a golden-section search over log γ between the grid's neighbours of the best γ
-    (``γ / 4`` and ``4 γ`` at the grid's ends). The searched λ are ``L`` points spaced
-    evenly in log between two grid steps below and above the best λ: the same program as
-    the grid's, no float32 lane far below the best paying its own factor (2.5 s of a 7.6 s
-    point at 12,194 rows x 2,000 basis rows). The grid's point is kept unless a searched
-    point scores better."""
+    """The refinement of a Nyström grid without ``ard``: at most ``min(steps, 4)`` points, each
+    the exact hold-out of ``L`` λ (its models kept): the best γ on a finer λ grid, then a
+    golden-section search over log γ between the grid's neighbours of the best γ (``γ / 4``
+    and ``4 γ`` at the grid's ends). The searched λ are ``L`` points spaced evenly in log
+    between two grid steps below and above the best λ: the same program as the grid's, no
+    float32 lane far below the best paying its own factor (benchmarks/REPORT.md §8). The
+    grid's point is kept unless a searched point scores better."""
     gamma = _gamma(point.solver)
     ladder_g = np.unique([_gamma(s) for s in solvers])
     j = int(np.searchsorted(ladder_g, gamma))
@@ -309,10 +308,9 @@ def _search(grid, solvers, point, folds, steps):
 
 TUNE_WORK = 1.5e11
 """The rows ``u`` a Nyström ``tune`` step may take: ``u b^2 steps <= TUNE_WORK``. A step of
-the differentiated hold-out costs about 50 ``u b^2`` flops (20 steps on 28,610 rows at a
-basis of 512: about 50 s on a 2-core CPU): 28,000 rows at b = 512, 1,800 at b = 2,048 (then
-``2 b``). At 10^6 rows a cap of 1e12 (190,734 rows) took 368 s instead of 155 s, peaked at
-7.1 GB instead of 2.8 GB and ranked lower (test NDCG@10 0.9055 against 0.9131)."""
+the differentiated hold-out costs about 50 ``u b^2`` flops: 28,000 rows at b = 512, 1,800
+at b = 2,048 (then ``2 b``). A larger cap took longer, more memory and ranked lower at 10^6
+rows (benchmarks/REPORT.md §8)."""
 
 
 TUNE_BASIS = 640

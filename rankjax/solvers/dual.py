@@ -92,12 +92,11 @@ def kernel_root_product(K, graph, eig, root, centred: bool = False, grid=None):
     (I - 1 1^T / n_c)``): with ``Π = S^+ S`` (the within-query centring on queries of nonzero
     weight), ``K S U = S^+ U Γ + (I - Π) K S U`` and ``(I - Π)`` takes query means, so the
     second term is the ``[S, m]`` query-mean rows of ``K`` (``S`` the padded query count)
-    times ``S U``: a twelfth of the product's flops at 3,005 rows in 256 padded queries (the
-    product took 0.78 s beside a 2.7 s ``eigh``; the float32 leave-query-out on
-    ``lambdarank_sample`` 3.50 s -> 2.76 s); ``S^+ v = S v / (e_c n_c)``. ``centred``: the
+    times ``S U``: a twelfth of the product's flops at 3,005 rows in 256 padded queries
+    (benchmarks/REPORT.md §8); ``S^+ v = S v / (e_c n_c)``. ``centred``: the
     columns of ``U`` sum to 0 over every query (the range of ``S``,
     :func:`~rankjax.solvers.reduced.reduced_eigh`), so their query means are not formed (2.2
-    GFlop, 0.045 s there). A query of zero weight and several rows (``Π = 0`` there, its
+    GFlop there). A query of zero weight and several rows (``Π = 0`` there, its
     rows are not means) and the other graphs take the product. ``grid``: the queries' rows
     for :func:`~rankjax._core.segments.row_sums`."""
     U = eig.vectors

@@ -64,7 +64,7 @@ def woodbury_rows(graph, idx, mask, Pu, fu, D, lams, y, Kuu=None, by_segments=Fa
     ``fu [L, P(, k)]`` its full-data fitted values, ``Kuu`` its kernel block (dual) or
     ``None`` (primal, Nyström). ``by_segments``: ``B^T V`` by the graph's segment sums
     (O(P) a column, the row-block hold-out's batches of large folds) instead of the dense
-    ``P x P`` root (which compiles in 0.2 s less: the first fit of small folds)."""
+    ``P x P`` root (which compiles faster: the first fit of small folds; benchmarks/REPORT.md §8)."""
     dtype = Pu.dtype
     mf = mask.astype(dtype)
     Pu = Pu * mf[:, None]                                           # [P, r]
@@ -158,8 +158,8 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "
     ``route`` (static): ``"both"`` as above, in one program; ``"shared"`` only the shared
     lanes, returning ``(predictions, floor)``; ``"direct"`` only the lanes below the floor
     (zeros elsewhere). The public functions run ``"shared"`` first and ``"direct"`` only
-    when some λ lies below the floor (:func:`two_phase`): the second program compiles in
-    8 s at 22,702 x 136 and is never needed in float64 on ordinary data.
+    when some λ lies below the floor (:func:`two_phase`): the second program's compilation
+    (benchmarks/REPORT.md §8) is never needed in float64 on ordinary data.
 
     ``weights``: every lane is ``(predictions, w)`` with ``w = (G + λ I)^{-1} b``
     ``[n(, k)]`` from the same decomposition or factor (one Cholesky factor per λ below
@@ -207,8 +207,8 @@ def two_phase(core, *args, lams, verbose=0, **static):
     when some λ lies below the ``floor`` the first call returns, the ``"direct"`` program
     for those lanes, merged by lane (every floating leaf, λ axis first). Under a trace, and
     in float32 (where the smallest λ of an ordinary grid lie below the floor, and a second
-    program would form the features and the ``eigh`` again: 2.2 of the 5.1 s of the
-    direct program at 12,194 rows x 2,000 basis rows): ``"both"``, one program whose
+    program would form the features and the ``eigh`` again, most of its time; benchmarks/REPORT.md §8):
+    ``"both"``, one program whose
     lanes above the floor skip the factorisation (:func:`~rankjax.solvers.ridge.by_lane`).
     ``static``: further static arguments of ``core``."""
     if (not all(is_concrete(a) for a in jax.tree.leaves((args, lams)))

@@ -211,7 +211,7 @@ PAD_WORK = 1e10
 """Below this ``m b^2`` the basis of the row-block passes is padded to its bucket
 (:func:`~rankjax._core.segments.padded_size`: a new basis size in the bucket compiles
 nothing); above it the basis is exact, where the padding costs more than a compilation
-(50,000 rows: 1,024 columns 3.7 s a hold-out against 3.1 s for 1,000, 2-core CPU)."""
+(measured: benchmarks/REPORT.md §8)."""
 
 
 def _head(a, b, axis=0):
@@ -238,8 +238,7 @@ def check_nystrom_memory(m, b, dtype, count=4, what="the Nyström hold-out",
 WHOLE_ENTRIES = 2 ** 21
 """Up to this many entries of ``K_mR`` (``m b``) the Nyström fit, path and hold-out hold it
 whole without ``block_rows``: one program, where the row-block passes dispatch four
-(float64 hold-out of 13 λ, 2-core CPU: 2,531 x 300 0.12 s whole against 0.22 s in row
-blocks; 5,200 x 500 0.37 against 0.35; 10,311 x 1,000 1.56 against 1.32)."""
+(measured: benchmarks/REPORT.md §8)."""
 
 
 def nystrom_plan(m, n, bp, dtype, *, L=1, tail=1, fold_rows=1, block_rows=None,

@@ -69,9 +69,8 @@ def _primal_holdout(X, y, graph, lams, folds, route="both"):
     full-data weights from the same ``eigh`` of ``X^T L X`` (the lanes below its floor
     from the Cholesky factor their hold-out lane makes, :func:`holdout_from_system`).
     ``(G, b)`` in the root form (``Z = S X``): no branch to the root-free form and its two
-    fallback copies, 22 of the program's 89 generated kernels (compiled in 0.55 s instead
-    of 0.79 s at 3,005 x 300 float32), for one pass writing ``Z`` (within noise of the run
-    at 227,000 x 136)."""
+    fallback copies (a quarter of the program's generated kernels), for one pass writing
+    ``Z`` (measured: benchmarks/REPORT.md §8)."""
     G, b = primal_system(X, y, graph, root=True)
     out = holdout_from_system(X, y, graph, lams, folds, G, b, route=route, weights=True)
     if route == "shared":

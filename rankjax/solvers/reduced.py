@@ -9,8 +9,7 @@ zero. A Householder reflection per query, ``H_q = I - 2 w w^T / (w^T w)`` with
 ``w = 1 / sqrt(n) + e_r`` (``r`` the query's first row; the sign that avoids cancellation,
 ``w^T w = 2 + 2 / sqrt(n)``), maps its constant vector onto ``-e_r``; on the ``k = m - q``
 rows left (``q`` null directions) ``H S K S H`` is an orthogonally similar ``k x k``
-system, and its ``eigh`` costs ``(k / m)^3`` of the full one: 2,804 of 3,005 rows on
-``lambdarank_sample``, 1.10 s against 1.32 s in float32.
+system, and its ``eigh`` costs ``(k / m)^3`` of the full one (measured: benchmarks/REPORT.md §8).
 
 Since ``S K S 1_q = 0``, ``w_q^T G = G[r_q]``, so with ``α = 1 / (sqrt(n) + 1)`` (at most
 0.41: no entry is amplified) the reduced system is

@@ -85,7 +85,7 @@ def wide_eigh(G):
     ``eps Λmax`` absolute error of a float32 ``eigh``: the λ between the two floors need no
     factor of their own (the precision rule: ``G``, formed in float32, already carries
     ``eps32 ||G||``; a float32 Cholesky factor of ``G + λ I`` adds as much again).
-    O(p^3) in float64: 0.12 s at p = 1,024 on a 2-core CPU."""
+    O(p^3) in float64 (benchmarks/REPORT.md §8)."""
     wide = wide_dtype()
     with jax.enable_x64(wide == jnp.float64):
         eig = eigh_psd(G.astype(wide))
