@@ -94,7 +94,7 @@ def _stages(X, y, qid, a, line):
     from rankjax._core.products import HI, tdot
     from rankjax.solvers import fold_batches as fb
     from rankjax.solvers.holdout import woodbury_rows
-    from rankjax.solvers.nystrom import blocked_system, features
+    from rankjax.solvers.nystrom_blocked import blocked_system, features
     from rankjax.solvers.ridge import wide_eigh
     from _timing import time_jitted
     m, n = X.shape

@@ -14,6 +14,8 @@ import pytest
 import rankjax as rj
 import rankjax.solvers.models as models
 import rankjax.solvers.nystrom as nystrom
+import rankjax.solvers.nystrom_blocked as blocked
+import rankjax.solvers.nystrom_plan as nplan
 from rankjax._core.memory import MemoryPlanError
 from rankjax.estimators import RankRLSCV
 from rankjax.selection import select as select_mod
@@ -85,16 +87,16 @@ def test_the_route_follows_the_fold_sizes_and_the_memory(data, monkeypatch):
     each is refused before any work."""
     p = rj.Problem(data.X, data.y, data.qid)
     called = []
-    for name in ("_nystrom_holdout_blocked", "_nystrom_holdout"):
+    for name in ("holdout_blocked", "_nystrom_holdout"):
         real = getattr(nystrom, name)
         monkeypatch.setattr(nystrom, name, lambda *a, _r=real, _n=name, **k:
                             called.append(_n) or _r(*a, **k))
     _holdout(p, None)
-    assert called == ["_nystrom_holdout"] and data.X.shape[0] * 90 <= nystrom.WHOLE_ENTRIES
-    monkeypatch.setattr(nystrom, "WHOLE_ENTRIES", 0)
+    assert called == ["_nystrom_holdout"] and data.X.shape[0] * 90 <= nplan.WHOLE_ENTRIES
+    monkeypatch.setattr(nplan, "WHOLE_ENTRIES", 0)
     called.clear()
     _holdout(p, None)
-    assert called == ["_nystrom_holdout_blocked"]
+    assert called == ["holdout_blocked"]
     whole = _holdout(p, None, folds=3)
     assert called[1:] == ["_nystrom_holdout"]
     assert _rel(_holdout(p, 32, folds=3).predictions, whole.predictions) < 1e-10
@@ -268,8 +270,8 @@ def test_the_plan_covers_the_compiled_programs(monkeypatch, b, rows):
 
     def plan(L):
         seen = []
-        monkeypatch.setattr(nystrom, "check_memory", lambda need, *a: seen.append(need))
-        nystrom.nystrom_plan(m, n, b, X.dtype, L=L, fold_rows=largest, block_rows=rows)
+        monkeypatch.setattr(nplan, "check_memory", lambda need, *a: seen.append(need))
+        nplan.nystrom_plan(m, n, b, X.dtype, L=L, fold_rows=largest, block_rows=rows)
         monkeypatch.undo()
         return seen[0]
 
@@ -279,12 +281,12 @@ def test_the_plan_covers_the_compiled_programs(monkeypatch, b, rows):
         return a.argument_size_in_bytes + a.output_size_in_bytes + a.temp_size_in_bytes
 
     folds = batch_folds(rj.make_folds(p.graph), rows, lams.size, b)
-    need, used = plan(lams.size), held(nystrom.blocked_holdout, X, y, p.graph, B, lams, folds,
+    need, used = plan(lams.size), held(blocked.blocked_holdout, X, y, p.graph, B, lams, folds,
                                        rows=rows)
     assert used <= need <= 4 * used, (need, used)
     for need, used in (
-            (plan(lams.size), held(nystrom._nystrom_path_blocked.__wrapped__, X, y, p.graph, B,
+            (plan(lams.size), held(blocked.path_blocked.__wrapped__, X, y, p.graph, B,
                                    lams, folds, None, rows=rows)),
-            (plan(1), held(nystrom._nystrom_fit_blocked.__wrapped__, X, y, p.graph, B, 1.0,
+            (plan(1), held(blocked.fit_blocked.__wrapped__, X, y, p.graph, B, 1.0,
                            batch_folds(rj.make_folds(p.graph), rows, 1, b), rows=rows))):
         assert used <= need, (need, used)

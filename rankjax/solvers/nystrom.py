@@ -14,42 +14,33 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from .._core.checks import check_count, check_seed, is_concrete, lam_ok, nan_unless
-from .._core.backend import paths
 from .._core.log import compiled, level, run
-from .._core.memory import check_memory
-from .._core.linalg import gram_blocks, spectral_filter
-from .._core.products import HI, tdot
 from .._core.resolved import warn_unresolved
 from .._solution import Solution, lane_codes
 from .._core.segments import padded_size
-from ..graphs.folds import each_slice, make_folds, premerge
+from ..graphs.folds import make_folds, premerge
 from ..kernels.basis import (Basis, BasisRows, as_nystrom, basis_system, coef_from, features,
-                             take_basis, wide_coef)
+                             take_basis)
 from ..kernels.kernel import Kernel, kernel_block
 from .._core.types import saveable
-from ..scale.layout import dense_only, local_block
-from jax.sharding import PartitionSpec as P
+from ..scale.layout import dense_only
 from .base import AbstractSolver, check_kernel_arg, dense_rows, solver
-from .fold_batches import BATCH_ROWS, batch_folds, batch_rows, fold_map, fold_scan
+from .fold_batches import BATCH_ROWS, batch_folds
 from .sharded import stacked_folds
-from .holdout import (HoldOut, holdout_from_system, two_phase,
-                      woodbury_rows)
+from .holdout import (HoldOut, holdout_from_system, two_phase)
 from .models import NystromModel, NystromPath, path_scores
 from .primal import UNRESOLVED, factored_holdout, path_core
-from .ridge import eigh_path, primal_system, ridge_solve, wide_eigh
+from .ridge import primal_system, ridge_solve
+from .nystrom_blocked import (UNRESOLVED_WIDE, basis_coef, fit_blocked, holdout_blocked,
+                              holdout_sharded, path_blocked)
+from .nystrom_plan import PAD_WORK, check_nystrom_memory, nystrom_plan
 
-__all__ = ["Nystrom", "nystrom_blocks", "nystrom_plan", "check_nystrom_memory"]
+__all__ = ["Nystrom", "nystrom_blocks"]
 
 
 _ANY_BASIS = Basis(size=1)
-
-
-def _basis_coef(C, W, axis):
-    """Basis coefficients ``a = C^{-T} w`` of weights whose basis axis is ``axis``."""
-    return jnp.moveaxis(coef_from(C, jnp.moveaxis(W, axis, 0)), 0, axis)
 
 
 @jax.jit
@@ -65,7 +56,7 @@ def _nystrom_path(X, y, graph, basis: BasisRows, lams, X_valid, block_size=None)
     C = basis.factor()
     W, _, _ = path_core(features(basis.block(X, block_size), C), y, graph, lams, None,
                         False, True)
-    coef = _basis_coef(C, W, 1)                                             # [L, b_pad(, k)]
+    coef = basis_coef(C, W, 1)                                             # [L, b_pad(, k)]
     valid = None if X_valid is None else path_scores(basis.block(X_valid, block_size), coef)
     return coef, valid
 
@@ -83,135 +74,10 @@ def _nystrom_holdout(X, y, graph, basis: BasisRows, lams, folds, route="both"):
     G, b = primal_system(Phi, y, graph, root=True)
     out = holdout_from_system(Phi, y, graph, lams, folds, G, b, route=route, weights=True)
     (pred, W), floor = out if route == "shared" else (out, None)    # W [L, r(, k)]
-    coef = _basis_coef(C, W, 1)
+    coef = basis_coef(C, W, 1)
     if route == "shared":
         return nan_unless(lam_ok(lams), (pred, coef)), floor
     return nan_unless(lam_ok(lams), (pred, coef))
-
-
-def _batch_features(X, basis: BasisRows, C, idx, mask, live=None):
-    """``[bs, P, b_pad]`` the features ``Φ_U = K_UR C^{-T}`` of a batch of folds (padding
-    rows zero; columns scaled by ``live``), one kernel block and one triangular solve of
-    ``bs P`` rows."""
-    bs, P = idx.shape
-    Phi = features(basis.block(X[idx.reshape(-1)]) * mask.reshape(-1, 1).astype(X.dtype), C)
-    return (Phi if live is None else Phi * live).reshape(bs, P, -1)
-
-
-def blocked_system(X, y, graph, basis: BasisRows, C, folds, rows, L=1):
-    """``(G, rhs, top)``: ``Φ^T L Φ`` and ``Φ^T L y`` summed over batches of whole folds in
-    root form (``Z = B^T Φ_U`` per fold, ``B B^T = L_UU``; ``L`` is block-diagonal over
-    folds of whole queries) and the column maxima of ``|Φ|``; ``Φ`` is never whole, O(rows b)
-    memory, O(m b^2) time."""
-    dt, bp, tail = X.dtype, C.shape[0], y.shape[1:]
-
-    def update(acc, idx, mask):
-        G, r, top = acc
-        Phi = _batch_features(X, basis, C, idx, mask)
-        Z = batch_rows(graph, idx, mask, Phi).reshape(-1, bp)
-        zy = batch_rows(graph, idx, mask, y[idx]).reshape((-1,) + tail)
-        return (G + gram_blocks(Z), r + tdot(Z, zy),
-                jnp.maximum(top, jnp.max(jnp.abs(Phi), axis=(0, 1))))
-
-    init = (jnp.zeros((bp, bp), dt), jnp.zeros((bp,) + tail, dt), jnp.zeros(bp, dt))
-    return fold_scan(folds, rows, update, init, L, bp, "first pass, block")
-
-
-@compiled(static_argnames=("rows",))
-def _nystrom_holdout_blocked(X, y, graph, basis: BasisRows, lams, folds, rows=BATCH_ROWS):
-    """:func:`blocked_holdout` on one device."""
-    return blocked_holdout(X, y, graph, basis, lams, folds, rows)
-
-
-UNRESOLVED_WIDE = "λ below the rounding of the basis system's float64 eigendecomposition"
-
-
-def blocked_holdout(X, y, graph, basis: BasisRows, lams, folds, rows=BATCH_ROWS, reduce=None,
-                    m=None):
-    """``(predictions [L, m(, k)], coef [L, b_pad(, k)])`` of :func:`_nystrom_holdout` in
-    row blocks of whole folds (``K_mR`` and ``Φ`` never whole): a first pass sums
-    ``G = Φ^T L Φ`` (:func:`blocked_system`); one ``eigh`` of ``G`` in float64
-    (:func:`~rankjax.solvers.ridge.wide_eigh`: every λ of the grid from it, none from a
-    factor of its own); a second pass forms each batch's ``K_UR`` again and its folds'
-    eq. 33-34 predictions of the whole λ grid from ``P_U = K_UR C^{-T} V`` (one product
-    with ``C^{-T} V``, formed in float64) and one product ``[P, b] x [b, L P]`` per fold
-    for every λ's fold system (:func:`~rankjax.solvers.holdout.woodbury_rows`). A λ below
-    the float64 floor gives a NaN lane. Sharded (:meth:`Nystrom.holdout`): ``reduce``
-    joins every device's ``(G, rhs, top)``, ``m`` counts the rows of every device."""
-    C = basis.factor()
-    dt, bp, tail, L = X.dtype, C.shape[0], y.shape[1:], lams.shape[0]
-    m = X.shape[0] if m is None else m
-    G, rhs, top = blocked_system(X, y, graph, basis, C, folds, rows, L)
-    if reduce is not None:                # the rows of other devices: the global system
-        G, rhs, top = reduce(G, rhs, top)
-    live = (jnp.diagonal(G) > m * (4 * jnp.finfo(dt).eps * top) ** 2).astype(dt)
-    eig, floor = wide_eigh(G)
-    c = tdot(eig.vectors, rhs)
-    D = spectral_filter(eig.values[None, :], lams[:, None])                  # [L, b]
-    Dc = D.reshape(D.shape + (1,) * len(tail)) * c[None]
-    W = jnp.einsum("nr,lr...->ln...", eig.vectors, Dc, precision=HI)
-    Mv = wide_coef(C, live[:, None] * eig.vectors)                  # C^{-T} diag(live) V
-
-    def one(idx, mask):
-        bs, P = idx.shape
-        K = basis.block(X[idx.reshape(-1)]) * mask.reshape(-1, 1).astype(dt)
-        Pf = jnp.matmul(K, Mv, precision=HI).reshape(bs, P, bp)        # (Φ_U live) V
-        Fu = jnp.einsum("fps,ls...->flp...", Pf, Dc, precision=HI)      # [bs, L, P(, k)]
-        fold = lambda i, k, p, f: woodbury_rows(graph, i, k, p, f, D, lams, y,  # noqa: E731
-                                                by_segments=True)
-        res = (each_slice(fold, idx, mask, Pf, Fu) if paths().serial(P)
-               else jax.vmap(fold)(idx, mask, Pf, Fu))
-        return jnp.moveaxis(res, 0, 1)                                  # [L, bs, P(, k)]
-
-    pred = fold_map(folds, rows, one, L, bp, tail, dt, "second pass, block")
-    return nan_unless(lam_ok(lams) & (lams >= floor), (pred, _basis_coef(C, W, 1)))
-
-
-@partial(jax.jit, static_argnames="layout")
-def _nystrom_sharded(X, y, graph, basis: BasisRows, lams, folds, m, layout):
-    """:func:`blocked_holdout` on the devices of a mesh: each device's batches of its own
-    queries, the system joined by one ``psum`` (the column maxima by ``pmax``), the ``b x b``
-    algebra replicated; leave-query-out, each device holding out its own queries.
-    ``layout``: ``(mesh, axis, rows)``."""
-    mesh, axis, rows = layout
-
-    def local(X, y, graph, lams, folds, basis, m):
-        def reduce(G, r, t):
-            return lax.psum(G, axis), lax.psum(r, axis), lax.pmax(t, axis)
-        return blocked_holdout(X, y, local_block(graph), basis, lams, local_block(folds),
-                               rows, reduce, m)
-    spec = P(axis)
-    return jax.shard_map(local, mesh=mesh, in_specs=(spec, spec, spec, P(), spec, P(), P()),
-                         out_specs=(P(None, axis), P()), check_vma=False)(
-        X, y, graph, lams, folds, basis, m)
-
-
-@partial(jax.jit, static_argnames="rows")
-def _nystrom_fit_blocked(X, y, graph, basis: BasisRows, lam, folds, rows=BATCH_ROWS):
-    C = basis.factor()
-    G, rhs, _ = blocked_system(X, y, graph, basis, C, folds, rows)
-    lam = jnp.asarray(lam, G.dtype)
-    return nan_unless(lam_ok(lam), coef_from(C, ridge_solve(G, rhs, lam)))
-
-
-@partial(jax.jit, static_argnames="rows")
-def _nystrom_path_blocked(X, y, graph, basis: BasisRows, lams, folds, X_valid, rows=BATCH_ROWS):
-    """``(coef [L, b(, k)], validation scores [L, m_valid(, k)] or None)`` of every λ from
-    the row-block system (:func:`blocked_system`) and one float64 ``eigh`` of it
-    (:func:`~rankjax.solvers.ridge.wide_eigh`; NaN below its floor)."""
-    C = basis.factor()
-    G, rhs, _ = blocked_system(X, y, graph, basis, C, folds, rows)
-    eig, floor = wide_eigh(G)
-    coef = nan_unless(lam_ok(lams) & (lams >= floor),
-                      _basis_coef(C, eigh_path(eig, rhs, lams), 1))
-    return coef, None if X_valid is None else path_scores(basis.block(X_valid), coef)
-
-
-PAD_WORK = 1e10
-"""Below this ``m b^2`` the basis of the row-block passes is padded to its bucket
-(:func:`~rankjax._core.segments.padded_size`: a new basis size in the bucket compiles
-nothing); above it the basis is exact, where the padding costs more than a compilation
-(measured: benchmarks/REPORT.md §8)."""
 
 
 def _head(a, b, axis=0):
@@ -225,49 +91,6 @@ def _head(a, b, axis=0):
 
 def _index(index):
     return index.astype(np.int32) if isinstance(index, np.ndarray) else index.astype(jnp.int32)
-
-
-def check_nystrom_memory(m, b, dtype, count=4, what="the Nyström hold-out",
-                         alternatives="use a smaller basis, or rj.Falkon(kernel, basis) "
-                                      "(row blocks)"):
-    """Refuses up front a Nyström computation whose ``count`` ``m x b`` blocks do not fit."""
-    check_memory(count * m * b * np.dtype(dtype).itemsize,
-                 f"{what} ({m} rows x {b} basis rows)", alternatives)
-
-
-WHOLE_ENTRIES = 2 ** 21
-"""Up to this many entries of ``K_mR`` (``m b``) the Nyström fit, path and hold-out hold it
-whole without ``block_rows``: one program, where the row-block passes dispatch four
-(measured: benchmarks/REPORT.md §8)."""
-
-
-def nystrom_plan(m, n, bp, dtype, *, L=1, tail=1, fold_rows=1, block_rows=None,
-                 what="the Nyström hold-out"):
-    """The route and memory plan of a Nyström fit, path or hold-out on ``m`` rows and
-    ``bp`` basis rows, from the shapes (before any work): the rows of a batch of whole
-    folds (``block_rows``, default :data:`BATCH_ROWS`: the row-block passes, faster than
-    holding ``K_mR`` above :data:`WHOLE_ENTRIES`, 10,000 x 1,000 to 10^6 x 1,000), or ``None``
-    (``K_mR`` and ``Φ`` whole) when ``block_rows`` is not given and a fold has more rows
-    than the basis (the whole hold-out retrains without such a fold in ``b x b``, where the
-    row-block one solves its ``P x P`` systems) or ``m b`` is at most
-    :data:`WHOLE_ENTRIES`. Either figure is checked
-    (:class:`MemoryPlanError`): whole, 4 ``m x b`` blocks; in row blocks, the rows ``m x
-    n``, the ``[L, m]`` predictions, a batch's blocks and dense fold roots, the folds'
-    systems of up to ``fold_rows`` rows and the ``b x b`` decomposition."""
-    item = np.dtype(dtype).itemsize
-    if block_rows is None and (fold_rows > bp or m * bp <= WHOLE_ENTRIES):
-        check_nystrom_memory(m, bp, dtype, 4, what, "use a smaller basis, leave-query-out "
-                             "folds (folds=None, in row blocks), or rj.Falkon(kernel, basis)")
-        return None
-    rows = BATCH_ROWS if block_rows is None else check_count(block_rows, "block_rows")
-    batch = max(rows, fold_rows)
-    need = (m * n + 3 * L * m * tail + 8 * batch * bp + batch * fold_rows
-            + 2 * L * batch * fold_rows + 10 * bp * bp) * item
-    check_memory(need, f"{what} ({m} rows x {bp} basis rows, in row blocks of {rows})",
-                 "use a smaller basis (rj.Nystrom(kernel, basis) / RankRLSCV(basis=...)), "
-                 "leave-query-out folds (folds=None), or rj.Falkon(kernel, basis) (conjugate "
-                 "gradients, early stopping)")
-    return rows
 
 
 def nystrom_blocks(params, X, basis: BasisRows, kernel: Kernel):
@@ -354,7 +177,7 @@ class Nystrom(AbstractSolver):
         if rows is None:
             coef = _nystrom_fit(X, problem.y, graph, B, lam)
         else:
-            coef = _nystrom_fit_blocked(X, problem.y, graph, B, lam,
+            coef = fit_blocked(X, problem.y, graph, B, lam,
                                         batch_folds(make_folds(graph), rows, 1, B.X.shape[0]),
                                         rows=rows)
         warn_unresolved(coef, lam, "rj.fit(Nystrom())", UNRESOLVED)
@@ -374,7 +197,7 @@ class Nystrom(AbstractSolver):
             why = UNRESOLVED
         else:
             folds = batch_folds(make_folds(problem.graph), rows, lams.shape[0], B.X.shape[0])
-            coef, valid = _nystrom_path_blocked(X, problem.y, problem.graph, B, lams, folds,
+            coef, valid = path_blocked(X, problem.y, problem.graph, B, lams, folds,
                                                 Xv, rows=rows)
             why = UNRESOLVED_WIDE
         warn_unresolved(coef, lams, "rj.path(Nystrom())", why)
@@ -398,7 +221,7 @@ class Nystrom(AbstractSolver):
         D, width = data.rows.shape
         nystrom_plan(width, X.shape[1], B.X.shape[0], data.X.dtype, L=lams.shape[0],
                      fold_rows=width, block_rows=rows)
-        pred, coef = _nystrom_sharded(data.X, data.y, data.graph, B, lams, stacked_folds(data),
+        pred, coef = holdout_sharded(data.X, data.y, data.graph, B, lams, stacked_folds(data),
                                       X.shape[0], (data.mesh, data.axis, rows))
         pred = data.unshard(pred, 1)
         warn_unresolved(pred, lams, "rj.holdout(Nystrom())", UNRESOLVED_WIDE)
@@ -423,7 +246,7 @@ class Nystrom(AbstractSolver):
             pred, coef = two_phase(_nystrom_holdout, X, problem.y, problem.graph, B, lams,
                                    folds, lams=lams, verbose=level())
         else:
-            pred, coef = run(level(), _nystrom_holdout_blocked, X, problem.y, problem.graph, B,
+            pred, coef = run(level(), holdout_blocked, X, problem.y, problem.graph, B,
                              lams, folds, rows=rows)
         warn_unresolved(pred, lams, "rj.holdout(Nystrom())",
                         UNRESOLVED if rows is None else UNRESOLVED_WIDE)

@@ -1,0 +1,62 @@
+"""The route and memory plan of a Nyström fit, path or hold-out, from the shapes alone
+(before any work): ``K_mR`` whole or in row blocks, each figure checked against the free
+memory (:class:`~rankjax._core.memory.MemoryPlanError`)."""
+
+
+import numpy as np
+
+from .._core.checks import check_count
+from .._core.memory import check_memory
+from .fold_batches import BATCH_ROWS
+
+__all__ = ["nystrom_plan", "check_nystrom_memory", "PAD_WORK", "WHOLE_ENTRIES"]
+
+
+PAD_WORK = 1e10
+"""Below this ``m b^2`` the basis of the row-block passes is padded to its bucket
+(:func:`~rankjax._core.segments.padded_size`: a new basis size in the bucket compiles
+nothing); above it the basis is exact, where the padding costs more than a compilation
+(measured: benchmarks/REPORT.md §8)."""
+
+
+def check_nystrom_memory(m, b, dtype, count=4, what="the Nyström hold-out",
+                         alternatives="use a smaller basis, or rj.Falkon(kernel, basis) "
+                                      "(row blocks)"):
+    """Refuses up front a Nyström computation whose ``count`` ``m x b`` blocks do not fit."""
+    check_memory(count * m * b * np.dtype(dtype).itemsize,
+                 f"{what} ({m} rows x {b} basis rows)", alternatives)
+
+
+WHOLE_ENTRIES = 2 ** 21
+"""Up to this many entries of ``K_mR`` (``m b``) the Nyström fit, path and hold-out hold it
+whole without ``block_rows``: one program, where the row-block passes dispatch four
+(measured: benchmarks/REPORT.md §8)."""
+
+
+def nystrom_plan(m, n, bp, dtype, *, L=1, tail=1, fold_rows=1, block_rows=None,
+                 what="the Nyström hold-out"):
+    """The route and memory plan of a Nyström fit, path or hold-out on ``m`` rows and
+    ``bp`` basis rows, from the shapes (before any work): the rows of a batch of whole
+    folds (``block_rows``, default :data:`BATCH_ROWS`: the row-block passes, faster than
+    holding ``K_mR`` above :data:`WHOLE_ENTRIES`, 10,000 x 1,000 to 10^6 x 1,000), or ``None``
+    (``K_mR`` and ``Φ`` whole) when ``block_rows`` is not given and a fold has more rows
+    than the basis (the whole hold-out retrains without such a fold in ``b x b``, where the
+    row-block one solves its ``P x P`` systems) or ``m b`` is at most
+    :data:`WHOLE_ENTRIES`. Either figure is checked
+    (:class:`MemoryPlanError`): whole, 4 ``m x b`` blocks; in row blocks, the rows ``m x
+    n``, the ``[L, m]`` predictions, a batch's blocks and dense fold roots, the folds'
+    systems of up to ``fold_rows`` rows and the ``b x b`` decomposition."""
+    item = np.dtype(dtype).itemsize
+    if block_rows is None and (fold_rows > bp or m * bp <= WHOLE_ENTRIES):
+        check_nystrom_memory(m, bp, dtype, 4, what, "use a smaller basis, leave-query-out "
+                             "folds (folds=None, in row blocks), or rj.Falkon(kernel, basis)")
+        return None
+    rows = BATCH_ROWS if block_rows is None else check_count(block_rows, "block_rows")
+    batch = max(rows, fold_rows)
+    need = (m * n + 3 * L * m * tail + 8 * batch * bp + batch * fold_rows
+            + 2 * L * batch * fold_rows + 10 * bp * bp) * item
+    check_memory(need, f"{what} ({m} rows x {bp} basis rows, in row blocks of {rows})",
+                 "use a smaller basis (rj.Nystrom(kernel, basis) / RankRLSCV(basis=...)), "
+                 "leave-query-out folds (folds=None), or rj.Falkon(kernel, basis) (conjugate "
+                 "gradients, early stopping)")
+    return rows
