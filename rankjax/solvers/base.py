@@ -58,7 +58,7 @@ class AbstractSolver:
     Example:
       >>> import rankjax as rj
       >>> sorted(rj.capabilities(rj.Primal()))
-      ['cv_predictions', 'fit', 'holdout', 'path']
+      ['cv_predictions', 'fit', 'holdout', 'leave_pair_out', 'path']
     """
 
     kinds: ClassVar[Dict[str, Tuple[str, ...]]] = {}
