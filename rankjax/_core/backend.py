@@ -62,7 +62,7 @@ class Paths:
         return not self.batch_factorisations and size > (self.small_solve if limit is None else limit)
 
 
-CPU = Paths("cpu", small_solve=48, batch_factorisations=False, transpose_wide_gram=True,
+CPU = Paths("cpu", small_solve=256, batch_factorisations=False, transpose_wide_gram=True,
             csr_vector_gather=True)
 ACCELERATOR = Paths("accelerator", small_solve=0, batch_factorisations=True,
                     transpose_wide_gram=False, csr_vector_gather=False)
