@@ -27,9 +27,9 @@ def query_graph(qid, y=None, *, normalized: bool = True, exclude_ties: bool = Fa
     """Builds the query graph of scored data (docs/math.md).
 
     Every pair of rows with the same query id is an edge. The Laplacian block of
-    query ``c`` (size ``n_c``) is ``omega_c (n_c I - 1 1^T)`` (unnormalized,
-    seeds 000/001) or ``omega_c (I - 1 1^T / n_c)`` (normalized, Airola et al. 2010
-    eq. 3-4, the default). With ``exclude_ties`` the pairs with equal labels are
+    query ``c`` (size ``n_c``) is ``omega_c (n_c I - 1 1^T)`` (unnormalized, Pahikkala
+    et al. 2007 §2.3; 2009 §2.4) or ``omega_c (I - 1 1^T / n_c)`` (normalized, Airola et
+    al. 2010 eq. 3-4, the default). With ``exclude_ties`` the pairs with equal labels are
     dropped (Pahikkala et al. 2007 §3): ``L = L_query - L_(query, label)``.
 
     Args:
