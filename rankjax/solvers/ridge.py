@@ -140,16 +140,18 @@ def _by_eigh(G, b, lams, rtol):
     return x, psd_ok(low, high, G.shape[0], G.dtype), low
 
 
+def _eigh_one(G, b, lam, rtol):
+    """:func:`_by_eigh` of one λ: ``(x, psd, smallest)``."""
+    xe, psd, low = _by_eigh(G, b, lam[None], rtol)
+    return xe[0], psd, low
+
+
 def _solve_one(G, b, lam, rtol):
     G = lax.optimization_barrier(G)
     x = cholesky_solve(G, b, lam)
-
-    def fallback():
-        xe, psd, low = _by_eigh(G, b, lam[None], rtol)
-        return xe[0], psd, low
-
     return lax.cond(jnp.all(jnp.isfinite(x)),
-                    lambda: (x, jnp.bool_(True), jnp.full((), jnp.nan, G.dtype)), fallback)
+                    lambda: (x, jnp.bool_(True), jnp.full((), jnp.nan, G.dtype)),
+                    lambda: _eigh_one(G, b, lam, rtol))
 
 
 def _with_fallback(x, good, fallback):
@@ -187,9 +189,7 @@ def _solve_lanes(axis_size, in_batched, G, b, lam, rtol):
 
         def fallback():
             if bb:                              # each lane its own right-hand side
-                xe, psd, low = jax.vmap(lambda b, lam: _by_eigh(G, b, lam[None], rtol),
-                                        in_axes=(0, 0))(b, lams)
-                xe = xe[:, 0]
+                xe, psd, low = jax.vmap(lambda b, lam: _eigh_one(G, b, lam, rtol))(b, lams)
             else:
                 xe, psd, low = _by_eigh(G, b, lams, rtol)
             return (jnp.where(good.reshape((-1,) + (1,) * (x.ndim - 1)), x, xe), good | psd,
@@ -203,12 +203,8 @@ def _solve_lanes(axis_size, in_batched, G, b, lam, rtol):
 
     def one(args):
         G, b, lam, x, ok = args
-
-        def slow():
-            xe, psd, low = _by_eigh(G, b, lam[None], rtol)
-            return xe[0], psd, low
-
-        return lax.cond(ok, lambda: (x, jnp.bool_(True), jnp.full((), jnp.nan, G.dtype)), slow)
+        return lax.cond(ok, lambda: (x, jnp.bool_(True), jnp.full((), jnp.nan, G.dtype)),
+                        lambda: _eigh_one(G, b, lam, rtol))
 
     return (_with_fallback(x, good, lambda: lax.map(one, (G, bs, lams, x, good))),
             (True, True, True))
