@@ -39,6 +39,10 @@ def device_peak_mb():
     return None if peak is None else round(peak / 2**20, 1)
 
 
+EMITTED = []
+"""Every line :func:`emit` printed in this process (for a benchmark's ``--save``)."""
+
+
 def emit(**fields):
     """Prints one JSON line; the device, and its peak memory where the backend reports it."""
     fields.setdefault("device", device_name())
@@ -46,8 +50,10 @@ def emit(**fields):
     if peak is not None:
         fields.setdefault("device_peak_mb", peak)
     # seconds to the microsecond; accuracy figures keep every digit (1e-12 is not 0)
-    print(json.dumps({k: (round(v, 6) if isinstance(v, float) and k.endswith("_s") else v)
-                      for k, v in fields.items()}), flush=True)
+    line = {k: (round(v, 6) if isinstance(v, float) and k.endswith("_s") else v)
+            for k, v in fields.items()}
+    EMITTED.append(line)
+    print(json.dumps(line), flush=True)
 
 
 def median_s(fn, repeats=5):

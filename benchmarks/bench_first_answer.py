@@ -19,10 +19,12 @@ process, one warm fit). One JSON line per learner, and one for the warm kernel f
 (LAPACK's ``eigh`` of the dual system the fit decomposes at its γ, :func:`floor`, in a
 process of its own; and the kernel fit and that ``eigh`` alternated in the kernel's
 second process, :func:`paired`, the ratio without the drift between processes).
-``--readme README.md`` rewrites the README's first table (between the ``first-answer``
-markers) from this run's lines.
+``--save`` writes the lines (committed: ``benchmarks/first_answer.jsonl``) and ``--readme``
+rewrites the README's first table (between the ``first-answer`` markers) from this run's
+lines, or from saved lines alone (``--lines``), byte for byte on any machine.
 
-    python benchmarks/bench_first_answer.py --readme README.md     # ~10 min, 2-core CPU
+    python benchmarks/bench_first_answer.py --save benchmarks/first_answer.jsonl  # ~10 min
+    python benchmarks/bench_first_answer.py --lines benchmarks/first_answer.jsonl --readme README.md
 """
 import argparse
 import json
@@ -45,7 +47,6 @@ GRID = [dict(leaves=leaves, learning_rate=lr, n_estimators=trees)
         for leaves in (15, 63) for lr in (0.05, 0.1) for trees in (100, 300)]
 """The trees' tuning grid: leaves x learning rate x trees, scored by 3-fold GroupKFold over
 the training queries (NDCG@10 of the held-out queries), the best refit on every training row."""
-MARK = ("<!-- first-answer: start -->", "<!-- first-answer: end -->")
 
 
 class _Count(logging.Handler):
@@ -280,7 +281,7 @@ def table(lines, fl):
         f"fit {kernel_warm(lines) / fl['eigh_s']:.2f}x; of the full {fl['full_rows']:,} x "
         f"{fl['full_rows']:,} `S K S`: {fl['eigh_full_s']:.2f} s, "
         f"{kernel_warm(lines) / fl['eigh_full_s']:.2f}x){_paired_text(lines)}. "
-        f"{platform.machine()}, {os.cpu_count()} CPU cores, "
+        f"{fl.get('machine', '?')}, {fl.get('cores', '?')} CPU cores, "
         f"jax {lines[0]['jax']}, float32; `python benchmarks/bench_first_answer.py --readme "
         f"README.md`.</sub>")
 
@@ -304,31 +305,28 @@ def _paired_text(lines):
             f"against {r['paired_floor_s']:.2f} s, {paired_ratio(lines):.2f}x")
 
 
-def rewrite(readme, lines, fl):
-    """Replaces the text between the :data:`MARK` markers of ``readme`` (atomically)."""
-    text = pathlib.Path(readme).read_text()
-    if MARK[0] not in text or MARK[1] not in text:
-        raise SystemExit(f"{readme} has no {MARK[0]} ... {MARK[1]} markers")
-    head, rest = text.split(MARK[0], 1)
-    tail = rest.split(MARK[1], 1)[1]
-    tmp = pathlib.Path(str(readme) + ".tmp")
-    tmp.write_text(head + MARK[0] + "\n" + table(lines, fl) + "\n" + MARK[1] + tail)
-    tmp.replace(readme)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--child")
     ap.add_argument("--only", help="a substring of the learners to run")
     ap.add_argument("--readme", help="rewrite the table between the first-answer markers of this file")
+    ap.add_argument("--save", help="write the run's JSON lines to this file (atomically)")
+    ap.add_argument("--lines", nargs="*", help="JSON-line files of an earlier run (no run)")
     args = ap.parse_args()
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from _blocks import read_lines, rewrite, save_lines
+    if args.lines is not None:
+        found = read_lines(args.lines)
+        rows = [r for r in found if r["name"] == "first_answer"]
+        fl = next(r for r in found if r["name"] == "first_answer_floor")["floor"]
+        text = table(rows, fl)
+        return rewrite(args.readme, "first-answer", text) if args.readme else print(text)
     if args.child == "floor":
         return floor()
     if args.child:
         return child(args.child)
-    if args.readme and args.only:
-        ap.error("--readme writes every learner's row: drop --only")
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    if (args.readme or args.save) and args.only:
+        ap.error("--readme and --save write every learner's row: drop --only")
     import jax
     from _timing import emit
     lines = []
@@ -355,7 +353,7 @@ def main():
                     paired_warm_s=filled["paired_warm_s"], paired_floor_s=filled["paired_floor_s"])
         emit(**line)
         lines.append(line)
-    fl = fresh("floor", "0")
+    fl = dict(fresh("floor", "0"), machine=platform.machine(), cores=os.cpu_count())
     has_kernel = any("gaussian" in r["learner"] for r in lines)
     emit(name="first_answer_floor", what="LAPACK eigh of S K S on the range of S (the warm kernel "
          "fit's floor)", dtype="float32", shape=[fl["rows"], fl["rows"]], run_s=fl["eigh_s"],
@@ -364,8 +362,10 @@ def main():
          kernel_warm_over_floor=kernel_warm(lines) / fl["eigh_s"] if has_kernel else None,
          kernel_warm_over_full=kernel_warm(lines) / fl["eigh_full_s"] if has_kernel else None,
          kernel_warm_over_floor_paired=paired_ratio(lines))
+    if args.save:
+        save_lines(args.save, lines + [dict(name="first_answer_floor", floor=fl)])
     if args.readme:
-        rewrite(args.readme, lines, fl)
+        rewrite(args.readme, "first-answer", table(lines, fl))
 
 
 if __name__ == "__main__":

@@ -18,10 +18,13 @@ defaults, on
   model on the features as given (``feature_map=None``) and after each transform of
   issue 66's table by hand (standardised, quantile-normal, ``sign(x) log(1 + |x|)``).
 
-Prints one JSON line per (set, fold, learner); ``--readme README.md`` then rewrites the
-table between the ``first-screen`` markers of that file from the lines of this run.
+Prints one JSON line per (set, fold, learner) and one of the run (machine, minutes);
+``--save`` writes them (committed: ``benchmarks/first_screen.jsonl``) and ``--readme``
+rewrites the table between the ``first-screen`` markers of that file from them, or from
+saved lines alone (``--lines``), byte for byte the same on any machine.
 
-    python benchmarks/bench_first_screen.py --readme README.md     # ~30 min, 2-core CPU
+    python benchmarks/bench_first_screen.py --save benchmarks/first_screen.jsonl  # ~20 min
+    python benchmarks/bench_first_screen.py --lines benchmarks/first_screen.jsonl --readme README.md
 """
 import argparse
 import os
@@ -32,6 +35,7 @@ import time
 import jax
 import numpy as np
 
+from _blocks import read_lines, rewrite, save_lines
 from _timing import emit
 
 jax.config.update("jax_enable_x64", True)
@@ -41,7 +45,6 @@ from rankjax.estimators import RankRLSCV  # noqa: E402
 SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
 FOLDS = {1: ([1, 2, 3], 5), 2: ([2, 3, 4], 1), 3: ([3, 4, 5], 2), 4: ([4, 5, 1], 3),
          5: ([5, 1, 2], 4)}                  # MQ2008: training parts, test part
-MARK = ("<!-- first-screen: start -->", "<!-- first-screen: end -->")
 LINES = []                                  # this run's lines, for the table
 
 
@@ -183,19 +186,13 @@ def table(lines):
     return "\n".join(rows)
 
 
-def rewrite(readme, lines, seconds):
-    text = pathlib.Path(readme).read_text()
-    if MARK[0] not in text or MARK[1] not in text:
-        raise SystemExit(f"{readme} has no {MARK[0]} ... {MARK[1]} markers")
-    head, rest = text.split(MARK[0], 1)
-    _, tail = rest.split(MARK[1], 1)
-    machine = (f"{platform.machine()}, {os.cpu_count()} CPU cores, jax {jax.__version__}, "
-               f"float64; `python benchmarks/bench_first_screen.py --readme README.md`, "
-               f"{seconds / 60:.0f} min")
-    body = f"\n{table(lines)}\n\n<sub>{machine}.</sub>\n"
-    tmp = pathlib.Path(str(readme) + ".tmp")
-    tmp.write_text(head + MARK[0] + body + MARK[1] + tail)
-    tmp.replace(readme)
+def body(lines):
+    """The README block: the table and the run's line (machine, minutes)."""
+    run = next((r for r in lines if r["name"] == "first_screen_run"), {})
+    machine = (f"{run.get('machine', '?')}, {run.get('cores', '?')} CPU cores, jax "
+               f"{run.get('jax', '?')}, float64; `python benchmarks/bench_first_screen.py --readme "
+               f"README.md`, {run.get('minutes', '?')} min")
+    return f"{table([r for r in lines if 'learner' in r])}\n\n<sub>{machine}.</sub>"
 
 
 def main():
@@ -203,7 +200,12 @@ def main():
     ap.add_argument("--only", default="lambdarank,mq2008,web")
     ap.add_argument("--folds", default="1,2,3,4,5")
     ap.add_argument("--readme", default=None, help="rewrite the table of this file")
+    ap.add_argument("--save", help="write the run's JSON lines to this file (atomically)")
+    ap.add_argument("--lines", nargs="*", help="JSON-line files of an earlier run (no run)")
     a = ap.parse_args()
+    if a.lines is not None:
+        found = read_lines(a.lines)
+        return rewrite(a.readme, "first-screen", body(found)) if a.readme else print(body(found))
     start = time.perf_counter()
     if "lambdarank" in a.only:
         lambdarank()
@@ -211,8 +213,13 @@ def main():
         mq2008([int(f) for f in a.folds.split(",")])
     if "web" in a.only:
         web()
+    run = dict(name="first_screen_run", machine=platform.machine(), cores=os.cpu_count(),
+               jax=jax.__version__, minutes=round((time.perf_counter() - start) / 60))
+    emit(**run)
+    if a.save:
+        save_lines(a.save, LINES + [run])
     if a.readme:
-        rewrite(a.readme, LINES, time.perf_counter() - start)
+        rewrite(a.readme, "first-screen", body(LINES + [run]))
 
 
 if __name__ == "__main__":

@@ -4,13 +4,18 @@ synthetic problem. One JSON line per function and data set: the λ it refuses (N
 with an ``UnresolvedLambdaWarning``), the largest relative L2 error of the lanes it answers,
 and the float32 and float64 seconds of the call (first call, compile included).
 
-    python benchmarks/bench_precision.py            # both data sets (about 2 minutes)
+    python benchmarks/bench_precision.py --save benchmarks/precision.jsonl  # both sets (~2 min)
+    python benchmarks/bench_precision.py --lines benchmarks/precision.jsonl --readme README.md
     python benchmarks/bench_precision.py --only near_collinear
+
+``--readme`` rewrites the README's ``precision`` block from the lines (of the run, or of
+``--lines``: the committed ones), the table of ``docs/precision.md`` too.
 
 ``tests/test_float32_real.py`` asserts the rule on the same calls (within 1e-2 or refused).
 """
 import argparse
 import os
+import platform
 import sys
 import time
 import warnings
@@ -21,6 +26,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+from _blocks import read_lines, rewrite, save_lines  # noqa: E402
 from _timing import emit  # noqa: E402
 
 LAMS = np.logspace(-4, 3, 15)
@@ -147,21 +153,57 @@ def lane_errors(out64, out32):
     return refused, np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
 
 
+def _lams(values):
+    return "none" if not values else (f"{values[0]:g}" if len(values) == 1
+                                      else f"{values[0]:g} to {values[-1]:g}")
+
+
+def table(lines):
+    """The README's precision table (indented into its bullet) from the run's lines."""
+    rows = ["| data | function | λ refused (NaN, one warning) | largest error of the rest |",
+            "| --- | --- | --- | --- |"]
+    for ln in lines:
+        err = "–" if ln["max_rel_err"] is None else f"{ln['max_rel_err']:.2g}"
+        rows.append(f"| {ln['data']} | `{ln['name'].split(':', 1)[1]}` | "
+                    f"{_lams(ln['refused_lams'])} | {err} |")
+    info = next(iter(lines), {})
+    rows += ["", f"<sub>float32 against float64, λ in `logspace(-4, 3, 15)`, relative L2 error "
+             f"of the predictions; {info.get('machine', '?')}, jax {info.get('jax', '?')}; "
+             "`python benchmarks/bench_precision.py --lines benchmarks/precision.jsonl "
+             "--readme README.md`.</sub>"]
+    return "\n".join("  " + r if r else "" for r in rows)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="lambdarank_sample or near_collinear")
+    ap.add_argument("--save", help="write the run's JSON lines to this file (atomically)")
+    ap.add_argument("--lines", nargs="*", help="JSON-line files of an earlier run (no run)")
+    ap.add_argument("--readme", help="rewrite the precision block of this file")
     a = ap.parse_args()
+    if a.lines is not None:
+        found = read_lines(a.lines)
+        return (rewrite(a.readme, "precision", table(found), indent="  ") if a.readme
+                else print(table(found)))
     cases = {"lambdarank_sample": lambdarank, "near_collinear": near_collinear}
+    found = []
     for case, load in cases.items():
         data = None if a.only not in (None, case) else load()
         if data is None:
             continue
         for name, (o64, o32, _, s64, s32) in both(data).items():
             refused, err = lane_errors(o64, o32)
-            emit(name=f"precision:{name}", data=case, shape=list(data[0].shape), dtype="float32",
-                 refused_lams=[float(f"{v:.3g}") for v in LAMS[refused]],
-                 max_rel_err=float(np.max(err[~refused])) if (~refused).any() else None,
-                 bound=1e-2, float32_first_s=round(s32, 3), float64_first_s=round(s64, 3))
+            line = dict(name=f"precision:{name}", data=case, shape=list(data[0].shape),
+                        dtype="float32", machine=platform.machine(), jax=jax.__version__,
+                        refused_lams=[float(f"{v:.3g}") for v in LAMS[refused]],
+                        max_rel_err=float(np.max(err[~refused])) if (~refused).any() else None,
+                        bound=1e-2, float32_first_s=round(s32, 3), float64_first_s=round(s64, 3))
+            emit(**line)
+            found.append(line)
+    if a.save:
+        save_lines(a.save, found)
+    if a.readme:
+        rewrite(a.readme, "precision", table(found), indent="  ")
 
 
 if __name__ == "__main__":

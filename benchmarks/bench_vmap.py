@@ -13,9 +13,15 @@ their ratio (the acceptance bound is 2), the largest relative difference of the 
 vmapped and looped run seconds, their ratio and difference (and the native multi-output
 fit's seconds where the solver takes one).
 
-    python benchmarks/bench_vmap.py                  # about two minutes on a 2-core CPU
+    python benchmarks/bench_vmap.py --save benchmarks/vmap.jsonl   # about two minutes, 2 cores
+    python benchmarks/bench_vmap.py --lines benchmarks/vmap.jsonl --readme README.md
+
+``--readme`` rewrites the README's ``vmap`` block (the table of ``docs/jax_transformations.md``)
+from the run's lines or from saved ones (``--lines``).
 """
+import argparse
 import os
+import platform
 import resource
 import sys
 
@@ -27,7 +33,8 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import rankjax as rj  # noqa: E402
-from _timing import emit, time_jitted  # noqa: E402
+from _blocks import read_lines, rewrite, save_lines  # noqa: E402
+from _timing import EMITTED, emit, time_jitted  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data",
                     "lambdarank_sample", "rank.train")
@@ -41,7 +48,35 @@ def solvers(X):
             rj.Nystrom(k, rj.Basis(300, method="uniform"))}
 
 
+def table(lines):
+    """The README's ``vmap`` block: one row per (axis, solver) from the run's lines."""
+    what = {"vmap_fit_vs_path": ("λ (8 values)", "its λ path", "path_run_s"),
+            "vmap_gamma": ("γ (4 values)", "a jitted loop of fits", "loop_run_s"),
+            "vmap_labels": (f"label columns ({LABELS})", "a jitted loop of fits", "loop_run_s")}
+    rows = ["| `vmap` of `rj.fit` over | solver | vmapped s | against | its s | ratio | "
+            "largest relative difference |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for ln in lines:
+        if ln["name"] not in what:
+            continue
+        axis, against, key = what[ln["name"]]
+        rows.append(f"| {axis} | `{ln['solver']}` | {ln['vmap_run_s']:.3f} | {against} | "
+                    f"{ln[key]:.3f} | {ln['ratio']:.2f} | {ln['max_rel_diff']:.1e} |")
+    info = next((ln for ln in lines if "machine" in ln), {})
+    return ("\n".join(rows) + f"\n\n<sub>lambdarank_sample (3,005 x 300), float32, λ = 1 for γ and "
+            f"the labels; warm runs, median of 3, `block_until_ready`; {info.get('machine', '?')}, "
+            f"{info.get('cores', '?')} CPU cores, jax {info.get('jax', '?')}; `python "
+            "benchmarks/bench_vmap.py --lines benchmarks/vmap.jsonl --readme README.md`.</sub>")
+
+
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--save", help="write the run's JSON lines to this file (atomically)")
+    ap.add_argument("--lines", nargs="*", help="JSON-line files of an earlier run (no run)")
+    ap.add_argument("--readme", help="rewrite the vmap block of this file")
+    a = ap.parse_args()
+    if a.lines is not None:
+        found = read_lines(a.lines)
+        return rewrite(a.readme, "vmap", table(found)) if a.readme else print(table(found))
     if not os.path.exists(DATA):
         sys.exit(f"{DATA} is not there: the benchmark runs on lambdarank_sample")
     d = rj.io.read_svmlight(DATA)
@@ -64,6 +99,11 @@ def main():
              max_rel_diff=float(np.max(np.abs(fv - fp)) / np.max(np.abs(fp))),
              peak_rss_gb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3))
     other_axes(X, np.asarray(d.y, np.float32), np.asarray(d.qid))
+    emit(name="vmap_run", machine=platform.machine(), cores=os.cpu_count(), jax=jax.__version__)
+    if a.save:
+        save_lines(a.save, EMITTED)
+    if a.readme:
+        rewrite(a.readme, "vmap", table(EMITTED))
 
 
 GAMMA_FACTORS = (0.5, 1.0, 2.0, 4.0)

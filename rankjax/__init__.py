@@ -13,6 +13,7 @@ subpackages :mod:`rankjax.io` (files), :mod:`rankjax.scale` (several devices, st
 """
 from ._core import xla as _xla  # noqa: F401  (XLA:CPU flags, before JAX starts a backend)
 from ._core.checks import Segments as Segments, segment_ids as segment_ids
+from ._core.memory import MemoryPlanError as MemoryPlanError
 from ._core.resolved import UnresolvedLambdaWarning as UnresolvedLambdaWarning
 from ._core.sparse import CSRMatrix as CSRMatrix, to_csr as to_csr
 from ._problem import Problem as Problem
@@ -72,6 +73,7 @@ __all__ = [
     "Problem", "AbstractSolver", "Primal", "Dual", "Nystrom", "CG", "Falkon", "Auto", "Basis",
     "fit", "path", "holdout", "select", "capabilities", "Solution", "RESULTS",
     "LeavePairOut", "Folds", "make_folds", "Selection", "UnresolvedLambdaWarning",
+    "MemoryPlanError",
     "LinearModel", "DualModel", "KernelModel", "NystromModel", "MappedModel", "ScaledModel", "predict",
     # queries and preference graphs
     "Segments", "segment_ids", "QueryGraph", "PreferenceGraph", "IdentityGraph",

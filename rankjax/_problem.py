@@ -1,7 +1,7 @@
-"""The learning problem of the front door (:mod:`rankjax._solve`): rows, labels and their
+r"""The learning problem of the front door (:mod:`rankjax._solve`): rows, labels and their
 queries, given once, checked and remapped once; the solver and the verb say what to do
 with it (Pahikkala et al. 2009, §2: the query graph's Laplacian ``L`` in
-``min_f (y - f)^T L (y - f) + λ ||f||^2``).
+:math:`\min_f (y - f)^T L (y - f) + \lambda \lVert f \rVert^2`).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class Problem:
         ``[m_v, m]``: kernel values against the training rows).
       y: ``[m]`` labels (``[m, k]`` for ``k`` outputs; ``None`` for a preference graph).
       queries: the query of every row, one of: ``[m]`` query ids (any hashable), a
-        :class:`Segments`, a graph (:func:`query_graph` with its options,
+        :class:`~rankjax.Segments`, a graph (:func:`query_graph` with its options,
         :func:`preference_graph`, :func:`identity_graph` for RLS), or ``None`` (all rows
         one query).
       valid: a :class:`Problem` on other rows (its ``X`` is ``[m_v, m]`` kernel values
@@ -38,7 +38,9 @@ class Problem:
         query ids the metrics of :func:`rankjax.select` average over.
 
     Attributes:
-      X, y, graph: the checked arrays, in one dtype, and the training graph.
+      X: the checked features, in the problem's dtype.
+      y: the checked labels, in the same dtype.
+      graph: the training graph.
       qid: ``[m]`` dense query ids (``None`` for a preference graph): what per-query
         metrics average over.
       valid: a :class:`Problem` or ``None``.

@@ -31,8 +31,12 @@ __all__ = ["fit", "path", "holdout", "select", "capabilities"]
 
 
 def fit(problem, solver=Auto(), *, lam, verbose: int = 0, throw: bool = False) -> Solution:
-    """The model of one λ: ``argmin_w (y - Xw)^T L (y - Xw) + λ ||w||^2`` (Pahikkala et al.
-    2009, eq. 9; its dual and Nyström forms §3.2, §3.5).
+    r"""The model of one λ (Pahikkala et al. 2009, eq. 9; its dual and Nyström forms §3.2,
+    §3.5):
+
+    .. math::
+
+       w = \operatorname{argmin}_w \; (y - Xw)^T L \, (y - Xw) + \lambda \lVert w \rVert^2 .
 
     Args:
       problem: a :class:`~rankjax.Problem` (or a sharded one, :func:`rankjax.scale.shard`).
@@ -64,9 +68,15 @@ def fit(problem, solver=Auto(), *, lam, verbose: int = 0, throw: bool = False) -
 
 
 def path(problem, solver=Auto(), *, lams, verbose: int = 0, throw: bool = False) -> Solution:
-    """Every λ's model from one decomposition (Pahikkala et al. 2009, §3.2): ``Primal``
-    (one ``eigh`` of ``X^T L X``), ``Dual`` (of ``S K S``) or ``Nystrom``. With
-    ``problem.valid`` the path also holds every λ's validation scores.
+    r"""Every λ's model from one decomposition (Pahikkala et al. 2009, §3.2): ``Primal``
+    (one ``eigh`` of :math:`X^T L X`), ``Dual`` (of :math:`S K S`) or ``Nystrom``; with
+    :math:`G = V \Lambda V^T`,
+
+    .. math::
+
+       w(\lambda) = V (\Lambda + \lambda I)^{-1} V^T b \quad \text{for every } \lambda .
+
+    With ``problem.valid`` the path also holds every λ's validation scores.
 
     Args:
       problem: a :class:`~rankjax.Problem`.
@@ -93,8 +103,15 @@ def path(problem, solver=Auto(), *, lams, verbose: int = 0, throw: bool = False)
 
 def holdout(problem, solver=Auto(), *, lams, folds=None, seed: int = 0, verbose: int = 0,
             throw: bool = False) -> Solution:
-    """Exact hold-out predictions of every λ from one decomposition (Pahikkala et al. 2009,
-    §3.3-3.4, eq. 33-39): each fold's rows predicted by the model trained without them.
+    r"""Exact hold-out predictions of every λ from one decomposition (Pahikkala et al. 2009,
+    §3.3-3.4, eq. 33-39): each fold's rows predicted by the model trained without them. For
+    a fold :math:`U` of whole queries, with :math:`H = (L + \lambda K^{-1})^{-1}`, the
+    full-data fit :math:`f` and :math:`B B^T = L_{UU}`,
+
+    .. math::
+
+       f'_U = t + H_{UU} B (I - B^T H_{UU} B)^{-1} B^T t, \qquad
+       t = f_U - H_{UU} L_{UU} y_U .
 
     Args:
       problem: a :class:`~rankjax.Problem`.

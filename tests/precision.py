@@ -1,6 +1,6 @@
 """Tolerances of the float32 tests: ``within(err, bound, what)`` asserts ``err <= bound``
 and, with ``RANKJAX_PRECISION_LOG=file`` set, records the error beside its bound, so that
-``docs/precision.md`` can list every bound with the error its test observes (the rule:
+``docs/float32_tests.md`` can list every bound with the error its test observes (the rule:
 a bound derived from eps, scale and condition, at most about 100x the observed error).
 
     RANKJAX_PRECISION_LOG=/tmp/p.jsonl python -m pytest -o addopts= tests/test_float32*.py

@@ -361,7 +361,7 @@ AMPLIFICATION = {
 }
 """The rounding each algorithm adds per unit of its system's condition
 (:func:`registry.condition`), measured on the registry problem and set about 10x above the
-largest ratio seen (``docs/precision.md``): a direct solve a few eps, a path through one
+largest ratio seen (``docs/float32_tests.md``): a direct solve a few eps, a path through one
 ``eigh`` tens, the hold-out's cancellation and the Nyström basis system hundreds."""
 
 

@@ -29,7 +29,7 @@ BOUND = 1e-2
 TIGHTER = {("near_collinear", "fit Dual"): 3e-3, ("near_collinear", "path Nystrom"): 3e-3,
            ("near_collinear", "holdout Nystrom"): 3e-3, ("lambdarank_sample", "holdout Dual"): 5e-3}
 """Where a function answers far inside the rule (observed at most 8e-5 here, 9e-5 for the dual
-hold-out on lambdarank_sample), a bound within 100x of it (docs/precision.md)."""
+hold-out on lambdarank_sample), a bound within 100x of it (docs/float32_tests.md)."""
 MOST_REFUSED = {
     ("lambdarank_sample", "path Dual"): 5, ("lambdarank_sample", "holdout Dual"): 7,
     ("lambdarank_sample", "leave-pair-out Primal"): 8,

@@ -39,7 +39,7 @@ _min_max = reduction(lambda xp, x: (xp.min(x), xp.max(x)))
 
 
 def _asymmetry_host(K, rows: int = 1024):
-    """``(max |K - K^T|, max |K|)`` a block of rows at a time (no ``m x m`` temporary)."""
+    r""":math:`(\max |K - K^T|, \max |K|)` a block of rows at a time (no ``m x m`` temporary)."""
     diff = np.zeros((), K.dtype)
     for s in range(0, K.shape[0], rows):
         diff = np.maximum(diff, np.max(np.abs(K[s:s + rows] - K[:, s:s + rows].T)))
@@ -364,8 +364,8 @@ def check_indices(v, name: str, upper: int, ndim: int = 1):
 
 
 def check_symmetric(K, name: str = "K"):
-    """A dense kernel matrix must be square and symmetric up to rounding
-    (``max|K - K^T| <= sqrt(eps) max|K|``; one device reduction, skipped on tracers).
+    r"""A dense kernel matrix must be square and symmetric up to rounding
+    (:math:`max|K - K^T| \le \sqrt{eps} max|K|`; one device reduction, skipped on tracers).
     Positive semi-definiteness is not checked (it costs a decomposition)."""
     if K.ndim != 2 or K.shape[0] != K.shape[1]:
         raise ValueError(f"{name} must be square [m, m], got {tuple(K.shape)}")
@@ -403,7 +403,7 @@ def segment_ids(qid, name: str = "qid") -> Segments:
       qid: ``[m]`` query id of every row.
 
     Returns:
-      :class:`Segments` ``(seg, num_queries, qids)``.
+      :class:`~rankjax.Segments` ``(seg, num_queries, qids)``.
 
     Raises:
       TypeError: ``qid`` holds floats, booleans or other values that are not ids.
@@ -414,7 +414,7 @@ def segment_ids(qid, name: str = "qid") -> Segments:
       >>> s.seg.tolist(), s.num_queries, s.qids.tolist()
       ([1, 0, 1, 2], 3, [3, 7, 9])
 
-    A :class:`Segments` is already remapped and is returned as it is, so a caller that
+    A :class:`~rankjax.Segments` is already remapped and is returned as it is, so a caller that
     remapped once can pass it wherever query ids are taken.
     """
     if isinstance(qid, Segments):

@@ -24,7 +24,7 @@ treated as exact zeros (rounding noise) by :func:`psd_root`."""
 
 
 class Eigh(NamedTuple):
-    """``G = vectors diag(values) vectors^T`` with ``values >= 0`` (clipped)."""
+    r""":math:`G = vectors \operatorname{diag}(values) vectors^T` with ``values >= 0`` (clipped)."""
 
     values: jax.Array
     vectors: jax.Array
@@ -36,7 +36,7 @@ a tall ``Z``, worth it only for wide ones; measured: benchmarks/REPORT.md §8)."
 
 
 def gram(Z):
-    """``Z^T Z`` (``[n, n]``), the product chosen by shape and backend.
+    r""":math:`Z^T Z` (``[n, n]``), the product chosen by shape and backend.
 
     A tall ``Z`` (fewer than :data:`WIDE_GRAM` columns), and every ``Z`` off the CPU, is
     contracted over its rows in place (``dot_general``, no copy). A wide ``Z`` on the CPU is
@@ -55,8 +55,8 @@ def gram(Z):
 
 
 def gram_blocks(Z, parts: int = 4):
-    """``Z^T Z`` (``[n, n]``) from the products of its lower block triangle (``parts`` column
-    blocks of ``Z``: 10 of 16 blocks for 4), each block column ``Z_{j:}^T Z_j`` one product,
+    r""":math:`Z^T Z` (``[n, n]``) from the products of its lower block triangle (``parts`` column
+    blocks of ``Z``: 10 of 16 blocks for 4), each block column :math:`Z_{j:}^T Z_j` one product,
     the upper triangle its transpose: 40 ms against 49 ms for the whole product at 4,096 x
     1,024 float32 on a 2-core CPU. Columns not divisible by ``parts``: one product.
 
@@ -76,7 +76,7 @@ def gram_blocks(Z, parts: int = 4):
 
 
 def raw_eigh(G):
-    """``eigh`` of ``G`` symmetric to rounding, one triangle of ``G^T`` read (column-major
+    r"""``eigh`` of ``G`` symmetric to rounding, one triangle of :math:`G^T` read (column-major
     LAPACK reads it in place): no symmetrising copy, 52 ms each at 3,005 x 3,005 float32.
     Differentiable where eigenvalues repeat (:func:`_eigh`)."""
     return _eigh(jnp.swapaxes(G, -1, -2))
@@ -90,10 +90,10 @@ def _eigh(A):
 
 @_eigh.defjvp
 def _eigh_jvp(primals, tangents):
-    """The eigenvector derivative ``V (F ∘ V^T dA V)``, ``F_ij = 1 / (w_j - w_i)``, with
+    r"""The eigenvector derivative :math:`V (F ∘ V^T dA V)`, ``F_ij = 1 / (w_j - w_i)``, with
     ``F_ij = 0`` where two eigenvalues coincide (within ``eps max|w|``): the zero columns
     of a padded basis, the null space of a Laplacian. Every use here is a spectral function
-    ``V g(w) V^T``, which a rotation inside a repeated eigenvalue's space leaves unchanged,
+    :math:`V g(w) V^T`, which a rotation inside a repeated eigenvalue's space leaves unchanged,
     so those terms are 0, where the generic rule divides 0 by 0 (NaN)."""
     (A,), (dA,) = primals, tangents
     w, V = _eigh(A)
@@ -140,7 +140,7 @@ def psd_mask(eig: Eigh):
 
 
 def psd_root(M):
-    """``(S, S^+)``: the symmetric square root of a PSD ``M`` and its pseudo-inverse.
+    r""":math:`(S, S^+)`: the symmetric square root of a PSD ``M`` and its pseudo-inverse.
 
     Example:
       >>> S, Sp = psd_root(jnp.array([[2., -2.], [-2., 2.]]))
@@ -166,24 +166,26 @@ def spectral_filter(values, lam):
 
 
 def segment_normal_equations(X, Ly, weight, cliques, fallback):
-    """``(X^T L X, X^T L y)`` of a segment Laplacian without forming ``S X``.
+    r""":math:`(X^T L X, X^T L y)` of a segment Laplacian without forming ``S X``.
 
-    ``L = diag(r) - sum_k sign_k P_k diag(e_k) P_k^T`` (``P_k`` the ``[m, S_k]`` indicator
+    :math:`L = \operatorname{diag}(r) - \sum_k sign_k P_k \operatorname{diag}(e_k) P_k^T` (``P_k`` the
+    ``[m, S_k]`` indicator
     of segmentation ``k``; a query graph is one clique term, tie exclusion a second with
-    sign -1), so ``X^T L X = X^T diag(r) X - sum_k sign_k C_k^T diag(e_k) C_k`` with the
-    segment sums ``C_k = P_k^T X``: one product of ``X`` itself and one pass of segment
-    sums, where ``Z = S X`` costs a full write of ``Z`` first; ``X^T L y = X^T (L y)``
+    sign -1), so :math:`X^T L X = X^T \operatorname{diag}(r) X - \sum_k sign_k C_k^T
+    \operatorname{diag}(e_k) C_k` with the
+    segment sums :math:`C_k = P_k^T X`: one product of ``X`` itself and one pass of segment
+    sums, where ``Z = S X`` costs a full write of ``Z`` first; :math:`X^T L y = X^T (L y)`
     (Pahikkala et al. 2009, §3.1: the query Laplacian as a diagonal minus a per-query
     rank-one term).
 
     Taken when ``r`` is uniform to rounding on the nonzero rows of ``X`` (the normalized
     query graph, the global graph; zero padding rows of chunks and shards may differ)
-    and the subtraction keeps its accuracy: ``||r X^T X||_F <= T ||G||_F``, every
-    column's ``r x_j^T x_j <= T max(G_jj, max G / T)`` and no segment longer than ``T^2``
+    and the subtraction keeps its accuracy: :math:`\lVert r X^T X \rVert_F \le T \lVert G \rVert_F`, every
+    column's :math:`r x_j^T x_j \le T \max(G_{jj}, \max G / T)` and no segment longer than :math:`T^2`
     rows (its sum accumulates in order; one segment is a tree sum) with
-    ``T = eps^(-1/4)`` (54 in float32, 8,192 in float64: at most about a quarter of the
+    :math:`T = \epsilon^{-1/4}` (54 in float32, 8,192 in float64: at most about a quarter of the
     mantissa lost to features far from 0 within their queries); otherwise ``fallback()``
-    (the root product ``Z^T Z``).
+    (the root product :math:`Z^T Z`).
     Decided traced: under ``vmap`` both branches run.
 
     Args:

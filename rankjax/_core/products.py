@@ -1,10 +1,10 @@
-"""The one precision rule of the library's products.
+r"""The one precision rule of the library's products.
 
 Every matrix product in :mod:`rankjax` states its precision: ``HIGHEST`` (:data:`HI`),
 through :func:`mm` or an explicit ``precision=`` argument. On an H100 a float32 product at
 default precision runs in TF32 (10 mantissa bits, about 1e-3 relative error) and on a TPU
 in bfloat16 passes: CG and TRON would stall above their tolerance, and the cancellations
-of the hold-outs and the GP posterior (``K_d - V^T V``) would lose every digit. On the CPU
+of the hold-outs and the GP posterior (:math:`K_d - V^T V`) would lose every digit. On the CPU
 ``HIGHEST`` costs nothing. ``tests/test_structure.py`` fails on a bare ``@``, ``dot``,
 ``matmul``, ``einsum`` or ``dot_general`` anywhere in the package, except on lines marked
 ``# precision: <reason>`` (a product whose accuracy does not matter, or a sparse one).
@@ -37,7 +37,7 @@ def _is_array(x) -> bool:
 
 
 def tdot(Z, t):
-    """``Z^T t`` as a contraction over rows (faster than ``Z.T @ t`` on CPU when XLA
+    r""":math:`Z^T t` as a contraction over rows (faster than ``Z.T @ t`` on CPU when XLA
     fuses the producer of ``Z`` into a transposed matrix-vector product)."""
     return jnp.einsum("mn,m...->n...", Z, t, precision=HI)
 

@@ -50,7 +50,7 @@ def seg_sum(v, seg, num_segments: int):
 def row_sums(v, seg, num: int, grid=None, axis: int = 0):
     """Per-segment sums of the rows of ``v [m, ...]`` ``[num, ...]`` (``axis=1``: of the
     columns of ``v [p, m]``, ``[p, num]``); one segment (a global graph) as a tree sum,
-    accurate in float32 where a scatter-add accumulates 10^5 rows in order; with ``grid``
+    accurate in float32 where a scatter-add accumulates :math:`10^{5}` rows in order; with ``grid``
     (each segment's rows, :func:`grid_sums`) by gathers."""
     if grid is not None:
         return grid_sums(v, grid, axis)
@@ -89,8 +89,8 @@ def block_means(K, seg, num: int, n, grid=None):
 
 
 def sandwich(K, seg, num: int, en, n, grid=None):
-    """``S K S`` ``[m, m]`` of a symmetric ``K [m, m]`` for the per-segment root
-    ``S = sqrt(e_c n_c) (I - 1 1^T / n_c)`` (``en [num]`` = ``e_c n_c``, ``n [num]`` the
+    r"""``S K S`` ``[m, m]`` of a symmetric ``K [m, m]`` for the per-segment root
+    :math:`S = \sqrt{e_c n_c} (I - 1 1^T / n_c)` (``en [num]`` = ``e_c n_c``, ``n [num]`` the
     segment sizes), by double centring in one pass over ``K``: with the segment means of
     ``K``'s columns ``M = [num, m]`` and of ``M``'s rows ``B [num, num]``,
     ``(S K S)_ij = s_i s_j (K_ij - M_{c(i) j} - M_{c(j) i} + B_{c(i) c(j)})``. Exactly
@@ -128,11 +128,11 @@ MAX_ROWS_X32 = 1 << 23        # digit sums of 255 * m must fit int32
 
 
 def count_sum(c, seg, num_segments: int, bits: int = 31):
-    """Exact per-segment sum of non-negative int32 counts ``c < 2^bits``.
+    r"""Exact per-segment sum of non-negative int32 counts :math:`c < 2^{bits}`.
 
     Pair counts reach m^2/2, beyond float32's 24-bit mantissa and int32. With x64
     the result is int64 ``[S]``; otherwise ``[S, 6]`` int32 base-256 digits
-    (normalised: every digit but the last in ``[0, 256)``), exact for up to 2^23
+    (normalised: every digit but the last in ``[0, 256)``), exact for up to :math:`2^{23}`
     rows. Either form is closed under ``+``, ``-`` and small integer multiples
     (exact differences of counts, no cancellation); :func:`count_to_float`
     converts at the end.

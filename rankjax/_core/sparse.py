@@ -1,4 +1,4 @@
-"""The kinds of ``X`` and a sparse matrix for matrix-free solvers (docs/design.md).
+r"""The kinds of ``X`` and a sparse matrix for matrix-free solvers (docs/design.md).
 
 **Kinds of X.** Data reach the library as dense numpy/JAX arrays, ``scipy.sparse``
 matrices, ``jax.experimental.sparse`` BCOO/BCSR or :class:`CSRMatrix`. This module is
@@ -8,12 +8,12 @@ the one place that tells them apart: :func:`as_dense`, :func:`matmul`,
 (``functools.singledispatch``: a new kind registers its own handlers); every other
 module calls them instead of testing types or attributes.
 
-**CSRMatrix**: CSR of ``X`` and of ``X^T``.
+**CSRMatrix**: CSR of ``X`` and of :math:`X^T`.
 
 ``X @ v`` and ``X.T @ u`` are products by rows, so the transpose is stored too
 (``BCSR`` has no transposed product): twice the memory of one CSR plus a row id
 per nonzero. Kernel choice, measured by ``benchmarks/bench_cg.py`` on the 2-core
-CPU (100,000 × 50,000, 7.5 M nonzeros; ``X v`` / ``X^T u`` in ms):
+CPU (100,000 × 50,000, 7.5 M nonzeros; ``X v`` / :math:`X^T u` in ms):
 
 =====================  ===========  ===========  ===========  ===========
 kernel                 f64, 1 col   f32, 1 col   f64, 8 cols  f32, 8 cols
@@ -27,7 +27,7 @@ gather + segment_sum   41 / 31      24 / 10      163 / 151    97 / 84
 
 So several columns go to the BCSR kernel and, on CPU, one vector to gather +
 ``segment_sum`` read along the *other* orientation (``X v`` gathers ``v`` by
-the sorted rows of ``X^T`` and scatter-adds into the ``m`` outputs, which was
+the sorted rows of :math:`X^T` and scatter-adds into the ``m`` outputs, which was
 2–6× faster than the BCSR kernel in float32 and equal in float64). On GPU every
 product uses BCSR (cuSPARSE); not yet measured here. Under ``vmap`` the product
 is routed to **one** sparse-times-dense-matrix product
@@ -58,7 +58,7 @@ __all__ = ["CSRMatrix", "to_csr"]
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class CSRMatrix:
-    """``[m, n]`` sparse matrix stored as CSR of ``X`` and CSR of ``X^T``.
+    r"""``[m, n]`` sparse matrix stored as CSR of ``X`` and CSR of :math:`X^T`.
 
     Build with :func:`to_csr`. Supports ``X @ v`` / ``X @ V`` (``[n]`` or
     ``[n, k]``), ``X.T`` (free: swaps the two CSRs), ``.todense()``, ``.shape``,
@@ -66,9 +66,15 @@ class CSRMatrix:
     as an argument.
 
     Attributes:
-      data, indices, indptr, rows: CSR of ``X`` (``[nse]``, ``[nse]`` int32,
-        ``[m+1]`` int32) and the row of every nonzero (``[nse]`` int32, sorted).
-      t_data, t_indices, t_indptr, t_rows: the same for ``X^T``.
+      data: ``[nse]`` the nonzero values of ``X``, row by row (CSR).
+      indices: ``[nse]`` int32 column of every nonzero.
+      indptr: ``[m+1]`` int32 start of every row in ``data``.
+      rows: ``[nse]`` int32 row of every nonzero (sorted).
+      t_data: ``data`` of the transpose (CSR of the transpose, likewise ``t_indices``,
+        ``t_indptr``, ``t_rows``).
+      t_indices: see ``t_data``.
+      t_indptr: see ``t_data``.
+      t_rows: see ``t_data``.
       shape: ``(m, n)`` (static).
     """
 

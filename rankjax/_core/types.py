@@ -25,9 +25,9 @@ class MetricFn(Protocol):
 
 @runtime_checkable
 class GraphOperator(Protocol):
-    """What the solvers use of a graph ``L`` on ``m`` rows (``QueryGraph``,
+    r"""What the solvers use of a graph ``L`` on ``m`` rows (``QueryGraph``,
     ``PreferenceGraph``, ``IdentityGraph``; Pahikkala et al. 2009, §3): ``L v`` by
-    segment sums, the symmetric systems ``X^T L X`` / ``S K S`` and the hold-out blocks.
+    segment sums, the symmetric systems :math:`X^T L X` / ``S K S`` and the hold-out blocks.
     The solvers call only these methods, so they know no graph type."""
 
     num_rows: int
@@ -58,7 +58,7 @@ MODEL_TYPES: Dict[str, type] = {}
 
 
 def register_model_types(*types: type) -> None:
-    """Adds NamedTuple / dataclass types to :data:`MODEL_TYPES` (a type must be registered
+    """Adds NamedTuple / dataclass types to ``MODEL_TYPES`` (a type must be registered
     before a file holding it is loaded: :func:`saveable` registers it where it is defined),
     and to ``jax.export``'s pytree serialization (as ``rankjax.<name>``), so that a
     function taking a model as an argument exports, serializes and loads."""
@@ -103,6 +103,6 @@ def model_type(name: str) -> type:
 
 def saveable(cls: type) -> type:
     """Class decorator: ``cls`` may be saved with :func:`rankjax.io.save_model` and read
-    back (registered in :data:`MODEL_TYPES` under its name)."""
+    back (registered in ``MODEL_TYPES`` under its name)."""
     register_model_types(cls)
     return cls

@@ -9,7 +9,7 @@ Two settings, each appended only where the caller has not set it:
   memory-ordered scheduler (``--xla_cpu_enable_concurrency_optimized_scheduler=false``)
   the same program finishes.
 * XLA:CPU's LAPACK calls (Cholesky, ``eigh``) run in SciPy's OpenBLAS, whose worker
-  threads spin for about 2^28 cycles after each call (``OPENBLAS_THREAD_TIMEOUT``,
+  threads spin for about :math:`2^{28}` cycles after each call (``OPENBLAS_THREAD_TIMEOUT``,
   default 28). In a program that multiplies after factorising (every closed form here),
   they take the cores from XLA's own threads, and repeated calls paid it every time.
   ``OPENBLAS_THREAD_TIMEOUT=4`` lets them sleep at once (a large ``eigh`` keeps both

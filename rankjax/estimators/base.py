@@ -124,8 +124,8 @@ def make_kernel(kind, gamma, degree, coef0):
 
 AUTO_BASIS_ROWS = 5000
 """Above this many training rows a kernel estimator with ``basis="auto"`` switches from
-the exact kernel (``m x m`` matrices, O(m^3)) to a Nyström basis of
-:data:`AUTO_BASIS_SIZE` rows (O(m b^2) time, O(m b) memory)."""
+the exact kernel (``m x m`` matrices, :math:`O(m^3)`) to a Nyström basis of
+:data:`AUTO_BASIS_SIZE` rows (:math:`O(m b^2)` time, O(m b) memory)."""
 
 
 AUTO_BASIS_SIZE = 1000
@@ -133,11 +133,11 @@ AUTO_BASIS_SIZE = 1000
 
 
 def auto_basis_size(m: int) -> int:
-    """The basis rows of ``basis="auto"`` on ``m`` training rows (above
-    :data:`AUTO_BASIS_ROWS`, drawn by kernel k-means++ seeding): ``min(m, max(AUTO_BASIS_SIZE,
-    sqrt(m)))``, never fewer as ``m`` grows (the basis a given accuracy needs grows with the data, about as
-    ``sqrt(m)``: Rudi, Camoriano and Rosasco 2015), and small enough that a 4 γ x 13 λ
-    ``RankRLSCV`` at 10^6 rows runs within 10 minutes on a 2-core CPU
+    r"""The basis rows of ``basis="auto"`` on ``m`` training rows (above
+    :data:`AUTO_BASIS_ROWS`, drawn by kernel k-means++ seeding): :math:`\min(m, \max(AUTO_{BASIS}_{SIZE},
+    \sqrt{m}))`, never fewer as ``m`` grows (the basis a given accuracy needs grows with the data, about as
+    :math:`\sqrt{m}`: Rudi, Camoriano and Rosasco 2015), and small enough that a 4 γ x 13 λ
+    ``RankRLSCV`` at :math:`10^{6}` rows runs within 10 minutes on a 2-core CPU
     (``benchmarks/bench_million.py``). A smaller basis is the user's choice (``basis=``).
 
     Example:

@@ -27,15 +27,24 @@ SOLVERS = ("auto", "primal", "dual", "nystrom", "cg", "falkon")
 
 
 class RankRLS(Ranker):
-    """RankRLS (Pahikkala et al. 2009): linear (primal, or dual when there are more
+    r"""RankRLS (Pahikkala et al. 2009): linear (primal, or dual when there are more
     features than rows), kernel, or Nyström with ``basis`` rows, in closed form or by
     conjugate gradients; ``graph="query"`` ranks within queries, ``"identity"`` is RLS
-    regression.
+    regression. The model minimises the pairwise squared error of every query's pairs
+    (the query graph's Laplacian :math:`L`, docs/math.md) plus a ridge penalty:
+
+    .. math::
+
+       f = \operatorname{argmin}_{f \in \mathcal{H}} \; (y - f)^T L \, (y - f)
+           + \lambda \lVert f \rVert_{\mathcal{H}}^2 ,
+
+    :math:`\mathcal{H}` the linear functions :math:`x^T w` (``kernel=None``) or the kernel's
+    space (spanned by the ``basis`` rows for a Nyström model).
 
     Args:
       lam: λ > 0 (``solver="cg"`` with an ``eval_set``: λ >= 0, early stopping alone at 0).
       solver: ``"auto"`` (the closed form the data needs: linear, an exact kernel, or a
-        Nyström basis above :data:`AUTO_BASIS_ROWS` rows), ``"primal"``, ``"dual"``,
+        Nyström basis above ``AUTO_BASIS_ROWS = 5,000`` rows), ``"primal"``, ``"dual"``,
         ``"nystrom"``, ``"cg"`` (conjugate gradients, linear: large sparse data; Airola et
         al. 2010) or ``"falkon"`` (preconditioned CG on a Nyström basis; Rudi et al. 2017):
         :class:`rankjax.Primal`, ... behind the one :func:`rankjax.fit`; or a solver object
@@ -44,9 +53,9 @@ class RankRLS(Ranker):
         ``basis`` are not read).
       kernel: ``None``/``"linear"``, ``"gaussian"``, ``"polynomial"`` or a
         :class:`rankjax.Kernel`; gamma, degree, coef0 its parameters.
-      basis: ``"auto"`` (exact kernel up to :data:`AUTO_BASIS_ROWS` rows, above it a
-        Nyström basis of :data:`AUTO_BASIS_SIZE` rows, ``sqrt(m)`` above 10^6 rows,
-        never fewer as rows grow: :func:`auto_basis_size`; drawn by kernel k-means++),
+      basis: ``"auto"`` (exact kernel up to ``AUTO_BASIS_ROWS = 5,000`` rows, above it a
+        Nyström basis of ``AUTO_BASIS_SIZE`` rows, :math:`\sqrt{m}` above :math:`10^{6}` rows,
+        never fewer as rows grow: ``auto_basis_size``; drawn by kernel k-means++),
         ``None`` (always exact) or the number of basis rows of the Nyström
         approximation, or a :class:`rankjax.Basis`
         (size or rows, ``method="kmeans++"``, seed).
@@ -57,10 +66,10 @@ class RankRLS(Ranker):
       normalized, exclude_ties: query-graph options. score_k: NDCG cut-off of
         ``score``. random_state: seed of the basis rows.
       feature_map: ``"auto"``: a kernel given by name sees the features through a
-        :class:`~rankjax.kernels.FeatureMap` learned on the training rows (the
+        :class:`~rankjax.FeatureMap` learned on the training rows (the
         heavy-tailed columns that leave ``[-1, 1]``, raw counts, scores and lengths, as
         ``sign(x) log(1 + |x|)``, the rest as given; kept in
-        ``feature_map_`` and in ``model_``, a :class:`~rankjax.solvers.MappedModel`, so
+        ``feature_map_`` and in ``model_``, a :class:`~rankjax.MappedModel`, so
         ``predict``, save/load and the command line apply it; ``feature_map_`` is None
         when no column needs it, as for LETOR's normalised features); ``None``: the
         features as given. The linear model and a :class:`rankjax.Kernel` object always see the
@@ -172,9 +181,16 @@ DEFAULT_LAMS = tuple(np.logspace(-3, 3, 13))
 
 
 class RankRLSCV(RankRLS):
-    """RankRLS with λ (and a kernel's ``gamma``) chosen by exact leave-query-out
+    r"""RankRLS with λ (and a kernel's ``gamma``) chosen by exact leave-query-out
     (``folds=None``) or k-fold over queries (``folds=k``): one decomposition per kernel for
-    the whole λ grid (Pahikkala et al. 2009, §3.3), then a refit on all rows.
+    the whole λ grid (Pahikkala et al. 2009, §3.3), then a refit on all rows. The point
+    chosen maximises the NDCG of the exact hold-out predictions :math:`f'_\lambda` (every
+    fold's rows predicted by the model trained without them, eq. 33-34):
+
+    .. math::
+
+       (\lambda^*, \gamma^*) = \operatorname{argmax}_{\lambda, \gamma}
+       \operatorname{NDCG@k}(f'_{\lambda, \gamma}, y) .
 
     Attributes (after fit): ``lam_``, ``gamma_``, ``best_score_`` (the returned point's exact
     hold-out NDCG on every training row) and
@@ -190,11 +206,11 @@ class RankRLSCV(RankRLS):
     ``optimize=True`` refines the grid's best point by gradient descent on the exact
     hold-out loss (:func:`rankjax.tune`, ``optimize_steps`` Adam steps in log λ and
     log γ, and per-feature scales with ``ard=True``; linear or Gaussian kernels; with a
-    basis and ``ard=True``, the Nyström model's loss at O(m b^2) a step) and keeps the
+    basis and ``ard=True``, the Nyström model's loss at :math:`O(m b^2)` a step) and keeps the
     refined point when its hold-out NDCG is not below the grid's; ``tune_`` holds the
     trajectory, ``evals_result_["tune"]`` its losses, ``verbose=k`` prints every k-th step.
     With a basis and ``ard=True`` on more rows than a step's plan
-    (:func:`rankjax.selection.select.tune_rows`: ``u b^2 steps <= 1.5e11``), the grid and
+    (``tune_rows``: :math:`u b^2 steps \le 1.5e11`), the grid and
     the gradient run on a random subsample of ``u`` rows of whole queries (its λ the grid's
     times ``u / m``: ``cv_results_`` are that subsample's hold-out scores, listed at the λ
     you gave) and the chosen point is then held out on every row: ``lam_`` is on every
@@ -274,7 +290,7 @@ class RankRLSCV(RankRLS):
 
     def _plan(self, X):
         """The Nyström memory plan from the shape of ``X`` alone, before the inputs are
-        checked or copied (an impossible plan on 10^7 rows is refused in well under a
+        checked or copied (an impossible plan on :math:`10^{7}` rows is refused in well under a
         second, not after a pass over the data)."""
         shape = getattr(X, "shape", None)
         if self.kernel in (None, "linear") or shape is None or len(shape) != 2:

@@ -1,6 +1,6 @@
-"""Graphs built on the host (query ids remapped, per-query counts computed once) and
+r"""Graphs built on the host (query ids remapped, per-query counts computed once) and
 the public operator functions on them (``docs/math.md`` §1): ``L v``, ``S v``,
-``M^T v``, ``M u``, the dense Laplacian and the pair counts.
+:math:`M^T v`, ``M u``, the dense Laplacian and the pair counts.
 """
 from __future__ import annotations
 
@@ -24,22 +24,29 @@ from .._core.segments import bucket
 
 def query_graph(qid, y=None, *, normalized: bool = True, exclude_ties: bool = False,
                 query_weights=None) -> QueryGraph:
-    """Builds the query graph of scored data (docs/math.md).
+    r"""Builds the query graph of scored data (docs/math.md).
 
-    Every pair of rows with the same query id is an edge. The Laplacian block of
-    query ``c`` (size ``n_c``) is ``omega_c (n_c I - 1 1^T)`` (unnormalized, Pahikkala
-    et al. 2007 §2.3; 2009 §2.4) or ``omega_c (I - 1 1^T / n_c)`` (normalized, Airola et
-    al. 2010 eq. 3-4, the default). With ``exclude_ties`` the pairs with equal labels are
-    dropped (Pahikkala et al. 2007 §3): ``L = L_query - L_(query, label)``.
+    Every pair of rows with the same query id is an edge. The Laplacian block of query
+    :math:`c` (size :math:`n_c`, weight :math:`\omega_c`) is
+
+    .. math::
+
+       L_c = \omega_c (n_c I - \mathbf{1}\mathbf{1}^T) \ \text{(unnormalized)}
+       \quad\text{or}\quad
+       L_c = \omega_c (I - \mathbf{1}\mathbf{1}^T / n_c) \ \text{(normalized, the default)}
+
+    (Pahikkala et al. 2007 §2.3; 2009 §2.4; the normalized form Airola et al. 2010 eq.
+    3-4). With ``exclude_ties`` the pairs with equal labels are dropped (Pahikkala et al.
+    2007 §3): :math:`L = L_{\text{query}} - L_{\text{query, label}}`.
 
     Args:
       qid: ``[m]`` query ids (integers, strings or categories; unsorted allowed).
       y: ``[m]`` labels; required when ``exclude_ties``.
-      normalized: ``I - P P^T`` per query when True, ``D - W`` when False.
+      normalized: :math:`I - P P^T` per query when True, ``D - W`` when False.
       exclude_ties: drop the pairs whose labels are equal.
       query_weights: ``None``; a ``[Q]`` array of non-negative weights in the
         order of the sorted distinct query ids; or ``"pairs"`` for
-        ``omega_c = 1 / #pairs(c)`` (every query equally important, Pahikkala et al. 2009
+        :math:`\omega_c = 1 / \#\text{pairs}(c)` (every query equally important, Pahikkala et al. 2009
         end of §2.4; a query with no pair gets weight 0).
 
     Returns:
@@ -110,9 +117,9 @@ def query_graph(qid, y=None, *, normalized: bool = True, exclude_ties: bool = Fa
 
 def global_graph(num_rows: int, y=None, *, normalized: bool = False,
                  exclude_ties: bool = False) -> QueryGraph:
-    """One query holding every row: global (object) ranking, or "all pairs".
+    r"""One query holding every row: global (object) ranking, or "all pairs".
 
-    The default is the unnormalized complete graph ``m I - 1 1^T`` (docs/math.md),
+    The default is the unnormalized complete graph :math:`m I - 1 1^T` (docs/math.md),
     the graph of the leave-pair-out formulas. Use it also for the MPRank-style
     "all pairs" experiments of Pahikkala et al. 2009 §5, ignoring the query ids.
 
@@ -134,11 +141,11 @@ COSTS = {"unit": "(20) z=1, w=1", "magnitude": "(21) z=y, w=1", "inverse": "(22)
 
 def preference_graph(head, tail, magnitude=None, *, num_rows: int,
                      cost: str = "magnitude") -> PreferenceGraph:
-    """Builds an explicit preference multigraph (docs/math.md, Pahikkala et al. 2009 §2.4).
+    r"""Builds an explicit preference multigraph (docs/math.md, Pahikkala et al. 2009 §2.4).
 
     Edge ``t`` says row ``head[t]`` is preferred to row ``tail[t]`` with
     magnitude ``magnitude[t]`` (1 when omitted). The least-squares cost is
-    ``sum_t w_t^2 (z_t - (f_head - f_tail))^2`` with
+    :math:`\sum_t w_t^2 (z_t - (f_{head} - f_{tail}))^2` with
 
     * ``cost="unit"`` — eq. (20): ``z = 1, w = 1`` (magnitudes ignored);
     * ``cost="magnitude"`` — eq. (21): ``z = y, w = 1`` (magnitude preserving);
@@ -205,7 +212,7 @@ def identity_graph(num_rows: int) -> IdentityGraph:
 
 
 def pairs_from_scores(y, qid=None, *, include_ties: bool = False):
-    """Lists the preference pairs induced by scored data (host side, O(sum n_c^2)).
+    r"""Lists the preference pairs induced by scored data (host side, :math:`O(\sum n_c^2)`).
 
     For each query and each pair with ``y[h] > y[j]`` emits ``(h, j, y[h] - y[j])``;
     with ``include_ties`` also one edge per tied pair with magnitude 0 (Pahikkala et al. 2009
@@ -267,9 +274,9 @@ def _rows(graph, v, rows, name, kind=None):
 
 
 def laplacian_sqrt_mv(graph: Graph, v) -> Array:
-    """Symmetric square-root product ``S v`` with ``S^2 = L``: ``graph.root_mv(v)``.
+    r"""Symmetric square-root product ``S v`` with :math:`S^2 = L`: ``graph.root_mv(v)``.
 
-    For a query block ``S = sqrt(e_c n_c) (I - 1 1^T / n_c)``: centre within the
+    For a query block :math:`S = \sqrt{e_c n_c} (I - 1 1^T / n_c)`: centre within the
     query, then scale. Defined when ``graph.has_root`` (query graphs without tie
     exclusion, the identity graph).
 
@@ -286,7 +293,7 @@ def laplacian_sqrt_mv(graph: Graph, v) -> Array:
 
 
 def incidence_t_mv(graph: PreferenceGraph, v) -> Array:
-    """``M^T v = w ⊙ (v[head] - v[tail])``: ``[m(, k)] -> [l(, k)]`` (gathers only).
+    r""":math:`M^T v = w ⊙ (v[head] - v[tail])`: ``[m(, k)] -> [l(, k)]`` (gathers only).
 
     Example:
       >>> g = preference_graph([0, 2], [1, 1], num_rows=3)
@@ -311,7 +318,7 @@ def incidence_mv(graph: PreferenceGraph, u) -> Array:
 
 
 def laplacian_dense(graph: Graph, dtype=None) -> Array:
-    """The dense ``[m, m]`` Laplacian (O(m^2) memory; for the dual and for tests).
+    """The dense ``[m, m]`` Laplacian (:math:`O(m^2)` memory; for the dual and for tests).
 
     Example:
       >>> print(laplacian_dense(query_graph(np.array([0, 0, 1]))))

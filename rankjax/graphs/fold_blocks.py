@@ -1,5 +1,5 @@
-"""A graph's blocks of one hold-out fold of whole queries (Pahikkala et al. 2009, §3.3): the
-root ``B`` of ``L_UU`` (``B B^T = L_UU``), ``B^T V`` and ``L_UU v`` for a padded fold
+r"""A graph's blocks of one hold-out fold of whole queries (Pahikkala et al. 2009, §3.3): the
+root ``B`` of ``L_UU`` (:math:`B B^T = L_{UU}`), :math:`B^T V` and ``L_UU v`` for a padded fold
 ``idx [P]`` (``mask`` False on padding), which the hold-outs and the row-block passes apply
 to every fold. A query graph with a segment root applies them by segment sums within the
 fold, O(P) per column; the dense ``P x P`` root serves the rest.
@@ -18,11 +18,11 @@ __all__ = ["FoldBlocks", "QueryFoldBlocks"]
 
 
 class FoldBlocks:
-    """The dense defaults, from :meth:`block_root` (each graph defines it)."""
+    """The dense defaults, from ``block_root`` (each graph defines it)."""
 
     def root_rows(self, idx, mask, V):
-        """``B^T V`` (``V [P, ...]``) for a padded fold ``idx [P]`` of whole queries, ``B B^T =
-        L_UU`` (:meth:`block_root`); padding rows of ``V`` count as zero."""
+        r""":math:`B^T V` (``V [P, ...]``) for a padded fold ``idx [P]`` of whole queries, :math:`B B^T =
+        L_{UU}` (``block_root``); padding rows of ``V`` count as zero."""
         B = self.block_root(idx, mask, V.dtype)
         return jnp.einsum("pq,p...->q...", B, V, precision=HI)
 
@@ -43,7 +43,7 @@ class QueryFoldBlocks:
         return np.asarray(self.seg if self.group_seg is None else self.group_seg)
 
     def block_root(self, idx, mask, dtype):
-        """``B`` with ``B B^T = L_UU`` for a padded fold ``idx [P]`` of whole queries."""
+        r"""``B`` with :math:`B B^T = L_{UU}` for a padded fold ``idx [P]`` of whole queries."""
         P = idx.shape[0]
         mm = (mask[:, None] & mask[None, :]).astype(dtype)
         eye = jnp.eye(P, dtype=dtype)
@@ -68,8 +68,8 @@ class QueryFoldBlocks:
         return jax.ops.segment_sum(v, local, num_segments=idx.shape[0])[local]
 
     def root_rows(self, idx, mask, V):
-        """``B^T V`` of the fold: with a segment root, ``sqrt(e n) (V - mean)`` per query, O(P)
-        per column (the dense ``P x P`` root of :meth:`block_root` otherwise)."""
+        r""":math:`B^T V` of the fold: with a segment root, :math:`\sqrt{e n} (V - mean)` per query, O(P)
+        per column (the dense ``P x P`` root of ``block_root`` otherwise)."""
         if not self.has_root:
             return FoldBlocks.root_rows(self, idx, mask, V)
         dt = V.dtype

@@ -30,11 +30,11 @@ class Folds:
 
     Attributes:
       index: tuple of ``[F_b, P_b]`` int32 row indices, one array per bucket of
-        folds padded to size ``P_b``; ``F_b`` is padded like the sizes (:func:`padded_size`) with
+        folds padded to size ``P_b``; ``F_b`` is padded like the sizes (a few sizes per octave) with
         inert (all-masked) folds.
       mask: tuple of ``[F_b, P_b]`` bool, False on padding.
       position: ``[m]`` int32 place of every row in the buckets laid end to end
-        (:func:`positions`): the fold results are gathered back to rows by it.
+        (``positions``): the fold results are gathered back to rows by it.
       fold_of_row: ``[m]`` int32 fold id of every row.
       unit_of_row: ``[m]`` int32 query (or row) of every row: the graph the folds
         were built for (checked by the hold-out functions).
@@ -151,8 +151,8 @@ trace time, where it does (:func:`merge_plan`)."""
 
 
 SMALL_FOLD = 8
-"""Folds up to this many rows count as this many in :func:`fold_shapes` (their work is the
-per-fold overhead, not ``P^2``: they share one shape)."""
+r"""Folds up to this many rows count as this many in :func:`fold_shapes` (their work is the
+per-fold overhead, not :math:`P^2`: they share one shape)."""
 
 
 def _padded_work(P, count):
@@ -160,8 +160,8 @@ def _padded_work(P, count):
 
 
 def fold_shapes(sizes):
-    """``[F]`` the padded size of every fold: the sizes bucketed (:func:`padded_size`),
-    then merged into the fewest shapes whose padded work (``sum F_b P_b^2``, the fold
+    r"""``[F]`` the padded size of every fold: the sizes bucketed (a few sizes per octave),
+    then merged into the fewest shapes whose padded work (:math:`\sum F_b P_b^2`, the fold
     count padded too) stays within :data:`SHAPE_SLACK` of the unmerged buckets'. Every
     shape is a copy of the fold's program (compile times: benchmarks/REPORT.md §8).
 
@@ -216,8 +216,8 @@ shapes to the larger one while the padded work grows by less than this per shape
 
 
 def fold_flops(P, count, L, width):
-    """Floating-point operations of ``count`` folds of ``P`` rows, ``L`` λ and a feature block
-    of ``width`` columns: ``2 P^2 width`` for the fold's rows of ``H`` and ``P^3`` for its
+    r"""Floating-point operations of ``count`` folds of ``P`` rows, ``L`` λ and a feature block
+    of ``width`` columns: :math:`2 P^2 width` for the fold's rows of ``H`` and :math:`P^3` for its
     system per λ (:func:`~rankjax.solvers.holdout.woodbury_fold`), small folds counted as
     :data:`SMALL_FOLD` rows."""
     P = max(int(P), SMALL_FOLD)
@@ -253,7 +253,7 @@ def merge_plan(shapes, counts, L, width, row_flops=0.0):
 def merged_buckets(folds: Folds, L, width, xp=jnp, row_flops=0.0):
     """``([(index [F, P], mask [F, P]), ...], position [m])``: the buckets of ``folds``
     merged by :func:`merge_plan` (a smaller bucket's folds padded with masked rows) and
-    every row's place in them (:func:`positions`), with ``xp`` (``numpy`` on the host:
+    every row's place in them (``positions``), with ``xp`` (``numpy`` on the host:
     :func:`premerge`). Unmerged, both are ``folds``' own."""
     shapes, counts = [i.shape[1] for i in folds.index], [i.shape[0] for i in folds.index]
     plan = merge_plan(shapes, counts, L, width, row_flops)
@@ -293,9 +293,9 @@ def premerge(folds, L, width):
 
 
 def over_folds(folds: Folds, L, width, out_shape, dtype, fold_fn):
-    """Runs ``fold_fn(P)(idx, mask) -> [L, P(, k)]`` over every padded fold of size
+    r"""Runs ``fold_fn(P)(idx, mask) -> [L, P(, k)]`` over every padded fold of size
     ``P`` (the buckets merged by :func:`merged_buckets`; ``lax.map`` over batches of about
-    ``FOLD_BUDGET / ((L + width) P^2)`` folds, ``vmap`` inside; ``width`` = columns of the
+    :math:`FOLD_{BUDGET} / ((L + width) P^2)` folds, ``vmap`` inside; ``width`` = columns of the
     fold's feature block) and gathers the predictions back to rows, ``[L, m(, k)]``
     (``folds.position``; a gather, where a scatter is a serial loop on the CPU)."""
     buckets, pos = merged_buckets(folds, L, width)

@@ -1,4 +1,4 @@
-"""Preference graphs and their Laplacians as operators (``docs/math.md`` §1).
+r"""Preference graphs and their Laplacians as operators (``docs/math.md`` §1).
 
 Three graph types carry their own operators; every solver uses only these
 methods, so no other module switches on the graph type:
@@ -6,20 +6,20 @@ methods, so no other module switches on the graph type:
 * :class:`QueryGraph` — every pair of rows in the same query is an edge
   (Pahikkala et al. 2009, §2.3; Airola et al. 2010, §3.1). All pairs of query
   ``c`` share one edge weight ``e_c``: ``e_c = omega_c`` (unnormalized
-  ``D - W``) or ``e_c = omega_c / n_c`` (normalized ``I - P P^T``), with
+  ``D - W``) or ``e_c = omega_c / n_c`` (normalized :math:`I - P P^T`), with
   optional query weights ``omega_c``. The Laplacian of query ``c`` is
-  ``e_c (n_c I - 1 1^T)``; excluding ties subtracts the same clique over every
-  (query, label) group. Matvecs are segment sums, O(m k), never O(m^2).
+  :math:`e_c (n_c I - 1 1^T)`; excluding ties subtracts the same clique over every
+  (query, label) group. Matvecs are segment sums, O(m k), never :math:`O(m^2)`.
 * :class:`PreferenceGraph` — explicit edges ``(h_t, j_t)`` with width ``w_t``
-  (Pahikkala et al. 2009, §2.4): ``L = M M^T``, ``M^T v = w (v[h] - v[j])``. O(m + l).
+  (Pahikkala et al. 2009, §2.4): :math:`L = M M^T`, :math:`M^T v = w (v[h] - v[j])`. O(m + l).
 * :class:`IdentityGraph` — ``L = I``: pointwise RLS regression.
 
 The operator methods, shared by all three:
 
 ``mv(v)`` (``L v``), ``has_root`` and ``root_mv(v)`` (the segment root ``S``,
-``S^2 = L``), ``rhs(y, dtype)`` (``L y``, or ``M N`` for edges),
-``normal_equations(X, y)`` (``X^T L X``, ``X^T L y``), ``dual_root(dtype)``
-(the root of the symmetric dual system), ``factor()`` (``R R^T = L`` for CG),
+:math:`S^2 = L`), ``rhs(y, dtype)`` (``L y``, or ``M N`` for edges),
+``normal_equations(X, y)`` (:math:`X^T L X`, :math:`X^T L y`), ``dual_root(dtype)``
+(the root of the symmetric dual system), ``factor()`` (:math:`R R^T = L` for CG),
 ``as_dense(dtype)``, ``loss(f, y)``, ``criterion(y, metric)``,
 ``fold_units()`` and ``block_root(idx, mask, dtype)`` (hold-out folds),
 ``check_labels(y)``.
@@ -57,7 +57,7 @@ def _pytree(data, meta):
 
 
 class _Root:
-    """``S`` of the symmetric dual system: ``apply(v) = S v``, ``rhs(y) = S^+ L y``."""
+    r"""``S`` of the symmetric dual system: ``apply(v) = S v``, :math:`rhs(y) = S^+ L y`."""
 
     def __init__(self, apply, rhs):
         self.apply, self.rhs = apply, rhs
@@ -83,15 +83,15 @@ class _GraphBase(FoldBlocks):
         return self.mv(y)
 
     def as_dense(self, dtype=None) -> Array:
-        """The dense ``[m, m]`` Laplacian (O(m^2) memory)."""
+        """The dense ``[m, m]`` Laplacian (:math:`O(m^2)` memory)."""
         return self.mv(jnp.eye(self.num_rows, dtype=dtype or jnp.result_type(float)))
 
     def centre(self, X):
-        """``X`` minus a constant ``L`` annihilates (float32 accuracy of ``X^T L X``)."""
+        r"""``X`` minus a constant ``L`` annihilates (float32 accuracy of :math:`X^T L X`)."""
         return X
 
     def normal_equations(self, X, y, root: bool = False):
-        """``(X^T L X, X^T L y)``: ``Z^T Z`` with ``Z = S X`` when a segment root exists
+        r""":math:`(X^T L X, X^T L y)`: :math:`Z^T Z` with ``Z = S X`` when a segment root exists
         (``root``: always this form, where a graph has a faster one)."""
         if self.has_root:
             Z = self.root_mv(X)
@@ -101,17 +101,18 @@ class _GraphBase(FoldBlocks):
         return (G + G.T) / 2, tdot(Xc, self.rhs(y, X.dtype))
 
     def dual_root(self, dtype):
-        """The root ``S`` (``S^2 = L``) of the symmetric dual system and its rhs map."""
+        r"""The root ``S`` (:math:`S^2 = L`) of the symmetric dual system and its rhs map."""
         if self.has_root:
             return _Root(self.root_mv, self.root_mv)
         return _dense_root(self, dtype, lambda y: self.rhs(y, dtype))
 
     def segment_root(self, dtype):
-        """``(seg, num, e n, n)`` of a root ``S = sqrt(e n) (I - 1 1^T / n)`` per segment, or ``None``."""
+        r"""``(seg, num, e n, n)`` of a root :math:`S = \sqrt{e n} (I - 1 1^T / n)` per segment, or
+        ``None``."""
         return None
 
     def loss(self, f, y):
-        """The RankRLS loss ``(y - f)^T L (y - f)``."""
+        r"""The RankRLS loss :math:`(y - f)^T L (y - f)`."""
         r = y - f
         return mm(r, self.mv(r))
 
@@ -184,8 +185,8 @@ class QueryGraph(QueryFoldBlocks, _GraphBase):
         return expand(e[seg], v) * (expand(counts[seg], v) * v - sums[seg])
 
     def normal_equations(self, X, y, root: bool = False):
-        """``(X^T L X, X^T L y)`` from segment sums of ``X`` (no ``S X`` formed) where that
-        is accurate, else (or with ``root``) as every graph (:func:`segment_normal_equations`)."""
+        r""":math:`(X^T L X, X^T L y)` from segment sums of ``X`` (no ``S X`` formed) where that
+        is accurate, else (or with ``root``) as every graph (``segment_normal_equations``)."""
         if root:
             return _GraphBase.normal_equations(self, X, y)
         dt = X.dtype
@@ -339,13 +340,14 @@ class QueryGraph(QueryFoldBlocks, _GraphBase):
 @saveable
 @_pytree(["head", "tail", "weight", "target"], ["num_rows"])
 class PreferenceGraph(_GraphBase):
-    """Explicit preference multigraph: row ``head[t]`` preferred to ``tail[t]``
+    r"""Explicit preference multigraph: row ``head[t]`` preferred to ``tail[t]``
     (build with :func:`preference_graph`).
 
     Attributes:
-      head, tail: ``[l]`` int32 row indices.
+      head: ``[l]`` int32 row index of each edge's preferred end.
+      tail: ``[l]`` int32 row index of each edge's other end.
       weight: ``[l]`` edge width ``w_t`` (column ``t`` of ``M`` is ``w_t (e_h - e_j)``).
-      target: ``[l]`` regression target ``N_t = w_t z_t`` of ``(M^T f)_t``.
+      target: ``[l]`` regression target ``N_t = w_t z_t`` of :math:`(M^T f)_t`.
       num_rows: ``m`` (static).
     """
 

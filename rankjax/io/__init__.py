@@ -2,9 +2,8 @@
 group files, preference-pair files, query-id remapping, query-wise min-max normalisation,
 chunked readers for the stream and model files. numpy/scipy only, no jit.
 
-One module per concern: :mod:`~rankjax.io.files` (decompression, atomic writes),
-:mod:`~rankjax.io.svmlight`, :mod:`~rankjax.io.chunks`, :mod:`~rankjax.io.groups` and
-:mod:`~rankjax.io.models`.
+One module per concern: ``files`` (decompression, atomic writes), ``svmlight``,
+``chunks``, ``groups`` and ``models``.
 """
 from .._core.checks import segment_ids as segment_ids
 from .chunks import iter_npy as iter_npy

@@ -1,9 +1,9 @@
-"""The ``index:value`` cells of an SVMlight file, formatted by numpy digit arithmetic
+r"""The ``index:value`` cells of an SVMlight file, formatted by numpy digit arithmetic
 instead of one Python ``repr`` per value (the writer's cost on LETOR-sized files).
 
 A value with at most :data:`MAX_DECIMALS` decimals (every LETOR feature file) is
-written as that decimal: with ``s = round(|v| 10^9)`` and ``s / 10^9 == |v|`` in
-float64, the decimal ``s / 10^9`` reads back as the float nearest to it, which is
+written as that decimal: with :math:`s = round(|v| 10^9)` and :math:`s / 10^9 == |v|` in
+float64, the decimal :math:`s / 10^9` reads back as the float nearest to it, which is
 ``v`` (both are the correctly rounded value of the same rational). Trailing zeros of
 the fraction are dropped; whole numbers are written as integers. Any other value falls
 back to ``repr`` (the shortest string that reads back
@@ -32,8 +32,8 @@ def _width(x) -> int:
 
 
 def _decimals(a):
-    """Which values have at most :data:`MAX_DECIMALS` decimals (one pass: ``s =
-    round(a 10^9)`` with ``s / 10^9 == a``), and ``s`` as int64."""
+    r"""Which values have at most :data:`MAX_DECIMALS` decimals (one pass: :math:`s =
+    round(a 10^9)` with :math:`s / 10^9 == a`), and ``s`` as int64."""
     scale = float(_P10[MAX_DECIMALS])
     s = np.round(a * scale)
     ok = (s / scale == a) & (s < 2.0 ** 53)
@@ -41,8 +41,8 @@ def _decimals(a):
 
 
 def _block(cols, v, s):
-    """``(bytes, lengths)`` of the cells ``"col:value "`` of one block of decimal values
-    (``s``: their magnitudes times ``10^9``); trailing zeros of the fraction are dropped."""
+    r"""``(bytes, lengths)`` of the cells ``"col:value "`` of one block of decimal values
+    (``s``: their magnitudes times :math:`10^9`); trailing zeros of the fraction are dropped."""
     ip, fp = s // _P10[MAX_DECIMALS], s % _P10[MAX_DECIMALS]
     n = v.shape[0]
     one = np.ones((n, 1), bool)

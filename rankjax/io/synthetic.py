@@ -92,11 +92,11 @@ def _grade(score, qid, probs):
 def make_sparse_ranking_data(num_rows: int, num_features: int, *, nnz_per_row: int = 75,
                              num_queries: int = 0, levels: int = 2, noise: float = 1.0,
                              zipf: float = 1.0, seed: int = 0, dtype=np.float32) -> RankingData:
-    """Draws sparse, text-like ranking data (RCV1-style TF-IDF rows of unit norm)
+    r"""Draws sparse, text-like ranking data (RCV1-style TF-IDF rows of unit norm)
     for the large-scale CG benchmarks and examples (Airola et al. 2010 §4).
 
     Each row has ``nnz_per_row`` positive entries in columns drawn with Zipf
-    frequencies ``p_j ∝ (j + 1)^-zipf`` (word-like: a few common, many rare
+    frequencies :math:`p_j \propto (j + 1)^{-zipf}` (word-like: a few common, many rare
     features; ``zipf=0`` is uniform; a column drawn twice in a row is redrawn
     uniformly, so rows have ``nnz_per_row`` entries), scaled to unit L2 norm. The latent score is
     ``X w_true + noise * N(0, 1)`` with ``w_true ~ N(0, I)`` (the same for every
@@ -165,7 +165,7 @@ def make_web_data(num_queries: int = 300, *, num_features: int = 136,
     """Draws web-search-like data with raw features, as search engines log them before any
     normalisation (MSLR-WEB, Yahoo! LTR; Qin & Liu 2013): term counts, BM25 and TF-IDF
     scores, stream lengths, match ratios, PageRank-like and click counts spanning 0 to
-    10^5 and more, heavy-tailed, many zeros, a few huge values, constant columns and
+    :math:`10^{5}` and more, heavy-tailed, many zeros, a few huge values, constant columns and
     per-query shifts.
 
     Each document has three latent relevance factors (topicality ``t``, quality ``q``,

@@ -1,8 +1,8 @@
-"""Nyström basis vectors: how they are chosen and how their features are formed
+r"""Nyström basis vectors: how they are chosen and how their features are formed
 (Pahikkala et al. 2009, §3.5; docs/math.md).
 
 The basis-vector (subset-of-regressors) model ``f(x) = sum_{i in R} a_i k(x, x_i)`` is
-primal RankRLS on the features ``Φ = K_R^T Z^{-T}`` with ``K_RR = Z Z^T``. Its quality
+primal RankRLS on the features :math:`\Phi = K_R^T Z^{-T}` with :math:`K_{RR} = Z Z^T`. Its quality
 depends on how well the ``b`` basis rows cover the data in the kernel's feature space:
 
 * ``"uniform"`` — ``b`` distinct rows drawn uniformly (the papers' choice);
@@ -12,7 +12,7 @@ depends on how well the ``b`` basis rows cover the data in the kernel's feature 
   row chosen so far, so the basis spreads over the data instead of piling up where the
   rows are dense. O(m n b) work in one ``lax.fori_loop``, on at most
   ``max(KMEANS_ROWS b, KMEANS_POOL)`` rows: above that, on a uniform sample of them (the seeding
-  covers the sample's regions, and its cost, O(KMEANS_ROWS n b^2), stops growing with
+  covers the sample's regions, and its cost, :math:`O(KMEANS_{ROWS} n b^2)`, stops growing with
   ``m``).
 
 Basis sizes are padded to a few buckets (:func:`rankjax._core.segments.padded_size`, at most
@@ -137,7 +137,7 @@ class Basis:
 
     Attributes:
       size: the number of basis rows ``b`` to choose (exclusive with ``rows``).
-      rows: ``[b]`` row indices of the training rows (e.g. from :func:`nystrom_basis`).
+      rows: ``[b]`` row indices of the training rows (any choice of the user's).
       method: ``"uniform"`` or ``"kmeans++"`` (in the kernel's feature space), for ``size``.
       seed: the draw.
 
@@ -217,7 +217,7 @@ class BasisRows(NamedTuple):
                 * self.mask.astype(A.dtype)[None, :])
 
     def factor(self):
-        """Lower ``C``, ``C C^T = K_RR + ε I`` (:func:`basis_cholesky`)."""
+        r"""Lower ``C``, :math:`C C^T = K_{RR} + \varepsilon I` (:func:`basis_cholesky`)."""
         return basis_cholesky(kernel_block(self.kernel, self.X, self.X), self.mask)
 
 
@@ -279,26 +279,26 @@ def basis_system(KRR, mask):
 
 
 def basis_cholesky(KRR, mask):
-    """Lower ``C`` with ``C C^T = K_RR + ε I`` (:func:`basis_system`): the factor of the
-    one Nyström feature map ``Φ = K_mR C^{-T}``."""
+    r"""Lower ``C`` with :math:`C C^T = K_{RR} + \varepsilon I` (:func:`basis_system`): the factor of the
+    one Nyström feature map :math:`\Phi = K_{mR} C^{-T}`."""
     return jnp.linalg.cholesky(basis_system(KRR, mask))
 
 
 def features(K_R, C):
-    """``Φ = K_R C^{-T}`` for ``K_R [p, b]`` (rows against the basis) and the factor ``C``."""
+    r""":math:`\Phi = K_R C^{-T}` for ``K_R [p, b]`` (rows against the basis) and the factor ``C``."""
     return jax.scipy.linalg.solve_triangular(C, K_R.T, lower=True).T
 
 
 def coef_from(C, W):
-    """BasisRows coefficients ``a = C^{-T} w`` of feature-space weights ``W [b, ...]`` (basis
+    r"""BasisRows coefficients :math:`a = C^{-T} w` of feature-space weights ``W [b, ...]`` (basis
     axis first, any trailing axes)."""
     out = jax.scipy.linalg.solve_triangular(C, W.reshape(W.shape[0], -1), lower=True, trans=1)
     return out.reshape(W.shape)
 
 
 def wide_coef(C, W):
-    """:func:`coef_from` computed in :func:`~rankjax._core.backend.wide_dtype` (float64 even
-    with x64 off) and returned in ``W``'s dtype: ``C^{-T} W`` without the float32
+    r""":func:`coef_from` computed in :func:`~rankjax._core.backend.wide_dtype` (float64 even
+    with x64 off) and returned in ``W``'s dtype: :math:`C^{-T} W` without the float32
     triangular solve's ``eps κ(C)`` (the basis factor ``C`` is as ill-conditioned as
     ``K_RR``, whose jitter is at float32's rounding)."""
     wide = wide_dtype()
@@ -307,8 +307,8 @@ def wide_coef(C, W):
 
 
 def explicit_features(K_R, K_RR):
-    """``(Φ [m, r], T [r, r])`` from ``K_R [r, m]`` and ``K_RR [r, r]`` given as matrices:
-    ``Φ = K_R^T C^{-T}`` and the back-map ``T = C^{-T}`` (basis coefficients ``A = T w``)."""
+    r"""``(Φ [m, r], T [r, r])`` from ``K_R [r, m]`` and ``K_RR [r, r]`` given as matrices:
+    :math:`\Phi = K_R^T C^{-T}` and the back-map :math:`T = C^{-T}` (basis coefficients ``A = T w``)."""
     C = basis_cholesky(K_RR, jnp.ones(K_RR.shape[0], bool))
     return features(K_R.T, C), coef_from(C, jnp.eye(C.shape[0], dtype=C.dtype))
 

@@ -3,7 +3,7 @@ the heavy-tailed columns that leave ``[-1, 1]`` (counts, TF-IDF scores, lengths,
 PageRank) on the scale ``sign(x) log(1 + |x|)``, the rest as they are.
 
 A Gaussian kernel with one ``γ`` measures distances over all columns at once: on raw
-web-search features the widest, heaviest-tailed columns (a click count of 10^5) decide
+web-search features the widest, heaviest-tailed columns (a click count of :math:`10^{5}`) decide
 every distance and the rest are noise to it. Boosted trees do not care (they split on
 order); a kernel needs the columns on comparable scales. The map is learned on the
 training rows only and carried in the model (:class:`~rankjax.solvers.models.MappedModel`),
@@ -89,8 +89,8 @@ def _moments(X):
 
 def learn_feature_map(X) -> FeatureMap:
     """The :class:`FeatureMap` of the training rows ``X [m, n]`` (finite; dense or BCOO): the
-    columns whose values leave ``[-1, 1]`` and are heavy-tailed (``|skewness| >`` :data:`SKEW`
-    or excess kurtosis ``>`` :data:`KURTOSIS`); O(m n) on the device.
+    columns whose values leave ``[-1, 1]`` and are heavy-tailed (``|skewness| >`` ``SKEW = 1``
+    or excess kurtosis ``>`` ``KURTOSIS = 3``); O(m n) on the device.
 
     Example:
       >>> import numpy as np

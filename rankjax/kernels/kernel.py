@@ -29,11 +29,11 @@ _HI = lax.Precision.HIGHEST
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class Kernel:
-    """A kernel ``k(x, x')``.
+    r"""A kernel ``k(x, x')``.
 
     Attributes:
-      kind: ``"linear"`` ``<x, x'>``, ``"gaussian"`` ``exp(-gamma ||x - x'||^2)``
-        or ``"polynomial"`` ``(gamma <x, x'> + coef0)^degree`` (static).
+      kind: ``"linear"`` ``<x, x'>``, ``"gaussian"`` :math:`\exp(-\gamma \lVert x - x' \rVert^2)`
+        or ``"polynomial"`` :math:`(\gamma \langle x, x' \rangle + coef0)^{degree}` (static).
       gamma: scale (traced).
       coef0: offset of the polynomial kernel (traced).
       degree: degree of the polynomial kernel (static).
@@ -62,7 +62,7 @@ def linear_kernel() -> Kernel:
 
 
 def gaussian_kernel(gamma: float) -> Kernel:
-    """``k(x, x') = exp(-gamma ||x - x'||^2)``, ``gamma > 0``.
+    r""":math:`k(x, x') = \exp(-\gamma \lVert x - x' \rVert^2)`, ``gamma > 0``.
 
     Example:
       >>> K = kernel_matrix(gaussian_kernel(0.5), jnp.array([[0., 0.], [1., 1.]]))
@@ -74,7 +74,7 @@ def gaussian_kernel(gamma: float) -> Kernel:
 
 
 def polynomial_kernel(degree: int, gamma: float = 1.0, coef0: float = 1.0) -> Kernel:
-    """``k(x, x') = (gamma <x, x'> + coef0)^degree``.
+    r""":math:`k(x, x') = (\gamma \langle x, x' \rangle + coef0)^{degree}`.
 
     Example:
       >>> print(kernel_matrix(polynomial_kernel(2), jnp.array([[1., 2.]]), jnp.array([[3., 4.]])))
@@ -107,10 +107,10 @@ def _dense(X):
 
 
 def kernel_block(kernel: Kernel, A, B, diagonal=None):
-    """``k(A_i, B_j)`` ``[a, b]``. Gaussian distances are expanded as
-    ``|a|^2 + |b|^2 - 2 a.b`` after both sides are shifted by the mean row of ``B``
+    r"""``k(A_i, B_j)`` ``[a, b]``. Gaussian distances are expanded as
+    :math:`|a|^2 + |b|^2 - 2 a.b` after both sides are shifted by the mean row of ``B``
     (distances do not change; the expansion no longer cancels features far from 0, which
-    lost the small distances of float32 data offset by 10^3). ``diagonal`` (traced int,
+    lost the small distances of float32 data offset by :math:`10^{3}`). ``diagonal`` (traced int,
     Gaussian only): row ``i`` of ``A`` is row ``diagonal + i`` of ``B``, whose distance is
     then exactly 0 (``k(x, x) = 1``, not ``exp(-γ rounding)``), in the same pass."""
     if kernel.kind == "gaussian":
@@ -217,8 +217,8 @@ def scale_gamma(X) -> float:
 
 def _variance_host(X, block: int = 1 << 15):
     """``var(X)`` over every entry, in float64, a block of rows at a time (two passes, no
-    float64 copy of ``X``; blocks of 2^15 entries keep the float64 temporaries in cache and
-    in malloc's heap: 1.4 ms at 3,005 x 300 float32, 3.3 ms with blocks of 2^20)."""
+    float64 copy of ``X``; blocks of :math:`2^{15}` entries keep the float64 temporaries in cache and
+    in malloc's heap: 1.4 ms at 3,005 x 300 float32, 3.3 ms with blocks of :math:`2^{20}`)."""
     a = X.reshape(X.shape[0], -1)
     rows = max(1, block // max(1, a.shape[1]))
     blocks = [slice(s, s + rows) for s in range(0, a.shape[0], rows)]

@@ -1,7 +1,7 @@
-"""Gaussian-process regression on pairwise data (docs/math.md; Tsivtsivadze et al. §5).
+r"""Gaussian-process regression on pairwise data (docs/math.md; Tsivtsivadze et al. §5).
 
 A zero-mean GP prior ``f ~ N(0, K)`` on item scores; each comparison ``l``
-observes the difference ``d_l = f_{head_l} - f_{tail_l} = (A^T f)_l``:
+observes the difference :math:`d_l = f_{head_l} - f_{tail_l} = (A^T f)_l`:
 
 (a) **Gaussian**: ``w_l ~ N(d_l, σ²)`` (the probabilistic RankRLS; the
     posterior mean equals dual RankRLS with λ = σ² on the preference graph);
@@ -9,7 +9,7 @@ observes the difference ``d_l = f_{head_l} - f_{tail_l} = (A^T f)_l``:
     (parallel, damped) expectation propagation.
 
 Both are handled in the space of the ``l`` differences, whose prior is
-``N(0, K_d = A^T K A)``: the likelihood depends on ``f`` only through ``d``.
+:math:`N(0, K_d = A^T K A)`: the likelihood depends on ``f`` only through ``d``.
 Sites ``N(μ̃, 1/τ̃)`` (exact for (a)) give the posterior, predictions at new
 items (Tsivtsivadze et al. eq. 11) and the (EP) log marginal likelihood; hyper-parameters
 are fitted by maximising it with optax (:func:`gp_fit`).
@@ -48,14 +48,14 @@ __all__ = ["PairwiseGP", "gp_pairwise_gaussian", "gp_pairwise_probit", "gp_predi
 
 @saveable
 class PairwiseGP(NamedTuple):
-    """A fitted pairwise GP (sites on the comparisons).
+    r"""A fitted pairwise GP (sites on the comparisons).
 
     Attributes:
       head, tail: ``[l]`` compared training items.
       site_prec: ``[l]`` site precisions ``τ̃`` (``1/σ²`` for the Gaussian model).
       site_nu: ``[l]`` site natural means ``ν̃ = τ̃ μ̃``.
-      alpha: ``[l]`` ``(K_d + Σ̃)^{-1} μ̃`` (posterior mean of ``f`` is ``K A alpha``).
-      chol: ``[l, l]`` lower Cholesky factor of ``B = I + S̃^{1/2} K_d S̃^{1/2}``.
+      alpha: ``[l]`` :math:`(K_d + \Sigma ̃)^{-1} \mu ̃` (posterior mean of ``f`` is ``K A alpha``).
+      chol: ``[l, l]`` lower Cholesky factor of :math:`B = I + S̃^{1/2} K_d S̃^{1/2}`.
       log_marginal: log marginal likelihood (EP approximation for probit).
       iterations: EP sweeps (0 for the Gaussian model).
     """
@@ -122,7 +122,7 @@ def _Kd(K, head, tail):
 
 
 def _posterior(Kd, tau, nu):
-    """GPML Alg. 3.5 posterior with sites (τ̃, ν̃): ``Σ = K_d - V^T V``, ``μ = Σ ν̃``."""
+    r"""GPML Alg. 3.5 posterior with sites (τ̃, ν̃): :math:`\Sigma = K_d - V^T V`, ``μ = Σ ν̃``."""
     l = Kd.shape[0]
     s = jnp.sqrt(jnp.maximum(tau, 0))
     B = jnp.eye(l, dtype=Kd.dtype) + s[:, None] * Kd * s[None, :]
@@ -133,7 +133,7 @@ def _posterior(Kd, tau, nu):
 
 
 def _marginal_var(Sigma, Kd):
-    """``diag(Σ)``, a cancellation ``K_d - V^T V``: kept at least the rounding level
+    r"""``diag(Σ)``, a cancellation :math:`K_d - V^T V`: kept at least the rounding level
     ``eps diag(K_d)`` (float32 may round it to 0 or below; ``1/diag`` follows). A negative
     ``diag(K_d)`` (``K`` indefinite) is left as it is, to fail the factor check."""
     eps = jnp.finfo(Sigma.dtype).eps
@@ -142,7 +142,7 @@ def _marginal_var(Sigma, Kd):
 
 
 def _alpha(Kd, tau, nu, Lc):
-    """``(K_d + Σ̃)^{-1} μ̃ = ν̃ - S̃^{1/2} B^{-1} S̃^{1/2} K_d ν̃`` (valid for τ̃ = 0 too)."""
+    r""":math:`(K_d + \Sigma ̃)^{-1} \mu ̃ = ν̃ - S̃^{1/2} B^{-1} S̃^{1/2} K_d ν̃` (valid for τ̃ = 0 too)."""
     s = jnp.sqrt(jnp.maximum(tau, 0))
     return nu - s * cho_solve((Lc, True), s * (mm(Kd, nu)))
 
@@ -155,10 +155,10 @@ def _gaussian_logml(Kd, y, noise_var):
 
 
 def gp_pairwise_gaussian(K, head, tail, diffs, *, noise_var) -> PairwiseGP:
-    """Pairwise GP regression (a): observed score differences
+    r"""Pairwise GP regression (a): observed score differences
     ``w_l ~ N(f_head - f_tail, σ²)``, closed-form posterior (Tsivtsivadze et al. §5).
 
-    The posterior mean of ``f`` at the training items is ``K A (K_d + σ² I)^{-1} w``:
+    The posterior mean of ``f`` at the training items is :math:`K A (K_d + \sigma^2 I)^{-1} w`:
     dual RankRLS on the preference graph with λ = σ² (``rj.fit`` with ``rj.Dual()`` and
     ``lam=σ²`` on the graph ``preference_graph(head, tail, diffs, cost="magnitude")``).
 
@@ -190,8 +190,8 @@ def gp_pairwise_gaussian(K, head, tail, diffs, *, noise_var) -> PairwiseGP:
 
 
 def _check_factor(gp, K):
-    """Outside jit, a ValueError naming ``K`` when the posterior's Cholesky factor failed
-    (``I + S^{1/2} A^T K A S^{1/2}`` not positive definite: ``K`` is not PSD); the figure,
+    r"""Outside jit, a ValueError naming ``K`` when the posterior's Cholesky factor failed
+    (:math:`I + S^{1/2} A^T K A S^{1/2}` not positive definite: ``K`` is not PSD); the figure,
     ``K``'s smallest eigenvalue, is computed only then. Under jit the model is NaN."""
     if is_concrete(gp.chol) and not bool(jnp.all(jnp.isfinite(gp.chol))):
         low = float(np.linalg.eigvalsh(np.asarray(K, np.float64))[0])
@@ -329,21 +329,21 @@ def _gp_mean(model, K_test):
 
 
 def _inv(model: PairwiseGP):
-    """``(K_d + Σ̃)^{-1} = S̃^{1/2} B^{-1} S̃^{1/2}``."""
+    r""":math:`(K_d + \Sigma ̃)^{-1} = S̃^{1/2} B^{-1} S̃^{1/2}`."""
     s = jnp.sqrt(model.site_prec)
     return s[:, None] * cho_solve((model.chol, True), jnp.diag(s))
 
 
 def gp_preference_probability(model: PairwiseGP, K_a, K_b, k_aa, k_bb, k_ab, *,
                               latent: bool = False):
-    """Predictive probability that item ``a`` beats item ``b`` (Tsivtsivadze et al. eq. 11).
+    r"""Predictive probability that item ``a`` beats item ``b`` (Tsivtsivadze et al. eq. 11).
 
     Args:
       K_a, K_b: ``[t, m]`` prior covariances of the ``a`` and ``b`` items with
         the training items; k_aa, k_bb, k_ab: ``[t]`` their prior (co)variances.
-      latent: ``True``: ``P(f_a > f_b) = Φ(μ / sqrt(r11 + r22 - 2 r12))`` exactly as
+      latent: ``True``: :math:`P(f_a > f_b) = \Phi (\mu / \sqrt{r11 + r22 - 2 r12})` exactly as
         eq. 11; ``False`` (default): the probability of *observing* ``a ≻ b``
-        under the probit likelihood, ``Φ(μ / sqrt(1 + r11 + r22 - 2 r12))``
+        under the probit likelihood, :math:`\Phi (\mu / \sqrt{1 + r11 + r22 - 2 r12})`
         (the calibrated one for comparisons drawn from the model).
 
     Returns:
@@ -374,9 +374,10 @@ def gp_preference_probability(model: PairwiseGP, K_a, K_b, k_aa, k_bb, k_ab, *,
 def gp_fit(X, head, tail, target=None, *, likelihood: str = "probit", gamma=1.0,
            amplitude=1.0, noise_var=1.0, steps: int = 100, learning_rate=0.05,
            ep_iter: int = 100, verbose: int = 0):
-    """Hyper-parameters by maximising the (EP) log marginal likelihood with optax
+    r"""Hyper-parameters by maximising the (EP) log marginal likelihood with optax
     Adam over ``log γ``, ``log amplitude`` (and ``log σ²`` for the Gaussian model),
-    with a Gaussian kernel ``amplitude · exp(-γ ||x - x'||²)`` (Tsivtsivadze et al. §5).
+    with a Gaussian kernel :math:`amplitude \cdot \exp(-\gamma \lVert x - x' \rVert^2)` (Tsivtsivadze et
+    al. §5).
 
     Args:
       X: ``[m, n]`` item features.

@@ -1,17 +1,17 @@
-"""Kernel principal component ranking (KPCRank) and regression (KPCR) (docs/math.md;
+r"""Kernel principal component ranking (KPCRank) and regression (KPCR) (docs/math.md;
 Tsivtsivadze et al. §3–4).
 
-Centre the training kernel ``K̂ = C K C`` (``C = I - 1 1^T / m``), keep the top
-``p`` eigenpairs ``K̂ = V Λ V^T`` and fit *unregularized* (optionally ridge)
-RankRLS on the projections ``Z = V_p Λ_p^{1/2}``: ``w_p = (Z^T L Z)^{-1} Z^T L y``.
+Centre the training kernel ``K̂ = C K C`` (:math:`C = I - 1 1^T / m`), keep the top
+``p`` eigenpairs :math:`K̂ = V \Lambda V^T` and fit *unregularized* (optionally ridge)
+RankRLS on the projections :math:`Z = V_p \Lambda_p^{1/2}`: :math:`w_p = (Z^T L Z)^{-1} Z^T L y`.
 KPCR is the same with ``L = I`` (``identity_graph``). Test rows are projected
-with the centred test kernel ``K̂_t = (K_t - 1 1^T K / m) C`` as
-``Z_t = K̂_t V_p Λ_p^{-1/2}``.
+with the centred test kernel :math:`K̂_t = (K_t - 1 1^T K / m) C` as
+:math:`Z_t = K̂_t V_p \Lambda_p^{-1/2}`.
 
-The whole path over ``p = 1..P`` comes from one Cholesky factor ``M = R R^T`` of
-the ``P × P`` matrix ``M = Z^T L Z``: the leading ``p × p`` block of ``R`` is the
-factor of the leading block of ``M``, so ``R_p^T w_p = (R^{-1} b)_{1..p}``, one
-triangular solve per ``p``, O(P^3) in all.
+The whole path over ``p = 1..P`` comes from one Cholesky factor :math:`M = R R^T` of
+the ``P × P`` matrix :math:`M = Z^T L Z`: the leading ``p × p`` block of ``R`` is the
+factor of the leading block of ``M``, so :math:`R_p^T w_p = (R^{-1} b)_{1..p}`, one
+triangular solve per ``p``, :math:`O(P^3)` in all.
 """
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ class KPCModel(NamedTuple):
 
 
 def center_kernel(K):
-    """``K̂ = C K C`` with ``C = I - 1 1^T / m``: the kernel of the mean-centred
+    r"""``K̂ = C K C`` with :math:`C = I - 1 1^T / m`: the kernel of the mean-centred
     feature vectors (Tsivtsivadze et al. eq. 3).
 
     Example:
@@ -98,7 +98,7 @@ def _square(K, name):
 
 
 def center_test_kernel(K_test, K):
-    """``K̂_t = (K_t - 1 1^T K / m) C``: test rows centred with the *training*
+    r""":math:`K̂_t = (K_t - 1 1^T K / m) C`: test rows centred with the *training*
     mean in feature space.
 
     Example:
@@ -131,7 +131,7 @@ def _kpc_basis(K, P: int):
 @timed
 def kpcrank_path(K, y, graph: Graph, *, components: int, lam=0.0,
                  K_valid=None) -> KPCPath:
-    """KPCRank / KPCR for every number of components ``p = 1..components``
+    r"""KPCRank / KPCR for every number of components ``p = 1..components``
     from one eigendecomposition and one Cholesky factor (docs/math.md).
 
     Args:
@@ -139,7 +139,7 @@ def kpcrank_path(K, y, graph: Graph, *, components: int, lam=0.0,
       y: ``[m]``; ``None`` for a :class:`PreferenceGraph`.
       graph: query graph (KPCRank), ``identity_graph`` (KPCR) or preference edges.
       components: ``P`` (static), at most ``m``.
-      lam: optional ridge ``λ >= 0`` added to ``Z^T L Z`` (0 = the seed's
+      lam: optional ridge ``λ >= 0`` added to :math:`Z^T L Z` (0 = the seed's
         unregularized fit; components beyond the rank of ``L Z`` need ρ > 0).
       K_valid: ``[m_v, m]`` uncentred validation kernel, for selecting ``p``
         (e.g. with :func:`select_lambda` over ``components``).
@@ -189,7 +189,7 @@ def _kpc_core(K, y, graph, lam, K_valid, P):
 
 
 def _nested_cholesky_path(M, b):
-    """``W[p-1, :p] = M[:p, :p]^{-1} b[:p]`` for every ``p`` from one Cholesky."""
+    r""":math:`W[p-1, :p] = M[:p, :p]^{-1} b[:p]` for every ``p`` from one Cholesky."""
     P = M.shape[0]
     # directions that the graph does not see (L Z e = 0, e.g. size-1 queries with λ = 0)
     # have a zero pivot: a rounding-level ridge keeps the factor finite and their weight 0

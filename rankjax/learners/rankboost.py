@@ -92,7 +92,7 @@ def rankboost(X, y, qid=None, *, rounds: int = 100, num_thresholds: int = 32,
         ``"rankjax"``).
 
     Returns:
-      :class:`RankBoostModel`; score new rows with :func:`rankboost_predict`.
+      a ``RankBoostModel``; score new rows with :func:`rankboost_predict`.
       Scores are translated per query so ``exp(±H)`` stays in range; use
       float64 for long runs.
 

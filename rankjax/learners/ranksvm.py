@@ -195,15 +195,15 @@ def _hvp(v, X, state: SVState, C):
 
 @saveable
 class RankSVMResult(NamedTuple):
-    """Result of :func:`ranksvm_l2`.
+    r"""Result of :func:`ranksvm_l2`.
 
     Attributes:
       weights: ``[n]`` the trained ``w`` (scores ``X @ w``).
       objective: ``f(w)``.
-      grad_norm: ``||∇f(w)||``.
+      grad_norm: :math:`\lVert \nabla f(w) \rVert`.
       iterations: accepted Newton steps.
       cg_iterations: total Steihaug-CG iterations.
-      converged: ``||∇f(w)|| <= tol ||∇f(0)||``.
+      converged: :math:`\lVert \nabla f(w) \rVert \le tol \lVert \nabla f(0) \rVert`.
       best_iteration: with ``valid``, the Newton step whose iterate is returned
         (0 = ``w = 0``); else ``iterations``.
       valid_history: with ``valid``, ``[max_iter + 1]`` criterion of every iterate
@@ -330,15 +330,16 @@ def _tron(X, levels, opts, valid_fn=None, patience=0, hist_len=0, verbose=0):
 def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=0.1,
                max_cg: int = 1000, valid=None, metric="pairwise_error", patience: int = 10,
                metric_kwargs=None, verbose: int = 0) -> RankSVMResult:
-    """Linear L2-loss RankSVM by trust-region Newton (docs/math.md; Lee & Lin 2014;
+    r"""Linear L2-loss RankSVM by trust-region Newton (docs/math.md; Lee & Lin 2014;
     Lee & Lin 2014 §1–4): liblinear-ranksvm's ``-s 8`` with its defaults
-    (``C = 1``, ``eps = 1e-3``, stop when ``||∇f(w)|| <= tol ||∇f(0)||``, start
+    (``C = 1``, ``eps = 1e-3``, stop when :math:`\lVert \nabla f(w) \rVert \le tol \lVert \nabla f(0)
+    \rVert`, start
     ``w = 0``). No intercept. Pairs are those of one query with ``y_i > y_j``
     (equal labels form no pair); ``qid=None`` is one global ranking.
 
     Cost per Newton step: one sort of ``2l`` events per bit of the level index
     and a few sparse products per CG iteration; memory O(l log K + nnz) — no
-    pair array, so one query of 10^6 rows is fine.
+    pair array, so one query of :math:`10^{6}` rows is fine.
 
     Args:
       X: ``[l, n]`` dense, :class:`CSRMatrix` or BCOO.
@@ -357,7 +358,7 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
         ``"rankjax"``).
 
     Returns:
-      :class:`RankSVMResult`.
+      a ``RankSVMResult``.
 
     Example:
       >>> import numpy as np, rankjax as rj
@@ -426,8 +427,8 @@ class RankSVMKernelModel(NamedTuple):
 
 def ranksvm_kernel(X, y, qid=None, *, kernel: Kernel, C=1.0, basis=None, seed: int = 0,
                    **tron_kw) -> RankSVMKernelModel:
-    """Kernel RankSVM through an empirical kernel map (Pahikkala et al. 2009 §4.2, §4.4):
-    ``Φ = K_{:R} Z^{-T}`` with ``K_RR = Z Z^T`` (all rows, or ``basis`` rows /
+    r"""Kernel RankSVM through an empirical kernel map (Pahikkala et al. 2009 §4.2, §4.4):
+    :math:`\Phi = K_{:R} Z^{-T}` with :math:`K_{RR} = Z Z^T` (all rows, or ``basis`` rows /
     an int number of random rows), then :func:`ranksvm_l2` on ``Φ``.
 
     Example:

@@ -58,7 +58,7 @@ class Selection(NamedTuple):
       score: the chosen point's score.
       model: its model (``predict(model, X)``), or ``None`` where none is kept.
       basis: ``[b]`` the basis rows of a Nyström model, else ``None``.
-      trajectory: the gradient refinement's :class:`TuneResult`, else ``None``.
+      trajectory: the gradient refinement's ``TuneResult`` (see :func:`rankjax.tune`), else ``None``.
       solver: the chosen solver, at the refined point (its kernel's γ) when refined.
 
     Example:

@@ -55,7 +55,7 @@ def _present(seg, Q):
 def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[int] = 10,
          gain: str = "exp2", ties: str = "average", no_relevant: str = "skip",
          per_query: bool = False):
-    """NDCG@k per query, averaged (docs/math.md).
+    r"""NDCG@k per query, averaged (docs/math.md).
 
     ``DCG@k = sum_{r < k} gain(y_(r)) / log2(r + 2)`` over the rows ranked by
     descending score, divided by the DCG@k of the ideal order. Piecewise constant in the
@@ -65,7 +65,7 @@ def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[
     Args:
       scores, y, qid, num_queries: as in :func:`pairwise_error`.
       k: cut-off (static int; default 10, as the LETOR tools); ``None`` for the whole list.
-      gain: ``"exp2"`` (``2^y - 1``, default) or ``"linear"`` (``y``); labels must
+      gain: ``"exp2"`` (:math:`2^y - 1`, default) or ``"linear"`` (``y``); labels must
         be ``>= 0`` (``ValueError`` otherwise).
       ties: ``"average"`` (default): rows with equal scores share the mean gain
         of their group, i.e. the expected DCG over random tie-breaking;

@@ -7,8 +7,8 @@ measures; at least one relevant document for NDCG/MAP/P@k unless
 undefined and NaN is returned; ``per_query=True`` returns the per-query values
 and the validity mask instead.
 
-Pair counts are obtained by sorting, O(m log^2 m) time and O(m) memory —
-never by enumerating pairs, so a global ranking of 10^6 rows is fine.
+Pair counts are obtained by sorting, :math:`O(m log^2 m)` time and O(m) memory —
+never by enumerating pairs, so a global ranking of :math:`10^{6}` rows is fine.
 
 Gradients: every measure is piecewise constant in the scores (it depends on their
 order), so ``jax.grad`` of it is zero almost everywhere. To learn through a ranking
@@ -225,9 +225,9 @@ def disagreement_error(scores, y, qid=None, *, num_queries: Optional[int] = None
 
 def kendall_tau_b(scores, y, qid=None, *, num_queries: Optional[int] = None,
                   per_query: bool = False):
-    """Kendall's τ_b between scores and labels per query (Pahikkala et al. 2007 §3.2).
+    r"""Kendall's τ_b between scores and labels per query (Pahikkala et al. 2007 §3.2).
 
-    ``(C - D) / sqrt((n0 - n1)(n0 - n2))`` with ``n1``, ``n2`` the pairs tied in
+    :math:`(C - D) / \sqrt{(n0 - n1)(n0 - n2)}` with ``n1``, ``n2`` the pairs tied in
     ``y`` and in the scores. Queries where either factor is 0 (all labels or all
     scores tied) are left out.
 

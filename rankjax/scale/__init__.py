@@ -1,11 +1,11 @@
-"""Scale-out (docs/design.md, "Scale-out"): problems larger than one device or than memory,
+r"""Scale-out (docs/design.md, "Scale-out"): problems larger than one device or than memory,
 as kinds of problem the verbs take with the solvers that support them.
 
 * :func:`shard` — a :class:`~rankjax.Problem` laid out by whole queries over the devices of
   a 1-D mesh (:class:`ShardedData`, ``kind == "sharded"``; :func:`partition_queries` says
   which device holds which query). No edge of a query graph leaves its query, so the
   Laplacian is block diagonal over devices and every product splits into per-device terms
-  joined by one ``psum``: ``X^T L X = sum_d X_d^T L_d X_d`` (Pahikkala et al. 2009, eq. 28),
+  joined by one ``psum``: :math:`X^T L X = \sum_d X_d^T L_d X_d` (Pahikkala et al. 2009, eq. 28),
   the CG matvec (Airola et al. 2010, §3), leave-query-out (each device holds out its own
   queries, eq. 33-34) and per-query metrics (:meth:`ShardedData.score`).
 * :func:`stream` — chunks of whole queries read from disk one after the other

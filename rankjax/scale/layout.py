@@ -104,7 +104,8 @@ class ShardedData:
       real: ``[D, S]`` True for the local segments that are real queries.
       rows: ``[D_local, P]`` host: this process's original row of every slot
         (``-1`` = padding).
-      mesh, axis: the mesh and its axis name.
+      mesh: the 1-D device mesh.
+      axis: the mesh's axis name.
       num_features: ``n``.
       valid: the problem's validation :class:`~rankjax.Problem` (replicated; CG and
         FALKON stop early on it), or ``None``.
@@ -371,10 +372,10 @@ def _grow(arrays, real, sizes, S, G):
 
 def shard(problem, mesh: Optional[Mesh] = None, *, partition: Optional[QueryPartition] = None,
           multiple: int = 8) -> ShardedData:
-    """A problem laid out by whole queries over the devices of a 1-D mesh: the same verbs
+    r"""A problem laid out by whole queries over the devices of a 1-D mesh: the same verbs
     solve it (``rj.fit(rj.scale.shard(problem), rj.Primal(), lam=...)``) with the solvers
     that take sharded problems, every product a per-device term joined by one ``psum``
-    (no edge leaves a query: ``X^T L X = sum_d X_d^T L_d X_d``, Pahikkala et al. 2009,
+    (no edge leaves a query: :math:`X^T L X = \sum_d X_d^T L_d X_d`, Pahikkala et al. 2009,
     eq. 28; Airola et al. 2010, §3).
 
     With several processes (``jax.distributed.initialize``) every process shards its own

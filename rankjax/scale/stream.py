@@ -1,6 +1,6 @@
-"""Streamed problems: chunks of whole queries read one after the other (out of core;
-docs/design.md, "Scale-out"). No edge of a query graph leaves its query, so ``X^T L X =
-sum_c X_c^T L_c X_c`` and ``X^T L y = sum_c X_c^T L_c y_c`` over chunks ``c`` (Pahikkala et
+r"""Streamed problems: chunks of whole queries read one after the other (out of core;
+docs/design.md, "Scale-out"). No edge of a query graph leaves its query, so :math:`X^T L X =
+\sum_c X_c^T L_c X_c` and :math:`X^T L y = \sum_c X_c^T L_c y_c` over chunks ``c`` (Pahikkala et
 al. 2009, eq. 28): memory is one chunk plus ``n x n``, the number of rows bounded by the disk.
 :func:`stream` describes such a problem; the verbs solve it with ``Primal`` (fit, path and
 leave-query-out, each a pass or two over the chunks).
@@ -46,9 +46,10 @@ class StreamedProblem:
 
 def stream(chunks, *, normalized: bool = True, exclude_ties: bool = False, query_weights=None,
            valid=None, verbose: int = 0) -> StreamedProblem:
-    """Primal RankRLS data read chunk by chunk: ``rj.path(rj.scale.stream(chunks),
-    rj.Primal(), lams=lams)`` accumulates ``X^T L X`` and ``X^T L y`` in one pass (O(rows
-    n^2) work, the chunks' products on the device, their sum on the host in float64), then
+    r"""Primal RankRLS data read chunk by chunk: ``rj.path(rj.scale.stream(chunks),
+    rj.Primal(), lams=lams)`` accumulates :math:`X^T L X` and :math:`X^T L y` in one pass
+    (:math:`O(\text{rows} \cdot n^2)`
+    work, the chunks' products on the device, their sum on the host in float64), then
     every λ from one ``eigh``; ``rj.holdout`` makes a second pass for exact leave-query-out
     (eq. 33-34), a query's prediction needing only its own rows and the global system.
 
@@ -89,8 +90,8 @@ def stream(chunks, *, normalized: bool = True, exclude_ties: bool = False, query
 
 
 def _chunk(item, n, k, index):
-    """One chunk ``(X, y, qid)`` checked; rows padded to a power of two with zero rows in
-    one extra query (zero rows add nothing to ``X^T L X`` or ``X^T L y``)."""
+    r"""One chunk ``(X, y, qid)`` checked; rows padded to a power of two with zero rows in
+    one extra query (zero rows add nothing to :math:`X^T L X` or :math:`X^T L y`)."""
     if not (isinstance(item, tuple) and len(item) == 3):
         raise TypeError(f"chunk {index} must be a tuple (X, y, qid), got {type(item).__name__}")
     X, y, qid = item

@@ -307,16 +307,16 @@ def _search(grid, solvers, point, folds, steps):
 
 
 TUNE_WORK = 1.5e11
-"""The rows ``u`` a Nyström ``tune`` step may take: ``u b^2 steps <= TUNE_WORK``. A step of
-the differentiated hold-out costs about 50 ``u b^2`` flops: 28,000 rows at b = 512, 1,800
-at b = 2,048 (then ``2 b``). A larger cap took longer, more memory and ranked lower at 10^6
+r"""The rows ``u`` a Nyström ``tune`` step may take: :math:`u b^2 steps \le TUNE_{WORK}`. A step of
+the differentiated hold-out costs about 50 :math:`u b^2` flops: 28,000 rows at b = 512, 1,800
+at b = 2,048 (then ``2 b``). A larger cap took longer, more memory and ranked lower at :math:`10^{6}`
 rows (benchmarks/REPORT.md §8)."""
 
 
 TUNE_BASIS = 640
 """The largest basis the gradient learns with on a subsample (:func:`_tune_subsample`): at
 most this many of the model's basis rows, so that the subsample keeps about 18,000 rows
-(:data:`TUNE_WORK`); the model on every row keeps its whole basis. At 10^6 rows with a
+(:data:`TUNE_WORK`); the model on every row keeps its whole basis. At :math:`10^{6}` rows with a
 basis of 1,200 (4,581 rows to learn on) the learned model scored test NDCG@10 0.9132; with
 640 rows to learn with (18,310 rows) 0.92 (``benchmarks/bench_million.py``)."""
 
@@ -347,7 +347,7 @@ def _tune_subsample(grid, solvers, folds, steps, ard):
     ``u`` rows of whole queries (its own folds of the same kind) whose grid is the given
     one times ``u / m`` (the loss sums over rows: λ keeps its weight against it), factor
     ``m / u``, with at most :data:`TUNE_BASIS` basis rows: the grid, its scores
-    (``cv_results_``) and the gradient then cost O(u b^2) and only the returned point is
+    (``cv_results_``) and the gradient then cost :math:`O(u b^2)` and only the returned point is
     held out on every row with the whole basis (:func:`_on_every_row`). Returns ``(grid,
     solvers, folds, factor)``."""
     p = grid.problem
@@ -375,7 +375,8 @@ def _tune_subsample(grid, solvers, folds, steps, ard):
 EVERY_ROW_LADDER = 10.0 ** np.arange(-3.0, 0.25, 0.5)
 """The λ the point chosen on a subsample is held out at on every row, times its λ scaled
 by ``m / u``: the best λ per row falls as rows grow, so the scaled λ is the ladder's top
-(10^6 rows, 18,310 learned on: the scaled λ 170; of 10^-2 to 1 times it, 10^-2 was best,
+(:math:`10^{6}` rows, 18,310 learned on: the scaled λ 170; of :math:`10^{-2}` to 1 times it,
+:math:`10^{-2}` was best,
 test NDCG@10 0.9217 against 0.8950 at the scaled λ itself)."""
 
 

@@ -126,7 +126,7 @@ _loss_core = jax.jit(_loss, static_argnames=("loss",))
 
 def cv_loss(params, problem, solver, folds: Folds, loss="squared", pairs=None,
             temperature: float = 0.1):
-    """Differentiable cross-validation criterion of RankRLS (Pahikkala et al. 2009 §3.3):
+    r"""Differentiable cross-validation criterion of RankRLS (Pahikkala et al. 2009 §3.3):
     the loss of the exact hold-out predictions ``f'`` (eq. 33-34, every row predicted by
     the model trained without its fold) at ``params``.
 
@@ -139,9 +139,9 @@ def cv_loss(params, problem, solver, folds: Folds, loss="squared", pairs=None,
       solver: the model, any solver that implements ``cv_predictions``: :class:`~rankjax.Primal`
         (linear), :class:`~rankjax.Dual` with a Gaussian or degree-2 polynomial kernel (its
         parameters come from ``params``, not the kernel) or :class:`~rankjax.Nystrom`
-        (Pahikkala et al. 2009 §3.5: O(m b^2) per call and its gradient, never ``m x m``).
+        (Pahikkala et al. 2009 §3.5: :math:`O(m b^2)` per call and its gradient, never ``m x m``).
       folds: hold-out folds of the problem's graph (:func:`rankjax.make_folds`).
-      loss: ``"squared"`` — the RankRLS loss ``(y - f')^T L (y - f')`` per row;
+      loss: ``"squared"`` — the RankRLS loss :math:`(y - f')^T L (y - f')` per row;
         ``"pairwise"`` — the pairwise error with the step replaced by
         ``sigmoid(./temperature)``, each query weighted equally; or a callable
         ``loss(f', y, seg)`` of the hold-out scores, the labels and the segment ids ``[m]``
@@ -249,14 +249,14 @@ def tune(problem, solver=Primal(), *, lam: float = 1.0, folds=None, ard: bool = 
       solver: any solver that implements ``cv_predictions`` (:func:`~rankjax.capabilities`):
         :class:`~rankjax.Primal`, :class:`~rankjax.Dual` with a Gaussian or degree-2
         polynomial kernel (the starting γ, c0) or :class:`~rankjax.Nystrom` (its basis;
-        O(m b^2) per step).
+        :math:`O(m b^2)` per step).
       lam: the starting λ.
       folds: ``None`` leave-query-out, an int k (drawn with ``seed``), or :class:`Folds`.
       ard: learn one scale per feature.
       loss: ``"squared"``, ``"pairwise"`` (smooth pairwise error) or a callable
         ``loss(f, y, seg)`` (see :func:`cv_loss`).
       steps: the number of optimizer steps.
-      optimizer: an optax ``GradientTransformation`` (default :data:`ADAM`, Adam at 0.1), or
+      optimizer: an optax ``GradientTransformation`` (default ``ADAM``, Adam at 0.1), or
         a ``GradientTransformationExtraArgs`` such as ``optax.lbfgs()``, which is given the
         step's ``value``, ``grad`` and ``value_fn`` (its line search); the same object again
         reuses the compiled step.
@@ -265,7 +265,7 @@ def tune(problem, solver=Primal(), *, lam: float = 1.0, folds=None, ard: bool = 
       verbose: log the loss every that many steps (0: silent; logger ``"rankjax"``).
 
     Returns:
-      :class:`TuneResult` (the final point; ``loss_history[i]`` is the criterion at
+      a ``TuneResult`` (the final point; ``loss_history[i]`` is the criterion at
       ``params_history[i]``).
 
     Example:

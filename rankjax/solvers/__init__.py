@@ -4,8 +4,8 @@ CG loop (Airola et al. 2010, §3) and the model types. Imports ``_core``, ``metr
 ``graphs`` and ``kernels``.
 """
 from .auto import Auto as Auto
-from .base import (AbstractSolver as AbstractSolver, capabilities as capabilities,
-                   solver as solver)
+from .base import (AbstractSolver as AbstractSolver, METHODS as METHODS,
+                   capabilities as capabilities, solver as solver)
 from .cg import CG as CG
 from .dual import Dual as Dual
 from .falkon import Falkon as Falkon
@@ -20,3 +20,6 @@ from .primal import Primal as Primal
 from ..kernels.basis import Basis as Basis
 from .._solution import lane_codes as lane_codes
 from .._core.types import saveable as saveable
+
+# the extension API (docs: "Writing a solver"): what a solver of one's own is built from
+__all__ = ["METHODS", "solver", "lane_codes", "saveable", "HoldOut", "PrimalPath"]

@@ -49,10 +49,10 @@ KNOWN: List[type] = []
 
 
 class AbstractSolver:
-    """A way to solve RankRLS, ``min_w (y - Xw)^T L (y - Xw) + λ ||w||^2`` or its kernel
+    r"""A way to solve RankRLS, :math:`\min_w (y - Xw)^T L (y - Xw) + \lambda \lVert w \rVert^2` or its kernel
     form (Pahikkala et al. 2009, §3), as a frozen pytree object passed whole to a verb.
 
-    Subclasses implement any of :data:`METHODS` and say in ``kinds`` which kinds of
+    Subclasses implement any of :data:`~rankjax.solvers.METHODS` and say in ``kinds`` which kinds of
     problem each takes; everything they compute they own.
 
     Example:
@@ -89,7 +89,7 @@ class AbstractSolver:
         raise NotImplementedError
 
     def plan(self, m: int, n: int, L: int, dtype, fold_rows: int) -> None:
-        """Refuses up front (:class:`~rankjax._core.memory.MemoryPlanError`) a hold-out of
+        """Refuses up front (:class:`~rankjax.MemoryPlanError`) a hold-out of
         ``L`` λ on ``m x n`` rows (folds of up to ``fold_rows`` rows) that cannot fit, from
         the shapes alone, before the folds or any array are built; nothing by default."""
 
@@ -182,7 +182,7 @@ def solver(cls=None, *, leaves=("kernel",)):
 
 
 def capabilities(solver) -> frozenset:
-    """The methods ``solver`` (an instance or a class) implements, of :data:`METHODS`.
+    """The methods ``solver`` (an instance or a class) implements, of :data:`~rankjax.solvers.METHODS`.
 
     Example:
       >>> import rankjax as rj

@@ -1,7 +1,7 @@
-"""RankRLS by conjugate gradient (Airola et al. 2010, §3; Pahikkala et al. 2009, §4.3): the
-primal system ``(X^T L X + λ I) w = X^T L y`` with two (sparse) matvecs and O(m) segment
-work per iteration, or for a precomputed kernel the dual ``(R^T K R + λ I) B = R^T y``,
-``A = R B`` (``R R^T = L``: ``S`` for query graphs, the incidence ``M`` for preference
+r"""RankRLS by conjugate gradient (Airola et al. 2010, §3; Pahikkala et al. 2009, §4.3): the
+primal system :math:`(X^T L X + \lambda I) w = X^T L y` with two (sparse) matvecs and O(m) segment
+work per iteration, or for a precomputed kernel the dual :math:`(R^T K R + \lambda I) B = R^T y`,
+``A = R B`` (:math:`R R^T = L`: ``S`` for query graphs, the incidence ``M`` for preference
 edges, ``I`` for RLS), on the one loop of :mod:`~rankjax.solvers.cg_loop`. The three methods
 of Airola et al. 2010, Table 1: Tikhonov (λ > 0, no validation data), early stopping (λ = 0
 with ``problem.valid``) and hybrid (both).
@@ -35,13 +35,19 @@ __all__ = ["CG", "as_operator", "criterion"]
 @saveable
 @dataclasses.dataclass(frozen=True, eq=False)
 class CG(AbstractSolver):
-    """Conjugate gradients with early stopping (Airola et al. 2010, §3), matrix-free: the
-    solver of large sparse problems (a :class:`~rankjax.CSRMatrix` or scipy sparse ``X``),
+    r"""Conjugate gradients with early stopping (Airola et al. 2010, §3), matrix-free on
+
+    .. math::
+
+       (X^T L X + \lambda I)\, w = X^T L y \quad (\lambda \ge 0) ,
+
+    the solver of large sparse problems (a :class:`~rankjax.CSRMatrix` or scipy sparse ``X``),
     and the loop options of :class:`~rankjax.Falkon`. A pytree: ``tol`` and ``x0`` are
     traced leaves (a new tolerance or warm start compiles nothing), the rest is static.
 
     Attributes:
-      tol: relative residual tolerance ``||r|| <= tol ||b||`` (>= 0; 0 runs ``max_iter``);
+      tol: relative residual tolerance :math:`\lVert r \rVert \le tol \lVert b \rVert` (>= 0; 0 runs
+      ``max_iter``);
         ``None`` (default): ``max(1e-8, 100 eps)`` of the compute dtype (1e-8 in float64,
         1.2e-5 in float32, which cannot resolve 1e-8).
       max_iter: iteration cap.
@@ -242,7 +248,7 @@ def _cg_sharded(problem, lam, valid, options, mesh, axis):
 
 
 def sharded_fit(data, lam, options, valid):
-    """CG's :class:`~rankjax.solvers.cg_loop.CGResult`: the matvec ``X^T L X v`` a
+    r"""CG's :class:`~rankjax.solvers.cg_loop.CGResult`: the matvec :math:`X^T L X v` a
     per-device product over its own queries plus one ``psum`` of an ``[n]`` vector per
     iteration (dense or sparse ``X``); the loop state is replicated."""
     return _cg_sharded((data.X, data.y, data.graph), lam, valid, options, data.mesh, data.axis)

@@ -1,9 +1,9 @@
-"""Matrix-free conjugate gradient in one ``lax.while_loop`` (docs/math.md; Airola et al. 2010;
+r"""Matrix-free conjugate gradient in one ``lax.while_loop`` (docs/math.md; Airola et al. 2010;
 Pahikkala et al. 2009 §4.3).
 
 Solves ``(A + λ I) x = b`` for a symmetric PSD operator ``A`` given as a matvec.
-Stops on the relative residual ``||r|| <= tol ||b||``, at ``max_iter``, on a
-breakdown (``p^T (A + λ I) p <= 0`` or a non-finite value), or — with a
+Stops on the relative residual :math:`\lVert r \rVert \le tol \lVert b \rVert`, at ``max_iter``, on a
+breakdown (:math:`p^T (A + \lambda I) p \le 0` or a non-finite value), or — with a
 validation function — after ``patience`` iterations without improvement
 (early stopping, "regularization by iteration", λ = 0 allowed; Airola et al. 2010 §3.3).
 The best iterate by the validation score is returned in that case. An undefined (NaN)
@@ -34,10 +34,11 @@ _CODE = {k: int(getattr(RESULTS, k)) for k in ("successful", "max_iterations_rea
 
 
 class CGResult(NamedTuple):
-    """What the loop returns: the solution ``weights`` (the best validation iterate with
-    early stopping), ``iterations``, ``converged`` (``||r|| <= tol ||b||`` reached), its
+    r"""What the loop returns: the solution ``weights`` (the best validation iterate with
+    early stopping), ``iterations``, ``converged`` (:math:`\lVert r \rVert \le tol \lVert b \rVert`
+    reached), its
     :class:`~rankjax.RESULTS` code ``result``, ``best_iteration`` (of ``weights``; 0 = the
-    start point), ``residual_history [max_iter + 1]`` (``||r_i|| / ||b||``) and
+    start point), ``residual_history [max_iter + 1]`` (:math:`\lVert r_i \rVert / \lVert b \rVert`) and
     ``valid_history [max_iter + 1]`` (the criterion of each iterate); NaN after the stop."""
 
     weights: jax.Array
@@ -149,11 +150,11 @@ def cg_loop(matvec, b, options, lam, x0, valid_fn) -> CGResult:
 
 
 def differentiable_cg(matvec, b, options, lam, x0=None, valid_fn=None) -> CGResult:
-    """:func:`cg_loop` whose solution ``x`` can be differentiated in reverse mode
+    r""":func:`cg_loop` whose solution ``x`` can be differentiated in reverse mode
     (w.r.t. λ, ``b`` and whatever ``matvec`` closes over, e.g. ``X`` or ``y``).
 
     Without early stopping the solve is ``lax.custom_linear_solve`` of the symmetric
-    operator ``A + λ I``: the gradient is implicit, ``dx = (A + λ I)^{-1} (db - dA x)``,
+    operator ``A + λ I``: the gradient is implicit, :math:`dx = (A + \lambda I)^{-1} (db - dA x)`,
     computed by one more CG run on the cotangent instead of differentiating the
     ``while_loop`` (which JAX cannot reverse). With early stopping (``valid_fn``) the
     iterate is not a solution of a fixed system and the plain loop is returned (no

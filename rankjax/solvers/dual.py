@@ -1,10 +1,10 @@
-"""Dual (kernel) RankRLS: ``A = (L K + λ I)^{-1} L y``, solved in the symmetric form
-``A = S (S K S + λ I)^{-1} S^+ L y`` with ``S = L^{1/2}`` (Pahikkala et al. 2007, Thm 1;
+r"""Dual (kernel) RankRLS: :math:`A = (L K + \lambda I)^{-1} L y`, solved in the symmetric form
+:math:`A = S (S K S + \lambda I)^{-1} S^+ L y` with :math:`S = L^{1/2}` (Pahikkala et al. 2007, Thm 1;
 2009, eq. 17, §3.2): one λ by a Cholesky factor, a grid by one ``eigh`` of ``S K S``
 (on the range of ``S`` for query graphs, :mod:`~rankjax.solvers.reduced`), the exact
 hold-outs of every λ (§3.3-3.4, Lemma 2) and the differentiable hold-out of a Gaussian or
 degree-2 polynomial kernel. ``S`` is a segment operation for query graphs and the dense
-root of ``L`` for tie-excluded and preference graphs. O(m^3).
+root of ``L`` for tie-excluded and preference graphs. :math:`O(m^3)`.
 """
 from __future__ import annotations
 
@@ -86,14 +86,16 @@ def _dual_holdout(K, y, graph, lams, folds, kernel=None, rows=None):
 
 
 def kernel_root_product(K, graph, eig, root, centred: bool = False, grid=None):
-    """``K S U`` ``[m, m]``, the rows of ``H`` the dual folds need, for ``S K S = U diag(Γ)
-    U^T`` (``eig``) and the root ``S`` (``root``), without the ``m^3`` product
-    where ``S`` is a segment root (:meth:`~rankjax.graphs.graph.QueryGraph.segment_root`, ``S = sqrt(e_c n_c)
-    (I - 1 1^T / n_c)``): with ``Π = S^+ S`` (the within-query centring on queries of nonzero
-    weight), ``K S U = S^+ U Γ + (I - Π) K S U`` and ``(I - Π)`` takes query means, so the
+    r"""``K S U`` ``[m, m]``, the rows of ``H`` the dual folds need, for :math:`S K S = U
+    \operatorname{diag}(Γ)
+    U^T` (``eig``) and the root ``S`` (``root``), without the :math:`m^3` product
+    where ``S`` is a segment root (:meth:`~rankjax.graphs.graph.QueryGraph.segment_root`, :math:`S =
+    \sqrt{e_c n_c}
+    (I - 1 1^T / n_c)`): with :math:`Π = S^+ S` (the within-query centring on queries of nonzero
+    weight), :math:`K S U = S^+ U Γ + (I - Π) K S U` and ``(I - Π)`` takes query means, so the
     second term is the ``[S, m]`` query-mean rows of ``K`` (``S`` the padded query count)
     times ``S U``: a twelfth of the product's flops at 3,005 rows in 256 padded queries
-    (benchmarks/REPORT.md §8); ``S^+ v = S v / (e_c n_c)``. ``centred``: the
+    (benchmarks/REPORT.md §8); :math:`S^+ v = S v / (e_c n_c)`. ``centred``: the
     columns of ``U`` sum to 0 over every query (the range of ``S``,
     :func:`~rankjax.solvers.reduced.reduced_eigh`), so their query means are not formed (2.2
     GFlop there). A query of zero weight and several rows (``Π = 0`` there, its
@@ -124,9 +126,9 @@ def kernel_root_product(K, graph, eig, root, centred: bool = False, grid=None):
 
 
 def kernel_cv_predictions(params, data, folds, kernel: Kernel):
-    """The differentiable hold-out of an exact kernel at ``params`` (``log_gamma``,
-    ``log_coef0``, ARD ``log_scales``): ``S K S + λ I = C C^T``, ``P = K S C^{-T}``,
-    ``H = (K - P P^T) / λ``, ``f = P C^{-1} S y`` (a Cholesky factor, smooth in ``params``)."""
+    r"""The differentiable hold-out of an exact kernel at ``params`` (``log_gamma``,
+    ``log_coef0``, ARD ``log_scales``): :math:`S K S + \lambda I = C C^T`, :math:`P = K S C^{-T}`,
+    :math:`H = (K - P P^T) / \lambda`, :math:`f = P C^{-1} S y` (a Cholesky factor, smooth in ``params``)."""
     X, y, graph = data[:3]
     lam = jnp.exp(params["log_lam"])
     s = params.get("log_scales")
@@ -168,11 +170,17 @@ def _matrix(problem, count, what):
 @saveable
 @solver(leaves=("kernel",))
 class Dual(AbstractSolver):
-    """The dual system ``(L K + λ I) a = L y`` (``m x m``; Pahikkala et al. 2009, §3.2).
+    r"""The dual system (``m x m``; Pahikkala et al. 2009, §3.2), solved as
+    :math:`a = S (S K S + \lambda I)^{-1} S y` with :math:`S^2 = L` (Pahikkala et al. 2007,
+    Thm 1):
+
+    .. math::
+
+       (L K + \lambda I)\, a = L y , \qquad f(x) = \sum_i a_i\, k(x, x_i) .
 
     Attributes:
-      kernel: a :class:`Kernel`; ``None``: the linear kernel ``X X^T`` of a feature problem
-        (its models are linear weights ``w = X^T a``), or the matrix itself of a
+      kernel: a :class:`Kernel`; ``None``: the linear kernel :math:`X X^T` of a feature problem
+        (its models are linear weights :math:`w = X^T a`), or the matrix itself of a
         ``precomputed`` problem.
       block_size: rows of the ``[m_test, m]`` kernel evaluated at a time when its models
         predict (``None``: all at once).

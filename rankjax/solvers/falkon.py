@@ -1,18 +1,18 @@
-"""Nyström RankRLS for large ``m`` by preconditioned conjugate gradient: the FALKON
+r"""Nyström RankRLS for large ``m`` by preconditioned conjugate gradient: the FALKON
 scheme (Rudi, Carratino & Rosasco 2017, §3) with the query Laplacian (docs/math.md).
 
-With basis rows ``R`` (``b`` of them), ``K_RR + ε I = C C^T`` (Cholesky, ``ε`` a
-rounding-level jitter) and the features ``Φ = K_mR C^{-T}``, Nyström RankRLS solves
+With basis rows ``R`` (``b`` of them), :math:`K_{RR} + \varepsilon I = C C^T` (Cholesky, ``ε`` a
+rounding-level jitter) and the features :math:`\Phi = K_{mR} C^{-T}`, Nyström RankRLS solves
 
-    ``(Φ^T L Φ + λ I) w = Φ^T L y``,   ``a = C^{-T} w``,   ``f(x) = k(x, X_R) a``,
+    :math:`(\Phi^T L \Phi + \lambda I) w = \Phi^T L y`,   :math:`a = C^{-T} w`,   ``f(x) = k(x, X_R) a``,
 
 i.e. ``(K_Rm L K_mR + λ (K_RR + ε I)) a = K_Rm L y`` (Pahikkala et al. 2009, §3.5).
-FALKON approximates ``Φ^T L Φ`` from a subsample ``U`` of whole queries,
-``A A^T = (m / |U|) Φ_U^T L_UU Φ_U + λ I``, and runs CG on
-``A^{-1} (Φ^T L Φ + λ I) A^{-T} β = A^{-1} Φ^T L y`` (``w = A^{-T} β``): the
+FALKON approximates :math:`\Phi^T L \Phi` from a subsample ``U`` of whole queries,
+:math:`A A^T = (m / |U|) \Phi_U^T L_{UU} \Phi_U + \lambda I`, and runs CG on
+:math:`A^{-1} (\Phi^T L \Phi + \lambda I) A^{-T} \beta = A^{-1} \Phi^T L y` (:math:`w = A^{-T} \beta`): the
 preconditioned matrix is close to ``I``, so a few tens of iterations reach the
 closed-form solution. Each iteration costs two products with ``K_mR`` (``O(m b)``)
-and two triangular solves with ``C`` and ``A`` (``O(b^2)``); ``K_mR`` is kept
+and two triangular solves with ``C`` and ``A`` (:math:`O(b^2)`); ``K_mR`` is kept
 when it fits in memory, else evaluated in row blocks every iteration (never whole).
 The loop is :func:`~rankjax.solvers.cg_loop.cg_loop` (one ``lax.while_loop``): early stopping
 on a validation set, ``vmap`` over λ (each lane its own preconditioner).
@@ -70,7 +70,7 @@ class Subsample(NamedTuple):
     scale: float
 
     def gram(self, basis: BasisRows, C):
-        """``(m/|U|) Φ_U^T L_UU Φ_U`` (``L_UU`` a principal block of ``L``: PSD)."""
+        r""":math:`(m/|U|) \Phi_U^T L_{UU} \Phi_U` (``L_UU`` a principal block of ``L``: PSD)."""
         dt = self.X.dtype
         PhiU = features(kernel_block(basis.kernel, self.X, basis.X) * basis.mask.astype(dt)
                         * self.mask.astype(dt)[:, None], C)
@@ -143,8 +143,9 @@ def _falkon_folds(problem, basis: BasisRows, sub: Subsample, lam, valid, options
 
 
 def falkon_preconditioner(basis: BasisRows, gram_U, lam):
-    """``(C, A)``: ``C C^T = K_RR + ε I`` and ``A A^T = G_U + λ I`` (``G_U`` the scaled
-    subsample Gram ``(m/|U|) Φ_U^T L_UU Φ_U``, from ``gram_U(C)``)."""
+    r"""``(C, A)``: :math:`C C^T = K_{RR} + \varepsilon I` and :math:`A A^T = G_U + \lambda I` (``G_U``
+    the scaled
+    subsample Gram :math:`(m/|U|) \Phi_U^T L_{UU} \Phi_U`, from ``gram_U(C)``)."""
     bp = basis.X.shape[0]
     dt = basis.X.dtype
     C = basis.factor()
@@ -156,7 +157,7 @@ def falkon_preconditioner(basis: BasisRows, gram_U, lam):
 
 
 def falkon_solve(C, A, lam, apply_H, rhs_raw, scores_fn, valid, options: CG):
-    """CG on ``A^{-1} (Φ^T L Φ + λ I) A^{-T} β = A^{-1} C^{-1} rhs_raw`` with
+    r"""CG on :math:`A^{-1} (\Phi^T L \Phi + \lambda I) A^{-T} \beta = A^{-1} C^{-1} rhs_{raw}` with
     ``apply_H(a) = K_Rm L K_mR a`` (traced), early stopping on ``scores_fn(a)`` of the
     validation data ``valid`` (or ``None``); returns ``(a [b_pad], CGResult)``."""
     def coef(beta):                                   # a = C^{-T} A^{-T} β
@@ -204,14 +205,23 @@ def kmr_block_rows(m, bp, item, block_rows):
 @saveable
 @solver(leaves=("kernel",))
 class Falkon(AbstractSolver):
-    """FALKON: conjugate gradients on the Nyström model, preconditioned by a subsample of
-    whole queries (Rudi et al. 2017, §3, with the query Laplacian; Pahikkala et al. 2009,
-    §3.5), in ``O(m b)`` memory and time per iteration: ``m`` in the 10^5-10^6 range, basis
-    sizes up to ~10^4. The fit is :class:`Nystrom`'s model of the same basis (a
+    r"""FALKON: conjugate gradients on the Nyström model, preconditioned by a subsample
+    ``U`` of whole queries (Rudi et al. 2017, §3, with the query Laplacian; Pahikkala et al.
+    2009, §3.5), in :math:`O(m b)` memory and time per iteration (:math:`m` in the
+    :math:`10^5`–:math:`10^6` range, basis sizes up to :math:`\sim 10^4`):
+
+    .. math::
+
+       A^{-1} (\Phi^T L \Phi + \lambda I) A^{-T} \beta = A^{-1} \Phi^T L y, \quad
+       A A^T = \tfrac{m}{|U|} \Phi_U^T L_{UU} \Phi_U + \lambda I, \quad
+       \Phi = K_{mR} C^{-T} .
+ The fit is :class:`Nystrom`'s model of the same basis (a
     :class:`~rankjax.NystromModel`), its CG statistics in ``Solution.stats``.
 
     Attributes:
-      kernel, basis, seed: as :class:`Nystrom` (``seed`` also draws the subsample).
+      kernel: as :class:`Nystrom`.
+      basis: as :class:`Nystrom`.
+      seed: as :class:`Nystrom` (it also draws the subsample).
       options: a :class:`CG`: the loop's options (its ``tol`` is relative to the
         preconditioned right-hand side), and its early-stopping metric on ``problem.valid``.
       precond_rows: rows of whole queries in the preconditioner's subsample (default

@@ -1,15 +1,15 @@
-"""Work over row blocks that never cut a query: batches of whole hold-out folds (or whole
+r"""Work over row blocks that never cut a query: batches of whole hold-out folds (or whole
 queries), for the computations whose ``m x b`` blocks must not be held at once (the
-Nyström hold-out and fit, FALKON's products at 10^6 rows; Pahikkala et al. 2009, §3.3 and
+Nyström hold-out and fit, FALKON's products at :math:`10^{6}` rows; Pahikkala et al. 2009, §3.3 and
 §3.5).
 
 A batch is ``bs`` folds of one padded size ``P`` (the buckets of a :class:`Folds`, merged as
 :func:`~rankjax.graphs.folds.over_folds` merges them), so ``bs P`` rows, about ``rows`` of
 them. Whatever a batch forms of its rows (``K(X_U, X_R)``, the Nyström features ``Φ_U``) is
 one product of ``bs P`` rows; the graph acts on each fold alone through its root ``B``
-(``B B^T = L_UU``), exact because no edge leaves a fold. Two drivers:
+(:math:`B B^T = L_{UU}`), exact because no edge leaves a fold. Two drivers:
 
-* :func:`fold_scan`: an accumulator over every batch (``Φ^T L Φ``, ``K_Rm L K_mR a``);
+* :func:`fold_scan`: an accumulator over every batch (:math:`\Phi^T L \Phi`, ``K_Rm L K_mR a``);
 * :func:`fold_map`: a per-fold result ``[L, P(, k)]`` of every batch, gathered back to the
   rows ``[L, m(, k)]`` (the hold-out predictions).
 """
@@ -37,8 +37,8 @@ columns runs at the CPU's GEMM rate (160 GFLOP/s float32 on 2 cores; its triangu
 
 
 ROW_FLOPS = 5.0
-"""What a padded row of a batch costs, in ``width^2`` flops (its features ``K_UR C^{-T}``,
-its share of the Gram and of ``K_UR C^{-T} V``): the shapes of :func:`batch_folds` and of
+r"""What a padded row of a batch costs, in :math:`width^2` flops (its features :math:`K_{UR} C^{-T}`,
+its share of the Gram and of :math:`K_{UR} C^{-T} V`): the shapes of :func:`batch_folds` and of
 the batches are merged against it."""
 
 ROW_STEP = 8
@@ -47,9 +47,9 @@ merged where a shape saves less than it costs, :func:`batch_folds`)."""
 
 
 def batch_folds(folds: Folds, rows: int, L: int, width: int) -> Folds:
-    """``folds`` laid out again on the host for the row-block passes, where every padded row
-    costs the features of the row (about ``5 width^2`` flops: ``K_UR``, ``C^{-T}``, the
-    Gram, ``K_UR C^{-T} V``) besides its fold's system: the sizes padded to a multiple of
+    r"""``folds`` laid out again on the host for the row-block passes, where every padded row
+    costs the features of the row (about :math:`5 width^2` flops: ``K_UR``, :math:`C^{-T}`, the
+    Gram, :math:`K_{UR} C^{-T} V`) besides its fold's system: the sizes padded to a multiple of
     :data:`ROW_STEP` rows (not to :func:`~rankjax._core.segments.padded_size`'s buckets of
     up to 25 %), neighbouring shapes merged while that is cheaper than one more shape
     (:func:`~rankjax.graphs.folds.merge_plan` with the row cost), and each shape's count
@@ -134,8 +134,8 @@ def fold_map(folds: Folds, rows: int, fn, L: int, width: int, tail: tuple, dtype
 
 
 def batch_rows(graph, idx, mask, V):
-    """``[bs, P, ...]``: ``B_f^T V_f`` for every fold ``f`` of a batch (``B_f B_f^T =
-    L_UU``; :meth:`~rankjax.QueryGraph.root_rows`: O(P) per column with a segment root)."""
+    r"""``[bs, P, ...]``: :math:`B_f^T V_f` for every fold ``f`` of a batch (:math:`B_f B_f^T =
+    L_{UU}`; :meth:`~rankjax.QueryGraph.root_rows`: O(P) per column with a segment root)."""
     return jax.vmap(graph.root_rows)(idx, mask, V)
 
 

@@ -1,10 +1,10 @@
-"""Exact leave-query-out / k-fold hold-out predictions (Pahikkala et al. 2009, §3.3,
+r"""Exact leave-query-out / k-fold hold-out predictions (Pahikkala et al. 2009, §3.3,
 eq. 33-34, Lemma 2) for a whole λ grid from one decomposition.
 
-With ``H = (L + λ K^{-1})^{-1}`` (primal: ``H = X (X^T L X + λ I)^{-1} X^T``) and
+With :math:`H = (L + \lambda K^{-1})^{-1}` (primal: :math:`H = X (X^T L X + \lambda I)^{-1} X^T`) and
 full-data fitted values ``f``, a fold ``U`` of whole queries (no edge to the rest)
-and any factor ``L_UU = B B^T``: ``t = f_U - H_UU L_UU y_U``,
-``f'_U = t + H_UU B (I - B^T H_UU B)^{-1} B^T t``. Only ``H_UU`` is needed: O(|U|^2 r)
+and any factor :math:`L_{UU} = B B^T`: ``t = f_U - H_UU L_UU y_U``,
+:math:`f'_U = t + H_{UU} B (I - B^T H_{UU} B)^{-1} B^T t`. Only ``H_UU`` is needed: :math:`O(|U|^2 r)`
 per fold and λ.
 """
 from __future__ import annotations
@@ -45,26 +45,31 @@ class HoldOut(NamedTuple):
 
 
 def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
-    """Eq. 33-34 for one padded fold: ``H_UU = P_U diag(d) P_U^T`` (primal) or
-    ``(K_UU - P_U diag(d) P_U^T) / λ`` (dual), never formed: with ``Q = B^T P_U``
-    (``B B^T = L_UU``) the fold system is ``I - B^T H_UU B = I - Q diag(d) Q^T`` (minus
-    ``B^T K_UU B`` over λ for the dual) and ``H`` meets a vector only through ``H B z``.
-    The prediction without the fold, ``f_U - H L y_U + H B s`` with ``(I - B^T H B) s =
-    B^T (f_U - H L y_U)``, is ``f_U + H B z`` with ``z = s - B^T y_U``, and since ``L y_U =
-    B B^T y_U``, ``(I - B^T H B) z = B^T (f_U - y_U)``: one product through ``P_U`` per
-    λ, where the right-hand side ``H L y`` took two more. O(|U|^2 r + |U|^3) per λ, the
-    ``|U|^3`` one batched block inversion (:func:`symmetric_solve`)."""
+    r"""Eq. 33-34 for one padded fold: :math:`H_{UU} = P_U \operatorname{diag}(d) P_U^T` (primal) or
+    :math:`(K_{UU} - P_U \operatorname{diag}(d) P_U^T) / \lambda` (dual), never formed: with :math:`Q =
+    B^T P_U`
+    (:math:`B B^T = L_{UU}`) the fold system is :math:`I - B^T H_{UU} B = I - Q \operatorname{diag}(d)
+    Q^T` (minus
+    :math:`B^T K_{UU} B` over λ for the dual) and ``H`` meets a vector only through ``H B z``.
+    The prediction without the fold, ``f_U - H L y_U + H B s`` with :math:`(I - B^T H B) s =
+    B^T (f_U - H L y_U)`, is ``f_U + H B z`` with :math:`z = s - B^T y_U`, and since :math:`L y_U =
+    B B^T y_U`, :math:`(I - B^T H B) z = B^T (f_U - y_U)`: one product through ``P_U`` per
+    λ, where the right-hand side ``H L y`` took two more. :math:`O(|U|^2 r + |U|^3)` per λ, the
+    :math:`|U|^3` one batched block inversion (:func:`symmetric_solve`)."""
     mf = mask.astype(Pfeat.dtype)
     Kuu = None if K is None else K[idx[:, None], idx[None, :]] * (mf[:, None] * mf[None, :])
     return woodbury_rows(graph, idx, mask, Pfeat[idx], F[:, idx], D, lams, y, Kuu)
 
 
-def woodbury_rows(graph, idx, mask, Pu, fu, D, lams, y, Kuu=None, by_segments=False):
-    """:func:`woodbury_fold` from the fold's rows: ``Pu [P, r]`` its rows of the factor,
+def woodbury_rows(graph, idx, mask, Pu, fu, D, lams, y, Kuu=None, by_segments=False,
+                  small_solve=None):
+    r""":func:`woodbury_fold` from the fold's rows: ``Pu [P, r]`` its rows of the factor,
     ``fu [L, P(, k)]`` its full-data fitted values, ``Kuu`` its kernel block (dual) or
-    ``None`` (primal, Nyström). ``by_segments``: ``B^T V`` by the graph's segment sums
+    ``None`` (primal, Nyström). ``by_segments``: :math:`B^T V` by the graph's segment sums
     (O(P) a column, the row-block hold-out's batches of large folds) instead of the dense
-    ``P x P`` root (which compiles faster: the first fit of small folds; benchmarks/REPORT.md §8)."""
+    ``P x P`` root (which compiles faster: the first fit of small folds; benchmarks/REPORT.md §8).
+    ``small_solve``: the largest fold system inverted by block products (default the
+    backend's, :func:`~rankjax.solvers.small_solve.symmetric_solve`)."""
     dtype = Pu.dtype
     mf = mask.astype(dtype)
     Pu = Pu * mf[:, None]                                           # [P, r]
@@ -81,7 +86,8 @@ def woodbury_rows(graph, idx, mask, Pu, fu, D, lams, y, Kuu=None, by_segments=Fa
         KB = jnp.matmul(Kuu, B, precision=HI)
         BHB = (tdot(B, KB)[None] - BHB) / lam
     M = jnp.eye(idx.shape[0], dtype=dtype) - BHB                   # [L, P, P]
-    z = symmetric_solve(M, jnp.moveaxis(root(jnp.moveaxis(fu - yu[None], 0, 1)), 1, 0))
+    z = symmetric_solve(M, jnp.moveaxis(root(jnp.moveaxis(fu - yu[None], 0, 1)), 1, 0),
+                        small_solve)
     # H B z: one product through P_U per λ
     Dz = D.reshape(D.shape + (1,) * (z.ndim - 2)) * jnp.einsum("pr,lp...->lr...", Q, z,
                                                                 precision=HI)
@@ -93,7 +99,8 @@ def woodbury_rows(graph, idx, mask, Pu, fu, D, lams, y, Kuu=None, by_segments=Fa
 
 
 def _fold_systems(Q, D):
-    """``[L, P, P]`` every λ's ``Q diag(d_λ) Q^T`` (``Q [P, r]``, ``D [L, r]``) from two
+    r"""``[L, P, P]`` every λ's :math:`Q \operatorname{diag}(d_\lambda) Q^T` (``Q [P, r]``, ``D [L, r]``)
+    from two
     products ``[P, r] x [r, L h]`` and ``[P - h, r] x [r, L (P - h)]`` (``h = P / 2``): the
     lower block triangle, 3/4 of the products of the whole, the upper block its transpose
     (P = 112, r = 1,024, 13 λ: 1.7 ms against 2.1 ms on a 2-core CPU)."""
@@ -108,9 +115,9 @@ def _fold_systems(Q, D):
 
 
 def _refit_fold(graph, idx, mask, X, G, b, y, lams, direct=False):
-    """Primal retraining without a large fold in feature space: ``G - X_U^T L_UU X_U``,
-    ``b - X_U^T L_UU y_U``, one ``eigh`` of ``n x n`` (or with ``direct`` one Cholesky
-    factor per λ, :func:`~rankjax.solvers.ridge.cholesky_solve`); O(|U|^2 n + n^3) per fold."""
+    r"""Primal retraining without a large fold in feature space: :math:`G - X_U^T L_{UU} X_U`,
+    :math:`b - X_U^T L_{UU} y_U`, one ``eigh`` of ``n x n`` (or with ``direct`` one Cholesky
+    factor per λ, :func:`~rankjax.solvers.ridge.cholesky_solve`); :math:`O(|U|^2 n + n^3)` per fold."""
     dtype = X.dtype
     mf = mask.astype(dtype)
     B = graph.block_root(idx, mask, dtype)
@@ -132,11 +139,11 @@ def _refit_fold(graph, idx, mask, X, G, b, y, lams, direct=False):
 
 
 def live_columns(G, X):
-    """``[n]`` False for the features constant within every query to rounding: ``G_jj``
-    (``= ||S x_j||^2``) at most ``m (4 eps max|x_j|)^2``, what centring leaves of a
+    r"""``[n]`` False for the features constant within every query to rounding: ``G_jj``
+    (:math:`= \lVert S x_j \rVert^2`) at most :math:`m (4 eps max|x_j|)^2`, what centring leaves of a
     constant. Their weight is exactly 0 for every fold (the column lies in the null space
-    of every ``X^T L X``), but a constant ``c`` enters ``H = X (G + λ I)^{-1} X^T`` as
-    ``c^2 / λ``, which the fold's root then cancels: float32 lost 3.7e-2 of the hold-out at
+    of every :math:`X^T L X`), but a constant ``c`` enters :math:`H = X (G + \lambda I)^{-1} X^T` as
+    :math:`c^2 / \lambda`, which the fold's root then cancels: float32 lost 3.7e-2 of the hold-out at
     λ = 1e-4 to two constant columns (5 and 8) of a near-collinear problem, 2.8e-4
     without them. Masking them changes nothing in exact arithmetic."""
     eps = jnp.finfo(X.dtype).eps
@@ -145,14 +152,16 @@ def live_columns(G, X):
 
 def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "both",
                         weights: bool = False):
-    """Eq. 33-34 hold-out predictions ``[L, m(, k)]`` of the rows ``X`` (whole queries of
-    ``graph``) when the full training system ``(G, b) = (X^T L X, X^T L y)`` may include
+    r"""Eq. 33-34 hold-out predictions ``[L, m(, k)]`` of the rows ``X`` (whole queries of
+    ``graph``) when the full training system :math:`(G, b) = (X^T L X, X^T L y)` may include
     further rows elsewhere (other devices, other chunks): no edge leaves a query, so a
     fold needs only its own rows and the global system.
 
     The λ at or above :func:`~rankjax.solvers.ridge.eigh_floor` share one ``eigh`` of ``G``
-    (``H = P diag(1/(Λ+λ)) P^T``, ``P = X V``); each λ below it is answered from its own
-    Cholesky factor ``G + λ I = C C^T`` (``H = P P^T``, ``P = X C^{-T}``: O(m n^2) more
+    (:math:`H = P \operatorname{diag}(1/(\Lambda +\lambda)) P^T`, ``P = X V``); each λ below it is
+    answered from its own
+    Cholesky factor :math:`G + \lambda I = C C^T` (:math:`H = P P^T`, :math:`P = X C^{-T}`: :math:`O(m
+    n^2)` more
     for that λ), NaN where the factor fails (docs/design.md, the precision rule).
 
     ``route`` (static): ``"both"`` as above, in one program; ``"shared"`` only the shared
@@ -161,7 +170,7 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "
     when some λ lies below the floor (:func:`two_phase`): the second program's compilation
     (benchmarks/REPORT.md §8) is never needed in float64 on ordinary data.
 
-    ``weights``: every lane is ``(predictions, w)`` with ``w = (G + λ I)^{-1} b``
+    ``weights``: every lane is ``(predictions, w)`` with :math:`w = (G + \lambda I)^{-1} b`
     ``[n(, k)]`` from the same decomposition or factor (one Cholesky factor per λ below
     the floor, not two)."""
     n = G.shape[0]
@@ -226,8 +235,8 @@ def two_phase(core, *args, lams, verbose=0, **static):
 
 
 def fold_predictions(graph, P, F, y, folds: Folds, lam, K=None):
-    """``[m]`` hold-out predictions of one λ from a factored form (the differentiable
-    hold-out of ``tune``): ``H = P P^T`` (primal, Nyström) or ``(K - P P^T) / λ`` (a kernel)
+    r"""``[m]`` hold-out predictions of one λ from a factored form (the differentiable
+    hold-out of ``tune``): :math:`H = P P^T` (primal, Nyström) or :math:`(K - P P^T) / \lambda` (a kernel)
     and the full-data fitted values ``F [m]`` (eq. 33-34 by :func:`woodbury_fold`)."""
     m = P.shape[0]
     D = jnp.ones((1, P.shape[1]), P.dtype)

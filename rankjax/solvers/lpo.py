@@ -1,5 +1,6 @@
-"""Exact leave-pair-out for global ranking (Pahikkala et al. 2009, §3.4, eq. 35-39):
-complete unnormalized graph, cost (21). With ``Q = V diag(Λ / ((m-2) Λ + λ)) V^T``
+r"""Exact leave-pair-out for global ranking (Pahikkala et al. 2009, §3.4, eq. 35-39):
+complete unnormalized graph, cost (21). With :math:`Q = V \operatorname{diag}(\Lambda / ((m-2) \Lambda +
+\lambda)) V^T`
 every pair's two hold-out predictions cost O(1) (3x3 algebra), vectorised over all
 pairs; and the pair lists it is used with.
 """
@@ -128,10 +129,11 @@ estimated, 0.034 actual at λ = 1e-2; full-rank features 3e-6 and 1e-6)."""
 
 @jax.jit
 def _lpo_core(Pf, sig, y, pairs, lams, floor=0.0, X=None):
-    """Eq. 38-39 with ``Q = P diag(1/((m-2) σ + λ)) P^T`` (``P P^T = K``), every λ;
+    r"""Eq. 38-39 with :math:`Q = P \operatorname{diag}(1/((m-2) \sigma + \lambda)) P^T` (:math:`P P^T =
+    K`), every λ;
     NaN lanes for λ below ``floor`` (:func:`lam_floor`) or whose pair systems amplify their
     rounding beyond :data:`PAIR_ERROR`. With the primal rows ``X`` the λ below
-    :func:`eigh_floor` take ``Q = X ((m-2) X^T X + λ I)^{-1} X^T`` from their own Cholesky
+    :func:`eigh_floor` take :math:`Q = X ((m-2) X^T X + \lambda I)^{-1} X^T` from their own Cholesky
     factor (the precision rule of the primal systems)."""
     m = Pf.shape[0]
     n2 = jnp.asarray(m - 2, Pf.dtype)
@@ -251,8 +253,8 @@ def _lpo_primal_core(X, y, pairs, lams):
 
 
 def primal_pairs(X, y, pairs, lams, where) -> PairHoldOut:
-    """Leave-pair-out of linear RankRLS (global ranking, cost (21)), as :func:`dual_pairs`
-    with ``K = X X^T`` but from ``eigh(X^T X)``. The λ below ``1e3 eps (m-2) max σ`` are
+    r"""Leave-pair-out of linear RankRLS (global ranking, cost (21)), as :func:`dual_pairs`
+    with :math:`K = X X^T` but from :math:`eigh(X^T X)`. The λ below ``1e3 eps (m-2) max σ`` are
     solved by their own Cholesky factor; a λ whose factor fails or whose pair systems
     amplify rounding beyond :data:`PAIR_ERROR` gives a NaN lane and an
     :class:`UnresolvedLambdaWarning`."""

@@ -1,10 +1,10 @@
-"""What the solvers return: one model type per way of scoring a row, the λ paths that hold
+r"""What the solvers return: one model type per way of scoring a row, the λ paths that hold
 every λ's model (``path.model(i)``), and the one :func:`predict` (``docs/math.md`` §2).
 
 ============================  ===============================  =====================
 model                         scores                           takes
 ============================  ===============================  =====================
-:class:`LinearModel`          ``x^T w``                        features ``[m, n]``
+:class:`~rankjax.LinearModel`          :math:`x^T w`                        features ``[m, n]``
 :class:`KernelModel`          ``sum_i a_i k(x, x_i)``          features
 :class:`NystromModel`         ``sum_{i in R} a_i k(x, x_i)``   features
 :class:`DualModel`            ``K_test a``                     a kernel ``[m, m_train]``
@@ -106,7 +106,7 @@ def _scores_in_blocks(kernel, X, rows, coef, block):
 
 @saveable
 class LinearModel(NamedTuple):
-    """Linear scoring ``f(x) = x^T w``; ``weights`` ``[n]`` or ``[n, k]``.
+    r"""Linear scoring :math:`f(x) = x^T w`; ``weights`` ``[n]`` or ``[n, k]``.
 
     Example:
       >>> import numpy as np
@@ -191,7 +191,7 @@ class ScaledModel(NamedTuple):
 
 @saveable
 class MappedModel(NamedTuple):
-    """A model of rows mapped per feature by a :class:`~rankjax.kernels.FeatureMap`
+    """A model of rows mapped per feature by a :class:`~rankjax.FeatureMap`
     learned on the training rows (the kernel estimators' ``feature_map="auto"``):
     ``predict(X) = model.predict(features(X))``.
 
@@ -219,7 +219,7 @@ class MappedModel(NamedTuple):
 class PrimalPath(NamedTuple):
     """Linear models of a λ grid: ``weights [L, n(, k)]``, the training scores
     ``[L, m(, k)]`` or ``None`` and the validation scores ``[L, m_valid(, k)]`` or ``None``;
-    ``predict(X)`` is ``[L, m_test(, k)]``, ``model(i)`` the :class:`LinearModel` of ``lams[i]``."""
+    ``predict(X)`` is ``[L, m_test(, k)]``, ``model(i)`` the :class:`~rankjax.LinearModel` of ``lams[i]``."""
 
     lams: jax.Array
     weights: jax.Array
@@ -310,5 +310,5 @@ def predict(model, X, **kw):
 
 
 def is_linear(model) -> bool:
-    """Whether ``model`` scores by ``x^T w`` (a :class:`LinearModel`: sparse ``X`` allowed)."""
+    r"""Whether ``model`` scores by :math:`x^T w` (a :class:`~rankjax.LinearModel`: sparse ``X`` allowed)."""
     return isinstance(model, LinearModel)

@@ -1,9 +1,9 @@
-"""Nyström (basis-vector, subset-of-regressors) RankRLS (Pahikkala et al. 2009, §3.5,
+r"""Nyström (basis-vector, subset-of-regressors) RankRLS (Pahikkala et al. 2009, §3.5,
 eq. 40-42): ``f(x) = sum_{i in R} a_i k(x, x_i)`` on ``b`` basis rows ``R``, minimising
-``(K_R^T a - y)^T L (K_R^T a - y) + λ a^T K_RR a``, i.e.
-``a = (K_R L K_R^T + λ K_RR)^{-1} K_R L y``. Computed as primal RankRLS on the Nyström
-features ``Φ = K_mR C^{-T}`` (``C C^T = K_RR + ε I``, ``ε`` a rounding-level jitter):
-``O(m b^2)`` time, ``O(m b)`` memory, any kernel and graph; ``a = C^{-T} w``.
+:math:`(K_R^T a - y)^T L (K_R^T a - y) + \lambda a^T K_{RR} a`, i.e.
+:math:`a = (K_R L K_R^T + \lambda K_{RR})^{-1} K_R L y`. Computed as primal RankRLS on the Nyström
+features :math:`\Phi = K_{mR} C^{-T}` (:math:`C C^T = K_{RR} + \varepsilon I`, ``ε`` a rounding-level jitter):
+:math:`O(m b^2)` time, ``O(m b)`` memory, any kernel and graph; :math:`a = C^{-T} w`.
 """
 from __future__ import annotations
 
@@ -63,10 +63,10 @@ def _nystrom_path(X, y, graph, basis: BasisRows, lams, X_valid, block_size=None)
 
 @compiled(static_argnames=("route",))
 def _nystrom_holdout(X, y, graph, basis: BasisRows, lams, folds, route="both"):
-    """``(predictions [L, m(, k)], coef [L, b_pad(, k)])``: the hold-out and the full-data
-    basis coefficients of every λ from one ``eigh`` of ``Φ^T L Φ`` (``b x b``), with the
-    features ``Φ = K_mR C^{-T}`` formed (``O(m b^2)``) and the system in root form
-    ``(S Φ)^T (S Φ)``: the transformed ``C^{-1} (K_Rm L K_mR) C^{-T}`` squares the
+    r"""``(predictions [L, m(, k)], coef [L, b_pad(, k)])``: the hold-out and the full-data
+    basis coefficients of every λ from one ``eigh`` of :math:`\Phi^T L \Phi` (``b x b``), with the
+    features :math:`\Phi = K_{mR} C^{-T}` formed (:math:`O(m b^2)`) and the system in root form
+    :math:`(S \Phi)^T (S \Phi)`: the transformed :math:`C^{-1} (K_{Rm} L K_{mR}) C^{-T}` squares the
     condition of ``C`` (float32: 63x off the float64 hold-out at λ = 1e-4 on
     ``lambdarank_sample``, 6e-3 this way; docs/design.md)."""
     C = basis.factor()
@@ -94,10 +94,10 @@ def _index(index):
 
 
 def nystrom_blocks(params, X, basis: BasisRows, kernel: Kernel):
-    """``(K_mR, K_RR + ε I)`` of the Nyström model at ``params``: the kernel blocks of the
+    r"""``(K_mR, K_RR + ε I)`` of the Nyström model at ``params``: the kernel blocks of the
     (ARD-scaled) rows and centres (``params["centres"]`` when learned, else the basis
     rows), padding columns zero and a unit diagonal on padding, ``ε`` the jitter of
-    :func:`~rankjax.kernels.basis.basis_cholesky` (the features are ``Φ = K_mR C^{-T}``)."""
+    :func:`~rankjax.kernels.basis.basis_cholesky` (the features are :math:`\Phi = K_{mR} C^{-T}`)."""
     kern = kernel.with_log_params(params)
     mf = basis.mask.astype(X.dtype)
     R = params.get("centres", basis.X) * mf[:, None]
@@ -109,8 +109,13 @@ def nystrom_blocks(params, X, basis: BasisRows, kernel: Kernel):
 @saveable
 @solver(leaves=("kernel",))
 class Nystrom(AbstractSolver):
-    """The basis-vector (Nyström) model ``f(x) = sum_{i in R} a_i k(x, x_i)`` on ``b``
-    training rows ``R`` (Pahikkala et al. 2009, §3.5): primal RankRLS on ``b`` features.
+    r"""The basis-vector (Nyström) model on ``b`` training rows ``R`` (Pahikkala et al.
+    2009, §3.5): primal RankRLS on ``b`` features,
+
+    .. math::
+
+       f(x) = \sum_{i \in R} a_i\, k(x, x_i), \qquad
+       (K_{Rm} L K_{mR} + \lambda K_{RR})\, a = K_{Rm} L y .
 
     Attributes:
       kernel: a :class:`Kernel`.
@@ -119,10 +124,10 @@ class Nystrom(AbstractSolver):
         feature space).
       seed: the draw of an int ``basis``.
       block_rows: rows of a batch of whole queries (``None``:
-        :data:`~rankjax.solvers.fold_batches.BATCH_ROWS`; a batch holds at least one
-        fold): the fit, path and hold-out sum ``Φ^T L Φ`` over the batches and form each
-        batch's rows again for its folds (:func:`nystrom_plan`): O(m b^2) time,
-        O(rows b + b^2) memory. Folds larger than the basis hold ``K_mR`` whole unless
+        ``BATCH_ROWS``; a batch holds at least one
+        fold): the fit, path and hold-out sum :math:`\Phi^T L \Phi` over the batches and form each
+        batch's rows again for its folds (``nystrom_plan``): :math:`O(m b^2)` time,
+        :math:`O(rows b + b^2)` memory. Folds larger than the basis hold ``K_mR`` whole unless
         ``block_rows`` is given; a preference graph or a graph under a trace always do.
 
     Example:
@@ -147,15 +152,15 @@ class Nystrom(AbstractSolver):
         object.__setattr__(self, "basis", as_nystrom(self.basis, self.seed))
 
     def take(self, X, pad=True):
-        """``(index [b], BasisRows)`` of this solver's basis among the rows ``X``; ``pad=None``:
-        padded to its bucket while ``m b^2`` is below :data:`PAD_WORK`."""
+        r"""``(index [b], BasisRows)`` of this solver's basis among the rows ``X``; ``pad=None``:
+        padded to its bucket while :math:`m b^2` is below ``PAD_WORK``."""
         if pad is None:
             pad = X.shape[0] * self.basis.rows_among(X.shape[0]) ** 2 < PAD_WORK
         return take_basis(X, self.basis, self.kernel, pad=pad)
 
     def _route(self, problem, what, L=1):
         """``(X, rows)``: the rows of a batch when the fit or path runs in row blocks of
-        whole queries (a concrete graph that splits into them; :func:`nystrom_plan`), else
+        whole queries (a concrete graph that splits into them; ``nystrom_plan``), else
         ``None`` (``K_mR`` whole: a preference graph, a graph under a trace, or a query
         larger than the basis), the memory of either planned from the shapes."""
         X, graph = dense_rows(problem), problem.graph
@@ -283,10 +288,11 @@ class Nystrom(AbstractSolver):
         return X, problem.y, problem.graph, B
 
     def cv_predictions(self, params, data, folds):
-        """Primal RankRLS on the features ``Φ = K_mR C^{-T}`` (``C C^T = K_RR + ε I``) at
-        ``params`` (:func:`~rankjax.solvers.primal.factored_holdout`, the rows' root form):
+        r"""Primal RankRLS on the features :math:`\Phi = K_{mR} C^{-T}` (:math:`C C^T = K_{RR} +
+        \varepsilon I`) at
+        ``params`` (``factored_holdout``, the rows' root form):
         the regularizer is ``λ I`` on ``Φ`` as in the grid's hold-out, so the factor of
-        ``Φ^T L Φ + λ I`` holds wherever the grid's does (a factor of ``K_Rm L K_mR + λ K_RR``
+        :math:`\Phi^T L \Phi + \lambda I` holds wherever the grid's does (a factor of ``K_Rm L K_mR + λ K_RR``
         fails in float32 along the near-null directions of ``K_RR``)."""
         X, y, graph, basis = data
         KmR, KRR = nystrom_blocks(params, X, basis, self.kernel)

@@ -1,7 +1,7 @@
-"""The Nyström model's row-block passes (Pahikkala et al. 2009, §3.5, on batches of whole
-folds): the system ``Φ^T L Φ`` summed over batches of rows, the hold-out's second pass,
+r"""The Nyström model's row-block passes (Pahikkala et al. 2009, §3.5, on batches of whole
+folds): the system :math:`\Phi^T L \Phi` summed over batches of rows, the hold-out's second pass,
 fit and path without ``K_mR`` whole, and the sharded hold-out (a ``psum`` of the first
-pass over devices). O(rows b) memory, O(m b^2) time. The solver is
+pass over devices). O(rows b) memory, :math:`O(m b^2)` time. The solver is
 :class:`~rankjax.solvers.nystrom.Nystrom`; the route and memory plan are
 :mod:`~rankjax.solvers.nystrom_plan`.
 """
@@ -32,12 +32,12 @@ __all__ = ["basis_coef", "blocked_system", "blocked_holdout", "holdout_blocked",
 
 
 def basis_coef(C, W, axis):
-    """Basis coefficients ``a = C^{-T} w`` of weights whose basis axis is ``axis``."""
+    r"""Basis coefficients :math:`a = C^{-T} w` of weights whose basis axis is ``axis``."""
     return jnp.moveaxis(coef_from(C, jnp.moveaxis(W, axis, 0)), 0, axis)
 
 
 def _batch_features(X, basis: BasisRows, C, idx, mask, live=None):
-    """``[bs, P, b_pad]`` the features ``Φ_U = K_UR C^{-T}`` of a batch of folds (padding
+    r"""``[bs, P, b_pad]`` the features :math:`\Phi_U = K_{UR} C^{-T}` of a batch of folds (padding
     rows zero; columns scaled by ``live``), one kernel block and one triangular solve of
     ``bs P`` rows."""
     bs, P = idx.shape
@@ -46,10 +46,10 @@ def _batch_features(X, basis: BasisRows, C, idx, mask, live=None):
 
 
 def blocked_system(X, y, graph, basis: BasisRows, C, folds, rows, L=1):
-    """``(G, rhs, top)``: ``Φ^T L Φ`` and ``Φ^T L y`` summed over batches of whole folds in
-    root form (``Z = B^T Φ_U`` per fold, ``B B^T = L_UU``; ``L`` is block-diagonal over
+    r"""``(G, rhs, top)``: :math:`\Phi^T L \Phi` and :math:`\Phi^T L y` summed over batches of whole folds in
+    root form (:math:`Z = B^T \Phi_U` per fold, :math:`B B^T = L_{UU}`; ``L`` is block-diagonal over
     folds of whole queries) and the column maxima of ``|Φ|``; ``Φ`` is never whole, O(rows b)
-    memory, O(m b^2) time."""
+    memory, :math:`O(m b^2)` time."""
     dt, bp, tail = X.dtype, C.shape[0], y.shape[1:]
 
     def update(acc, idx, mask):
@@ -75,13 +75,13 @@ UNRESOLVED_WIDE = "λ below the rounding of the basis system's float64 eigendeco
 
 def blocked_holdout(X, y, graph, basis: BasisRows, lams, folds, rows=BATCH_ROWS, reduce=None,
                     m=None):
-    """``(predictions [L, m(, k)], coef [L, b_pad(, k)])`` of :func:`_nystrom_holdout` in
+    r"""``(predictions [L, m(, k)], coef [L, b_pad(, k)])`` of :func:`_nystrom_holdout` in
     row blocks of whole folds (``K_mR`` and ``Φ`` never whole): a first pass sums
-    ``G = Φ^T L Φ`` (:func:`blocked_system`); one ``eigh`` of ``G`` in float64
+    :math:`G = \Phi^T L \Phi` (:func:`blocked_system`); one ``eigh`` of ``G`` in float64
     (:func:`~rankjax.solvers.ridge.wide_eigh`: every λ of the grid from it, none from a
     factor of its own); a second pass forms each batch's ``K_UR`` again and its folds'
-    eq. 33-34 predictions of the whole λ grid from ``P_U = K_UR C^{-T} V`` (one product
-    with ``C^{-T} V``, formed in float64) and one product ``[P, b] x [b, L P]`` per fold
+    eq. 33-34 predictions of the whole λ grid from :math:`P_U = K_{UR} C^{-T} V` (one product
+    with :math:`C^{-T} V`, formed in float64) and one product ``[P, b] x [b, L P]`` per fold
     for every λ's fold system (:func:`~rankjax.solvers.holdout.woodbury_rows`). A λ below
     the float64 floor gives a NaN lane. Sharded (:meth:`Nystrom.holdout`): ``reduce``
     joins every device's ``(G, rhs, top)``, ``m`` counts the rows of every device."""
@@ -104,9 +104,10 @@ def blocked_holdout(X, y, graph, basis: BasisRows, lams, folds, rows=BATCH_ROWS,
         K = basis.block(X[idx.reshape(-1)]) * mask.reshape(-1, 1).astype(dt)
         Pf = jnp.matmul(K, Mv, precision=HI).reshape(bs, P, bp)        # (Φ_U live) V
         Fu = jnp.einsum("fps,ls...->flp...", Pf, Dc, precision=HI)      # [bs, L, P(, k)]
+        small = paths().row_block_small_solve
         fold = lambda i, k, p, f: woodbury_rows(graph, i, k, p, f, D, lams, y,  # noqa: E731
-                                                by_segments=True)
-        res = (each_slice(fold, idx, mask, Pf, Fu) if paths().serial(P)
+                                                by_segments=True, small_solve=small)
+        res = (each_slice(fold, idx, mask, Pf, Fu) if paths().serial(P, small)
                else jax.vmap(fold)(idx, mask, Pf, Fu))
         return jnp.moveaxis(res, 0, 1)                                  # [L, bs, P(, k)]
 

@@ -13,7 +13,7 @@ __all__ = ["nystrom_plan", "check_nystrom_memory", "PAD_WORK", "WHOLE_ENTRIES"]
 
 
 PAD_WORK = 1e10
-"""Below this ``m b^2`` the basis of the row-block passes is padded to its bucket
+r"""Below this :math:`m b^2` the basis of the row-block passes is padded to its bucket
 (:func:`~rankjax._core.segments.padded_size`: a new basis size in the bucket compiles
 nothing); above it the basis is exact, where the padding costs more than a compilation
 (measured: benchmarks/REPORT.md §8)."""
@@ -38,7 +38,7 @@ def nystrom_plan(m, n, bp, dtype, *, L=1, tail=1, fold_rows=1, block_rows=None,
     """The route and memory plan of a Nyström fit, path or hold-out on ``m`` rows and
     ``bp`` basis rows, from the shapes (before any work): the rows of a batch of whole
     folds (``block_rows``, default :data:`BATCH_ROWS`: the row-block passes, faster than
-    holding ``K_mR`` above :data:`WHOLE_ENTRIES`, 10,000 x 1,000 to 10^6 x 1,000), or ``None``
+    holding ``K_mR`` above :data:`WHOLE_ENTRIES`, 10,000 x 1,000 to :math:`10^{6}` x 1,000), or ``None``
     (``K_mR`` and ``Φ`` whole) when ``block_rows`` is not given and a fold has more rows
     than the basis (the whole hold-out retrains without such a fold in ``b x b``, where the
     row-block one solves its ``P x P`` systems) or ``m b`` is at most

@@ -1,7 +1,8 @@
-"""Primal (linear) RankRLS: the ``n x n`` system ``(X^T L X + λ I) w = X^T L y``
+r"""Primal (linear) RankRLS: the ``n x n`` system :math:`(X^T L X + \lambda I) w = X^T L y`
 (Pahikkala et al. 2009, eq. 28; Airola et al. 2010, eq. 6), or with preference edges
-``(X^T M M^T X + λ I) w = X^T M N``. One λ by a Cholesky factor, a grid by one ``eigh``
-(``w(λ) = V diag(1/(Λ+λ)) V^T X^T L y``, §3.2), the exact hold-outs of every λ (§3.3-3.4)
+:math:`(X^T M M^T X + \lambda I) w = X^T M N`. One λ by a Cholesky factor, a grid by one ``eigh``
+(:math:`w(\lambda) = V \operatorname{diag}(1/(\Lambda +\lambda)) V^T X^T L y`, §3.2), the exact hold-outs
+of every λ (§3.3-3.4)
 and the differentiable hold-out that ``tune`` descends. No bias: a constant feature
 cancels in every pair.
 """
@@ -55,8 +56,8 @@ def _float():
 
 @partial(jax.jit, static_argnames=("train", "root"))
 def path_core(X, y, graph, lams, X_valid, train=False, root=False):
-    """``(W [L, n(, k)], train scores or None, valid scores or None)`` of every λ from one
-    ``eigh`` of ``X^T L X`` (the λ below its floor by their own Cholesky factor)."""
+    r"""``(W [L, n(, k)], train scores or None, valid scores or None)`` of every λ from one
+    ``eigh`` of :math:`X^T L X` (the λ below its floor by their own Cholesky factor)."""
     G, b = primal_system(X, y, graph, root)
     W = decompose_primal(G, b).coef_path(lams)
     return nan_unless(lam_ok(lams), (W, path_scores(X, W) if train else None,
@@ -65,8 +66,8 @@ def path_core(X, y, graph, lams, X_valid, train=False, root=False):
 
 @compiled(static_argnames=("route",))
 def _primal_holdout(X, y, graph, lams, folds, route="both"):
-    """``(predictions [L, m(, k)], weights [L, n(, k)])``: the hold-out and every λ's
-    full-data weights from the same ``eigh`` of ``X^T L X`` (the lanes below its floor
+    r"""``(predictions [L, m(, k)], weights [L, n(, k)])``: the hold-out and every λ's
+    full-data weights from the same ``eigh`` of :math:`X^T L X` (the lanes below its floor
     from the Cholesky factor their hold-out lane makes, :func:`holdout_from_system`).
     ``(G, b)`` in the root form (``Z = S X``): no branch to the root-free form and its two
     fallback copies (a quarter of the program's generated kernels), for one pass writing
@@ -93,10 +94,12 @@ def _scaled(X, params):
 
 
 def factored_holdout(Z, y, graph, folds, lam, root: bool = False):
-    """``[m]`` hold-out predictions of primal RankRLS on the rows ``Z [m, p]`` at one λ, by a
+    r"""``[m]`` hold-out predictions of primal RankRLS on the rows ``Z [m, p]`` at one λ, by a
     Cholesky factor (its gradient is smooth where ``eigh``'s divides by eigenvalue gaps):
-    ``Z^T L Z + λ' I = C C^T``, ``P = Z C^{-T}``, ``H = P P^T``, ``f = P C^{-1} Z^T L y``.
-    ``λ' = λ + eps tr(Z^T L Z)``: ``Z^T L Z`` formed in the rows' dtype is positive
+    :math:`Z^T L Z + \lambda ' I = C C^T`, :math:`P = Z C^{-T}`, :math:`H = P P^T`, :math:`f = P C^{-1}
+    Z^T L y`.
+    :math:`\lambda ' = \lambda + eps \operatorname{tr}(Z^T L Z)`: :math:`Z^T L Z` formed in the rows'
+    dtype is positive
     semi-definite only to its rounding, so a λ below that would fail the factor (NaN); in
     float64 the shift is below the rounding of any result."""
     G, b = primal_system(Z, y, graph, root)
@@ -126,8 +129,13 @@ def checked_rows(problem):
 @saveable
 @solver
 class Primal(AbstractSolver):
-    """The primal system ``(X^T L X + λ I) w = X^T L y`` (``n x n``; Pahikkala et al. 2009,
-    §3.1): the cheapest exact solver when there are fewer features than rows. ``fit``: one
+    r"""The primal system (``n x n``; Pahikkala et al. 2009, §3.1, eq. 28)
+
+    .. math::
+
+       (X^T L X + \lambda I)\, w = X^T L y ,
+
+    the cheapest exact solver when there are fewer features than rows. ``fit``: one
     Cholesky factor; ``path``/``holdout``: one ``eigh`` for every λ (a λ below its
     rounding floor by its own factor, NaN and ``unresolved_lambda`` where that fails).
 

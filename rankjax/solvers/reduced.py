@@ -1,17 +1,17 @@
-"""The dual system of a query graph on the range of its root (Pahikkala et al. 2009, §3.2:
+r"""The dual system of a query graph on the range of its root (Pahikkala et al. 2009, §3.2:
 one eigendecomposition of ``S K S`` answers every λ).
 
-``S`` (``S = sqrt(e n) (I - 1 1^T / n)`` on each query of ``n`` rows and edge weight ``e``)
+``S`` (:math:`S = \sqrt{e n} (I - 1 1^T / n)` on each query of ``n`` rows and edge weight ``e``)
 annihilates the constant vector of every query of positive weight and every row of a query
 of weight 0, so ``S K S`` is singular there, and the dual formulas never see those
-directions: ``S u = 0`` makes their columns of ``K S U``, ``U^T S y`` and the coefficients
-zero. A Householder reflection per query, ``H_q = I - 2 w w^T / (w^T w)`` with
-``w = 1 / sqrt(n) + e_r`` (``r`` the query's first row; the sign that avoids cancellation,
-``w^T w = 2 + 2 / sqrt(n)``), maps its constant vector onto ``-e_r``; on the ``k = m - q``
+directions: ``S u = 0`` makes their columns of ``K S U``, :math:`U^T S y` and the coefficients
+zero. A Householder reflection per query, :math:`H_q = I - 2 w w^T / (w^T w)` with
+:math:`w = 1 / \sqrt{n} + e_r` (``r`` the query's first row; the sign that avoids cancellation,
+:math:`w^T w = 2 + 2 / \sqrt{n}`), maps its constant vector onto ``-e_r``; on the ``k = m - q``
 rows left (``q`` null directions) ``H S K S H`` is an orthogonally similar ``k x k``
-system, and its ``eigh`` costs ``(k / m)^3`` of the full one (measured: benchmarks/REPORT.md §8).
+system, and its ``eigh`` costs :math:`(k / m)^3` of the full one (measured: benchmarks/REPORT.md §8).
 
-Since ``S K S 1_q = 0``, ``w_q^T G = G[r_q]``, so with ``α = 1 / (sqrt(n) + 1)`` (at most
+Since ``S K S 1_q = 0``, :math:`w_q^T G = G[r_q]`, so with :math:`\alpha = 1 / (\sqrt{n} + 1)` (at most
 0.41: no entry is amplified) the reduced system is
 ``M[a, b] = G[a, b] - α_a G[r_a, b] - α_b G[a, r_b] + α_a α_b G[r_a, r_b]``
 (gathers of ``G``, no product) and an eigenvector ``v`` of ``M`` lifts to
@@ -20,7 +20,7 @@ of ``v`` over query ``q``'s kept rows): ``U`` is ``[m, k]``, orthonormal columns
 sums ``s_q`` read LAPACK's column-major eigenvectors in place, by gathers over a padded
 grid of each query's rows (:data:`GRID_SLOTS`): 20 ms at 2,804 rows in float32, where a
 segment sum (a loop over the rows in XLA:CPU) needed a row-major copy first (45 + 16 ms). (With
-``w = 1 / sqrt(n) - e_r`` the coefficients reach 5.8 for two-row queries, and float32
+:math:`w = 1 / \sqrt{n} - e_r` the coefficients reach 5.8 for two-row queries, and float32
 lost 3x more of the hold-out at the smallest λ.)
 
 Example:
@@ -45,9 +45,9 @@ from .._core.segments import row_sums
 
 
 class RangeRows(NamedTuple):
-    """The reduction of a query graph's dual system (built on the host, :func:`range_rows`):
+    r"""The reduction of a query graph's dual system (built on the host, :func:`range_rows`):
     ``keep [k]`` the rows kept, ``first [k]`` the first row of each one's query, ``alpha [k]``
-    ``1 / (sqrt(n) + 1)``, ``place [m]`` each row's index in ``keep`` (``k`` for a row not
+    :math:`1 / (\sqrt{n} + 1)`, ``place [m]`` each row's index in ``keep`` (``k`` for a row not
     kept), ``reflect [m]`` ``α w`` (the reflector's entry times ``α``; 0 on rows of a
     query of weight 0 or of one row), ``seg [k]`` the kept rows' queries and ``members
     [S, T]`` each query's kept rows (indices into ``keep``, ``k`` pads) and ``queries``

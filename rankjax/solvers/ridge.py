@@ -1,14 +1,14 @@
-"""The shared ridge core: ``(G + λ I) x = b`` for a symmetric PSD ``G``.
+r"""The shared ridge core: ``(G + λ I) x = b`` for a symmetric PSD ``G``.
 
 Every closed form of the library is ridge regression on a symmetric system
 (see ``docs/math.md``):
 
-* primal RankRLS: ``G = X^T L X`` (``= Z^T Z`` with ``Z = S X``), ``b = X^T L y``
+* primal RankRLS: :math:`G = X^T L X` (:math:`= Z^T Z` with ``Z = S X``), :math:`b = X^T L y`
   (Pahikkala et al. 2009, eq. 28; Airola et al. 2010, eq. 6);
-* dual RankRLS: ``G = S K S`` with ``S = L^{1/2}`` and ``A = S x``
+* dual RankRLS: ``G = S K S`` with :math:`S = L^{1/2}` and ``A = S x``
   (Pahikkala et al. 2007, Thm 1; 2009, eq. 17);
 * the Nyström (basis-vector) approximation: the primal system on the features
-  ``Φ = K_R^T Z^{-T}`` (Pahikkala et al. 2009, §3.5).
+  :math:`\Phi = K_R^T Z^{-T}` (Pahikkala et al. 2009, §3.5).
 
 One λ is solved by Cholesky (falling back to the eigendecomposition when the
 factor breaks down in low precision); a λ grid shares one ``eigh`` and applies
@@ -43,12 +43,13 @@ __all__ = ["eigh_solve", "eigh_path", "ridge_solve", "ridge_solve_checked", "pri
 
 
 RESOLVE_RTOL = {"path": 300.0, "holdout": 3000.0, "pairs": 200.0}
-"""How far above the rounding level of its spectrum a λ must lie for each dual shortcut to
+r"""How far above the rounding level of its spectrum a λ must lie for each dual shortcut to
 give it to about 1 % (measured in float32 against float64 on Gaussian and linear kernels,
-m = 1,000 and 3,000): the dual path's ``(S K S + λ I)^{-1}`` (``"path"``), the hold-out's
-``(K - K S U diag(1/(Γ+λ)) U^T S K) / λ`` (``"holdout"``, a cancellation divided by λ) and
+m = 1,000 and 3,000): the dual path's :math:`(S K S + \lambda I)^{-1}` (``"path"``), the hold-out's
+:math:`(K - K S U \operatorname{diag}(1/(Γ+\lambda)) U^T S K) / \lambda` (``"holdout"``, a cancellation
+divided by λ) and
 leave-pair-out's ``1 - (m-2) σ / ((m-2) σ + λ)`` (``"pairs"``, spectrum ``(m-2) σ``). A λ
-below :func:`lam_floor` gives a NaN lane; in float64 the floor is ~10^-9 times smaller."""
+below :func:`lam_floor` gives a NaN lane; in float64 the floor is :math:`\sim 10^{-9}` times smaller."""
 
 
 def lam_floor(largest, dtype, kind: str):
@@ -78,14 +79,14 @@ def eigh_floor(values, dtype):
 
 
 def wide_eigh(G):
-    """``(Eigh, floor)``: the eigendecomposition of a symmetric PSD ``G`` computed in
+    r"""``(Eigh, floor)``: the eigendecomposition of a symmetric PSD ``G`` computed in
     :func:`~rankjax._core.backend.wide_dtype` (float64 even with x64 off: enabled for this
     trace alone) and returned in ``G``'s dtype, and its :func:`eigh_floor` at the wide
     dtype's eps. Each eigenvalue then carries float32's relative rounding instead of the
     ``eps Λmax`` absolute error of a float32 ``eigh``: the λ between the two floors need no
     factor of their own (the precision rule: ``G``, formed in float32, already carries
-    ``eps32 ||G||``; a float32 Cholesky factor of ``G + λ I`` adds as much again).
-    O(p^3) in float64 (benchmarks/REPORT.md §8)."""
+    :math:`eps32 \lVert G \rVert`; a float32 Cholesky factor of ``G + λ I`` adds as much again).
+    :math:`O(p^3)` in float64 (benchmarks/REPORT.md §8)."""
     wide = wide_dtype()
     with jax.enable_x64(wide == jnp.float64):
         eig = eigh_psd(G.astype(wide))
@@ -94,7 +95,7 @@ def wide_eigh(G):
 
 
 def cholesky_solve(G, b, lam):
-    """``(G + λ I)^{-1} b`` (``G`` ``[p, p]`` symmetric, ``b`` ``[p]`` or ``[p, k]``) by one
+    r""":math:`(G + \lambda I)^{-1} b` (``G`` ``[p, p]`` symmetric, ``b`` ``[p]`` or ``[p, k]``) by one
     Cholesky factor; NaN when the factor fails (``G + λ I`` not positive definite in the
     dtype: λ below its rounding), never a clipped-spectrum guess."""
     p = G.shape[0]
@@ -115,7 +116,8 @@ def by_lane(lams, shared, direct, floor):
 
 
 def eigh_solve(eig: Eigh, b, lam):
-    """``(G + λ I)^{-1} b = V diag(1/(Λ+λ)) V^T b`` from ``G``'s eigendecomposition."""
+    r""":math:`(G + \lambda I)^{-1} b = V \operatorname{diag}(1/(\Lambda +\lambda)) V^T b` from ``G``'s
+    eigendecomposition."""
     c = tdot(eig.vectors, b)
     d = spectral_filter(eig.values, lam)
     return jnp.matmul(eig.vectors, c * d.reshape(d.shape + (1,) * (c.ndim - 1)), precision=HI)
@@ -237,10 +239,10 @@ _SOLVERS = {}
 
 
 def ridge_solve_checked(G, b, lam, rtol: float = EIGH_RTOL):
-    """``(x, psd, smallest)``: ``x = (G + λ I)^{-1} b`` for symmetric ``G`` ``[p, p]`` and
+    r"""``(x, psd, smallest)``: :math:`x = (G + \lambda I)^{-1} b` for symmetric ``G`` ``[p, p]`` and
     ``b`` ``[p]``/``[p, k]``, and what the factorisation tells of ``G`` for free.
 
-    Cholesky ``G + λ I = C C^T``, then ``C z = b`` and ``C^T x = z``. ``G`` is materialised
+    Cholesky :math:`G + \lambda I = C C^T`, then ``C z = b`` and :math:`C^T x = z`. ``G`` is materialised
     first (an optimisation barrier): fusing its producer into the factorisation's
     column-major operand made m = 1,500 dual RankRLS 1.8x slower. When the factor breaks
     down, the eigendecomposition decides: within rounding of PSD (:func:`psd_ok`; low
@@ -251,7 +253,7 @@ def ridge_solve_checked(G, b, lam, rtol: float = EIGH_RTOL):
 
     λ may be traced: under ``vmap`` over λ alone the fallback ``eigh`` runs once for the
     failing lanes, not per lane (a custom batching rule), and the gradient is the implicit
-    one, ``dx = (G + λ I)^{-1} (db - dG x - dλ x)``, by the same factor.
+    one, :math:`dx = (G + \lambda I)^{-1} (db - dG x - d\lambda x)`, by the same factor.
     """
     if rtol not in _SOLVERS:
         _SOLVERS[rtol] = _checked_solver(rtol)
@@ -259,7 +261,7 @@ def ridge_solve_checked(G, b, lam, rtol: float = EIGH_RTOL):
 
 
 def ridge_solve(G, b, lam):
-    """``(G + λ I)^{-1} b`` for symmetric PSD ``G`` (:func:`ridge_solve_checked`)."""
+    r""":math:`(G + \lambda I)^{-1} b` for symmetric PSD ``G`` (:func:`ridge_solve_checked`)."""
     return ridge_solve_checked(G, b, lam)[0]
 
 
@@ -267,8 +269,8 @@ def ridge_solve(G, b, lam):
 # system builders
 
 def _bcoo_normal_equations(X: sparse.BCOO, y, graph, block: int = 0):
-    """``X^T L X`` for sparse X without sparse-sparse products: column blocks of X are
-    densified one at a time, ``G[:, blk] = X^T (L X[:, blk])``. O(nnz n) work."""
+    r""":math:`X^T L X` for sparse X without sparse-sparse products: column blocks of X are
+    densified one at a time, :math:`G[:, blk] = X^T (L X[:, blk])`. O(nnz n) work."""
     m, n = X.shape
     b = block or max(1, min(n, (1 << 22) // max(m, 1)))
     nb = -(-n // b)
@@ -287,15 +289,15 @@ def _bcoo_normal_equations(X: sparse.BCOO, y, graph, block: int = 0):
 
 
 def primal_system(X, y, graph, root: bool = False):
-    """The normal equations of primal RankRLS: ``(G, b) = (X^T L X, X^T L y)``.
+    r"""The normal equations of primal RankRLS: :math:`(G, b) = (X^T L X, X^T L y)`.
 
     For graphs with a segment root ``S`` the rows are transformed first and
-    ``G = Z^T Z`` with ``Z = S X`` (accurate in float32); otherwise ``X`` is
+    :math:`G = Z^T Z` with ``Z = S X`` (accurate in float32); otherwise ``X`` is
     centred by a constant that ``L`` annihilates. With preference edges
-    ``b = X^T M N``. Dense cost O(m n^2), never O(m^2). A query graph takes the
-    root-free form (:func:`segment_normal_equations`) where it keeps its accuracy, unless
+    :math:`b = X^T M N`. Dense cost :math:`O(m n^2)`, never :math:`O(m^2)`. A query graph takes the
+    root-free form (``segment_normal_equations``) where it keeps its accuracy, unless
     ``root`` (features whose system is later amplified, as the Nyström features by
-    ``C^{-1}``: the root form is exact to rounding in every case).
+    :math:`C^{-1}`: the root form is exact to rounding in every case).
     """
     if is_bcoo(X):
         return _bcoo_normal_equations(X, y, graph)
@@ -303,7 +305,7 @@ def primal_system(X, y, graph, root: bool = False):
 
 
 class DualSystem(NamedTuple):
-    """``G = S K S``, its right-hand side ``S^+ L y`` (``= S y``; ``S^+ M N`` for
+    r"""``G = S K S``, its right-hand side :math:`S^+ L y` (``= S y``; :math:`S^+ M N` for
     edges) and the root ``S`` (an object with ``apply``)."""
 
     G: jax.Array
@@ -312,10 +314,10 @@ class DualSystem(NamedTuple):
 
 
 def dual_system(K, y, graph, grid=None) -> DualSystem:
-    """The symmetric dual system ``(S K S + λ I) B = S^+ L y``, ``A = S B``.
+    r"""The symmetric dual system :math:`(S K S + \lambda I) B = S^+ L y`, ``A = S B``.
 
     Follows from ``(L K + λ I) S = S (S K S + λ I)``: ``A`` equals
-    ``(L K + λ I)^{-1} L y`` for every graph; ``S`` is a segment operation for
+    :math:`(L K + \lambda I)^{-1} L y` for every graph; ``S`` is a segment operation for
     query graphs and a dense root (``psd_root(L)``) for tie-excluded and
     preference graphs. ``S K S`` is symmetric to rounding (a segment root forms it in one
     pass, :func:`~rankjax._core.segments.sandwich`, its segment sums by ``grid`` where
@@ -328,7 +330,7 @@ def dual_system(K, y, graph, grid=None) -> DualSystem:
 
 
 class Decomposition(NamedTuple):
-    """A symmetric system decomposed once, ``G = U diag(values) U^T``, with what every
+    r"""A symmetric system decomposed once, :math:`G = U \operatorname{diag}(values) U^T`, with what every
     λ needs (Pahikkala et al. 2009, §3.2: one decomposition, every λ of a grid):
     ``rhs`` (the system's right-hand side), ``root`` (``S`` of the dual, or ``None``)
     and the checks on the spectrum: ``psd`` (within rounding of PSD), the raw
@@ -351,7 +353,7 @@ class Decomposition(NamedTuple):
         return self.psd & (lams >= self.floor)
 
     def coef_path(self, lams):
-        """``[L, m(, k)]`` coefficients of every λ: ``root (G + λ I)^{-1} rhs`` (lanes below
+        r"""``[L, m(, k)]`` coefficients of every λ: :math:`root (G + \lambda I)^{-1} rhs` (lanes below
         :func:`eigh_floor` of a primal system by Cholesky, NaN where that factor fails)."""
         lams = lams.astype(self.rhs.dtype)
         B = eigh_path(self.eig, self.rhs, lams)
@@ -378,9 +380,9 @@ def decompose_dual(K, y, graph, kind: str, decompose=eigh_psd_checked, grid=None
 
 
 def decompose_primal(G, b) -> Decomposition:
-    """The primal system ``(G + λ I) w = b`` (``G = X^T L X``) decomposed once; no root and
+    r"""The primal system ``(G + λ I) w = b`` (:math:`G = X^T L X`) decomposed once; no root and
     no PSD check (``G`` is a Gram matrix); the λ below :func:`eigh_floor` are solved by
-    Cholesky (``G`` is ``n x n``: a factor costs ``n^3 / 3``, a fraction of the ``eigh``)."""
+    Cholesky (``G`` is ``n x n``: a factor costs :math:`n^3 / 3`, a fraction of the ``eigh``)."""
     eig = eigh_psd(G)
     zero = jnp.zeros((), G.dtype)
     return Decomposition(eig, b, None, jnp.ones((), bool), zero, jnp.max(eig.values), zero, G)

@@ -54,7 +54,7 @@ def primal_fit(data, lam):
 
 
 def primal_path(data, lams):
-    """``W [L, n(, k)]`` of every λ from one ``eigh`` of the global ``X^T L X``."""
+    r"""``W [L, n(, k)]`` of every λ from one ``eigh`` of the global :math:`X^T L X`."""
     dense_only(data, "rj.path(scale.shard(...), Primal())")
     return _sharded_solve(data.X, data.y, data.graph, lams, data.mesh, data.axis, True)
 

@@ -1,4 +1,4 @@
-"""Small symmetric systems: the hold-outs' fold systems ``I - B^T H_UU B`` (a few to a few
+r"""Small symmetric systems: the hold-outs' fold systems :math:`I - B^T H_{UU} B` (a few to a few
 hundred rows, every fold and λ at once).
 
 On the CPU a batched LAPACK call waits on the intra-op pool that XLA:CPU runs independent
@@ -29,7 +29,7 @@ SWEEP_BASE = 32
 
 
 def _sweep_inverse(M):
-    """``M^{-1}`` of a small symmetric matrix with nonzero leading minors (no pivoting)
+    r""":math:`M^{-1}` of a small symmetric matrix with nonzero leading minors (no pivoting)
     ``[..., p, p]``: Gauss-Jordan sweeps of every pivot, ``p`` steps of plain XLA
     operations on the whole batch."""
     p = M.shape[-1]
@@ -47,9 +47,9 @@ def _sweep_inverse(M):
 
 
 def spd_inverse(M):
-    """``M^{-1}`` of a batch of small symmetric matrices ``[..., p, p]`` (positive definite,
+    r""":math:`M^{-1}` of a batch of small symmetric matrices ``[..., p, p]`` (positive definite,
     or at least nonzero leading minors) in plain XLA operations: block inversion by the
-    Schur complement ``S = C - B^T A^{-1} B`` down to :data:`SWEEP_BASE`, so nearly all the
+    Schur complement :math:`S = C - B^T A^{-1} B` down to :data:`SWEEP_BASE`, so nearly all the
     work is batched matrix products (p^3 multiply-adds) and only ``p`` short sequential
     steps remain, each on a ``SWEEP_BASE``-wide block.
 
@@ -75,7 +75,7 @@ def spd_inverse(M):
 
 
 def _cholesky_solve_each(M, r):
-    """``M^{-1} r`` for SPD ``M [..., P, P]``, one LAPACK Cholesky factor and two triangular
+    r""":math:`M^{-1} r` for SPD ``M [..., P, P]``, one LAPACK Cholesky factor and two triangular
     solves per system, the systems one at a time (``lax.map`` over the flattened batch:
     unbatched LAPACK calls, which never wait on XLA:CPU's intra-op pool); NaN where a
     factor fails (``M`` not positive definite in its dtype)."""
@@ -90,13 +90,13 @@ def _cholesky_solve_each(M, r):
     return lax.map(one, (Ms, rs)).reshape(r.shape)
 
 
-def symmetric_solve(M, r):
-    """``M^{-1} r`` for small symmetric positive definite ``M`` ``[..., P, P]`` (``r``
-    ``[..., P]`` or ``[..., P, k]``), e.g. the fold systems ``I - B^T H_UU B`` of the
+def symmetric_solve(M, r, small: int | None = None):
+    r""":math:`M^{-1} r` for small symmetric positive definite ``M`` ``[..., P, P]`` (``r``
+    ``[..., P]`` or ``[..., P, k]``), e.g. the fold systems :math:`I - B^T H_{UU} B` of the
     hold-outs, every λ at once (a batch traces the solve once, not once per ``vmap``
     level).
 
-    On the CPU, up to ``paths().small_solve`` rows it is :func:`spd_inverse` in plain XLA
+    On the CPU, up to ``small`` rows (default ``paths().small_solve``) it is :func:`spd_inverse` in plain XLA
     operations, batched; larger systems get one LAPACK Cholesky factor each, one system at
     a time (:mod:`~rankjax._core.backend`: XLA:CPU runs independent LAPACK calls
     concurrently on its intra-op pool and jaxlib's batched kernels then wait on that same
@@ -114,7 +114,7 @@ def symmetric_solve(M, r):
     # vectors: products and row sums (fused, as mv); blocks of k columns: matrix products
     apply = ((lambda A, x: jnp.sum(A * x[..., None, :], axis=-1)) if vec      # noqa: E731
              else partial(jnp.matmul, precision=HI))
-    if M.shape[-1] > paths().small_solve:
+    if M.shape[-1] > (paths().small_solve if small is None else small):
         if paths().batch_factorisations:
             return jnp.linalg.solve(M, r[..., None])[..., 0] if vec else jnp.linalg.solve(M, r)
         Ms = lax.stop_gradient(M)

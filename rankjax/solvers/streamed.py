@@ -23,13 +23,13 @@ __all__ = ["normal_equations", "holdout_predictions"]
 
 @jax.jit
 def _chunk_system(X, y, graph):
-    """The chunk's ``(X^T L X, X^T L y)`` and whether ``X`` is finite (checked in the same
+    r"""The chunk's :math:`(X^T L X, X^T L y)` and whether ``X`` is finite (checked in the same
     program: no separate host pass over the chunk)."""
     return primal_system(X, y, graph), jnp.all(jnp.isfinite(X))
 
 
 def normal_equations(problem):
-    """``(G [n, n], b [n(, k)], counts)``: ``X^T L X`` and ``X^T L y`` of every chunk (float64,
+    r"""``(G [n, n], b [n(, k)], counts)``: :math:`X^T L X` and :math:`X^T L y` of every chunk (float64,
     host) and ``{"rows", "queries", "chunks"}`` read, in one pass."""
     G = b = None
     rows = queries = num = 0

@@ -1,0 +1,49 @@
+"""A benchmark's committed JSON lines and the README block written from them: each table
+of the README between ``<!-- name: start -->`` and ``<!-- name: end -->`` is rendered from
+the lines a run saved (``--save FILE``), never typed, so ``--lines FILE --readme README.md``
+rewrites it byte for byte on any machine (``tests/test_readme.py``) and the documentation
+includes the same block (``docs/which_solver.md``, ``docs/precision.md``)."""
+import json
+import os
+import pathlib
+
+
+def marks(name):
+    """The README markers of block ``name``."""
+    return f"<!-- {name}: start -->", f"<!-- {name}: end -->"
+
+
+def read_lines(paths):
+    """The JSON lines of ``paths`` (files), in order."""
+    return [json.loads(x) for f in paths for x in open(f, encoding="utf-8") if x.startswith("{")]
+
+
+def save_lines(path, lines):
+    """Writes ``lines`` (dicts) to ``path``, one JSON line each, atomically."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(ln) + "\n" for ln in lines)
+    os.replace(tmp, path)
+
+
+def block(text, name):
+    """The text between the markers of ``name`` in ``text`` (``None`` without them)."""
+    start, end = marks(name)
+    if start not in text or end not in text:
+        return None
+    return text.split(start, 1)[1].split(end, 1)[0]
+
+
+def rewrite(readme, name, body, indent=""):
+    """Replaces the block ``name`` of the file ``readme`` by ``"\\n" + body + "\\n"``, the
+    end marker after ``indent`` (a block inside a list item), atomically; an error when
+    the file has no such markers."""
+    start, end = marks(name)
+    text = pathlib.Path(readme).read_text(encoding="utf-8")
+    if block(text, name) is None:
+        raise SystemExit(f"{readme} has no {start} ... {end} markers")
+    head, rest = text.split(start, 1)
+    tail = rest.split(end, 1)[1]
+    tmp = pathlib.Path(f"{readme}.tmp")
+    tmp.write_text(head + start + "\n" + body + "\n" + indent + end + tail, encoding="utf-8")
+    tmp.replace(readme)
