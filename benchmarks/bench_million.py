@@ -40,6 +40,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _blocks import read_lines, rewrite, save_lines  # noqa: E402
+
 STEPS = ("linear", "lightgbm", "nystrom", "ard", "falkon", "stages", "ard_rows")
 RELEVANT = 10
 
@@ -255,7 +258,6 @@ def step(name, a):
     print(json.dumps(line), flush=True)
 
 
-MARK = ("<!-- million: start -->", "<!-- million: end -->")
 LEARNERS = {"million_linear": "rankjax RankRLSCV(), linear",
             "million_lightgbm": "LightGBM LGBMRanker(), defaults",
             "million_nystrom": "rankjax RankRLSCV(kernel=\"gaussian\", gammas=4, lams=13, "
@@ -290,14 +292,14 @@ def table(lines):
         if "holdout_s" in ln:
             floor = ln["shape"][0] * ln["basis_rows"] ** 2 / (ln["gemm_gflops"] * 1e9)
             notes.append(f"one γ's hold-out of 13 λ alone (warm): {ln['holdout_s']:.1f} s, "
-                         f"{ln['holdout_s'] / floor:.1f}x its `m b^2` floor ({floor:.1f} s)")
+                         f"{ln['holdout_s'] / floor:.1f}x its $m b^2$ floor ({floor:.1f} s)")
         if "best_score" in ln:
             notes.append(f"the learned model's hold-out NDCG@10 on every training row "
                          f"(`best_score_`) {ln['best_score']:.4f}")
     info = next((ln for ln in lines if "machine" in ln), {})
     note = (f"{info.get('machine', '?')}, {info.get('cores', '?')} CPU cores, jax "
             f"{info.get('jax', '?')}, float32; each learner in a fresh process, its float32 "
-            "GEMM rate measured there (the floor: `m b^2` flops per γ for the Nyström "
+            "GEMM rate measured there (the floor: $m b^2$ flops per γ for the Nyström "
             "hold-out, one `2 m b n` product an iteration for FALKON)"
             + "".join(f"; {n}" for n in notes)
             + "; `python benchmarks/bench_million.py --lines benchmarks/million.jsonl "
@@ -322,22 +324,6 @@ def stage_table(lines):
             "stage the difference of cumulative warm programs (median of 3), against its own "
             "flops at that rate (the triangular solve and the Gram counted at `m b^2` each, "
             "the fold systems at `L sum P^2 b`).\n\n" + "\n".join(rows))
-
-
-def rewrite(readme, lines):
-    import pathlib
-    text = pathlib.Path(readme).read_text()
-    if MARK[0] not in text or MARK[1] not in text:
-        raise SystemExit(f"{readme} has no {MARK[0]} ... {MARK[1]} markers")
-    head, rest = text.split(MARK[0], 1)
-    _, tail = rest.split(MARK[1], 1)
-    tmp = pathlib.Path(str(readme) + ".tmp")
-    tmp.write_text(head + MARK[0] + f"\n{table(lines)}\n" + MARK[1] + tail)
-    tmp.replace(readme)
-
-
-def read_lines(paths):
-    return [json.loads(x) for f in paths for x in open(f) if x.startswith("{")]
 
 
 def main():
@@ -365,7 +351,7 @@ def main():
         return step(a.step, a)
     if a.lines is not None:
         found = read_lines(a.lines)
-        return rewrite(a.readme, found) if a.readme else print(table(found))
+        return rewrite(a.readme, "million", table(found)) if a.readme else print(table(found))
     if a.full:
         a.rows = 1_000_000
     steps = a.only.split(",")
@@ -395,12 +381,9 @@ def main():
         found.append(line)
         print(json.dumps(line), flush=True)
     if a.save:
-        tmp = a.save + ".tmp"
-        with open(tmp, "w") as fh:
-            fh.writelines(json.dumps(ln) + "\n" for ln in found)
-        os.replace(tmp, a.save)
+        save_lines(a.save, found)
     if a.readme:
-        rewrite(a.readme, found)
+        rewrite(a.readme, "million", table(found))
 
 
 if __name__ == "__main__":
