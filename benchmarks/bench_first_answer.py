@@ -282,7 +282,8 @@ def table(lines, fl):
         f"{fl['full_rows']:,} `S K S`: {fl['eigh_full_s']:.2f} s, "
         f"{kernel_warm(lines) / fl['eigh_full_s']:.2f}x){_paired_text(lines)}. "
         f"{fl.get('machine', '?')}, {fl.get('cores', '?')} CPU cores, "
-        f"jax {lines[0]['jax']}, float32; `python benchmarks/bench_first_answer.py --readme "
+        f"jax {lines[0]['jax']}, float32; `python benchmarks/bench_first_answer.py --save "
+        f"benchmarks/first_answer.jsonl --readme "
         f"README.md`.</sub>")
 
 

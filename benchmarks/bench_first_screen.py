@@ -190,7 +190,8 @@ def body(lines):
     """The README block: the table and the run's line (machine, minutes)."""
     run = next((r for r in lines if r["name"] == "first_screen_run"), {})
     machine = (f"{run.get('machine', '?')}, {run.get('cores', '?')} CPU cores, jax "
-               f"{run.get('jax', '?')}, float64; `python benchmarks/bench_first_screen.py --readme "
+               f"{run.get('jax', '?')}, float64; `python benchmarks/bench_first_screen.py --save "
+               f"benchmarks/first_screen.jsonl --readme "
                f"README.md`, {run.get('minutes', '?')} min")
     return f"{table([r for r in lines if 'learner' in r])}\n\n<sub>{machine}.</sub>"
 

@@ -3,9 +3,10 @@
 For each page: MathJax is served from the site's own files (no ``http`` script), every
 formula of the page is typeset (as many MathJax output nodes as TeX sources, no MathJax
 error node, no raw TeX such as ``$`` or ``\\lambda`` left in the text outside code), and
-no code block is wider than its box at a 1280-pixel window (nothing hidden behind a scroll
-bar, nothing past the column). A screenshot of each page goes to ``--out``. Exit status 0
-when every page passes, 1 otherwise (each failure printed), 2 when Chromium is missing.
+no code block or display formula is wider than its box at a 1280-pixel window (nothing
+hidden behind a scroll bar, nothing past the column). A screenshot of each page goes to
+``--out``. Exit status 0 when every page passes, 1 otherwise (each failure printed), 2 when
+Chromium is missing.
 
 The script installs nothing. Chromium is Debian's ``chromium`` package (``sudo apt-get
 install chromium``), or any Chromium or Chrome named by ``--chromium`` or ``$CHROMIUM``.
@@ -47,6 +48,12 @@ PROBE = r"""<script>
       if (pre.scrollWidth > pre.clientWidth + 1 || box.right > column.right + 1)
         r.overflow.push(pre.textContent.split("\n").reduce(function (a, b) {
           return b.length > a.length ? b : a; }, "").slice(0, 100));
+    });
+    document.querySelectorAll('mjx-container[display="true"]').forEach(function (eq) {
+      var box = eq.getBoundingClientRect();
+      var column = (eq.closest("article, main") || document.body).getBoundingClientRect();
+      if (eq.scrollWidth > eq.clientWidth + 1 || box.right > column.right + 1)
+        r.overflow.push("display formula: " + eq.textContent.slice(0, 60));
     });
     var out = document.createElement("div");
     out.id = "rjcheck";
@@ -104,7 +111,7 @@ def check_page(browser, site, copy, rel, out):
     if r["errors"]:
         problems.append(f"{r['errors']} MathJax errors (bad TeX)")
     problems += [f"raw TeX in the text: {t!r}" for t in r["raw"]]
-    problems += [f"code wider than its box: {t!r}" for t in r["overflow"]]
+    problems += [f"wider than its box: {t!r}" for t in r["overflow"]]
     shot = out / (rel.replace("/", "_").removesuffix(".html") + ".png")
     run(browser, (site / rel).as_uri(), f"--screenshot={shot}")
     print(f"{rel}: {r['sources']} formulas, {r['typeset']} typeset, screenshot {shot}"

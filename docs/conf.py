@@ -46,6 +46,8 @@ html_title = f"rankjax {release}"
 html_theme_options = {"show_toc_level": 2, "use_download_button": True,
                       "use_fullscreen_button": False, "navigation_with_keys": False}
 html_show_sourcelink = True
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]                 # wide code blocks
 suppress_warnings = ["myst.header"]
 nitpicky = True
 # the names of other projects (no intersphinx: the build reads no network)

@@ -19,12 +19,14 @@ from rankjax.solvers import AbstractSolver, HoldOut, PrimalPath, lane_codes, sol
 
 HI = jax.lax.Precision.HIGHEST
 RTOL = 100.0
-"""A λ below ``RTOL eps`` times the largest eigenvalue is not resolved in the dtype: NaN."""
+"""A λ below ``RTOL eps`` times the largest eigenvalue is not resolved in the dtype:
+NaN."""
 
 
 def _weights(X, y, graph, lams):
-    """``[L, n(, k)]``: ``w(λ) = V (Λ + λ)^{-1} V^T X^T L y`` for every λ of ``lams``, from
-    ``X^T L X = V Λ V^T`` (``L X`` by the graph's segment sums: never ``m x m``)."""
+    """``[L, n(, k)]``: ``w(λ) = V (Λ + λ)^{-1} V^T X^T L y`` for every λ of
+    ``lams``, from ``X^T L X = V Λ V^T`` (``L X`` by the graph's segment sums: never
+    ``m x m``)."""
     G = jnp.matmul(X.T, graph.mv(X), precision=HI)
     b = jnp.matmul(X.T, graph.mv(y), precision=HI)
     vals, vecs = jnp.linalg.eigh((G + G.T) / 2)
@@ -32,7 +34,8 @@ def _weights(X, y, graph, lams):
     c = jnp.matmul(vecs.T, b.reshape(b.shape[0], -1), precision=HI)           # [n, k]
     D = 1 / (vals[None, :] + lams[:, None])                                   # [L, n]
     W = jnp.einsum("pq,lqk->lpk", vecs, D[:, :, None] * c[None], precision=HI)
-    ok = jnp.isfinite(lams) & (lams >= RTOL * jnp.finfo(X.dtype).eps * vals[-1]) & (lams > 0)
+    floor = RTOL * jnp.finfo(X.dtype).eps * vals[-1]
+    ok = jnp.isfinite(lams) & (lams >= floor) & (lams > 0)
     W = jnp.where(ok[:, None, None], W, jnp.nan)
     return W.reshape((lams.shape[0],) + b.shape)
 
@@ -62,7 +65,8 @@ def _holdout(X, y, graph, lams, fold_of_row, folds):
 
 @solver
 class EigenPrimal(AbstractSolver):
-    """Linear RankRLS by one ``eigh`` of ``X^T L X`` (``n x n``): every λ of a grid from it.
+    """Linear RankRLS by one ``eigh`` of ``X^T L X`` (``n x n``): every λ of a grid from
+    it.
 
     Example:
       >>> d = rj.make_ranking_data(6, num_features=3, seed=0)
@@ -104,9 +108,11 @@ def main():
     s = rj.select(p, [EigenPrimal()], lams=lams)
     print(f"select: λ {s.lam:.3g}, leave-query-out NDCG@10 {s.score:.4f}")
     r = rj.tune(p, EigenPrimal(), lam=1.0, steps=20)
-    print(f"tune: λ {r.lam:.3g}, hold-out loss {r.loss_history[0]:.4f} -> {r.loss_history[-1]:.4f}")
+    first, last = r.loss_history[0], r.loss_history[-1]
+    print(f"tune: λ {r.lam:.3g}, hold-out loss {first:.4f} -> {last:.4f}")
     est = RankRLS(lam=s.lam, solver=EigenPrimal()).fit(d.X, d.y, qid=d.qid)
-    print(f"RankRLS(solver=EigenPrimal()): training NDCG@10 {est.score(d.X, d.y, qid=d.qid):.4f}")
+    score = est.score(d.X, d.y, qid=d.qid)
+    print(f"RankRLS(solver=EigenPrimal()): training NDCG@10 {score:.4f}")
 
 
 if __name__ == "__main__":

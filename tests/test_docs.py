@@ -17,9 +17,9 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
-FORMULA = re.compile(r"\^[\w{(\-]|\|\||\bsqrt\(|\bargmin_|\bargmax_")
-"""ASCII mathematics: a superscript (``X^T``, ``C^{-1}``, ``m^2``), a norm ``||w||``, a
-``sqrt(`` or an ``argmin_``."""
+FORMULA = re.compile(r"\^[\w{(\-]|\|\||\bsqrt\(|\bargmin_|\bargmax_|\wᵀ|\w⁻")
+"""ASCII mathematics: a superscript (``X^T``, ``C^{-1}``, ``m^2``; ``Xᵀ``, ``C⁻¹`` in
+Unicode), a norm ``||w||``, a ``sqrt(`` or an ``argmin_``."""
 
 BLOCKS = {"first-answer": ("bench_first_answer.py", "first_answer.jsonl"),
           "first-screen": ("bench_first_screen.py", "first_screen.jsonl"),

@@ -31,9 +31,9 @@ def query_graph(qid, y=None, *, normalized: bool = True, exclude_ties: bool = Fa
 
     .. math::
 
-       L_c = \omega_c (n_c I - \mathbf{1}\mathbf{1}^T) \ \text{(unnormalized)}
-       \quad\text{or}\quad
-       L_c = \omega_c (I - \mathbf{1}\mathbf{1}^T / n_c) \ \text{(normalized, the default)}
+       L_c = \omega_c (n_c I - \mathbf{1}\mathbf{1}^T) \quad \text{(unnormalized)}
+
+       L_c = \omega_c (I - \mathbf{1}\mathbf{1}^T / n_c) \quad \text{(normalized, the default)}
 
     (Pahikkala et al. 2007 §2.3; 2009 §2.4; the normalized form Airola et al. 2010 eq.
     3-4). With ``exclude_ties`` the pairs with equal labels are dropped (Pahikkala et al.

@@ -212,10 +212,12 @@ class Falkon(AbstractSolver):
 
     .. math::
 
-       A^{-1} (\Phi^T L \Phi + \lambda I) A^{-T} \beta = A^{-1} \Phi^T L y, \quad
-       A A^T = \tfrac{m}{|U|} \Phi_U^T L_{UU} \Phi_U + \lambda I, \quad
-       \Phi = K_{mR} C^{-T} .
- The fit is :class:`Nystrom`'s model of the same basis (a
+       A^{-1} (\Phi^T L \Phi + \lambda I) A^{-T} \beta = A^{-1} \Phi^T L y,
+       \qquad \Phi = K_{mR} C^{-T},
+
+       A A^T = \tfrac{m}{|U|} \Phi_U^T L_{UU} \Phi_U + \lambda I .
+
+    The fit is :class:`Nystrom`'s model of the same basis (a
     :class:`~rankjax.NystromModel`), its CG statistics in ``Solution.stats``.
 
     Attributes:
@@ -238,7 +240,8 @@ class Falkon(AbstractSolver):
     Example:
       >>> import numpy as np, rankjax as rj
       >>> d = rj.make_ranking_data(40, num_features=4, seed=0)
-      >>> p, k, rows = rj.Problem(d.X, d.y, d.qid), rj.gaussian_kernel(0.2), np.arange(0, 800, 8)
+      >>> p, k = rj.Problem(d.X, d.y, d.qid), rj.gaussian_kernel(0.2)
+      >>> rows = np.arange(0, 800, 8)
       >>> f = rj.fit(p, rj.Falkon(k, rows), lam=1.0).value
       >>> g = rj.fit(p, rj.Nystrom(k, rows), lam=1.0).value
       >>> bool(np.allclose(rj.predict(f, d.X), rj.predict(g, d.X), atol=1e-4))
