@@ -63,26 +63,31 @@ def test_run_jobs_keeps_the_lines_and_the_command(tmp_path, monkeypatch):
 
 def test_first_screen_table_is_written_between_the_markers_from_the_lines(tmp_path):
     """The README's first table: every figure from the run's lines (mean over MQ2008's
-    folds), only the text between the markers replaced, written atomically."""
+    folds) and the run's own line (machine, minutes), only the text between the markers
+    replaced, written atomically."""
     fs = pytest.importorskip("bench_first_screen")
-    lines = [dict(set="lambdarank_sample", fold=0, learner="A", fit_s=1.0, ndcg10=0.75)]
-    lines += [dict(set="MQ2008", fold=f, learner="A", fit_s=float(f), ndcg10=0.5 + f / 100)
-              for f in (1, 2, 3, 4, 5)]
-    lines += [dict(set="MQ2008", fold=1, learner="B", fit_s=2.0, ndcg10=0.4)]
+    blocks = pytest.importorskip("_blocks")
+    start, end = blocks.marks("first-screen")
+    lines = [dict(name="first_screen", set="lambdarank_sample", fold=0, learner="A", fit_s=1.0,
+                  ndcg10=0.75)]
+    lines += [dict(name="first_screen", set="MQ2008", fold=f, learner="A", fit_s=float(f),
+                   ndcg10=0.5 + f / 100) for f in (1, 2, 3, 4, 5)]
+    lines += [dict(name="first_screen", set="MQ2008", fold=1, learner="B", fit_s=2.0, ndcg10=0.4)]
+    lines += [dict(name="first_screen_run", machine="x86_64", cores=2, jax="0.10.2", minutes=17)]
     readme = tmp_path / "README.md"
-    readme.write_text(f"top\n{fs.MARK[0]}\nold table\n{fs.MARK[1]}\nbottom\n")
-    fs.rewrite(readme, lines, 120.0)
+    readme.write_text(f"top\n{start}\nold table\n{end}\nbottom\n")
+    blocks.rewrite(readme, "first-screen", fs.body(lines))
     text = readme.read_text()
-    assert text.startswith("top\n") and text.endswith(f"{fs.MARK[1]}\nbottom\n")
-    assert "old table" not in text
-    lines += [dict(set="web, raw", fold=0, learner="B", fit_s=4.0, ndcg10=0.8)]
-    fs.rewrite(readme, lines, 120.0)
+    assert text.startswith("top\n") and text.endswith(f"{end}\nbottom\n")
+    assert "old table" not in text and "x86_64, 2 CPU cores, jax 0.10.2" in text and "17 min" in text
+    lines += [dict(name="first_screen", set="web, raw", fold=0, learner="B", fit_s=4.0, ndcg10=0.8)]
+    blocks.rewrite(readme, "first-screen", fs.body(lines))
     text = readme.read_text()
     assert "| A | 0.7500 | 1.0 | 0.5300 | 3.0 | – | – | – | – |" in text
     assert "| B | – | – | 0.4000 | 2.0 | 0.8000 | 4.0 | – | – |" in text
     readme.write_text("no markers")
     with pytest.raises(SystemExit):
-        fs.rewrite(readme, lines, 1.0)
+        blocks.rewrite(readme, "first-screen", fs.body(lines))
 
 
 def test_million_table_and_data_from_the_lines(tmp_path):
@@ -101,16 +106,18 @@ def test_million_table_and_data_from_the_lines(tmp_path):
              dict(name="million_linear", shape=[10**6, 136], fit_s=30.0, peak_rss_gb=2.5,
                   ndcg10=0.5),
              dict(name="million_stage", stage="pass 1", s=1.0, floor_s=1.0)]
+    blocks = pytest.importorskip("_blocks")
+    start, end = blocks.marks("million")
     readme = tmp_path / "README.md"
-    readme.write_text(f"top\n{bm.MARK[0]}\nOLD TABLE\n{bm.MARK[1]}\nbottom\n")
-    bm.rewrite(readme, lines)
+    readme.write_text(f"top\n{start}\nOLD TABLE\n{end}\nbottom\n")
+    blocks.rewrite(readme, "million", bm.table(lines))
     text = readme.read_text()
-    assert "OLD TABLE" not in text and text.endswith(f"{bm.MARK[1]}\nbottom\n")
+    assert "OLD TABLE" not in text and text.endswith(f"{end}\nbottom\n")
     # floor 4 m b^2 / 1e11 = 14.4 s; one γ's hold-out 36 s against m b^2 / 1e11 = 3.6 s
     assert ("basis='auto'): 600 basis rows | 1,000,000 | 500.0 | 14.4 | 100.0 | 2.00 | 0.6000 |"
             in text)
     assert "| rankjax RankRLSCV(), linear | 1,000,000 | 30.0 | – | – | 2.50 | 0.5000 |" in text
-    assert "36.0 s, 10.0x its `m b^2` floor (3.6 s)" in text and "x86_64, 2 CPU cores" in text
+    assert "36.0 s, 10.0x its $m b^2$ floor (3.6 s)" in text and "x86_64, 2 CPU cores" in text
 
 
 def test_accelerator_check_dry_run_prints_the_plan_and_passes_on_the_cpu():
