@@ -47,3 +47,23 @@ def rewrite(readme, name, body, indent=""):
     tmp = pathlib.Path(f"{readme}.tmp")
     tmp.write_text(head + start + "\n" + body + "\n" + indent + end + tail, encoding="utf-8")
     tmp.replace(readme)
+
+
+def add_arguments(ap, name):
+    """``--save``, ``--lines`` and ``--readme`` of a benchmark that writes block ``name``."""
+    ap.add_argument("--save", help="write the run's JSON lines to this file (atomically)")
+    ap.add_argument("--lines", nargs="*", help="JSON-line files of an earlier run (no run)")
+    ap.add_argument("--readme", help=f"rewrite the {name} block of this file")
+
+
+def from_lines(args, name, render, indent=""):
+    """With ``--lines``: the block rendered from the saved lines, printed or written into
+    ``--readme``; True when it did (the benchmark then runs nothing)."""
+    if args.lines is None:
+        return False
+    text = render(read_lines(args.lines))
+    if args.readme:
+        rewrite(args.readme, name, text, indent)
+    else:
+        print(text)
+    return True

@@ -35,7 +35,7 @@ import time
 import jax
 import numpy as np
 
-from _blocks import read_lines, rewrite, save_lines
+from _blocks import add_arguments, from_lines, rewrite, save_lines
 from _timing import emit
 
 jax.config.update("jax_enable_x64", True)
@@ -200,13 +200,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="lambdarank,mq2008,web")
     ap.add_argument("--folds", default="1,2,3,4,5")
-    ap.add_argument("--readme", default=None, help="rewrite the table of this file")
-    ap.add_argument("--save", help="write the run's JSON lines to this file (atomically)")
-    ap.add_argument("--lines", nargs="*", help="JSON-line files of an earlier run (no run)")
+    add_arguments(ap, "first-screen")
     a = ap.parse_args()
-    if a.lines is not None:
-        found = read_lines(a.lines)
-        return rewrite(a.readme, "first-screen", body(found)) if a.readme else print(body(found))
+    if from_lines(a, "first-screen", body):
+        return
     start = time.perf_counter()
     if "lambdarank" in a.only:
         lambdarank()

@@ -26,7 +26,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from _blocks import read_lines, rewrite, save_lines  # noqa: E402
+from _blocks import add_arguments, from_lines, rewrite, save_lines  # noqa: E402
 from _timing import emit  # noqa: E402
 
 LAMS = np.logspace(-4, 3, 15)
@@ -177,14 +177,10 @@ def table(lines):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="lambdarank_sample or near_collinear")
-    ap.add_argument("--save", help="write the run's JSON lines to this file (atomically)")
-    ap.add_argument("--lines", nargs="*", help="JSON-line files of an earlier run (no run)")
-    ap.add_argument("--readme", help="rewrite the precision block of this file")
+    add_arguments(ap, "precision")
     a = ap.parse_args()
-    if a.lines is not None:
-        found = read_lines(a.lines)
-        return (rewrite(a.readme, "precision", table(found), indent="  ") if a.readme
-                else print(table(found)))
+    if from_lines(a, "precision", table, indent="  "):
+        return
     cases = {"lambdarank_sample": lambdarank, "near_collinear": near_collinear}
     found = []
     for case, load in cases.items():

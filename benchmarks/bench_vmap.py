@@ -33,7 +33,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import rankjax as rj  # noqa: E402
-from _blocks import read_lines, rewrite, save_lines  # noqa: E402
+from _blocks import add_arguments, from_lines, rewrite, save_lines  # noqa: E402
 from _timing import EMITTED, emit, time_jitted  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data",
@@ -70,13 +70,10 @@ def table(lines):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--save", help="write the run's JSON lines to this file (atomically)")
-    ap.add_argument("--lines", nargs="*", help="JSON-line files of an earlier run (no run)")
-    ap.add_argument("--readme", help="rewrite the vmap block of this file")
+    add_arguments(ap, "vmap")
     a = ap.parse_args()
-    if a.lines is not None:
-        found = read_lines(a.lines)
-        return rewrite(a.readme, "vmap", table(found)) if a.readme else print(table(found))
+    if from_lines(a, "vmap", table):
+        return
     if not os.path.exists(DATA):
         sys.exit(f"{DATA} is not there: the benchmark runs on lambdarank_sample")
     d = rj.io.read_svmlight(DATA)
