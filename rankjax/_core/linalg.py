@@ -168,15 +168,13 @@ def spectral_filter(values, lam):
 def segment_normal_equations(X, Ly, weight, cliques, fallback):
     r""":math:`(X^T L X, X^T L y)` of a segment Laplacian without forming ``S X``.
 
-    :math:`L = \operatorname{diag}(r) - \sum_k sign_k P_k \operatorname{diag}(e_k) P_k^T` (``P_k`` the
-    ``[m, S_k]`` indicator
-    of segmentation ``k``; a query graph is one clique term, tie exclusion a second with
-    sign -1), so :math:`X^T L X = X^T \operatorname{diag}(r) X - \sum_k sign_k C_k^T
-    \operatorname{diag}(e_k) C_k` with the
-    segment sums :math:`C_k = P_k^T X`: one product of ``X`` itself and one pass of segment
-    sums, where ``Z = S X`` costs a full write of ``Z`` first; :math:`X^T L y = X^T (L y)`
-    (Pahikkala et al. 2009, §3.1: the query Laplacian as a diagonal minus a per-query
-    rank-one term).
+    :math:`L = \operatorname{diag}(r) - \sum_k sign_k P_k \operatorname{diag}(e_k) P_k^T` (``P_k``
+    the ``[m, S_k]`` indicator of segmentation ``k``; a query graph is one clique term, tie
+    exclusion a second with sign -1), so :math:`X^T L X = X^T \operatorname{diag}(r) X - \sum_k
+    sign_k C_k^T \operatorname{diag}(e_k) C_k` with the segment sums :math:`C_k = P_k^T X`: one
+    product of ``X`` itself and one pass of segment sums, where ``Z = S X`` costs a full write of
+    ``Z`` first; :math:`X^T L y = X^T (L y)` (Pahikkala et al. 2009, §3.1: the query Laplacian as a
+    diagonal minus a per-query rank-one term).
 
     Taken when ``r`` is uniform to rounding on the nonzero rows of ``X`` (the normalized
     query graph, the global graph; zero padding rows of chunks and shards may differ)

@@ -1,5 +1,5 @@
 """Linear RankSVM with the L2 (squared hinge) loss, trained by trust-region
-Newton (TRON) with Steihaug CG (docs/math.md; Lee & Lin 2014; Lee & Lin 2014).
+Newton (TRON) with Steihaug CG (docs/math.md; Lee & Lin 2014).
 
     min_w  f(w) = ½ wᵀw + C Σ_{(i,j) ∈ P} max(0, 1 - wᵀ(x_i - x_j))²
 
@@ -330,12 +330,11 @@ def _tron(X, levels, opts, valid_fn=None, patience=0, hist_len=0, verbose=0):
 def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=0.1,
                max_cg: int = 1000, valid=None, metric="pairwise_error", patience: int = 10,
                metric_kwargs=None, verbose: int = 0) -> RankSVMResult:
-    r"""Linear L2-loss RankSVM by trust-region Newton (docs/math.md; Lee & Lin 2014;
-    Lee & Lin 2014 §1–4): liblinear-ranksvm's ``-s 8`` with its defaults
-    (``C = 1``, ``eps = 1e-3``, stop when :math:`\lVert \nabla f(w) \rVert \le tol \lVert \nabla f(0)
-    \rVert`, start
-    ``w = 0``). No intercept. Pairs are those of one query with ``y_i > y_j``
-    (equal labels form no pair); ``qid=None`` is one global ranking.
+    r"""Linear L2-loss RankSVM by trust-region Newton (docs/math.md; Lee & Lin 2014,
+    §1–4): liblinear-ranksvm's ``-s 8`` with its defaults (``C = 1``, ``eps = 1e-3``, stop when
+    :math:`\lVert \nabla f(w) \rVert \le tol \lVert \nabla f(0) \rVert`, start ``w = 0``). No
+    intercept. Pairs are those of one query with ``y_i > y_j`` (equal labels form no pair);
+    ``qid=None`` is one global ranking.
 
     Cost per Newton step: one sort of ``2l`` events per bit of the level index
     and a few sparse products per CG iteration; memory O(l log K + nnz) — no

@@ -46,12 +46,11 @@ class StreamedProblem:
 
 def stream(chunks, *, normalized: bool = True, exclude_ties: bool = False, query_weights=None,
            valid=None, verbose: int = 0) -> StreamedProblem:
-    r"""Primal RankRLS data read chunk by chunk: ``rj.path(rj.scale.stream(chunks),
-    rj.Primal(), lams=lams)`` accumulates :math:`X^T L X` and :math:`X^T L y` in one pass
-    (:math:`O(\text{rows} \cdot n^2)`
-    work, the chunks' products on the device, their sum on the host in float64), then
-    every λ from one ``eigh``; ``rj.holdout`` makes a second pass for exact leave-query-out
-    (eq. 33-34), a query's prediction needing only its own rows and the global system.
+    r"""Primal RankRLS data read chunk by chunk: ``rj.path(rj.scale.stream(chunks), rj.Primal(),
+    lams=lams)`` accumulates :math:`X^T L X` and :math:`X^T L y` in one pass (:math:`O(\text{rows}
+    \cdot n^2)` work, the chunks' products on the device, their sum on the host in float64), then
+    every λ from one ``eigh``; ``rj.holdout`` makes a second pass for exact leave-query-out (eq.
+    33-34), a query's prediction needing only its own rows and the global system.
 
     Args:
       chunks: a re-iterable of ``(X [r, n], y [r(, k)], qid [r])`` chunks of whole queries

@@ -373,11 +373,10 @@ def _tune_subsample(grid, solvers, folds, steps, ard):
 
 
 EVERY_ROW_LADDER = 10.0 ** np.arange(-3.0, 0.25, 0.5)
-"""The λ the point chosen on a subsample is held out at on every row, times its λ scaled
-by ``m / u``: the best λ per row falls as rows grow, so the scaled λ is the ladder's top
-(:math:`10^{6}` rows, 18,310 learned on: the scaled λ 170; of :math:`10^{-2}` to 1 times it,
-:math:`10^{-2}` was best,
-test NDCG@10 0.9217 against 0.8950 at the scaled λ itself)."""
+"""The λ the point chosen on a subsample is held out at on every row, times its λ scaled by ``m /
+u``: the best λ per row falls as rows grow, so the scaled λ is the ladder's top (:math:`10^{6}`
+rows, 18,310 learned on: the scaled λ 170; of :math:`10^{-2}` to 1 times it, :math:`10^{-2}` was
+best, test NDCG@10 0.9217 against 0.8950 at the scaled λ itself)."""
 
 
 def _on_every_row(grid, point, solver, folds, factor):

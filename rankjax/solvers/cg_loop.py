@@ -34,12 +34,12 @@ _CODE = {k: int(getattr(RESULTS, k)) for k in ("successful", "max_iterations_rea
 
 
 class CGResult(NamedTuple):
-    r"""What the loop returns: the solution ``weights`` (the best validation iterate with
-    early stopping), ``iterations``, ``converged`` (:math:`\lVert r \rVert \le tol \lVert b \rVert`
-    reached), its
-    :class:`~rankjax.RESULTS` code ``result``, ``best_iteration`` (of ``weights``; 0 = the
-    start point), ``residual_history [max_iter + 1]`` (:math:`\lVert r_i \rVert / \lVert b \rVert`) and
-    ``valid_history [max_iter + 1]`` (the criterion of each iterate); NaN after the stop."""
+    r"""What the loop returns: the solution ``weights`` (the best validation iterate with early
+    stopping), ``iterations``, ``converged`` (:math:`\lVert r \rVert \le tol \lVert b \rVert`
+    reached), its :class:`~rankjax.RESULTS` code ``result``, ``best_iteration`` (of ``weights``; 0 =
+    the start point), ``residual_history [max_iter + 1]`` (:math:`\lVert r_i \rVert / \lVert b
+    \rVert`) and ``valid_history [max_iter + 1]`` (the criterion of each iterate); NaN after the
+    stop."""
 
     weights: jax.Array
     iterations: jax.Array

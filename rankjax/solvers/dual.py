@@ -87,20 +87,17 @@ def _dual_holdout(K, y, graph, lams, folds, kernel=None, rows=None):
 
 def kernel_root_product(K, graph, eig, root, centred: bool = False, grid=None):
     r"""``K S U`` ``[m, m]``, the rows of ``H`` the dual folds need, for :math:`S K S = U
-    \operatorname{diag}(Γ)
-    U^T` (``eig``) and the root ``S`` (``root``), without the :math:`m^3` product
-    where ``S`` is a segment root (:meth:`~rankjax.graphs.graph.QueryGraph.segment_root`, :math:`S =
-    \sqrt{e_c n_c}
-    (I - 1 1^T / n_c)`): with :math:`Π = S^+ S` (the within-query centring on queries of nonzero
-    weight), :math:`K S U = S^+ U Γ + (I - Π) K S U` and ``(I - Π)`` takes query means, so the
-    second term is the ``[S, m]`` query-mean rows of ``K`` (``S`` the padded query count)
-    times ``S U``: a twelfth of the product's flops at 3,005 rows in 256 padded queries
-    (benchmarks/REPORT.md §8); :math:`S^+ v = S v / (e_c n_c)`. ``centred``: the
-    columns of ``U`` sum to 0 over every query (the range of ``S``,
-    :func:`~rankjax.solvers.reduced.reduced_eigh`), so their query means are not formed (2.2
-    GFlop there). A query of zero weight and several rows (``Π = 0`` there, its
-    rows are not means) and the other graphs take the product. ``grid``: the queries' rows
-    for :func:`~rankjax._core.segments.row_sums`."""
+    \operatorname{diag}(Γ) U^T` (``eig``) and the root ``S`` (``root``), without the :math:`m^3`
+    product where ``S`` is a segment root (:meth:`~rankjax.graphs.graph.QueryGraph.segment_root`,
+    :math:`S = \sqrt{e_c n_c} (I - 1 1^T / n_c)`): with :math:`Π = S^+ S` (the within-query centring
+    on queries of nonzero weight), :math:`K S U = S^+ U Γ + (I - Π) K S U` and ``(I - Π)`` takes
+    query means, so the second term is the ``[S, m]`` query-mean rows of ``K`` (``S`` the padded
+    query count) times ``S U``: a twelfth of the product's flops at 3,005 rows in 256 padded queries
+    (benchmarks/REPORT.md §8); :math:`S^+ v = S v / (e_c n_c)`. ``centred``: the columns of ``U``
+    sum to 0 over every query (the range of ``S``, :func:`~rankjax.solvers.reduced.reduced_eigh`),
+    so their query means are not formed (2.2 GFlop there). A query of zero weight and several rows
+    (``Π = 0`` there, its rows are not means) and the other graphs take the product. ``grid``: the
+    queries' rows for :func:`~rankjax._core.segments.row_sums`."""
     U = eig.vectors
     form = graph.segment_root(K.dtype)
     if form is None:

@@ -143,9 +143,8 @@ def _falkon_folds(problem, basis: BasisRows, sub: Subsample, lam, valid, options
 
 
 def falkon_preconditioner(basis: BasisRows, gram_U, lam):
-    r"""``(C, A)``: :math:`C C^T = K_{RR} + \varepsilon I` and :math:`A A^T = G_U + \lambda I` (``G_U``
-    the scaled
-    subsample Gram :math:`(m/|U|) \Phi_U^T L_{UU} \Phi_U`, from ``gram_U(C)``)."""
+    r"""``(C, A)``: :math:`C C^T = K_{RR} + \varepsilon I` and :math:`A A^T = G_U + \lambda I`
+    (``G_U`` the scaled subsample Gram :math:`(m/|U|) \Phi_U^T L_{UU} \Phi_U`, from ``gram_U(C)``)."""
     bp = basis.X.shape[0]
     dt = basis.X.dtype
     C = basis.factor()

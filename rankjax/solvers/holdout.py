@@ -46,16 +46,14 @@ class HoldOut(NamedTuple):
 
 def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
     r"""Eq. 33-34 for one padded fold: :math:`H_{UU} = P_U \operatorname{diag}(d) P_U^T` (primal) or
-    :math:`(K_{UU} - P_U \operatorname{diag}(d) P_U^T) / \lambda` (dual), never formed: with :math:`Q =
-    B^T P_U`
-    (:math:`B B^T = L_{UU}`) the fold system is :math:`I - B^T H_{UU} B = I - Q \operatorname{diag}(d)
-    Q^T` (minus
-    :math:`B^T K_{UU} B` over λ for the dual) and ``H`` meets a vector only through ``H B z``.
-    The prediction without the fold, ``f_U - H L y_U + H B s`` with :math:`(I - B^T H B) s =
-    B^T (f_U - H L y_U)`, is ``f_U + H B z`` with :math:`z = s - B^T y_U`, and since :math:`L y_U =
-    B B^T y_U`, :math:`(I - B^T H B) z = B^T (f_U - y_U)`: one product through ``P_U`` per
-    λ, where the right-hand side ``H L y`` took two more. :math:`O(|U|^2 r + |U|^3)` per λ, the
-    :math:`|U|^3` one batched block inversion (:func:`symmetric_solve`)."""
+    :math:`(K_{UU} - P_U \operatorname{diag}(d) P_U^T) / \lambda` (dual), never formed: with
+    :math:`Q = B^T P_U` (:math:`B B^T = L_{UU}`) the fold system is :math:`I - B^T H_{UU} B = I - Q
+    \operatorname{diag}(d) Q^T` (minus :math:`B^T K_{UU} B` over λ for the dual) and ``H`` meets a
+    vector only through ``H B z``. The prediction without the fold, ``f_U - H L y_U + H B s`` with
+    :math:`(I - B^T H B) s = B^T (f_U - H L y_U)`, is ``f_U + H B z`` with :math:`z = s - B^T y_U`,
+    and since :math:`L y_U = B B^T y_U`, :math:`(I - B^T H B) z = B^T (f_U - y_U)`: one product
+    through ``P_U`` per λ, where the right-hand side ``H L y`` took two more. :math:`O(|U|^2 r +
+    |U|^3)` per λ, the :math:`|U|^3` one batched block inversion (:func:`symmetric_solve`)."""
     mf = mask.astype(Pfeat.dtype)
     Kuu = None if K is None else K[idx[:, None], idx[None, :]] * (mf[:, None] * mf[None, :])
     return woodbury_rows(graph, idx, mask, Pfeat[idx], F[:, idx], D, lams, y, Kuu)
@@ -99,10 +97,9 @@ def woodbury_rows(graph, idx, mask, Pu, fu, D, lams, y, Kuu=None, by_segments=Fa
 
 
 def _fold_systems(Q, D):
-    r"""``[L, P, P]`` every λ's :math:`Q \operatorname{diag}(d_\lambda) Q^T` (``Q [P, r]``, ``D [L, r]``)
-    from two
-    products ``[P, r] x [r, L h]`` and ``[P - h, r] x [r, L (P - h)]`` (``h = P / 2``): the
-    lower block triangle, 3/4 of the products of the whole, the upper block its transpose
+    r"""``[L, P, P]`` every λ's :math:`Q \operatorname{diag}(d_\lambda) Q^T` (``Q [P, r]``, ``D [L,
+    r]``) from two products ``[P, r] x [r, L h]`` and ``[P - h, r] x [r, L (P - h)]`` (``h = P /
+    2``): the lower block triangle, 3/4 of the products of the whole, the upper block its transpose
     (P = 112, r = 1,024, 13 λ: 1.7 ms against 2.1 ms on a 2-core CPU)."""
     P = Q.shape[0]
     h = P // 2
@@ -159,10 +156,9 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "
 
     The λ at or above :func:`~rankjax.solvers.ridge.eigh_floor` share one ``eigh`` of ``G``
     (:math:`H = P \operatorname{diag}(1/(\Lambda +\lambda)) P^T`, ``P = X V``); each λ below it is
-    answered from its own
-    Cholesky factor :math:`G + \lambda I = C C^T` (:math:`H = P P^T`, :math:`P = X C^{-T}`: :math:`O(m
-    n^2)` more
-    for that λ), NaN where the factor fails (docs/design.md, the precision rule).
+    answered from its own Cholesky factor :math:`G + \lambda I = C C^T` (:math:`H = P P^T`, :math:`P
+    = X C^{-T}`: :math:`O(m n^2)` more for that λ), NaN where the factor fails (docs/design.md, the
+    precision rule).
 
     ``route`` (static): ``"both"`` as above, in one program; ``"shared"`` only the shared
     lanes, returning ``(predictions, floor)``; ``"direct"`` only the lanes below the floor
@@ -212,14 +208,13 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "
 
 
 def two_phase(core, *args, lams, verbose=0, **static):
-    """``core(*args, route=...)`` for concrete float64 inputs: the shared lanes, then, only
-    when some λ lies below the ``floor`` the first call returns, the ``"direct"`` program
-    for those lanes, merged by lane (every floating leaf, λ axis first). Under a trace, and
-    in float32 (where the smallest λ of an ordinary grid lie below the floor, and a second
-    program would form the features and the ``eigh`` again, most of its time; benchmarks/REPORT.md §8):
-    ``"both"``, one program whose
-    lanes above the floor skip the factorisation (:func:`~rankjax.solvers.ridge.by_lane`).
-    ``static``: further static arguments of ``core``."""
+    """``core(*args, route=...)`` for concrete float64 inputs: the shared lanes, then, only when
+    some λ lies below the ``floor`` the first call returns, the ``"direct"`` program for those
+    lanes, merged by lane (every floating leaf, λ axis first). Under a trace, and in float32 (where
+    the smallest λ of an ordinary grid lie below the floor, and a second program would form the
+    features and the ``eigh`` again, most of its time; benchmarks/REPORT.md §8): ``"both"``, one
+    program whose lanes above the floor skip the factorisation
+    (:func:`~rankjax.solvers.ridge.by_lane`). ``static``: further static arguments of ``core``."""
     if (not all(is_concrete(a) for a in jax.tree.leaves((args, lams)))
             or jnp.asarray(lams).dtype != jnp.float64):
         return run(verbose, core, *args, route="both", **static)

@@ -1,7 +1,6 @@
-r"""Exact leave-pair-out for global ranking (Pahikkala et al. 2009, §3.4, eq. 35-39):
-complete unnormalized graph, cost (21). With :math:`Q = V \operatorname{diag}(\Lambda / ((m-2) \Lambda +
-\lambda)) V^T`
-every pair's two hold-out predictions cost O(1) (3x3 algebra), vectorised over all
+r"""Exact leave-pair-out for global ranking (Pahikkala et al. 2009, §3.4, eq. 35-39): complete
+unnormalized graph, cost (21). With :math:`Q = V \operatorname{diag}(\Lambda / ((m-2) \Lambda +
+\lambda)) V^T` every pair's two hold-out predictions cost O(1) (3x3 algebra), vectorised over all
 pairs; and the pair lists it is used with.
 """
 from __future__ import annotations
@@ -129,10 +128,9 @@ estimated, 0.034 actual at λ = 1e-2; full-rank features 3e-6 and 1e-6)."""
 
 @jax.jit
 def _lpo_core(Pf, sig, y, pairs, lams, floor=0.0, X=None):
-    r"""Eq. 38-39 with :math:`Q = P \operatorname{diag}(1/((m-2) \sigma + \lambda)) P^T` (:math:`P P^T =
-    K`), every λ;
-    NaN lanes for λ below ``floor`` (:func:`lam_floor`) or whose pair systems amplify their
-    rounding beyond :data:`PAIR_ERROR`. With the primal rows ``X`` the λ below
+    r"""Eq. 38-39 with :math:`Q = P \operatorname{diag}(1/((m-2) \sigma + \lambda)) P^T` (:math:`P
+    P^T = K`), every λ; NaN lanes for λ below ``floor`` (:func:`lam_floor`) or whose pair systems
+    amplify their rounding beyond :data:`PAIR_ERROR`. With the primal rows ``X`` the λ below
     :func:`eigh_floor` take :math:`Q = X ((m-2) X^T X + \lambda I)^{-1} X^T` from their own Cholesky
     factor (the precision rule of the primal systems)."""
     m = Pf.shape[0]

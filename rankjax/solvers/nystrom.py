@@ -289,11 +289,10 @@ class Nystrom(AbstractSolver):
 
     def cv_predictions(self, params, data, folds):
         r"""Primal RankRLS on the features :math:`\Phi = K_{mR} C^{-T}` (:math:`C C^T = K_{RR} +
-        \varepsilon I`) at
-        ``params`` (``factored_holdout``, the rows' root form):
-        the regularizer is ``λ I`` on ``Φ`` as in the grid's hold-out, so the factor of
-        :math:`\Phi^T L \Phi + \lambda I` holds wherever the grid's does (a factor of ``K_Rm L K_mR + λ K_RR``
-        fails in float32 along the near-null directions of ``K_RR``)."""
+        \varepsilon I`) at ``params`` (``factored_holdout``, the rows' root form): the regularizer
+        is ``λ I`` on ``Φ`` as in the grid's hold-out, so the factor of :math:`\Phi^T L \Phi +
+        \lambda I` holds wherever the grid's does (a factor of ``K_Rm L K_mR + λ K_RR`` fails in
+        float32 along the near-null directions of ``K_RR``)."""
         X, y, graph, basis = data
         KmR, KRR = nystrom_blocks(params, X, basis, self.kernel)
         Phi = features(KmR, jnp.linalg.cholesky(KRR))

@@ -1,10 +1,9 @@
 r"""Primal (linear) RankRLS: the ``n x n`` system :math:`(X^T L X + \lambda I) w = X^T L y`
-(Pahikkala et al. 2009, eq. 28; Airola et al. 2010, eq. 6), or with preference edges
-:math:`(X^T M M^T X + \lambda I) w = X^T M N`. One λ by a Cholesky factor, a grid by one ``eigh``
-(:math:`w(\lambda) = V \operatorname{diag}(1/(\Lambda +\lambda)) V^T X^T L y`, §3.2), the exact hold-outs
-of every λ (§3.3-3.4)
-and the differentiable hold-out that ``tune`` descends. No bias: a constant feature
-cancels in every pair.
+(Pahikkala et al. 2009, eq. 28; Airola et al. 2010, eq. 6), or with preference edges :math:`(X^T M
+M^T X + \lambda I) w = X^T M N`. One λ by a Cholesky factor, a grid by one ``eigh``
+(:math:`w(\lambda) = V \operatorname{diag}(1/(\Lambda +\lambda)) V^T X^T L y`, §3.2), the exact
+hold-outs of every λ (§3.3-3.4) and the differentiable hold-out that ``tune`` descends. No bias: a
+constant feature cancels in every pair.
 """
 from __future__ import annotations
 
@@ -95,13 +94,11 @@ def _scaled(X, params):
 
 def factored_holdout(Z, y, graph, folds, lam, root: bool = False):
     r"""``[m]`` hold-out predictions of primal RankRLS on the rows ``Z [m, p]`` at one λ, by a
-    Cholesky factor (its gradient is smooth where ``eigh``'s divides by eigenvalue gaps):
-    :math:`Z^T L Z + \lambda ' I = C C^T`, :math:`P = Z C^{-T}`, :math:`H = P P^T`, :math:`f = P C^{-1}
-    Z^T L y`.
-    :math:`\lambda ' = \lambda + eps \operatorname{tr}(Z^T L Z)`: :math:`Z^T L Z` formed in the rows'
-    dtype is positive
-    semi-definite only to its rounding, so a λ below that would fail the factor (NaN); in
-    float64 the shift is below the rounding of any result."""
+    Cholesky factor (its gradient is smooth where ``eigh``'s divides by eigenvalue gaps): :math:`Z^T
+    L Z + \lambda ' I = C C^T`, :math:`P = Z C^{-T}`, :math:`H = P P^T`, :math:`f = P C^{-1} Z^T L
+    y`. :math:`\lambda ' = \lambda + eps \operatorname{tr}(Z^T L Z)`: :math:`Z^T L Z` formed in the
+    rows' dtype is positive semi-definite only to its rounding, so a λ below that would fail the
+    factor (NaN); in float64 the shift is below the rounding of any result."""
     G, b = primal_system(Z, y, graph, root)
     G = (G + G.T) / 2
     lam = lam + jnp.finfo(G.dtype).eps * jnp.trace(G)
