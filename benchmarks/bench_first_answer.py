@@ -287,6 +287,12 @@ def table(lines, fl):
         f"README.md`.</sub>")
 
 
+def saved_table(found):
+    """:func:`table` of saved lines: the learners' lines and the floor's."""
+    fl = next(r for r in found if r["name"] == "first_answer_floor")["floor"]
+    return table([r for r in found if r["name"] == "first_answer"], fl)
+
+
 def paired_ratio(lines):
     """The warm kernel fit over its floor alternated in one process (:func:`paired`), or None."""
     r = next((r for r in lines if "gaussian" in r["learner"]), None)
@@ -310,18 +316,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--child")
     ap.add_argument("--only", help="a substring of the learners to run")
-    ap.add_argument("--readme", help="rewrite the table between the first-answer markers of this file")
-    ap.add_argument("--save", help="write the run's JSON lines to this file (atomically)")
-    ap.add_argument("--lines", nargs="*", help="JSON-line files of an earlier run (no run)")
-    args = ap.parse_args()
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    from _blocks import read_lines, rewrite, save_lines
-    if args.lines is not None:
-        found = read_lines(args.lines)
-        rows = [r for r in found if r["name"] == "first_answer"]
-        fl = next(r for r in found if r["name"] == "first_answer_floor")["floor"]
-        text = table(rows, fl)
-        return rewrite(args.readme, "first-answer", text) if args.readme else print(text)
+    from _blocks import add_arguments, from_lines, rewrite, save_lines
+    add_arguments(ap, "first-answer")
+    args = ap.parse_args()
+    if from_lines(args, "first-answer", saved_table):
+        return
     if args.child == "floor":
         return floor()
     if args.child:

@@ -41,7 +41,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _blocks import read_lines, rewrite, save_lines  # noqa: E402
+from _blocks import add_arguments, from_lines, rewrite, save_lines  # noqa: E402
 
 STEPS = ("linear", "lightgbm", "nystrom", "ard", "falkon", "stages", "ard_rows")
 RELEVANT = 10
@@ -342,16 +342,12 @@ def main():
     ap.add_argument("--full", action="store_true", help="10^6 rows whatever --rows (a GPU)")
     ap.add_argument("--step", help=argparse.SUPPRESS)
     ap.add_argument("--verbose", type=int, default=0)
-    ap.add_argument("--readme", help="rewrite the table of this file from the run")
-    ap.add_argument("--save", help="write the run's JSON lines to this file (atomically)")
-    ap.add_argument("--lines", nargs="*", help="JSON-line files of earlier runs for --readme "
-                    "(no run)")
+    add_arguments(ap, "million")
     a = ap.parse_args()
     if a.step:
         return step(a.step, a)
-    if a.lines is not None:
-        found = read_lines(a.lines)
-        return rewrite(a.readme, "million", table(found)) if a.readme else print(table(found))
+    if from_lines(a, "million", table):
+        return
     if a.full:
         a.rows = 1_000_000
     steps = a.only.split(",")
