@@ -169,6 +169,7 @@ def step(name, a):
     import platform
     import jax
     import rankjax as rj
+    import rankjax.selection.select as sel
     from rankjax.estimators import RankRLSCV
     from _timing import device_name
 
@@ -201,18 +202,19 @@ def step(name, a):
         line.update(lam=est.lam_, gamma=est.gamma_, basis=a.basis, basis_rows=b, gammas=4,
                     lams=13, floor_flops=4 * X.shape[0] * b ** 2)       # m b^2 per γ
     elif name == "ard":
+        if a.tune_work is not None:
+            sel.TUNE_WORK = a.tune_work
         est = RankRLSCV(kernel="gaussian", optimize=True, ard=True, basis=a.ard_basis,
                         verbose=a.verbose).fit(X, y, qid)
         from rankjax._core.segments import padded_size
-        from rankjax.selection.select import TUNE_BASIS, tune_rows
         from rankjax.solvers.models import ScaledModel
         line.update(lam=est.lam_, gamma=est.gamma_, basis=a.ard_basis,
                     basis_rows=len(est.basis_), best_score=est.best_score_,
-                    subsample_rows=tune_rows(X.shape[0], int(padded_size(
-                        min(len(est.basis_), TUNE_BASIS))), 20, np.float32),
+                    tune_work=sel.TUNE_WORK,
+                    subsample_rows=sel.tune_rows(X.shape[0], int(padded_size(
+                        min(len(est.basis_), sel.TUNE_BASIS))), 20, np.float32),
                     learned=isinstance(est.model_, ScaledModel))
     elif name == "ard_rows":             # what the subsample costs: learned on u rows, then on m
-        import rankjax.selection.select as sel
         from rankjax._core.segments import padded_size
         u = sel.tune_rows(X.shape[0], int(padded_size(a.ard_basis)), 20, np.float32)
         for tag, work in (("subsample", sel.TUNE_WORK), ("all_rows", float("inf"))):
@@ -334,6 +336,8 @@ def main():
                     help="of the γ grid: an int, or 'auto' (RankRLSCV's default)")
     ap.add_argument("--ard-basis", type=lambda v: v if v == "auto" else int(v), default="auto",
                     help="of the learned model: an int, or 'auto'")
+    ap.add_argument("--tune-work", type=float,
+                    help="ard: select.TUNE_WORK for this run (default the library's)")
     ap.add_argument("--gammas", type=float, nargs=4, default=(0.005, 0.01, 0.02, 0.04))
     ap.add_argument("--falkon-basis", type=int, default=4000)
     ap.add_argument("--falkon-gamma", type=float, default=0.01)

@@ -210,7 +210,7 @@ class RankRLSCV(RankRLS):
     refined point when its hold-out NDCG is not below the grid's; ``tune_`` holds the
     trajectory, ``evals_result_["tune"]`` its losses, ``verbose=k`` prints every k-th step.
     With a basis and ``ard=True`` on more rows than a step's plan
-    (``tune_rows``: :math:`u b^2 steps \le 1.5e11`), the grid and
+    (``tune_rows``: :math:`u b^2 steps \le 10^{11}`), the grid and
     the gradient run on a random subsample of ``u`` rows of whole queries (its λ the grid's
     times ``u / m``: ``cv_results_`` are that subsample's hold-out scores, listed at the λ
     you gave) and the chosen point is then held out on every row: ``lam_`` is on every

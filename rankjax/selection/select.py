@@ -306,16 +306,16 @@ def _search(grid, solvers, point, folds, steps):
     return best
 
 
-TUNE_WORK = 1.5e11
+TUNE_WORK = 1e11
 r"""The rows ``u`` a Nyström ``tune`` step may take: :math:`u b^2 steps \le TUNE_{WORK}`. A step of
-the differentiated hold-out costs about 50 :math:`u b^2` flops: 28,000 rows at b = 512, 1,800
-at b = 2,048 (then ``2 b``). A larger cap took longer, more memory and ranked lower at :math:`10^{6}`
+the differentiated hold-out costs about 50 :math:`u b^2` flops: 12,207 rows at b = 640, 1,200
+at b = 2,048 (then ``2 b``). A larger cap took longer and ranked no higher at :math:`10^{6}`
 rows (benchmarks/REPORT.md §8)."""
 
 
 TUNE_BASIS = 640
 """The largest basis the gradient learns with on a subsample (:func:`_tune_subsample`): at
-most this many of the model's basis rows, so that the subsample keeps about 18,000 rows
+most this many of the model's basis rows, so that the subsample keeps about 12,000 rows
 (:data:`TUNE_WORK`); the model on every row keeps its whole basis. At :math:`10^{6}` rows with a
 basis of 1,200 (4,581 rows to learn on) the learned model scored test NDCG@10 0.9132; with
 640 rows to learn with (18,310 rows) 0.92 (``benchmarks/bench_million.py``)."""
