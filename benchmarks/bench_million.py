@@ -134,8 +134,10 @@ def _stages(X, y, qid, a, line):
             if part == 0:
                 return jnp.zeros((L, bs, P), X.dtype) + Pf.sum()
             Fu = jnp.einsum("fps,ls->flp", Pf, Dc, precision=HI)
-            fold = lambda i, k, pf, f: woodbury_rows(graph, i, k, pf, f, D, lams, yd)  # noqa: E731
-            res = (each_slice(fold, idx, mask, Pf, Fu) if paths().serial(P)
+            small = paths().row_block_small_solve            # as blocked_holdout
+            fold = lambda i, k, pf, f: woodbury_rows(graph, i, k, pf, f, D, lams, yd,  # noqa: E731
+                                                     by_segments=True, small_solve=small)
+            res = (each_slice(fold, idx, mask, Pf, Fu) if paths().serial(P, small)
                    else jax.vmap(fold)(idx, mask, Pf, Fu))
             return jnp.moveaxis(res, 0, 1)
         return lambda: fb.fold_map(folds, rows, one, L, b, (), X.dtype)

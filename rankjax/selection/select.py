@@ -186,7 +186,8 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
         if point.solver.basis_rows(work.problem.X.shape[0]) is not None and not ard:
             point = _search(grid, solvers, point, folds, steps)
         else:
-            point, trajectory = _refine(work, point, wfolds, steps, ard, optimizer)
+            point, trajectory = _refine(work, point, wfolds, steps, ard, optimizer,
+                                        fit=work is grid)
     if work is not grid:
         point = _on_every_row(grid, point, solvers[best // L], folds, factor)
     return Selection(np.tile(grid.lams, len(solvers)), gammas, s, best, point.lam,
@@ -215,7 +216,8 @@ class _Point:
     solver: AbstractSolver
     lam: float
     score: float
-    model: object
+    model: object               # None: a learned point whose model is fitted on every row
+    scales: object = None       # the learned feature scales (``ard``), or None
 
 
 def _name(solver):
@@ -387,7 +389,7 @@ def _on_every_row(grid, point, solver, folds, factor):
     model and its score that hold-out's metric (``best_score_``)."""
     p = grid.problem
     at = dataclasses.replace(solver, kernel=point.solver.tuned_kernel())
-    scales = getattr(point.model, "scales", None)
+    scales = point.scales
     rows = p if scales is None else with_rows(p, scale_rows(dense_rows(p), scales))
     lams = device_array(point.lam * factor * EVERY_ROW_LADDER, p.X.dtype)
     h = at.holdout(rows, lams, folds).value
@@ -400,11 +402,12 @@ def _on_every_row(grid, point, solver, folds, factor):
                   model if scales is None else ScaledModel(scales, model))
 
 
-def _refine(grid, point, folds, steps, ard, optimizer):
+def _refine(grid, point, folds, steps, ard, optimizer, fit=True):
     """Gradient descent on the exact hold-out loss from the grid's best point (the solver's
     ``cv_predictions``: exact, or the Nyström model on its basis); the refined point is
-    kept when its hold-out metric is not worse than the grid's. Returns ``(point,
-    TuneResult)``."""
+    kept when its hold-out metric is not worse than the grid's. ``fit=False`` (a subsample,
+    :func:`_on_every_row` fits every row next): the refined point without a model. Returns
+    ``(point, TuneResult)``."""
     p = grid.problem
     solver, data = checked_data(p, point.solver, "select(optimize=True)")
     X = data[0]
@@ -430,4 +433,4 @@ def _refine(grid, point, folds, steps, ard, optimizer):
     host = {k: np.asarray(v) for k, v in params.items()}
     at, lam = solver.at(host), float(np.exp(host["log_lam"]))
     scales = jnp.exp(jnp.asarray(host["log_scales"], X.dtype)) if "log_scales" in host else None
-    return _Point(at, lam, new, learned_model(p, at, lam, scales)), r
+    return _Point(at, lam, new, learned_model(p, at, lam, scales) if fit else None, scales), r
