@@ -28,7 +28,8 @@ from .graphs.folds import Folds as Folds, make_folds as make_folds
 from .graphs.graph import (IdentityGraph as IdentityGraph, PreferenceGraph as PreferenceGraph,
                            QueryGraph as QueryGraph)
 from .kernels.basis import Basis as Basis
-from .kernels.feature_map import FeatureMap as FeatureMap, learn_feature_map as learn_feature_map
+from .features.learn import learn_feature_map as learn_feature_map
+from .features.maps import FeatureMap as FeatureMap
 from .kernels.kernel import (Kernel as Kernel, gaussian_kernel as gaussian_kernel,
                              kernel_matrix as kernel_matrix, linear_kernel as linear_kernel,
                              polynomial_kernel as polynomial_kernel)

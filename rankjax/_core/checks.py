@@ -112,9 +112,23 @@ def _finite(x, name: str):
     VALIDATIONS[name] += 1
     top = max_abs(x)
     if not np.isfinite(top):
-        raise ValueError(f"{name} contains NaN or inf values")
+        raise ValueError(f"{name} contains NaN or inf values{first_nonfinite(x)}")
     _fits_compute_dtype(x, name)
     return top
+
+
+def first_nonfinite(x) -> str:
+    """Where the first NaN or inf of a concrete ``x`` is (``" (row i, column j: nan)"``), for
+    an error message (a pass over the data on the failing path only)."""
+    v = np.asarray(jax.device_get(sparse_values(x)))
+    bad = np.argwhere(~np.isfinite(v))
+    if not bad.size:
+        return ""
+    at = tuple(int(i) for i in bad[0])
+    value = v[at]
+    if v.ndim == 2 and sparse_values(x) is x:
+        return f" (row {at[0]}, column {at[1]}: {value})"
+    return f" (entry {at[0] if len(at) == 1 else at}: {value})"
 
 
 _X64_HINT = "jax.config.update('jax_enable_x64', True)"
@@ -133,7 +147,8 @@ def _fits_compute_dtype(x, name: str) -> None:
     target = jax.dtypes.canonicalize_dtype(a.dtype)
     if np.finfo(target).max >= np.finfo(a.dtype).max:
         return
-    top = float(np.max(np.abs(a)))
+    finite = np.abs(a[np.isfinite(a)])                  # NaN and inf: a feature map's
+    top = float(finite.max()) if finite.size else 0.0
     if top > float(np.finfo(target).max):
         raise ValueError(f"{name} has values up to {top:.3g}, beyond the range of the {target} "
                          f"compute dtype (max {np.finfo(target).max:.3g}): they would become inf; "
@@ -218,9 +233,13 @@ def host_labels(y, name: str = "y") -> np.ndarray:
     return a
 
 
-def check_matrix(X, name: str = "X"):
-    """``X`` must be a finite 2-D dense array or BCOO matrix with at least one row."""
-    X = as_float_array(X, name, finite=True)
+def check_matrix(X, name: str = "X", missing: bool = False):
+    """``X`` must be a finite 2-D dense array or BCOO matrix with at least one row; with
+    ``missing`` NaN and inf are allowed (a feature map takes them) and the finite values
+    must fit the compute dtype."""
+    if missing and is_concrete(X):
+        _fits_compute_dtype(X, name)
+    X = as_float_array(X, name, finite=not missing)
     if X.ndim != 2:
         raise ValueError(f"{name} must be 2-D [m, n], got shape {tuple(X.shape)}")
     if X.shape[0] == 0 or X.shape[1] == 0:

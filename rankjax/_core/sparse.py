@@ -289,3 +289,14 @@ def matmul(X, W):
 @matmul.register(CSRMatrix)
 def _(X, W):
     return X @ W  # precision: a sparse operand
+
+
+def scale_columns(X, s):
+    """``X diag(s)`` of any kind of ``X`` (scipy and JAX sparse kinds stay sparse)."""
+    if sp.issparse(X):
+        return sp.csr_matrix(X.multiply(np.asarray(s)[None, :]))
+    if isinstance(X, CSRMatrix):
+        return to_csr(to_scipy(X).multiply(np.asarray(s)[None, :]), X.data.dtype)
+    if isinstance(X, sparse.BCSR):
+        X = X.to_bcoo()
+    return X * jnp.asarray(s, X.dtype)

@@ -14,15 +14,19 @@ import scipy.sparse as sp
 from ..metrics import choice as _choice, graded as _metrics_graded
 from ..kernels import kernel as _kernels
 from .._core import log as _log
-from ..solvers import MappedModel, is_linear, predict
+from ..solvers import AbstractSolver, predict
+from ..solvers.models import feature_importances, feature_weights, on_features
 from .. import io
 from .._core.cache import use_disk_cache
 from ..kernels.basis import Basis
-from ..kernels.feature_map import learn_and_map, warn_unmapped, warn_unresolved
+from ..features.learn import learn_feature_map
+from ..features.maps import map_rows
+from ..features.spread import warn_unresolved
 from .._core.checks import (Segments, check_count, check_matrix, check_targets, is_int, max_abs,
                             segment_ids)
 from ..graphs.build import query_graph
-from .._core.sparse import as_dense, is_bcoo, is_scipy_sparse, is_sparse
+from .._core.sparse import as_dense, is_bcoo, is_scipy_sparse, is_sparse, scale_columns
+from .frames import QUERY_COLUMNS, frame_values, is_frame, take_queries
 from ..io.groups import qid_from_sizes
 
 try:                                            # scikit-learn is an optional extra
@@ -53,24 +57,6 @@ except ImportError:                             # pragma: no cover - exercised w
             return f"{type(self).__name__}({args})"
 
 
-def is_frame(X):
-    return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "to_numpy")
-
-
-def split_frame(X, qid):
-    """A DataFrame's ``qid`` column (when ``qid`` is not given) and its feature names."""
-    if not is_frame(X):
-        return X, qid, None
-    if qid is None and "qid" in X.columns:
-        qid, X = X["qid"].to_numpy(), X.drop(columns="qid")
-    names = [str(c) for c in X.columns]
-    try:
-        values = X.to_numpy(dtype=np.float64)
-    except (TypeError, ValueError) as e:
-        raise TypeError(f"X: every DataFrame column must be numeric ({e})") from None
-    return values, qid, names
-
-
 def as_matrix(X):
     """Dense numpy, or CSR for scipy.sparse / BCOO input (converted once)."""
     if getattr(X, "dtype", None) is not None and np.issubdtype(X.dtype, np.complexfloating):
@@ -92,21 +78,23 @@ def as_matrix(X):
     return X
 
 
-GAMMAS = ("scale", "auto")
+GAMMAS = ("mean", "scale", "auto")
 """The data-scaled values of a kernel estimator's ``gamma``."""
 
 
 def gamma_value(gamma, X):
-    """``gamma`` as a number: ``"scale"`` is ``1 / (n * var(X))`` over every entry of the
-    training rows (1 when X is constant), ``"auto"`` is ``1 / n``."""
+    """``gamma`` as a number, on the rows the kernel sees (after the feature map):
+    ``"mean"`` is one over the mean squared distance of two training rows
+    (:func:`~rankjax.kernels.kernel.mean_gamma`), ``"scale"`` scikit-learn's ``1 / (n *
+    var(X))`` over every entry, ``"auto"`` ``1 / n``."""
     if not isinstance(gamma, str):
         return gamma
     if gamma not in GAMMAS:
-        raise ValueError(f"gamma must be a positive number, 'scale' or 'auto', got {gamma!r}")
+        raise ValueError(f"gamma must be a positive number, 'mean', 'scale' or 'auto', got {gamma!r}")
     n = X.shape[1]
     if gamma == "auto":
         return 1.0 / n
-    return _kernels.scale_gamma(X)
+    return _kernels.mean_gamma(X) if gamma == "mean" else _kernels.scale_gamma(X)
 
 
 def make_kernel(kind, gamma, degree, coef0):
@@ -212,9 +200,6 @@ ESTIMATORS: dict = {}
 """Estimator classes by name (filled as they are defined), for :func:`load`."""
 
 
-QUERY_COLUMNS = ("query_id", "queryid", "query", "group", "group_id", "qid_", "query id")
-
-
 class Ranker(_Base):
     """Shared input handling, prediction, scoring and persistence.
 
@@ -245,23 +230,42 @@ class Ranker(_Base):
         self.gamma_ = float(kern.gamma)
         return kern
 
-    def _mapped(self, X):
-        """``X`` as the kernel sees it (``feature_map="auto"``, a kernel by name and a column
-        to map: the map learned on ``X`` in ``feature_map_``, else ``X`` and None)."""
-        option = getattr(self, "feature_map", None)
-        if option not in ("auto", None):
-            raise ValueError(f"feature_map must be 'auto' or None, got {option!r}")
+    feature_map = None
+    """``"auto"``: the rows go through a :class:`~rankjax.FeatureMap` learned at fit (an
+    estimator with a ``feature_map`` parameter); None: as given."""
+
+    def _map_kind(self):
+        """The map this estimator learns: ``"rank"`` (a kernel by name), ``"standard"`` (the
+        linear model) or None (``feature_map=None``, a Kernel or a solver object, whose
+        parameters are the user's own, RankBoost)."""
+        if self.feature_map not in ("auto", None):
+            raise ValueError(f"feature_map must be 'auto' or None, got {self.feature_map!r}")
         kernel = getattr(self, "kernel", None)
+        if (self.feature_map is None or isinstance(kernel, _kernels.Kernel)
+                or isinstance(getattr(self, "solver", None), AbstractSolver)):
+            return None
+        return "standard" if kernel in (None, "linear") else "rank"
+
+    def _mapped(self, X, y, seg):
+        """``X`` as the model sees it: through the map learned on these rows
+        (``feature_map_``, :meth:`_map_kind`), or as given (``feature_map_`` None)."""
+        kind = self._map_kind()
+        names = list(getattr(self, "feature_names_in_", ()))
+        cat = [names.index(c) for c in self.categories_] if names else []
         self.feature_map_ = None
-        if kernel in (None, "linear") or isinstance(kernel, _kernels.Kernel) or max_abs(X) <= 1:
-            return X                          # LETOR's [0, 1]: no column to map, no program
-        if option is None:
-            return warn_unmapped(as_dense(X)) or X
-        fmap, mapped, spread = learn_and_map(as_dense(X))
-        warn_unresolved(spread)
-        if np.asarray(fmap.log).any():
-            self.feature_map_ = fmap
-        return X if self.feature_map_ is None else mapped
+        if kind is None:
+            if cat:
+                raise TypeError(f"X column {names[cat[0]]!r} is categorical: feature_map='auto' "
+                                "reads its categories (a kernel or linear model by name)")
+            if getattr(self, "kernel", None) not in (None, "linear") and not is_sparse(X):
+                warn_unresolved(X)
+            return X
+        if is_sparse(X) and kind == "standard":      # scaled, still sparse: the weights' map
+            fm = learn_feature_map(X, kind="sparse")
+            self.feature_map_ = fm
+            return scale_columns(X, fm.scale)
+        self.feature_map_ = learn_feature_map(as_dense(X), y, seg, kind=kind, categorical=cat)
+        return map_rows(self.feature_map_, as_dense(X))
 
     def _eval_data(self, eval_set, eval_qid, eval_group):
         """``(X_valid, y_valid, seg_valid)`` of an evaluation set (the training map's)."""
@@ -269,8 +273,10 @@ class Ranker(_Base):
         Xv, yv, segv = self._inputs(Xv, yv, eval_qid, fit=False, need_model=False,
                                     group=eval_group, query_args=("eval_qid", "eval_group"),
                                     need_queries=True)[:3]
-        fmap = getattr(self, "feature_map_", None)
-        return Xv if fmap is None else fmap(as_dense(Xv)), yv, segv
+        fmap = self.feature_map_
+        if fmap is not None and is_sparse(Xv) and fmap.kind == "sparse":
+            return scale_columns(Xv, fmap.scale), yv, segv
+        return Xv if fmap is None else map_rows(fmap, as_dense(Xv)), yv, segv
 
     def _eval_sequence(self, scores, yv, segv):
         """Scores ``[T, m_v]`` of the ``T`` successive models (rounds, components, ...) on
@@ -317,8 +323,8 @@ class Ranker(_Base):
         if group is not None and qid is None and is_frame(X) and "qid" in X.columns:
             raise ValueError(f"pass {query_args[0]} or {query_args[1]}, not both (X has a 'qid' "
                              "column)")
-        if need_queries and qid is None and group is None and self._needs_queries() and not (
-                is_frame(X) and "qid" in X.columns):
+        X, qid = take_queries(X, qid, fit)
+        if need_queries and qid is None and group is None and self._needs_queries():
             hint = [c for c in getattr(X, "columns", ()) if str(c).lower() in QUERY_COLUMNS]
             raise ValueError(
                 f"{type(self).__name__}.fit needs the queries: pass {query_args[0]}= (a query id "
@@ -326,8 +332,10 @@ class Ranker(_Base):
                 "all rows pass qid=np.zeros(len(X))"
                 + (f". X has a column {hint[0]!r}: pass {query_args[0]}=X.pop({hint[0]!r})"
                    if hint else ""))
-        X, qid, names = split_frame(X, qid)
-        X = as_matrix(X)
+        frame = (frame_values(X, None if fit else getattr(self, "categories_", {}))
+                 if is_frame(X) else None)
+        names = None if frame is None else frame.names
+        X = as_matrix(X if frame is None else frame.values)
         if getattr(X, "ndim", 2) != 2:
             raise ValueError(f"X must be 2-D [m, n], got shape {np.shape(X)}; Reshape your data "
                              "(X.reshape(-1, 1) for one feature, X.reshape(1, -1) for one row)")
@@ -335,12 +343,14 @@ class Ranker(_Base):
         if m == 0 or n == 0:
             raise ValueError(f"0 {'sample' if m == 0 else 'feature'}(s) (shape={(m, n)}) while a "
                              "minimum of 1 is required.")
-        if not is_sparse(X):
-            X = check_matrix(X)              # checked once: the device array passes through
+        if not is_sparse(X):                 # checked once: the device array passes through
+            X = check_matrix(X, missing=(self._map_kind() if fit else
+                                          self.__dict__.get("feature_map_")) is not None)
         if fit:
             use_disk_cache()                           # once per process (rankjax._core.cache)
             self.__dict__.pop("gamma_", None)          # set again by a kernel fit
-            self.__dict__.pop("feature_map_", None)    # set again by _mapped
+            self.feature_map_ = None                   # set again by _mapped
+            self.categories_ = {} if frame is None else frame.categories
             self.n_features_in_ = n
             if names is not None:
                 self.feature_names_in_ = np.asarray(names, dtype=object)
@@ -420,11 +430,15 @@ class Ranker(_Base):
 
     def _finish_fit(self, seg):
         self.num_queries_ = seg.num_queries
-        if getattr(self, "feature_map_", None) is not None and self.maps_model:
-            self.model_ = MappedModel(self.feature_map_, self.model_)
+        if self.feature_map_ is not None and self.maps_model:
+            self.model_ = on_features(self.feature_map_, self.model_)
         jax.block_until_ready(self.model_)      # fit returns a ready model (async dispatch)
-        if is_linear(self.model_):
-            self.coef_ = np.asarray(self.model_.weights)          # linear models: the weights
+        w = feature_weights(self.model_)
+        if w is not None:
+            self.coef_ = np.asarray(w)          # linear models: the weights on the user's features
+        imp = feature_importances(self.model_)
+        if imp is not None:
+            self.feature_importances_ = imp
         return self
 
     # persistence -------------------------------------------------------------

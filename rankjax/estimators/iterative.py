@@ -23,7 +23,7 @@ class RankSVM(Ranker):
 
     evals_axis = ("Newton iteration", 0, True)
 
-    def __init__(self, C=1.0, *, kernel=None, gamma="scale", degree=2, coef0=1.0, basis=None,
+    def __init__(self, C=1.0, *, kernel=None, gamma="mean", degree=2, coef0=1.0, basis=None,
                  tol=1e-3, max_iter=1000, early_stopping_rounds=None, verbose=False, score_k=10,
                  random_state=0, feature_map="auto"):
         self.C, self.kernel, self.gamma, self.degree, self.coef0 = C, kernel, gamma, degree, coef0
@@ -37,7 +37,7 @@ class RankSVM(Ranker):
         on it, the best is kept and the loop stops after ``early_stopping_rounds`` steps
         without improvement (``evals_result_``, ``best_iteration_``, ``best_score_``)."""
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
-        X = self._mapped(X)
+        X = self._mapped(X, y, seg)
         kern = self._fit_kernel(X)
         if eval_set is not None and kern is not None:
             raise ValueError("eval_set (early stopping) is supported by the linear RankSVM; "
@@ -82,7 +82,7 @@ class KPCRank(Ranker):
     evals_axis = ("components", 1, True)
     maps_model = False              # model_ scores a kernel matrix: _scores maps the rows
 
-    def __init__(self, n_components=10, *, lam=0.0, kernel="gaussian", gamma="scale", degree=2,
+    def __init__(self, n_components=10, *, lam=0.0, kernel="gaussian", gamma="mean", degree=2,
                  coef0=1.0, normalized=True, early_stopping_rounds=None, verbose=False,
                  score_k=10, feature_map="auto"):
         self.n_components, self.lam, self.kernel = n_components, lam, kernel
@@ -104,7 +104,7 @@ class KPCRank(Ranker):
         if not 1 <= check_count(self.n_components, "n_components") <= X.shape[0]:
             raise ValueError(f"n_components must be between 1 and {X.shape[0]} (the training "
                              f"rows), got {self.n_components}")
-        self.X_train_ = as_dense(self._mapped(X))   # mapped rows (kernels of later calls)
+        self.X_train_ = as_dense(self._mapped(X, y, seg))   # mapped rows (kernels of later calls)
         kern = self._fit_kernel(self.X_train_) or _kernels.linear_kernel()
         stages = _log.Stages(2 + (eval_set is not None), "KPCRank stage",
                              _log.check_verbose(self.verbose))

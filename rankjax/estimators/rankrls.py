@@ -77,7 +77,7 @@ class RankRLS(Ranker):
       verbose: log the fit (0: silent; logger ``"rankjax"``).
     """
 
-    def __init__(self, lam=1.0, *, solver="auto", kernel=None, gamma="scale", degree=2,
+    def __init__(self, lam=1.0, *, solver="auto", kernel=None, gamma="mean", degree=2,
                  coef0=1.0, basis="auto", max_iter=500, tol=None, early_stopping_rounds=10,
                  graph="query", normalized=True, exclude_ties=False, score_k=10,
                  random_state=0, feature_map="auto", verbose=0):
@@ -108,7 +108,7 @@ class RankRLS(Ranker):
             raise ValueError(f"solver must be one of {SOLVERS} or a solver object (a "
                              f"rankjax.AbstractSolver), got {self.solver!r}")
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
-        X = self._mapped(X)
+        X = self._mapped(X, y, seg)
         valid = None
         if eval_set is not None:
             if self.solver not in ("cg", "falkon"):
@@ -231,7 +231,7 @@ class RankRLSCV(RankRLS):
     evals_axis = ("grid point", 0, False)        # one score per (λ, γ): no iterations
 
     def __init__(self, lams=DEFAULT_LAMS, *, gammas=None, folds=None, kernel=None,
-                 gamma="scale", degree=2, coef0=1.0, basis="auto",
+                 gamma="mean", degree=2, coef0=1.0, basis="auto",
                  graph="query", normalized=True,
                  exclude_ties=False, score_k=10, random_state=0, optimize=False,
                  optimize_steps=20, ard=False, feature_map="auto", verbose=0):
@@ -251,7 +251,7 @@ class RankRLSCV(RankRLS):
         optimize = check_flag(self.optimize, "optimize")
         self._plan(X)
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
-        X = self._mapped(X)
+        X = self._mapped(X, y, seg)
         b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state,
                        _log.check_verbose(self.verbose))
         valid = None if eval_set is None else self._eval_data(eval_set, eval_qid, eval_group)

@@ -3,7 +3,6 @@ rows are chosen and their one feature map (``basis``; Pahikkala et al. 2009, §3
 only ``_core``.
 """
 from .basis import Basis as Basis
-from .feature_map import FeatureMap as FeatureMap, learn_feature_map as learn_feature_map
 from .kernel import (Kernel as Kernel, gaussian_kernel as gaussian_kernel,
                      kernel_matrix as kernel_matrix, linear_kernel as linear_kernel,
                      polynomial_kernel as polynomial_kernel)

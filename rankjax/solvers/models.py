@@ -24,6 +24,7 @@ from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from .._core.checks import check_matrix
@@ -31,17 +32,19 @@ from .._core.host import lane
 from .._core.sparse import as_dense, matmul
 from .._core.types import saveable
 from .._core.products import HI
-from ..kernels.feature_map import FeatureMap
+from ..features.maps import FeatureMap
 from ..kernels.kernel import Kernel, check_kernel, kernel_block, kernel_matrix
 
 __all__ = ["LinearModel", "DualModel", "KernelModel", "NystromModel", "ScaledModel", "MappedModel",
            "PrimalPath", "DualPath", "NystromPath", "predict", "check_test_matrix",
-           "linear_scores", "path_scores", "scale_rows", "is_linear"]
+           "linear_scores", "path_scores", "scale_rows", "is_linear", "on_features",
+           "feature_weights", "feature_importances"]
 
 
-def check_test_matrix(X, n: int, name: str = "X", what: str = "features"):
-    """``X`` a finite ``[m_test, n]`` matrix (dense or BCOO) for a model of ``n`` inputs."""
-    X = check_matrix(X, name)
+def check_test_matrix(X, n: int, name: str = "X", what: str = "features", missing: bool = False):
+    """``X`` a finite ``[m_test, n]`` matrix (dense or BCOO) for a model of ``n`` inputs (NaN
+    and inf allowed with ``missing``: a feature map takes them)."""
+    X = check_matrix(X, name, missing)
     if X.shape[1] != n:
         raise ValueError(f"{name} has {X.shape[1]} {what} but the model has {n}")
     return X
@@ -207,12 +210,67 @@ class MappedModel(NamedTuple):
 
     @property
     def num_features(self):
-        return int(self.features.log.shape[0])
+        return self.features.num_features
 
     def predict(self, X, block_size: Optional[int] = None):
-        X = check_test_matrix(X, self.num_features)
+        X = check_test_matrix(X, self.num_features, missing=True)
         kw = {} if block_size is None else {"block_size": block_size}
         return predict(self.model, self.features(as_dense(X)), **kw)
+
+
+def on_features(features: FeatureMap, model):
+    """The model of the user's rows of ``model`` fitted on rows mapped by ``features``: a
+    :class:`MappedModel`, or for the scaling of sparse rows (``fill`` None) under a linear
+    model its weights on the user's features (the same scores; sparse rows stay sparse)."""
+    if features.fill is None and features.knots is None and isinstance(model, LinearModel):
+        w = model.weights
+        return LinearModel(w * features.scale.reshape((-1,) + (1,) * (w.ndim - 1)))
+    return MappedModel(features, model)
+
+
+def feature_weights(model):
+    """``[n(, k)]`` the weights of a linear model on the user's features (a
+    :class:`LinearModel`, or one behind a standardising :class:`MappedModel`: its weights on
+    the features times their scales), else None."""
+    if isinstance(model, LinearModel):
+        return model.weights
+    if isinstance(model, MappedModel) and isinstance(model.model, LinearModel) \
+            and model.features.knots is None and model.features.categorical.shape[0] == 0:
+        n, w = model.features.num_features, model.model.weights
+        return w[:n] * model.features.scale[:n].reshape((-1,) + (1,) * (w.ndim - 1))
+    return None
+
+
+def feature_importances(model):
+    """``[n]`` non-negative, summing to 1, or None: how much each of the user's features
+    weighs in ``model``. A linear model: the size of its weight on the standardised feature
+    (``|w_j| / scale_j`` behind a standard map; ``|w_j|`` on features as given). A kernel
+    model behind a rank map: the feature's share of the kernel's squared distance (its map
+    weight squared, times its learned ARD scale squared). A missing indicator counts for its
+    feature. None for other models."""
+    inner = model.model if isinstance(model, MappedModel) else model
+    fm = model.features if isinstance(model, MappedModel) else None
+    if isinstance(inner, LinearModel):
+        w = np.abs(np.asarray(inner.weights, np.float64)).reshape(inner.weights.shape[0], -1).sum(1)
+        if fm is None:
+            return _shares(w, np.zeros(0, np.int32))
+        return _shares(w, np.asarray(fm.missing))
+    if fm is None or fm.knots is None:
+        return None
+    share = np.asarray(fm.scale, np.float64) ** 2
+    if isinstance(inner, ScaledModel):
+        share = share * np.asarray(inner.scales, np.float64) ** 2
+    return _shares(share, np.asarray(fm.missing))
+
+
+def _shares(v, missing):
+    """``v [n + k]`` folded onto the ``n`` features (an indicator onto its feature), over its
+    sum."""
+    n = v.shape[0] - missing.shape[0]
+    out = v[:n].copy()
+    np.add.at(out, missing, v[n:])
+    total = out.sum()
+    return out / total if total > 0 else out
 
 
 @saveable

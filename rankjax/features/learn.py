@@ -1,0 +1,242 @@
+r"""Learning a :class:`~rankjax.FeatureMap` on training rows: the knots and levels of the rank
+map, the column weights, the standard deviations, the missing indicators and the categories'
+scores. On the CPU the numpy body runs on the data's host view (no program to compile, no
+copy); elsewhere the same body runs jitted on the device."""
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.sparse as sp
+
+from .._core.checks import (as_float_array, check_targets, first_nonfinite, is_concrete,
+                            segment_ids)
+from .._core.sparse import is_sparse, to_scipy
+from .._core.host import device_array, host_view
+from .maps import KNOTS, FeatureMap, colsearch, interp, with_categories
+
+__all__ = ["learn_feature_map", "KINDS"]
+
+KINDS = ("rank", "standard")
+"""The kinds of :func:`learn_feature_map`."""
+
+
+def learn_feature_map(X, y=None, qid=None, *, kind: str = "rank", categorical=()) -> FeatureMap:
+    r"""The :class:`FeatureMap` of training rows ``X [m, n]`` (dense; NaN and ``±inf``
+    allowed).
+
+    ``kind="rank"``: every column through its empirical distribution function on these rows
+    (mid-ranks at :data:`~rankjax.features.maps.KNOTS` order statistics, linear between them),
+    centred at 1/2 and, with labels ``y`` (and ``qid``), scaled by its within-query
+    correlation with them,
+
+    .. math::
+
+       s_j \propto \frac{|\sum_i u_{ij} \tilde y_i|}
+                        {\sqrt{\sum_i \tilde u_{ij}^2 \sum_i \tilde y_i^2}}, \qquad
+       \textstyle\sum_j s_j^2 = n,
+
+    (:math:`\tilde v` centred within each query): the same map, up to the order of a
+    column, whatever increasing or decreasing map the column went through. ``kind="standard"``:
+    every column divided by its standard deviation (imputed at its mean where not finite).
+    A column with NaN on these rows gets an indicator column (``isnan``), mapped the same
+    way. ``categorical``: columns whose values are category codes, read as their category's
+    score (the mean within-query centred label of its training rows, shrunk by one row
+    towards 0; 0 for a category not seen here). O(m n log m) on the host (CPU) or the device.
+
+    Example:
+      >>> import numpy as np
+      >>> X = np.array([[1., 0.], [2., np.nan], [4., 1.], [8., 1.]])
+      >>> fm = learn_feature_map(X, np.array([0., 1., 2., 3.]), np.zeros(4, int))
+      >>> fm(X).shape, fm.missing.tolist()              # an indicator for column 1
+      ((4, 3), [1])
+      >>> s = learn_feature_map(X, kind="standard")
+      >>> np.round(np.asarray(s(X))[:, 0], 3).tolist()
+      [0.369, 0.739, 1.477, 2.954]
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if is_sparse(X):
+        if kind != "standard" or len(categorical):
+            raise ValueError("a sparse X takes kind='standard' (a rank map or categories need "
+                             "dense rows)")
+        return _sparse_scales(X)
+    X = as_float_array(X, "X")
+    if X.ndim != 2 or 0 in X.shape:
+        raise ValueError(f"X must be a non-empty 2-D array [m, n], got shape {tuple(X.shape)}")
+    if not is_concrete(X):
+        raise TypeError("learn_feature_map runs on concrete rows (outside jit); apply the "
+                        "learned map under jit")
+    m, n = X.shape
+    cat = _columns(categorical, n)
+    if y is not None:
+        y = check_targets(y, m)
+    if cat.size and y is None:
+        raise ValueError("categorical columns are read as their categories' scores: give y")
+    seg = segment_ids(np.zeros(m, np.int32) if qid is None else qid)
+    if seg.seg.shape[0] != m:
+        raise ValueError(f"qid has {seg.seg.shape[0]} rows but X has {m}")
+    base = _category_map(X, y, seg, cat)
+    return _learn(X, base, y, seg, kind)
+
+
+def _sparse_scales(X):
+    """The standard map of a sparse ``X``: its columns divided by their standard deviations
+    (the zeros counted; no imputation: ``fill`` None), on the host."""
+    A = to_scipy(X)
+    if not np.all(np.isfinite(A.data)):
+        raise ValueError(f"X contains NaN or inf values{first_nonfinite(A.data)} (a sparse X "
+                         "takes none: give dense rows for missing values)")
+    mean = np.asarray(A.mean(axis=0)).ravel()
+    sq = np.asarray(A.multiply(A).mean(axis=0)).ravel()
+    sd = np.sqrt(np.maximum(sq - mean * mean, 0))
+    dtype = jnp.result_type(float) if A.dtype.kind != "f" else jax.dtypes.canonicalize_dtype(A.dtype)
+    n = A.shape[1]
+    z = np.zeros((0,), np.int32)
+    return FeatureMap(None, None, None, device_array(np.zeros(n), dtype),
+                      device_array(np.where(sd > 0, 1 / np.where(sd > 0, sd, 1), 1), dtype),
+                      device_array(z), device_array(z), device_array(np.zeros((0, 0)), dtype),
+                      device_array(np.zeros((0, 0)), dtype))
+
+
+def _columns(categorical, n):
+    cat = np.unique(np.asarray(categorical, dtype=np.int64).reshape(-1))
+    if cat.size and (cat.min() < 0 or cat.max() >= n):
+        raise ValueError(f"categorical: column indices must lie in [0, {n}), got {cat.tolist()}")
+    return cat.astype(np.int32)
+
+
+def _empty(n, dtype):
+    """The map that changes nothing (its categories and missing columns still to learn)."""
+    z = np.zeros((0,), np.int32)
+    return FeatureMap(None, None, np.zeros(n, dtype), np.zeros(n, dtype), np.ones(n, dtype), z, z,
+                      np.zeros((0, 0), dtype), np.zeros((0, 0), dtype))
+
+
+def _host(a):
+    """Host values of a concrete array (a view on the CPU, one copy elsewhere)."""
+    v = host_view(a)
+    return np.asarray(jax.device_get(a)) if v is None else v
+
+
+def _category_map(X, y, seg, cat):
+    """The identity map with the categorical columns' tables: categories ``[C, c]`` (sorted,
+    padded with ``inf``) and their scores (:func:`category_scores`)."""
+    dtype = np.dtype(X.dtype)
+    fm = _empty(X.shape[1], dtype)
+    if not cat.size:
+        return fm
+    yc = _centred_labels(_host(y), seg)
+    tables = [category_scores(_host(X[:, int(j)]), yc) for j in cat]
+    C = max(1, max(t[0].size for t in tables))
+    values = np.full((C, cat.size), np.inf, dtype)
+    scores = np.zeros((C, cat.size), dtype)
+    for k, (v, s) in enumerate(tables):
+        values[:v.size, k], scores[:v.size, k] = v, s
+    return fm._replace(categorical=cat, categories=values, category_scores=scores)
+
+
+def _centred_labels(y, seg):
+    """``y`` centred within each query, ``[m]`` (several outputs: their mean)."""
+    y = np.asarray(y, np.float64).reshape(y.shape[0], -1).mean(axis=1)
+    counts = np.bincount(seg.seg, minlength=seg.num_queries)
+    means = np.bincount(seg.seg, y, minlength=seg.num_queries) / np.maximum(counts, 1)
+    return y - means[seg.seg]
+
+
+def category_scores(values, yc):
+    """``(categories [C], scores [C])`` of one column of category codes (NaN: missing):
+    the sorted finite codes and the sum of each one's centred labels ``yc`` over its row
+    count plus one (a category of one row with label 1 above its query's mean: 0.5).
+
+    Example:
+      >>> cats, s = category_scores(np.array([3., 1., 3., np.nan]), np.array([1., -1., 1., 0.]))
+      >>> cats.tolist(), s.tolist()
+      ([1.0, 3.0], [-0.5, 0.6666666666666666])
+    """
+    ok = np.isfinite(values)
+    cats, inv = np.unique(values[ok], return_inverse=True)
+    sums = np.bincount(inv, yc[ok], minlength=cats.size)
+    return cats, sums / (np.bincount(inv, minlength=cats.size) + 1.0)
+
+
+def _learn(X, base, y, seg, kind):
+    """The map of ``kind`` on rows ``X`` (the categories of ``base`` read first): the numpy
+    body on the host views of ``X`` and ``y`` where both have one, else the jitted body."""
+    base = base._replace(missing=np.flatnonzero(_has_nan(X)).astype(np.int32))
+    K = int(min(X.shape[0], KNOTS))
+    views = [host_view(X), None if y is None else host_view(y)]
+    if views[0] is not None and (y is None or views[1] is not None):
+        out = _body(np, base, views[0], views[1], seg.seg, seg.num_queries, K, kind)
+        return FeatureMap(*[None if a is None else device_array(a) for a in out])
+    return _device_learn(base, X, y, device_array(seg.seg), seg.num_queries, K, kind)
+
+
+@partial(jax.jit, static_argnames=("num", "K", "kind"))
+def _device_learn(base, X, y, seg, num, K, kind):
+    return _body(jnp, base, X, y, seg, num, K, kind)
+
+
+def _has_nan(X):
+    v = host_view(X)
+    if v is not None:
+        return np.isnan(v).any(axis=0)
+    return np.asarray(jax.device_get(jnp.isnan(X).any(axis=0)))
+
+
+def _segsum(xp, V, seg, num):
+    """``[num, ...]`` per-query sums of the rows of ``V [m, ...]``."""
+    if xp is np:
+        m = V.shape[0]
+        Q = sp.csr_matrix((np.ones(m, V.dtype), (seg, np.arange(m))), shape=(num, m))
+        return np.asarray(Q @ V)       # precision: scipy on the host, the data's dtype
+    return jax.ops.segment_sum(V, seg, num_segments=num)
+
+
+def _body(xp, base, X, y, seg, num, K, kind):
+    """The learned map (the generic body of :func:`_learn`, ``xp`` numpy or jax.numpy)."""
+    dtype = X.dtype
+    Z = with_categories(xp, base, X)
+    if base.missing.shape[0]:
+        Z = xp.concatenate([Z, xp.isnan(Z[:, base.missing]).astype(dtype)], axis=1)
+    width = Z.shape[1]
+    if kind == "standard":
+        fin = xp.isfinite(Z)
+        cnt = xp.maximum(xp.sum(fin, axis=0), 1).astype(dtype)
+        mean = xp.sum(xp.where(fin, Z, 0), axis=0) / cnt
+        var = xp.sum(xp.where(fin, (Z - mean) ** 2, 0), axis=0) / cnt
+        sd = xp.sqrt(var)
+        scale = xp.where(sd > 0, 1 / xp.where(sd > 0, sd, 1), 1).astype(dtype)
+        return base._replace(fill=mean.astype(dtype), center=xp.zeros(width, dtype), scale=scale)
+    S = xp.sort(Z, axis=0)                                      # NaN last
+    c = xp.sum(~xp.isnan(Z), axis=0)
+    pos = xp.round(xp.linspace(0.0, 1.0, K)[:, None] * xp.maximum(c - 1, 0)).astype(np.int32)
+    knots = xp.take_along_axis(S, pos, 0)
+    levels = ((colsearch(xp, S, knots, "left") + colsearch(xp, S, knots, "right"))
+              / (2.0 * xp.maximum(c, 1))).astype(dtype)
+    knots = xp.where(c == 0, 0, knots).astype(dtype)
+    levels = xp.where(c == 0, 0.5, levels).astype(dtype)
+    center = xp.full(width, 0.5, dtype)
+    scale = xp.ones(width, dtype) if y is None else _weights(xp, interp(xp, knots, levels, Z)
+                                                             - center, y, seg, num)
+    return base._replace(knots=knots, levels=levels, fill=None, center=center, scale=scale)
+
+
+def _weights(xp, U, y, seg, num):
+    """Column weights ``[n]``: each column's within-query correlation with ``y``, scaled to a
+    root mean square of 1 (all 1 when no column correlates)."""
+    dtype = U.dtype
+    y = y.reshape(y.shape[0], -1).astype(dtype)
+    count = _segsum(xp, xp.ones((U.shape[0], 1), dtype), seg, num)
+    yc = y - (_segsum(xp, y, seg, num) / xp.maximum(count, 1))[seg]
+    sums = _segsum(xp, U, seg, num)
+    uu = xp.sum(U * U, axis=0) - xp.sum(sums * sums / xp.maximum(count, 1), axis=0)
+    yy = xp.sum(yc * yc, axis=0)
+    cov = xp.stack([xp.sum(U * yc[:, k:k + 1], axis=0) for k in range(y.shape[1])], axis=1)
+    den = xp.sqrt(xp.maximum(uu, 0)[:, None] * yy[None, :])
+    corr = xp.mean(xp.where(den > 0, xp.abs(cov) / xp.where(den > 0, den, 1), 0), axis=1)
+    rms = xp.sqrt(xp.mean(corr * corr))
+    return xp.where(rms > 0, corr / xp.where(rms > 0, rms, 1), 1).astype(dtype)
+

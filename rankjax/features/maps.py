@@ -1,0 +1,179 @@
+r"""Per-column feature maps learned on the training rows and carried in the model
+(:class:`FeatureMap`): what the estimators' ``feature_map="auto"`` puts between the user's
+columns and the model.
+
+Two kinds, one type:
+
+* **rank** (kernel models): each column through its training rows' empirical distribution
+  function (mid-ranks, :math:`u = (\#\{x_i < x\} + \#\{x_i \le x\}) / 2m` at the training
+  values, linear between :data:`KNOTS` of them, 0 and 1 beyond), centred at 1/2 and scaled by the
+  column's within-query correlation with the labels. The rank of a value does not change
+  under an increasing map of its column and only turns round (:math:`u \to 1 - u`, the same
+  distances) under a decreasing one, so the kernel sees the same rows whatever units,
+  logarithms, exponentials, offsets or powers the engine logged the column in: the
+  invariance the boosted trees have by construction (Friedman 2001), and the copula
+  transform of rank statistics. The column weights put the columns that order the training
+  queries' documents first in the kernel's distance (a column that orders nothing adds
+  nothing to it).
+* **standard** (linear models): each column divided by its standard deviation on the
+  training rows (glmnet's standardisation; no centring, which a ranking model cannot see),
+  so that one λ grid serves columns in any units and float32 resolves the system.
+
+Both take missing values as a LightGBM user has them: NaN is imputed (the median rank, or
+the training mean) and, for a column that had NaN in training, an indicator column is added
+(learned on the training rows). ``±inf`` are the extremes of a rank column; a standardised
+column treats non-finite values as missing. Categorical columns (pandas ``category`` or
+object columns, :mod:`rankjax.features.categories`) are read as their categories' learned
+scores (the mean within-query centred label of a category's training rows) before the map.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._core.host import device_array, host_view
+from .._core.types import saveable
+
+__all__ = ["FeatureMap", "KNOTS", "apply_map", "map_rows"]
+
+
+KNOTS = 1024
+"""The training values a rank map keeps per column (order statistics at evenly spaced
+ranks, the smallest and the largest among them): every training value when there are at
+most this many, else the map is linear between them (a rank off by at most 1/1024)."""
+
+
+@saveable
+class FeatureMap(NamedTuple):
+    r"""A per-column map of rows ``[m, n] -> [m, n + k]`` learned on training rows
+    (:func:`~rankjax.learn_feature_map`): ``(T(z) - center) * scale`` where ``z`` is the
+    row with its categorical columns read as their categories' scores and ``k`` missing
+    indicators appended (``isnan`` of the columns ``missing``), and ``T`` the rank map
+    (``knots``, ``levels`` ``[K, n + k]``: linear between them, NaN at 1/2) or, without
+    knots, the value itself with non-finite entries at ``fill`` ``[n + k]`` (``fill`` None:
+    the map of sparse rows, a scaling alone).
+
+    Example:
+      >>> import numpy as np, rankjax as rj
+      >>> X = np.array([[1., 50.], [2., 10.], [3., 40.], [4., 20.]])
+      >>> fm = rj.learn_feature_map(X, kind="rank")
+      >>> np.asarray(fm(X)).tolist()
+      [[-0.375, 0.375], [-0.125, -0.375], [0.125, 0.125], [0.375, -0.125]]
+      >>> Y = -np.exp(X) * 1e6                       # the columns logged otherwise
+      >>> np.array_equal(np.abs(rj.learn_feature_map(Y, kind="rank")(Y)), np.abs(fm(X)))
+      True
+    """
+
+    knots: Optional[jax.Array]
+    levels: Optional[jax.Array]
+    fill: Optional[jax.Array]
+    center: jax.Array
+    scale: jax.Array
+    missing: jax.Array
+    categorical: jax.Array
+    categories: jax.Array
+    category_scores: jax.Array
+
+    @property
+    def num_features(self) -> int:
+        """Columns of the rows it maps (the user's features)."""
+        return int(self.center.shape[0] - self.missing.shape[0])
+
+    @property
+    def kind(self) -> str:
+        """``"rank"`` or ``"standard"``."""
+        return "standard" if self.knots is None else "rank"
+
+    def __call__(self, X):
+        return apply_map(self, X)
+
+
+def colsearch(xp, S, V, side: str):
+    """``searchsorted`` column by column: ``S [K, n]`` sorted along axis 0 (NaN last),
+    ``V [m, n]`` -> ``[m, n]`` indices."""
+    if xp is np:
+        return np.stack([np.searchsorted(S[:, j], V[:, j], side=side) for j in range(S.shape[1])],
+                        axis=1).reshape(V.shape)
+    return jax.vmap(lambda s, v: jnp.searchsorted(s, v, side=side), in_axes=(1, 1),
+                    out_axes=1)(S, V)
+
+
+def interp(xp, knots, levels, Z):
+    """The rank levels of ``Z [m, n]``: linear between the knots, the end levels beyond
+    them, 1/2 at NaN."""
+    K = knots.shape[0]
+    i = xp.clip(colsearch(xp, knots, Z, "right") - 1, 0, K - 1)
+    j = xp.minimum(i + 1, K - 1)
+    x0, x1 = xp.take_along_axis(knots, i, 0), xp.take_along_axis(knots, j, 0)
+    l0, l1 = xp.take_along_axis(levels, i, 0), xp.take_along_axis(levels, j, 0)
+    ok = (x1 > x0) & xp.isfinite(x0) & xp.isfinite(x1) & xp.isfinite(Z)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = xp.where(ok, (Z - x0) / xp.where(ok, x1 - x0, 1), 0)
+    u = l0 + xp.clip(t, 0, 1) * (l1 - l0)
+    return xp.where(xp.isnan(Z), xp.asarray(0.5, Z.dtype), u).astype(Z.dtype)
+
+
+def with_categories(xp, fm, X):
+    """``X`` with its categorical columns read as their categories' scores (0 for a
+    category not seen in training, NaN for a missing one)."""
+    if fm.categorical.shape[0] == 0:
+        return X
+    cols = X[:, fm.categorical]
+    C = fm.categories.shape[0]
+    i = xp.minimum(colsearch(xp, fm.categories, cols, "left"), C - 1)
+    seen = xp.take_along_axis(fm.categories, i, 0) == cols
+    codes = xp.where(seen, xp.take_along_axis(fm.category_scores, i, 0),
+                     xp.where(xp.isnan(cols), xp.nan, 0)).astype(X.dtype)
+    if xp is np:
+        X = X.copy()
+        X[:, fm.categorical] = codes
+        return X
+    return X.at[:, fm.categorical].set(codes)
+
+
+def _body(xp, fm, X):
+    Z = with_categories(xp, fm, X)
+    if fm.missing.shape[0]:
+        Z = xp.concatenate([Z, xp.isnan(Z[:, fm.missing]).astype(Z.dtype)], axis=1)
+    if fm.knots is None:
+        T = Z if fm.fill is None else xp.where(xp.isfinite(Z), Z, fm.fill)
+    else:
+        T = interp(xp, fm.knots, fm.levels, Z)
+    return ((T - fm.center) * fm.scale).astype(X.dtype)
+
+
+def _cast(fm, dtype):
+    """The map's floating leaves in ``dtype`` (the rows' compute dtype)."""
+    return jax.tree.map(lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating)
+                        else a, fm)
+
+
+@jax.jit
+def _apply(fm, X):
+    return _body(jnp, _cast(fm, X.dtype), X)
+
+
+def apply_map(fm: FeatureMap, X):
+    """``fm(X)`` for dense rows ``X [m, n]`` (jitted; traceable: ``jit``, ``vmap``,
+    ``jax.export``)."""
+    X = jnp.asarray(X)
+    if X.ndim != 2 or X.shape[1] != fm.num_features:
+        raise ValueError(f"X must have shape [m, {fm.num_features}] (the columns the map was "
+                         f"learned on), got {tuple(X.shape)}")
+    return _apply(fm, X)
+
+
+def map_rows(fm: FeatureMap, X):
+    """``fm(X)`` of concrete dense rows, compiling nothing on the CPU (the numpy body on the
+    host views of the rows and the map, :func:`~rankjax._core.host.host_view`); the jitted
+    map elsewhere. Returns a device array in ``X``'s dtype."""
+    Xv = host_view(X)
+    views = [None if a is None else host_view(a) for a in fm]
+    if Xv is None or any(v is None for v, a in zip(views, fm) if a is not None):
+        return apply_map(fm, X)
+    fm = FeatureMap(*[None if v is None else
+                      v.astype(Xv.dtype) if v.dtype.kind == "f" else v for v in views])
+    return device_array(_body(np, fm, Xv))
