@@ -34,10 +34,12 @@ Example:
 """
 from .base import ESTIMATORS as ESTIMATORS
 from .base import load as load
+from .importance import permutation_importance as permutation_importance
 from .iterative import KPCRank as KPCRank
 from .iterative import RankBoost as RankBoost
 from .iterative import RankSVM as RankSVM
 from .rankrls import RankRLS as RankRLS
 from .rankrls import RankRLSCV as RankRLSCV
 
-__all__ = ["RankRLS", "RankRLSCV", "RankSVM", "KPCRank", "RankBoost", "load"]
+__all__ = ["RankRLS", "RankRLSCV", "RankSVM", "KPCRank", "RankBoost", "load",
+           "permutation_importance"]

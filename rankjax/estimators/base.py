@@ -436,7 +436,9 @@ class Ranker(_Base):
         w = feature_weights(self.model_)
         if w is not None:
             self.coef_ = np.asarray(w)          # linear models: the weights on the user's features
-        imp = feature_importances(self.model_)
+        carried = (self.model_ if self.feature_map_ is None or self.maps_model
+                   else on_features(self.feature_map_, self.model_))
+        imp = feature_importances(carried)
         if imp is not None:
             self.feature_importances_ = imp
         return self

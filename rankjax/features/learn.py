@@ -1,4 +1,4 @@
-r"""Learning a :class:`~rankjax.FeatureMap` on training rows: the knots and levels of the rank
+r"""Learning a :class:`~rankjax.FeatureMap` on training rows: the knots and shares of the rank
 map, the column weights, the standard deviations, the missing indicators and the categories'
 scores. On the CPU the numpy body runs on the data's host view (no program to compile, no
 copy); elsewhere the same body runs jitted on the device."""
@@ -28,7 +28,7 @@ def learn_feature_map(X, y=None, qid=None, *, kind: str = "rank", categorical=()
     allowed).
 
     ``kind="rank"``: every column through its empirical distribution function on these rows
-    (mid-ranks at :data:`~rankjax.features.maps.KNOTS` order statistics, linear between them),
+    (mid-ranks, among :data:`~rankjax.features.maps.KNOTS` order statistics on more rows),
     centred at 1/2 and, with labels ``y`` (and ``qid``), scaled by its within-query
     correlation with them,
 
@@ -54,7 +54,7 @@ def learn_feature_map(X, y=None, qid=None, *, kind: str = "rank", categorical=()
       ((4, 3), [1])
       >>> s = learn_feature_map(X, kind="standard")
       >>> np.round(np.asarray(s(X))[:, 0], 3).tolist()
-      [0.369, 0.739, 1.477, 2.954]
+      [0.373, 0.746, 1.492, 2.984]
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
@@ -95,7 +95,7 @@ def _sparse_scales(X):
     dtype = jnp.result_type(float) if A.dtype.kind != "f" else jax.dtypes.canonicalize_dtype(A.dtype)
     n = A.shape[1]
     z = np.zeros((0,), np.int32)
-    return FeatureMap(None, None, None, device_array(np.zeros(n), dtype),
+    return FeatureMap(None, None, None, None, device_array(np.zeros(n), dtype),
                       device_array(np.where(sd > 0, 1 / np.where(sd > 0, sd, 1), 1), dtype),
                       device_array(z), device_array(z), device_array(np.zeros((0, 0)), dtype),
                       device_array(np.zeros((0, 0)), dtype))
@@ -111,7 +111,7 @@ def _columns(categorical, n):
 def _empty(n, dtype):
     """The map that changes nothing (its categories and missing columns still to learn)."""
     z = np.zeros((0,), np.int32)
-    return FeatureMap(None, None, np.zeros(n, dtype), np.zeros(n, dtype), np.ones(n, dtype), z, z,
+    return FeatureMap(None, None, None, np.zeros(n, dtype), np.zeros(n, dtype), np.ones(n, dtype), z, z,
                       np.zeros((0, 0), dtype), np.zeros((0, 0), dtype))
 
 
@@ -214,14 +214,15 @@ def _body(xp, base, X, y, seg, num, K, kind):
     c = xp.sum(~xp.isnan(Z), axis=0)
     pos = xp.round(xp.linspace(0.0, 1.0, K)[:, None] * xp.maximum(c - 1, 0)).astype(np.int32)
     knots = xp.take_along_axis(S, pos, 0)
-    levels = ((colsearch(xp, S, knots, "left") + colsearch(xp, S, knots, "right"))
-              / (2.0 * xp.maximum(c, 1))).astype(dtype)
+    count = xp.maximum(c, 1).astype(dtype)
+    lower = xp.where(c == 0, 0.5, colsearch(xp, S, knots, "left") / count).astype(dtype)
+    upper = xp.where(c == 0, 0.5, colsearch(xp, S, knots, "right") / count).astype(dtype)
     knots = xp.where(c == 0, 0, knots).astype(dtype)
-    levels = xp.where(c == 0, 0.5, levels).astype(dtype)
     center = xp.full(width, 0.5, dtype)
-    scale = xp.ones(width, dtype) if y is None else _weights(xp, interp(xp, knots, levels, Z)
-                                                             - center, y, seg, num)
-    return base._replace(knots=knots, levels=levels, fill=None, center=center, scale=scale)
+    scale = (xp.ones(width, dtype) if y is None else
+             _weights(xp, interp(xp, knots, lower, upper, Z) - center, y, seg, num))
+    return base._replace(knots=knots, lower=lower, upper=upper, fill=None, center=center,
+                         scale=scale)
 
 
 def _weights(xp, U, y, seg, num):

@@ -5,8 +5,8 @@ columns and the model.
 Two kinds, one type:
 
 * **rank** (kernel models): each column through its training rows' empirical distribution
-  function (mid-ranks, :math:`u = (\#\{x_i < x\} + \#\{x_i \le x\}) / 2m` at the training
-  values, linear between :data:`KNOTS` of them, 0 and 1 beyond), centred at 1/2 and scaled by the
+  function (mid-ranks, :math:`u = (\#\{x_i < x\} + \#\{x_i \le x\}) / 2m`, counted among
+  :data:`KNOTS` order statistics when there are more rows), centred at 1/2 and scaled by the
   column's within-query correlation with the labels. The rank of a value does not change
   under an increasing map of its column and only turns round (:math:`u \to 1 - u`, the same
   distances) under a decreasing one, so the kernel sees the same rows whatever units,
@@ -43,7 +43,8 @@ __all__ = ["FeatureMap", "KNOTS", "apply_map", "map_rows"]
 KNOTS = 1024
 """The training values a rank map keeps per column (order statistics at evenly spaced
 ranks, the smallest and the largest among them): every training value when there are at
-most this many, else the map is linear between them (a rank off by at most 1/1024)."""
+most this many, else a value between two knots gets the mean of their shares (a rank off by
+at most 1/2048)."""
 
 
 @saveable
@@ -52,7 +53,7 @@ class FeatureMap(NamedTuple):
     (:func:`~rankjax.learn_feature_map`): ``(T(z) - center) * scale`` where ``z`` is the
     row with its categorical columns read as their categories' scores and ``k`` missing
     indicators appended (``isnan`` of the columns ``missing``), and ``T`` the rank map
-    (``knots``, ``levels`` ``[K, n + k]``: linear between them, NaN at 1/2) or, without
+    (``knots``, ``lower``, ``upper`` ``[K, n + k]``: :func:`interp`, NaN at 1/2) or, without
     knots, the value itself with non-finite entries at ``fill`` ``[n + k]`` (``fill`` None:
     the map of sparse rows, a scaling alone).
 
@@ -68,7 +69,8 @@ class FeatureMap(NamedTuple):
     """
 
     knots: Optional[jax.Array]
-    levels: Optional[jax.Array]
+    lower: Optional[jax.Array]
+    upper: Optional[jax.Array]
     fill: Optional[jax.Array]
     center: jax.Array
     scale: jax.Array
@@ -101,19 +103,24 @@ def colsearch(xp, S, V, side: str):
                     out_axes=1)(S, V)
 
 
-def interp(xp, knots, levels, Z):
-    """The rank levels of ``Z [m, n]``: linear between the knots, the end levels beyond
-    them, 1/2 at NaN."""
+def interp(xp, knots, lower, upper, Z):
+    """The ranks of ``Z [m, n]`` among the training values the knots ``[K, n]`` stand for
+    (``lower``/``upper``: the share of training values below / at most each knot): at a knot
+    its mid-rank (the mean of its two shares); between two knots the mean of the share at most
+    the one below (its ``upper``) and the share below the one above (its ``lower``), which
+    bracket the share below ``z`` (equal when every training value is a knot: the empirical
+    distribution function); 0 below every knot, 1 above; 1/2 at NaN. Only the order of ``z`` among the knots counts: the same ranks after any
+    increasing map of the column."""
     K = knots.shape[0]
-    i = xp.clip(colsearch(xp, knots, Z, "right") - 1, 0, K - 1)
-    j = xp.minimum(i + 1, K - 1)
-    x0, x1 = xp.take_along_axis(knots, i, 0), xp.take_along_axis(knots, j, 0)
-    l0, l1 = xp.take_along_axis(levels, i, 0), xp.take_along_axis(levels, j, 0)
-    ok = (x1 > x0) & xp.isfinite(x0) & xp.isfinite(x1) & xp.isfinite(Z)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        t = xp.where(ok, (Z - x0) / xp.where(ok, x1 - x0, 1), 0)
-    u = l0 + xp.clip(t, 0, 1) * (l1 - l0)
-    return xp.where(xp.isnan(Z), xp.asarray(0.5, Z.dtype), u).astype(Z.dtype)
+    i = colsearch(xp, knots, Z, "left")
+    j = colsearch(xp, knots, Z, "right")
+    at = j > i                                              # z is a knot: its own shares
+    ii = xp.minimum(i, K - 1)
+    below = xp.where(at, xp.take_along_axis(lower, ii, 0),
+                     xp.where(i > 0, xp.take_along_axis(upper, xp.maximum(i - 1, 0), 0), 0))
+    above = xp.where(at, xp.take_along_axis(upper, ii, 0),
+                     xp.where(j < K, xp.take_along_axis(lower, xp.minimum(j, K - 1), 0), 1))
+    return xp.where(xp.isnan(Z), 0.5, (below + above) / 2).astype(Z.dtype)
 
 
 def with_categories(xp, fm, X):
@@ -141,7 +148,7 @@ def _body(xp, fm, X):
     if fm.knots is None:
         T = Z if fm.fill is None else xp.where(xp.isfinite(Z), Z, fm.fill)
     else:
-        T = interp(xp, fm.knots, fm.levels, Z)
+        T = interp(xp, fm.knots, fm.lower, fm.upper, Z)
     return ((T - fm.center) * fm.scale).astype(X.dtype)
 
 

@@ -9,7 +9,8 @@ import numpy as np
 from .._core.checks import check_seed
 from .._core.types import saveable
 
-__all__ = ["RankingData", "make_ranking_data", "make_sparse_ranking_data", "make_web_data"]
+__all__ = ["RankingData", "make_ranking_data", "make_sparse_ranking_data", "make_web_data",
+           "distort_like_logs", "LOG_KINDS"]
 
 
 @saveable
@@ -231,3 +232,82 @@ def make_web_data(num_queries: int = 300, *, num_features: int = 136,
         X[:, j] = col
     probs = np.array([0.45, 0.25, 0.15, 0.10, 0.05] + [0.05] * max(levels - 5, 0))[:levels]
     return RankingData(X, _grade(score, qid, probs), qid, np.array([1.0, 0.6, 0.4]))
+
+
+LOG_KINDS = ("scale", "exp", "shift", "cap", "count", "cube", "sentinel", "nan")
+"""The distortions of :func:`distort_like_logs`, one drawn per column."""
+
+
+def distort_like_logs(X, *more, seed: int = 0, share: float = 0.1):
+    r"""The columns of ``X`` (and of every array in ``more``, with the same map) logged as raw
+    engines log them: each column through one random map, increasing or decreasing (a coin),
+    of a kind drawn from :data:`LOG_KINDS` (``z`` the column standardised on ``X``):
+
+    * ``scale``: :math:`x \cdot 10^{k}`, :math:`k \in [-3, 6]`;
+    * ``exp``: :math:`e^{c z}`, :math:`c \in [1, 4]` (heavy tails; at most :math:`e^{80}`);
+    * ``shift``: :math:`x \cdot 10^{k} - 10^{s}`, :math:`k \in [0, 3]`, :math:`s \in [3, 5]` (large
+      negatives, as log-likelihoods);
+    * ``cap``: a count :math:`1 + 65534\, e^{c (z - z_{0.7})}` capped at 65,535, which 30 % of the
+      rows of ``X`` reach (a sentinel cap: information lost, as in the logs);
+    * ``count``: :math:`\operatorname{round}(10^{k} e^{z})` (counts, ties);
+    * ``cube``: :math:`(10^{k} z)^3`;
+    * ``sentinel``: the column kept, ``share`` of its values replaced by a missing-value code
+      (``-1`` or ``-10^4``);
+    * ``nan``: the column kept, ``share`` of its values NaN.
+
+    Boosted trees see the same data after any of the increasing or decreasing maps; a model
+    of distances does not (issue 74's battery: ``benchmarks/bench_first_screen.py``).
+
+    Returns:
+      ``(X', *more', kinds)``: float64 copies and the kind of every column.
+
+    Example:
+      >>> d = make_web_data(5, seed=0)
+      >>> A, kinds = distort_like_logs(d.X, seed=1)
+      >>> A.shape == d.X.shape, len(kinds), set(kinds) <= set(LOG_KINDS)
+      (True, 136, True)
+    """
+    rng = np.random.default_rng(check_seed(seed))
+    if not 0 <= share < 1:
+        raise ValueError(f"share must lie in [0, 1), got {share}")
+    arrays = [np.array(a, dtype=np.float64, copy=True) for a in (X,) + more]
+    if any(a.ndim != 2 or a.shape[1] != arrays[0].shape[1] for a in arrays):
+        raise ValueError("X and every array in more must be 2-D with the same columns")
+    kinds = []
+    for j in range(arrays[0].shape[1]):
+        col = arrays[0][:, j]
+        mu, sd = float(np.mean(col)), float(np.std(col)) or 1.0
+        sign, kind = rng.choice([-1.0, 1.0]), LOG_KINDS[rng.integers(len(LOG_KINDS))]
+        f = _log_map(kind, rng, (col - mu) / sd)
+        kinds.append(kind)
+        for a in arrays:
+            v = a[:, j]
+            out = sign * f(v, (v - mu) / sd)
+            if kind in ("sentinel", "nan"):
+                code = np.nan if kind == "nan" else rng.choice([-1.0, -1e4])
+                out = np.where(rng.random(v.shape) < share, code, v)
+            a[:, j] = out
+    return (*arrays, kinds)
+
+
+def _log_map(kind, rng, z_train):
+    """``f(x, z)`` of one kind (its constants drawn here)."""
+    if kind == "scale":
+        k = rng.uniform(-3, 6)
+        return lambda x, z: x * 10.0 ** k
+    if kind == "exp":
+        c = rng.uniform(1, 4)
+        return lambda x, z: np.exp(np.minimum(c * z, 80))        # within float32's range
+    if kind == "shift":
+        k, s = rng.uniform(0, 3), rng.uniform(3, 5)
+        return lambda x, z: x * 10.0 ** k - 10.0 ** s
+    if kind == "cap":
+        c, q = rng.uniform(1, 3), float(np.quantile(z_train, 0.7))
+        return lambda x, z: np.minimum(1 + 65534 * np.exp(np.minimum(c * (z - q), 50)), 65535.0)
+    if kind == "count":
+        k = rng.uniform(0.5, 2.5)
+        return lambda x, z: np.round(np.exp(np.minimum(z, 50)) * 10 ** k)
+    if kind == "cube":
+        k = rng.uniform(0, 4)
+        return lambda x, z: (z * 10 ** k) ** 3
+    return lambda x, z: x

@@ -421,15 +421,22 @@ def _refine(grid, point, folds, steps, ard, optimizer, fit=True):
             "optimize=True: the hold-out loss was NaN or infinite at every gradient step (the "
             "descent diverged, typically on features of very different scales), so the grid's "
             "best point is kept; give the features comparable scales (RankRLSCV's default "
-            "feature_map='auto' puts raw counts and scores on a log scale) or fewer "
-            "optimize_steps", RuntimeWarning, stacklevel=2)
-        return point, r
+            "feature_map='auto' maps every column by its ranks) or fewer optimize_steps",
+            RuntimeWarning, stacklevel=2)
+        return point, r._replace(moved=False)
     i = int(np.nanargmin(np.where(np.isfinite(losses), losses, np.nan)))
     params = {k: jnp.asarray(v[i]) for k, v in r.params_history.items()}
     new = float(grid.metric(cv_predictions_at(params, solver, data, folds), p.y, grid.seg,
                             **grid.kw))
-    if not grid.better(new, point.score):
-        return point, r
+    if i == 0 or not grid.better(new, point.score):
+        warnings.warn(
+            "optimize=True did not move: " + ("no gradient step lowered the hold-out loss" if
+                                              i == 0 else
+                                              f"the learned point's hold-out score ({new:.4f}) "
+                                              f"is below the grid's best ({point.score:.4f})")
+            + ", so the grid's point is kept (tune_.moved is False)", RuntimeWarning, stacklevel=2)
+        return point, r._replace(moved=False)
+    r = r._replace(moved=True)
     host = {k: np.asarray(v) for k, v in params.items()}
     at, lam = solver.at(host), float(np.exp(host["log_lam"]))
     scales = jnp.exp(jnp.asarray(host["log_scales"], X.dtype)) if "log_scales" in host else None

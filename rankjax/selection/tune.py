@@ -203,6 +203,7 @@ class TuneResult(NamedTuple):
     solver: object = None
     scales: Optional[np.ndarray] = None
     model: object = None
+    moved: Optional[bool] = None
 
 
 def learned_model(problem, solver, lam: float, scales=None):

@@ -195,14 +195,16 @@ class ScaledModel(NamedTuple):
 @saveable
 class MappedModel(NamedTuple):
     """A model of rows mapped per feature by a :class:`~rankjax.FeatureMap`
-    learned on the training rows (the kernel estimators' ``feature_map="auto"``):
-    ``predict(X) = model.predict(features(X))``.
+    learned on the training rows (the estimators' ``feature_map="auto"``):
+    ``predict(X) = model.predict(features(X))``; NaN and inf in ``X`` go to the map.
 
     Example:
-      >>> import numpy as np
-      >>> m = MappedModel(FeatureMap(np.array([True, False])), LinearModel(np.array([1., 1.])))
-      >>> print(np.round(np.asarray(m.predict(np.array([[np.e - 1, 0.5]]))), 4))
-      [1.5]
+      >>> import numpy as np, rankjax as rj
+      >>> X = np.array([[1., 0.], [2., np.nan], [4., 1.], [8., 1.]])
+      >>> fm = rj.learn_feature_map(X, kind="standard")       # 2 columns and an indicator
+      >>> m = MappedModel(fm, LinearModel(np.array([1., 0., 0.])))
+      >>> print(np.round(np.asarray(m.predict(np.array([[2., np.nan]]))), 4))
+      [0.746]
     """
 
     features: FeatureMap

@@ -1,0 +1,281 @@
+"""The feature maps learned at fit (issue 74): the rank map of the kernel estimators and the
+standardisation of the linear ones, each against a twin that enumerates (mid-ranks counted
+value by value, correlations query by query, moments column by column); their invariance to
+the monotone maps raw logs carry; missing values, infinities and categories; the map carried
+through predict, save/load, the command line and ``jax.export``."""
+import warnings
+
+import jax
+import numpy as np
+import pytest
+
+import rankjax as rj
+from rankjax import cli, estimators
+from rankjax.features.maps import KNOTS
+from rankjax.solvers import MappedModel
+from surface import E, V, surface_test
+
+
+def midranks(col):
+    """Mid-rank ECDF of every value of ``col`` among the finite-or-inf values (NaN: 1/2)."""
+    ok = ~np.isnan(col)
+    v, out = col[ok], np.full(col.shape, 0.5)
+    for i in np.flatnonzero(ok):
+        out[i] = (np.sum(v < col[i]) + np.sum(v <= col[i])) / (2.0 * v.size)
+    return out
+
+
+def correlations(U, y, qid):
+    """``|corr|`` of every column with ``y`` within queries, query by query."""
+    cov, uu, yy = np.zeros(U.shape[1]), np.zeros(U.shape[1]), 0.0
+    for q in np.unique(qid):
+        r = qid == q
+        uc, yc = U[r] - U[r].mean(0), y[r] - y[r].mean()
+        cov += uc.T @ yc
+        uu += (uc * uc).sum(0)
+        yy += yc @ yc
+    den = np.sqrt(uu * yy)
+    return np.where(den > 0, np.abs(cov) / np.where(den > 0, den, 1), 0)
+
+
+@pytest.fixture(scope="module")
+def small():
+    d = rj.make_ranking_data(30, num_features=6, docs_per_query=(5, 12), seed=3)
+    X = d.X.copy()
+    X[::9, 2] = np.nan                                    # a column with missing values
+    X[5, 4], X[7, 4] = np.inf, -np.inf
+    X[:, 5] = np.round(X[:, 5])                           # ties
+    return X, d.y, d.qid
+
+
+def test_the_rank_map_is_the_mid_rank_ecdf_weighted_by_label_correlation(small):
+    """Every training value at its mid-rank (NaN at 1/2, inf at the ends), an indicator
+    column for the column with NaN, mapped the same way; centred at 1/2; each column scaled
+    by its within-query correlation with the labels, to a root mean square of 1."""
+    X, y, q = small
+    fm = rj.learn_feature_map(X, y, q)
+    assert fm.kind == "rank" and fm.missing.tolist() == [2]
+    Z = np.c_[X, np.isnan(X[:, 2])]
+    U = np.column_stack([midranks(c) for c in Z.T]) - 0.5
+    c = correlations(U, y, q)
+    np.testing.assert_allclose(np.asarray(fm.scale), c / np.sqrt(np.mean(c * c)), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(fm(X)), U * np.asarray(fm.scale), atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(rj.learn_feature_map(X).scale), np.ones(7))
+
+
+def test_beyond_the_knots_the_rank_map_counts_among_order_statistics():
+    """More rows than knots: the knots are the order statistics at evenly spaced ranks, a
+    value at a knot gets its exact mid-rank and any other value a rank within 1/(2 K) of its
+    exact mid-rank among all training values (the mean of its neighbouring knots' shares)."""
+    rng = np.random.default_rng(0)
+    m = 3 * KNOTS + 7
+    col = np.round(rng.lognormal(0, 2, m), 1)
+    fm = rj.learn_feature_map(col[:, None])
+    s = np.sort(col)
+    pos = np.round(np.linspace(0, 1, KNOTS) * (m - 1)).astype(int)
+    np.testing.assert_array_equal(np.asarray(fm.knots)[:, 0], s[pos])
+
+    def exact(v):
+        return (np.searchsorted(s, v, "left") + np.searchsorted(s, v, "right")) / (2 * m) - 0.5
+
+    np.testing.assert_allclose(np.asarray(fm(s[pos][:, None]))[:, 0], exact(s[pos]), atol=1e-12)
+    new = np.r_[rng.lognormal(0, 2, 500), col[:200], -1.0, 1e9]
+    got = np.asarray(fm(new[:, None]))[:, 0]
+    assert np.max(np.abs(got - exact(new))) <= 1 / (2 * KNOTS) + 1 / m
+    assert got[-2] == -0.5 and got[-1] == 0.5
+
+
+MONOTONE = {
+    "x 1e6": lambda x: x * 1e6,
+    "exp": lambda x: np.exp(x),
+    "shift": lambda x: 100 * x - 1e4,
+    "cube": lambda x: (x - 0.3) ** 3,
+    "negated": lambda x: -x,
+    "decreasing exp": lambda x: -np.exp(2 * x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MONOTONE))
+def test_the_kernel_default_does_not_see_a_monotone_map_of_a_column(name):
+    """Every column through the same strictly monotone map, training and test rows: the map's
+    rows are the same (or 1 - u: the same distances), so RankRLSCV(kernel="gaussian") chooses
+    the same point and predicts the same scores on new rows (float64)."""
+    tr = rj.make_ranking_data(25, num_features=5, seed=4)
+    te = rj.make_ranking_data(10, num_features=5, seed=5, first_qid=99)
+    g = MONOTONE[name]
+    lams = (0.1, 1.0, 10.0)
+    a = estimators.RankRLSCV(kernel="gaussian", lams=lams).fit(tr.X, tr.y, qid=tr.qid)
+    b = estimators.RankRLSCV(kernel="gaussian", lams=lams).fit(g(tr.X), tr.y, qid=tr.qid)
+    np.testing.assert_allclose(np.abs(np.asarray(b.feature_map_(g(tr.X)))),
+                               np.abs(np.asarray(a.feature_map_(tr.X))), atol=1e-12)
+    assert a.lam_ == b.lam_ and a.gamma_ == pytest.approx(b.gamma_, rel=1e-12)
+    np.testing.assert_allclose(b.predict(g(te.X)), a.predict(te.X), rtol=1e-8, atol=1e-10)
+
+
+def test_the_standard_map_divides_by_the_standard_deviation_and_imputes_the_mean(small):
+    X, y, q = small
+    fm = rj.learn_feature_map(X, kind="standard")
+    Z = np.c_[X, np.isnan(X[:, 2])]
+    fin = np.isfinite(Z)
+    mean = np.array([Z[fin[:, j], j].mean() for j in range(Z.shape[1])])
+    sd = np.array([Z[fin[:, j], j].std() for j in range(Z.shape[1])])
+    want = np.where(fin, Z, mean) / sd
+    np.testing.assert_allclose(np.asarray(fm(X)), want, rtol=1e-5)
+    assert fm.kind == "standard" and fm.missing.tolist() == [2]
+
+
+def test_categories_are_read_as_their_learned_scores():
+    """A categorical column: each category's score is the sum of its rows' within-query
+    centred labels over its count plus one; a category not seen in training scores 0, a
+    missing one goes to the missing indicator."""
+    rng = np.random.default_rng(2)
+    q = np.repeat(np.arange(20), 6)
+    cat = rng.integers(0, 4, q.size).astype(float)
+    y = (cat == 2) * 2.0 + rng.random(q.size)
+    cat[::11] = np.nan
+    X = np.c_[rng.random(q.size), cat]
+    fm = rj.learn_feature_map(X, y, q, categorical=[1])
+    yc = y - np.array([y[q == k].mean() for k in q])
+    want = [yc[cat == c].sum() / (np.sum(cat == c) + 1) for c in range(4)]
+    np.testing.assert_allclose(np.asarray(fm.category_scores)[:4, 0], want, rtol=1e-5)
+    from rankjax.features.maps import with_categories
+    read = with_categories(np, jax.tree.map(np.asarray, fm), np.array([[0.5, 2.0], [0.5, 7.0]]))
+    np.testing.assert_allclose(read[:, 1], [want[2], 0.0], rtol=1e-5)
+    assert fm.missing.tolist() == [1]
+
+
+def test_without_a_map_missing_values_are_refused_naming_the_row_and_column(small):
+    X, y, q = small
+    for make in (lambda: estimators.RankRLSCV(kernel="gaussian", feature_map=None),
+                 lambda: estimators.RankRLS(feature_map=None), lambda: estimators.RankBoost(rounds=3)):
+        with pytest.raises(ValueError, match=r"NaN or inf values \(row 0, column 2: nan\)"):
+            make().fit(X, y, qid=q)
+    with pytest.raises(ValueError, match=r"row 0, column 2"):
+        rj.fit(rj.Problem(X, y, q), rj.Primal(), lam=1.0)
+
+
+def test_the_linear_model_reports_its_weights_on_the_users_features(small):
+    """Standardised inside the fit, reported on the user's columns: ``X coef_`` are the
+    model's scores; a column in other units changes nothing but its own weight; in float32
+    the fit holds whatever the columns' scales (float64 here; float32 in the battery)."""
+    X, y, q = small
+    X = np.nan_to_num(X, posinf=9.0, neginf=-9.0)
+    a = estimators.RankRLSCV().fit(X, y, qid=q)
+    np.testing.assert_allclose(a.predict(X), X @ a.coef_, rtol=1e-4, atol=1e-5)
+    S = X * np.array([1e6, 1e-4, 1.0, 3e3, 1.0, 1.0])
+    b = estimators.RankRLSCV().fit(S, y, qid=q)
+    assert b.lam_ == a.lam_
+    np.testing.assert_allclose(b.coef_ * np.array([1e6, 1e-4, 1.0, 3e3, 1.0, 1.0]), a.coef_,
+                               rtol=2e-3, atol=1e-6)
+    np.testing.assert_allclose(b.feature_importances_, a.feature_importances_, rtol=2e-3, atol=1e-6)
+
+
+def test_feature_importances_are_shares_of_every_estimator(small):
+    X, y, q = small
+    for est in (estimators.RankRLSCV(), estimators.RankRLSCV(kernel="gaussian"),
+                estimators.RankRLS(kernel="gaussian"), estimators.RankSVM(),
+                estimators.KPCRank(n_components=4), estimators.RankBoost(rounds=5)):
+        Xf = X if est.__class__ is not estimators.RankBoost else np.nan_to_num(X, posinf=9, neginf=-9)
+        imp = est.fit(Xf, y, qid=q).feature_importances_
+        assert imp.shape == (6,) and np.all(imp >= 0) and imp.sum() == pytest.approx(1.0), est
+
+
+def _frame(X, cat, seed):
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])])
+    df["colour"] = pd.Categorical(np.random.default_rng(seed).choice(["red", "green", "blue", None],
+                                                                     X.shape[0]))
+    df["code"] = pd.Categorical(cat)
+    return df
+
+
+def test_distorted_rows_with_nan_and_categories_score_alike_everywhere(tmp_path):
+    """Raw-log columns (distorted, NaN among them), a text category and a numbered one:
+    ``predict``, ``rj.predict(model_)``, save/load, the command line and ``jax.export``
+    apply the same learned map."""
+    from jax import export
+    tr = rj.make_ranking_data(30, num_features=5, seed=6)
+    te = rj.make_ranking_data(12, num_features=5, seed=7, first_qid=500)
+    A, B, kinds = rj.distort_like_logs(tr.X, te.X, seed=3, share=0.2)
+    A[::7, 0], B[::5, 0] = np.nan, np.nan
+    rng = np.random.default_rng(0)
+    dtr, dte = _frame(A, rng.integers(0, 5, A.shape[0]), 1), _frame(B, rng.integers(0, 7, B.shape[0]), 2)
+    est = estimators.RankRLSCV(kernel="gaussian", lams=(0.1, 1.0)).fit(dtr, tr.y, qid=tr.qid)
+    assert isinstance(est.model_, MappedModel) and est.feature_map_.categorical.tolist() == [5, 6]
+    assert est.categories_ == {"colour": ["blue", "green", "red"], "code": None}
+    want = est.predict(dte)
+    numeric = dte.assign(colour=dte["colour"].map({"blue": 0, "green": 1, "red": 2}).astype(float),
+                         code=dte["code"].astype(float)).to_numpy(float)
+    np.testing.assert_allclose(np.asarray(rj.predict(est.model_, numeric)), want, rtol=1e-6)
+    est.save(tmp_path / "m.npz")
+    back = estimators.load(tmp_path / "m.npz")
+    np.testing.assert_array_equal(back.predict(dte), want)
+    rj.io.write_svmlight(tmp_path / "te.txt", numeric, te.y, te.qid)
+    out = tmp_path / "s.txt"
+    assert cli.main(["--quiet", "--load", str(tmp_path / "m.npz"), "--predict",
+                     str(tmp_path / "te.txt"), "--output", str(out)]) == 0
+    np.testing.assert_allclose(np.loadtxt(out)[:, 2], want, rtol=1e-5, atol=1e-6)
+    spec = jax.ShapeDtypeStruct(numeric.shape, np.float32)
+    exp = export.deserialize(export.export(jax.jit(lambda m, X: rj.predict(m, X)))(
+        est.model_, spec).serialize())
+    np.testing.assert_allclose(np.asarray(exp.call(est.model_, numeric.astype(np.float32))), want,
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_a_query_column_by_name_and_a_warning_for_one_left_among_the_features():
+    pd = pytest.importorskip("pandas")
+    d = rj.make_ranking_data(10, num_features=3, seed=0)
+    df = pd.DataFrame(d.X, columns=["a", "b", "c"]).assign(query_id=d.qid)
+    by_name = estimators.RankRLS().fit(df, d.y, qid="query_id")
+    assert list(by_name.feature_names_in_) == ["a", "b", "c"]
+    np.testing.assert_allclose(by_name.predict(df.drop(columns="query_id")),
+                               estimators.RankRLS().fit(d.X, d.y, qid=d.qid).predict(d.X), rtol=1e-6)
+    with pytest.warns(UserWarning, match="'query_id', which looks like the query ids"):
+        estimators.RankRLS().fit(df, d.y, qid=d.qid)
+    with pytest.raises(ValueError, match="qid='nope'"):
+        estimators.RankRLS().fit(df, d.y, qid="nope")
+    with pytest.raises(TypeError, match="column 'a' is categorical"):
+        estimators.RankRLS(feature_map=None).fit(df.assign(a=pd.Categorical(["x"] * len(df))),
+                                                 d.y, qid="query_id")
+
+
+def test_the_learned_kernel_says_when_it_did_not_move(small, monkeypatch):
+    """optimize=True, ard=True keeps the grid's point when the descent does not improve on
+    it, with a warning and ``tune_.moved`` False; True when it moved."""
+    from rankjax.selection import select
+    X, y, q = small
+    real = select.descend
+    monkeypatch.setattr(select, "descend", lambda *a, **k: real(*a, **{**k, "steps": 1})._replace(
+        loss_history=np.array([1.0, 2.0])))
+    with pytest.warns(RuntimeWarning, match="did not move"):
+        est = estimators.RankRLSCV(kernel="gaussian", optimize=True, ard=True,
+                                   optimize_steps=1).fit(X, y, qid=q)
+    assert est.tune_.moved is False
+
+
+BAD_INPUT = {}
+BAD_INPUT["learn_feature_map"] = [
+    (lambda d: rj.learn_feature_map(d.X[:, 0]), E(ValueError, "2-D")),
+    (lambda d: rj.learn_feature_map(np.zeros((0, 3))), E(ValueError, "2-D")),
+    (lambda d: rj.learn_feature_map(d.X, kind="log"), E(ValueError, "kind")),
+    (lambda d: rj.learn_feature_map(d.X, categorical=[9]), E(ValueError, "categorical")),
+    (lambda d: rj.learn_feature_map(d.X, categorical=[0]), E(ValueError, "give y")),
+    (lambda d: rj.learn_feature_map(d.X, d.y[:3], d.qid), E(ValueError, "rows")),
+    (lambda d: rj.learn_feature_map(np.full((4, 2), 5.0)),          # constant: the middle rank
+     V(lambda fm: np.all(np.asarray(fm(np.full((4, 2), 5.0))) == 0))),
+    (lambda d: rj.learn_feature_map(np.full((4, 2), np.nan)),       # nothing known: 1/2
+     V(lambda fm: np.all(np.isfinite(np.asarray(fm(np.full((4, 2), np.nan))))))),
+]
+BAD_INPUT["distort_like_logs"] = [
+    (lambda d: rj.distort_like_logs(d.X, d.X[:, :2]), E(ValueError, "same columns")),
+    (lambda d: rj.distort_like_logs(d.X, share=1.0), E(ValueError, "share")),
+    (lambda d: rj.distort_like_logs(d.X, seed=1)[0], V(lambda A: A.ndim == 2)),
+]
+BAD_INPUT["make_web_data"] = [
+    (lambda d: rj.make_web_data(0), E(ValueError, "num_queries")),
+    (lambda d: rj.make_web_data(3, docs_per_query=(5, 2)), E(ValueError, "docs_per_query")),
+    (lambda d: rj.make_web_data(2, docs_per_query=1, num_features=3),
+     V(lambda w: w.X.shape == (2, 3) and np.all(np.isfinite(w.X)))),
+]
+
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)
