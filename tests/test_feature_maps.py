@@ -253,6 +253,100 @@ def test_the_learned_kernel_says_when_it_did_not_move(small, monkeypatch):
     assert est.tune_.moved is False
 
 
+@pytest.fixture(scope="module")
+def web():
+    tr = rj.make_web_data(40, docs_per_query=(15, 30), seed=1)
+    te = rj.make_web_data(40, docs_per_query=(15, 30), seed=2, first_qid=10**6)
+    return tr, te
+
+
+def test_the_generator_ships_raw_heavy_tailed_columns(web):
+    tr, _ = web
+    X = tr.X
+    assert np.abs(X).max(0).max() > 1e4 and (X == 0).mean() > 0.1      # huge values, many zeros
+    assert np.any(np.ptp(X, axis=0) == 0)                              # constant columns
+    assert np.all(np.diff(tr.qid) >= 0) and set(np.unique(tr.y)) <= {0, 1, 2, 3, 4}
+    np.testing.assert_array_equal(rj.make_web_data(40, docs_per_query=(15, 30), seed=1).X, X)
+
+
+@pytest.mark.parametrize("make", [
+    lambda **k: estimators.RankSVM(kernel="gaussian", basis=60, **k),
+    lambda **k: estimators.KPCRank(n_components=8, **k),
+    lambda **k: estimators.RankRLS(kernel="gaussian", **k),
+    lambda **k: estimators.RankRLSCV(kernel="gaussian", lams=(0.1, 1.0, 10.0), **k),
+    lambda **k: estimators.RankRLSCV(**k),
+    lambda **k: estimators.RankSVM(**k),
+], ids=["RankSVM", "KPCRank", "RankRLS", "RankRLSCV", "linear RankRLSCV", "linear RankSVM"])
+def test_every_estimator_predicts_through_its_training_map(web, make):
+    """The map learned on the training rows (``learn_feature_map`` with the labels and
+    queries), the model the one of ``feature_map=None`` on the mapped rows, every new row
+    scored through the same map."""
+    tr, te = web
+    X, y, q = tr.X[:300], tr.y[:300], tr.qid[:300]
+    est = make().fit(X, y, qid=q)
+    kind = "rank" if getattr(est, "kernel", None) not in (None, "linear") else "standard"
+    fm = rj.learn_feature_map(X, y, q, kind=kind)
+    for a, b in zip(jax.tree.leaves(est.feature_map_), jax.tree.leaves(fm)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    by_hand = make(feature_map=None).fit(np.asarray(fm(X)), y, qid=q)
+    want = by_hand.predict(np.asarray(fm(te.X)))
+    np.testing.assert_allclose(est.predict(te.X), want, rtol=1e-6, atol=1e-9 * np.abs(want).max())
+
+
+def test_the_eval_set_is_scored_through_the_training_map(web):
+    """RankRLSCV with an eval_set chooses λ on the eval rows mapped by the training map:
+    the same choice and scores as the mapped features by hand."""
+    tr, te = web
+    fm = rj.learn_feature_map(tr.X, tr.y, tr.qid)
+    a = estimators.RankRLSCV(kernel="gaussian", lams=(0.01, 1.0, 100.0)).fit(
+        tr.X, tr.y, qid=tr.qid, eval_set=(te.X, te.y), eval_qid=te.qid)
+    b = estimators.RankRLSCV(kernel="gaussian", lams=(0.01, 1.0, 100.0), feature_map=None).fit(
+        np.asarray(fm(tr.X)), tr.y, qid=tr.qid, eval_set=(np.asarray(fm(te.X)), te.y),
+        eval_qid=te.qid)
+    np.testing.assert_allclose(a.cv_results_["mean_test_score"], b.cv_results_["mean_test_score"],
+                               rtol=1e-9)
+
+
+def test_the_map_is_off_for_a_kernel_object_a_solver_object_and_none(web):
+    tr, _ = web
+    for kw in ({"kernel": rj.gaussian_kernel(1e-6)}, {"kernel": "gaussian", "feature_map": None},
+               {"solver": rj.Primal()}, {"feature_map": None}):
+        est = estimators.RankRLS(**kw).fit(tr.X[:200], tr.y[:200], qid=tr.qid[:200])
+        assert est.feature_map_ is None and not isinstance(est.model_, MappedModel), kw
+    with pytest.raises(ValueError, match="feature_map"):
+        estimators.RankRLS(kernel="gaussian", feature_map="log").fit(tr.X, tr.y, qid=tr.qid)
+
+
+def test_a_spread_the_kernel_cannot_see_is_said_where_the_fit_was_called():
+    """feature_map=None, one column 10^9 wide beside [0, 1] ones: a warning naming the column
+    and the remedy, at the caller's line; the default map: none."""
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.uniform(-1e9, 1e9, 200), rng.random((200, 4))]
+    y, q = rng.integers(0, 3, 200).astype(float), np.repeat(np.arange(20), 10)
+    with pytest.warns(RuntimeWarning, match="column 0's spread .* feature_map='auto'") as rec:
+        estimators.RankRLS(kernel="gaussian", feature_map=None).fit(X, y, qid=q)
+    assert rec[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        estimators.RankRLS(kernel="gaussian").fit(X, y, qid=q)
+
+
+def test_ard_whose_loss_is_never_finite_warns_and_keeps_the_grid_point(web, monkeypatch):
+    """A descent whose hold-out loss is NaN at every step: a warning naming the cause, the
+    grid's point kept (``tune_.moved`` False), never numpy's All-NaN error."""
+    from rankjax.selection import select
+    tr, _ = web
+    kw = dict(kernel="gaussian", basis=120, optimize=True, optimize_steps=4, ard=True)
+    grid = estimators.RankRLSCV(kernel="gaussian", basis=120).fit(tr.X, tr.y, qid=tr.qid)
+    real = select.descend
+    monkeypatch.setattr(select, "descend", lambda *a, **k: real(*a, **k)._replace(
+        loss_history=np.full(5, np.nan)))
+    with pytest.warns(RuntimeWarning, match="every gradient step"):
+        est = estimators.RankRLSCV(**kw).fit(tr.X, tr.y, qid=tr.qid)
+    assert est.lam_ == grid.lam_ and est.best_score_ == pytest.approx(grid.best_score_)
+    assert est.tune_.moved is False
+
+
 BAD_INPUT = {}
 BAD_INPUT["learn_feature_map"] = [
     (lambda d: rj.learn_feature_map(d.X[:, 0]), E(ValueError, "2-D")),

@@ -258,10 +258,10 @@ class Ranker(_Base):
                 raise TypeError(f"X column {names[cat[0]]!r} is categorical: feature_map='auto' "
                                 "reads its categories (a kernel or linear model by name)")
             if getattr(self, "kernel", None) not in (None, "linear") and not is_sparse(X):
-                warn_unresolved(X)
+                warn_unresolved(X, stacklevel=4)
             return X
         if is_sparse(X) and kind == "standard":      # scaled, still sparse: the weights' map
-            fm = learn_feature_map(X, kind="sparse")
+            fm = learn_feature_map(X, kind="standard")
             self.feature_map_ = fm
             return scale_columns(X, fm.scale)
         self.feature_map_ = learn_feature_map(as_dense(X), y, seg, kind=kind, categorical=cat)
@@ -274,7 +274,7 @@ class Ranker(_Base):
                                     group=eval_group, query_args=("eval_qid", "eval_group"),
                                     need_queries=True)[:3]
         fmap = self.feature_map_
-        if fmap is not None and is_sparse(Xv) and fmap.kind == "sparse":
+        if fmap is not None and is_sparse(Xv) and fmap.fill is None:
             return scale_columns(Xv, fmap.scale), yv, segv
         return Xv if fmap is None else map_rows(fmap, as_dense(Xv)), yv, segv
 
@@ -394,6 +394,7 @@ class Ranker(_Base):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
+        tags.input_tags.allow_nan = self.feature_map == "auto" and self._map_kind() is not None
         return tags
 
     def _graph(self, seg, y):
