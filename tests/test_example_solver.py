@@ -47,5 +47,6 @@ def test_select_tune_the_estimator_and_save_load_take_it(tmp_path):
     rj.io.save_model(tmp_path / "m.rjm", est.model_)
     back, _ = rj.io.load_model(tmp_path / "m.rjm")
     np.testing.assert_allclose(rj.predict(back, d.X), est.predict(d.X), rtol=1e-12)
-    np.testing.assert_allclose(est.predict(d.X), RankRLS(lam=mine.lam, solver="primal").fit(
+    np.testing.assert_allclose(est.predict(d.X), RankRLS(lam=mine.lam, solver="primal",
+                                                         feature_map=None).fit(
         d.X, d.y, qid=d.qid).predict(d.X), rtol=1e-7, atol=1e-9)

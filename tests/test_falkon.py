@@ -162,7 +162,8 @@ def test_rankrlscv_nystrom_equals_the_hold_out_and_retraining():
     from rankjax.estimators import RankRLSCV
     d, g = _data(30, seed=6)
     lams = np.logspace(-2, 1, 4)
-    m = RankRLSCV(kernel="gaussian", gammas=[0.1, 0.3], lams=lams, basis=40).fit(d.X, d.y, qid=d.qid)
+    m = RankRLSCV(kernel="gaussian", gammas=[0.1, 0.3], lams=lams, basis=40,
+                  feature_map=None).fit(d.X, d.y, qid=d.qid)
     basis = m.basis_
     k = rj.gaussian_kernel(m.gamma_)
     h = rj.holdout(rj.Problem(d.X, d.y, g), rj.Nystrom(k, basis), lams=lams).value

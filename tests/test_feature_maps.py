@@ -360,6 +360,16 @@ BAD_INPUT["learn_feature_map"] = [
     (lambda d: rj.learn_feature_map(np.full((4, 2), np.nan)),       # nothing known: 1/2
      V(lambda fm: np.all(np.isfinite(np.asarray(fm(np.full((4, 2), np.nan))))))),
 ]
+BAD_INPUT["estimators.permutation_importance"] = [
+    (lambda d: estimators.permutation_importance(estimators.RankRLS().fit(d.X, d.y, qid=d.qid),
+                                                 d.X[:, 0], d.y, d.qid), E(ValueError, "2-D")),
+    (lambda d: estimators.permutation_importance(estimators.RankRLS().fit(d.X, d.y, qid=d.qid),
+                                                 d.X, d.y, d.qid, n_repeats=0), E(ValueError, "n_repeats")),
+    (lambda d: estimators.permutation_importance(estimators.RankRLS(), d.X, d.y, d.qid),
+     E(ValueError, "not fitted")),
+    (lambda d: estimators.permutation_importance(estimators.RankRLS().fit(d.X, d.y, qid=d.qid),
+                                                 d.X, d.y, d.qid), V(lambda v: v.shape == (4,))),
+]
 BAD_INPUT["distort_like_logs"] = [
     (lambda d: rj.distort_like_logs(d.X, d.X[:, :2]), E(ValueError, "same columns")),
     (lambda d: rj.distort_like_logs(d.X, share=1.0), E(ValueError, "share")),

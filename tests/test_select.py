@@ -59,23 +59,27 @@ def select(d, kernels, basis=None, valid=None, lams=LAMS, **kw):
 @pytest.mark.parametrize("how", ["cv", "kfold", "eval_set"])
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_the_estimator_is_the_library_selection(data, name, how):
+    """RankRLSCV is rj.select on the rows through the map it learns (rank for a kernel,
+    standard for the linear model), the map's own twin in tests/test_feature_maps.py."""
     d, v = data
     cfg = CONFIGS[name]
     cv = 4 if how == "kfold" else None
     est = RankRLSCV(lams=LAMS, folds=cv, **cfg)
+    fm = rj.learn_feature_map(d.X, d.y, d.qid, kind="standard" if cfg.get("kernel") is None else "rank")
+    md, mv = d._replace(X=np.asarray(fm(d.X))), v._replace(X=np.asarray(fm(v.X)))
     if how == "eval_set":
         est.fit(d.X, d.y, d.qid, eval_set=[(v.X, v.y)], eval_qid=[v.qid])
-        sel = _library(d, cfg, valid=(v.X, v.y, v.qid))
+        sel = _library(md, cfg, valid=(mv.X, v.y, v.qid))
     else:
         est.fit(d.X, d.y, d.qid)
-        sel = _library(d, cfg, cv=cv)
+        sel = _library(md, cfg, cv=cv)
     np.testing.assert_array_equal(est.cv_results_["mean_test_score"], sel.scores)
     np.testing.assert_array_equal(est.cv_results_["param_lam"], sel.lams)
     assert est.lam_ == sel.lam and est.best_score_ == sel.score
     if sel.gamma is not None:
         assert est.gamma_ == sel.gamma
         np.testing.assert_array_equal(est.cv_results_["param_gamma"], sel.gammas)
-    np.testing.assert_allclose(est.predict(v.X), np.ravel(rj.predict(sel.model, v.X)),
+    np.testing.assert_allclose(est.predict(v.X), np.ravel(rj.predict(sel.model, mv.X)),
                                rtol=1e-12, atol=1e-12)
 
 
@@ -143,7 +147,7 @@ def test_optimize_with_ard_refines_by_the_gradient_in_the_library(data, basis):
     assert sel.score >= grid.score
     np.testing.assert_array_equal(sel.scores, grid.scores)          # the grid is unchanged
     est = RankRLSCV(lams=LAMS, kernel="gaussian", gammas=[0.3], basis=basis, optimize=True,
-                    ard=True, optimize_steps=4).fit(d.X, d.y, d.qid)
+                    ard=True, optimize_steps=4, feature_map=None).fit(d.X, d.y, d.qid)
     assert (est.lam_, est.gamma_, est.best_score_) == (sel.lam, sel.gamma, sel.score)
     assert est.evals_result_["tune"]["cv_loss"] == sel.trajectory.loss_history.tolist()
     np.testing.assert_allclose(est.predict(d.X), np.ravel(rj.predict(sel.model, d.X)), rtol=1e-12)
