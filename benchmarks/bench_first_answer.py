@@ -192,7 +192,7 @@ def _floor_calls():
     import rankjax as rj
     from rankjax.solvers.reduced import range_rows, reduced_system
     from rankjax.solvers.ridge import dual_system
-    from rankjax.estimators.base import gamma_value
+    from rankjax.estimators.defaults import gamma_value
     tr, Xn = _train()
     X = jnp.asarray(Xn)
     g = rj.query_graph(tr.qid)

@@ -91,7 +91,7 @@ def _stages(X, y, qid, a, line):
     import jax.numpy as jnp
     import rankjax as rj
     from rankjax._core.linalg import spectral_filter
-    from rankjax.estimators.base import auto_basis_size
+    from rankjax.estimators.defaults import auto_basis_size
     from rankjax.graphs.folds import each_slice
     from rankjax._core.backend import paths
     from rankjax._core.products import HI, tdot

@@ -183,7 +183,7 @@ def test_ard_beyond_the_plan_learns_on_a_subsample_then_holds_out_every_row(data
                         lambda start, solver, d, *a, **k: seen.append(d[0].shape[0])
                         or real(start, solver, d, *a, **k))
     est = RankRLSCV(lams=LAMS, kernel="gaussian", gammas=[0.3], basis=100, optimize=True,
-                    ard=True, optimize_steps=4).fit(data.X, data.y, data.qid)
+                    ard=True, optimize_steps=4, feature_map=None).fit(data.X, data.y, data.qid)
     m, u = data.X.shape[0], seen[0]
     assert u < m
     assert isinstance(est.model_, models.ScaledModel)

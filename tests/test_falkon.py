@@ -137,7 +137,7 @@ def test_kmeanspp_above_its_row_cap_draws_from_a_uniform_sample(monkeypatch):
     assert seen == [(40, 3)]
     assert np.unique(b).size == 10 and np.all(np.isin(b, pool))
     assert np.array_equal(b, _nystrom.nystrom_basis(X, 10, kernel=k, method="kmeans++", seed=7))
-    from rankjax.estimators.base import basis_spec, auto_basis_size
+    from rankjax.estimators.defaults import basis_spec, auto_basis_size
     assert basis_spec("auto", "gaussian", 6000) == rj.Basis(auto_basis_size(6000), method="kmeans++")
 
 def test_holdout_nystrom_new_gamma_or_basis_in_bucket_compiles_nothing():

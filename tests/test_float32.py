@@ -297,14 +297,16 @@ def test_metrics_in_float32(problem):
 
 def test_estimators_in_float32(problem):
     """``RankRLSCV`` as a GPU user calls it (numpy float64 inputs, x64 off): float32
-    predictions; the linear model is the float64 closed form of the chosen λ."""
+    predictions; the linear model is the float64 closed form of the chosen λ on the columns
+    standardised as the map does."""
     from rankjax.estimators import RankRLSCV
     X, y, qid, L = problem["X"], problem["y"], problem["qid"], problem["L"]
     est = RankRLSCV().fit(X, y, qid=qid)
     p = est.predict(X)
     assert p.dtype == np.float32
-    A = X.T @ L @ X + est.lam_ * np.eye(X.shape[1])
-    ref = X @ np.linalg.solve(A, X.T @ L @ y)
+    Xs = X / X.std(axis=0)
+    A = Xs.T @ L @ Xs + est.lam_ * np.eye(X.shape[1])
+    ref = Xs @ np.linalg.solve(A, Xs.T @ L @ y)
     within(rel(p - p.mean(), ref - ref.mean()), C * EPS32 * np.linalg.cond(A), "RankRLSCV")
     import warnings
     fitted = []

@@ -96,12 +96,8 @@ def known_finite(x) -> bool:
 def _mark_finite(x, top: float) -> None:
     """Remembers ``x`` (its values: ``max |x| = top``) as checked finite."""
     if (isinstance(x, jax.Array) or is_sparse(x)) and is_concrete(x) and not is_scipy_sparse(x):
-        data = sparse_values(x)
-        key = id(data)
-        _FINITE[key] = (weakref.ref(data, lambda _, key=key: _FINITE.pop(key, None)), top)
-        if data is not x:
-            key = id(x)
-            _FINITE[key] = (weakref.ref(x, lambda _, key=key: _FINITE.pop(key, None)), top)
+        for a in {id(v): v for v in (sparse_values(x), x)}.values():
+            _FINITE[id(a)] = (weakref.ref(a, lambda _, key=id(a): _FINITE.pop(key, None)), top)
 
 
 def _finite(x, name: str):
@@ -118,17 +114,13 @@ def _finite(x, name: str):
 
 
 def first_nonfinite(x) -> str:
-    """Where the first NaN or inf of a concrete ``x`` is (``" (row i, column j: nan)"``), for
-    an error message (a pass over the data on the failing path only)."""
+    """`` (row i, column j: nan)``: the first NaN or inf of a concrete ``x``, for an error
+    message (a pass over the data on the failing path only)."""
     v = np.asarray(jax.device_get(sparse_values(x)))
     bad = np.argwhere(~np.isfinite(v))
-    if not bad.size:
-        return ""
-    at = tuple(int(i) for i in bad[0])
-    value = v[at]
-    if v.ndim == 2 and sparse_values(x) is x:
-        return f" (row {at[0]}, column {at[1]}: {value})"
-    return f" (entry {at[0] if len(at) == 1 else at}: {value})"
+    at = tuple(int(i) for i in bad[0]) if bad.size else ()
+    where = f"row {at[0]}, column {at[1]}" if v.ndim == 2 and sparse_values(x) is x else f"entry {at}"
+    return f" ({where}: {v[at]})" if at else ""
 
 
 _X64_HINT = "jax.config.update('jax_enable_x64', True)"
@@ -148,7 +140,7 @@ def _fits_compute_dtype(x, name: str) -> None:
     if np.finfo(target).max >= np.finfo(a.dtype).max:
         return
     finite = np.abs(a[np.isfinite(a)])                  # NaN and inf: a feature map's
-    top = float(finite.max()) if finite.size else 0.0
+    top = float(finite.max(initial=0.0))
     if top > float(np.finfo(target).max):
         raise ValueError(f"{name} has values up to {top:.3g}, beyond the range of the {target} "
                          f"compute dtype (max {np.finfo(target).max:.3g}): they would become inf; "
@@ -234,9 +226,8 @@ def host_labels(y, name: str = "y") -> np.ndarray:
 
 
 def check_matrix(X, name: str = "X", missing: bool = False):
-    """``X`` must be a finite 2-D dense array or BCOO matrix with at least one row; with
-    ``missing`` NaN and inf are allowed (a feature map takes them) and the finite values
-    must fit the compute dtype."""
+    """``X`` a finite 2-D dense array or BCOO matrix of at least one row (``missing``: NaN and
+    inf allowed, for a feature map)."""
     if missing and is_concrete(X):
         _fits_compute_dtype(X, name)
     X = as_float_array(X, name, finite=not missing)

@@ -13,7 +13,8 @@ from .._core import log as _log
 from ..metrics import ndcg
 from .._core.checks import check_count
 from .._core.sparse import as_dense
-from .base import Ranker, make_kernel
+from .base import Ranker
+from .defaults import make_kernel
 
 
 class RankSVM(Ranker):

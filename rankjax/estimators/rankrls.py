@@ -20,7 +20,8 @@ from ..kernels import linear_kernel
 from ..metrics import ndcg
 from ..solvers import (CG, AbstractSolver, Auto, Basis, Dual, Falkon, Nystrom, Primal, is_linear,
                        predict)
-from .base import (Ranker, basis_spec, gamma_value, make_kernel, nan_last)
+from .base import Ranker, nan_last
+from .defaults import basis_spec, gamma_value, make_kernel
 
 SOLVERS = ("auto", "primal", "dual", "nystrom", "cg", "falkon")
 """``RankRLS(solver=...)``: the solver of the fit, in scikit-learn's string style."""

@@ -169,14 +169,14 @@ def _learn(X, base, y, seg, kind):
     K = int(min(X.shape[0], KNOTS))
     views = [host_view(X), None if y is None else host_view(y)]
     if views[0] is not None and (y is None or views[1] is not None):
-        out = _body(np, base, views[0], views[1], seg.seg, seg.num_queries, K, kind)
+        out = _learned(np, base, views[0], views[1], seg.seg, seg.num_queries, K, kind)
         return FeatureMap(*[None if a is None else device_array(a) for a in out])
     return _device_learn(base, X, y, device_array(seg.seg), seg.num_queries, K, kind)
 
 
 @partial(jax.jit, static_argnames=("num", "K", "kind"))
 def _device_learn(base, X, y, seg, num, K, kind):
-    return _body(jnp, base, X, y, seg, num, K, kind)
+    return _learned(jnp, base, X, y, seg, num, K, kind)
 
 
 def _has_nan(X):
@@ -195,7 +195,7 @@ def _segsum(xp, V, seg, num):
     return jax.ops.segment_sum(V, seg, num_segments=num)
 
 
-def _body(xp, base, X, y, seg, num, K, kind):
+def _learned(xp, base, X, y, seg, num, K, kind):
     """The learned map (the generic body of :func:`_learn`, ``xp`` numpy or jax.numpy)."""
     dtype = X.dtype
     Z = with_categories(xp, base, X)

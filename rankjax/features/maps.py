@@ -109,8 +109,8 @@ def interp(xp, knots, lower, upper, Z):
     its mid-rank (the mean of its two shares); between two knots the mean of the share at most
     the one below (its ``upper``) and the share below the one above (its ``lower``), which
     bracket the share below ``z`` (equal when every training value is a knot: the empirical
-    distribution function); 0 below every knot, 1 above; 1/2 at NaN. Only the order of ``z`` among the knots counts: the same ranks after any
-    increasing map of the column."""
+    distribution function); 0 below every knot, 1 above; 1/2 at NaN. Only the order of ``z``
+    among the knots counts: the same ranks after any increasing map of the column."""
     K = knots.shape[0]
     i = colsearch(xp, knots, Z, "left")
     j = colsearch(xp, knots, Z, "right")
@@ -141,7 +141,7 @@ def with_categories(xp, fm, X):
     return X.at[:, fm.categorical].set(codes)
 
 
-def _body(xp, fm, X):
+def _mapped(xp, fm, X):
     Z = with_categories(xp, fm, X)
     if fm.missing.shape[0]:
         Z = xp.concatenate([Z, xp.isnan(Z[:, fm.missing]).astype(Z.dtype)], axis=1)
@@ -160,7 +160,7 @@ def _cast(fm, dtype):
 
 @jax.jit
 def _apply(fm, X):
-    return _body(jnp, _cast(fm, X.dtype), X)
+    return _mapped(jnp, _cast(fm, X.dtype), X)
 
 
 def apply_map(fm: FeatureMap, X):
@@ -183,4 +183,4 @@ def map_rows(fm: FeatureMap, X):
         return apply_map(fm, X)
     fm = FeatureMap(*[None if v is None else
                       v.astype(Xv.dtype) if v.dtype.kind == "f" else v for v in views])
-    return device_array(_body(np, fm, Xv))
+    return device_array(_mapped(np, fm, Xv))

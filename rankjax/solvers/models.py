@@ -28,7 +28,7 @@ import numpy as np
 from jax import lax
 
 from .._core.checks import check_matrix
-from .._core.host import lane
+from .._core.host import device_array, lane
 from .._core.sparse import as_dense, matmul
 from .._core.types import saveable
 from .._core.products import HI
@@ -225,8 +225,8 @@ def on_features(features: FeatureMap, model):
     :class:`MappedModel`, or for the scaling of sparse rows (``fill`` None) under a linear
     model its weights on the user's features (the same scores; sparse rows stay sparse)."""
     if features.fill is None and features.knots is None and isinstance(model, LinearModel):
-        w = model.weights
-        return LinearModel(w * features.scale.reshape((-1,) + (1,) * (w.ndim - 1)))
+        w = np.asarray(model.weights)
+        return LinearModel(device_array(w * np.asarray(features.scale).reshape((-1,) + (1,) * (w.ndim - 1))))
     return MappedModel(features, model)
 
 
@@ -238,8 +238,8 @@ def feature_weights(model):
         return model.weights
     if isinstance(model, MappedModel) and isinstance(model.model, LinearModel) \
             and model.features.knots is None and model.features.categorical.shape[0] == 0:
-        n, w = model.features.num_features, model.model.weights
-        return w[:n] * model.features.scale[:n].reshape((-1,) + (1,) * (w.ndim - 1))
+        n, w = model.features.num_features, np.asarray(model.model.weights)
+        return w[:n] * np.asarray(model.features.scale)[:n].reshape((-1,) + (1,) * (w.ndim - 1))
     return None
 
 
