@@ -54,13 +54,26 @@ def test_write_then_read_round_trips(tmp_path, rng):
     ("1 qid:1 0:0.5", "line 2"),
     ("1 qid:1 2:0.5 1:0.3", "line 2"),
     ("1 2:0.5", "line 2"),
-    ("1 qid:1 2:nan", "line 2"),
 ])
 def test_malformed_lines_name_the_line(tmp_path, line, msg):
     path = tmp_path / "bad.txt"
     path.write_text("0 qid:1 1:0.25 # ok\n" + line + "\n")
     with pytest.raises(ValueError, match=msg):
         io.read_svmlight(path)
+
+
+def test_nan_and_inf_values_read_and_write_as_the_trees_files_have_them(tmp_path):
+    """``nan`` and ``inf`` feature values (a missing value in LightGBM's and XGBoost's text
+    files) read and write back as they are; labels stay finite."""
+    path = tmp_path / "d.txt"
+    path.write_text("0 qid:1 1:nan 2:3\n1 qid:1 1:2 2:-inf\n")
+    d = io.read_svmlight(path)
+    assert np.isnan(d.X[0, 0]) and d.X[1, 1] == -np.inf and d.X[0, 1] == 3
+    io.write_svmlight(tmp_path / "e.txt", d.X, d.y, d.qid)
+    assert (tmp_path / "e.txt").read_text() == path.read_text()
+    with pytest.raises(ValueError, match="line 1: the label is not finite"):
+        (tmp_path / "f.txt").write_text("nan qid:1 1:1\n")
+        io.read_svmlight(tmp_path / "f.txt")
 
 
 def test_other_file_errors(tmp_path):
@@ -133,7 +146,7 @@ def test_failed_writes_leave_the_old_file_intact(tmp_path):
     io.write_svmlight(p, np.ones((2, 2)), [1.0, 0.0], qid=[1, 1])
     before = p.read_text()
     with pytest.raises(ValueError, match="finite"):
-        io.write_svmlight(p, np.array([[np.nan, 1.0], [0.0, 1.0]]), [1.0, 0.0], qid=[1, 1])
+        io.write_svmlight(p, np.array([[np.nan, 1.0], [0.0, 1.0]]), [np.nan, 0.0], qid=[1, 1])
     with pytest.raises(ValueError, match="qid must hold integers"):
         io.write_svmlight(p, np.ones((2, 2)), [1.0, 0.0], qid=[1.5, 2.0])
     assert p.read_text() == before
@@ -433,7 +446,7 @@ BAD_INPUT["io.read_svmlight"] = [
         (lambda d: io.read_svmlight(d.good_file, num_features=1), E(ValueError, "num_features|feature 2")),
     ]
 BAD_INPUT["io.write_svmlight"] = [
-        (lambda d: io.write_svmlight(d.keep, d.nanv[:, None], d.y), E(ValueError, "X")),
+        (lambda d: io.write_svmlight(d.keep, d.X, np.full(d.y.shape, np.nan)), E(ValueError, "y")),
         (lambda d: io.write_svmlight(d.keep, d.X, d.y, d.qid + 0.5), E((TypeError, ValueError), "qid")),
         (lambda d: io.write_svmlight(d.keep, d.X, d.y[:-1]), E(ValueError, "y")),
     ]

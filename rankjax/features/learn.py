@@ -28,7 +28,7 @@ def learn_feature_map(X, y=None, qid=None, *, kind: str = "rank", categorical=()
     allowed).
 
     ``kind="rank"``: every column through its empirical distribution function on these rows
-    (mid-ranks, among :data:`~rankjax.features.maps.KNOTS` order statistics on more rows),
+    (mid-ranks, among 1,024 order statistics on more rows),
     centred at 1/2 and, with labels ``y`` (and ``qid``), scaled by its within-query
     correlation with them,
 

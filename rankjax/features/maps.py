@@ -53,7 +53,7 @@ class FeatureMap(NamedTuple):
     (:func:`~rankjax.learn_feature_map`): ``(T(z) - center) * scale`` where ``z`` is the
     row with its categorical columns read as their categories' scores and ``k`` missing
     indicators appended (``isnan`` of the columns ``missing``), and ``T`` the rank map
-    (``knots``, ``lower``, ``upper`` ``[K, n + k]``: :func:`interp`, NaN at 1/2) or, without
+    (``knots``, ``lower``, ``upper`` ``[K, n + k]``: the mid-rank among the knots, NaN at 1/2) or, without
     knots, the value itself with non-finite entries at ``fill`` ``[n + k]`` (``fill`` None:
     the map of sparse rows, a scaling alone).
 

@@ -241,7 +241,7 @@ LOG_KINDS = ("scale", "exp", "shift", "cap", "count", "cube", "sentinel", "nan")
 def distort_like_logs(X, *more, seed: int = 0, share: float = 0.1):
     r"""The columns of ``X`` (and of every array in ``more``, with the same map) logged as raw
     engines log them: each column through one random map, increasing or decreasing (a coin),
-    of a kind drawn from :data:`LOG_KINDS` (``z`` the column standardised on ``X``):
+    of a kind drawn from ``LOG_KINDS`` (``z`` the column standardised on ``X``):
 
     * ``scale``: :math:`x \cdot 10^{k}`, :math:`k \in [-3, 6]`;
     * ``exp``: :math:`e^{c z}`, :math:`c \in [1, 4]` (heavy tails; at most :math:`e^{80}`);
@@ -252,7 +252,7 @@ def distort_like_logs(X, *more, seed: int = 0, share: float = 0.1):
     * ``count``: :math:`\operatorname{round}(10^{k} e^{z})` (counts, ties);
     * ``cube``: :math:`(10^{k} z)^3`;
     * ``sentinel``: the column kept, ``share`` of its values replaced by a missing-value code
-      (``-1`` or ``-10^4``);
+      (:math:`-1` or :math:`-10^{4}`);
     * ``nan``: the column kept, ``share`` of its values NaN.
 
     Boosted trees see the same data after any of the increasing or decreasing maps; a model
