@@ -28,7 +28,6 @@ saved lines alone (``--lines``), byte for byte the same on any machine.
 """
 import argparse
 import os
-import pathlib
 import platform
 import time
 
@@ -36,20 +35,14 @@ import jax
 import numpy as np
 
 from _blocks import add_arguments, from_lines, rewrite, save_lines
+from _shared import FOLDS, SHARED, sizes
 from _timing import emit
 
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
 from rankjax.estimators import RankRLSCV  # noqa: E402
 
-SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
-FOLDS = {1: ([1, 2, 3], 5), 2: ([2, 3, 4], 1), 3: ([3, 4, 5], 2), 4: ([4, 5, 1], 3),
-         5: ([5, 1, 2], 4)}                  # MQ2008: training parts, test part
 LINES = []                                  # this run's lines, for the table
-
-
-def sizes(qid):
-    return np.diff(np.flatnonzero(np.r_[True, qid[1:] != qid[:-1], True]))
 
 
 def learners(n, m):

@@ -11,7 +11,7 @@ import pytest
 
 import rankjax as rj
 from rankjax import cli, estimators
-from rankjax.features.maps import KNOTS
+from rankjax.features.maps import KNOTS, map_rows
 from rankjax.solvers import MappedModel
 from surface import E, V, surface_test
 
@@ -38,6 +38,22 @@ def correlations(U, y, qid):
     return np.where(den > 0, np.abs(cov) / np.where(den > 0, den, 1), 0)
 
 
+def imputed(V, miss, sweeps=3, ridge=1e-3):
+    """Missing entries of ``V`` (at 0) replaced by the ridge regression of their column on
+    every other column, one regression per column, ``sweeps`` times (the covariance
+    estimated again after each); returns ``(V, W)``."""
+    n, width = miss.shape[1], V.shape[1]
+    for _ in range(sweeps):
+        G = V.T @ V / V.shape[0]
+        lam = ridge * np.trace(G) / width + np.finfo(float).eps
+        W = np.zeros((width, n))
+        for j in range(n):
+            o = np.arange(width) != j
+            W[o, j] = np.linalg.solve(G[np.ix_(o, o)] + lam * np.eye(width - 1), G[o, j])
+        V = np.c_[np.where(miss, V @ W, V[:, :n]), V[:, n:]]
+    return V, W
+
+
 @pytest.fixture(scope="module")
 def small():
     d = rj.make_ranking_data(30, num_features=6, docs_per_query=(5, 12), seed=3)
@@ -49,18 +65,34 @@ def small():
 
 
 def test_the_rank_map_is_the_mid_rank_ecdf_weighted_by_label_correlation(small):
-    """Every training value at its mid-rank (NaN at 1/2, inf at the ends), an indicator
-    column for the column with NaN, mapped the same way; centred at 1/2; each column scaled
-    by its within-query correlation with the labels, to a root mean square of 1."""
+    """Every training value at its mid-rank (inf at the ends), an indicator column for the
+    column with NaN, mapped the same way, centred at 1/2; a missing entry imputed from the
+    row's other ranks (ridge regressions, one per column); each column scaled by its
+    within-query correlation with the labels, to a root mean square of 1. New rows: the
+    same ranks and regressions."""
     X, y, q = small
     fm = rj.learn_feature_map(X, y, q)
     assert fm.kind == "rank" and fm.missing.tolist() == [2]
     Z = np.c_[X, np.isnan(X[:, 2])]
-    U = np.column_stack([midranks(c) for c in Z.T]) - 0.5
+    U, W = imputed(np.column_stack([midranks(c) for c in Z.T]) - 0.5, np.isnan(X))
+    np.testing.assert_allclose(np.asarray(fm.impute), W, rtol=1e-6, atol=1e-9)
     c = correlations(U, y, q)
     np.testing.assert_allclose(np.asarray(fm.scale), c / np.sqrt(np.mean(c * c)), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(fm(X)), U * np.asarray(fm.scale), atol=1e-6)
-    np.testing.assert_array_equal(np.asarray(rj.learn_feature_map(X).scale), np.ones(7))
+    new = X[:4].copy()
+    new[0, [0, 3]] = np.nan
+    Zn = np.c_[new, np.isnan(new[:, 2])]
+
+    def among(train, v):                     # the mid-rank of v among the training values
+        t = train[~np.isnan(train)]
+        return 0.5 if np.isnan(v) else (np.sum(t < v) + np.sum(t <= v)) / (2.0 * t.size)
+
+    V = np.array([[among(Z[:, j], Zn[i, j]) for j in range(7)] for i in range(4)]) - 0.5
+    want = V.copy()
+    for _ in range(3):
+        want = np.c_[np.where(np.isnan(new), want @ W, want[:, :6]), want[:, 6:]]
+    np.testing.assert_allclose(np.asarray(fm(new)), want * np.asarray(fm.scale), atol=1e-6)
+    assert rj.learn_feature_map(X[:, [0, 1]]).impute is None       # no NaN: nothing to impute
 
 
 def test_beyond_the_knots_the_rank_map_counts_among_order_statistics():
@@ -112,15 +144,15 @@ def test_the_kernel_default_does_not_see_a_monotone_map_of_a_column(name):
     np.testing.assert_allclose(b.predict(g(te.X)), a.predict(te.X), rtol=1e-8, atol=1e-10)
 
 
-def test_the_standard_map_divides_by_the_standard_deviation_and_imputes_the_mean(small):
+def test_the_standard_map_divides_by_the_standard_deviation_and_imputes_by_regression(small):
     X, y, q = small
     fm = rj.learn_feature_map(X, kind="standard")
     Z = np.c_[X, np.isnan(X[:, 2])]
     fin = np.isfinite(Z)
     mean = np.array([Z[fin[:, j], j].mean() for j in range(Z.shape[1])])
     sd = np.array([Z[fin[:, j], j].std() for j in range(Z.shape[1])])
-    want = np.where(fin, Z, mean) / sd
-    np.testing.assert_allclose(np.asarray(fm(X)), want, rtol=1e-5)
+    V, W = imputed(np.where(fin, Z, mean) / sd - mean / sd, ~np.isfinite(X))
+    np.testing.assert_allclose(np.asarray(fm(X)), V + mean / sd, rtol=1e-5, atol=1e-9)
     assert fm.kind == "standard" and fm.missing.tolist() == [2]
 
 
@@ -288,7 +320,7 @@ def test_every_estimator_predicts_through_its_training_map(web, make):
     fm = rj.learn_feature_map(X, y, q, kind=kind)
     for a, b in zip(jax.tree.leaves(est.feature_map_), jax.tree.leaves(fm)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    by_hand = make(feature_map=None).fit(np.asarray(fm(X)), y, qid=q)
+    by_hand = make(feature_map=None).fit(np.asarray(map_rows(fm, X)), y, qid=q)   # the same rows
     want = by_hand.predict(np.asarray(fm(te.X)))
     np.testing.assert_allclose(est.predict(te.X), want, rtol=1e-6, atol=1e-9 * np.abs(want).max())
 

@@ -15,7 +15,7 @@ from .._core.checks import (as_float_array, check_targets, first_nonfinite, is_c
                             segment_ids)
 from .._core.sparse import is_sparse, to_scipy
 from .._core.host import device_array, host_view
-from .maps import KNOTS, FeatureMap, colsearch, interp, with_categories
+from .maps import IMPUTE_SWEEPS, KNOTS, FeatureMap, colsearch, impute, interp, mm, with_categories
 
 __all__ = ["learn_feature_map", "KINDS"]
 
@@ -96,7 +96,7 @@ def _sparse_scales(X):
     n = A.shape[1]
     z = np.zeros((0,), np.int32)
     return FeatureMap(None, None, None, None, device_array(np.zeros(n), dtype),
-                      device_array(np.where(sd > 0, 1 / np.where(sd > 0, sd, 1), 1), dtype),
+                      device_array(np.where(sd > 0, 1 / np.where(sd > 0, sd, 1), 1), dtype), None,
                       device_array(z), device_array(z), device_array(np.zeros((0, 0)), dtype),
                       device_array(np.zeros((0, 0)), dtype))
 
@@ -111,7 +111,8 @@ def _columns(categorical, n):
 def _empty(n, dtype):
     """The map that changes nothing (its categories and missing columns still to learn)."""
     z = np.zeros((0,), np.int32)
-    return FeatureMap(None, None, None, np.zeros(n, dtype), np.zeros(n, dtype), np.ones(n, dtype), z, z,
+    return FeatureMap(None, None, None, np.zeros(n, dtype), np.zeros(n, dtype), np.ones(n, dtype), None,
+                      z, z,
                       np.zeros((0, 0), dtype), np.zeros((0, 0), dtype))
 
 
@@ -199,17 +200,19 @@ def _learned(xp, base, X, y, seg, num, K, kind):
     """The learned map (the generic body of :func:`_learn`, ``xp`` numpy or jax.numpy)."""
     dtype = X.dtype
     Z = with_categories(xp, base, X)
+    miss = xp.isnan(Z) if kind == "rank" else ~xp.isfinite(Z)
     if base.missing.shape[0]:
         Z = xp.concatenate([Z, xp.isnan(Z[:, base.missing]).astype(dtype)], axis=1)
     width = Z.shape[1]
     if kind == "standard":
         fin = xp.isfinite(Z)
         cnt = xp.maximum(xp.sum(fin, axis=0), 1).astype(dtype)
-        mean = xp.sum(xp.where(fin, Z, 0), axis=0) / cnt
-        var = xp.sum(xp.where(fin, (Z - mean) ** 2, 0), axis=0) / cnt
-        sd = xp.sqrt(var)
+        mean = (xp.sum(xp.where(fin, Z, 0), axis=0) / cnt).astype(dtype)
+        sd = xp.sqrt(xp.sum(xp.where(fin, (Z - mean) ** 2, 0), axis=0) / cnt)
         scale = xp.where(sd > 0, 1 / xp.where(sd > 0, sd, 1), 1).astype(dtype)
-        return base._replace(fill=mean.astype(dtype), center=xp.zeros(width, dtype), scale=scale)
+        V = (xp.where(fin, Z, mean) - mean) * scale
+        W = _regression(xp, V, miss) if base.missing.shape[0] else None
+        return base._replace(fill=mean, center=xp.zeros(width, dtype), scale=scale, impute=W)
     S = xp.sort(Z, axis=0)                                      # NaN last
     c = xp.sum(~xp.isnan(Z), axis=0)
     pos = xp.round(xp.linspace(0.0, 1.0, K)[:, None] * xp.maximum(c - 1, 0)).astype(np.int32)
@@ -218,11 +221,38 @@ def _learned(xp, base, X, y, seg, num, K, kind):
     lower = xp.where(c == 0, 0.5, colsearch(xp, S, knots, "left") / count).astype(dtype)
     upper = xp.where(c == 0, 0.5, colsearch(xp, S, knots, "right") / count).astype(dtype)
     knots = xp.where(c == 0, 0, knots).astype(dtype)
-    center = xp.full(width, 0.5, dtype)
-    scale = (xp.ones(width, dtype) if y is None else
-             _weights(xp, interp(xp, knots, lower, upper, Z) - center, y, seg, num))
-    return base._replace(knots=knots, lower=lower, upper=upper, fill=None, center=center,
-                         scale=scale)
+    half = xp.full(width, 0.5, dtype)
+    V = interp(xp, knots, lower, upper, Z) - half
+    W = None
+    if base.missing.shape[0]:
+        W = _regression(xp, V, miss)
+        V = impute(xp, V, miss, W)
+    scale = xp.ones(width, dtype) if y is None else _weights(xp, V, y, seg, num)
+    return base._replace(knots=knots, lower=lower, upper=upper, fill=half, center=half,
+                         scale=scale, impute=W)
+
+
+RIDGE = 1e-3
+"""The imputation's regressions are ridge regressions, λ = ``RIDGE`` times the mean variance
+of the columns (the covariance kept well conditioned in float32)."""
+
+
+def _regression(xp, V, miss):
+    """``W [n', n]``: each of the first ``n`` columns of ``V [m, n']`` (missing entries
+    ``miss`` at 0) regressed on all the others (the precision matrix's columns, :math:`W_{ij} =
+    -P_{ij} / P_{jj}`, :math:`W_{jj} = 0`), the missing entries imputed and the covariance
+    estimated again, :data:`~rankjax.features.maps.IMPUTE_SWEEPS` times."""
+    m, width = V.shape
+    n = miss.shape[1]
+    eye = xp.eye(width, dtype=V.dtype)
+    for _ in range(IMPUTE_SWEEPS):
+        G = mm(xp, V.T, V) / m
+        ridge = RIDGE * xp.trace(G) / width + np.finfo(V.dtype).eps       # all missing: W = 0
+        P = xp.linalg.inv(G + ridge * eye)
+        W = (-P / xp.diagonal(P)[None, :]) * (1 - eye)
+        W = W[:, :n]
+        V = xp.concatenate([xp.where(miss, mm(xp, V, W), V[:, :n]), V[:, n:]], axis=1)
+    return W.astype(V.dtype)
 
 
 def _weights(xp, U, y, seg, num):

@@ -53,9 +53,11 @@ class FeatureMap(NamedTuple):
     (:func:`~rankjax.learn_feature_map`): ``(T(z) - center) * scale`` where ``z`` is the
     row with its categorical columns read as their categories' scores and ``k`` missing
     indicators appended (``isnan`` of the columns ``missing``), and ``T`` the rank map
-    (``knots``, ``lower``, ``upper`` ``[K, n + k]``: the mid-rank among the knots, NaN at 1/2) or, without
-    knots, the value itself with non-finite entries at ``fill`` ``[n + k]`` (``fill`` None:
-    the map of sparse rows, a scaling alone).
+    (``knots``, ``lower``, ``upper`` ``[K, n + k]``: the mid-rank among the knots) or, without
+    knots, the value itself; a missing entry (NaN; not finite for the standard map) starts at
+    ``fill`` ``[n + k]`` (1/2, or the training mean) and, with ``impute`` ``[n + k, n]``, is
+    replaced by its regression on the row's other columns (:func:`impute`). ``fill`` None:
+    the map of sparse rows, a scaling alone.
 
     Example:
       >>> import numpy as np, rankjax as rj
@@ -74,6 +76,7 @@ class FeatureMap(NamedTuple):
     fill: Optional[jax.Array]
     center: jax.Array
     scale: jax.Array
+    impute: Optional[jax.Array]
     missing: jax.Array
     categorical: jax.Array
     categories: jax.Array
@@ -141,15 +144,44 @@ def with_categories(xp, fm, X):
     return X.at[:, fm.categorical].set(codes)
 
 
+IMPUTE_SWEEPS = 3
+"""Sweeps of the imputation of missing entries from the others (:func:`impute`)."""
+
+
+def mm(xp, a, b):
+    """``a @ b`` at full precision in either library."""
+    if xp is np:
+        return a @ b            # precision: numpy on the host, the data's dtype
+    return jnp.matmul(a, b, precision=jax.lax.Precision.HIGHEST)
+
+
+def impute(xp, V, miss, W):
+    """``V [m, n']`` with its entries ``miss [m, n]`` (of the first ``n`` columns, at 0 on
+    entry) replaced by their regression on the row's other columns, ``V W`` (``W [n', n]``:
+    column ``j`` the ridge regression of column ``j`` on the others), :data:`IMPUTE_SWEEPS`
+    times: the conditional mean of a Gaussian with the training rows' covariance."""
+    n = miss.shape[1]
+    for _ in range(IMPUTE_SWEEPS):
+        V = xp.concatenate([xp.where(miss, mm(xp, V, W), V[:, :n]), V[:, n:]], axis=1)
+    return V
+
+
 def _mapped(xp, fm, X):
     Z = with_categories(xp, fm, X)
+    miss = xp.isnan(Z) if fm.knots is not None else ~xp.isfinite(Z)
     if fm.missing.shape[0]:
         Z = xp.concatenate([Z, xp.isnan(Z[:, fm.missing]).astype(Z.dtype)], axis=1)
     if fm.knots is None:
         T = Z if fm.fill is None else xp.where(xp.isfinite(Z), Z, fm.fill)
     else:
         T = interp(xp, fm.knots, fm.lower, fm.upper, Z)
-    return ((T - fm.center) * fm.scale).astype(X.dtype)
+    if fm.fill is None:                         # sparse rows' map: a scaling
+        return ((T - fm.center) * fm.scale).astype(X.dtype)
+    rank = fm.knots is not None                 # imputed on ranks, or on standardised values
+    V = T - fm.fill if rank else (T - fm.fill) * fm.scale        # missing entries at 0
+    if fm.impute is not None:
+        V = impute(xp, V, miss, fm.impute)
+    return ((V * fm.scale if rank else V) + (fm.fill - fm.center) * fm.scale).astype(X.dtype)
 
 
 def _cast(fm, dtype):
