@@ -260,8 +260,10 @@ def test_a_query_column_by_name_and_a_warning_for_one_left_among_the_features():
     df = pd.DataFrame(d.X, columns=["a", "b", "c"]).assign(query_id=d.qid)
     by_name = estimators.RankRLS().fit(df, d.y, qid="query_id")
     assert list(by_name.feature_names_in_) == ["a", "b", "c"]
-    np.testing.assert_allclose(by_name.predict(df.drop(columns="query_id")),
-                               estimators.RankRLS().fit(d.X, d.y, qid=d.qid).predict(d.X), rtol=1e-6)
+    want = estimators.RankRLS().fit(d.X, d.y, qid=d.qid).predict(d.X)
+    np.testing.assert_allclose(by_name.predict(df.drop(columns="query_id")), want, rtol=1e-6)
+    np.testing.assert_allclose(by_name.predict(df), want, rtol=1e-6)       # the column named at fit
+    assert by_name.score(df, d.y) == pytest.approx(by_name.score(df, d.y, qid="query_id"))
     with pytest.warns(UserWarning, match="'query_id', which looks like the query ids"):
         estimators.RankRLS().fit(df, d.y, qid=d.qid)
     with pytest.raises(ValueError, match="qid='nope'"):

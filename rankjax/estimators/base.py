@@ -18,7 +18,7 @@ from ..solvers import AbstractSolver, predict
 from ..solvers.models import feature_importances, feature_weights, on_features
 from .. import io
 from .._core.cache import use_disk_cache
-from ..features.learn import learn_feature_map
+from ..features.learn import learn_and_map, learn_feature_map
 from ..features.maps import map_rows
 from ..features.spread import warn_unresolved
 from .._core.checks import (Segments, check_count, check_matrix, check_targets, segment_ids)
@@ -175,8 +175,8 @@ class Ranker(_Base):
             fm = learn_feature_map(X, kind="standard")
             self.feature_map_ = fm
             return scale_columns(X, fm.scale)
-        self.feature_map_ = learn_feature_map(as_dense(X), y, seg, kind=kind, categorical=cat)
-        return map_rows(self.feature_map_, as_dense(X))
+        self.feature_map_, rows = learn_and_map(as_dense(X), y, seg, kind, cat)
+        return rows
 
     def _eval_data(self, eval_set, eval_qid, eval_group):
         """``(X_valid, y_valid, seg_valid)`` of an evaluation set (the training map's)."""
@@ -234,7 +234,9 @@ class Ranker(_Base):
         if group is not None and qid is None and is_frame(X) and "qid" in X.columns:
             raise ValueError(f"pass {query_args[0]} or {query_args[1]}, not both (X has a 'qid' "
                              "column)")
-        X, qid = take_queries(X, qid, fit)
+        if fit:
+            self.qid_column_ = qid if isinstance(qid, str) else None
+        X, qid = take_queries(X, qid, fit, None if fit else self.__dict__.get("qid_column_"))
         if need_queries and qid is None and group is None and self._needs_queries():
             hint = [c for c in getattr(X, "columns", ()) if str(c).lower() in QUERY_COLUMNS]
             raise ValueError(

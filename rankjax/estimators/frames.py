@@ -35,10 +35,13 @@ class Frame:
         return [j for j, c in enumerate(self.names) if c in self.categories]
 
 
-def take_queries(X, qid, fit: bool):
+def take_queries(X, qid, fit: bool, named=None):
     """``(X, qid)``: a string ``qid`` names a column of ``X`` (taken out of the features);
-    without ``qid`` a column named ``qid`` is taken (as XGBoost's ranker does); at ``fit`` a
-    query-id-like column left among the features gets a warning."""
+    without ``qid`` a column named ``qid`` (as XGBoost's ranker does) or ``named`` (the
+    column the fit took the queries from) is taken; at ``fit`` a query-id-like column left
+    among the features gets a warning."""
+    if qid is None and named is not None and is_frame(X) and named in X.columns:
+        qid = named
     if not is_frame(X):
         if isinstance(qid, str):
             raise ValueError(f"qid={qid!r} names a column: X must then be a pandas DataFrame")

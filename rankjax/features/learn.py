@@ -15,9 +15,9 @@ from .._core.checks import (as_float_array, check_targets, first_nonfinite, is_c
                             segment_ids)
 from .._core.sparse import is_sparse, to_scipy
 from .._core.host import device_array, host_view
-from .maps import IMPUTE_SWEEPS, KNOTS, FeatureMap, colsearch, impute, interp, mm, with_categories
+from .maps import IMPUTE_SWEEPS, KNOTS, FeatureMap, interp, mm, with_categories
 
-__all__ = ["learn_feature_map", "KINDS"]
+__all__ = ["learn_feature_map", "learn_and_map", "KINDS"]
 
 KINDS = ("rank", "standard")
 """The kinds of :func:`learn_feature_map`."""
@@ -78,6 +78,14 @@ def learn_feature_map(X, y=None, qid=None, *, kind: str = "rank", categorical=()
     seg = segment_ids(np.zeros(m, np.int32) if qid is None else qid)
     if seg.seg.shape[0] != m:
         raise ValueError(f"qid has {seg.seg.shape[0]} rows but X has {m}")
+    return learn_and_map(X, y, seg, kind, cat)[0]
+
+
+def learn_and_map(X, y, seg, kind, categorical=()):
+    """``(map, map(X))`` of checked dense rows ``X`` (NaN allowed), labels ``y`` or None and
+    :class:`~rankjax.Segments` ``seg``: the map and the training rows it maps, from one pass
+    (the estimators' fit)."""
+    cat = _columns(categorical, X.shape[1])
     base = _category_map(X, y, seg, cat)
     return _learn(X, base, y, seg, kind)
 
@@ -164,14 +172,15 @@ def category_scores(values, yc):
 
 
 def _learn(X, base, y, seg, kind):
-    """The map of ``kind`` on rows ``X`` (the categories of ``base`` read first): the numpy
-    body on the host views of ``X`` and ``y`` where both have one, else the jitted body."""
+    """``(map, map(X))``: the map of ``kind`` on rows ``X`` (the categories of ``base`` read
+    first); the numpy body on the host views of ``X`` and ``y`` where both have one, else the
+    jitted body."""
     base = base._replace(missing=np.flatnonzero(_has_nan(X)).astype(np.int32))
     K = int(min(X.shape[0], KNOTS))
     views = [host_view(X), None if y is None else host_view(y)]
     if views[0] is not None and (y is None or views[1] is not None):
-        out = _learned(np, base, views[0], views[1], seg.seg, seg.num_queries, K, kind)
-        return FeatureMap(*[None if a is None else device_array(a) for a in out])
+        fm, rows = _learned(np, base, views[0], views[1], seg.seg, seg.num_queries, K, kind)
+        return FeatureMap(*[None if a is None else device_array(a) for a in fm]), device_array(rows)
     return _device_learn(base, X, y, device_array(seg.seg), seg.num_queries, K, kind)
 
 
@@ -211,25 +220,43 @@ def _learned(xp, base, X, y, seg, num, K, kind):
         sd = xp.sqrt(xp.sum(xp.where(fin, (Z - mean) ** 2, 0), axis=0) / cnt)
         scale = xp.where(sd > 0, 1 / xp.where(sd > 0, sd, 1), 1).astype(dtype)
         V = (xp.where(fin, Z, mean) - mean) * scale
-        W = _regression(xp, V, miss) if base.missing.shape[0] else None
-        return base._replace(fill=mean, center=xp.zeros(width, dtype), scale=scale, impute=W)
+        W, V = _regression(xp, V, miss) if base.missing.shape[0] else (None, V)
+        fm = base._replace(fill=mean, center=xp.zeros(width, dtype), scale=scale, impute=W)
+        return fm, (V + mean * scale).astype(dtype)
     S = xp.sort(Z, axis=0)                                      # NaN last
     c = xp.sum(~xp.isnan(Z), axis=0)
     pos = xp.round(xp.linspace(0.0, 1.0, K)[:, None] * xp.maximum(c - 1, 0)).astype(np.int32)
     knots = xp.take_along_axis(S, pos, 0)
+    first, last = _runs(xp, S)
     count = xp.maximum(c, 1).astype(dtype)
-    lower = xp.where(c == 0, 0.5, colsearch(xp, S, knots, "left") / count).astype(dtype)
-    upper = xp.where(c == 0, 0.5, colsearch(xp, S, knots, "right") / count).astype(dtype)
+    lower = xp.where(c == 0, 0.5, xp.take_along_axis(first, pos, 0) / count).astype(dtype)
+    upper = xp.where(c == 0, 0.5, (xp.take_along_axis(last, pos, 0) + 1) / count).astype(dtype)
     knots = xp.where(c == 0, 0, knots).astype(dtype)
     half = xp.full(width, 0.5, dtype)
     V = interp(xp, knots, lower, upper, Z) - half
-    W = None
-    if base.missing.shape[0]:
-        W = _regression(xp, V, miss)
-        V = impute(xp, V, miss, W)
+    W, V = _regression(xp, V, miss) if base.missing.shape[0] else (None, V)
     scale = xp.ones(width, dtype) if y is None else _weights(xp, V, y, seg, num)
-    return base._replace(knots=knots, lower=lower, upper=upper, fill=half, center=half,
-                         scale=scale, impute=W)
+    fm = base._replace(knots=knots, lower=lower, upper=upper, fill=half, center=half,
+                       scale=scale, impute=W)
+    return fm, (V * scale).astype(dtype)
+
+
+def _runs(xp, S):
+    """``(first, last)`` ``[m, n]``: for every entry of the columns of ``S`` (sorted along axis
+    0) the index of the first and of the last entry equal to it: the counts below and at most
+    each value, without a search."""
+    m = S.shape[0]
+    idx = xp.broadcast_to(xp.arange(m)[:, None], S.shape)
+    same = S[1:] == S[:-1]
+    start = xp.concatenate([xp.ones((1,) + S.shape[1:], bool), ~same], axis=0)
+    stop = xp.concatenate([~same, xp.ones((1,) + S.shape[1:], bool)], axis=0)
+    if xp is np:
+        first = np.maximum.accumulate(np.where(start, idx, 0), axis=0)
+        last = np.minimum.accumulate(np.where(stop, idx, m - 1)[::-1], axis=0)[::-1]
+    else:
+        first = jax.lax.cummax(jnp.where(start, idx, 0), axis=0)
+        last = jax.lax.cummin(jnp.where(stop, idx, m - 1), axis=0, reverse=True)
+    return first, last
 
 
 RIDGE = 1e-3
@@ -238,10 +265,10 @@ of the columns (the covariance kept well conditioned in float32)."""
 
 
 def _regression(xp, V, miss):
-    """``W [n', n]``: each of the first ``n`` columns of ``V [m, n']`` (missing entries
-    ``miss`` at 0) regressed on all the others (the precision matrix's columns, :math:`W_{ij} =
-    -P_{ij} / P_{jj}`, :math:`W_{jj} = 0`), the missing entries imputed and the covariance
-    estimated again, :data:`~rankjax.features.maps.IMPUTE_SWEEPS` times."""
+    """``(W [n', n], V imputed)``: each of the first ``n`` columns of ``V [m, n']`` (missing
+    entries ``miss`` at 0) regressed on all the others (the precision matrix's columns,
+    :math:`W_{ij} = -P_{ij} / P_{jj}`, :math:`W_{jj} = 0`), the missing entries imputed and the
+    covariance estimated again, :data:`~rankjax.features.maps.IMPUTE_SWEEPS` times."""
     m, width = V.shape
     n = miss.shape[1]
     eye = xp.eye(width, dtype=V.dtype)
@@ -252,7 +279,7 @@ def _regression(xp, V, miss):
         W = (-P / xp.diagonal(P)[None, :]) * (1 - eye)
         W = W[:, :n]
         V = xp.concatenate([xp.where(miss, mm(xp, V, W), V[:, :n]), V[:, n:]], axis=1)
-    return W.astype(V.dtype)
+    return W.astype(V.dtype), V
 
 
 def _weights(xp, U, y, seg, num):

@@ -116,13 +116,11 @@ def interp(xp, knots, lower, upper, Z):
     among the knots counts: the same ranks after any increasing map of the column."""
     K = knots.shape[0]
     i = colsearch(xp, knots, Z, "left")
-    j = colsearch(xp, knots, Z, "right")
-    at = j > i                                              # z is a knot: its own shares
     ii = xp.minimum(i, K - 1)
-    below = xp.where(at, xp.take_along_axis(lower, ii, 0),
-                     xp.where(i > 0, xp.take_along_axis(upper, xp.maximum(i - 1, 0), 0), 0))
-    above = xp.where(at, xp.take_along_axis(upper, ii, 0),
-                     xp.where(j < K, xp.take_along_axis(lower, xp.minimum(j, K - 1), 0), 1))
+    low, up = xp.take_along_axis(lower, ii, 0), xp.take_along_axis(upper, ii, 0)
+    at = (i < K) & (xp.take_along_axis(knots, ii, 0) == Z)       # z is a knot: its own shares
+    below = xp.where(at, low, xp.where(i > 0, xp.take_along_axis(upper, xp.maximum(i - 1, 0), 0), 0))
+    above = xp.where(at | (i < K), xp.where(at, up, low), 1)
     return xp.where(xp.isnan(Z), 0.5, (below + above) / 2).astype(Z.dtype)
 
 
