@@ -14,9 +14,14 @@ XGBoost's rankers: ``qid`` (an id per row) or ``group`` (query sizes in row orde
 for one query over all rows pass ``qid=np.zeros(len(X))``. (RLS regression,
 ``RankRLS(graph="identity")``, needs none.)
 
-Kernel estimators default to ``gamma="scale"``: ``1 / (n_features * X.var())`` of the
-training rows, as scikit-learn's SVC (``"auto"``: ``1 / n_features``); the value used
-is ``gamma_`` after ``fit``.
+Every estimator but RankBoost learns a feature map on its training rows
+(``feature_map="auto"``, docs/math.md §7): a kernel sees each column by its ranks, weighted by
+its label correlation, the linear model standardised columns; NaN, infinities and pandas
+categories are taken. Kernel estimators default to ``gamma="mean"``: one over the mean squared
+distance of two training rows as the kernel sees them (``"scale"``: scikit-learn's SVC,
+``"auto"``: ``1 / n_features``); the value used is ``gamma_`` after ``fit``.
+``feature_importances_`` says what each feature weighs in the model;
+:func:`permutation_importance` measures it on held-out rows.
 
 Under ``GridSearchCV`` ``qid`` reaches ``fit`` as a fit parameter and reaches
 ``score`` only with metadata routing on

@@ -19,8 +19,8 @@ from .defaults import make_kernel
 
 class RankSVM(Ranker):
     """L2-loss RankSVM (linear by TRON, Lee & Lin 2014; or kernel with ``basis`` rows).
-    ``feature_map``: as :class:`RankRLS` (a kernel given by name sees heavy-tailed raw
-    columns on a log scale)."""
+    ``feature_map``: as :class:`RankRLS` (a kernel given by name sees every column by its
+    ranks, the linear model standardised columns)."""
 
     evals_axis = ("Newton iteration", 0, True)
 

@@ -53,7 +53,7 @@ class RankRLS(Ranker):
         :class:`rankjax.AbstractSolver`), used as given (its kernel and basis: ``kernel`` and
         ``basis`` are not read).
       kernel: ``None``/``"linear"``, ``"gaussian"``, ``"polynomial"`` or a
-        :class:`rankjax.Kernel`; gamma, degree, coef0 its parameters.
+        :class:`rankjax.Kernel`; degree, coef0 its parameters (gamma below).
       basis: ``"auto"`` (exact kernel up to ``AUTO_BASIS_ROWS = 5,000`` rows, above it a
         Nyström basis of ``AUTO_BASIS_SIZE`` rows, :math:`\sqrt{m}` above :math:`10^{6}` rows,
         never fewer as rows grow: ``auto_basis_size``; drawn by kernel k-means++),
@@ -66,15 +66,19 @@ class RankRLS(Ranker):
         iterations without improvement: ``evals_result_``, ``best_iteration_``).
       normalized, exclude_ties: query-graph options. score_k: NDCG cut-off of
         ``score``. random_state: seed of the basis rows.
-      feature_map: ``"auto"``: a kernel given by name sees the features through a
-        :class:`~rankjax.FeatureMap` learned on the training rows (the
-        heavy-tailed columns that leave ``[-1, 1]``, raw counts, scores and lengths, as
-        ``sign(x) log(1 + |x|)``, the rest as given; kept in
-        ``feature_map_`` and in ``model_``, a :class:`~rankjax.MappedModel`, so
-        ``predict``, save/load and the command line apply it; ``feature_map_`` is None
-        when no column needs it, as for LETOR's normalised features); ``None``: the
-        features as given. The linear model and a :class:`rankjax.Kernel` object always see the
-        features as given.
+      feature_map: ``"auto"``: the rows go through a :class:`~rankjax.FeatureMap` learned on
+        the training rows and kept in ``feature_map_`` and in ``model_`` (a
+        :class:`~rankjax.MappedModel`, so ``predict``, save/load, the command line and
+        ``jax.export`` apply it): for a kernel given by name every column by its ranks (the
+        same model whatever increasing or decreasing map the column was logged through),
+        weighted by its within-query correlation with the labels; for the linear model every
+        column divided by its standard deviation (``coef_`` reports the weights on the
+        user's columns); NaN imputed from the row's other columns with a missing indicator,
+        pandas ``category`` and text columns read as learned category scores (docs/math.md,
+        §7). ``None``: the features as given (NaN refused, naming the row and column); a
+        :class:`rankjax.Kernel` or solver object always sees them as given.
+      gamma: ``"mean"`` (one over the mean squared distance of two training rows as the
+        kernel sees them), ``"scale"`` (scikit-learn's), ``"auto"`` (``1 / n``) or a number.
       verbose: log the fit (0: silent; logger ``"rankjax"``).
     """
 
@@ -302,7 +306,7 @@ class RankRLSCV(RankRLS):
                                              compute_dtype(getattr(X, "dtype", float)), 1)
 
     def _gamma_grid(self, X):
-        """The γ values of the grid (``"scale"``/``"auto"`` resolved on ``X``); ``[None]``
+        """The γ values of the grid (``"mean"``, ``"scale"``, ``"auto"`` resolved on ``X``); ``[None]``
         for the linear model, where ``gammas`` is an error (it would repeat each score)."""
         if self.kernel in (None, "linear"):
             if self.gammas is not None:
