@@ -381,6 +381,42 @@ def test_ard_whose_loss_is_never_finite_warns_and_keeps_the_grid_point(web, monk
     assert est.tune_.moved is False
 
 
+@pytest.mark.parametrize("consistent", [True, False])
+def test_the_learned_point_is_kept_only_for_a_gain_beyond_chance(small, monkeypatch, consistent):
+    """The refined point replaces the grid's when its per-query hold-out gain averages at
+    least MOVE_SE standard errors: a gain on every query moves, the same mean gain carried
+    by a few queries (as a fit of many scales to the scored queries buys by chance) does
+    not, with the warning."""
+    from rankjax.selection import select
+    X, y, q = small
+    X = np.nan_to_num(X, posinf=9.0, neginf=-9.0)
+    rng = np.random.default_rng(0)
+    base = y + rng.normal(0, 2.0, y.shape)                    # a poor ranking of every query
+    better = y + rng.normal(0, 0.3, y.shape)                  # a good one
+    lucky = np.where(q < np.unique(q)[3], y * 10, base)       # three queries ranked perfectly
+    real = select.descend
+    monkeypatch.setattr(select, "descend", lambda *a, **k: real(*a, **{**k, "steps": 1})._replace(
+        loss_history=np.array([1.0, 0.5])))
+    calls = []
+
+    def predictions(*a):                       # the learned point first, then the grid's
+        calls.append(1)
+        return (better if consistent else lucky) if len(calls) % 2 else base
+
+    monkeypatch.setattr(select, "cv_predictions_at", predictions)
+    start = select._Point(rj.Dual(rj.gaussian_kernel(0.1)), 1.0, -1.0, None)
+    monkeypatch.setattr(select, "_Point", lambda *a, **k: ("kept", a))
+    p = rj.Problem(X, y, q)
+    grid = select._Grid(p, rj.ndcg, {"k": 10}, np.array([1.0]), 0)
+    if consistent:
+        point, r = select._refine(grid, start, rj.make_folds(p.graph), 1, False, None, fit=False)
+        assert r.moved is True and point[0] == "kept"
+    else:
+        with pytest.warns(RuntimeWarning, match="standard errors"):
+            point, r = select._refine(grid, start, rj.make_folds(p.graph), 1, False, None, fit=False)
+        assert r.moved is False and point is start
+
+
 BAD_INPUT = {}
 BAD_INPUT["learn_feature_map"] = [
     (lambda d: rj.learn_feature_map(d.X[:, 0]), E(ValueError, "2-D")),

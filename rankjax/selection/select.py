@@ -402,10 +402,32 @@ def _on_every_row(grid, point, solver, folds, factor):
                   model if scales is None else ScaledModel(scales, model))
 
 
+MOVE_SE = 2.0
+"""The learned point replaces the grid's only when its per-query gain in the hold-out metric
+averages at least this many standard errors (a one-sided paired test at about 2.5 %): the
+descent fits its parameters (with ``ard`` one per feature) to the very queries its point is
+scored on, and a smaller gain is what such a fit buys by chance."""
+
+
+def _gain(grid, new, old):
+    """``(mean, standard error)`` of the per-query gain of the predictions ``new`` over
+    ``old`` in the metric's direction; ``None`` for a metric without per-query values."""
+    try:
+        a, b = (grid.metric(f, grid.problem.y, grid.seg, per_query=True, **grid.kw)
+                for f in (new, old))
+    except TypeError:
+        return None
+    ok = np.asarray(a.valid) & np.asarray(b.valid)
+    d = -grid.sign * (np.asarray(a.values, np.float64)[ok] - np.asarray(b.values, np.float64)[ok])
+    return (float(d.mean()) if d.size else 0.0,
+            float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else np.inf)
+
+
 def _refine(grid, point, folds, steps, ard, optimizer, fit=True):
     """Gradient descent on the exact hold-out loss from the grid's best point (the solver's
     ``cv_predictions``: exact, or the Nyström model on its basis); the refined point is
-    kept when its hold-out metric is not worse than the grid's. ``fit=False`` (a subsample,
+    kept when its hold-out metric gains on the grid's by :data:`MOVE_SE` standard errors of
+    the per-query gains (else a warning, ``moved`` False). ``fit=False`` (a subsample,
     :func:`_on_every_row` fits every row next): the refined point without a model. Returns
     ``(point, TuneResult)``."""
     p = grid.problem
@@ -426,15 +448,20 @@ def _refine(grid, point, folds, steps, ard, optimizer, fit=True):
         return point, r._replace(moved=False)
     i = int(np.nanargmin(np.where(np.isfinite(losses), losses, np.nan)))
     params = {k: jnp.asarray(v[i]) for k, v in r.params_history.items()}
-    new = float(grid.metric(cv_predictions_at(params, solver, data, folds), p.y, grid.seg,
-                            **grid.kw))
-    if i == 0 or not grid.better(new, point.score):
-        warnings.warn(
-            "optimize=True did not move: " + ("no gradient step lowered the hold-out loss" if
-                                              i == 0 else
-                                              f"the learned point's hold-out score ({new:.4f}) "
-                                              f"is below the grid's best ({point.score:.4f})")
-            + ", so the grid's point is kept (tune_.moved is False)", RuntimeWarning, stacklevel=2)
+    f = cv_predictions_at(params, solver, data, folds)
+    new = float(grid.metric(f, p.y, grid.seg, **grid.kw))
+    first = {k: jnp.asarray(v[0]) for k, v in r.params_history.items()}
+    gain = None if i == 0 else _gain(grid, f, cv_predictions_at(first, solver, data, folds))
+    moved = i > 0 and grid.better(new, point.score) and (
+        gain is None or (gain[0] > 0 and gain[0] >= MOVE_SE * gain[1]))
+    if not moved:
+        why = ("no gradient step lowered the hold-out loss" if i == 0 else
+               f"the learned point's hold-out score ({new:.4f}) is below the grid's best "
+               f"({point.score:.4f})" if not grid.better(new, point.score) else
+               f"the learned point's per-query gain over the grid's best ({gain[0]:.4f} ± "
+               f"{gain[1]:.4f}) is within {MOVE_SE:g} standard errors of none")
+        warnings.warn(f"optimize=True did not move: {why}, so the grid's point is kept "
+                      "(tune_.moved is False)", RuntimeWarning, stacklevel=2)
         return point, r._replace(moved=False)
     r = r._replace(moved=True)
     host = {k: np.asarray(v) for k, v in params.items()}
