@@ -177,11 +177,11 @@ def test_ard_beyond_the_plan_learns_on_a_subsample_then_holds_out_every_row(data
     ``best_score_`` is that point's hold-out NDCG on every row (not the subsample's)."""
     monkeypatch.setattr(select_mod, "TUNE_WORK", 4 * 300 * 128 ** 2)
     monkeypatch.setattr(select_mod._Grid, "better", lambda self, a, b: True)
+    monkeypatch.setattr(select_mod, "_gain", lambda *a: (1.0, 0.0))
     seen = []
-    real = select_mod.descend
-    monkeypatch.setattr(select_mod, "descend",
-                        lambda start, solver, d, *a, **k: seen.append(d[0].shape[0])
-                        or real(start, solver, d, *a, **k))
+    real = select_mod._halves
+    monkeypatch.setattr(select_mod, "_halves", lambda p, seed: seen.append(p.X.shape[0])
+                        or real(p, seed))                       # the subsample learned on
     est = RankRLSCV(lams=LAMS, kernel="gaussian", gammas=[0.3], basis=100, optimize=True,
                     ard=True, optimize_steps=4, feature_map=None).fit(data.X, data.y, data.qid)
     m, u = data.X.shape[0], seen[0]

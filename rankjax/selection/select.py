@@ -187,7 +187,7 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
             point = _search(grid, solvers, point, folds, steps)
         else:
             point, trajectory = _refine(work, point, wfolds, steps, ard, optimizer,
-                                        fit=work is grid)
+                                        fit=work is grid, seed=seed)
     if work is not grid:
         point = _on_every_row(grid, point, solvers[best // L], folds, factor)
     return Selection(np.tile(grid.lams, len(solvers)), gammas, s, best, point.lam,
@@ -403,40 +403,67 @@ def _on_every_row(grid, point, solver, folds, factor):
 
 
 MOVE_SE = 2.0
-"""The learned point replaces the grid's only when its per-query gain in the hold-out metric
-averages at least this many standard errors (a one-sided paired test at about 2.5 %): the
-descent fits its parameters (with ``ard`` one per feature) to the very queries its point is
-scored on, and a smaller gain is what such a fit buys by chance."""
+"""The learned point replaces the grid's only when, on the queries its descent did not learn
+on, its per-query gain in the hold-out metric averages at least this many standard errors (a
+one-sided paired test at about 2.5 %)."""
 
 
-def _gain(grid, new, old):
+def _halves(p, seed):
+    """``(rows, other, factor)``: the rows of a random half of the queries of ``p`` (whole
+    queries, host), the dense ids of the other half's queries and ``m / rows``."""
+    seg = dense_segments(p.qid)
+    order = np.random.default_rng(check_seed(seed)).permutation(seg.num_queries)
+    rows = np.flatnonzero(np.isin(seg.seg, order[:max(1, seg.num_queries // 2)]))
+    other = np.setdiff1d(np.arange(seg.num_queries), np.unique(seg.seg[rows]))
+    return rows, other, p.X.shape[0] / rows.size
+
+
+def _gain(grid, new, old, queries):
     """``(mean, standard error)`` of the per-query gain of the predictions ``new`` over
-    ``old`` in the metric's direction; ``None`` for a metric without per-query values."""
+    ``old`` on ``queries`` in the metric's direction; ``None`` for a metric without per-query
+    values."""
     try:
         a, b = (grid.metric(f, grid.problem.y, grid.seg, per_query=True, **grid.kw)
                 for f in (new, old))
     except TypeError:
         return None
-    ok = np.asarray(a.valid) & np.asarray(b.valid)
+    ok = np.zeros(grid.seg.num_queries, bool)
+    ok[queries] = True
+    ok &= np.asarray(a.valid) & np.asarray(b.valid)
     d = -grid.sign * (np.asarray(a.values, np.float64)[ok] - np.asarray(b.values, np.float64)[ok])
     return (float(d.mean()) if d.size else 0.0,
             float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else np.inf)
 
 
-def _refine(grid, point, folds, steps, ard, optimizer, fit=True):
+def _refine(grid, point, folds, steps, ard, optimizer, fit=True, seed=0):
     """Gradient descent on the exact hold-out loss from the grid's best point (the solver's
-    ``cv_predictions``: exact, or the Nyström model on its basis); the refined point is
-    kept when its hold-out metric gains on the grid's by :data:`MOVE_SE` standard errors of
-    the per-query gains (else a warning, ``moved`` False). ``fit=False`` (a subsample,
+    ``cv_predictions``: exact, or the Nyström model on its basis), on a random half of the
+    queries (their own folds, λ scaled by the rows' share: the loss sums over rows); the
+    learned point is checked on the other half, whose hold-out predictions the descent never
+    scored, and kept when its per-query gain there averages :data:`MOVE_SE` standard errors
+    (else a warning, ``moved`` False): a descent that fits a scale per feature to the queries
+    it is scored on can gain there by chance alone. ``fit=False`` (a subsample,
     :func:`_on_every_row` fits every row next): the refined point without a model. Returns
     ``(point, TuneResult)``."""
     p = grid.problem
     solver, data = checked_data(p, point.solver, "select(optimize=True)")
     X = data[0]
-    start = finite_start(solver.start_params(X.shape[1], X.dtype, point.lam, ard), solver, data,
-                         folds)
-    r = descend(start, solver, data, folds, steps=steps, optimizer=optimizer,
+    rows, other, factor = _halves(p, seed)
+    half, _ = _rows_problem(p, rows)
+    k = folds.num_folds
+    nq = int(np.unique(np.asarray(p.qid)[rows]).size)
+    hfolds = make_folds(half.graph, None if k == grid.seg.num_queries else min(k, nq))
+    hsolver, hdata = checked_data(half, point.solver.with_basis_rows(p.X.shape[0], rows.size),
+                                  "select(optimize=True)")
+    at_grid = solver.start_params(X.shape[1], X.dtype, point.lam, ard)
+    start = finite_start(dict(at_grid, log_lam=at_grid["log_lam"] - np.log(factor)), hsolver,
+                         hdata, hfolds)
+    r = descend(start, hsolver, hdata, hfolds, steps=steps, optimizer=optimizer,
                 verbose=grid.verbose)
+    shift = np.log(factor)                                 # λ back on every row's scale
+    r = r._replace(lam=r.lam * factor, params=dict(r.params, log_lam=r.params["log_lam"] + shift),
+                   params_history=dict(r.params_history,
+                                       log_lam=np.asarray(r.params_history["log_lam"]) + shift))
     losses = np.asarray(r.loss_history, dtype=float)
     if not np.any(np.isfinite(losses)):
         warnings.warn(
@@ -447,24 +474,26 @@ def _refine(grid, point, folds, steps, ard, optimizer, fit=True):
             RuntimeWarning, stacklevel=2)
         return point, r._replace(moved=False)
     i = int(np.nanargmin(np.where(np.isfinite(losses), losses, np.nan)))
-    params = {k: jnp.asarray(v[i]) for k, v in r.params_history.items()}
+    params = {key: jnp.asarray(v[i]) for key, v in r.params_history.items()}
     f = cv_predictions_at(params, solver, data, folds)
     new = float(grid.metric(f, p.y, grid.seg, **grid.kw))
-    first = {k: jnp.asarray(v[0]) for k, v in r.params_history.items()}
-    gain = None if i == 0 else _gain(grid, f, cv_predictions_at(first, solver, data, folds))
-    moved = i > 0 and grid.better(new, point.score) and (
-        gain is None or (gain[0] > 0 and gain[0] >= MOVE_SE * gain[1]))
+    gain = None if i == 0 else _gain(grid, f, cv_predictions_at(at_grid, solver, data, folds),
+                                     other)
+    moved = i > 0 and np.isfinite(new) and (
+        grid.better(new, point.score) if gain is None else
+        gain[0] > 0 and gain[0] >= MOVE_SE * gain[1])
     if not moved:
         why = ("no gradient step lowered the hold-out loss" if i == 0 else
+               f"on the {other.size} queries it did not learn on, the learned point's per-query "
+               f"gain over the grid's ({gain[0]:.4f} ± {gain[1]:.4f}) is within {MOVE_SE:g} "
+               "standard errors of none" if gain is not None else
                f"the learned point's hold-out score ({new:.4f}) is below the grid's best "
-               f"({point.score:.4f})" if not grid.better(new, point.score) else
-               f"the learned point's per-query gain over the grid's best ({gain[0]:.4f} ± "
-               f"{gain[1]:.4f}) is within {MOVE_SE:g} standard errors of none")
+               f"({point.score:.4f})")
         warnings.warn(f"optimize=True did not move: {why}, so the grid's point is kept "
                       "(tune_.moved is False)", RuntimeWarning, stacklevel=2)
         return point, r._replace(moved=False)
     r = r._replace(moved=True)
-    host = {k: np.asarray(v) for k, v in params.items()}
+    host = {key: np.asarray(v) for key, v in params.items()}
     at, lam = solver.at(host), float(np.exp(host["log_lam"]))
     scales = jnp.exp(jnp.asarray(host["log_scales"], X.dtype)) if "log_scales" in host else None
     return _Point(at, lam, new, learned_model(p, at, lam, scales) if fit else None, scales), r
