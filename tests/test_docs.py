@@ -23,6 +23,7 @@ Unicode), a norm ``||w||``, a ``sqrt(`` or an ``argmin_``."""
 
 BLOCKS = {"first-answer": ("bench_first_answer.py", "first_answer.jsonl"),
           "first-screen": ("bench_first_screen.py", "first_screen.jsonl"),
+          "battery": ("bench_battery.py", "battery.jsonl"),
           "million": ("bench_million.py", "million.jsonl"),
           "precision": ("bench_precision.py", "precision.jsonl"),
           "vmap": ("bench_vmap.py", "vmap.jsonl")}

@@ -15,7 +15,7 @@ from .._core.checks import (as_float_array, check_targets, first_nonfinite, is_c
                             segment_ids)
 from .._core.sparse import is_sparse, to_scipy
 from .._core.host import device_array, host_view
-from .maps import IMPUTE_SWEEPS, KNOTS, FeatureMap, interp, mm, with_categories
+from .maps import IMPUTE_SWEEPS, KNOTS, FeatureMap, interp, mm, take, with_categories
 
 __all__ = ["learn_feature_map", "learn_and_map", "KINDS"]
 
@@ -214,23 +214,16 @@ def _learned(xp, base, X, y, seg, num, K, kind):
         Z = xp.concatenate([Z, xp.isnan(Z[:, base.missing]).astype(dtype)], axis=1)
     width = Z.shape[1]
     if kind == "standard":
-        fin = xp.isfinite(Z)
-        cnt = xp.maximum(xp.sum(fin, axis=0), 1).astype(dtype)
-        mean = (xp.sum(xp.where(fin, Z, 0), axis=0) / cnt).astype(dtype)
-        sd = xp.sqrt(xp.sum(xp.where(fin, (Z - mean) ** 2, 0), axis=0) / cnt)
-        scale = xp.where(sd > 0, 1 / xp.where(sd > 0, sd, 1), 1).astype(dtype)
-        V = (xp.where(fin, Z, mean) - mean) * scale
-        W, V = _regression(xp, V, miss) if base.missing.shape[0] else (None, V)
-        fm = base._replace(fill=mean, center=xp.zeros(width, dtype), scale=scale, impute=W)
-        return fm, (V + mean * scale).astype(dtype)
+        return _standard(xp, base, Z, miss, width, dtype)
     S = xp.sort(Z, axis=0)                                      # NaN last
     c = xp.sum(~xp.isnan(Z), axis=0)
     pos = xp.round(xp.linspace(0.0, 1.0, K)[:, None] * xp.maximum(c - 1, 0)).astype(np.int32)
-    knots = xp.take_along_axis(S, pos, 0)
+    at = take(xp, pos, Z.shape[0])
+    knots = at(S)
     first, last = _runs(xp, S)
     count = xp.maximum(c, 1).astype(dtype)
-    lower = xp.where(c == 0, 0.5, xp.take_along_axis(first, pos, 0) / count).astype(dtype)
-    upper = xp.where(c == 0, 0.5, (xp.take_along_axis(last, pos, 0) + 1) / count).astype(dtype)
+    lower = xp.where(c == 0, 0.5, at(first) / count).astype(dtype)
+    upper = xp.where(c == 0, 0.5, (at(last) + 1) / count).astype(dtype)
     knots = xp.where(c == 0, 0, knots).astype(dtype)
     half = xp.full(width, 0.5, dtype)
     V = interp(xp, knots, lower, upper, Z) - half
@@ -257,6 +250,27 @@ def _runs(xp, S):
         first = jax.lax.cummax(jnp.where(start, idx, 0), axis=0)
         last = jax.lax.cummin(jnp.where(stop, idx, m - 1), axis=0, reverse=True)
     return first, last
+
+
+def _standard(xp, base, Z, miss, width, dtype):
+    """The standard map of ``Z`` and ``Z`` through it (one pass each for the moments and the
+    rows when every value is finite, as most data)."""
+    if xp is np and not miss.any():
+        mean, sd = Z.mean(axis=0, dtype=np.float64), Z.std(axis=0, dtype=np.float64)
+        scale = np.where(sd > 0, 1 / np.where(sd > 0, sd, 1), 1).astype(dtype)
+        fm = base._replace(fill=mean.astype(dtype), center=np.zeros(width, dtype), scale=scale)
+        return fm, (Z * scale).astype(dtype)
+    fin = xp.isfinite(Z)
+    cnt = xp.maximum(xp.sum(fin, axis=0), 1).astype(dtype)
+    mean = (xp.sum(xp.where(fin, Z, 0), axis=0) / cnt).astype(dtype)
+    sd = xp.sqrt(xp.sum(xp.where(fin, (Z - mean) ** 2, 0), axis=0) / cnt)
+    scale = xp.where(sd > 0, 1 / xp.where(sd > 0, sd, 1), 1).astype(dtype)
+    T = xp.where(fin, Z, mean)
+    fm = base._replace(fill=mean, center=xp.zeros(width, dtype), scale=scale)
+    if not base.missing.shape[0]:
+        return fm, (T * scale).astype(dtype)
+    W, V = _regression(xp, (T - mean) * scale, miss)
+    return fm._replace(impute=W), (V + mean * scale).astype(dtype)
 
 
 RIDGE = 1e-3

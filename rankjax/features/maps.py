@@ -116,12 +116,23 @@ def interp(xp, knots, lower, upper, Z):
     among the knots counts: the same ranks after any increasing map of the column."""
     K = knots.shape[0]
     i = colsearch(xp, knots, Z, "left")
-    ii = xp.minimum(i, K - 1)
-    low, up = xp.take_along_axis(lower, ii, 0), xp.take_along_axis(upper, ii, 0)
-    at = (i < K) & (xp.take_along_axis(knots, ii, 0) == Z)       # z is a knot: its own shares
-    below = xp.where(at, low, xp.where(i > 0, xp.take_along_axis(upper, xp.maximum(i - 1, 0), 0), 0))
+    at_i, before = take(xp, i, K), take(xp, xp.maximum(i - 1, 0), K)
+    low, up = at_i(lower), at_i(upper)
+    at = (i < K) & (at_i(knots) == Z)                              # z is a knot: its own shares
+    below = xp.where(at, low, xp.where(i > 0, before(upper), 0))
     above = xp.where(at | (i < K), xp.where(at, up, low), 1)
     return xp.where(xp.isnan(Z), 0.5, (below + above) / 2).astype(Z.dtype)
+
+
+def take(xp, I, K):
+    """The gather of rows ``I [m, n]`` (clipped to ``[0, K)``) of each column of ``[K, n]``
+    arrays: ``take_along_axis`` on axis 0 (numpy: by flat indices computed once, several
+    times faster than its fancy indexing)."""
+    I = xp.minimum(I, K - 1)
+    if xp is np:
+        flat = I * I.shape[1] + np.arange(I.shape[1])
+        return lambda A: A.ravel()[flat]
+    return lambda A: jnp.take_along_axis(A, I, 0)
 
 
 def with_categories(xp, fm, X):
@@ -132,8 +143,9 @@ def with_categories(xp, fm, X):
     cols = X[:, fm.categorical]
     C = fm.categories.shape[0]
     i = xp.minimum(colsearch(xp, fm.categories, cols, "left"), C - 1)
-    seen = xp.take_along_axis(fm.categories, i, 0) == cols
-    codes = xp.where(seen, xp.take_along_axis(fm.category_scores, i, 0),
+    at = take(xp, i, C)
+    seen = at(fm.categories) == cols
+    codes = xp.where(seen, at(fm.category_scores),
                      xp.where(xp.isnan(cols), xp.nan, 0)).astype(X.dtype)
     if xp is np:
         X = X.copy()
@@ -173,7 +185,7 @@ def _mapped(xp, fm, X):
         T = Z if fm.fill is None else xp.where(xp.isfinite(Z), Z, fm.fill)
     else:
         T = interp(xp, fm.knots, fm.lower, fm.upper, Z)
-    if fm.fill is None:                         # sparse rows' map: a scaling
+    if fm.fill is None or fm.impute is None:    # a scaling (nothing to impute from others)
         return ((T - fm.center) * fm.scale).astype(X.dtype)
     rank = fm.knots is not None                 # imputed on ranks, or on standardised values
     V = T - fm.fill if rank else (T - fm.fill) * fm.scale        # missing entries at 0
