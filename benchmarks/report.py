@@ -63,6 +63,10 @@ JOBS = [
      "LightGBM and XGBoost on lambdarank_sample and MQ2008",
      ["bench_first_screen.py", "--readme", "../README.md"],
      ["bench_first_screen.py", "--readme", "../README.md"]),
+    ("battery", 74, "The distortion battery: every learner of the first screen on the real sets and "
+     "raw web data, each column logged through a random monotone map (five seeds), float32",
+     ["bench_battery.py", "--readme", "../README.md"],
+     ["bench_battery.py", "--readme", "../README.md"]),
     ("optimize", 43, "RankRLSCV(kernel=\"gaussian\", optimize=True) at 12k rows against 35b8738 "
      "(fresh processes, alternating)", ["bench_optimize.py"], ["bench_optimize.py"]),
     ("first_answer", 43, "The first answer: first fit in a fresh process (empty and filled "
