@@ -19,12 +19,14 @@ Two kinds, one type:
   training rows (glmnet's standardisation; no centring, which a ranking model cannot see),
   so that one λ grid serves columns in any units and float32 resolves the system.
 
-Both take missing values as a LightGBM user has them: NaN is imputed (the median rank, or
-the training mean) and, for a column that had NaN in training, an indicator column is added
-(learned on the training rows). ``±inf`` are the extremes of a rank column; a standardised
-column treats non-finite values as missing. Categorical columns (pandas ``category`` or
-object columns, :mod:`rankjax.features.categories`) are read as their categories' learned
-scores (the mean within-query centred label of a category's training rows) before the map.
+Both take missing values as a LightGBM user has them: a missing entry is imputed from the
+row's other columns (ridge regressions learned on the training rows' covariance, the
+conditional mean of a Gaussian with it; the median rank or the training mean when the
+training rows had no missing value) and, for a column that had NaN in training, an indicator
+column is added. ``±inf`` are the extremes of a rank column; a standardised column treats
+non-finite values as missing. Categorical columns (pandas ``category`` or text columns,
+``rankjax.estimators.frames``) are read as their categories' learned scores (the mean
+within-query centred label of a category's training rows) before the map.
 """
 from __future__ import annotations
 
@@ -56,8 +58,8 @@ class FeatureMap(NamedTuple):
     (``knots``, ``lower``, ``upper`` ``[K, n + k]``: the mid-rank among the knots) or, without
     knots, the value itself; a missing entry (NaN; not finite for the standard map) starts at
     ``fill`` ``[n + k]`` (1/2, or the training mean) and, with ``impute`` ``[n + k, n]``, is
-    replaced by its regression on the row's other columns (:func:`impute`). ``fill`` None:
-    the map of sparse rows, a scaling alone.
+    replaced by its regression on the row's other columns (``impute``). ``fill`` None: the
+    map of sparse rows, a scaling alone.
 
     Example:
       >>> import numpy as np, rankjax as rj
