@@ -15,7 +15,8 @@ from .._core.checks import (as_float_array, check_targets, first_nonfinite, is_c
                             segment_ids)
 from .._core.sparse import is_sparse, to_scipy
 from .._core.host import device_array, host_view
-from .maps import IMPUTE_SWEEPS, KNOTS, FeatureMap, interp, mm, take, with_categories
+from .maps import (IMPUTE_SWEEPS, KNOTS, FeatureMap, by_blocks, colsearch, interp, mm, take,
+                   with_categories)
 
 __all__ = ["learn_feature_map", "learn_and_map", "KINDS"]
 
@@ -218,38 +219,18 @@ def _learned(xp, base, X, y, seg, num, K, kind):
     S = xp.sort(Z, axis=0)                                      # NaN last
     c = xp.sum(~xp.isnan(Z), axis=0)
     pos = xp.round(xp.linspace(0.0, 1.0, K)[:, None] * xp.maximum(c - 1, 0)).astype(np.int32)
-    at = take(xp, pos, Z.shape[0])
-    knots = at(S)
-    first, last = _runs(xp, S)
-    count = xp.maximum(c, 1).astype(dtype)
-    lower = xp.where(c == 0, 0.5, at(first) / count).astype(dtype)
-    upper = xp.where(c == 0, 0.5, (at(last) + 1) / count).astype(dtype)
+    knots = take(xp, pos, Z.shape[0])(S)
+    count = xp.maximum(c, 1).astype(dtype)                     # the shares: K searches a column
+    lower = xp.where(c == 0, 0.5, colsearch(xp, S, knots, "left") / count).astype(dtype)
+    upper = xp.where(c == 0, 0.5, colsearch(xp, S, knots, "right") / count).astype(dtype)
     knots = xp.where(c == 0, 0, knots).astype(dtype)
     half = xp.full(width, 0.5, dtype)
-    V = interp(xp, knots, lower, upper, Z) - half
+    V = by_blocks(xp, lambda B: interp(xp, knots, lower, upper, B) - half, Z)
     W, V = _regression(xp, V, miss) if base.missing.shape[0] else (None, V)
     scale = xp.ones(width, dtype) if y is None else _weights(xp, V, y, seg, num)
     fm = base._replace(knots=knots, lower=lower, upper=upper, fill=half, center=half,
                        scale=scale, impute=W)
     return fm, (V * scale).astype(dtype)
-
-
-def _runs(xp, S):
-    """``(first, last)`` ``[m, n]``: for every entry of the columns of ``S`` (sorted along axis
-    0) the index of the first and of the last entry equal to it: the counts below and at most
-    each value, without a search."""
-    m = S.shape[0]
-    idx = xp.broadcast_to(xp.arange(m)[:, None], S.shape)
-    same = S[1:] == S[:-1]
-    start = xp.concatenate([xp.ones((1,) + S.shape[1:], bool), ~same], axis=0)
-    stop = xp.concatenate([~same, xp.ones((1,) + S.shape[1:], bool)], axis=0)
-    if xp is np:
-        first = np.maximum.accumulate(np.where(start, idx, 0), axis=0)
-        last = np.minimum.accumulate(np.where(stop, idx, m - 1)[::-1], axis=0)[::-1]
-    else:
-        first = jax.lax.cummax(jnp.where(start, idx, 0), axis=0)
-        last = jax.lax.cummin(jnp.where(stop, idx, m - 1), axis=0, reverse=True)
-    return first, last
 
 
 def _standard(xp, base, Z, miss, width, dtype):

@@ -30,6 +30,7 @@ within-query centred label of a category's training rows) before the map.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple, Optional
 
 import jax
@@ -116,14 +117,26 @@ def interp(xp, knots, lower, upper, Z):
     bracket the share below ``z`` (equal when every training value is a knot: the empirical
     distribution function); 0 below every knot, 1 above; 1/2 at NaN. Only the order of ``z``
     among the knots counts: the same ranks after any increasing map of the column."""
-    K = knots.shape[0]
-    i = colsearch(xp, knots, Z, "left")
-    at_i, before = take(xp, i, K), take(xp, xp.maximum(i - 1, 0), K)
-    low, up = at_i(lower), at_i(upper)
-    at = (i < K) & (at_i(knots) == Z)                              # z is a knot: its own shares
-    below = xp.where(at, low, xp.where(i > 0, before(upper), 0))
-    above = xp.where(at | (i < K), xp.where(at, up, low), 1)
-    return xp.where(xp.isnan(Z), 0.5, (below + above) / 2).astype(Z.dtype)
+    if xp is np:                 # column by column (each column's search a contiguous copy)
+        kt, lt, ut = (np.ascontiguousarray(a.T) for a in (knots, lower, upper))
+        out = np.empty(Z.shape, Z.dtype)
+        for j in range(Z.shape[1]):
+            out[:, j] = _ranks(np, kt[j], lt[j], ut[j], np.ascontiguousarray(Z[:, j]))
+        return out
+    return jax.vmap(partial(_ranks, jnp), in_axes=1, out_axes=1)(knots, lower, upper, Z
+                                                                 ).astype(Z.dtype)
+
+
+def _ranks(xp, k, lower, upper, z):
+    """:func:`interp` of one column: ``z [m]`` among the knots ``k [K]``."""
+    K = k.shape[0]
+    i = xp.searchsorted(k, z, side="left")
+    ii = xp.minimum(i, K - 1)
+    low = lower[ii]
+    at = (i < K) & (k[ii] == z)                                    # z is a knot: its own shares
+    below = xp.where(at, low, xp.where(i > 0, upper[xp.maximum(i - 1, 0)], 0))
+    above = xp.where(at, upper[ii], xp.where(i < K, low, 1))
+    return xp.where(xp.isnan(z), 0.5, (below + above) / 2)
 
 
 def take(xp, I, K):
@@ -132,7 +145,7 @@ def take(xp, I, K):
     times faster than its fancy indexing)."""
     I = xp.minimum(I, K - 1)
     if xp is np:
-        flat = I * I.shape[1] + np.arange(I.shape[1])
+        flat = I.astype(np.int32) * np.int32(I.shape[1]) + np.arange(I.shape[1], dtype=np.int32)
         return lambda A: A.ravel()[flat]
     return lambda A: jnp.take_along_axis(A, I, 0)
 
@@ -227,4 +240,17 @@ def map_rows(fm: FeatureMap, X):
         return apply_map(fm, X)
     fm = FeatureMap(*[None if v is None else
                       v.astype(Xv.dtype) if v.dtype.kind == "f" else v for v in views])
-    return device_array(_mapped(np, fm, Xv))
+    return device_array(by_blocks(np, lambda B: _mapped(np, fm, B), Xv))
+
+
+BLOCK_ROWS = 1 << 15
+"""Rows the host maps at a time: the searches' and gathers' index arrays of a block stay a
+few MB however many rows there are."""
+
+
+def by_blocks(xp, fn, Z):
+    """``fn`` of the rows of ``Z`` a block of :data:`BLOCK_ROWS` at a time (numpy; jax.numpy
+    whole), concatenated."""
+    if xp is not np or Z.shape[0] <= BLOCK_ROWS:
+        return fn(Z)
+    return np.concatenate([fn(Z[a:a + BLOCK_ROWS]) for a in range(0, Z.shape[0], BLOCK_ROWS)])
