@@ -177,7 +177,7 @@ def test_ard_beyond_the_plan_learns_on_a_subsample_then_holds_out_every_row(data
     ``best_score_`` is that point's hold-out NDCG on every row (not the subsample's)."""
     monkeypatch.setattr(select_mod, "TUNE_WORK", 4 * 300 * 128 ** 2)
     monkeypatch.setattr(select_mod._Grid, "better", lambda self, a, b: True)
-    monkeypatch.setattr(select_mod, "_gain", lambda *a: (1.0, 0.0))
+    monkeypatch.setattr(select_mod, "_gain", lambda grid, new, old, queries: np.ones(len(queries)))
     seen = []
     real = select_mod._halves
     monkeypatch.setattr(select_mod, "_halves", lambda p, seed: seen.append(p.X.shape[0])

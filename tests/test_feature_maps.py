@@ -383,25 +383,26 @@ def test_ard_whose_loss_is_never_finite_warns_and_keeps_the_grid_point(web, monk
 
 @pytest.mark.parametrize("consistent", [True, False])
 def test_the_learned_point_is_kept_only_for_a_gain_beyond_chance(small, monkeypatch, consistent):
-    """The refined point replaces the grid's when its per-query hold-out gain averages at
-    least MOVE_SE standard errors: a gain on every query moves, the same mean gain carried
-    by a few queries (as a fit of many scales to the scored queries buys by chance) does
-    not, with the warning."""
+    """The refined point replaces the grid's when its cross-fitted per-query hold-out gain
+    (each half's learned point on the other half's queries) averages more than MOVE_SE
+    standard errors: a gain on every query moves, a gain on one query and losses on the
+    rest does not, with the warning."""
     from rankjax.selection import select
     X, y, q = small
     X = np.nan_to_num(X, posinf=9.0, neginf=-9.0)
     rng = np.random.default_rng(0)
     base = y + rng.normal(0, 2.0, y.shape)                    # a poor ranking of every query
     better = y + rng.normal(0, 0.3, y.shape)                  # a good one
-    lucky = np.where(q < np.unique(q)[3], y * 10, base)       # three queries ranked perfectly
+    worse = y + rng.normal(0, 4.0, y.shape)                   # a worse one
+    lucky = np.where(q == np.unique(q)[0], y * 10, worse)     # but one query ranked perfectly
     real = select.descend
     monkeypatch.setattr(select, "descend", lambda *a, **k: real(*a, **{**k, "steps": 1})._replace(
         loss_history=np.array([1.0, 0.5])))
     calls = []
 
-    def predictions(*a):                       # the learned point first, then the grid's
+    def predictions(*a):                       # the grid's point first, then the learned ones
         calls.append(1)
-        return (better if consistent else lucky) if len(calls) % 2 else base
+        return base if len(calls) == 1 else better if consistent else lucky
 
     monkeypatch.setattr(select, "cv_predictions_at", predictions)
     start = select._Point(rj.Dual(rj.gaussian_kernel(0.1)), 1.0, -1.0, None)
@@ -412,7 +413,7 @@ def test_the_learned_point_is_kept_only_for_a_gain_beyond_chance(small, monkeypa
         point, r = select._refine(grid, start, rj.make_folds(p.graph), 1, False, None, fit=False)
         assert r.moved is True and point[0] == "kept"
     else:
-        with pytest.warns(RuntimeWarning, match="standard errors"):
+        with pytest.warns(RuntimeWarning, match="standard error above none"):
             point, r = select._refine(grid, start, rj.make_folds(p.graph), 1, False, None, fit=False)
         assert r.moved is False and point is start
 

@@ -212,8 +212,10 @@ class RankRLSCV(RankRLS):
     hold-out loss (:func:`rankjax.tune`, ``optimize_steps`` Adam steps in log λ and
     log γ, and per-feature scales with ``ard=True``; linear or Gaussian kernels; with a
     basis and ``ard=True``, the Nyström model's loss at :math:`O(m b^2)` a step) and keeps the
-    refined point when its hold-out NDCG is not below the grid's; ``tune_`` holds the
-    trajectory, ``evals_result_["tune"]`` its losses, ``verbose=k`` prints every k-th step.
+    refined point only when, cross-fitted (the descent on each random half of the queries,
+    its point scored on the other half's hold-out), its per-query NDCG gain over the grid's
+    point averages more than one standard error: the descent then runs on every query;
+    else a warning and ``tune_.moved`` False; ``tune_`` holds the trajectory, ``evals_result_["tune"]`` its losses, ``verbose=k`` prints every k-th step.
     With a basis and ``ard=True`` on more rows than a step's plan
     (``tune_rows``: :math:`u b^2 steps \le 10^{11}`), the grid and
     the gradient run on a random subsample of ``u`` rows of whole queries (its λ the grid's

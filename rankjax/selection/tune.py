@@ -192,7 +192,9 @@ class TuneResult(NamedTuple):
     ``lam``), ``scales`` the learned per-feature scales ``[n]`` (``ard=True``; the solver
     then fits the rows ``X * scales``, else None) and ``model``, that fit on every row of
     the problem (a :class:`~rankjax.ScaledModel` of the scaled rows with ``ard``, a linear
-    model's weights on the given columns; None when the loss ended NaN)."""
+    model's weights on the given columns; None when the loss ended NaN). ``moved`` (from
+    ``rj.select(..., optimize=True)`` and the estimators): whether the learned point
+    replaced the grid's after its cross-fitted check; None from :func:`tune` itself."""
 
     params: dict
     lam: float

@@ -236,7 +236,7 @@ class Dual(AbstractSolver):
                              "rounding); a kernel matrix must be PSD: check the kernel and its "
                              "parameters")
         warn_unresolved(A, lam, "rj.fit(Dual())", "S K S + λ I has no Cholesky factor and λ is "
-                        "below 300 eps times its largest eigenvalue")
+                        f"below {RESOLVE_RTOL['path']:g} eps times its largest eigenvalue")
         return Solution(self._model(A, X), lane_codes(A, lam, lanes=False), {})
 
     def path(self, problem, lams):
