@@ -215,7 +215,8 @@ class RankRLSCV(RankRLS):
     refined point only when, cross-fitted (the descent on each random half of the queries,
     its point scored on the other half's hold-out), its per-query NDCG gain over the grid's
     point averages more than one standard error: the descent then runs on every query;
-    else a warning and ``tune_.moved`` False; ``tune_`` holds the trajectory, ``evals_result_["tune"]`` its losses, ``verbose=k`` prints every k-th step.
+    else a warning and ``tune_.moved`` False; ``tune_`` holds the trajectory,
+    ``evals_result_["tune"]`` its losses, ``verbose=k`` prints every k-th step.
     With a basis and ``ard=True`` on more rows than a step's plan
     (``tune_rows``: :math:`u b^2 steps \le 10^{11}`), the grid and
     the gradient run on a random subsample of ``u`` rows of whole queries (its λ the grid's
