@@ -18,6 +18,7 @@ import rankjax.solvers.nystrom_blocked as blocked
 import rankjax.solvers.nystrom_plan as nplan
 from rankjax._core.memory import MemoryPlanError
 from rankjax.estimators import RankRLSCV
+from rankjax.selection import refine as refine_mod
 from rankjax.selection import select as select_mod
 
 GAUSS = rj.gaussian_kernel(0.3)
@@ -177,10 +178,10 @@ def test_ard_beyond_the_plan_learns_on_a_subsample_then_holds_out_every_row(data
     ``best_score_`` is that point's hold-out NDCG on every row (not the subsample's)."""
     monkeypatch.setattr(select_mod, "TUNE_WORK", 4 * 300 * 128 ** 2)
     monkeypatch.setattr(select_mod._Grid, "better", lambda self, a, b: True)
-    monkeypatch.setattr(select_mod, "_gain", lambda grid, new, old, queries: np.ones(len(queries)))
+    monkeypatch.setattr(refine_mod, "_gain", lambda grid, new, old, queries: np.ones(len(queries)))
     seen = []
-    real = select_mod._halves
-    monkeypatch.setattr(select_mod, "_halves", lambda p, seed: seen.append(p.X.shape[0])
+    real = refine_mod._halves
+    monkeypatch.setattr(refine_mod, "_halves", lambda p, seed: seen.append(p.X.shape[0])
                         or real(p, seed))                       # the subsample learned on
     est = RankRLSCV(lams=LAMS, kernel="gaussian", gammas=[0.3], basis=100, optimize=True,
                     ard=True, optimize_steps=4, feature_map=None).fit(data.X, data.y, data.qid)

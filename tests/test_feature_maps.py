@@ -276,10 +276,10 @@ def test_a_query_column_by_name_and_a_warning_for_one_left_among_the_features():
 def test_the_learned_kernel_says_when_it_did_not_move(small, monkeypatch):
     """optimize=True, ard=True keeps the grid's point when the descent does not improve on
     it, with a warning and ``tune_.moved`` False; True when it moved."""
-    from rankjax.selection import select
+    from rankjax.selection import refine
     X, y, q = small
-    real = select.descend
-    monkeypatch.setattr(select, "descend", lambda *a, **k: real(*a, **{**k, "steps": 1})._replace(
+    real = refine.descend
+    monkeypatch.setattr(refine, "descend", lambda *a, **k: real(*a, **{**k, "steps": 1})._replace(
         loss_history=np.array([1.0, 2.0])))
     with pytest.warns(RuntimeWarning, match="did not move"):
         est = estimators.RankRLSCV(kernel="gaussian", optimize=True, ard=True,
@@ -368,12 +368,12 @@ def test_a_spread_the_kernel_cannot_see_is_said_where_the_fit_was_called():
 def test_ard_whose_loss_is_never_finite_warns_and_keeps_the_grid_point(web, monkeypatch):
     """A descent whose hold-out loss is NaN at every step: a warning naming the cause, the
     grid's point kept (``tune_.moved`` False), never numpy's All-NaN error."""
-    from rankjax.selection import select
+    from rankjax.selection import refine
     tr, _ = web
     kw = dict(kernel="gaussian", basis=120, optimize=True, optimize_steps=4, ard=True)
     grid = estimators.RankRLSCV(kernel="gaussian", basis=120).fit(tr.X, tr.y, qid=tr.qid)
-    real = select.descend
-    monkeypatch.setattr(select, "descend", lambda *a, **k: real(*a, **k)._replace(
+    real = refine.descend
+    monkeypatch.setattr(refine, "descend", lambda *a, **k: real(*a, **k)._replace(
         loss_history=np.full(5, np.nan)))
     with pytest.warns(RuntimeWarning, match="every gradient step"):
         est = estimators.RankRLSCV(**kw).fit(tr.X, tr.y, qid=tr.qid)
@@ -387,7 +387,7 @@ def test_the_learned_point_is_kept_only_for_a_gain_beyond_chance(small, monkeypa
     (each half's learned point on the other half's queries) averages more than MOVE_SE
     standard errors: a gain on every query moves, a gain on one query and losses on the
     rest does not, with the warning."""
-    from rankjax.selection import select
+    from rankjax.selection import refine, select
     X, y, q = small
     X = np.nan_to_num(X, posinf=9.0, neginf=-9.0)
     rng = np.random.default_rng(0)
@@ -395,8 +395,8 @@ def test_the_learned_point_is_kept_only_for_a_gain_beyond_chance(small, monkeypa
     better = y + rng.normal(0, 0.3, y.shape)                  # a good one
     worse = y + rng.normal(0, 4.0, y.shape)                   # a worse one
     lucky = np.where(q == np.unique(q)[0], y * 10, worse)     # but one query ranked perfectly
-    real = select.descend
-    monkeypatch.setattr(select, "descend", lambda *a, **k: real(*a, **{**k, "steps": 1})._replace(
+    real = refine.descend
+    monkeypatch.setattr(refine, "descend", lambda *a, **k: real(*a, **{**k, "steps": 1})._replace(
         loss_history=np.array([1.0, 0.5])))
     calls = []
 
@@ -404,17 +404,17 @@ def test_the_learned_point_is_kept_only_for_a_gain_beyond_chance(small, monkeypa
         calls.append(1)
         return base if len(calls) == 1 else better if consistent else lucky
 
-    monkeypatch.setattr(select, "cv_predictions_at", predictions)
-    start = select._Point(rj.Dual(rj.gaussian_kernel(0.1)), 1.0, -1.0, None)
-    monkeypatch.setattr(select, "_Point", lambda *a, **k: ("kept", a))
+    monkeypatch.setattr(refine, "cv_predictions_at", predictions)
+    start = refine.Point(rj.Dual(rj.gaussian_kernel(0.1)), 1.0, -1.0, None)
+    monkeypatch.setattr(refine, "Point", lambda *a, **k: ("kept", a))
     p = rj.Problem(X, y, q)
     grid = select._Grid(p, rj.ndcg, {"k": 10}, np.array([1.0]), 0)
     if consistent:
-        point, r = select._refine(grid, start, rj.make_folds(p.graph), 1, False, None, fit=False)
+        point, r = refine.refine(grid, start, rj.make_folds(p.graph), 1, False, None, fit=False)
         assert r.moved is True and point[0] == "kept"
     else:
         with pytest.warns(RuntimeWarning, match="standard error above none"):
-            point, r = select._refine(grid, start, rj.make_folds(p.graph), 1, False, None, fit=False)
+            point, r = refine.refine(grid, start, rj.make_folds(p.graph), 1, False, None, fit=False)
         assert r.moved is False and point is start
 
 
