@@ -147,14 +147,7 @@ def refine(grid, point, folds, steps, ard, optimizer, fit=True, seed=0):
             gains = None
             break
         gains.append(g)
-    if gains is None:                                      # no per-query values: every row
-        r, params, _ = _descent(grid, point, None, folds, steps, ard, optimizer)
-        f = None if params is None else cv_predictions_at(params, solver, data, folds)
-        new = np.nan if f is None else float(grid.metric(f, p.y, grid.seg, **grid.kw))
-        if not (np.isfinite(new) and grid.better(new, point.score)):
-            why = (f"the learned point's hold-out score ({new:.4f}) is not above the grid's "
-                   f"best ({point.score:.4f})")
-    else:
+    if gains is not None:
         d = np.concatenate(gains)
         mean = float(d.mean()) if d.size else 0.0
         se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else np.inf
@@ -163,13 +156,15 @@ def refine(grid, point, folds, steps, ard, optimizer, fit=True, seed=0):
                    f"scored on the other's), the per-query gain over the grid's point on "
                    f"{d.size} queries ({mean:.4f} ± {se:.4f}) is not {MOVE_SE:g} standard "
                    "error above none")
-        else:
-            r, params, _ = _descent(grid, point, None, folds, steps, ard, optimizer)
-            if params is None:
-                why = "no gradient step on every query lowered the hold-out loss"
-            else:
-                f = cv_predictions_at(params, solver, data, folds)
-                new = float(grid.metric(f, p.y, grid.seg, **grid.kw))
+    if why is None:                                        # the descent on every query
+        r, params, _ = _descent(grid, point, None, folds, steps, ard, optimizer)
+        f = None if params is None else cv_predictions_at(params, solver, data, folds)
+        new = np.nan if f is None else float(grid.metric(f, p.y, grid.seg, **grid.kw))
+        if params is None:
+            why = "no gradient step on every query lowered the hold-out loss"
+        elif gains is None and not (np.isfinite(new) and grid.better(new, point.score)):
+            why = (f"the learned point's hold-out score ({new:.4f}) is not above the grid's "
+                   f"best ({point.score:.4f})")                # no per-query values to cross-fit
     if why is not None:
         warnings.warn(f"optimize=True did not move: {why}, so the grid's point is kept "
                       "(tune_.moved is False)", RuntimeWarning, stacklevel=2)
