@@ -17,9 +17,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ._core.checks import check_flag, check_lams, check_positive
+import jax
+import jax.numpy as jnp
+
+from ._core.checks import check_flag, check_lams, check_positive, is_concrete
 from ._core.log import stage
-from ._solution import Solution, throw_if
+from ._core.sparse import is_bcoo
+from ._solution import RESULTS, Solution, throw_if
 from .graphs.folds import problem_folds
 from .metrics.choice import Selection
 from .selection.select import select_grid
@@ -63,8 +67,8 @@ def fit(problem, solver=Auto(), *, lam, verbose: int = 0, throw: bool = False) -
     solver = check_call(problem, solver, "fit", "fit")
     check_positive(lam, allow_zero=solver.allows_zero(problem), scalar=True)
     throw = check_flag(throw, "throw")
-    return throw_if(stage(verbose, f"fit {type(solver).__name__}",
-                          lambda: solver.fit(problem, lam)), "fit", throw)
+    return throw_if(honest(problem, stage(verbose, f"fit {type(solver).__name__}",
+                                          lambda: solver.fit(problem, lam))), "fit", throw)
 
 
 def path(problem, solver=Auto(), *, lams, verbose: int = 0, throw: bool = False) -> Solution:
@@ -97,8 +101,8 @@ def path(problem, solver=Auto(), *, lams, verbose: int = 0, throw: bool = False)
     """
     solver = check_call(problem, solver, "path", "path")
     lams, throw = check_lams(lams), check_flag(throw, "throw")
-    return throw_if(stage(verbose, f"path {type(solver).__name__}",
-                          lambda: solver.path(problem, lams)), "path", throw)
+    return throw_if(honest(problem, stage(verbose, f"path {type(solver).__name__}",
+                                          lambda: solver.path(problem, lams))), "path", throw)
 
 
 def holdout(problem, solver=Auto(), *, lams, folds=None, seed: int = 0, verbose: int = 0,
@@ -150,8 +154,30 @@ def holdout(problem, solver=Auto(), *, lams, folds=None, seed: int = 0, verbose:
     else:
         folds = problem_folds(problem, folds, seed, "rj.holdout")
     throw = check_flag(throw, "throw")
-    return throw_if(stage(verbose, f"holdout {type(solver).__name__}",
-                          lambda: getattr(solver, method)(problem, lams, folds)), "holdout", throw)
+    return throw_if(honest(problem, stage(verbose, f"holdout {type(solver).__name__}",
+                                          lambda: getattr(solver, method)(problem, lams, folds))),
+                    "holdout", throw)
+
+
+def honest(problem, solution: Solution) -> Solution:
+    """``solution``, with the code ``invalid_input`` and a NaN value (every floating leaf)
+    where ``problem``'s rows or labels (or its validation problem's) hold a non-finite value
+    under ``jit``, whatever the solver did with them: outside ``jit`` the problem's checks
+    raise on them, under ``jit`` they cannot, and a solver may absorb a bad row into a finite
+    model (a Nyström feature map) or stop at zeros (CG). One pass over the inputs, traced
+    inputs only."""
+    arrays = []
+    while problem is not None and hasattr(problem, "precomputed"):
+        arrays += [a.data if is_bcoo(a) else a for a in (problem.X, problem.y) if a is not None]
+        problem = problem.valid
+    if not arrays or all(is_concrete(a) for a in arrays):
+        return solution
+    ok = jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in arrays]))
+    nan = lambda v: (jnp.where(ok, v, jnp.nan)                            # noqa: E731
+                     if jnp.issubdtype(jnp.result_type(v), jnp.inexact) else v)
+    return Solution(jax.tree.map(nan, solution.value),
+                    jnp.where(ok, solution.result, int(RESULTS.invalid_input)).astype(jnp.int32),
+                    solution.stats)
 
 
 def select(problem, solvers: Sequence = (Auto(),), *, lams, folds=None, metric=None,

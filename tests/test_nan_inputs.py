@@ -9,7 +9,7 @@ from rankjax.learners.gp import gp_pairwise_gaussian
 from rankjax.graphs.build import incidence_mv, incidence_t_mv, laplacian_sqrt_mv
 from rankjax.learners.kpcrank import kpcrank_path
 from rankjax.metrics.choice import select_lambda
-from registry import cases, data, inputs, problem
+from registry import LAMS, call, cases, data, inputs, problem
 
 CASES, IDS = cases()
 
@@ -180,3 +180,26 @@ def test_leave_pair_out_dual_refuses_an_indefinite_k_at_its_threshold(times, ref
             call()
     else:
         assert np.all(np.isfinite(np.asarray(call())))
+
+
+@pytest.mark.parametrize("entry,verb", CASES, ids=IDS)
+def test_a_nan_row_under_jit_is_invalid_input_for_every_solver(entry, verb):
+    """Issue 75: a non-finite value reaching a solver under ``jit`` (where no check can raise)
+    gives the code ``invalid_input`` on every lane and a NaN value, whatever the solver: no
+    Nyström model that absorbed the row, no CG zeros, no ``unresolved_lambda``."""
+    import jax
+    X, y, qid = data()
+    X = np.array(X)
+    X[3, 1] = np.nan
+    lam = 1.0 if verb == "fit" else LAMS
+    pairs = np.asarray(rj.differing_pairs(y)[:15]) if verb == "leave_pair_out" else None
+    queries = rj.global_graph(X.shape[0]) if verb == "leave_pair_out" else rj.query_graph(qid)
+
+    def go(X):
+        sol = call(verb, problem(entry, X, y, qid, queries), entry.solver, lam, pairs)
+        return sol.result, sol.value
+
+    result, value = jax.jit(go)(inputs(entry, X))
+    assert np.all(np.asarray(result) == int(rj.RESULTS.invalid_input)), np.asarray(result)
+    floats = [np.asarray(v) for v in jax.tree.leaves(value) if np.issubdtype(v.dtype, np.inexact)]
+    assert floats and all(np.isnan(v).all() for v in floats)

@@ -73,6 +73,7 @@ class _GraphBase(FoldBlocks):
     """Operator methods common to all graphs (each graph overrides what differs)."""
 
     takes_labels = True
+    annihilates_constants = True   # L 1 = 0: a ranking loss, blind to a constant score
 
     def check_labels(self, y, name: str = "y"):
         """``y`` checked against the graph: ``[m]``/``[m, k]`` finite, or ``None`` for edges."""
@@ -418,6 +419,7 @@ class IdentityGraph(_GraphBase):
     num_rows: int
 
     has_root = True
+    annihilates_constants = False
 
     def mv(self, v):
         return v

@@ -20,7 +20,8 @@ from .._core.memory import check_memory
 from .._core.sparse import as_dense, is_scipy_sparse
 from .._core.types import saveable
 
-__all__ = ["Kernel", "linear_kernel", "gaussian_kernel", "polynomial_kernel", "kernel_matrix"]
+__all__ = ["Kernel", "linear_kernel", "gaussian_kernel", "polynomial_kernel", "kernel_matrix",
+           "shifted"]
 
 _HI = lax.Precision.HIGHEST
 
@@ -37,12 +38,16 @@ class Kernel:
       gamma: scale (traced).
       coef0: offset of the polynomial kernel (traced).
       degree: degree of the polynomial kernel (static).
+      shift: evaluate :math:`k(x, x') - k_0`, ``k0`` the kernel's constant part (1 for the
+        Gaussian, ``coef0 ** degree`` for the polynomial, 0 for the linear kernel), without
+        forming ``k`` (static; :func:`shifted`).
     """
 
     kind: str = dataclasses.field(metadata=dict(static=True))
     gamma: float = 1.0
     coef0: float = 1.0
     degree: int = dataclasses.field(default=2, metadata=dict(static=True))
+    shift: bool = dataclasses.field(default=False, metadata=dict(static=True))
 
     def with_log_params(self, params) -> "Kernel":
         """This kernel at ``params`` (``log_gamma``, ``log_coef0``, as ``tune`` learns them;
@@ -86,6 +91,27 @@ def polynomial_kernel(degree: int, gamma: float = 1.0, coef0: float = 1.0) -> Ke
     return Kernel("polynomial", gamma=_plain(gamma), coef0=_plain(coef0), degree=degree)
 
 
+def shifted(kernel: Kernel) -> Kernel:
+    r"""``kernel`` evaluated minus its constant part, :math:`k(x, x') - k_0`: the form the
+    ranking solvers fit. A ranking loss's Laplacian annihilates constants (:math:`S 1 = 0`),
+    so :math:`S (K - k_0 1 1^T) S = S K S` and the coefficients :math:`a = S (\cdot)` sum to 0:
+    the models and their predictions are those of ``kernel`` in exact arithmetic. In floating
+    point the entries of a Gaussian of small γ (or a polynomial of small γ) lie near
+    :math:`k_0`, and their rounding, :math:`\epsilon k_0` each, is what the within-query
+    centring leaves of them; evaluated shifted (``expm1``, a factored difference of powers)
+    each entry is rounded relative to its varying part. Not for RLS (``IdentityGraph``: no
+    constant is annihilated) and not for a Nyström basis (:math:`K_{RR} - k_0 1 1^T` is
+    indefinite).
+
+    Example:
+      >>> k = shifted(gaussian_kernel(1e-6))
+      >>> print(kernel_matrix(k, jnp.array([[0.], [1.]]))[0, 1])
+      -1e-06
+    """
+    check_kernel(kernel)
+    return dataclasses.replace(kernel, shift=kernel.kind != "linear")
+
+
 def _plain(v):
     """A concrete host scalar as a Python ``float`` (a traced one as it is): the kernel's
     leaves then trace alike whether given as ``0.1``, ``np.float64(0.1)`` or
@@ -120,7 +146,14 @@ def kernel_block(kernel: Kernel, A, B, diagonal=None):
     if kernel.kind == "linear":
         return dot
     if kernel.kind == "polynomial":
-        return (kernel.gamma * dot + kernel.coef0) ** kernel.degree
+        u = kernel.gamma * dot + kernel.coef0
+        if not kernel.shift:
+            return u ** kernel.degree
+        c = jnp.asarray(kernel.coef0, u.dtype)     # u^d - c^d = (u - c) sum_k u^k c^(d-1-k)
+        total = jnp.zeros_like(u)
+        for k in reversed(range(kernel.degree)):                # Horner's rule in u
+            total = total * u + c ** (kernel.degree - 1 - k)
+        return kernel.gamma * dot * total
     if kernel.kind == "gaussian":
         na = jnp.sum(A * A, axis=1)
         nb = jnp.sum(B * B, axis=1)
@@ -128,7 +161,7 @@ def kernel_block(kernel: Kernel, A, B, diagonal=None):
         if diagonal is not None:
             same = (diagonal + jnp.arange(A.shape[0]))[:, None] == jnp.arange(B.shape[0])[None, :]
             d2 = jnp.where(same, 0, d2)
-        return jnp.exp(-kernel.gamma * d2)
+        return (jnp.expm1 if kernel.shift else jnp.exp)(-kernel.gamma * d2)
     raise ValueError(f"unknown kernel kind {kernel.kind!r}")
 
 

@@ -26,7 +26,7 @@ from .._core.sparse import as_dense, is_bcoo
 from .._solution import Solution, lane_codes
 from ..graphs.graph import check_problem
 from ..graphs.folds import over_folds, premerge
-from ..kernels.kernel import Kernel, kernel_core, kernel_matrix
+from ..kernels.kernel import Kernel, kernel_core, kernel_matrix, shifted
 from .._core.types import saveable
 from .base import AbstractSolver, check_kernel_arg, solver
 from .holdout import HoldOut, fold_predictions, woodbury_fold
@@ -129,13 +129,21 @@ def kernel_cv_predictions(params, data, folds, kernel: Kernel):
     X, y, graph = data[:3]
     lam = jnp.exp(params["log_lam"])
     s = params.get("log_scales")
-    K = kernel_matrix(kernel.with_log_params(params), X if s is None else X * jnp.exp(s))
+    K = kernel_matrix(ranking_form(kernel.with_log_params(params), graph),
+                      X if s is None else X * jnp.exp(s))
     system = dual_system(K, y, graph)
     C = jnp.linalg.cholesky(system.G + lam * jnp.eye(K.shape[0], dtype=K.dtype))
     tri = lambda B: jax.scipy.linalg.solve_triangular(C, B, lower=True)      # noqa: E731
     P = tri(system.root.apply(K)).T                                        # K S C^{-T} [m, m]
     F = jnp.matmul(P, tri(system.rhs), precision=HI)
     return fold_predictions(graph, P, F, y, folds, lam, K)
+
+
+def ranking_form(kernel: Kernel, graph) -> Kernel:
+    """The kernel a dual solve on ``graph`` evaluates: :func:`~rankjax.kernels.kernel.shifted`
+    (minus its constant part, the same models, rounded relative to what varies) where the
+    graph's Laplacian annihilates constants, ``kernel`` itself for RLS."""
+    return shifted(kernel) if graph.annihilates_constants else kernel
 
 
 def check_kernel_matrix(K, y, graph, name: str = "K", count: int = 5, what: str = "the dual solve"):
@@ -206,26 +214,27 @@ class Dual(AbstractSolver):
         M = _matrix(problem, count, what)
         if problem.kind == "kernel":
             return M, None, None
-        kernel = self.kernel if self.kernel is not None else Kernel("linear")
-        return M, kernel, M
+        if self.kernel is None:
+            return M, Kernel("linear"), M
+        return M, ranking_form(self.kernel, problem.graph), M
 
     def _linear(self, problem):
         return problem.kind == "features" and self.kernel is None
 
-    def _model(self, coef, X):
+    def _model(self, coef, X, kernel):
         if X is None:
             return DualModel(coef)
         if self.kernel is None:
             return LinearModel(jnp.matmul(X.T, coef, precision=HI))
-        return KernelModel(coef, X, self.kernel)
+        return KernelModel(coef, X, kernel)
 
-    def _path(self, lams, coef, train, valid, X):
+    def _path(self, lams, coef, train, valid, X, kernel):
         if X is None:
             return DualPath(lams, coef, train, valid)
         if self.kernel is None:                      # linear: every λ's weights X^T a
             W = jnp.einsum("nm,lm...->ln...", X.T, coef, precision=HI)
             return PrimalPath(lams, W, None, valid)
-        return DualPath(lams, coef, train, valid, X, self.kernel)
+        return DualPath(lams, coef, train, valid, X, kernel)
 
     def fit(self, problem, lam):
         M, kernel, X = self._inputs(problem, 5, "the dual solve")
@@ -237,7 +246,7 @@ class Dual(AbstractSolver):
                              "parameters")
         warn_unresolved(A, lam, "rj.fit(Dual())", "S K S + λ I has no Cholesky factor and λ is "
                         f"below {RESOLVE_RTOL['path']:g} eps times its largest eigenvalue")
-        return Solution(self._model(A, X), lane_codes(A, lam, lanes=False), {})
+        return Solution(self._model(A, X, kernel), lane_codes(A, lam, lanes=False), {})
 
     def path(self, problem, lams):
         M, kernel, X = self._inputs(problem, 5, "the dual path")
@@ -248,7 +257,7 @@ class Dual(AbstractSolver):
         (A, train, valid), flags = _dual_path(M, problem.y, problem.graph, lams, Kv,
                                               range_rows(problem.graph, M.dtype), kernel)
         check_spectrum(flags, lams, "rj.path(Dual())")
-        return Solution(self._path(lams, A, train, valid, X), lane_codes(A, lams), {})
+        return Solution(self._path(lams, A, train, valid, X, kernel), lane_codes(A, lams), {})
 
     def holdout(self, problem, lams, folds):
         M, kernel, X = self._inputs(problem, 6, "the dual hold-out")
@@ -259,7 +268,7 @@ class Dual(AbstractSolver):
         (pred, coef), flags = run(level(), _dual_holdout, M, y, graph, lams,
                                   premerge(folds, lams.shape[0], width), kernel, rows)
         check_spectrum(flags, lams, "rj.holdout(Dual())")
-        path = self._path(lams, coef, None, None, X)
+        path = self._path(lams, coef, None, None, X, kernel)
         return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred, lams), {})
 
     def leave_pair_out(self, problem, lams, pairs):
