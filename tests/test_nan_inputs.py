@@ -9,7 +9,7 @@ from rankjax.learners.gp import gp_pairwise_gaussian
 from rankjax.graphs.build import incidence_mv, incidence_t_mv, laplacian_sqrt_mv
 from rankjax.learners.kpcrank import kpcrank_path
 from rankjax.metrics.choice import select_lambda
-from registry import LAMS, call, cases, data, inputs, problem
+from registry import LAMS, call as verb_call, cases, data, inputs, problem
 
 CASES, IDS = cases()
 
@@ -196,7 +196,7 @@ def test_a_nan_row_under_jit_is_invalid_input_for_every_solver(entry, verb):
     queries = rj.global_graph(X.shape[0]) if verb == "leave_pair_out" else rj.query_graph(qid)
 
     def go(X):
-        sol = call(verb, problem(entry, X, y, qid, queries), entry.solver, lam, pairs)
+        sol = verb_call(verb, problem(entry, X, y, qid, queries), entry.solver, lam, pairs)
         return sol.result, sol.value
 
     result, value = jax.jit(go)(inputs(entry, X))

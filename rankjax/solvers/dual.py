@@ -274,6 +274,8 @@ class Dual(AbstractSolver):
     def leave_pair_out(self, problem, lams, pairs):
         M, kernel, _ = self._inputs(problem, 6, "the dual leave-pair-out")
         lams = lams.astype(M.dtype)
+        if kernel is not None:          # its formula takes eigh(K): K itself, not the shift
+            kernel = self.kernel if self.kernel is not None else kernel
         K = M if kernel is None else kernel_matrix(kernel, M)
         h = dual_pairs(K, problem.y, pairs, lams, "rj.holdout(Dual(), LeavePairOut)")
         return Solution(h, lane_codes(h.predictions, lams), {})
