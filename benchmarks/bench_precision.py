@@ -1,8 +1,11 @@
 """The precision rule measured (issue 41): every function that solves for a λ, in float32
 (x64 off) against the same call in float64, on ``lambdarank_sample`` and on a near-collinear
 synthetic problem. One JSON line per function and data set: the λ it refuses (NaN lanes
-with an ``UnresolvedLambdaWarning``), the largest relative L2 error of the lanes it answers,
-and the float32 and float64 seconds of the call (first call, compile included).
+with an ``UnresolvedLambdaWarning``), the largest error of the lanes it answers on the
+ordering (:func:`centred`: the scores centred within each query, relative L2, as a ranking
+model cannot see a constant within a query; leave-pair-out: the pairs' differences), the
+largest share of within-query pairs whose order flips, and the float32 and float64 seconds of
+the call (first call, compile included).
 
     python benchmarks/bench_precision.py --save benchmarks/precision.jsonl  # both sets (~2 min)
     python benchmarks/bench_precision.py --lines benchmarks/precision.jsonl --readme README.md
@@ -146,11 +149,47 @@ def both(data):
     return res
 
 
-def lane_errors(out64, out32):
-    """``(refused [L] bool, relative L2 error [L], NaN where refused)``."""
-    a, b = out32.reshape(len(LAMS), -1), out64.reshape(len(LAMS), -1)
+def centred(out, qid):
+    """``[L, r]``: predictions ``[L, m]`` centred within each query of ``qid``, or the
+    differences of leave-pair-out's ``[L, p, 2]`` pair predictions."""
+    out = np.asarray(out, np.float64)
+    if out.ndim == 3:
+        return out[..., 0] - out[..., 1]
+    _, inv = np.unique(qid, return_inverse=True)
+    means = np.stack([np.bincount(inv, row) for row in out]) / np.bincount(inv)
+    return out - means[:, inv]
+
+
+def flipped(c64, c32, qid):
+    """``[L]``: the share of pairs whose order float64 decides (a gap above float32's rounding
+    of the lane's scores) and float32 reverses (pairs within a query of ``qid``;
+    ``qid=None``: ``c`` are leave-pair-out's pair differences)."""
+    tol = 8 * np.finfo(np.float32).eps * np.abs(c64).max(1)          # float32's rounding [L]
+
+    def decided(d):
+        return np.sign(d) * (np.abs(d) > tol.reshape((-1,) + (1,) * (d.ndim - 1)))
+
+    if qid is None:
+        d64 = decided(c64)
+        return (d64 * np.sign(c32) < 0).sum(1) / np.maximum((d64 != 0).sum(1), 1)
+    flips, total = np.zeros(len(c64)), np.zeros(len(c64))
+    for q in np.unique(qid):
+        i = np.flatnonzero(qid == q)
+        d64 = decided(c64[:, i, None] - c64[:, None, i])
+        d32 = np.sign(c32[:, i, None] - c32[:, None, i])
+        flips += ((d64 * d32) < 0).sum((1, 2))
+        total += (d64 != 0).sum((1, 2))
+    return flips / np.maximum(total, 1)
+
+
+def lane_errors(out64, out32, qid):
+    """``(refused [L] bool, centred relative L2 error [L], flipped pairs [L])``, NaN where
+    refused."""
+    a, b = centred(out32, qid).reshape(len(LAMS), -1), centred(out64, qid).reshape(len(LAMS), -1)
     refused = np.isnan(a).all(1)
-    return refused, np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
+    return (refused, np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1),
+            np.where(refused, np.nan, flipped(b, np.nan_to_num(a),
+                                              None if np.ndim(out64) == 3 else qid)))
 
 
 def _lams(values):
@@ -160,15 +199,18 @@ def _lams(values):
 
 def table(lines):
     """The README's precision table (indented into its bullet) from the run's lines."""
-    rows = ["| data | function | λ refused (NaN, one warning) | largest error of the rest |",
-            "| --- | --- | --- | --- |"]
+    rows = ["| data | function | λ refused (NaN, one warning) | largest error of the rest, "
+            "centred within queries | pairs flipped, at most |", "| --- | --- | --- | --- | --- |"]
     for ln in lines:
         err = "–" if ln["max_rel_err"] is None else f"{ln['max_rel_err']:.2g}"
+        flip = "–" if ln["max_flipped"] is None else f"{ln['max_flipped']:.2g}"
         rows.append(f"| {ln['data']} | `{ln['name'].split(':', 1)[1]}` | "
-                    f"{_lams(ln['refused_lams'])} | {err} |")
+                    f"{_lams(ln['refused_lams'])} | {err} | {flip} |")
     info = next(iter(lines), {})
-    rows += ["", f"<sub>float32 against float64, λ in `logspace(-4, 3, 15)`, relative L2 error "
-             f"of the predictions; {info.get('machine', '?')}, jax {info.get('jax', '?')}; "
+    rows += ["", f"<sub>float32 against float64, λ in `logspace(-4, 3, 15)`; the error of the "
+             "scores centred within each query, relative L2 (leave-pair-out: of the pairs' "
+             "differences), and the share of within-query pairs whose order float32 reverses; "
+             f"{info.get('machine', '?')}, jax {info.get('jax', '?')}; "
              "`python benchmarks/bench_precision.py --lines benchmarks/precision.jsonl "
              "--readme README.md`.</sub>"]
     return "\n".join("  " + r if r else "" for r in rows)
@@ -188,11 +230,12 @@ def main():
         if data is None:
             continue
         for name, (o64, o32, _, s64, s32) in both(data).items():
-            refused, err = lane_errors(o64, o32)
+            refused, err, flips = lane_errors(o64, o32, data[2])
             line = dict(name=f"precision:{name}", data=case, shape=list(data[0].shape),
                         dtype="float32", machine=platform.machine(), jax=jax.__version__,
                         refused_lams=[float(f"{v:.3g}") for v in LAMS[refused]],
                         max_rel_err=float(np.max(err[~refused])) if (~refused).any() else None,
+                        max_flipped=float(np.max(flips[~refused])) if (~refused).any() else None,
                         bound=1e-2, float32_first_s=round(s32, 3), float64_first_s=round(s64, 3))
             emit(**line)
             found.append(line)

@@ -40,7 +40,7 @@ class Kernel:
       degree: degree of the polynomial kernel (static).
       shift: evaluate :math:`k(x, x') - k_0`, ``k0`` the kernel's constant part (1 for the
         Gaussian, ``coef0 ** degree`` for the polynomial, 0 for the linear kernel), without
-        forming ``k`` (static; :func:`shifted`).
+        forming ``k`` (static; ``rankjax.kernels.kernel.shifted``).
     """
 
     kind: str = dataclasses.field(metadata=dict(static=True))

@@ -140,7 +140,7 @@ def kernel_cv_predictions(params, data, folds, kernel: Kernel):
 
 
 def ranking_form(kernel: Kernel, graph) -> Kernel:
-    """The kernel a dual solve on ``graph`` evaluates: :func:`~rankjax.kernels.kernel.shifted`
+    """The kernel a dual solve on ``graph`` evaluates: ``rankjax.kernels.kernel.shifted``
     (minus its constant part, the same models, rounded relative to what varies) where the
     graph's Laplacian annihilates constants, ``kernel`` itself for RLS."""
     return shifted(kernel) if graph.annihilates_constants else kernel
