@@ -22,7 +22,7 @@ import jax.numpy as jnp
 
 from ._core.checks import check_flag, check_lams, check_positive, is_concrete
 from ._core.log import stage
-from ._core.sparse import is_bcoo
+from ._problem import Problem
 from ._solution import RESULTS, Solution, throw_if
 from .graphs.folds import problem_folds
 from .metrics.choice import Selection
@@ -167,8 +167,9 @@ def honest(problem, solution: Solution) -> Solution:
     model (a Nyström feature map) or stop at zeros (CG). One pass over the inputs, traced
     inputs only."""
     arrays = []
-    while problem is not None and hasattr(problem, "precomputed"):
-        arrays += [a.data if is_bcoo(a) else a for a in (problem.X, problem.y) if a is not None]
+    while isinstance(problem, Problem):              # sharded and streamed problems: their own
+        arrays += [a for a in jax.tree.leaves((problem.X, problem.y))
+                   if jnp.issubdtype(jnp.result_type(a), jnp.inexact)]
         problem = problem.valid
     if not arrays or all(is_concrete(a) for a in arrays):
         return solution

@@ -104,9 +104,9 @@ def shifted(kernel: Kernel) -> Kernel:
     indefinite).
 
     Example:
-      >>> k = shifted(gaussian_kernel(1e-6))
-      >>> print(kernel_matrix(k, jnp.array([[0.], [1.]]))[0, 1])
-      -1e-06
+      >>> k = shifted(gaussian_kernel(1e-6))              # k - 1 = expm1(-γ d²), about -γ d²
+      >>> print(round(float(kernel_matrix(k, jnp.array([[0.], [1.]]))[0, 1]) / 1e-6, 4))
+      -1.0
     """
     check_kernel(kernel)
     return dataclasses.replace(kernel, shift=kernel.kind != "linear")
