@@ -209,14 +209,15 @@ class Dual(AbstractSolver):
                                                 and self.block_size >= 1):
             raise ValueError(f"block_size must be a positive int, got {self.block_size!r}")
 
-    def _inputs(self, problem, count, what):
-        """``(K or the rows, kernel built in the program, rows X or None)``."""
+    def _inputs(self, problem, count, what, shift: bool = True):
+        """``(K or the rows, kernel built in the program, rows X or None)``; the kernel in its
+        :func:`ranking_form` unless ``shift`` is False."""
         M = _matrix(problem, count, what)
         if problem.kind == "kernel":
             return M, None, None
         if self.kernel is None:
             return M, Kernel("linear"), M
-        return M, ranking_form(self.kernel, problem.graph), M
+        return M, ranking_form(self.kernel, problem.graph) if shift else self.kernel, M
 
     def _linear(self, problem):
         return problem.kind == "features" and self.kernel is None
@@ -272,10 +273,9 @@ class Dual(AbstractSolver):
         return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred, lams), {})
 
     def leave_pair_out(self, problem, lams, pairs):
-        M, kernel, _ = self._inputs(problem, 6, "the dual leave-pair-out")
+        # its formula decomposes K itself (PSD): not the shifted kernel, which is indefinite
+        M, kernel, _ = self._inputs(problem, 6, "the dual leave-pair-out", shift=False)
         lams = lams.astype(M.dtype)
-        if kernel is not None:          # its formula takes eigh(K): K itself, not the shift
-            kernel = self.kernel if self.kernel is not None else kernel
         K = M if kernel is None else kernel_matrix(kernel, M)
         h = dual_pairs(K, problem.y, pairs, lams, "rj.holdout(Dual(), LeavePairOut)")
         return Solution(h, lane_codes(h.predictions, lams), {})
