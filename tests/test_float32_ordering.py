@@ -3,6 +3,8 @@ query, so its float32 error is that of the scores centred within each query, rel
 spread (:func:`centred_error`); a small kernel width puts every kernel entry near its constant
 part, whose rounding the centring leaves behind unless the kernel is evaluated minus it
 (``rankjax.kernels.kernel.shifted``)."""
+import warnings
+
 import jax
 import numpy as np
 import pytest
@@ -69,13 +71,21 @@ def test_the_dual_fit_of_the_shifted_kernel_is_the_kernels_closed_form(sets):
         assert not r.value.kernel.shift
 
 
+KERNEL_SOLVERS = {"Dual": lambda k, m: rj.Dual(k), "Nystrom": lambda k, m: rj.Nystrom(k, m),
+                  "Falkon": lambda k, m: rj.Falkon(k, m)}
+"""Every solver that fits a kernel; the basis ones with every training row as basis, the
+issue's case (1.8-7.2 % off, ``successful``, before the jitter's floor)."""
+CASES = [(name, verb) for name in KERNEL_SOLVERS for verb in ("fit", "path", "holdout")
+         if verb in rj.capabilities(KERNEL_SOLVERS[name](rj.gaussian_kernel(1.0), 2))]
+
+
 @pytest.mark.parametrize("lam,gamma", POINTS)
-@pytest.mark.parametrize("verb", ["fit", "path", "holdout"])
-def test_float32_dual_is_right_on_the_ordering_or_refused(sets, lam, gamma, verb):
+@pytest.mark.parametrize("name,verb", CASES)
+def test_float32_kernel_solvers_are_right_on_the_ordering_or_refused(sets, lam, gamma, name, verb):
     """Each point within 1e-2 of float64 on the centred measure, or its lane refused
-    (``unresolved_lambda``, NaN)."""
+    (``unresolved_lambda``, NaN, an :class:`UnresolvedLambdaWarning` naming λ)."""
     tr, te = sets
-    solver = rj.Dual(rj.gaussian_kernel(gamma))
+    solver = KERNEL_SOLVERS[name](rj.gaussian_kernel(gamma), len(tr.y))
 
     def scores(dtype):
         with jax.enable_x64(dtype == np.float64):
@@ -90,23 +100,26 @@ def test_float32_dual_is_right_on_the_ordering_or_refused(sets, lam, gamma, verb
             s = rj.holdout(p, solver, lams=[lam])
             return int(s.result[0]), np.asarray(s.value.predictions)[0], tr.qid
 
-    import warnings
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", rj.UnresolvedLambdaWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", rj.UnresolvedLambdaWarning)
         code, got, qid = scores(np.float32)
     _, want, _ = scores(np.float64)
+    named = [w for w in caught if issubclass(w.category, rj.UnresolvedLambdaWarning)]
     if code == int(rj.RESULTS.unresolved_lambda):
         assert np.isnan(got).all()
+        assert any(f"{lam:.3g}" in str(w.message) for w in named), [str(w.message) for w in named]
         return
-    assert code == int(rj.RESULTS.successful)
-    # the rule's 1e-2, or the rounding of the shifted system where tighter: A eps32 Γ / λ with
-    # Γ the largest eigenvalue of S K S (computed here in float64; L a projection, S = L) and
-    # A = 100 (observed about 2 at every point)
-    X = np.asarray(tr.X, np.float64)
-    L = dense_laplacian(tr.qid)
-    top = np.linalg.eigvalsh(L @ gaussian(X, X, gamma) @ L)[-1]
-    bound = min(1e-2, 100 * np.finfo(np.float32).eps * top / lam)
-    within(centred_error(got, want, qid), bound, f"{verb} centred, 100 eps32 Γ/λ")
+    assert code == int(rj.RESULTS.successful) and not named
+    bound = 1e-2
+    if name == "Dual":
+        # the rounding of the shifted system where tighter: A eps32 Γ / λ with Γ the largest
+        # eigenvalue of S K S (computed here in float64; L a projection, S = L) and A = 100
+        # (observed about 2 at every point)
+        X = np.asarray(tr.X, np.float64)
+        L = dense_laplacian(tr.qid)
+        top = np.linalg.eigvalsh(L @ gaussian(X, X, gamma) @ L)[-1]
+        bound = min(1e-2, 100 * np.finfo(np.float32).eps * top / lam)
+    within(centred_error(got, want, qid), bound, f"{name} {verb} centred")
 
 
 @pytest.mark.slow

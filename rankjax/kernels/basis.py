@@ -34,7 +34,7 @@ from .._core.backend import wide_dtype
 from .._core.log import timed
 from .._core.checks import (check_seed, check_matrix, is_concrete, is_int)
 from .._core.host import device_array
-from .kernel import Kernel, kernel_block, kernel_core
+from .kernel import Kernel, kernel_block, kernel_core, kernel_offset, unshifted
 from .._core.linalg import PSD_RTOL
 from .._core.segments import padded_size
 from .._core.sparse import as_dense
@@ -203,9 +203,11 @@ def as_nystrom(basis, seed: int = 0) -> Basis:
 class BasisRows(NamedTuple):
     """A chosen basis as one pytree for the compiled cores: the rows ``X [b_pad, n]``
     padded to a size bucket (:func:`padded_size`, zero rows), ``mask [b_pad]`` (False on
-    padding) and the :class:`Kernel`. The methods are the one Nyström feature map: a
-    Cholesky factor of ``K_RR`` with a rounding-level jitter (docs/design.md says why not
-    ``eigh``)."""
+    padding) and the :class:`Kernel`, shifted on a ranking graph
+    (:func:`~rankjax.kernels.kernel.ranking_form`: the rows against the basis minus the
+    kernel's constant part, which the graph's Laplacian annihilates). The methods are the one
+    Nyström feature map: a Cholesky factor of the unshifted ``K_RR`` with a jitter
+    (:func:`jitter`; docs/design.md says why not ``eigh``)."""
 
     X: jax.Array
     mask: jax.Array
@@ -217,8 +219,15 @@ class BasisRows(NamedTuple):
                 * self.mask.astype(A.dtype)[None, :])
 
     def factor(self):
-        r"""Lower ``C``, :math:`C C^T = K_{RR} + \varepsilon I` (:func:`basis_cholesky`)."""
-        return basis_cholesky(kernel_block(self.kernel, self.X, self.X), self.mask)
+        r"""Lower ``C``, :math:`C C^T = K_{RR} + \varepsilon I` (:func:`basis_cholesky`), ``K_RR``
+        of the kernel unshifted (PSD)."""
+        return basis_cholesky(kernel_block(unshifted(self.kernel), self.X, self.X), self.mask)
+
+    def offset(self, coef, axis=0):
+        r"""What the shifted block leaves out of :math:`K_{xR} a`: :math:`k_0 \sum_i a_i`
+        (summed over the basis ``axis``, kept as a unit axis that broadcasts over the rows; 0
+        unshifted), the same for every row."""
+        return kernel_offset(self.kernel, coef, axis)
 
 
 def take_basis(X, basis, kernel: Optional[Kernel] = None, seed: int = 0, pad: bool = True):
@@ -268,14 +277,23 @@ def _take(X, idx, mask):
 
 
 def basis_system(KRR, mask):
-    """``K_RR + ε I`` for a padded basis (padding rows get a unit diagonal), ``ε = b eps
-    max diag(K_RR)`` a rounding-level jitter."""
+    """``K_RR + ε I`` for a padded basis (padding rows get a unit diagonal), ``ε`` the
+    :func:`jitter`."""
     dt = KRR.dtype
     mf = mask.astype(dt)
     bp = KRR.shape[0]
     K = KRR * (mf[:, None] * mf[None, :]) + jnp.diag(1 - mf)
-    eps = PSD_RTOL * bp * jnp.finfo(dt).eps * jnp.max(jnp.diag(K))
-    return K + eps * jnp.eye(bp, dtype=dt)
+    return K + jitter(K, mask) * jnp.eye(bp, dtype=dt)
+
+
+def jitter(K, mask):
+    r"""``ε = b eps32 max diag(K_RR)``, ``b`` the basis rows (not the padding), in every dtype:
+    the model's regulariser is :math:`\lambda a^T (K_{RR} + \varepsilon I) a`, one model
+    whatever the dtype computes it in (a float64 jitter at float64's rounding would keep the
+    directions of ``K_RR`` below float32's, which float32 cannot, and the two dtypes would
+    fit different models)."""
+    return (PSD_RTOL * jnp.sum(mask).astype(K.dtype) * float(np.finfo(np.float32).eps)
+            * jnp.max(jnp.diag(K)))
 
 
 def basis_cholesky(KRR, mask):

@@ -21,7 +21,7 @@ from .._core.sparse import as_dense, is_scipy_sparse
 from .._core.types import saveable
 
 __all__ = ["Kernel", "linear_kernel", "gaussian_kernel", "polynomial_kernel", "kernel_matrix",
-           "shifted"]
+           "shifted", "unshifted", "constant_part", "kernel_offset", "ranking_form"]
 
 _HI = lax.Precision.HIGHEST
 
@@ -100,8 +100,8 @@ def shifted(kernel: Kernel) -> Kernel:
     :math:`k_0`, and their rounding, :math:`\epsilon k_0` each, is what the within-query
     centring leaves of them; evaluated shifted (``expm1``, a factored difference of powers)
     each entry is rounded relative to its varying part. Not for RLS (``IdentityGraph``: no
-    constant is annihilated) and not for a Nyström basis (:math:`K_{RR} - k_0 1 1^T` is
-    indefinite).
+    constant is annihilated); a Nyström model evaluates its rows against the basis shifted
+    and factors its :math:`K_{RR}` unshifted (:math:`K_{RR} - k_0 1 1^T` is indefinite).
 
     Example:
       >>> k = shifted(gaussian_kernel(1e-6))              # k - 1 = expm1(-γ d²), about -γ d²
@@ -110,6 +110,36 @@ def shifted(kernel: Kernel) -> Kernel:
     """
     check_kernel(kernel)
     return dataclasses.replace(kernel, shift=kernel.kind != "linear")
+
+
+def constant_part(kernel: Kernel):
+    """``k0``, what :func:`shifted` subtracts: 1 for the Gaussian, ``coef0 ** degree`` for the
+    polynomial, 0 for the linear kernel."""
+    if kernel.kind == "gaussian":
+        return 1.0
+    if kernel.kind == "polynomial":
+        return kernel.coef0 ** kernel.degree
+    return 0.0
+
+
+def unshifted(kernel: Kernel) -> Kernel:
+    """``kernel`` evaluated whole (:func:`shifted` undone)."""
+    return dataclasses.replace(kernel, shift=False) if kernel.shift else kernel
+
+
+def kernel_offset(kernel: Kernel, coef, axis=0):
+    r""":math:`k_0 \sum_i a_i` over ``axis`` of ``coef`` (kept as a unit axis) for a shifted
+    ``kernel``, 0 for an unshifted one: what :math:`K'_{xR} a` lacks of :math:`K_{xR} a`."""
+    if not kernel.shift:
+        return jnp.zeros((), coef.dtype)
+    return (constant_part(kernel) * jnp.sum(coef, axis=axis, keepdims=True)).astype(coef.dtype)
+
+
+def ranking_form(kernel: Kernel, graph) -> Kernel:
+    """The kernel a ranking solve on ``graph`` evaluates: :func:`shifted` (minus its constant
+    part, the same models, rounded relative to what varies) where the graph's Laplacian
+    annihilates constants, ``kernel`` itself for RLS."""
+    return shifted(kernel) if graph.annihilates_constants else kernel
 
 
 def _plain(v):

@@ -26,7 +26,7 @@ from .._core.sparse import as_dense, is_bcoo
 from .._solution import Solution, lane_codes
 from ..graphs.graph import check_problem
 from ..graphs.folds import over_folds, premerge
-from ..kernels.kernel import Kernel, kernel_core, kernel_matrix, shifted
+from ..kernels.kernel import Kernel, kernel_core, kernel_matrix, ranking_form
 from .._core.types import saveable
 from .base import AbstractSolver, check_kernel_arg, solver
 from .holdout import HoldOut, fold_predictions, woodbury_fold
@@ -139,13 +139,6 @@ def kernel_cv_predictions(params, data, folds, kernel: Kernel):
     return fold_predictions(graph, P, F, y, folds, lam, K)
 
 
-def ranking_form(kernel: Kernel, graph) -> Kernel:
-    """The kernel a dual solve on ``graph`` evaluates: ``rankjax.kernels.kernel.shifted``
-    (minus its constant part, the same models, rounded relative to what varies) where the
-    graph's Laplacian annihilates constants, ``kernel`` itself for RLS."""
-    return shifted(kernel) if graph.annihilates_constants else kernel
-
-
 def check_kernel_matrix(K, y, graph, name: str = "K", count: int = 5, what: str = "the dual solve"):
     """``K`` a dense square ``[m, m]`` kernel matrix for the graph's rows; returns ``(K, y)``.
     Refuses up front when ``count`` ``m x m`` matrices (the work's peak) do not fit."""
@@ -211,7 +204,7 @@ class Dual(AbstractSolver):
 
     def _inputs(self, problem, count, what, shift: bool = True):
         """``(K or the rows, kernel built in the program, rows X or None)``; the kernel in its
-        :func:`ranking_form` unless ``shift`` is False."""
+        :func:`~rankjax.kernels.kernel.ranking_form` unless ``shift`` is False."""
         M = _matrix(problem, count, what)
         if problem.kind == "kernel":
             return M, None, None

@@ -33,15 +33,17 @@ from .._core.linalg import PSD_RTOL
 from .._core.memory import available_memory, check_memory
 from .._core.products import HI, mm, tdot
 from .._core.segments import padded_size
-from .._solution import Solution
+from .._core.resolved import warn_unresolved
+from .._solution import RESULTS, Solution
 from ..graphs.folds import make_folds
 from ..graphs.graph import Graph
 from ..kernels.basis import BasisRows, as_nystrom, coef_from, features, take_basis
-from ..kernels.kernel import Kernel, kernel_block
+from ..kernels.kernel import Kernel, kernel_block, ranking_form
 from .._core.types import saveable
 from .base import AbstractSolver, check_kernel_arg, dense_rows, solver
 from .cg import CG, criterion
 from .cg_loop import differentiable_cg
+from .ridge import features_floor
 from .fold_batches import batch_mv, fold_scan
 from .models import NystromModel
 from ..scale.layout import dense_only, local_block
@@ -134,17 +136,23 @@ def _falkon_folds(problem, basis: BasisRows, sub: Subsample, lam, valid, options
     X, y, graph = problem
     dt = X.dtype
     lam = jnp.asarray(lam, dt)
-    C, A = falkon_preconditioner(basis, partial(sub.gram, basis), lam)
+    C, A, floor = falkon_preconditioner(basis, partial(sub.gram, basis), lam)
     apply_H, back = fold_ops(basis, X, graph, folds, rows)
     scores_fn = None if valid is None else (
-        lambda a: jnp.matmul(basis.block(valid[0]), a, precision=HI))
-    a, r = falkon_solve(C, A, lam, apply_H, back(graph.rhs(y, dt)), scores_fn, valid, options)
+        lambda a: jnp.matmul(basis.block(valid[0]), a, precision=HI) + basis.offset(a))
+    a, r = falkon_solve(C, A, lam, apply_H, back(graph.rhs(y, dt)), scores_fn, valid, options,
+                        floor)
     return a * basis.mask.astype(dt), r
 
 
+FLOOR = "λ below EIGH_RTOL eps ||G_U|| (the features' floor, from the preconditioner's subsample)"
+
+
 def falkon_preconditioner(basis: BasisRows, gram_U, lam):
-    r"""``(C, A)``: :math:`C C^T = K_{RR} + \varepsilon I` and :math:`A A^T = G_U + \lambda I`
-    (``G_U`` the scaled subsample Gram :math:`(m/|U|) \Phi_U^T L_{UU} \Phi_U`, from ``gram_U(C)``)."""
+    r"""``(C, A, floor)``: :math:`C C^T = K_{RR} + \varepsilon I`, :math:`A A^T = G_U + \lambda I`
+    (``G_U`` the scaled subsample Gram :math:`(m/|U|) \Phi_U^T L_{UU} \Phi_U`, from ``gram_U(C)``)
+    and the features' λ floor estimated from ``G_U``
+    (:func:`~rankjax.solvers.ridge.features_floor`)."""
     bp = basis.X.shape[0]
     dt = basis.X.dtype
     C = basis.factor()
@@ -152,13 +160,14 @@ def falkon_preconditioner(basis: BasisRows, gram_U, lam):
     GU = (GU + GU.T) / 2
     eps = PSD_RTOL * bp * jnp.finfo(dt).eps
     A = jnp.linalg.cholesky(GU + (lam + eps * jnp.maximum(jnp.trace(GU) / bp, 1)) * jnp.eye(bp, dtype=dt))
-    return C, A
+    return C, A, features_floor(GU)
 
 
-def falkon_solve(C, A, lam, apply_H, rhs_raw, scores_fn, valid, options: CG):
+def falkon_solve(C, A, lam, apply_H, rhs_raw, scores_fn, valid, options: CG, floor=0.0):
     r"""CG on :math:`A^{-1} (\Phi^T L \Phi + \lambda I) A^{-T} \beta = A^{-1} C^{-1} rhs_{raw}` with
     ``apply_H(a) = K_Rm L K_mR a`` (traced), early stopping on ``scores_fn(a)`` of the
-    validation data ``valid`` (or ``None``); returns ``(a [b_pad], CGResult)``."""
+    validation data ``valid`` (or ``None``); returns ``(a [b_pad], CGResult)``. Without early
+    stopping a λ below ``floor`` is refused (``unresolved_lambda``, NaN)."""
     def coef(beta):                                   # a = C^{-T} A^{-T} β
         return coef_from(C, _tri(A, beta, trans=True))
 
@@ -169,10 +178,13 @@ def falkon_solve(C, A, lam, apply_H, rhs_raw, scores_fn, valid, options: CG):
     rhs = _tri(A, _tri(C, rhs_raw))
     valid_fn = criterion(options, valid, lambda beta: scores_fn(coef(beta)))
     ok = lam_ok(lam, allow_zero=valid is not None)
-    tol = jnp.where(ok, options.tolerance(rhs.dtype), jnp.nan)
+    # early stopping regularises below the features' floor; without it λ must clear the floor
+    resolved = True if valid is not None else lam >= floor
+    tol = jnp.where(ok & resolved, options.tolerance(rhs.dtype), jnp.nan)
     # without early stopping the solve is differentiable (implicitly, in λ and the data)
     r = differentiable_cg(matvec, rhs, options.with_tol(tol), 0.0, None, valid_fn)
-    return nan_unless(ok, coef(r.weights)), r
+    code = jnp.where(ok & ~jnp.asarray(resolved), int(RESULTS.unresolved_lambda), r.result)
+    return nan_unless(ok & resolved, coef(r.weights)), r._replace(result=code)
 
 
 @partial(jax.jit, static_argnames="block_rows")
@@ -180,12 +192,12 @@ def _falkon_core(problem, basis: BasisRows, sub: Subsample, lam, valid, options,
     X, y, graph = problem
     dt = X.dtype
     lam = jnp.asarray(lam, dt)
-    C, A = falkon_preconditioner(basis, partial(sub.gram, basis), lam)
+    C, A, floor = falkon_preconditioner(basis, partial(sub.gram, basis), lam)
     fwd, bwd = block_ops(basis, X, block_rows)
     scores_fn = None if valid is None else (
-        lambda a: jnp.matmul(basis.block(valid[0]), a, precision=HI))
+        lambda a: jnp.matmul(basis.block(valid[0]), a, precision=HI) + basis.offset(a))
     a, r = falkon_solve(C, A, lam, lambda a: bwd(graph.mv(fwd(a))), bwd(graph.rhs(y, dt)),
-                        scores_fn, valid, options)
+                        scores_fn, valid, options, floor)
     return a * basis.mask.astype(dt), r
 
 
@@ -280,7 +292,7 @@ class Falkon(AbstractSolver):
         if y.ndim != 1:
             raise ValueError("Falkon solves one output: fit one column of y at a time (or vmap)")
         m = X.shape[0]
-        index, B = take_basis(X, self.basis, self.kernel)
+        index, B = take_basis(X, self.basis, ranking_form(self.kernel, graph))
         bp, item = B.X.shape[0], X.dtype.itemsize
         u = min(m, 3 * bp if self.precond_rows is None else self.precond_rows)
         sub = _subsample(X, graph, u, self.seed)
@@ -299,7 +311,8 @@ class Falkon(AbstractSolver):
         else:
             coef, r = _falkon_core((X, y, graph), B, sub, lam, valid, self.options, block_rows)
         b = index.shape[0]
-        model = NystromModel(coef[:b], B.X[:b], jnp.asarray(index, jnp.int32), self.kernel)
+        warn_unresolved(coef[:b], lam, "rj.fit(Falkon())", FLOOR)
+        model = NystromModel(coef[:b], B.X[:b], jnp.asarray(index, jnp.int32), B.kernel)
         return Solution(model, r.result, r.stats())
 
     def _fit_sharded(self, data, lam):
@@ -308,7 +321,7 @@ class Falkon(AbstractSolver):
         if data.y.ndim != 1:
             raise ValueError("Falkon solves one output: fit one column of y at a time (or vmap)")
         X = dense_rows(data.source)
-        index, B = take_basis(X, self.basis, self.kernel)
+        index, B = take_basis(X, self.basis, ranking_form(self.kernel, data.graph))
         bp = B.X.shape[0]
         u = 3 * bp if self.precond_rows is None else self.precond_rows
         block_rows = kmr_block_rows(data.rows.shape[1], bp, X.dtype.itemsize, self.block_rows)
@@ -317,8 +330,9 @@ class Falkon(AbstractSolver):
         options = self.options.replace_verbose(0)                 # one line per device
         coef, r = sharded_fit(data, B, lam, valid, options, u, block_rows)
         b = index.shape[0]
+        warn_unresolved(coef[:b], lam, "rj.fit(Falkon())", FLOOR)
         model = NystromModel(coef[:b], B.X[:b], index.astype(np.int32) if isinstance(index, np.ndarray)
-                             else index.astype(jnp.int32), self.kernel)
+                             else index.astype(jnp.int32), B.kernel)
         return Solution(model, r.result, r.stats())
 
 
@@ -351,12 +365,13 @@ def _falkon_sharded(problem, basis: BasisRows, lam, valid, options, scale, layou
             PhiU = features(kernel_block(basis.kernel, X[:u], basis.X) * mf, C)
             return scale * lax.psum(mm(PhiU.T, g.prefix(u).mv(PhiU)), axis)
 
-        C, A = falkon_preconditioner(basis, gram_U, lam)
+        C, A, floor = falkon_preconditioner(basis, gram_U, lam)
         fwd, local_bwd = block_ops(basis, X, block_rows)         # padding rows: L kills them
         bwd = lambda v: lax.psum(local_bwd(v), axis)  # noqa: E731
-        scores_fn = None if valid is None else (lambda a: mm(basis.block(valid[0]), a))
+        scores_fn = None if valid is None else (
+            lambda a: mm(basis.block(valid[0]), a) + basis.offset(a))
         return falkon_solve(C, A, lam, lambda a: bwd(g.mv(fwd(a))), bwd(g.rhs(y, dt)), scores_fn,
-                            valid, options)
+                            valid, options, floor)
     return jax.shard_map(local, mesh=mesh, in_specs=(P(axis),) + (P(),) * 5,
                          out_specs=P(), check_vma=False)(problem, basis, lam, valid, options,
                                                          scale)

@@ -33,7 +33,7 @@ from .._core.sparse import as_dense, matmul
 from .._core.types import saveable
 from .._core.products import HI
 from ..features.maps import FeatureMap
-from ..kernels.kernel import Kernel, check_kernel, kernel_block, kernel_matrix
+from ..kernels.kernel import Kernel, check_kernel, kernel_block, kernel_matrix, kernel_offset
 
 __all__ = ["LinearModel", "DualModel", "KernelModel", "NystromModel", "ScaledModel", "MappedModel",
            "PrimalPath", "DualPath", "NystromPath", "predict", "check_test_matrix",
@@ -166,7 +166,9 @@ class NystromModel(NamedTuple):
     num_features = columns_of("basis", 1)            # columns of the rows it scores
 
     def predict(self, X, block_size: Optional[int] = None):
-        return _kernel_scores(self.kernel, X, self.basis, self.coef, block_size)
+        # a shifted kernel (fitted on a ranking graph) scores k - k0 and adds k0 sum(a) back
+        return (_kernel_scores(self.kernel, X, self.basis, self.coef, block_size)
+                + kernel_offset(self.kernel, self.coef, 0))
 
 
 @saveable
@@ -337,8 +339,8 @@ class NystromPath(NamedTuple):
 
     def predict(self, X, block_size: Optional[int] = None):
         X = check_test_matrix(X, self.basis.shape[1])
-        return path_scores(kernel_matrix(self.kernel, X, self.basis, block_size=block_size),
-                           self.coef)
+        return (path_scores(kernel_matrix(self.kernel, X, self.basis, block_size=block_size),
+                            self.coef) + kernel_offset(self.kernel, self.coef, 1))
 
     def model(self, i) -> NystromModel:
         return NystromModel(lane(self.coef, i), self.basis, self.basis_rows, self.kernel)

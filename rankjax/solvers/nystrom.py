@@ -23,7 +23,7 @@ from .._core.segments import padded_size
 from ..graphs.folds import make_folds, premerge
 from ..kernels.basis import (Basis, BasisRows, as_nystrom, basis_system, coef_from, features,
                              take_basis)
-from ..kernels.kernel import Kernel, kernel_block
+from ..kernels.kernel import Kernel, kernel_block, ranking_form
 from .._core.types import saveable
 from ..scale.layout import dense_only
 from .base import AbstractSolver, check_kernel_arg, dense_rows, solver
@@ -31,8 +31,8 @@ from .fold_batches import BATCH_ROWS, batch_folds
 from .sharded import stacked_folds
 from .holdout import (HoldOut, holdout_from_system, two_phase)
 from .models import NystromModel, NystromPath, path_scores
-from .primal import UNRESOLVED, factored_holdout, path_core
-from .ridge import primal_system, ridge_solve
+from .primal import UNRESOLVED, factored_holdout
+from .ridge import decompose_primal, features_floor, primal_system, ridge_solve
 from .nystrom_blocked import (UNRESOLVED_WIDE, basis_coef, fit_blocked, holdout_blocked,
                               holdout_sharded, path_blocked)
 from .nystrom_plan import PAD_WORK, check_nystrom_memory, nystrom_plan
@@ -48,16 +48,18 @@ def _nystrom_fit(X, y, graph, basis: BasisRows, lam):
     C = basis.factor()
     G, b = primal_system(features(basis.block(X), C), y, graph, root=True)
     lam = jnp.asarray(lam, G.dtype)
-    return nan_unless(lam_ok(lam), coef_from(C, ridge_solve(G, b, lam)))
+    return nan_unless(lam_ok(lam) & (lam >= features_floor(G)), coef_from(C, ridge_solve(G, b, lam)))
 
 
 @partial(jax.jit, static_argnames=("block_size",))
 def _nystrom_path(X, y, graph, basis: BasisRows, lams, X_valid, block_size=None):
     C = basis.factor()
-    W, _, _ = path_core(features(basis.block(X, block_size), C), y, graph, lams, None,
-                        False, True)
-    coef = basis_coef(C, W, 1)                                             # [L, b_pad(, k)]
-    valid = None if X_valid is None else path_scores(basis.block(X_valid, block_size), coef)
+    G, b = primal_system(features(basis.block(X, block_size), C), y, graph, root=True)
+    W = decompose_primal(G, b).coef_path(lams)
+    ok = lam_ok(lams) & (lams >= features_floor(G))
+    coef = nan_unless(ok, basis_coef(C, W, 1))                             # [L, b_pad(, k)]
+    valid = None if X_valid is None else (path_scores(basis.block(X_valid, block_size), coef)
+                                          + basis.offset(coef, 1))
     return coef, valid
 
 
@@ -75,9 +77,15 @@ def _nystrom_holdout(X, y, graph, basis: BasisRows, lams, folds, route="both"):
     out = holdout_from_system(Phi, y, graph, lams, folds, G, b, route=route, weights=True)
     (pred, W), floor = out if route == "shared" else (out, None)    # W [L, r(, k)]
     coef = basis_coef(C, W, 1)
+    ok = lam_ok(lams) & (lams >= features_floor(G))
     if route == "shared":
-        return nan_unless(lam_ok(lams), (pred, coef)), floor
-    return nan_unless(lam_ok(lams), (pred, coef))
+        return nan_unless(ok, (pred, coef)), floor
+    return nan_unless(ok, (pred, coef))
+
+
+def _why(why: str) -> str:
+    """The reason a Nyström lane is NaN: a factor's rounding or the features' floor."""
+    return f"{why}, or λ below EIGH_RTOL eps ||Φ^T L Φ|| (the features' floor)"
 
 
 def _head(a, b, axis=0):
@@ -151,12 +159,14 @@ class Nystrom(AbstractSolver):
             check_count(self.block_rows, "block_rows")
         object.__setattr__(self, "basis", as_nystrom(self.basis, self.seed))
 
-    def take(self, X, pad=True):
-        r"""``(index [b], BasisRows)`` of this solver's basis among the rows ``X``; ``pad=None``:
-        padded to its bucket while :math:`m b^2` is below ``PAD_WORK``."""
+    def take(self, X, pad=True, graph=None):
+        r"""``(index [b], BasisRows)`` of this solver's basis among the rows ``X``, its kernel in
+        the :func:`~rankjax.kernels.kernel.ranking_form` of ``graph`` (unshifted without one);
+        ``pad=None``: padded to its bucket while :math:`m b^2` is below ``PAD_WORK``."""
         if pad is None:
             pad = X.shape[0] * self.basis.rows_among(X.shape[0]) ** 2 < PAD_WORK
-        return take_basis(X, self.basis, self.kernel, pad=pad)
+        kernel = self.kernel if graph is None else ranking_form(self.kernel, graph)
+        return take_basis(X, self.basis, kernel, pad=pad)
 
     def _route(self, problem, what, L=1):
         """``(X, rows)``: the rows of a batch when the fit or path runs in row blocks of
@@ -178,21 +188,21 @@ class Nystrom(AbstractSolver):
     def fit(self, problem, lam):
         X, rows = self._route(problem, "the Nyström fit")
         graph = problem.graph
-        index, B = self.take(X, pad=None)
+        index, B = self.take(X, pad=None, graph=graph)
         if rows is None:
             coef = _nystrom_fit(X, problem.y, graph, B, lam)
         else:
             coef = fit_blocked(X, problem.y, graph, B, lam,
                                         batch_folds(make_folds(graph), rows, 1, B.X.shape[0]),
                                         rows=rows)
-        warn_unresolved(coef, lam, "rj.fit(Nystrom())", UNRESOLVED)
+        warn_unresolved(coef, lam, "rj.fit(Nystrom())", _why(UNRESOLVED))
         b = index.shape[0]
-        model = NystromModel(_head(coef, b), _head(B.X, b), _index(index), self.kernel)
+        model = NystromModel(_head(coef, b), _head(B.X, b), _index(index), B.kernel)
         return Solution(model, lane_codes(coef, lam, lanes=False), {})
 
     def path(self, problem, lams):
         X, rows = self._route(problem, "the Nyström path", lams.shape[0])
-        index, B = self.take(X, pad=None)
+        index, B = self.take(X, pad=None, graph=problem.graph)
         Xv = None if problem.valid is None else dense_rows(problem.valid)
         if Xv is not None:
             check_nystrom_memory(Xv.shape[0], B.X.shape[0], Xv.dtype, 2,
@@ -205,9 +215,9 @@ class Nystrom(AbstractSolver):
             coef, valid = path_blocked(X, problem.y, problem.graph, B, lams, folds,
                                                 Xv, rows=rows)
             why = UNRESOLVED_WIDE
-        warn_unresolved(coef, lams, "rj.path(Nystrom())", why)
+        warn_unresolved(coef, lams, "rj.path(Nystrom())", _why(why))
         b = index.shape[0]
-        path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), self.kernel,
+        path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), B.kernel,
                            None, valid)
         return Solution(path, lane_codes(coef, lams), {})
 
@@ -221,7 +231,7 @@ class Nystrom(AbstractSolver):
             raise ValueError("the sharded hold-out needs at least 2 queries (leave-query-out)")
         X = dense_rows(data.source)
         lams = lams.astype(data.X.dtype)
-        index, B = self.take(X)
+        index, B = self.take(X, graph=data.graph)
         rows = self.block_rows or BATCH_ROWS
         D, width = data.rows.shape
         nystrom_plan(width, X.shape[1], B.X.shape[0], data.X.dtype, L=lams.shape[0],
@@ -229,9 +239,9 @@ class Nystrom(AbstractSolver):
         pred, coef = holdout_sharded(data.X, data.y, data.graph, B, lams, stacked_folds(data),
                                       X.shape[0], (data.mesh, data.axis, rows))
         pred = data.unshard(pred, 1)
-        warn_unresolved(pred, lams, "rj.holdout(Nystrom())", UNRESOLVED_WIDE)
+        warn_unresolved(pred, lams, "rj.holdout(Nystrom())", _why(UNRESOLVED_WIDE))
         b = index.shape[0]
-        path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), self.kernel)
+        path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), B.kernel)
         return Solution(HoldOut(lams, pred, None, path), lane_codes(pred, lams), {})
 
     def holdout(self, problem, lams, folds):
@@ -244,7 +254,7 @@ class Nystrom(AbstractSolver):
         rows = nystrom_plan(m, n, int(padded_size(self.basis.rows_among(m))), X.dtype, L=L,
                             tail=tail, fold_rows=max(i.shape[1] for i in folds.index),
                             block_rows=self.block_rows)
-        index, B = self.take(X, pad=True if rows is None else None)
+        index, B = self.take(X, pad=True if rows is None else None, graph=problem.graph)
         folds = (premerge(folds, L, B.X.shape[0]) if rows is None
                  else batch_folds(folds, rows, L, B.X.shape[0]))
         if rows is None:
@@ -254,9 +264,9 @@ class Nystrom(AbstractSolver):
             pred, coef = run(level(), holdout_blocked, X, problem.y, problem.graph, B,
                              lams, folds, rows=rows)
         warn_unresolved(pred, lams, "rj.holdout(Nystrom())",
-                        UNRESOLVED if rows is None else UNRESOLVED_WIDE)
+                        _why(UNRESOLVED if rows is None else UNRESOLVED_WIDE))
         b = index.shape[0]
-        path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), self.kernel)
+        path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), B.kernel)
         return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred, lams), {})
 
     def plan(self, m, n, L, dtype, fold_rows):

@@ -25,7 +25,7 @@ from jax.sharding import PartitionSpec as P
 from .fold_batches import BATCH_ROWS, batch_rows, fold_map, fold_scan
 from .holdout import (woodbury_rows)
 from .models import path_scores
-from .ridge import eigh_path, ridge_solve, wide_eigh
+from .ridge import eigh_path, features_floor, ridge_solve, wide_eigh
 
 __all__ = ["basis_coef", "blocked_system", "blocked_holdout", "holdout_blocked",
            "holdout_sharded", "fit_blocked", "path_blocked", "UNRESOLVED_WIDE"]
@@ -112,7 +112,8 @@ def blocked_holdout(X, y, graph, basis: BasisRows, lams, folds, rows=BATCH_ROWS,
         return jnp.moveaxis(res, 0, 1)                                  # [L, bs, P(, k)]
 
     pred = fold_map(folds, rows, one, L, bp, tail, dt, "second pass, block")
-    return nan_unless(lam_ok(lams) & (lams >= floor), (pred, basis_coef(C, W, 1)))
+    ok = lam_ok(lams) & (lams >= jnp.maximum(floor, features_floor(G)))
+    return nan_unless(ok, (pred, basis_coef(C, W, 1)))
 
 
 @partial(jax.jit, static_argnames="layout")
@@ -139,7 +140,7 @@ def fit_blocked(X, y, graph, basis: BasisRows, lam, folds, rows=BATCH_ROWS):
     C = basis.factor()
     G, rhs, _ = blocked_system(X, y, graph, basis, C, folds, rows)
     lam = jnp.asarray(lam, G.dtype)
-    return nan_unless(lam_ok(lam), coef_from(C, ridge_solve(G, rhs, lam)))
+    return nan_unless(lam_ok(lam) & (lam >= features_floor(G)), coef_from(C, ridge_solve(G, rhs, lam)))
 
 
 @partial(jax.jit, static_argnames="rows")
@@ -150,6 +151,7 @@ def path_blocked(X, y, graph, basis: BasisRows, lams, folds, X_valid, rows=BATCH
     C = basis.factor()
     G, rhs, _ = blocked_system(X, y, graph, basis, C, folds, rows)
     eig, floor = wide_eigh(G)
-    coef = nan_unless(lam_ok(lams) & (lams >= floor),
+    coef = nan_unless(lam_ok(lams) & (lams >= jnp.maximum(floor, features_floor(G))),
                       basis_coef(C, eigh_path(eig, rhs, lams), 1))
-    return coef, None if X_valid is None else path_scores(basis.block(X_valid), coef)
+    return coef, None if X_valid is None else (path_scores(basis.block(X_valid), coef)
+                                               + basis.offset(coef, 1))

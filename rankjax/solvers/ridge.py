@@ -39,7 +39,8 @@ from .._core.linalg import (Eigh, eigh_psd, eigh_psd_checked, psd_ok, spectral_f
 
 __all__ = ["eigh_solve", "eigh_path", "ridge_solve", "ridge_solve_checked", "primal_system",
            "dual_system", "Decomposition", "decompose_dual", "decompose_primal", "RESOLVE_RTOL",
-           "lam_floor", "EIGH_RTOL", "eigh_floor", "wide_eigh", "cholesky_solve", "by_lane", "check_spectrum"]
+           "lam_floor", "EIGH_RTOL", "eigh_floor", "features_floor", "wide_eigh", "cholesky_solve",
+           "by_lane", "check_spectrum"]
 
 
 RESOLVE_RTOL = {"path": 1000.0, "holdout": 3000.0, "pairs": 200.0}
@@ -78,6 +79,17 @@ def eigh_floor(values, dtype):
     clipped at 0) answers in ``dtype``, ``EIGH_RTOL eps max(values) - min(values)``
     (:data:`EIGH_RTOL`)."""
     return EIGH_RTOL * jnp.finfo(dtype).eps * jnp.max(values) - jnp.min(values)
+
+
+def features_floor(G):
+    r"""Traced: the smallest λ a system of Nyström features :math:`G = \Phi^T L \Phi` resolves in
+    its dtype, ``EIGH_RTOL eps ||G||_F`` (:data:`EIGH_RTOL`; the Frobenius norm bounds
+    ``Λmax``, within a few times of it on a kernel's decaying spectrum). ``G`` formed in the
+    dtype carries ``eps ||G||``; unlike raw features, whose ill-conditioning is mostly their
+    columns' scales and which the Cholesky factor below the ``eigh`` floor resolves, the
+    features :math:`K_{mR} C^{-T}` are ill-conditioned by the kernel's spectrum itself, so no
+    factor answers below this floor."""
+    return EIGH_RTOL * jnp.finfo(G.dtype).eps * jnp.linalg.norm(G)
 
 
 def wide_eigh(G):
