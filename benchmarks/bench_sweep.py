@@ -13,7 +13,8 @@ lane); an answer outside 1e-2 without its code is a *silent* one, and the rule a
   Falkon with ``BASIS`` rows and CG (a fit per λ). The linear solvers take no γ: their lines
   cover λ x spread.
 
-    python benchmarks/bench_sweep.py --save benchmarks/sweep.jsonl       # ~15 min, 2 cores
+    python benchmarks/bench_sweep.py --save benchmarks/sweep.jsonl --readme README.md  # ~2 min
+    python benchmarks/bench_sweep.py --lines benchmarks/sweep.jsonl --readme README.md
 
 One JSON line per data set, solver and verb: points answered, refused, the largest answered
 error, and ``silent`` (answered beyond 1e-2 with ``successful``), which must be 0.
@@ -30,7 +31,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import rankjax as rj  # noqa: E402
-from _blocks import save_lines  # noqa: E402
+from _blocks import add_arguments, from_lines, rewrite, save_lines  # noqa: E402
 from _shared import SHARED  # noqa: E402
 from _timing import emit  # noqa: E402
 from bench_precision import centred  # noqa: E402
@@ -119,11 +120,30 @@ def sweep(name, train, test, rng):
     return found
 
 
+def table(lines):
+    """The README's ``sweep`` block from the lines."""
+    rows = ["| data | function | points | answered | refused (their code) | largest answered "
+            "error, centred | silent |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for ln in lines:
+        err = "–" if ln["max_answered_err"] is None else f"{ln['max_answered_err']:.2g}"
+        codes = ", ".join(rj.RESULTS(c).name for c in ln["codes"]) or "–"
+        rows.append(f"| {ln['data']} | `{ln['name'].split(':', 1)[1]}` | {ln['points']} | "
+                    f"{ln['answered']} | {ln['refused']} ({codes}) | {err} | {ln['silent']} |")
+    rows += ["", f"<sub>float32 against float64: λ in `logspace(-5, 2, 6)`, γ in `logspace(-4, 1, 6)` "
+             f"over 1/(n mean var), per-feature scale spreads {', '.join(map(str, SPREADS))}; "
+             f"first {QUERIES} queries (test rows: the next {TEST_QUERIES}); `silent`: answered "
+             "beyond 1e-2 with `successful`; `python benchmarks/bench_sweep.py --lines "
+             "benchmarks/sweep.jsonl --readme README.md`.</sub>"]
+    return "\n".join("  " + r if r else "" for r in rows)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--save", help="write the lines to this .jsonl file")
     ap.add_argument("--only", help="one data set")
+    add_arguments(ap, "sweep")
     a = ap.parse_args()
+    if from_lines(a, "sweep", table, indent="  "):
+        return
     lines = []
     for name, (train, test) in [kv for kv in data_sets().items() if a.only in (None, kv[0])]:
         t0 = time.perf_counter()
@@ -135,12 +155,15 @@ def main():
             line = dict(name=f"sweep:{what}", data=name, dtype="float32 vs float64",
                         shape=list(train[0].shape), points=len(pts), answered=len(ok),
                         refused=len(refused), max_answered_err=max((p[4] for p in ok), default=None),
-                        silent=len(silent), silent_points=[[p[0], p[1], round(p[2], 6), round(p[4], 4)] for p in silent],
+                        silent=len(silent),
+                        silent_points=[[p[0], p[1], round(p[2], 6), round(p[4], 4)] for p in silent],
                         codes=sorted({p[3] for p in refused}), sweep_s=time.perf_counter() - t0)
             emit(**line)
             lines.append(line)
     if a.save:
         save_lines(a.save, lines)
+    if a.readme:
+        rewrite(a.readme, "sweep", table(lines), indent="  ")
 
 
 if __name__ == "__main__":

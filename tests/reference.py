@@ -223,10 +223,17 @@ def fit_kernel(K, y, L, lam):
     return np.linalg.solve(L @ K + lam * np.eye(K.shape[0]), L @ y)
 
 
+def nystrom_jitter(KRR):
+    """The documented jitter of the Nyström regulariser, ``b eps32 max diag K_RR`` in every
+    dtype (docs/precision.md)."""
+    return KRR.shape[0] * np.finfo(np.float32).eps * np.max(np.diag(KRR))
+
+
 def fit_nystrom(KR, KRR, y, L, lam):
-    """Basis coefficients ``a = (K_R L K_R^T + lam K_RR)^{-1} K_R L y`` (§3.5, eq. 40-42);
-    ``KR [b, m]``."""
-    return np.linalg.solve(KR @ L @ KR.T + lam * KRR, KR @ L @ y)
+    """Basis coefficients ``a = (K_R L K_R^T + lam (K_RR + ε I))^{-1} K_R L y`` (§3.5, eq.
+    40-42, ``ε`` the model's :func:`nystrom_jitter`); ``KR [b, m]``."""
+    eps = nystrom_jitter(KRR)
+    return np.linalg.solve(KR @ L @ KR.T + lam * (KRR + eps * np.eye(len(KRR))), KR @ L @ y)
 
 
 def refit_per_fold(train_predict, folds):

@@ -25,7 +25,7 @@ def _closed_form(X, y, graph, basis, lam, kernel, centres=None):
     XR = X[basis] if centres is None else centres
     K = np.asarray(rj.kernel_matrix(kernel, X, XR))
     KRR = np.asarray(rj.kernel_matrix(kernel, XR))
-    eps = 1.0 * len(basis) * np.finfo(float).eps * KRR.diagonal().max()
+    eps = len(basis) * np.finfo(np.float32).eps * KRR.diagonal().max()   # the model's jitter
     L = np.asarray(rj.laplacian_dense(graph))
     return np.linalg.solve(K.T @ L @ K + lam * (KRR + eps * np.eye(len(basis))), K.T @ L @ y)
 

@@ -37,9 +37,12 @@ MOST_REFUSED = {
     ("near_collinear", "path Dual"): 3, ("near_collinear", "holdout Dual"): 5,
     ("near_collinear", "leave-pair-out Primal"): 15,
     ("near_collinear", "leave-pair-out Dual"): 10,
+    ("lambdarank_sample", "path Nystrom"): 6, ("lambdarank_sample", "holdout Nystrom"): 6,
+    ("near_collinear", "path Nystrom"): 5, ("near_collinear", "holdout Nystrom"): 5,
 }
 """How many λ of the grid (the smallest) a function may refuse: what it refuses here (the
-README's precision table; measured 2, 4, 15 and 9 on the near-collinear problem) and one
+README's precision table; measured 2, 4, 15 and 9 on the near-collinear problem; the Nyström
+path and hold-out below the features' floor, 5 and 4) and one
 lane more, a floor that falls the other side of a grid point on another machine; every
 other function answers the whole grid (a function refusing every λ fails)."""
 NAMES = ["fit Primal", "path Primal", "holdout Primal", "holdout Primal 5-fold",
@@ -88,9 +91,6 @@ def test_every_lambda_is_resolved_or_nan_with_a_warning(results, name):
     assert not refused[np.argmax(ok):].any() if ok.any() else True, (case, name, refused)
     most = MOST_REFUSED.get((case, name), 0)            # refusals: the smallest λ, as documented
     assert refused.sum() <= most, f"{case} {name}: {refused.sum()} λ refused (at most {most})"
-    if (case, name) == ("lambdarank_sample", "holdout Nystrom"):
-        pytest.xfail("issue 75, open: the Nyström map's b eps jitter, 1.0e-2 at λ = 0.01 on the "
-                     "centred measure")
     err = lane_errors(out64, out32, qid)[1][ok]
     for lam, e in zip(LAMS[ok], err):
         within(e, TIGHTER.get((case, name), BOUND), f"{name} ({case})")
@@ -98,10 +98,11 @@ def test_every_lambda_is_resolved_or_nan_with_a_warning(results, name):
 
 def test_the_primal_functions_refuse_nothing_on_lambdarank(results):
     """Where accuracy is cheap it is had: the primal fits, paths and hold-outs answer every
-    λ of the grid on the real data (the dual shortcuts refuse their documented floors)."""
+    λ of the grid on the real data (the dual shortcuts and the Nyström features refuse their
+    documented floors)."""
     case, res, _ = results
     for name in ("fit Primal", "path Primal", "holdout Primal", "holdout Primal 5-fold",
-                 "path Nystrom", "holdout Nystrom", "fit Dual"):
+                 "fit Dual"):
         assert not np.isnan(res[name][1]).any(), (case, name)
 
 

@@ -6,7 +6,7 @@ import pytest
 import rankjax as rj
 from rankjax.metrics.choice import select_lambda
 from conftest import random_qids
-from reference import laplacian_from_edges, laplacian_from_pairs, query_pairs
+from reference import laplacian_from_edges, laplacian_from_pairs, nystrom_jitter, query_pairs
 
 LAMS = np.array([1e-3, 0.05, 1.0, 30.0, 1e3])
 
@@ -80,7 +80,8 @@ def test_dual_path_equals_single_solves(rng, k):
                                     rj.linear_kernel()])
 @pytest.mark.parametrize("k", [None, 3])
 def test_sparse_approximation_equals_brute_force_minimiser(rng, kernel, k):
-    """seed 001 eq. 40-41: a = (K_R L K_R^T + λ K_RR)^{-1} K_R L y, L from enumerated pairs."""
+    """seed 001 eq. 40-41: a = (K_R L K_R^T + λ (K_RR + ε I))^{-1} K_R L y (ε the model's
+    jitter), L from enumerated pairs."""
     X, y, labels, qid = data(rng, m=35, n=5 if kernel.kind != "linear" else 12, k=k)
     basis = np.sort(rng.choice(35, 9, replace=False))
     L = laplacian_from_pairs(35, query_pairs(qid, labels, normalized=True))
@@ -91,7 +92,8 @@ def test_sparse_approximation_equals_brute_force_minimiser(rng, kernel, k):
                 lams=LAMS).value
     Kv = np.asarray(rj.kernel_matrix(kernel, Xv, X[basis]))
     for i, lam in enumerate(LAMS):
-        a = np.linalg.solve(K_R @ L @ K_R.T + lam * K_RR, K_R @ L @ y)
+        reg = K_RR + nystrom_jitter(K_RR) * np.eye(len(K_RR))
+        a = np.linalg.solve(K_R @ L @ K_R.T + lam * reg, K_R @ L @ y)
         assert rel(p.coef[i], a) < 1e-8, lam
         assert rel(rj.predict(p, X)[i], K_R.T @ a) < 1e-8
         assert rel(p.valid_scores[i], Kv @ a) < 1e-8
@@ -115,7 +117,8 @@ def test_sparse_approximation_with_preference_edges(rng):
     np.add.at(MN, head, w * w * mag)
     np.add.at(MN, tail, -w * w * mag)
     for i, lam in enumerate(LAMS):
-        a = np.linalg.solve(K_R @ L @ K_R.T + lam * K_RR, K_R @ MN)
+        reg = K_RR + nystrom_jitter(K_RR) * np.eye(len(K_RR))
+        a = np.linalg.solve(K_R @ L @ K_R.T + lam * reg, K_R @ MN)
         assert rel(p.coef[i], a) < 1e-8
 
 

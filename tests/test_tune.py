@@ -222,7 +222,6 @@ def _nystrom_refit(d, params, rows, kind="gaussian", k=None):
     """The brute-force twin: the Nyström features at ``params`` (same jitter), then the
     model retrained without each query, the query scored by it."""
     from rankjax._core.linalg import PSD_RTOL
-    from rankjax._core.segments import padded_size
     X, y, qid = np.asarray(d.X), np.asarray(d.y), np.asarray(d.qid)
     s = np.exp(np.asarray(params.get("log_scales", np.zeros(X.shape[1]))))
     lam, gam = float(np.exp(params["log_lam"])), float(np.exp(params["log_gamma"]))
@@ -230,7 +229,7 @@ def _nystrom_refit(d, params, rows, kind="gaussian", k=None):
     Xs, Rs = X * s, R * s
     kern = lambda A, B: np.exp(-gam * ((A[:, None] - B[None]) ** 2).sum(-1))   # noqa: E731
     KRR = kern(Rs, Rs)
-    eps = PSD_RTOL * int(padded_size(rows.size)) * np.finfo(float).eps * KRR.diagonal().max()
+    eps = PSD_RTOL * rows.size * np.finfo(np.float32).eps * KRR.diagonal().max()   # the model's jitter
     Phi = np.linalg.solve(np.linalg.cholesky(KRR + eps * np.eye(rows.size)), kern(Xs, Rs).T).T
     f = np.zeros_like(y)
     for q in np.unique(qid):

@@ -34,7 +34,7 @@ from .._core.backend import wide_dtype
 from .._core.log import timed
 from .._core.checks import (check_seed, check_matrix, is_concrete, is_int)
 from .._core.host import device_array
-from .kernel import Kernel, kernel_block, kernel_core, kernel_offset, unshifted
+from .kernel import Kernel, constant_part, kernel_block, kernel_core, kernel_offset, unshifted
 from .._core.linalg import PSD_RTOL
 from .._core.segments import padded_size
 from .._core.sparse import as_dense
@@ -228,6 +228,15 @@ class BasisRows(NamedTuple):
         (summed over the basis ``axis``, kept as a unit axis that broadcasts over the rows; 0
         unshifted), the same for every row."""
         return kernel_offset(self.kernel, coef, axis)
+
+    def constant_row(self, C):
+        r"""``[b_pad]`` or ``None``: the row :math:`k_0 1^T C^{-T}` that every row of the
+        unshifted features :math:`K_{xR} C^{-T}` holds beyond the shifted ones (``None``
+        unshifted; zero on padding)."""
+        if not self.kernel.shift:
+            return None
+        ones = constant_part(self.kernel) * self.mask.astype(C.dtype)
+        return jax.scipy.linalg.solve_triangular(C, ones, lower=True)
 
 
 def take_basis(X, basis, kernel: Optional[Kernel] = None, seed: int = 0, pad: bool = True):

@@ -13,6 +13,7 @@ from typing import Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from .._core.checks import check_symmetric, is_concrete, lam_ok, nan_unless
@@ -80,9 +81,23 @@ def _dual_holdout(K, y, graph, lams, folds, kernel=None, rows=None):
     Dc = D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None]
     F = jnp.einsum("mr,lr...->lm...", KSU, Dc, precision=HI)
     one = partial(woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=K)
-    ok = lam_ok(lams) & dec.ok(lams)
     pred = over_folds(folds, lams.shape[0], KSU.shape[1], F.shape, K.dtype, lambda P: one)
+    ok = lam_ok(lams) & dec.ok(lams) & above_cancellation(graph, pred, F, lams, dec.floor)
     return nan_unless(ok, (pred, dec.coef_path(lams))), dec.flags()
+
+
+def above_cancellation(graph, pred, fitted, lams, floor):
+    r"""``[L]``: the lanes whose hold-out predictions stand above the rounding of the fold
+    formula, :math:`\lambda\, s(pred) \ge floor\, s(fitted)` with ``s`` the spread on the graph
+    (:math:`\sqrt{v^T L v}`: within queries). The formula subtracts terms of the in-sample
+    scores' size (``fitted [L, m(, k)]``), so its rounding, about 1 % of them at ``floor``
+    (:data:`~rankjax.solvers.ridge.RESOLVE_RTOL`), is that much larger relative to predictions
+    that are smaller than them: a kernel so narrow that ``K`` is nearly the identity fits its
+    rows and predicts the held-out ones near 0."""
+    def spread(V):
+        q = jnp.sum((V * jax.vmap(graph.mv)(V)).reshape(V.shape[0], -1), axis=1)
+        return jnp.sqrt(jnp.abs(q))
+    return lams * spread(pred) >= floor * spread(fitted)
 
 
 def kernel_root_product(K, graph, eig, root, centred: bool = False, grid=None):
@@ -262,6 +277,12 @@ class Dual(AbstractSolver):
         (pred, coef), flags = run(level(), _dual_holdout, M, y, graph, lams,
                                   premerge(folds, lams.shape[0], width), kernel, rows)
         check_spectrum(flags, lams, "rj.holdout(Dual())")
+        above = (np.asarray(lams) >= float(flags[3]) if is_concrete(flags[3])
+                 and is_concrete(lams) else np.zeros(0, bool))
+        if above.any():                                       # the lanes above the floor, NaN
+            warn_unresolved(pred[above], np.asarray(lams)[above], "rj.holdout(Dual())",
+                            "its predictions lie within the fold formula's rounding "
+                            "(above_cancellation)")
         path = self._path(lams, coef, None, None, X, kernel)
         return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred, lams), {})
 

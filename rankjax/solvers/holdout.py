@@ -27,8 +27,8 @@ from ..kernels.basis import features
 from .ridge import by_lane, cholesky_solve, eigh_floor
 from .small_solve import symmetric_solve
 
-__all__ = ["HoldOut", "woodbury_fold", "woodbury_rows", "live_columns", "holdout_from_system", "two_phase",
-           "fold_predictions"]
+__all__ = ["HoldOut", "woodbury_fold", "woodbury_rows", "fold_constant", "live_columns",
+           "holdout_from_system", "two_phase", "fold_predictions"]
 
 
 @saveable
@@ -44,7 +44,7 @@ class HoldOut(NamedTuple):
     path: Optional[object] = None
 
 
-def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
+def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K, shift=None):
     r"""Eq. 33-34 for one padded fold: :math:`H_{UU} = P_U \operatorname{diag}(d) P_U^T` (primal) or
     :math:`(K_{UU} - P_U \operatorname{diag}(d) P_U^T) / \lambda` (dual), never formed: with
     :math:`Q = B^T P_U` (:math:`B B^T = L_{UU}`) the fold system is :math:`I - B^T H_{UU} B = I - Q
@@ -53,21 +53,26 @@ def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K):
     :math:`(I - B^T H B) s = B^T (f_U - H L y_U)`, is ``f_U + H B z`` with :math:`z = s - B^T y_U`,
     and since :math:`L y_U = B B^T y_U`, :math:`(I - B^T H B) z = B^T (f_U - y_U)`: one product
     through ``P_U`` per λ, where the right-hand side ``H L y`` took two more. :math:`O(|U|^2 r +
-    |U|^3)` per λ, the :math:`|U|^3` one batched block inversion (:func:`symmetric_solve`)."""
+    |U|^3)` per λ, the :math:`|U|^3` one batched block inversion (:func:`symmetric_solve`).
+    ``shift``: see :func:`woodbury_rows`."""
     mf = mask.astype(Pfeat.dtype)
     Kuu = None if K is None else K[idx[:, None], idx[None, :]] * (mf[:, None] * mf[None, :])
-    return woodbury_rows(graph, idx, mask, Pfeat[idx], F[:, idx], D, lams, y, Kuu)
+    return woodbury_rows(graph, idx, mask, Pfeat[idx], F[:, idx], D, lams, y, Kuu, shift=shift)
 
 
 def woodbury_rows(graph, idx, mask, Pu, fu, D, lams, y, Kuu=None, by_segments=False,
-                  small_solve=None):
+                  small_solve=None, shift=None):
     r""":func:`woodbury_fold` from the fold's rows: ``Pu [P, r]`` its rows of the factor,
     ``fu [L, P(, k)]`` its full-data fitted values, ``Kuu`` its kernel block (dual) or
     ``None`` (primal, Nyström). ``by_segments``: :math:`B^T V` by the graph's segment sums
     (O(P) a column, the row-block hold-out's batches of large folds) instead of the dense
     ``P x P`` root (which compiles faster: the first fit of small folds; benchmarks/REPORT.md §8).
     ``small_solve``: the largest fold system inverted by block products (default the
-    backend's, :func:`~rankjax.solvers.small_solve.symmetric_solve`)."""
+    backend's, :func:`~rankjax.solvers.small_solve.symmetric_solve`). ``shift``: ``(u [r],
+    u·Dc [L(, k)])`` when the rows ``Pu`` lack one row ``u`` that every row of the predictions
+    holds (a Nyström map of a shifted kernel, :func:`fold_constant`): the fold's predictions
+    then get :math:`u^T w_{-U}` back, :math:`w_{-U} = Dc + Dz` in these coordinates (``B^T``
+    annihilates a constant row, so the fold system is that of the whole rows)."""
     dtype = Pu.dtype
     mf = mask.astype(dtype)
     Pu = Pu * mf[:, None]                                           # [P, r]
@@ -93,7 +98,18 @@ def woodbury_rows(graph, idx, mask, Pu, fu, D, lams, y, Kuu=None, by_segments=Fa
     if Kuu is not None:
         HBz = (jnp.einsum("pq,lq...->lp...", KB, z, precision=HI) - HBz) / lam.reshape(
             (-1,) + (1,) * (z.ndim - 1))
+    if shift is not None:
+        u, uDc = shift
+        const = uDc + jnp.einsum("r,lr...->l...", u, Dz, precision=HI)        # [L(, k)]
+        return fu + HBz + const[:, None] * mf.reshape((1, -1) + (1,) * (z.ndim - 2))
     return fu + HBz                                                 # [L, P(, k)]
+
+
+def fold_constant(u, vectors, Dc):
+    """``(u', u'·Dc)`` of :func:`woodbury_rows`'s ``shift``: the constant row ``u`` ``[n]`` in
+    the coordinates ``vectors [n, r]`` and its product with every λ's ``Dc [L, r(, k)]``."""
+    uv = jnp.matmul(u, vectors, precision=HI)
+    return uv, jnp.einsum("r,lr...->l...", uv, Dc, precision=HI)
 
 
 def _fold_systems(Q, D):
@@ -111,26 +127,34 @@ def _fold_systems(Q, D):
     return jnp.concatenate([top, jnp.concatenate([A[:, h:], C], 2)], 1)
 
 
-def _refit_fold(graph, idx, mask, X, G, b, y, lams, direct=False):
+def _refit_fold(graph, idx, mask, X, G, b, y, lams, direct=False, u=None):
     r"""Primal retraining without a large fold in feature space: :math:`G - X_U^T L_{UU} X_U`,
     :math:`b - X_U^T L_{UU} y_U`, one ``eigh`` of ``n x n`` (or with ``direct`` one Cholesky
-    factor per λ, :func:`~rankjax.solvers.ridge.cholesky_solve`); :math:`O(|U|^2 n + n^3)` per fold."""
+    factor per λ, :func:`~rankjax.solvers.ridge.cholesky_solve`); :math:`O(|U|^2 n + n^3)` per fold.
+    ``u [n]``: a row every prediction holds beyond ``X`` (:func:`woodbury_rows`'s ``shift``)."""
     dtype = X.dtype
     mf = mask.astype(dtype)
-    B = graph.block_root(idx, mask, dtype)
     Xu = X[idx] * mf[:, None]
+    B = graph.block_root(idx, mask, dtype)
     Zu = tdot(B, Xu)
     yu = y[idx] * mf.reshape(mf.shape + (1,) * (y.ndim - 1))
     Gu, bu = G - jnp.matmul(Zu.T, Zu, precision=HI), b - tdot(Zu, tdot(B, yu))
+    def scores(w):                 # X_U w, and u^T w on every row (added: not rounded with X_U)
+        out = mm(Xu, w)
+        if u is None:
+            return out
+        return out + jnp.einsum("n,n...->...", u, w, precision=HI)[None] * mf.reshape(
+            (-1,) + (1,) * (w.ndim - 1))
+
     if direct:
-        return jax.vmap(lambda lam: mm(Xu, cholesky_solve(Gu, bu, lam)))(lams)
+        return jax.vmap(lambda lam: scores(cholesky_solve(Gu, bu, lam)))(lams)
     eig = eigh_psd(Gu)
     c = tdot(eig.vectors, bu)
-    XV = jnp.matmul(Xu, eig.vectors, precision=HI)
 
     def per_lam(lam):
         d = spectral_filter(eig.values, lam)
-        return jnp.matmul(XV, c * d.reshape(d.shape + (1,) * (c.ndim - 1)), precision=HI)
+        return scores(jnp.matmul(eig.vectors, c * d.reshape(d.shape + (1,) * (c.ndim - 1)),
+                                 precision=HI))
 
     return jax.vmap(per_lam)(lams)
 
@@ -148,7 +172,7 @@ def live_columns(G, X):
 
 
 def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "both",
-                        weights: bool = False):
+                        weights: bool = False, u=None):
     r"""Eq. 33-34 hold-out predictions ``[L, m(, k)]`` of the rows ``X`` (whole queries of
     ``graph``) when the full training system :math:`(G, b) = (X^T L X, X^T L y)` may include
     further rows elsewhere (other devices, other chunks): no edge leaves a query, so a
@@ -168,9 +192,15 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "
 
     ``weights``: every lane is ``(predictions, w)`` with :math:`w = (G + \lambda I)^{-1} b`
     ``[n(, k)]`` from the same decomposition or factor (one Cholesky factor per λ below
-    the floor, not two)."""
+    the floor, not two).
+
+    ``u [n]``: a row every predicted row holds beyond ``X`` whose columns ``L`` annihilates
+    (the Nyström features of a shifted kernel lack :math:`k_0 1^T C^{-T}`): the predictions are
+    those of ``X + 1 u^T``, the system that of ``X``."""
     n = G.shape[0]
-    X = X * live_columns(G, X)
+    live = live_columns(G, X)
+    X = X * live
+    u = None if u is None else u * live
     eig = eigh_psd(G) if eig is None else eig
     Pf = jnp.matmul(X, eig.vectors, precision=HI)                  # [m, n]
     c = tdot(eig.vectors, b)                                       # [n(, k)]
@@ -178,19 +208,26 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "
     Dc = D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None]
     F = jnp.einsum("mr,lr...->lm...", Pf, Dc, precision=HI)
 
-    def folds_of(Pfeat, D, lams, F, direct):
+    def folds_of(Pfeat, D, lams, F, direct, shift):
         def fold_fn(P):
             if P > n:
-                return partial(_refit_fold, graph, X=X, G=G, b=b, y=y, lams=lams, direct=direct)
-            return partial(woodbury_fold, graph, Pfeat=Pfeat, D=D, lams=lams, F=F, y=y, K=None)
+                return partial(_refit_fold, graph, X=X, G=G, b=b, y=y, lams=lams, direct=direct,
+                               u=u)
+            return partial(woodbury_fold, graph, Pfeat=Pfeat, D=D, lams=lams, F=F, y=y, K=None,
+                           shift=shift)
         return over_folds(folds, lams.shape[0], n, F.shape, X.dtype, fold_fn)
 
     def direct(lam):                                               # one λ, its own factor
         Cl = lax.linalg.cholesky(G + lam * jnp.eye(n, dtype=G.dtype), symmetrize_input=False)
         P = features(X, Cl)                                        # X C^{-T}  [m, n]
         z = lax.linalg.triangular_solve(Cl, b.reshape(n, -1), left_side=True, lower=True)
-        pred = folds_of(P, jnp.ones((1, n), G.dtype), lam[None], mv(P, z.reshape(b.shape))[None],
-                        True)[0]
+        zb = z.reshape(b.shape)
+        shift = None
+        if u is not None:                                          # u in P's coordinates
+            ul = lax.linalg.triangular_solve(Cl, u[:, None], left_side=True, lower=True)[:, 0]
+            shift = (ul, jnp.einsum("r,r...->...", ul, zb, precision=HI)[None])
+        pred = folds_of(P, jnp.ones((1, n), G.dtype), lam[None], mv(P, zb)[None], True,
+                        shift)[0]
         if not weights:
             return pred
         w = lax.linalg.triangular_solve(Cl.T, z, left_side=True, lower=False)
@@ -201,7 +238,8 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "
     W = jnp.einsum("nr,lr...->ln...", eig.vectors, Dc, precision=HI) if weights else None
     if route == "direct":
         return by_lane(lams, with_w(jnp.zeros(F.shape, F.dtype), W), direct, floor)
-    shared = with_w(folds_of(Pf, D, lams, F, False), W)
+    shared = with_w(folds_of(Pf, D, lams, F, False,
+                             None if u is None else fold_constant(u, eig.vectors, Dc)), W)
     if route == "shared":
         return shared, floor
     return by_lane(lams, shared, direct, floor)

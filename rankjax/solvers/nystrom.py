@@ -74,7 +74,8 @@ def _nystrom_holdout(X, y, graph, basis: BasisRows, lams, folds, route="both"):
     C = basis.factor()
     Phi = features(basis.block(X), C)                              # [m, b]
     G, b = primal_system(Phi, y, graph, root=True)
-    out = holdout_from_system(Phi, y, graph, lams, folds, G, b, route=route, weights=True)
+    out = holdout_from_system(Phi, y, graph, lams, folds, G, b, route=route, weights=True,
+                              u=basis.constant_row(C))
     (pred, W), floor = out if route == "shared" else (out, None)    # W [L, r(, k)]
     coef = basis_coef(C, W, 1)
     ok = lam_ok(lams) & (lams >= features_floor(G))

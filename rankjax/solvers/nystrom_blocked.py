@@ -23,7 +23,7 @@ from ..kernels.basis import (BasisRows, coef_from, features,
 from ..scale.layout import local_block
 from jax.sharding import PartitionSpec as P
 from .fold_batches import BATCH_ROWS, batch_rows, fold_map, fold_scan
-from .holdout import (woodbury_rows)
+from .holdout import fold_constant, woodbury_rows
 from .models import path_scores
 from .ridge import eigh_path, features_floor, ridge_solve, wide_eigh
 
@@ -98,6 +98,8 @@ def blocked_holdout(X, y, graph, basis: BasisRows, lams, folds, rows=BATCH_ROWS,
     Dc = D.reshape(D.shape + (1,) * len(tail)) * c[None]
     W = jnp.einsum("nr,lr...->ln...", eig.vectors, Dc, precision=HI)
     Mv = wide_coef(C, live[:, None] * eig.vectors)                  # C^{-T} diag(live) V
+    u = basis.constant_row(C)            # the row the shifted rows lack, in V's coordinates
+    shift = None if u is None else fold_constant(u * live, eig.vectors, Dc)
 
     def one(idx, mask):
         bs, P = idx.shape
@@ -106,7 +108,8 @@ def blocked_holdout(X, y, graph, basis: BasisRows, lams, folds, rows=BATCH_ROWS,
         Fu = jnp.einsum("fps,ls...->flp...", Pf, Dc, precision=HI)      # [bs, L, P(, k)]
         small = paths().row_block_small_solve
         fold = lambda i, k, p, f: woodbury_rows(graph, i, k, p, f, D, lams, y,  # noqa: E731
-                                                by_segments=True, small_solve=small)
+                                                by_segments=True, small_solve=small,
+                                                shift=shift)
         res = (each_slice(fold, idx, mask, Pf, Fu) if paths().serial(P, small)
                else jax.vmap(fold)(idx, mask, Pf, Fu))
         return jnp.moveaxis(res, 0, 1)                                  # [L, bs, P(, k)]
