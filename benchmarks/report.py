@@ -79,6 +79,8 @@ JOBS = [
     ("floor", 31, "Every hot path against its floor", ["bench_floor.py"], ["bench_floor.py"]),
     ("precision", 41, "The precision rule: float32 against float64 for every λ-solving function",
      ["bench_precision.py"], ["bench_precision.py"]),
+    ("sweep", 75, "The precision rule swept: λ x γ x per-feature scale spreads on two real sets, "
+     "every solver", ["bench_sweep.py"], ["bench_sweep.py"]),
     ("vmap", 59, "vmap over λ of rj.fit against the solver's own path",
      ["bench_vmap.py"], ["bench_vmap.py"]),
     ("million", 65, "Kernel RankRLS at 10^6 rows: linear, Nyström (γ grid; learned with ARD), "

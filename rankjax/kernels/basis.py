@@ -204,7 +204,7 @@ class BasisRows(NamedTuple):
     """A chosen basis as one pytree for the compiled cores: the rows ``X [b_pad, n]``
     padded to a size bucket (:func:`padded_size`, zero rows), ``mask [b_pad]`` (False on
     padding) and the :class:`Kernel`, shifted on a ranking graph
-    (:func:`~rankjax.kernels.kernel.ranking_form`: the rows against the basis minus the
+    (``rankjax.kernels.kernel.ranking_form``: the rows against the basis minus the
     kernel's constant part, which the graph's Laplacian annihilates). The methods are the one
     Nyström feature map: a Cholesky factor of the unshifted ``K_RR`` with a jitter
     (:func:`jitter`; docs/design.md says why not ``eigh``)."""

@@ -8,6 +8,7 @@ root of ``L`` for tie-excluded and preference graphs. :math:`O(m^3)`.
 """
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from typing import Optional
 
@@ -18,10 +19,10 @@ from jax import lax
 
 from .._core.checks import check_symmetric, is_concrete, lam_ok, nan_unless
 from .._core.linalg import eigh_psd_checked, spectral_filter
-from .._core.log import compiled, level, run
+from .._core.log import compiled, level, run, user_stacklevel
 from .._core.memory import compute_dtype, kernel_plan
 from .._core.products import HI, tdot
-from .._core.resolved import warn_unresolved
+from .._core.resolved import UnresolvedLambdaWarning, warn_unresolved
 from .._core.segments import block_means
 from .._core.sparse import as_dense, is_bcoo
 from .._solution import Solution, lane_codes
@@ -82,8 +83,26 @@ def _dual_holdout(K, y, graph, lams, folds, kernel=None, rows=None):
     F = jnp.einsum("mr,lr...->lm...", KSU, Dc, precision=HI)
     one = partial(woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=K)
     pred = over_folds(folds, lams.shape[0], KSU.shape[1], F.shape, K.dtype, lambda P: one)
-    ok = lam_ok(lams) & dec.ok(lams) & above_cancellation(graph, pred, F, lams, dec.floor)
-    return nan_unless(ok, (pred, dec.coef_path(lams))), dec.flags()
+    clear = above_cancellation(graph, pred, F, lams, dec.floor)
+    ok = lam_ok(lams) & dec.ok(lams) & clear
+    return nan_unless(ok, (pred, dec.coef_path(lams))), (dec.flags(), clear)
+
+
+def _warn_cancelled(clear, lams, floor):
+    """Outside jit: an :class:`~rankjax.UnresolvedLambdaWarning` naming the λ above the
+    floor (``check_spectrum`` names those below) that :func:`above_cancellation` refused;
+    two small host transfers, no program."""
+    if not all(is_concrete(v) for v in (clear, lams, floor)):
+        return
+    lams = np.asarray(lams)
+    bad = lams[(lams >= float(floor)) & ~np.asarray(clear)]
+    if bad.size:
+        shown = ", ".join(f"{v:.3g}" for v in bad)
+        warnings.warn(f"rj.holdout(Dual()): lams {shown} are not resolved in {lams.dtype}: "
+                      "their hold-out predictions lie within the fold formula's rounding "
+                      "(a kernel near the identity); their results are NaN. Use float64 "
+                      "(jax_enable_x64) or larger λ", UnresolvedLambdaWarning,
+                      stacklevel=user_stacklevel())
 
 
 def above_cancellation(graph, pred, fitted, lams, floor):
@@ -219,7 +238,7 @@ class Dual(AbstractSolver):
 
     def _inputs(self, problem, count, what, shift: bool = True):
         """``(K or the rows, kernel built in the program, rows X or None)``; the kernel in its
-        :func:`~rankjax.kernels.kernel.ranking_form` unless ``shift`` is False."""
+        ``rankjax.kernels.kernel.ranking_form`` unless ``shift`` is False."""
         M = _matrix(problem, count, what)
         if problem.kind == "kernel":
             return M, None, None
@@ -274,15 +293,10 @@ class Dual(AbstractSolver):
         y, graph = problem.y, problem.graph
         rows = range_rows(graph, M.dtype)            # the system on the range of S (reduced)
         width = M.shape[0] if rows is None else rows.keep.shape[0]
-        (pred, coef), flags = run(level(), _dual_holdout, M, y, graph, lams,
-                                  premerge(folds, lams.shape[0], width), kernel, rows)
+        (pred, coef), (flags, clear) = run(level(), _dual_holdout, M, y, graph, lams,
+                                           premerge(folds, lams.shape[0], width), kernel, rows)
         check_spectrum(flags, lams, "rj.holdout(Dual())")
-        above = (np.asarray(lams) >= float(flags[3]) if is_concrete(flags[3])
-                 and is_concrete(lams) else np.zeros(0, bool))
-        if above.any():                                       # the lanes above the floor, NaN
-            warn_unresolved(pred[above], np.asarray(lams)[above], "rj.holdout(Dual())",
-                            "its predictions lie within the fold formula's rounding "
-                            "(above_cancellation)")
+        _warn_cancelled(clear, lams, flags[3])
         path = self._path(lams, coef, None, None, X, kernel)
         return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred, lams), {})
 

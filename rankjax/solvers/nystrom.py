@@ -139,6 +139,11 @@ class Nystrom(AbstractSolver):
         :math:`O(rows b + b^2)` memory. Folds larger than the basis hold ``K_mR`` whole unless
         ``block_rows`` is given; a preference graph or a graph under a trace always do.
 
+    On a ranking graph the rows against the basis are evaluated minus the kernel's constant
+    part and ``K_RR`` whole (``model.kernel.shift``; predictions add ``k0 sum(a)`` back);
+    the jitter of ``K_RR`` is ``b eps32 max diag`` in every dtype, and a λ below
+    :math:`10^3 \epsilon \lVert \Phi^T L \Phi \rVert_F` is refused (docs/precision.md).
+
     Example:
       >>> import rankjax as rj
       >>> d = rj.make_ranking_data(5, num_features=3, seed=0)
@@ -162,7 +167,7 @@ class Nystrom(AbstractSolver):
 
     def take(self, X, pad=True, graph=None):
         r"""``(index [b], BasisRows)`` of this solver's basis among the rows ``X``, its kernel in
-        the :func:`~rankjax.kernels.kernel.ranking_form` of ``graph`` (unshifted without one);
+        the ``rankjax.kernels.kernel.ranking_form`` of ``graph`` (unshifted without one);
         ``pad=None``: padded to its bucket while :math:`m b^2` is below ``PAD_WORK``."""
         if pad is None:
             pad = X.shape[0] * self.basis.rows_among(X.shape[0]) ** 2 < PAD_WORK
