@@ -1,8 +1,9 @@
 r"""Nyström RankRLS for large ``m`` by preconditioned conjugate gradient: the FALKON
 scheme (Rudi, Carratino & Rosasco 2017, §3) with the query Laplacian (docs/math.md).
 
-With basis rows ``R`` (``b`` of them), :math:`K_{RR} + \varepsilon I = C C^T` (Cholesky, ``ε`` a
-rounding-level jitter) and the features :math:`\Phi = K_{mR} C^{-T}`, Nyström RankRLS solves
+With basis rows ``R`` (``b`` of them), :math:`K_{RR} + \varepsilon I = C C^T` (Cholesky,
+``ε = b eps32 max diag K_RR``, the one jitter of every dtype) and the features
+:math:`\Phi = K_{mR} C^{-T}`, Nyström RankRLS solves
 
     :math:`(\Phi^T L \Phi + \lambda I) w = \Phi^T L y`,   :math:`a = C^{-T} w`,   ``f(x) = k(x, X_R) a``,
 

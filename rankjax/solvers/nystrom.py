@@ -2,7 +2,8 @@ r"""Nyström (basis-vector, subset-of-regressors) RankRLS (Pahikkala et al. 2009
 eq. 40-42): ``f(x) = sum_{i in R} a_i k(x, x_i)`` on ``b`` basis rows ``R``, minimising
 :math:`(K_R^T a - y)^T L (K_R^T a - y) + \lambda a^T K_{RR} a`, i.e.
 :math:`a = (K_R L K_R^T + \lambda K_{RR})^{-1} K_R L y`. Computed as primal RankRLS on the Nyström
-features :math:`\Phi = K_{mR} C^{-T}` (:math:`C C^T = K_{RR} + \varepsilon I`, ``ε`` a rounding-level jitter):
+features :math:`\Phi = K_{mR} C^{-T}` (:math:`C C^T = K_{RR} + \varepsilon I`, ``ε = b eps32 max diag
+K_RR`` in every dtype):
 :math:`O(m b^2)` time, ``O(m b)`` memory, any kernel and graph; :math:`a = C^{-T} w`.
 """
 from __future__ import annotations
