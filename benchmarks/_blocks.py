@@ -34,6 +34,12 @@ def block(text, name):
     return text.split(start, 1)[1].split(end, 1)[0]
 
 
+def in_list_item(rows):
+    """The lines ``rows`` of a table and its note indented into a README list item (blank
+    lines left empty)."""
+    return "\n".join("  " + r if r else "" for r in rows)
+
+
 def rewrite(readme, name, body, indent=""):
     """Replaces the block ``name`` of the file ``readme`` by ``"\\n" + body + "\\n"``, the
     end marker after ``indent`` (a block inside a list item), atomically; an error when

@@ -29,7 +29,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from _blocks import add_arguments, from_lines, rewrite, save_lines  # noqa: E402
+from _blocks import add_arguments, from_lines, in_list_item, rewrite, save_lines  # noqa: E402
 from _timing import emit  # noqa: E402
 
 LAMS = np.logspace(-4, 3, 15)
@@ -213,7 +213,7 @@ def table(lines):
              f"{info.get('machine', '?')}, jax {info.get('jax', '?')}; "
              "`python benchmarks/bench_precision.py --lines benchmarks/precision.jsonl "
              "--readme README.md`.</sub>"]
-    return "\n".join("  " + r if r else "" for r in rows)
+    return in_list_item(rows)
 
 
 def main():

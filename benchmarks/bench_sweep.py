@@ -31,7 +31,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import rankjax as rj  # noqa: E402
-from _blocks import add_arguments, from_lines, rewrite, save_lines  # noqa: E402
+from _blocks import add_arguments, from_lines, in_list_item, rewrite, save_lines  # noqa: E402
 from _shared import SHARED  # noqa: E402
 from _timing import emit  # noqa: E402
 from bench_precision import centred  # noqa: E402
@@ -134,7 +134,7 @@ def table(lines):
              f"first {QUERIES} queries (test rows: the next {TEST_QUERIES}); `silent`: answered "
              "beyond 1e-2 with `successful`; `python benchmarks/bench_sweep.py --lines "
              "benchmarks/sweep.jsonl --readme README.md`.</sub>"]
-    return "\n".join("  " + r if r else "" for r in rows)
+    return in_list_item(rows)
 
 
 def main():
