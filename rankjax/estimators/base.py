@@ -128,9 +128,10 @@ class Ranker(_Base):
         super().__init_subclass__(**kw)
         ESTIMATORS[cls.__name__] = cls            # load() finds the class of a file here
 
-    __metadata_request__fit = {"qid": True}       # group sizes are not per-row: never
-    __metadata_request__score = {"qid": True,     # routed by a meta-estimator (use qid)
-                                 "sample_weight": True}
+    # group sizes and group weights are not per-row: never routed by a meta-estimator
+    # (use qid and sample_weight)
+    __metadata_request__fit = {"qid": True, "sample_weight": True}
+    __metadata_request__score = {"qid": True, "sample_weight": True}
 
     def _fit_kernel(self, X):
         """The kernel of this fit, with ``gamma`` (``"scale"``, ``"auto"`` or a number)
@@ -310,9 +311,41 @@ class Ranker(_Base):
         tags.input_tags.allow_nan = self.feature_map == "auto" and self._map_kind() is not None
         return tags
 
-    def _graph(self, seg, y):
+    def _graph(self, seg, y, weights=None):
         return query_graph(seg, y, normalized=getattr(self, "normalized", True),
-                           exclude_ties=getattr(self, "exclude_ties", False))
+                           exclude_ties=getattr(self, "exclude_ties", False),
+                           query_weights=weights)
+
+    def _weights(self, seg, sample_weight, group_weight):
+        r"""``[Q]`` the query weights of a fit (the papers' :math:`\omega_c`, Pahikkala et
+        al. 2009 §2.4), in the order of the sorted distinct query ids (the order of
+        ``group``): from ``sample_weight`` (per row, constant within a query, as LightGBM's
+        ``weight``) or ``group_weight`` (one per query, as XGBoost's ranking weights);
+        None when neither is given (every query weighs 1)."""
+        if sample_weight is None and group_weight is None:
+            return None
+        if sample_weight is not None and group_weight is not None:
+            raise ValueError("pass sample_weight (per row) or group_weight (per query), not both")
+        if not self._needs_queries():
+            raise ValueError("sample_weight/group_weight weigh queries: graph='identity' (RLS "
+                             "regression) has none")
+        if group_weight is None:
+            w = query_weights(sample_weight, seg)
+        else:
+            w = np.asarray(group_weight.to_numpy() if hasattr(group_weight, "to_numpy")
+                           else group_weight)
+            if w.dtype.kind not in "iuf":
+                raise TypeError(f"group_weight must hold numbers, got dtype {w.dtype}")
+            w = w.astype(np.float64)
+            if w.shape != (seg.num_queries,):
+                raise ValueError(f"group_weight must have shape [{seg.num_queries}] (one per "
+                                 f"query, in the order of group / the sorted qid), got {w.shape}")
+            if not np.all(np.isfinite(w)) or np.any(w < 0):
+                raise ValueError("group_weight must be finite and >= 0")
+        if not np.any(w > 0):
+            raise ValueError(f"{'sample_weight' if group_weight is None else 'group_weight'}: "
+                             "every query weighs 0 (nothing to learn from)")
+        return w
 
     def predict(self, X):
         """Scores ``[m]`` of new rows (higher ranks first)."""
@@ -381,9 +414,11 @@ def nan_last(v):
 
 def query_weights(sample_weight, seg):
     """``[Q]`` weight of every query from per-row weights that are constant within it."""
-    w = np.asarray(sample_weight.to_numpy() if hasattr(sample_weight, "to_numpy") else sample_weight,
-                   dtype=np.float64)
+    w = np.asarray(sample_weight.to_numpy() if hasattr(sample_weight, "to_numpy") else sample_weight)
     seg = seg.seg
+    if w.dtype.kind not in "iufb":
+        raise TypeError(f"sample_weight must hold numbers, got dtype {w.dtype}")
+    w = w.astype(np.float64)
     if w.shape != seg.shape:
         raise ValueError(f"sample_weight must have shape [{seg.shape[0]}], got {w.shape}")
     if not np.all(np.isfinite(w)) or np.any(w < 0):

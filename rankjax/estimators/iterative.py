@@ -33,11 +33,13 @@ class RankSVM(Ranker):
         self.early_stopping_rounds, self.verbose = early_stopping_rounds, verbose
         self.score_k, self.random_state = score_k, random_state
 
-    def fit(self, X, y, qid=None, *, group=None, eval_set=None, eval_qid=None, eval_group=None):
+    def fit(self, X, y, qid=None, *, group=None, sample_weight=None, group_weight=None,
+            eval_set=None, eval_qid=None, eval_group=None):
         """With ``eval_set`` (linear model) every Newton iterate is scored by NDCG@``score_k``
         on it, the best is kept and the loop stops after ``early_stopping_rounds`` steps
         without improvement (``evals_result_``, ``best_iteration_``, ``best_score_``)."""
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        weights = self._weights(seg, sample_weight, group_weight)
         X = self._mapped(X, y, seg)
         kern = self._fit_kernel(X)
         if eval_set is not None and kern is not None:
@@ -52,6 +54,7 @@ class RankSVM(Ranker):
                           metric_kwargs={"k": self.score_k},
                           patience=self.max_iter + 1 if rounds is None else rounds)
             r = _ranksvm.ranksvm_l2(X, y, seg, C=self.C, tol=self.tol, max_iter=self.max_iter,
+                                    query_weights=weights,
                                     verbose=_log.check_verbose(self.verbose), **kw)
             self.model_ = LinearModel(r.weights)
             self.coef_ = np.asarray(r.weights)
@@ -66,7 +69,8 @@ class RankSVM(Ranker):
             self.model_ = _ranksvm.ranksvm_kernel(
                 as_dense(X), y, seg, kernel=kern, C=self.C, seed=self.random_state,
                 basis=self.basis if self.basis is not None else min(X.shape[0], 1000),
-                tol=self.tol, max_iter=self.max_iter, verbose=_log.check_verbose(self.verbose))
+                tol=self.tol, max_iter=self.max_iter, query_weights=weights,
+                verbose=_log.check_verbose(self.verbose))
         return self._finish_fit(seg)
 
     def _scores(self, X):
@@ -97,11 +101,13 @@ class KPCRank(Ranker):
         return (make_kernel(self.kernel, getattr(self, "gamma_", None), self.degree, self.coef0)
                 or _kernels.linear_kernel())
 
-    def fit(self, X, y, qid=None, *, group=None, eval_set=None, eval_qid=None, eval_group=None):
+    def fit(self, X, y, qid=None, *, group=None, sample_weight=None, group_weight=None,
+            eval_set=None, eval_qid=None, eval_group=None):
         """With ``eval_set`` the models of ``1..n_components`` components (one
         decomposition) are scored on it and the best number is kept (``best_iteration_``
         components; ``evals_result_``; ``early_stopping_rounds`` as for boosting)."""
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        weights = self._weights(seg, sample_weight, group_weight)
         if not 1 <= check_count(self.n_components, "n_components") <= X.shape[0]:
             raise ValueError(f"n_components must be between 1 and {X.shape[0]} (the training "
                              f"rows), got {self.n_components}")
@@ -111,7 +117,7 @@ class KPCRank(Ranker):
                              _log.check_verbose(self.verbose))
         K = _log.ready(_kernels.kernel_matrix(kern, self.X_train_))
         stages.done(f"kernel matrix {X.shape[0]} x {X.shape[0]}")
-        g = self._graph(seg, y)
+        g = self._graph(seg, y, weights)
         if eval_set is None:
             self.model_ = _log.ready(_kpcrank.kpcrank(K, y, g, components=self.n_components,
                                                       lam=self.lam))
@@ -142,12 +148,14 @@ class RankBoost(Ranker):
         self.rounds, self.num_thresholds, self.score_k = rounds, num_thresholds, score_k
         self.early_stopping_rounds, self.verbose = early_stopping_rounds, verbose
 
-    def fit(self, X, y, qid=None, *, group=None, eval_set=None, eval_qid=None, eval_group=None):
+    def fit(self, X, y, qid=None, *, group=None, sample_weight=None, group_weight=None,
+            eval_set=None, eval_qid=None, eval_group=None):
         """With ``eval_set`` every round's model is scored (NDCG@``score_k``) and the model
         is cut at the best round (``best_iteration_`` rounds), stopping the search after
         ``early_stopping_rounds`` rounds without improvement (``evals_result_``)."""
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
-        model = _rankboost.rankboost(as_dense(X), y, seg, rounds=self.rounds,
+        weights = self._weights(seg, sample_weight, group_weight)
+        model = _rankboost.rankboost(as_dense(X), y, seg, rounds=self.rounds, query_weights=weights,
                                      num_thresholds=self.num_thresholds,
                                      verbose=_log.check_verbose(self.verbose))
         if eval_set is not None:

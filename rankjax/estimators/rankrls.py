@@ -98,14 +98,15 @@ class RankRLS(Ranker):
     def evals_axis(self):
         return ("CG iteration", 0, True) if self.solver in ("cg", "falkon") else ("grid point", 0, False)
 
-    def _graph(self, seg, y):
+    def _graph(self, seg, y, weights=None):
         if self.graph == "identity":
             return identity_graph(seg.seg.shape[0])
         if self.graph != "query":
             raise ValueError(f"graph must be 'query' or 'identity', got {self.graph!r}")
-        return super()._graph(seg, y)
+        return super()._graph(seg, y, weights)
 
-    def fit(self, X, y, qid=None, *, group=None, eval_set=None, eval_qid=None, eval_group=None):
+    def fit(self, X, y, qid=None, *, group=None, sample_weight=None, group_weight=None,
+            eval_set=None, eval_qid=None, eval_group=None):
         """Fits the model of ``lam`` by :func:`rankjax.fit`; an ``eval_set`` (as LightGBM's
         and XGBoost's, with ``eval_qid``/``eval_group``) is the validation data of early
         stopping for ``solver="cg"``/``"falkon"``."""
@@ -113,6 +114,7 @@ class RankRLS(Ranker):
             raise ValueError(f"solver must be one of {SOLVERS} or a solver object (a "
                              f"rankjax.AbstractSolver), got {self.solver!r}")
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        weights = self._weights(seg, sample_weight, group_weight)
         X = self._mapped(X, y, seg)
         valid = None
         if eval_set is not None:
@@ -122,7 +124,7 @@ class RankRLS(Ranker):
             valid = Problem(*self._eval_data(eval_set, eval_qid, eval_group))
         elif self.solver in ("cg", "falkon") and self.lam == 0:
             raise ValueError("lam=0 is early stopping alone: give an eval_set, or lam > 0")
-        problem = Problem(X, y, self._graph(seg, y), valid=valid)
+        problem = Problem(X, y, self._graph(seg, y, weights), valid=valid)
         solver = self._solver(X)
         steps = _log.Stages(1, "RankRLS fit", self.verbose)
         for _ in steps:
@@ -251,7 +253,8 @@ class RankRLSCV(RankRLS):
         self.graph, self.normalized, self.exclude_ties = graph, normalized, exclude_ties
         self.score_k, self.random_state = score_k, random_state
 
-    def fit(self, X, y, qid=None, *, group=None, eval_set=None, eval_qid=None, eval_group=None):
+    def fit(self, X, y, qid=None, *, group=None, sample_weight=None, group_weight=None,
+            eval_set=None, eval_qid=None, eval_group=None):
         """Chooses (λ, γ) by the exact hold-out over queries, or with ``eval_set`` (as
         LightGBM/XGBoost, with ``eval_qid``/``eval_group``) by NDCG@``score_k`` on that set:
         every λ of the path from one decomposition per γ (``evals_result_`` in grid
@@ -259,6 +262,7 @@ class RankRLSCV(RankRLS):
         optimize = check_flag(self.optimize, "optimize")
         self._plan(X)
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        weights = self._weights(seg, sample_weight, group_weight)
         X = self._mapped(X, y, seg)
         b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state,
                        _log.check_verbose(self.verbose))
@@ -273,7 +277,7 @@ class RankRLSCV(RankRLS):
         lams = np.asarray(self.lams, dtype=np.float64)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UnresolvedLambdaWarning)
-            problem = Problem(X, y, self._graph(seg, y), qid=seg if self.graph == "identity" else None,
+            problem = Problem(X, y, self._graph(seg, y, weights), qid=seg if self.graph == "identity" else None,
                               valid=None if valid is None else Problem(*valid))
             sel = _select(problem, solvers, lams=lams, folds=self.folds, score_k=self.score_k,
                           optimize=optimize, optimize_steps=self.optimize_steps, ard=self.ard,

@@ -26,7 +26,7 @@ from jax import lax
 from .._core.log import begin, check_verbose, loop_step
 from .._core.checks import (check_count, check_flag, check_matrix, is_concrete, require_concrete)
 from .._core.host import device_array
-from .ranksvm import rank_levels
+from .ranksvm import rank_levels, row_weights
 from .._core.segments import bucket, seg_scan
 from .._core.sparse import as_dense
 from .._core.types import saveable
@@ -64,8 +64,9 @@ def _thresholds(X, num_thresholds):
     return T, bins
 
 
-def _potential(H, group, group_start, group_query, num_groups, num_queries):
-    """``π(x)`` for ``D(i, j) ∝ exp(H(j) - H(i))`` over the crucial pairs."""
+def _potential(H, group, group_start, group_query, num_groups, num_queries, weight):
+    """``π(x)`` for ``D(i, j) ∝ ω_q exp(H(j) - H(i))`` over the crucial pairs (``weight``
+    ``[m]``: every row's query weight ω_q, which the pair's two rows share)."""
     eP, eM = jnp.exp(H), jnp.exp(-H)
     GP = jax.ops.segment_sum(eP, group, num_groups)
     GM = jax.ops.segment_sum(eM, group, num_groups)
@@ -74,12 +75,12 @@ def _potential(H, group, group_start, group_query, num_groups, num_queries):
     total = jax.ops.segment_sum(GM, group_query, num_queries)
     above = total[group_query] - incl                                # higher levels
     b, a = below[group], above[group]
-    Z = jnp.sum(eM * b)
-    return (eM * b - eP * a) / jnp.where(Z > 0, Z, 1)
+    Z = jnp.sum(weight * eM * b)
+    return weight * (eM * b - eP * a) / jnp.where(Z > 0, Z, 1)
 
 
 def rankboost(X, y, qid=None, *, rounds: int = 100, num_thresholds: int = 32,
-              verbose: int = 0) -> RankBoostModel:
+              query_weights=None, verbose: int = 0) -> RankBoostModel:
     """RankBoost with thresholded-feature weak rankers (Freund et al. 2003).
 
     Args:
@@ -88,6 +89,9 @@ def rankboost(X, y, qid=None, *, rounds: int = 100, num_thresholds: int = 32,
       qid: ``[m]`` query ids (``None``: one ranking).
       rounds: boosting rounds ``T`` (static).
       num_thresholds: candidate thresholds per feature.
+      query_weights: ``None`` or ``[Q]`` weights >= 0 (one per query, in the order of the
+        sorted distinct ``qid``): the initial distribution over the crucial pairs is
+        proportional to their query's weight (uniform over all pairs when ``None``).
       verbose: log every that many rounds while the loop runs (0: silent; logger
         ``"rankjax"``).
 
@@ -127,15 +131,16 @@ def rankboost(X, y, qid=None, *, rounds: int = 100, num_thresholds: int = 32,
     T, bins = _thresholds(X, num_thresholds)
     dtype = jnp.result_type(float)
     groups = (device_array(group.astype(np.int32)), device_array(group_start),
-              device_array(group_query), device_array(seg))
+              device_array(group_query), device_array(seg),
+              device_array(row_weights(query_weights, seg), dtype))
     model = _boost(device_array(bins), device_array(T, dtype), groups, (G, Q, rounds, verbose))
     return model._replace(num_features=int(X.shape[1]))
 
 
 def _boost_impl(bins, T, groups, sizes):
-    """``groups = (group, group_start, group_query, seg)`` (traced), ``sizes = (G, Q,
+    """``groups = (group, group_start, group_query, seg, weight)`` (traced), ``sizes = (G, Q,
     rounds, verbose)`` (static)."""
-    group, group_start, group_query, seg = groups
+    group, group_start, group_query, seg, weight = groups
     G, Q, rounds, verbose = sizes
     m, n = bins.shape
     nb = T.shape[1]
@@ -145,7 +150,7 @@ def _boost_impl(bins, T, groups, sizes):
     def round_(H, t):
         Hc = H - (jax.ops.segment_sum(H, seg, Q) / jnp.maximum(
             jax.ops.segment_sum(jnp.ones_like(H), seg, Q), 1))[seg]
-        pi = _potential(Hc, group, group_start, group_query, G, Q)
+        pi = _potential(Hc, group, group_start, group_query, G, Q, weight)
         hist = jax.ops.segment_sum(jnp.broadcast_to(pi[:, None], (m, n)).ravel(), flat.ravel(),
                                    n * (nb + 1)).reshape(n, nb + 1)
         r = jnp.cumsum(hist[:, ::-1], axis=1)[:, ::-1][:, 1:]          # r[f, b] = Σ_{bin > b}

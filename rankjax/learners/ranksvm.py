@@ -176,18 +176,18 @@ def _fun(w, X, levels: RankLevels, C):
     lp, ap, lm, am = plus[:, 0], plus[:, 1], minus[:, 0], minus[:, 1]
     a = (lp + lm) * z - ap - am
     e = lm - lp
-    f = mm(0.5 * w, w) + C * jnp.sum(z * (a - 2 * e) + lm)
+    f = mm(0.5 * w, w) + jnp.sum(C * (z * (a - 2 * e) + lm))
     return f, SVState(z, bits, lp, lm, a, e)
 
 
 def _grad(w, X, state: SVState, C):
-    return w + 2 * C * (mm(X.T, state.a - state.e))
+    return w + 2 * mm(X.T, C * (state.a - state.e))
 
 
 def _hvp(v, X, state: SVState, C):
     u = mm(X, v)
     plus, minus = _dominance(state.bits, u[:, None])
-    return v + 2 * C * (mm(X.T, (state.l_plus + state.l_minus) * u - plus[:, 0] - minus[:, 0]))
+    return v + 2 * mm(X.T, C * ((state.l_plus + state.l_minus) * u - plus[:, 0] - minus[:, 0]))
 
 
 # ----------------------------------------------------------------------------
@@ -259,8 +259,10 @@ def _trcg(hv, g, delta, eps_cg, max_cg):
 
 def _tron(X, levels, opts, valid_fn=None, patience=0, hist_len=0, verbose=0):
     """TRON (Lin, Weng & Keerthi 2008) on the squared-hinge pairs; ``opts`` the traced
-    ``(C, tol, max_iter, eps_cg, max_cg)``."""
-    C, tol, max_iter, eps_cg, max_cg = opts
+    ``(C, tol, max_iter, eps_cg, max_cg, row_weight)``: every row's pairs weigh
+    ``C * row_weight`` (its query's weight; a pair's two rows share it)."""
+    C_scalar, tol, max_iter, eps_cg, max_cg, row_weight = opts
+    C = C_scalar * row_weight
     n = X.shape[1]
     w0 = jnp.zeros(n, X.dtype)
     f0, st0 = _fun(w0, X, levels, C)
@@ -320,7 +322,7 @@ def _tron(X, levels, opts, valid_fn=None, patience=0, hist_len=0, verbose=0):
 
     w, f, g, _, _, it, cgt, _, track = lax.while_loop(cond, body, init)
     gn = jnp.linalg.norm(g)
-    ok = lam_ok(C) & lam_ok(tol) & lam_ok(eps_cg)
+    ok = lam_ok(C_scalar) & lam_ok(tol) & lam_ok(eps_cg)
     res = RankSVMResult(w, f, gn, it - 1, cgt, ok & (gn <= tol * gnorm0), it - 1, None)
     if valid_fn is not None:
         res = res._replace(weights=track[0], best_iteration=track[2], valid_history=track[3])
@@ -329,7 +331,7 @@ def _tron(X, levels, opts, valid_fn=None, patience=0, hist_len=0, verbose=0):
 
 def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=0.1,
                max_cg: int = 1000, valid=None, metric="pairwise_error", patience: int = 10,
-               metric_kwargs=None, verbose: int = 0) -> RankSVMResult:
+               metric_kwargs=None, query_weights=None, verbose: int = 0) -> RankSVMResult:
     r"""Linear L2-loss RankSVM by trust-region Newton (docs/math.md; Lee & Lin 2014,
     §1–4): liblinear-ranksvm's ``-s 8`` with its defaults (``C = 1``, ``eps = 1e-3``, stop when
     :math:`\lVert \nabla f(w) \rVert \le tol \lVert \nabla f(0) \rVert`, start ``w = 0``). No
@@ -345,6 +347,8 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
       y: ``[l]`` labels (any reals; ties share a level).
       qid: ``[l]`` integer query ids, or ``None``.
       C: loss weight (> 0; not divided by the number of pairs).
+      query_weights: ``None`` or ``[Q]`` weights >= 0, one per query in the order of the
+        sorted distinct ``qid``: the pairs of query ``c`` weigh :math:`C \omega_c`.
       tol: relative gradient-norm tolerance.
       max_iter: Newton iteration cap.
       eps_cg: relative tolerance of each inner CG.
@@ -378,7 +382,8 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
     max_iter, max_cg = check_count(max_iter, "max_iter"), check_count(max_cg, "max_cg")
     opts = (device_array(C, X.dtype), device_array(tol, X.dtype),
             device_array(max_iter, jnp.int32), device_array(eps_cg, X.dtype),
-            device_array(max_cg, jnp.int32))
+            device_array(max_cg, jnp.int32),
+            device_array(row_weights(query_weights, levels.seg), X.dtype))
     if metric_kwargs is not None and not isinstance(metric_kwargs, dict):
         raise TypeError(f"metric_kwargs must be a dict, got {type(metric_kwargs).__name__}")
     verbose = check_verbose(verbose)
@@ -396,6 +401,22 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
     return _tron_valid_jit(X, levels, opts, (Xv, valid.y, valid.graph), spec,
                            patience=check_count(patience, "patience"), hist_len=max_iter + 1,
                            verbose=verbose)
+
+
+def row_weights(query_weights, seg):
+    """``[l]`` the weight of every row's query (ones for ``None``), from ``[Q]`` query
+    weights >= 0 in the order of the sorted distinct query ids (host side)."""
+    seg = np.asarray(seg)
+    num_queries = int(seg.max()) + 1
+    if query_weights is None:
+        return np.ones(seg.shape[0])
+    w = np.asarray(query_weights, dtype=np.float64)
+    if w.shape != (num_queries,):
+        raise ValueError(f"query_weights must have shape [{num_queries}] (one per distinct "
+                         f"qid, sorted), got {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("query_weights must be finite and >= 0")
+    return w[seg]
 
 
 _tron_jit = jax.jit(_tron, static_argnames="verbose")
