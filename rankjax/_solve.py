@@ -183,7 +183,8 @@ def honest(problem, solution: Solution) -> Solution:
 
 def select(problem, solvers: Sequence = (Auto(),), *, lams, folds=None, metric=None,
            score_k: int = 10, optimize: bool = False, optimize_steps: int = 20,
-           ard: bool = False, optimizer=None, seed: int = 0, verbose: int = 0) -> Selection:
+           ard: bool = False, optimizer=None, seed: int = 0, verbose: int = 0,
+           extend: int = 0) -> Selection:
     """The best (solver, λ) of a grid of solvers × λ by a metric of the exact hold-out
     predictions (or of ``problem.valid``), and its model — no refit: every λ's model comes
     from the same decomposition (Pahikkala et al. 2009, §3.3). Runs on the host (it chooses
@@ -205,6 +206,10 @@ def select(problem, solvers: Sequence = (Auto(),), *, lams, folds=None, metric=N
       ard: with ``optimize``, also learn one scale per feature.
       optimizer: an optax ``GradientTransformation`` for ``optimize``.
       seed: the folds' draw; verbose: log each solver of the grid (0: silent).
+      extend: how many times to extend the grid past a best point on its edge, in each of
+        λ and γ (0: the grid as given; :class:`~rankjax.estimators.RankRLSCV` extends up to
+        ``EXTEND`` = 2 times); each extension is one hold-out of
+        ``L`` λ; still on the edge after the last, a :class:`~rankjax.GridEdgeWarning`.
 
     Returns:
       :class:`~rankjax.Selection`.
@@ -219,4 +224,4 @@ def select(problem, solvers: Sequence = (Auto(),), *, lams, folds=None, metric=N
     """
     return select_grid(problem, solvers, lams=lams, folds=folds, metric=metric, score_k=score_k,
                        optimize=optimize, optimize_steps=optimize_steps, ard=ard,
-                       optimizer=optimizer, seed=seed, verbose=verbose)
+                       optimizer=optimizer, seed=seed, verbose=verbose, extend=extend)

@@ -46,9 +46,40 @@ def test_grid_search_with_group_k_fold(data):
     m = est.RankRLS(lam=gs.best_params_["lam"]).fit(X[tr], y[tr], qid=qid[tr])
     assert gs.cv_results_["split0_test_score"][gs.best_index_] == pytest.approx(
         float(rj.ndcg(m.predict(X[te]), y[te], qid[te])), abs=1e-12)
-    # without routing qid still reaches fit; score says it ranks one query
-    with pytest.warns(UserWarning, match="no qid"):
+    # without routing qid reaches fit but not score: the search stops with the remedy
+    with pytest.raises(ValueError, match="enable_metadata_routing"):
         GridSearchCV(est.RankRLS(), grid, cv=GroupKFold(3)).fit(X, y, groups=qid, qid=qid)
+
+
+def test_without_routing_scikit_learn_stops_with_the_remedy_or_ranks_by_queries(data):
+    """Without metadata routing ``qid`` reaches ``fit`` but not ``score``: every route that
+    would score a fold as one query stops naming the remedy; a DataFrame's ``qid`` column
+    reaches both and ranks by queries."""
+    from sklearn.model_selection import cross_val_score, cross_validate
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    X, y, qid = data
+    m = est.RankRLS().fit(X, y, qid=qid)
+    runs = [lambda: m.score(X, y),
+            lambda: cross_validate(est.RankRLS(), X, y, groups=qid, cv=GroupKFold(3),
+                                   params={"qid": qid}),
+            lambda: cross_val_score(est.RankSVM(), X, y, groups=qid, cv=GroupKFold(3),
+                                    params={"qid": qid}, error_score="raise"),
+            lambda: GridSearchCV(make_pipeline(StandardScaler(), est.RankRLSCV()),
+                                 {"rankrlscv__lams": [(0.1, 1.0)]}, cv=GroupKFold(3)).fit(
+                                     X, y, groups=qid, rankrlscv__qid=qid),
+            lambda: make_pipeline(StandardScaler(), est.RankRLS()).fit(
+                X, y, rankrls__qid=qid).score(X, y)]
+    for run in runs:
+        with pytest.raises(ValueError, match="enable_metadata_routing"):
+            run()
+    assert est.RankRLS().fit(X, y, qid=np.zeros(len(y), int)).score(X, y) > 0   # one query: fine
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(X).assign(qid=qid)
+    gs = GridSearchCV(est.RankRLS(), {"lam": [0.1, 10.0]}, cv=GroupKFold(3)).fit(frame, y, groups=qid)
+    manual = [est.RankRLS(lam=0.1).fit(X[tr], y[tr], qid=qid[tr]).score(X[te], y[te], qid=qid[te])
+              for tr, te in GroupKFold(3).split(X, y, qid)]
+    assert gs.cv_results_["mean_test_score"][0] == pytest.approx(np.mean(manual), abs=1e-12)
 
 
 @pytest.mark.parametrize("cv", [None, 4])
@@ -212,14 +243,24 @@ def test_functions_take_scipy_sparse_and_refuse_a_gram_that_cannot_fit(data):
 
 
 class _TwoQueries:
-    """scikit-learn's checks call ``fit(X, y)``; a ranker needs the queries: rows are split
-    into two queries (first and second half), every hyper-parameter keeps its default."""
+    """scikit-learn's checks call ``fit(X, y)`` and ``score(X, y)``; a ranker needs the
+    queries: rows are split into two queries (first and second half), as a user passes
+    them to both; every hyper-parameter keeps its default."""
+
+    @staticmethod
+    def _halves(X):
+        m = X.shape[0] if hasattr(X, "shape") else len(X)
+        return (np.arange(m) >= m // 2).astype(int)
 
     def fit(self, X, y, qid=None, **kw):
         if qid is None and kw.get("group") is None:
-            m = X.shape[0] if hasattr(X, "shape") else len(X)
-            qid = (np.arange(m) >= m // 2).astype(int)
+            qid = self._halves(X)
         return super().fit(X, y, qid=qid, **kw)
+
+    def score(self, X, y, qid=None, **kw):
+        if qid is None and kw.get("group") is None:
+            qid = self._halves(X)
+        return super().score(X, y, qid=qid, **kw)
 
 
 ESTIMATORS = ["RankRLS", "RankRLSCV", "RankSVM", "KPCRank", "RankBoost"]

@@ -26,8 +26,14 @@ distance of two training rows as the kernel sees them (``"scale"``: scikit-learn
 Under ``GridSearchCV`` ``qid`` reaches ``fit`` as a fit parameter and reaches
 ``score`` only with metadata routing on
 (``sklearn.set_config(enable_metadata_routing=True)``; the estimators request
-``qid`` by default) or as a DataFrame column; otherwise ``score`` warns that it
-ranks all rows as one query.
+``qid`` by default) or as a DataFrame column; otherwise a model fitted on several
+queries refuses to score (a ``ValueError`` naming the remedy) rather than rank all rows
+as one query, and a ``GridSearchCV`` or ``cross_validate`` that would score that way
+stops at its first ``fit``.
+
+Query weights: ``sample_weight`` per row (LightGBM's spelling, constant within a query)
+or ``group_weight`` per query (XGBoost's, in query order) in every ``fit``; a query of
+weight 2 counts as the query twice (the papers' query weights, docs/math.md).
 
 Example:
   >>> import numpy as np, rankjax as rj

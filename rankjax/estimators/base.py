@@ -5,7 +5,7 @@ persistence (one model format, :func:`load`) and the kernel defaults.
 from __future__ import annotations
 
 import inspect
-import warnings
+import sys
 
 import jax
 import numpy as np
@@ -357,13 +357,13 @@ class Ranker(_Base):
 
     def score(self, X, y, qid=None, *, group=None, sample_weight=None):
         """Mean NDCG@``score_k`` over the queries of ``(X, y, qid)`` (or ``group``
-        sizes; neither: one query, with a warning when the model was fitted on several).
-        ``sample_weight`` (per row, constant within a query) weights the queries."""
+        sizes). ``sample_weight`` (per row, constant within a query) weights the queries.
+        A model fitted on several queries refuses rows without their queries (a
+        ``ValueError`` naming scikit-learn's metadata routing, which passes ``qid`` here);
+        a model of one query (or RLS regression) ranks them as one."""
         X, y, seg, given = self._inputs(X, y, qid, fit=False, group=group)
         if not given and getattr(self, "num_queries_", 1) > 1:
-            warnings.warn(f"{type(self).__name__}.score got no qid: all rows are ranked as one "
-                          "query; pass qid (with scikit-learn: enable metadata routing)",
-                          UserWarning, stacklevel=2)
+            raise ValueError(f"{type(self).__name__}.score got no qid: {NO_QUERIES}")
         f = self._scores(X)
         k = getattr(self, "score_k", 10)
         if sample_weight is None:
@@ -374,6 +374,29 @@ class Ranker(_Base):
         if not valid.any():
             return float("nan")
         return float(np.sum(np.asarray(pq.values)[valid] * w[valid]) / np.sum(w[valid]))
+
+    def _check_routing(self, qid, group, seg):
+        """A fit inside scikit-learn's model selection (``GridSearchCV``,
+        ``cross_validate``, ...) whose folds will be scored by :meth:`score` without their
+        queries (metadata routing off: ``qid`` reaches ``fit`` only) is refused here, so
+        the search stops with the remedy instead of scoring NaN (or one query) and
+        choosing by that. Queries from a DataFrame column reach ``score`` and pass."""
+        if seg.num_queries < 2 or (qid is None and group is None) or isinstance(qid, str):
+            return
+        frame = sys._getframe(1)
+        while frame is not None and not (
+                frame.f_code.co_name == "_fit_and_score"
+                and frame.f_globals.get("__name__", "").startswith("sklearn.model_selection")):
+            frame = frame.f_back
+        if frame is None:
+            return
+        score_params = frame.f_locals.get("score_params") or {}
+        scorer = frame.f_locals.get("scorer")
+        scorers = getattr(scorer, "_scorers", {"score": scorer})
+        passthrough = any(type(s).__name__ == "_PassthroughScorer" for s in scorers.values())
+        if passthrough and "qid" not in score_params:
+            raise ValueError(f"{type(self).__name__}: the folds of this search would be scored "
+                             f"without their queries: {NO_QUERIES}")
 
     def _finish_fit(self, seg):
         self.num_queries_ = seg.num_queries
@@ -405,6 +428,13 @@ class Ranker(_Base):
         if hasattr(self, "feature_names_in_"):
             meta["feature_names"] = [str(c) for c in self.feature_names_in_]
         io.save_model(path, {"params": params, "state": state}, **meta)
+
+
+NO_QUERIES = ("a model fitted on several queries ranks rows by query: pass qid= (or group=); "
+              "under GridSearchCV, cross_validate or a Pipeline turn on scikit-learn's metadata "
+              "routing, sklearn.set_config(enable_metadata_routing=True), which passes qid to "
+              "score as to fit (the estimators request it), or give X as a DataFrame with a "
+              "'qid' column")
 
 
 def nan_last(v):

@@ -40,6 +40,7 @@ class RankSVM(Ranker):
         without improvement (``evals_result_``, ``best_iteration_``, ``best_score_``)."""
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         weights = self._weights(seg, sample_weight, group_weight)
+        self._check_routing(qid, group, seg)
         X = self._mapped(X, y, seg)
         kern = self._fit_kernel(X)
         if eval_set is not None and kern is not None:
@@ -108,6 +109,7 @@ class KPCRank(Ranker):
         components; ``evals_result_``; ``early_stopping_rounds`` as for boosting)."""
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         weights = self._weights(seg, sample_weight, group_weight)
+        self._check_routing(qid, group, seg)
         if not 1 <= check_count(self.n_components, "n_components") <= X.shape[0]:
             raise ValueError(f"n_components must be between 1 and {X.shape[0]} (the training "
                              f"rows), got {self.n_components}")
@@ -155,6 +157,7 @@ class RankBoost(Ranker):
         ``early_stopping_rounds`` rounds without improvement (``evals_result_``)."""
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         weights = self._weights(seg, sample_weight, group_weight)
+        self._check_routing(qid, group, seg)
         model = _rankboost.rankboost(as_dense(X), y, seg, rounds=self.rounds, query_weights=weights,
                                      num_thresholds=self.num_thresholds,
                                      verbose=_log.check_verbose(self.verbose))

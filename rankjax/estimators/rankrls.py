@@ -15,6 +15,7 @@ from .._core.resolved import UnresolvedLambdaWarning
 from .._core.sparse import as_dense
 from .._problem import Problem
 from .._solve import fit as _fit, select as _select
+from ..selection.select import EXTEND
 from ..graphs.build import identity_graph
 from ..kernels import linear_kernel
 from ..metrics import ndcg
@@ -115,6 +116,7 @@ class RankRLS(Ranker):
                              f"rankjax.AbstractSolver), got {self.solver!r}")
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         weights = self._weights(seg, sample_weight, group_weight)
+        self._check_routing(qid, group, seg)
         X = self._mapped(X, y, seg)
         valid = None
         if eval_set is not None:
@@ -231,6 +233,13 @@ class RankRLSCV(RankRLS):
     neighbours; kept when its NDCG is higher; no ``tune_``): the gradient's steps cost 5x
     as much there for the same hold-out NDCG.
 
+    A best point on the grid's edge extends the grid (``extend``, default 2 times in each
+    of λ and γ): ``L`` more λ past the edge at the grid's spacing from one more hold-out
+    (the same compiled program), or one more γ past a γ grid's edge at its outermost
+    ratio, while the best stays on the edge; ``cv_results_["extended"]`` marks those
+    points, and a best point still on the edge after the last extension warns
+    (:class:`~rankjax.GridEdgeWarning`). ``extend=0`` keeps the grid as given.
+
     In float32 (the default of JAX, and of accelerators) the smallest λ of a kernel's grid
     may lie below what float32 resolves against the kernel's spectrum: those grid points
     score NaN in ``cv_results_`` and are never chosen. A grid you give warns of them
@@ -244,8 +253,9 @@ class RankRLSCV(RankRLS):
                  gamma="mean", degree=2, coef0=1.0, basis="auto",
                  graph="query", normalized=True,
                  exclude_ties=False, score_k=10, random_state=0, optimize=False,
-                 optimize_steps=20, ard=False, feature_map="auto", verbose=0):
+                 optimize_steps=20, ard=False, extend=EXTEND, feature_map="auto", verbose=0):
         self.optimize, self.optimize_steps, self.ard, self.verbose = optimize, optimize_steps, ard, verbose
+        self.extend = extend
         self.feature_map = feature_map
         self.basis = basis
         self.lams, self.gammas, self.folds = lams, gammas, folds
@@ -263,6 +273,7 @@ class RankRLSCV(RankRLS):
         self._plan(X)
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         weights = self._weights(seg, sample_weight, group_weight)
+        self._check_routing(qid, group, seg)
         X = self._mapped(X, y, seg)
         b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state,
                        _log.check_verbose(self.verbose))
@@ -277,11 +288,12 @@ class RankRLSCV(RankRLS):
         lams = np.asarray(self.lams, dtype=np.float64)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UnresolvedLambdaWarning)
-            problem = Problem(X, y, self._graph(seg, y, weights), qid=seg if self.graph == "identity" else None,
+            problem = Problem(X, y, self._graph(seg, y, weights),
+                              qid=seg if self.graph == "identity" else None,
                               valid=None if valid is None else Problem(*valid))
             sel = _select(problem, solvers, lams=lams, folds=self.folds, score_k=self.score_k,
                           optimize=optimize, optimize_steps=self.optimize_steps, ard=self.ard,
-                          seed=self.random_state, verbose=verbose)
+                          seed=self.random_state, verbose=verbose, extend=self.extend)
         default = lams.shape == (len(DEFAULT_LAMS),) and np.allclose(lams, DEFAULT_LAMS, rtol=1e-12)
         for w in caught:            # the default grid's unresolved λ: a note, not a warning
             if default and issubclass(w.category, UnresolvedLambdaWarning):
@@ -336,6 +348,7 @@ class RankRLSCV(RankRLS):
         self.cv_results_ = {"params": [{"lam": a} for a in lams] if sel.gammas is None else
                             [{"lam": a, "gamma": float(g)} for a, g in zip(lams, sel.gammas)],
                             "param_lam": np.array(lams),
-                            "mean_test_score": s, "rank_test_score": rank}
+                            "mean_test_score": s, "rank_test_score": rank,
+                            "extended": np.asarray(sel.extended, bool)}
         if sel.gammas is not None:
             self.cv_results_["param_gamma"] = np.asarray(sel.gammas)

@@ -60,6 +60,8 @@ class Selection(NamedTuple):
       basis: ``[b]`` the basis rows of a Nyström model, else ``None``.
       trajectory: the gradient refinement's ``TuneResult`` (see :func:`rankjax.tune`), else ``None``.
       solver: the chosen solver, at the refined point (its kernel's γ) when refined.
+      extended: ``[P]`` bool, the points held out past the given grid's edge (``extend``),
+        or ``None``.
 
     Example:
       >>> import numpy as np, rankjax as rj
@@ -80,6 +82,7 @@ class Selection(NamedTuple):
     basis: Optional[np.ndarray] = None
     trajectory: object = None
     solver: object = None
+    extended: Optional[np.ndarray] = None
 
 
 def as_selection(lams, choice: LambdaChoice) -> Selection:
