@@ -1,18 +1,21 @@
 """The main job: ``python -m rankjax`` (console script ``rankjax``).
 
-Trains query RankRLS (primal, linear) on an SVMlight train file, picks λ on
-held-out training queries by NDCG@10 (one eigendecomposition serves the whole
-λ grid; ``--folds k`` / ``loo`` for exact k-fold / leave-query-out), refits on all
-training queries, reports NDCG@1/5/10, MAP and pairwise accuracy on a test file,
-and prints them as one JSON line (``--json FILE`` also writes it). ``--learner``
-picks RLS, RankSVM, RankBoost or CG with early stopping instead. ``--load`` +
-``--predict`` scores a new file (tab-separated qid, row, score); ``--load`` +
-``--test`` evaluates a saved model on a labelled file. Model files are the
-estimators' (``rankjax.estimators.load`` reads what ``--save`` writes, and
-``--load`` reads any estimator's ``save``). Without data arguments it runs on
-built-in LETOR-like data (fixed seed). A file is written only when asked
-(``--save``, ``--output``, ``--json``), never over an input or another output.
-A flag that does not apply to the chosen learner or mode is an error.
+Trains the README's recommended learner by default, kernel RankRLS with λ chosen by
+exact leave-query-out (``RankRLSCV(kernel="gaussian")``: ``--learner kernel``; its
+basis, ``--basis``, and learned kernel, ``--optimize`` and ``--ard``), on an SVMlight
+train file, reports NDCG@1/5/10, MAP and pairwise accuracy on a test file, and prints
+them as one JSON line (``--json FILE`` also writes it). ``--learner`` picks linear
+RankRLS or RLS (λ chosen on held-out training queries, one eigendecomposition for the
+whole grid; ``--folds k`` / ``loo`` for exact k-fold / leave-query-out), RankSVM,
+RankBoost or CG with early stopping instead. A best λ on the grid's edge extends the
+grid (``--extend``). ``--load`` + ``--predict`` scores a new file (tab-separated qid,
+row, score); ``--load`` + ``--test`` evaluates a saved model on a labelled file;
+LightGBM's spelling ``rankjax train ...`` / ``rankjax predict ...`` names the task.
+Model files are the estimators' (``rankjax.estimators.load`` reads what ``--save``
+writes, and ``--load`` reads any estimator's ``save``). Without data arguments it runs
+on built-in LETOR-like data (fixed seed). A file is written only when asked
+(``--save``, ``--output``, ``--json``), never over an input or another output. A flag
+that does not apply to the chosen learner or mode is an error.
 
 Errors (bad arguments, unreadable or malformed files, unwritable outputs) print one
 line ``rankjax: error: ...`` on stderr and exit with status 2; outputs are checked
@@ -44,14 +47,33 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser():
-    p = _Parser(prog="rankjax", description=re.sub(r"``([^`]*)``", r"'\1'", __doc__.split("\n\n")[0]))
+    p = _Parser(prog="rankjax", description=re.sub(r"``([^`]*)``", r"'\1'",
+                                                   " ".join(__doc__.split("\n\n")[1].split())))
+    p.add_argument("task", nargs="?", choices=["train", "predict"],
+                   help="LightGBM's spelling: 'train' (the default task) or 'predict' "
+                        "(with --load and --predict or --test)")
     p.add_argument("--train", help="SVMlight/LETOR training file (qid: or a .query file)")
     p.add_argument("--test", help="SVMlight/LETOR test file")
     p.add_argument("--valid-fraction", type=float,
                    help="fraction of training queries held out to choose λ (rankrls, rls) or to "
                         "stop early (cg) (default 0.2)")
     p.add_argument("--lams", type=float, nargs="+",
-                   help="λ grid (default: 10^-3 .. 10^5, 17 values)")
+                   help="λ grid (default: kernel 10^-3 .. 10^3, 13 values; rankrls, rls "
+                        "10^-3 .. 10^5, 17 values)")
+    p.add_argument("--extend", type=int,
+                   help="kernel, rankrls, rls: how many times the grid extends past a best "
+                        "λ (or γ) on its edge, each side (default 2; 0: the grid as given)")
+    p.add_argument("--kernel", choices=["gaussian", "polynomial"],
+                   help="kernel: the kernel (default gaussian)")
+    p.add_argument("--gamma", type=_gamma,
+                   help="kernel: γ, a number or 'mean' (default), 'scale', 'auto'")
+    p.add_argument("--basis", type=_basis,
+                   help="kernel: Nyström basis rows, an int, 'auto' (default: a basis past a "
+                        "few thousand rows) or 'none' (the exact kernel)")
+    p.add_argument("--optimize", action="store_true",
+                   help="kernel: learn λ and γ by the gradient of the exact hold-out loss")
+    p.add_argument("--ard", action="store_true",
+                   help="kernel: also learn one scale per feature (implies --optimize)")
     p.add_argument("--graph", choices=["normalized", "unnormalized", "rls"],
                    help="rankrls/cg: query Laplacian I - P P^T (default), D - W, or pointwise RLS")
     p.add_argument("--exclude-ties", action="store_true", help="drop tied pairs from the loss")
@@ -66,10 +88,12 @@ def _parser():
     p.add_argument("--float64", action="store_true", help="compute in float64")
     p.add_argument("--C", type=float, dest="C", help="ranksvm: the loss weight C (default 1)")
     p.add_argument("--rounds", type=int, help="rankboost: boosting rounds (default 100)")
-    p.add_argument("--learner", choices=LEARNERS, default="rankrls",
-                   help="rankrls (default, λ chosen), rls (pointwise RLS, λ chosen), ranksvm "
-                        "(L2 RankSVM, --C), rankboost (--rounds), cg (RankRLS by CG, early "
-                        "stopping on the held-out queries)")
+    p.add_argument("--learner", choices=LEARNERS, default="kernel",
+                   help="kernel (default, the README's recommended learner: "
+                        "RankRLSCV(kernel='gaussian'), λ by exact leave-query-out; --kernel, "
+                        "--gamma, --basis, --optimize, --ard), rankrls (linear, λ chosen), rls "
+                        "(pointwise RLS, λ chosen), ranksvm (L2 RankSVM, --C), rankboost "
+                        "(--rounds), cg (RankRLS by CG, early stopping on the held-out queries)")
     p.add_argument("--folds", type=_folds,
                    help="choose λ by exact k-fold over the training queries (an int k >= 2) or "
                         "leave-query-out ('loo') instead of one held-out split")
@@ -79,7 +103,7 @@ def _parser():
     return p
 
 
-LEARNERS = ("rankrls", "rls", "ranksvm", "rankboost", "cg")
+LEARNERS = ("kernel", "rankrls", "rls", "ranksvm", "rankboost", "cg")
 
 
 def _version():
@@ -95,6 +119,31 @@ def _seed(text):
     if not 0 <= s < 2**31:                    # numpy's and the built-in data's seed range
         raise argparse.ArgumentTypeError(f"must be an int in [0, 2^31), got {text!r}")
     return s
+
+
+def _gamma(text):
+    if text in ("mean", "scale", "auto"):
+        return text
+    try:
+        g = float(text)
+    except ValueError:
+        g = -1.0
+    if not (np.isfinite(g) and g > 0):
+        raise argparse.ArgumentTypeError(f"must be a number > 0 or 'mean', 'scale', 'auto', "
+                                         f"got {text!r}")
+    return g
+
+
+def _basis(text):
+    if text in ("auto", "none"):
+        return text
+    try:
+        b = int(text)
+    except ValueError:
+        b = 0
+    if b < 1:
+        raise argparse.ArgumentTypeError(f"must be an int >= 1, 'auto' or 'none', got {text!r}")
+    return b
 
 
 def _folds(text):
@@ -163,30 +212,66 @@ def _feature_columns(model):
     return None if n is None else max(int(n), 0)
 
 
+def _warned(call):
+    """``call()`` with every warning it raises printed as one ``rankjax: warning:`` line."""
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = call()
+    for w in caught:
+        if issubclass(w.category, UserWarning):
+            _warn(" ".join(str(w.message).split()))
+    return out
+
+
+def _extend(args):
+    from .selection.select import EXTEND
+    return EXTEND if args.extend is None else args.extend
+
+
 def _select_lambda(X, y, qid, args, lams, **kw):
     """λ by NDCG@10 through :class:`rankjax.estimators.RankRLSCV`: on the held-out
     training queries (its ``eval_set``; one decomposition for the whole grid) or, with
-    ``--folds``, by its exact k-fold / leave-query-out over all training queries.
-    Returns the per-λ scores, the chosen index and the numbers of scoring and fitting
-    queries."""
+    ``--folds``, by its exact k-fold / leave-query-out over all training queries; the
+    grid extended past an edge optimum (``--extend``). Returns the fitted RankRLSCV and
+    the numbers of scoring and fitting queries."""
     from .estimators import RankRLSCV
 
     nq = len(np.unique(qid))
+    kw = dict(kw, extend=_extend(args))
     if args.folds is not None:
-        if args.folds != "loo" and args.folds > nq:
-            raise UsageError(f"--folds {args.folds} exceeds the {nq} training queries")
-        cv = RankRLSCV(lams, folds=None if args.folds == "loo" else args.folds,
-                       random_state=args.seed, **kw).fit(X, y, qid=qid)
-        n_valid = n_fit = nq
-    else:
-        vmask = _held_out(qid, args)
-        cv = RankRLSCV(lams, **kw).fit(X[~vmask], y[~vmask], qid=qid[~vmask],
-                                       eval_set=(X[vmask], y[vmask]), eval_qid=qid[vmask])
-        n_valid = len(np.unique(qid[vmask]))
-        n_fit = nq - n_valid
-    res = cv.cv_results_                                  # rank 1: the estimator's choice
-    return (np.asarray(res["mean_test_score"]), int(np.argmin(res["rank_test_score"])),
-            n_valid, n_fit)
+        cv = _warned(lambda: RankRLSCV(lams, folds=_cv_folds(args, nq), random_state=args.seed,
+                                       **kw).fit(X, y, qid=qid))
+        return cv, nq, nq
+    vmask = _held_out(qid, args)
+    cv = _warned(lambda: RankRLSCV(lams, **kw).fit(
+        X[~vmask], y[~vmask], qid=qid[~vmask], eval_set=(X[vmask], y[vmask]),
+        eval_qid=qid[vmask]))
+    n_valid = len(np.unique(qid[vmask]))
+    return cv, n_valid, nq - n_valid
+
+
+def _cv_folds(args, nq):
+    if args.folds not in (None, "loo") and args.folds > nq:
+        raise UsageError(f"--folds {args.folds} exceeds the {nq} training queries")
+    return None if args.folds in (None, "loo") else args.folds
+
+
+def _grid_report(cv, args, what):
+    """The grid's lines (every held-out point, the extensions marked) and, for a grid kept
+    as given (``--extend 0``), the edge warning."""
+    r = cv.cv_results_
+    gam = r.get("param_gamma")
+    for j, (lam, sc, ext) in enumerate(zip(r["param_lam"], r["mean_test_score"], r["extended"])):
+        g = "" if gam is None else f" γ={gam[j]:<10.4g}"
+        chosen = r["rank_test_score"][j] == 1 and lam == cv.lam_
+        _say(f"    λ={lam:<10.4g}{g} {what} NDCG@10={sc:.4f}"
+             f"{'  (past the grid)' if ext else ''}{'  <- chosen' if chosen else ''}")
+    lams = np.asarray(r["param_lam"])
+    if _extend(args) == 0 and np.unique(lams).size > 1 and cv.lam_ in (lams.min(), lams.max()):
+        _warn(f"the chosen λ={cv.lam_:.4g} is at the "
+              f"{'low' if cv.lam_ == lams.min() else 'high'} edge of the grid: widen --lams "
+              "or give --extend")
 
 
 def _held_out(qid, args):
@@ -212,10 +297,12 @@ def _writable(path, flag):
         raise UsageError(f"{flag} {path} is not writable")
 
 
+_KERNEL = ("kernel", "gamma", "basis", "optimize", "ard")
 _APPLIES = {                                   # training flags and the learners they act on
-    "lams": ("rankrls", "rls"), "folds": ("rankrls", "rls"), "graph": ("rankrls", "cg"),
-    "exclude_ties": ("rankrls",), "valid_fraction": ("rankrls", "rls", "cg"),
-    "C": ("ranksvm",), "rounds": ("rankboost",)}
+    "lams": ("kernel", "rankrls", "rls"), "folds": ("kernel", "rankrls", "rls"),
+    "extend": ("kernel", "rankrls", "rls"), "graph": ("kernel", "rankrls", "cg"),
+    "exclude_ties": ("kernel", "rankrls"), "valid_fraction": ("rankrls", "rls", "cg"),
+    "C": ("ranksvm",), "rounds": ("rankboost",), **{n: ("kernel",) for n in _KERNEL}}
 
 
 def _given(args, name):
@@ -228,12 +315,12 @@ def _check_flags(args):
     they do not apply to."""
     flag = lambda n: "--" + n.replace("_", "-")  # noqa: E731
     if args.load:
-        for n in ("lams", "folds", "graph", "exclude_ties", "valid_fraction", "C", "rounds",
-                  "normalize", "seed", "save"):
+        for n in ("lams", "folds", "extend", "graph", "exclude_ties", "valid_fraction", "C",
+                  "rounds", *_KERNEL, "normalize", "seed", "save"):
             if _given(args, n):
                 raise UsageError(f"{flag(n)} is a training option; --load uses the saved model"
                                  + (" (and its --normalize)" if n == "normalize" else ""))
-        if args.learner != "rankrls":
+        if args.learner != "kernel":
             raise UsageError("--learner is a training option; --load uses the saved model")
         return
     for n, learners in _APPLIES.items():
@@ -246,6 +333,8 @@ def _check_flags(args):
         raise UsageError(f"--C must be finite and > 0, got {args.C}")
     if args.rounds is not None and args.rounds < 1:
         raise UsageError(f"--rounds must be >= 1, got {args.rounds}")
+    if args.extend is not None and args.extend < 0:
+        raise UsageError(f"--extend must be >= 0, got {args.extend}")
 
 
 def _distinct_paths(args):
@@ -270,6 +359,11 @@ def _check_args(args):
     if args.graph is None:
         args.graph = "normalized"
     _distinct_paths(args)
+    if args.task == "predict" and not args.load:
+        raise UsageError("predict scores a file with a saved model: give --load MODEL and "
+                         "--predict FILE (or --test FILE)")
+    if args.task == "train" and args.load:
+        raise UsageError("train fits a model: --load belongs to 'rankjax predict'")
     if args.predict or args.output:
         if not args.load:
             raise UsageError("--predict/--output score a file with a saved model: give --load MODEL")
@@ -295,8 +389,7 @@ def _check_args(args):
     _writable(args.save, "--save")
     _writable(args.output, "--output")
     _writable(args.json, "--json")
-    if args.folds is not None and args.learner not in ("rankrls", "rls"):
-        raise UsageError(f"--folds chooses λ of rankrls/rls, not of --learner {args.learner}")
+
 
 
 def main(argv=None) -> int:
@@ -327,7 +420,9 @@ def _main(argv):
     if len(np.unique(qid)) < 2:
         raise UsageError("the training data has one query (no qid: fields or .query file?); "
                          "λ is chosen on held-out queries, so at least 2 are needed")
-    if args.learner in ("rankrls", "rls"):
+    if args.learner == "kernel":
+        model, result = _fit_kernel(args, X, y, qid)
+    elif args.learner in ("rankrls", "rls"):
         model, result = _fit_main_job(args, X, y, qid)
     else:
         model, result = _fit_other(args, X, y, qid)
@@ -385,21 +480,53 @@ def _fit_main_job(args, X, y, qid):
     rls = args.graph == "rls" or args.learner == "rls"
     kw = dict(graph="identity" if rls else "query", normalized=args.graph == "normalized",
               exclude_ties=bool(args.exclude_ties))
-    per_lam, best, n_valid, n_fit = _select_lambda(X, y, qid, args, lams, **kw)
-    lam = float(lams[best])
+    cv, n_valid, n_fit = _select_lambda(X, y, qid, args, lams, **kw)
+    lam = float(cv.lam_)
     how = (f"{'leave-query-out' if args.folds == 'loo' else f'{args.folds}-fold'} over "
            f"{n_valid} training queries" if args.folds is not None else
            f"{n_valid} held-out training queries (fit on {n_fit})")
     _say(f"  {args.learner}, graph={'rls' if args.learner == 'rls' else args.graph}"
          f"{' (ties excluded)' if args.exclude_ties else ''}; λ chosen on {how} by NDCG@10:")
-    for l_, s in zip(lams, per_lam):
-        _say(f"    λ={l_:<10.4g} valid NDCG@10={s:.4f}{'  <- chosen' if l_ == lam else ''}")
-    if len(lams) > 1 and best in (0, len(lams) - 1):
-        _warn(f"the chosen λ={lam:.4g} is at the {'low' if best == 0 else 'high'} edge of the "
-              "grid: widen --lams")
+    _grid_report(cv, args, "valid")
     model = estimators.RankRLS(lam=lam, **kw).fit(X, y, qid=qid)
     _say(f"  refit on all training queries with λ={lam:.4g}")
     return model, {"lam": lam}
+
+
+def _fit_kernel(args, X, y, qid):
+    """The README's recommended learner: ``RankRLSCV(kernel="gaussian")`` (λ, γ by exact
+    leave-query-out or ``--folds k``, the grid extended past an edge optimum), with
+    ``--basis``, ``--optimize`` and ``--ard`` as the estimator's options."""
+    from .estimators import RankRLSCV
+    nq = len(np.unique(qid))
+    opts = dict(kernel=args.kernel or "gaussian", folds=_cv_folds(args, nq),
+                optimize=bool(args.optimize or args.ard), ard=bool(args.ard),
+                extend=_extend(args), random_state=args.seed,
+                graph="query", normalized=args.graph != "unnormalized",
+                exclude_ties=bool(args.exclude_ties), verbose=0 if args.quiet else 1)
+    if args.lams:
+        opts["lams"] = tuple(args.lams)
+    if args.gamma is not None:
+        opts["gamma"] = args.gamma
+    if args.basis is not None:
+        opts["basis"] = None if args.basis == "none" else args.basis
+    shown = ", ".join(f"{k}={v!r}" for k, v in opts.items()
+                      if k in ("kernel", "gamma", "basis", "optimize", "ard", "folds", "lams"))
+    _say(f"  kernel: RankRLSCV({shown}); λ (and γ) by exact "
+         f"{'leave-query-out' if opts['folds'] is None else str(opts['folds']) + '-fold'} "
+         f"over {nq} training queries")
+    t = time.time()
+    cv = _warned(lambda: RankRLSCV(**opts).fit(X, y, qid=qid))
+    _grid_report(cv, args, "hold-out")
+    basis = getattr(cv, "basis_", None)
+    _say(f"  chosen λ={cv.lam_:.4g}, γ={cv.gamma_:.4g}, hold-out NDCG@10={cv.best_score_:.4f}"
+         f"{'' if basis is None else f', {len(basis)} basis rows'}; fitted in "
+         f"{time.time() - t:.2f} s")
+    result = {"lam": float(cv.lam_), "gamma": float(cv.gamma_),
+              "cv_ndcg@10": round(float(cv.best_score_), 6),
+              "basis": None if basis is None else int(len(basis)),
+              "optimize": opts["optimize"], "ard": opts["ard"]}
+    return cv, result
 
 
 def _fit_other(args, X, y, qid):

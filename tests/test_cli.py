@@ -144,9 +144,15 @@ def test_new_flags(tmp_path, capsys):
     printed = capsys.readouterr()
     assert len(printed.out.strip().splitlines()) == 1          # quiet: only the JSON line
     assert json.loads(out.read_text()) == _last_json(printed.out)
-    assert cli.main(["--folds", "loo", "--lams", "1000", "10000", "100000"]) == 0
+    assert cli.main(["--learner", "rankrls", "--folds", "loo", "--lams", "1000", "10000",
+                     "100000", "--extend", "0"]) == 0
     printed = capsys.readouterr()
     assert "leave-query-out" in printed.out and "edge of the grid" in printed.err
+    assert cli.main(["--learner", "rankrls", "--folds", "loo", "--lams", "1000", "10000",
+                     "100000"]) == 0                       # the grid extends past its edge
+    printed = capsys.readouterr()
+    assert "(past the grid)" in printed.out and "edge of the grid" not in printed.err
+    assert _last_json(printed.out)["lam"] <= 1000 and "λ=100 " in printed.out
     for learner, flags in (("rls", []), ("ranksvm", ["--C", "0.5"]), ("cg", []),
                            ("rankboost", ["--rounds", "20"])):
         save = tmp_path / f"{learner}.npz"
@@ -172,7 +178,8 @@ def test_model_files_are_the_estimators_both_ways(tmp_path, capsys):
     io.write_svmlight(tmp_path / "tr.txt", d.X, d.y, d.qid)
     saved = tmp_path / "cli.npz"
     assert cli.main(["--quiet", "--train", str(tmp_path / "tr.txt"), "--test",
-                     str(tmp_path / "tr.txt"), "--save", str(saved), "--lams", "0.1", "10"]) == 0
+                     str(tmp_path / "tr.txt"), "--save", str(saved), "--lams", "0.1", "10",
+                     "--learner", "rankrls", "--extend", "0"]) == 0
     capsys.readouterr()
     assert oct(os.stat(saved).st_mode & 0o777) == oct(0o666 & ~_umask())
     est = estimators.load(saved)
@@ -245,3 +252,44 @@ def test_load_a_library_model_and_evaluate_a_multi_output_model(tmp_path, capsys
     assert cli.main(["--load", str(tmp_path / "path.npz"), "--predict",
                      str(tmp_path / "new.txt")]) == 2
     assert "PrimalPath" in capsys.readouterr().err
+
+
+def test_the_default_learner_is_the_readmes_and_every_kernel_option_is_reached(tmp_path, capsys):
+    """``python -m rankjax`` trains ``RankRLSCV(kernel="gaussian")`` (the README's first
+    recommendation) by default; ``--basis``, ``--optimize`` and ``--ard`` reach the
+    estimator's options, the saved file is that estimator, and LightGBM's ``train`` /
+    ``predict`` task words work."""
+    from rankjax import estimators, io
+    from rankjax.io.synthetic import make_ranking_data
+    d = make_ranking_data(30, num_features=5, seed=3)
+    t = make_ranking_data(10, num_features=5, seed=4, first_qid=100)
+    io.write_svmlight(tmp_path / "tr.txt", d.X, d.y, d.qid)
+    io.write_svmlight(tmp_path / "te.txt", t.X, t.y, t.qid)
+    files = ["--train", str(tmp_path / "tr.txt"), "--test", str(tmp_path / "te.txt")]
+    saved = tmp_path / "k.npz"
+    assert cli.main(["train", *files, "--save", str(saved), "--float64"]) == 0
+    res = _last_json(capsys.readouterr().out)
+    assert res["learner"] == "kernel" and res["gamma"] > 0 and res["basis"] is None
+    est = estimators.load(saved)
+    assert type(est) is estimators.RankRLSCV and est.kernel == "gaussian"
+    want = estimators.RankRLSCV(kernel="gaussian").fit(d.X, d.y, qid=d.qid)
+    np.testing.assert_allclose(est.predict(t.X), want.predict(t.X), rtol=1e-6, atol=1e-9)
+    assert res["lam"] == want.lam_
+    for flags, check in ((["--basis", "40"], lambda r: r["basis"] == 40),
+                         (["--optimize", "--basis", "none"], lambda r: r["optimize"]),
+                         (["--ard", "--basis", "40"], lambda r: r["ard"] and r["optimize"]),
+                         (["--kernel", "polynomial", "--gamma", "0.5"],
+                          lambda r: r["gamma"] == 0.5)):
+        assert cli.main(["--quiet", *files, *flags]) == 0, flags
+        r = _last_json(capsys.readouterr().out)
+        assert check(r) and r["ndcg@10"] > 0.5, (flags, r)
+    out = tmp_path / "s.txt"
+    assert cli.main(["predict", "--load", str(saved), "--predict", str(tmp_path / "te.txt"),
+                     "--output", str(out)]) == 0
+    np.testing.assert_allclose(np.loadtxt(out)[:, 2], want.predict(t.X), rtol=1e-6, atol=1e-7)
+    assert cli.main(["predict", "--predict", str(tmp_path / "te.txt")]) == 2
+    assert cli.main(["--learner", "ranksvm", "--basis", "40", *files]) == 2
+    assert cli.main(["--basis", "0", *files]) == 2
+    assert "--basis" in capsys.readouterr().err
+    r = _console("--help")
+    assert "kernel (default" in " ".join(r.stdout.split())

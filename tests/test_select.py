@@ -42,7 +42,8 @@ def _library(d, cfg, valid=None, cv=None):
         kernels = [rj.gaussian_kernel(g) for g in cfg["gammas"]]
     else:
         kernels = [rj.polynomial_kernel(2, g, 1.0) for g in cfg["gammas"]]
-    return select(d, kernels, basis=cfg.get("basis"), folds=cv, valid=valid)
+    return select(d, kernels, basis=cfg.get("basis"), folds=cv, valid=valid,
+                  extend=RankRLSCV().extend)                # the estimator's grid extension
 
 
 def select(d, kernels, basis=None, valid=None, lams=LAMS, **kw):

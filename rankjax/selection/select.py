@@ -83,10 +83,10 @@ def _ends(values, scores, grid, best):
     u = np.unique(values)
     if u.size < 2:
         return []
-    at = [(side, v) for side, v in ((-1, u[0]), (1, u[-1]))]
-    return [(side, v) for side, v in at
-            if grid.better(np.nanmax(scores[values == v]) if grid.sign < 0
-                           else np.nanmin(scores[values == v]), best)]
+    def top(v):
+        s = scores[(values == v) & np.isfinite(scores)]
+        return np.nan if s.size == 0 else (s.max() if grid.sign < 0 else s.min())
+    return [(side, v) for side, v in ((-1, u[0]), (1, u[-1])) if grid.better(top(v), best)]
 
 
 def _extend(grid, blocks, evaluate, extend, lams):
