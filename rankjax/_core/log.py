@@ -27,6 +27,7 @@ import inspect
 import logging
 import os
 import sys
+import threading
 import time
 
 import jax
@@ -122,12 +123,45 @@ class Stages:
 
 def begin() -> None:
     """Starts the clock of the compiled loops of a public call (on the host, before
-    them); the first line of a loop that finds it used restarts it."""
-    _clock["start"], _clock["fresh"] = time.perf_counter(), True
+    them); the first line of a loop that finds it used restarts it. Forgets the counts
+    of the gated stages (:func:`gated_step`)."""
+    with _lock:
+        _clock["start"], _clock["fresh"] = time.perf_counter(), True
+        _counts.clear()
 
 
-def _from_loop(what, total, every, i, *values, fmt):
-    i = int(i)
+_counts: dict = {}         # (what, total) -> [stages done, work done, first time, first work]
+_lock = threading.Lock()   # callbacks arrive on XLA's threads
+
+
+def _left(key, weight, total_work):
+    """``(done, seconds left or None)`` of one more finished stage of the gated loop
+    ``key``: stages counted as they finish (independent blocks finish in any order), the
+    time left from the rate of the work done since the first stage finished (what ran
+    before it, compiling and the decompositions, is not the loop's rate)."""
+    now = time.perf_counter()
+    with _lock:
+        c = _counts.setdefault(key, [0, 0.0, now, 0.0])
+        c[0] += 1
+        c[1] += weight
+        if c[0] == 1:
+            c[2], c[3] = now, c[1]
+        done, work, t0, w0 = c
+        if done >= key[1]:
+            del _counts[key]
+    if done < 2 or work <= w0 or done >= key[1]:
+        return done, None
+    return done, (now - t0) / (work - w0) * max(total_work - work, 0.0)
+
+
+def _from_loop(what, total, every, i, *values, fmt, gated=None):
+    """One loop line; ``gated``: ``(weight index or None, total work)`` of a gated stage,
+    counted as it finishes (:func:`gated_step`)."""
+    i, left = int(i), None
+    if gated is not None and total:
+        index, total_work = gated
+        weight = 1.0 if index is None else float(values[index])
+        i, left = _left((what, total), weight, total_work)
     if i % every and i != total:
         return
     if i <= every:                           # the first line of this loop
@@ -137,7 +171,12 @@ def _from_loop(what, total, every, i, *values, fmt):
     start = _clock["start"]
     text = fmt.format(*(float(v) for v in values)) if fmt else ""
     count = f"{i}/{total}" if total else f"{i}"
-    info(1, "%s %s%s (%s)", what, count, f": {text}" if text else "", _timing(start, i, total))
+    if gated is not None:
+        elapsed = time.perf_counter() - start
+        timing = f"{elapsed:.1f} s" + ("" if left is None else f", ~{left:.1f} s left in this pass")
+    else:
+        timing = _timing(start, i, total)
+    info(1, "%s %s%s (%s)", what, count, f": {text}" if text else "", timing)
 
 
 def loop_step(every: int, what: str, total, i, *values, fmt: str = "") -> None:
@@ -177,19 +216,26 @@ def level() -> int:
     return _active[0]
 
 
-def _gated(what, total, i, *values, fmt):
+def _gated(what, total, i, *values, fmt, gated):
     if _active[0]:
-        _from_loop(what, total, _active[0], i, *values, fmt=fmt)
+        _from_loop(what, total, _active[0], i, *values, fmt=fmt, gated=gated)
 
 
-def gated_step(what: str, total: int, i, *values, fmt: str = "") -> None:
+def gated_step(what: str, total: int, i, *values, fmt: str = "", weight=None,
+               total_work=None) -> None:
     """A line for stage ``i`` (1-based) of ``total`` of a compiled program with few
-    stages (fold buckets), traced only into the program's logged twin that :func:`run`
-    calls when ``verbose`` asks: the default program has no host callback, so JAX's
-    on-disk cache can keep it. Pass a value computed by the stage among ``values`` so the
-    line follows it."""
+    stages (fold buckets, row blocks), traced only into the program's logged twin that
+    :func:`run` calls when ``verbose`` asks: the default program has no host callback, so
+    JAX's on-disk cache can keep it. Pass a value computed by the stage among ``values``
+    so the line follows it. Independent stages may finish in any order: a line counts the
+    stages finished so far (``3/56`` is the third to finish, whichever it is), and the time
+    left is the rate of the work finished since the first stage times the work left, the
+    work of a stage being ``values[weight]`` out of ``total_work`` (default: one per
+    stage, ``total``)."""
     if _tracing_logged[0]:
-        jax.debug.callback(lambda i, *v: _gated(what, total, i, *v, fmt=fmt), i, *values)
+        gated = (weight, float(total if total_work is None else total_work))
+        jax.debug.callback(lambda i, *v: _gated(what, total, i, *v, fmt=fmt, gated=gated),
+                           i, *values)
 
 
 def logged(core):

@@ -299,7 +299,7 @@ def over_folds(folds: Folds, L, width, out_shape, dtype, fold_fn):
     fold's feature block) and gathers the predictions back to rows, ``[L, m(, k)]``
     (``folds.position``; a gather, where a scatter is a serial loop on the CPU)."""
     buckets, pos = merged_buckets(folds, L, width)
-    parts = []
+    parts, work = [], float(sum(i.shape[0] * float(i.shape[1]) ** 3 for i, _ in buckets))
     for b, (idx_b, mask_b) in enumerate(buckets, 1):
         Fb, P = idx_b.shape
         batch = fold_batch(Fb, FOLD_BUDGET // max(1, (L + width) * P * P))
@@ -310,7 +310,8 @@ def over_folds(folds: Folds, L, width, out_shape, dtype, fold_fn):
         res = jnp.moveaxis(res, 1, 0)                                   # [L, F, P(, k)]
         parts.append(res.reshape((res.shape[0], -1) + res.shape[3:]).astype(dtype))
         gated_step("fold bucket", len(buckets), b, P, Fb, parts[-1].ravel()[0].real,
-                   fmt="{1:.0f} folds of up to {0:.0f} rows")
+                   float(Fb) * P ** 3, fmt="{1:.0f} folds of up to {0:.0f} rows",
+                   weight=3, total_work=work)              # a fold's solve: O(P^3)
     parts.append(jnp.zeros((out_shape[0], 1) + tuple(out_shape[2:]), dtype))   # rows in no fold
     return jnp.take(jnp.concatenate(parts, axis=1), pos, axis=1, mode="clip")
 

@@ -99,12 +99,14 @@ def fold_scan(folds: Folds, rows: int, update, init, L: int, width: int,
     merge the buckets as the hold-out that follows merges them. With ``verbose`` a line per
     batch (every ``verbose``-th), ``what`` naming the pass."""
     parts, _, total = _batch_plan(folds, rows, L, width)
+    work = float(sum(I.size for I, _ in parts))
     acc, done = init, 0
     for I, M in parts:
         def body(i, a, I=I, M=M, done=done):
             a = update(a, I[i], M[i])
             gated_step(what, total, done + i + 1, I.shape[1] * I.shape[2],
-                       jax.tree.leaves(a)[0].ravel()[0].real, fmt="{0:.0f} rows")
+                       jax.tree.leaves(a)[0].ravel()[0].real, fmt="{0:.0f} rows",
+                       weight=0, total_work=work)
             return a
         acc = lax.fori_loop(0, I.shape[0], body, acc)
         done += I.shape[0]
@@ -117,13 +119,14 @@ def fold_map(folds: Folds, rows: int, fn, L: int, width: int, tail: tuple, dtype
     ``rows`` rows of whole folds (``lax.map``), gathered back to rows: ``[L, m, *tail]``
     (rows in no fold 0); with ``verbose`` a line per batch, as :func:`fold_scan`."""
     parts, pos, total = _batch_plan(folds, rows, L, width)
+    work = float(sum(I.size for I, _ in parts))
     out, done = [], 0
     for I, M in parts:
         def one(a, done=done):
             i, idx, mask = a
             r = fn(idx, mask)
             gated_step(what, total, done + i + 1, idx.size, r.ravel()[0].real,
-                       fmt="{0:.0f} rows")
+                       fmt="{0:.0f} rows", weight=0, total_work=work)
             return r
         res = lax.map(one, (jnp.arange(I.shape[0]), I, M))       # [nb, L, bs, P, *tail]
         res = jnp.moveaxis(res, 1, 0).astype(dtype)
