@@ -15,7 +15,7 @@ from ._core import xla as _xla  # noqa: F401  (XLA:CPU flags, before JAX starts 
 from ._core.checks import Segments as Segments, segment_ids as segment_ids
 from ._core.memory import MemoryPlanError as MemoryPlanError
 from ._core.resolved import UnresolvedLambdaWarning as UnresolvedLambdaWarning
-from .selection.select import GridEdgeWarning as GridEdgeWarning
+from .selection.edges import GridEdgeWarning as GridEdgeWarning
 from ._core.sparse import CSRMatrix as CSRMatrix, to_csr as to_csr
 from ._problem import Problem as Problem
 from ._solution import RESULTS as RESULTS, Solution as Solution

@@ -79,8 +79,9 @@ def _lambda_curves(result):
         gam = result.get("param_gamma")
         keys = [None] * lams.size if gam is None else [float(g) for g in np.asarray(gam)]
         curves = {}
-        for k in dict.fromkeys(keys):
-            sel = np.array([kk == k for kk in keys])
+        for k in sorted(set(keys), key=lambda k: -np.inf if k is None else k):
+            sel = np.flatnonzero([kk == k for kk in keys])
+            sel = sel[np.argsort(lams[sel], kind="stable")]      # extensions join in order
             curves[k] = (lams[sel], table[sel])
         if chosen is None:
             chosen = float(lams[int(np.nanargmax(table))])

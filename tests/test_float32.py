@@ -261,7 +261,7 @@ def test_ranksvm_tron_reaches_a_stationary_point(problem, emulation):
         w = rj.ranksvm_l2(jnp.asarray(X, jnp.float32), y, qid, C=0.1, tol=1e-4).weights
     else:                    # the compiled TRON loop (ranksvm_l2's host part builds the levels)
         opts = (jnp.float32(0.1), jnp.float32(1e-4), jnp.int32(1000), jnp.float32(0.1),
-                jnp.int32(1000))
+                jnp.int32(1000), jnp.ones(X.shape[0], jnp.float32))
         w = reduced_precision(lambda X, lv, o: _tron_jit(X, lv, o).weights, emulation)(
             jnp.asarray(X, jnp.float32), rank_levels(y, qid), opts)
     assert w.dtype == jnp.float32

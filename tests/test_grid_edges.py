@@ -10,7 +10,7 @@ import pytest
 
 import rankjax as rj
 from rankjax.estimators import RankRLSCV
-from rankjax.selection.select import EXTEND
+from rankjax.selection.edges import EXTEND
 
 WIDE = np.logspace(-24, 24, 97)             # the default grid's spacing, 48 decades
 

@@ -36,13 +36,16 @@ def test_plots_take_fitted_estimators_and_cv_results():
     m = RankRLSCV(kernel="gaussian", gammas=[0.1, 1.0], lams=(0.1, 1.0, 10.0), folds=3).fit(
         d.X, d.y, qid=d.qid)
     ax = plot.lambda_curve(m)
-    assert len(ax.lines) == 3 and ax.get_ylabel() == "NDCG@10" and ax.get_title()
-    assert ax.lines[2].get_xdata()[0] == m.lam_
-    for i, g in enumerate([0.1, 1.0]):
-        sel = m.cv_results_["param_gamma"] == g
+    gammas = np.unique(m.cv_results_["param_gamma"])     # the grid's and its extensions
+    assert len(ax.lines) == gammas.size + 1 and ax.get_ylabel() == "NDCG@10" and ax.get_title()
+    assert ax.lines[-1].get_xdata()[0] == m.lam_
+    for i, g in enumerate(gammas):
+        sel = np.flatnonzero(m.cv_results_["param_gamma"] == g)
+        sel = sel[np.argsort(m.cv_results_["param_lam"][sel])]
+        np.testing.assert_allclose(ax.lines[i].get_xdata(), m.cv_results_["param_lam"][sel])
         np.testing.assert_allclose(ax.lines[i].get_ydata(), m.cv_results_["mean_test_score"][sel])
     ax = plot.lambda_curve(m.cv_results_, metric="NDCG@10")
-    assert ax.get_ylabel() == "NDCG@10" and len(ax.lines) == 3
+    assert ax.get_ylabel() == "NDCG@10" and len(ax.lines) == gammas.size + 1
     lin = RankRLSCV(lams=(0.1, 1.0, 10.0), folds=3).fit(d.X, d.y, qid=d.qid)
     assert len(plot.lambda_curve(lin).lines) == 2
     b = RankBoost(rounds=6).fit(d.X, d.y, qid=d.qid, eval_set=(d.X, d.y), eval_qid=d.qid)

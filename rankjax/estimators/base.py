@@ -393,7 +393,8 @@ class Ranker(_Base):
         score_params = frame.f_locals.get("score_params") or {}
         scorer = frame.f_locals.get("scorer")
         scorers = getattr(scorer, "_scorers", {"score": scorer})
-        passthrough = any(type(s).__name__ == "_PassthroughScorer" for s in scorers.values())
+        from sklearn.metrics._scorer import _PassthroughScorer    # scores by self.score
+        passthrough = any(isinstance(s, _PassthroughScorer) for s in scorers.values())
         if passthrough and "qid" not in score_params:
             raise ValueError(f"{type(self).__name__}: the folds of this search would be scored "
                              f"without their queries: {NO_QUERIES}")

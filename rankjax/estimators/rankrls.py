@@ -15,7 +15,7 @@ from .._core.resolved import UnresolvedLambdaWarning
 from .._core.sparse import as_dense
 from .._problem import Problem
 from .._solve import fit as _fit, select as _select
-from ..selection.select import EXTEND
+from ..selection.edges import EXTEND
 from ..graphs.build import identity_graph
 from ..kernels import linear_kernel
 from ..metrics import ndcg

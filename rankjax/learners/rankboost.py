@@ -132,7 +132,7 @@ def rankboost(X, y, qid=None, *, rounds: int = 100, num_thresholds: int = 32,
     dtype = jnp.result_type(float)
     groups = (device_array(group.astype(np.int32)), device_array(group_start),
               device_array(group_query), device_array(seg),
-              device_array(row_weights(query_weights, seg), dtype))
+              device_array(row_weights(query_weights, qid, seg.shape[0]), dtype))
     model = _boost(device_array(bins), device_array(T, dtype), groups, (G, Q, rounds, verbose))
     return model._replace(num_features=int(X.shape[1]))
 

@@ -383,7 +383,7 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
     opts = (device_array(C, X.dtype), device_array(tol, X.dtype),
             device_array(max_iter, jnp.int32), device_array(eps_cg, X.dtype),
             device_array(max_cg, jnp.int32),
-            device_array(row_weights(query_weights, levels.seg), X.dtype))
+            device_array(row_weights(query_weights, qid, X.shape[0]), X.dtype))
     if metric_kwargs is not None and not isinstance(metric_kwargs, dict):
         raise TypeError(f"metric_kwargs must be a dict, got {type(metric_kwargs).__name__}")
     verbose = check_verbose(verbose)
@@ -403,13 +403,14 @@ def ranksvm_l2(X, y, qid=None, *, C=1.0, tol=1e-3, max_iter: int = 1000, eps_cg=
                            verbose=verbose)
 
 
-def row_weights(query_weights, seg):
+def row_weights(query_weights, qid, num_rows):
     """``[l]`` the weight of every row's query (ones for ``None``), from ``[Q]`` query
-    weights >= 0 in the order of the sorted distinct query ids (host side)."""
-    seg = np.asarray(seg)
-    num_queries = int(seg.max()) + 1
+    weights >= 0 in the order of the sorted distinct query ids (host side: ``qid`` is the
+    caller's concrete ids, so this also runs under the caller's ``jit``)."""
     if query_weights is None:
-        return np.ones(seg.shape[0])
+        return np.ones(num_rows)
+    seg = np.zeros(num_rows, np.int32) if qid is None else segment_ids(qid).seg
+    num_queries = int(seg.max()) + 1
     w = np.asarray(query_weights, dtype=np.float64)
     if w.shape != (num_queries,):
         raise ValueError(f"query_weights must have shape [{num_queries}] (one per distinct "

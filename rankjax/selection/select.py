@@ -9,7 +9,6 @@ a Nyström grid, a search in γ. :func:`rankjax.select` and
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from typing import Optional, Sequence
 
 import jax
@@ -18,8 +17,7 @@ import numpy as np
 from .._core.checks import (check_count, check_flag, check_lams, check_seed,
                             is_concrete)
 from .._core.host import device_array
-from .._core.log import Stages, active, check_verbose, info, user_stacklevel
-from .._core.resolved import UnresolvedLambdaWarning
+from .._core.log import Stages, active, check_verbose, info
 from .._core.memory import available_memory, compute_dtype, kernel_plan
 from .._core.segments import padded_size
 from .._problem import Problem, with_rows
@@ -30,147 +28,16 @@ from ..metrics.graded import ndcg
 from ..metrics.pairs import check_metric_options, metric_sign
 from ..solvers.base import AbstractSolver, check_call, dense_rows
 from ..solvers.models import ScaledModel, scale_rows
+from .edges import Block, extend_grid, gamma_of, locate, same_gamma, with_gamma
 from .refine import Point, dense_segments, refine, rows_problem
 
-__all__ = ["select_grid", "GridEdgeWarning", "EXTEND"]
+__all__ = ["select_grid"]
 
 
-EXTEND = 2
-"""How many times :class:`~rankjax.estimators.RankRLSCV` extends its grid past an optimum
-on the grid's edge, in each of λ and γ (``extend``; :func:`rankjax.select` takes the
-grid as given unless asked). A λ extension holds the best γ out at ``L`` more λ past
-the edge, spaced as the grid (the same compiled program); a γ extension (a grid of at
-least two γ) the grid's λ at one more γ past the edge, at the grid's outermost ratio.
-With the default λ grid (:math:`10^{-3}` to :math:`10^{3}`, 13 points) two λ extensions
-reach :math:`10^{-16}` and :math:`10^{16}`; an optimum still on the edge then is
-reported by a :class:`GridEdgeWarning`."""
-
-
-class GridEdgeWarning(UserWarning):
-    """The best point of a selection lies on the edge of its grid after every extension
-    its bound (``extend``) allows: the metric still rises past it; widen the grid."""
-
-
-@dataclasses.dataclass
-class _Block:
-    """One hold-out of the selection: ``solver`` (the one held out; ``full`` the one on
-    every row when a subsample learns), its ``lams`` ``[L]``, ``scores`` ``[L]`` and
-    ``path`` (every λ's model); ``extended``: points past the given grid's edge."""
-    solver: AbstractSolver
-    full: AbstractSolver
-    lams: np.ndarray
-    scores: np.ndarray
-    path: object
-    extended: bool = False
-
-
-def _same(a, b):
-    return (np.isnan(a) and np.isnan(b)) or a == b
-
-
-def _locate(blocks, index):
-    """``(block, i)`` of the grid point ``index`` of the blocks' concatenated scores."""
-    for b in blocks:
-        if index < b.lams.size:
-            return b, index
-        index -= b.lams.size
-    raise IndexError(index)
-
-
-def _ends(values, scores, grid, best):
-    """The sides (``-1`` low, ``+1`` high) of the ladder ``values`` (at least two distinct)
-    whose end point scores at least as well as ``best``, with each end's value."""
-    u = np.unique(values)
-    if u.size < 2:
-        return []
-    def top(v):
-        s = scores[(values == v) & np.isfinite(scores)]
-        return np.nan if s.size == 0 else (s.max() if grid.sign < 0 else s.min())
-    return [(side, v) for side, v in ((-1, u[0]), (1, u[-1])) if grid.better(top(v), best)]
-
-
-def _extend(grid, blocks, evaluate, extend, lams):
-    """``blocks`` with hold-outs past the grid's edges (:data:`EXTEND`): while an end of the
-    λ ladder (of the best point's γ) or of the γ ladder scores at least as well as the best
-    point, ``L`` more λ past that end at the grid's spacing, or the grid's λ at one more γ
-    past it at the ladder's outermost ratio, at most ``extend`` times a side (a flat end
-    may hide a rise past it). ``evaluate(solver,
-    lams)`` is ``(scores [L], path)`` of one hold-out; ``lams`` the given grid. The
-    extensions' unresolved float32 lanes are noted (``verbose``), not warned of: they were
-    not asked for. Warns :class:`GridEdgeWarning` when the chosen point lies on an end
-    whose extensions are spent."""
-    L = lams.size
-    ratio = (lams.max() / lams.min()) ** (1.0 / (L - 1)) if L > 1 and lams.min() > 0 else None
-    done = {}
-
-    def state():
-        s = np.concatenate([c.scores for c in blocks])
-        b, i = _locate(blocks, grid.best(s))
-        g = _gamma(b.solver)
-        pool = [c for c in blocks if _same(_gamma(c.solver), g)]
-        ends = [("λ", side, v, b) for side, v in _ends(
-            np.concatenate([c.lams for c in pool]), np.concatenate([c.scores for c in pool]),
-            grid, b.scores[i])] if ratio is not None else []
-        if not np.isnan(g):
-            gs = np.concatenate([np.full(c.lams.size, _gamma(c.solver)) for c in blocks])
-            ends += [("γ", side, v, next(c for c in blocks if _gamma(c.solver) == v))
-                     for side, v in _ends(gs, s, grid, b.scores[i])]
-        return b, i, ends
-
-    while True:
-        b, i, ends = state()
-        open_ = [e for e in ends if done.get(e[:2], 0) < extend]
-        if not open_:
-            break
-        what, side, v, src = open_[0]
-        done[(what, side)] = done.get((what, side), 0) + 1
-        if what == "λ":
-            solver, full = src.solver, src.full
-            new = np.sort(v * ratio ** (side * np.arange(1.0, L + 1)))
-            past = f"λ {new[0]:.4g} .. {new[-1]:.4g} (γ {_gamma(solver):.4g})"
-        else:
-            u = np.unique([_gamma(c.solver) for c in blocks])
-            g_new = v * (u[-1] / u[-2] if side > 0 else u[1] / u[0]) ** side
-            solver, full, new = _with_gamma(src.solver, g_new), _with_gamma(src.full, g_new), lams
-            past = f"γ {g_new:.4g}"
-        info(grid.verbose, "the grid's %s %s end scores as well as its best point: held out "
-             "at %s", "lower" if side < 0 else "upper", what, past)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", UnresolvedLambdaWarning)
-            scores, path = evaluate(solver, new)
-        for w in caught:
-            if issubclass(w.category, UnresolvedLambdaWarning):
-                info(grid.verbose, "extension: %s", w.message)
-            else:
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        blocks.append(_Block(solver, full, np.asarray(new, np.float64), scores, path, True))
-    b, i, _ = state()
-    g, lam = _gamma(b.solver), float(b.lams[i])
-    pool = [c for c in blocks if _same(_gamma(c.solver), g)]
-    for what, side, v, _ in ends:
-        chosen = lam if what == "λ" else g
-        at_end = chosen == v and (what == "γ" or np.unique(np.concatenate(
-            [c.lams for c in pool])).size > 1)
-        if extend > 0 and at_end and done.get((what, side), 0) >= extend:
-            warnings.warn(f"the best {what} ({chosen:.4g}) still lies on the "
-                          f"{'lower' if side < 0 else 'upper'} edge of the grid after {extend} "
-                          f"extension(s) (the bound, extend={extend}): the metric still "
-                          f"improves past it; give a wider grid", GridEdgeWarning,
-                          stacklevel=user_stacklevel())
-    flat = np.concatenate([c.scores for c in pool])
-    flat = flat[np.isfinite(flat)]
-    if extend > 0 and ratio is not None and flat.size > 1 and flat.min() == flat.max():
-        warnings.warn(f"every λ of the grid and its {extend} extension(s) each way scores the "
-                      f"same ({flat[0]:.4g}): the grid lies on a plateau of the metric "
-                      "(rescale the features or give another grid)", GridEdgeWarning,
-                      stacklevel=3)
-    return blocks
-
-
-def _selection(blocks, factor, best, point, trajectory=None):
+def _as_selection(blocks, factor, best, point, trajectory=None):
     """The :class:`Selection` of the blocks (λ on every row's scale: times ``factor``)."""
     lams = np.concatenate([c.lams for c in blocks]) * factor
-    gammas = np.concatenate([np.full(c.lams.size, _gamma(c.solver)) for c in blocks])
+    gammas = np.concatenate([np.full(c.lams.size, gamma_of(c.solver)) for c in blocks])
     extended = np.concatenate([np.full(c.lams.size, c.extended) for c in blocks])
     return Selection(lams, None if np.all(np.isnan(gammas)) else gammas,
                      np.concatenate([c.scores for c in blocks]), best, point.lam,
@@ -287,11 +154,6 @@ def _check(problem, solvers, lams, optimize, optimize_steps, ard, metric, score_
     return solvers, metric, kw, check_count(optimize_steps, "optimize_steps")
 
 
-def _gamma(solver):
-    k = solver.tuned_kernel()
-    return np.nan if k is None else float(k.gamma)
-
-
 def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, score_k=10,
                 optimize=False, optimize_steps=20, ard=False, optimizer=None, seed=0,
                 verbose=0, extend=0) -> Selection:
@@ -313,13 +175,13 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
     with active(grid.verbose):
         for s, full in zip(stages, solvers):
             scores, path = work.holdout(s, wfolds)
-            blocks.append(_Block(s, full, work.lams, scores, path))
+            blocks.append(Block(s, full, work.lams, scores, path))
             stages.note(f"{_name(s)}, best {getattr(metric, '__name__', 'score')} "
                         f"{np.nanmax(scores) if grid.sign < 0 else np.nanmin(scores):.4f}")
-        blocks = _extend(work, blocks, lambda s, lams: work.holdout(s, wfolds, lams), extend,
+        blocks = extend_grid(work, blocks, lambda s, lams: work.holdout(s, wfolds, lams), extend,
                          work.lams)
     best = grid.best(np.concatenate([c.scores for c in blocks]))
-    b, i = _locate(blocks, best)
+    b, i = locate(blocks, best)
     point = Point(b.solver, float(b.lams[i]), float(b.scores[i]), b.path.model(i))
     trajectory = None
     if steps is not None:
@@ -330,7 +192,7 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
                                         fit=work is grid, seed=seed)
     if work is not grid:
         point = _on_every_row(grid, point, b.full, folds, factor)
-    return _selection(blocks, factor, best, point, trajectory)
+    return _as_selection(blocks, factor, best, point, trajectory)
 
 
 def _plan(problem, solvers, L, folds):
@@ -383,18 +245,13 @@ def _on_valid(grid, solvers, extend):
     blocks = []
     for s in solvers:
         scores, path = evaluate(s, grid.lams_grid)
-        blocks.append(_Block(s, s, grid.lams, scores, path))
-    blocks = _extend(grid, blocks, lambda s, lams: evaluate(s, device_array(lams, p.X.dtype)),
+        blocks.append(Block(s, s, grid.lams, scores, path))
+    blocks = extend_grid(grid, blocks, lambda s, lams: evaluate(s, device_array(lams, p.X.dtype)),
                      extend, grid.lams)
     best = grid.best(np.concatenate([c.scores for c in blocks]))
-    b, i = _locate(blocks, best)
-    return _selection(blocks, 1.0, best, Point(b.solver, float(b.lams[i]), float(b.scores[i]),
+    b, i = locate(blocks, best)
+    return _as_selection(blocks, 1.0, best, Point(b.solver, float(b.lams[i]), float(b.scores[i]),
                                                b.path.model(i)))
-
-
-def _with_gamma(solver, gamma):
-    kernel = solver.tuned_kernel()
-    return dataclasses.replace(solver, kernel=dataclasses.replace(kernel, gamma=float(gamma)))
 
 
 def _search(grid, blocks, point, folds, steps):
@@ -405,12 +262,12 @@ def _search(grid, blocks, point, folds, steps):
     between two grid steps below and above the best λ: the same program as the grid's, no
     float32 lane far below the best paying its own factor (benchmarks/REPORT.md §8). The
     grid's point is kept unless a searched point scores better."""
-    gamma = _gamma(point.solver)
-    ladder_g = np.unique([_gamma(c.solver) for c in blocks])
+    gamma = gamma_of(point.solver)
+    ladder_g = np.unique([gamma_of(c.solver) for c in blocks])
     j = int(np.searchsorted(ladder_g, gamma))
     lo = np.log(ladder_g[j - 1] if j > 0 else gamma / 4)
     hi = np.log(ladder_g[j + 1] if j + 1 < ladder_g.size else gamma * 4)
-    ladder = np.unique(np.concatenate([c.lams for c in blocks if _same(_gamma(c.solver), gamma)]))
+    ladder = np.unique(np.concatenate([c.lams for c in blocks if same_gamma(gamma_of(c.solver), gamma)]))
     r = int(np.searchsorted(ladder, point.lam))
     lams = np.geomspace(ladder[max(r - 2, 0)], ladder[min(r + 2, ladder.size - 1)], grid.lams.size)
     best, seen = point, {}
@@ -420,7 +277,7 @@ def _search(grid, blocks, point, folds, steps):
     def score_at(lg):
         nonlocal best
         if lg not in seen:
-            s = point.solver if lg == np.log(gamma) else _with_gamma(point.solver, np.exp(lg))
+            s = point.solver if lg == np.log(gamma) else with_gamma(point.solver, np.exp(lg))
             scores, path = grid.holdout(s, folds, lams)
             i = grid.best(scores) if np.any(np.isfinite(scores)) else None
             seen[lg] = -grid.sign * np.inf if i is None else float(scores[i])

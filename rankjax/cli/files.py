@@ -1,0 +1,125 @@
+"""The main job's files: reading SVMlight/LETOR data, the test metrics, scoring with a
+saved model (``--load`` with ``--predict`` or ``--test``)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+from .._core.sparse import count_nonzero
+from ..io.files import atomic_write
+from ..io.models import is_weights
+from .args import UsageError
+from .console import CONSOLE, fmt, print_report, rounded, say
+
+__all__ = ["load_file", "evaluate", "data", "use_loaded"]
+
+
+def load_file(path, args, num_features=None, flag="--train"):
+    from .. import io
+    t0 = time.time()
+    d = io.read_svmlight(path, num_features=num_features)
+    nonzero = count_nonzero(d.X)
+    if d.X.shape[0] and nonzero == 0:
+        raise UsageError(f"{flag} {path}: no row has a nonzero feature (not an SVMlight/LETOR "
+                         "file? a .query file goes beside its data file)")
+    dt = max(time.time() - t0, 1e-9)
+    say(f"  read {path}: {d.X.shape[0]} rows in {dt:.2f} s ({d.X.shape[0] / dt:,.0f} rows/s)")
+    X = io.normalize_per_query(d.X, d.qid) if args.normalize else d.X
+    return X, d.y, d.qid
+
+
+def evaluate(scores, y, qid):
+    """The test metrics of ``scores`` [m] (floats) or of a multi-output model's
+    ``[m, k]`` (one list of k values per metric, output by output)."""
+    from ..metrics.pairs import pairwise_error
+    from ..metrics.graded import mean_average_precision, ndcg
+    scores = np.asarray(scores)
+    if scores.ndim == 2:
+        cols = [evaluate(scores[:, j], y, qid) for j in range(scores.shape[1])]
+        return {k: [c[k] for c in cols] for k in cols[0]}
+    out = {f"ndcg@{k}": float(ndcg(scores, y, qid, k=k)) for k in (1, 5, 10)}
+    out["map"] = float(mean_average_precision(scores, y, qid))
+    out["pairwise_accuracy"] = 1 - float(pairwise_error(scores, y, qid))
+    return out
+
+
+def feature_columns(model):
+    """The feature count of a saved library model that scores feature rows (its
+    ``num_features``; 0: not recorded, the file decides), or None for a model that does
+    not (a dual model, a path: those score a kernel matrix or a whole λ grid)."""
+    n = getattr(model, "num_features", None)
+    return None if n is None else max(int(n), 0)
+
+
+def predict_linear(weights, X):
+    import jax.numpy as jnp
+    from ..solvers.models import LinearModel, predict
+    return predict(LinearModel(jnp.asarray(weights)), jnp.asarray(X))
+
+
+def data(args):
+    from ..io.synthetic import make_ranking_data
+    if args.train:
+        say(f"rankjax: train={args.train} test={args.test}")
+        X, y, qid = load_file(args.train, args)
+        Xt, yt, qt = load_file(args.test, args, num_features=X.shape[1], flag="--test")
+    else:
+        say(f"rankjax: built-in LETOR-like data (seed {args.seed})")
+        tr = make_ranking_data(300, seed=args.seed)
+        te = make_ranking_data(100, seed=args.seed + 1, first_qid=300)
+        X, y, qid, Xt, yt, qt = tr.X, tr.y, tr.qid, te.X, te.y, te.qid
+    say(f"  train {X.shape[0]} rows x {X.shape[1]} features, {len(np.unique(qid))} queries; "
+         f"test {Xt.shape[0]} rows, {len(np.unique(qt))} queries")
+    return X, y, qid, Xt, yt, qt
+
+
+def use_loaded(args, t0):
+    """``--load`` with ``--predict`` (scores with qid and row columns) or ``--test``
+    (evaluation on a labelled file)."""
+    from .. import estimators, io
+    model, meta = io.load_model(args.load)
+    if isinstance(model, dict) and meta.get("learner") in estimators.__all__:
+        est = estimators.load(args.load)
+        n, score = est.n_features_in_, est.predict
+    elif is_weights(model):                # weights saved by an older command line
+        n = model.shape[0]
+        score = lambda X: np.asarray(predict_linear(model, X))  # noqa: E731
+    elif feature_columns(model) is not None:      # a library model saved by io.save_model
+        from ..solvers.models import predict
+        n = feature_columns(model) or None
+        score = lambda X: np.asarray(predict(model, X))  # noqa: E731
+    else:
+        raise UsageError(f"--load {args.load} holds a {type(model).__name__}, not a model that "
+                         "scores feature rows (a LinearModel, KernelModel, ScaledModel, "
+                         "FalkonModel, RankSVMKernelModel or RankBoostModel, or an estimator)")
+    path = args.test or args.predict
+    if args.predict and not args.output:
+        CONSOLE.quiet = True                    # stdout carries the scores
+    X, y, qid = load_file(path, argparse.Namespace(normalize=bool(meta.get("normalize"))),
+                      num_features=n, flag="--test" if args.test else "--predict")
+    scores = score(X)
+    if args.test:
+        metrics = evaluate(scores, y, qid)
+        say(f"  {args.load} on {path}: " + ", ".join(f"{k}={fmt(v)}" for k, v in metrics.items()))
+        print_report({**{k: rounded(v) for k, v in metrics.items()},
+                 "seconds": round(time.time() - t0, 3)}, args)
+        return 0
+    cols = np.asarray(scores).reshape(len(qid), -1)          # a multi-output model: k columns
+    text = "".join(f"{q}\t{i}\t" + "\t".join(f"{v:.8g}" for v in row) + "\n"
+                   for i, (q, row) in enumerate(zip(qid, cols)))
+    if args.output:
+        with atomic_write(args.output) as fh:
+            fh.write(text)
+        say(f"scored {len(scores)} rows of {args.predict} -> {args.output} (qid, row, score)")
+    else:
+        sys.stdout.write(text)
+    if args.json:                            # the summary; stdout keeps only the scores
+        with atomic_write(args.json) as fh:
+            fh.write(json.dumps({"rows": int(len(scores)), "queries": int(len(np.unique(qid))),
+                                 "predict": args.predict, "output": args.output or "stdout",
+                                 "seconds": round(time.time() - t0, 3)}) + "\n")
+    return 0
