@@ -1,11 +1,16 @@
 """Model files: a zip archive with a UTF-8 JSON header (format, version, the model's
-structure) and one ``.npy`` member per array; types are looked up in the model
-registry (:mod:`rankjax._core.types`), never by importing the package.
+structure) and one ``.npy`` member per array; the library's types are looked up in the
+model registry (:mod:`rankjax._core.types`), never by importing the package. A type of
+one's own (a solver written with the public API, its model) is saved with the module
+that defines it and found there when loaded, as ``pickle`` finds classes: loading imports
+that module (it must be importable, or already imported, where the file is read).
 """
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
+import sys
 
 import numpy as np
 
@@ -36,11 +41,11 @@ def _encode(obj, arrays):
         return obj
     if isinstance(obj, np.generic):
         return obj.item()
-    if hasattr(obj, "_fields"):                                  # a rankjax NamedTuple
-        return {"type": type(obj).__name__,
+    if hasattr(obj, "_fields"):                                  # a NamedTuple
+        return {**_type_of(obj),
                 "fields": {f: _encode(getattr(obj, f), arrays) for f in obj._fields}}
-    if dataclasses.is_dataclass(obj):                            # Kernel
-        return {"type": type(obj).__name__,
+    if dataclasses.is_dataclass(obj):                            # Kernel, a solver
+        return {**_type_of(obj),
                 "fields": {f.name: _encode(getattr(obj, f.name), arrays)
                            for f in dataclasses.fields(obj)}}
     if isinstance(obj, (list, tuple)):
@@ -68,8 +73,33 @@ def _decode(tree, arrays):
         return tuple(_decode(v, arrays) for v in tree["list"])
     if "dict" in tree:
         return {k: _decode(v, arrays) for k, v in tree["dict"].items()}
-    cls = model_type(tree["type"])
+    cls = model_type(tree["type"]) if "module" not in tree else _imported(tree)
     return cls(**{k: _decode(v, arrays) for k, v in tree["fields"].items()})
+
+
+def _type_of(obj):
+    """The type's name, and for a type defined outside the library its module."""
+    cls = type(obj)
+    if cls.__module__.split(".")[0] == "rankjax":
+        return {"type": cls.__name__}
+    return {"type": cls.__qualname__, "module": cls.__module__}
+
+
+def _imported(tree):
+    """The class ``tree["type"]`` of module ``tree["module"]`` (imported if it is not
+    yet), a dataclass or NamedTuple; a ValueError naming both otherwise."""
+    name, module = tree["type"], tree["module"]
+    try:
+        obj = sys.modules.get(module) or importlib.import_module(module)
+        for part in name.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"the model holds a {name} of module {module!r}, which cannot be "
+                         f"found here ({type(e).__name__}: {e}): import the module that "
+                         "defines it before loading") from None
+    if not (isinstance(obj, type) and (dataclasses.is_dataclass(obj) or hasattr(obj, "_fields"))):
+        raise ValueError(f"{module}.{name} is not a dataclass or NamedTuple type")
+    return obj
 
 
 def save_model(path, model, **meta) -> None:
