@@ -63,6 +63,9 @@ def _scaled(name, file, verb, var, test_ids):
                           for t in test_ids))
 
 
+REAL = ("test_memory_plans.py::test_every_planned_route_refuses_at_real_size_before_allocating"
+        "[{}]")
+
 SOLVER_VERBS = [
     ("primal", "solvers/primal.py", ["primal"]),
     ("dual", "solvers/dual.py", ["dual_gaussian", "dual_linear"]),
@@ -170,6 +173,25 @@ MUTATIONS = [
              "return CGResult(nan_unless(ok, bx), i, reason == _CODE[\"successful\"], reason, bi,",
              "return CGResult(nan_unless(ok, x), i, reason == _CODE[\"successful\"], reason, i,",
              ("test_cg.py::test_early_stopping_returns_the_rerun_iterate",)),
+    Mutation("whole_holdout_fold_work_unplanned", "solvers/nystrom_plan.py",
+             "        fold = whole_fold_entries(int(padded_size(fold_rows)), bp, L) if folds else 0",
+             "        fold = 0",
+             ("test_memory_plans.py::test_the_whole_holdout_plan_covers_folds_larger_than_the_basis",
+              REAL.format("nystrom_two_huge_queries"))),
+    Mutation("kernel_plan_linear_in_m", "_core/memory.py",
+             "    check_memory(count * m * m * size,", "    check_memory(count * m * size,",
+             (REAL.format("dual_fit"),)),
+    Mutation("primal_plan_linear_in_n", "_core/checks.py",
+             "    check_memory(3 * n * n * compute_dtype(X).itemsize,",
+             "    check_memory(3 * n * compute_dtype(X).itemsize,", (REAL.format("primal_wide"),)),
+    Mutation("falkon_plan_ignored", "solvers/falkon.py",
+             "        check_memory((sub.X.shape[0] * bp + 6 * bp * bp + 4 * m) * item,",
+             "        check_memory(0 * (sub.X.shape[0] * bp + 6 * bp * bp + 4 * m) * item,",
+             (REAL.format("falkon"),)),
+    Mutation("tune_nystrom_plan_ignored", "solvers/nystrom.py",
+             "check_nystrom_memory(X.shape[0], B.X.shape[0], X.dtype, 10, \"tune with a Nyström",
+             "check_nystrom_memory(X.shape[0], B.X.shape[0], X.dtype, 0, \"tune with a Nyström",
+             (REAL.format("tune_nystrom"),)),
 ]
 
 

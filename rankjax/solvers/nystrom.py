@@ -187,7 +187,7 @@ class Nystrom(AbstractSolver):
             counts = getattr(graph, "counts", None)
             largest = 1 if counts is None else int(np.max(np.asarray(counts)))
             return X, nystrom_plan(m, n, b, X.dtype, L=L, fold_rows=largest,
-                                   block_rows=self.block_rows, what=what)
+                                   block_rows=self.block_rows, what=what, folds=False)
         check_nystrom_memory(m, b, X.dtype, 4, what, "use a smaller basis, or call it outside "
                              "jit with a query graph (row blocks of whole queries)")
         return X, None

@@ -7,9 +7,12 @@ import numpy as np
 
 from .._core.checks import check_count
 from .._core.memory import check_memory
+from .._core.segments import padded_size
+from ..graphs.folds import FOLD_BUDGET
 from .fold_batches import BATCH_ROWS
 
-__all__ = ["nystrom_plan", "check_nystrom_memory", "PAD_WORK", "WHOLE_ENTRIES"]
+__all__ = ["nystrom_plan", "check_nystrom_memory", "whole_fold_entries", "PAD_WORK",
+           "WHOLE_ENTRIES"]
 
 
 PAD_WORK = 1e10
@@ -27,6 +30,15 @@ def check_nystrom_memory(m, b, dtype, count=4, what="the Nyström hold-out",
                  f"{what} ({m} rows x {b} basis rows)", alternatives)
 
 
+def whole_fold_entries(P, bp, L):
+    """Entries a batch of folds of ``P`` (padded) rows holds in the whole hold-out: a fold
+    larger than the basis is retrained without it, through the dense root of its ``P x P``
+    Laplacian block and its ``P x b`` rows (:func:`~rankjax.solvers.holdout.holdout_from_system`),
+    a smaller one solves its ``P x P`` system; the batch of folds takes at most
+    :data:`~rankjax.graphs.folds.FOLD_BUDGET` entries beyond one fold."""
+    return FOLD_BUDGET + P * P + 2 * P * bp + 2 * L * P
+
+
 WHOLE_ENTRIES = 2 ** 21
 """Up to this many entries of ``K_mR`` (``m b``) the Nyström fit, path and hold-out hold it
 whole without ``block_rows``: one program, where the row-block passes dispatch four
@@ -34,7 +46,7 @@ whole without ``block_rows``: one program, where the row-block passes dispatch f
 
 
 def nystrom_plan(m, n, bp, dtype, *, L=1, tail=1, fold_rows=1, block_rows=None,
-                 what="the Nyström hold-out"):
+                 what="the Nyström hold-out", folds=True):
     """The route and memory plan of a Nyström fit, path or hold-out on ``m`` rows and
     ``bp`` basis rows, from the shapes (before any work): the rows of a batch of whole
     folds (``block_rows``, default :data:`BATCH_ROWS`: the row-block passes, faster than
@@ -43,13 +55,22 @@ def nystrom_plan(m, n, bp, dtype, *, L=1, tail=1, fold_rows=1, block_rows=None,
     than the basis (the whole hold-out retrains without such a fold in ``b x b``, where the
     row-block one solves its ``P x P`` systems) or ``m b`` is at most
     :data:`WHOLE_ENTRIES`. Either figure is checked
-    (:class:`MemoryPlanError`): whole, 4 ``m x b`` blocks; in row blocks, the rows ``m x
+    (:class:`MemoryPlanError`): whole, 4 ``m x b`` blocks and, for a hold-out
+    (``folds``), a batch of folds (:func:`whole_fold_entries`); in row blocks, the rows ``m x
     n``, the ``[L, m]`` predictions, a batch's blocks and dense fold roots, the folds'
     systems of up to ``fold_rows`` rows and the ``b x b`` decomposition."""
     item = np.dtype(dtype).itemsize
     if block_rows is None and (fold_rows > bp or m * bp <= WHOLE_ENTRIES):
-        check_nystrom_memory(m, bp, dtype, 4, what, "use a smaller basis, leave-query-out "
-                             "folds (folds=None, in row blocks), or rj.Falkon(kernel, basis)")
+        fold = whole_fold_entries(int(padded_size(fold_rows)), bp, L) if folds else 0
+        need = (4 * m * bp + fold) * item
+        shape = f"{m} rows x {bp} basis rows" + (f", folds of up to {fold_rows} rows"
+                                                  if folds else "")
+        check_memory(need, f"{what} ({shape})", ("folds larger than the basis are retrained without them "
+                               "through their P x P Laplacian blocks: use smaller folds or "
+                               "queries, or fit rj.Falkon(kernel, basis) on a validation "
+                               "split" if folds and fold_rows > bp else
+                               "use a smaller basis, leave-query-out folds (folds=None, in "
+                               "row blocks), or rj.Falkon(kernel, basis)"))
         return None
     rows = BATCH_ROWS if block_rows is None else check_count(block_rows, "block_rows")
     batch = max(rows, fold_rows)
