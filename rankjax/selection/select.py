@@ -187,6 +187,9 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
     if steps is not None:
         if point.solver.basis_rows(work.problem.X.shape[0]) is not None and not ard:
             point = _search(grid, blocks, point, folds, steps)
+        elif work is grid and exact_tune_rows(grid.problem.X.shape[0], steps) is not None:
+            point, trajectory = _refine_exact_on_subsample(grid, point, folds, steps, ard,
+                                                           optimizer, seed)
         else:
             point, trajectory = refine(work, point, wfolds, steps, ard, optimizer,
                                         fit=work is grid, seed=seed)
@@ -326,6 +329,63 @@ def tune_rows(m: int, b: int, steps: int, dtype) -> Optional[int]:
     return None if m <= u else max(int(u), 2 * b)
 
 
+EXACT_TUNE_WORK = 2e11
+r"""The rows ``u`` the gradient of an exact kernel's hold-out may take: :math:`u^3 steps \le
+EXACT_TUNE_WORK`. A step (an ``eigh`` of the ``u x u`` kernel system and its derivative)
+costs about 25 :math:`u^3` flops, so this is the Nyström step's budget (:data:`TUNE_WORK`, about
+50 :math:`u b^2` flops a step) in the exact form's terms: the route follows the cost, not the
+row count."""
+
+
+def exact_tune_rows(m: int, steps: int) -> Optional[int]:
+    """``None`` when an exact kernel's descent on every row is within
+    :data:`EXACT_TUNE_WORK`, else the rows of whole queries it learns on."""
+    u = (EXACT_TUNE_WORK / max(steps, 1)) ** (1.0 / 3.0)
+    return None if m <= u else int(u)
+
+
+def _subsample_grid(grid, folds, u):
+    """``(grid, folds, factor)`` of a random subsample of at least ``u`` rows of whole
+    queries: its own folds of the same kind as ``folds``, its λ grid the given one times
+    ``u / m`` (the loss sums over rows: λ keeps its weight against it), ``factor = m / u``."""
+    p = grid.problem
+    m = p.X.shape[0]
+    rows = query_subsample(p.graph, m, u, 0)
+    q, qid = rows_problem(p, rows)
+    factor = m / rows.size
+    work = _Grid(q, grid.metric, grid.kw, grid.lams / factor, grid.verbose, qid)
+    k = folds.num_folds
+    qfolds = make_folds(q.graph, None if k == grid.seg.num_queries
+                        else min(k, work.seg.num_queries))
+    return work, qfolds, factor
+
+
+def _refine_exact_on_subsample(grid, point, folds, steps, ard, optimizer, seed):
+    """The gradient of an exact kernel's hold-out beyond :func:`exact_tune_rows`: the
+    descent (with its cross-fitted check) runs on a subsample of whole queries from the
+    grid's best point (λ scaled by ``u / m``), the learned kernel is held out on every row
+    (:func:`_on_every_row`) and kept only when that exact hold-out scores better than the
+    grid's best point there. Returns ``(point, TuneResult)``."""
+    m = grid.problem.X.shape[0]
+    work, wfolds, factor = _subsample_grid(grid, folds, exact_tune_rows(m, steps))
+    info(grid.verbose, "the exact kernel's gradient on a subsample of %d of %d rows (whole "
+         "queries; the descent's cost grows as rows cubed), the learned point then held "
+         "out on every row", work.problem.X.shape[0], m)
+    lam = point.lam / factor
+    score = float(work.holdout(point.solver, wfolds, np.array([lam]))[0][0])
+    start = Point(point.solver, lam, score, None, point.scales)
+    learned, trajectory = refine(work, start, wfolds, steps, ard, optimizer, fit=False,
+                                 seed=seed)
+    if not trajectory.moved:
+        return point, trajectory
+    every = _on_every_row(grid, learned, point.solver, folds, factor)
+    if grid.better(every.score, point.score):
+        return every, trajectory
+    info(grid.verbose, "the learned point on every row (hold-out %.4f) is not above the "
+         "grid's best (%.4f): the grid's point is kept", every.score, point.score)
+    return point, trajectory._replace(moved=False)
+
+
 def _tune_subsample(grid, solvers, folds, steps, ard):
     """``(grid, folds, factor)`` the selection works on: the problem itself (factor 1), or,
     for a Nyström grid learned with ``ard`` beyond :func:`tune_rows`, a random subsample of
@@ -343,15 +403,10 @@ def _tune_subsample(grid, solvers, folds, steps, ard):
     u = tune_rows(m, int(padded_size(b)), steps, p.X.dtype)
     if u is None:
         return grid, solvers, folds, 1.0
-    rows = query_subsample(p.graph, m, u, 0)
-    q, qid = rows_problem(p, rows)
-    factor = m / rows.size
-    work = _Grid(q, grid.metric, grid.kw, grid.lams / factor, grid.verbose, qid)
-    k = folds.num_folds
-    qfolds = make_folds(q.graph, None if k == grid.seg.num_queries
-                        else min(k, work.seg.num_queries))
+    work, qfolds, factor = _subsample_grid(grid, folds, u)
     info(grid.verbose, "grid and tune on a subsample of %d of %d rows (whole queries) with "
-         "%d basis rows, the chosen point then held out on every row", rows.size, m, b)
+         "%d basis rows, the chosen point then held out on every row",
+         work.problem.X.shape[0], m, b)
     # the subsample's own basis rows (given row indices name rows of every row's problem)
     small = [s.with_basis_rows(m, b) for s in solvers]
     return work, small, qfolds, factor

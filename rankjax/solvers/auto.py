@@ -24,9 +24,11 @@ class Auto(AbstractSolver):
       Primal()
     """
 
-    kinds = {m: ("features", "kernel", "sharded", "stream")
-             for m in ("fit", "path", "holdout", "cv_predictions")} | {
-        "leave_pair_out": ("features", "kernel")}
+    kinds = {m: ("features", "kernel") + tuple(k for k in ("sharded", "stream")
+                                                if k in Primal.kinds_of(m))
+             for m in ("fit", "path", "holdout", "cv_predictions", "leave_pair_out")}
+    """Every kind the chosen solver takes for that method (a sharded or streamed problem:
+    ``Primal``'s), so that a verb's error names only solvers that serve it."""
 
     def resolve(self, problem):
         """The solver this problem gets."""

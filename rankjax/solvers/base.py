@@ -218,8 +218,12 @@ def check_call(problem, solver, method: str, verb: str):
     if kind not in type(solver).kinds_of(method):
         what = {"kernel": "a precomputed kernel matrix", "features": "feature rows",
                 "sharded": "a sharded problem", "stream": "a streamed problem"}[kind]
+        others = ", ".join(supporting(method, kind))
+        hint = ("" if others or kind != "sharded" else
+                f" ({verb} runs on one device: give it the rj.Problem the sharded one was "
+                "built from, its .source)")
         raise TypeError(f"{type(solver).__name__} does not take {what} in {verb}; solvers "
-                        f"that do: {', '.join(supporting(method, kind)) or 'none'}")
+                        f"that do: {others or 'none'}{hint}")
     return solver
 
 
