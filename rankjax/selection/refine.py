@@ -121,12 +121,15 @@ def refine(grid, point, folds, steps, ard, optimizer, fit=True, seed=0):
     :data:`MOVE_SE` standard errors the descent runs on every query and its point is kept,
     else a warning and ``moved`` False. ``fit=False`` (a subsample, ``select._on_every_row``
     fits every row next): the refined point without a model. Returns ``(point,
-    TuneResult)``."""
+    TuneResult)``. A ``point.score`` of NaN is scored here, from the start's hold-out."""
     p = grid.problem
     solver, data = checked_data(p, point.solver, "select(optimize=True)")
     X = data[0]
     at_grid = solver.start_params(X.shape[1], X.dtype, point.lam, ard)
     old = cv_predictions_at(at_grid, solver, data, folds)
+    if np.isnan(point.score):                  # a start not yet scored on these rows
+        point = dataclasses.replace(point, score=float(grid.metric(old, p.y, grid.seg,
+                                                                   **grid.kw)))
     gains, first, why = [], None, None
     for rows, other in _halves(p, seed):
         r, params, diverged = _descent(grid, point, rows, folds, steps, ard, optimizer)

@@ -329,12 +329,13 @@ def tune_rows(m: int, b: int, steps: int, dtype) -> Optional[int]:
     return None if m <= u else max(int(u), 2 * b)
 
 
-EXACT_TUNE_WORK = 2e11
+EXACT_TUNE_WORK = TUNE_WORK
 r"""The rows ``u`` the gradient of an exact kernel's hold-out may take: :math:`u^3 steps \le
-EXACT_TUNE_WORK`. A step (an ``eigh`` of the ``u x u`` kernel system and its derivative)
-costs about 25 :math:`u^3` flops, so this is the Nyström step's budget (:data:`TUNE_WORK`, about
-50 :math:`u b^2` flops a step) in the exact form's terms: the route follows the cost, not the
-row count."""
+EXACT_TUNE_WORK`, the Nyström descent's budget (:data:`TUNE_WORK`, :math:`u b^2 steps`): a step
+of either is an ``eigh``-sized system and its derivative over the rows (``u x u`` here, ``b x b``
+on ``u x b`` blocks there), so the two learned kernels get the same work, and the route (every
+row or a subsample of whole queries) follows the cost :math:`u^3`, not a row count
+(``benchmarks/bench_first_screen.py``, the learned rows)."""
 
 
 def exact_tune_rows(m: int, steps: int) -> Optional[int]:
@@ -371,9 +372,7 @@ def _refine_exact_on_subsample(grid, point, folds, steps, ard, optimizer, seed):
     info(grid.verbose, "the exact kernel's gradient on a subsample of %d of %d rows (whole "
          "queries; the descent's cost grows as rows cubed), the learned point then held "
          "out on every row", work.problem.X.shape[0], m)
-    lam = point.lam / factor
-    score = float(work.holdout(point.solver, wfolds, np.array([lam]))[0][0])
-    start = Point(point.solver, lam, score, None, point.scales)
+    start = Point(point.solver, point.lam / factor, np.nan, None, point.scales)  # refine scores it
     learned, trajectory = refine(work, start, wfolds, steps, ard, optimizer, fit=False,
                                  seed=seed)
     if not trajectory.moved:
