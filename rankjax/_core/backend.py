@@ -46,8 +46,7 @@ class Paths:
         operations; larger ones go to the backend's factorisation.
       row_block_small_solve: the same for the row-block Nyström hold-out, whose fold
         systems come one fold at a time with every λ: above it one LAPACK factor each
-        (float32 128 x 128: 50 us a system against 135 us by block inversion; the
-        10^6-row hold-out of 13 λ 68 s against 79 s at 256).
+        (faster there than block inversion (benchmarks/design_measurements.md §8)).
       batch_factorisations: batch the folds and λ values of large folds (``vmap``);
         False serialises them (one LAPACK call at a time).
       transpose_wide_gram: transpose a wide ``Z`` before :math:`Z^T Z`.

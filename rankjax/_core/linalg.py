@@ -41,7 +41,7 @@ def gram(Z):
     A tall ``Z`` (fewer than :data:`WIDE_GRAM` columns), and every ``Z`` off the CPU, is
     contracted over its rows in place (``dot_general``, no copy). A wide ``Z`` on the CPU is
     transposed first behind an optimisation barrier: XLA:CPU then runs a plain row-major
-    product, 1.4-2x faster in float64 than contracting the rows of a fused ``Z``.
+    product, faster than contracting the rows of a fused ``Z`` (benchmarks/design_measurements.md §8).
 
     Example:
       >>> print(gram(jnp.array([[1., 2.], [3., 4.]])))
@@ -57,8 +57,8 @@ def gram(Z):
 def gram_blocks(Z, parts: int = 4):
     r""":math:`Z^T Z` (``[n, n]``) from the products of its lower block triangle (``parts`` column
     blocks of ``Z``: 10 of 16 blocks for 4), each block column :math:`Z_{j:}^T Z_j` one product,
-    the upper triangle its transpose: 40 ms against 49 ms for the whole product at 4,096 x
-    1,024 float32 on a 2-core CPU. Columns not divisible by ``parts``: one product.
+    the upper triangle its transpose: fewer flops than the whole product and faster on
+    the CPU (benchmarks/design_measurements.md §8). Columns not divisible by ``parts``: one product.
 
     Example:
       >>> Z = jnp.arange(12.).reshape(3, 4)
@@ -77,7 +77,7 @@ def gram_blocks(Z, parts: int = 4):
 
 def raw_eigh(G):
     r"""``eigh`` of ``G`` symmetric to rounding, one triangle of :math:`G^T` read (column-major
-    LAPACK reads it in place): no symmetrising copy, 52 ms each at 3,005 x 3,005 float32.
+    LAPACK reads it in place): no symmetrising copy (benchmarks/design_measurements.md §8).
     Differentiable where eigenvalues repeat (:func:`_eigh`)."""
     return _eigh(jnp.swapaxes(G, -1, -2))
 

@@ -63,7 +63,7 @@ def grid_sums(v, grid, axis: int = 0):
     """Per-segment sums along ``axis`` (0 or 1) of ``v`` (``[m, ...]``: ``[num, ...]``;
     ``[p, m]``: ``[p, num]``) from a padded grid ``[num, T]`` of each segment's indices
     (``m`` pads): gathers and one sum that XLA fuses, where a scatter-add is a loop over the
-    rows on the CPU (the query sums of a 3,005-row kernel matrix: 10 ms, the loop 20 ms).
+    rows on the CPU (half its time on a kernel matrix's query sums (benchmarks/design_measurements.md §8)).
     ``axis=1`` reads a column-major matrix (a LAPACK result, transposed) in its order.
 
     Example:

@@ -57,8 +57,8 @@ def auto_basis_size(m: int) -> int:
     :data:`AUTO_BASIS_ROWS`, drawn by kernel k-means++ seeding): :math:`\min(m, \max(AUTO_{BASIS}_{SIZE},
     \sqrt{m}))`, never fewer as ``m`` grows (the basis a given accuracy needs grows with the data, about as
     :math:`\sqrt{m}`: Rudi, Camoriano and Rosasco 2015), and small enough that a 4 γ x 13 λ
-    ``RankRLSCV`` at :math:`10^{6}` rows runs within 10 minutes on a 2-core CPU
-    (``benchmarks/bench_million.py``). A smaller basis is the user's choice (``basis=``).
+    ``RankRLSCV`` at :math:`10^{6}` rows stays within the time ``benchmarks/bench_million.py``
+    reports. A smaller basis is the user's choice (``basis=``).
 
     Example:
       >>> auto_basis_size(20_000), auto_basis_size(1_000_000), auto_basis_size(4_000_000)

@@ -234,8 +234,8 @@ def kernel_core(kernel, A, B, block_size=None, same=False):
     """The compiled body of :func:`kernel_matrix` on checked dense ``A [m1, n]``, ``B [m2, n]``
     (``same``: ``B`` is ``A``, a Gaussian diagonal exactly 1); NaN for invalid traced
     parameters: they are made NaN, so that every entry is, without a pass over the matrix
-    (at 3,005 x 3,005 float32 a masking pass and the diagonal's scatter cost 60 ms beside
-    a 33 ms kernel)."""
+    (a masking pass and the diagonal's scatter would cost more than the kernel itself:
+    benchmarks/design_measurements.md §8)."""
     ok = _params_ok(kernel)
     bad = lambda v: jnp.where(ok, v, jnp.nan)                               # noqa: E731
     kernel = dataclasses.replace(kernel, gamma=bad(kernel.gamma), coef0=bad(kernel.coef0))
@@ -315,7 +315,7 @@ _column_variance = reduction(
 def _variance_host(X, block: int = 1 << 15):
     """``var(X)`` over every entry, in float64, a block of rows at a time (two passes, no
     float64 copy of ``X``; blocks of :math:`2^{15}` entries keep the float64 temporaries in cache and
-    in malloc's heap: 1.4 ms at 3,005 x 300 float32, 3.3 ms with blocks of :math:`2^{20}`)."""
+    in malloc's heap: faster than blocks of :math:`2^{20}` (benchmarks/design_measurements.md §8))."""
     a = X.reshape(X.shape[0], -1)
     rows = max(1, block // max(1, a.shape[1]))
     blocks = [slice(s, s + rows) for s in range(0, a.shape[0], rows)]

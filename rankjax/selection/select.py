@@ -305,18 +305,18 @@ def _search(grid, blocks, point, folds, steps):
 
 
 TUNE_WORK = 1e11
-r"""The rows ``u`` a Nyström ``tune`` step may take: :math:`u b^2 steps \le TUNE_{WORK}`. A step of
-the differentiated hold-out costs about 50 :math:`u b^2` flops: 12,207 rows at b = 640, 1,200
-at b = 2,048 (then ``2 b``). A larger cap took longer and ranked no higher at :math:`10^{6}`
-rows (benchmarks/REPORT.md §8)."""
+r"""The rows ``u`` a Nyström ``tune`` step may take: :math:`u b^2 steps \le TUNE_{WORK}` (a step of
+the differentiated hold-out costs about 50 :math:`u b^2` flops; at least ``2 b`` rows). A larger
+cap took longer and ranked no higher at :math:`10^{6}` rows (benchmarks/design_measurements.md
+§8)."""
 
 
 TUNE_BASIS = 640
-"""The largest basis the gradient learns with on a subsample (:func:`_tune_subsample`): at
-most this many of the model's basis rows, so that the subsample keeps about 12,000 rows
-(:data:`TUNE_WORK`); the model on every row keeps its whole basis. At :math:`10^{6}` rows with a
-basis of 1,200 (4,581 rows to learn on) the learned model scored test NDCG@10 0.9132; with
-640 rows to learn with (18,310 rows) 0.92 (``benchmarks/bench_million.py``)."""
+r"""The largest basis the gradient learns with on a subsample (:func:`_tune_subsample`): at
+most this many of the model's basis rows, so that the subsample keeps :math:`TUNE_{WORK} /
+(steps\, b^2)` rows to learn on (:data:`TUNE_WORK`); the model on every row keeps its whole
+basis. A larger basis there leaves fewer rows to learn on, and ranked lower at :math:`10^{6}`
+rows (``benchmarks/bench_million.py``; benchmarks/design_measurements.md §8)."""
 
 
 def tune_rows(m: int, b: int, steps: int, dtype) -> Optional[int]:
@@ -413,9 +413,8 @@ def _tune_subsample(grid, solvers, folds, steps, ard):
 
 EVERY_ROW_LADDER = 10.0 ** np.arange(-3.0, 0.25, 0.5)
 """The λ the point chosen on a subsample is held out at on every row, times its λ scaled by ``m /
-u``: the best λ per row falls as rows grow, so the scaled λ is the ladder's top (:math:`10^{6}`
-rows, 18,310 learned on: the scaled λ 170; of :math:`10^{-2}` to 1 times it, :math:`10^{-2}` was
-best, test NDCG@10 0.9217 against 0.8950 at the scaled λ itself)."""
+u``: the best λ per row falls as rows grow, so the scaled λ is the ladder's top (measured at
+:math:`10^{6}` rows: benchmarks/design_measurements.md §8)."""
 
 
 def _on_every_row(grid, point, solver, folds, factor):

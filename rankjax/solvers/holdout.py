@@ -116,7 +116,7 @@ def _fold_systems(Q, D):
     r"""``[L, P, P]`` every λ's :math:`Q \operatorname{diag}(d_\lambda) Q^T` (``Q [P, r]``, ``D [L,
     r]``) from two products ``[P, r] x [r, L h]`` and ``[P - h, r] x [r, L (P - h)]`` (``h = P /
     2``): the lower block triangle, 3/4 of the products of the whole, the upper block its transpose
-    (P = 112, r = 1,024, 13 λ: 1.7 ms against 2.1 ms on a 2-core CPU)."""
+    (benchmarks/design_measurements.md §8)."""
     P = Q.shape[0]
     h = P // 2
     sys = lambda A, B: jnp.einsum("pr,lqr->lpq", A, B[None] * D[:, None, :], precision=HI)  # noqa: E731

@@ -70,8 +70,8 @@ def _nystrom_holdout(X, y, graph, basis: BasisRows, lams, folds, route="both"):
     basis coefficients of every λ from one ``eigh`` of :math:`\Phi^T L \Phi` (``b x b``), with the
     features :math:`\Phi = K_{mR} C^{-T}` formed (:math:`O(m b^2)`) and the system in root form
     :math:`(S \Phi)^T (S \Phi)`: the transformed :math:`C^{-1} (K_{Rm} L K_{mR}) C^{-T}` squares the
-    condition of ``C`` (float32: 63x off the float64 hold-out at λ = 1e-4 on
-    ``lambdarank_sample``, 6e-3 this way; docs/design.md)."""
+    condition of ``C``, which float32 cannot afford at small λ (docs/design.md;
+    benchmarks/design_measurements.md §8)."""
     C = basis.factor()
     Phi = features(basis.block(X), C)                              # [m, b]
     G, b = primal_system(Phi, y, graph, root=True)

@@ -18,10 +18,10 @@ Since ``S K S 1_q = 0``, :math:`w_q^T G = G[r_q]`, so with :math:`\alpha = 1 / (
 ``u = x - α w_i s_q`` (``x``: ``v`` on the kept rows, zero elsewhere; ``s_q`` the sum
 of ``v`` over query ``q``'s kept rows): ``U`` is ``[m, k]``, orthonormal columns. The
 sums ``s_q`` read LAPACK's column-major eigenvectors in place, by gathers over a padded
-grid of each query's rows (:data:`GRID_SLOTS`): 20 ms at 2,804 rows in float32, where a
-segment sum (a loop over the rows in XLA:CPU) needed a row-major copy first (45 + 16 ms). (With
-:math:`w = 1 / \sqrt{n} - e_r` the coefficients reach 5.8 for two-row queries, and float32
-lost 3x more of the hold-out at the smallest λ.)
+grid of each query's rows (:data:`GRID_SLOTS`), where a segment sum (a loop over the rows
+in XLA:CPU) needed a row-major copy first (benchmarks/design_measurements.md §8). (With
+:math:`w = 1 / \sqrt{n} - e_r` the coefficients grow for two-row queries, and float32 loses
+more of the hold-out at the smallest λ: benchmarks/design_measurements.md §8.)
 
 Example:
   >>> import numpy as np, rankjax as rj

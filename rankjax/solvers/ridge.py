@@ -258,8 +258,8 @@ def ridge_solve_checked(G, b, lam, rtol: float = EIGH_RTOL):
 
     Cholesky :math:`G + \lambda I = C C^T`, then ``C z = b`` and :math:`C^T x = z`. ``G`` is materialised
     first (an optimisation barrier): fusing its producer into the factorisation's
-    column-major operand made m = 1,500 dual RankRLS 1.8x slower. When the factor breaks
-    down, the eigendecomposition decides: within rounding of PSD (:func:`psd_ok`; low
+    column-major operand made dual RankRLS slower (benchmarks/design_measurements.md §8).
+    When the factor breaks down, the eigendecomposition decides: within rounding of PSD (:func:`psd_ok`; low
     precision, tiny λ) it solves with the clipped spectrum where λ is at least ``rtol eps``
     times its largest eigenvalue (default :data:`EIGH_RTOL`; else ``x`` is NaN: λ unresolved
     in the dtype); below rounding of PSD ``G`` is indefinite, ``psd`` is False and

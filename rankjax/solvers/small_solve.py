@@ -100,8 +100,8 @@ def symmetric_solve(M, r, small: int | None = None):
     operations, batched; larger systems get one LAPACK Cholesky factor each, one system at
     a time (:mod:`~rankjax._core.backend`: XLA:CPU runs independent LAPACK calls
     concurrently on its intra-op pool and jaxlib's batched kernels then wait on that same
-    pool, which deadlocks a 2-thread CPU; 128 x 128: 50 us a system against 135 us by the
-    block inversion, 2-core x86 CPU, float32). An accelerator solves every size batched.
+    pool, which deadlocks a 2-thread CPU; above ``small`` a factor is faster than the block
+    inversion (benchmarks/design_measurements.md §8)). An accelerator solves every size batched.
     Differentiated implicitly (``lax.custom_linear_solve``), as ``jnp.linalg.solve``.
 
     Example:
