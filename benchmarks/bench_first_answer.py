@@ -14,7 +14,7 @@ with the number of programs XLA compiled (``compiles_*``: a program read back fr
 disk cache is not counted), the peak resident memory of its processes (``peak_rss_mb``)
 and test NDCG@10 (rankjax's ``ndcg``), beside LightGBM and
 XGBoost in the same run (they compile nothing), at their defaults and tuned on the training
-queries alone (:data:`GRID` by 3-fold GroupKFold; the search is in their fit time; one
+queries alone (:data:`_trees.GRID` by 3-fold GroupKFold; the search is in their fit time; one
 process, one warm fit). One JSON line per learner, and one for the warm kernel fit's floor
 (LAPACK's ``eigh`` of the dual system the fit decomposes at its γ, :func:`floor`, in a
 process of its own; and the kernel fit and that ``eigh`` alternated in the kernel's
@@ -38,15 +38,14 @@ import sys
 import tempfile
 import time
 
-SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "lambdarank_sample"
+from _shared import SHARED, sizes
+from _trees import GRID, trees, tuned
+
+SAMPLE = SHARED / "lambdarank_sample"
 LEARNERS = ("rankjax RankRLSCV(kernel=\"gaussian\")", "rankjax RankRLSCV()",
             "LightGBM LGBMRanker()", "XGBoost XGBRanker()",
             "LightGBM LGBMRanker(), tuned", "XGBoost XGBRanker(), tuned")
 THIRD = 2400
-GRID = [dict(leaves=leaves, learning_rate=lr, n_estimators=trees)
-        for leaves in (15, 63) for lr in (0.05, 0.1) for trees in (100, 300)]
-"""The trees' tuning grid: leaves x learning rate x trees, scored by 3-fold GroupKFold over
-the training queries (NDCG@10 of the held-out queries), the best refit on every training row."""
 
 
 class _Count(logging.Handler):
@@ -64,43 +63,6 @@ class _Count(logging.Handler):
             self.compiled -= 1          # the line above follows a hit too
 
 
-def _sizes(qid):
-    import numpy as np
-    return np.diff(np.flatnonzero(np.r_[True, qid[1:] != qid[:-1], True]))
-
-
-def _trees(name, params=None):
-    """``fit(X, y, q) -> predict`` of LightGBM's or XGBoost's ranker (``params`` from
-    :data:`GRID`, or the library's defaults)."""
-    p = params
-    if name.startswith("LightGBM"):
-        import lightgbm
-        kw = {} if p is None else dict(num_leaves=p["leaves"], learning_rate=p["learning_rate"],
-                                       n_estimators=p["n_estimators"])
-        return lambda X, y, q: lightgbm.LGBMRanker(verbose=-1, **kw).fit(X, y, group=_sizes(q)).predict
-    import xgboost
-    kw = {} if p is None else dict(max_leaves=p["leaves"], grow_policy="lossguide",
-                                   learning_rate=p["learning_rate"], n_estimators=p["n_estimators"])
-    return lambda X, y, q: xgboost.XGBRanker(**kw).fit(X, y, qid=q).predict
-
-
-def _tuned(name):
-    """The trees tuned on the training queries alone: :data:`GRID` by 3-fold GroupKFold."""
-    import numpy as np
-    import rankjax as rj
-    from sklearn.model_selection import GroupKFold
-
-    def fit(X, y, q):
-        splits = list(GroupKFold(n_splits=3).split(X, y, groups=q))    # row order kept
-        mean = []
-        for params in GRID:
-            f = _trees(name, params)
-            mean.append(np.mean([float(rj.ndcg(np.asarray(f(X[a], y[a], q[a])(X[b]), np.float64),
-                                               y[b], q[b], k=10)) for a, b in splits]))
-        return _trees(name, GRID[int(np.argmax(mean))])(X, y, q)
-    return fit
-
-
 def _learner(name):
     if name.startswith("rankjax"):
         from rankjax.estimators import RankRLSCV
@@ -108,15 +70,15 @@ def _learner(name):
         return lambda X, y, q: RankRLSCV(kernel=kernel).fit(X, y, qid=q).predict
     if name.endswith("tuned"):
         import sklearn  # noqa: F401          (GroupKFold: the [bench] extra)
-        return _tuned(name)
-    return _trees(name)
+        return tuned(name)
+    return trees(name)
 
 
 def _train():
     """``(svmlight data, X [3005, 300] float32 normalised to [0, 1] per query)``."""
     import numpy as np
     import rankjax as rj
-    tr = rj.io.read_svmlight(SHARED / "rank.train")
+    tr = rj.io.read_svmlight(SAMPLE / "rank.train")
     return tr, np.asarray(rj.io.normalize_per_query(tr.X, tr.qid), np.float32)
 
 
@@ -133,7 +95,7 @@ def child(name):
     import numpy as np
     import rankjax as rj
     tr, X = _train()
-    te = rj.io.read_svmlight(SHARED / "rank.test", num_features=tr.X.shape[1], drop_extra=True)
+    te = rj.io.read_svmlight(SAMPLE / "rank.test", num_features=tr.X.shape[1], drop_extra=True)
     Xt = np.asarray(rj.io.normalize_per_query(te.X, te.qid), np.float32)
     y, q = np.asarray(tr.y, np.float32), tr.qid
     fit = _learner(name)
@@ -151,8 +113,8 @@ def child(name):
         warm.append(time.perf_counter() - t0)
     peak = _peak_mb()                                     # before the floor's arrays
     pair = paired(lambda: fit(X, y, q)) if "gaussian" in name else (None, None)
-    n = int(np.searchsorted(np.cumsum(_sizes(q)), THIRD, side="right"))
-    rows = int(np.cumsum(_sizes(q))[n - 1])
+    n = int(np.searchsorted(np.cumsum(sizes(q)), THIRD, side="right"))
+    rows = int(np.cumsum(sizes(q))[n - 1])
     before = count.compiled
     t0 = time.perf_counter()
     fit(X[:rows], y[:rows], q[:rows])

@@ -74,8 +74,8 @@ def learners():
         pass
     try:
         __import__("lightgbm")
-        from bench_first_answer import _tuned
-        out["LightGBM tuned"] = _tuned("LightGBM")   # every set: the learned rows' time bar
+        from _trees import tuned
+        out["LightGBM tuned"] = tuned("LightGBM")   # every set: the learned rows' time bar
     except ImportError:
         pass
     return out
@@ -85,7 +85,7 @@ def web_learners():
     """The raw-data extras: the trees tuned, the kernel model without its feature map, and
     without it after each transform of issue 66's table by hand (learned on the training
     rows): ``(x - mean) / std``, a quantile-normal map, ``sign(x) log(1 + |x|)``."""
-    from bench_first_answer import _tuned
+    from _trees import tuned
     from sklearn.preprocessing import QuantileTransformer, StandardScaler
 
     def by_hand(make):
@@ -113,7 +113,7 @@ def web_learners():
     }
     try:
         __import__("xgboost")
-        out["XGBoost tuned"] = _tuned("XGBoost")           # fit(X, y, q) -> predict
+        out["XGBoost tuned"] = tuned("XGBoost")           # fit(X, y, q) -> predict
     except ImportError:
         pass
     return out
