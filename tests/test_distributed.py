@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -341,6 +342,92 @@ def test_second_call_compiles_nothing():
     for call in calls:
         _compiles(lambda: call(s))
         assert _compiles(lambda: call(s2)) == 0
+
+
+TRANSFORMED = {
+    "fit": lambda q, lam: rj.fit(q, rj.Primal(), lam=lam).value.weights,
+    "path": lambda q, lam: rj.path(q, rj.Primal(), lams=jnp.stack([lam, 10 * lam])).value.weights,
+    "holdout": lambda q, lam: rj.holdout(q, rj.Primal(),
+                                         lams=jnp.stack([lam, 10 * lam])).value.predictions,
+}
+
+
+def _labels(q, Y, X, qid):
+    return q.with_labels(Y) if isinstance(q, rj.scale.ShardedData) else rj.Problem(X, Y, qid)
+
+
+@several
+@pytest.mark.parametrize("verb", list(TRANSFORMED))
+def test_jit_vmap_grad_with_a_sharded_problem_as_argument_equal_one_device(verb):
+    """The sharded problem is a pytree: ``jit``, ``vmap`` over λ and over labels
+    (:meth:`ShardedData.with_labels`), ``grad`` by λ and by the labels, with the sharded
+    problem an argument, equal the one-device problem's (float64, 1e-8); no mesh context."""
+    X, y, qid = _data(4)
+    p = rj.Problem(X, y, qid)
+    s = rj.scale.shard(p)
+    f = TRANSFORMED[verb]
+    Ys = jnp.stack([y, y[::-1], X[:, 0]])
+    sq = lambda lam, q: jnp.sum(f(q, lam) ** 2)                              # noqa: E731
+    by_y = lambda Y, q: jnp.sum(f(_labels(q, Y, X, qid), 0.3) ** 2)          # noqa: E731
+    jit = lambda fn, q: jax.jit(fn) if q is s else fn     # noqa: E731  (one device: eager,
+    # where the hold-out draws its folds; under jit it takes them drawn outside)
+    runs = {"jit": lambda q: jit(f, q)(q, 0.3),
+            "vmap λ": lambda q: jax.vmap(f, (None, 0))(q, jnp.array([0.1, 1.0, 10.0])),
+            "vmap labels": lambda q: jax.vmap(lambda Y: f(_labels(q, Y, X, qid), 0.3))(Ys),
+            "grad λ": lambda q: jit(jax.grad(sq), q)(0.3, q),
+            "grad labels": lambda q: jax.grad(by_y)(jnp.asarray(y), q)}
+    for name, run in runs.items():
+        got, want = np.asarray(run(s)), np.asarray(run(p))
+        assert got.shape == want.shape, name
+        np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-10 * np.abs(want).max(),
+                                   err_msg=name)
+
+
+@several
+def test_vmap_of_a_sharded_nystrom_holdout_over_gamma():
+    X, y, qid = _data(5)
+    p = rj.Problem(X, y, qid)
+    s = rj.scale.shard(p)
+    lams = jnp.array([0.3, 3.0])
+
+    def over_gamma(q):
+        return jax.vmap(lambda g: rj.holdout(q, rj.Nystrom(rj.gaussian_kernel(g), 40),
+                                             lams=lams).value.predictions)(jnp.array([0.05, 0.2]))
+
+    for run in (over_gamma,):
+        want = np.asarray(run(p))
+        np.testing.assert_allclose(run(s), want, rtol=1e-8, atol=1e-9 * np.abs(want).max())
+
+
+@several
+@pytest.mark.parametrize("ard", [False, True])
+def test_tune_and_select_on_a_sharded_problem_equal_one_device(ard):
+    """``tune`` descends the sharded leave-query-out loss (one ``psum`` system per step)
+    and ``select`` scores the sharded grid's hold-outs: equal to one device."""
+    X, y, qid = _data(6)
+    p = rj.Problem(X, y, qid)
+    s = rj.scale.shard(p)
+    a, b = (rj.tune(q, rj.Primal(), lam=1.0, steps=4, ard=ard) for q in (s, p))
+    np.testing.assert_allclose(a.loss_history, b.loss_history, rtol=1e-8)
+    np.testing.assert_allclose(rj.predict(a.model, X), rj.predict(b.model, X), rtol=1e-8,
+                               atol=1e-10)
+    with pytest.raises(TypeError, match="leave-query-out"):
+        rj.tune(s, rj.Primal(), folds=3)
+    if ard:
+        return
+    for solvers in ([rj.Primal()], [rj.Nystrom(rj.gaussian_kernel(g), 40) for g in (0.05, 0.2)]):
+        got, want = (rj.select(q, solvers, lams=LAMS) for q in (s, p))
+        np.testing.assert_allclose(got.scores, want.scores, rtol=1e-8)
+        assert got.lam == want.lam
+    with pytest.raises(TypeError, match="optimize=False"):
+        rj.select(s, [rj.Primal()], lams=LAMS, optimize=True)
+
+
+@pytest.mark.slow
+def test_transformations_on_four_simulated_devices():
+    if DEVICES > 1:
+        pytest.skip("runs in the main test process")
+    _simulated(4, "jit_vmap_grad or vmap_of_a_sharded or tune_and_select")
 
 
 # ----------------------------------------------------------------------------

@@ -5,22 +5,24 @@ of edge weight 0, and the host maps between original rows and device slots.
 from __future__ import annotations
 
 import dataclasses
-from functools import partial
 from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from .._core.checks import as_float_array, check_count, require_concrete, segment_ids
-from ..metrics.pairs import check_metric_options, metric_sign
+from .._core.checks import (as_float_array, check_count, is_concrete, require_concrete,
+                            segment_ids)
 from ..graphs.graph import (QueryGraph, check_graph, check_problem, is_graph)
 from .._core.sparse import (CSRMatrix, as_dense, host_sparse, is_csr, is_scipy_sparse, is_sparse,
                             to_csr, to_scipy)
 from .._core.types import saveable
+from .folds import stacked_folds
+from .hosts import (_slots, agree_across_processes, local_device_count, local_rows,
+                    one_process, put_rows, to_layout)
+from .score import sharded_score
 
 AXIS = "queries"
 """Default mesh axis name of :func:`shard` (``jax.make_mesh((n,), (AXIS,))``)."""
@@ -111,6 +113,15 @@ class ShardedData:
         FALKON stop early on it), or ``None``.
       source: the :class:`~rankjax.Problem` it was built from (FALKON draws its basis rows
         there), or ``None``.
+      folds: the leave-query-out folds of every device's own queries, stacked by padded
+        size (built by :func:`shard`; the hold-outs use them).
+      num_queries: the real queries over all devices (static).
+
+    A ``ShardedData`` is a pytree: it crosses ``jit``, ``vmap`` and ``grad`` as an argument,
+    its arrays the leaves and the layout (``rows``, ``mesh``, ``axis``, sizes) the static
+    part, so no ``jax.set_mesh`` is needed. Under ``jit`` the verbs return predictions in
+    the original row order from a gather on the device (one process); :meth:`with_labels`
+    swaps in other labels (a ``vmap`` over them, a gradient by them).
     """
 
     X: object
@@ -123,6 +134,8 @@ class ShardedData:
     num_features: int
     valid: object = None
     source: object = None
+    folds: object = None
+    num_queries: int = 0
 
     kind = "sharded"
     precomputed = False
@@ -166,9 +179,29 @@ class ShardedData:
             raise ValueError(f"{name} must have {self.num_rows} rows, got shape {v.shape}")
         return put_rows(to_layout(self.rows, v), self.mesh, P(self.axis))
 
-    def unshard(self, v, row_axis: int = -1) -> np.ndarray:
+    def with_labels(self, y):
+        """The problem with labels ``y [m(, k)]`` of this process's rows in their original
+        order (numpy, or traced under ``jit``/``vmap``/``grad`` with one process: a gather
+        on the device), laid out as the problem's."""
+        if is_concrete(y):
+            y = as_float_array(y, "y", finite=True)
+            return dataclasses.replace(self, y=self.shard_rows(np.asarray(y, self.y.dtype), "y"))
+        one_process("ShardedData.with_labels of traced labels")
+        if y.shape[:1] != (self.num_rows,):
+            raise ValueError(f"y must have {self.num_rows} rows, got shape {y.shape}")
+        flat = jnp.asarray(self.rows.reshape(-1))
+        v = jnp.where((flat >= 0).reshape((-1,) + (1,) * (y.ndim - 1)),
+                      jnp.take(y, jnp.maximum(flat, 0), axis=0), 0).astype(self.y.dtype)
+        return dataclasses.replace(self, y=jax.lax.with_sharding_constraint(
+            v, NamedSharding(self.mesh, P(self.axis))))
+
+    def unshard(self, v, row_axis: int = -1):
         """Values in the sharded layout (rows along ``row_axis``) back to this
-        process's rows in their original order (host)."""
+        process's rows in their original order (host; traced values, with one process:
+        a gather on the device)."""
+        if not is_concrete(v):
+            one_process("a sharded verb under jit")
+            return jnp.take(v, jnp.asarray(_slots(self.rows)), axis=row_axis)
         v_local = local_rows(v, row_axis)
         v_local = np.moveaxis(v_local, row_axis, 0)
         flat = self.rows.reshape(-1)
@@ -177,52 +210,39 @@ class ShardedData:
         return np.moveaxis(out, 0, row_axis)
 
 
-def to_layout(rows, v):
-    """``[m, ...]`` host rows -> ``[D_local P, ...]`` host layout of ``rows [D_local, P]``
-    (0 on padding)."""
-    flat = rows.reshape(-1)
-    out = np.zeros((flat.size,) + v.shape[1:], v.dtype)
-    out[flat >= 0] = v[flat[flat >= 0]]
-    return out
+class _Layout:
+    """The host layout ``rows`` in a pytree's static part: hashed and compared by value."""
+
+    __slots__ = ("rows", "_hash")
+
+    def __init__(self, rows):
+        self.rows = rows
+        self._hash = hash((rows.shape, rows.tobytes()))
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, other):
+        return (isinstance(other, _Layout) and self._hash == other._hash
+                and np.array_equal(self.rows, other.rows))
 
 
-def local_rows(v, row_axis):
-    """This process's part of a row-sharded array, its shards in mesh order."""
-    if not isinstance(v, jax.Array) or v.is_fully_addressable:
-        return np.asarray(v)
-    ax = row_axis % v.ndim
-    shards = sorted(v.addressable_shards, key=lambda s: s.index[ax].start or 0)
-    seen, parts = set(), []
-    for s in shards:
-        key = s.index[ax].start
-        if key not in seen:
-            seen.add(key)
-            parts.append(np.asarray(s.data))
-    return np.concatenate(parts, axis=ax)
+_LEAVES = ("X", "y", "graph", "real", "valid", "source", "folds")
 
 
-def put_rows(local, mesh, spec):
-    """Host block of this process -> global array (one process: a plain device_put)."""
-    sharding = NamedSharding(mesh, spec)
-    if jax.process_count() == 1:
-        return jax.device_put(local, sharding)
-    ax = list(spec).index(mesh.axis_names[0])                 # the sharded (row) axis
-    shape = list(local.shape)
-    shape[ax] = shape[ax] * mesh.devices.size // local_device_count(mesh)
-    return jax.make_array_from_process_local_data(sharding, local, tuple(shape))
+def _flatten(d):
+    return (tuple(getattr(d, k) for k in _LEAVES),
+            (_Layout(d.rows), d.mesh, d.axis, d.num_features, d.num_queries))
 
 
-def local_device_count(mesh):
-    return sum(d.process_index == jax.process_index() for d in mesh.devices.flat)
+def _unflatten(aux, leaves):
+    layout, mesh, axis, n, q = aux
+    return ShardedData(**dict(zip(_LEAVES, leaves)), rows=layout.rows, mesh=mesh, axis=axis,
+                       num_features=n, num_queries=q)
 
 
-def agree_across_processes(*sizes):
-    """Maximum of host integers over all processes."""
-    a = np.asarray(sizes, np.int64)
-    if jax.process_count() > 1:
-        from jax.experimental import multihost_utils
-        a = np.asarray(multihost_utils.process_allgather(a)).reshape(-1, a.size).max(0)
-    return [int(s) for s in a]
+jax.tree_util.register_pytree_node(ShardedData, _flatten, _unflatten)
+
 
 
 def check_mesh(mesh, axis):
@@ -234,6 +254,9 @@ def check_mesh(mesh, axis):
         raise ValueError(f"mesh must be 1-D (one axis of query shards), got axes {mesh.axis_names}")
     if axis is not None and axis != mesh.axis_names[0]:
         raise ValueError(f"axis {axis!r} is not the mesh's axis {mesh.axis_names[0]!r}")
+    # the same devices with an automatic axis: every product is a shard_map of its own, and an
+    # explicit axis (jax.make_mesh's default) would ask a gradient's transpose for a mesh context
+    mesh = Mesh(mesh.devices, mesh.axis_names, axis_types=(AxisType.Auto,))
     return mesh, mesh.axis_names[0]
 
 
@@ -340,8 +363,10 @@ def shard_data(X, y, graph: QueryGraph, mesh: Optional[Mesh] = None, *,
         X_s = put_rows(to_layout(partition.rows, np.asarray(X)), mesh, spec)
         n = X.shape[1]
     y_s = put_rows(to_layout(partition.rows, np.asarray(y)), mesh, spec)
-    return ShardedData(X_s, y_s, graph_s, put_rows(real, mesh, spec),
-                       partition.rows, mesh, axis, int(n))
+    data = ShardedData(X_s, y_s, graph_s, put_rows(real, mesh, spec), partition.rows, mesh,
+                       axis, int(n))
+    return dataclasses.replace(data, folds=stacked_folds(data),
+                               num_queries=int(jnp.sum(data.real)))   # over every process
 
 
 def _grow(arrays, real, sizes, S, G):
@@ -405,57 +430,10 @@ def shard(problem, mesh: Optional[Mesh] = None, *, partition: Optional[QueryPart
     return dataclasses.replace(data, valid=problem.valid, source=problem)
 
 
-@partial(jax.jit, static_argnames=("mesh", "axis", "metric", "kw"))
-def _score_core(scores, y, graph, real, mesh, axis, metric, kw):
-    def local(f, y, graph, real):
-        g, real = local_block(graph), real[0]
-
-        def one(f):
-            pq = metric(f, y, g.seg, num_queries=g.num_segments, per_query=True, **dict(kw))
-            ok = pq.valid & real
-            return (lax.psum(jnp.sum(jnp.where(ok, pq.values, 0)), axis),
-                    lax.psum(jnp.sum(ok), axis))
-        total, count = jax.vmap(one)(f.reshape(-1, f.shape[-1]))
-        return (total / count).reshape(f.shape[:-1])
-    spec = P(axis)
-    return jax.shard_map(local, mesh=mesh, in_specs=(P(*([None] * (scores.ndim - 1)), axis),
-                                                     spec, spec, spec),
-                         out_specs=P())(scores, y, graph, real)
-
-
-def sharded_score(data, scores, metric, y, metric_kwargs):
-    """The body of :meth:`ShardedData.score`."""
-    if not callable(metric) or not hasattr(metric, "higher_is_better"):
-        raise TypeError(f"metric must be a rankjax metric, got {metric!r}")
-    metric_sign(metric)
-    check_metric_options(metric, metric_kwargs, "ShardedData.score")
-    kw = tuple(sorted(metric_kwargs.items()))
-    if y is None:
-        if data.y.ndim != 1:
-            raise ValueError("the problem has several outputs: pass y (one column)")
-        ys = data.y
-    else:
-        ys = data.shard_rows(as_float_array(y, "y", finite=True), "y")
-    f = np.asarray(as_float_array(scores, "scores", finite=True))
-    if f.ndim < 1 or f.shape[-1] != data.num_rows:
-        raise ValueError(f"scores must be [..., {data.num_rows}] (this process's rows), "
-                         f"got shape {f.shape}")
-    lead = f.shape[:-1]
-    f = to_layout(data.rows, np.moveaxis(f.reshape((-1, f.shape[-1])), -1, 0))
-    f = np.moveaxis(f, 0, -1).reshape(lead + (-1,))
-    f = put_rows(f, data.mesh, P(*([None] * (f.ndim - 1)), data.axis))
-    return _score_core(f, ys, data.graph, data.real, data.mesh, data.axis, metric, kw)
-
-
 def check_sharded(data):
     if not isinstance(data, ShardedData):
         raise TypeError(f"data must be a ShardedData (rj.scale.shard), got {type(data).__name__}")
     return data
-
-
-def local_block(tree):
-    """The device's own block of arrays stacked along a leading device axis."""
-    return jax.tree.map(lambda a: a[0], tree)
 
 
 def dense_only(data, fn):

@@ -48,8 +48,9 @@ def _as_selection(blocks, factor, best, point, trajectory=None):
 class _Grid:
     """One selection's settings: the problem, the metric and its options, the λ grid."""
 
-    def __init__(self, problem, metric, kw, lams, verbose, qid=None):
+    def __init__(self, problem, metric, kw, lams, verbose, qid=None, solve_on=None):
         self.problem, self.metric, self.kw, self.verbose = problem, metric, kw, verbose
+        self.solve_on = problem if solve_on is None else solve_on      # a sharded problem
         self.lams = np.asarray(lams, np.float64)
         self.lams_grid = lams
         self.seg = dense_segments(problem.qid if qid is None else qid)
@@ -101,7 +102,7 @@ class _Grid:
         lams = self.lams if lams is None else lams
         lams = device_array(lams, self.problem.X.dtype)
         self.ahead(lams)
-        h = solver.holdout(self.problem, lams, folds).value
+        h = solver.holdout(self.solve_on, lams, folds).value
         return self.score(h.predictions, lams), h.path
 
 
@@ -158,18 +159,22 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
                 optimize=False, optimize_steps=20, ard=False, optimizer=None, seed=0,
                 verbose=0, extend=0) -> Selection:
     """The body of :func:`rankjax.select` (its docstring says what each argument does)."""
+    problem, on = _sharded(problem, folds, optimize)
     solvers, metric, kw, steps = _check(problem, solvers, lams, optimize, optimize_steps, ard,
                                         metric, score_k, seed)
+    if on is not None:
+        solvers = [check_call(on, s, "holdout", "select") for s in solvers]
     lams = check_lams(lams)
     extend = check_count(extend, "extend", minimum=0)
-    grid = _Grid(problem, metric, kw, lams, check_verbose(verbose))
+    grid = _Grid(problem, metric, kw, lams, check_verbose(verbose), solve_on=on)
     if problem.valid is not None:
         return _on_valid(grid, solvers, extend)
     if problem.X.shape[0] < 2:
         raise ValueError("select cross-validates and needs at least 2 rows in 2 queries, "
                          "got 1 sample (n_samples=1)")
-    _plan(problem, solvers, grid.lams.size, folds)
-    folds = problem_folds(problem, folds, seed, "rj.select")
+    if on is None:                 # a sharded hold-out plans its own devices' blocks
+        _plan(problem, solvers, grid.lams.size, folds)
+    folds = None if on is not None else problem_folds(problem, folds, seed, "rj.select")
     work, wsolvers, wfolds, factor = _tune_subsample(grid, solvers, folds, steps, ard)
     stages, blocks = Stages(wsolvers, "grid solver", grid.verbose), []
     with active(grid.verbose):
@@ -196,6 +201,24 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
     if work is not grid:
         point = _on_every_row(grid, point, b.full, folds, factor)
     return _as_selection(blocks, factor, best, point, trajectory)
+
+
+def _sharded(problem, folds, optimize):
+    """``(problem, None)``, or for a sharded problem ``(the problem it was built from, the
+    sharded one)``: the grid's hold-outs run sharded (leave-query-out), the metric is scored
+    on the host from their predictions in the original row order."""
+    if getattr(problem, "kind", None) != "sharded":
+        return problem, None
+    if problem.source is None:
+        raise TypeError("select on a sharded problem needs the problem it was built from: "
+                        "shard it with rj.scale.shard(problem)")
+    if folds is not None:
+        raise TypeError("the hold-out of a sharded problem is leave-query-out: folds=None")
+    if check_flag(optimize, "optimize") or problem.source.valid is not None:
+        raise TypeError("select on a sharded problem scores its leave-query-out grid: "
+                        "optimize=False and no valid (refine the chosen λ with "
+                        "rj.tune(sharded, rj.Primal(), lam=selection.lam))")
+    return problem.source, problem
 
 
 def _plan(problem, solvers, L, folds):

@@ -10,6 +10,8 @@ its Cholesky factor has a smooth gradient.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from functools import partial
 from typing import NamedTuple, Optional
 
@@ -215,7 +217,10 @@ def learned_model(problem, solver, lam: float, scales=None):
     :class:`~rankjax.ScaledModel`."""
     if scales is None:
         return solver.fit(problem, lam).value
-    model = solver.fit(with_rows(problem, scale_rows(dense_rows(problem), scales)), lam).value
+    scaled = (dataclasses.replace(problem, X=scale_rows(problem.X, jnp.asarray(scales)))
+              if problem.kind == "sharded" else      # padding rows stay zero
+              with_rows(problem, scale_rows(dense_rows(problem), scales)))
+    model = solver.fit(scaled, lam).value
     return LinearModel(model.weights * scales) if is_linear(model) else ScaledModel(scales, model)
 
 
@@ -293,6 +298,8 @@ def tune(problem, solver=Primal(), *, lam: float = 1.0, folds=None, ard: bool = 
     if optimizer is not None and not isinstance(optimizer, optax.GradientTransformation):
         raise TypeError(f"optimizer must be an optax GradientTransformation (optax.adam(0.1)), "
                         f"got {type(optimizer).__name__}")
+    if problem.kind == "sharded" and folds is not None:
+        raise TypeError("the hold-out of a sharded problem is leave-query-out: folds=None")
     folds = resolve_folds(graph, folds, seed, X.shape[0])
     params = solver.start_params(X.shape[1], X.dtype, lam, ard)
     if centres:

@@ -26,7 +26,7 @@ from .._core.types import saveable
 from .._solution import Solution
 from .base import AbstractSolver
 from .cg_loop import differentiable_cg, static_metric
-from ..scale.layout import local_block
+from ..scale.hosts import local_block
 from .models import DualModel, LinearModel
 
 __all__ = ["CG", "as_operator", "criterion"]

@@ -47,7 +47,8 @@ from .cg_loop import differentiable_cg
 from .ridge import features_floor
 from .fold_batches import batch_mv, fold_scan
 from .models import NystromModel
-from ..scale.layout import dense_only, local_block
+from ..scale.hosts import local_block
+from ..scale.layout import dense_only
 from jax.sharding import PartitionSpec as P
 
 __all__ = ["Falkon", "Subsample", "query_subsample", "block_ops", "falkon_preconditioner", "falkon_solve",

@@ -24,7 +24,7 @@ from .._core.linalg import eigh_psd, spectral_filter
 from .._core.types import saveable
 from ..graphs.folds import Folds, over_folds
 from ..kernels.basis import features
-from .ridge import by_lane, cholesky_solve, eigh_floor
+from .ridge import by_lane, cholesky_solve, eigh_floor, primal_system
 from .small_solve import symmetric_solve
 
 __all__ = ["HoldOut", "woodbury_fold", "woodbury_rows", "fold_constant", "live_columns",
@@ -275,3 +275,23 @@ def fold_predictions(graph, P, F, y, folds: Folds, lam, K=None):
     D = jnp.ones((1, P.shape[1]), P.dtype)
     one = partial(woodbury_fold, graph, Pfeat=P, D=D, lams=lam[None], F=F[None], y=y, K=K)
     return over_folds(folds, 1, P.shape[1], (1, m), P.dtype, lambda _: one)[0]
+
+
+def factored_holdout(Z, y, graph, folds, lam, root: bool = False, total=None):
+    r"""``[m]`` hold-out predictions of primal RankRLS on the rows ``Z [m, p]`` at one λ, by a
+    Cholesky factor (its gradient is smooth where ``eigh``'s divides by eigenvalue gaps): :math:`Z^T
+    L Z + \lambda ' I = C C^T`, :math:`P = Z C^{-T}`, :math:`H = P P^T`, :math:`f = P C^{-1} Z^T L
+    y`. :math:`\lambda ' = \lambda + eps \operatorname{tr}(Z^T L Z)`: :math:`Z^T L Z` formed in the
+    rows' dtype is positive semi-definite only to its rounding, so a λ below that would fail the
+    factor (NaN); in float64 the shift is below the rounding of any result. ``total``: the
+    sum of a device's system over the devices (``lax.psum`` in a sharded hold-out), else
+    none (the rows are every row)."""
+    G, b = primal_system(Z, y, graph, root)
+    if total is not None:
+        G, b = total(G), total(b)
+    G = (G + G.T) / 2
+    lam = lam + jnp.finfo(G.dtype).eps * jnp.trace(G)
+    C = jnp.linalg.cholesky(G + lam * jnp.eye(G.shape[0], dtype=G.dtype))
+    P = jax.scipy.linalg.solve_triangular(C, Z.T, lower=True).T               # Z C^{-T} [m, p]
+    F = jnp.matmul(P, jax.scipy.linalg.solve_triangular(C, b, lower=True), precision=HI)
+    return fold_predictions(graph, P, F, y, folds, lam)

@@ -29,10 +29,11 @@ from .._core.types import saveable
 from ..scale.layout import dense_only
 from .base import AbstractSolver, check_kernel_arg, dense_rows, solver
 from .fold_batches import BATCH_ROWS, batch_folds
-from .sharded import stacked_folds
+
 from .holdout import (HoldOut, holdout_from_system, two_phase)
 from .models import NystromModel, NystromPath, path_scores
-from .primal import UNRESOLVED, factored_holdout
+from .holdout import factored_holdout
+from .primal import UNRESOLVED
 from .ridge import decompose_primal, features_floor, primal_system, ridge_solve
 from .nystrom_blocked import (UNRESOLVED_WIDE, basis_coef, fit_blocked, holdout_blocked,
                               holdout_sharded, path_blocked)
@@ -234,7 +235,7 @@ class Nystrom(AbstractSolver):
         """Leave-query-out of a sharded problem in row blocks on every device, the basis
         drawn among the rows it was built from (``data.source``)."""
         dense_only(data, "rj.holdout(scale.shard(...), Nystrom(...))")
-        if int(jnp.sum(data.real)) < 2:        # leaving the one query out trains on nothing
+        if data.num_queries < 2:               # leaving the one query out trains on nothing
             raise ValueError("the sharded hold-out needs at least 2 queries (leave-query-out)")
         X = dense_rows(data.source)
         lams = lams.astype(data.X.dtype)
@@ -243,7 +244,7 @@ class Nystrom(AbstractSolver):
         D, width = data.rows.shape
         nystrom_plan(width, X.shape[1], B.X.shape[0], data.X.dtype, L=lams.shape[0],
                      fold_rows=width, block_rows=rows)
-        pred, coef = holdout_sharded(data.X, data.y, data.graph, B, lams, stacked_folds(data),
+        pred, coef = holdout_sharded(data.X, data.y, data.graph, B, lams, data.folds,
                                       X.shape[0], (data.mesh, data.axis, rows))
         pred = data.unshard(pred, 1)
         warn_unresolved(pred, lams, "rj.holdout(Nystrom())", _why(UNRESOLVED_WIDE))

@@ -20,7 +20,7 @@ from .._core.products import HI, tdot
 from ..graphs.folds import each_slice
 from ..kernels.basis import (BasisRows, coef_from, features,
                              wide_coef)
-from ..scale.layout import local_block
+from ..scale.hosts import local_block
 from jax.sharding import PartitionSpec as P
 from .fold_batches import BATCH_ROWS, batch_rows, fold_map, fold_scan
 from .holdout import fold_constant, woodbury_rows

@@ -14,13 +14,12 @@ import jax.numpy as jnp
 
 from .._core.checks import check_gram, is_concrete, lam_ok, nan_unless
 from .._core.log import compiled, level
-from .._core.products import HI
 from .._core.resolved import warn_unresolved
 from .._solution import Solution, lane_codes
 from ..graphs.folds import premerge
 from .._core.types import saveable
 from .base import AbstractSolver, dense_rows, feature_rows, solver
-from .holdout import HoldOut, fold_predictions, holdout_from_system, two_phase
+from .holdout import HoldOut, factored_holdout, holdout_from_system, two_phase
 from .lpo import primal_pairs
 from .models import LinearModel, PrimalPath, path_scores
 from .ridge import decompose_primal, primal_system, ridge_solve
@@ -92,25 +91,11 @@ def _scaled(X, params):
     return X if s is None else X * jnp.exp(s)
 
 
-def factored_holdout(Z, y, graph, folds, lam, root: bool = False):
-    r"""``[m]`` hold-out predictions of primal RankRLS on the rows ``Z [m, p]`` at one λ, by a
-    Cholesky factor (its gradient is smooth where ``eigh``'s divides by eigenvalue gaps): :math:`Z^T
-    L Z + \lambda ' I = C C^T`, :math:`P = Z C^{-T}`, :math:`H = P P^T`, :math:`f = P C^{-1} Z^T L
-    y`. :math:`\lambda ' = \lambda + eps \operatorname{tr}(Z^T L Z)`: :math:`Z^T L Z` formed in the
-    rows' dtype is positive semi-definite only to its rounding, so a λ below that would fail the
-    factor (NaN); in float64 the shift is below the rounding of any result."""
-    G, b = primal_system(Z, y, graph, root)
-    G = (G + G.T) / 2
-    lam = lam + jnp.finfo(G.dtype).eps * jnp.trace(G)
-    C = jnp.linalg.cholesky(G + lam * jnp.eye(G.shape[0], dtype=G.dtype))
-    P = jax.scipy.linalg.solve_triangular(C, Z.T, lower=True).T               # Z C^{-T} [m, p]
-    F = jnp.matmul(P, jax.scipy.linalg.solve_triangular(C, b, lower=True), precision=HI)
-    return fold_predictions(graph, P, F, y, folds, lam)
-
-
 def linear_cv_predictions(params, data, folds):
     """The differentiable hold-out of the linear model (ARD scales ``X diag(exp(s))``):
     :func:`factored_holdout` on the scaled rows."""
+    if len(data) > 3:                                   # a sharded problem (Primal.prepare)
+        return sharded.primal_cv_predictions(params, data[3])
     X, y, graph = data[:3]
     return factored_holdout(_scaled(X, params), y, graph, folds, jnp.exp(params["log_lam"]))
 
@@ -143,7 +128,19 @@ class Primal(AbstractSolver):
       (3,)
     """
 
-    kinds = {m: ("features", "sharded", "stream") for m in ("fit", "path", "holdout")}
+    kinds = {**{m: ("features", "sharded", "stream") for m in ("fit", "path", "holdout")},
+             "cv_predictions": ("features", "sharded")}
+
+    def prepare(self, problem):
+        """The data of :meth:`cv_predictions`: ``(X, y, graph)`` dense on one device; a
+        sharded problem's are those of the problem it was built from (the loss and the
+        start read them) and the sharded problem itself (the hold-out runs on it)."""
+        if problem.kind != "sharded":
+            return super().prepare(problem)
+        if problem.source is None:
+            raise TypeError("tune on a sharded problem needs the problem it was built from: "
+                            "shard it with rj.scale.shard(problem)")
+        return super().prepare(problem.source) + (problem,)
 
     def fit(self, problem, lam):
         if problem.kind == "sharded":

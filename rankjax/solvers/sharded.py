@@ -8,24 +8,19 @@ for ``kind == "sharded"`` (CG's and FALKON's sharded loops live with them).
 from __future__ import annotations
 
 from functools import partial
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from .._core.checks import lam_ok, nan_unless
-from .._core.segments import padded_size
-from ..graphs.folds import build_folds, positions
-from ..graphs.graph import QueryGraph
-from ..scale.layout import (agree_across_processes, dense_only, local_block, local_rows,
-                            put_rows)
-from .holdout import holdout_from_system
+from ..scale.hosts import local_block
+from ..scale.layout import dense_only
+from .holdout import factored_holdout, holdout_from_system
 from .ridge import decompose_primal, primal_system, ridge_solve
 
-__all__ = ["primal_fit", "primal_path", "primal_holdout", "stacked_folds"]
+__all__ = ["primal_fit", "primal_path", "primal_holdout"]
 
 
 def _system(X, y, graph, axis):
@@ -59,49 +54,6 @@ def primal_path(data, lams):
     return _sharded_solve(data.X, data.y, data.graph, lams, data.mesh, data.axis, True)
 
 
-class _Buckets(NamedTuple):
-    index: tuple
-    mask: tuple
-    position: jax.Array
-
-
-def stacked_folds(data):
-    """Leave-query-out folds of every device's local graph, stacked ``[D, F_b, P_b]`` per
-    padded fold size (sizes agreed between processes)."""
-    width = data.rows.shape[1]
-    seg_local = local_rows(data.graph.seg, 0).reshape(-1, width)
-    sizes = sorted(set(int(s) for s in padded_size(np.arange(1, width + 1))))
-    per_dev = []
-    for seg in seg_local:
-        f = build_folds(_host_graph(seg, data.graph.num_segments), None, 0)
-        per_dev.append({int(i.shape[1]): (np.asarray(i), np.asarray(k))
-                        for i, k in zip(f.index, f.mask)})
-    counts = [max([d[s][0].shape[0] if s in d else 0 for d in per_dev]) for s in sizes]
-    counts = agree_across_processes(*counts)
-    index, mask = [], []
-    for s, F in zip(sizes, counts):
-        if F == 0:
-            continue
-        I = np.zeros((len(per_dev), F, s), np.int32)
-        M = np.zeros((len(per_dev), F, s), bool)
-        for d, dev in enumerate(per_dev):
-            if s in dev:
-                i, k = dev[s]
-                I[d, :i.shape[0]], M[d, :i.shape[0]] = i, k
-        index.append(I)
-        mask.append(M)
-    pos = np.stack([positions([i[d] for i in index], [k[d] for k in mask], width)
-                    for d in range(len(per_dev))])
-    put = lambda a: put_rows(a, data.mesh, P(data.axis))     # noqa: E731
-    return _Buckets(tuple(map(put, index)), tuple(map(put, mask)), put(pos))
-
-
-def _host_graph(seg, S):
-    """A stand-in query graph on host segment ids (only its units are used by build_folds)."""
-    return QueryGraph(seg=seg, counts=None, edge_weight=None, group_seg=None, group_query=None,
-                      group_counts=None, num_segments=S, num_group_segments=0)
-
-
 @partial(jax.jit, static_argnames=("mesh", "axis"))
 def _sharded_holdout(X, y, graph, lams, folds, mesh, axis):
     def local(X, y, graph, lams, folds):
@@ -119,12 +71,33 @@ def primal_holdout(data, lams):
     k)])``: leave-query-out, the global system by one ``psum``, each device holding out
     its own queries."""
     dense_only(data, "rj.holdout(scale.shard(...), Primal())")
-    queries = int(jnp.sum(data.real))         # one scalar reduction over the devices
-    if queries < 2:                           # leaving the one query out trains on nothing
+    if data.num_queries < 2:                  # leaving the one query out trains on nothing
         raise ValueError(f"the sharded hold-out needs at least 2 queries (leave-query-out), "
-                         f"the problem holds {queries}")
-    pred, W = _sharded_holdout(data.X, data.y, data.graph, lams, stacked_folds(data), data.mesh,
-                            data.axis)
+                         f"the problem holds {data.num_queries}")
+    pred, W = _sharded_holdout(data.X, data.y, data.graph, lams, data.folds, data.mesh,
+                               data.axis)
     return data.unshard(pred, 1), W
 
 
+
+
+@partial(jax.jit, static_argnames=("mesh", "axis"))
+def _sharded_cv(Z, y, graph, lam, folds, mesh, axis):
+    def local(Z, y, graph, lam, folds):
+        return factored_holdout(Z, y, local_block(graph), local_block(folds), lam,
+                                total=lambda a: lax.psum(a, axis))
+    spec = P(axis)
+    return jax.shard_map(local, mesh=mesh, in_specs=(spec, spec, spec, P(), spec),
+                         out_specs=spec)(Z, y, graph, lam, folds)
+
+
+def primal_cv_predictions(params, data):
+    """``[m]`` the differentiable leave-query-out predictions of this process's rows (original
+    order) at ``params`` (``log_lam``, ARD ``log_scales``): the primal factored hold-out with
+    the global system by one ``psum``, each device holding out its own queries."""
+    dense_only(data, "rj.tune(scale.shard(...), Primal())")
+    s = params.get("log_scales")
+    Z = data.X if s is None else data.X * jnp.exp(s)
+    f = _sharded_cv(Z, data.y, data.graph, jnp.exp(params["log_lam"]), data.folds, data.mesh,
+                    data.axis)
+    return data.unshard(f, 0)
