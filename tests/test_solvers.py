@@ -105,8 +105,9 @@ def test_a_verb_a_solver_does_not_serve_names_those_that_do():
                    lams=LAMS, folds=rj.LeavePairOut([[0, 1]]))
     with pytest.raises(TypeError, match="Nystrom does not take a sharded problem"):
         rj.fit(rj.scale.shard(p), rj.Nystrom(GAUSS, ROWS), lam=1.0)
-    with pytest.raises(TypeError, match=r"solvers that do: none \(tune runs on one device"):
-        rj.tune(rj.scale.shard(p), rj.Auto(), lam=1.0, steps=2)    # Auto is not named there
+    with pytest.raises(TypeError, match=r"Nystrom does not take a sharded problem in tune; "
+                       r"solvers that do: Primal"):
+        rj.tune(rj.scale.shard(p), rj.Nystrom(GAUSS, ROWS), lam=1.0, steps=2)
 
 
 def test_problem_checks_its_inputs_once():

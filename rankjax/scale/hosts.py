@@ -8,7 +8,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 
 
-def _slots(rows):
+def slots(rows):
     """``[m]`` the slot of every original row in the flattened layout of ``rows``."""
     flat = rows.reshape(-1)
     out = np.empty(int(np.count_nonzero(flat >= 0)), np.int32)

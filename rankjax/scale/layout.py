@@ -20,7 +20,7 @@ from .._core.sparse import (CSRMatrix, as_dense, host_sparse, is_csr, is_scipy_s
                             to_csr, to_scipy)
 from .._core.types import saveable
 from .folds import stacked_folds
-from .hosts import (_slots, agree_across_processes, local_device_count, local_rows,
+from .hosts import (slots, agree_across_processes, local_device_count, local_rows,
                     one_process, put_rows, to_layout)
 from .score import sharded_score
 
@@ -201,7 +201,7 @@ class ShardedData:
         a gather on the device)."""
         if not is_concrete(v):
             one_process("a sharded verb under jit")
-            return jnp.take(v, jnp.asarray(_slots(self.rows)), axis=row_axis)
+            return jnp.take(v, jnp.asarray(slots(self.rows)), axis=row_axis)
         v_local = local_rows(v, row_axis)
         v_local = np.moveaxis(v_local, row_axis, 0)
         flat = self.rows.reshape(-1)
@@ -230,18 +230,18 @@ class _Layout:
 _LEAVES = ("X", "y", "graph", "real", "valid", "source", "folds")
 
 
-def _flatten(d):
+def _flatten_sharded(d):
     return (tuple(getattr(d, k) for k in _LEAVES),
             (_Layout(d.rows), d.mesh, d.axis, d.num_features, d.num_queries))
 
 
-def _unflatten(aux, leaves):
+def _unflatten_sharded(aux, leaves):
     layout, mesh, axis, n, q = aux
     return ShardedData(**dict(zip(_LEAVES, leaves)), rows=layout.rows, mesh=mesh, axis=axis,
                        num_features=n, num_queries=q)
 
 
-jax.tree_util.register_pytree_node(ShardedData, _flatten, _unflatten)
+jax.tree_util.register_pytree_node(ShardedData, _flatten_sharded, _unflatten_sharded)
 
 
 
