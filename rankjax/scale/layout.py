@@ -230,15 +230,26 @@ class _Layout:
 _LEAVES = ("X", "y", "graph", "real", "valid", "source", "folds")
 
 
+def _layout_of(d):
+    """``d``'s layout key, hashed once per object (a flatten happens on every jit call)."""
+    lay = d.__dict__.get("_layout")
+    if lay is None or lay.rows is not d.rows:
+        lay = _Layout(d.rows)
+        object.__setattr__(d, "_layout", lay)
+    return lay
+
+
 def _flatten_sharded(d):
     return (tuple(getattr(d, k) for k in _LEAVES),
-            (_Layout(d.rows), d.mesh, d.axis, d.num_features, d.num_queries))
+            (_layout_of(d), d.mesh, d.axis, d.num_features, d.num_queries))
 
 
 def _unflatten_sharded(aux, leaves):
     layout, mesh, axis, n, q = aux
-    return ShardedData(**dict(zip(_LEAVES, leaves)), rows=layout.rows, mesh=mesh, axis=axis,
-                       num_features=n, num_queries=q)
+    d = ShardedData(**dict(zip(_LEAVES, leaves)), rows=layout.rows, mesh=mesh, axis=axis,
+                    num_features=n, num_queries=q)
+    object.__setattr__(d, "_layout", layout)
+    return d
 
 
 jax.tree_util.register_pytree_node(ShardedData, _flatten_sharded, _unflatten_sharded)
