@@ -12,8 +12,9 @@ On a cluster, start one process per host with the same coordinator (see the READ
 
     python examples/multihost.py --coordinator HOST0:12355 --num-processes 4 --process-id $RANK
 
-Process 0 prints one JSON line: the weights, the leave-query-out NDCG@10 of every λ and
-the CG weights, computed over all processes' queries; ``--out`` saves them (.npz).
+Process 0 prints one JSON line: the weights, the leave-query-out NDCG@10 of every λ, the
+CG weights and the λ that ``tune`` learns (its loss at each step and its model's weights),
+computed over all processes' queries; ``--out`` saves them (.npz).
 """
 import argparse
 import json
@@ -88,9 +89,12 @@ def main(args):
     holdout = rj.holdout(data, rj.Primal(), lams=lams).value
     ndcg = data.score(holdout.predictions, rj.ndcg, k=10)
     cg = rj.fit(data, rj.CG(tol=1e-12), lam=1.0).value
+    tuned = rj.tune(data, rj.Primal(), lam=1.0, steps=5)    # λ by descent on the hold-out loss
     result = dict(processes=jax.process_count(), devices=jax.device_count(),
                   weights=np.asarray(path.weights).tolist(),
-                  holdout_ndcg=np.asarray(ndcg).tolist(), cg_weights=np.asarray(cg.weights).tolist())
+                  holdout_ndcg=np.asarray(ndcg).tolist(), cg_weights=np.asarray(cg.weights).tolist(),
+                  tune_loss=np.asarray(tuned.loss_history).tolist(), tune_lam=float(tuned.lam),
+                  tune_weights=np.asarray(tuned.model.weights).tolist())
     if jax.process_index() == 0:
         print(json.dumps(result))
         if args.out:

@@ -470,6 +470,10 @@ def test_two_process_example_matches_single_process(tmp_path):
     np.testing.assert_allclose(got["cg_weights"],
                                rj.fit(rj.Problem(d.X, d.y, g), rj.CG(tol=1e-12), lam=1.0).value.weights,
                                rtol=1e-8, atol=1e-10)
+    tuned = rj.tune(rj.Problem(d.X, d.y, g), rj.Primal(), lam=1.0, steps=5)
+    np.testing.assert_allclose(got["tune_loss"], tuned.loss_history, rtol=1e-8)
+    np.testing.assert_allclose(got["tune_lam"], tuned.lam, rtol=1e-8)
+    np.testing.assert_allclose(got["tune_weights"], tuned.model.weights, rtol=1e-8, atol=1e-10)
 
 
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---

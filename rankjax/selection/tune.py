@@ -111,13 +111,13 @@ def check_loss(loss):
 def _loss(params, solver, data, folds, objective, loss):
     """The criterion on checked data (traced by the cores); a traced pair index outside
     ``[0, m)`` (unchecked under the caller's ``jit``) makes it NaN."""
-    X, y, graph = data[:3]
+    y, graph = data[1:3]
     pairs, temperature = objective
+    if loss == "squared":
+        return solver.cv_loss(params, data, folds)
     f = solver.cv_predictions(params, data, folds)
     if callable(loss):
         return loss(f, y, graph.segments()[0])
-    if loss == "squared":
-        return graph.loss(f, y) / X.shape[0]
     head, tail, weight = pairs
     ok = indices_ok(head, f.shape[0]) & indices_ok(tail, f.shape[0])
     return nan_unless(ok, _pairwise(f, head, tail, weight, temperature))
@@ -300,6 +300,9 @@ def tune(problem, solver=Primal(), *, lam: float = 1.0, folds=None, ard: bool = 
                         f"got {type(optimizer).__name__}")
     if problem.kind == "sharded" and folds is not None:
         raise TypeError("the hold-out of a sharded problem is leave-query-out: folds=None")
+    if problem.kind == "sharded" and loss != "squared" and jax.process_count() > 1:
+        raise NotImplementedError(f"tune of a sharded problem with several processes "
+                                  f"(jax.distributed) learns on loss='squared', got {loss!r}")
     folds = resolve_folds(graph, folds, seed, X.shape[0])
     params = solver.start_params(X.shape[1], X.dtype, lam, ard)
     if centres:

@@ -88,6 +88,12 @@ class AbstractSolver:
         """``[m]`` hold-out predictions at ``params`` (traced, differentiable)."""
         raise NotImplementedError
 
+    def cv_loss(self, params, data, folds):
+        r"""The hold-out RankRLS loss per row, :math:`(y - f')^T L (y - f') / m`, of
+        :meth:`cv_predictions` (traced, differentiable)."""
+        X, y, graph = data[:3]
+        return graph.loss(self.cv_predictions(params, data, folds), y) / X.shape[0]
+
     def plan(self, m: int, n: int, L: int, dtype, fold_rows: int) -> None:
         """Refuses up front (:class:`~rankjax.MemoryPlanError`) a hold-out of
         ``L`` λ on ``m x n`` rows (folds of up to ``fold_rows`` rows) that cannot fit, from

@@ -142,6 +142,13 @@ class Primal(AbstractSolver):
                             "shard it with rj.scale.shard(problem)")
         return super().prepare(problem.source) + (problem,)
 
+    def cv_loss(self, params, data, folds):
+        """The hold-out loss per row; a sharded problem's in its layout, one ``psum`` (no
+        process gathers another's rows)."""
+        if len(data) > 3:                               # a sharded problem (prepare)
+            return sharded.primal_cv_loss(params, data[3])
+        return super().cv_loss(params, data, folds)
+
     def fit(self, problem, lam):
         if problem.kind == "sharded":
             w = sharded.primal_fit(problem, lam)

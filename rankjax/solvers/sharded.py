@@ -20,7 +20,7 @@ from ..scale.layout import dense_only
 from .holdout import factored_holdout, holdout_from_system
 from .ridge import decompose_primal, primal_system, ridge_solve
 
-__all__ = ["primal_fit", "primal_path", "primal_holdout"]
+__all__ = ["primal_fit", "primal_path", "primal_holdout", "primal_cv_predictions", "primal_cv_loss"]
 
 
 def _system(X, y, graph, axis):
@@ -101,3 +101,28 @@ def primal_cv_predictions(params, data):
     f = _sharded_cv(Z, data.y, data.graph, jnp.exp(params["log_lam"]), data.folds, data.mesh,
                     data.axis)
     return data.unshard(f, 0)
+
+
+@partial(jax.jit, static_argnames=("mesh", "axis"))
+def _sharded_cv_loss(Z, y, graph, lam, folds, real, mesh, axis):
+    def local(Z, y, graph, lam, folds, real):
+        g = local_block(graph)
+        f = factored_holdout(Z, y, g, local_block(folds), lam,
+                             total=lambda a: lax.psum(a, axis))
+        rows = jnp.sum(jnp.where(real[0], g.counts, 0))    # the padding segment is not real
+        return lax.psum(g.loss(f, y), axis) / lax.psum(rows, axis)
+    spec = P(axis)
+    return jax.shard_map(local, mesh=mesh, in_specs=(spec, spec, spec, P(), spec, spec),
+                         out_specs=P())(Z, y, graph, lam, folds, real)
+
+
+def primal_cv_loss(params, data):
+    r"""The leave-query-out RankRLS loss per row, :math:`(y - f')^T L (y - f') / m`, of a
+    sharded problem at ``params``: each device's queries' term in the sharded layout,
+    joined by one ``psum`` (so it needs no process to gather another's rows: the loss of
+    :func:`rankjax.tune` with several processes)."""
+    dense_only(data, "rj.tune(scale.shard(...), Primal())")
+    s = params.get("log_scales")
+    Z = data.X if s is None else data.X * jnp.exp(s)
+    return _sharded_cv_loss(Z, data.y, data.graph, jnp.exp(params["log_lam"]), data.folds,
+                            data.real, data.mesh, data.axis)
