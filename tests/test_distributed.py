@@ -7,6 +7,7 @@ count is fixed when JAX starts, so ``test_two_simulated_devices_equal_one`` (def
 this module in a subprocess with ``XLA_FLAGS=--xla_force_host_platform_device_count=2``, and
 ``test_on_eight_simulated_devices`` (slow) with 8.
 """
+import dataclasses
 import os
 import pathlib
 import subprocess
@@ -28,7 +29,7 @@ several = pytest.mark.skipif(DEVICES < 2, reason="runs in the 2- and 8-device su
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EIGHT_ONLY = ["more_devices_than_queries"]
 """The tests that need 8 devices (more devices than queries); the rest run on 2 as well."""
-DEADLOCKS_ON_A_LOADED_CPU = ["vmap_of_a_sharded"]
+DEADLOCKS_ON_A_LOADED_CPU = ["vmap_of_a_sharded"]       # over γ and over scales
 """Run in the slow job only: ``vmap`` over γ of the sharded Nyström hold-out (its ``b x b``
 factorisations batched on every simulated device) can deadlock on XLA:CPU when the 2-core
 machine is busy: an all-reduce thunk holds a pool thread waiting for the other device, which
@@ -412,6 +413,55 @@ def test_vmap_of_a_sharded_nystrom_holdout_over_gamma():
     for run in (over_gamma,):
         want = np.asarray(run(p))
         np.testing.assert_allclose(run(s), want, rtol=1e-8, atol=1e-9 * np.abs(want).max())
+
+
+SCALES = np.array([[1.0, 0.5, 2.0, 1.0, 0.3, 1.5], [0.7, 1.0, 1.0, 3.0, 1.0, 0.2]])
+
+
+def _scaled_rows(q, s):
+    """``q`` with its rows times ``s [n]``: a sharded problem's layout ``X`` replaced (the
+    basis rows are read from it), a one-device problem rebuilt."""
+    if isinstance(q, rj.scale.ShardedData):
+        return dataclasses.replace(q, X=q.X * s)
+    return rj.Problem(q.X * s, q.y, q.graph)
+
+
+@several
+def test_vmap_of_a_sharded_nystrom_holdout_over_scales():
+    """Per-feature scales by replacing the layout's rows: the basis rows are read from the
+    replaced rows (not from the unscaled problem the sharded one was built from)."""
+    X, y, qid = _data(5)
+    p = rj.Problem(X, y, qid)
+    s = rj.scale.shard(p)
+    solver = rj.Nystrom(rj.gaussian_kernel(0.1), rj.Basis(40, method="uniform"))
+    lams = jnp.array([0.3, 3.0])
+
+    def over_scales(q):
+        return jax.vmap(lambda sc: rj.holdout(_scaled_rows(q, sc), solver, lams=lams)
+                        .value.predictions)(jnp.asarray(SCALES))
+    want = np.asarray(over_scales(p))
+    np.testing.assert_allclose(over_scales(s), want, rtol=1e-8, atol=1e-9 * np.abs(want).max())
+
+
+@several
+def test_jit_of_sharded_kernel_solvers_on_replaced_rows():
+    """``jit`` over scales of a sharded Nyström hold-out and FALKON fit: equal to the
+    one-device hold-out of the scaled rows, and to FALKON on the sharded scaled problem."""
+    X, y, qid = _data(5)
+    p = rj.Problem(X, y, qid)
+    s = rj.scale.shard(p)
+    basis = rj.Basis(40, method="uniform")
+    nys = rj.Nystrom(rj.gaussian_kernel(0.1), basis)
+    lams = jnp.array([0.3, 3.0])
+    sc = jnp.asarray(SCALES[0])
+    got = jax.jit(lambda v: rj.holdout(_scaled_rows(s, v), nys, lams=lams).value.predictions)(sc)
+    want = np.asarray(rj.holdout(_scaled_rows(p, sc), nys, lams=lams).value.predictions)
+    np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-9 * np.abs(want).max())
+    fal = rj.Falkon(rj.gaussian_kernel(0.1), basis, options=rj.CG(tol=1e-13, max_iter=300))
+    got = jax.jit(lambda v: rj.predict(rj.fit(_scaled_rows(s, v), fal, lam=1.0).value, X * v))(sc)
+    ref = rj.scale.shard(rj.Problem(X * np.asarray(sc), y, qid))
+    want = np.asarray(rj.predict(rj.fit(ref, fal, lam=1.0).value, X * np.asarray(sc)))
+    np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-8 * np.abs(want).max())
 
 
 @several

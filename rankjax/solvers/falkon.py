@@ -318,12 +318,14 @@ class Falkon(AbstractSolver):
         return Solution(model, r.result, r.stats())
 
     def _fit_sharded(self, data, lam):
-        """FALKON on a sharded problem: the basis drawn among the rows it was built from
-        (``data.source``), each device's ``K_mR`` block, one ``psum`` per product."""
+        """FALKON on a sharded problem: the basis chosen among the rows it was built from
+        (``data.source``) and read from ``data.X``, each device's ``K_mR`` block, one ``psum``
+        per product."""
         if data.y.ndim != 1:
             raise ValueError("Falkon solves one output: fit one column of y at a time (or vmap)")
         X = dense_rows(data.source)
         index, B = take_basis(X, self.basis, ranking_form(self.kernel, data.graph))
+        B = B._replace(X=data.take_rows(index, B.X.shape[0]))   # the rows of data.X, replaced or not
         bp = B.X.shape[0]
         u = 3 * bp if self.precond_rows is None else self.precond_rows
         block_rows = kmr_block_rows(data.rows.shape[1], bp, X.dtype.itemsize, self.block_rows)

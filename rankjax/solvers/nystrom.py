@@ -233,13 +233,15 @@ class Nystrom(AbstractSolver):
 
     def _holdout_sharded(self, data, lams):
         """Leave-query-out of a sharded problem in row blocks on every device, the basis
-        drawn among the rows it was built from (``data.source``)."""
+        chosen among the rows it was built from (``data.source``) and read from ``data.X``
+        (a replaced ``X``, scaled under ``vmap``, gives its own basis rows)."""
         dense_only(data, "rj.holdout(scale.shard(...), Nystrom(...))")
         if data.num_queries < 2:               # leaving the one query out trains on nothing
             raise ValueError("the sharded hold-out needs at least 2 queries (leave-query-out)")
         X = dense_rows(data.source)
         lams = lams.astype(data.X.dtype)
         index, B = self.take(X, graph=data.graph)
+        B = B._replace(X=data.take_rows(index, B.X.shape[0]))   # the rows of data.X, replaced or not
         rows = self.block_rows or BATCH_ROWS
         D, width = data.rows.shape
         nystrom_plan(width, X.shape[1], B.X.shape[0], data.X.dtype, L=lams.shape[0],
