@@ -195,18 +195,20 @@ class ShardedData:
         return dataclasses.replace(self, y=jax.lax.with_sharding_constraint(
             v, NamedSharding(self.mesh, P(self.axis))))
 
-    def take_rows(self, index, size: int):
-        """``[size, n]`` the rows ``index [b]`` (this process's original row numbers, host or
-        traced) of the layout's ``X``, zero beyond ``b``: a gather on the device, so a
-        replaced ``X`` (scaled features under ``vmap``) gives its own rows. One process: with
-        several, each would gather different rows into a replicated value."""
+    def basis_from_layout(self, index, basis):
+        """``basis`` (a ``BasisRows`` of ``b_pad`` rows chosen as ``index [b]``, this
+        process's original row numbers, host or traced) with its rows read from the
+        layout's ``X``, zero beyond ``b``: a gather on the device, so a replaced ``X`` (scaled
+        features under ``vmap``) gives its own basis rows. One process: with several, each
+        would gather different rows into a replicated value."""
         if jax.process_count() > 1:
             raise NotImplementedError("a basis of a sharded problem (Nystrom, Falkon) is drawn "
                                       "with one process: with several (jax.distributed), use "
                                       "rj.Primal() or rj.CG()")
-        b = index.shape[0]
+        b, size = index.shape[0], basis.X.shape[0]
         pos = jnp.zeros(size, jnp.int32).at[:b].set(jnp.asarray(slots(self.rows))[index])
-        return jnp.where((jnp.arange(size) < b)[:, None], jnp.take(self.X, pos, axis=0), 0)
+        return basis._replace(X=jnp.where((jnp.arange(size) < b)[:, None],
+                                          jnp.take(self.X, pos, axis=0), 0))
 
     def unshard(self, v, row_axis: int = -1):
         """Values in the sharded layout (rows along ``row_axis``) back to this

@@ -325,7 +325,7 @@ class Falkon(AbstractSolver):
             raise ValueError("Falkon solves one output: fit one column of y at a time (or vmap)")
         X = dense_rows(data.source)
         index, B = take_basis(X, self.basis, ranking_form(self.kernel, data.graph))
-        B = B._replace(X=data.take_rows(index, B.X.shape[0]))   # the rows of data.X, replaced or not
+        B = data.basis_from_layout(index, B)       # the rows of data.X, replaced or not
         bp = B.X.shape[0]
         u = 3 * bp if self.precond_rows is None else self.precond_rows
         block_rows = kmr_block_rows(data.rows.shape[1], bp, X.dtype.itemsize, self.block_rows)

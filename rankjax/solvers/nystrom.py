@@ -241,7 +241,7 @@ class Nystrom(AbstractSolver):
         X = dense_rows(data.source)
         lams = lams.astype(data.X.dtype)
         index, B = self.take(X, graph=data.graph)
-        B = B._replace(X=data.take_rows(index, B.X.shape[0]))   # the rows of data.X, replaced or not
+        B = data.basis_from_layout(index, B)       # the rows of data.X, replaced or not
         rows = self.block_rows or BATCH_ROWS
         D, width = data.rows.shape
         nystrom_plan(width, X.shape[1], B.X.shape[0], data.X.dtype, L=lams.shape[0],

@@ -81,39 +81,36 @@ def primal_holdout(data, lams):
 
 
 
-@partial(jax.jit, static_argnames=("mesh", "axis"))
-def _sharded_cv(Z, y, graph, lam, folds, mesh, axis):
-    def local(Z, y, graph, lam, folds):
-        return factored_holdout(Z, y, local_block(graph), local_block(folds), lam,
-                                total=lambda a: lax.psum(a, axis))
+@partial(jax.jit, static_argnames=("mesh", "axis", "loss"))
+def _sharded_cv(Z, y, graph, lam, folds, real, mesh, axis, loss):
+    """The factored leave-query-out predictions in the layout, or (``loss``) their RankRLS
+    loss per row, each device's term joined by one ``psum``."""
+    def local(Z, y, graph, lam, folds, real):
+        g = local_block(graph)
+        f = factored_holdout(Z, y, g, local_block(folds), lam,
+                             total=lambda a: lax.psum(a, axis))
+        if not loss:
+            return f
+        rows = jnp.sum(jnp.where(real[0], g.counts, 0))    # the padding segment is not real
+        return lax.psum(g.loss(f, y), axis) / lax.psum(rows, axis)
     spec = P(axis)
-    return jax.shard_map(local, mesh=mesh, in_specs=(spec, spec, spec, P(), spec),
-                         out_specs=spec)(Z, y, graph, lam, folds)
+    return jax.shard_map(local, mesh=mesh, in_specs=(spec, spec, spec, P(), spec, spec),
+                         out_specs=P() if loss else spec)(Z, y, graph, lam, folds, real)
+
+
+def _cv(params, data, what, loss):
+    dense_only(data, what)
+    s = params.get("log_scales")
+    Z = data.X if s is None else data.X * jnp.exp(s)
+    return _sharded_cv(Z, data.y, data.graph, jnp.exp(params["log_lam"]), data.folds,
+                       data.real, data.mesh, data.axis, loss)
 
 
 def primal_cv_predictions(params, data):
     """``[m]`` the differentiable leave-query-out predictions of this process's rows (original
     order) at ``params`` (``log_lam``, ARD ``log_scales``): the primal factored hold-out with
     the global system by one ``psum``, each device holding out its own queries."""
-    dense_only(data, "rj.tune(scale.shard(...), Primal())")
-    s = params.get("log_scales")
-    Z = data.X if s is None else data.X * jnp.exp(s)
-    f = _sharded_cv(Z, data.y, data.graph, jnp.exp(params["log_lam"]), data.folds, data.mesh,
-                    data.axis)
-    return data.unshard(f, 0)
-
-
-@partial(jax.jit, static_argnames=("mesh", "axis"))
-def _sharded_cv_loss(Z, y, graph, lam, folds, real, mesh, axis):
-    def local(Z, y, graph, lam, folds, real):
-        g = local_block(graph)
-        f = factored_holdout(Z, y, g, local_block(folds), lam,
-                             total=lambda a: lax.psum(a, axis))
-        rows = jnp.sum(jnp.where(real[0], g.counts, 0))    # the padding segment is not real
-        return lax.psum(g.loss(f, y), axis) / lax.psum(rows, axis)
-    spec = P(axis)
-    return jax.shard_map(local, mesh=mesh, in_specs=(spec, spec, spec, P(), spec, spec),
-                         out_specs=P())(Z, y, graph, lam, folds, real)
+    return data.unshard(_cv(params, data, "rj.tune(scale.shard(...), Primal())", False), 0)
 
 
 def primal_cv_loss(params, data):
@@ -121,8 +118,4 @@ def primal_cv_loss(params, data):
     sharded problem at ``params``: each device's queries' term in the sharded layout,
     joined by one ``psum`` (so it needs no process to gather another's rows: the loss of
     :func:`rankjax.tune` with several processes)."""
-    dense_only(data, "rj.tune(scale.shard(...), Primal())")
-    s = params.get("log_scales")
-    Z = data.X if s is None else data.X * jnp.exp(s)
-    return _sharded_cv_loss(Z, data.y, data.graph, jnp.exp(params["log_lam"]), data.folds,
-                            data.real, data.mesh, data.axis)
+    return _cv(params, data, "rj.tune(scale.shard(...), Primal())", True)
