@@ -81,10 +81,11 @@ def primal_holdout(data, lams):
 
 
 
-@partial(jax.jit, static_argnames=("mesh", "axis", "loss"))
-def _sharded_cv(Z, y, graph, lam, folds, real, mesh, axis, loss):
-    """The factored leave-query-out predictions in the layout, or (``loss``) their RankRLS
-    loss per row, each device's term joined by one ``psum``."""
+@partial(jax.jit, static_argnames=("loss",))
+def _sharded_cv(data, Z, lam, loss):
+    """The factored leave-query-out predictions of ``data`` (its rows ``Z``) in the layout,
+    or (``loss``) their RankRLS loss per row, each device's term joined by one ``psum``."""
+    axis = data.axis
     def local(Z, y, graph, lam, folds, real):
         g = local_block(graph)
         f = factored_holdout(Z, y, g, local_block(folds), lam,
@@ -94,16 +95,16 @@ def _sharded_cv(Z, y, graph, lam, folds, real, mesh, axis, loss):
         rows = jnp.sum(jnp.where(real[0], g.counts, 0))    # the padding segment is not real
         return lax.psum(g.loss(f, y), axis) / lax.psum(rows, axis)
     spec = P(axis)
-    return jax.shard_map(local, mesh=mesh, in_specs=(spec, spec, spec, P(), spec, spec),
-                         out_specs=P() if loss else spec)(Z, y, graph, lam, folds, real)
+    return jax.shard_map(local, mesh=data.mesh, in_specs=(spec, spec, spec, P(), spec, spec),
+                         out_specs=P() if loss else spec)(Z, data.y, data.graph, lam,
+                                                          data.folds, data.real)
 
 
 def _cv(params, data, what, loss):
     dense_only(data, what)
     s = params.get("log_scales")
     Z = data.X if s is None else data.X * jnp.exp(s)
-    return _sharded_cv(Z, data.y, data.graph, jnp.exp(params["log_lam"]), data.folds,
-                       data.real, data.mesh, data.axis, loss)
+    return _sharded_cv(data, Z, jnp.exp(params["log_lam"]), loss)
 
 
 def primal_cv_predictions(params, data):
