@@ -118,15 +118,90 @@ def cholesky_solve(G, b, lam):
     return lax.linalg.triangular_solve(C.T, z, left_side=True, lower=False).reshape(b.shape)
 
 
-def by_lane(lams, shared, direct, floor):
-    """``[L, ...]``: lane ``i`` is ``shared[i]`` (the grid's shared decomposition) where
-    ``lams[i] >= floor`` and ``direct(lams[i])`` (its own factorisation) below it; one λ at a
-    time (``lax.map``), so only the lanes below the floor pay for a factor."""
+def _lane_loop(lams, shared, floor, fn, consts):
+    """:func:`by_lane` of one problem: ``lax.map`` over λ, a ``cond`` per lane."""
     def one(a):
         lam, x = a
         return lax.cond(lam >= floor, lambda: x,
-                        lambda: jax.tree.map(lambda d, s: d.astype(s.dtype), direct(lam), x))
+                        lambda: jax.tree.map(lambda d, s: d.astype(s.dtype), fn(lam, *consts), x))
     return lax.map(one, (lams, shared))
+
+
+def _lane_batches(n, batched, lams, shared, floor, consts, fn):
+    """The batching rule of :func:`by_lane` (``n`` problems at once, a ``vmap`` over γ, scales
+    or labels): one λ at a time, a ``cond`` outside the batch that factors only when some
+    problem's lane lies below its floor, then that λ's factor for every problem (``vmap``
+    would otherwise turn the per-lane ``cond`` into a select that factors in every lane)."""
+    lb, sb, fb, cb = batched
+    front = lambda v, b: v if b else jnp.broadcast_to(v, (n,) + jnp.shape(v))  # noqa: E731
+    lams_n = front(lams, lb)                                                  # [n, L]
+    shared_n = jax.tree.map(front, shared, sb)                                # [n, L, ...]
+    floor_n = front(floor, fb)                                                # [n]
+    axes = [0 if b else None for b in cb]
+
+    def one(a):
+        lam, x = a                                                            # [n], [n, ...]
+        low = lam < floor_n
+
+        def factor():
+            d = jax.vmap(fn, in_axes=(0, *axes))(lam, *consts)
+            return jax.tree.map(lambda d, s: jnp.where(
+                low.reshape((n,) + (1,) * (s.ndim - 1)), d.astype(s.dtype), s), d, x)
+        return lax.cond(jnp.any(low), factor, lambda: x)
+
+    out = lax.map(one, jax.tree.map(lambda v: jnp.moveaxis(v, 1, 0), (lams_n, shared_n)))
+    return jax.tree.map(lambda v: jnp.moveaxis(v, 0, 1), out), jax.tree.map(lambda _: True, out)
+
+
+def _pure(direct, lam):
+    """``(fn, consts)``: ``direct`` as a function of ``(lam, *consts)`` of every array it
+    closes over (batched and differentiated ones too: ``custom_vmap`` and ``custom_jvp`` take
+    no closed-over tracers)."""
+    from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
+    closed, shape = jax.make_jaxpr(direct, return_shape=True)(lam)
+    j = closed.jaxpr
+    body = jaxpr_as_fun(ClosedJaxpr(j.replace(constvars=[], invars=[*j.constvars, *j.invars]),
+                                    ()))
+    tree = jax.tree.structure(shape)
+    return (lambda lam, *c: jax.tree.unflatten(tree, body(*c, lam))), list(closed.consts)
+
+
+def by_lane(lams, shared, direct, floor):
+    """``[L, ...]``: lane ``i`` is ``shared[i]`` (the grid's shared decomposition) where
+    ``lams[i] >= floor`` and ``direct(lams[i])`` (its own factorisation) below it; one λ at a
+    time (``lax.map``), so only the lanes below the floor pay for a factor, under ``vmap`` too
+    (a batching rule factors a λ only when some problem of the batch needs it). A tangent
+    or gradient factors every lane (a ``cond`` batched inside a derivative cannot be
+    transposed; a select of every lane's tangent can)."""
+    fn, consts = _pure(direct, lams[0])
+
+    @jax.custom_batching.custom_vmap
+    def lanes(lams, shared, floor, consts):
+        return _lane_loop(lams, shared, floor, fn, consts)
+
+    lanes.def_vmap(lambda n, batched, *args: _lane_batches(n, batched, *args, fn))
+
+    @jax.custom_jvp
+    def run(lams, shared, floor, consts):
+        return lanes(lams, shared, floor, consts)
+
+    @run.defjvp
+    def _tangent(primals, tangents):
+        lams, shared, floor, consts = primals
+        dlams, dshared, _, dconsts = tangents
+        keep = lams >= floor
+        # every lane's factor and a select, no cond: a cond batched inside a derivative
+        # selects tangents through stop_gradient, which reverse mode cannot transpose
+        dd = lax.map(lambda a: jax.jvp(lambda lam, c: fn(lam, *c), (a[0], consts),
+                                       (a[1], dconsts))[1], (lams, dlams))
+
+        def pick(s, t, d):
+            if not jnp.issubdtype(s.dtype, jnp.inexact):
+                return np.zeros(s.shape, jax.dtypes.float0)
+            return jnp.where(keep.reshape(keep.shape + (1,) * (s.ndim - 1)), t, d.astype(s.dtype))
+        return run(lams, shared, floor, consts), jax.tree.map(pick, shared, dshared, dd)
+
+    return run(lams, shared, floor, consts)
 
 
 def eigh_solve(eig: Eigh, b, lam):
