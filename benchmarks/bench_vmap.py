@@ -11,7 +11,9 @@ their ratio (the acceptance bound is 2), the largest relative difference of the 
 (the accuracy check) and the peak resident memory. Then one line per solver and axis:
 ``vmap_gamma`` (``Dual``, ``Nystrom``, ``Falkon``) and ``vmap_labels`` (every solver), the
 vmapped and looped run seconds, their ratio and difference (and the native multi-output
-fit's seconds where the solver takes one).
+fit's seconds where the solver takes one). Last, ``rj.holdout`` (leave-query-out, the 8 λ)
+vmapped over 4 γ (``holdout_gamma``: ``Dual``, ``Nystrom``) and over 4 per-feature scale
+vectors (``holdout_scales``: ``Primal``) against a jitted loop of hold-outs (issue 77).
 
     python benchmarks/bench_vmap.py --save benchmarks/vmap.jsonl   # about two minutes, 2 cores
     python benchmarks/bench_vmap.py --lines benchmarks/vmap.jsonl --readme README.md
@@ -52,8 +54,12 @@ def table(lines):
     """The README's ``vmap`` block: one row per (axis, solver) from the run's lines."""
     what = {"vmap_fit_vs_path": ("λ (8 values)", "its λ path", "path_run_s"),
             "vmap_gamma": ("γ (4 values)", "a jitted loop of fits", "loop_run_s"),
-            "vmap_labels": (f"label columns ({LABELS})", "a jitted loop of fits", "loop_run_s")}
-    rows = ["| `vmap` of `rj.fit` over | solver | vmapped s | against | its s | ratio | "
+            "vmap_labels": (f"label columns ({LABELS})", "a jitted loop of fits", "loop_run_s"),
+            "holdout_gamma": ("γ (4 values), `rj.holdout` of 8 λ", "a jitted loop of hold-outs",
+                              "loop_run_s"),
+            "holdout_scales": ("feature scales (4 vectors), `rj.holdout` of 8 λ",
+                               "a jitted loop of hold-outs", "loop_run_s")}
+    rows = ["| `vmap` over | solver | vmapped s | against | its s | ratio | "
             "largest relative difference |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for ln in lines:
         if ln["name"] not in what:
@@ -96,6 +102,7 @@ def main():
              max_rel_diff=float(np.max(np.abs(fv - fp)) / np.max(np.abs(fp))),
              peak_rss_gb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3))
     other_axes(X, np.asarray(d.y, np.float32), np.asarray(d.qid))
+    holdout_axes(X, np.asarray(d.y, np.float32), np.asarray(d.qid))
     emit(name="vmap_run", machine=platform.machine(), cores=os.cpu_count(), jax=jax.__version__)
     if a.save:
         save_lines(a.save, EMITTED)
@@ -150,6 +157,39 @@ def other_axes(X, y, qid):
         line("vmap_labels", name, X, lambda X, Y, fit=fit: jax.vmap(lambda yy: fit(X, yy))(Y),
              lambda X, Y, fit=fit: jnp.stack([fit(X, Y[i]) for i in range(Y.shape[0])]),
              (Xj, Y), native)
+
+
+SCALES = 4
+
+
+def holdout_axes(X, y, qid):
+    """``rj.holdout`` (leave-query-out, the 8 λ) vmapped over 4 γ and over 4 per-feature
+    scale vectors against the jitted loop of hold-outs: ``[4, 8, m]`` predictions."""
+    g0 = 1.0 / (X.shape[1] * float(np.var(X)))
+    gammas = jnp.asarray(g0 * np.asarray(GAMMA_FACTORS), jnp.float32)
+    graph = rj.query_graph(qid)
+    folds = rj.make_folds(graph)
+    lams = jnp.asarray(LAMS)
+    basis = rj.Basis(300, method="uniform")
+    Xj = jnp.asarray(X)
+
+    def cases():
+        for name, make in {"Dual(gaussian)": lambda g: rj.Dual(rj.gaussian_kernel(g)),
+                           "Nystrom(gaussian, 300)": lambda g: rj.Nystrom(rj.gaussian_kernel(g),
+                                                                          basis)}.items():
+            yield "holdout_gamma", name, (lambda X, g, make=make: (X, make(g))), gammas
+        rng = np.random.default_rng(1)
+        S = jnp.asarray(np.exp(0.3 * rng.standard_normal((SCALES, X.shape[1]))), jnp.float32)
+        yield "holdout_scales", "Primal", (lambda X, s: (X * s, rj.Primal())), S
+
+    for name, solver, prepare, axis in cases():
+        def hold(X, a, prepare=prepare):
+            Z, s = prepare(X, a)
+            return rj.holdout(rj.Problem(Z, y, graph), s, lams=lams,
+                              folds=folds).value.predictions
+        line(name, solver, X, lambda X, A, hold=hold: jax.vmap(lambda a: hold(X, a))(A),
+             lambda X, A, hold=hold: jnp.stack([hold(X, A[i]) for i in range(A.shape[0])]),
+             (Xj, axis))
 
 
 if __name__ == "__main__":

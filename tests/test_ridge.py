@@ -94,3 +94,48 @@ def test_reduced_dual_system_is_s_k_s_on_the_range_of_s(rng, normalized, grid, m
     assert np.allclose(np.sort(vals), np.sort(full)[-vals.size:], atol=tol)
     assert np.abs(np.sort(full)[:-vals.size]).max() < tol               # what was left out is 0
     assert float(low) == pytest.approx(np.sort(full)[-vals.size], abs=tol)
+
+
+def _by_lane_case(g, lams, batched_rule):
+    """A λ grid whose lanes below ``floor`` take their own factor: ``by_lane`` (its batching
+    rule and tangent) or the plain ``cond`` loop it replaces."""
+    import jax
+    from jax import lax
+    from rankjax.solvers.ridge import by_lane, cholesky_solve
+    A = jnp.array([[2.0, 0.5, 0.1], [0.5, 1.0, 0.2], [0.1, 0.2, 3.0]]) * g
+    b = jnp.array([1.0, 2.0, -1.0]) * (1 + g)
+    shared = jax.vmap(lambda lam: 2 * cholesky_solve(A, b, lam) + 1)(lams)  # marks shared lanes
+    direct = lambda lam: (cholesky_solve(A, b, lam), jnp.arange(3, dtype=jnp.int32))  # noqa: E731
+    both = (shared, jnp.zeros((lams.shape[0], 3), jnp.int32))
+    floor = 0.5 * g
+    if batched_rule:
+        return by_lane(lams, both, direct, floor)[0]
+    return lax.map(lambda a: lax.cond(a[0] >= floor, lambda: a[1], lambda: direct(a[0])),
+                   (lams, both))[0]
+
+
+def test_by_lane_under_vmap_jit_and_grad_equals_the_plain_loop():
+    """The batching rule (a λ factored only when some problem of the batch needs it) and the
+    tangent (a select of every lane's factor) give the plain ``cond`` loop's values and
+    derivatives, to rounding, over γ, over λ grids, nested, and under ``grad`` of ``vmap``."""
+    import jax
+    with jax.enable_x64(True):
+        lams = jnp.array([0.1, 1.0, 10.0])
+        gs = jnp.array([0.01, 1.0, 30.0])        # below every floor, some, none
+        f = lambda g, ls, r: _by_lane_case(g, ls, r)                           # noqa: E731
+        s = lambda g, r: f(g, lams, r).sum()                                   # noqa: E731
+        cases = [lambda r: f(1.0, lams, r),
+                 lambda r: jax.vmap(f, (0, None, None))(gs, lams, r),
+                 lambda r: jax.jit(jax.vmap(f, (0, None, None)), static_argnums=2)(gs, lams, r),
+                 lambda r: jax.vmap(f, (None, 0, None))(1.0, jnp.stack([lams, lams / 100]), r),
+                 lambda r: jax.vmap(jax.vmap(f, (0, None, None)), (0, None, None))(
+                     jnp.stack([gs, 2 * gs]), lams, r),
+                 lambda r: jax.grad(s)(1.0, r),
+                 lambda r: jax.vmap(jax.grad(s), (0, None))(gs, r),
+                 lambda r: jax.grad(lambda g: jax.vmap(f, (0, None, None))(g, lams, r).sum())(gs),
+                 lambda r: jax.jacfwd(s)(1.0, r)]
+        for case in cases:
+            fast, plain = case(True), case(False)
+            np.testing.assert_allclose(fast, plain, rtol=1e-12, atol=1e-12)
+        mixed = jax.vmap(f, (0, None, None))(gs, lams, True)
+        assert np.any(mixed[0] != mixed[2])      # lanes of both kinds were taken
