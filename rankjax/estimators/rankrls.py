@@ -19,13 +19,11 @@ from ..selection.edges import EXTEND
 from ..graphs.build import identity_graph
 from ..kernels import linear_kernel
 from ..metrics import ndcg
-from ..solvers import (CG, AbstractSolver, Auto, Basis, Dual, Falkon, Nystrom, Primal, is_linear,
+from ..solvers import (CG, AbstractSolver, Auto, Basis, Nystrom, is_linear,
                        predict)
 from .base import Ranker, nan_last
 from .defaults import basis_spec, gamma_value, make_kernel
 
-SOLVERS = ("auto", "primal", "dual", "nystrom", "cg", "falkon")
-"""``RankRLS(solver=...)``: the solver of the fit, in scikit-learn's string style."""
 
 
 class RankRLS(Ranker):
@@ -97,7 +95,7 @@ class RankRLS(Ranker):
 
     @property
     def evals_axis(self):
-        return ("CG iteration", 0, True) if self.solver in ("cg", "falkon") else ("grid point", 0, False)
+        return ("CG iteration", 0, True) if hasattr(self, "n_iter_") else ("grid point", 0, False)
 
     def _graph(self, seg, y, weights=None):
         if self.graph == "identity":
@@ -111,23 +109,20 @@ class RankRLS(Ranker):
         """Fits the model of ``lam`` by :func:`rankjax.fit`; an ``eval_set`` (as LightGBM's
         and XGBoost's, with ``eval_qid``/``eval_group``) is the validation data of early
         stopping for ``solver="cg"``/``"falkon"``."""
-        if not isinstance(self.solver, AbstractSolver) and self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS} or a solver object (a "
-                             f"rankjax.AbstractSolver), got {self.solver!r}")
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         weights = self._weights(seg, sample_weight, group_weight)
         self._check_routing(qid, group, seg)
         X = self._mapped(X, y, seg)
+        solver = self._solver(X)
         valid = None
         if eval_set is not None:
-            if self.solver not in ("cg", "falkon"):
+            if not solver.stops_early:
                 raise ValueError("eval_set is the early-stopping data of solver='cg' or "
                                  "'falkon'; RankRLSCV chooses λ on it")
             valid = Problem(*self._eval_data(eval_set, eval_qid, eval_group))
-        elif self.solver in ("cg", "falkon") and self.lam == 0:
+        elif solver.stops_early and self.lam == 0:
             raise ValueError("lam=0 is early stopping alone: give an eval_set, or lam > 0")
         problem = Problem(X, y, self._graph(seg, y, weights), valid=valid)
-        solver = self._solver(X)
         steps = _log.Stages(1, "RankRLS fit", self.verbose)
         for _ in steps:
             sol = _fit(problem, solver, lam=self.lam)
@@ -160,26 +155,10 @@ class RankRLS(Ranker):
         if isinstance(self.solver, AbstractSolver):
             return self.solver
         kern = self._fit_kernel(X)
-        linear = kern is None
         b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state,
                        _log.check_verbose(self.verbose))
-        if self.solver in ("primal", "cg") and not linear:
-            raise ValueError(f"solver={self.solver!r} fits the linear model: drop kernel= or use "
-                             "solver='dual', 'nystrom' or 'falkon'")
-        if self.solver in ("nystrom", "falkon") and b is None:
-            b = Basis(min(2000, X.shape[0]), seed=self.random_state)
-        kern = linear_kernel() if linear else kern
-        if self.solver == "primal":
-            return Primal()
-        if self.solver == "dual":
-            return Dual(None if linear else kern)
-        if self.solver == "cg":
-            return self._loop()
-        if self.solver == "nystrom" or (self.solver == "auto" and b is not None):
-            return Nystrom(kern, b)
-        if self.solver == "falkon":
-            return Falkon(kern, b, options=self._loop())
-        return Auto() if linear else Dual(kern)
+        return Auto.named(self.solver, kern, b, self._loop(),
+                          Basis(min(2000, X.shape[0]), seed=self.random_state))
 
     def _scores(self, X):
         return predict(self.model_, X if is_linear(self.model_) else as_dense(X))
@@ -280,10 +259,7 @@ class RankRLSCV(RankRLS):
         valid = None if eval_set is None else self._eval_data(eval_set, eval_qid, eval_group)
         kernels = [make_kernel(self.kernel, gamma, self.degree, self.coef0)
                    for gamma in self._gamma_grid(X)]
-        if b is not None:
-            solvers = [Nystrom(linear_kernel() if k is None else k, b) for k in kernels]
-        else:
-            solvers = [Auto() if k is None else Dual(k) for k in kernels]
+        solvers = [Auto.named("auto", k, b) for k in kernels]
         verbose = _log.check_verbose(self.verbose)
         lams = np.asarray(self.lams, dtype=np.float64)
         with warnings.catch_warnings(record=True) as caught:

@@ -6,7 +6,10 @@ from .base import AbstractSolver, solver
 from .dual import Dual
 from .primal import Primal
 
-__all__ = ["Auto"]
+__all__ = ["Auto", "NAMES"]
+
+NAMES = ("auto", "primal", "dual", "nystrom", "cg", "falkon")
+"""The solvers by name (the estimators' ``solver=`` strings, scikit-learn's style)."""
 
 
 @saveable
@@ -38,6 +41,44 @@ class Auto(AbstractSolver):
             return Primal()
         m, n = problem.X.shape
         return Dual() if n > m else Primal()
+
+    @staticmethod
+    def named(name, kernel=None, basis=None, loop=None, default_basis=None):
+        """The solver ``name`` (one of :data:`NAMES`) stands for: the one place a string
+        becomes a solver. ``kernel`` ``None`` is the linear model; ``basis`` a
+        :class:`~rankjax.Basis` or ``None`` (``"nystrom"``/``"falkon"`` then take
+        ``default_basis``); ``loop`` the :class:`~rankjax.CG` of ``"cg"`` and FALKON's
+        iterations. ``"auto"`` is the closed form the data needs: ``Nystrom`` with a basis,
+        ``Dual`` with a kernel, else ``Auto()`` (``Primal`` or the linear ``Dual`` by shape).
+
+        Example:
+          >>> import rankjax as rj
+          >>> rj.Auto.named("dual", rj.gaussian_kernel(0.5))
+          Dual(kernel=Kernel(kind='gaussian', gamma=0.5, coef0=1.0, degree=2, shift=False), block_size=None)
+        """
+        from ..kernels import linear_kernel
+        from .falkon import Falkon
+        from .nystrom import Nystrom
+        if name not in NAMES:
+            raise ValueError(f"solver must be one of {NAMES} or a solver object (a "
+                             f"rankjax.AbstractSolver), got {name!r}")
+        if name in ("primal", "cg") and kernel is not None:
+            raise ValueError(f"solver={name!r} fits the linear model: drop kernel= or use "
+                             "solver='dual', 'nystrom' or 'falkon'")
+        k = linear_kernel() if kernel is None else kernel
+        if name in ("nystrom", "falkon"):
+            basis = default_basis if basis is None else basis
+        if name == "primal":
+            return Primal()
+        if name == "dual":
+            return Dual(kernel)
+        if name == "cg":
+            return loop
+        if name == "falkon":
+            return Falkon(k, basis, options=loop)
+        if name == "nystrom" or basis is not None:
+            return Nystrom(k, basis)
+        return Auto() if kernel is None else Dual(kernel)
 
     def fit(self, problem, lam):
         return self.resolve(problem).fit(problem, lam)

@@ -62,6 +62,9 @@ class AbstractSolver:
     """
 
     kinds: ClassVar[Dict[str, Tuple[str, ...]]] = {}
+    stops_early: ClassVar[bool] = False
+    """True for an iterative solver that stops early on a problem's validation rows (the
+    estimators' ``eval_set``)."""
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)

@@ -86,6 +86,7 @@ class CG(AbstractSolver):
     higher_is_better: Optional[bool] = None
 
     kinds = {"fit": ("features", "kernel", "sharded")}
+    stops_early = True
 
     def __post_init__(self):
         if self.tol is not None:           # 0: run max_iter iterations

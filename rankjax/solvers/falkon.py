@@ -284,6 +284,7 @@ class Falkon(AbstractSolver):
         return problem.valid is not None           # early stopping regularises
 
     kinds = {"fit": ("features", "sharded")}
+    stops_early = True
 
     def fit(self, problem, lam):
         if problem.kind == "sharded":
