@@ -19,11 +19,9 @@ from ..selection.edges import EXTEND
 from ..graphs.build import identity_graph
 from ..kernels import linear_kernel
 from ..metrics import ndcg
-from ..solvers import (CG, AbstractSolver, Auto, Basis, Nystrom, is_linear,
-                       predict)
+from ..solvers import CG, AbstractSolver, Auto, Basis, Nystrom, is_linear, predict
 from .base import Ranker, nan_last
 from .defaults import basis_spec, gamma_value, make_kernel
-
 
 
 class RankRLS(Ranker):
