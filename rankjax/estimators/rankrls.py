@@ -107,6 +107,8 @@ class RankRLS(Ranker):
         """Fits the model of ``lam`` by :func:`rankjax.fit`; an ``eval_set`` (as LightGBM's
         and XGBoost's, with ``eval_qid``/``eval_group``) is the validation data of early
         stopping for ``solver="cg"``/``"falkon"``."""
+        for stale in ("n_iter_", "best_iteration_"):    # an earlier iterative fit's
+            self.__dict__.pop(stale, None)
         X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
         weights = self._weights(seg, sample_weight, group_weight)
         self._check_routing(qid, group, seg)
