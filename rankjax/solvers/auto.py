@@ -44,8 +44,8 @@ class Auto(AbstractSolver):
 
     @staticmethod
     def named(name, kernel=None, basis=None, loop=None, default_basis=None):
-        """The solver ``name`` (one of :data:`NAMES`) stands for: the one place a string
-        becomes a solver. ``kernel`` ``None`` is the linear model; ``basis`` a
+        """The solver ``name`` (one of ``NAMES`` of this module) stands for: the one place
+        a string becomes a solver. ``kernel`` ``None`` is the linear model; ``basis`` a
         :class:`~rankjax.Basis` or ``None`` (``"nystrom"``/``"falkon"`` then take
         ``default_basis``); ``loop`` the :class:`~rankjax.CG` of ``"cg"`` and FALKON's
         iterations. ``"auto"`` is the closed form the data needs: ``Nystrom`` with a basis,
