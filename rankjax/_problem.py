@@ -14,7 +14,7 @@ from ._core.checks import Segments, check_flag, segment_ids
 from .graphs.graph import check_problem, is_graph
 from .graphs.build import query_graph
 
-__all__ = ["Problem"]
+__all__ = ["Problem", "KernelProblem"]
 
 
 class Problem:
@@ -47,7 +47,9 @@ class Problem:
       precomputed: bool (static).
 
     A ``Problem`` is a pytree: it crosses ``jit`` as an argument (construct it outside,
-    where the queries are remapped on the host).
+    where the queries are remapped on the host). With ``precomputed=True`` the object is a
+    :class:`KernelProblem`: each kind of problem is a type that supplies what the solvers
+    read of it (:meth:`rows`), so a solver dispatches on the type, never on a flag.
 
     Example:
       >>> import rankjax as rj
@@ -58,6 +60,10 @@ class Problem:
     """
 
     __slots__ = ("X", "y", "graph", "qid", "valid", "precomputed")
+
+    def __new__(cls, X=None, y=None, queries=None, *, precomputed: bool = False, **kw):
+        kernel = cls is Problem and check_flag(precomputed, "precomputed")
+        return object.__new__(KernelProblem if kernel else cls)
 
     def __init__(self, X, y=None, queries=None, *, valid: Optional["Problem"] = None,
                  precomputed: bool = False, qid=None):
@@ -93,15 +99,29 @@ class Problem:
         """``(m, n)`` of ``X``."""
         return self.X.shape
 
-    @property
-    def kind(self) -> str:
-        """``"kernel"`` (a precomputed kernel matrix) or ``"features"``: what the solvers'
-        ``kinds`` name."""
-        return "kernel" if self.precomputed else "features"
+    kind = "features"
+    """What the solvers' ``kinds`` tables name (their error messages say which take it)."""
+
+    def rows(self):
+        """``X``: the ``[m, n]`` feature rows the solvers of rows read."""
+        return self.X
 
     def __repr__(self):
         return (f"Problem(X={tuple(self.X.shape)}, queries={type(self.graph).__name__}, "
                 f"precomputed={self.precomputed}, valid={self.valid is not None})")
+
+
+class KernelProblem(Problem):
+    """A :class:`Problem` whose ``X`` is a precomputed ``[m, m]`` kernel matrix (built by
+    ``Problem(K, y, queries, precomputed=True)``): solved by :class:`~rankjax.Dual` without a
+    kernel or :class:`~rankjax.CG`; it has no feature rows."""
+
+    __slots__ = ()
+    kind = "kernel"
+
+    def rows(self):
+        raise TypeError("this solver needs feature rows; a precomputed kernel matrix is "
+                        "solved by rj.Dual() (no kernel) or rj.CG()")
 
 
 def _set(p, X, y, graph, qid, valid, precomputed):
@@ -112,7 +132,7 @@ def _set(p, X, y, graph, qid, valid, precomputed):
 
 def with_rows(p: Problem, X) -> Problem:
     """``p`` with other rows ``X`` of the same shape and dtype (checked by the caller)."""
-    return _set(object.__new__(Problem), X, p.y, p.graph, p.qid, p.valid, p.precomputed)
+    return _set(object.__new__(type(p)), X, p.y, p.graph, p.qid, p.valid, p.precomputed)
 
 
 def _frozen(self, name, value):
@@ -143,7 +163,8 @@ def _flatten(p):
 
 
 def _unflatten(precomputed, children) -> Problem:
-    return _set(object.__new__(Problem), *children, precomputed)
+    return _set(object.__new__(KernelProblem if precomputed else Problem), *children, precomputed)
 
 
-jax.tree_util.register_pytree_node(Problem, _flatten, _unflatten)
+for _cls in (Problem, KernelProblem):
+    jax.tree_util.register_pytree_node(_cls, _flatten, _unflatten)

@@ -44,7 +44,7 @@ Example:
   ((3,), True)
 """
 from .base import ESTIMATORS as ESTIMATORS
-from .base import load as load
+from .persist import load as load
 from .importance import permutation_importance as permutation_importance
 from .iterative import KPCRank as KPCRank
 from .iterative import RankBoost as RankBoost

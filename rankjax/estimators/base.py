@@ -1,121 +1,49 @@
 """The estimators' shared base (:class:`Ranker`): input handling (arrays, sparse,
 pandas, query ids or group sizes), evaluation sets, prediction, scoring (NDCG@10),
-persistence (one model format, :func:`load`) and the kernel defaults.
+persistence (one model format, :mod:`~rankjax.estimators.persist`) and the kernel defaults.
 """
 from __future__ import annotations
 
-import inspect
-import sys
-
 import jax
 import numpy as np
-import scipy.sparse as sp
 
 from ..metrics import choice as _choice, graded as _metrics_graded
 from ..kernels import kernel as _kernels
 from .._core import log as _log
 from ..solvers import AbstractSolver, predict
 from ..solvers.models import feature_importances, feature_weights, on_features
-from .. import io
 from .._core.cache import use_disk_cache
 from ..features.learn import learn_and_map, learn_feature_map
 from ..features.maps import map_rows
 from ..features.spread import warn_unresolved
-from .._core.checks import (Segments, check_count, check_matrix, check_targets, segment_ids)
+from .._core.checks import check_count, check_matrix
 from ..graphs.build import query_graph
-from .._core.sparse import as_dense, is_bcoo, is_scipy_sparse, is_sparse, scale_columns
+from .._core.sparse import as_dense, is_sparse, scale_columns
+from . import persist
+from .compat import NO_QUERIES, BaseEstimator, NotFittedError
 from .defaults import gamma_value, make_kernel
 from .frames import QUERY_COLUMNS, frame_values, is_frame, take_queries
-from ..io.groups import qid_from_sizes
-
-try:                                            # scikit-learn is an optional extra
-    from sklearn.base import BaseEstimator as _Base
-    from sklearn.exceptions import NotFittedError as _NotFitted
-except ImportError:                             # pragma: no cover - exercised without sklearn
-    class _NotFitted(ValueError, AttributeError):
-        pass
-
-    class _Base:
-        @classmethod
-        def _get_param_names(cls):
-            sig = inspect.signature(cls.__init__)
-            return sorted(p for p in sig.parameters if p != "self")
-
-        def get_params(self, deep=True):
-            return {k: getattr(self, k) for k in self._get_param_names()}
-
-        def set_params(self, **params):
-            for k, v in params.items():
-                if k not in self._get_param_names():
-                    raise ValueError(f"invalid parameter {k!r} for {type(self).__name__}")
-                setattr(self, k, v)
-            return self
-
-        def __repr__(self):
-            args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-            return f"{type(self).__name__}({args})"
-
-
-def as_matrix(X):
-    """Dense numpy, or CSR for scipy.sparse / BCOO input (converted once)."""
-    if getattr(X, "dtype", None) is not None and np.issubdtype(X.dtype, np.complexfloating):
-        raise ValueError("Complex data not supported: X must be real")
-    if is_scipy_sparse(X):
-        return sp.csr_matrix(X, dtype=np.float64 if X.dtype.kind != "f" else X.dtype)
-    if is_bcoo(X):
-        return X
-    if isinstance(X, jax.Array):
-        return X
-    X = np.asarray(X)
-    if X.dtype == object:
-        try:
-            X = X.astype(np.float64)
-        except (TypeError, ValueError) as e:
-            raise TypeError(f"X: argument must be a string or a number ({e})") from None
-    elif np.issubdtype(X.dtype, np.complexfloating):
-        raise ValueError("Complex data not supported: X must be real")
-    return X
-
-
-def sizes_to_qid(qid, group, m: int, names=("qid", "group")):
-    """``qid``, or the query ids of LightGBM-style ``group`` sizes (rows in query
-    order); giving both is an error, and the sizes must add up to the ``m`` rows."""
-    if group is None:
-        return qid
-    if qid is not None:
-        raise ValueError(f"pass {names[0]} or {names[1]}, not both")
-    qid = qid_from_sizes(group.to_numpy() if hasattr(group, "to_numpy") else group, names[1])
-    if qid.shape[0] != m:
-        raise ValueError(f"{names[1]}: the query sizes add up to {qid.shape[0]} rows but X has {m}")
-    return qid
-
-
-def one_eval_set(eval_set, eval_qid, eval_group):
-    """``(X, y)``, or XGBoost/LightGBM's list of one such pair with ``eval_qid`` /
-    ``eval_group`` as lists of one array."""
-    def one(v):
-        return v[0] if isinstance(v, (list, tuple)) and len(v) == 1 and np.ndim(v[0]) == 1 else v
-    if isinstance(eval_set, list) and len(eval_set) > 1 and all(
-            isinstance(e, tuple) and len(e) == 2 for e in eval_set):
-        raise ValueError(f"eval_set: early stopping follows one evaluation set, got {len(eval_set)}")
-    if isinstance(eval_set, list) and len(eval_set) == 1:
-        eval_set, eval_qid, eval_group = eval_set[0], one(eval_qid), one(eval_group)
-    if not (isinstance(eval_set, (list, tuple)) and len(eval_set) == 2):
-        raise ValueError("eval_set must be one pair (X_valid, y_valid) or a list of one such "
-                         f"pair, got {type(eval_set).__name__}"
-                         + (f" of {len(eval_set)}" if isinstance(eval_set, (list, tuple)) else ""))
-    return eval_set, eval_qid, eval_group
-
+from .inputs import (as_matrix, check_labels, check_shape, one_eval_set, query_segments,
+                     query_weights)
 
 ESTIMATORS: dict = {}
 """Estimator classes by name (filled as they are defined), for :func:`load`."""
 
 
-class Ranker(_Base):
+class Ranker(BaseEstimator):
     """Shared input handling, prediction, scoring and persistence.
 
     Queries are given as ``qid`` (a query id per row, as XGBoost and SVMlight) or as
     ``group`` (query sizes in row order, as LightGBM), never both."""
+
+    # what an estimator without the parameter means by it (those with it set their own)
+    score_k = 10
+    kernel = None
+    solver = None
+    graph = "query"
+    normalized = True
+    exclude_ties = False
+    verbose = 0
 
     maps_model = True
     """Whether a learned ``feature_map_`` goes into ``model_`` (a model of feature rows)."""
@@ -152,9 +80,9 @@ class Ranker(_Base):
         parameters are the user's own, RankBoost)."""
         if self.feature_map not in ("auto", None):
             raise ValueError(f"feature_map must be 'auto' or None, got {self.feature_map!r}")
-        kernel = getattr(self, "kernel", None)
+        kernel = self.kernel
         if (self.feature_map is None or isinstance(kernel, _kernels.Kernel)
-                or isinstance(getattr(self, "solver", None), AbstractSolver)):
+                or isinstance(self.solver, AbstractSolver)):
             return None
         return "standard" if kernel in (None, "linear") else "rank"
 
@@ -169,7 +97,7 @@ class Ranker(_Base):
             if cat:
                 raise TypeError(f"X column {names[cat[0]]!r} is categorical: feature_map='auto' "
                                 "reads its categories (a kernel or linear model by name)")
-            if getattr(self, "kernel", None) not in (None, "linear") and not is_sparse(X):
+            if self.kernel not in (None, "linear") and not is_sparse(X):
                 warn_unresolved(X, stacklevel=4)
             return X
         if is_sparse(X) and kind == "standard":      # scaled, still sparse: the weights' map
@@ -182,9 +110,8 @@ class Ranker(_Base):
     def _eval_data(self, eval_set, eval_qid, eval_group):
         """``(X_valid, y_valid, seg_valid)`` of an evaluation set (the training map's)."""
         (Xv, yv), eval_qid, eval_group = one_eval_set(eval_set, eval_qid, eval_group)
-        Xv, yv, segv = self._inputs(Xv, yv, eval_qid, fit=False, need_model=False,
-                                    group=eval_group, query_args=("eval_qid", "eval_group"),
-                                    need_queries=True)[:3]
+        Xv, yv, segv, _ = self._inputs(Xv, yv, eval_qid, eval_group, ("eval_qid", "eval_group"),
+                                       need_queries=True)
         fmap = self.feature_map_
         if fmap is not None and is_sparse(Xv) and fmap.fill is None:
             return scale_columns(Xv, fmap.scale), yv, segv
@@ -197,7 +124,7 @@ class Ranker(_Base):
         model has) and ``best_score_``, stopping after ``early_stopping_rounds`` steps
         without improvement; logs the scores with ``verbose``. Returns
         ``best_iteration_``."""
-        k = getattr(self, "score_k", 10)
+        k = self.score_k
         T = scores.shape[0]
         vals = np.asarray(_choice.select_lambda(np.arange(1.0, T + 1), scores, yv, segv,
                                               metric=_metrics_graded.ndcg, k=k).table, dtype=float)
@@ -220,90 +147,83 @@ class Ranker(_Base):
     def _report(self, vals, first=0, show=True):
         """``evals_result_`` (LightGBM's layout) of the per-step scores ``vals``, logged with
         ``verbose`` (step numbers from ``first``)."""
-        name = f"ndcg@{getattr(self, 'score_k', 10)}"
-        every = _log.check_verbose(getattr(self, "verbose", False)) if show else 0
+        name = f"ndcg@{self.score_k}"
+        every = _log.check_verbose(self.verbose) if show else 0
         for t, v in enumerate(vals):
             if every and ((t + first) % every == 0 or t == len(vals) - 1):
                 _log.info(every, "[%d]\tvalid_0's %s: %.6g", t + first, name, v)
         self.evals_result_ = {"valid_0": {name: np.asarray(vals, float).tolist()}}
 
-    def _needs_queries(self):
-        return getattr(self, "graph", "query") != "identity"
+    def _fit_inputs(self, X, y, qid, group):
+        """``(X, y, seg)`` of a fit: the rows checked once (a device array passes through),
+        the labels and the queries remapped once; records what the rows are (features,
+        names, categories, a query column of a frame)."""
+        self._one_way(X, qid, group, ("qid", "group"))
+        self.qid_column_ = qid if isinstance(qid, str) else None
+        X, qid = take_queries(X, qid, True, None)
+        if qid is None and group is None and self.graph != "identity":
+            self._no_queries(X, ("qid", "group"))
+        frame = frame_values(X, None) if is_frame(X) else None
+        X = _checked_rows(X, frame, missing=self._map_kind() is not None)
+        self._record_rows(X.shape[1], frame)
+        m = X.shape[0]
+        return X, check_labels(y, m), query_segments(qid, group, m)
 
-    def _inputs(self, X, y, qid, fit: bool, need_model: bool = True, group=None,
-                query_args=("qid", "group"), need_queries: bool = False):
+    def _inputs(self, X, y=None, qid=None, group=None, names=("qid", "group"),
+                need_queries=False):
+        """``(X, y, seg, given)`` of rows after a fit (prediction, scoring, an evaluation
+        set), checked against the fit's; ``given``: whether queries were passed."""
+        self._one_way(X, qid, group, names)
+        X, qid = take_queries(X, qid, False, self.qid_column_)
+        if need_queries and qid is None and group is None and self.graph != "identity":
+            self._no_queries(X, names)
+        frame = frame_values(X, self.categories_) if is_frame(X) else None
+        X = _checked_rows(X, frame, missing=self.feature_map_ is not None)
+        self._check_rows(X.shape[1], frame, names)
+        m = X.shape[0]
+        return (X, None if y is None else check_labels(y, m), query_segments(qid, group, m, names),
+                qid is not None or group is not None)
+
+    @staticmethod
+    def _one_way(X, qid, group, names):
         if group is not None and qid is None and is_frame(X) and "qid" in X.columns:
-            raise ValueError(f"pass {query_args[0]} or {query_args[1]}, not both (X has a 'qid' "
-                             "column)")
-        if fit:
-            self.qid_column_ = qid if isinstance(qid, str) else None
-        X, qid = take_queries(X, qid, fit, None if fit else self.__dict__.get("qid_column_"))
-        if need_queries and qid is None and group is None and self._needs_queries():
-            hint = [c for c in getattr(X, "columns", ()) if str(c).lower() in QUERY_COLUMNS]
-            raise ValueError(
-                f"{type(self).__name__}.fit needs the queries: pass {query_args[0]}= (a query id "
-                f"per row) or {query_args[1]}= (query sizes in row order); for one query over "
-                "all rows pass qid=np.zeros(len(X))"
-                + (f". X has a column {hint[0]!r}: pass {query_args[0]}=X.pop({hint[0]!r})"
-                   if hint else ""))
-        frame = (frame_values(X, None if fit else getattr(self, "categories_", {}))
-                 if is_frame(X) else None)
+            raise ValueError(f"pass {names[0]} or {names[1]}, not both (X has a 'qid' column)")
+
+    def _no_queries(self, X, query_args):
+        hint = [c for c in getattr(X, "columns", ()) if str(c).lower() in QUERY_COLUMNS]
+        raise ValueError(
+            f"{type(self).__name__}.fit needs the queries: pass {query_args[0]}= (a query id "
+            f"per row) or {query_args[1]}= (query sizes in row order); for one query over "
+            "all rows pass qid=np.zeros(len(X))"
+            + (f". X has a column {hint[0]!r}: pass {query_args[0]}=X.pop({hint[0]!r})"
+               if hint else ""))
+
+    def _record_rows(self, n, frame):
+        """A fit's record of its rows, the fitted attributes of an earlier fit cleared."""
+        use_disk_cache()                           # once per process (rankjax._core.cache)
+        self.__dict__.pop("gamma_", None)          # set again by a kernel fit
+        self.feature_map_ = None                   # set again by _mapped
+        self.categories_ = {} if frame is None else frame.categories
+        self.n_features_in_ = n
+        if frame is not None and frame.names is not None:
+            self.feature_names_in_ = np.asarray(frame.names, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+
+    def _check_rows(self, n, frame, query_args):
+        """Rows after a fit: its number of features and its feature names."""
         names = None if frame is None else frame.names
-        X = as_matrix(X if frame is None else frame.values)
-        if getattr(X, "ndim", 2) != 2:
-            raise ValueError(f"X must be 2-D [m, n], got shape {np.shape(X)}; Reshape your data "
-                             "(X.reshape(-1, 1) for one feature, X.reshape(1, -1) for one row)")
-        m, n = X.shape
-        if m == 0 or n == 0:
-            raise ValueError(f"0 {'sample' if m == 0 else 'feature'}(s) (shape={(m, n)}) while a "
-                             "minimum of 1 is required.")
-        if not is_sparse(X):                 # checked once: the device array passes through
-            X = check_matrix(X, missing=(self._map_kind() if fit else
-                                          self.__dict__.get("feature_map_")) is not None)
-        if fit:
-            use_disk_cache()                           # once per process (rankjax._core.cache)
-            self.__dict__.pop("gamma_", None)          # set again by a kernel fit
-            self.feature_map_ = None                   # set again by _mapped
-            self.categories_ = {} if frame is None else frame.categories
-            self.n_features_in_ = n
-            if names is not None:
-                self.feature_names_in_ = np.asarray(names, dtype=object)
-            elif hasattr(self, "feature_names_in_"):
-                del self.feature_names_in_
-        else:
-            if need_model:
-                self._check_fitted()
-            if n != self.n_features_in_:
-                what = "the eval_set's X" if query_args[0] == "eval_qid" else "X"
-                raise ValueError(f"{what} has {n} features, but {type(self).__name__} is expecting "
-                                 f"{self.n_features_in_} features as input")
-            fitted = getattr(self, "feature_names_in_", None)
-            if names is not None and fitted is not None and list(fitted) != names:
-                raise ValueError("X has other feature names than those seen in fit")
-        if y is not None:
-            y = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
-            if np.issubdtype(y.dtype, np.complexfloating):
-                raise ValueError("Complex data not supported: y must be real")
-            if y.dtype.kind in "USV":                 # numpy would parse "2" silently
-                raise TypeError(f"y must hold numbers (relevance labels), got dtype {y.dtype}")
-            try:
-                y = y.astype(np.float64)
-            except (TypeError, ValueError) as e:
-                raise TypeError(f"y must hold numbers (relevance labels) ({e})") from None
-            if y.ndim != 1 or y.shape[0] != m:
-                raise ValueError(f"y must have shape [{m}], got {y.shape}")
-            y = check_targets(y, m)          # checked once: the device array passes through
-        qid = sizes_to_qid(qid, group, m, query_args)
-        # the queries are remapped once, here: a Segments passes through every call below
-        seg = (Segments(np.zeros(m, np.int32), 1, np.zeros(1, np.int32)) if qid is None else
-               segment_ids(qid.to_numpy() if hasattr(qid, "to_numpy") else qid))
-        if seg.seg.shape[0] != m:
-            raise ValueError(f"qid has {seg.seg.shape[0]} rows but X has {m}")
-        return X, y, seg, qid is not None
+        if n != self.n_features_in_:
+            what = "the eval_set's X" if query_args[0] == "eval_qid" else "X"
+            raise ValueError(f"{what} has {n} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input")
+        fitted = getattr(self, "feature_names_in_", None)      # absent: fitted without names
+        if names is not None and fitted is not None and list(fitted) != names:
+            raise ValueError("X has other feature names than those seen in fit")
 
     def _check_fitted(self):
         if not hasattr(self, "model_"):
-            raise _NotFitted(f"this {type(self).__name__} is not fitted yet: call fit first")
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -312,8 +232,8 @@ class Ranker(_Base):
         return tags
 
     def _graph(self, seg, y, weights=None):
-        return query_graph(seg, y, normalized=getattr(self, "normalized", True),
-                           exclude_ties=getattr(self, "exclude_ties", False),
+        return query_graph(seg, y, normalized=self.normalized,
+                           exclude_ties=self.exclude_ties,
                            query_weights=weights)
 
     def _weights(self, seg, sample_weight, group_weight):
@@ -326,7 +246,7 @@ class Ranker(_Base):
             return None
         if sample_weight is not None and group_weight is not None:
             raise ValueError("pass sample_weight (per row) or group_weight (per query), not both")
-        if not self._needs_queries():
+        if not self.graph != "identity":
             raise ValueError("sample_weight/group_weight weigh queries: graph='identity' (RLS "
                              "regression) has none")
         if group_weight is None:
@@ -349,7 +269,8 @@ class Ranker(_Base):
 
     def predict(self, X):
         """Scores ``[m]`` of new rows (higher ranks first)."""
-        X, _, _, _ = self._inputs(X, None, None, fit=False)
+        self._check_fitted()
+        X = self._inputs(X)[0]
         return np.asarray(self._scores(X))
 
     def _scores(self, X):
@@ -361,11 +282,12 @@ class Ranker(_Base):
         A model fitted on several queries refuses rows without their queries (a
         ``ValueError`` naming scikit-learn's metadata routing, which passes ``qid`` here);
         a model of one query (or RLS regression) ranks them as one."""
-        X, y, seg, given = self._inputs(X, y, qid, fit=False, group=group)
-        if not given and getattr(self, "num_queries_", 1) > 1:
+        self._check_fitted()
+        X, y, seg, given = self._inputs(X, y, qid, group)
+        if not given and self.num_queries_ > 1:
             raise ValueError(f"{type(self).__name__}.score got no qid: {NO_QUERIES}")
         f = self._scores(X)
-        k = getattr(self, "score_k", 10)
+        k = self.score_k
         if sample_weight is None:
             return float(_metrics_graded.ndcg(f, y, seg, k=k))
         w = query_weights(sample_weight, seg)
@@ -374,30 +296,6 @@ class Ranker(_Base):
         if not valid.any():
             return float("nan")
         return float(np.sum(np.asarray(pq.values)[valid] * w[valid]) / np.sum(w[valid]))
-
-    def _check_routing(self, qid, group, seg):
-        """A fit inside scikit-learn's model selection (``GridSearchCV``,
-        ``cross_validate``, ...) whose folds will be scored by :meth:`score` without their
-        queries (metadata routing off: ``qid`` reaches ``fit`` only) is refused here, so
-        the search stops with the remedy instead of scoring NaN (or one query) and
-        choosing by that. Queries from a DataFrame column reach ``score`` and pass."""
-        if seg.num_queries < 2 or (qid is None and group is None) or isinstance(qid, str):
-            return
-        frame = sys._getframe(1)
-        while frame is not None and not (
-                frame.f_code.co_name == "_fit_and_score"
-                and frame.f_globals.get("__name__", "").startswith("sklearn.model_selection")):
-            frame = frame.f_back
-        if frame is None:
-            return
-        score_params = frame.f_locals.get("score_params") or {}
-        scorer = frame.f_locals.get("scorer")
-        scorers = getattr(scorer, "_scorers", {"score": scorer})
-        from sklearn.metrics._scorer import _PassthroughScorer    # scores by self.score
-        passthrough = any(isinstance(s, _PassthroughScorer) for s in scorers.values())
-        if passthrough and "qid" not in score_params:
-            raise ValueError(f"{type(self).__name__}: the folds of this search would be scored "
-                             f"without their queries: {NO_QUERIES}")
 
     def _finish_fit(self, seg):
         self.num_queries_ = seg.num_queries
@@ -414,83 +312,25 @@ class Ranker(_Base):
             self.feature_importances_ = imp
         return self
 
-    # persistence -------------------------------------------------------------
     def save(self, path, **meta) -> None:
         """Saves the fitted estimator (learner, hyper-parameters, fitted attributes with
         ``cv_results_`` and ``evals_result_``, feature count and names) atomically, in
         the one model format (:data:`rankjax.io.MODEL_VERSION`; the command line
         reads and writes the same files); ``meta``: extra scalar metadata.
-        :func:`load` reads it back."""
+        :func:`~rankjax.estimators.load` reads it back."""
         self._check_fitted()
-        params = {k: (np.asarray(v) if isinstance(v, (list, tuple)) else v)
-                  for k, v in self.get_params().items()}
-        state = {k: v for k, v in vars(self).items() if k.endswith("_") and k != "feature_names_in_"}
-        meta = dict(meta, learner=type(self).__name__, num_features=int(self.n_features_in_))
-        if hasattr(self, "feature_names_in_"):
-            meta["feature_names"] = [str(c) for c in self.feature_names_in_]
-        io.save_model(path, {"params": params, "state": state}, **meta)
+        persist.save(self, path, **meta)
 
 
-NO_QUERIES = ("a model fitted on several queries ranks rows by query: pass qid= (or group=); "
-              "under GridSearchCV, cross_validate or a Pipeline turn on scikit-learn's metadata "
-              "routing, sklearn.set_config(enable_metadata_routing=True), which passes qid to "
-              "score as to fit (the estimators request it), or give X as a DataFrame with a "
-              "'qid' column")
+def _checked_rows(X, frame, missing: bool):
+    """The rows as a matrix (a frame's values), 2-D and non-empty; dense rows checked once
+    (NaN allowed where a feature map fills it)."""
+    X = as_matrix(X if frame is None else frame.values)
+    check_shape(X)
+    return X if is_sparse(X) else check_matrix(X, missing=missing)
 
 
 def nan_last(v):
     """NaN (undefined metric) ranks below every number."""
     return np.where(np.isnan(v), -np.inf, v)
 
-
-def query_weights(sample_weight, seg):
-    """``[Q]`` weight of every query from per-row weights that are constant within it."""
-    w = np.asarray(sample_weight.to_numpy() if hasattr(sample_weight, "to_numpy") else sample_weight)
-    seg = seg.seg
-    if w.dtype.kind not in "iufb":
-        raise TypeError(f"sample_weight must hold numbers, got dtype {w.dtype}")
-    w = w.astype(np.float64)
-    if w.shape != seg.shape:
-        raise ValueError(f"sample_weight must have shape [{seg.shape[0]}], got {w.shape}")
-    if not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise ValueError("sample_weight must be finite and >= 0")
-    Q = int(seg.max()) + 1
-    qw = np.zeros(Q)
-    qw[seg] = w
-    if np.any(qw[seg] != w):
-        raise ValueError("sample_weight must be constant within each query (it weights queries)")
-    return qw
-
-
-def as_lists(v):
-    """Tuples of a saved result dictionary back to lists (JSON keeps no difference)."""
-    if isinstance(v, dict):
-        return {k: as_lists(e) for k, e in v.items()}
-    return [as_lists(e) for e in v] if isinstance(v, tuple) else v
-
-
-def load(path):
-    """Loads an estimator written by ``save``; its class, hyper-parameters, feature
-    count and names come from the file.
-
-    Example:
-      >>> import tempfile, pathlib, rankjax as rj
-      >>> from rankjax.estimators import RankBoost, load
-      >>> d = rj.make_ranking_data(5, num_features=3, seed=0)
-      >>> p = pathlib.Path(tempfile.mkdtemp()) / "boost.npz"
-      >>> RankBoost(rounds=5).fit(d.X, d.y, qid=d.qid).save(p)
-      >>> load(p).rounds
-      5
-    """
-    tree, meta = io.load_model(path)
-    cls = ESTIMATORS.get(meta.get("learner", ""))
-    if not (isinstance(tree, dict) and cls is not None):
-        raise ValueError(f"{path} holds no rankjax estimator (use rankjax.io.load_model)")
-    params = {k: (tuple(np.asarray(v).tolist()) if isinstance(v, np.ndarray) and v.ndim else v)
-              for k, v in tree["params"].items()}
-    est = cls(**params)
-    for k, v in tree["state"].items():
-        setattr(est, k, as_lists(v) if k in ("cv_results_", "evals_result_") else v)
-    if "feature_names" in meta:
-        est.feature_names_in_ = np.asarray(meta["feature_names"], dtype=object)
-    return est

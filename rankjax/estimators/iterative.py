@@ -13,6 +13,7 @@ from .._core import log as _log
 from ..metrics import ndcg
 from .._core.checks import check_count
 from .._core.sparse import as_dense
+from .compat import check_routing
 from .base import Ranker
 from .defaults import make_kernel
 
@@ -38,9 +39,9 @@ class RankSVM(Ranker):
         """With ``eval_set`` (linear model) every Newton iterate is scored by NDCG@``score_k``
         on it, the best is kept and the loop stops after ``early_stopping_rounds`` steps
         without improvement (``evals_result_``, ``best_iteration_``, ``best_score_``)."""
-        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        X, y, seg = self._fit_inputs(X, y, qid, group)
         weights = self._weights(seg, sample_weight, group_weight)
-        self._check_routing(qid, group, seg)
+        check_routing(self, qid, group, seg)
         X = self._mapped(X, y, seg)
         kern = self._fit_kernel(X)
         if eval_set is not None and kern is not None:
@@ -107,9 +108,9 @@ class KPCRank(Ranker):
         """With ``eval_set`` the models of ``1..n_components`` components (one
         decomposition) are scored on it and the best number is kept (``best_iteration_``
         components; ``evals_result_``; ``early_stopping_rounds`` as for boosting)."""
-        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        X, y, seg = self._fit_inputs(X, y, qid, group)
         weights = self._weights(seg, sample_weight, group_weight)
-        self._check_routing(qid, group, seg)
+        check_routing(self, qid, group, seg)
         if not 1 <= check_count(self.n_components, "n_components") <= X.shape[0]:
             raise ValueError(f"n_components must be between 1 and {X.shape[0]} (the training "
                              f"rows), got {self.n_components}")
@@ -155,9 +156,9 @@ class RankBoost(Ranker):
         """With ``eval_set`` every round's model is scored (NDCG@``score_k``) and the model
         is cut at the best round (``best_iteration_`` rounds), stopping the search after
         ``early_stopping_rounds`` rounds without improvement (``evals_result_``)."""
-        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        X, y, seg = self._fit_inputs(X, y, qid, group)
         weights = self._weights(seg, sample_weight, group_weight)
-        self._check_routing(qid, group, seg)
+        check_routing(self, qid, group, seg)
         model = _rankboost.rankboost(as_dense(X), y, seg, rounds=self.rounds, query_weights=weights,
                                      num_thresholds=self.num_thresholds,
                                      verbose=_log.check_verbose(self.verbose))

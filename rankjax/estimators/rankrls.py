@@ -10,16 +10,15 @@ import numpy as np
 
 from .._core import log as _log
 from .._core.checks import check_flag
-from .._core.memory import compute_dtype
 from .._core.resolved import UnresolvedLambdaWarning
 from .._core.sparse import as_dense
 from .._problem import Problem
 from .._solve import fit as _fit, select as _select
 from ..selection.edges import EXTEND
 from ..graphs.build import identity_graph
-from ..kernels import linear_kernel
 from ..metrics import ndcg
-from ..solvers import CG, AbstractSolver, Auto, Basis, Nystrom, is_linear, predict
+from ..solvers import CG, AbstractSolver, Auto, Basis, is_linear, predict
+from .compat import check_routing
 from .base import Ranker, nan_last
 from .defaults import basis_spec, gamma_value, make_kernel
 
@@ -109,9 +108,9 @@ class RankRLS(Ranker):
         stopping for ``solver="cg"``/``"falkon"``."""
         for stale in ("n_iter_", "best_iteration_"):    # an earlier iterative fit's
             self.__dict__.pop(stale, None)
-        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        X, y, seg = self._fit_inputs(X, y, qid, group)
         weights = self._weights(seg, sample_weight, group_weight)
-        self._check_routing(qid, group, seg)
+        check_routing(self, qid, group, seg)
         X = self._mapped(X, y, seg)
         solver = self._solver(X)
         valid = None
@@ -249,10 +248,9 @@ class RankRLSCV(RankRLS):
         every λ of the path from one decomposition per γ (``evals_result_`` in grid
         order, as ``cv_results_``). The selection is :func:`rankjax.select`."""
         optimize = check_flag(self.optimize, "optimize")
-        self._plan(X)
-        X, y, seg, _ = self._inputs(X, y, qid, fit=True, group=group, need_queries=True)
+        X, y, seg = self._fit_inputs(X, y, qid, group)
         weights = self._weights(seg, sample_weight, group_weight)
-        self._check_routing(qid, group, seg)
+        check_routing(self, qid, group, seg)
         X = self._mapped(X, y, seg)
         b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state,
                        _log.check_verbose(self.verbose))
@@ -287,18 +285,6 @@ class RankRLSCV(RankRLS):
             self.basis_ = sel.basis
         self.model_ = sel.model
         return self._finish_fit(seg)
-
-    def _plan(self, X):
-        """The Nyström memory plan from the shape of ``X`` alone, before the inputs are
-        checked or copied (an impossible plan on :math:`10^{7}` rows is refused in well under a
-        second, not after a pass over the data)."""
-        shape = getattr(X, "shape", None)
-        if self.kernel in (None, "linear") or shape is None or len(shape) != 2:
-            return
-        b = basis_spec(self.basis, self.kernel, int(shape[0]), self.random_state)
-        if b is not None:
-            Nystrom(linear_kernel(), b).plan(int(shape[0]), int(shape[1]), np.size(self.lams),
-                                             compute_dtype(getattr(X, "dtype", float)), 1)
 
     def _gamma_grid(self, X):
         """The γ values of the grid (``"mean"``, ``"scale"``, ``"auto"`` resolved on ``X``); ``[None]``

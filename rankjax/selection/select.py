@@ -18,7 +18,7 @@ from .._core.checks import (check_count, check_flag, check_lams, check_seed,
                             is_concrete)
 from .._core.host import device_array
 from .._core.log import Stages, active, check_verbose, info
-from .._core.memory import available_memory, compute_dtype, kernel_plan
+from .._core.memory import available_memory, kernel_plan
 from .._core.segments import padded_size
 from .._problem import Problem, with_rows
 from ..graphs.folds import Folds, make_folds, problem_folds
@@ -55,6 +55,7 @@ class _Grid:
         self.lams_grid = lams
         self.seg = dense_segments(problem.qid if qid is None else qid)
         self.sign = metric_sign(metric, None)
+        self.plans = {}                # id(solver) -> (solver, its plan on this problem)
 
     def score(self, predictions, lams):
         """``[L]`` the metric of every λ's scores (NaN where undefined: every lane of one
@@ -102,7 +103,9 @@ class _Grid:
         lams = self.lams if lams is None else lams
         lams = device_array(lams, self.problem.X.dtype)
         self.ahead(lams)
-        h = solver.holdout(self.solve_on, lams, folds).value
+        planned, plan = self.plans.get(id(solver), (None, None))
+        kw = {} if plan is None or planned is not solver else {"plan": plan}
+        h = solver.holdout(self.solve_on, lams, folds, **kw).value
         return self.score(h.predictions, lams), h.path
 
 
@@ -173,7 +176,7 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
         raise ValueError("select cross-validates and needs at least 2 rows in 2 queries, "
                          "got 1 sample (n_samples=1)")
     if on is None:                 # a sharded hold-out plans its own devices' blocks
-        _plan(problem, solvers, grid.lams.size, folds)
+        grid.plans = _plans(problem, solvers, grid.lams.size, folds)
     folds = None if on is not None else problem_folds(problem, folds, seed, "rj.select")
     work, wsolvers, wfolds, factor = _tune_subsample(grid, solvers, folds, steps, ard)
     stages, blocks = Stages(wsolvers, "grid solver", grid.verbose), []
@@ -221,20 +224,13 @@ def _sharded(problem, folds, optimize):
     return problem.source, problem
 
 
-def _plan(problem, solvers, L, folds):
-    """Every solver's memory plan from the shapes, before the folds are drawn: folds of up
-    to the largest query (leave-query-out), or ``m / k`` rows and a query (k-fold)."""
-    m, n = problem.X.shape
-    counts = getattr(problem.graph, "counts", None)
-    largest = 1 if counts is None else int(np.max(np.asarray(counts)))
-    k = folds.num_folds if isinstance(folds, Folds) else folds
-    if isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 1:
-        largest += m // int(k)
-    elif folds is not None:
-        return                                  # problem_folds says what is wrong with them
-    dtype = compute_dtype(problem.X)
-    for s in solvers:
-        s.plan(m, n, L, dtype, largest)
+def _plans(problem, solvers, L, folds):
+    """Every solver's plan (:meth:`~rankjax.AbstractSolver.init`) from the shapes, before the
+    folds are drawn; its hold-outs on this problem take it back (one plan a solver)."""
+    if folds is not None and not isinstance(folds, Folds) and not (
+            isinstance(folds, (int, np.integer)) and not isinstance(folds, bool) and folds >= 1):
+        return {}                               # problem_folds says what is wrong with them
+    return {id(s): (s, s.init(problem, L, folds)) for s in solvers}
 
 
 

@@ -1,7 +1,12 @@
 """The default solver: the cheapest exact solver of the problem's shape."""
 from __future__ import annotations
 
+from functools import singledispatchmethod
+
 from .._core.types import saveable
+from .._problem import KernelProblem
+from ..scale.layout import ShardedData
+from ..scale.stream import StreamedProblem
 from .base import AbstractSolver, solver
 from .dual import Dual
 from .primal import Primal
@@ -33,14 +38,21 @@ class Auto(AbstractSolver):
     """Every kind the chosen solver takes for that method (a sharded or streamed problem:
     ``Primal``'s), so that a verb's error names only solvers that serve it."""
 
+    @singledispatchmethod
     def resolve(self, problem):
-        """The solver this problem gets."""
-        if problem.kind == "kernel":
-            return Dual()
-        if problem.kind in ("sharded", "stream"):
-            return Primal()
+        """The solver this problem gets: of feature rows, the smaller system (``Dual`` when
+        there are more features than rows, else ``Primal``)."""
         m, n = problem.X.shape
         return Dual() if n > m else Primal()
+
+    @resolve.register(KernelProblem)
+    def _(self, problem):
+        return Dual()
+
+    @resolve.register(ShardedData)
+    @resolve.register(StreamedProblem)
+    def _(self, problem):
+        return Primal()
 
     @staticmethod
     def named(name, kernel=None, basis=None, loop=None, default_basis=None):

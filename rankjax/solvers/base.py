@@ -34,7 +34,7 @@ from .._core.sparse import as_dense
 from ..kernels.kernel import Kernel
 
 __all__ = ["AbstractSolver", "METHODS", "KINDS", "capabilities", "solver", "supporting",
-           "check_call", "feature_rows", "dense_rows"]
+           "check_call", "dense_rows"]
 
 METHODS = ("fit", "path", "holdout", "leave_pair_out", "cv_predictions")
 """The methods a solver may implement (what :func:`capabilities` reports)."""
@@ -97,10 +97,13 @@ class AbstractSolver:
         X, y, graph = data[:3]
         return graph.loss(self.cv_predictions(params, data, folds), y) / X.shape[0]
 
-    def plan(self, m: int, n: int, L: int, dtype, fold_rows: int) -> None:
-        """Refuses up front (:class:`~rankjax.MemoryPlanError`) a hold-out of
-        ``L`` λ on ``m x n`` rows (folds of up to ``fold_rows`` rows) that cannot fit, from
-        the shapes alone, before the folds or any array are built; nothing by default."""
+    def init(self, problem, L: int = 1, folds=None):
+        """The plan of a hold-out of ``L`` λ on ``problem`` (lineax's ``init``), from the
+        shapes alone, before the folds (``folds`` may still be a count or ``None``) or any
+        array are built: refuses up front (:class:`~rankjax.MemoryPlanError`) what cannot
+        fit. ``None`` (nothing to plan) by default; a solver that returns a plan takes it
+        back as its ``holdout``'s ``plan=`` keyword, so that one call plans once."""
+        return None
 
     def allows_zero(self, problem) -> bool:
         """Whether ``fit`` takes λ = 0 on ``problem`` (iterative solvers regularise by
@@ -236,17 +239,10 @@ def check_call(problem, solver, method: str, verb: str):
     return solver
 
 
-def feature_rows(problem):
-    """``X`` of a feature problem (a ``TypeError`` for a precomputed kernel matrix)."""
-    if problem.kind != "features":
-        raise TypeError("this solver needs feature rows; a precomputed kernel matrix is "
-                        "solved by rj.Dual() (no kernel) or rj.CG()")
-    return problem.X
-
-
 def dense_rows(problem):
-    """The problem's feature rows as a dense array."""
-    return as_dense(feature_rows(problem))
+    """The problem's feature rows as a dense array (:meth:`rankjax.Problem.rows`: a
+    ``TypeError`` for a precomputed kernel matrix)."""
+    return as_dense(problem.rows())
 
 
 def check_kernel_arg(kernel, allow_none: bool):

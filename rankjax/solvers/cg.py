@@ -9,7 +9,7 @@ with ``problem.valid``) and hybrid (both).
 from __future__ import annotations
 
 import dataclasses
-from functools import partial
+from functools import partial, singledispatchmethod
 from typing import Optional
 
 import jax
@@ -23,10 +23,12 @@ from .._core.log import begin, check_verbose
 from .._core.products import HI, mm
 from .._core.sparse import is_bcoo, is_csr, is_scipy_sparse, to_csr
 from .._core.types import saveable
+from .._problem import KernelProblem
 from .._solution import Solution
 from .base import AbstractSolver
 from .cg_loop import differentiable_cg, static_metric
 from ..scale.hosts import local_block
+from ..scale.layout import ShardedData
 from .models import DualModel, LinearModel
 
 __all__ = ["CG", "as_operator", "criterion"]
@@ -139,31 +141,41 @@ class CG(AbstractSolver):
     def fit(self, problem, lam):
         if self.verbose:
             begin()                        # the clock of the loop's lines
-        y = problem.y
-        if y is not None and y.ndim != 1:
+        if problem.y is not None and problem.y.ndim != 1:
             raise ValueError("CG solves one output: fit one column of y at a time (or vmap)")
-        graph = problem.graph
         valid = None if problem.valid is None else (
             as_operator(problem.valid.X, "valid.X"), problem.valid.y, problem.valid.graph)
-        if problem.kind == "sharded":
-            _check_x0(self.x0, problem.num_features)
-            if valid is not None and valid[0].shape[1] != problem.num_features:
-                raise ValueError(f"valid.X has {valid[0].shape[1]} columns but X has "
-                                 f"{problem.num_features}")
-            r = sharded_fit(problem, lam, self.replace_verbose(0), valid)
-            return Solution(LinearModel(r.weights), r.result, r.stats())
-        if problem.kind == "kernel":
-            K = check_matrix(problem.X, "K")
-            if K.shape[0] != K.shape[1]:
-                raise ValueError(f"K must be a square [m, m] kernel matrix, got shape "
-                                 f"{tuple(K.shape)}")
-            check_symmetric(K)
-            _check_x0(self.x0, jax.eval_shape(lambda: graph.factor()[2](y)).shape[0])
-            r = _cg_dual(K, y, graph, lam, valid, self)
-            return Solution(DualModel(r.weights), r.result, r.stats())
+        return self._fit(problem, lam, valid)
+
+    @singledispatchmethod
+    def _fit(self, problem, lam, valid):
+        """The primal loop on feature rows (dense, BCOO, CSR)."""
         X = as_operator(problem.X, "X")
         _check_x0(self.x0, X.shape[1])
-        r = _cg_primal(X, y, graph, lam, valid, self)
+        r = _cg_primal(X, problem.y, problem.graph, lam, valid, self)
+        return Solution(LinearModel(r.weights), r.result, r.stats())
+
+    @_fit.register(KernelProblem)
+    def _(self, problem, lam, valid):
+        """The dual loop on a precomputed kernel matrix."""
+        y, graph = problem.y, problem.graph
+        K = check_matrix(problem.X, "K")
+        if K.shape[0] != K.shape[1]:
+            raise ValueError(f"K must be a square [m, m] kernel matrix, got shape "
+                             f"{tuple(K.shape)}")
+        check_symmetric(K)
+        _check_x0(self.x0, jax.eval_shape(lambda: graph.factor()[2](y)).shape[0])
+        r = _cg_dual(K, y, graph, lam, valid, self)
+        return Solution(DualModel(r.weights), r.result, r.stats())
+
+    @_fit.register(ShardedData)
+    def _(self, problem, lam, valid):
+        """The primal loop with every device's rows, one ``psum`` a product."""
+        _check_x0(self.x0, problem.num_features)
+        if valid is not None and valid[0].shape[1] != problem.num_features:
+            raise ValueError(f"valid.X has {valid[0].shape[1]} columns but X has "
+                             f"{problem.num_features}")
+        r = sharded_fit(problem, lam, self.replace_verbose(0), valid)
         return Solution(LinearModel(r.weights), r.result, r.stats())
 
 

@@ -9,7 +9,7 @@ root of ``L`` for tie-excluded and preference graphs. :math:`O(m^3)`.
 from __future__ import annotations
 
 import warnings
-from functools import partial
+from functools import partial, singledispatchmethod
 from typing import Optional
 
 import jax
@@ -25,6 +25,7 @@ from .._core.products import HI, tdot
 from .._core.resolved import UnresolvedLambdaWarning, warn_unresolved
 from .._core.segments import block_means
 from .._core.sparse import as_dense, is_bcoo
+from .._problem import KernelProblem
 from .._solution import Solution, lane_codes
 from ..graphs.graph import check_problem
 from ..graphs.folds import over_folds, premerge
@@ -184,21 +185,6 @@ def check_kernel_matrix(K, y, graph, name: str = "K", count: int = 5, what: str 
     return check_symmetric(K, name), y
 
 
-def _matrix(problem, count, what):
-    """The problem's square kernel matrix, or its dense rows (a kernel given), planned."""
-    K = problem.X
-    if problem.kind == "kernel":
-        if is_bcoo(K):
-            raise TypeError("K must be a dense kernel matrix")
-        if K.shape[0] != K.shape[1]:
-            raise ValueError(f"K must be a square [m, m] kernel matrix, got shape {tuple(K.shape)} "
-                             "(a rectangular [m_v, m] kernel is the valid problem of one)")
-        kernel_plan(K.shape[0], compute_dtype(K), count, what)
-        return check_symmetric(K)
-    kernel_plan(K.shape[0], compute_dtype(K), count, what)
-    return jnp.asarray(as_dense(K))
-
-
 @saveable
 @solver(leaves=("kernel",))
 class Dual(AbstractSolver):
@@ -236,18 +222,29 @@ class Dual(AbstractSolver):
                                                 and self.block_size >= 1):
             raise ValueError(f"block_size must be a positive int, got {self.block_size!r}")
 
+    @singledispatchmethod
     def _inputs(self, problem, count, what, shift: bool = True):
-        """``(K or the rows, kernel built in the program, rows X or None)``; the kernel in its
-        ``rankjax.kernels.kernel.ranking_form`` unless ``shift`` is False."""
-        M = _matrix(problem, count, what)
-        if problem.kind == "kernel":
-            return M, None, None
+        """``(the dense rows X, kernel built in the program, X)``, planned (``count`` ``m x m``
+        matrices); the kernel in its ``rankjax.kernels.kernel.ranking_form`` unless ``shift``
+        is False."""
+        X = problem.rows()
+        kernel_plan(X.shape[0], compute_dtype(X), count, what)
+        X = jnp.asarray(as_dense(X))
         if self.kernel is None:
-            return M, Kernel("linear"), M
-        return M, ranking_form(self.kernel, problem.graph) if shift else self.kernel, M
+            return X, Kernel("linear"), X
+        return X, ranking_form(self.kernel, problem.graph) if shift else self.kernel, X
 
-    def _linear(self, problem):
-        return problem.kind == "features" and self.kernel is None
+    @_inputs.register(KernelProblem)
+    def _(self, problem, count, what, shift: bool = True):
+        """``(K checked square and symmetric, None, None)``, planned."""
+        K = problem.X
+        if is_bcoo(K):
+            raise TypeError("K must be a dense kernel matrix")
+        if K.shape[0] != K.shape[1]:
+            raise ValueError(f"K must be a square [m, m] kernel matrix, got shape {tuple(K.shape)} "
+                             "(a rectangular [m_v, m] kernel is the valid problem of one)")
+        kernel_plan(K.shape[0], compute_dtype(K), count, what)
+        return check_symmetric(K), None, None
 
     def _model(self, coef, X, kernel):
         if X is None:

@@ -20,7 +20,7 @@ on a validation set, ``vmap`` over λ (each lane its own preconditioner).
 """
 from __future__ import annotations
 
-from functools import partial
+from functools import partial, singledispatchmethod
 from typing import NamedTuple, Optional
 
 import jax
@@ -48,7 +48,7 @@ from .ridge import features_floor
 from .fold_batches import batch_mv, fold_scan
 from .models import NystromModel
 from ..scale.hosts import local_block
-from ..scale.layout import dense_only
+from ..scale.layout import ShardedData, dense_only
 from jax.sharding import PartitionSpec as P
 
 __all__ = ["Falkon", "Subsample", "query_subsample", "block_ops", "falkon_preconditioner", "falkon_solve",
@@ -286,9 +286,8 @@ class Falkon(AbstractSolver):
     kinds = {"fit": ("features", "sharded")}
     stops_early = True
 
+    @singledispatchmethod
     def fit(self, problem, lam):
-        if problem.kind == "sharded":
-            return self._fit_sharded(problem, lam)
         X = dense_rows(problem)
         y, graph = problem.y, problem.graph
         graph.check_splittable("Falkon (its preconditioner's subsample)")
@@ -318,7 +317,8 @@ class Falkon(AbstractSolver):
         model = NystromModel(coef[:b], B.X[:b], jnp.asarray(index, jnp.int32), B.kernel)
         return Solution(model, r.result, r.stats())
 
-    def _fit_sharded(self, data, lam):
+    @fit.register(ShardedData)
+    def _(self, data, lam):
         """FALKON on a sharded problem: the basis chosen among the rows it was built from
         (``data.source``) and read from ``data.X``, each device's ``K_mR`` block, one ``psum``
         per product."""

@@ -9,7 +9,7 @@ K_RR`` in every dtype):
 from __future__ import annotations
 
 import dataclasses
-from functools import partial
+from functools import partial, singledispatchmethod
 from typing import Optional
 
 import jax
@@ -18,6 +18,7 @@ import numpy as np
 
 from .._core.checks import check_count, check_seed, is_concrete, lam_ok, nan_unless
 from .._core.log import compiled, level, run
+from .._core.memory import compute_dtype
 from .._core.resolved import warn_unresolved
 from .._solution import Solution, lane_codes
 from .._core.segments import padded_size
@@ -26,7 +27,7 @@ from ..kernels.basis import (Basis, BasisRows, as_nystrom, basis_system, coef_fr
                              take_basis)
 from ..kernels.kernel import Kernel, kernel_block, ranking_form
 from .._core.types import saveable
-from ..scale.layout import dense_only
+from ..scale.layout import ShardedData, dense_only
 from .base import AbstractSolver, check_kernel_arg, dense_rows, solver
 from .fold_batches import BATCH_ROWS, batch_folds
 
@@ -37,7 +38,7 @@ from .primal import UNRESOLVED
 from .ridge import decompose_primal, features_floor, primal_system, ridge_solve
 from .nystrom_blocked import (UNRESOLVED_WIDE, basis_coef, fit_blocked, holdout_blocked,
                               holdout_sharded, path_blocked)
-from .nystrom_plan import PAD_WORK, check_nystrom_memory, nystrom_plan
+from .nystrom_plan import PAD_WORK, Plan, check_nystrom_memory, fold_bound, nystrom_plan
 
 __all__ = ["Nystrom", "nystrom_blocks"]
 
@@ -231,7 +232,46 @@ class Nystrom(AbstractSolver):
 
     kinds = {"holdout": ("features", "sharded")}
 
-    def _holdout_sharded(self, data, lams):
+    def init(self, problem, L=1, folds=None) -> Plan:
+        """The plan of a hold-out of ``L`` λ on ``problem`` with ``folds`` (drawn
+        :class:`~rankjax.Folds`, or before they are drawn a count ``k`` or ``None`` for
+        leave-query-out; :func:`~rankjax.solvers.nystrom_plan.fold_bound`), from the shapes
+        alone: the route (``K_mR`` whole or row blocks of whole folds) and its memory
+        checked (:class:`~rankjax.MemoryPlanError` when it cannot fit). :meth:`holdout`
+        computes it unless given one that serves it (``plan=``, from selection's early
+        refusal)."""
+        m, n = problem.rows().shape
+        fold_rows = fold_bound(problem.graph, m, folds)
+        rows = nystrom_plan(m, n, int(padded_size(self.basis.rows_among(m))),
+                            compute_dtype(problem.X), L=L, tail=int(np.prod(problem.y.shape[1:])),
+                            fold_rows=fold_rows, block_rows=self.block_rows)
+        return Plan(rows, L, fold_rows)
+
+    @singledispatchmethod
+    def holdout(self, problem, lams, folds, plan=None):
+        X = dense_rows(problem)
+        lams = lams.astype(X.dtype)
+        L = lams.shape[0]
+        if plan is None or not plan.serves(L, fold_bound(problem.graph, X.shape[0], folds)):
+            plan = self.init(problem, L, folds)
+        rows = plan.rows
+        index, B = self.take(X, pad=True if rows is None else None, graph=problem.graph)
+        folds = (premerge(folds, L, B.X.shape[0]) if rows is None
+                 else batch_folds(folds, rows, L, B.X.shape[0]))
+        if rows is None:
+            pred, coef = two_phase(_nystrom_holdout, X, problem.y, problem.graph, B, lams,
+                                   folds, lams=lams, verbose=level())
+        else:
+            pred, coef = run(level(), holdout_blocked, X, problem.y, problem.graph, B,
+                             lams, folds, rows=rows)
+        warn_unresolved(pred, lams, "rj.holdout(Nystrom())",
+                        _why(UNRESOLVED if rows is None else UNRESOLVED_WIDE))
+        b = index.shape[0]
+        path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), B.kernel)
+        return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred, lams), {})
+
+    @holdout.register(ShardedData)
+    def _(self, data, lams, folds, plan=None):
         """Leave-query-out of a sharded problem in row blocks on every device, the basis
         chosen among the rows it was built from (``data.source``) and read from ``data.X``
         (a replaced ``X``, scaled under ``vmap``, gives its own basis rows)."""
@@ -253,35 +293,6 @@ class Nystrom(AbstractSolver):
         b = index.shape[0]
         path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), B.kernel)
         return Solution(HoldOut(lams, pred, None, path), lane_codes(pred, lams), {})
-
-    def holdout(self, problem, lams, folds):
-        if problem.kind == "sharded":
-            return self._holdout_sharded(problem, lams)
-        X = dense_rows(problem)
-        lams = lams.astype(X.dtype)
-        m, n, L = X.shape[0], X.shape[1], lams.shape[0]
-        tail = int(np.prod(problem.y.shape[1:]))
-        rows = nystrom_plan(m, n, int(padded_size(self.basis.rows_among(m))), X.dtype, L=L,
-                            tail=tail, fold_rows=max(i.shape[1] for i in folds.index),
-                            block_rows=self.block_rows)
-        index, B = self.take(X, pad=True if rows is None else None, graph=problem.graph)
-        folds = (premerge(folds, L, B.X.shape[0]) if rows is None
-                 else batch_folds(folds, rows, L, B.X.shape[0]))
-        if rows is None:
-            pred, coef = two_phase(_nystrom_holdout, X, problem.y, problem.graph, B, lams,
-                                   folds, lams=lams, verbose=level())
-        else:
-            pred, coef = run(level(), holdout_blocked, X, problem.y, problem.graph, B,
-                             lams, folds, rows=rows)
-        warn_unresolved(pred, lams, "rj.holdout(Nystrom())",
-                        _why(UNRESOLVED if rows is None else UNRESOLVED_WIDE))
-        b = index.shape[0]
-        path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), B.kernel)
-        return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred, lams), {})
-
-    def plan(self, m, n, L, dtype, fold_rows):
-        nystrom_plan(m, n, int(padded_size(self.basis.rows_among(m))), dtype, L=L,
-                     fold_rows=fold_rows, block_rows=self.block_rows)
 
     def tuned_kernel(self):
         return self.kernel

@@ -3,6 +3,8 @@
 memory (:class:`~rankjax._core.memory.MemoryPlanError`)."""
 
 
+from typing import NamedTuple, Optional
+
 import numpy as np
 
 from .._core.checks import check_count
@@ -11,8 +13,34 @@ from .._core.segments import padded_size
 from ..graphs.folds import FOLD_BUDGET
 from .fold_batches import BATCH_ROWS
 
-__all__ = ["nystrom_plan", "check_nystrom_memory", "whole_fold_entries", "PAD_WORK",
+__all__ = ["Plan", "fold_bound", "nystrom_plan", "check_nystrom_memory", "whole_fold_entries", "PAD_WORK",
            "WHOLE_ENTRIES"]
+
+
+class Plan(NamedTuple):
+    """What a hold-out computes once, before any work (:meth:`~rankjax.Nystrom.init`):
+    ``rows`` of a batch of whole folds in row blocks (``None``: ``K_mR`` whole), for ``L`` λ
+    and folds of up to ``fold_rows`` rows, its memory checked."""
+
+    rows: Optional[int]
+    L: int
+    fold_rows: int
+
+    def serves(self, L: int, fold_rows: int) -> bool:
+        """Whether this plan covers a hold-out of ``L`` λ on folds of ``fold_rows`` rows."""
+        return self.L == L and self.fold_rows >= fold_rows
+
+
+def fold_bound(graph, m: int, folds) -> int:
+    """The rows of the largest fold: of drawn :class:`~rankjax.Folds` their widest block;
+    before they are drawn, of leave-query-out (``folds=None``) the largest query, of ``k``
+    folds of whole queries at most ``m // k`` rows and one query more."""
+    if hasattr(folds, "index"):
+        return max(int(i.shape[1]) for i in folds.index)
+    counts = getattr(graph, "counts", None)
+    largest = 1 if counts is None else int(np.max(np.asarray(counts)))
+    k = getattr(folds, "num_folds", folds)
+    return largest + (m // int(k) if k is not None else 0)
 
 
 PAD_WORK = 1e10

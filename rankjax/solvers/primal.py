@@ -7,7 +7,7 @@ constant feature cancels in every pair.
 """
 from __future__ import annotations
 
-from functools import partial
+from functools import partial, singledispatchmethod
 
 import jax
 import jax.numpy as jnp
@@ -18,11 +18,13 @@ from .._core.resolved import warn_unresolved
 from .._solution import Solution, lane_codes
 from ..graphs.folds import premerge
 from .._core.types import saveable
-from .base import AbstractSolver, dense_rows, feature_rows, solver
+from .base import AbstractSolver, dense_rows, solver
 from .holdout import HoldOut, factored_holdout, holdout_from_system, two_phase
 from .lpo import primal_pairs
 from .models import LinearModel, PrimalPath, path_scores
 from .ridge import decompose_primal, primal_system, ridge_solve
+from ..scale.layout import ShardedData
+from ..scale.stream import StreamedProblem
 from . import sharded, streamed
 
 __all__ = ["Primal", "UNRESOLVED"]
@@ -102,7 +104,7 @@ def linear_cv_predictions(params, data, folds):
 
 def checked_rows(problem):
     """The problem's rows for the primal forms: ``n x n`` matrices must fit."""
-    X = feature_rows(problem)
+    X = problem.rows()
     if is_concrete(X):
         check_gram(X)
     return X
@@ -131,12 +133,15 @@ class Primal(AbstractSolver):
     kinds = {**{m: ("features", "sharded", "stream") for m in ("fit", "path", "holdout")},
              "cv_predictions": ("features", "sharded")}
 
+    @singledispatchmethod
     def prepare(self, problem):
-        """The data of :meth:`cv_predictions`: ``(X, y, graph)`` dense on one device; a
-        sharded problem's are those of the problem it was built from (the loss and the
+        """The data of :meth:`cv_predictions`: ``(X, y, graph)`` dense on one device."""
+        return super().prepare(problem)
+
+    @prepare.register(ShardedData)
+    def _(self, problem):
+        """A sharded problem's: those of the problem it was built from (the loss and the
         start read them) and the sharded problem itself (the hold-out runs on it)."""
-        if problem.kind != "sharded":
-            return super().prepare(problem)
         if problem.source is None:
             raise TypeError("tune on a sharded problem needs the problem it was built from: "
                             "shard it with rj.scale.shard(problem)")
@@ -149,46 +154,47 @@ class Primal(AbstractSolver):
             return sharded.primal_cv_loss(params, data[3])
         return super().cv_loss(params, data, folds)
 
+    @singledispatchmethod
     def fit(self, problem, lam):
-        if problem.kind == "sharded":
-            w = sharded.primal_fit(problem, lam)
-        elif problem.kind == "stream":
-            G, b, counts = streamed.normal_equations(problem)
-            w = _solve_core(jnp.asarray(G, _float()), jnp.asarray(b, _float()), lam)
-            return Solution(LinearModel(w), lane_codes(w, lam, lanes=False), counts)
-        else:
-            X = checked_rows(problem)
-            w = _primal_fit(X, problem.y, problem.graph, lam)
+        w = _primal_fit(checked_rows(problem), problem.y, problem.graph, lam)
         warn_unresolved(w, lam, "rj.fit(Primal())", UNRESOLVED)
         return Solution(LinearModel(w), lane_codes(w, lam, lanes=False), {})
 
+    @fit.register(ShardedData)
+    def _(self, problem, lam):
+        w = sharded.primal_fit(problem, lam)
+        warn_unresolved(w, lam, "rj.fit(Primal())", UNRESOLVED)
+        return Solution(LinearModel(w), lane_codes(w, lam, lanes=False), {})
+
+    @fit.register(StreamedProblem)
+    def _(self, problem, lam):
+        G, b, counts = streamed.normal_equations(problem)
+        w = _solve_core(jnp.asarray(G, _float()), jnp.asarray(b, _float()), lam)
+        return Solution(LinearModel(w), lane_codes(w, lam, lanes=False), counts)
+
+    @singledispatchmethod
     def path(self, problem, lams):
-        Xv = None if problem.valid is None else problem.valid.X
-        stats = {}
-        if problem.kind == "sharded":
-            W = sharded.primal_path(problem, lams)
-        elif problem.kind == "stream":
-            G, b, stats = streamed.normal_equations(problem)
-            W = _path_from_system(jnp.asarray(G, _float()), jnp.asarray(b, _float()),
-                                  lams.astype(_float()))
-        else:
-            W, _, _ = path_core(checked_rows(problem), problem.y, problem.graph, lams, None)
-        valid = None if Xv is None else path_scores(Xv, W)
+        W, _, _ = path_core(checked_rows(problem), problem.y, problem.graph, lams, None)
+        return self._path(problem, lams, W, {})
+
+    @path.register(ShardedData)
+    def _(self, problem, lams):
+        return self._path(problem, lams, sharded.primal_path(problem, lams), {})
+
+    @path.register(StreamedProblem)
+    def _(self, problem, lams):
+        G, b, stats = streamed.normal_equations(problem)
+        W = _path_from_system(jnp.asarray(G, _float()), jnp.asarray(b, _float()),
+                              lams.astype(_float()))
+        return self._path(problem, lams, W, stats)
+
+    def _path(self, problem, lams, W, stats):
+        valid = None if problem.valid is None else path_scores(problem.valid.X, W)
         warn_unresolved(W, lams, "rj.path(Primal())", UNRESOLVED)
         return Solution(PrimalPath(lams, W, None, valid), lane_codes(W, lams), stats)
 
+    @singledispatchmethod
     def holdout(self, problem, lams, folds):
-        if problem.kind == "sharded":
-            pred, W = sharded.primal_holdout(problem, lams.astype(problem.X.dtype))
-            return Solution(HoldOut(lams, pred, None, PrimalPath(lams, W)),
-                            lane_codes(pred, lams), {})
-        if problem.kind == "stream":
-            G, b, stats = streamed.normal_equations(problem)
-            lams = lams.astype(_float())
-            W = _path_from_system(jnp.asarray(G, _float()), jnp.asarray(b, _float()), lams)
-            pred = streamed.holdout_predictions(problem, G, b, lams, stats)
-            return Solution(HoldOut(lams, pred, None, PrimalPath(lams, W)),
-                            lane_codes(pred, lams), stats)
         checked_rows(problem)
         X = dense_rows(problem)
         lams = lams.astype(X.dtype)
@@ -196,6 +202,20 @@ class Primal(AbstractSolver):
                                  "rj.holdout(Primal())")
         return Solution(HoldOut(lams, pred, folds, PrimalPath(lams, W)), lane_codes(pred, lams),
                         {})
+
+    @holdout.register(ShardedData)
+    def _(self, problem, lams, folds):
+        pred, W = sharded.primal_holdout(problem, lams.astype(problem.X.dtype))
+        return Solution(HoldOut(lams, pred, None, PrimalPath(lams, W)), lane_codes(pred, lams), {})
+
+    @holdout.register(StreamedProblem)
+    def _(self, problem, lams, folds):
+        G, b, stats = streamed.normal_equations(problem)
+        lams = lams.astype(_float())
+        W = _path_from_system(jnp.asarray(G, _float()), jnp.asarray(b, _float()), lams)
+        pred = streamed.holdout_predictions(problem, G, b, lams, stats)
+        return Solution(HoldOut(lams, pred, None, PrimalPath(lams, W)), lane_codes(pred, lams),
+                        stats)
 
     def leave_pair_out(self, problem, lams, pairs):
         checked_rows(problem)
