@@ -22,7 +22,7 @@ that would pass the total budget is skipped and says so):
    ``bench_cg.py --only b`` and ``bench_path.py``.
 
 Benchmark lines carry ``device_peak_mb`` where the backend reports it
-(``benchmarks/_timing.emit``). ``--dry-run`` prints every step's command and budget, and
+(``benchmarks/lib/timing.emit``). ``--dry-run`` prints every step's command and budget, and
 runs step 1 and the emulated cases of step 2 (a CPU's own products are exact, so only the
 emulation's verdicts say anything there): about 20 s on a 2-core CPU
 (``tests/test_report.py`` runs it).

@@ -9,12 +9,12 @@ missing values coded as a sentinel or NaN), seeds 1..5, float32 (x64 off, as a n
 * ``rj.make_web_data`` (250 training queries, about 12,700 rows; 250 test queries).
 
 Test NDCG@10 by ``rj.ndcg``; one JSON line per (set, fold, seed, learner), ``seed`` 0 for the
-features as given. ``--save`` writes them (committed: ``benchmarks/battery.jsonl``) and
+features as given. ``--save`` writes them (committed: ``benchmarks/lines/battery.jsonl``) and
 ``--readme`` rewrites the ``battery`` block of the README from them (``--lines``: from saved
 lines alone).
 
-    python benchmarks/bench_battery.py --save benchmarks/battery.jsonl --readme README.md  # ~50 min
-    python benchmarks/bench_battery.py --lines benchmarks/battery.jsonl --readme README.md
+    python benchmarks/bench_battery.py --save benchmarks/lines/battery.jsonl --readme README.md  # ~50 min
+    python benchmarks/bench_battery.py --lines benchmarks/lines/battery.jsonl --readme README.md
 """
 import argparse
 import os
@@ -25,9 +25,9 @@ import warnings
 import jax
 import numpy as np
 
-from _blocks import add_arguments, from_lines, rewrite, save_lines
-from _shared import FOLDS, SHARED, sizes
-from _timing import emit
+from lib.blocks import add_arguments, from_lines, rewrite, save_lines
+from lib.shared import FOLDS, SHARED, sizes
+from lib.timing import emit
 
 jax.config.update("jax_enable_x64", False)          # JAX's default, as a new user
 import rankjax as rj  # noqa: E402
@@ -157,7 +157,7 @@ def body(lines):
     run = next((r for r in lines if r["name"] == "battery_run"), {})
     machine = (f"{run.get('machine', '?')}, {run.get('cores', '?')} CPU cores, jax "
                f"{run.get('jax', '?')}, float32; seeds {SEEDS[0]}-{SEEDS[-1]}; `python "
-               "benchmarks/bench_battery.py --save benchmarks/battery.jsonl --readme README.md`, "
+               "benchmarks/bench_battery.py --save benchmarks/lines/battery.jsonl --readme README.md`, "
                f"{run.get('minutes', '?')} min")
     folds = sorted({r["fold"] for r in lines if r.get("learner") == LEARNED
                     and r["set"] == "MQ2008"})

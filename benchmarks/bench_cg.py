@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _timing import emit, median_s, time_jitted
+from lib.timing import emit, median_s, time_jitted
 
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402

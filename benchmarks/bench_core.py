@@ -1,5 +1,5 @@
 """Core operations at scale: query-Laplacian matvec, the primal normal equations and
-sorting-based metrics. Prints JSON lines (see benchmarks/_timing.py).
+sorting-based metrics. Prints JSON lines (see benchmarks/lib/timing.py).
 
     python benchmarks/bench_core.py [--rows 2270296] [--float64]
 """
@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _timing import emit, time_jitted
+from lib.timing import emit, time_jitted
 from rankjax.solvers.ridge import primal_system
 
 

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _timing import emit, lambda_lanes, time_jitted
+from lib.timing import emit, lambda_lanes, time_jitted
 
 LAMS = np.logspace(-2, 3, 20)
 

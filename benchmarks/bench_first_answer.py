@@ -14,17 +14,17 @@ with the number of programs XLA compiled (``compiles_*``: a program read back fr
 disk cache is not counted), the peak resident memory of its processes (``peak_rss_mb``)
 and test NDCG@10 (rankjax's ``ndcg``), beside LightGBM and
 XGBoost in the same run (they compile nothing), at their defaults and tuned on the training
-queries alone (:data:`_trees.GRID` by 3-fold GroupKFold; the search is in their fit time; one
+queries alone (:data:`lib.trees.GRID` by 3-fold GroupKFold; the search is in their fit time; one
 process, one warm fit). One JSON line per learner, and one for the warm kernel fit's floor
 (LAPACK's ``eigh`` of the dual system the fit decomposes at its γ, :func:`floor`, in a
 process of its own; and the kernel fit and that ``eigh`` alternated in the kernel's
 second process, :func:`paired`, the ratio without the drift between processes).
-``--save`` writes the lines (committed: ``benchmarks/first_answer.jsonl``) and ``--readme``
+``--save`` writes the lines (committed: ``benchmarks/lines/first_answer.jsonl``) and ``--readme``
 rewrites the README's first table (between the ``first-answer`` markers) from this run's
 lines, or from saved lines alone (``--lines``), byte for byte on any machine.
 
-    python benchmarks/bench_first_answer.py --save benchmarks/first_answer.jsonl  # ~10 min
-    python benchmarks/bench_first_answer.py --lines benchmarks/first_answer.jsonl --readme README.md
+    python benchmarks/bench_first_answer.py --save benchmarks/lines/first_answer.jsonl  # ~10 min
+    python benchmarks/bench_first_answer.py --lines benchmarks/lines/first_answer.jsonl --readme README.md
 """
 import argparse
 import json
@@ -38,8 +38,8 @@ import sys
 import tempfile
 import time
 
-from _shared import SHARED, sizes
-from _trees import GRID, trees, tuned
+from lib.shared import SHARED, sizes
+from lib.trees import GRID, trees, tuned
 
 SAMPLE = SHARED / "lambdarank_sample"
 LEARNERS = ("rankjax RankRLSCV(kernel=\"gaussian\")", "rankjax RankRLSCV()",
@@ -187,7 +187,7 @@ def floor():
     level-3 products), medians; and the median of 3 of the full ``3,005 x 3,005``
     ``S K S`` (``eigh_full_s``)."""
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    from _timing import median_s
+    from lib.timing import median_s
     reduced, full, rows, full_rows, tridiagonal = _floor_calls()
     eigh_s, tridiagonal_s = alternated((reduced, tridiagonal), repeats=5)
     print("RESULT " + json.dumps(dict(eigh_s=eigh_s, rows=rows,
@@ -245,7 +245,7 @@ def table(lines, fl):
         f"{kernel_warm(lines) / fl['eigh_full_s']:.2f}x){_paired_text(lines)}. "
         f"{fl.get('machine', '?')}, {fl.get('cores', '?')} CPU cores, "
         f"jax {lines[0]['jax']}, float32; `python benchmarks/bench_first_answer.py --save "
-        f"benchmarks/first_answer.jsonl --readme "
+        f"benchmarks/lines/first_answer.jsonl --readme "
         f"README.md`.</sub>")
 
 
@@ -279,7 +279,7 @@ def main():
     ap.add_argument("--child")
     ap.add_argument("--only", help="a substring of the learners to run")
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    from _blocks import add_arguments, from_lines, rewrite, save_lines
+    from lib.blocks import add_arguments, from_lines, rewrite, save_lines
     add_arguments(ap, "first-answer")
     args = ap.parse_args()
     if from_lines(args, "first-answer", saved_table):
@@ -291,7 +291,7 @@ def main():
     if (args.readme or args.save) and args.only:
         ap.error("--readme and --save write every learner's row: drop --only")
     import jax
-    from _timing import emit
+    from lib.timing import emit
     lines = []
     for name in LEARNERS:
         if args.only and args.only not in name:

@@ -20,12 +20,12 @@ defaults, on
   issue 66's table by hand (standardised, quantile-normal, ``sign(x) log(1 + |x|)``).
 
 Prints one JSON line per (set, fold, learner) and one of the run (machine, minutes);
-``--save`` writes them (committed: ``benchmarks/first_screen.jsonl``) and ``--readme``
+``--save`` writes them (committed: ``benchmarks/lines/first_screen.jsonl``) and ``--readme``
 rewrites the table between the ``first-screen`` markers of that file from them, or from
 saved lines alone (``--lines``), byte for byte the same on any machine.
 
-    python benchmarks/bench_first_screen.py --save benchmarks/first_screen.jsonl  # ~20 min
-    python benchmarks/bench_first_screen.py --lines benchmarks/first_screen.jsonl --readme README.md
+    python benchmarks/bench_first_screen.py --save benchmarks/lines/first_screen.jsonl  # ~20 min
+    python benchmarks/bench_first_screen.py --lines benchmarks/lines/first_screen.jsonl --readme README.md
 """
 import argparse
 import os
@@ -35,9 +35,9 @@ import time
 import jax
 import numpy as np
 
-from _blocks import add_arguments, from_lines, rewrite, save_lines
-from _shared import FOLDS, SHARED, sizes
-from _timing import emit
+from lib.blocks import add_arguments, from_lines, rewrite, save_lines
+from lib.shared import FOLDS, SHARED, sizes
+from lib.timing import emit
 
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
@@ -74,7 +74,7 @@ def learners():
         pass
     try:
         __import__("lightgbm")
-        from _trees import tuned
+        from lib.trees import tuned
         out["LightGBM tuned"] = tuned("LightGBM")   # every set: the learned rows' time bar
     except ImportError:
         pass
@@ -85,7 +85,7 @@ def web_learners():
     """The raw-data extras: the trees tuned, the kernel model without its feature map, and
     without it after each transform of issue 66's table by hand (learned on the training
     rows): ``(x - mean) / std``, a quantile-normal map, ``sign(x) log(1 + |x|)``."""
-    from _trees import tuned
+    from lib.trees import tuned
     from sklearn.preprocessing import QuantileTransformer, StandardScaler
 
     def by_hand(make):
@@ -186,7 +186,7 @@ def body(lines):
     run = next((r for r in lines if r["name"] == "first_screen_run"), {})
     machine = (f"{run.get('machine', '?')}, {run.get('cores', '?')} CPU cores, jax "
                f"{run.get('jax', '?')}, float64; `python benchmarks/bench_first_screen.py --save "
-               f"benchmarks/first_screen.jsonl --readme "
+               f"benchmarks/lines/first_screen.jsonl --readme "
                f"README.md`, {run.get('minutes', '?')} min")
     return f"{table([r for r in lines if 'learner' in r])}\n\n<sub>{machine}.</sub>"
 

@@ -43,7 +43,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.linalg as sla  # noqa: E402
 
-from _timing import emit  # noqa: E402
+from lib.timing import emit  # noqa: E402
 
 
 def peak_rss_mb():
@@ -166,10 +166,7 @@ def bench_primal(m, n, dtype, graphs=("query", "global"), repeats=7, path=True):
 
 
 def bench_gram_wide(m, n, dtype, repeats=5):
-    try:
-        from rankjax._core.linalg import gram
-    except ImportError:                 # a guard base from before the folders (issue 59)
-        from rankjax._ridge import gram
+    from rankjax._core.linalg import gram
     jax.config.update("jax_enable_x64", dtype == np.float64)
     X = np.random.default_rng(1).random((m, n)).astype(dtype)
     Xj = jnp.asarray(X)

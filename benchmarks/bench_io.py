@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from _timing import emit
+from lib.timing import emit
 from rankjax import io
 
 

@@ -1,7 +1,7 @@
 """Kernel RankRLS at scale: exact kernel vs Nyström (closed form, exact hold-out) vs
 FALKON-preconditioned CG, with peak resident memory in every line.
 
-Rows (JSON lines, benchmarks/_timing.py):
+Rows (JSON lines, benchmarks/lib/timing.py):
 * ``nystrom_holdout``: leave-query-out of the Nyström model, 13 λ, one γ (warm median);
 * ``rankrlscv_nystrom``: ``RankRLSCV(kernel="gaussian", gammas=4, lams=13, basis=b)`` fit
   (first call, compile included) and its test NDCG@10; with ``--optimize`` also
@@ -27,7 +27,7 @@ jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
 from rankjax.estimators import RankRLSCV  # noqa: E402
 
-from _timing import emit, median_s  # noqa: E402
+from lib.timing import emit, median_s  # noqa: E402
 from rankjax.kernels.basis import nystrom_basis  # noqa: E402
 
 

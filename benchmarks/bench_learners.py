@@ -17,7 +17,7 @@ import pathlib
 import jax
 import numpy as np
 
-from _timing import emit
+from lib.timing import emit
 
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402

@@ -21,12 +21,12 @@ fresh process (its own peak RSS), all in the same run:
 Each line: seconds, peak RSS (GB), test NDCG@10, the float32 GEMM rate measured in the
 step's own process (4,096 x 2,048 x 2,048) and a floor at that rate: ``m b^2`` flops per γ
 for the Nyström hold-out, one product with ``K_mR`` (``2 m b n`` flops) per FALKON
-iteration. A run writes its lines to ``--save`` (committed: ``benchmarks/million.jsonl``)
+iteration. A run writes its lines to ``--save`` (committed: ``benchmarks/lines/million.jsonl``)
 and the README block is written from saved lines alone (``--lines ... --readme``), byte
 for byte the same on any machine (``tests/test_readme.py``).
 
-    python benchmarks/bench_million.py --save benchmarks/million.jsonl   # 10^6 rows (~30 min)
-    python benchmarks/bench_million.py --lines benchmarks/million.jsonl --readme README.md
+    python benchmarks/bench_million.py --save benchmarks/lines/million.jsonl   # 10^6 rows (~30 min)
+    python benchmarks/bench_million.py --lines benchmarks/lines/million.jsonl --readme README.md
     python benchmarks/bench_million.py --rows 100000       # a tenth
     python benchmarks/bench_million.py --full              # on a GPU: every step, 10^6 rows
 """
@@ -41,7 +41,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _blocks import add_arguments, from_lines, rewrite, save_lines  # noqa: E402
+from lib.blocks import add_arguments, from_lines, rewrite, save_lines  # noqa: E402
+from lib.million import table  # noqa: E402
 
 STEPS = ("linear", "lightgbm", "nystrom", "ard", "falkon", "stages", "ard_rows")
 RELEVANT = 10
@@ -99,7 +100,7 @@ def _stages(X, y, qid, a, line):
     from rankjax.solvers.holdout import woodbury_rows
     from rankjax.solvers.nystrom_blocked import blocked_system, features
     from rankjax.solvers.ridge import wide_eigh
-    from _timing import time_jitted
+    from lib.timing import time_jitted
     m, n = X.shape
     L, rows = 13, fb.BATCH_ROWS
     p = rj.Problem(X, y, qid)
@@ -173,7 +174,7 @@ def step(name, a):
     import rankjax as rj
     import rankjax.selection.select as sel
     from rankjax.estimators import RankRLSCV
-    from _timing import device_name
+    from lib.timing import device_name
 
     X, y, qid = make_million(a.rows, seed=0)
     Xt, yt, qt = make_million(a.test_rows, seed=1, first_qid=10**7)
@@ -260,74 +261,6 @@ def step(name, a):
             runs.append(time.perf_counter() - t1)
         line.update(holdout_s=round(float(np.median(runs)), 3))
     print(json.dumps(line), flush=True)
-
-
-LEARNERS = {"million_linear": "rankjax RankRLSCV(), linear",
-            "million_lightgbm": "LightGBM LGBMRanker(), defaults",
-            "million_nystrom": "rankjax RankRLSCV(kernel=\"gaussian\", gammas=4, lams=13, "
-                               "basis={basis!r}): {basis_rows:,} basis rows",
-            "million_ard": "rankjax RankRLSCV(kernel=\"gaussian\", optimize=True, ard=True, "
-                           "basis={basis!r}): learned on {subsample_rows:,} rows, "
-                           "{basis_rows:,} basis rows",
-            "million_falkon": "rankjax rj.fit(p, rj.Falkon(k, {basis}), lam={lam})"}
-
-
-def _floor(ln):
-    """The line's floor in seconds at its own GEMM rate, or '–'."""
-    if "floor_flops" not in ln or not ln.get("gemm_gflops"):
-        return "–"
-    return f"{ln['floor_flops'] / (ln['gemm_gflops'] * 1e9):.1f}"
-
-
-def table(lines):
-    """The README block (markdown) of JSON lines of this script: every learner's row with the
-    GEMM rate measured in its own process, the γ grid's one hold-out against its floor."""
-    out = ["| learner | rows | fit s | floor s | GEMM GFLOP/s | peak RSS GB | test NDCG@10 |",
-           "| --- | --- | --- | --- | --- | --- | --- |"]
-    notes = []
-    for ln in lines:
-        if ln["name"] not in LEARNERS or "fit_s" not in ln:
-            continue
-        extra = (f" (closed form {ln['closed_form_s']:.0f} s, predictions within "
-                 f"{ln['rel_diff']:.1e})") if "rel_diff" in ln else ""
-        out.append(f"| {LEARNERS[ln['name']].format(**ln)}{extra} | {ln['shape'][0]:,} | "
-                   f"{ln['fit_s']:.1f} | {_floor(ln)} | {ln.get('gemm_gflops', '–')} | "
-                   f"{ln['peak_rss_gb']:.2f} | {ln['ndcg10']:.4f} |")
-        if "holdout_s" in ln:
-            floor = ln["shape"][0] * ln["basis_rows"] ** 2 / (ln["gemm_gflops"] * 1e9)
-            notes.append(f"one γ's hold-out of 13 λ alone (warm): {ln['holdout_s']:.1f} s, "
-                         f"{ln['holdout_s'] / floor:.1f}x its $m b^2$ floor ({floor:.1f} s)")
-        if "best_score" in ln:
-            notes.append(f"the learned model's hold-out NDCG@10 on every training row "
-                         f"(`best_score_`) {ln['best_score']:.4f}")
-    info = next((ln for ln in lines if "machine" in ln), {})
-    note = (f"{info.get('machine', '?')}, {info.get('cores', '?')} CPU cores, jax "
-            f"{info.get('jax', '?')}, float32; each learner in a fresh process, its float32 "
-            "GEMM rate measured there (the floor: $m b^2$ flops per γ for the Nyström "
-            "hold-out, one `2 m b n` product an iteration for FALKON)"
-            + "".join(f"; {n}" for n in notes)
-            + "; `python benchmarks/bench_million.py --lines benchmarks/million.jsonl "
-              "--readme README.md`")
-    return "\n".join(out) + f"\n\n<sub>{note}.</sub>"
-
-
-def stage_table(lines):
-    """The stage table of a ``stages`` line: seconds, floor seconds and ratio per stage."""
-    ln = next((x for x in lines if x.get("name") == "million_stages"), None)
-    if ln is None:
-        return "(no stage line)"
-    rows = ["| stage | s | floor s | x floor |", "| --- | --- | --- | --- |"]
-    for st in ln["stages"]:
-        ratio = st["s"] / st["floor_s"] if st["floor_s"] else float("nan")
-        rows.append(f"| {st['stage']} | {st['s']:.2f} | {st['floor_s']:.2f} | {ratio:.1f} |")
-    rows.append(f"| the hold-out (13 λ) | {ln['total_s']:.2f} | {ln['floor_s']:.2f} (`m b^2`) | "
-                f"{ln['total_s'] / ln['floor_s']:.1f} |")
-    return (f"{ln['shape'][0]:,} rows x {ln['shape'][1]} features, {ln['basis_rows']:,} basis "
-            f"rows, {ln['padded_rows']:,} rows padded into batches of whole queries, 13 λ, "
-            f"float32, GEMM {ln['gemm_gflops']} GFLOP/s measured in the same process; each "
-            "stage the difference of cumulative warm programs (median of 3), against its own "
-            "flops at that rate (the triangular solve and the Gram counted at `m b^2` each, "
-            "the fold systems at `L sum P^2 b`).\n\n" + "\n".join(rows))
 
 
 def main():

@@ -22,7 +22,7 @@ import rankjax as rj  # noqa: E402
 from rankjax import io  # noqa: E402
 from rankjax.estimators import RankBoost, RankRLS, RankRLSCV, RankSVM  # noqa: E402
 
-from _timing import emit  # noqa: E402
+from lib.timing import emit  # noqa: E402
 from rankjax.learners.kpcrank import kpcrank_path  # noqa: E402
 from rankjax.kernels.basis import nystrom_basis  # noqa: E402
 from rankjax.metrics.choice import select_lambda  # noqa: E402

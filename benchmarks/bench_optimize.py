@@ -28,14 +28,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BASE = "35b8738"
 sys.path.insert(0, HERE)
-from guard import export  # noqa: E402     (a commit's rankjax package under a folder)
+from lib.commits import export  # noqa: E402
 
 
 def child():
     import numpy as np
     import rankjax as rj
     from rankjax.estimators import RankRLSCV
-    from _timing import emit
+    from lib.timing import emit
 
     def data(queries, seed, first_qid=0):
         d = rj.make_ranking_data(queries, num_features=50, docs_per_query=(10, 28), seed=seed,

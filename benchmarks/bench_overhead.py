@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _timing import emit, median_s
+from lib.timing import emit, median_s
 
 COMPILES = [0]
 

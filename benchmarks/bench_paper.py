@@ -25,7 +25,7 @@ import time
 import jax
 import numpy as np
 
-from _timing import emit
+from lib.timing import emit
 
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _timing import emit, lambda_lanes, time_jitted
+from lib.timing import emit, lambda_lanes, time_jitted
 
 jax.config.update("jax_enable_x64", True)          # float64 available; each case sets its dtype
 import rankjax as rj  # noqa: E402

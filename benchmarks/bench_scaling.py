@@ -27,7 +27,7 @@ def worker(devices, rows_per_device, n, platform):
     import numpy as np
 
     import rankjax as rj
-    from _timing import emit, median_s
+    from lib.timing import emit, median_s
 
     devs = jax.devices()[:devices]
     m = rows_per_device * devices

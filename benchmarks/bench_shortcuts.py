@@ -19,7 +19,7 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 
 import rankjax as rj  # noqa: E402
-from _timing import emit  # noqa: E402
+from lib.timing import emit  # noqa: E402
 
 
 def timed(fn, repeats=3):

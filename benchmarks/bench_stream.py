@@ -28,7 +28,7 @@ import jax  # noqa: E402
 
 import rankjax as rj
 from rankjax.solvers.streamed import normal_equations  # noqa: E402
-from _timing import emit  # noqa: E402
+from lib.timing import emit  # noqa: E402
 
 
 def _write_npy(path, shape, dtype, blocks):

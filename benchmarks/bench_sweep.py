@@ -1,7 +1,7 @@
 """The precision rule swept (issue 75): float32 (x64 off) against float64 over λ x γ x
 per-feature scale spreads on two real data sets, every solver. Per point a solver either
 answers within 1e-2 on the ordering (the scores centred within each query, relative L2:
-:func:`bench_precision.centred`) or refuses with its code (``unresolved_lambda``, a NaN
+:func:`lib.precision.centred`) or refuses with its code (``unresolved_lambda``, a NaN
 lane); an answer outside 1e-2 without its code is a *silent* one, and the rule allows none.
 
 * data: the first 80 queries of ``lambdarank_sample``'s training file and of MQ2008's S1 (the
@@ -13,8 +13,8 @@ lane); an answer outside 1e-2 without its code is a *silent* one, and the rule a
   Falkon with ``BASIS`` rows and CG (a fit per λ). The linear solvers take no γ: their lines
   cover λ x spread.
 
-    python benchmarks/bench_sweep.py --save benchmarks/sweep.jsonl --readme README.md  # ~2 min
-    python benchmarks/bench_sweep.py --lines benchmarks/sweep.jsonl --readme README.md
+    python benchmarks/bench_sweep.py --save benchmarks/lines/sweep.jsonl --readme README.md  # ~2 min
+    python benchmarks/bench_sweep.py --lines benchmarks/lines/sweep.jsonl --readme README.md
 
 One JSON line per data set, solver and verb: points answered, refused, the largest answered
 error, and ``silent`` (answered beyond 1e-2 with ``successful``), which must be 0.
@@ -31,10 +31,10 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import rankjax as rj  # noqa: E402
-from _blocks import add_arguments, from_lines, in_list_item, rewrite, save_lines  # noqa: E402
-from _shared import SHARED  # noqa: E402
-from _timing import emit  # noqa: E402
-from bench_precision import centred  # noqa: E402
+from lib.blocks import add_arguments, from_lines, in_list_item, rewrite, save_lines  # noqa: E402
+from lib.shared import SHARED  # noqa: E402
+from lib.timing import emit  # noqa: E402
+from lib.precision import centred  # noqa: E402
 
 LAMS = np.logspace(-5, 2, 6)
 GAMMAS = np.logspace(-4, 1, 6)
@@ -133,7 +133,7 @@ def table(lines):
              f"over 1/(n mean var), per-feature scale spreads {', '.join(map(str, SPREADS))}; "
              f"first {QUERIES} queries (test rows: the next {TEST_QUERIES}); `silent`: answered "
              "beyond 1e-2 with `successful`; `python benchmarks/bench_sweep.py --lines "
-             "benchmarks/sweep.jsonl --readme README.md`.</sub>"]
+             "benchmarks/lines/sweep.jsonl --readme README.md`.</sub>"]
     return in_list_item(rows)
 
 

@@ -33,7 +33,7 @@ import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 import rankjax as rj  # noqa: E402
-from _timing import emit  # noqa: E402
+from lib.timing import emit  # noqa: E402
 from rankjax.kernels.basis import nystrom_basis  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -15,8 +15,8 @@ fit's seconds where the solver takes one). Last, ``rj.holdout`` (leave-query-out
 vmapped over 4 γ (``holdout_gamma``: ``Dual``, ``Nystrom``) and over 4 per-feature scale
 vectors (``holdout_scales``: ``Primal``) against a jitted loop of hold-outs (issue 77).
 
-    python benchmarks/bench_vmap.py --save benchmarks/vmap.jsonl   # about two minutes, 2 cores
-    python benchmarks/bench_vmap.py --lines benchmarks/vmap.jsonl --readme README.md
+    python benchmarks/bench_vmap.py --save benchmarks/lines/vmap.jsonl   # about two minutes, 2 cores
+    python benchmarks/bench_vmap.py --lines benchmarks/lines/vmap.jsonl --readme README.md
 
 ``--readme`` rewrites the README's ``vmap`` block (the table of ``docs/jax_transformations.md``)
 from the run's lines or from saved ones (``--lines``).
@@ -35,8 +35,8 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import rankjax as rj  # noqa: E402
-from _blocks import add_arguments, from_lines, rewrite, save_lines  # noqa: E402
-from _timing import EMITTED, emit, time_jitted  # noqa: E402
+from lib.blocks import add_arguments, from_lines, rewrite, save_lines  # noqa: E402
+from lib.timing import EMITTED, emit, time_jitted  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data",
                     "lambdarank_sample", "rank.train")
@@ -71,7 +71,7 @@ def table(lines):
     return ("\n".join(rows) + f"\n\n<sub>lambdarank_sample (3,005 x 300), float32, λ = 1 for γ and "
             f"the labels; warm runs, median of 3, `block_until_ready`; {info.get('machine', '?')}, "
             f"{info.get('cores', '?')} CPU cores, jax {info.get('jax', '?')}; `python "
-            "benchmarks/bench_vmap.py --lines benchmarks/vmap.jsonl --readme README.md`.</sub>")
+            "benchmarks/bench_vmap.py --lines benchmarks/lines/vmap.jsonl --readme README.md`.</sub>")
 
 
 def main():

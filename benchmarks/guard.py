@@ -31,26 +31,13 @@ import sys
 import tempfile
 import time
 
+from lib.commits import ROOT, export, git
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 BASE_FILE = os.path.join(HERE, "guard_base")
 BENCH = os.path.join(HERE, "bench_floor.py")
 GROUPS = ["primal", "gram_wide", "lqo_primal", "dual", "ndcg",
           "fit_linear", "fit_kernel", "fit_nystrom", "fit_optimize"]
-
-
-def git(*args):
-    return subprocess.run(["git", "-C", ROOT, *args], check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
-def export(ref, into):
-    """The ``rankjax`` package of commit ``ref`` under ``into``; returns ``into``."""
-    os.makedirs(into, exist_ok=True)
-    archive = subprocess.run(["git", "-C", ROOT, "archive", ref, "rankjax"], check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
-    return into
 
 
 def measure(tree, groups, cache):

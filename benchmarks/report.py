@@ -21,73 +21,11 @@ import sys
 import tempfile
 import time
 
+from lib import million
+from lib.registry import JOBS
+
 HERE = pathlib.Path(__file__).resolve().parent
 
-# key, issue, title, arguments (CPU sizes), arguments with --full
-JOBS = [
-    ("paper", 14, "Paper experiments: ranking, irrelevant pairs, costs",
-     ["bench_paper.py"], ["bench_paper.py"]),
-    ("tune", 14, "Learned hyper-parameters against a 20 x 20 grid", ["bench_tune.py"],
-     ["bench_tune.py"]),
-    ("tune_nystrom", 33, "Learned Nyström hyper-parameters (ARD) and the cost of one step",
-     ["bench_tune.py", "--nystrom"], ["bench_tune.py", "--nystrom"]),
-    ("noisy", 6, "KPCRank under label noise", ["bench_learners.py", "--only", "noisy"],
-     ["bench_learners.py", "--only", "noisy"]),
-    ("early", 5, "Early stopping against Tikhonov (RCV1-shaped)",
-     ["bench_cg.py", "--only", "b,tikhonov", "--rows", "100000"],
-     ["bench_cg.py", "--only", "b,tikhonov"]),
-    ("core", 2, "Core operations", ["bench_core.py", "--rows", "500000", "--queries", "4000"],
-     ["bench_core.py"]),
-    ("path", 3, "Regularization paths and the sparse approximation",
-     ["bench_path.py", "--scale", "0.1"], ["bench_path.py"]),
-    ("cv", 4, "Exact fast cross-validation", ["bench_cv.py", "--scale", "0.1"],
-     ["bench_cv.py"]),
-    ("cg", 5, "Sparse products and CG against scipy", ["bench_cg.py", "--only", "matvec,a"],
-     ["bench_cg.py", "--only", "matvec,a"]),
-    ("svm", 6, "RankSVM on one query of 10^6 rows", ["bench_learners.py", "--only", "svm1m"],
-     ["bench_learners.py", "--only", "svm1m"]),
-    ("overhead", 10, "Per-call overhead of the public functions", ["bench_overhead.py"],
-     ["bench_overhead.py"]),
-    ("shortcuts", 10, "The shortcuts through the public functions", ["bench_shortcuts.py"],
-     ["bench_shortcuts.py"]),
-    ("io", 12, "SVMlight reading and writing against scikit-learn",
-     ["bench_io.py", "--rows", "100544"],
-     ["bench_io.py"]),
-    ("stream", 13, "Out-of-core primal RankRLS",
-     ["bench_stream.py", "--rows", "2000000", "--clean", "--dir", "{tmp}/stream"],
-     ["bench_stream.py", "--clean", "--dir", "{tmp}/stream"]),
-    ("kernel_scale", 22, "Kernel RankRLS at scale: Nyström hold-out, RankRLSCV, FALKON",
-     ["bench_kernel_scale.py", "--optimize"], ["bench_kernel_scale.py", "--optimize",
-                                                "--large-rows", "1000000"]),
-    ("first_screen", 34, "The README's first table: kernel, learned and linear RankRLSCV beside "
-     "LightGBM and XGBoost on lambdarank_sample and MQ2008",
-     ["bench_first_screen.py", "--readme", "../README.md"],
-     ["bench_first_screen.py", "--readme", "../README.md"]),
-    ("battery", 74, "The distortion battery: every learner of the first screen on the real sets and "
-     "raw web data, each column logged through a random monotone map (five seeds), float32",
-     ["bench_battery.py", "--readme", "../README.md"],
-     ["bench_battery.py", "--readme", "../README.md"]),
-    ("optimize", 43, "RankRLSCV(kernel=\"gaussian\", optimize=True) at 12k rows against 35b8738 "
-     "(fresh processes, alternating)", ["bench_optimize.py"], ["bench_optimize.py"]),
-    ("first_answer", 43, "The first answer: first fit in a fresh process (empty and filled "
-     "compilation cache), warm fit, another shape and the programs compiled, beside LightGBM and "
-     "XGBoost", ["bench_first_answer.py"], ["bench_first_answer.py"]),
-    ("mq2008", 22, "MQ2008 (LETOR 4.0), five folds: every learner beside LightGBM and XGBoost",
-     ["bench_mq2008.py"], ["bench_mq2008.py"]),
-    ("scaling", 13, "Weak scaling over simulated devices",
-     ["bench_scaling.py", "--rows-per-device", "100000"], ["bench_scaling.py"]),
-    ("floor", 31, "Every hot path against its floor", ["bench_floor.py"], ["bench_floor.py"]),
-    ("precision", 41, "The precision rule: float32 against float64 for every λ-solving function",
-     ["bench_precision.py"], ["bench_precision.py"]),
-    ("sweep", 75, "The precision rule swept: λ x γ x per-feature scale spreads on two real sets, "
-     "every solver", ["bench_sweep.py"], ["bench_sweep.py"]),
-    ("vmap", 59, "vmap over λ of rj.fit against the solver's own path",
-     ["bench_vmap.py"], ["bench_vmap.py"]),
-    ("million", 65, "Kernel RankRLS at 10^6 rows: linear, Nyström (γ grid; learned with ARD), "
-     "FALKON beside LightGBM, and the row-block hold-out stage by stage",
-     ["bench_million.py", "--save", "million.jsonl"],
-     ["bench_million.py", "--full", "--save", "million.jsonl"]),
-]
 
 BOUNDS = {
     "primal": "XLA:CPU has no symmetric rank-k product: its X^T X does the full GEMM, twice "
@@ -193,10 +131,8 @@ def generic(lines, skip=("device",)):
 def million_summary(lines):
     """The README's million table (every learner, its own GEMM rate) and the row-block
     hold-out stage by stage against each stage's floor (``bench_million.py``)."""
-    sys.path.insert(0, str(HERE))
-    import bench_million
-    return (bench_million.table(lines) + "\n\nThe row-block Nyström hold-out of one γ, stage "
-            "by stage:\n\n" + bench_million.stage_table(lines) + "\n")
+    return (million.table(lines) + "\n\nThe row-block Nyström hold-out of one γ, stage "
+            "by stage:\n\n" + million.stage_table(lines) + "\n")
 
 
 def mq2008_summary(lines):

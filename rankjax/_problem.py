@@ -48,8 +48,9 @@ class Problem:
 
     A ``Problem`` is a pytree: it crosses ``jit`` as an argument (construct it outside,
     where the queries are remapped on the host). With ``precomputed=True`` the object is a
-    :class:`KernelProblem`: each kind of problem is a type that supplies what the solvers
-    read of it (:meth:`rows`), so a solver dispatches on the type, never on a flag.
+    ``KernelProblem`` (of this module): each kind of problem is a type that supplies what
+    the solvers read of it (:meth:`rows`), so a solver dispatches on the type, never on a
+    flag.
 
     Example:
       >>> import rankjax as rj

@@ -21,13 +21,8 @@ FORMULA = re.compile(r"\^[\w{(\-]|\|\||\bsqrt\(|\bargmin_|\bargmax_|\wᵀ|\w⁻"
 """ASCII mathematics: a superscript (``X^T``, ``C^{-1}``, ``m^2``; ``Xᵀ``, ``C⁻¹`` in
 Unicode), a norm ``||w||``, a ``sqrt(`` or an ``argmin_``."""
 
-BLOCKS = {"first-answer": ("bench_first_answer.py", "first_answer.jsonl"),
-          "first-screen": ("bench_first_screen.py", "first_screen.jsonl"),
-          "battery": ("bench_battery.py", "battery.jsonl"),
-          "million": ("bench_million.py", "million.jsonl"),
-          "precision": ("bench_precision.py", "precision.jsonl"),
-          "vmap": ("bench_vmap.py", "vmap.jsonl")}
-"""README block -> (the benchmark that writes it, its committed JSON lines)."""
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from lib.registry import BLOCKS  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +140,7 @@ def test_readme_blocks_are_written_from_the_committed_lines(name):
     assert start in README and end in README, name
     block = README.split(start, 1)[1].split(end, 1)[0]
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--lines",
-                        str(ROOT / "benchmarks" / lines)], capture_output=True, text=True,
+                        str(ROOT / "benchmarks" / "lines" / lines)], capture_output=True, text=True,
                        timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-2000:]
     assert block.strip() == r.stdout.strip()

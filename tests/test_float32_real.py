@@ -23,7 +23,7 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
 from precision import within  # noqa: E402
-from bench_precision import LAMS, both, lambdarank as _lambdarank, lane_errors, near_collinear  # noqa: E402
+from lib.precision import LAMS, both, lambdarank as _lambdarank, lane_errors, near_collinear  # noqa: E402
 
 BOUND = 1e-2
 TIGHTER = {("near_collinear", "fit Dual"): 3e-3, ("near_collinear", "path Nystrom"): 3e-3,

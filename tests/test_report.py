@@ -66,7 +66,7 @@ def test_first_screen_table_is_written_between_the_markers_from_the_lines(tmp_pa
     folds) and the run's own line (machine, minutes), only the text between the markers
     replaced, written atomically."""
     fs = pytest.importorskip("bench_first_screen")
-    blocks = pytest.importorskip("_blocks")
+    blocks = pytest.importorskip("lib.blocks")
     start, end = blocks.marks("first-screen")
     lines = [dict(name="first_screen", set="lambdarank_sample", fold=0, learner="A", fit_s=1.0,
                   ndcg10=0.75)]
@@ -106,7 +106,7 @@ def test_million_table_and_data_from_the_lines(tmp_path):
              dict(name="million_linear", shape=[10**6, 136], fit_s=30.0, peak_rss_gb=2.5,
                   ndcg10=0.5),
              dict(name="million_stage", stage="pass 1", s=1.0, floor_s=1.0)]
-    blocks = pytest.importorskip("_blocks")
+    blocks = pytest.importorskip("lib.blocks")
     start, end = blocks.marks("million")
     readme = tmp_path / "README.md"
     readme.write_text(f"top\n{start}\nOLD TABLE\n{end}\nbottom\n")

@@ -235,7 +235,7 @@ class Nystrom(AbstractSolver):
     def init(self, problem, L=1, folds=None) -> Plan:
         """The plan of a hold-out of ``L`` λ on ``problem`` with ``folds`` (drawn
         :class:`~rankjax.Folds`, or before they are drawn a count ``k`` or ``None`` for
-        leave-query-out; :func:`~rankjax.solvers.nystrom_plan.fold_bound`), from the shapes
+        leave-query-out; ``fold_bound`` of ``nystrom_plan``), from the shapes
         alone: the route (``K_mR`` whole or row blocks of whole folds) and its memory
         checked (:class:`~rankjax.MemoryPlanError` when it cannot fit). :meth:`holdout`
         computes it unless given one that serves it (``plan=``, from selection's early

@@ -1,7 +1,7 @@
 """The trees the benchmarks compare with: LightGBM's and XGBoost's rankers at their defaults
 (:func:`trees`) or tuned on the training queries alone (:func:`tuned`: :data:`GRID` by 3-fold
 GroupKFold, the search in their fit time)."""
-from _shared import sizes
+from lib.shared import sizes
 
 __all__ = ["GRID", "trees", "tuned"]
 

@@ -4,7 +4,7 @@ import pathlib
 
 import numpy as np
 
-SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data"
 FOLDS = {1: ([1, 2, 3], 5), 2: ([2, 3, 4], 1), 3: ([3, 4, 5], 2), 4: ([4, 5, 1], 3),
          5: ([5, 1, 2], 4)}                  # MQ2008: training parts, test part
 
