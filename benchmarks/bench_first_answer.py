@@ -83,9 +83,13 @@ def _train():
 
 
 def child(name):
-    """One fresh process: first fit, 3 warm fits, the third shape; prints one JSON line."""
+    """One fresh process: first fit, 3 warm fits, the third shape; prints one JSON line.
+    ``BENCH_NO_STORE=1``: JAX's disk cache alone, rankjax's store of whole programs off."""
     t_start = time.perf_counter()
     import jax
+    if os.environ.get("BENCH_NO_STORE") == "1":
+        import rankjax._core.programs as programs
+        programs.turn_on = lambda folder: None
     count = _Count()
     jax.config.update("jax_log_compiles", True)
     log = logging.getLogger("jax")
@@ -134,8 +138,8 @@ def _peak_mb():
     return round(peak / (2 ** 20 if sys.platform == "darwin" else 2 ** 10), 1)
 
 
-def fresh(name, cache):
-    env = dict(os.environ, RANKJAX_DISK_CACHE=cache)
+def fresh(name, cache, store=True):
+    env = dict(os.environ, RANKJAX_DISK_CACHE=cache, BENCH_NO_STORE="0" if store else "1")
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     r = subprocess.run([sys.executable, __file__, "--child", name], env=env,
                        capture_output=True, text=True, timeout=1800)
@@ -274,9 +278,30 @@ def _paired_text(lines):
             f"against {r['paired_floor_s']:.2f} s, {paired_ratio(lines):.2f}x")
 
 
+def store_ab(rounds=3):
+    """Whether the store of whole programs (:mod:`rankjax._core.programs`) pays on a first
+    fit today: for each rankjax learner, a cache filled with the store on and one with it
+    off (JAX's disk cache alone), then ``rounds`` fresh processes of each, alternating; one
+    JSON line each (medians; ``store_speedup`` > 1: the store pays)."""
+    from lib.timing import emit
+    for name in LEARNERS[:2]:
+        with tempfile.TemporaryDirectory() as on, tempfile.TemporaryDirectory() as off:
+            fresh(name, on, True), fresh(name, off, False)
+            runs = {True: [], False: []}
+            for _ in range(rounds):
+                for store, cache in ((True, on), (False, off)):
+                    runs[store].append(fresh(name, cache, store)["first_s"])
+        with_s, without_s = statistics.median(runs[True]), statistics.median(runs[False])
+        emit(name="first_answer_store", learner=name, dtype="float32", shape=[3005, 300],
+             first_cached_store_s=with_s, first_cached_jax_cache_only_s=without_s,
+             store_speedup=without_s / with_s, rounds=rounds)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--child")
+    ap.add_argument("--store", action="store_true",
+                    help="only the A/B of the program store on a first fit (store_ab)")
     ap.add_argument("--only", help="a substring of the learners to run")
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
     from lib.blocks import add_arguments, from_lines, rewrite, save_lines
@@ -288,6 +313,8 @@ def main():
         return floor()
     if args.child:
         return child(args.child)
+    if args.store:
+        return store_ab()
     if (args.readme or args.save) and args.only:
         ap.error("--readme and --save write every learner's row: drop --only")
     import jax

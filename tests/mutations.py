@@ -192,6 +192,10 @@ MUTATIONS = [
              "check_nystrom_memory(X.shape[0], B.X.shape[0], X.dtype, 10, \"tune with a Nyström",
              "check_nystrom_memory(X.shape[0], B.X.shape[0], X.dtype, 0, \"tune with a Nyström",
              (REAL.format("tune_nystrom"),)),
+    Mutation("selection_plan_not_handed_back", "selection/select.py",
+             'kw = {} if plan is None or planned is not solver else {"plan": plan}',
+             "kw = {}",
+             ("test_memory_plans.py::test_a_rankrlscv_fit_plans_once",)),
 ]
 
 

@@ -117,3 +117,25 @@ def test_the_whole_holdout_plan_covers_folds_larger_than_the_basis(monkeypatch):
     a = c.memory_analysis()
     used = a.argument_size_in_bytes + a.output_size_in_bytes + a.temp_size_in_bytes
     assert used <= seen[0], (seen[0], used)
+
+
+@pytest.mark.parametrize("folds", [None, 4])
+def test_a_rankrlscv_fit_plans_once(folds, monkeypatch):
+    """One plan a verb call (issue 78): a Nyström ``RankRLSCV`` fit of one γ computes its
+    hold-out's plan once, in selection before the folds are drawn (``Nystrom.init``), and
+    the hold-out takes it back; the estimator plans nothing of its own."""
+    from rankjax.estimators import RankRLSCV
+    from rankjax.solvers import nystrom
+    calls = []
+    real = nystrom.nystrom_plan
+    monkeypatch.setattr(nystrom, "nystrom_plan", lambda *a, **k: calls.append(a) or real(*a, **k))
+    d = rj.make_ranking_data(20, num_features=3, seed=0)
+    RankRLSCV(kernel="gaussian", gammas=[0.5], basis=40, folds=folds).fit(d.X, d.y, d.qid)
+    assert len(calls) == 1
+
+
+def test_a_plan_serves_only_the_holdout_it_covers():
+    from rankjax.solvers.nystrom_plan import Plan
+    p = Plan(rows=None, L=4, fold_rows=40)
+    assert p.serves(4, 40) and p.serves(4, 16)
+    assert not p.serves(5, 40) and not p.serves(4, 41)
