@@ -338,3 +338,13 @@ def test_the_backend_is_consulted_in_one_place():
     asking = [rel(p) for p in modules() if "default_backend" in p.read_text()
               and rel(p) != "_core/backend.py"]
     assert not asking, f"modules choosing by backend outside _backend.paths(): {asking}"
+
+
+@pytest.mark.parametrize("path", sorted((PKG / "solvers").glob("*.py")), ids=rel)
+def test_no_solver_branches_on_a_problem_kind(path):
+    """Problem kinds are types (issue 78): a solver dispatches on the problem's type
+    (``singledispatchmethod``) and reads what the type supplies, never its ``kind``."""
+    import re
+    hits = [i + 1 for i, line in enumerate(path.read_text(encoding="utf-8").splitlines())
+            if re.search(r"\b(problem|data|valid)\.kind\s*(==|!=|in\b|not\s+in\b)", line)]
+    assert not hits, f"{rel(path)}: lines {hits} test a problem's kind"
