@@ -40,7 +40,7 @@ def _simulated(devices: int, select: str):
     """This module re-run with ``devices`` simulated CPU devices (``-k select``); started in
     ``tests/`` so that the package it imports is the one on ``PYTHONPATH`` when one is set
     (the mutation check's scratch copy), else the installed one."""
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+    env = dict(os.environ, XLA_FLAGS=_with_devices(devices),
                JAX_PLATFORMS="cpu")               # pinned: a GPU machine has other devices
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                           "-p", "no:randomly", "-o", "addopts=",
@@ -600,8 +600,16 @@ print("done", flush=True)
 '''
 
 
+def _with_devices(devices):
+    """The run's ``XLA_FLAGS`` (the suite's compile settings, ``conftest.py``) with
+    ``devices`` simulated CPU devices."""
+    kept = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split()
+                    if not f.startswith("--xla_force_host_platform_device_count"))
+    return f"{kept} --xla_force_host_platform_device_count={devices}".strip()
+
+
 def _no_hang(devices, timeout=600):
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+    env = dict(os.environ, XLA_FLAGS=_with_devices(devices),
                JAX_PLATFORMS="cpu")
     try:
         out = subprocess.run([sys.executable, "-c", _NO_HANG], cwd=ROOT / "tests", env=env,
