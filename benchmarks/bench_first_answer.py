@@ -6,7 +6,7 @@ fresh processes, the same inputs:
 
 * ``first_s``: the first fit of a fresh process with an empty compilation cache,
 * ``first_cached_s``: the first fit of another fresh process once that cache is filled
-  (the estimators keep their programs in JAX's on-disk cache, ``rankjax._core.cache``),
+  (the estimators keep their programs in JAX's on-disk cache, ``rankjax.runtime.cache``),
 * ``warm_s``: the median of 3 more fits of the same shapes in that process,
 * ``third_s``: then a fit on the first 2,400 rows (other shapes),
 
@@ -88,7 +88,7 @@ def child(name):
     t_start = time.perf_counter()
     import jax
     if os.environ.get("BENCH_NO_STORE") == "1":
-        import rankjax._core.programs as programs
+        import rankjax.runtime.programs as programs
         programs.turn_on = lambda folder: None
     count = _Count()
     jax.config.update("jax_log_compiles", True)
@@ -279,7 +279,7 @@ def _paired_text(lines):
 
 
 def store_ab(rounds=3):
-    """Whether the store of whole programs (:mod:`rankjax._core.programs`) pays on a first
+    """Whether the store of whole programs (:mod:`rankjax.runtime.programs`) pays on a first
     fit today: for each rankjax learner, a cache filled with the store on and one with it
     off (JAX's disk cache alone), then ``rounds`` fresh processes of each, alternating; one
     JSON line each (medians; ``store_speedup`` > 1: the store pays)."""

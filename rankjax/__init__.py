@@ -11,7 +11,7 @@ Besides the verbs the top level holds the graphs, kernels, metrics, the other le
 subpackages :mod:`rankjax.io` (files), :mod:`rankjax.scale` (several devices, streams) and
 :mod:`rankjax.estimators` (scikit-learn).
 """
-from ._core import xla as _xla  # noqa: F401  (XLA:CPU flags, before JAX starts a backend)
+from . import runtime as _runtime  # noqa: F401  (XLA:CPU flags first; the cores served)
 from ._core.checks import Segments as Segments, segment_ids as segment_ids
 from ._core.memory import MemoryPlanError as MemoryPlanError
 from ._core.resolved import UnresolvedLambdaWarning as UnresolvedLambdaWarning

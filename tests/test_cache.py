@@ -1,4 +1,4 @@
-"""The on-disk program cache of the estimators and the command line (rankjax._core.cache):
+"""The on-disk program cache of the estimators and the command line (rankjax.runtime.cache):
 on by default in the user's cache folder, a switch turns it off, a cache the user
 configured is left alone. Each case runs in a fresh process (the suite's conftest
 configures a cache of its own)."""
@@ -70,20 +70,20 @@ def test_the_command_line_uses_it(tmp_path):
 
 KEPT = """
 import numpy as np, rankjax as rj
-from rankjax._core import programs as _programs
+from rankjax.runtime.programs import STORE
 from rankjax.estimators import RankRLSCV
 d = rj.make_ranking_data(8, num_features=3, seed=0)
 for kw in ({}, {"kernel": "gaussian"}):
     m = RankRLSCV(lams=[0.1, 1.0], **kw).fit(d.X, d.y, qid=d.qid)
     print("PRED", kw, m.lam_, np.asarray(m.predict(d.X)).round(6).tolist())
-print("STATS", _programs.stats["read"], _programs.stats["exported"])
+print("STATS", STORE.stats["read"], STORE.stats["exported"])
 print("DIR", "")
 """
 
 
 def test_a_later_process_reads_the_traced_programs_back(tmp_path):
     """The second process neither traces nor lowers the hold-outs and the selection
-    (rankjax._core.programs) and fits the same models; a cache the user configured keeps it off."""
+    (rankjax.runtime.programs) and fits the same models; a cache the user configured keeps it off."""
     def fit(**env):
         r = subprocess.run([sys.executable, "-c", KEPT], capture_output=True, text=True, timeout=600,
                            env={**{k: v for k, v in os.environ.items()

@@ -288,7 +288,7 @@ def test_caller_jit_and_vmap_still_work():
 
 
 def test_xla_cpu_scheduler_flag_is_added_once_and_never_overrides_the_caller():
-    from rankjax._core.xla import _configure
+    from rankjax.runtime.xla import _configure
     env = {}
     _configure(env)
     assert env["XLA_FLAGS"] == "--xla_cpu_enable_concurrency_optimized_scheduler=false"
@@ -305,7 +305,7 @@ def test_xla_cpu_scheduler_flag_is_added_once_and_never_overrides_the_caller():
 def test_deterministic_switch_adds_xla_gpu_deterministic_ops_once():
     import subprocess
     import sys
-    from rankjax._core.xla import _configure
+    from rankjax.runtime.xla import _configure
     env = {"RANKJAX_DETERMINISTIC": "1"}
     _configure(env)
     _configure(env)

@@ -160,7 +160,7 @@ def test_ridge_solve_vector_and_matrix_rhs(shape):
 
 
 def test_openblas_threads_sleep_at_once_unless_the_caller_chose():
-    from rankjax._core.xla import _configure
+    from rankjax.runtime.xla import _configure
     env = {}
     _configure(env)
     assert env["OPENBLAS_THREAD_TIMEOUT"] == "4"

@@ -1,4 +1,4 @@
-"""Programs kept on disk (rankjax._core.programs): compiled (CPU) or exported once, read back by a
+"""Programs kept on disk (rankjax.runtime.programs): compiled (CPU) or exported once, read back by a
 later process
 (here: after this process's memory is cleared), never for traced inputs or unstable keys,
 and the same results as the plain jitted function."""
@@ -7,26 +7,29 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rankjax._core import programs as _programs
+from rankjax._core.cores import core
+from rankjax.runtime import programs as _programs
+
+STORE = _programs.STORE
 
 
 @pytest.fixture
 def store(tmp_path):
-    saved = (_programs._folder[0], dict(_programs._memory), dict(_programs.stats))
+    saved = (STORE.folder, dict(STORE.memory), dict(STORE.stats))
     _programs.turn_on(tmp_path)
-    _programs._memory.clear()
+    STORE.memory.clear()
     yield tmp_path
-    _programs._folder[0] = saved[0]
-    _programs._memory.clear()
-    _programs._memory.update(saved[1])
-    _programs.stats.update(saved[2])
+    STORE.folder = saved[0]
+    STORE.memory.clear()
+    STORE.memory.update(saved[1])
+    STORE.stats.update(saved[2])
 
 
 def _scaled(x, pair, *, power):
     return {"sum": jnp.sum(x * pair[0]) ** power, "rows": x + pair[1], "none": None}
 
 
-kept = _programs.keep(_scaled, static_argnames=("power",))
+kept = core(_scaled, static_argnames=("power",))
 
 
 def _args():
@@ -36,13 +39,13 @@ def _args():
 
 def test_a_program_is_exported_once_and_read_back(store):
     want = jax.jit(_scaled, static_argnames="power")(*_args(), power=2)
-    before = dict(_programs.stats)
+    before = dict(STORE.stats)
     got = kept(*_args(), power=2)
-    assert _programs.stats["exported"] == before["exported"] + 1
+    assert STORE.stats["exported"] == before["exported"] + 1
     assert len(list(store.glob("*/*.pkl"))) == 1
-    _programs._memory.clear()                     # as a fresh process
+    STORE.memory.clear()                     # as a fresh process
     again = kept(*_args(), power=2)
-    assert _programs.stats["read"] == before["read"] + 1
+    assert STORE.stats["read"] == before["read"] + 1
     for out in (got, again):
         assert jax.tree.structure(out) == jax.tree.structure(want)
         for a, b in zip(jax.tree.leaves(out), jax.tree.leaves(want)):
@@ -63,7 +66,7 @@ def test_traced_inputs_and_unstable_static_arguments_are_not_kept(store):
     x, pair = _args()
     out = jax.jit(lambda x: kept(x, pair, power=2)["sum"])(x)
     assert float(out) == pytest.approx(float(jnp.sum(x * 2.0)) ** 2)
-    by_fn = _programs.keep(lambda x, f: f(x), static_argnums=(1,))
+    by_fn = core(lambda x, f: f(x), static_argnums=(1,))
     assert float(by_fn(x, lambda v: jnp.sum(v))) == 15.0          # a lambda: no stable spelling
     assert not list(store.glob("*/*.pkl"))
 
@@ -73,13 +76,13 @@ def test_a_torn_file_is_exported_again(store):
     kept(x, pair, power=2)
     (path,) = store.glob("*/*.pkl")
     path.write_bytes(b"torn")
-    _programs._memory.clear()
+    STORE.memory.clear()
     assert float(kept(x, pair, power=2)["sum"]) == pytest.approx(float(jnp.sum(x * 2.0)) ** 2)
     assert path.stat().st_size > 4
 
 
 def test_off_by_default_in_the_library():
-    if _programs._folder[0] is None:
+    if STORE.folder is None:
         assert float(kept(*_args(), power=1)["sum"]) == 30.0
 
 
@@ -89,23 +92,23 @@ def test_cpu_options_apply_outside_a_trace_and_an_unknown_one_drops_them(monkeyp
     ``jit``), and an option XLA refuses leaves the defaults for the process, the call
     answered all the same."""
     want = jax.jit(_scaled, static_argnames="power")(*_args(), power=2)
-    fresh = _programs.keep(_scaled, static_argnames=("power",))
+    fresh = core(_scaled, static_argnames=("power",))
     got = fresh(*_args(), power=2)
     np.testing.assert_array_equal(got["rows"], want["rows"])
     np.testing.assert_allclose(got["sum"], want["sum"], rtol=1e-6)
     if jax.devices()[0].platform == "cpu":
         assert _programs.compile_options() == _programs.CPU_OPTIONS
-        assert fresh._top is not fresh.jitted            # the options' own jit object
+        assert STORE.tops[fresh] is not fresh.jitted      # the options' own jit object
     inner = jax.jit(lambda x: fresh(x, _args()[1], power=1)["sum"])(_args()[0])
     np.testing.assert_allclose(inner, jnp.sum(_args()[0] * 2.0), rtol=1e-6)
     monkeypatch.setattr(_programs, "CPU_OPTIONS", {"xla_no_such_option_here": 1})
     try:
-        other = _programs.keep(_scaled, static_argnames=("power",))
+        other = core(_scaled, static_argnames=("power",))
         np.testing.assert_array_equal(other(*_args(), power=2)["rows"], want["rows"])
         if jax.devices()[0].platform == "cpu":
-            assert _programs._refused[0] and _programs.compile_options() is None
+            assert STORE.refused and _programs.compile_options() is None
     finally:
-        _programs._refused[0] = False
+        STORE.refused = False
 
 
 def test_a_kept_export_falls_back_when_an_option_is_refused(store, monkeypatch):
@@ -113,14 +116,14 @@ def test_a_kept_export_falls_back_when_an_option_is_refused(store, monkeypatch):
     want = jax.jit(_scaled, static_argnames="power")(*_args(), power=3)
     monkeypatch.setattr(_programs, "CPU_OPTIONS", {"xla_no_such_option_here": 1})
     try:
-        other = _programs.keep(_scaled, static_argnames=("power",))
+        other = core(_scaled, static_argnames=("power",))
         got = other(*_args(), power=3)
         np.testing.assert_allclose(got["sum"], want["sum"], rtol=1e-6)
         assert any(store.iterdir())                      # it went through the store
         if jax.devices()[0].platform == "cpu":
-            assert _programs._refused[0]
+            assert STORE.refused
     finally:
-        _programs._refused[0] = False
+        STORE.refused = False
 
 
 def test_exports_where_executables_are_not_kept(store, monkeypatch):
@@ -129,7 +132,7 @@ def test_exports_where_executables_are_not_kept(store, monkeypatch):
     monkeypatch.setattr(_programs, "_lapack_ready", lambda: False)
     want = jax.jit(_scaled, static_argnames="power")(*_args(), power=4)
     got = kept(*_args(), power=4)
-    _programs._memory.clear()
+    STORE.memory.clear()
     again = kept(*_args(), power=4)
     assert list((store / "exported").glob("*.pkl")) and not (store / "executables").exists()
     for out in (got, again):
@@ -157,7 +160,7 @@ def test_a_program_with_a_host_callback_is_not_kept(store):
     def twice(x):
         return jax.pure_callback(lambda v: np.asarray(v) * 2, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
 
-    kept_cb = _programs.keep(twice)
+    kept_cb = core(twice)
     np.testing.assert_array_equal(kept_cb(jnp.arange(3.0)), [0.0, 2.0, 4.0])
     assert not list(store.glob("*/*.pkl"))
 
@@ -191,27 +194,27 @@ def test_a_program_compiled_ahead_is_not_compiled_again(on_disk, tmp_path, reque
     if on_disk:
         request.getfixturevalue("store")
     power = 5 if on_disk else 6                   # a program no other test compiled
-    ahead = _programs.keep(_scaled, static_argnames=("power",))
+    ahead = core(_scaled, static_argnames=("power",))
     x, pair = _args()
     with _Compiles() as c:
         ahead.ahead(x, pair, power=power)         # traced here, compiled on a thread
-        assert len(ahead._ahead) == 1
+        assert len(STORE.ahead[ahead]) == 1
         got = ahead(x, pair, power=power)         # waits for that thread, compiles nothing
-    assert c.n == 1 and not ahead._ahead
+    assert c.n == 1 and not STORE.ahead.get(ahead)
     want = jax.jit(_scaled, static_argnames="power")(x, pair, power=power)
     for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_ahead_leaves_errors_and_traces_to_the_call(store):
-    ahead = _programs.keep(_scaled, static_argnames=("power",))
+    ahead = core(_scaled, static_argnames=("power",))
     x, pair = _args()
     ahead.ahead(x, (pair[0],), power=2)          # a bad pytree: nothing started, no error
-    assert not ahead._ahead
+    assert not STORE.ahead.get(ahead)
     with pytest.raises(IndexError):
         ahead(x, (pair[0],), power=2)
     jax.jit(lambda x: ahead.ahead(x, pair, power=2) or x)(x)   # under a trace: nothing
-    assert not ahead._ahead
+    assert not STORE.ahead.get(ahead)
 
 
 def test_gc_paused_nests_across_threads_and_restores_the_collector():

@@ -348,3 +348,22 @@ def test_no_solver_branches_on_a_problem_kind(path):
     hits = [i + 1 for i, line in enumerate(path.read_text(encoding="utf-8").splitlines())
             if re.search(r"\b(problem|data|valid)\.kind\s*(==|!=|in\b|not\s+in\b)", line)]
     assert not hits, f"{rel(path)}: lines {hits} test a problem's kind"
+
+
+OUTSIDE_NUMERICS = ("runtime/", "estimators/", "cli/", "__init__.py", "__main__.py")
+
+
+@pytest.mark.parametrize("path", modules(), ids=rel)
+def test_the_numerics_never_import_the_runtime(path):
+    """Compile caches, XLA's flags and the program store live in ``runtime/`` (issue 78):
+    the package imports it first, the estimators and the command line turn the cache on,
+    and no numerics module imports it (the cores' seat is how it serves them)."""
+    if rel(path).startswith(OUTSIDE_NUMERICS):
+        return
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            mod = ("." * node.level) + (node.module or "")
+            assert "runtime" not in mod.split("."), f"{rel(path)} imports {mod}"
+        elif isinstance(node, ast.Import):
+            assert not any("rankjax.runtime" in a.name for a in node.names), rel(path)

@@ -33,7 +33,7 @@ import time
 import jax
 import numpy as np
 
-from .programs import keep
+from .cores import core as jit_core
 
 logger = logging.getLogger("rankjax")
 _clock: dict = {}          # the start of the compiled loops of the running call (callbacks)
@@ -261,10 +261,9 @@ _twins: dict = {}
 
 
 def compiled(*, static_argnames=()):
-    """``jax.jit`` for a core that :func:`run` may call with ``verbose``, kept on disk
-    (:func:`rankjax._core.programs.keep`); its logged twin (:func:`logged`) takes the same static
-    arguments from it."""
-    return lambda fn: keep(fn, static_argnames=static_argnames)
+    """A compiled core (:func:`rankjax._core.cores.core`) that :func:`run` may call with
+    ``verbose``; its logged twin (:func:`logged`) takes the same static arguments from it."""
+    return lambda fn: jit_core(fn, static_argnames=static_argnames)
 
 
 def run(verbose, core, *args, **kwargs):

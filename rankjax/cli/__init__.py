@@ -52,10 +52,10 @@ def _main(argv):
     CONSOLE.quiet = args.quiet
     check_args(args)
     import jax
-    from .._core.cache import use_disk_cache
+    from ..runtime.cache import use_disk_cache
     if args.float64:
         jax.config.update("jax_enable_x64", True)
-    use_disk_cache()                     # JAX's on-disk program cache (rankjax._core.cache)
+    use_disk_cache()                     # JAX's on-disk program cache (rankjax.runtime.cache)
 
     t0 = time.time()
     if args.load:

@@ -12,7 +12,7 @@ from ..kernels import kernel as _kernels
 from .._core import log as _log
 from ..solvers import AbstractSolver, predict
 from ..solvers.models import feature_importances, feature_weights, on_features
-from .._core.cache import use_disk_cache
+from ..runtime.cache import use_disk_cache
 from ..features.learn import learn_and_map, learn_feature_map
 from ..features.maps import map_rows
 from ..features.spread import warn_unresolved

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core.programs import keep
+from .._core.cores import core
 from .._core.checks import (as_float_array, check_targets, is_concrete, resolve_segments)
 from .._core.host import reduce_concrete, reduction
 from .pairs import check_metric_options, metric_sign
@@ -137,7 +137,7 @@ def select_lambda(lams, scores, y, qid=None, *, metric: Callable, num_queries: O
 
 def selection_ahead(lams, scores, y, qid=None, *, metric: Callable, **metric_kwargs) -> None:
     """Starts compiling :func:`select_lambda`'s program for scores of this shape and dtype
-    (``scores`` may be zeros; :meth:`rankjax._core.programs._Kept.ahead`)."""
+    (``scores`` may be zeros; :meth:`rankjax._core.cores.Core.ahead`)."""
     call, args = _selection_call(lams, scores, y, qid, metric, None, None, metric_kwargs)
     if call is _selection_jit:
         call.ahead(*args)
@@ -185,4 +185,4 @@ def _selection(lams, scores, y, seg, metric, Q, kw, sign):
     return LambdaChoice(table, best, lams[best])
 
 
-_selection_jit = keep(_selection, static_argnums=(4, 5, 6, 7))
+_selection_jit = core(_selection, static_argnums=(4, 5, 6, 7))

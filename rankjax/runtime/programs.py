@@ -1,9 +1,10 @@
 """Whole programs kept on disk, so that a fresh process neither traces nor lowers them.
 
-JAX's on-disk cache (:mod:`rankjax._core.cache`) keeps the compiled code, but a fresh process
+JAX's on-disk cache (:mod:`rankjax.runtime.cache`) keeps the compiled code, but a fresh process
 still traces and lowers every program before it can look it up: most of a second
-process's hold-out (benchmarks/REPORT.md §8). A core wrapped by :func:`keep` is kept the first time it
-runs with given shapes, in the cache folder:
+process's hold-out (benchmarks/REPORT.md §8). A compiled core
+(:class:`rankjax._core.cores.Core`; :func:`install` takes their seat when :mod:`rankjax.runtime`
+is imported) is kept the first time it runs with given shapes, in the cache folder:
 
 * on the CPU as its compiled executable (:mod:`jax.experimental.serialize_executable`,
   ``executables/``), read back and called directly (faster than through an export).
@@ -15,7 +16,7 @@ runs with given shapes, in the cache folder:
   module and its input and output types), which a later process calls
   (:meth:`jax.export.Exported.call`) and JAX's cache then finds compiled.
 
-The store is on exactly when the estimators' cache is (:func:`rankjax._core.cache.use_disk_cache`
+The store is on exactly when the estimators' cache is (:func:`rankjax.runtime.cache.use_disk_cache`
 chose its folder); the library's functions called directly, a cache the user configured,
 and ``RANKJAX_DISK_CACHE=0`` leave it off. A program is kept only for concrete inputs on
 one device (never under the caller's ``jit``/``vmap``/``grad``: the tracers go to the plain
@@ -31,11 +32,16 @@ matrix-product calls, which the options do not touch; benchmarks/REPORT.md §8).
 calls under a trace (JAX takes options only on a top-level ``jit``) and an XLA that refuses an
 option use the defaults.
 
+Its state in this process is one object, :data:`STORE`.
+
 Example:
   >>> import jax.numpy as jnp
-  >>> double = keep(lambda x: 2 * x)
+  >>> from rankjax._core.cores import core
+  >>> double = core(lambda x: 2 * x)
   >>> print(double(jnp.arange(3.)))
   [0. 2. 4.]
+  >>> STORE.stats["read"] >= 0
+  True
 """
 from __future__ import annotations
 
@@ -48,6 +54,7 @@ import hashlib
 import os
 import pathlib
 import pickle
+import sys
 import tempfile
 import threading
 from typing import Optional
@@ -55,13 +62,37 @@ from typing import Optional
 import jax
 import numpy as np
 
-from .backend import paths
+from .._core.backend import paths
+from .._core.cores import Core
 
-_folder: list = [None]         # the store's folder while it is on (set by rankjax._core.cache)
-_memory: dict = {}              # key -> (output skeleton, the call on the input leaves) of this process
-_unkept: set = set()            # keys whose export failed in this process
-_unchecked: set = set()         # keys read back from the folder, not yet run in this process
-stats = {"read": 0, "exported": 0}   # programs read back from the folder / kept there (this process)
+@dataclasses.dataclass
+class Store:
+    """The runtime's state in this process, in one object (:data:`STORE`)."""
+
+    folder: Optional[pathlib.Path] = None
+    """The store's folder while it is on (set by :func:`turn_on`)."""
+    memory: dict = dataclasses.field(default_factory=dict)
+    """key -> (output skeleton, the call on the input leaves) of this process."""
+    unkept: set = dataclasses.field(default_factory=set)
+    """Keys whose export failed in this process."""
+    unchecked: set = dataclasses.field(default_factory=set)
+    """Keys read back from the folder, not yet run in this process."""
+    stats: dict = dataclasses.field(default_factory=lambda: {"read": 0, "exported": 0})
+    """Programs read back from the folder / kept there (this process)."""
+    refused: bool = False
+    """XLA refused an option of :data:`CPU_OPTIONS` in this process."""
+    tops: dict = dataclasses.field(default_factory=dict)
+    """core -> its top-level ``jax.jit`` with :func:`compile_options`."""
+    ahead: dict = dataclasses.field(default_factory=dict)
+    """core -> the compilations :func:`ahead` started for it."""
+    running: list = dataclasses.field(default_factory=list)
+    """Every compilation ahead started in this process (joined at exit)."""
+    paused: list = dataclasses.field(default_factory=lambda: [0, False])
+    """Calls inside :func:`gc_paused` now, and whether the collector was on."""
+
+
+STORE = Store()
+_pause_lock = threading.Lock()
 _FIELDS_DROPPED = ("in_tree", "out_tree", "_get_vjp")
 
 
@@ -71,13 +102,10 @@ CPU_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_l
 inside LLVM on a float64 hold-out (measured: benchmarks/REPORT.md §8)."""
 
 
-_refused: list = [False]        # XLA refused an option of CPU_OPTIONS in this process
-
-
 def compile_options() -> Optional[dict]:
     """:data:`CPU_OPTIONS` where the first device
     is a CPU and XLA has not refused them in this process (:func:`first_try`), else ``None``."""
-    if _refused[0] or jax.devices()[0].platform != "cpu":
+    if STORE.refused or jax.devices()[0].platform != "cpu":
         return None
     return dict(CPU_OPTIONS)
 
@@ -85,7 +113,7 @@ def compile_options() -> Optional[dict]:
 def first_try(with_options, plain, *args, **kwargs):
     """``with_options(*args, **kwargs)``, or ``plain(...)`` when XLA refuses an option (an
     XLA that does not know it; then never again in this process): no probe program."""
-    if _refused[0] or with_options is plain:
+    if STORE.refused or with_options is plain:
         return plain(*args, **kwargs)
     try:
         return with_options(*args, **kwargs)
@@ -93,7 +121,7 @@ def first_try(with_options, plain, *args, **kwargs):
         text = str(e).lower()
         if "compile option" not in text and "setting option" not in text:
             raise
-        _refused[0] = True
+        STORE.refused = True
         return plain(*args, **kwargs)
 
 
@@ -108,7 +136,7 @@ def top_level() -> bool:
 
 def turn_on(folder) -> None:
     """Keeps programs under ``folder`` (``None`` turns the store off)."""
-    _folder[0] = None if folder is None else pathlib.Path(folder)
+    STORE.folder = None if folder is None else pathlib.Path(folder)
 
 
 @functools.lru_cache(maxsize=None)
@@ -198,15 +226,15 @@ def _flat(call, in_tree):
 def _stored(key, kind):
     """``(path, contents)`` of ``key``'s file under ``kind/`` of the folder (contents
     ``None`` when the file is absent or cannot be read)."""
-    path = _folder[0] / kind / (key + ".pkl")
+    path = STORE.folder / kind / (key + ".pkl")
     return path, (_read(path) if path.exists() else None)
 
 
 def _exported(key, call, dyn_leaves, in_tree):
     """``(output skeleton, call)`` of ``key``'s export: this process's, the folder's, or a
     new export (written to the folder)."""
-    if key in _memory:
-        return _memory[key]
+    if key in STORE.memory:
+        return STORE.memory[key]
     path, got = _stored(key, "exported")
     if got is not None:
         fields, skeleton = got
@@ -214,7 +242,7 @@ def _exported(key, call, dyn_leaves, in_tree):
         exp = jax.export.Exported(in_tree=jax.tree.structure((tuple(dyn_leaves), {})),
                                   out_tree=jax.tree.structure([0] * out_tree.num_leaves),
                                   _get_vjp=None, **fields)
-        stats["read"] += 1
+        STORE.stats["read"] += 1
         return _remember(key, skeleton, exp)
     flat, skeleton_of = _flat(call, in_tree)
     exp = jax.export.export(jax.jit(flat))(*dyn_leaves)      # options apply at compilation
@@ -222,7 +250,7 @@ def _exported(key, call, dyn_leaves, in_tree):
     fields = {f.name: getattr(exp, f.name) for f in dataclasses.fields(exp)
               if f.name not in _FIELDS_DROPPED}
     _write(path, (fields, skeleton))
-    stats["exported"] += 1
+    STORE.stats["exported"] += 1
     return _remember(key, skeleton, exp)
 
 
@@ -269,16 +297,16 @@ def _executable(key, call, dyn_leaves, in_tree, later=False):
     costs less than calling an export (lowering the call, MLIR's set-up, JAX's cache read;
     benchmarks/REPORT.md §8)."""
     from jax.experimental.serialize_executable import deserialize_and_load
-    if key not in _memory:
+    if key not in STORE.memory:
         path, got = _stored(key, "executables")
         if got is None:
             finish = _lowered(key, path, call, dyn_leaves, in_tree)
             return finish if later else finish()
         blob, skeleton = got
-        _memory[key] = (skeleton, deserialize_and_load(*blob))
-        _unchecked.add(key)
-        stats["read"] += 1
-    return (lambda: _memory[key]) if later else _memory[key]
+        STORE.memory[key] = (skeleton, deserialize_and_load(*blob))
+        STORE.unchecked.add(key)
+        STORE.stats["read"] += 1
+    return (lambda: STORE.memory[key]) if later else STORE.memory[key]
 
 
 def _lowered(key, path, call, dyn_leaves, in_tree):
@@ -297,9 +325,9 @@ def _lowered(key, path, call, dyn_leaves, in_tree):
                 lambda: lowered.compile(compiler_options=opts), lowered.compile)
         from jax.experimental.serialize_executable import serialize
         _write(path, (serialize(compiled), skeleton))
-        stats["exported"] += 1
-        _memory[key] = (skeleton, compiled)
-        return _memory[key]
+        STORE.stats["exported"] += 1
+        STORE.memory[key] = (skeleton, compiled)
+        return STORE.memory[key]
     return finish
 
 
@@ -308,12 +336,8 @@ def _remember(key, skeleton, exp):
     :func:`compile_options`, answered by the plain ``exp.call`` where XLA refuses one."""
     opts = compile_options()
     with_options = exp.call if opts is None else jax.jit(exp.call, compiler_options=opts)
-    _memory[key] = (skeleton, lambda *leaves: first_try(with_options, exp.call, *leaves))
-    return _memory[key]
-
-
-_paused = [0, False]            # calls inside gc_paused now, whether the collector was on
-_pause_lock = threading.Lock()
+    STORE.memory[key] = (skeleton, lambda *leaves: first_try(with_options, exp.call, *leaves))
+    return STORE.memory[key]
 
 
 @contextlib.contextmanager
@@ -324,117 +348,107 @@ def gc_paused():
     (measured: benchmarks/REPORT.md §8). Reference counting still frees all that
     is not in a cycle; the cycles wait for the next collection after the block."""
     with _pause_lock:
-        if not _paused[0]:
-            _paused[1] = gc.isenabled()
+        if not STORE.paused[0]:
+            STORE.paused[1] = gc.isenabled()
             gc.disable()
-        _paused[0] += 1
+        STORE.paused[0] += 1
     try:
         yield
     finally:
         with _pause_lock:
-            _paused[0] -= 1
-            if not _paused[0] and _paused[1]:
+            STORE.paused[0] -= 1
+            if not STORE.paused[0] and STORE.paused[1]:
                 gc.enable()
 
 
-class _Kept:
-    """A jitted function whose calls on concrete inputs go through the store when it is on
-    (see the module docstring); every attribute of the ``jax.jit`` object is forwarded."""
+def _options(core):
+    """``core`` jitted with :func:`compile_options` (JAX takes options only on a top-level
+    ``jit``)."""
+    top = STORE.tops.get(core)
+    if top is None:
+        opts = compile_options()
+        top = STORE.tops[core] = core.jitted if opts is None else jax.jit(
+            core.__wrapped__, static_argnames=core.static_argnames,
+            static_argnums=core.static_argnums, compiler_options=opts)
+    return top
 
-    def __init__(self, fn, static_argnames, static_argnums):
-        self._top, self._ahead = None, []
-        self.static_argnames, self.static_argnums = tuple(static_argnames), tuple(static_argnums)
-        self.jitted = jax.jit(fn, static_argnames=static_argnames, static_argnums=static_argnums)
-        functools.update_wrapper(self, fn)
 
-    def _options(self):
-        """The jitted function with :func:`compile_options` (JAX takes options only on a
-        top-level ``jit``)."""
-        if self._top is None:
-            opts = compile_options()
-            self._top = self.jitted if opts is None else jax.jit(
-                self.__wrapped__, static_argnames=self.static_argnames,
-                static_argnums=self.static_argnums, compiler_options=opts)
-        return self._top
+def plain(core, args, kwargs):
+    """The call outside the store: with :func:`compile_options` outside any trace, else
+    ``core.jitted``."""
+    if not top_level():
+        return core.jitted(*args, **kwargs)
+    return first_try(_options(core), core.jitted, *args, **kwargs)
 
-    def plain(self, *args, **kwargs):
-        """The call outside the store: with :func:`compile_options` outside any trace, else
-        :attr:`jitted`."""
-        if not top_level():
-            return self.jitted(*args, **kwargs)
-        return first_try(self._options(), self.jitted, *args, **kwargs)
 
-    def __getattr__(self, name):
-        return getattr(self.jitted, name)
+def call(core, args, kwargs):
+    """A :class:`~rankjax._core.cores.Core`'s call, through the store when it is on (see the
+    module docstring), after any compilation :func:`ahead` started for it."""
+    for thread in STORE.ahead.pop(core, []):
+        thread.join()
+    with gc_paused():
+        return _call(core, args, kwargs)
 
-    def __call__(self, *args, **kwargs):
-        while self._ahead:              # a compilation :meth:`ahead` started
-            try:
-                self._ahead.pop().join()
-            except IndexError:          # another thread took it
-                break
-        with gc_paused():
-            return self._call(args, kwargs)
 
-    def ahead(self, *args, **kwargs) -> None:
-        """Traces and lowers the call on this thread and compiles it on another, so that
-        XLA compiles it while this thread goes on with other work (the next call waits for
-        it; nothing runs). Only for concrete inputs outside any trace; errors are left to
-        the call. The linear ``RankRLSCV`` first fit compiles its λ selection while it traces
-        its hold-out (benchmarks/REPORT.md §8)."""
-        with gc_paused():
-            try:
-                finish = self._call(args, kwargs, later=True)
-            except Exception:     # noqa: BLE001  the call reports it
-                return
-        if finish is not None:
-            thread = threading.Thread(target=_quietly, args=(finish,), daemon=True)
-            thread.start()
-            self._ahead.append(thread)
-            _running[:] = [t for t in _running if t.is_alive()] + [thread]
-
-    def _call(self, args, kwargs, later=False):
-        """The call; ``later``: its compilation step instead (``None`` where there is none
-        to move to another thread)."""
-        if _folder[0] is None or any(k not in self.static_argnames for k in kwargs):
-            if not later:
-                return self.plain(*args, **kwargs)
-            return self._options().lower(*args, **kwargs).compile if top_level() else None
-        fixed = {i: args[i] for i in self.static_argnums if i < len(args)}
-        dynamic = tuple(a for i, a in enumerate(args) if i not in fixed)
-        leaves, in_tree = jax.tree.flatten(dynamic)
-        if not all(_leaf_ok(x) for x in leaves):
-            return None if later else self.jitted(*args, **kwargs)
-        statics = tuple(sorted((str(k), _spelling(v)) for k, v in {**fixed, **kwargs}.items()))
-        key = _key(f"{self.__module__}.{self.__qualname__}", statics, in_tree, leaves)
-        if key is None or key in _unkept or not top_level():
-            return None if later else self.plain(*args, **kwargs)
-        fn = self.__wrapped__
-
-        def call(dyn):                # the original call with these dynamic arguments
-            it = iter(dyn)
-            return fn(*[fixed[i] if i in fixed else next(it) for i in range(len(args))], **kwargs)
-
-        native = jax.devices()[0].platform == "cpu" and _lapack_ready()
-        if later:
-            return _executable(key, call, leaves, in_tree, later=True) if native else None
+def ahead(core, args, kwargs) -> None:
+    """Traces and lowers the call on this thread and compiles it on another, so that
+    XLA compiles it while this thread goes on with other work (the next call waits for
+    it; nothing runs). Only for concrete inputs outside any trace; errors are left to
+    the call. The linear ``RankRLSCV`` first fit compiles its λ selection while it traces
+    its hold-out (benchmarks/REPORT.md §8)."""
+    with gc_paused():
         try:
-            skeleton, run_kept = (_executable if native else _exported)(
-                key, call, leaves, in_tree)
-        except Exception:         # noqa: BLE001  not exportable (an effect, a custom call)
-            _unkept.add(key)
-            return self.plain(*args, **kwargs)
-        out = run_kept(*leaves)
-        if key in _unchecked:
-            _unchecked.discard(key)
-            try:
-                out = jax.block_until_ready(out)
-            except jax.errors.JaxRuntimeError as e:
-                if "not found" not in str(e):
-                    raise
-                _forget(key)
-                return self.plain(*args, **kwargs)
-        return jax.tree.unflatten(jax.tree.structure(skeleton), out)
+            finish = _call(core, args, kwargs, later=True)
+        except Exception:     # noqa: BLE001  the call reports it
+            return
+    if finish is not None:
+        thread = threading.Thread(target=_quietly, args=(finish,), daemon=True)
+        thread.start()
+        STORE.ahead.setdefault(core, []).append(thread)
+        STORE.running[:] = [t for t in STORE.running if t.is_alive()] + [thread]
+
+
+def _call(core, args, kwargs, later=False):
+    """The call; ``later``: its compilation step instead (``None`` where there is none
+    to move to another thread)."""
+    if STORE.folder is None or any(k not in core.static_argnames for k in kwargs):
+        if not later:
+            return plain(core, args, kwargs)
+        return _options(core).lower(*args, **kwargs).compile if top_level() else None
+    fixed = {i: args[i] for i in core.static_argnums if i < len(args)}
+    dynamic = tuple(a for i, a in enumerate(args) if i not in fixed)
+    leaves, in_tree = jax.tree.flatten(dynamic)
+    if not all(_leaf_ok(x) for x in leaves):
+        return None if later else core.jitted(*args, **kwargs)
+    statics = tuple(sorted((str(k), _spelling(v)) for k, v in {**fixed, **kwargs}.items()))
+    key = _key(f"{core.__module__}.{core.__qualname__}", statics, in_tree, leaves)
+    if key is None or key in STORE.unkept or not top_level():
+        return None if later else plain(core, args, kwargs)
+    fn = core.__wrapped__
+
+    def call(dyn):                # the original call with these dynamic arguments
+        it = iter(dyn)
+        return fn(*[fixed[i] if i in fixed else next(it) for i in range(len(args))], **kwargs)
+
+    native = jax.devices()[0].platform == "cpu" and _lapack_ready()
+    if later:
+        return _executable(key, call, leaves, in_tree, later=True) if native else None
+    try:
+        skeleton, run_kept = (_executable if native else _exported)(key, call, leaves, in_tree)
+    except Exception:         # noqa: BLE001  not exportable (an effect, a custom call)
+        STORE.unkept.add(key)
+        return plain(core, args, kwargs)
+    out = run_kept(*leaves)
+    if key in STORE.unchecked:
+        STORE.unchecked.discard(key)
+        try:
+            out = jax.block_until_ready(out)
+        except jax.errors.JaxRuntimeError as e:
+            if "not found" not in str(e):
+                raise
+            _forget(key)
+            return plain(core, args, kwargs)
+    return jax.tree.unflatten(jax.tree.structure(skeleton), out)
 
 
 def _forget(key) -> None:
@@ -442,13 +456,10 @@ def _forget(key) -> None:
     found``: a serialised program of many kernels came back without some of them, jaxlib
     0.10.2, a blocked Nyström hold-out of 18,310 rows): its file is deleted and the
     program is compiled again, outside the store, in this process."""
-    _memory.pop(key, None)
-    _unkept.add(key)
+    STORE.memory.pop(key, None)
+    STORE.unkept.add(key)
     with contextlib.suppress(OSError):
-        (_folder[0] / "executables" / (key + ".pkl")).unlink()
-
-
-_running: list = []      # the compilations ahead started in this process (joined at exit)
+        (STORE.folder / "executables" / (key + ".pkl")).unlink()
 
 
 @atexit.register
@@ -457,8 +468,8 @@ def _join_ahead() -> None:
     ends (an uncaught error in a fit, say) while XLA compiles on another thread is torn down
     under it and aborts (``terminate called ...``, status 134) instead of exiting with its
     own status."""
-    while _running:
-        _running.pop().join()
+    while STORE.running:
+        STORE.running.pop().join()
 
 
 def _quietly(step) -> None:
@@ -469,9 +480,7 @@ def _quietly(step) -> None:
         pass
 
 
-def keep(fn=None, *, static_argnames=(), static_argnums=()):
-    """``jax.jit(fn, ...)`` whose programs are kept on disk while the store is on (the module
-    docstring); usable as ``@keep`` or ``@keep(static_argnames=...)``."""
-    if fn is None:
-        return lambda f: _Kept(f, static_argnames, static_argnums)
-    return _Kept(fn, static_argnames, static_argnums)
+def install() -> None:
+    """Takes the compiled cores' seat (:attr:`rankjax._core.cores.Core.server`): every
+    core's call outside a trace is served here from now on."""
+    Core.server = sys.modules[__name__]

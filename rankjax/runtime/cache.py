@@ -15,7 +15,7 @@ The first ``fit`` of an estimator and :func:`rankjax.cli.main` call :func:`use_d
   :data:`MIN_COMPILE_S` to compile are kept.
 
 While it is on, the hold-outs and the selection are also kept whole in the folder (compiled
-executables on the CPU, exports elsewhere; :mod:`rankjax._core.programs`): a later process does
+executables on the CPU, exports elsewhere; :mod:`rankjax.runtime.programs`): a later process does
 not trace them.
 
 The library's functions (``rj.fit``, ``rj.holdout``, ...) change no global setting: a JAX
@@ -77,5 +77,5 @@ def use_disk_cache() -> Optional[str]:
     jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_S)
     compilation_cache.reset_cache()     # a program compiled before this call checked it off
-    turn_on(folder)                     # and the traced programs themselves (rankjax._core.programs)
+    turn_on(folder)                     # and the traced programs themselves (rankjax.runtime.programs)
     return str(folder)
