@@ -204,7 +204,7 @@ BAD_INPUT = {
         (lambda d: rj.Falkon(d.kern, 3, options=10), E(TypeError, "options")),
         (lambda d: rj.Falkon(None, 3), E(TypeError, "kernel")),
     ],
-    "Auto": [(lambda d: rj.Auto().resolve(d.X), E(AttributeError, "kind"))],
+    "Auto": [(lambda d: rj.Auto().resolve(d.X), E(TypeError, "problem must be a rankjax.Problem"))],
     "LeavePairOut": [
         (lambda d: rj.holdout(rj.Problem(d.X, d.y, rj.global_graph(d.m)), rj.Primal(),
                               lams=[1.0], folds=rj.LeavePairOut([[0, d.m]])),

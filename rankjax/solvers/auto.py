@@ -4,7 +4,7 @@ from __future__ import annotations
 from functools import singledispatchmethod
 
 from .._core.types import saveable
-from .._problem import KernelProblem
+from .._problem import KernelProblem, Problem
 from ..scale.layout import ShardedData
 from ..scale.stream import StreamedProblem
 from .base import AbstractSolver, solver
@@ -42,6 +42,9 @@ class Auto(AbstractSolver):
     def resolve(self, problem):
         """The solver this problem gets: of feature rows, the smaller system (``Dual`` when
         there are more features than rows, else ``Primal``)."""
+        if not isinstance(problem, Problem):
+            raise TypeError(f"problem must be a rankjax.Problem (or rj.scale.shard / "
+                            f"rj.scale.stream of one), got {type(problem).__name__}")
         m, n = problem.X.shape
         return Dual() if n > m else Primal()
 
