@@ -2,6 +2,7 @@ import json
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -83,7 +84,7 @@ def files(tmp_path_factory):
     return d
 
 
-@pytest.mark.parametrize("args,words", [
+ERRORS = [
     (["--train", "{d}/train.txt"], ["--train and --test"]),
     (["--lams", "0", "1"], ["--lams"]),
     (["--valid-fraction", "0"], ["--valid-fraction"]),
@@ -120,12 +121,37 @@ def files(tmp_path_factory):
      ["--output", "--predict", "same file"]),
     (["--load", "{d}/m.npz", "--predict", "{d}/wide.txt"], ["num_features"]),
     (["--no-such-flag"], ["unrecognized"]),
-])
-def test_console_script_errors_are_one_line_with_status_2(files, args, words):
-    r = _console(*[a.format(d=files) for a in args], cwd=files)
+]
+
+
+def _in_process(args, cwd, monkeypatch, capsys):
+    """``cli.main(args)`` in this process, as ``_console`` reports a run (its status, its
+    output); a process of its own per case cost most of this file's time in imports."""
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    try:
+        code = cli.main([str(a) for a in args])
+    except SystemExit as e:                     # argparse's own exit
+        code = e.code
+    out = capsys.readouterr()
+    return SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
+
+
+@pytest.mark.parametrize("args,words", ERRORS)
+def test_errors_are_one_line_with_status_2(files, args, words, monkeypatch, capsys):
+    r = _in_process([a.format(d=files) for a in args], files, monkeypatch, capsys)
     _one_line_error(r, *words)
     assert not (files / "rankjax_model.npz").exists()
     assert not (files / "s.txt").exists()
+
+
+@pytest.mark.parametrize("i", [0, 14, len(ERRORS) - 1])
+def test_the_console_script_errors_in_one_line_with_status_2(files, i):
+    """The installed script itself (a usage error, a data error, argparse's): one line,
+    status 2, no traceback."""
+    args, words = ERRORS[i]
+    r = _console(*[a.format(d=files) for a in args], cwd=files)
+    _one_line_error(r, *words)
 
 
 def test_default_run_writes_no_file(tmp_path):
