@@ -9,20 +9,19 @@ unless given, a fresh folder per run, inherited by every subprocess and pytest-x
 worker) makes a program compiled once anywhere in the run a disk read everywhere else.
 
 For the same reason every program of the suite compiles as the library's kept programs do
-on the CPU (``rankjax.runtime.programs.CPU_OPTIONS``: LLVM at ``-O1`` and the older loop
-emitters), through ``XLA_FLAGS`` (``--xla_backend_optimization_level=1
---xla_cpu_use_fusion_emitters=false``, inherited by every subprocess, each appended only
-where the caller's flags do not set it): its programs are small and run in milliseconds,
-their compilation is most of the run (the CHANGELOG's entry of issue 78 has the
-measurement). ``-O0`` would compile faster still, but without LLVM's contraction of
-multiply-adds it rounds float32 differently from what users run.
+on the CPU (``rankjax.runtime.programs.CPU_OPTIONS``, XLA's older loop emitters; a test
+holds the two equal), through ``XLA_FLAGS`` (:data:`TEST_XLA_FLAGS`, inherited by every
+subprocess, appended only where the caller's flags do not set them): its programs are small
+and run in milliseconds, their compilation is most of the run (the CHANGELOG's entry of
+issue 78 has the measurement).
 """
 import os
 import sys
 import tempfile
 
+TEST_XLA_FLAGS = ("--xla_cpu_use_fusion_emitters=false",)
 _FLAGS = os.environ.get("XLA_FLAGS", "")
-for _flag in ("--xla_backend_optimization_level=1", "--xla_cpu_use_fusion_emitters=false"):
+for _flag in TEST_XLA_FLAGS:
     if _flag.split("=")[0] not in _FLAGS:
         _FLAGS = f"{_FLAGS} {_flag}".strip()
 os.environ["XLA_FLAGS"] = _FLAGS

@@ -7,8 +7,8 @@ import rankjax as rj
 from rankjax import estimators, io, plot
 
 PKG = pathlib.Path(rj.__file__).parent
-ORDER = ["_core", "_version", "_solution", "io", "metrics", "graphs", "kernels", "features", "_problem",
-         "scale",
+ORDER = ["_core", "runtime", "_version", "_solution", "io", "metrics", "graphs", "kernels",
+         "features", "_problem", "scale",
          "solvers", "learners", "selection", "_solve", "estimators", "plot", "cli", "__main__",
          "__init__"]
 

@@ -276,3 +276,32 @@ def test_an_error_while_a_program_compiles_ahead_exits_with_status_1():
                            capture_output=True, text=True, timeout=300)
         assert r.returncode == 1, (r.returncode, r.stderr[-1500:])
         assert "refused while the selection compiles ahead" in r.stderr
+
+
+def test_the_suite_compiles_with_the_kept_programs_options():
+    """The root ``conftest.py``'s ``XLA_FLAGS`` are :data:`CPU_OPTIONS`, flag for flag."""
+    import ast
+    import pathlib
+    tree = ast.parse((pathlib.Path(__file__).resolve().parents[1] / "conftest.py").read_text())
+    flags = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                 and getattr(n.targets[0], "id", "") == "TEST_XLA_FLAGS")
+    want = {f"--{k}={str(v).lower()}" for k, v in _programs.CPU_OPTIONS.items()}
+    assert set(flags) == want
+
+
+def test_a_kept_float32_gaussian_kernel_keeps_small_distances():
+    """Compiled with :data:`CPU_OPTIONS` (as a kept program on the CPU), the float32 kernel of
+    rows offset by 10^3 is as accurate as under XLA's defaults (its mean-shifted expansion;
+    with LLVM's ``-O1`` beside the options it was 1e-4 off)."""
+    from rankjax.kernels.kernel import kernel_matrix
+    import rankjax as rj
+    rng = np.random.default_rng(0)
+    X = (1000 + 0.01 * rng.standard_normal((50, 4))).astype(np.float32)
+    Xd = X.astype(np.float64)
+    ref = np.exp(-100.0 * ((Xd[:, None, :] - Xd[None, :, :]) ** 2).sum(-1))
+    k = rj.gaussian_kernel(100.0)
+    with jax.enable_x64(False):
+        K = np.asarray(jax.jit(lambda X: kernel_matrix(k, X),
+                               compiler_options=_programs.CPU_OPTIONS)(jnp.asarray(X)))
+    assert K.dtype == np.float32 and np.all(np.diag(K) == 1)
+    assert np.abs(K - ref).max() < 1e-6                # float32's distance rounding, ~40 eps
