@@ -57,6 +57,8 @@ class Mutation(NamedTuple):
 def _scaled(name, file, verb, var, test_ids):
     """λ (or the grid) scaled by 1.02 on entry to one solver method."""
     arg = "lam" if verb == "fit" else ("lams" if verb == "path" else "lams, folds")
+    if (file, verb) == ("solvers/nystrom.py", "holdout"):
+        arg += ", plan=None"                        # the plan selection hands back
     old = f"    def {verb}(self, problem, {arg}):\n"
     return Mutation(name, file, old, old + f"        {var} = {var} * 1.02\n",
                     tuple(f"test_solvers.py::test_verb_equals_its_numpy_reference[{t}]"
