@@ -79,6 +79,12 @@ def _primal_holdout(X, y, graph, lams, folds, route="both"):
     return nan_unless(lam_ok(lams), out)
 
 
+def _fitted(w, lam):
+    """The :class:`Solution` of one λ's weights ``w`` (NaN lanes warned of)."""
+    warn_unresolved(w, lam, "rj.fit(Primal())", UNRESOLVED)
+    return Solution(LinearModel(w), lane_codes(w, lam, lanes=False), {})
+
+
 def linear_holdout(X, y, graph, lams, folds, where):
     """``(predictions [L, m(, k)], weights [L, n(, k)])`` of the primal hold-out on checked
     dense rows (the Nyström features too), the λ grid in ``X``'s dtype."""
@@ -156,15 +162,11 @@ class Primal(AbstractSolver):
 
     @singledispatchmethod
     def fit(self, problem, lam):
-        w = _primal_fit(checked_rows(problem), problem.y, problem.graph, lam)
-        warn_unresolved(w, lam, "rj.fit(Primal())", UNRESOLVED)
-        return Solution(LinearModel(w), lane_codes(w, lam, lanes=False), {})
+        return _fitted(_primal_fit(checked_rows(problem), problem.y, problem.graph, lam), lam)
 
     @fit.register(ShardedData)
     def _(self, problem, lam):
-        w = sharded.primal_fit(problem, lam)
-        warn_unresolved(w, lam, "rj.fit(Primal())", UNRESOLVED)
-        return Solution(LinearModel(w), lane_codes(w, lam, lanes=False), {})
+        return _fitted(sharded.primal_fit(problem, lam), lam)
 
     @fit.register(StreamedProblem)
     def _(self, problem, lam):
