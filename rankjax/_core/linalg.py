@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from . import lapack
 from .backend import paths
 from .products import HI, tdot
 
@@ -78,32 +79,9 @@ def gram_blocks(Z, parts: int = 4):
 def raw_eigh(G):
     r"""``eigh`` of ``G`` symmetric to rounding, one triangle of :math:`G^T` read (column-major
     LAPACK reads it in place): no symmetrising copy (benchmarks/design_measurements.md §8).
-    Differentiable where eigenvalues repeat (:func:`_eigh`)."""
-    return _eigh(jnp.swapaxes(G, -1, -2))
-
-
-@jax.custom_jvp
-def _eigh(A):
-    w, V = jnp.linalg.eigh(A, symmetrize_input=False)
-    return w, V
-
-
-@_eigh.defjvp
-def _eigh_jvp(primals, tangents):
-    r"""The eigenvector derivative :math:`V (F ∘ V^T dA V)`, ``F_ij = 1 / (w_j - w_i)``, with
-    ``F_ij = 0`` where two eigenvalues coincide (within ``eps max|w|``): the zero columns
-    of a padded basis, the null space of a Laplacian. Every use here is a spectral function
-    :math:`V g(w) V^T`, which a rotation inside a repeated eigenvalue's space leaves unchanged,
-    so those terms are 0, where the generic rule divides 0 by 0 (NaN)."""
-    (A,), (dA,) = primals, tangents
-    w, V = _eigh(A)
-    t = lambda M: jnp.swapaxes(M, -1, -2)                                   # noqa: E731
-    mm = lambda a, b: jnp.matmul(a, b, precision=lax.Precision.HIGHEST)     # noqa: E731
-    VdV = mm(t(V), mm((dA + t(dA)) / 2, V))
-    gap = w[..., None, :] - w[..., :, None]
-    tol = jnp.finfo(w.dtype).eps * jnp.max(jnp.abs(w), axis=-1, keepdims=True)[..., None]
-    F = jnp.where(jnp.abs(gap) > tol, 1 / jnp.where(jnp.abs(gap) > tol, gap, 1), 0)
-    return (w, V), (jnp.diagonal(VdV, axis1=-2, axis2=-1), mm(V, F * VdV))
+    Differentiable where eigenvalues repeat; one unbatched LAPACK call a matrix on the CPU
+    (:func:`~rankjax._core.lapack.eigh`)."""
+    return lapack.eigh(jnp.swapaxes(G, -1, -2))
 
 
 def eigh_psd(G) -> Eigh:

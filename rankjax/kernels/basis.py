@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .._core import lapack
 from .._core.backend import wide_dtype
 from .._core.log import timed
 from .._core.checks import (check_seed, check_matrix, is_concrete, is_int)
@@ -236,7 +237,7 @@ class BasisRows(NamedTuple):
         if not self.kernel.shift:
             return None
         ones = constant_part(self.kernel) * self.mask.astype(C.dtype)
-        return jax.scipy.linalg.solve_triangular(C, ones, lower=True)
+        return lapack.solve_triangular(C, ones)
 
 
 def take_basis(X, basis, kernel: Optional[Kernel] = None, seed: int = 0, pad: bool = True):
@@ -308,18 +309,18 @@ def jitter(K, mask):
 def basis_cholesky(KRR, mask):
     r"""Lower ``C`` with :math:`C C^T = K_{RR} + \varepsilon I` (:func:`basis_system`): the factor of the
     one Nyström feature map :math:`\Phi = K_{mR} C^{-T}`."""
-    return jnp.linalg.cholesky(basis_system(KRR, mask))
+    return lapack.cholesky(basis_system(KRR, mask))
 
 
 def features(K_R, C):
     r""":math:`\Phi = K_R C^{-T}` for ``K_R [p, b]`` (rows against the basis) and the factor ``C``."""
-    return jax.scipy.linalg.solve_triangular(C, K_R.T, lower=True).T
+    return lapack.solve_triangular(C, K_R.T).T
 
 
 def coef_from(C, W):
     r"""BasisRows coefficients :math:`a = C^{-T} w` of feature-space weights ``W [b, ...]`` (basis
     axis first, any trailing axes)."""
-    out = jax.scipy.linalg.solve_triangular(C, W.reshape(W.shape[0], -1), lower=True, trans=1)
+    out = lapack.solve_triangular(C, W.reshape(W.shape[0], -1), trans=True)
     return out.reshape(W.shape)
 
 

@@ -22,9 +22,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.scipy.linalg import cho_solve, solve_triangular
 from jax.scipy.stats import norm
 
+from .._core import lapack
 from .._core.products import HI, mm
 from .._core.checks import (
     as_float_array,
@@ -126,8 +126,8 @@ def _posterior(Kd, tau, nu):
     l = Kd.shape[0]
     s = jnp.sqrt(jnp.maximum(tau, 0))
     B = jnp.eye(l, dtype=Kd.dtype) + s[:, None] * Kd * s[None, :]
-    Lc = jnp.linalg.cholesky(B)
-    V = solve_triangular(Lc, s[:, None] * Kd, lower=True)
+    Lc = lapack.cholesky(B)
+    V = lapack.solve_triangular(Lc, s[:, None] * Kd)
     Sigma = Kd - mm(V.T, V)
     return Sigma, mm(Sigma, nu), Lc
 
@@ -144,13 +144,13 @@ def _marginal_var(Sigma, Kd):
 def _alpha(Kd, tau, nu, Lc):
     r""":math:`(K_d + \Sigma ̃)^{-1} \mu ̃ = ν̃ - S̃^{1/2} B^{-1} S̃^{1/2} K_d ν̃` (valid for τ̃ = 0 too)."""
     s = jnp.sqrt(jnp.maximum(tau, 0))
-    return nu - s * cho_solve((Lc, True), s * (mm(Kd, nu)))
+    return nu - s * lapack.cho_solve(Lc, s * (mm(Kd, nu)))
 
 
 def _gaussian_logml(Kd, y, noise_var):
     C = Kd + noise_var * jnp.eye(Kd.shape[0], dtype=Kd.dtype)
-    Lc = jnp.linalg.cholesky(C)
-    a = cho_solve((Lc, True), y)
+    Lc = lapack.cholesky(C)
+    a = lapack.cho_solve(Lc, y)
     return mm(-0.5 * y, a) - jnp.sum(jnp.log(jnp.diag(Lc))) - 0.5 * y.shape[0] * jnp.log(2 * jnp.pi)
 
 
@@ -250,8 +250,8 @@ def _ep_logml(Kd, y, tau, nu):
     site_var = 1 / tau
     site_mu = nu / tau
     C = Kd + jnp.diag(site_var)
-    Lf = jnp.linalg.cholesky(C)
-    a = cho_solve((Lf, True), site_mu)
+    Lf = lapack.cholesky(C)
+    a = lapack.cho_solve(Lf, site_mu)
     return (-jnp.sum(jnp.log(jnp.diag(Lf))) - mm(0.5 * site_mu, a) + jnp.sum(logz)
             + 0.5 * jnp.sum(jnp.log(var_c + site_var))
             + jnp.sum((mu_c - site_mu) ** 2 / (2 * (var_c + site_var))))
@@ -331,7 +331,7 @@ def _gp_mean(model, K_test):
 def _inv(model: PairwiseGP):
     r""":math:`(K_d + \Sigma ̃)^{-1} = S̃^{1/2} B^{-1} S̃^{1/2}`."""
     s = jnp.sqrt(model.site_prec)
-    return s[:, None] * cho_solve((model.chol, True), jnp.diag(s))
+    return s[:, None] * lapack.cho_solve(model.chol, jnp.diag(s))
 
 
 def gp_preference_probability(model: PairwiseGP, K_a, K_b, k_aa, k_bb, k_ab, *,
@@ -444,8 +444,8 @@ def gp_fit(X, head, tail, target=None, *, likelihood: str = "probit", gamma=1.0,
         # at the EP fixed point the gradient is that of the Gaussian sites' evidence
         site_var = 1 / tau
         C = Kd + jnp.diag(site_var)
-        Lf = jnp.linalg.cholesky(C)
-        a = cho_solve((Lf, True), nu / tau)
+        Lf = lapack.cholesky(C)
+        a = lapack.cho_solve(Lf, nu / tau)
         return jnp.sum(jnp.log(jnp.diag(Lf))) + mm(0.5 * (nu / tau), a)
 
     dtype = X.dtype

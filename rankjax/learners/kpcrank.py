@@ -20,8 +20,8 @@ from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import solve_triangular
 
+from .._core import lapack
 from .._core.log import timed
 from .._core.products import HI, mm
 from .._core.checks import (check_count, check_positive, check_matrix, lam_ok, nan_unless)
@@ -119,7 +119,8 @@ def center_test_kernel(K_test, K):
 def _kpc_basis(K, P: int):
     """Top ``P`` eigenpairs of ``K̂`` (descending) with eigenvalues clipped at a
     relative 1e-12 (rank-deficient kernels give zero columns, not NaN)."""
-    vals, vecs = jnp.linalg.eigh(center_kernel(K))
+    Kc = center_kernel(K)
+    vals, vecs = lapack.eigh((Kc + Kc.T) / 2)
     vals, vecs = vals[::-1][:P], vecs[:, ::-1][:, :P]
     floor = jnp.finfo(vals.dtype).eps * 10 * jnp.maximum(vals[0], 0) * K.shape[0]
     keep = vals > floor
@@ -195,17 +196,17 @@ def _nested_cholesky_path(M, b):
     # have a zero pivot: a rounding-level ridge keeps the factor finite and their weight 0
     M = (M + M.T) / 2
     jitter = P * jnp.finfo(M.dtype).eps * jnp.max(jnp.abs(jnp.diag(M)))
-    R = jnp.linalg.cholesky(M + jitter * jnp.eye(P, dtype=M.dtype))
+    R = lapack.cholesky(M + jitter * jnp.eye(P, dtype=M.dtype))
     ok = jnp.diag(R) ** 2 > 4 * jitter
     R = jnp.where(ok[:, None] | ok[None, :], R, jnp.eye(P, dtype=R.dtype))
-    t = solve_triangular(R, b, lower=True)
+    t = lapack.solve_triangular(R, b)
     t = jnp.where(ok.reshape(ok.shape + (1,) * (t.ndim - 1)), t, 0)
     idx = jnp.arange(P)
 
     def one(p):
         mask = idx < p
         Rp = jnp.where(mask[:, None] & mask[None, :], R, jnp.eye(P, dtype=R.dtype))
-        return solve_triangular(Rp.T, jnp.where(mask, t, 0), lower=False)
+        return lapack.solve_triangular(Rp, jnp.where(mask, t, 0), trans=True)
 
     return jax.vmap(one)(idx + 1)
 

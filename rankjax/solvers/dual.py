@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .._core import lapack
 from .._core.checks import check_symmetric, is_concrete, lam_ok, nan_unless
 from .._core.linalg import eigh_psd_checked, spectral_filter
 from .._core.log import compiled, level, run, user_stacklevel
@@ -167,8 +168,8 @@ def kernel_cv_predictions(params, data, folds, kernel: Kernel):
     K = kernel_matrix(ranking_form(kernel.with_log_params(params), graph),
                       X if s is None else X * jnp.exp(s))
     system = dual_system(K, y, graph)
-    C = jnp.linalg.cholesky(system.G + lam * jnp.eye(K.shape[0], dtype=K.dtype))
-    tri = lambda B: jax.scipy.linalg.solve_triangular(C, B, lower=True)      # noqa: E731
+    C = lapack.cholesky(system.G + lam * jnp.eye(K.shape[0], dtype=K.dtype))
+    tri = lambda B: lapack.solve_triangular(C, B)                            # noqa: E731
     P = tri(system.root.apply(K)).T                                        # K S C^{-T} [m, m]
     F = jnp.matmul(P, tri(system.rhs), precision=HI)
     return fold_predictions(graph, P, F, y, folds, lam, K)

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .._core import lapack
 from .._core.checks import check_count, check_seed, is_concrete, lam_ok, nan_unless
 from .._core.host import device_array
 from .._core.linalg import PSD_RTOL
@@ -82,7 +83,7 @@ class Subsample(NamedTuple):
 
 
 def _tri(C, B, trans=False):
-    return jax.scipy.linalg.solve_triangular(C, B, lower=True, trans=1 if trans else 0)
+    return lapack.solve_triangular(C, B, trans=trans)
 
 
 def block_ops(basis: BasisRows, X, block_rows):
@@ -161,7 +162,7 @@ def falkon_preconditioner(basis: BasisRows, gram_U, lam):
     GU = gram_U(C)
     GU = (GU + GU.T) / 2
     eps = PSD_RTOL * bp * jnp.finfo(dt).eps
-    A = jnp.linalg.cholesky(GU + (lam + eps * jnp.maximum(jnp.trace(GU) / bp, 1)) * jnp.eye(bp, dtype=dt))
+    A = lapack.cholesky(GU + (lam + eps * jnp.maximum(jnp.trace(GU) / bp, 1)) * jnp.eye(bp, dtype=dt))
     return C, A, features_floor(GU)
 
 

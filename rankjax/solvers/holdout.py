@@ -15,8 +15,8 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
+from .._core import lapack
 from .._core.checks import is_concrete
 from .._core.log import run
 from .._core.products import HI, mm, mv, tdot
@@ -218,19 +218,19 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "
         return over_folds(folds, lams.shape[0], n, F.shape, X.dtype, fold_fn)
 
     def direct(lam):                                               # one λ, its own factor
-        Cl = lax.linalg.cholesky(G + lam * jnp.eye(n, dtype=G.dtype), symmetrize_input=False)
+        Cl = lapack.cholesky(G + lam * jnp.eye(n, dtype=G.dtype), symmetrize=False)
         P = features(X, Cl)                                        # X C^{-T}  [m, n]
-        z = lax.linalg.triangular_solve(Cl, b.reshape(n, -1), left_side=True, lower=True)
+        z = lapack.solve_triangular(Cl, b.reshape(n, -1))
         zb = z.reshape(b.shape)
         shift = None
         if u is not None:                                          # u in P's coordinates
-            ul = lax.linalg.triangular_solve(Cl, u[:, None], left_side=True, lower=True)[:, 0]
+            ul = lapack.solve_triangular(Cl, u)
             shift = (ul, jnp.einsum("r,r...->...", ul, zb, precision=HI)[None])
         pred = folds_of(P, jnp.ones((1, n), G.dtype), lam[None], mv(P, zb)[None], True,
                         shift)[0]
         if not weights:
             return pred
-        w = lax.linalg.triangular_solve(Cl.T, z, left_side=True, lower=False)
+        w = lapack.solve_triangular(Cl, z, trans=True)
         return pred, w.reshape(b.shape)
 
     with_w = lambda pred, W: (pred, W) if weights else pred        # noqa: E731
@@ -291,7 +291,7 @@ def factored_holdout(Z, y, graph, folds, lam, root: bool = False, total=None):
         G, b = total(G), total(b)
     G = (G + G.T) / 2
     lam = lam + jnp.finfo(G.dtype).eps * jnp.trace(G)
-    C = jnp.linalg.cholesky(G + lam * jnp.eye(G.shape[0], dtype=G.dtype))
-    P = jax.scipy.linalg.solve_triangular(C, Z.T, lower=True).T               # Z C^{-T} [m, p]
-    F = jnp.matmul(P, jax.scipy.linalg.solve_triangular(C, b, lower=True), precision=HI)
+    C = lapack.cholesky(G + lam * jnp.eye(G.shape[0], dtype=G.dtype))
+    P = lapack.solve_triangular(C, Z.T).T                                      # Z C^{-T} [m, p]
+    F = jnp.matmul(P, lapack.solve_triangular(C, b), precision=HI)
     return fold_predictions(graph, P, F, y, folds, lam)

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .._core import lapack
 from .._core.checks import (as_float_array, check_indices, host_labels, indices_ok, is_concrete,
                             lam_ok, nan_unless, value_range)
 from .._core.host import reduce_concrete, reduction
@@ -143,8 +144,8 @@ def _lpo_core(Pf, sig, y, pairs, lams, floor=0.0, X=None):
 
     def direct_q(lam):
         n = X.shape[1]
-        C = jnp.linalg.cholesky(n2 * mm(X.T, X) + lam * jnp.eye(n, dtype=X.dtype))
-        P = jax.scipy.linalg.solve_triangular(C, X.T, lower=True).T           # X C^{-T}
+        C = lapack.cholesky(n2 * mm(X.T, X) + lam * jnp.eye(n, dtype=X.dtype))
+        P = lapack.solve_triangular(C, X.T).T                                  # X C^{-T}
         return mm(P, P.T)
 
     def per_lam(lam):

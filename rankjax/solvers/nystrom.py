@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._core import lapack
 from .._core.checks import check_count, check_seed, is_concrete, lam_ok, nan_unless
 from .._core.log import compiled, level, run
 from .._core.memory import compute_dtype
@@ -326,5 +327,5 @@ class Nystrom(AbstractSolver):
         float32 along the near-null directions of ``K_RR``)."""
         X, y, graph, basis = data
         KmR, KRR = nystrom_blocks(params, X, basis, self.kernel)
-        Phi = features(KmR, jnp.linalg.cholesky(KRR))
+        Phi = features(KmR, lapack.cholesky(KRR))
         return factored_holdout(Phi, y, graph, folds, jnp.exp(params["log_lam"]), root=True)

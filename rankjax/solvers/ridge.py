@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.experimental import sparse
+from .._core import lapack
 from .._core.backend import wide_dtype
 from .._core.checks import is_concrete
 from .._core.log import user_stacklevel
@@ -113,9 +114,9 @@ def cholesky_solve(G, b, lam):
     Cholesky factor; NaN when the factor fails (``G + λ I`` not positive definite in the
     dtype: λ below its rounding), never a clipped-spectrum guess."""
     p = G.shape[0]
-    C = lax.linalg.cholesky(G + lam * jnp.eye(p, dtype=G.dtype), symmetrize_input=False)
-    z = lax.linalg.triangular_solve(C, b.reshape(p, -1), left_side=True, lower=True)
-    return lax.linalg.triangular_solve(C.T, z, left_side=True, lower=False).reshape(b.shape)
+    C = lapack.cholesky(G + lam * jnp.eye(p, dtype=G.dtype), symmetrize=False)
+    z = lapack.solve_triangular(C, b.reshape(p, -1))
+    return lapack.solve_triangular(C, z, trans=True).reshape(b.shape)
 
 
 def _lane_loop(lams, shared, floor, fn, consts):

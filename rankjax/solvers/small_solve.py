@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .._core import lapack
 from .._core.backend import paths
 from .._core.products import HI
 
@@ -76,18 +77,12 @@ def spd_inverse(M):
 
 def _cholesky_solve_each(M, r):
     r""":math:`M^{-1} r` for SPD ``M [..., P, P]``, one LAPACK Cholesky factor and two triangular
-    solves per system, the systems one at a time (``lax.map`` over the flattened batch:
-    unbatched LAPACK calls, which never wait on XLA:CPU's intra-op pool); NaN where a
-    factor fails (``M`` not positive definite in its dtype)."""
-    P, tail = M.shape[-1], r.shape[M.ndim - 1:]
-    Ms, rs = M.reshape((-1, P, P)), r.reshape((-1, P, int(np.prod(tail, dtype=int))))
-
-    def one(a):
-        C = lax.linalg.cholesky(a[0], symmetrize_input=False)
-        z = lax.linalg.triangular_solve(C, a[1], left_side=True, lower=True)
-        return lax.linalg.triangular_solve(C, z, left_side=True, lower=True, transpose_a=True)
-
-    return lax.map(one, (Ms, rs)).reshape(r.shape)
+    solves per system, the systems one at a time (:mod:`~rankjax._core.lapack`: unbatched
+    LAPACK calls, which never wait on XLA:CPU's intra-op pool); NaN where a factor fails
+    (``M`` not positive definite in its dtype)."""
+    tail = r.shape[M.ndim - 1:]
+    rs = r.reshape(r.shape[:M.ndim - 1] + (int(np.prod(tail, dtype=int)),))
+    return lapack.cho_solve(lapack.cholesky(M, symmetrize=False), rs).reshape(r.shape)
 
 
 def symmetric_solve(M, r, small: int | None = None):
