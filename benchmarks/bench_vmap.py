@@ -13,7 +13,8 @@ their ratio (the acceptance bound is 2), the largest relative difference of the 
 vmapped and looped run seconds, their ratio and difference (and the native multi-output
 fit's seconds where the solver takes one). Last, ``rj.holdout`` (leave-query-out, the 8 λ)
 vmapped over 4 γ (``holdout_gamma``: ``Dual``, ``Nystrom``) and over 4 per-feature scale
-vectors (``holdout_scales``: ``Primal``) against a jitted loop of hold-outs (issue 77).
+vectors (``holdout_scales``: ``Primal``, ``Dual``, ``Nystrom``) against a jitted loop of
+hold-outs (issue 77).
 
     python benchmarks/bench_vmap.py --save benchmarks/lines/vmap.jsonl   # about two minutes, 2 cores
     python benchmarks/bench_vmap.py --lines benchmarks/lines/vmap.jsonl --readme README.md
@@ -181,6 +182,10 @@ def holdout_axes(X, y, qid):
         rng = np.random.default_rng(1)
         S = jnp.asarray(np.exp(0.3 * rng.standard_normal((SCALES, X.shape[1]))), jnp.float32)
         yield "holdout_scales", "Primal", (lambda X, s: (X * s, rj.Primal())), S
+        for name, solver in {"Dual(gaussian)": rj.Dual(rj.gaussian_kernel(g0)),
+                             "Nystrom(gaussian, 300)": rj.Nystrom(rj.gaussian_kernel(g0),
+                                                                  basis)}.items():
+            yield "holdout_scales", name, (lambda X, s, solver=solver: (X * s, solver)), S
 
     for name, solver, prepare, axis in cases():
         def hold(X, a, prepare=prepare):

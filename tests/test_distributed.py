@@ -29,11 +29,6 @@ several = pytest.mark.skipif(DEVICES < 2, reason="runs in the 2- and 8-device su
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EIGHT_ONLY = ["more_devices_than_queries"]
 """The tests that need 8 devices (more devices than queries); the rest run on 2 as well."""
-DEADLOCKS_ON_A_LOADED_CPU = ["vmap_of_a_sharded"]       # over γ and over scales
-"""Run in the slow job only: ``vmap`` over γ of the sharded Nyström hold-out (its ``b x b``
-factorisations batched on every simulated device) can deadlock on XLA:CPU when the 2-core
-machine is busy: an all-reduce thunk holds a pool thread waiting for the other device, which
-needs that pool to arrive (XLA's rendezvous timeout then aborts the process)."""
 
 
 def _simulated(devices: int, select: str):
@@ -58,17 +53,7 @@ def test_two_simulated_devices_equal_one():
     device), none skipped."""
     if DEVICES > 1:
         pytest.skip("already on several devices")
-    _simulated(2, "not simulated and not two_process and not "
-               + " and not ".join(EIGHT_ONLY + DEADLOCKS_ON_A_LOADED_CPU))
-
-
-@pytest.mark.slow
-def test_batched_sharded_nystrom_on_two_simulated_devices():
-    """The default run's 2-device tests that can deadlock on a loaded 2-core CPU
-    (:data:`DEADLOCKS_ON_A_LOADED_CPU`), in the slow job."""
-    if DEVICES > 1:
-        pytest.skip("already on several devices")
-    _simulated(2, " or ".join(DEADLOCKS_ON_A_LOADED_CPU))
+    _simulated(2, "not simulated and not two_process and not " + " and not ".join(EIGHT_ONLY))
 
 
 @pytest.mark.slow

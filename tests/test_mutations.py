@@ -20,7 +20,7 @@ def test_the_list_names_the_mutations_the_issue_asks_for():
     for solver in ("primal", "dual", "nystrom"):
         assert {f"lam_1.02_{solver}_{v}" for v in ("fit", "path", "holdout")} <= names
     assert {"lam_1.02_cg_fit", "lam_1.02_falkon_fit", "query_centring_dropped",
-            "segment_ids_shifted", "ridge_cholesky_transpose", "atomic_write_in_place",
+            "segment_ids_shifted", "cholesky_solve_transpose", "atomic_write_in_place",
             "sharded_psum_local", "lpo_correction_dropped", "ndcg_discount_off_by_one",
             "early_stopping_last_iterate", "float32_path_floor_skipped",
             "float32_holdout_floor_skipped", "float32_pairs_floor_skipped"} <= names

@@ -367,3 +367,31 @@ def test_the_numerics_never_import_the_runtime(path):
             assert "runtime" not in mod.split("."), f"{rel(path)} imports {mod}"
         elif isinstance(node, ast.Import):
             assert not any("rankjax.runtime" in a.name for a in node.names), rel(path)
+
+
+LAPACK_CALL = (r"\b(jnp|jax\.numpy|xp)\.linalg\.(cholesky|eigh|eigvalsh|solve|inv|qr|svd|lstsq|pinv"
+               r"|det|slogdet)\b|\blax\.linalg\.|\bjax\.scipy\.linalg\b")
+LAPACK_ELSEWHERE = {"solvers/small_solve.py": "the accelerator's batched fold solve (jnp.linalg.solve)",
+                    "features/learn.py": "one inverse, the numpy and jax.numpy twin of one body"}
+
+
+@pytest.mark.parametrize("path", modules(), ids=rel)
+def test_every_factorisation_goes_through_the_lapack_module(path):
+    """Cholesky factors, triangular solves and ``eigh`` are ``rankjax._core.lapack``'s (one
+    unbatched call a matrix on the CPU, where jaxlib's batched kernels can wait forever on
+    XLA's pool): no other module calls ``jnp.linalg``/``lax.linalg``/``jax.scipy.linalg``
+    factorisations, but the two named in :data:`LAPACK_ELSEWHERE` (host numpy on host
+    arrays is not a program: ``np.linalg`` in a host check is allowed)."""
+    import re
+    if rel(path) in ("_core/lapack.py",) + tuple(LAPACK_ELSEWHERE):
+        return
+    hits = [i + 1 for i, line in enumerate(path.read_text(encoding="utf-8").splitlines())
+            if re.search(LAPACK_CALL, line.split("#")[0]) and ">>>" not in line]
+    assert not hits, f"{rel(path)}: lines {hits} call a factorisation outside _core/lapack.py"
+
+
+def test_the_lapack_rule_sees_a_violation():
+    import re
+    for bad in ("C = jnp.linalg.cholesky(A)", "x = lax.linalg.triangular_solve(C, b)",
+                "x = jax.scipy.linalg.solve_triangular(C, b)", "w, V = jnp.linalg.eigh(A)"):
+        assert re.search(LAPACK_CALL, bad), bad

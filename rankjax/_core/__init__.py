@@ -3,6 +3,6 @@
 :mod:`rankjax.runtime` serves), logging (``log``), the backend's code paths (``backend``,
 ``emulate``), memory plans
 (``memory``), array kinds (``sparse``), segment sums (``segments``), dense linear algebra
-(``linalg``, ``products``) and the registry of model types (``types``). It imports nothing of
+(``linalg``, ``lapack``, ``products``) and the registry of model types (``types``). It imports nothing of
 rankjax outside this folder.
 """

@@ -5,9 +5,9 @@ XLA:CPU and the accelerators want different programs for the same algebra:
 * **small symmetric solves** (the fold systems of the hold-outs, Pahikkala et al. 2009,
   eq. 34): on the CPU, systems up to ``small_solve`` rows are inverted by batched block
   products in plain XLA operations (:func:`~rankjax.solvers.small_solve.spd_inverse`) and larger ones go
-  to LAPACK one at a time — XLA:CPU runs independent LAPACK calls on its intra-op pool and
-  jaxlib's batched kernels wait on that same pool, which deadlocked on a 2-thread CPU. A
-  GPU or TPU runs every size as one batched factorisation (cuSOLVER / XLA's own).
+  to LAPACK one at a time (:mod:`~rankjax._core.lapack`: jaxlib's batched kernels wait on
+  XLA:CPU's intra-op pool, which deadlocked on a 2-thread CPU). A GPU or TPU runs every
+  size as one batched factorisation (cuSOLVER / XLA's own).
 * **batches of factorisations**: the CPU serialises the folds and λ values of a large fold
   (``lax.map`` with batch 1, one λ at a time); an accelerator batches them (``vmap``).
 * **products**: the CPU transposes a wide ``Z`` before :math:`Z^T Z` and multiplies a sparse

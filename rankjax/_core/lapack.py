@@ -35,18 +35,16 @@ from jax import lax
 from jax.custom_batching import custom_vmap
 
 from .backend import paths
+from .products import HI
 
 __all__ = ["cholesky", "cho_solve", "solve_triangular", "eigh"]
-
-_HI = lax.Precision.HIGHEST
-
 
 def _t(M):
     return jnp.swapaxes(M, -1, -2)
 
 
 def _mm(a, b):
-    return jnp.matmul(a, b, precision=_HI)
+    return jnp.matmul(a, b, precision=HI)
 
 
 def _each_matrix(f, *xs):
@@ -60,7 +58,7 @@ def _each_matrix(f, *xs):
     return jax.tree.map(lambda o: o.reshape(batch + o.shape[1:]), out)
 
 
-def _columns(f, C, B):
+def _as_columns(f, C, B):
     """``f(C, B)`` of one factor ``C [n, n]`` and right-hand sides ``B [..., n, r]``: the
     stacked right-hand sides its columns, one call."""
     n = B.shape[-2]
@@ -74,7 +72,7 @@ def _unbatched(f, solve: bool = False):
     B)`` solves with the factor ``C``, whose right-hand sides of one factor are columns."""
     def each(*xs):
         if solve and xs[0].ndim == 2 and xs[1].ndim > 2:
-            return _columns(f, *xs)
+            return _as_columns(f, *xs)
         return _each_matrix(f, *xs)
 
     g = custom_vmap(each)
@@ -84,10 +82,22 @@ def _unbatched(f, solve: bool = False):
         if not (solve and not in_batched[0]):         # one factor for every lane: columns
             xs = [x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)
                   for x, b in zip(xs, in_batched)]
-        out = g(*xs)
+        out = call(*xs)
         return out, jax.tree.map(lambda _: True, out)
 
-    return g
+    def call(*xs):
+        return g(*_alike(xs))
+
+    return call
+
+
+def _alike(xs):
+    """``xs`` varying over the same mesh axes inside ``shard_map`` (an invariant factor and
+    varying right-hand sides): ``custom_vmap`` does not cast them itself."""
+    vs = [jax.typeof(x).mat.varying for x in xs]
+    union = frozenset().union(*vs)
+    return [x if v == union else lax.pcast(x, tuple(sorted(union - v)), to="varying")
+            for x, v in zip(xs, vs)]
 
 
 def _factor(A):
@@ -100,7 +110,10 @@ def _eigh2(A):
 
 def _trsm(lower, trans):
     def solve(C, B):
-        return lax.linalg.triangular_solve(C, B, left_side=True, lower=lower, transpose_a=trans)
+        batch = jnp.broadcast_shapes(C.shape[:-2], B.shape[:-2])
+        return lax.linalg.triangular_solve(jnp.broadcast_to(C, batch + C.shape[-2:]),
+                                           jnp.broadcast_to(B, batch + B.shape[-2:]),
+                                           left_side=True, lower=lower, transpose_a=trans)
     return solve
 
 
@@ -118,9 +131,7 @@ def _looped(batched_op, looped_op):
 
 def _tri_solve(C, B, lower, trans):
     """:math:`op(C)^{-1} B` for 2-D-core ``B [..., n, r]``, no derivative of its own."""
-    if paths().batch_factorisations:
-        return _trsm(lower, trans)(C, B)
-    return _TRSM[lower, trans](C, B)
+    return _looped(_trsm(lower, trans), _TRSM[lower, trans])(C, B)
 
 
 def solve_triangular(C, B, *, lower: bool = True, trans: bool = False):
@@ -138,7 +149,7 @@ def solve_triangular(C, B, *, lower: bool = True, trans: bool = False):
     """
     C, B = jnp.asarray(C), jnp.asarray(B)
     vec = B.ndim == C.ndim - 1
-    Bm = B[..., None] if vec else B
+    C, Bm = _alike((C, B[..., None] if vec else B))
     tri = jnp.tril if lower else jnp.triu
 
     def matvec(x):

@@ -115,8 +115,7 @@ def cholesky_solve(G, b, lam):
     dtype: λ below its rounding), never a clipped-spectrum guess."""
     p = G.shape[0]
     C = lapack.cholesky(G + lam * jnp.eye(p, dtype=G.dtype), symmetrize=False)
-    z = lapack.solve_triangular(C, b.reshape(p, -1))
-    return lapack.solve_triangular(C, z, trans=True).reshape(b.shape)
+    return lapack.cho_solve(C, b.reshape(p, -1)).reshape(b.shape)
 
 
 def _lane_loop(lams, shared, floor, fn, consts):
