@@ -159,11 +159,11 @@ def test_ridge_solve_vector_and_matrix_rhs(shape):
     np.testing.assert_allclose(x, np.linalg.solve(Z.T @ Z + 0.5 * np.eye(6), b), rtol=1e-10)
 
 
-def test_openblas_threads_sleep_at_once_unless_the_caller_chose():
+def test_openblas_threads_sleep_soon_unless_the_caller_chose():
     from rankjax.runtime.xla import _configure
     env = {}
     _configure(env)
-    assert env["OPENBLAS_THREAD_TIMEOUT"] == "4"
+    assert env["OPENBLAS_THREAD_TIMEOUT"] == "20"
     mine = {"OPENBLAS_THREAD_TIMEOUT": "28"}
     _configure(mine)
     assert mine["OPENBLAS_THREAD_TIMEOUT"] == "28"

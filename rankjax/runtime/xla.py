@@ -12,9 +12,13 @@ Two settings, each appended only where the caller has not set it:
   threads spin for about :math:`2^{28}` cycles after each call (``OPENBLAS_THREAD_TIMEOUT``,
   default 28). In a program that multiplies after factorising (every closed form here),
   they take the cores from XLA's own threads, and repeated calls paid it every time.
-  ``OPENBLAS_THREAD_TIMEOUT=4`` lets them sleep at once (a large ``eigh`` keeps both
-  threads; measured: benchmarks/REPORT.md §8). It takes effect only when SciPy's
-  OpenBLAS is loaded after rankjax is imported (import rankjax before ``scipy.linalg``).
+  ``OPENBLAS_THREAD_TIMEOUT=20`` lets them spin about :math:`2^{20}` cycles (a fraction of a
+  millisecond) and then sleep: long enough that a loop of small factorisations, one
+  unbatched call a matrix (:mod:`rankjax._core.lapack`), finds them awake, short enough
+  that the next product has its cores (at 4, sleeping at once, each call of such a loop
+  waited milliseconds for a thread to wake: benchmarks/design_measurements.md §8). It
+  takes effect only when SciPy's OpenBLAS is loaded after rankjax is imported (import
+  rankjax before ``scipy.linalg``).
 
 Neither has an effect on GPU/TPU.
 
@@ -42,7 +46,7 @@ def _configure(environ=os.environ):
             and _DETERMINISTIC not in flags:
         flags = f"{flags} --{_DETERMINISTIC}=true"
     environ["XLA_FLAGS"] = flags
-    environ.setdefault(_SPIN, "4")
+    environ.setdefault(_SPIN, "20")
 
 
 _configure()
