@@ -35,16 +35,13 @@ from jax import lax
 from jax.custom_batching import custom_vmap
 
 from .backend import paths
-from .products import HI
+from .products import mm
 
 __all__ = ["cholesky", "cho_solve", "solve_triangular", "eigh"]
 
+
 def _t(M):
     return jnp.swapaxes(M, -1, -2)
-
-
-def _mm(a, b):
-    return jnp.matmul(a, b, precision=HI)
 
 
 def _each_matrix(f, *xs):
@@ -154,7 +151,7 @@ def solve_triangular(C, B, *, lower: bool = True, trans: bool = False):
 
     def matvec(x):
         T = tri(C)
-        return _mm(_t(T) if trans else T, x)
+        return mm(_t(T) if trans else T, x)
 
     Cs = lax.stop_gradient(C)
     X = lax.custom_linear_solve(matvec, Bm,
@@ -179,7 +176,7 @@ def _cholesky_jvp(primals, tangents):
     S = _t(solve_triangular(L, _t(solve_triangular(L, dA))))          # L^{-1} dA L^{-T}
     n = A.shape[-1]
     phi = jnp.tril(S) * jnp.where(jnp.eye(n, dtype=bool), 0.5, 1.0).astype(S.dtype)
-    return L, _mm(L, phi)
+    return L, mm(L, phi)
 
 
 def cholesky(A, *, symmetrize: bool = True):
@@ -226,11 +223,11 @@ def _eigh_jvp(primals, tangents):
     so those terms are 0, where the generic rule divides 0 by 0 (NaN)."""
     (A,), (dA,) = primals, tangents
     w, V = _eigh(A)
-    VdV = _mm(_t(V), _mm((dA + _t(dA)) / 2, V))
+    VdV = mm(_t(V), mm((dA + _t(dA)) / 2, V))
     gap = w[..., None, :] - w[..., :, None]
     tol = jnp.finfo(w.dtype).eps * jnp.max(jnp.abs(w), axis=-1, keepdims=True)[..., None]
     F = jnp.where(jnp.abs(gap) > tol, 1 / jnp.where(jnp.abs(gap) > tol, gap, 1), 0)
-    return (w, V), (jnp.diagonal(VdV, axis1=-2, axis2=-1), _mm(V, F * VdV))
+    return (w, V), (jnp.diagonal(VdV, axis1=-2, axis2=-1), mm(V, F * VdV))
 
 
 def eigh(A):
