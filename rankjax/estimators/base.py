@@ -16,9 +16,9 @@ from ..runtime.cache import use_disk_cache
 from ..features.learn import learn_and_map, learn_feature_map
 from ..features.maps import map_rows
 from ..features.spread import warn_unresolved
-from .._core.checks import check_count, check_matrix
+from .._core.checks import Segments, check_count, check_matrix
 from ..graphs.build import query_graph
-from .._core.sparse import as_dense, is_sparse, scale_columns
+from .._core.sparse import as_dense, is_sparse, scale_columns, to_scipy
 from . import persist
 from .compat import NO_QUERIES, BaseEstimator, NotFittedError
 from .defaults import gamma_value, make_kernel
@@ -90,8 +90,8 @@ class Ranker(BaseEstimator):
         """``X`` as the model sees it: through the map learned on these rows
         (``feature_map_``, :meth:`_map_kind`), or as given (``feature_map_`` None)."""
         kind = self._map_kind()
+        cat = self._categorical()
         names = list(getattr(self, "feature_names_in_", ()))
-        cat = [names.index(c) for c in self.categories_] if names else []
         self.feature_map_ = None
         if kind is None:
             if cat:
@@ -107,15 +107,22 @@ class Ranker(BaseEstimator):
         self.feature_map_, rows = learn_and_map(as_dense(X), y, seg, kind, cat)
         return rows
 
+    def _categorical(self):
+        """The column indices of the categorical columns (a frame's)."""
+        names = list(getattr(self, "feature_names_in_", ()))
+        return [names.index(c) for c in self.categories_] if names else []
+
     def _eval_data(self, eval_set, eval_qid, eval_group):
         """``(X_valid, y_valid, seg_valid)`` of an evaluation set (the training map's)."""
+        Xv, yv, segv = self._eval_rows(eval_set, eval_qid, eval_group)
+        return through(self.feature_map_, Xv), yv, segv
+
+    def _eval_rows(self, eval_set, eval_qid, eval_group):
+        """``(X_valid, y_valid, seg_valid)`` of an evaluation set, its rows as given."""
         (Xv, yv), eval_qid, eval_group = one_eval_set(eval_set, eval_qid, eval_group)
         Xv, yv, segv, _ = self._inputs(Xv, yv, eval_qid, eval_group, ("eval_qid", "eval_group"),
                                        need_queries=True)
-        fmap = self.feature_map_
-        if fmap is not None and is_sparse(Xv) and fmap.fill is None:
-            return scale_columns(Xv, fmap.scale), yv, segv
-        return Xv if fmap is None else map_rows(fmap, as_dense(Xv)), yv, segv
+        return Xv, yv, segv
 
     def _eval_sequence(self, scores, yv, segv):
         """Scores ``[T, m_v]`` of the ``T`` successive models (rounds, components, ...) on
@@ -236,12 +243,26 @@ class Ranker(BaseEstimator):
                            exclude_ties=self.exclude_ties,
                            query_weights=weights)
 
-    def _weights(self, seg, sample_weight, group_weight):
-        r"""``[Q]`` the query weights of a fit (the papers' :math:`\omega_c`, Pahikkala et
-        al. 2009 §2.4), in the order of the sorted distinct query ids (the order of
-        ``group``): from ``sample_weight`` (per row, constant within a query, as LightGBM's
-        ``weight``) or ``group_weight`` (one per query, as XGBoost's ranking weights);
-        None when neither is given (every query weighs 1)."""
+    def _weighted(self, X, y, seg, sample_weight, group_weight):
+        r"""``(X, y, seg, weights)`` of a fit: ``[Q]`` the query weights (the papers'
+        :math:`\omega_c`, Pahikkala et al. 2009 §2.4), in the order of the sorted distinct
+        query ids (the order of ``group``), from ``sample_weight`` (per row, constant within
+        a query, as LightGBM's ``weight``) or ``group_weight`` (one per query, as XGBoost's
+        ranking weights); None when neither is given (every query weighs 1). The rows of a
+        query of weight 0 are dropped before anything is learned from them (the feature
+        map, γ, folds and the basis): a zero weight is the same as leaving the query out."""
+        w = self._query_weights(seg, sample_weight, group_weight)
+        if w is None or np.all(w > 0):
+            return X, y, seg, w
+        keep = w[seg.seg] > 0
+        rows = np.flatnonzero(keep)
+        X = (to_scipy(X) if is_sparse(X) else X)[rows]          # scipy CSR or dense
+        qids = seg.qids[w > 0]
+        seg = Segments(np.searchsorted(np.flatnonzero(w > 0), seg.seg[rows]).astype(np.int32),
+                       int(qids.size), qids)
+        return X, y[rows], seg, w[w > 0]
+
+    def _query_weights(self, seg, sample_weight, group_weight):
         if sample_weight is None and group_weight is None:
             return None
         if sample_weight is not None and group_weight is not None:
@@ -328,6 +349,16 @@ def _checked_rows(X, frame, missing: bool):
     X = as_matrix(X if frame is None else frame.values)
     check_shape(X)
     return X if is_sparse(X) else check_matrix(X, missing=missing)
+
+
+def through(fm, X):
+    """Rows ``X`` through the feature map ``fm`` (None: as given; sparse rows under a
+    scaling stay sparse)."""
+    if fm is None:
+        return X
+    if is_sparse(X) and fm.fill is None:
+        return scale_columns(X, fm.scale)
+    return map_rows(fm, as_dense(X))
 
 
 def nan_last(v):

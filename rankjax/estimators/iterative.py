@@ -40,7 +40,7 @@ class RankSVM(Ranker):
         on it, the best is kept and the loop stops after ``early_stopping_rounds`` steps
         without improvement (``evals_result_``, ``best_iteration_``, ``best_score_``)."""
         X, y, seg = self._fit_inputs(X, y, qid, group)
-        weights = self._weights(seg, sample_weight, group_weight)
+        X, y, seg, weights = self._weighted(X, y, seg, sample_weight, group_weight)
         check_routing(self, qid, group, seg)
         X = self._mapped(X, y, seg)
         kern = self._fit_kernel(X)
@@ -109,7 +109,7 @@ class KPCRank(Ranker):
         decomposition) are scored on it and the best number is kept (``best_iteration_``
         components; ``evals_result_``; ``early_stopping_rounds`` as for boosting)."""
         X, y, seg = self._fit_inputs(X, y, qid, group)
-        weights = self._weights(seg, sample_weight, group_weight)
+        X, y, seg, weights = self._weighted(X, y, seg, sample_weight, group_weight)
         check_routing(self, qid, group, seg)
         if not 1 <= check_count(self.n_components, "n_components") <= X.shape[0]:
             raise ValueError(f"n_components must be between 1 and {X.shape[0]} (the training "
@@ -157,7 +157,7 @@ class RankBoost(Ranker):
         is cut at the best round (``best_iteration_`` rounds), stopping the search after
         ``early_stopping_rounds`` rounds without improvement (``evals_result_``)."""
         X, y, seg = self._fit_inputs(X, y, qid, group)
-        weights = self._weights(seg, sample_weight, group_weight)
+        X, y, seg, weights = self._weighted(X, y, seg, sample_weight, group_weight)
         check_routing(self, qid, group, seg)
         model = _rankboost.rankboost(as_dense(X), y, seg, rounds=self.rounds, query_weights=weights,
                                      num_thresholds=self.num_thresholds,

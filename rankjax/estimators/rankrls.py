@@ -20,6 +20,7 @@ from ..metrics import ndcg
 from ..solvers import CG, AbstractSolver, Auto, Basis, is_linear, predict
 from .compat import check_routing
 from .base import Ranker, nan_last
+from .choose import Rows, choose
 from .defaults import basis_spec, gamma_value, make_kernel
 
 
@@ -109,7 +110,7 @@ class RankRLS(Ranker):
         for stale in ("n_iter_", "best_iteration_"):    # an earlier iterative fit's
             self.__dict__.pop(stale, None)
         X, y, seg = self._fit_inputs(X, y, qid, group)
-        weights = self._weights(seg, sample_weight, group_weight)
+        X, y, seg, weights = self._weighted(X, y, seg, sample_weight, group_weight)
         check_routing(self, qid, group, seg)
         X = self._mapped(X, y, seg)
         solver = self._solver(X)
@@ -249,25 +250,26 @@ class RankRLSCV(RankRLS):
         order, as ``cv_results_``). The selection is :func:`rankjax.select`."""
         optimize = check_flag(self.optimize, "optimize")
         X, y, seg = self._fit_inputs(X, y, qid, group)
-        weights = self._weights(seg, sample_weight, group_weight)
+        X, y, seg, weights = self._weighted(X, y, seg, sample_weight, group_weight)
         check_routing(self, qid, group, seg)
-        X = self._mapped(X, y, seg)
-        b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state,
-                       _log.check_verbose(self.verbose))
-        valid = None if eval_set is None else self._eval_data(eval_set, eval_qid, eval_group)
-        kernels = [make_kernel(self.kernel, gamma, self.degree, self.coef0)
-                   for gamma in self._gamma_grid(X)]
-        solvers = [Auto.named("auto", k, b) for k in kernels]
+        graph = self._graph(seg, y, weights)
         verbose = _log.check_verbose(self.verbose)
         lams = np.asarray(self.lams, dtype=np.float64)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UnresolvedLambdaWarning)
-            problem = Problem(X, y, self._graph(seg, y, weights),
-                              qid=seg if self.graph == "identity" else None,
-                              valid=None if valid is None else Problem(*valid))
-            sel = _select(problem, solvers, lams=lams, folds=self.folds, score_k=self.score_k,
-                          optimize=optimize, optimize_steps=self.optimize_steps, ard=self.ard,
-                          seed=self.random_state, verbose=verbose, extend=self.extend)
+            if self._map_kind() == "rank":           # a kernel by name: the data chooses
+                valid = (None if eval_set is None else
+                         self._eval_rows(eval_set, eval_qid, eval_group))
+                c = choose(self, X, y, seg, graph, valid, lams, optimize, verbose,
+                           self._categorical())
+                self.feature_map_ = c.feature_map
+                sel, rows, features, kernel = c.selection, c.rows, c.features, c.kernel
+            else:
+                sel, features = self._one_map(X, y, seg, graph, lams, optimize, verbose,
+                                              eval_set, eval_qid, eval_group)
+                kernel = "linear" if self.kernel in (None, "linear") else getattr(
+                    self.kernel, "kind", self.kernel)
+                rows = selection_rows(sel, features, kernel)
         default = lams.shape == (len(DEFAULT_LAMS),) and np.allclose(lams, DEFAULT_LAMS, rtol=1e-12)
         for w in caught:            # the default grid's unresolved λ: a note, not a warning
             if default and issubclass(w.category, UnresolvedLambdaWarning):
@@ -275,16 +277,35 @@ class RankRLSCV(RankRLS):
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         self.selection_ = sel
-        self._results(sel)
-        if valid is not None:
+        self._results(sel, rows, features, kernel)
+        if eval_set is not None:
             self.evals_result_ = {"valid_0": {f"ndcg@{self.score_k}": sel.scores.tolist()}}
         if sel.trajectory is not None:
             self.tune_ = sel.trajectory
             self.evals_result_ = {"tune": {"cv_loss": sel.trajectory.loss_history.tolist()}}
+        self.__dict__.pop("basis_", None)
         if sel.basis is not None:
             self.basis_ = sel.basis
         self.model_ = sel.model
         return self._finish_fit(seg)
+
+    def _one_map(self, X, y, seg, graph, lams, optimize, verbose, eval_set, eval_qid,
+                 eval_group):
+        """The selection of a linear model, a :class:`rankjax.Kernel` or the features as
+        given (``feature_map=None``): one map (the standard map or none), the λ grid times
+        the γ grid. Returns ``(Selection, features name)``."""
+        X = self._mapped(X, y, seg)
+        b = basis_spec(self.basis, self.kernel, X.shape[0], self.random_state, verbose)
+        valid = None if eval_set is None else self._eval_data(eval_set, eval_qid, eval_group)
+        kernels = [make_kernel(self.kernel, gamma, self.degree, self.coef0)
+                   for gamma in self._gamma_grid(X)]
+        solvers = [Auto.named("auto", k, b) for k in kernels]
+        problem = Problem(X, y, graph, qid=seg if self.graph == "identity" else None,
+                          valid=None if valid is None else Problem(*valid))
+        sel = _select(problem, solvers, lams=lams, folds=self.folds, score_k=self.score_k,
+                      optimize=optimize, optimize_steps=self.optimize_steps, ard=self.ard,
+                      seed=self.random_state, verbose=verbose, extend=self.extend)
+        return sel, "as given" if self.feature_map_ is None else "standard"
 
     def _gamma_grid(self, X):
         """The γ values of the grid (``"mean"``, ``"scale"``, ``"auto"`` resolved on ``X``); ``[None]``
@@ -296,21 +317,45 @@ class RankRLSCV(RankRLS):
             return [None]
         return [gamma_value(v, X) for v in ([self.gamma] if self.gammas is None else self.gammas)]
 
-    def _results(self, sel):
-        """``lam_``, ``gamma_``, ``best_score_`` and scikit-learn's ``cv_results_`` from a
-        :class:`rankjax.Selection`."""
+    def _results(self, sel, rows, features, kernel):
+        """``lam_``, ``gamma_`` (a kernel model's), ``best_score_``, ``best_params_`` and
+        scikit-learn's ``cv_results_`` (a row per hold-out point of every candidate,
+        ``rows``; the final stage's rows ranked first, the chosen point 1)."""
         self.lam_, self.best_score_ = sel.lam, sel.score
+        self.__dict__.pop("gamma_", None)
+        self.best_params_ = {"features": features, "kernel": kernel, "lam": float(sel.lam)}
         if sel.gamma is not None:                # the linear model has no γ
             self.gamma_ = sel.gamma
-        s = sel.scores
-        order = np.argsort(-nan_last(s), kind="stable")
+            self.best_params_["gamma"] = float(sel.gamma)
+        cat = lambda f: np.concatenate([f(r) for r in rows])                  # noqa: E731
+        lams = cat(lambda r: np.asarray(r.lams, np.float64))
+        gammas = cat(lambda r: np.full(r.lams.size, r.gamma, np.float64))
+        s = cat(lambda r: np.asarray(r.scores, np.float64))
+        final = cat(lambda r: np.full(r.lams.size, r.stage == "final"))
+        order = np.lexsort((-nan_last(s), ~final))
         rank = np.empty(len(s), int)
         rank[order] = np.arange(1, len(s) + 1)
-        lams = [float(v) for v in sel.lams]
-        self.cv_results_ = {"params": [{"lam": a} for a in lams] if sel.gammas is None else
-                            [{"lam": a, "gamma": float(g)} for a, g in zip(lams, sel.gammas)],
-                            "param_lam": np.array(lams),
+        feats = cat(lambda r: np.full(r.lams.size, r.features, object))
+        kerns = cat(lambda r: np.full(r.lams.size, r.kernel, object))
+        params = [{"features": f, "kernel": k, "lam": float(a)} if np.isnan(g) else
+                  {"features": f, "kernel": k, "lam": float(a), "gamma": float(g)}
+                  for f, k, a, g in zip(feats, kerns, lams, gammas)]
+        self.cv_results_ = {"params": params, "param_features": feats, "param_kernel": kerns,
+                            "param_lam": lams, "param_gamma": gammas,
                             "mean_test_score": s, "rank_test_score": rank,
-                            "extended": np.asarray(sel.extended, bool)}
-        if sel.gammas is not None:
-            self.cv_results_["param_gamma"] = np.asarray(sel.gammas)
+                            "stage": np.where(final, "final", "screen").astype(object),
+                            "extended": cat(lambda r: np.asarray(r.extended, bool))}
+
+
+def selection_rows(sel, features, kernel):
+    """The ``cv_results_`` rows (:class:`~rankjax.estimators.choose.Rows`) of one
+    :class:`rankjax.Selection`: a block per γ (one, NaN, for the linear model)."""
+    n = len(sel.lams)
+    gam = np.full(n, np.nan) if sel.gammas is None else np.asarray(sel.gammas, np.float64)
+    ext = np.zeros(n, bool) if sel.extended is None else np.asarray(sel.extended, bool)
+    out = []
+    for g in dict.fromkeys(gam.tolist()):
+        same = np.isnan(gam) if np.isnan(g) else gam == g
+        out.append(Rows(features, kernel, g, np.asarray(sel.lams)[same],
+                        np.asarray(sel.scores)[same], ext[same], "final"))
+    return out

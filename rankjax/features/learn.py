@@ -18,9 +18,9 @@ from .._core.host import device_array, host_view
 from .maps import (IMPUTE_SWEEPS, KNOTS, FeatureMap, by_blocks, colsearch, interp, mm, take,
                    with_categories)
 
-__all__ = ["learn_feature_map", "learn_and_map", "KINDS"]
+__all__ = ["learn_feature_map", "learn_and_map", "weighted_from", "KINDS"]
 
-KINDS = ("rank", "standard")
+KINDS = ("rank", "weighted", "standard")
 """The kinds of :func:`learn_feature_map`."""
 
 
@@ -29,9 +29,9 @@ def learn_feature_map(X, y=None, qid=None, *, kind: str = "rank", categorical=()
     allowed).
 
     ``kind="rank"``: every column through its empirical distribution function on these rows
-    (mid-ranks, among 1,024 order statistics on more rows),
-    centred at 1/2 and, with labels ``y`` (and ``qid``), scaled by its within-query
-    correlation with them,
+    (mid-ranks, among 1,024 order statistics on more rows), centred at 1/2: learned without
+    the labels. ``kind="weighted"``: the rank map with each column scaled by its
+    within-query correlation with the labels ``y`` (and ``qid``),
 
     .. math::
 
@@ -40,7 +40,9 @@ def learn_feature_map(X, y=None, qid=None, *, kind: str = "rank", categorical=()
        \textstyle\sum_j s_j^2 = n,
 
     (:math:`\tilde v` centred within each query): the same map, up to the order of a
-    column, whatever increasing or decreasing map the column went through. ``kind="standard"``:
+    column, whatever increasing or decreasing map the column went through. Its weights are
+    learned from the labels, so a hold-out on the same rows must learn them without its
+    held-out queries (``RankRLSCV`` cross-fits them: docs/math.md, §7). ``kind="standard"``:
     every column divided by its standard deviation (imputed at its mean where not finite).
     A column with NaN on these rows gets an indicator column (``isnan``), mapped the same
     way. ``categorical``: columns whose values are category codes, read as their category's
@@ -50,7 +52,7 @@ def learn_feature_map(X, y=None, qid=None, *, kind: str = "rank", categorical=()
     Example:
       >>> import numpy as np
       >>> X = np.array([[1., 0.], [2., np.nan], [4., 1.], [8., 1.]])
-      >>> fm = learn_feature_map(X, np.array([0., 1., 2., 3.]), np.zeros(4, int))
+      >>> fm = learn_feature_map(X, np.array([0., 1., 2., 3.]), np.zeros(4, int), kind="weighted")
       >>> fm(X).shape, fm.missing.tolist()              # an indicator for column 1
       ((4, 3), [1])
       >>> s = learn_feature_map(X, kind="standard")
@@ -76,19 +78,41 @@ def learn_feature_map(X, y=None, qid=None, *, kind: str = "rank", categorical=()
         y = check_targets(y, m)
     if cat.size and y is None:
         raise ValueError("categorical columns are read as their categories' scores: give y")
+    if kind == "weighted" and y is None:
+        raise ValueError("kind='weighted' scales the columns by their correlation with the "
+                         "labels: give y")
     seg = segment_ids(np.zeros(m, np.int32) if qid is None else qid)
     if seg.seg.shape[0] != m:
         raise ValueError(f"qid has {seg.seg.shape[0]} rows but X has {m}")
     return learn_and_map(X, y, seg, kind, cat)[0]
 
 
-def learn_and_map(X, y, seg, kind, categorical=()):
+def learn_and_map(X, y, seg, kind, categorical=(), labels=None):
     """``(map, map(X))`` of checked dense rows ``X`` (NaN allowed), labels ``y`` or None and
     :class:`~rankjax.Segments` ``seg``: the map and the training rows it maps, from one pass
-    (the estimators' fit)."""
+    (the estimators' fit). ``labels``: ``[m]`` bool, the rows (whole queries) whose labels
+    the map may learn from (the categories' scores, the weights of ``kind="weighted"``);
+    None: every row. What it learns from ``X`` alone (ranks, imputation, standard
+    deviations) comes from every row."""
     cat = _columns(categorical, X.shape[1])
-    base = _category_map(X, y, seg, cat)
-    return _learn(X, base, y, seg, kind)
+    if labels is not None:
+        labels = np.asarray(labels, bool)
+    base = _category_map(X, y, seg, cat, labels)
+    return _learn(X, base, y, seg, kind, labels)
+
+
+def weighted_from(fm, rows, y, seg, labels=None):
+    """``(map, rows)`` of ``kind="weighted"`` from the label-free rank map ``fm`` and the
+    rows it mapped (:func:`learn_and_map` of ``kind="rank"``, no categorical columns): the
+    same ranks, each column scaled by its within-query correlation with ``y`` over the rows
+    ``labels`` (whole queries; None: every row). One pass over the rows, no ranks again."""
+    views = [host_view(rows), host_view(y)]
+    xp = np if all(v is not None for v in views) else jnp
+    U, yy = views if xp is np else (rows, jnp.asarray(y))
+    lab = None if labels is None else (labels if xp is np else jnp.asarray(labels))
+    scale = _weights(xp, U, yy, seg.seg if xp is np else jnp.asarray(seg.seg), seg.num_queries,
+                     lab).astype(U.dtype)
+    return fm._replace(scale=device_array(scale)), device_array(U * scale)
 
 
 def _sparse_scales(X):
@@ -131,15 +155,17 @@ def _host(a):
     return np.asarray(jax.device_get(a)) if v is None else v
 
 
-def _category_map(X, y, seg, cat):
+def _category_map(X, y, seg, cat, labels=None):
     """The identity map with the categorical columns' tables: categories ``[C, c]`` (sorted,
-    padded with ``inf``) and their scores (:func:`category_scores`)."""
+    padded with ``inf``) and their scores (:func:`category_scores`) from the rows
+    ``labels`` (None: all)."""
     dtype = np.dtype(X.dtype)
     fm = _empty(X.shape[1], dtype)
     if not cat.size:
         return fm
     yc = _centred_labels(_host(y), seg)
-    tables = [category_scores(_host(X[:, int(j)]), yc) for j in cat]
+    keep = slice(None) if labels is None else labels
+    tables = [category_scores(_host(X[:, int(j)])[keep], yc[keep]) for j in cat]
     C = max(1, max(t[0].size for t in tables))
     values = np.full((C, cat.size), np.inf, dtype)
     scores = np.zeros((C, cat.size), dtype)
@@ -172,22 +198,25 @@ def category_scores(values, yc):
     return cats, sums / (np.bincount(inv, minlength=cats.size) + 1.0)
 
 
-def _learn(X, base, y, seg, kind):
+def _learn(X, base, y, seg, kind, labels=None):
     """``(map, map(X))``: the map of ``kind`` on rows ``X`` (the categories of ``base`` read
-    first); the numpy body on the host views of ``X`` and ``y`` where both have one, else the
-    jitted body."""
+    first; the weights of ``"weighted"`` from the rows ``labels``); the numpy body on the
+    host views of ``X`` and ``y`` where both have one, else the jitted body."""
     base = base._replace(missing=np.flatnonzero(_has_nan(X)).astype(np.int32))
     K = int(min(X.shape[0], KNOTS))
+    y = y if kind == "weighted" else None                   # the other kinds never read it
     views = [host_view(X), None if y is None else host_view(y)]
     if views[0] is not None and (y is None or views[1] is not None):
-        fm, rows = _learned(np, base, views[0], views[1], seg.seg, seg.num_queries, K, kind)
+        fm, rows = _learned(np, base, views[0], views[1], seg.seg, seg.num_queries, K, kind,
+                            labels)
         return FeatureMap(*[None if a is None else device_array(a) for a in fm]), device_array(rows)
-    return _device_learn(base, X, y, device_array(seg.seg), seg.num_queries, K, kind)
+    return _device_learn(base, X, y, device_array(seg.seg), seg.num_queries, K, kind,
+                         None if labels is None else device_array(labels))
 
 
 @partial(jax.jit, static_argnames=("num", "K", "kind"))
-def _device_learn(base, X, y, seg, num, K, kind):
-    return _learned(jnp, base, X, y, seg, num, K, kind)
+def _device_learn(base, X, y, seg, num, K, kind, labels):
+    return _learned(jnp, base, X, y, seg, num, K, kind, labels)
 
 
 def _has_nan(X):
@@ -206,11 +235,11 @@ def _segsum(xp, V, seg, num):
     return jax.ops.segment_sum(V, seg, num_segments=num)
 
 
-def _learned(xp, base, X, y, seg, num, K, kind):
+def _learned(xp, base, X, y, seg, num, K, kind, labels=None):
     """The learned map (the generic body of :func:`_learn`, ``xp`` numpy or jax.numpy)."""
     dtype = X.dtype
     Z = with_categories(xp, base, X)
-    miss = xp.isnan(Z) if kind == "rank" else ~xp.isfinite(Z)
+    miss = ~xp.isfinite(Z) if kind == "standard" else xp.isnan(Z)
     if base.missing.shape[0]:
         Z = xp.concatenate([Z, xp.isnan(Z[:, base.missing]).astype(dtype)], axis=1)
     width = Z.shape[1]
@@ -227,7 +256,8 @@ def _learned(xp, base, X, y, seg, num, K, kind):
     half = xp.full(width, 0.5, dtype)
     V = by_blocks(xp, lambda B: interp(xp, knots, lower, upper, B) - half, Z)
     W, V = _regression(xp, V, miss) if base.missing.shape[0] else (None, V)
-    scale = xp.ones(width, dtype) if y is None else _weights(xp, V, y, seg, num)
+    scale = (_weights(xp, V, y, seg, num, labels) if kind == "weighted" else
+             xp.ones(width, dtype))
     fm = base._replace(knots=knots, lower=lower, upper=upper, fill=half, center=half,
                        scale=scale, impute=W)
     return fm, (V * scale).astype(dtype)
@@ -277,15 +307,17 @@ def _regression(xp, V, miss):
     return W.astype(V.dtype), V
 
 
-def _weights(xp, U, y, seg, num):
-    """Column weights ``[n]``: each column's within-query correlation with ``y``, scaled to a
-    root mean square of 1 (all 1 when no column correlates)."""
+def _weights(xp, U, y, seg, num, labels=None):
+    """Column weights ``[n]``: each column's within-query correlation with ``y`` over the
+    rows ``labels`` (whole queries; None: all), scaled to a root mean square of 1 (all 1
+    when no column correlates)."""
     dtype = U.dtype
     y = y.reshape(y.shape[0], -1).astype(dtype)
-    count = _segsum(xp, xp.ones((U.shape[0], 1), dtype), seg, num)
-    yc = y - (_segsum(xp, y, seg, num) / xp.maximum(count, 1))[seg]
-    sums = _segsum(xp, U, seg, num)
-    uu = xp.sum(U * U, axis=0) - xp.sum(sums * sums / xp.maximum(count, 1), axis=0)
+    r = xp.ones((U.shape[0], 1), dtype) if labels is None else labels.reshape(-1, 1).astype(dtype)
+    count = _segsum(xp, r, seg, num)
+    yc = (y - (_segsum(xp, y * r, seg, num) / xp.maximum(count, 1))[seg]) * r
+    sums = _segsum(xp, U * r, seg, num)
+    uu = xp.sum(U * U * r, axis=0) - xp.sum(sums * sums / xp.maximum(count, 1), axis=0)
     yy = xp.sum(yc * yc, axis=0)
     cov = xp.stack([xp.sum(U * yc[:, k:k + 1], axis=0) for k in range(y.shape[1])], axis=1)
     den = xp.sqrt(xp.maximum(uu, 0)[:, None] * yy[None, :])

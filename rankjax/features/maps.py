@@ -92,7 +92,7 @@ class FeatureMap(NamedTuple):
 
     @property
     def kind(self) -> str:
-        """``"rank"`` or ``"standard"``."""
+        """``"rank"`` (a rank map, its columns weighted or not) or ``"standard"``."""
         return "standard" if self.knots is None else "rank"
 
     def __call__(self, X):

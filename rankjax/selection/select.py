@@ -46,9 +46,11 @@ def _as_selection(blocks, factor, best, point, trajectory=None):
 
 
 class _Grid:
-    """One selection's settings: the problem, the metric and its options, the λ grid."""
+    """One selection's settings: the problem, the metric and its options, the λ grid, and
+    the rows it scores (``scored``: a bool row mask of whole queries; None: every row)."""
 
-    def __init__(self, problem, metric, kw, lams, verbose, qid=None, solve_on=None):
+    def __init__(self, problem, metric, kw, lams, verbose, qid=None, solve_on=None,
+                 scored=None):
         self.problem, self.metric, self.kw, self.verbose = problem, metric, kw, verbose
         self.solve_on = problem if solve_on is None else solve_on      # a sharded problem
         self.lams = np.asarray(lams, np.float64)
@@ -56,14 +58,20 @@ class _Grid:
         self.seg = dense_segments(problem.qid if qid is None else qid)
         self.sign = metric_sign(metric, None)
         self.plans = {}                # id(solver) -> (solver, its plan on this problem)
+        self.rows = None if scored is None else np.flatnonzero(np.asarray(scored, bool))
+        self.scored_y, self.scored_seg = (problem.y, self.seg) if self.rows is None else (
+            np.asarray(problem.y)[self.rows],
+            dense_segments(np.unique(self.seg.seg[self.rows], return_inverse=True)[1]))
 
     def score(self, predictions, lams):
-        """``[L]`` the metric of every λ's scores (NaN where undefined: every lane of one
-        solver may be, e.g. a kernel whose λ float32 does not resolve; the grid's best
-        says when no point is defined), float64."""
+        """``[L]`` the metric of every λ's scores on the scored rows (NaN where undefined:
+        every lane of one solver may be, e.g. a kernel whose λ float32 does not resolve; the
+        grid's best says when no point is defined), float64."""
+        if self.rows is not None:
+            predictions = np.asarray(predictions)[:, self.rows]
         try:
-            t = select_lambda(lams, predictions, self.problem.y, self.seg, metric=self.metric,
-                              **self.kw).table
+            t = select_lambda(lams, predictions, self.scored_y, self.scored_seg,
+                              metric=self.metric, **self.kw).table
         except ValueError as e:
             if "for every λ" not in str(e):
                 raise
@@ -85,15 +93,15 @@ class _Grid:
         """Starts compiling the scoring program for ``[L, m]`` hold-outs on another thread
         (:func:`~rankjax.metrics.choice.selection_ahead`) while the hold-out traces; once
         per shape and process, an error is left to the scoring itself."""
-        X, y = self.problem.X, self.problem.y
+        X, y = self.problem.X, self.scored_y
         shape = (lams.shape[0],) + tuple(np.shape(y))
         key = (shape, str(X.dtype), self.metric, tuple(sorted(self.kw.items())),
-               self.seg.num_queries)
+               self.scored_seg.num_queries)
         if key not in _ahead:
             _ahead.add(key)
             try:
-                selection_ahead(lams, np.zeros(shape, X.dtype), y, self.seg, metric=self.metric,
-                                **self.kw)
+                selection_ahead(lams, np.zeros(shape, X.dtype), y, self.scored_seg,
+                                metric=self.metric, **self.kw)
             except Exception:     # noqa: BLE001  the scoring itself reports it, after the hold-out
                 pass
 
@@ -160,16 +168,20 @@ def _check(problem, solvers, lams, optimize, optimize_steps, ard, metric, score_
 
 def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, score_k=10,
                 optimize=False, optimize_steps=20, ard=False, optimizer=None, seed=0,
-                verbose=0, extend=0) -> Selection:
-    """The body of :func:`rankjax.select` (its docstring says what each argument does)."""
+                verbose=0, extend=0, scored=None) -> Selection:
+    """The body of :func:`rankjax.select` (its docstring says what each argument does);
+    ``scored``: the hold-out scored on these rows alone (a bool row mask of whole queries:
+    the queries whose labels the features were not learned from; the estimators' own)."""
     problem, on = _sharded(problem, folds, optimize)
     solvers, metric, kw, steps = _check(problem, solvers, lams, optimize, optimize_steps, ard,
                                         metric, score_k, seed)
+    if scored is not None and (steps is not None or problem.valid is not None or on is not None):
+        raise ValueError("scored rows are a hold-out's on one device, without optimize")
     if on is not None:
         solvers = [check_call(on, s, "holdout", "select") for s in solvers]
     lams = check_lams(lams)
     extend = check_count(extend, "extend", minimum=0)
-    grid = _Grid(problem, metric, kw, lams, check_verbose(verbose), solve_on=on)
+    grid = _Grid(problem, metric, kw, lams, check_verbose(verbose), solve_on=on, scored=scored)
     if problem.valid is not None:
         return _on_valid(grid, solvers, extend)
     if problem.X.shape[0] < 2:
