@@ -422,8 +422,8 @@ def test_cg_eval_set_history_is_ndcg(split, caplog):
     np.testing.assert_allclose(m.predict(v.X), v.X @ m.coef_, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("kw", [{}, {"kernel": "gaussian", "gammas": [0.05, 0.3]},
-                                {"kernel": "gaussian", "gamma": 0.1, "basis": 60}])
+@pytest.mark.parametrize("kw", [{}, {"kernel": "gaussian", "gammas": [0.05, 0.3], "feature_map": "rank"},
+                                {"kernel": "gaussian", "gamma": 0.1, "basis": 60, "feature_map": "rank"}])
 def test_rankrlscv_eval_set_equals_scoring_every_refit(split, kw):
     d, v = split
     lams = (0.01, 1.0, 100.0)
@@ -462,8 +462,10 @@ def test_saved_estimators_keep_cv_results_and_evals(data, tmp_path):
     m.save(tmp_path / "cv.npz")
     back = est.load(tmp_path / "cv.npz")
     assert back.cv_results_["params"] == m.cv_results_["params"]
-    np.testing.assert_array_equal(back.cv_results_["mean_test_score"], m.cv_results_["mean_test_score"])
-    assert back.gamma_ == m.gamma_ and back.lam_ == m.lam_
+    for k in ("mean_test_score", "param_features", "param_kernel", "stage", "rank_test_score"):
+        np.testing.assert_array_equal(back.cv_results_[k], m.cv_results_[k])
+    assert back.best_params_ == m.best_params_ and back.lam_ == m.lam_
+    assert getattr(back, "gamma_", None) == getattr(m, "gamma_", None)
     np.testing.assert_allclose(back.predict(X), m.predict(X), rtol=1e-6)
     b = est.RankBoost(rounds=5).fit(X, y, qid=qid, eval_set=(X, y), eval_qid=qid)
     b.save(tmp_path / "b.npz")

@@ -67,12 +67,16 @@ def small():
 def test_the_rank_map_is_the_mid_rank_ecdf_weighted_by_label_correlation(small):
     """Every training value at its mid-rank (inf at the ends), an indicator column for the
     column with NaN, mapped the same way, centred at 1/2; a missing entry imputed from the
-    row's other ranks (ridge regressions, one per column); each column scaled by its
-    within-query correlation with the labels, to a root mean square of 1. New rows: the
-    same ranks and regressions."""
+    row's other ranks (ridge regressions, one per column); with ``kind="weighted"`` each
+    column scaled by its within-query correlation with the labels, to a root mean square
+    of 1 (the default ``kind="rank"`` reads no label: every scale 1). New rows: the same
+    ranks and regressions."""
     X, y, q = small
-    fm = rj.learn_feature_map(X, y, q)
+    fm = rj.learn_feature_map(X, y, q, kind="weighted")
     assert fm.kind == "rank" and fm.missing.tolist() == [2]
+    plain = rj.learn_feature_map(X, y, q)
+    np.testing.assert_array_equal(np.asarray(plain.scale), 1.0)
+    np.testing.assert_array_equal(np.asarray(plain.knots), np.asarray(fm.knots))
     Z = np.c_[X, np.isnan(X[:, 2])]
     U, W = imputed(np.column_stack([midranks(c) for c in Z.T]) - 0.5, np.isnan(X))
     np.testing.assert_allclose(np.asarray(fm.impute), W, rtol=1e-6, atol=1e-9)
@@ -130,8 +134,9 @@ MONOTONE = {
 @pytest.mark.parametrize("name", sorted(MONOTONE))
 def test_the_kernel_default_does_not_see_a_monotone_map_of_a_column(name):
     """Every column through the same strictly monotone map, training and test rows: the map's
-    rows are the same (or 1 - u: the same distances), so RankRLSCV(kernel="gaussian") chooses
-    the same point and predicts the same scores on new rows (float64)."""
+    rows are the same (or 1 - u: the same distances), so RankRLSCV(kernel="gaussian") scores
+    every candidate alike, chooses the same point and predicts the same scores on new rows
+    (float64)."""
     tr = rj.make_ranking_data(25, num_features=5, seed=4)
     te = rj.make_ranking_data(10, num_features=5, seed=5, first_qid=99)
     g = MONOTONE[name]
@@ -140,7 +145,10 @@ def test_the_kernel_default_does_not_see_a_monotone_map_of_a_column(name):
     b = estimators.RankRLSCV(kernel="gaussian", lams=lams).fit(g(tr.X), tr.y, qid=tr.qid)
     np.testing.assert_allclose(np.abs(np.asarray(b.feature_map_(g(tr.X)))),
                                np.abs(np.asarray(a.feature_map_(tr.X))), atol=1e-12)
-    assert a.lam_ == b.lam_ and a.gamma_ == pytest.approx(b.gamma_, rel=1e-12)
+    np.testing.assert_allclose(b.cv_results_["mean_test_score"], a.cv_results_["mean_test_score"],
+                               rtol=1e-9)
+    assert a.best_params_.keys() == b.best_params_.keys() and a.lam_ == b.lam_
+    assert getattr(a, "gamma_", 0) == pytest.approx(getattr(b, "gamma_", 0), rel=1e-12)
     np.testing.assert_allclose(b.predict(g(te.X)), a.predict(te.X), rtol=1e-8, atol=1e-10)
 
 
@@ -307,7 +315,8 @@ def test_the_generator_ships_raw_heavy_tailed_columns(web):
     lambda **k: estimators.RankSVM(kernel="gaussian", basis=60, **k),
     lambda **k: estimators.KPCRank(n_components=8, **k),
     lambda **k: estimators.RankRLS(kernel="gaussian", **k),
-    lambda **k: estimators.RankRLSCV(kernel="gaussian", lams=(0.1, 1.0, 10.0), **k),
+    lambda **k: estimators.RankRLSCV(kernel="gaussian", lams=(0.1, 1.0, 10.0),
+                                     **{"feature_map": "rank", **k}),
     lambda **k: estimators.RankRLSCV(**k),
     lambda **k: estimators.RankSVM(**k),
 ], ids=["RankSVM", "KPCRank", "RankRLS", "RankRLSCV", "linear RankRLSCV", "linear RankSVM"])
@@ -329,16 +338,31 @@ def test_every_estimator_predicts_through_its_training_map(web, make):
 
 def test_the_eval_set_is_scored_through_the_training_map(web):
     """RankRLSCV with an eval_set chooses λ on the eval rows mapped by the training map:
-    the same choice and scores as the mapped features by hand."""
+    the same choice and scores as the mapped features by hand (``feature_map="rank"``; and
+    the default's chosen candidate, whose final rows are its path on the eval rows through
+    the map it keeps)."""
     tr, te = web
+    lams = (0.01, 1.0, 100.0)
     fm = rj.learn_feature_map(tr.X, tr.y, tr.qid)
-    a = estimators.RankRLSCV(kernel="gaussian", lams=(0.01, 1.0, 100.0)).fit(
+    a = estimators.RankRLSCV(kernel="gaussian", lams=lams, feature_map="rank").fit(
         tr.X, tr.y, qid=tr.qid, eval_set=(te.X, te.y), eval_qid=te.qid)
-    b = estimators.RankRLSCV(kernel="gaussian", lams=(0.01, 1.0, 100.0), feature_map=None).fit(
+    b = estimators.RankRLSCV(kernel="gaussian", lams=lams, feature_map=None).fit(
         np.asarray(fm(tr.X)), tr.y, qid=tr.qid, eval_set=(np.asarray(fm(te.X)), te.y),
         eval_qid=te.qid)
     np.testing.assert_allclose(a.cv_results_["mean_test_score"], b.cv_results_["mean_test_score"],
                                rtol=1e-9)
+    d = estimators.RankRLSCV(kernel="gaussian", lams=lams).fit(
+        tr.X, tr.y, qid=tr.qid, eval_set=(te.X, te.y), eval_qid=te.qid)
+    r = d.cv_results_
+    final = (r["stage"] == "final") & (r["param_kernel"] == d.best_params_["kernel"])
+    fm = d.feature_map_
+    gam = {"kernel": "gaussian", "gamma": d.gamma_} if hasattr(d, "gamma_") else {}
+    h = estimators.RankRLSCV(lams=lams, feature_map=None, **gam).fit(
+        np.asarray(fm(tr.X)), tr.y, qid=tr.qid, eval_set=(np.asarray(fm(te.X)), te.y),
+        eval_qid=te.qid)
+    np.testing.assert_allclose(r["mean_test_score"][final], h.cv_results_["mean_test_score"],
+                               rtol=1e-9)
+    assert d.score(te.X, te.y, qid=te.qid) == pytest.approx(d.best_score_, abs=1e-9)
 
 
 def test_the_map_is_off_for_a_kernel_object_a_solver_object_and_none(web):

@@ -26,6 +26,10 @@ from .frames import QUERY_COLUMNS, frame_values, is_frame, take_queries
 from .inputs import (as_matrix, check_labels, check_shape, one_eval_set, query_segments,
                      query_weights)
 
+MAPS = ("auto", "rank", "standard", None)
+"""The estimators' ``feature_map`` values: ``"auto"`` (the estimator's own choice), a
+:func:`~rankjax.learn_feature_map` kind learned without the labels, or None (as given)."""
+
 ESTIMATORS: dict = {}
 """Estimator classes by name (filled as they are defined), for :func:`load`."""
 
@@ -75,15 +79,18 @@ class Ranker(BaseEstimator):
     estimator with a ``feature_map`` parameter); None: as given."""
 
     def _map_kind(self):
-        """The map this estimator learns: ``"rank"`` (a kernel by name), ``"standard"`` (the
-        linear model) or None (``feature_map=None``, a Kernel or a solver object, whose
-        parameters are the user's own, RankBoost)."""
-        if self.feature_map not in ("auto", None):
-            raise ValueError(f"feature_map must be 'auto' or None, got {self.feature_map!r}")
+        """The map this estimator learns: ``"rank"`` (a kernel by name, or
+        ``feature_map="rank"``), ``"standard"`` (the linear model, or
+        ``feature_map="standard"``) or None (``feature_map=None``, a Kernel or a solver
+        object, whose parameters are the user's own, RankBoost)."""
+        if self.feature_map not in MAPS:
+            raise ValueError(f"feature_map must be one of {MAPS}, got {self.feature_map!r}")
         kernel = self.kernel
         if (self.feature_map is None or isinstance(kernel, _kernels.Kernel)
                 or isinstance(self.solver, AbstractSolver)):
             return None
+        if self.feature_map != "auto":
+            return self.feature_map
         return "standard" if kernel in (None, "linear") else "rank"
 
     def _mapped(self, X, y, seg):
@@ -235,7 +242,7 @@ class Ranker(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
-        tags.input_tags.allow_nan = self.feature_map == "auto" and self._map_kind() is not None
+        tags.input_tags.allow_nan = self._map_kind() is not None
         return tags
 
     def _graph(self, seg, y, weights=None):

@@ -11,7 +11,10 @@ chosen one):
 * ``"weighted ranks"``: the kernel on the rank map with each column scaled by its
   within-query correlation with the labels (``kind="weighted"``), at the best γ factor of
   the ranks;
-* ``"standard"``: the linear model on standardised columns.
+* the linear model on the ranks (``"ranks"``, kernel ``"linear"``).
+
+Every candidate sees the columns through their ranks, so the choice, like each model, is the
+same whatever increasing or decreasing map a column was logged through.
 
 A map that learns from the labels (the weighted ranks; any map of categorical columns, whose
 categories are read as label scores) is *cross-fitted*: the training queries are split at
@@ -44,10 +47,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._core.log import info
-from .._core.sparse import as_dense, is_sparse, scale_columns
+from .._core.sparse import as_dense
 from .._problem import Problem
 from .._solve import fit as _fit, holdout as _holdout, path as _path
-from ..features.learn import learn_and_map, learn_feature_map, weighted_from
+from ..features.learn import learn_and_map, weighted_from
 from ..graphs.folds import make_folds
 from ..kernels.basis import Basis
 from ..metrics.choice import Selection
@@ -162,7 +165,7 @@ class _Setting:
                        self.sub_graph, qid=self.sub_seg if identity else None, valid=valid)
 
     def features(self, name, kind):
-        """The :class:`Features` of ``kind`` (``"rank"``, ``"weighted"``, ``"standard"``):
+        """The :class:`Features` of ``kind`` (``"rank"`` or ``"weighted"``):
         its halves' maps where it learns from labels, else every label's."""
         if kind == "rank" and not len(self.cat):
             return Features(name, kind, full=self.ranks())
@@ -176,13 +179,9 @@ class _Setting:
         return self.valid is None and (kind == "weighted" or len(self.cat) > 0)
 
     def _learn(self, kind, labels):
-        X = self.X
-        if is_sparse(X) and kind == "standard":        # scaled, still sparse: the weights' map
-            fm = learn_feature_map(X, kind="standard")
-            return fm, scale_columns(X, fm.scale)
         if kind == "weighted" and not len(self.cat):   # the ranks once, weighted each time
             return weighted_from(*self.ranks(), self.y, self.seg, labels)
-        return learn_and_map(as_dense(X), self.y, self.seg, kind, self.cat, labels)
+        return learn_and_map(as_dense(self.X), self.y, self.seg, kind, self.cat, labels)
 
     @functools.cache
     def ranks(self):
@@ -347,14 +346,13 @@ def choose(est, X, y, seg, graph, valid, lams, optimize, verbose, categorical) -
     feats, g, _ = kernels[max(kernels, key=lambda k: kernels[k][2])]
     b = basis_spec(est.basis, est.kernel, s.m, est.random_state, verbose)
     kernel_sel = s.final(feats, Auto.named("auto", s.kernel(g), b), optimize)
-    linear = s.features("standard", "standard")
-    linear_sel = s.final(linear, Auto(), optimize)
-    info(verbose, "%s γ %.4g: hold-out NDCG %.4f; the linear model on standardised columns: "
-         "%.4f", feats.name, g, kernel_sel.score, linear_sel.score)
+    linear_sel = s.final(ranks, Auto(), optimize)
+    info(verbose, "%s γ %.4g: hold-out NDCG %.4f; the linear model on the ranks: %.4f",
+         feats.name, g, kernel_sel.score, linear_sel.score)
     rows += [_final_rows(kernel_sel, feats.name, est.kernel),
-             _final_rows(linear_sel, linear.name, "linear")]
+             _final_rows(linear_sel, ranks.name, "linear")]
     if _best(linear_sel.score) > _best(kernel_sel.score):
-        return Choice(linear_sel, linear.full[0], linear.name, "linear", rows)
+        return Choice(linear_sel, ranks.full[0], ranks.name, "linear", rows)
     return Choice(kernel_sel, feats.full[0], feats.name, est.kernel, rows)
 
 

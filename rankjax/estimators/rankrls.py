@@ -257,7 +257,7 @@ class RankRLSCV(RankRLS):
         lams = np.asarray(self.lams, dtype=np.float64)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UnresolvedLambdaWarning)
-            if self._map_kind() == "rank":           # a kernel by name: the data chooses
+            if self.feature_map == "auto" and self._map_kind() == "rank":  # the data chooses
                 valid = (None if eval_set is None else
                          self._eval_rows(eval_set, eval_qid, eval_group))
                 c = choose(self, X, y, seg, graph, valid, lams, optimize, verbose,
@@ -278,8 +278,9 @@ class RankRLSCV(RankRLS):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         self.selection_ = sel
         self._results(sel, rows, features, kernel)
-        if eval_set is not None:
-            self.evals_result_ = {"valid_0": {f"ndcg@{self.score_k}": sel.scores.tolist()}}
+        if eval_set is not None:            # every grid point's score, as cv_results_
+            self.evals_result_ = {"valid_0": {f"ndcg@{self.score_k}":
+                                              self.cv_results_["mean_test_score"].tolist()}}
         if sel.trajectory is not None:
             self.tune_ = sel.trajectory
             self.evals_result_ = {"tune": {"cv_loss": sel.trajectory.loss_history.tolist()}}
@@ -335,15 +336,15 @@ class RankRLSCV(RankRLS):
         order = np.lexsort((-nan_last(s), ~final))
         rank = np.empty(len(s), int)
         rank[order] = np.arange(1, len(s) + 1)
-        feats = cat(lambda r: np.full(r.lams.size, r.features, object))
-        kerns = cat(lambda r: np.full(r.lams.size, r.kernel, object))
-        params = [{"features": f, "kernel": k, "lam": float(a)} if np.isnan(g) else
-                  {"features": f, "kernel": k, "lam": float(a), "gamma": float(g)}
+        feats = cat(lambda r: np.full(r.lams.size, r.features))
+        kerns = cat(lambda r: np.full(r.lams.size, r.kernel))
+        params = [{"features": str(f), "kernel": str(k), "lam": float(a)} if np.isnan(g) else
+                  {"features": str(f), "kernel": str(k), "lam": float(a), "gamma": float(g)}
                   for f, k, a, g in zip(feats, kerns, lams, gammas)]
         self.cv_results_ = {"params": params, "param_features": feats, "param_kernel": kerns,
                             "param_lam": lams, "param_gamma": gammas,
                             "mean_test_score": s, "rank_test_score": rank,
-                            "stage": np.where(final, "final", "screen").astype(object),
+                            "stage": np.where(final, "final", "screen"),
                             "extended": cat(lambda r: np.asarray(r.extended, bool))}
 
 

@@ -56,7 +56,7 @@ def _encode(obj, arrays):
         return {"dict": {k: _encode(v, arrays) for k, v in obj.items()}}
     if hasattr(obj, "shape") and hasattr(obj, "dtype"):
         a = np.asarray(obj)
-        if a.dtype.kind not in "biuf":
+        if a.dtype.kind not in "biufU":                          # numbers, text (no objects)
             raise TypeError(f"cannot save an array of dtype {a.dtype}")
         key = f"a{len(arrays)}"
         arrays[key] = a
