@@ -432,7 +432,7 @@ def test_the_learned_point_is_kept_only_for_a_gain_beyond_chance(small, monkeypa
     start = refine.Point(rj.Dual(rj.gaussian_kernel(0.1)), 1.0, -1.0, None)
     monkeypatch.setattr(refine, "Point", lambda *a, **k: ("kept", a))
     p = rj.Problem(X, y, q)
-    grid = select._Grid(p, rj.ndcg, {"k": 10}, np.array([1.0]), 0)
+    grid = select.Grid(p, rj.ndcg, {"k": 10}, np.array([1.0]), 0)
     if consistent:
         point, r = refine.refine(grid, start, rj.make_folds(p.graph), 1, False, None, fit=False)
         assert r.moved is True and point[0] == "kept"

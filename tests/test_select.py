@@ -176,8 +176,8 @@ def test_optimize_with_a_basis_searches_gamma_and_a_finer_lambda_grid(data, gamm
     d, _ = data
     kernels = [rj.gaussian_kernel(g) for g in gammas]
     grid = select(d, kernels, basis=40, lams=lams)
-    calls, holdout = [], _select._Grid.holdout
-    monkeypatch.setattr(_select._Grid, "holdout",
+    calls, holdout = [], _select.Grid.holdout
+    monkeypatch.setattr(_select.Grid, "holdout",
                         lambda self, s, *a: calls.append(float(s.kernel.gamma)) or holdout(self, s, *a))
     sel = select(d, kernels, basis=40, lams=lams, optimize=True, optimize_steps=steps)
     monkeypatch.undo()

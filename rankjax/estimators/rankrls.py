@@ -14,13 +14,13 @@ from .._core.resolved import UnresolvedLambdaWarning
 from .._core.sparse import as_dense
 from .._problem import Problem
 from .._solve import fit as _fit, select as _select
+from ..selection.candidates import GAMMA_FACTORS, Candidates, Rows, choose
 from ..selection.edges import EXTEND
 from ..graphs.build import identity_graph
 from ..metrics import ndcg
 from ..solvers import CG, AbstractSolver, Auto, Basis, is_linear, predict
 from .compat import check_routing
 from .base import Ranker, nan_last
-from .choose import Rows, choose
 from .defaults import basis_spec, gamma_value, make_kernel
 
 
@@ -260,8 +260,8 @@ class RankRLSCV(RankRLS):
             if self.feature_map == "auto" and self._map_kind() == "rank":  # the data chooses
                 valid = (None if eval_set is None else
                          self._eval_rows(eval_set, eval_qid, eval_group))
-                c = choose(self, X, y, seg, graph, valid, lams, optimize, verbose,
-                           self._categorical())
+                c = choose(self._candidates(optimize, verbose, X.shape[0]), X, y, seg, graph,
+                           valid, lams)
                 self.feature_map_ = c.feature_map
                 sel, rows, features, kernel = c.selection, c.rows, c.features, c.kernel
             else:
@@ -289,6 +289,25 @@ class RankRLSCV(RankRLS):
             self.basis_ = sel.basis
         self.model_ = sel.model
         return self._finish_fit(seg)
+
+    def _candidates(self, optimize, verbose, m):
+        """The :class:`~rankjax.selection.candidates.Candidates` of this estimator's
+        parameters (the kernel by name, its γ ladder, the route of ``basis``)."""
+        b = basis_spec(self.basis, self.kernel, m, self.random_state, verbose)
+
+        def ladder(rows):
+            g0 = float(gamma_value(self.gamma, rows))
+            if self.gammas is not None:
+                return [float(gamma_value(g, rows)) for g in self.gammas], g0
+            return [g0 * f for f in GAMMA_FACTORS] if isinstance(self.gamma, str) else [g0], g0
+
+        return Candidates(
+            kernel=lambda g: make_kernel(self.kernel, g, self.degree, self.coef0),
+            ladder=ladder, route=lambda k: Auto.named("auto", k, b), folds=self.folds,
+            seed=self.random_state, extend=self.extend, score_k=self.score_k,
+            optimize=optimize, optimize_steps=self.optimize_steps, ard=self.ard,
+            verbose=verbose, categorical=tuple(self._categorical()),
+            identity=self.graph == "identity")
 
     def _one_map(self, X, y, seg, graph, lams, optimize, verbose, eval_set, eval_qid,
                  eval_group):

@@ -45,7 +45,7 @@ def _as_selection(blocks, factor, best, point, trajectory=None):
                      _basis(point.model), trajectory, point.solver, extended)
 
 
-class _Grid:
+class Grid:
     """One selection's settings: the problem, the metric and its options, the λ grid, and
     the rows it scores (``scored``: a bool row mask of whole queries; None: every row)."""
 
@@ -181,7 +181,7 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
         solvers = [check_call(on, s, "holdout", "select") for s in solvers]
     lams = check_lams(lams)
     extend = check_count(extend, "extend", minimum=0)
-    grid = _Grid(problem, metric, kw, lams, check_verbose(verbose), solve_on=on, scored=scored)
+    grid = Grid(problem, metric, kw, lams, check_verbose(verbose), solve_on=on, scored=scored)
     if problem.valid is not None:
         return _on_valid(grid, solvers, extend)
     if problem.X.shape[0] < 2:
@@ -385,7 +385,7 @@ def _subsample_grid(grid, folds, u):
     rows = query_subsample(p.graph, m, u, 0)
     q, qid = rows_problem(p, rows)
     factor = m / rows.size
-    work = _Grid(q, grid.metric, grid.kw, grid.lams / factor, grid.verbose, qid)
+    work = Grid(q, grid.metric, grid.kw, grid.lams / factor, grid.verbose, qid)
     k = folds.num_folds
     qfolds = make_folds(q.graph, None if k == grid.seg.num_queries
                         else min(k, work.seg.num_queries))

@@ -1,0 +1,380 @@
+r"""The default chosen by the data (:class:`~rankjax.estimators.RankRLSCV` with a kernel given
+by name and ``feature_map="auto"``): candidates judged by exact hold-outs in which no
+held-out query's labels shaped the features it is scored on.
+
+The candidates (a :class:`Rows` block each in ``cv_results_``):
+
+* ``"ranks"``: the kernel on the rank map learned without the labels
+  (:func:`~rankjax.learn_feature_map`, ``kind="rank"``) over a small γ ladder
+  (:data:`GAMMA_FACTORS` times the reference γ, extended past an edge optimum);
+* ``"weighted ranks"``: the kernel on the rank map with each column scaled by its
+  within-query correlation with the labels (``kind="weighted"``), at the ranks' best γ
+  factor;
+* the linear model on the ranks.
+
+Every candidate sees the columns through their ranks, so the choice, like each model, is the
+same whatever increasing or decreasing map a column was logged through.
+
+A map that learns from the labels (the weighted ranks; any map of categorical columns, whose
+categories are read as label scores) is *cross-fitted*: the training queries are split at
+random into two halves, and each half's hold-out predictions come from the map learned on
+the other half's labels (Chernozhukov et al. 2018, §3), so no held-out query's labels shaped
+the features it is scored on. With an evaluation set the choice is scored on rows no map saw:
+no split.
+
+The kernel candidates are *screened* on a random subsample of :data:`SCREEN_ROWS` rows of
+whole queries by the exact hold-out of a Nyström model on one shared uniform basis of
+:data:`SCREEN_BASIS` rows. The best is then held out on every row: a label-free map by its
+own route's exact hold-out over the λ grid (``select_grid``; its model kept); a
+label-derived map by the cross-fitted hold-out of a Nyström model on a uniform basis of
+:data:`CROSSFIT_BASIS` rows (one hold-out per half's map), after which the map learned from
+every label is fitted on its own route at the chosen λ. The linear model on the ranks is held
+out beside it, and the higher of the two final hold-outs is kept. ``optimize=True`` starts
+from label-free columns only (the weighted ranks are not offered: with ``ard=True`` the
+gradient's per-feature scales do their work).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import warnings
+from typing import Callable, Optional
+
+import jax.numpy as jnp
+import numpy as np
+
+from .._core.host import device_array
+from .._core.log import info
+from .._core.sparse import as_dense
+from .._problem import Problem
+from ..features.learn import learn_and_map, weighted_from
+from ..features.maps import map_rows
+from ..graphs.folds import make_folds
+from ..kernels.basis import Basis
+from ..metrics.choice import Selection
+from ..metrics.graded import ndcg
+from ..solvers import Auto, Dual, Nystrom
+from ..solvers.base import check_call
+from .refine import dense_segments
+from .select import Grid, select_grid
+
+__all__ = ["GAMMA_FACTORS", "SCREEN_BASIS", "SCREEN_ROWS", "CROSSFIT_BASIS", "Candidates",
+           "Choice", "Rows", "choose"]
+
+
+GAMMA_FACTORS = (1 / 9, 1 / 3, 1.0)
+"""The γ ladder of the ranks candidate: the reference γ (``gamma="mean"``: one over the mean
+squared distance of two training rows) times these factors, extended past an edge optimum
+at the same ratio (``extend`` times a side). On rank columns the best γ of the shared sets
+lay at 1/27 to 1 times the reference (``benchmarks/bench_first_screen.py``)."""
+
+
+SCREEN_BASIS = 256
+"""The rows of the one shared uniform Nyström basis every kernel candidate is screened with
+(the exact kernel on at most this many rows)."""
+
+
+SCREEN_ROWS = 2000
+"""The rows (whole queries, drawn at random) the screen holds out: every row up to this
+many."""
+
+
+CROSSFIT_BASIS = 512
+"""The rows of the uniform Nyström basis of a label-derived map's cross-fitted hold-out on
+every row (two hold-outs, one per half's map; the exact kernel on at most this many rows)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidates:
+    """How the candidates are built and judged: ``kernel(γ)`` the kernel of a γ;
+    ``ladder(rows)`` ``(γ values, reference γ)`` of a map's rows; ``route(kernel)`` the
+    solver of the final model (the exact kernel or a Nyström basis); ``folds`` (``None``:
+    leave-query-out, or ``k``), ``seed``, ``extend``, ``score_k``, the refinement's
+    ``optimize``/``optimize_steps``/``ard``, ``verbose``; ``categorical`` column indices;
+    ``identity``: the graph is RLS's (queries only score)."""
+    kernel: Callable
+    ladder: Callable
+    route: Callable
+    folds: Optional[int] = None
+    seed: int = 0
+    extend: int = 2
+    score_k: int = 10
+    optimize: bool = False
+    optimize_steps: int = 20
+    ard: bool = False
+    verbose: int = 0
+    categorical: tuple = ()
+    identity: bool = False
+
+
+@dataclasses.dataclass
+class Rows:
+    """The ``cv_results_`` rows of one hold-out: a candidate (``features``, ``kernel``,
+    ``gamma`` NaN for the linear model) at ``lams``, its ``scores``, the points past the given
+    grid (``extended``) and the ``stage`` (``"screen"``: the subsample's; ``"final"``: every
+    row's)."""
+    features: str
+    kernel: str
+    gamma: float
+    lams: np.ndarray
+    scores: np.ndarray
+    extended: np.ndarray
+    stage: str = "screen"
+
+
+@dataclasses.dataclass
+class Features:
+    """A candidate's features: ``name``, the map ``kind``, ``full`` ``(map, rows)`` learned
+    from every label it reads, and for a map that learns from labels (without an evaluation
+    set) the two halves' ``(map, rows)`` (``halves[h]`` from half ``h``'s labels)."""
+    name: str
+    kind: str
+    full: Optional[tuple] = None
+    halves: Optional[tuple] = None
+
+
+@dataclasses.dataclass
+class Choice:
+    """What :func:`choose` returns: the final :class:`~rankjax.Selection`, the chosen
+    candidate's feature map, its name and kernel (``"linear"`` or the kernel's kind), and
+    every hold-out's :class:`Rows`."""
+    selection: object
+    feature_map: object
+    features: str
+    kernel: str
+    rows: list
+
+
+class _Fit:
+    """One fit's data: the rows, labels, queries, graph, folds, λ grid, the evaluation set,
+    the halves of the queries and the screen's subsample."""
+
+    def __init__(self, c: Candidates, X, y, seg, graph, valid, lams):
+        self.c, self.X, self.y, self.seg, self.graph, self.valid = c, X, y, seg, graph, valid
+        self.lams = np.asarray(lams, np.float64)
+        self.m = X.shape[0]
+        self.folds = None if valid is not None else make_folds(graph, c.folds, seed=c.seed)
+        rng = np.random.default_rng(c.seed)
+        Q = seg.num_queries
+        self.first = (None if valid is not None or Q < 2 else
+                      np.isin(seg.seg, rng.permutation(Q)[:Q // 2]))   # rows of half 0
+        self.sub = whole_queries(seg, SCREEN_ROWS, rng)
+        self.sub_seg = dense_segments(np.unique(seg.seg[self.sub], return_inverse=True)[1])
+        self.sub_graph = graph if self.sub.size == self.m else graph.restrict(self.sub)
+        folds = c.folds if c.folds is None else min(int(c.folds), self.sub_seg.num_queries)
+        self.sub_folds = None if valid is not None else make_folds(self.sub_graph, folds,
+                                                                   seed=c.seed)
+        self.screen_rows = uniform_rows(rng, self.sub.size, SCREEN_BASIS)
+        self.crossfit_rows = uniform_rows(rng, self.m, CROSSFIT_BASIS)
+        info(c.verbose, "screen: %d of %d rows (whole queries), %s", self.sub.size, self.m,
+             "the exact kernel" if self.screen_rows is None else
+             f"a uniform Nyström basis of {SCREEN_BASIS} rows")
+
+    def problem(self, rows, fm, sub=False):
+        """The problem of a candidate's rows (every row, or the screen's subsample) with
+        the evaluation rows through its map."""
+        valid = None
+        if self.valid is not None:
+            Xv, yv, sv = self.valid
+            valid = Problem(map_rows(fm, as_dense(Xv)), yv, sv)
+        if not sub:
+            return Problem(rows, self.y, self.graph, valid=valid,
+                           qid=self.seg if self.c.identity else None)
+        idx = jnp.asarray(self.sub)
+        return Problem(jnp.take(jnp.asarray(rows), idx, axis=0), jnp.asarray(self.y)[idx],
+                       self.sub_graph, qid=self.sub_seg if self.c.identity else None,
+                       valid=valid)
+
+    def features(self, name, kind):
+        """The :class:`Features` of ``kind`` (``"rank"`` or ``"weighted"``): its halves'
+        maps where it learns from labels, else every label's."""
+        if self.label_derived(kind) and self.first is not None:
+            return Features(name, kind, halves=(self.learn(kind, self.first),
+                                                self.learn(kind, ~self.first)))
+        return Features(name, kind, full=self.learn(kind, None))
+
+    def label_derived(self, kind) -> bool:
+        """Whether the map of ``kind`` learns from labels that a hold-out must not see."""
+        return self.valid is None and (kind == "weighted" or len(self.c.categorical) > 0)
+
+    def learn(self, kind, labels):
+        """``(map, rows)`` of ``kind`` learned from the labels of the rows ``labels``."""
+        if not len(self.c.categorical):
+            if kind == "rank":
+                return self.ranks()
+            return weighted_from(*self.ranks(), self.y, self.seg, labels)
+        return learn_and_map(as_dense(self.X), self.y, self.seg, kind, self.c.categorical,
+                             labels)
+
+    @functools.cache
+    def ranks(self):
+        """``(map, rows)`` of the label-free rank map (no categorical columns): once."""
+        return learn_and_map(as_dense(self.X), self.y, self.seg, "rank")
+
+    def grid(self, problem):
+        return Grid(problem, ndcg, {"k": self.c.score_k}, self.lams, self.c.verbose)
+
+    def screen(self, feats, g):
+        """``[L]`` NDCG of the kernel of ``g`` on the candidate's features, held out on the
+        screen's subsample with its model (or its path scored on the evaluation set)."""
+        k = self.c.kernel(g)
+        solver = Dual(k) if self.screen_rows is None else Nystrom(k, Basis(rows=self.screen_rows))
+        return self.held_out(feats, solver, sub=True)
+
+    def held_out(self, feats, solver, sub=False):
+        """``[L]`` NDCG of ``solver``'s hold-out on the candidate's features (every row or
+        the subsample; each half's queries predicted through the other half's map where the
+        map learns from labels), or of its path on the evaluation set."""
+        folds = self.sub_folds if sub else self.folds
+        if feats.halves is None:
+            p = self.problem(feats.full[1], feats.full[0], sub)
+            if self.valid is not None:
+                pred = _value_of(p, solver, "path", self.lams).valid_scores
+                return self.grid(p.valid).score(pred, self.lams)
+            pred = _value_of(p, solver, "holdout", self.lams, folds).predictions
+            return self.grid(p).score(pred, self.lams)
+        first = self.first[self.sub] if sub else self.first
+        pred = None
+        for h, (fm, rows) in enumerate(feats.halves):       # half h's map scores the other
+            p = self.problem(rows, fm, sub)
+            P = np.asarray(_value_of(p, solver, "holdout", self.lams, folds).predictions)
+            pred = P if pred is None else np.where((first if h else ~first)[None, :], P, pred)
+        return self.grid(p).score(pred, self.lams)
+
+    def final(self, feats, solver):
+        """The candidate held out on every row: a :class:`~rankjax.Selection`. A label-free
+        map: ``solver``'s exact hold-out over the λ grid (:func:`select_grid`, its model
+        kept). A label-derived one: the cross-fitted hold-out of the Nyström model of
+        :data:`CROSSFIT_BASIS` uniform rows (Primal for the linear model) chooses λ, then
+        the map of every label is fitted with ``solver`` there."""
+        c = self.c
+        if feats.halves is None:
+            fm, rows = feats.full
+            return select_grid(self.problem(rows, fm), [solver], lams=self.lams,
+                               folds=self.folds, score_k=c.score_k, optimize=c.optimize,
+                               optimize_steps=c.optimize_steps, ard=c.ard, seed=c.seed,
+                               verbose=c.verbose, extend=c.extend)
+        if c.optimize:
+            warnings.warn("optimize=True refines a label-free candidate: the categorical "
+                          "columns' scores are learned from the labels, so the cross-fitted "
+                          "grid's point is kept", UserWarning, stacklevel=6)
+        k = solver.tuned_kernel()
+        cf = (Auto() if k is None else Dual(k) if self.crossfit_rows is None else
+              Nystrom(k, Basis(rows=self.crossfit_rows)))
+        scores = self.held_out(feats, cf)
+        i = best_index(scores)
+        fm, rows = self.learn(feats.kind, None)
+        feats.full = (fm, rows)
+        lam = float(self.lams[i])
+        model = _value_of(self.problem(rows, fm), solver, "fit", lam)
+        info(c.verbose, "%s: cross-fitted hold-out NDCG %.4f at λ %.4g; the map of every "
+             "label fitted there", feats.name, scores[i], lam)
+        n = self.lams.size
+        gam = None if k is None else float(k.gamma)
+        rows_ = getattr(model, "basis_rows", None)
+        return Selection(self.lams, None if k is None else np.full(n, gam), scores, i, lam,
+                         gam, float(scores[i]), model,
+                         None if rows_ is None else np.asarray(rows_), None, solver,
+                         np.zeros(n, bool))
+
+
+def _value_of(problem, solver, method, lam, *args):
+    """``solver.method(problem, λ, ...)``'s value, the solver checked for the problem first
+    (λ on the host, in the rows' dtype)."""
+    solver = check_call(problem, solver, method, "select")
+    lam = lam if method == "fit" else device_array(lam, problem.X.dtype)
+    return getattr(solver, method)(problem, lam, *args).value
+
+
+def uniform_rows(rng, m, b):
+    """``[b]`` sorted uniform row indices of ``m`` rows, or None (the exact kernel) when
+    ``m <= b``."""
+    return None if m <= b else np.sort(rng.choice(m, b, replace=False))
+
+
+def whole_queries(seg, rows, rng):
+    """``[u]`` sorted row indices of whole queries drawn at random until at least ``rows``
+    rows (every row when there are at most ``rows``)."""
+    m = seg.seg.shape[0]
+    if m <= rows:
+        return np.arange(m)
+    order = rng.permutation(seg.num_queries)
+    sizes = np.bincount(seg.seg, minlength=seg.num_queries)[order]
+    take = order[:int(np.searchsorted(np.cumsum(sizes), rows)) + 1]
+    return np.flatnonzero(np.isin(seg.seg, take))
+
+
+def best_index(scores) -> int:
+    """The index of the best finite score."""
+    if np.all(np.isnan(scores)):
+        raise ValueError("the metric is undefined for every λ (no query has a relevant "
+                         "document / a pair to score)")
+    return int(np.nanargmax(scores))
+
+
+def best_score(scores) -> float:
+    """The best finite score, ``-inf`` when none is."""
+    s = np.asarray(scores, np.float64)
+    return -np.inf if np.all(np.isnan(s)) else float(np.nanmax(s))
+
+
+def screen_ranks(f: _Fit, feats):
+    """The ranks candidate's screen over the γ ladder, extended past an edge optimum at the
+    ladder's outermost ratio (``extend`` times a side): ``(rows, best γ, reference γ)``."""
+    gammas, g0 = f.c.ladder((feats.full or feats.halves[0])[1])
+    out = {g: f.screen(feats, g) for g in gammas}
+    extended, done = set(), {-1: 0, 1: 0}
+    while len(out) >= 2:
+        ladder = sorted(out)
+        best = max(ladder, key=lambda g: best_score(out[g]))
+        side = -1 if best == ladder[0] else 1 if best == ladder[-1] else 0
+        if side == 0 or done[side] >= f.c.extend:
+            break
+        done[side] += 1
+        g = best * (ladder[-1] / ladder[-2] if side > 0 else ladder[0] / ladder[1])
+        info(f.c.verbose, "screen: the best γ %.4g is on the grid's edge: γ %.4g", best, g)
+        out[g] = f.screen(feats, g)
+        extended.add(g)
+    kind = f.c.kernel(g0).kind
+    rows = [Rows(feats.name, kind, g, f.lams, out[g], np.full(f.lams.size, g in extended))
+            for g in sorted(out)]
+    return rows, max(sorted(out), key=lambda g: best_score(out[g])), g0
+
+
+def choose(c: Candidates, X, y, seg, graph, valid, lams) -> Choice:
+    """The candidates of the module's docstring: the kernel candidates screened, the best
+    held out on every row and compared there with the linear model on the ranks. ``X``
+    ``[m, n]`` the rows as given, ``y`` ``[m]``, ``seg`` their :class:`~rankjax.Segments`,
+    ``graph`` the training graph, ``valid`` ``(X, y, Segments)`` of an evaluation set (rows
+    as given) or None, ``lams`` ``[L]``. Returns a :class:`Choice`."""
+    f = _Fit(c, X, y, seg, graph, valid, lams)
+    ranks = f.features("ranks", "rank")
+    rows, g_best, g0 = screen_ranks(f, ranks)
+    kind = rows[0].kernel
+    kernels = {ranks.name: (ranks, g_best,
+                            best_score(next(r.scores for r in rows if r.gamma == g_best)))}
+    if not c.optimize and (f.first is not None or valid is not None):
+        weighted = f.features("weighted ranks", "weighted")
+        g = g_best * c.ladder((weighted.full or weighted.halves[0])[1])[1] / g0
+        scores = f.screen(weighted, g)
+        rows.append(Rows(weighted.name, kind, g, f.lams, scores, np.zeros(f.lams.size, bool)))
+        kernels[weighted.name] = (weighted, g, best_score(scores))
+    for name, (_, g, score) in kernels.items():
+        info(c.verbose, "screen: %s γ %.4g, best hold-out NDCG %.4f", name, g, score)
+    feats, g, _ = kernels[max(kernels, key=lambda k: kernels[k][2])]
+    kernel_sel = f.final(feats, c.route(c.kernel(g)))
+    linear_sel = f.final(ranks, Auto())
+    info(c.verbose, "%s γ %.4g: hold-out NDCG %.4f; the linear model on the ranks: %.4f",
+         feats.name, g, kernel_sel.score, linear_sel.score)
+    rows += [final_rows(kernel_sel, feats.name, kind), final_rows(linear_sel, ranks.name, "linear")]
+    if best_score(linear_sel.score) > best_score(kernel_sel.score):
+        return Choice(linear_sel, ranks.full[0], ranks.name, "linear", rows)
+    return Choice(kernel_sel, feats.full[0], feats.name, kind, rows)
+
+
+def final_rows(sel, features, kernel):
+    """The :class:`Rows` of a final :class:`~rankjax.Selection` (one γ)."""
+    return Rows(features, kernel, np.nan if sel.gammas is None else float(sel.gammas[0]),
+                np.asarray(sel.lams), np.asarray(sel.scores),
+                np.zeros(len(sel.lams), bool) if sel.extended is None else
+                np.asarray(sel.extended, bool), "final")
