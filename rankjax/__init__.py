@@ -66,6 +66,7 @@ from .solvers.primal import Primal as Primal
 from .io.synthetic import (RankingData as RankingData, make_ranking_data as make_ranking_data,
                            make_sparse_ranking_data as make_sparse_ranking_data,
                            make_web_data as make_web_data,
+                           make_interaction_data as make_interaction_data,
                            distort_like_logs as distort_like_logs)
 from . import io as io
 from . import scale as scale
@@ -96,7 +97,8 @@ __all__ = [
     "rank_levels", "gp_fit", "gp_predict", "gp_preference_probability", "rankboost",
     "rankboost_predict",
     # data and subpackages
-    "make_ranking_data", "make_sparse_ranking_data", "make_web_data", "distort_like_logs",
+    "make_ranking_data", "make_sparse_ranking_data", "make_web_data", "make_interaction_data",
+    "distort_like_logs",
     "RankingData", "CSRMatrix", "to_csr",
     "io", "scale",
 ]

@@ -10,6 +10,7 @@ from .._core.checks import check_seed
 from .._core.types import saveable
 
 __all__ = ["RankingData", "make_ranking_data", "make_sparse_ranking_data", "make_web_data",
+           "make_interaction_data",
            "distort_like_logs", "LOG_KINDS"]
 
 
@@ -232,6 +233,59 @@ def make_web_data(num_queries: int = 300, *, num_features: int = 136,
         X[:, j] = col
     probs = np.array([0.45, 0.25, 0.15, 0.10, 0.05] + [0.05] * max(levels - 5, 0))[:levels]
     return RankingData(X, _grade(score, qid, probs), qid, np.array([1.0, 0.6, 0.4]))
+
+
+def make_interaction_data(num_queries: int = 300, *, num_features: int = 136,
+                          docs_per_query=(50, 150), levels: int = 5, noise: float = 0.5,
+                          seed: int = 0, first_qid: int = 0) -> RankingData:
+    r"""Draws ranking data whose relevance acts through interactions and symmetric shapes,
+    which no column's marginal (within-query) correlation with the labels sees: standard
+    normal columns plus a per-query shift, and the latent score
+
+    .. math::
+
+       s = \sum_{k<8} 	anh(2 x_{2k} x_{2k+1}) + \sum_{k<8} \sin(2 x_{16+k})
+           + 	frac12 \sum_{k<8} (x_{24+k}^2 - 1) + 0.7 \sum_{k<8} x_{32+k}
+           + 	ext{noise} \cdot \sigma_s\, arepsilon
+
+    (8 interacting pairs, 8 sines, 8 squares and 8 linear columns, each group of about the
+    same variance; every other column is noise; :math:`\sigma_s` the signal's standard
+    deviation), graded per query into ``levels`` labels (:func:`make_ranking_data`'s
+    shares). A kernel on columns weighted by their correlation with the labels scales the 24
+    non-linear columns like noise; the columns' own ranks do not.
+
+    Args:
+      num_queries, docs_per_query, levels, seed, first_qid: as :func:`make_ranking_data`.
+      num_features: columns (at least 40).
+      noise: the noise's standard deviation relative to the signal's.
+
+    Returns:
+      :class:`RankingData` (``X`` float64, ``w_true`` the groups' coefficients).
+
+    Example:
+      >>> d = make_interaction_data(10, seed=0)
+      >>> d.X.shape[1], sorted(set(d.y.tolist()))
+      (136, [0.0, 1.0, 2.0, 3.0, 4.0])
+    """
+    if num_queries < 1 or num_features < 40 or levels < 2:
+        raise ValueError("num_queries >= 1, num_features >= 40 and levels >= 2 are required")
+    rng = np.random.default_rng(check_seed(seed))
+    lo, hi = (docs_per_query,) * 2 if isinstance(docs_per_query, (int, np.integer)) \
+        else docs_per_query
+    if not 1 <= lo <= hi:
+        raise ValueError(f"docs_per_query must be an int >= 1 or a range (lo, hi) with "
+                         f"1 <= lo <= hi, got {docs_per_query!r}")
+    sizes = rng.integers(lo, hi + 1, num_queries)
+    qid = np.repeat(np.arange(first_qid, first_qid + num_queries), sizes)
+    m = int(sizes.sum())
+    X = rng.standard_normal((m, num_features)) + rng.normal(0, 0.5, (num_queries, num_features))[
+        qid - first_qid]
+    x = X - X.mean(axis=0)
+    signal = (np.tanh(2 * x[:, 0:16:2] * x[:, 1:16:2]).sum(1) + np.sin(2 * x[:, 16:24]).sum(1)
+              + 0.5 * (x[:, 24:32] ** 2 - 1).sum(1) + 0.7 * x[:, 32:40].sum(1))
+    score = signal + noise * signal.std() * rng.standard_normal(m)
+    probs = np.array([0.45, 0.25, 0.15, 0.10, 0.05] + [0.05] * max(levels - 5, 0))[:levels]
+    return RankingData(X, _grade(score, qid, probs), qid, np.array([1.0, 1.0, 0.5, 0.7]))
 
 
 LOG_KINDS = ("scale", "exp", "shift", "cap", "count", "cube", "sentinel", "nan")
