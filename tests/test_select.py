@@ -65,7 +65,7 @@ def test_the_estimator_is_the_library_selection(data, name, how):
     d, v = data
     cfg = CONFIGS[name]
     cv = 4 if how == "kfold" else None
-    est = RankRLSCV(lams=LAMS, folds=cv, **cfg)
+    est = RankRLSCV(lams=LAMS, folds=cv, feature_map="standard" if cfg.get("kernel") is None else "rank", **cfg)
     fm = rj.learn_feature_map(d.X, d.y, d.qid, kind="standard" if cfg.get("kernel") is None else "rank")
     md, mv = d._replace(X=np.asarray(fm(d.X))), v._replace(X=np.asarray(fm(v.X)))
     if how == "eval_set":

@@ -325,7 +325,8 @@ class RankRLSCV(RankRLS):
         sel = _select(problem, solvers, lams=lams, folds=self.folds, score_k=self.score_k,
                       optimize=optimize, optimize_steps=self.optimize_steps, ard=self.ard,
                       seed=self.random_state, verbose=verbose, extend=self.extend)
-        return sel, "as given" if self.feature_map_ is None else "standard"
+        kind = None if self.feature_map_ is None else self._map_kind()
+        return sel, {None: "as given", "rank": "ranks", "standard": "standard"}[kind]
 
     def _gamma_grid(self, X):
         """The γ values of the grid (``"mean"``, ``"scale"``, ``"auto"`` resolved on ``X``); ``[None]``
@@ -368,14 +369,13 @@ class RankRLSCV(RankRLS):
 
 
 def selection_rows(sel, features, kernel):
-    """The ``cv_results_`` rows (:class:`~rankjax.estimators.choose.Rows`) of one
-    :class:`rankjax.Selection`: a block per γ (one, NaN, for the linear model)."""
+    """The ``cv_results_`` rows (:class:`~rankjax.selection.candidates.Rows`) of one
+    :class:`rankjax.Selection` in its order: a block per run of one γ (NaN: the linear
+    model)."""
     n = len(sel.lams)
     gam = np.full(n, np.nan) if sel.gammas is None else np.asarray(sel.gammas, np.float64)
     ext = np.zeros(n, bool) if sel.extended is None else np.asarray(sel.extended, bool)
-    out = []
-    for g in dict.fromkeys(gam.tolist()):
-        same = np.isnan(gam) if np.isnan(g) else gam == g
-        out.append(Rows(features, kernel, g, np.asarray(sel.lams)[same],
-                        np.asarray(sel.scores)[same], ext[same], "final"))
-    return out
+    same = (gam[1:] == gam[:-1]) | (np.isnan(gam[1:]) & np.isnan(gam[:-1]))
+    cuts = np.r_[0, np.flatnonzero(~same) + 1, n]
+    return [Rows(features, kernel, float(gam[a]), np.asarray(sel.lams)[a:b],
+                 np.asarray(sel.scores)[a:b], ext[a:b], "final") for a, b in zip(cuts, cuts[1:])]

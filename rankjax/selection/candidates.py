@@ -43,7 +43,7 @@ from typing import Callable, Optional
 import jax.numpy as jnp
 import numpy as np
 
-from .._core.host import device_array
+from .._core.host import device_array, host_view
 from .._core.log import info
 from .._core.sparse import as_dense
 from .._problem import Problem
@@ -177,13 +177,11 @@ class _Fit:
         if self.valid is not None:
             Xv, yv, sv = self.valid
             valid = Problem(map_rows(fm, as_dense(Xv)), yv, sv)
-        if not sub:
+        if not sub or self.sub.size == self.m:
             return Problem(rows, self.y, self.graph, valid=valid,
                            qid=self.seg if self.c.identity else None)
-        idx = jnp.asarray(self.sub)
-        return Problem(jnp.take(jnp.asarray(rows), idx, axis=0), jnp.asarray(self.y)[idx],
-                       self.sub_graph, qid=self.sub_seg if self.c.identity else None,
-                       valid=valid)
+        return Problem(take_rows(rows, self.sub), take_rows(self.y, self.sub), self.sub_graph,
+                       qid=self.sub_seg if self.c.identity else None, valid=valid)
 
     def features(self, name, kind):
         """The :class:`Features` of ``kind`` (``"rank"`` or ``"weighted"``): its halves'
@@ -284,6 +282,13 @@ def _value_of(problem, solver, method, lam, *args):
     solver = check_call(problem, solver, method, "select")
     lam = lam if method == "fit" else device_array(lam, problem.X.dtype)
     return getattr(solver, method)(problem, lam, *args).value
+
+
+def take_rows(a, rows):
+    """The rows ``rows`` of a concrete array: sliced on its host view (no program to
+    compile for each subsample's shape), gathered on the device where it has none."""
+    v = host_view(a)
+    return device_array(v[rows]) if v is not None else jnp.take(jnp.asarray(a), rows, axis=0)
 
 
 def uniform_rows(rng, m, b):

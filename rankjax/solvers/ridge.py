@@ -67,7 +67,7 @@ measured constant, :math:`3000 \epsilon_{32} = 1.04 \sqrt{\epsilon_{32}}`."""
 
 
 def lam_floor(largest, dtype, kind: str):
-    """Traced: the smallest λ that ``dtype`` resolves for a shortcut (:data:`RESOLVE_RTOL`;
+    r"""Traced: the smallest λ that ``dtype`` resolves for a shortcut (:data:`RESOLVE_RTOL`;
     the hold-out's at least :data:`HOLDOUT_SQRT_EPS` :math:`\sqrt{\epsilon}`) when the largest
     eigenvalue of its system is ``largest``."""
     eps = jnp.finfo(dtype).eps
