@@ -51,7 +51,7 @@ CALLS = {
             D.X, D.y, qid=D.qid
         ),
         None,
-        "fold bucket 1/",
+        "screen: ",
     ),
     "tune": (lambda: rj.tune(rj.Problem(D.X, D.y, G), tune_solver(), steps=4, verbose=2), 2, "tune step 2/4"),
     "select": (

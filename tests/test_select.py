@@ -65,8 +65,9 @@ def test_the_estimator_is_the_library_selection(data, name, how):
     d, v = data
     cfg = CONFIGS[name]
     cv = 4 if how == "kfold" else None
-    est = RankRLSCV(lams=LAMS, folds=cv, feature_map="standard" if cfg.get("kernel") is None else "rank", **cfg)
-    fm = rj.learn_feature_map(d.X, d.y, d.qid, kind="standard" if cfg.get("kernel") is None else "rank")
+    kind = "standard" if cfg.get("kernel") is None else "rank"
+    est = RankRLSCV(lams=LAMS, folds=cv, feature_map=kind, **cfg)
+    fm = rj.learn_feature_map(d.X, d.y, d.qid, kind=kind)
     md, mv = d._replace(X=np.asarray(fm(d.X))), v._replace(X=np.asarray(fm(v.X)))
     if how == "eval_set":
         est.fit(d.X, d.y, d.qid, eval_set=[(v.X, v.y)], eval_qid=[v.qid])

@@ -63,19 +63,22 @@ def test_rankrls_linear_and_kernel_weights_equal_the_weighted_closed_form(data):
 
 
 def test_rankrlscv_holdout_with_weights_equals_retraining_without_each_query(data):
-    """Leave-query-out: query c predicted by the weighted model trained on the others."""
+    """Leave-query-out: query c predicted by the weighted model trained on the others; a
+    query of weight 0 is left out (neither trained on nor scored)."""
     X, y, qid, seg, qw = data
     lams = (0.1, 1.0, 10.0)
     cv = est.RankRLSCV(lams=lams, feature_map=None).fit(X, y, qid=qid, sample_weight=qw[seg])
+    kept = qw[seg] > 0
+    assert not kept.all()
     for j, lam in enumerate(lams):
         f = np.zeros(len(y))
-        for c in np.unique(seg):
+        for c in np.unique(seg[kept]):
             keep = seg != c
             w = qw.copy()
             w[c] = 0.0                        # the others' weights: query c out of the loss
             m = est.RankRLS(lam=lam, feature_map=None).fit(X, y, qid=qid, group_weight=w)
             f[~keep] = m.predict(X[~keep])
-        want = float(rj.ndcg(f, y, qid))
+        want = float(rj.ndcg(f[kept], y[kept], qid[kept]))
         assert cv.cv_results_["mean_test_score"][j] == pytest.approx(want, abs=1e-10)
     refit = est.RankRLS(lam=cv.lam_, feature_map=None).fit(X, y, qid=qid, sample_weight=qw[seg])
     np.testing.assert_allclose(cv.predict(X), refit.predict(X), rtol=1e-8, atol=1e-10)
@@ -101,10 +104,14 @@ def test_integer_weights_equal_the_queries_repeated(data, make):
 
 
 def test_kpcrank_weights_are_the_weighted_graph(data):
+    """The weighted graph of the queries of positive weight (a query of weight 0 is left
+    out, its rows in no kernel)."""
     X, y, qid, seg, qw = data
     m = est.KPCRank(n_components=5, gamma=0.4, feature_map=None).fit(X, y, qid=qid, group_weight=qw)
-    K = rj.kernel_matrix(rj.gaussian_kernel(0.4), X)
-    want = rj.kpcrank(K, y, rj.query_graph(qid, query_weights=qw), components=5).predict(K)
+    k = qw[seg] > 0
+    K = rj.kernel_matrix(rj.gaussian_kernel(0.4), X[k])
+    model = rj.kpcrank(K, y[k], rj.query_graph(qid[k], query_weights=qw[qw > 0]), components=5)
+    want = model.predict(rj.kernel_matrix(rj.gaussian_kernel(0.4), X, X[k]))
     np.testing.assert_allclose(m.predict(X), want, rtol=1e-8, atol=1e-10)
 
 

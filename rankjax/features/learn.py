@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from .._core.checks import (as_float_array, check_targets, first_nonfinite, is_concrete,
-                            segment_ids)
+from .._core.checks import (as_float_array, check_targets, derived_finite, first_nonfinite,
+                            is_concrete, segment_ids)
 from .._core.sparse import is_sparse, to_scipy
 from .._core.host import device_array, host_view
 from .maps import (IMPUTE_SWEEPS, KNOTS, FeatureMap, by_blocks, colsearch, interp, mm, take,
@@ -112,7 +112,7 @@ def weighted_from(fm, rows, y, seg, labels=None):
     lab = None if labels is None else (labels if xp is np else jnp.asarray(labels))
     scale = _weights(xp, U, yy, seg.seg if xp is np else jnp.asarray(seg.seg), seg.num_queries,
                      lab).astype(U.dtype)
-    return fm._replace(scale=device_array(scale)), device_array(U * scale)
+    return fm._replace(scale=device_array(scale)), derived_finite(device_array(U * scale))
 
 
 def _sparse_scales(X):

@@ -43,6 +43,7 @@ from typing import Callable, Optional
 import jax.numpy as jnp
 import numpy as np
 
+from .._core.checks import derived_finite
 from .._core.host import device_array, host_view
 from .._core.log import info
 from .._core.sparse import as_dense
@@ -201,8 +202,9 @@ class _Fit:
             if kind == "rank":
                 return self.ranks()
             return weighted_from(*self.ranks(), self.y, self.seg, labels)
-        return learn_and_map(as_dense(self.X), self.y, self.seg, kind, self.c.categorical,
-                             labels)
+        fm, rows = learn_and_map(as_dense(self.X), self.y, self.seg, kind, self.c.categorical,
+                                 labels)
+        return fm, derived_finite(rows)
 
     @functools.cache
     def ranks(self):
@@ -288,7 +290,8 @@ def take_rows(a, rows):
     """The rows ``rows`` of a concrete array: sliced on its host view (no program to
     compile for each subsample's shape), gathered on the device where it has none."""
     v = host_view(a)
-    return device_array(v[rows]) if v is not None else jnp.take(jnp.asarray(a), rows, axis=0)
+    out = device_array(v[rows]) if v is not None else jnp.take(jnp.asarray(a), rows, axis=0)
+    return derived_finite(out) if out.ndim == 2 else out
 
 
 def uniform_rows(rng, m, b):
