@@ -1,7 +1,8 @@
 """The dual shortcuts in float32 at small λ (issue 24, class 11).
 
 Each shortcut is computed in float32 and in float64 on the same data. A λ below the
-float32 floor of its spectrum (``RESOLVE_RTOL * eps * largest eigenvalue``) must give a NaN
+float32 floor of its spectrum (``RESOLVE_RTOL * eps * largest eigenvalue``, the hold-out's
+``HOLDOUT_SQRT_EPS * sqrt(eps) * largest eigenvalue``) must give a NaN
 lane and an :class:`UnresolvedLambdaWarning` naming it; every other lane must agree with
 float64 within 1e-2 near the floor, less above it (as eps Γ / λ and its square root).
 Before the floor existed these lanes were 5-170x off without a word.
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax.solvers.ridge import RESOLVE_RTOL, dual_system
+from rankjax.solvers.ridge import HOLDOUT_SQRT_EPS, RESOLVE_RTOL, dual_system
 from precision import within
 
 EPS32 = float(np.finfo(np.float32).eps)
@@ -42,8 +43,8 @@ def _float32(fn):
 
 
 def _check_lanes(out32, out64, floor, caught, what):
-    assert np.all(np.isfinite(out64)), "float64 must resolve the whole grid"
     below, above = LAMS < floor / 2, LAMS > floor * 2
+    assert np.all(np.isfinite(out64[LAMS > floor / 100])), "float64 resolves the grid near the floor"
     assert below.any() and above.any()                     # the grid straddles the floor
     nan_lane = np.isnan(out32).reshape(len(LAMS), -1).all(1)
     assert nan_lane[below].all()
@@ -60,7 +61,8 @@ def _check_lanes(out32, out64, floor, caught, what):
 
 def _dual_floor(K, y, qid, kind):
     G = np.asarray(dual_system(K, y, rj.query_graph(qid)).G)
-    return RESOLVE_RTOL[kind] * EPS32 * np.linalg.eigvalsh(G).max()
+    rtol = HOLDOUT_SQRT_EPS * np.sqrt(EPS32) if kind == "holdout" else RESOLVE_RTOL[kind] * EPS32
+    return rtol * np.linalg.eigvalsh(G).max()
 
 
 def _pairs(y):

@@ -60,7 +60,7 @@ from .refine import dense_segments
 from .select import Grid, select_grid
 
 __all__ = ["GAMMA_FACTORS", "SCREEN_BASIS", "SCREEN_ROWS", "CROSSFIT_BASIS", "Candidates",
-           "Choice", "Rows", "choose"]
+           "Choice", "Rows", "choose", "crossfit_holdout"]
 
 
 GAMMA_FACTORS = (1 / 9, 1 / 3, 1.0)
@@ -234,12 +234,9 @@ class _Fit:
             pred = _value_of(p, solver, "holdout", self.lams, folds).predictions
             return self.grid(p).score(pred, self.lams)
         first = self.first[self.sub] if sub else self.first
-        pred = None
-        for h, (fm, rows) in enumerate(feats.halves):       # half h's map scores the other
-            p = self.problem(rows, fm, sub)
-            P = np.asarray(_value_of(p, solver, "holdout", self.lams, folds).predictions)
-            pred = P if pred is None else np.where((first if h else ~first)[None, :], P, pred)
-        return self.grid(p).score(pred, self.lams)
+        problems = [self.problem(rows, fm, sub) for fm, rows in feats.halves]
+        pred = crossfit_holdout(problems, first, solver, self.lams, folds)
+        return self.grid(problems[0]).score(pred, self.lams)
 
     def final(self, feats, solver):
         """The candidate held out on every row: a :class:`~rankjax.Selection`. A label-free
@@ -284,6 +281,20 @@ def _value_of(problem, solver, method, lam, *args):
     solver = check_call(problem, solver, method, "select")
     lam = lam if method == "fit" else device_array(lam, problem.X.dtype)
     return getattr(solver, method)(problem, lam, *args).value
+
+
+def crossfit_holdout(problems, first, solver, lams, folds):
+    r"""``[L, m]`` cross-fitted hold-out predictions: ``problems`` the same rows, labels and
+    graph through the map learned on each half's labels (``problems[h]`` from half ``h``),
+    ``first`` ``[m]`` the rows of half 0 (whole queries); every row of half ``h`` predicted
+    by ``solver``'s exact hold-out (``folds``, over ``lams`` ``[L]``) on ``problems[1 - h]``:
+    the model that predicts a held-out query never saw its labels, and neither did the map of
+    its features."""
+    pred = None
+    for h, p in enumerate(problems):                    # half h's map scores the other half
+        P = np.asarray(_value_of(p, solver, "holdout", lams, folds).predictions)
+        pred = P if pred is None else np.where((first if h else ~first)[None, :], P, pred)
+    return pred
 
 
 def take_rows(a, rows):
