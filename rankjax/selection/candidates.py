@@ -238,20 +238,21 @@ class _Fit:
         pred = crossfit_holdout(problems, first, solver, self.lams, folds)
         return self.grid(problems[0]).score(pred, self.lams)
 
-    def final(self, feats, solver):
+    def final(self, feats, solver, optimize=True):
         """The candidate held out on every row: a :class:`~rankjax.Selection`. A label-free
         map: ``solver``'s exact hold-out over the λ grid (:func:`select_grid`, its model
         kept). A label-derived one: the cross-fitted hold-out of the Nyström model of
         :data:`CROSSFIT_BASIS` uniform rows (Primal for the linear model) chooses λ, then
         the map of every label is fitted with ``solver`` there."""
         c = self.c
+        optimize = optimize and c.optimize
         if feats.halves is None:
             fm, rows = feats.full
             return select_grid(self.problem(rows, fm), [solver], lams=self.lams,
-                               folds=self.folds, score_k=c.score_k, optimize=c.optimize,
+                               folds=self.folds, score_k=c.score_k, optimize=optimize,
                                optimize_steps=c.optimize_steps, ard=c.ard, seed=c.seed,
                                verbose=c.verbose, extend=c.extend)
-        if c.optimize:
+        if optimize:
             warnings.warn("optimize=True refines a label-free candidate: the categorical "
                           "columns' scores are learned from the labels, so the cross-fitted "
                           "grid's point is kept", UserWarning, stacklevel=6)
@@ -362,7 +363,8 @@ def screen_ranks(f: _Fit, feats):
 
 def choose(c: Candidates, X, y, seg, graph, valid, lams) -> Choice:
     """The candidates of the module's docstring: the kernel candidates screened, the best
-    held out on every row and compared there with the linear model on the ranks. ``X``
+    held out on every row (refined by the gradient with ``optimize``) and compared there with
+the linear model on the ranks (its λ grid). ``X``
     ``[m, n]`` the rows as given, ``y`` ``[m]``, ``seg`` their :class:`~rankjax.Segments`,
     ``graph`` the training graph, ``valid`` ``(X, y, Segments)`` of an evaluation set (rows
     as given) or None, ``lams`` ``[L]``. Returns a :class:`Choice`."""
@@ -382,7 +384,7 @@ def choose(c: Candidates, X, y, seg, graph, valid, lams) -> Choice:
         info(c.verbose, "screen: %s γ %.4g, best hold-out NDCG %.4f", name, g, score)
     feats, g, _ = kernels[max(kernels, key=lambda k: kernels[k][2])]
     kernel_sel = f.final(feats, c.route(c.kernel(g)))
-    linear_sel = f.final(ranks, Auto())
+    linear_sel = f.final(ranks, Auto(), optimize=False)      # the gradient learns kernels
     info(c.verbose, "%s γ %.4g: hold-out NDCG %.4f; the linear model on the ranks: %.4f",
          feats.name, g, kernel_sel.score, linear_sel.score)
     rows += [final_rows(kernel_sel, feats.name, kind), final_rows(linear_sel, ranks.name, "linear")]

@@ -207,7 +207,8 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
     if steps is not None:
         if point.solver.basis_rows(work.problem.X.shape[0]) is not None and not ard:
             point = _search(grid, blocks, point, folds, steps)
-        elif work is grid and exact_tune_rows(grid.problem.X.shape[0], steps) is not None:
+        elif (work is grid and point.solver.tuned_kernel() is not None
+              and exact_tune_rows(grid.problem.X.shape[0], steps) is not None):
             point, trajectory = _refine_exact_on_subsample(grid, point, folds, steps, ard,
                                                            optimizer, seed)
         else:
