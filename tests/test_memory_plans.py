@@ -130,7 +130,8 @@ def test_a_rankrlscv_fit_plans_once(folds, monkeypatch):
     real = nystrom.nystrom_plan
     monkeypatch.setattr(nystrom, "nystrom_plan", lambda *a, **k: calls.append(a) or real(*a, **k))
     d = rj.make_ranking_data(20, num_features=3, seed=0)
-    RankRLSCV(kernel="gaussian", gammas=[0.5], basis=40, folds=folds).fit(d.X, d.y, d.qid)
+    RankRLSCV(kernel="gaussian", gammas=[0.5], basis=40, folds=folds,
+              feature_map="rank").fit(d.X, d.y, d.qid)
     assert len(calls) == 1
 
 

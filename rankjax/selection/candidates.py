@@ -370,6 +370,9 @@ the linear model on the ranks (its λ grid). ``X``
     as given) or None, ``lams`` ``[L]``. Returns a :class:`Choice`."""
     f = _Fit(c, X, y, seg, graph, valid, lams)
     ranks = f.features("ranks", "rank")
+    fm, U = ranks.full or ranks.halves[0]
+    route = c.route(c.kernel(c.ladder(U)[1]))
+    route.init(f.problem(U, fm), f.lams.size, f.folds)      # the final route planned first
     rows, g_best, g0 = screen_ranks(f, ranks)
     kind = rows[0].kernel
     kernels = {ranks.name: (ranks, g_best,

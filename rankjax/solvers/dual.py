@@ -223,6 +223,16 @@ class Dual(AbstractSolver):
                                                 and self.block_size >= 1):
             raise ValueError(f"block_size must be a positive int, got {self.block_size!r}")
 
+    HOLDOUT_MATRICES = 6
+    """The ``m x m`` matrices its hold-out holds at once (its memory plan)."""
+
+    def init(self, problem, L=1, folds=None):
+        """The hold-out's memory plan from the shapes (``HOLDOUT_MATRICES`` ``m x m``
+        matrices), refused up front (:class:`~rankjax.MemoryPlanError`) before any kernel
+        value; nothing to hand back."""
+        X = problem.X
+        kernel_plan(X.shape[0], compute_dtype(X), self.HOLDOUT_MATRICES, "the dual hold-out")
+
     @singledispatchmethod
     def _inputs(self, problem, count, what, shift: bool = True):
         """``(the dense rows X, kernel built in the program, X)``, planned (``count`` ``m x m``
@@ -286,7 +296,7 @@ class Dual(AbstractSolver):
         return Solution(self._path(lams, A, train, valid, X, kernel), lane_codes(A, lams), {})
 
     def holdout(self, problem, lams, folds):
-        M, kernel, X = self._inputs(problem, 6, "the dual hold-out")
+        M, kernel, X = self._inputs(problem, self.HOLDOUT_MATRICES, "the dual hold-out")
         lams = lams.astype(M.dtype)
         y, graph = problem.y, problem.graph
         rows = range_rows(graph, M.dtype)            # the system on the range of S (reduced)
