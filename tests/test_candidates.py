@@ -308,3 +308,17 @@ def test_a_dual_holdout_lane_is_a_retrained_fold_or_nan():
             g = P[i, out]
             f, g = f - f.mean(), g - g.mean()
             assert np.max(np.abs(f - g)) <= 0.01 * np.max(np.abs(f)), (lam, q)
+
+
+def test_optimize_refines_the_kernel_and_the_linear_model_fits_on_many_rows():
+    """``optimize=True`` (and ``ard=True``) refines the kernel candidate by the gradient,
+    the linear model keeps its grid; the linear ``RankRLSCV(optimize=True)`` beyond the
+    exact kernel's subsample bound (1,710 rows at 20 steps) refines on every row."""
+    d = rj.make_ranking_data(12, num_features=4, seed=2)
+    m = est.RankRLSCV(kernel="gaussian", lams=LAMS, optimize=True, ard=True,
+                      optimize_steps=2).fit(d.X, d.y, qid=d.qid)
+    assert hasattr(m, "tune_") and "weighted ranks" not in set(m.cv_results_["param_features"])
+    big = rj.make_ranking_data(90, num_features=4, seed=2)
+    assert big.X.shape[0] > 1710
+    lin = est.RankRLSCV(lams=LAMS, optimize=True, optimize_steps=2).fit(big.X, big.y, qid=big.qid)
+    assert np.isfinite(lin.best_score_) and hasattr(lin, "tune_")

@@ -250,7 +250,7 @@ class _Fit:
             fm, rows = feats.full
             return select_grid(self.problem(rows, fm), [solver], lams=self.lams,
                                folds=self.folds, score_k=c.score_k, optimize=optimize,
-                               optimize_steps=c.optimize_steps, ard=c.ard, seed=c.seed,
+                               optimize_steps=c.optimize_steps, ard=c.ard and optimize, seed=c.seed,
                                verbose=c.verbose, extend=c.extend)
         if optimize:
             warnings.warn("optimize=True refines a label-free candidate: the categorical "
