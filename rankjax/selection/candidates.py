@@ -391,8 +391,9 @@ the linear model on the ranks (its λ grid). ``X``
     info(c.verbose, "%s γ %.4g: hold-out NDCG %.4f; the linear model on the ranks: %.4f",
          feats.name, g, kernel_sel.score, linear_sel.score)
     rows += [final_rows(kernel_sel, feats.name, kind), final_rows(linear_sel, ranks.name, "linear")]
-    if best_score(linear_sel.score) > best_score(kernel_sel.score):
-        return Choice(linear_sel, ranks.full[0], ranks.name, "linear", rows)
+    if best_score(linear_sel.score) > best_score(kernel_sel.score):    # the kernel's descent kept
+        return Choice(linear_sel._replace(trajectory=kernel_sel.trajectory), ranks.full[0],
+                      ranks.name, "linear", rows)
     return Choice(kernel_sel, feats.full[0], feats.name, kind, rows)
 
 
