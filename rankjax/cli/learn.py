@@ -51,10 +51,13 @@ def grid_report(cv, args, what):
     as given (``--extend 0``), the edge warning."""
     r = cv.cv_results_
     gam = r.get("param_gamma")
+    many = len(set(zip(r["param_features"], r["param_kernel"]))) > 1
     for j, (lam, sc, ext) in enumerate(zip(r["param_lam"], r["mean_test_score"], r["extended"])):
-        g = "" if gam is None else f" γ={gam[j]:<10.4g}"
+        g = "" if gam is None or np.isnan(gam[j]) else f" γ={gam[j]:<10.4g}"
+        who = (f"{r['param_features'][j]}, {r['param_kernel'][j]}"
+               f"{' (screen)' if r['stage'][j] == 'screen' else ''}: " if many else "")
         chosen = r["rank_test_score"][j] == 1 and lam == cv.lam_
-        say(f"    λ={lam:<10.4g}{g} {what} NDCG@10={sc:.4f}"
+        say(f"    {who}λ={lam:<10.4g}{g} {what} NDCG@10={sc:.4f}"
              f"{'  (past the grid)' if ext else ''}{'  <- chosen' if chosen else ''}")
     lams = np.asarray(r["param_lam"])
     if extension(args) == 0 and np.unique(lams).size > 1 and cv.lam_ in (lams.min(), lams.max()):
@@ -117,10 +120,14 @@ def fit_kernel(args, X, y, qid):
     cv = warned(lambda: RankRLSCV(**opts).fit(X, y, qid=qid))
     grid_report(cv, args, "hold-out")
     basis = getattr(cv, "basis_", None)
-    say(f"  chosen λ={cv.lam_:.4g}, γ={cv.gamma_:.4g}, hold-out NDCG@10={cv.best_score_:.4f}"
+    best = cv.best_params_
+    gamma = getattr(cv, "gamma_", None)
+    say(f"  chosen: {best['kernel']} on {best['features']}, λ={cv.lam_:.4g}"
+         f"{'' if gamma is None else f', γ={gamma:.4g}'}, hold-out NDCG@10={cv.best_score_:.4f}"
          f"{'' if basis is None else f', {len(basis)} basis rows'}; fitted in "
          f"{time.time() - t:.2f} s")
-    result = {"lam": float(cv.lam_), "gamma": float(cv.gamma_),
+    result = {"lam": float(cv.lam_), "gamma": None if gamma is None else float(gamma),
+              "kernel": best["kernel"], "features": best["features"],
               "cv_ndcg@10": round(float(cv.best_score_), 6),
               "basis": None if basis is None else int(len(basis)),
               "optimize": opts["optimize"], "ard": opts["ard"]}

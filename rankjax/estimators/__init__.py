@@ -15,11 +15,15 @@ for one query over all rows pass ``qid=np.zeros(len(X))``. (RLS regression,
 ``RankRLS(graph="identity")``, needs none.)
 
 Every estimator but RankBoost learns a feature map on its training rows
-(``feature_map="auto"``, docs/math.md §7): a kernel sees each column by its ranks, weighted by
-its label correlation, the linear model standardised columns; NaN, infinities and pandas
-categories are taken. Kernel estimators default to ``gamma="mean"``: one over the mean squared
-distance of two training rows as the kernel sees them (``"scale"``: scikit-learn's SVC,
-``"auto"``: ``1 / n_features``); the value used is ``gamma_`` after ``fit``.
+(``feature_map="auto"``, docs/math.md §7): a kernel sees each column by its ranks (learned
+without the labels), the linear model standardised columns; NaN, infinities and pandas
+categories are taken. ``RankRLSCV`` with a kernel by name lets the data choose among
+candidates (the ranks over a small γ grid, the ranks weighted by their correlation with
+the labels, cross-fitted, and the linear model on the ranks) by exact hold-outs no label
+of which shaped the features they score (``best_params_``, ``cv_results_``). Kernel
+estimators default to ``gamma="mean"``: one over the mean squared distance of two training
+rows as the kernel sees them (``"scale"``: scikit-learn's SVC, ``"auto"``: ``1 /
+n_features``); the value used is ``gamma_`` after ``fit``.
 ``feature_importances_`` says what each feature weighs in the model;
 :func:`permutation_importance` measures it on held-out rows.
 

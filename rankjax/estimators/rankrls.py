@@ -66,14 +66,15 @@ class RankRLS(Ranker):
       feature_map: ``"auto"``: the rows go through a :class:`~rankjax.FeatureMap` learned on
         the training rows and kept in ``feature_map_`` and in ``model_`` (a
         :class:`~rankjax.MappedModel`, so ``predict``, save/load, the command line and
-        ``jax.export`` apply it): for a kernel given by name every column by its ranks (the
-        same model whatever increasing or decreasing map the column was logged through),
-        weighted by its within-query correlation with the labels; for the linear model every
-        column divided by its standard deviation (``coef_`` reports the weights on the
-        user's columns); NaN imputed from the row's other columns with a missing indicator,
-        pandas ``category`` and text columns read as learned category scores (docs/math.md,
-        §7). ``None``: the features as given (NaN refused, naming the row and column); a
-        :class:`rankjax.Kernel` or solver object always sees them as given.
+        ``jax.export`` apply it): for a kernel given by name every column by its ranks,
+        learned without the labels (the same model whatever increasing or decreasing map
+        the column was logged through); for the linear model every column divided by its
+        standard deviation (``coef_`` reports the weights on the user's columns); NaN
+        imputed from the row's other columns with a missing indicator, pandas ``category``
+        and text columns read as learned category scores (docs/math.md, §7). ``"rank"``,
+        ``"standard"``: that map whatever the model. ``None``: the features as given (NaN
+        refused, naming the row and column); a :class:`rankjax.Kernel` or solver object
+        always sees them as given.
       gamma: ``"mean"`` (one over the mean squared distance of two training rows as the
         kernel sees them), ``"scale"`` (scikit-learn's), ``"auto"`` (``1 / n``) or a number.
       verbose: log the fit (0: silent; logger ``"rankjax"``).
@@ -180,10 +181,31 @@ class RankRLSCV(RankRLS):
        (\lambda^*, \gamma^*) = \operatorname{argmax}_{\lambda, \gamma}
        \operatorname{NDCG@k}(f'_{\lambda, \gamma}, y) .
 
-    Attributes (after fit): ``lam_``, ``gamma_``, ``best_score_`` (the returned point's exact
-    hold-out NDCG on every training row) and
-    ``cv_results_`` (``params``, ``param_lam``, ``param_gamma``,
-    ``mean_test_score``, ``rank_test_score``), scored by NDCG@``score_k``.
+    **The default chosen by the data.** With a kernel given by name and
+    ``feature_map="auto"`` the fit holds out candidates and keeps the best
+    (:mod:`rankjax.selection.candidates`, docs/math.md §7): the kernel on the columns' ranks
+    (learned without the labels) over a small γ grid around ``gamma`` (``gamma`` times
+    ``GAMMA_FACTORS``, or ``gammas``), the kernel on the ranks weighted by each column's
+    within-query correlation with the labels, and the linear model on the ranks. A map that
+    learns from the labels (the weights; categorical columns' scores) is cross-fitted: each
+    random half of the queries is held out through the map learned from the other half's
+    labels, so no held-out query's labels shaped the features it is scored on. The kernel
+    candidates are screened on a subsample of at most ``SCREEN_ROWS`` rows of whole queries
+    with a Nyström basis of ``SCREEN_BASIS`` rows; the best is held out on every row on its
+    own route (``basis``) and compared there with the linear model. ``feature_map="rank"``
+    (or ``"standard"``, or None) fits the one map as asked over the λ (and γ) grid.
+
+    Attributes (after fit): ``lam_``, ``gamma_`` (a kernel model's), ``best_score_`` (the
+    returned point's hold-out NDCG on every training row), ``best_params_`` (``features``:
+    ``"ranks"``, ``"weighted ranks"``, ``"standard"`` or ``"as given"``; ``kernel``:
+    ``"linear"`` or the kernel's kind; ``lam``, ``gamma``) and ``cv_results_`` (a row per
+    hold-out point of every candidate: ``params``, ``param_features``, ``param_kernel``,
+    ``param_lam``, ``param_gamma`` (NaN for the linear model), ``mean_test_score``,
+    ``rank_test_score``, ``stage`` (``"screen"``: the subsample's; ``"final"``: every row's),
+    ``extended``), scored by NDCG@``score_k``; the final stage's rows rank first, the
+    returned point 1. A screen's rows are honest estimates of their own (smaller) model; the
+    chosen kernel's final rows sit above what new queries will score by the choice itself,
+    as every selection's best does.
 
     ``basis`` (``"auto"``, ``None``, an int or a :class:`rankjax.Basis`, as :class:`RankRLS`)
     with a kernel uses the Nyström model: per γ one ``b x b`` decomposition gives the exact

@@ -6,15 +6,14 @@ Two kinds, one type:
 
 * **rank** (kernel models): each column through its training rows' empirical distribution
   function (mid-ranks, :math:`u = (\#\{x_i < x\} + \#\{x_i \le x\}) / 2m`, counted among
-  :data:`KNOTS` order statistics when there are more rows), centred at 1/2 and scaled by the
-  column's within-query correlation with the labels. The rank of a value does not change
+  :data:`KNOTS` order statistics when there are more rows), centred at 1/2 (learned without
+  the labels; ``kind="weighted"`` scales each column by its within-query correlation with
+  them, a map a hold-out must cross-fit). The rank of a value does not change
   under an increasing map of its column and only turns round (:math:`u \to 1 - u`, the same
   distances) under a decreasing one, so the kernel sees the same rows whatever units,
   logarithms, exponentials, offsets or powers the engine logged the column in: the
   invariance the boosted trees have by construction (Friedman 2001), and the copula
-  transform of rank statistics. The column weights put the columns that order the training
-  queries' documents first in the kernel's distance (a column that orders nothing adds
-  nothing to it).
+  transform of rank statistics.
 * **standard** (linear models): each column divided by its standard deviation on the
   training rows (glmnet's standardisation; no centring, which a ranking model cannot see),
   so that one λ grid serves columns in any units and float32 resolves the system.
