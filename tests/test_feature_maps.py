@@ -7,6 +7,7 @@ import warnings
 
 import jax
 import numpy as np
+from scipy.stats import norm
 import pytest
 
 import rankjax as rj
@@ -23,6 +24,16 @@ def midranks(col):
     for i in np.flatnonzero(ok):
         out[i] = (np.sum(v < col[i]) + np.sum(v <= col[i])) / (2.0 * v.size)
     return out
+
+
+def normal_scores(u, col):
+    """``Φ^{-1}(u)`` of mid-ranks ``u`` among the training column ``col``, clipped to the
+    mid-ranks of its smallest and largest value (a value past them scores as they do)."""
+    v = col[~np.isnan(col)]
+    if v.size == 0:
+        return np.zeros(np.shape(u))
+    lo, hi = np.sum(v <= v.min()) / (2.0 * v.size), 1 - np.sum(v >= v.max()) / (2.0 * v.size)
+    return norm.ppf(np.clip(u, lo, hi))
 
 
 def correlations(U, y, qid):
@@ -78,7 +89,7 @@ def test_the_rank_map_is_the_mid_rank_ecdf_weighted_by_label_correlation(small):
     np.testing.assert_array_equal(np.asarray(plain.scale), 1.0)
     np.testing.assert_array_equal(np.asarray(plain.knots), np.asarray(fm.knots))
     Z = np.c_[X, np.isnan(X[:, 2])]
-    U, W = imputed(np.column_stack([midranks(c) for c in Z.T]) - 0.5, np.isnan(X))
+    U, W = imputed(np.column_stack([normal_scores(midranks(c), c) for c in Z.T]), np.isnan(X))
     np.testing.assert_allclose(np.asarray(fm.impute), W, rtol=1e-6, atol=1e-9)
     c = correlations(U, y, q)
     np.testing.assert_allclose(np.asarray(fm.scale), c / np.sqrt(np.mean(c * c)), rtol=1e-5)
@@ -91,7 +102,8 @@ def test_the_rank_map_is_the_mid_rank_ecdf_weighted_by_label_correlation(small):
         t = train[~np.isnan(train)]
         return 0.5 if np.isnan(v) else (np.sum(t < v) + np.sum(t <= v)) / (2.0 * t.size)
 
-    V = np.array([[among(Z[:, j], Zn[i, j]) for j in range(7)] for i in range(4)]) - 0.5
+    V = np.array([[normal_scores(among(Z[:, j], Zn[i, j]), Z[:, j]) for j in range(7)]
+                  for i in range(4)])
     want = V.copy()
     for _ in range(3):
         want = np.c_[np.where(np.isnan(new), want @ W, want[:, :6]), want[:, 6:]]
@@ -111,14 +123,16 @@ def test_beyond_the_knots_the_rank_map_counts_among_order_statistics():
     pos = np.round(np.linspace(0, 1, KNOTS) * (m - 1)).astype(int)
     np.testing.assert_array_equal(np.asarray(fm.knots)[:, 0], s[pos])
 
-    def exact(v):
-        return (np.searchsorted(s, v, "left") + np.searchsorted(s, v, "right")) / (2 * m) - 0.5
+    def exact(v):                            # the mid-rank, clipped to the extremes'
+        u = (np.searchsorted(s, v, "left") + np.searchsorted(s, v, "right")) / (2 * m)
+        return np.clip(u, np.sum(s == s[0]) / (2 * m), 1 - np.sum(s == s[-1]) / (2 * m))
 
-    np.testing.assert_allclose(np.asarray(fm(s[pos][:, None]))[:, 0], exact(s[pos]), atol=1e-12)
+    np.testing.assert_allclose(np.asarray(fm(s[pos][:, None]))[:, 0], norm.ppf(exact(s[pos])),
+                               rtol=1e-10, atol=1e-12)
     new = np.r_[rng.lognormal(0, 2, 500), col[:200], -1.0, 1e9]
     got = np.asarray(fm(new[:, None]))[:, 0]
-    assert np.max(np.abs(got - exact(new))) <= 1 / (2 * KNOTS) + 1 / m
-    assert got[-2] == -0.5 and got[-1] == 0.5
+    assert np.max(np.abs(norm.cdf(got) - exact(new))) <= 1 / (2 * KNOTS) + 1 / m
+    np.testing.assert_allclose(got[-2:], norm.ppf(exact(s[[0, -1]])), rtol=1e-12)
 
 
 MONOTONE = {

@@ -253,12 +253,12 @@ def _learned(xp, base, X, y, seg, num, K, kind, labels=None):
     lower = xp.where(c == 0, 0.5, colsearch(xp, S, knots, "left") / count).astype(dtype)
     upper = xp.where(c == 0, 0.5, colsearch(xp, S, knots, "right") / count).astype(dtype)
     knots = xp.where(c == 0, 0, knots).astype(dtype)
-    half = xp.full(width, 0.5, dtype)
-    V = by_blocks(xp, lambda B: interp(xp, knots, lower, upper, B) - half, Z)
+    zero = xp.zeros(width, dtype)                               # the normal score of 1/2
+    V = by_blocks(xp, lambda B: interp(xp, knots, lower, upper, B), Z)
     W, V = _regression(xp, V, miss) if base.missing.shape[0] else (None, V)
     scale = (_weights(xp, V, y, seg, num, labels) if kind == "weighted" else
              xp.ones(width, dtype))
-    fm = base._replace(knots=knots, lower=lower, upper=upper, fill=half, center=half,
+    fm = base._replace(knots=knots, lower=lower, upper=upper, fill=zero, center=zero,
                        scale=scale, impute=W)
     return fm, (V * scale).astype(dtype)
 

@@ -6,14 +6,15 @@ Two kinds, one type:
 
 * **rank** (kernel models): each column through its training rows' empirical distribution
   function (mid-ranks, :math:`u = (\#\{x_i < x\} + \#\{x_i \le x\}) / 2m`, counted among
-  :data:`KNOTS` order statistics when there are more rows), centred at 1/2 (learned without
-  the labels; ``kind="weighted"`` scales each column by its within-query correlation with
-  them, a map a hold-out must cross-fit). The rank of a value does not change
-  under an increasing map of its column and only turns round (:math:`u \to 1 - u`, the same
-  distances) under a decreasing one, so the kernel sees the same rows whatever units,
-  logarithms, exponentials, offsets or powers the engine logged the column in: the
-  invariance the boosted trees have by construction (Friedman 2001), and the copula
-  transform of rank statistics.
+  :data:`KNOTS` order statistics when there are more rows) and the standard normal quantile,
+  :math:`z = \Phi^{-1}(u)` (normal scores, van der Waerden 1952: the columns of a Gaussian
+  copula), learned without the labels (``kind="weighted"`` scales each column by its
+  within-query correlation with them, a map a hold-out must cross-fit). The rank of a value
+  does not change under an increasing map of its column and only turns round
+  (:math:`u \to 1 - u`, :math:`z \to -z`, the same distances) under a decreasing one, so the
+  kernel sees the same rows whatever units, logarithms, exponentials, offsets or powers the
+  engine logged the column in: the invariance the boosted trees have by construction
+  (Friedman 2001). A value past the training range scores as the training extreme.
 * **standard** (linear models): each column divided by its standard deviation on the
   training rows (glmnet's standardisation; no centring, which a ranking model cannot see),
   so that one λ grid serves columns in any units and float32 resolves the system.
@@ -22,7 +23,7 @@ Both take missing values as a LightGBM user has them: a missing entry is imputed
 row's other columns (ridge regressions learned on the training rows' covariance, the
 conditional mean of a Gaussian with it; the median rank or the training mean when the
 training rows had no missing value) and, for a column that had NaN in training, an indicator
-column is added. ``±inf`` are the extremes of a rank column; a standardised column treats
+column is added. ``±inf`` score as a rank column's extremes; a standardised column treats
 non-finite values as missing. Categorical columns (pandas ``category`` or text columns,
 ``rankjax.estimators.frames``) are read as their categories' learned scores (the mean
 within-query centred label of a category's training rows) before the map.
@@ -35,6 +36,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy.special import ndtri
 
 from .._core.host import device_array, host_view
 from .._core.types import saveable
@@ -55,7 +57,8 @@ class FeatureMap(NamedTuple):
     (:func:`~rankjax.learn_feature_map`): ``(T(z) - center) * scale`` where ``z`` is the
     row with its categorical columns read as their categories' scores and ``k`` missing
     indicators appended (``isnan`` of the columns ``missing``), and ``T`` the rank map
-    (``knots``, ``lower``, ``upper`` ``[K, n + k]``: the mid-rank among the knots) or, without
+    (``knots``, ``lower``, ``upper`` ``[K, n + k]``: the normal score of the mid-rank among
+    the knots) or, without
     knots, the value itself; a missing entry (NaN; not finite for the standard map) starts at
     ``fill`` ``[n + k]`` (1/2, or the training mean) and, with ``impute`` ``[n + k, n]``, is
     replaced by its regression on the row's other columns (``impute``). ``fill`` None: the
@@ -65,8 +68,8 @@ class FeatureMap(NamedTuple):
       >>> import numpy as np, rankjax as rj
       >>> X = np.array([[1., 50.], [2., 10.], [3., 40.], [4., 20.]])
       >>> fm = rj.learn_feature_map(X, kind="rank")
-      >>> np.asarray(fm(X)).tolist()
-      [[-0.375, 0.375], [-0.125, -0.375], [0.125, 0.125], [0.375, -0.125]]
+      >>> np.round(np.asarray(fm(X)), 4).tolist()        # normal scores of mid-ranks 1/8 .. 7/8
+      [[-1.1503, 1.1503], [-0.3186, -1.1503], [0.3186, 0.3186], [1.1503, -0.3186]]
       >>> Y = -np.exp(X) * 1e6                       # the columns logged otherwise
       >>> np.array_equal(np.abs(rj.learn_feature_map(Y, kind="rank")(Y)), np.abs(fm(X)))
       True
@@ -109,25 +112,35 @@ def colsearch(xp, S, V, side: str):
 
 
 def interp(xp, knots, lower, upper, Z):
-    """The ranks of ``Z [m, n]`` among the training values the knots ``[K, n]`` stand for
-    (``lower``/``upper``: the share of training values below / at most each knot): at a knot
-    its mid-rank (the mean of its two shares); between two knots the mean of the share at most
-    the one below (its ``upper``) and the share below the one above (its ``lower``), which
-    bracket the share below ``z`` (equal when every training value is a knot: the empirical
-    distribution function); 0 below every knot, 1 above; 1/2 at NaN. Only the order of ``z``
-    among the knots counts: the same ranks after any increasing map of the column."""
+    r"""The normal scores of ``Z [m, n]`` among the training values the knots ``[K, n]``
+    stand for (``lower``/``upper``: the share of training values below / at most each
+    knot): :math:`\Phi^{-1}` of the mid-rank (:func:`_ranks`), the mid-rank clipped to those
+    of the smallest and the largest training value (a value past them scores as they do);
+    0 at NaN. Only the order of ``z`` among the knots counts: the same scores after any
+    increasing map of the column."""
     if xp is np:                 # column by column (each column's search a contiguous copy)
         kt, lt, ut = (np.ascontiguousarray(a.T) for a in (knots, lower, upper))
         out = np.empty(Z.shape, Z.dtype)
         for j in range(Z.shape[1]):
-            out[:, j] = _ranks(np, kt[j], lt[j], ut[j], np.ascontiguousarray(Z[:, j]))
+            out[:, j] = _scores(np, kt[j], lt[j], ut[j], np.ascontiguousarray(Z[:, j]))
         return out
-    return jax.vmap(partial(_ranks, jnp), in_axes=1, out_axes=1)(knots, lower, upper, Z
-                                                                 ).astype(Z.dtype)
+    return jax.vmap(partial(_scores, jnp), in_axes=1, out_axes=1)(knots, lower, upper, Z
+                                                                  ).astype(Z.dtype)
+
+
+def _scores(xp, k, lower, upper, z):
+    """:func:`interp` of one column: the normal scores of ``z [m]`` among the knots
+    ``k [K]``."""
+    u = xp.clip(_ranks(xp, k, lower, upper, z), upper[0] / 2, (1 + lower[-1]) / 2)
+    return (ndtri if xp is np else jax.scipy.special.ndtri)(u)
 
 
 def _ranks(xp, k, lower, upper, z):
-    """:func:`interp` of one column: ``z [m]`` among the knots ``k [K]``."""
+    """The mid-rank of ``z [m]`` among the knots ``k [K]``: at a knot its mid-rank (the mean
+    of its two shares); between two knots the mean of the share at most the one below (its
+    ``upper``) and the share below the one above (its ``lower``), which bracket the share
+    below ``z`` (equal when every training value is a knot: the empirical distribution
+    function); 0 below every knot, 1 above; 1/2 at NaN."""
     K = k.shape[0]
     i = xp.searchsorted(k, z, side="left")
     ii = xp.minimum(i, K - 1)
