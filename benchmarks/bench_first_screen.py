@@ -36,7 +36,7 @@ import jax
 import numpy as np
 
 from lib.blocks import add_arguments, from_lines, rewrite, save_lines
-from lib.shared import FOLDS, SHARED, sizes
+from lib.shared import first_screen_sets, sizes
 from lib.timing import emit
 
 jax.config.update("jax_enable_x64", True)
@@ -132,34 +132,6 @@ def run(name, fold, X, y, q, Xt, yt, qt, extra=None):
         emit(**line)
 
 
-def lambdarank():
-    d = SHARED / "lambdarank_sample"
-    tr = rj.io.read_svmlight(d / "rank.train")
-    te = rj.io.read_svmlight(d / "rank.test", num_features=tr.X.shape[1], drop_extra=True)
-    run("lambdarank_sample", 0, np.asarray(rj.io.normalize_per_query(tr.X, tr.qid)), tr.y,
-        tr.qid, np.asarray(rj.io.normalize_per_query(te.X, te.qid)), te.y, te.qid)
-
-
-def mq2008(folds):
-    parts = {i: rj.io.read_svmlight(SHARED / "mq2008" / f"S{i}.txt.gz") for i in range(1, 6)}
-    for fold in folds:
-        train, test = FOLDS[fold]
-        X = np.concatenate([parts[i].X for i in train])
-        y = np.concatenate([parts[i].y for i in train])
-        q = np.concatenate([parts[i].qid for i in train])
-        order = np.argsort(q, kind="stable")           # rows of a query together (LightGBM)
-        run("MQ2008", fold, X[order], y[order], q[order], parts[test].X, parts[test].y,
-            parts[test].qid)
-
-
-def web():
-    tr = rj.make_web_data(250, seed=1)
-    te = rj.make_web_data(250, seed=2, first_qid=10**6)
-    run("web, raw", 0, tr.X, tr.y, tr.qid, te.X, te.y, te.qid, extra=web_learners())
-    run("web, normalised", 0, np.asarray(rj.io.normalize_per_query(tr.X, tr.qid)), tr.y, tr.qid,
-        np.asarray(rj.io.normalize_per_query(te.X, te.qid)), te.y, te.qid, extra=web_learners())
-
-
 SETS = ("lambdarank_sample", "MQ2008", "web, raw", "web, normalised")
 
 
@@ -200,19 +172,16 @@ def main():
     if from_lines(a, "first-screen", body):
         return
     start = time.perf_counter()
-    if "lambdarank" in a.only:
-        lambdarank()
-    if "mq2008" in a.only:
-        mq2008([int(f) for f in a.folds.split(",")])
-    if "web" in a.only:
-        web()
-    run = dict(name="first_screen_run", machine=platform.machine(), cores=os.cpu_count(),
-               jax=jax.__version__, minutes=round((time.perf_counter() - start) / 60))
-    emit(**run)
+    for name, fold, data in first_screen_sets(a.only.split(","),
+                                              [int(f) for f in a.folds.split(",")]):
+        run(name, fold, *data, extra=web_learners() if name.startswith("web") else None)
+    done = dict(name="first_screen_run", machine=platform.machine(), cores=os.cpu_count(),
+                jax=jax.__version__, minutes=round((time.perf_counter() - start) / 60))
+    emit(**done)
     if a.save:
-        save_lines(a.save, LINES + [run])
+        save_lines(a.save, LINES + [done])
     if a.readme:
-        rewrite(a.readme, "first-screen", body(LINES + [run]))
+        rewrite(a.readme, "first-screen", body(LINES + [done]))
 
 
 if __name__ == "__main__":

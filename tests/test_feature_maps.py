@@ -490,5 +490,12 @@ BAD_INPUT["make_web_data"] = [
     (lambda d: rj.make_web_data(2, docs_per_query=1, num_features=3),
      V(lambda w: w.X.shape == (2, 3) and np.all(np.isfinite(w.X)))),
 ]
+BAD_INPUT["make_interaction_data"] = [
+    (lambda d: rj.make_interaction_data(0), E(ValueError, "num_queries")),
+    (lambda d: rj.make_interaction_data(3, num_features=39), E(ValueError, "num_features")),
+    (lambda d: rj.make_interaction_data(3, docs_per_query=(5, 2)), E(ValueError, "docs_per_query")),
+    (lambda d: rj.make_interaction_data(2, docs_per_query=1, num_features=40),
+     V(lambda w: w.X.shape == (2, 40) and np.all(np.isfinite(w.X)))),
+]
 
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)

@@ -48,6 +48,9 @@ JOBS = [
      ["bench_battery.py", "--readme", "../README.md"]),
     ("optimize", 43, "RankRLSCV(kernel=\"gaussian\", optimize=True) at 12k rows against 35b8738 "
      "(fresh processes, alternating)", ["bench_optimize.py"], ["bench_optimize.py"]),
+    ("default", 86, "The default chosen by the data against the default before it (fresh "
+     "processes, alternating) on the first-screen sets, and on data whose relevance acts "
+     "through interactions", ["bench_default.py", "--queries", "100"], ["bench_default.py"]),
     ("first_answer", 43, "The first answer: first fit in a fresh process (empty and filled "
      "compilation cache), warm fit, another shape and the programs compiled, beside LightGBM and "
      "XGBoost", ["bench_first_answer.py"], ["bench_first_answer.py"]),

@@ -100,20 +100,6 @@ def _mark_finite(x, top: float) -> None:
             _FINITE[id(a)] = (weakref.ref(a, lambda _, key=id(a): _FINITE.pop(key, None)), top)
 
 
-def derived_finite(x):
-    """The library's own derived rows (a rank map's output, a slice of checked rows) marked
-    as checked: one reduction, not counted as a check of the user's input
-    (:data:`VALIDATIONS`), so that the problems built on them check nothing again. A value
-    that is not finite is a bug of the derivation (``RuntimeError``). Returns ``x``."""
-    if known_finite(x) or not is_concrete(x):
-        return x
-    top = max_abs(x)
-    if not np.isfinite(top):
-        raise RuntimeError("derived rows hold NaN or inf (a rankjax bug: please report it)")
-    _mark_finite(x, top)
-    return x
-
-
 def _finite(x, name: str):
     """Refuses NaN/inf in a concrete ``x`` (counted in :data:`VALIDATIONS`); returns
     ``max |x|`` (``None`` when traced)."""

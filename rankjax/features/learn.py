@@ -11,14 +11,19 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from .._core.checks import (as_float_array, check_targets, derived_finite, first_nonfinite,
-                            is_concrete, segment_ids)
+from .._core.checks import (as_float_array, check_targets, first_nonfinite, is_concrete,
+                            segment_ids)
 from .._core.sparse import is_sparse, to_scipy
 from .._core.host import device_array, host_view
 from .maps import (IMPUTE_SWEEPS, KNOTS, FeatureMap, by_blocks, colsearch, interp, mm, take,
                    with_categories)
 
-__all__ = ["learn_feature_map", "learn_and_map", "weighted_from", "KINDS"]
+__all__ = ["learn_feature_map", "learn_and_map", "weighted_from", "KINDS", "DERIVED"]
+
+DERIVED = "derived rows"
+"""The name the library's own derived rows (a map's output) are checked under, once, apart
+from the user's ``X`` (``rankjax._core.checks.VALIDATIONS``): the problems built on them
+check nothing again."""
 
 KINDS = ("rank", "weighted", "standard")
 """The kinds of :func:`learn_feature_map`."""
@@ -112,7 +117,8 @@ def weighted_from(fm, rows, y, seg, labels=None):
     lab = None if labels is None else (labels if xp is np else jnp.asarray(labels))
     scale = _weights(xp, U, yy, seg.seg if xp is np else jnp.asarray(seg.seg), seg.num_queries,
                      lab).astype(U.dtype)
-    return fm._replace(scale=device_array(scale)), derived_finite(device_array(U * scale))
+    rows = as_float_array(device_array(U * scale), DERIVED, finite=True)
+    return fm._replace(scale=device_array(scale)), rows
 
 
 def _sparse_scales(X):

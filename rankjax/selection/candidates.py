@@ -43,12 +43,12 @@ from typing import Callable, Optional
 import jax.numpy as jnp
 import numpy as np
 
-from .._core.checks import derived_finite
+from .._core.checks import as_float_array
 from .._core.host import device_array, host_view
 from .._core.log import info
 from .._core.sparse import as_dense
 from .._problem import Problem
-from ..features.learn import learn_and_map, weighted_from
+from ..features.learn import DERIVED, learn_and_map, weighted_from
 from ..features.maps import map_rows
 from ..graphs.folds import make_folds
 from ..kernels.basis import Basis
@@ -204,7 +204,7 @@ class _Fit:
             return weighted_from(*self.ranks(), self.y, self.seg, labels)
         fm, rows = learn_and_map(as_dense(self.X), self.y, self.seg, kind, self.c.categorical,
                                  labels)
-        return fm, derived_finite(rows)
+        return fm, as_float_array(rows, DERIVED, finite=True)
 
     @functools.cache
     def ranks(self):
@@ -303,7 +303,7 @@ def take_rows(a, rows):
     compile for each subsample's shape), gathered on the device where it has none."""
     v = host_view(a)
     out = device_array(v[rows]) if v is not None else jnp.take(jnp.asarray(a), rows, axis=0)
-    return derived_finite(out) if out.ndim == 2 else out
+    return as_float_array(out, DERIVED, finite=True) if out.ndim == 2 else out
 
 
 def uniform_rows(rng, m, b):

@@ -45,33 +45,18 @@ __all__ = ["eigh_solve", "eigh_path", "ridge_solve", "ridge_solve_checked", "pri
 
 
 RESOLVE_RTOL = {"path": 1000.0, "pairs": 200.0}
-r"""How far above the rounding level of its spectrum a λ must lie for each dual shortcut to give it
-to about 1 % (measured in float32 against float64 on Gaussian and linear kernels, m = 1,000 and
-3,000; the dual path's constant raised from 300 when a second machine measured 1.05 % at
-twice its floor, so that the rounding at the floor stays well inside 1 %): the dual path's
-:math:`(S K S + \lambda I)^{-1}` (``"path"``) and leave-pair-out's ``1 - (m-2) σ / ((m-2) σ +
-λ)`` (``"pairs"``, spectrum ``(m-2) σ``). A λ below :func:`lam_floor` gives a NaN lane. The
-hold-out's :math:`(K - K S U \operatorname{diag}(1/(Γ+\lambda)) U^T S K) / \lambda` (``"holdout"``)
-has an error that grows as
-:math:`c\,\epsilon (\text{largest} / \lambda)^2` (its cancellation is divided by λ, and each
-fold's system :math:`I - B^T H_{UU} B` turns singular as λ falls), so its floor is
-:data:`HOLDOUT_SQRT_EPS` :math:`\sqrt{\epsilon}` times the largest eigenvalue: with
-:math:`c = 0.12`, measured on a Gaussian kernel of rank-mapped columns (every row near the
-mean distance, the estimators' default representation) in float32 and float64 alike (9 % at
-:math:`\sqrt{\epsilon}`, 0.1 % at ten times it), the error at the floor is 1 %; at float64's
-3000 eps (the floor once measured at 1 % in float32 on other kernels) a lane missed a
-retrained query's scores by 100 % and more and scored NDCG 1 (``tests/test_candidates.py``)."""
-
-
+r"""How far above the rounding of its spectrum a λ must lie for a dual shortcut to give it to 1 %
+(float32 against float64, Gaussian and linear kernels, m = 1,000 and 3,000): the path's :math:`(S K
+S + \lambda I)^{-1}` (``"path"``), leave-pair-out's ``1 - (m-2) σ / ((m-2) σ + λ)`` (``"pairs"``);
+below :func:`lam_floor` a NaN lane. The hold-out (``"holdout"``) errs as :math:`c \epsilon
+(\text{largest} / \lambda)^2` (a cancellation divided by λ, then each fold's :math:`I - B^T H_{UU}
+B` turning singular): its floor is :data:`HOLDOUT_SQRT_EPS` :math:`= \sqrt{c / 1\%}` times
+:math:`\sqrt{\epsilon}` times the largest eigenvalue (benchmarks/design_measurements.md §8)."""
 HOLDOUT_SQRT_EPS = 3.5
-r"""The hold-out floor's :math:`\sqrt{\epsilon}` factor (:data:`RESOLVE_RTOL`): :math:`\sqrt{c / 1\%}`
-with :math:`c = 0.12`."""
 
 
 def lam_floor(largest, dtype, kind: str):
-    r"""Traced: the smallest λ that ``dtype`` resolves for a shortcut (:data:`RESOLVE_RTOL`;
-    the hold-out's :data:`HOLDOUT_SQRT_EPS` :math:`\sqrt{\epsilon}`) when the largest
-    eigenvalue of its system is ``largest``."""
+    """Traced: the smallest λ ``dtype`` resolves for a shortcut given its ``largest`` eigenvalue."""
     eps = float(jnp.finfo(dtype).eps)
     rtol = HOLDOUT_SQRT_EPS * eps ** 0.5 if kind == "holdout" else RESOLVE_RTOL[kind] * eps
     return rtol * largest
