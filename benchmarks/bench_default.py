@@ -60,8 +60,9 @@ def worker(args):
         times.append(time.perf_counter() - t0)
     f = np.asarray(m.predict(Xt), np.float64)
     np.save(args.out, f)
-    chosen = getattr(m, "best_params_", {"features": "weighted ranks", "kernel": "gaussian",
-                                         "lam": float(m.lam_), "gamma": float(m.gamma_)})
+    chosen = (m.best_params_ if hasattr(m, "best_params_") else     # the base: one candidate
+              {"features": "weighted ranks", "kernel": "gaussian", "lam": float(m.lam_),
+               "gamma": float(m.gamma_)})
     print(json.dumps(dict(first_s=times[0], warm_s=float(np.median(times[1:])),
                           ndcg10=float(rj.ndcg(f, yt, qt, k=10)), chosen=chosen,
                           rankjax=rj.__file__)))
