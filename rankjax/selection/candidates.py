@@ -6,7 +6,7 @@ The candidates (a :class:`Rows` block each in ``cv_results_``):
 
 * ``"ranks"``: the kernel on the rank map learned without the labels
   (:func:`~rankjax.learn_feature_map`, ``kind="rank"``) over a small γ ladder
-  (:data:`GAMMA_FACTORS` times the reference γ, extended past an edge optimum);
+  (:data:`GAMMA_FACTORS` times the reference γ);
 * ``"weighted ranks"``: the kernel on the rank map with each column scaled by its
   within-query correlation with the labels (``kind="weighted"``), at the ranks' best γ
   factor;
@@ -63,11 +63,12 @@ __all__ = ["GAMMA_FACTORS", "SCREEN_BASIS", "SCREEN_ROWS", "CROSSFIT_BASIS", "Ca
            "Choice", "Rows", "choose", "crossfit_holdout"]
 
 
-GAMMA_FACTORS = (1 / 9, 1 / 3, 1.0)
+GAMMA_FACTORS = (1 / 3, 1.0, 3.0)
 """The γ ladder of the ranks candidate: the reference γ (``gamma="mean"``: one over the mean
-squared distance of two training rows) times these factors, extended past an edge optimum
-at the same ratio (``extend`` times a side). On rank columns the best γ of the shared sets
-lay at 1/27 to 1 times the reference (``benchmarks/bench_first_screen.py``)."""
+squared distance of two training rows) times these factors. The screen does not extend it:
+its small basis and subsample favour smooth kernels (small γ) more than the model on every
+row does, and past the ladder's low end its scores are flat within their noise
+(benchmarks/design_measurements.md §8)."""
 
 
 SCREEN_BASIS = 256
@@ -339,24 +340,11 @@ def best_score(scores) -> float:
 
 
 def screen_ranks(f: _Fit, feats):
-    """The ranks candidate's screen over the γ ladder, extended past an edge optimum at the
-    ladder's outermost ratio (``extend`` times a side): ``(rows, best γ, reference γ)``."""
+    """The ranks candidate's screen over the γ ladder: ``(rows, best γ, reference γ)``."""
     gammas, g0 = f.c.ladder((feats.full or feats.halves[0])[1])
     out = {g: f.screen(feats, g) for g in gammas}
-    extended, done = set(), {-1: 0, 1: 0}
-    while len(out) >= 2:
-        ladder = sorted(out)
-        best = max(ladder, key=lambda g: best_score(out[g]))
-        side = -1 if best == ladder[0] else 1 if best == ladder[-1] else 0
-        if side == 0 or done[side] >= f.c.extend:
-            break
-        done[side] += 1
-        g = best * (ladder[-1] / ladder[-2] if side > 0 else ladder[0] / ladder[1])
-        info(f.c.verbose, "screen: the best γ %.4g is on the grid's edge: γ %.4g", best, g)
-        out[g] = f.screen(feats, g)
-        extended.add(g)
     kind = f.c.kernel(g0).kind
-    rows = [Rows(feats.name, kind, g, f.lams, out[g], np.full(f.lams.size, g in extended))
+    rows = [Rows(feats.name, kind, g, f.lams, out[g], np.zeros(f.lams.size, bool))
             for g in sorted(out)]
     return rows, max(sorted(out), key=lambda g: best_score(out[g])), g0
 
