@@ -25,7 +25,7 @@ import warnings
 import jax
 import numpy as np
 
-from lib.blocks import add_arguments, from_lines, rewrite, save_lines
+from lib.blocks import add_arguments, from_lines, read_lines, rewrite, save_lines
 from lib.shared import FOLDS, SHARED, sizes
 from lib.timing import emit
 
@@ -76,11 +76,17 @@ def learners():
     return out
 
 
+ONLY_LEARNERS = ()
+"""``--learners``: the learners (by a part of their name) this run fits; empty: every one."""
+
+
 def run(name, fold, X, y, q, Xt, yt, qt, learned=True):
     for seed in (0,) + SEEDS:
         A, B = (X, Xt) if seed == 0 else rj.distort_like_logs(X, Xt, seed=seed)[:2]
         jax.clear_caches()        # every seed has shapes of its own: drop the last seed's code
         for learner, fit in learners().items():
+            if ONLY_LEARNERS and not any(part in learner for part in ONLY_LEARNERS):
+                continue
             if learner == LEARNED and not (learned and seed in (0,) + LEARNED_SEEDS):
                 continue
             t0 = time.perf_counter()
@@ -159,6 +165,9 @@ def body(lines):
                f"{run.get('jax', '?')}, float32; seeds {SEEDS[0]}-{SEEDS[-1]}; `python "
                "benchmarks/bench_battery.py --save benchmarks/lines/battery.jsonl --readme README.md`, "
                f"{run.get('minutes', '?')} min")
+    if run.get("learners"):
+        machine += (f" for the learners named {', '.join(run['learners'])} (`--learners`); the "
+                    "other rows kept from the run before (`--keep`: their code unchanged)")
     folds = sorted({r["fold"] for r in lines if r.get("learner") == LEARNED
                     and r["set"] == "MQ2008"})
     return (f"{table([r for r in lines if 'learner' in r])}\n\n<sub>{machine}; the learned "
@@ -171,10 +180,15 @@ def main():
     ap.add_argument("--only", default="lambdarank,mq2008,web")
     ap.add_argument("--folds", default="1,2,3,4,5")
     ap.add_argument("--learned-folds", default="1")
+    ap.add_argument("--learners", default="", help="fit only the learners whose names contain "
+                    "one of these comma-separated parts")
+    ap.add_argument("--keep", help="a saved run whose lines of the other learners are kept")
     add_arguments(ap, "battery")
     a = ap.parse_args()
     if from_lines(a, "battery", body):
         return
+    global ONLY_LEARNERS
+    ONLY_LEARNERS = tuple(p for p in a.learners.split(",") if p)
     start = time.perf_counter()
     if "lambdarank" in a.only:
         lambdarank()
@@ -183,12 +197,18 @@ def main():
     if "web" in a.only:
         web()
     run = dict(name="battery_run", machine=platform.machine(), cores=os.cpu_count(),
-               jax=jax.__version__, minutes=round((time.perf_counter() - start) / 60))
+               jax=jax.__version__, minutes=round((time.perf_counter() - start) / 60),
+               **({"learners": list(ONLY_LEARNERS)} if ONLY_LEARNERS else {}))
     emit(**run)
+    kept = [] if not a.keep else [r for r in read_lines([a.keep]) if "learner" in r and not any(
+        part in r["learner"] for part in ONLY_LEARNERS)]
+    lines = kept + LINES
+    lines.sort(key=lambda r: list(learners()).index(r["learner"]) if r["learner"] in learners()
+               else len(learners()))
     if a.save:
-        save_lines(a.save, LINES + [run])
+        save_lines(a.save, lines + [run])
     if a.readme:
-        rewrite(a.readme, "battery", body(LINES + [run]))
+        rewrite(a.readme, "battery", body(lines + [run]))
 
 
 if __name__ == "__main__":

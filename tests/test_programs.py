@@ -81,6 +81,24 @@ def test_a_torn_file_is_exported_again(store):
     assert path.stat().st_size > 4
 
 
+def test_an_executable_that_cannot_run_is_never_written_again(store):
+    """A read-back executable XLA:CPU cannot run (``_forget``) leaves a mark in place of its
+    file: this process and a later one run the plain jitted program and write no file, so
+    no later process pays its compilation again to fail on it."""
+    if jax.devices()[0].platform != "cpu":
+        pytest.skip("executables are kept on the CPU")
+    x, pair = _args()
+    kept(x, pair, power=2)
+    (path,) = store.glob("executables/*.pkl")
+    _programs._forget(path.stem)
+    STORE.unkept.discard(path.stem)          # as a fresh process
+    STORE.memory.clear()
+    before = dict(STORE.stats)
+    assert float(kept(x, pair, power=2)["sum"]) == pytest.approx(float(jnp.sum(x * 2.0)) ** 2)
+    assert STORE.stats == before and not list(store.glob("*/*.pkl"))
+    assert path.with_suffix(".refused").exists()
+
+
 def test_off_by_default_in_the_library():
     if STORE.folder is None:
         assert float(kept(*_args(), power=1)["sum"]) == 30.0

@@ -425,7 +425,7 @@ def _call(core, args, kwargs, later=False):
         return None if later else core.jitted(*args, **kwargs)
     statics = tuple(sorted((str(k), _spelling(v)) for k, v in {**fixed, **kwargs}.items()))
     key = _key(f"{core.__module__}.{core.__qualname__}", statics, in_tree, leaves)
-    if key is None or key in STORE.unkept or not top_level():
+    if key is None or key in STORE.unkept or not top_level() or _refused(key):
         return None if later else plain(core, args, kwargs)
     fn = core.__wrapped__
 
@@ -457,12 +457,21 @@ def _call(core, args, kwargs, later=False):
 def _forget(key) -> None:
     """Drops a read-back executable that XLA:CPU cannot run (``NOT_FOUND: Function ... not
     found``: a serialised program of many kernels came back without some of them, jaxlib
-    0.10.2, a blocked Nyström hold-out of 18,310 rows): its file is deleted and the
-    program is compiled again, outside the store, in this process."""
+    0.10.2, a blocked Nyström hold-out of 18,310 rows, the whole one of 2,000 rows): its
+    file is replaced by a mark, so that this process and every later one compile it
+    outside the store (JAX's own cache) instead of writing it again for the next process
+    to fail on."""
     STORE.memory.pop(key, None)
     STORE.unkept.add(key)
     with contextlib.suppress(OSError):
-        (STORE.folder / "executables" / (key + ".pkl")).unlink()
+        path = STORE.folder / "executables" / (key + ".pkl")
+        path.with_suffix(".refused").touch()
+        path.unlink()
+
+
+def _refused(key) -> bool:
+    """Whether a process found ``key``'s executable unrunnable (:func:`_forget`)."""
+    return (STORE.folder / "executables" / (key + ".refused")).exists()
 
 
 @atexit.register
