@@ -14,7 +14,7 @@ from .._core.resolved import UnresolvedLambdaWarning
 from .._core.sparse import as_dense
 from .._problem import Problem
 from .._solve import fit as _fit, select as _select
-from ..selection.candidates import GAMMA_FACTORS, Candidates, Rows, choose
+from ..selection.candidates import GAMMA_FACTORS, Candidates, choose, final_rows
 from ..selection.edges import EXTEND
 from ..graphs.build import identity_graph
 from ..metrics import ndcg
@@ -291,7 +291,7 @@ class RankRLSCV(RankRLS):
                                               eval_set, eval_qid, eval_group)
                 kernel = "linear" if self.kernel in (None, "linear") else getattr(
                     self.kernel, "kind", self.kernel)
-                rows = selection_rows(sel, features, kernel)
+                rows = final_rows(sel, features, kernel)
         default = lams.shape == (len(DEFAULT_LAMS),) and np.allclose(lams, DEFAULT_LAMS, rtol=1e-12)
         for w in caught:            # the default grid's unresolved λ: a note, not a warning
             if default and issubclass(w.category, UnresolvedLambdaWarning):
@@ -388,16 +388,3 @@ class RankRLSCV(RankRLS):
                             "mean_test_score": s, "rank_test_score": rank,
                             "stage": np.where(final, "final", "screen"),
                             "extended": cat(lambda r: np.asarray(r.extended, bool))}
-
-
-def selection_rows(sel, features, kernel):
-    """The ``cv_results_`` rows (:class:`~rankjax.selection.candidates.Rows`) of one
-    :class:`rankjax.Selection` in its order: a block per run of one γ (NaN: the linear
-    model)."""
-    n = len(sel.lams)
-    gam = np.full(n, np.nan) if sel.gammas is None else np.asarray(sel.gammas, np.float64)
-    ext = np.zeros(n, bool) if sel.extended is None else np.asarray(sel.extended, bool)
-    same = (gam[1:] == gam[:-1]) | (np.isnan(gam[1:]) & np.isnan(gam[:-1]))
-    cuts = np.r_[0, np.flatnonzero(~same) + 1, n]
-    return [Rows(features, kernel, float(gam[a]), np.asarray(sel.lams)[a:b],
-                 np.asarray(sel.scores)[a:b], ext[a:b], "final") for a, b in zip(cuts, cuts[1:])]

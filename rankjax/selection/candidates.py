@@ -239,7 +239,7 @@ class _Fit:
         pred = crossfit_holdout(problems, first, solver, self.lams, folds)
         return self.grid(problems[0]).score(pred, self.lams)
 
-    def final(self, feats, solver, optimize=True):
+    def final(self, feats, solver, optimize=True, others=()):
         """The candidate held out on every row: a :class:`~rankjax.Selection`. A label-free
         map: ``solver``'s exact hold-out over the λ grid (:func:`select_grid`, its model
         kept). A label-derived one: the cross-fitted hold-out of the Nyström model of
@@ -249,7 +249,7 @@ class _Fit:
         optimize = optimize and c.optimize
         if feats.halves is None:
             fm, rows = feats.full
-            return select_grid(self.problem(rows, fm), [solver], lams=self.lams,
+            return select_grid(self.problem(rows, fm), [solver, *others], lams=self.lams,
                                folds=self.folds, score_k=c.score_k, optimize=optimize,
                                optimize_steps=c.optimize_steps, ard=c.ard and optimize, seed=c.seed,
                                verbose=c.verbose, extend=c.extend)
@@ -374,11 +374,14 @@ the linear model on the ranks (its λ grid). ``X``
     for name, (_, g, score) in kernels.items():
         info(c.verbose, "screen: %s γ %.4g, best hold-out NDCG %.4f", name, g, score)
     feats, g, _ = kernels[max(kernels, key=lambda k: kernels[k][2])]
-    kernel_sel = f.final(feats, c.route(c.kernel(g)))
+    others = ()
+    if c.optimize:                  # the descent starts from the grid's best on every row
+        others = [c.route(c.kernel(h)) for h in sorted({r.gamma for r in rows}) if h != g]
+    kernel_sel = f.final(feats, c.route(c.kernel(g)), others=others)
     linear_sel = f.final(ranks, Auto(), optimize=False)      # the gradient learns kernels
     info(c.verbose, "%s γ %.4g: hold-out NDCG %.4f; the linear model on the ranks: %.4f",
          feats.name, g, kernel_sel.score, linear_sel.score)
-    rows += [final_rows(kernel_sel, feats.name, kind), final_rows(linear_sel, ranks.name, "linear")]
+    rows += final_rows(kernel_sel, feats.name, kind) + final_rows(linear_sel, ranks.name, "linear")
     if best_score(linear_sel.score) > best_score(kernel_sel.score):    # the kernel's descent kept
         return Choice(linear_sel._replace(trajectory=kernel_sel.trajectory), ranks.full[0],
                       ranks.name, "linear", rows)
@@ -386,8 +389,11 @@ the linear model on the ranks (its λ grid). ``X``
 
 
 def final_rows(sel, features, kernel):
-    """The :class:`Rows` of a final :class:`~rankjax.Selection` (one γ)."""
-    return Rows(features, kernel, np.nan if sel.gammas is None else float(sel.gammas[0]),
-                np.asarray(sel.lams), np.asarray(sel.scores),
-                np.zeros(len(sel.lams), bool) if sel.extended is None else
-                np.asarray(sel.extended, bool), "final")
+    """The :class:`Rows` of a final :class:`~rankjax.Selection`, a block per run of one γ."""
+    n = len(sel.lams)
+    gam = np.full(n, np.nan) if sel.gammas is None else np.asarray(sel.gammas, np.float64)
+    ext = np.zeros(n, bool) if sel.extended is None else np.asarray(sel.extended, bool)
+    same = (gam[1:] == gam[:-1]) | (np.isnan(gam[1:]) & np.isnan(gam[:-1]))
+    cuts = np.r_[0, np.flatnonzero(~same) + 1, n]
+    return [Rows(features, kernel, float(gam[a]), np.asarray(sel.lams)[a:b],
+                 np.asarray(sel.scores)[a:b], ext[a:b], "final") for a, b in zip(cuts, cuts[1:])]
