@@ -82,7 +82,8 @@ BLOCKS = {"first-answer": ("bench_first_answer.py", "first_answer.jsonl"),
 """README block -> (the benchmark that writes it, its committed JSON lines under
 ``benchmarks/lines/``)."""
 
-LINES = {**{f: s for s, f in BLOCKS.values()}, "sweep.jsonl": "bench_sweep.py"}
+LINES = {**{f: s for s, f in BLOCKS.values()}, "sweep.jsonl": "bench_sweep.py",
+         "default.jsonl": "bench_default.py"}
 """Every committed JSON-lines file under ``benchmarks/lines/`` -> the script that writes it."""
 
 OTHER = {"bench_floor.py": "guard.py (the speed guard's hot paths)",
