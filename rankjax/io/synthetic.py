@@ -244,9 +244,9 @@ def make_interaction_data(num_queries: int = 300, *, num_features: int = 136,
 
     .. math::
 
-       s = \sum_{k<8} 	anh(2 x_{2k} x_{2k+1}) + \sum_{k<8} \sin(2 x_{16+k})
-           + 	frac12 \sum_{k<8} (x_{24+k}^2 - 1) + 0.7 \sum_{k<8} x_{32+k}
-           + 	ext{noise} \cdot \sigma_s\, arepsilon
+       s = \sum_{k<8} \tanh(2 x_{2k} x_{2k+1}) + \sum_{k<8} \sin(2 x_{16+k})
+           + \frac12 \sum_{k<8} (x_{24+k}^2 - 1) + 0.7 \sum_{k<8} x_{32+k}
+           + \text{noise} \cdot \sigma_s\, \varepsilon
 
     (8 interacting pairs, 8 sines, 8 squares and 8 linear columns, each group of about the
     same variance; every other column is noise; :math:`\sigma_s` the signal's standard
