@@ -3,8 +3,8 @@
 cross-fitted weighted ranks, the linear model on the ranks) and keeps the best; nothing it
 learns from labels enters a hold-out that scores them.
 
-Twins: the cross-fitted hold-out against models retrained without each query on the other
-half's map, the weighted rows against correlations computed query by query, the chosen
+Twins: the cross-fitted hold-out against models retrained without each query on the map of
+the other parts' labels, the weighted rows against correlations computed query by query, the chosen
 candidate's model against a refit, zero weights against the queries dropped. The
 permutation test: with labels permuted within queries no candidate's held-out score lies
 above chance, and a map that learns its weights from every training label (the mutation
@@ -32,20 +32,25 @@ def small():
     return d
 
 
-def halves(qid, seed=0):
+def parts(qid, k=cand.CROSSFIT_PARTS, seed=0):
+    """``[m]`` each row's cross-fitting part as the default draws them: the queries in a
+    random order, the i-th of Q in part ``i k // Q``."""
     seg = segment_ids(qid)
     Q = seg.num_queries
-    return np.isin(seg.seg, np.random.default_rng(seed).permutation(Q)[:Q // 2])
+    part = np.empty(Q, int)
+    for i, q in enumerate(np.random.default_rng(seed).permutation(Q)):
+        part[q] = i * k // Q
+    return part[seg.seg]
 
 
-def test_the_weighted_rows_are_the_ranks_scaled_by_one_halfs_correlations(small):
-    """``weighted_from`` with the rows of one half: each column's within-query correlation
-    with the labels over that half's queries alone (query by query), to a root mean square
+def test_the_weighted_rows_are_the_ranks_scaled_by_some_queries_correlations(small):
+    """``weighted_from`` with the rows of some queries: each column's within-query correlation
+    with the labels over those queries alone (query by query), to a root mean square
     of 1; the same as learning ``kind="weighted"`` with those labels."""
     d = small
     seg = segment_ids(d.qid)
     fm, U = learn_and_map(d.X, d.y, seg, "rank")
-    first = halves(d.qid)
+    first = parts(d.qid) != 0
     wfm, W = weighted_from(fm, U, d.y, seg, first)
     U = np.asarray(U)
     cov, uu, yy = np.zeros(U.shape[1]), np.zeros(U.shape[1]), 0.0
@@ -59,30 +64,31 @@ def test_the_weighted_rows_are_the_ranks_scaled_by_one_halfs_correlations(small)
     lfm, L = learn_and_map(d.X, d.y, seg, "weighted", labels=first)
     np.testing.assert_allclose(np.asarray(L), np.asarray(W), rtol=1e-10, atol=1e-14)
     other = weighted_from(fm, U, d.y * np.where(first, 1.0, -3.0), seg, first)[1]
-    np.testing.assert_array_equal(np.asarray(other), np.asarray(W))   # the other half unread
+    np.testing.assert_array_equal(np.asarray(other), np.asarray(W))   # the other rows unread
 
 
 @pytest.mark.parametrize("solver", ["dual", "nystrom"])
-def test_the_crossfitted_holdout_equals_retraining_on_the_other_halfs_map(small, solver):
+def test_the_crossfitted_holdout_equals_retraining_on_the_other_parts_map(small, solver):
     """Every held-out query predicted by the model retrained without it, on the rows
     weighted by the half of the queries it is not in (brute force: enumerated-pair
     Laplacian, dense solves; float64)."""
     d = small
     seg = segment_ids(d.qid)
     fm, U = learn_and_map(d.X, d.y, seg, "rank")
-    first = halves(d.qid)
-    rows = [np.asarray(weighted_from(fm, U, d.y, seg, h)[1]) for h in (first, ~first)]
+    part = parts(d.qid)
+    rows = [np.asarray(weighted_from(fm, U, d.y, seg, part != k)[1])
+            for k in range(cand.CROSSFIT_PARTS)]
     gamma, basis = 0.3, np.arange(0, d.X.shape[0], 7)
     kern = rj.gaussian_kernel(gamma)
     s = rj.Dual(kern) if solver == "dual" else rj.Nystrom(kern, rj.Basis(rows=basis))
     problems = [rj.Problem(r, d.y, d.qid) for r in rows]
-    got = cand.crossfit_holdout(problems, first, s, np.asarray(LAMS),
+    got = cand.crossfit_holdout(problems, part, s, np.asarray(LAMS),
                                 rj.make_folds(problems[0].graph))
     for j, lam in enumerate(LAMS):
         want = np.zeros(len(d.y))
         for q in np.unique(d.qid):
             out = d.qid == q
-            Z = rows[1] if first[out][0] else rows[0]      # the other half's map
+            Z = rows[part[out][0]]                 # the map of the other parts' labels
             tr = ~out
             L = ref.dense_laplacian(d.qid[tr])
             if solver == "dual":
@@ -131,7 +137,7 @@ def test_every_candidate_is_held_out_and_the_best_kept(small):
 def test_a_label_derived_map_is_crossfitted_then_fitted_on_every_label(small):
     """A categorical column (read as its categories' label scores) makes every map learn
     from labels: the kept candidate's final rows are its cross-fitted hold-out on every
-    row (each half's queries through the map of the other half's labels; the exact kernel
+    row (each part's queries through the map of the other parts' labels; the exact kernel
     on at most CROSSFIT_BASIS rows), scored on every query, and its model is the map of
     every label fitted at the λ they choose."""
     pd = pytest.importorskip("pandas")
@@ -143,12 +149,13 @@ def test_a_label_derived_map_is_crossfitted_then_fitted_on_every_label(small):
     X = frame.astype(float).to_numpy()
     r, kind = m.cv_results_, m.best_params_["kernel"]
     final = (r["stage"] == "final") & (r["param_kernel"] == kind)
-    seg, first = segment_ids(d.qid), halves(d.qid)
+    seg, part = segment_ids(d.qid), parts(d.qid)
     mapped = {"ranks": "rank", "weighted ranks": "weighted"}[m.best_params_["features"]]
-    maps = [learn_and_map(X, d.y, seg, mapped, [0], labels=h) for h in (first, ~first)]
+    maps = [learn_and_map(X, d.y, seg, mapped, [0], labels=part != k)
+            for k in range(cand.CROSSFIT_PARTS)]
     solver = rj.Auto() if kind == "linear" else rj.Dual(rj.gaussian_kernel(m.gamma_))
     problems = [rj.Problem(rows, d.y, d.qid) for _, rows in maps]
-    pred = cand.crossfit_holdout(problems, first, solver, np.asarray(LAMS),
+    pred = cand.crossfit_holdout(problems, part, solver, np.asarray(LAMS),
                                  rj.make_folds(problems[0].graph))
     want = [float(rj.ndcg(p, d.y, d.qid)) for p in pred]
     np.testing.assert_allclose(r["mean_test_score"][final], want, rtol=1e-9)

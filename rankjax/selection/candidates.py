@@ -17,17 +17,17 @@ same whatever increasing or decreasing map a column was logged through.
 
 A map that learns from the labels (the weighted ranks; any map of categorical columns, whose
 categories are read as label scores) is *cross-fitted*: the training queries are split at
-random into two halves, and each half's hold-out predictions come from the map learned on
-the other half's labels (Chernozhukov et al. 2018, §3), so no held-out query's labels shaped
-the features it is scored on. With an evaluation set the choice is scored on rows no map saw:
-no split.
+random into :data:`CROSSFIT_PARTS` parts, and each part's hold-out predictions come from the
+map learned on the other parts' labels (Chernozhukov et al. 2018, §3), so no held-out
+query's labels shaped the features it is scored on. With an evaluation set the choice is
+scored on rows no map saw: no split.
 
 The kernel candidates are *screened* on a random subsample of :data:`SCREEN_ROWS` rows of
 whole queries by the exact hold-out of a Nyström model on one shared uniform basis of
 :data:`SCREEN_BASIS` rows. The best is then held out on every row: a label-free map by its
 own route's exact hold-out over the λ grid (``select_grid``; its model kept); a
 label-derived map by the cross-fitted hold-out of a Nyström model on a uniform basis of
-:data:`CROSSFIT_BASIS` rows (one hold-out per half's map), after which the map learned from
+:data:`CROSSFIT_BASIS` rows (one hold-out per part's map), after which the map learned from
 every label is fitted on its own route at the chosen λ. The linear model on the ranks is held
 out beside it, and the higher of the two final hold-outs is kept. ``optimize=True`` starts
 from label-free columns only (the weighted ranks are not offered: with ``ard=True`` the
@@ -59,7 +59,8 @@ from ..solvers.base import check_call
 from .refine import dense_segments
 from .select import Grid, select_grid
 
-__all__ = ["GAMMA_FACTORS", "SCREEN_BASIS", "SCREEN_ROWS", "CROSSFIT_BASIS", "Candidates",
+__all__ = ["GAMMA_FACTORS", "SCREEN_BASIS", "SCREEN_ROWS", "CROSSFIT_BASIS", "CROSSFIT_PARTS",
+           "Candidates",
            "Choice", "Rows", "choose", "crossfit_holdout"]
 
 
@@ -83,7 +84,15 @@ many."""
 
 CROSSFIT_BASIS = 512
 """The rows of the uniform Nyström basis of a label-derived map's cross-fitted hold-out on
-every row (two hold-outs, one per half's map; the exact kernel on at most this many rows)."""
+every row (one hold-out per part's map; the exact kernel on at most this many rows)."""
+
+
+CROSSFIT_PARTS = 2
+"""The parts of the queries a label-derived map is cross-fitted over: each part's hold-out
+predictions come from the map of the other parts' labels (one hold-out on every row per
+part). Four parts (maps of 3/4 of the labels) chose λ closer to the map of every label's
+but cost 2.4x the fit time of the default before the candidates
+(benchmarks/design_measurements.md §8)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,11 +137,11 @@ class Rows:
 class Features:
     """A candidate's features: ``name``, the map ``kind``, ``full`` ``(map, rows)`` learned
     from every label it reads, and for a map that learns from labels (without an evaluation
-    set) the two halves' ``(map, rows)`` (``halves[h]`` from half ``h``'s labels)."""
+    set) the parts' ``(map, rows)`` (``parts[k]`` from the labels of every part but ``k``)."""
     name: str
     kind: str
     full: Optional[tuple] = None
-    halves: Optional[tuple] = None
+    parts: Optional[tuple] = None
 
 
 @dataclasses.dataclass
@@ -149,7 +158,7 @@ class Choice:
 
 class _Fit:
     """One fit's data: the rows, labels, queries, graph, folds, λ grid, the evaluation set,
-    the halves of the queries and the screen's subsample."""
+    the cross-fitting's part of each row and the screen's subsample."""
 
     def __init__(self, c: Candidates, X, y, seg, graph, valid, lams):
         self.c, self.X, self.y, self.seg, self.graph, self.valid = c, X, y, seg, graph, valid
@@ -158,8 +167,7 @@ class _Fit:
         self.folds = None if valid is not None else make_folds(graph, c.folds, seed=c.seed)
         rng = np.random.default_rng(c.seed)
         Q = seg.num_queries
-        self.first = (None if valid is not None or Q < 2 else
-                      np.isin(seg.seg, rng.permutation(Q)[:Q // 2]))   # rows of half 0
+        self.part = None if valid is not None or Q < 2 else query_parts(seg, CROSSFIT_PARTS, rng)
         self.sub = whole_queries(seg, SCREEN_ROWS, rng)
         self.sub_seg = dense_segments(np.unique(seg.seg[self.sub], return_inverse=True)[1])
         self.sub_graph = graph if self.sub.size == self.m else graph.restrict(self.sub)
@@ -186,11 +194,11 @@ class _Fit:
                        qid=self.sub_seg if self.c.identity else None, valid=valid)
 
     def features(self, name, kind):
-        """The :class:`Features` of ``kind`` (``"rank"`` or ``"weighted"``): its halves'
+        """The :class:`Features` of ``kind`` (``"rank"`` or ``"weighted"``): its parts'
         maps where it learns from labels, else every label's."""
-        if self.label_derived(kind) and self.first is not None:
-            return Features(name, kind, halves=(self.learn(kind, self.first),
-                                                self.learn(kind, ~self.first)))
+        if self.label_derived(kind) and self.part is not None:
+            return Features(name, kind, parts=tuple(self.learn(kind, self.part != k)
+                                                    for k in range(self.part.max() + 1)))
         return Features(name, kind, full=self.learn(kind, None))
 
     def label_derived(self, kind) -> bool:
@@ -224,19 +232,19 @@ class _Fit:
 
     def held_out(self, feats, solver, sub=False):
         """``[L]`` NDCG of ``solver``'s hold-out on the candidate's features (every row or
-        the subsample; each half's queries predicted through the other half's map where the
+        the subsample; each part's queries predicted through the other parts' map where the
         map learns from labels), or of its path on the evaluation set."""
         folds = self.sub_folds if sub else self.folds
-        if feats.halves is None:
+        if feats.parts is None:
             p = self.problem(feats.full[1], feats.full[0], sub)
             if self.valid is not None:
                 pred = _value_of(p, solver, "path", self.lams).valid_scores
                 return self.grid(p.valid).score(pred, self.lams)
             pred = _value_of(p, solver, "holdout", self.lams, folds).predictions
             return self.grid(p).score(pred, self.lams)
-        first = self.first[self.sub] if sub else self.first
-        problems = [self.problem(rows, fm, sub) for fm, rows in feats.halves]
-        pred = crossfit_holdout(problems, first, solver, self.lams, folds)
+        part = self.part[self.sub] if sub else self.part
+        problems = [self.problem(rows, fm, sub) for fm, rows in feats.parts]
+        pred = crossfit_holdout(problems, part, solver, self.lams, folds)
         return self.grid(problems[0]).score(pred, self.lams)
 
     def final(self, feats, solver, optimize=True, others=()):
@@ -247,7 +255,7 @@ class _Fit:
         the map of every label is fitted with ``solver`` there."""
         c = self.c
         optimize = optimize and c.optimize
-        if feats.halves is None:
+        if feats.parts is None:
             fm, rows = feats.full
             return select_grid(self.problem(rows, fm), [solver, *others], lams=self.lams,
                                folds=self.folds, score_k=c.score_k, optimize=optimize,
@@ -285,17 +293,19 @@ def _value_of(problem, solver, method, lam, *args):
     return getattr(solver, method)(problem, lam, *args).value
 
 
-def crossfit_holdout(problems, first, solver, lams, folds):
+def crossfit_holdout(problems, part, solver, lams, folds):
     r"""``[L, m]`` cross-fitted hold-out predictions: ``problems`` the same rows, labels and
-    graph through the map learned on each half's labels (``problems[h]`` from half ``h``),
-    ``first`` ``[m]`` the rows of half 0 (whole queries); every row of half ``h`` predicted
-    by ``solver``'s exact hold-out (``folds``, over ``lams`` ``[L]``) on ``problems[1 - h]``:
-    the model that predicts a held-out query never saw its labels, and neither did the map of
+    graph through the map learned on the labels of every part but ``k`` (``problems[k]``),
+    ``part`` ``[m]`` each row's part (whole queries); every row of part ``k`` predicted by
+    ``solver``'s exact hold-out (``folds``, over ``lams`` ``[L]``) on ``problems[k]``: the
+    model that predicts a held-out query never saw its labels, and neither did the map of
     its features."""
-    pred = None
-    for h, p in enumerate(problems):                    # half h's map scores the other half
-        P = np.asarray(_value_of(p, solver, "holdout", lams, folds).predictions)
-        pred = P if pred is None else np.where((first if h else ~first)[None, :], P, pred)
+    pred = np.full((len(lams), part.shape[0]), np.nan)
+    for k, p in enumerate(problems):                    # map k scores part k alone
+        mine = part == k
+        if mine.any():
+            P = np.asarray(_value_of(p, solver, "holdout", lams, folds).predictions)
+            pred = np.where(mine[None, :], P, pred)
     return pred
 
 
@@ -305,6 +315,16 @@ def take_rows(a, rows):
     v = host_view(a)
     out = device_array(v[rows]) if v is not None else jnp.take(jnp.asarray(a), rows, axis=0)
     return as_float_array(out, DERIVED, finite=True) if out.ndim == 2 else out
+
+
+def query_parts(seg, k, rng):
+    """``[m]`` each row's part of ``min(k, Q)`` parts of the ``Q`` queries drawn at random
+    (whole queries; the parts' sizes in queries differ by at most one)."""
+    Q = seg.num_queries
+    k = min(int(k), Q)
+    of_query = np.empty(Q, np.int64)
+    of_query[rng.permutation(Q)] = np.arange(Q) * k // Q
+    return of_query[seg.seg]
 
 
 def uniform_rows(rng, m, b):
@@ -341,7 +361,7 @@ def best_score(scores) -> float:
 
 def screen_ranks(f: _Fit, feats):
     """The ranks candidate's screen over the γ ladder: ``(rows, best γ, reference γ)``."""
-    gammas, g0 = f.c.ladder((feats.full or feats.halves[0])[1])
+    gammas, g0 = f.c.ladder((feats.full or feats.parts[0])[1])
     out = {g: f.screen(feats, g) for g in gammas}
     kind = f.c.kernel(g0).kind
     rows = [Rows(feats.name, kind, g, f.lams, out[g], np.zeros(f.lams.size, bool))
@@ -358,16 +378,16 @@ the linear model on the ranks (its λ grid). ``X``
     as given) or None, ``lams`` ``[L]``. Returns a :class:`Choice`."""
     f = _Fit(c, X, y, seg, graph, valid, lams)
     ranks = f.features("ranks", "rank")
-    fm, U = ranks.full or ranks.halves[0]
+    fm, U = ranks.full or ranks.parts[0]
     route = c.route(c.kernel(c.ladder(U)[1]))
     route.init(f.problem(U, fm), f.lams.size, f.folds)      # the final route planned first
     rows, g_best, g0 = screen_ranks(f, ranks)
     kind = rows[0].kernel
     kernels = {ranks.name: (ranks, g_best,
                             best_score(next(r.scores for r in rows if r.gamma == g_best)))}
-    if not c.optimize and (f.first is not None or valid is not None):
+    if not c.optimize and (f.part is not None or valid is not None):
         weighted = f.features("weighted ranks", "weighted")
-        g = g_best * c.ladder((weighted.full or weighted.halves[0])[1])[1] / g0
+        g = g_best * c.ladder((weighted.full or weighted.parts[0])[1])[1] / g0
         scores = f.screen(weighted, g)
         rows.append(Rows(weighted.name, kind, g, f.lams, scores, np.zeros(f.lams.size, bool)))
         kernels[weighted.name] = (weighted, g, best_score(scores))
