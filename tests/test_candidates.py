@@ -329,3 +329,23 @@ def test_optimize_refines_the_kernel_and_the_linear_model_fits_on_many_rows():
     assert big.X.shape[0] > 1710
     lin = est.RankRLSCV(lams=LAMS, optimize=True, optimize_steps=2).fit(big.X, big.y, qid=big.qid)
     assert np.isfinite(lin.best_score_) and hasattr(lin, "tune_")
+
+
+@pytest.mark.parametrize("learned", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_on_interactions_the_default_ranks_as_the_columns_as_given(learned):
+    """Relevance through interacting pairs, sines and squares (``make_interaction_data``),
+    which no column's correlation with the labels sees: the default (and the learned
+    kernel, ``optimize=True, ard=True``) ranks the test queries at least as well as the
+    same estimator on the columns as given (``feature_map=None``), within one paired
+    standard error over the test queries (the benchmark line at 30,000 rows:
+    ``bench_default.py``)."""
+    tr = rj.make_interaction_data(40, seed=3, docs_per_query=(40, 60))
+    te = rj.make_interaction_data(60, seed=4, docs_per_query=(40, 60), first_qid=10**6)
+    kw = dict(kernel="gaussian", optimize=learned, ard=learned)
+    per = {}
+    for fm in ("auto", None):
+        m = est.RankRLSCV(feature_map=fm, **kw).fit(tr.X, tr.y, qid=tr.qid)
+        pq = rj.ndcg(np.asarray(m.predict(te.X), np.float64), te.y, te.qid, per_query=True)
+        per[fm] = np.asarray(pq.values, np.float64)[np.asarray(pq.valid)]
+    d = per["auto"] - per[None]
+    assert d.mean() >= -d.std(ddof=1) / np.sqrt(d.size), (d.mean(), d.std(ddof=1) / np.sqrt(d.size))
