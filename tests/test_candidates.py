@@ -338,7 +338,10 @@ def test_on_interactions_the_default_ranks_as_the_columns_as_given(learned):
     kernel, ``optimize=True, ard=True``) ranks the test queries at least as well as the
     same estimator on the columns as given (``feature_map=None``), within one paired
     standard error over the test queries (the benchmark line at 30,000 rows:
-    ``bench_default.py``)."""
+    ``bench_default.py``). At this size the learned kernel is the sharp check: on columns
+    weighted by their correlation with the labels (the default before issue 86) it ranked
+    0.046 below the columns as given (2.5 standard errors); the grid's default did not
+    separate the two (float64)."""
     tr = rj.make_interaction_data(40, seed=3, docs_per_query=(40, 60))
     te = rj.make_interaction_data(60, seed=4, docs_per_query=(40, 60), first_qid=10**6)
     kw = dict(kernel="gaussian", optimize=learned, ard=learned)
