@@ -26,7 +26,7 @@ import jax
 import numpy as np
 
 from lib.blocks import add_arguments, from_lines, read_lines, rewrite, save_lines
-from lib.shared import FOLDS, SHARED, sizes
+from lib.shared import SHARED, mq2008_folds, sizes
 from lib.timing import emit
 
 jax.config.update("jax_enable_x64", False)          # JAX's default, as a new user
@@ -111,15 +111,8 @@ def lambdarank():
 
 
 def mq2008(folds, learned_folds):
-    parts = {i: rj.io.read_svmlight(SHARED / "mq2008" / f"S{i}.txt.gz") for i in range(1, 6)}
-    for fold in folds:
-        train, test = FOLDS[fold]
-        X = np.concatenate([parts[i].X for i in train])
-        y = np.concatenate([parts[i].y for i in train])
-        q = np.concatenate([parts[i].qid for i in train])
-        order = np.argsort(q, kind="stable")
-        run("MQ2008", fold, X[order], y[order], q[order], parts[test].X, parts[test].y,
-            parts[test].qid, learned=fold in learned_folds)
+    for fold, data in mq2008_folds(folds):
+        run("MQ2008", fold, *data, learned=fold in learned_folds)
 
 
 def web():

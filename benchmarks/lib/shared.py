@@ -14,6 +14,20 @@ def sizes(qid):
     return np.diff(np.flatnonzero(np.r_[True, qid[1:] != qid[:-1], True]))
 
 
+def mq2008_folds(folds=(1, 2, 3, 4, 5)):
+    """``(fold, (X, y, qid, X_test, y_test, qid_test))`` of MQ2008's folds: the three
+    training parts (rows of a query together, as LightGBM wants them) and the test part."""
+    import rankjax as rj
+    parts = {i: rj.io.read_svmlight(SHARED / "mq2008" / f"S{i}.txt.gz") for i in range(1, 6)}
+    for fold in folds:
+        train, test = FOLDS[fold]
+        X = np.concatenate([parts[i].X for i in train])
+        y = np.concatenate([parts[i].y for i in train])
+        q = np.concatenate([parts[i].qid for i in train])
+        order = np.argsort(q, kind="stable")
+        yield fold, (X[order], y[order], q[order], parts[test].X, parts[test].y, parts[test].qid)
+
+
 def first_screen_sets(only=("lambdarank", "mq2008", "web"), folds=(1, 2, 3, 4, 5)):
     """``(set name, fold, (X, y, qid, X_test, y_test, qid_test))`` of the first screen, as its
     benchmarks read them: ``lambdarank_sample`` normalised to [0, 1] per query; MQ2008's
@@ -29,15 +43,8 @@ def first_screen_sets(only=("lambdarank", "mq2008", "web"), folds=(1, 2, 3, 4, 5
         yield "lambdarank_sample", 0, (norm(tr.X, tr.qid), tr.y, tr.qid, norm(te.X, te.qid),
                                        te.y, te.qid)
     if "mq2008" in only:
-        parts = {i: rj.io.read_svmlight(SHARED / "mq2008" / f"S{i}.txt.gz") for i in range(1, 6)}
-        for fold in folds:
-            train, test = FOLDS[fold]
-            X = np.concatenate([parts[i].X for i in train])
-            y = np.concatenate([parts[i].y for i in train])
-            q = np.concatenate([parts[i].qid for i in train])
-            order = np.argsort(q, kind="stable")          # rows of a query together (LightGBM)
-            yield "MQ2008", fold, (X[order], y[order], q[order], parts[test].X, parts[test].y,
-                                   parts[test].qid)
+        for fold, data in mq2008_folds(folds):
+            yield "MQ2008", fold, data
     if "web" in only:
         tr = rj.make_web_data(250, seed=1)
         te = rj.make_web_data(250, seed=2, first_qid=10**6)

@@ -77,6 +77,18 @@ def make_ranking_data(num_queries: int = 300, *, num_features: int = 46,
     return RankingData(X, y, qid, w)
 
 
+def _queries(rng, num_queries, docs_per_query, first_qid):
+    """``(sizes [Q], qid [m])`` of ``num_queries`` queries of ``docs_per_query`` rows (an int
+    or a range ``(lo, hi)``, each size drawn uniformly), their ids from ``first_qid``."""
+    lo, hi = (docs_per_query,) * 2 if isinstance(docs_per_query, (int, np.integer)) \
+        else docs_per_query
+    if not 1 <= lo <= hi:
+        raise ValueError(f"docs_per_query must be an int >= 1 or a range (lo, hi) with "
+                         f"1 <= lo <= hi, got {docs_per_query!r}")
+    sizes = rng.integers(lo, hi + 1, num_queries)
+    return sizes, np.repeat(np.arange(first_qid, first_qid + num_queries), sizes)
+
+
 def _grade(score, qid, probs):
     """Labels ``0..len(probs)-1`` cut at per-query rank quantiles with shares ``probs``."""
     order = np.lexsort((score, qid))
@@ -194,13 +206,7 @@ def make_web_data(num_queries: int = 300, *, num_features: int = 136,
     if num_queries < 1 or num_features < 1 or levels < 2:
         raise ValueError("num_queries, num_features >= 1 and levels >= 2 are required")
     rng = np.random.default_rng(check_seed(seed))
-    lo, hi = (docs_per_query,) * 2 if isinstance(docs_per_query, (int, np.integer)) \
-        else docs_per_query
-    if not 1 <= lo <= hi:
-        raise ValueError(f"docs_per_query must be an int >= 1 or a range (lo, hi) with "
-                         f"1 <= lo <= hi, got {docs_per_query!r}")
-    sizes = rng.integers(lo, hi + 1, num_queries)
-    qid = np.repeat(np.arange(first_qid, first_qid + num_queries), sizes)
+    sizes, qid = _queries(rng, num_queries, docs_per_query, first_qid)
     m, q = int(sizes.sum()), qid - first_qid
     shift = rng.normal(0, 0.7, (num_queries, 3))[q]
     factors = rng.standard_normal((m, 3)) + shift                  # t, q, p
@@ -270,13 +276,7 @@ def make_interaction_data(num_queries: int = 300, *, num_features: int = 136,
     if num_queries < 1 or num_features < 40 or levels < 2:
         raise ValueError("num_queries >= 1, num_features >= 40 and levels >= 2 are required")
     rng = np.random.default_rng(check_seed(seed))
-    lo, hi = (docs_per_query,) * 2 if isinstance(docs_per_query, (int, np.integer)) \
-        else docs_per_query
-    if not 1 <= lo <= hi:
-        raise ValueError(f"docs_per_query must be an int >= 1 or a range (lo, hi) with "
-                         f"1 <= lo <= hi, got {docs_per_query!r}")
-    sizes = rng.integers(lo, hi + 1, num_queries)
-    qid = np.repeat(np.arange(first_qid, first_qid + num_queries), sizes)
+    sizes, qid = _queries(rng, num_queries, docs_per_query, first_qid)
     m = int(sizes.sum())
     X = rng.standard_normal((m, num_features)) + rng.normal(0, 0.5, (num_queries, num_features))[
         qid - first_qid]
