@@ -47,7 +47,7 @@ Example:
   >>> model.predict(d.X[:3]).shape, round(model.score(d.X, d.y, qid=d.qid), 2) > 0.5
   ((3,), True)
 """
-from .base import ESTIMATORS as ESTIMATORS
+from .persist import ESTIMATORS as ESTIMATORS
 from .persist import load as load
 from .importance import permutation_importance as permutation_importance
 from .iterative import KPCRank as KPCRank

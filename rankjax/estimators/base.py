@@ -30,10 +30,6 @@ MAPS = ("auto", "rank", "standard", None)
 """The estimators' ``feature_map`` values: ``"auto"`` (the estimator's own choice), a
 :func:`~rankjax.learn_feature_map` kind learned without the labels, or None (as given)."""
 
-ESTIMATORS: dict = {}
-"""Estimator classes by name (filled as they are defined), for :func:`load`."""
-
-
 class Ranker(BaseEstimator):
     """Shared input handling, prediction, scoring and persistence.
 
@@ -58,7 +54,7 @@ class Ranker(BaseEstimator):
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
-        ESTIMATORS[cls.__name__] = cls            # load() finds the class of a file here
+        persist.ESTIMATORS[cls.__name__] = cls    # load() finds the class of a file here
 
     # group sizes and group weights are not per-row: never routed by a meta-estimator
     # (use qid and sample_weight)

@@ -7,7 +7,11 @@ import numpy as np
 
 from .. import io
 
-__all__ = ["save", "load"]
+__all__ = ["ESTIMATORS", "save", "load"]
+
+ESTIMATORS: dict = {}
+"""Estimator classes by name (each :class:`~rankjax.estimators.base.Ranker` subclass enters
+as it is defined), for :func:`load`."""
 
 
 def save(est, path, **meta) -> None:
@@ -42,7 +46,6 @@ def load(path):
       5
     """
     tree, meta = io.load_model(path)
-    from .base import ESTIMATORS
     cls = ESTIMATORS.get(meta.get("learner", ""))
     if not (isinstance(tree, dict) and cls is not None):
         raise ValueError(f"{path} holds no rankjax estimator (use rankjax.io.load_model)")
