@@ -15,7 +15,7 @@ from ..solvers.models import feature_importances, feature_weights, on_features
 from ..runtime.cache import use_disk_cache
 from ..features.learn import learn_and_map, learn_feature_map
 from ..features.maps import map_rows
-from ..features.spread import warn_unresolved
+from ..features.spread import warn_wide_spread
 from .._core.checks import Segments, check_count, check_matrix
 from ..graphs.build import query_graph
 from .._core.sparse import as_dense, is_sparse, scale_columns, to_scipy
@@ -101,7 +101,7 @@ class Ranker(BaseEstimator):
                 raise TypeError(f"X column {names[cat[0]]!r} is categorical: feature_map='auto' "
                                 "reads its categories (a kernel or linear model by name)")
             if self.kernel not in (None, "linear") and not is_sparse(X):
-                warn_unresolved(X, stacklevel=4)
+                warn_wide_spread(X, stacklevel=4)
             return X
         if is_sparse(X) and kind == "standard":      # scaled, still sparse: the weights' map
             fm = learn_feature_map(X, kind="standard")

@@ -8,12 +8,12 @@ import numpy as np
 
 from .._core.host import reduce_concrete, reduction
 
-__all__ = ["warn_unresolved"]
+__all__ = ["warn_wide_spread"]
 
 _spread = reduction(lambda xp, X: xp.std(X, axis=0))
 
 
-def warn_unresolved(X, stacklevel: int = 5) -> None:
+def warn_wide_spread(X, stacklevel: int = 5) -> None:
     """Warns (``RuntimeWarning``) when the widest column's standard deviation on rows ``X`` is
     so far beyond the median column's that a Gaussian kernel in ``X``'s dtype cannot resolve
     the typical column beside it (squared distances keep about ``eps`` of their size: a spread
@@ -24,7 +24,7 @@ def warn_unresolved(X, stacklevel: int = 5) -> None:
       >>> X = np.c_[np.arange(8.) * 1e5, np.arange(8.) % 3, np.arange(8.) % 2]
       >>> with warnings.catch_warnings(record=True) as w:
       ...     warnings.simplefilter("always")
-      ...     warn_unresolved(X.astype(np.float32))
+      ...     warn_wide_spread(X.astype(np.float32))
       >>> "column 0" in str(w[0].message)
       True
     """
