@@ -154,7 +154,7 @@ def scipy_to_bcoo(x, name: str = "X"):
     if max(x.shape) >= 1 << 31:
         raise ValueError(f"{name} of shape {x.shape} has indices beyond int32")
     c = x.tocoo()
-    data = c.data if c.dtype.kind == "f" else c.data.astype(jnp.result_type(float))
+    data = c.data if c.dtype.kind == "f" else c.data.astype(compute_dtype())
     idx = np.stack([c.row, c.col], axis=1).astype(np.int32)
     return sparse.BCOO((device_array(data), device_array(idx)), shape=c.shape)
 
@@ -190,7 +190,7 @@ def as_float_array(x, name: str, finite: bool = False):
         raise TypeError(f"{name} must be a real numeric array, got dtype {dtype}")
     top = _finite(x, name) if finite else None
     if np.issubdtype(dtype, np.integer):
-        x = device_array(x, jnp.result_type(float))
+        x = device_array(x, compute_dtype())
     elif jnp.finfo(dtype).bits < 32:        # float16 / bfloat16: no LAPACK, computed in float32
         x = device_array(x, jnp.float32)
     else:

@@ -69,13 +69,17 @@ def check_memory(need: float, what: str, alternatives: str) -> None:
 
 def compute_dtype(*inputs):
     """The floating dtype work on ``inputs`` (arrays or dtypes) runs in: their promoted
-    dtype as JAX computes it (a float64 numpy array is float32 work unless x64 is on).
+    dtype as JAX computes it (a float64 numpy array is float32 work unless x64 is on), at
+    least float32; with no inputs JAX's default float (float64 with x64 on, else float32).
+    The library's one spelling of "the dtype to compute in".
 
     Example:
       >>> import numpy as np
       >>> compute_dtype(np.float16).name
       'float32'
     """
+    if not inputs:
+        return jnp.dtype(jnp.result_type(float))
     dts = [jnp.dtype(x) if isinstance(x, (type, np.dtype, str)) else jnp.dtype(getattr(x, "dtype", float))
            for x in inputs]
     dt = jnp.result_type(*[jax.dtypes.canonicalize_dtype(d) for d in dts], jnp.float32)

@@ -48,6 +48,7 @@ import numpy as np
 import scipy.sparse as sp
 from jax import lax
 from jax.experimental import sparse
+from .memory import compute_dtype
 from .backend import paths
 from .types import saveable
 
@@ -202,7 +203,7 @@ def to_csr(X, dtype=None) -> CSRMatrix:
     C = sp.csr_matrix(host_sparse(X))
     C.sum_duplicates()
     if dtype is None:
-        dtype = C.dtype if np.issubdtype(C.dtype, np.floating) else jnp.result_type(float)
+        dtype = C.dtype if np.issubdtype(C.dtype, np.floating) else compute_dtype()
     if not np.issubdtype(np.dtype(dtype), np.floating):
         raise TypeError(f"dtype must be floating, got {dtype}")
     T = C.T.tocsr()

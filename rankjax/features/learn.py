@@ -15,6 +15,7 @@ from .._core.checks import (as_float_array, check_targets, first_nonfinite, is_c
                             segment_ids)
 from .._core.sparse import is_sparse, to_scipy
 from .._core.host import device_array, host_view
+from .._core.memory import compute_dtype
 from .maps import (IMPUTE_SWEEPS, KNOTS, FeatureMap, by_blocks, colsearch, interp, mm, take,
                    with_categories)
 
@@ -131,7 +132,7 @@ def _sparse_scales(X):
     mean = np.asarray(A.mean(axis=0)).ravel()
     sq = np.asarray(A.multiply(A).mean(axis=0)).ravel()
     sd = np.sqrt(np.maximum(sq - mean * mean, 0))
-    dtype = jnp.result_type(float) if A.dtype.kind != "f" else jax.dtypes.canonicalize_dtype(A.dtype)
+    dtype = compute_dtype() if A.dtype.kind != "f" else jax.dtypes.canonicalize_dtype(A.dtype)
     n = A.shape[1]
     z = np.zeros((0,), np.int32)
     return FeatureMap(None, None, None, None, device_array(np.zeros(n), dtype),

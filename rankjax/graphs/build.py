@@ -18,6 +18,7 @@ from .._core.checks import (
     require_concrete,
     segment_ids)
 from .._core.host import device_array
+from .._core.memory import compute_dtype
 from .graph import (Array, Graph, IdentityGraph, PreferenceGraph, QueryGraph, check_graph, pad_to)
 from .._core.segments import bucket
 
@@ -99,7 +100,7 @@ def query_graph(qid, y=None, *, normalized: bool = True, exclude_ties: bool = Fa
         if not np.all(np.isfinite(omega)) or np.any(omega < 0):
             raise ValueError("query_weights must be finite and >= 0")
     edge_weight = omega / counts if normalized else omega
-    dtype = jnp.result_type(float)
+    dtype = compute_dtype()
     S = bucket(s.num_queries)
     group = {}
     if exclude_ties:
@@ -193,7 +194,7 @@ def preference_graph(head, tail, magnitude=None, *, num_rows: int,
         if np.any(y <= 0):
             raise ValueError("cost='inverse' (eq. 22) needs magnitudes > 0")
         w, z = 1.0 / y, y
-    dtype = jnp.result_type(float)
+    dtype = compute_dtype()
     return PreferenceGraph(head=device_array(h, jnp.int32), tail=device_array(j, jnp.int32),
                            weight=device_array(w, dtype), target=device_array(w * z, dtype),
                            num_rows=int(num_rows))

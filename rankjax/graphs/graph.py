@@ -40,6 +40,7 @@ import numpy as np
 from .._core.products import HI, mm, tdot
 from .._core.checks import check_matrix, check_targets, is_concrete
 from .._core.host import device_array
+from .._core.memory import compute_dtype
 from ..metrics.pairs import edge_disagreement_error, metric_sign, pairwise_error
 from .._core.linalg import gram, psd_root, segment_normal_equations
 from .._core.segments import (bucket, expand, row_sums, seg_sum)
@@ -85,7 +86,7 @@ class _GraphBase(FoldBlocks):
 
     def as_dense(self, dtype=None) -> Array:
         """The dense ``[m, m]`` Laplacian (:math:`O(m^2)` memory)."""
-        return self.mv(jnp.eye(self.num_rows, dtype=dtype or jnp.result_type(float)))
+        return self.mv(jnp.eye(self.num_rows, dtype=dtype or compute_dtype()))
 
     def centre(self, X):
         r"""``X`` minus a constant ``L`` annihilates (float32 accuracy of :math:`X^T L X`)."""
@@ -237,7 +238,7 @@ class QueryGraph(QueryFoldBlocks, _GraphBase):
         return self.seg, self.num_segments
 
     def pair_counts(self, dtype=None):
-        dtype = dtype or jnp.result_type(float)
+        dtype = dtype or compute_dtype()
         n = self.counts.astype(dtype)
         pairs = n * (n - 1) / 2
         if self.group_seg is not None:

@@ -16,7 +16,7 @@ from jax import lax
 
 from .._core.checks import (check_count, check_positive, check_matrix, is_int, lam_ok)
 from .._core.host import reduce_concrete, reduction
-from .._core.memory import check_memory
+from .._core.memory import check_memory, compute_dtype
 from .._core.sparse import as_dense, is_scipy_sparse
 from .._core.types import saveable
 
@@ -309,7 +309,7 @@ def _column_variance_host(X, block: int = 1 << 15):
 
 
 _column_variance = reduction(
-    lambda xp, X: xp.sum(xp.var(xp.asarray(X, jnp.result_type(float)), axis=0)), _column_variance_host)
+    lambda xp, X: xp.sum(xp.var(xp.asarray(X, compute_dtype()), axis=0)), _column_variance_host)
 
 
 def _variance_host(X, block: int = 1 << 15):
@@ -323,5 +323,5 @@ def _variance_host(X, block: int = 1 << 15):
     return sum(np.square(a[b].astype(np.float64) - mean).sum() for b in blocks) / a.size
 
 
-_variance = reduction(lambda xp, X: xp.var(xp.asarray(X, jnp.result_type(float))), _variance_host)
+_variance = reduction(lambda xp, X: xp.var(xp.asarray(X, compute_dtype())), _variance_host)
 

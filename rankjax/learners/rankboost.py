@@ -26,6 +26,7 @@ from jax import lax
 from .._core.log import begin, check_verbose, loop_step
 from .._core.checks import (check_count, check_flag, check_matrix, is_concrete, require_concrete)
 from .._core.host import device_array
+from .._core.memory import compute_dtype
 from .ranksvm import rank_levels, row_weights
 from .._core.segments import bucket, seg_scan
 from .._core.sparse import as_dense
@@ -129,7 +130,7 @@ def rankboost(X, y, qid=None, *, rounds: int = 100, num_thresholds: int = 32,
     group_start = np.r_[group_start, np.ones(pad, bool)]
     group_query = np.r_[group_query, np.zeros(pad, np.int32)]
     T, bins = _thresholds(X, num_thresholds)
-    dtype = jnp.result_type(float)
+    dtype = compute_dtype()
     groups = (device_array(group.astype(np.int32)), device_array(group_start),
               device_array(group_query), device_array(seg),
               device_array(row_weights(query_weights, qid, seg.shape[0]), dtype))

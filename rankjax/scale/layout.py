@@ -19,6 +19,7 @@ from ..graphs.graph import (QueryGraph, check_graph, check_problem, is_graph)
 from .._core.sparse import (CSRMatrix, as_dense, host_sparse, is_csr, is_scipy_sparse, is_sparse,
                             to_csr, to_scipy)
 from .._core.types import saveable
+from .._core.memory import compute_dtype
 from .folds import stacked_folds
 from .hosts import (slots, agree_across_processes, local_device_count, local_rows,
                     one_process, put_rows, to_layout)
@@ -370,7 +371,7 @@ def shard_data(X, y, graph: QueryGraph, mesh: Optional[Mesh] = None, *,
         arrays, sizes, real = graph.shard_blocks(partition.rows, partition.shard_of_query)
         arrays, real = _grow(arrays, real, sizes, S, G)
         sizes = dict(num_segments=S, num_group_segments=G)
-    dtype = jnp.result_type(float) if is_sparse else X.dtype
+    dtype = compute_dtype() if is_sparse else X.dtype
     spec = P(axis)
     gdev = {k: put_rows(v.astype(np.int32) if k in ("seg", "group_seg", "group_query")
                     else v.astype(dtype), mesh, spec) for k, v in arrays.items()}

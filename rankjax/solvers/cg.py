@@ -20,6 +20,7 @@ from jax.sharding import PartitionSpec as P
 from .._core.checks import (as_float_array, check_count, check_matrix, check_positive,
                             check_symmetric, is_concrete)
 from .._core.log import begin, check_verbose
+from .._core.memory import compute_dtype
 from .._core.products import HI, mm
 from .._core.sparse import is_bcoo, is_csr, is_scipy_sparse, to_csr
 from .._core.types import saveable
@@ -239,7 +240,7 @@ def _cg_dual(K, y, graph, lam, valid, options):
     valid_fn = criterion(options, valid,
                          lambda B: jnp.matmul(valid[0], R(B), precision=HI))
     b = rhs(y)
-    dtype = b.dtype if jnp.issubdtype(b.dtype, jnp.floating) else jnp.result_type(float)
+    dtype = b.dtype if jnp.issubdtype(b.dtype, jnp.floating) else compute_dtype()
     res = differentiable_cg(lambda v: Rt(jnp.matmul(K, R(v), precision=HI)), b.astype(dtype),
                             options, lam, options.x0, valid_fn)
     return res._replace(weights=R(res.weights))

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 
 from .._core.checks import check_gram, is_concrete, lam_ok, nan_unless
 from .._core.log import compiled, level
+from .._core.memory import compute_dtype
 from .._core.resolved import warn_unresolved
 from .._solution import Solution, lane_codes
 from ..graphs.folds import premerge
@@ -48,10 +49,6 @@ def _solve_core(G, b, lam):
 @jax.jit
 def _path_from_system(G, b, lams):
     return nan_unless(lam_ok(lams), decompose_primal(G, b).coef_path(lams))
-
-
-def _float():
-    return jnp.result_type(float)
 
 
 @partial(jax.jit, static_argnames=("train", "root"))
@@ -171,7 +168,7 @@ class Primal(AbstractSolver):
     @fit.register(StreamedProblem)
     def _(self, problem, lam):
         G, b, counts = streamed.normal_equations(problem)
-        w = _solve_core(jnp.asarray(G, _float()), jnp.asarray(b, _float()), lam)
+        w = _solve_core(jnp.asarray(G, compute_dtype()), jnp.asarray(b, compute_dtype()), lam)
         return Solution(LinearModel(w), lane_codes(w, lam, lanes=False), counts)
 
     @singledispatchmethod
@@ -186,8 +183,8 @@ class Primal(AbstractSolver):
     @path.register(StreamedProblem)
     def _(self, problem, lams):
         G, b, stats = streamed.normal_equations(problem)
-        W = _path_from_system(jnp.asarray(G, _float()), jnp.asarray(b, _float()),
-                              lams.astype(_float()))
+        W = _path_from_system(jnp.asarray(G, compute_dtype()), jnp.asarray(b, compute_dtype()),
+                              lams.astype(compute_dtype()))
         return self._path(problem, lams, W, stats)
 
     def _path(self, problem, lams, W, stats):
@@ -213,8 +210,8 @@ class Primal(AbstractSolver):
     @holdout.register(StreamedProblem)
     def _(self, problem, lams, folds):
         G, b, stats = streamed.normal_equations(problem)
-        lams = lams.astype(_float())
-        W = _path_from_system(jnp.asarray(G, _float()), jnp.asarray(b, _float()), lams)
+        lams = lams.astype(compute_dtype())
+        W = _path_from_system(jnp.asarray(G, compute_dtype()), jnp.asarray(b, compute_dtype()), lams)
         pred = streamed.holdout_predictions(problem, G, b, lams, stats)
         return Solution(HoldOut(lams, pred, None, PrimalPath(lams, W)), lane_codes(pred, lams),
                         stats)

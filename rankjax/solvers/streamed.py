@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._core.memory import compute_dtype
 from .._core.segments import bucket
 from ..graphs.folds import positions
 from ..scale.stream import passes
@@ -80,7 +81,7 @@ def holdout_predictions(problem, G, b, lams, counts):
     if counts["queries"] < 2:          # leaving the one query out trains on nothing
         raise ValueError(f"the hold-out needs at least 2 queries (leave-query-out), the "
                          f"chunks hold {counts['queries']}")
-    dtype = jnp.result_type(float)
+    dtype = compute_dtype()
     Gd, bd = jnp.asarray(G, dtype), jnp.asarray(b, dtype)
     parts, seen = [], 0
     for X, y, s, (Xp, yp, gp) in passes(problem.chunks, problem.verbose, "leave-query-out",
