@@ -12,7 +12,7 @@ subpackages :mod:`rankjax.io` (files), :mod:`rankjax.scale` (several devices, st
 :mod:`rankjax.estimators` (scikit-learn).
 """
 from . import runtime as _runtime  # noqa: F401  (XLA:CPU flags first; the cores served)
-from ._core.checks import Segments as Segments, segment_ids as segment_ids
+from ._core.queries import Segments as Segments, segment_ids as segment_ids
 from ._core.memory import MemoryPlanError as MemoryPlanError
 from ._core.resolved import UnresolvedLambdaWarning as UnresolvedLambdaWarning
 from .selection.edges import GridEdgeWarning as GridEdgeWarning

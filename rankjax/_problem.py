@@ -10,7 +10,8 @@ from typing import Optional
 import jax
 import numpy as np
 
-from ._core.checks import Segments, check_flag, segment_ids
+from ._core.checks import check_flag
+from ._core.queries import Segments, segment_ids
 from .graphs.graph import check_problem, is_graph
 from .graphs.build import query_graph
 

@@ -11,7 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._core.checks import is_concrete, lam_ok
+from ._core.host import is_concrete
+from ._core.traced import lam_ok
 from ._core.host import device_array, reduce_concrete, reduction
 from ._core.types import saveable
 

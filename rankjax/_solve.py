@@ -20,7 +20,8 @@ from typing import Sequence
 import jax
 import jax.numpy as jnp
 
-from ._core.checks import check_flag, check_lams, check_positive, is_concrete
+from ._core.checks import check_flag, check_lams, check_positive
+from ._core.host import is_concrete
 from ._core.log import stage
 from ._problem import Problem
 from ._solution import RESULTS, Solution, throw_if

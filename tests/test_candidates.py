@@ -14,7 +14,7 @@ import pytest
 
 import rankjax as rj
 from rankjax import estimators as est
-from rankjax._core.checks import segment_ids
+from rankjax._core.queries import segment_ids
 from rankjax.features.learn import learn_and_map, weighted_from
 from rankjax.selection import candidates as cand
 

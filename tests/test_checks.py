@@ -4,8 +4,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rankjax._core.checks import (Segments, as_float_array, check_seed, known_finite, resolve_segments,
-                             segment_ids)
+from rankjax._core.checks import as_float_array, check_seed
+from rankjax._core.finite import known_finite
+from rankjax._core.queries import Segments, resolve_segments, segment_ids
 
 
 def test_segment_ids_is_np_unique_and_passes_segments_through():

@@ -1,7 +1,7 @@
 """Validate once (issue 25): an estimator's ``fit`` and its ``score`` each check every
 input once — ``X`` for finiteness, ``y`` for finiteness, the query ids by one remap —
 however many public functions they call inside. The counter is
-``rankjax._core.checks.VALIDATIONS`` (one count per host finiteness check of an array, by
+``rankjax._core.finite.VALIDATIONS`` (one count per host finiteness check of an array, by
 argument name, and per query-id remap); arrays the library produced itself (kernel
 matrices, λ grids, folds, scores) are not inputs and are not counted here.
 """
@@ -13,7 +13,7 @@ import pytest
 import rankjax as rj
 from conftest import tune_solver
 from rankjax import estimators as E
-from rankjax._core.checks import VALIDATIONS
+from rankjax._core.finite import VALIDATIONS
 
 ESTIMATORS = [
     lambda: E.RankRLS(),

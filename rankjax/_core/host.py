@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .sparse import is_sparse, sparse_values
+
 
 def device_array(x, dtype=None):
     """Host data to a device array without compiling anything (``jax.device_put``;
@@ -78,3 +80,11 @@ def lane(x, i):
     view and put back (:func:`device_array`), not by a slicing program for each shape."""
     view = host_view(x)
     return x[i] if view is None or isinstance(x, np.ndarray) else device_array(view[i])
+
+
+def is_concrete(x) -> bool:
+    """True when ``x`` holds values on the host side (not a jax tracer): what a host check
+    may read."""
+    if is_sparse(x):
+        return is_concrete(sparse_values(x))
+    return not isinstance(x, jax.core.Tracer)

@@ -8,7 +8,7 @@ import warnings
 import jax.numpy as jnp
 import numpy as np
 
-from .checks import is_concrete
+from .host import is_concrete
 from .host import host_view, reduce_concrete, reduction
 from .log import user_stacklevel
 

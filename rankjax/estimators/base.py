@@ -16,7 +16,8 @@ from ..runtime.cache import use_disk_cache
 from ..features.learn import learn_and_map, learn_feature_map
 from ..features.maps import map_rows
 from ..features.spread import warn_wide_spread
-from .._core.checks import Segments, check_count, check_matrix
+from .._core.checks import check_count, check_matrix
+from .._core.queries import Segments
 from ..graphs.build import query_graph
 from .._core.sparse import as_dense, is_sparse, scale_columns, to_scipy
 from . import persist

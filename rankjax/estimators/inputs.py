@@ -7,7 +7,8 @@ import jax
 import numpy as np
 import scipy.sparse as sp
 
-from .._core.checks import Segments, check_targets, segment_ids
+from .._core.checks import check_targets
+from .._core.queries import Segments, segment_ids
 from .._core.sparse import is_bcoo, is_scipy_sparse
 from ..io.groups import qid_from_sizes
 

@@ -11,8 +11,10 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from .._core.checks import (as_float_array, check_targets, first_nonfinite, is_concrete,
-                            segment_ids)
+from .._core.checks import as_float_array, check_targets
+from .._core.finite import first_nonfinite
+from .._core.host import is_concrete
+from .._core.queries import segment_ids
 from .._core.sparse import is_sparse, to_scipy
 from .._core.host import device_array, host_view
 from .._core.memory import compute_dtype
@@ -23,7 +25,7 @@ __all__ = ["learn_feature_map", "learn_and_map", "weighted_from", "KINDS", "DERI
 
 DERIVED = "derived rows"
 """The name the library's own derived rows (a map's output) are checked under, once, apart
-from the user's ``X`` (``rankjax._core.checks.VALIDATIONS``): the problems built on them
+from the user's ``X`` (``rankjax._core.finite.VALIDATIONS``): the problems built on them
 check nothing again."""
 
 KINDS = ("rank", "weighted", "standard")

@@ -8,15 +8,9 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .._core.checks import (
-    as_float_array,
-    check_flag,
-    check_indices,
-    check_targets,
-    host_labels,
-    is_int,
-    require_concrete,
-    segment_ids)
+from .._core.checks import (as_float_array, check_flag, check_indices, check_targets, host_labels,
+                            is_int, require_concrete)
+from .._core.queries import segment_ids
 from .._core.host import device_array
 from .._core.memory import compute_dtype
 from .graph import (Array, Graph, IdentityGraph, PreferenceGraph, QueryGraph, check_graph, pad_to)

@@ -12,7 +12,9 @@ import numpy as np
 from jax import lax
 
 from .._core.log import gated_step
-from .._core.checks import (check_seed, is_concrete, is_int, segment_ids)
+from .._core.checks import check_seed, is_int
+from .._core.host import is_concrete
+from .._core.queries import segment_ids
 from .._core.host import device_array
 from .graph import Graph, check_graph
 from .._core.backend import paths

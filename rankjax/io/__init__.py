@@ -5,7 +5,7 @@ chunked readers for the stream and model files. numpy/scipy only, no jit.
 One module per concern: ``files`` (decompression, atomic writes), ``svmlight``,
 ``chunks``, ``groups`` and ``models``.
 """
-from .._core.checks import segment_ids as segment_ids
+from .._core.queries import segment_ids as segment_ids
 from .chunks import iter_npy as iter_npy
 from .chunks import iter_svmlight as iter_svmlight
 from .groups import groups_to_qid as groups_to_qid

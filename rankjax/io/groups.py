@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.checks import require_concrete, scipy_to_bcoo, segment_ids
+from .._core.checks import require_concrete, scipy_to_bcoo
+from .._core.queries import segment_ids
 from .._core.sparse import as_dense, host_sparse
 from .files import (as_integers, atomic_write, format_value, open_text)
 

@@ -14,7 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .._core.checks import (check_count, check_positive, check_matrix, is_int, lam_ok)
+from .._core.checks import check_count, check_positive, check_matrix, is_int
+from .._core.traced import lam_ok
 from .._core.host import reduce_concrete, reduction
 from .._core.memory import check_memory, compute_dtype
 from .._core.sparse import as_dense, is_scipy_sparse

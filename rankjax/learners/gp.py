@@ -26,17 +26,10 @@ from jax.scipy.stats import norm
 
 from .._core import lapack
 from .._core.products import HI, mm
-from .._core.checks import (
-    as_float_array,
-    check_flag,
-    check_count,
-    check_indices,
-    check_positive,
-    check_matrix,
-    check_symmetric,
-    is_concrete,
-    lam_ok,
-    nan_unless)
+from .._core.checks import (as_float_array, check_flag, check_count, check_indices, check_positive,
+                            check_matrix, check_symmetric)
+from .._core.host import is_concrete
+from .._core.traced import lam_ok, nan_unless
 from .._core.memory import check_memory
 from ..kernels.kernel import gaussian_kernel, kernel_matrix
 from .._core.log import Stages, check_verbose

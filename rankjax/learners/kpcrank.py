@@ -24,7 +24,8 @@ import jax.numpy as jnp
 from .._core import lapack
 from .._core.log import timed
 from .._core.products import HI, mm
-from .._core.checks import (check_count, check_positive, check_matrix, lam_ok, nan_unless)
+from .._core.checks import check_count, check_positive, check_matrix
+from .._core.traced import lam_ok, nan_unless
 from ..graphs.graph import Graph
 from ..solvers.dual import check_kernel_matrix
 from ..solvers.models import check_test_matrix, linear_scores, path_scores

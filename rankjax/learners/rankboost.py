@@ -24,7 +24,8 @@ import numpy as np
 from jax import lax
 
 from .._core.log import begin, check_verbose, loop_step
-from .._core.checks import (check_count, check_flag, check_matrix, is_concrete, require_concrete)
+from .._core.checks import check_count, check_flag, check_matrix, require_concrete
+from .._core.host import is_concrete
 from .._core.host import device_array
 from .._core.memory import compute_dtype
 from .ranksvm import rank_levels, row_weights

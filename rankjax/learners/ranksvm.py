@@ -27,14 +27,9 @@ import numpy as np
 from jax import lax
 
 from .._core.products import mm
-from .._core.checks import (
-    check_count,
-    check_positive,
-    check_matrix,
-    host_labels,
-    lam_ok,
-    nan_unless,
-    segment_ids)
+from .._core.checks import check_count, check_positive, check_matrix, host_labels
+from .._core.queries import segment_ids
+from .._core.traced import lam_ok, nan_unless
 from .._core.host import device_array
 from .._core.memory import check_memory, compute_dtype
 from ..kernels.kernel import Kernel, kernel_matrix

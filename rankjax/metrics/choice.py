@@ -18,7 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._core.cores import core
-from .._core.checks import (as_float_array, check_targets, is_concrete, resolve_segments)
+from .._core.checks import as_float_array, check_targets
+from .._core.host import is_concrete
+from .._core.queries import resolve_segments
 from .._core.host import reduce_concrete, reduction
 from .pairs import check_metric_options, metric_sign
 from .._core.types import saveable

@@ -16,7 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from .._core.checks import is_concrete, is_int
+from .._core.checks import is_int
+from .._core.host import is_concrete
 from .._core.host import reduce_concrete, reduction
 from .._core.segments import run_ids
 from .pairs import finish_per_query, nan_queries, prepare_scores

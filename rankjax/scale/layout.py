@@ -13,8 +13,9 @@ import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from .._core.checks import (as_float_array, check_count, is_concrete, require_concrete,
-                            segment_ids)
+from .._core.checks import as_float_array, check_count, require_concrete
+from .._core.host import is_concrete
+from .._core.queries import segment_ids
 from ..graphs.graph import (QueryGraph, check_graph, check_problem, is_graph)
 from .._core.sparse import (CSRMatrix, as_dense, host_sparse, is_csr, is_scipy_sparse, is_sparse,
                             to_csr, to_scipy)

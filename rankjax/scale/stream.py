@@ -16,7 +16,8 @@ from typing import Iterable
 import jax
 import numpy as np
 
-from .._core.checks import check_flag, check_targets, segment_ids
+from .._core.checks import check_flag, check_targets
+from .._core.queries import segment_ids
 from .._core.log import check_verbose, info
 from .._core.segments import bucket
 from .._core.sparse import as_dense

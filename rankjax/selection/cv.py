@@ -9,8 +9,8 @@ from typing import Callable, NamedTuple, Optional
 import jax
 import numpy as np
 
-from .._core.checks import (check_count, check_lams, check_seed, host_labels, require_concrete,
-                            segment_ids)
+from .._core.checks import check_count, check_lams, check_seed, host_labels, require_concrete
+from .._core.queries import segment_ids
 from .._core.host import device_array
 from .._problem import Problem
 from ..graphs.folds import problem_folds

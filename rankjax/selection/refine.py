@@ -11,7 +11,8 @@ import warnings
 import jax.numpy as jnp
 import numpy as np
 
-from .._core.checks import Segments, check_seed
+from .._core.checks import check_seed
+from .._core.queries import Segments
 from .._core.host import device_array
 from .._problem import Problem
 from ..graphs.folds import make_folds
@@ -22,7 +23,7 @@ __all__ = ["Point", "dense_segments", "rows_problem", "refine", "MOVE_SE"]
 
 
 def dense_segments(qid) -> Segments:
-    """The segments (``rankjax._core.checks.Segments``) of a problem's dense query ids
+    """The segments (``rankjax._core.queries.Segments``) of a problem's dense query ids
     ``0..Q-1`` (checked when the problem was built: not again)."""
     q = np.asarray(qid).astype(np.int32)
     num = int(q.max()) + 1 if q.size else 0

@@ -20,8 +20,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .._core.checks import (as_float_array, check_count, check_flag, check_indices,
-                            check_positive, indices_ok, is_concrete, nan_unless)
+from .._core.checks import as_float_array, check_count, check_flag, check_indices, check_positive
+from .._core.host import is_concrete
+from .._core.traced import indices_ok, nan_unless
 from .._core.log import Stages, check_verbose
 from .._core.types import saveable
 from ..graphs.build import pairs_from_scores

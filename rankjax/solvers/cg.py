@@ -18,7 +18,8 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from .._core.checks import (as_float_array, check_count, check_matrix, check_positive,
-                            check_symmetric, is_concrete)
+                            check_symmetric)
+from .._core.host import is_concrete
 from .._core.log import begin, check_verbose
 from .._core.memory import compute_dtype
 from .._core.products import HI, mm

@@ -21,7 +21,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .._core.checks import as_float_array, lam_ok, nan_unless
+from .._core.checks import as_float_array
+from .._core.traced import lam_ok, nan_unless
 from .._core.log import loop_step
 from .._core.products import mm
 from .._solution import RESULTS

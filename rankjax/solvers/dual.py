@@ -18,7 +18,9 @@ import numpy as np
 from jax import lax
 
 from .._core import lapack
-from .._core.checks import check_symmetric, is_concrete, lam_ok, nan_unless
+from .._core.checks import check_symmetric
+from .._core.host import is_concrete
+from .._core.traced import lam_ok, nan_unless
 from .._core.linalg import eigh_psd_checked, spectral_filter
 from .._core.log import compiled, level, run, user_stacklevel
 from .._core.memory import compute_dtype, kernel_plan

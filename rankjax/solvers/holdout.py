@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._core import lapack
-from .._core.checks import is_concrete
+from .._core.host import is_concrete
 from .._core.log import run
 from .._core.products import HI, mm, mv, tdot
 from .._core.linalg import eigh_psd, spectral_filter

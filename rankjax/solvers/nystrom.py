@@ -17,7 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._core import lapack
-from .._core.checks import check_count, check_seed, is_concrete, lam_ok, nan_unless
+from .._core.checks import check_count, check_seed
+from .._core.host import is_concrete
+from .._core.traced import lam_ok, nan_unless
 from .._core.log import compiled, level, run
 from .._core.memory import compute_dtype
 from .._core.resolved import warn_unresolved

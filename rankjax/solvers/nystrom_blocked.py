@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .._core.checks import lam_ok, nan_unless
+from .._core.traced import lam_ok, nan_unless
 from .._core.backend import paths
 from .._core.log import compiled
 from .._core.linalg import gram_blocks, spectral_filter

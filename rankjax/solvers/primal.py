@@ -12,7 +12,9 @@ from functools import partial, singledispatchmethod
 import jax
 import jax.numpy as jnp
 
-from .._core.checks import check_gram, is_concrete, lam_ok, nan_unless
+from .._core.checks import check_gram
+from .._core.host import is_concrete
+from .._core.traced import lam_ok, nan_unless
 from .._core.log import compiled, level
 from .._core.memory import compute_dtype
 from .._core.resolved import warn_unresolved

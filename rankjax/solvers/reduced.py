@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core.checks import is_concrete
+from .._core.host import is_concrete
 from ..graphs.graph import is_graph
 from .._core.host import device_array
 from .._core.linalg import Eigh, raw_eigh

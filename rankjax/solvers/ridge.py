@@ -30,7 +30,7 @@ from jax import lax
 from jax.experimental import sparse
 from .._core import lapack
 from .._core.backend import wide_dtype
-from .._core.checks import is_concrete
+from .._core.host import is_concrete
 from .._core.log import user_stacklevel
 from .._core.products import HI, tdot
 from .._core.resolved import UnresolvedLambdaWarning

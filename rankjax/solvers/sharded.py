@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from .._core.checks import lam_ok, nan_unless
+from .._core.traced import lam_ok, nan_unless
 from ..scale.hosts import local_block
 from ..scale.layout import dense_only
 from .holdout import factored_holdout, holdout_from_system
