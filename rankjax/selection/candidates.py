@@ -57,7 +57,7 @@ from ..metrics.graded import ndcg
 from ..solvers import Auto, Dual, Nystrom
 from ..solvers.base import check_call
 from .refine import dense_segments
-from .select import Grid, select_grid
+from .select import UNDEFINED, Grid, select_grid
 
 __all__ = ["GAMMA_FACTORS", "SCREEN_BASIS", "SCREEN_ROWS", "CROSSFIT_BASIS", "CROSSFIT_PARTS",
            "Candidates",
@@ -348,8 +348,7 @@ def whole_queries(seg, rows, rng):
 def best_index(scores) -> int:
     """The index of the best finite score."""
     if np.all(np.isnan(scores)):
-        raise ValueError("the metric is undefined for every λ (no query has a relevant "
-                         "document / a pair to score)")
+        raise ValueError(UNDEFINED)
     return int(np.nanargmax(scores))
 
 

@@ -45,6 +45,14 @@ def _as_selection(blocks, factor, best, point, trajectory=None):
                      _basis(point.model), trajectory, point.solver, extended)
 
 
+UNDEFINED = ("the hold-out score is undefined (NaN) at every λ: either the scored labels (y, or an "
+             "evaluation set's) have no query the metric "
+             "scores (NDCG: a document labelled above 0; pairwise: two different labels), or "
+             "every λ of the grid was refused as unresolved in this dtype (the warnings say "
+             "which; give larger lams, or compute in float64)")
+"""The error of a selection with no finite score."""
+
+
 class Grid:
     """One selection's settings: the problem, the metric and its options, the λ grid, and
     the rows it scores (``scored``: a bool row mask of whole queries; None: every row)."""
@@ -81,8 +89,7 @@ class Grid:
     def best(self, s):
         """The index of the best finite score (the metric's direction)."""
         if np.all(np.isnan(s)):
-            raise ValueError("the metric is undefined for every λ (no query has a relevant "
-                             "document / a pair to score)")
+            raise ValueError(UNDEFINED)
         return int(np.nanargmin(self.sign * s))
 
     def better(self, a, b) -> bool:
