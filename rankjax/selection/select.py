@@ -45,11 +45,11 @@ def _as_selection(blocks, factor, best, point, trajectory=None):
                      _basis(point.model), trajectory, point.solver, extended)
 
 
-UNDEFINED = ("the hold-out score is undefined (NaN) at every λ: either the scored labels (y, or an "
-             "evaluation set's) have no query the metric "
-             "scores (NDCG: a document labelled above 0; pairwise: two different labels), or "
-             "every λ of the grid was refused as unresolved in this dtype (the warnings say "
-             "which; give larger lams, or compute in float64)")
+UNDEFINED = ("the hold-out score is undefined (NaN) at every λ: either the scored labels (y, or "
+             "an evaluation set's) have no query the metric scores (NDCG: a document labelled "
+             "above 0; pairwise: two different labels), or every λ of the grid was refused as "
+             "unresolved in this dtype (the warnings say which; give larger lams, or compute in "
+             "float64)")
 """The error of a selection with no finite score."""
 
 
