@@ -11,9 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._core.host import is_concrete
+from ._core.host import device_array, is_concrete, reduce_concrete, reduction
 from ._core.traced import lam_ok
-from ._core.host import device_array, reduce_concrete, reduction
 from ._core.types import saveable
 
 __all__ = ["RESULTS", "Solution", "lane_codes", "throw_if"]

@@ -8,8 +8,7 @@ import warnings
 import jax.numpy as jnp
 import numpy as np
 
-from .host import is_concrete
-from .host import host_view, reduce_concrete, reduction
+from .host import host_view, is_concrete, reduce_concrete, reduction
 from .log import user_stacklevel
 
 __all__ = ["UnresolvedLambdaWarning", "warn_unresolved"]

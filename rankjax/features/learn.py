@@ -13,10 +13,9 @@ import scipy.sparse as sp
 
 from .._core.checks import as_float_array, check_targets
 from .._core.finite import first_nonfinite
-from .._core.host import is_concrete
+from .._core.host import device_array, host_view, is_concrete
 from .._core.queries import segment_ids
 from .._core.sparse import is_sparse, to_scipy
-from .._core.host import device_array, host_view
 from .._core.memory import compute_dtype
 from .maps import (IMPUTE_SWEEPS, KNOTS, FeatureMap, by_blocks, colsearch, interp, mm, take,
                    with_categories)

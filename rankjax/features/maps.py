@@ -58,9 +58,9 @@ class FeatureMap(NamedTuple):
     row with its categorical columns read as their categories' scores and ``k`` missing
     indicators appended (``isnan`` of the columns ``missing``), and ``T`` the rank map
     (``knots``, ``lower``, ``upper`` ``[K, n + k]``: the normal score of the mid-rank among
-    the knots) or, without
-    knots, the value itself; a missing entry (NaN; not finite for the standard map) starts at
-    ``fill`` ``[n + k]`` (1/2, or the training mean) and, with ``impute`` ``[n + k, n]``, is
+    the knots) or, without knots, the value itself; a missing entry (NaN; not finite for the
+    standard map) starts at ``fill`` ``[n + k]`` (0, the median's normal score, or the
+    training mean) and, with ``impute`` ``[n + k, n]``, is
     replaced by its regression on the row's other columns (``impute``). ``fill`` None: the
     map of sparse rows, a scaling alone.
 

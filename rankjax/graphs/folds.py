@@ -13,9 +13,8 @@ from jax import lax
 
 from .._core.log import gated_step
 from .._core.checks import check_seed, is_int
-from .._core.host import is_concrete
+from .._core.host import device_array, is_concrete
 from .._core.queries import segment_ids
-from .._core.host import device_array
 from .graph import Graph, check_graph
 from .._core.backend import paths
 from .._core.segments import padded_size

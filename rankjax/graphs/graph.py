@@ -39,8 +39,7 @@ import numpy as np
 
 from .._core.products import HI, mm, tdot
 from .._core.checks import check_matrix, check_targets
-from .._core.host import is_concrete
-from .._core.host import device_array
+from .._core.host import device_array, is_concrete
 from .._core.memory import compute_dtype
 from ..metrics.pairs import edge_disagreement_error, metric_sign, pairwise_error
 from .._core.linalg import gram, psd_root, segment_normal_equations

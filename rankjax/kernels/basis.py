@@ -34,8 +34,7 @@ from .._core import lapack
 from .._core.backend import wide_dtype
 from .._core.log import timed
 from .._core.checks import check_seed, check_matrix, is_int
-from .._core.host import is_concrete
-from .._core.host import device_array
+from .._core.host import device_array, is_concrete
 from .kernel import Kernel, constant_part, kernel_block, kernel_core, kernel_offset, unshifted
 from .._core.linalg import PSD_RTOL
 from .._core.segments import padded_size

@@ -25,8 +25,7 @@ from jax import lax
 
 from .._core.log import begin, check_verbose, loop_step
 from .._core.checks import check_count, check_flag, check_matrix, require_concrete
-from .._core.host import is_concrete
-from .._core.host import device_array
+from .._core.host import device_array, is_concrete
 from .._core.memory import compute_dtype
 from .ranksvm import rank_levels, row_weights
 from .._core.segments import bucket, seg_scan

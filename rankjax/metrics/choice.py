@@ -19,9 +19,8 @@ import numpy as np
 
 from .._core.cores import core
 from .._core.checks import as_float_array, check_targets
-from .._core.host import is_concrete
+from .._core.host import is_concrete, reduce_concrete, reduction
 from .._core.queries import resolve_segments
-from .._core.host import reduce_concrete, reduction
 from .pairs import check_metric_options, metric_sign
 from .._core.types import saveable
 

@@ -17,8 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from .._core.checks import is_int
-from .._core.host import is_concrete
-from .._core.host import reduce_concrete, reduction
+from .._core.host import is_concrete, reduce_concrete, reduction
 from .._core.segments import run_ids
 from .pairs import finish_per_query, nan_queries, prepare_scores
 

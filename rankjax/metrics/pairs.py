@@ -27,10 +27,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from .._core.checks import as_float_array, check_flag, check_indices
-from .._core.host import is_concrete
+from .._core.host import is_concrete, reduce_concrete, reduction
 from .._core.queries import resolve_segments
 from .._core.traced import indices_ok, nan_unless
-from .._core.host import reduce_concrete, reduction
 from .._core.segments import count_sum, count_to_float, run_ids
 from .._core.types import saveable
 

@@ -60,8 +60,7 @@ from .refine import dense_segments
 from .select import UNDEFINED, Grid, select_grid
 
 __all__ = ["GAMMA_FACTORS", "SCREEN_BASIS", "SCREEN_ROWS", "CROSSFIT_BASIS", "CROSSFIT_PARTS",
-           "Candidates",
-           "Choice", "Rows", "choose", "crossfit_holdout"]
+           "Candidates", "Choice", "Rows", "choose", "crossfit_holdout"]
 
 
 GAMMA_FACTORS = (1 / 3, 1.0, 3.0)
@@ -142,6 +141,11 @@ class Features:
     kind: str
     full: Optional[tuple] = None
     parts: Optional[tuple] = None
+
+    def one(self):
+        """``(map, rows)`` of one of its maps (every label's, or the first part's): what
+        the shapes and the reference γ are read from."""
+        return self.full or self.parts[0]
 
 
 @dataclasses.dataclass
@@ -360,7 +364,7 @@ def best_score(scores) -> float:
 
 def screen_ranks(f: _Fit, feats):
     """The ranks candidate's screen over the γ ladder: ``(rows, best γ, reference γ)``."""
-    gammas, g0 = f.c.ladder((feats.full or feats.parts[0])[1])
+    gammas, g0 = f.c.ladder(feats.one()[1])
     out = {g: f.screen(feats, g) for g in gammas}
     kind = f.c.kernel(g0).kind
     rows = [Rows(feats.name, kind, g, f.lams, out[g], np.zeros(f.lams.size, bool))
@@ -371,13 +375,13 @@ def screen_ranks(f: _Fit, feats):
 def choose(c: Candidates, X, y, seg, graph, valid, lams) -> Choice:
     """The candidates of the module's docstring: the kernel candidates screened, the best
     held out on every row (refined by the gradient with ``optimize``) and compared there with
-the linear model on the ranks (its λ grid). ``X``
-    ``[m, n]`` the rows as given, ``y`` ``[m]``, ``seg`` their :class:`~rankjax.Segments`,
-    ``graph`` the training graph, ``valid`` ``(X, y, Segments)`` of an evaluation set (rows
-    as given) or None, ``lams`` ``[L]``. Returns a :class:`Choice`."""
+    the linear model on the ranks (its λ grid). ``X`` ``[m, n]`` the rows as given, ``y``
+    ``[m]``, ``seg`` their :class:`~rankjax.Segments`, ``graph`` the training graph,
+    ``valid`` ``(X, y, Segments)`` of an evaluation set (rows as given) or None, ``lams``
+    ``[L]``. Returns a :class:`Choice`."""
     f = _Fit(c, X, y, seg, graph, valid, lams)
     ranks = f.features("ranks", "rank")
-    fm, U = ranks.full or ranks.parts[0]
+    fm, U = ranks.one()
     route = c.route(c.kernel(c.ladder(U)[1]))
     route.init(f.problem(U, fm), f.lams.size, f.folds)      # the final route planned first
     rows, g_best, g0 = screen_ranks(f, ranks)
@@ -386,7 +390,7 @@ the linear model on the ranks (its λ grid). ``X``
                             best_score(next(r.scores for r in rows if r.gamma == g_best)))}
     if not c.optimize and (f.part is not None or valid is not None):
         weighted = f.features("weighted ranks", "weighted")
-        g = g_best * c.ladder((weighted.full or weighted.parts[0])[1])[1] / g0
+        g = g_best * c.ladder(weighted.one()[1])[1] / g0
         scores = f.screen(weighted, g)
         rows.append(Rows(weighted.name, kind, g, f.lams, scores, np.zeros(f.lams.size, bool)))
         kernels[weighted.name] = (weighted, g, best_score(scores))

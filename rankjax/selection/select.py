@@ -15,8 +15,7 @@ import jax
 import numpy as np
 
 from .._core.checks import check_count, check_flag, check_lams, check_seed
-from .._core.host import is_concrete
-from .._core.host import device_array
+from .._core.host import device_array, is_concrete
 from .._core.log import Stages, active, check_verbose, info
 from .._core.memory import available_memory, kernel_plan
 from .._core.segments import padded_size

@@ -30,9 +30,8 @@ from jax import lax
 
 from .._core import lapack
 from .._core.checks import check_count, check_seed
-from .._core.host import is_concrete
+from .._core.host import device_array, is_concrete
 from .._core.traced import lam_ok, nan_unless
-from .._core.host import device_array
 from .._core.linalg import PSD_RTOL
 from .._core.memory import available_memory, check_memory
 from .._core.products import HI, mm, tdot

@@ -22,8 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .._core.host import is_concrete
-from .._core.host import device_array
+from .._core.host import device_array, is_concrete
 from .._core.log import gated_step
 from ..graphs.folds import Folds, fold_batch, merge_plan, merged_buckets, positions
 

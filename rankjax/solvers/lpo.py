@@ -16,9 +16,8 @@ from jax import lax
 from .._core import lapack
 from .._core.checks import as_float_array, check_indices, host_labels
 from .._core.finite import value_range
-from .._core.host import is_concrete
+from .._core.host import is_concrete, reduce_concrete, reduction
 from .._core.traced import indices_ok, lam_ok, nan_unless
-from .._core.host import reduce_concrete, reduction
 from .._core.linalg import eigh_psd, eigh_psd_checked, psd_ok, spectral_filter
 from .._core.products import HI, mm
 from .._core.resolved import warn_unresolved

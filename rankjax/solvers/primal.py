@@ -53,6 +53,11 @@ def _path_from_system(G, b, lams):
     return nan_unless(lam_ok(lams), decompose_primal(G, b).coef_path(lams))
 
 
+def _in_compute_dtype(*arrays):
+    """The streamed normal equations (and λ) in the compute dtype."""
+    return [jnp.asarray(a, compute_dtype()) for a in arrays]
+
+
 @partial(jax.jit, static_argnames=("train", "root"))
 def path_core(X, y, graph, lams, X_valid, train=False, root=False):
     r"""``(W [L, n(, k)], train scores or None, valid scores or None)`` of every λ from one
@@ -170,7 +175,7 @@ class Primal(AbstractSolver):
     @fit.register(StreamedProblem)
     def _(self, problem, lam):
         G, b, counts = streamed.normal_equations(problem)
-        w = _solve_core(jnp.asarray(G, compute_dtype()), jnp.asarray(b, compute_dtype()), lam)
+        w = _solve_core(*_in_compute_dtype(G, b), lam)
         return Solution(LinearModel(w), lane_codes(w, lam, lanes=False), counts)
 
     @singledispatchmethod
@@ -185,8 +190,7 @@ class Primal(AbstractSolver):
     @path.register(StreamedProblem)
     def _(self, problem, lams):
         G, b, stats = streamed.normal_equations(problem)
-        W = _path_from_system(jnp.asarray(G, compute_dtype()), jnp.asarray(b, compute_dtype()),
-                              lams.astype(compute_dtype()))
+        W = _path_from_system(*_in_compute_dtype(G, b, lams))
         return self._path(problem, lams, W, stats)
 
     def _path(self, problem, lams, W, stats):
@@ -212,8 +216,8 @@ class Primal(AbstractSolver):
     @holdout.register(StreamedProblem)
     def _(self, problem, lams, folds):
         G, b, stats = streamed.normal_equations(problem)
-        lams = lams.astype(compute_dtype())
-        W = _path_from_system(jnp.asarray(G, compute_dtype()), jnp.asarray(b, compute_dtype()), lams)
+        G_, b_, lams = _in_compute_dtype(G, b, lams)
+        W = _path_from_system(G_, b_, lams)
         pred = streamed.holdout_predictions(problem, G, b, lams, stats)
         return Solution(HoldOut(lams, pred, None, PrimalPath(lams, W)), lane_codes(pred, lams),
                         stats)

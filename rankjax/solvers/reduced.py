@@ -37,9 +37,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core.host import is_concrete
+from .._core.host import device_array, is_concrete
 from ..graphs.graph import is_graph
-from .._core.host import device_array
 from .._core.linalg import Eigh, raw_eigh
 from .._core.segments import row_sums
 
