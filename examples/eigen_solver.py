@@ -1,7 +1,9 @@
 """Writing a solver: linear RankRLS by one eigendecomposition of ``X^T L X`` (Pahikkala et
 al. 2009, §3.1, eq. 8), defined here, outside the library, with its public extension API
 alone (``rankjax.solvers``: :class:`~rankjax.AbstractSolver`, the ``solver`` decorator,
-``lane_codes``, ``HoldOut``, ``PrimalPath``). It serves every verb: ``fit``, ``path``
+``lane_codes``, ``HoldOut``, ``PrimalPath``). Its ``factor`` is the state's: ``init`` takes
+the one ``eigh`` every verb of that state reads (lineax's ``init``/``compute``). It serves
+every verb: ``fit``, ``path``
 (every λ from the one decomposition), ``holdout`` (the exact hold-out, by retraining on
 each fold's complement: the reference the library's fast hold-outs are checked against),
 ``select``, ``tune`` (its ``cv_predictions`` is the linear model's), the estimators
@@ -23,26 +25,32 @@ RTOL = 100.0
 NaN."""
 
 
-def _weights(X, y, graph, lams):
-    """``[L, n(, k)]``: ``w(λ) = V (Λ + λ)^{-1} V^T X^T L y`` for every λ of
-    ``lams``, from ``X^T L X = V Λ V^T`` (``L X`` by the graph's segment sums: never
-    ``m x m``)."""
+def _decompose(X, y, graph):
+    """``(Λ [n], V [n, n], V^T X^T L y [n, k])`` of ``X^T L X = V Λ V^T`` (``L X`` by the
+    graph's segment sums: never ``m x m``)."""
     G = jnp.matmul(X.T, graph.mv(X), precision=HI)
     b = jnp.matmul(X.T, graph.mv(y), precision=HI)
     vals, vecs = jnp.linalg.eigh((G + G.T) / 2)
-    vals = jnp.maximum(vals, 0)
-    c = jnp.matmul(vecs.T, b.reshape(b.shape[0], -1), precision=HI)           # [n, k]
+    return jnp.maximum(vals, 0), vecs, jnp.matmul(vecs.T, b.reshape(b.shape[0], -1), precision=HI)
+
+
+def _from_factors(factors, lams, tail):
+    """``[L, n(, k)]``: ``w(λ) = V (Λ + λ)^{-1} V^T X^T L y`` for every λ of ``lams``; NaN
+    below the dtype's floor (an invalid λ is the verbs' to refuse, not the solver's)."""
+    vals, vecs, c = factors
     D = 1 / (vals[None, :] + lams[:, None])                                   # [L, n]
     W = jnp.einsum("pq,lqk->lpk", vecs, D[:, :, None] * c[None], precision=HI)
-    floor = RTOL * jnp.finfo(X.dtype).eps * vals[-1]
-    ok = jnp.isfinite(lams) & (lams >= floor) & (lams > 0)
-    W = jnp.where(ok[:, None, None], W, jnp.nan)
-    return W.reshape((lams.shape[0],) + b.shape)
+    floor = RTOL * jnp.finfo(vals.dtype).eps * vals[-1]
+    W = jnp.where((lams >= floor)[:, None, None], W, jnp.nan)
+    return W.reshape((lams.shape[0], vecs.shape[0]) + tail)
 
 
-@jax.jit
-def _path(X, y, graph, lams):
-    return _weights(X, y, graph, lams)
+def _weights(X, y, graph, lams):
+    return _from_factors(_decompose(X, y, graph), lams, y.shape[1:])
+
+
+_factor = jax.jit(_decompose)
+_path = jax.jit(_from_factors, static_argnums=2)
 
 
 @jax.jit
@@ -74,27 +82,39 @@ class EigenPrimal(AbstractSolver):
       >>> w = rj.fit(p, EigenPrimal(), lam=1.0).value.weights
       >>> bool(np.allclose(w, rj.fit(p, rj.Primal(), lam=1.0).value.weights, atol=1e-5))
       True
+
+      One ``init`` (one ``eigh``, in ``state.factors``) serves a fit and a path:
+
+      >>> state = EigenPrimal().init(p, "path", L=2)
+      >>> rj.path(p, lams=[0.1, 1.0], state=state).value.weights.shape
+      (2, 3)
+      >>> bool(np.allclose(rj.fit(p, lam=1.0, state=state).value.weights, w))
+      True
     """
 
-    def fit(self, problem, lam):
-        lam = jnp.asarray(lam, problem.X.dtype)
-        W = _path(problem.X, problem.y, problem.graph, lam[None])
-        return rj.Solution(rj.LinearModel(W[0]), lane_codes(W[0], lam, lanes=False), {})
+    def factor(self, problem, plan):
+        """The one ``eigh`` every fit and path of this state reads (``state.factors``)."""
+        return _factor(problem.X, problem.y, problem.graph)
 
-    def path(self, problem, lams):
+    def fit(self, problem, lam, state):
+        lam = jnp.asarray(lam, problem.X.dtype)
+        W = _path(state.factors, lam[None], problem.y.shape[1:])
+        return rj.Solution(rj.LinearModel(W[0]), lane_codes(W[0], lanes=False), {})
+
+    def path(self, problem, lams, state):
         lams = lams.astype(problem.X.dtype)
-        W = _path(problem.X, problem.y, problem.graph, lams)
+        W = _path(state.factors, lams, problem.y.shape[1:])
         valid = None
         if problem.valid is not None:                    # what select scores on a valid set
             valid = jnp.einsum("mn,ln...->lm...", problem.valid.X, W, precision=HI)
-        return rj.Solution(PrimalPath(lams, W, None, valid), lane_codes(W, lams), {})
+        return rj.Solution(PrimalPath(lams, W, None, valid), lane_codes(W), {})
 
-    def holdout(self, problem, lams, folds):
+    def holdout(self, problem, lams, folds, state):
         lams = lams.astype(problem.X.dtype)
         X, y, graph = problem.X, problem.y, problem.graph
         pred = _holdout(X, y, graph, lams, folds.fold_of_row, folds.num_folds)
-        path = PrimalPath(lams, _path(X, y, graph, lams))
-        return rj.Solution(HoldOut(lams, pred, folds, path), lane_codes(pred, lams), {})
+        path = PrimalPath(lams, _path(state.factors, lams, y.shape[1:]))
+        return rj.Solution(HoldOut(lams, pred, folds, path), lane_codes(pred), {})
 
     def cv_predictions(self, params, data, folds):
         return rj.Primal().cv_predictions(params, data, folds)    # the same linear model

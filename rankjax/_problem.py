@@ -102,7 +102,8 @@ class Problem:
         return self.X.shape
 
     kind = "features"
-    """What the solvers' ``kinds`` tables name (their error messages say which take it)."""
+    """The kind's name (``solvers.base.KINDS``): what error messages and the solvers'
+    dispatch (``solvers.base.kinds_of``) call problems of this type."""
 
     def rows(self):
         """``X``: the ``[m, n]`` feature rows the solvers of rows read."""
@@ -124,6 +125,22 @@ class KernelProblem(Problem):
     def rows(self):
         raise TypeError("this solver needs feature rows; a precomputed kernel matrix is "
                         "solved by rj.Dual() (no kernel) or rj.CG()")
+
+
+KINDS = ("features", "kernel", "sharded", "stream")
+"""The kinds of problem: feature rows, a precomputed kernel matrix, rows sharded over a
+device mesh (:func:`rankjax.scale.shard`) and chunks streamed from files
+(:func:`rankjax.scale.stream`); each a type whose ``kind`` names it."""
+
+
+def kind_of(problem) -> str:
+    """The kind (:data:`KINDS`) of ``problem``'s type, or a ``TypeError`` when it is no
+    rankjax problem: the one place a problem's kind is read."""
+    kind = getattr(type(problem), "kind", None)
+    if kind not in KINDS or not hasattr(problem, "graph"):
+        raise TypeError(f"problem must be a rankjax.Problem (or rj.scale.shard / "
+                        f"rj.scale.stream of one), got {type(problem).__name__}")
+    return kind
 
 
 def _set(p, X, y, graph, qid, valid, precomputed):

@@ -12,10 +12,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._core.host import device_array, is_concrete, reduce_concrete, reduction
-from ._core.traced import lam_ok
+from ._core.traced import nan_unless
 from ._core.types import saveable
 
-__all__ = ["RESULTS", "Solution", "lane_codes", "throw_if"]
+__all__ = ["RESULTS", "Solution", "lams_valid", "lane_codes", "with_lams", "throw_if"]
 
 _MESSAGES = {
     "successful": "the solver answered",
@@ -90,22 +90,53 @@ class Solution(NamedTuple):
         return "successful" if not bad else ", ".join(bad)
 
 
-def lane_codes(values, lams, lanes: bool = True, allow_zero: bool = False):
-    """Traced result codes of a closed form: ``invalid_input`` where λ is invalid,
-    ``unresolved_lambda`` where the lane of ``values`` (λ axis first when ``lanes``) holds
-    NaN, else ``successful``; ``[L]`` (or a scalar)."""
-    if is_concrete(values) and is_concrete(lams):        # on the host: no program per shape
+def lams_valid(lams, allow_zero: bool = False):
+    """The one rule of λ validity, for every solver and verb: finite and ``> 0`` (``>= 0``
+    where the solver regularises otherwise, ``allow_zero``); ``[]`` or ``[L]`` booleans,
+    numpy on the host (no program), traced under ``jit``. The verbs apply it once to what
+    a solver computed (:func:`with_lams`); the host check :func:`~rankjax._core.checks.check_lams`
+    raises on the same values eagerly."""
+    xp = np if is_concrete(lams) else jnp
+    lam = xp.asarray(lams)
+    return xp.isfinite(lam) & ((lam >= 0) if allow_zero else (lam > 0))
+
+
+def nan_lanes(value, ok):
+    """``value`` (a model, path, hold-out or array tree) with NaN in every lane where ``ok``
+    (``[]`` or ``[L]``) is False: the fields a value type names in ``LANES`` (those holding
+    the λ axis first; a model's coefficients, not its training rows), every floating leaf
+    of any other tree."""
+    fields = getattr(type(value), "LANES", None)
+    if fields is None:
+        return nan_unless(ok, value)
+    return value._replace(**{f: nan_lanes(getattr(value, f), ok) for f in fields
+                             if getattr(value, f) is not None})
+
+
+def with_lams(solution: Solution, lams, allow_zero: bool = False) -> Solution:
+    """What the verbs apply to every solver's :class:`Solution` (the one place the λ rule,
+    :func:`lams_valid`, meets the result): the lanes of an invalid λ NaN with the code
+    ``invalid_input``. Outside ``jit`` the verbs' checks have refused such λ already, and
+    the solution passes untouched."""
+    ok = lams_valid(lams, allow_zero)
+    if isinstance(ok, np.ndarray) and ok.all():
+        return solution
+    ok = jnp.asarray(ok)
+    result = jnp.where(ok, solution.result, int(RESULTS.invalid_input)).astype(jnp.int32)
+    return Solution(nan_lanes(solution.value, ok), result, solution.stats)
+
+
+def lane_codes(values, lanes: bool = True):
+    """Result codes of a closed form: ``unresolved_lambda`` where the lane of ``values``
+    (λ axis first when ``lanes``) holds NaN, else ``successful``; ``[L]`` (or a scalar).
+    An invalid λ is the verb's to code (:func:`with_lams`)."""
+    if is_concrete(values):                              # on the host: no program per shape
         bad = np.asarray(reduce_concrete(_any_nan_lane if lanes else _any_nan, values))
-        lam = np.asarray(lams)
-        ok = np.isfinite(lam) & ((lam >= 0) if allow_zero else (lam > 0))
-        code = np.where(ok, np.where(bad, RESULTS.unresolved_lambda, RESULTS.successful),
-                        RESULTS.invalid_input)
+        code = np.where(bad, RESULTS.unresolved_lambda, RESULTS.successful)
         return device_array(code.astype(np.int32))
     a = jnp.asarray(values)
     bad = jnp.isnan(a).reshape(a.shape[0], -1).any(1) if lanes else jnp.isnan(a).any()
-    code = jnp.where(bad, int(RESULTS.unresolved_lambda), int(RESULTS.successful))
-    code = jnp.where(lam_ok(lams, allow_zero), code, int(RESULTS.invalid_input))
-    return code.astype(jnp.int32)
+    return jnp.where(bad, int(RESULTS.unresolved_lambda), int(RESULTS.successful)).astype(jnp.int32)
 
 
 _any_nan_lane = reduction(lambda xp, a: xp.isnan(a).reshape(a.shape[0], -1).any(1))

@@ -23,19 +23,23 @@ import jax.numpy as jnp
 from ._core.checks import check_flag, check_lams, check_positive
 from ._core.host import is_concrete
 from ._core.log import stage
-from ._problem import Problem
-from ._solution import RESULTS, Solution, throw_if
+from ._problem import Problem, kind_of
+from ._solution import RESULTS, Solution, throw_if, with_lams
 from .graphs.folds import problem_folds
 from .metrics.choice import Selection
 from .selection.select import select_grid
 from .solvers.auto import Auto
 from .solvers.base import capabilities, check_call
 from .solvers.lpo import pairs_of
+from .solvers.state import State
+from .scale.layout import ShardedData
+from .scale.stream import StreamedProblem
 
 __all__ = ["fit", "path", "holdout", "select", "capabilities"]
 
 
-def fit(problem, solver=Auto(), *, lam, verbose: int = 0, throw: bool = False) -> Solution:
+def fit(problem, solver=None, *, lam, state=None, verbose: int = 0,
+        throw: bool = False) -> Solution:
     r"""The model of one λ (Pahikkala et al. 2009, eq. 9; its dual and Nyström forms §3.2,
     §3.5):
 
@@ -47,6 +51,9 @@ def fit(problem, solver=Auto(), *, lam, verbose: int = 0, throw: bool = False) -
       problem: a :class:`~rankjax.Problem` (or a sharded one, :func:`rankjax.scale.shard`).
       solver: :class:`~rankjax.Primal`, :class:`~rankjax.Dual`, :class:`~rankjax.Nystrom`,
         :class:`~rankjax.CG`, :class:`~rankjax.Falkon` or :class:`~rankjax.Auto` (default).
+      state: a :class:`~rankjax.solvers.State` of ``solver.init(problem, ...)`` (lineax's
+        ``init``): nothing it decided (the solver ``Auto`` chose, the memory plan) is decided
+        again; one state serves several verbs (``State.serves``); ``None``: made here.
       lam: λ > 0, a Python or 0-d value (traced under ``jit``, and ``vmap`` over it costs
         about a :func:`path`); ``CG``, and ``Falkon`` with validation data, take λ = 0.
       verbose: a line when the fit starts and one when it is done (0: silent; logger
@@ -65,14 +72,18 @@ def fit(problem, solver=Auto(), *, lam, verbose: int = 0, throw: bool = False) -
       >>> rj.RESULTS(int(s.result)).name, rj.predict(s.value, d.X).shape
       ('successful', (127,))
     """
-    solver = check_call(problem, solver, "fit", "fit")
-    check_positive(lam, allow_zero=solver.allows_zero(problem), scalar=True)
+    state = solve_state(problem, solver, state, "fit", "fit", 1)
+    solver = state.solver
+    zero = solver.allows_zero(problem)
+    check_positive(lam, allow_zero=zero, scalar=True)
     throw = check_flag(throw, "throw")
-    return throw_if(honest(problem, stage(verbose, f"fit {type(solver).__name__}",
-                                          lambda: solver.fit(problem, lam))), "fit", throw)
+    solution = stage(verbose, f"fit {type(solver).__name__}",
+                     lambda: solver.fit(problem, lam, state))
+    return throw_if(honest(problem, with_lams(solution, lam, zero)), "fit", throw)
 
 
-def path(problem, solver=Auto(), *, lams, verbose: int = 0, throw: bool = False) -> Solution:
+def path(problem, solver=None, *, lams, state=None, verbose: int = 0,
+         throw: bool = False) -> Solution:
     r"""Every λ's model from one decomposition (Pahikkala et al. 2009, §3.2): ``Primal``
     (one ``eigh`` of :math:`X^T L X`), ``Dual`` (of :math:`S K S`) or ``Nystrom``; with
     :math:`G = V \Lambda V^T`,
@@ -88,6 +99,7 @@ def path(problem, solver=Auto(), *, lams, verbose: int = 0, throw: bool = False)
       solver: :class:`~rankjax.Primal`, :class:`~rankjax.Dual`, :class:`~rankjax.Nystrom`
         or :class:`~rankjax.Auto`.
       lams: ``[L]`` λ grid (traced).
+      state: as :func:`fit`.
       verbose, throw: as :func:`fit`.
 
     Returns:
@@ -100,14 +112,16 @@ def path(problem, solver=Auto(), *, lams, verbose: int = 0, throw: bool = False)
       >>> rj.path(rj.Problem(d.X, d.y, d.qid), lams=[0.1, 1.0]).value.weights.shape
       (2, 3)
     """
-    solver = check_call(problem, solver, "path", "path")
     lams, throw = check_lams(lams), check_flag(throw, "throw")
-    return throw_if(honest(problem, stage(verbose, f"path {type(solver).__name__}",
-                                          lambda: solver.path(problem, lams))), "path", throw)
+    state = solve_state(problem, solver, state, "path", "path", lams.shape[0])
+    solver = state.solver
+    solution = stage(verbose, f"path {type(solver).__name__}",
+                     lambda: solver.path(problem, lams, state))
+    return throw_if(honest(problem, with_lams(solution, lams)), "path", throw)
 
 
-def holdout(problem, solver=Auto(), *, lams, folds=None, seed: int = 0, verbose: int = 0,
-            throw: bool = False) -> Solution:
+def holdout(problem, solver=None, *, lams, folds=None, state=None, seed: int = 0,
+            verbose: int = 0, throw: bool = False) -> Solution:
     r"""Exact hold-out predictions of every λ from one decomposition (Pahikkala et al. 2009,
     §3.3-3.4, eq. 33-39): each fold's rows predicted by the model trained without them. For
     a fold :math:`U` of whole queries, with :math:`H = (L + \lambda K^{-1})^{-1}`, the
@@ -127,6 +141,7 @@ def holdout(problem, solver=Auto(), *, lams, folds=None, seed: int = 0, verbose:
         a :class:`~rankjax.Folds` (under ``jit``: built outside it by
         :func:`~rankjax.make_folds`), or :class:`~rankjax.LeavePairOut` (``Primal``/``Dual``
         on a global ranking problem).
+      state: as :func:`fit`.
       seed: the draw of ``k`` folds.
       verbose: a line when it starts, one per bucket of folds as it finishes and one when it
         is done (0: silent; logger ``"rankjax"``).
@@ -143,21 +158,38 @@ def holdout(problem, solver=Auto(), *, lams, folds=None, seed: int = 0, verbose:
       (1, 127)
     """
     method = getattr(folds, "method", "holdout")        # LeavePairOut: leave_pair_out
-    solver = check_call(problem, solver, method,
-                        "holdout" if method == "holdout" else "holdout with LeavePairOut folds")
+    verb = "holdout" if method == "holdout" else "holdout with LeavePairOut folds"
+    check_call(problem, Auto() if solver is None else solver, method, verb)
     lams = check_lams(lams)
     if method == "leave_pair_out":
         folds = pairs_of(problem, folds)
-    elif problem.kind in ("sharded", "stream"):
+    elif isinstance(problem, (ShardedData, StreamedProblem)):
         if folds is not None:
-            raise TypeError(f"the hold-out of a {problem.kind} problem is leave-query-out: "
+            raise TypeError(f"the hold-out of a {kind_of(problem)} problem is leave-query-out: "
                             "folds=None")
     else:
         folds = problem_folds(problem, folds, seed, "rj.holdout")
     throw = check_flag(throw, "throw")
-    return throw_if(honest(problem, stage(verbose, f"holdout {type(solver).__name__}",
-                                          lambda: getattr(solver, method)(problem, lams, folds))),
-                    "holdout", throw)
+    state = solve_state(problem, solver, state, method, verb, lams.shape[0], folds)
+    solver = state.solver
+    solution = stage(verbose, f"holdout {type(solver).__name__}",
+                     lambda: getattr(solver, method)(problem, lams, folds, state))
+    return throw_if(honest(problem, with_lams(solution, lams)), "holdout", throw)
+
+
+def solve_state(problem, solver, state, method: str, verb: str, L: int, folds=None) -> State:
+    """The verbs' one check of (problem, solver, state): ``state`` when given (made by
+    the same kind of solver, for a verb it covers: ``State.check``), else the
+    :meth:`~rankjax.AbstractSolver.init` of the solver that serves ``problem`` (``solver``
+    ``None``: ``Auto()``, or the state's own)."""
+    if state is None:
+        return check_call(problem, Auto() if solver is None else solver, method, verb).init(
+            problem, method, L, folds)
+    if not isinstance(state, State):
+        raise TypeError(f"state must be a rankjax State (solver.init(problem, ...)), got "
+                        f"{type(state).__name__}")
+    served = check_call(problem, state.solver if solver is None else solver, method, verb)
+    return state.check(served, method, L, verb)
 
 
 def honest(problem, solution: Solution) -> Solution:

@@ -56,9 +56,7 @@ class Mutation(NamedTuple):
 
 def _scaled(name, file, verb, var, test_ids):
     """λ (or the grid) scaled by 1.02 on entry to one solver method."""
-    arg = "lam" if verb == "fit" else ("lams" if verb == "path" else "lams, folds")
-    if (file, verb) == ("solvers/nystrom.py", "holdout"):
-        arg += ", plan=None"                        # the plan selection hands back
+    arg = ("lam" if verb == "fit" else ("lams" if verb == "path" else "lams, folds")) + ", state"
     old = f"    def {verb}(self, problem, {arg}):\n"
     return Mutation(name, file, old, old + f"        {var} = {var} * 1.02\n",
                     tuple(f"test_solvers.py::test_verb_equals_its_numpy_reference[{t}]"
@@ -212,10 +210,18 @@ MUTATIONS = [
              "return batched_op if paths().batch_factorisations else looped_op",
              "return batched_op",
              ("test_lapack.py::test_no_compiled_program_batches_a_lapack_call_on_the_cpu",)),
-    Mutation("selection_plan_not_handed_back", "selection/select.py",
-             'kw = {} if plan is None or planned is not solver else {"plan": plan}',
-             "kw = {}",
-             ("test_memory_plans.py::test_a_rankrlscv_fit_plans_once",)),
+    Mutation("selection_state_not_kept", "selection/select.py",
+             "        if solver not in self.states:\n", "        if True:\n",
+             ("test_memory_plans.py::test_a_rankrlscv_fit_plans_once",
+              "test_state.py::test_a_select_over_a_gamma_grid_calls_each_init_once")),
+    Mutation("tune_state_not_read", "selection/tune.py",
+             "        if state is None or state.solver != solver:\n", "        if True:\n",
+             ("test_state.py::test_a_tune_calls_each_init_once",)),
+    Mutation("lams_rule_takes_negative", "_solution.py",
+             "((lam >= 0) if allow_zero else (lam > 0))",
+             "((lam >= -2) if allow_zero else (lam > -2))",
+             tuple(f"test_under_jit.py::test_an_invalid_lambda_is_a_nan_lane_under_jit[{e}-fit]"
+                   for e in ("primal", "dual_gaussian", "nystrom", "cg", "falkon", "auto"))),
 ]
 
 

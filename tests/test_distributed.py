@@ -20,6 +20,7 @@ import pytest
 import scipy.sparse as sp
 
 import rankjax as rj
+from rankjax.solvers.base import kinds_of
 from registry import REGISTRY, cases, data
 
 DEVICES = len(jax.devices("cpu"))           # simulated CPU devices, on any machine
@@ -133,10 +134,10 @@ def test_shard_errors():
 
 
 SHARDED = [e for e in REGISTRY if e.kind == "features"
-           and any("sharded" in type(e.solver.resolve(rj.Problem(*data()))).kinds_of(v)
+           and any("sharded" in kinds_of(type(e.solver.resolve(rj.Problem(*data()))), v)
                    for v in ("fit", "path", "holdout"))]
 SHARDED_CASES = [(e, v) for e, v in cases(SHARDED, ("fit", "path", "holdout"))[0]
-                 if "sharded" in type(e.solver.resolve(rj.Problem(*data()))).kinds_of(v)]
+                 if "sharded" in kinds_of(type(e.solver.resolve(rj.Problem(*data()))), v)]
 
 
 def check_sharded_equals_single_device(entry, verb):
@@ -150,7 +151,7 @@ def check_sharded_equals_single_device(entry, verb):
     call = (lambda q: rj.fit(q, entry.solver, lam=lam)) if verb == "fit" else (
         lambda q: getattr(rj, verb)(q, entry.solver, lams=lam))
     solver = entry.solver.resolve(p) if entry.kind == "features" else entry.solver
-    if entry.kind != "features" or "sharded" not in type(solver).kinds_of(verb):
+    if entry.kind != "features" or "sharded" not in kinds_of(type(solver), verb):
         with pytest.raises(TypeError, match="does not take a sharded problem|Problem of feature"):
             call(s if entry.kind == "features" else rj.scale.shard(rj.Problem(X @ X.T, y, qid)))
         return

@@ -28,8 +28,8 @@ class ShrunkPrimal(rj.AbstractSolver):
     """A second solver of one's own, with a static field: linear RankRLS at ``λ + shift``."""
     shift: float = 0.0
 
-    def fit(self, problem, lam):
-        return rj.Primal().fit(problem, lam + self.shift)
+    def fit(self, problem, lam, state):
+        return rj.Primal().fit(problem, lam + self.shift, state)
 
 ENTRY = Entry("example", example.EigenPrimal(), "features", "linear", rtol=1e-9)
 CASES, IDS = cases([ENTRY])

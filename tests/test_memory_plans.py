@@ -123,7 +123,7 @@ def test_the_whole_holdout_plan_covers_folds_larger_than_the_basis(monkeypatch):
 def test_a_rankrlscv_fit_plans_once(folds, monkeypatch):
     """One plan a verb call (issue 78): a Nyström ``RankRLSCV`` fit of one γ computes its
     hold-out's plan once, in selection before the folds are drawn (``Nystrom.init``), and
-    the hold-out takes it back; the estimator plans nothing of its own."""
+    the hold-out reads it from the state; the estimator plans nothing of its own."""
     from rankjax.estimators import RankRLSCV
     from rankjax.solvers import nystrom
     calls = []

@@ -161,7 +161,8 @@ def test_optimize_with_ard_refines_by_the_gradient_in_the_library(data, basis):
                   "log_scales": np.log(s)}
         p = rj.Problem(d.X, d.y, d.qid)
         solver = tune_solver("gaussian", None if basis is None else rj.Basis(rows=sel.basis))
-        f = solver.cv_predictions(params, solver.prepare(p), rj.make_folds(p.graph))
+        data = solver.prepare(p, solver.init(p, "cv_predictions"))
+        f = solver.cv_predictions(params, data, rj.make_folds(p.graph))
         assert float(rj.ndcg(f, d.y, d.qid, k=10)) == pytest.approx(sel.score, rel=1e-9)
     with pytest.raises(ValueError, match="optimize=True"):
         select(d, kernels, ard=True)

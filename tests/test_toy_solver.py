@@ -20,20 +20,18 @@ def _dense_solve(X, y, graph, lam):
     lam = jnp.asarray(lam, X.dtype)
     G = jnp.matmul(X.T, graph.mv(X), precision=jax.lax.Precision.HIGHEST)
     b = jnp.matmul(X.T, graph.mv(y), precision=jax.lax.Precision.HIGHEST)
-    w = jnp.linalg.solve(G + lam * jnp.eye(X.shape[1], dtype=X.dtype), b)
-    ok = jnp.isfinite(lam) & (lam > 0)
-    return jnp.where(ok, w, jnp.nan), ok
+    return jnp.linalg.solve(G + lam * jnp.eye(X.shape[1], dtype=X.dtype), b)
 
 
 @dataclasses.dataclass(frozen=True)
 class DenseSolve(rj.AbstractSolver):
     """The toy: ``fit`` only, feature rows only (the base class's default ``kinds``)."""
 
-    def fit(self, problem, lam):
-        w, ok = _dense_solve(problem.X, problem.y, problem.graph, lam)
-        code = jnp.where(ok, jnp.where(jnp.all(jnp.isfinite(w)), rj.RESULTS.successful,
-                                       rj.RESULTS.unresolved_lambda), rj.RESULTS.invalid_input)
-        return rj.Solution(rj.LinearModel(w), code.astype(jnp.int32), {})
+    def fit(self, problem, lam, state):
+        """An invalid λ is the verbs' to refuse (NaN lanes, ``invalid_input``), not the
+        solver's: it codes what it computed."""
+        w = _dense_solve(problem.X, problem.y, problem.graph, lam)
+        return rj.Solution(rj.LinearModel(w), rj.solvers.lane_codes(w, lanes=False), {})
 
 
 TOY = Entry("toy", DenseSolve(), "features", "linear", rtol=1e-9)

@@ -419,7 +419,7 @@ def test_a_descent_from_an_unresolved_lambda_starts_where_the_loss_is_finite(pro
     data's dtype), the descent starts at the first of 10, 100, 1000 times λ whose loss is
     finite; at a finite start nothing moves, and with no finite multiple the start stays."""
     d, g, folds = prob
-    solver, data = _tune.checked_data(rj.Problem(d.X, d.y, g), rj.Primal(), "tune")
+    solver, data, _ = _tune.checked_data(rj.Problem(d.X, d.y, g), rj.Primal(), "tune")
     true = _tune._loss_core
     floor = np.log(50.0)                        # λ below 50: the loss "fails"
     monkeypatch.setattr(_tune, "_loss_core", lambda p, *a, **k: jnp.where(

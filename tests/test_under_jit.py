@@ -46,6 +46,20 @@ def check_invalid_lambda_is_a_nan_lane_under_jit(entry, verb):
     assert nan(out[1:]) and not np.any(np.isnan(out[0])), entry.name
     one = np.asarray(run(INVALID[:1]))                   # the valid lane alone
     np.testing.assert_allclose(out[0], one[0], rtol=1e-8, atol=1e-10 * np.max(np.abs(one)))
+    codes = np.asarray(jax.jit(_codes(entry, verb, p, folds, pairs))(INVALID))
+    assert codes.tolist() == [rj.RESULTS.successful] + [rj.RESULTS.invalid_input] * 3, codes
+
+
+def _codes(entry, verb, p, folds, pairs):
+    """``lams -> result codes [L]`` of a verb (the one λ rule, ``_solution.lams_valid``,
+    applied by the verbs whatever the solver)."""
+    if verb == "fit":
+        return jax.vmap(lambda lam: rj.fit(p, entry.solver, lam=lam).result)
+    if verb == "holdout":
+        return lambda ls: rj.holdout(p, entry.solver, lams=ls, folds=folds).result
+    if verb == "leave_pair_out":
+        return lambda ls: call(verb, p, entry.solver, ls, pairs).result
+    return lambda ls: rj.path(p, entry.solver, lams=ls).result
 
 
 @pytest.mark.parametrize("entry,verb", CASES, ids=IDS)

@@ -1,5 +1,5 @@
-"""Validity inside compiled code, where nothing can raise: traced masks of valid λ and row
-indices, and the under-``jit`` contract that turns the values they refuse into NaN (the host
+"""Validity inside compiled code, where nothing can raise: traced masks of valid parameters
+and row indices, and the under-``jit`` contract that turns the values they refuse into NaN (the host
 checks of the same inputs: :mod:`rankjax._core.checks`)."""
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ def indices_ok(v, upper: int):
     return jnp.all((v >= 0) & (v < upper))
 
 
-def lam_ok(lam, allow_zero: bool = False):
-    """Traced validity of λ (or a grid ``[L]``): finite and ``> 0`` (``>= 0``)."""
-    lam = jnp.asarray(lam)
-    return jnp.isfinite(lam) & ((lam >= 0) if allow_zero else (lam > 0))
+def finite_positive(value, allow_zero: bool = False):
+    """Traced validity of a positive parameter (a tolerance, a kernel's γ, a learner's
+    ``C``): finite and ``> 0`` (``>= 0``). A solver's λ has its one rule in
+    :func:`rankjax._solution.lams_valid`, applied by the verbs."""
+    value = jnp.asarray(value)
+    return jnp.isfinite(value) & ((value >= 0) if allow_zero else (value > 0))
 
 
 def nan_unless(ok, tree):

@@ -15,7 +15,7 @@ import numpy as np
 from jax import lax
 
 from .._core.checks import check_count, check_positive, check_matrix, is_int
-from .._core.traced import lam_ok
+from .._core.traced import finite_positive
 from .._core.host import reduce_concrete, reduction
 from .._core.memory import check_memory, compute_dtype
 from .._core.sparse import as_dense, is_scipy_sparse
@@ -247,8 +247,8 @@ def _params_ok(kernel):
     """Traced validity of the kernel parameters (positive definite kernels only)."""
     if kernel.kind == "linear":
         return jnp.asarray(True)
-    ok = lam_ok(kernel.gamma)
-    return ok & lam_ok(kernel.coef0, allow_zero=True) if kernel.kind == "polynomial" else ok
+    ok = finite_positive(kernel.gamma)
+    return ok & finite_positive(kernel.coef0, allow_zero=True) if kernel.kind == "polynomial" else ok
 
 
 def _kernel_blocks(kernel, A, B, block_size, same=False):

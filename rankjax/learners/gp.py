@@ -29,7 +29,7 @@ from .._core.products import HI, mm
 from .._core.checks import (as_float_array, check_flag, check_count, check_indices, check_positive,
                             check_matrix, check_symmetric)
 from .._core.host import is_concrete
-from .._core.traced import lam_ok, nan_unless
+from .._core.traced import finite_positive, nan_unless
 from .._core.memory import check_memory
 from ..kernels.kernel import gaussian_kernel, kernel_matrix
 from .._core.log import Stages, check_verbose
@@ -178,7 +178,7 @@ def gp_pairwise_gaussian(K, head, tail, diffs, *, noise_var) -> PairwiseGP:
     tau = jnp.full(h.shape, 1.0, K.dtype) / noise_var
     nu = tau * w
     _, _, Lc = _posterior(Kd, tau, nu)
-    return _check_factor(nan_unless(lam_ok(noise_var), PairwiseGP(
+    return _check_factor(nan_unless(finite_positive(noise_var), PairwiseGP(
         h, t, tau, nu, _alpha(Kd, tau, nu, Lc), Lc, _gaussian_logml(Kd, w, noise_var), jnp.int32(0))), K)
 
 

@@ -25,7 +25,7 @@ from .._core import lapack
 from .._core.log import timed
 from .._core.products import HI, mm
 from .._core.checks import check_count, check_positive, check_matrix
-from .._core.traced import lam_ok, nan_unless
+from .._core.traced import finite_positive, nan_unless
 from ..graphs.graph import Graph
 from ..solvers.dual import check_kernel_matrix
 from ..solvers.models import check_test_matrix, linear_scores, path_scores
@@ -186,7 +186,7 @@ def _kpc_core(K, y, graph, lam, K_valid, P):
     A = A - A.mean(axis=1, keepdims=True)        # C a: scores = K_t (C a) - k̄ . (C a)
     offset = mm(A, K.mean(axis=0))
     valid = None if K_valid is None else (mm(K_valid, A.T) - offset).T
-    return nan_unless(lam_ok(lam, allow_zero=True),
+    return nan_unless(finite_positive(lam, allow_zero=True),
                       KPCPath(jnp.arange(1, P + 1), W, A, offset, vals, valid))
 
 

@@ -29,7 +29,7 @@ from jax import lax
 from .._core.products import mm
 from .._core.checks import check_count, check_positive, check_matrix, host_labels
 from .._core.queries import segment_ids
-from .._core.traced import lam_ok, nan_unless
+from .._core.traced import finite_positive, nan_unless
 from .._core.host import device_array
 from .._core.memory import check_memory, compute_dtype
 from ..kernels.kernel import Kernel, kernel_matrix
@@ -317,7 +317,7 @@ def _tron(X, levels, opts, valid_fn=None, patience=0, hist_len=0, verbose=0):
 
     w, f, g, _, _, it, cgt, _, track = lax.while_loop(cond, body, init)
     gn = jnp.linalg.norm(g)
-    ok = lam_ok(C_scalar) & lam_ok(tol) & lam_ok(eps_cg)
+    ok = finite_positive(C_scalar) & finite_positive(tol) & finite_positive(eps_cg)
     res = RankSVMResult(w, f, gn, it - 1, cgt, ok & (gn <= tol * gnorm0), it - 1, None)
     if valid_fn is not None:
         res = res._replace(weights=track[0], best_iteration=track[2], valid_history=track[3])

@@ -20,6 +20,7 @@ from ..graphs.graph import (QueryGraph, check_graph, check_problem, is_graph)
 from .._core.sparse import (CSRMatrix, as_dense, host_sparse, is_csr, is_scipy_sparse, is_sparse,
                             to_csr, to_scipy)
 from .._core.types import saveable
+from .._problem import KernelProblem, Problem
 from .._core.memory import compute_dtype
 from .folds import stacked_folds
 from .hosts import (slots, agree_across_processes, local_device_count, local_rows,
@@ -450,7 +451,7 @@ def shard(problem, mesh: Optional[Mesh] = None, *, partition: Optional[QueryPart
       >>> bool(np.allclose(w, rj.fit(p, rj.Primal(), lam=1.0).value.weights, atol=1e-5))
       True
     """
-    if getattr(problem, "kind", None) not in ("features",):
+    if not isinstance(problem, Problem) or isinstance(problem, KernelProblem):
         raise TypeError(f"problem must be a rankjax.Problem of feature rows, got "
                         f"{type(problem).__name__}")
     X = to_scipy(problem.X) if is_sparse(problem.X) else problem.X

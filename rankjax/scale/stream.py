@@ -22,6 +22,7 @@ from .._core.log import check_verbose, info
 from .._core.segments import bucket
 from .._core.sparse import as_dense
 from ..graphs.build import query_graph
+from .._problem import KernelProblem, Problem
 
 __all__ = ["StreamedProblem", "stream", "passes"]
 
@@ -82,7 +83,7 @@ def stream(chunks, *, normalized: bool = True, exclude_ties: bool = False, query
     if not isinstance(chunks, Iterable) or isinstance(chunks, (tuple, np.ndarray)):
         raise TypeError("chunks must be an iterable of (X, y, qid) tuples (a list, a reader "
                         "such as rankjax.io.iter_npy, or a generator)")
-    if valid is not None and getattr(valid, "kind", None) != "features":
+    if valid is not None and (not isinstance(valid, Problem) or isinstance(valid, KernelProblem)):
         raise TypeError(f"valid must be a rankjax.Problem of feature rows, got "
                         f"{type(valid).__name__}")
     graph_kw = dict(normalized=normalized, exclude_ties=exclude_ties, query_weights=query_weights)

@@ -251,12 +251,13 @@ class _Fit:
         pred = crossfit_holdout(problems, part, solver, self.lams, folds)
         return self.grid(problems[0]).score(pred, self.lams)
 
-    def final(self, feats, solver, optimize=True, others=()):
+    def final(self, feats, solver, optimize=True, others=(), states=None):
         """The candidate held out on every row: a :class:`~rankjax.Selection`. A label-free
         map: ``solver``'s exact hold-out over the λ grid (:func:`select_grid`, its model
         kept). A label-derived one: the cross-fitted hold-out of the Nyström model of
         :data:`CROSSFIT_BASIS` uniform rows (Primal for the linear model) chooses λ, then
-        the map of every label is fitted with ``solver`` there."""
+        the map of every label is fitted with ``solver`` there. ``states``: ``{solver:
+        State}`` made on the candidate's problem already (``init`` not called again)."""
         c = self.c
         optimize = optimize and c.optimize
         if feats.parts is None:
@@ -264,7 +265,7 @@ class _Fit:
             return select_grid(self.problem(rows, fm), [solver, *others], lams=self.lams,
                                folds=self.folds, score_k=c.score_k, optimize=optimize,
                                optimize_steps=c.optimize_steps, ard=c.ard and optimize, seed=c.seed,
-                               verbose=c.verbose, extend=c.extend)
+                               verbose=c.verbose, extend=c.extend, states=states)
         if optimize:
             warnings.warn("optimize=True refines a label-free candidate: the categorical "
                           "columns' scores are learned from the labels, so the cross-fitted "
@@ -294,7 +295,8 @@ def _value_of(problem, solver, method, lam, *args):
     (λ on the host, in the rows' dtype)."""
     solver = check_call(problem, solver, method, "select")
     lam = lam if method == "fit" else device_array(lam, problem.X.dtype)
-    return getattr(solver, method)(problem, lam, *args).value
+    state = solver.init(problem, method, 1 if method == "fit" else lam.shape[0], *args[:1])
+    return getattr(solver, method)(problem, lam, *args, state).value
 
 
 def crossfit_holdout(problems, part, solver, lams, folds):
@@ -383,7 +385,7 @@ def choose(c: Candidates, X, y, seg, graph, valid, lams) -> Choice:
     ranks = f.features("ranks", "rank")
     fm, U = ranks.one()
     route = c.route(c.kernel(c.ladder(U)[1]))
-    route.init(f.problem(U, fm), f.lams.size, f.folds)      # the final route planned first
+    first = route.init(f.problem(U, fm), "holdout", f.lams.size, f.folds)  # refused up front
     rows, g_best, g0 = screen_ranks(f, ranks)
     kind = rows[0].kernel
     kernels = {ranks.name: (ranks, g_best,
@@ -400,7 +402,8 @@ def choose(c: Candidates, X, y, seg, graph, valid, lams) -> Choice:
     others = ()
     if c.optimize:                  # the descent starts from the grid's best on every row
         others = [c.route(c.kernel(h)) for h in sorted({r.gamma for r in rows}) if h != g]
-    kernel_sel = f.final(feats, c.route(c.kernel(g)), others=others)
+    kernel_sel = f.final(feats, c.route(c.kernel(g)), others=others,
+                         states=None if feats is not ranks else {first.solver: first})
     linear_sel = f.final(ranks, Auto(), optimize=False)      # the gradient learns kernels
     info(c.verbose, "%s γ %.4g: hold-out NDCG %.4f; the linear model on the ranks: %.4f",
          feats.name, g, kernel_sel.score, linear_sel.score)

@@ -137,7 +137,9 @@ def permutation_test(problem, solver=Auto(), *, lams, metric: Callable,
     stacked = Problem(problem.X, device_array(Y, problem.X.dtype), problem.graph,
                       precomputed=problem.precomputed)
     folds = problem_folds(stacked, folds, seed, "permutation_test")
-    h = solver.holdout(stacked, check_lams(lams).astype(problem.X.dtype), folds).value
+    lams = check_lams(lams).astype(problem.X.dtype)
+    h = solver.holdout(stacked, lams, folds, solver.init(stacked, "holdout", lams.shape[0],
+                                                         folds)).value
     table = select_lambda(h.lams, h.predictions, Y, qid, metric=metric,
                           higher_is_better=sign < 0, **metric_kwargs).table
     obs, null = table[:, 0], table[:, 1:]

@@ -95,7 +95,7 @@ def _descent(grid, point, rows, folds, steps, ard, optimizer):
         sfolds = make_folds(sub.graph, None if k == grid.seg.num_queries else min(k, nq))
         factor = p.X.shape[0] / rows.size
         basis = point.solver.with_basis_rows(p.X.shape[0], rows.size)
-    solver, data = checked_data(sub, basis, "select(optimize=True)")
+    solver, data, _ = checked_data(sub, basis, "select(optimize=True)")
     at_grid = solver.start_params(data[0].shape[1], data[0].dtype, point.lam, ard)
     shift = np.log(factor)                                 # λ back on every row's scale
     start = finite_start(dict(at_grid, log_lam=at_grid["log_lam"] - shift), solver, data, sfolds)
@@ -124,7 +124,8 @@ def refine(grid, point, folds, steps, ard, optimizer, fit=True, seed=0):
     fits every row next): the refined point without a model. Returns ``(point,
     TuneResult)``. A ``point.score`` of NaN is scored here, from the start's hold-out."""
     p = grid.problem
-    solver, data = checked_data(p, point.solver, "select(optimize=True)")
+    solver, data, state = checked_data(p, point.solver, "select(optimize=True)",
+                                       grid.states.get(point.solver))
     X = data[0]
     at_grid = solver.start_params(X.shape[1], X.dtype, point.lam, ard)
     old = cv_predictions_at(at_grid, solver, data, folds)
@@ -177,4 +178,4 @@ def refine(grid, point, folds, steps, ard, optimizer, fit=True, seed=0):
     host = {key: np.asarray(v) for key, v in params.items()}
     at, lam = solver.at(host), float(np.exp(host["log_lam"]))
     scales = jnp.exp(jnp.asarray(host["log_scales"], X.dtype)) if "log_scales" in host else None
-    return Point(at, lam, new, learned_model(p, at, lam, scales) if fit else None, scales), r
+    return Point(at, lam, new, learned_model(p, at, lam, scales, state) if fit else None, scales), r

@@ -17,9 +17,10 @@ import numpy as np
 from .._core.checks import check_count, check_flag, check_lams, check_seed
 from .._core.host import device_array, is_concrete
 from .._core.log import Stages, active, check_verbose, info
-from .._core.memory import available_memory, kernel_plan
+from .._core.memory import available_memory
 from .._core.segments import padded_size
 from .._problem import Problem, with_rows
+from ..scale.layout import ShardedData
 from ..graphs.folds import Folds, make_folds, problem_folds
 from ..solvers.falkon import query_subsample
 from ..metrics.choice import Selection, select_lambda, selection_ahead
@@ -64,7 +65,7 @@ class Grid:
         self.lams_grid = lams
         self.seg = dense_segments(problem.qid if qid is None else qid)
         self.sign = metric_sign(metric, None)
-        self.plans = {}                # id(solver) -> (solver, its plan on this problem)
+        self.states = {}               # solver -> its State on solve_on (init once)
         self.rows = None if scored is None else np.flatnonzero(np.asarray(scored, bool))
         self.scored_y, self.scored_seg = (problem.y, self.seg) if self.rows is None else (
             np.asarray(problem.y)[self.rows],
@@ -111,15 +112,22 @@ class Grid:
             except Exception:     # noqa: BLE001  the scoring itself reports it, after the hold-out
                 pass
 
+    def state(self, solver, folds=None, method="holdout"):
+        """The :class:`~rankjax.solvers.state.State` of ``solver`` on the problem this grid
+        solves on: its ``init`` once (``folds`` drawn, or before they are drawn a count or
+        ``None``; ``method`` one or a tuple: an exact kernel's grid that the gradient refines
+        plans the descent too), every later hold-out of the grid's size reading it."""
+        if solver not in self.states:
+            self.states[solver] = solver.init(self.solve_on, method, self.lams.size, folds)
+        return self.states[solver]
+
     def holdout(self, solver, folds, lams=None):
         """``(scores [L], path)`` of one solver's exact hold-out over ``lams`` (the grid's
         by default; the same program for a searched grid of the same size)."""
         lams = self.lams if lams is None else lams
         lams = device_array(lams, self.problem.X.dtype)
         self.ahead(lams)
-        planned, plan = self.plans.get(id(solver), (None, None))
-        kw = {} if plan is None or planned is not solver else {"plan": plan}
-        h = solver.holdout(self.solve_on, lams, folds, **kw).value
+        h = solver.holdout(self.solve_on, lams, folds, self.state(solver, folds)).value
         return self.score(h.predictions, lams), h.path
 
 
@@ -166,18 +174,17 @@ def _check(problem, solvers, lams, optimize, optimize_steps, ard, metric, score_
                          f"{sorted(kinds - {'linear', 'gaussian'})}")
     for s in solvers:
         check_call(problem, s, "cv_predictions", "select(optimize=True)")
-        if s.tuned_kernel() is not None and "centres" not in s.param_keys():    # exact kernel
-            kernel_plan(problem.X.shape[0], problem.X.dtype, 19,
-                        "rj.select(optimize=True) with an exact kernel")
     return solvers, metric, kw, check_count(optimize_steps, "optimize_steps")
 
 
 def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, score_k=10,
                 optimize=False, optimize_steps=20, ard=False, optimizer=None, seed=0,
-                verbose=0, extend=0, scored=None) -> Selection:
+                verbose=0, extend=0, scored=None, states=None) -> Selection:
     """The body of :func:`rankjax.select` (its docstring says what each argument does);
     ``scored``: the hold-out scored on these rows alone (a bool row mask of whole queries:
-    the queries whose labels the features were not learned from; the estimators' own)."""
+    the queries whose labels the features were not learned from; the estimators' own);
+    ``states``: ``{solver: State}`` already made on ``problem`` (the estimators' early
+    plan), each solver's ``init`` is not called again."""
     problem, on = _sharded(problem, folds, optimize)
     solvers, metric, kw, steps = _check(problem, solvers, lams, optimize, optimize_steps, ard,
                                         metric, score_k, seed)
@@ -188,13 +195,14 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
     lams = check_lams(lams)
     extend = check_count(extend, "extend", minimum=0)
     grid = Grid(problem, metric, kw, lams, check_verbose(verbose), solve_on=on, scored=scored)
+    grid.states.update(states or {})
     if problem.valid is not None:
         return _on_valid(grid, solvers, extend)
     if problem.X.shape[0] < 2:
         raise ValueError("select cross-validates and needs at least 2 rows in 2 queries, "
                          "got 1 sample (n_samples=1)")
-    if on is None:                 # a sharded hold-out plans its own devices' blocks
-        grid.plans = _plans(problem, solvers, grid.lams.size, folds)
+    if on is None:                 # every plan before the folds are drawn (refused up front)
+        _plan_first(grid, solvers, folds, steps is not None)
     folds = None if on is not None else problem_folds(problem, folds, seed, "rj.select")
     work, wsolvers, wfolds, factor = _tune_subsample(grid, solvers, folds, steps, ard)
     stages, blocks = Stages(wsolvers, "grid solver", grid.verbose), []
@@ -229,7 +237,7 @@ def _sharded(problem, folds, optimize):
     """``(problem, None)``, or for a sharded problem ``(the problem it was built from, the
     sharded one)``: the grid's hold-outs run sharded (leave-query-out), the metric is scored
     on the host from their predictions in the original row order."""
-    if getattr(problem, "kind", None) != "sharded":
+    if not isinstance(problem, ShardedData):
         return problem, None
     if problem.source is None:
         raise TypeError("select on a sharded problem needs the problem it was built from: "
@@ -243,13 +251,17 @@ def _sharded(problem, folds, optimize):
     return problem.source, problem
 
 
-def _plans(problem, solvers, L, folds):
-    """Every solver's plan (:meth:`~rankjax.AbstractSolver.init`) from the shapes, before the
-    folds are drawn; its hold-outs on this problem take it back (one plan a solver)."""
+def _plan_first(grid, solvers, folds, optimize):
+    """Every solver's state (:meth:`~rankjax.AbstractSolver.init`) from the shapes, before
+    the folds are drawn; its hold-outs on this problem read it (one ``init`` a solver). With
+    ``optimize`` an exact kernel's state plans the descent on every row too
+    (``cv_predictions``), so that it refuses before the grid runs."""
     if folds is not None and not isinstance(folds, Folds) and not (
             isinstance(folds, (int, np.integer)) and not isinstance(folds, bool) and folds >= 1):
-        return {}                               # problem_folds says what is wrong with them
-    return {id(s): (s, s.init(problem, L, folds)) for s in solvers}
+        return                                  # problem_folds says what is wrong with them
+    for s in solvers:
+        exact = s.tuned_kernel() is not None and "centres" not in s.param_keys()
+        grid.state(s, folds, ("holdout", "cv_predictions") if optimize and exact else "holdout")
 
 
 
@@ -278,7 +290,7 @@ def _on_valid(grid, solvers, extend):
     vseg = dense_segments(v.qid)
 
     def evaluate(s, lams):
-        path = s.path(p, lams).value
+        path = s.path(p, lams, grid.state(s, method="path")).value
         t = select_lambda(lams, path.valid_scores, v.y, vseg, metric=grid.metric,
                           **grid.kw).table
         return np.asarray(t, np.float64), path
@@ -471,9 +483,10 @@ def _on_every_row(grid, point, solver, folds, factor):
     scales = point.scales
     rows = p if scales is None else with_rows(p, scale_rows(dense_rows(p), scales))
     ladder = point.lam * factor * EVERY_ROW_LADDER
+    state = at.init(rows, "holdout", ladder.size, folds)
     for _ in range(EVERY_ROW_RETRIES + 1):
         lams = device_array(ladder, p.X.dtype)
-        h = at.holdout(rows, lams, folds).value
+        h = at.holdout(rows, lams, folds, state).value
         scores = grid.score(h.predictions, lams)
         if np.any(np.isfinite(scores)):
             break

@@ -31,6 +31,7 @@ from .._problem import with_rows
 from ..solvers.base import check_call, dense_rows
 from ..solvers.models import LinearModel, ScaledModel, is_linear, scale_rows
 from ..solvers.primal import Primal
+from ..scale.layout import ShardedData
 
 __all__ = ["TuneResult", "cv_loss", "cv_predictions", "tune", "LOSSES", "descend", "checked_data",
            "learned_model", "finite_start"]
@@ -38,10 +39,12 @@ __all__ = ["TuneResult", "cv_loss", "cv_predictions", "tune", "LOSSES", "descend
 LOSSES = ("squared", "pairwise")
 
 
-def checked_data(problem, solver, what):
-    """``(solver, data)``: the solver that learns on ``problem`` (its ``cv_predictions``) and
-    its prepared data (host side: the dense rows, the labels, the graph and, for a Nyström
-    solver, its basis)."""
+def checked_data(problem, solver, what, state=None):
+    """``(solver, data, state)``: the solver that learns on ``problem`` (its
+    ``cv_predictions``), its prepared data (host side: the dense rows, the labels, the graph
+    and, for a Nyström solver, its basis) and its state (``init(problem,
+    "cv_predictions")``: it serves the learned model's fit too; ``state``: one already made
+    on ``problem`` that serves it, read instead)."""
     solver = check_call(problem, solver, "cv_predictions", what)
     graph = problem.graph
     graph.check_splittable(what)
@@ -52,7 +55,9 @@ def checked_data(problem, solver, what):
     if kernel is not None and kernel.kind == "polynomial" and int(kernel.degree) != 2:
         raise ValueError(f"{what} learns the degree-2 polynomial kernel, got degree "
                          f"{kernel.degree}")
-    return solver, solver.prepare(problem)
+    if state is None or state.solver != solver or not state.serves("cv_predictions", 1):
+        state = solver.init(problem, "cv_predictions")
+    return solver, solver.prepare(problem, state), state
 
 
 def _traced(solver):
@@ -166,7 +171,7 @@ def cv_loss(params, problem, solver, folds: Folds, loss="squared", pairs=None,
     check_loss(loss)
     if not isinstance(folds, Folds):
         raise TypeError(f"folds must be a Folds (rankjax.make_folds), got {type(folds).__name__}")
-    solver, data = checked_data(problem, solver, "cv_loss (with its gradient)")
+    solver, data, _ = checked_data(problem, solver, "cv_loss (with its gradient)")
     _check_params(params, solver, data)
     folds = resolve_folds(data[2], folds, 0, data[0].shape[0])
     m = data[0].shape[0]
@@ -211,17 +216,20 @@ class TuneResult(NamedTuple):
     moved: Optional[bool] = None
 
 
-def learned_model(problem, solver, lam: float, scales=None):
+def learned_model(problem, solver, lam: float, scales=None, state=None):
     """``solver`` (at its learned point) fit at ``lam`` on every row of ``problem``, the rows
     scaled by ``scales`` ``[n]`` when given: a linear model's weights then carry the scales
     (:class:`~rankjax.LinearModel` on the given columns), any other model is wrapped in a
-    :class:`~rankjax.ScaledModel`."""
+    :class:`~rankjax.ScaledModel`. ``state``: the descent's on ``problem``, read when
+    ``solver`` is still its solver (nothing learned moved it)."""
     if scales is None:
-        return solver.fit(problem, lam).value
+        if state is None or state.solver != solver:
+            state = solver.init(problem, "fit")
+        return solver.fit(problem, lam, state).value
     scaled = (dataclasses.replace(problem, X=scale_rows(problem.X, jnp.asarray(scales)))
-              if problem.kind == "sharded" else      # padding rows stay zero
+              if isinstance(problem, ShardedData) else      # padding rows stay zero
               with_rows(problem, scale_rows(dense_rows(problem), scales)))
-    model = solver.fit(scaled, lam).value
+    model = solver.fit(scaled, lam, solver.init(scaled, "fit")).value
     return LinearModel(model.weights * scales) if is_linear(model) else ScaledModel(scales, model)
 
 
@@ -287,7 +295,7 @@ def tune(problem, solver=Primal(), *, lam: float = 1.0, folds=None, ard: bool = 
     """
     check_loss(loss)
     check_verbose(verbose)
-    solver, data = checked_data(problem, solver, "tune")
+    solver, data, state = checked_data(problem, solver, "tune")
     X, y, graph = data[:3]
     if check_flag(centres, "centres") and "centres" not in solver.param_keys():
         raise ValueError("centres=True learns the basis points of a Nyström model: use "
@@ -299,9 +307,9 @@ def tune(problem, solver=Primal(), *, lam: float = 1.0, folds=None, ard: bool = 
     if optimizer is not None and not isinstance(optimizer, optax.GradientTransformation):
         raise TypeError(f"optimizer must be an optax GradientTransformation (optax.adam(0.1)), "
                         f"got {type(optimizer).__name__}")
-    if problem.kind == "sharded" and folds is not None:
+    if isinstance(problem, ShardedData) and folds is not None:
         raise TypeError("the hold-out of a sharded problem is leave-query-out: folds=None")
-    if problem.kind == "sharded" and loss != "squared" and jax.process_count() > 1:
+    if isinstance(problem, ShardedData) and loss != "squared" and jax.process_count() > 1:
         raise NotImplementedError(f"tune of a sharded problem with several processes "
                                   f"(jax.distributed) learns on loss='squared', got {loss!r}")
     folds = resolve_folds(graph, folds, seed, X.shape[0])
@@ -322,7 +330,7 @@ def tune(problem, solver=Primal(), *, lam: float = 1.0, folds=None, ard: bool = 
     if not np.isfinite(r.loss_history[-1]):
         return r
     scales = np.exp(r.params["log_scales"]) if "log_scales" in r.params else None
-    return r._replace(scales=scales, model=learned_model(problem, r.solver, r.lam, scales))
+    return r._replace(scales=scales, model=learned_model(problem, r.solver, r.lam, scales, state))
 
 
 def descend(params, solver, data, folds, *, loss="squared", pairs=None, temperature=0.1,
@@ -392,6 +400,6 @@ def cv_predictions(params, problem, solver, folds: Folds):
     """
     if not isinstance(folds, Folds):
         raise TypeError(f"folds must be a Folds (rankjax.make_folds), got {type(folds).__name__}")
-    solver, data = checked_data(problem, solver, "cv_predictions")
+    solver, data, _ = checked_data(problem, solver, "cv_predictions")
     _check_params(params, solver, data)
     return cv_predictions_at(params, solver, data, resolve_folds(data[2], folds, 0, data[0].shape[0]))

@@ -5,7 +5,8 @@ CG loop (Airola et al. 2010, §3) and the model types. Imports ``_core``, ``metr
 """
 from .auto import Auto as Auto
 from .base import (AbstractSolver as AbstractSolver, METHODS as METHODS,
-                   capabilities as capabilities, solver as solver)
+                   capabilities as capabilities, kinds_of as kinds_of, solver as solver,
+                   takes as takes)
 from .cg import CG as CG
 from .dual import Dual as Dual
 from .falkon import Falkon as Falkon
@@ -20,6 +21,8 @@ from .primal import Primal as Primal
 from ..kernels.basis import Basis as Basis
 from .._solution import lane_codes as lane_codes
 from .._core.types import saveable as saveable
+from .state import State as State
 
 # the extension API (docs: "Writing a solver"): what a solver of one's own is built from
-__all__ = ["METHODS", "solver", "lane_codes", "saveable", "HoldOut", "PrimalPath"]
+__all__ = ["METHODS", "solver", "takes", "kinds_of", "State", "lane_codes", "saveable",
+           "HoldOut", "PrimalPath"]

@@ -7,7 +7,7 @@ from .._core.types import saveable
 from .._problem import KernelProblem, Problem
 from ..scale.layout import ShardedData
 from ..scale.stream import StreamedProblem
-from .base import AbstractSolver, solver
+from .base import AbstractSolver, solver, takes
 from .dual import Dual
 from .primal import Primal
 
@@ -31,12 +31,6 @@ class Auto(AbstractSolver):
       >>> rj.Auto().resolve(rj.Problem(d.X, d.y, d.qid))
       Primal()
     """
-
-    kinds = {m: ("features", "kernel") + tuple(k for k in ("sharded", "stream")
-                                                if k in Primal.kinds_of(m))
-             for m in ("fit", "path", "holdout", "cv_predictions", "leave_pair_out")}
-    """Every kind the chosen solver takes for that method (a sharded or streamed problem:
-    ``Primal``'s), so that a verb's error names only solvers that serve it."""
 
     @singledispatchmethod
     def resolve(self, problem):
@@ -95,17 +89,28 @@ class Auto(AbstractSolver):
             return Nystrom(k, basis)
         return Auto() if kernel is None else Dual(kernel)
 
-    def fit(self, problem, lam):
-        return self.resolve(problem).fit(problem, lam)
+    # Every method is the chosen solver's (the state's); each takes every kind its choice
+    # does (a sharded or streamed problem: Primal's), so a verb's error names only solvers
+    # that serve it.
+    @takes(KernelProblem, ShardedData, StreamedProblem)
+    def fit(self, problem, lam, state):
+        return state.solver.fit(problem, lam, state)
 
-    def path(self, problem, lams):
-        return self.resolve(problem).path(problem, lams)
+    @takes(KernelProblem, ShardedData, StreamedProblem)
+    def path(self, problem, lams, state):
+        return state.solver.path(problem, lams, state)
 
-    def holdout(self, problem, lams, folds):
-        return self.resolve(problem).holdout(problem, lams, folds)
+    @takes(KernelProblem, ShardedData, StreamedProblem)
+    def holdout(self, problem, lams, folds, state):
+        return state.solver.holdout(problem, lams, folds, state)
 
-    def leave_pair_out(self, problem, lams, pairs):
-        return self.resolve(problem).leave_pair_out(problem, lams, pairs)
+    @takes(KernelProblem)
+    def leave_pair_out(self, problem, lams, pairs, state):
+        return state.solver.leave_pair_out(problem, lams, pairs, state)
+
+    @takes(KernelProblem, ShardedData)
+    def prepare(self, problem, state):
+        return state.solver.prepare(problem, state)
 
     def cv_predictions(self, params, data, folds):
         m, n = data[0].shape

@@ -5,44 +5,50 @@ door check once, call the method and wrap one :class:`~rankjax.Solution`:
 ============================================  ==============================================
 method                                        returns
 ============================================  ==============================================
-``fit(problem, lam)``                          :class:`Solution` whose value is a model
-``path(problem, lams)``                        :class:`Solution` whose value is a λ path
-``holdout(problem, lams, folds)``              :class:`Solution` whose value is a ``HoldOut``
+``init(problem, method, L, folds)``            the :class:`State` of one (solver, problem):
+                                               what every verb below reads, decided once
+``fit(problem, lam, state)``                   :class:`Solution` whose value is a model
+``path(problem, lams, state)``                 :class:`Solution` whose value is a λ path
+``holdout(problem, lams, folds, state)``       :class:`Solution` whose value is a ``HoldOut``
                                                (:class:`Folds` of whole queries)
-``leave_pair_out(problem, lams, pairs)``       :class:`Solution` whose value is a ``PairHoldOut``
+``leave_pair_out(problem, lams, pairs,         :class:`Solution` whose value is a ``PairHoldOut``
+state)``
                                                (checked ``[p, 2]`` pairs of a global ranking
                                                problem; ``rj.holdout`` with :class:`LeavePairOut`)
 ``cv_predictions(params, data, folds)``        ``[m]`` hold-out predictions, differentiable in
                                                ``params`` (what ``tune``/``cv_loss`` descend)
 ============================================  ==============================================
 
-:func:`capabilities` is the set of these a class implements; ``kinds`` says which kinds of
-problem each method takes (``"features"``, ``"kernel"`` for a precomputed kernel matrix,
-``"sharded"``, ``"stream"``); a method left out of ``kinds`` takes feature rows alone. A new
+:func:`capabilities` is the set of these a class implements. The kinds of problem a method
+takes are its dispatch's registrations (``functools.singledispatchmethod``, or :func:`takes`
+for one body that serves several types; ``cv_predictions``'s are ``prepare``'s): the
+default takes feature rows, a registered :class:`~rankjax.KernelProblem` a precomputed
+kernel matrix, ``ShardedData`` a sharded problem, ``StreamedProblem`` a streamed one. A new
 solver is one class (and one line in the test registry).
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar, Dict, List, Tuple
+import inspect
+from functools import singledispatchmethod
+from typing import ClassVar, List, Tuple
 
 import jax
 import numpy as np
 
 from .._core.checks import check_positive
+from .._core.memory import compute_dtype
 from .._core.sparse import as_dense
+from .._problem import KINDS, kind_of
 from ..kernels.kernel import Kernel
+from .state import State
 
 __all__ = ["AbstractSolver", "METHODS", "KINDS", "capabilities", "solver", "supporting",
-           "check_call", "dense_rows"]
+           "check_call", "dense_rows", "takes", "kinds_of"]
 
 METHODS = ("fit", "path", "holdout", "leave_pair_out", "cv_predictions")
 """The methods a solver may implement (what :func:`capabilities` reports)."""
 
-KINDS = ("features", "kernel", "sharded", "stream")
-"""The kinds of problem: feature rows, a precomputed kernel matrix, rows sharded over a
-device mesh (:func:`rankjax.scale.shard`) and chunks streamed from files
-(:func:`rankjax.scale.stream`)."""
 
 KNOWN: List[type] = []
 """Every concrete solver class, in definition order (error messages name them)."""
@@ -52,8 +58,8 @@ class AbstractSolver:
     r"""A way to solve RankRLS, :math:`\min_w (y - Xw)^T L (y - Xw) + \lambda \lVert w \rVert^2` or its kernel
     form (Pahikkala et al. 2009, §3), as a frozen pytree object passed whole to a verb.
 
-    Subclasses implement any of :data:`~rankjax.solvers.METHODS` and say in ``kinds`` which kinds of
-    problem each takes; everything they compute they own.
+    Subclasses implement any of :data:`~rankjax.solvers.METHODS` (each dispatching on the
+    kinds of problem it takes, :func:`takes`); everything they compute they own.
 
     Example:
       >>> import rankjax as rj
@@ -61,7 +67,6 @@ class AbstractSolver:
       ['cv_predictions', 'fit', 'holdout', 'leave_pair_out', 'path']
     """
 
-    kinds: ClassVar[Dict[str, Tuple[str, ...]]] = {}
     stops_early: ClassVar[bool] = False
     """True for an iterative solver that stops early on a problem's validation rows (the
     estimators' ``eval_set``)."""
@@ -70,19 +75,19 @@ class AbstractSolver:
         super().__init_subclass__(**kw)
         KNOWN.append(cls)
 
-    def fit(self, problem, lam):
+    def fit(self, problem, lam, state):
         """The model of one λ (a :class:`~rankjax.Solution`)."""
         raise NotImplementedError
 
-    def path(self, problem, lams):
+    def path(self, problem, lams, state):
         """Every λ's model of a grid (a :class:`~rankjax.Solution` of a path)."""
         raise NotImplementedError
 
-    def holdout(self, problem, lams, folds):
+    def holdout(self, problem, lams, folds, state):
         """Exact hold-out predictions of every λ (a :class:`~rankjax.Solution`)."""
         raise NotImplementedError
 
-    def leave_pair_out(self, problem, lams, pairs):
+    def leave_pair_out(self, problem, lams, pairs, state):
         """Exact leave-pair-out predictions ``[L, p, 2]`` of every λ for checked ``pairs``
         ``[p, 2]`` (a :class:`~rankjax.Solution` of a ``PairHoldOut``)."""
         raise NotImplementedError
@@ -97,12 +102,41 @@ class AbstractSolver:
         X, y, graph = data[:3]
         return graph.loss(self.cv_predictions(params, data, folds), y) / X.shape[0]
 
-    def init(self, problem, L: int = 1, folds=None):
-        """The plan of a hold-out of ``L`` λ on ``problem`` (lineax's ``init``), from the
-        shapes alone, before the folds (``folds`` may still be a count or ``None``) or any
-        array are built: refuses up front (:class:`~rankjax.MemoryPlanError`) what cannot
-        fit. ``None`` (nothing to plan) by default; a solver that returns a plan takes it
-        back as its ``holdout``'s ``plan=`` keyword, so that one call plans once."""
+    def init(self, problem, method="holdout", L: int = 1, folds=None) -> State:
+        """The :class:`~rankjax.solvers.state.State` of ``method`` (one of
+        :data:`~rankjax.solvers.METHODS`, or a tuple of them: one plan for all) over ``L`` λ
+        on ``problem`` (lineax's ``init``): the solver that serves it (:meth:`resolve`), its
+        route and memory plan (:meth:`plan`, refused up front with a
+        :class:`~rankjax.MemoryPlanError` before any array is built), the compute dtype and
+        what the solver factors for every verb (:meth:`factor`), decided once; every verb
+        given the state reads them (a hold-out's state serves the path and the fit too:
+        ``State.serves``). ``folds``: drawn :class:`~rankjax.Folds`, or before they are
+        drawn a count or ``None``.
+
+        Example:
+          >>> import rankjax as rj
+          >>> d = rj.make_ranking_data(5, num_features=3, seed=0)
+          >>> state = rj.Auto().init(rj.Problem(d.X, d.y, d.qid), "fit")
+          >>> state.solver, state.methods
+          (Primal(), ('fit',))
+        """
+        solver = self.resolve(problem)
+        methods = (method,) if isinstance(method, str) else tuple(method)
+        plan = solver.plan(problem, methods, L, folds)
+        return State(solver, solver.factor(problem, plan), plan, methods, int(L),
+                     compute_dtype(*[x for x in [getattr(problem, "X", None)] if x is not None]).name)
+
+    def plan(self, problem, methods: tuple, L: int, folds):
+        """The route and memory plan of ``methods`` over ``L`` λ on ``problem`` from the
+        shapes (a hashable value the methods read from ``state.plan``), raising
+        :class:`~rankjax.MemoryPlanError` when it cannot fit; ``None`` (nothing to plan) by
+        default. Called by :meth:`init` alone."""
+        return None
+
+    def factor(self, problem, plan):
+        """What every verb on ``problem`` reuses, factored once by :meth:`init` after
+        :meth:`plan` (a pytree of arrays the methods read from ``state.factors``: e.g. one
+        ``eigh`` that serves a fit, a path and a hold-out); ``None`` by default."""
         return None
 
     def allows_zero(self, problem) -> bool:
@@ -123,11 +157,6 @@ class AbstractSolver:
     def resolve(self, problem) -> "AbstractSolver":
         """The solver that serves ``problem`` (itself; :class:`~rankjax.Auto` chooses)."""
         return self
-
-    @classmethod
-    def kinds_of(cls, method: str) -> Tuple[str, ...]:
-        """The kinds of problem ``method`` takes."""
-        return cls.kinds.get(method, ("features",))
 
     # -- hyper-parameters (the solvers that implement cv_predictions) --------------------
 
@@ -175,8 +204,9 @@ class AbstractSolver:
         holds (a basis) left out, so that a new value of it compiles nothing."""
         return self
 
-    def prepare(self, problem):
-        """The data of :meth:`cv_predictions` (host side): ``(X dense, y, graph)``."""
+    def prepare(self, problem, state):
+        """The data of :meth:`cv_predictions` (host side): ``(X dense, y, graph)``, on the
+        plan of ``state`` (``init(problem, "cv_predictions")``)."""
         return dense_rows(problem), problem.y, problem.graph
 
 
@@ -191,6 +221,35 @@ def solver(cls=None, *, leaves=("kernel",)):
         return jax.tree_util.register_dataclass(
             cls, data_fields=data, meta_fields=[n for n in names if n not in data])
     return wrap if cls is None else wrap(cls)
+
+
+def takes(*types):
+    """Decorator: a solver method whose one body serves the problem types ``types``
+    besides feature rows (a ``singledispatchmethod`` with each registered): its dispatch is
+    the table of the kinds it takes (:func:`kinds_of`)."""
+    def wrap(fn):
+        method = singledispatchmethod(fn)
+        for t in types:
+            method.register(t, fn)
+        return method
+    return wrap
+
+
+def kinds_of(cls, method: str) -> Tuple[str, ...]:
+    """The kinds of problem (:data:`KINDS`) ``cls``'s ``method`` takes, read from its
+    dispatch (``prepare``'s for ``cv_predictions``): each registered problem type's
+    ``kind``, and feature rows for the default; a plain method takes feature rows alone.
+
+    Example:
+      >>> import rankjax as rj
+      >>> kinds_of(rj.Primal, "fit"), kinds_of(rj.Dual, "holdout")
+      (('features', 'sharded', 'stream'), ('features', 'kernel'))
+    """
+    attr = inspect.getattr_static(cls, "prepare" if method == "cv_predictions" else method)
+    if not isinstance(attr, singledispatchmethod):
+        return ("features",)
+    names = {getattr(t, "kind", "features") for t in attr.dispatcher.registry}
+    return tuple(k for k in KINDS if k in names)
 
 
 def capabilities(solver) -> frozenset:
@@ -210,16 +269,13 @@ def capabilities(solver) -> frozenset:
 
 def supporting(method: str, kind: str = "features") -> List[str]:
     """The known solver classes that implement ``method`` for problems of ``kind``."""
-    return [c.__name__ for c in KNOWN if method in capabilities(c) and kind in c.kinds_of(method)]
+    return [c.__name__ for c in KNOWN if method in capabilities(c) and kind in kinds_of(c, method)]
 
 
 def check_call(problem, solver, method: str, verb: str):
     """The verbs' one check of a (problem, solver) pair: the solver that serves ``problem``
     (:meth:`AbstractSolver.resolve`), or a ``TypeError`` naming the solvers that do."""
-    kind = getattr(problem, "kind", None)
-    if kind not in KINDS or not hasattr(problem, "graph"):
-        raise TypeError(f"problem must be a rankjax.Problem (or rj.scale.shard / "
-                        f"rj.scale.stream of one), got {type(problem).__name__}")
+    kind = kind_of(problem)
     if not isinstance(solver, AbstractSolver):
         raise TypeError(f"solver must be a rankjax solver (one of "
                         f"{', '.join(c.__name__ for c in KNOWN)}), got {type(solver).__name__}")
@@ -227,7 +283,7 @@ def check_call(problem, solver, method: str, verb: str):
     if method not in capabilities(solver):
         raise TypeError(f"{type(solver).__name__} does not support {verb}; solvers that do: "
                         f"{', '.join(supporting(method, kind)) or 'none'}")
-    if kind not in type(solver).kinds_of(method):
+    if kind not in kinds_of(type(solver), method):
         what = {"kernel": "a precomputed kernel matrix", "features": "feature rows",
                 "sharded": "a sharded problem", "stream": "a streamed problem"}[kind]
         others = ", ".join(supporting(method, kind))

@@ -27,7 +27,7 @@ from .._core.sparse import is_bcoo, is_csr, is_scipy_sparse, to_csr
 from .._core.types import saveable
 from .._problem import KernelProblem
 from .._solution import Solution
-from .base import AbstractSolver
+from .base import AbstractSolver, takes
 from .cg_loop import differentiable_cg, static_metric
 from ..scale.hosts import local_block
 from ..scale.layout import ShardedData
@@ -89,7 +89,6 @@ class CG(AbstractSolver):
     metric_kwargs: object = ()
     higher_is_better: Optional[bool] = None
 
-    kinds = {"fit": ("features", "kernel", "sharded")}
     stops_early = True
 
     def __post_init__(self):
@@ -140,7 +139,8 @@ class CG(AbstractSolver):
     def allows_zero(self, problem) -> bool:
         return True                        # regularisation by iteration (Airola et al. 2010)
 
-    def fit(self, problem, lam):
+    @takes(KernelProblem, ShardedData)
+    def fit(self, problem, lam, state):
         if self.verbose:
             begin()                        # the clock of the loop's lines
         if problem.y is not None and problem.y.ndim != 1:

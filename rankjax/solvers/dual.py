@@ -20,10 +20,10 @@ from jax import lax
 from .._core import lapack
 from .._core.checks import check_symmetric
 from .._core.host import is_concrete
-from .._core.traced import lam_ok, nan_unless
+from .._core.traced import nan_unless
 from .._core.linalg import eigh_psd_checked, spectral_filter
 from .._core.log import compiled, level, run, user_stacklevel
-from .._core.memory import compute_dtype, kernel_plan
+from .._core.memory import check_memory, compute_dtype, kernel_plan
 from .._core.products import HI, tdot
 from .._core.resolved import UnresolvedLambdaWarning, warn_unresolved
 from .._core.segments import block_means
@@ -32,9 +32,9 @@ from .._problem import KernelProblem
 from .._solution import Solution, lane_codes
 from ..graphs.graph import check_problem
 from ..graphs.folds import over_folds, premerge
-from ..kernels.kernel import Kernel, kernel_core, kernel_matrix, ranking_form
+from ..kernels.kernel import Kernel, kernel_core, ranking_form
 from .._core.types import saveable
-from .base import AbstractSolver, check_kernel_arg, solver
+from .base import AbstractSolver, check_kernel_arg, solver, takes
 from .holdout import HoldOut, fold_predictions, woodbury_fold
 from .lpo import dual_pairs
 from .models import DualModel, DualPath, KernelModel, LinearModel, PrimalPath, path_scores
@@ -57,7 +57,7 @@ def _dual_fit(K, y, graph, lam, kernel=None):
     system = dual_system(K, y, graph)
     lam = jnp.asarray(lam, K.dtype)
     B, psd, low = ridge_solve_checked(system.G, system.rhs, lam, RESOLVE_RTOL["path"])
-    return nan_unless(lam_ok(lam) & psd, system.root.apply(B)), psd, low
+    return nan_unless(psd, system.root.apply(B)), psd, low
 
 
 @jax.jit
@@ -67,7 +67,7 @@ def _dual_path(K, y, graph, lams, K_valid, rows=None, kernel=None):
                          else partial(reduced_eigh, rows=rows, graph=graph),
                          None if rows is None else rows.queries)
     A = dec.coef_path(lams)                                 # [L, m(, k)]
-    out = nan_unless(lam_ok(lams) & dec.ok(lams),
+    out = nan_unless(dec.ok(lams),
                      (A, path_scores(K, A), None if K_valid is None else path_scores(K_valid, A)))
     return out, dec.flags()
 
@@ -88,7 +88,7 @@ def _dual_holdout(K, y, graph, lams, folds, kernel=None, rows=None):
     one = partial(woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=K)
     pred = over_folds(folds, lams.shape[0], KSU.shape[1], F.shape, K.dtype, lambda P: one)
     clear = above_cancellation(graph, pred, F, lams, dec.floor)
-    ok = lam_ok(lams) & dec.ok(lams) & clear
+    ok = dec.ok(lams) & clear
     return nan_unless(ok, (pred, dec.coef_path(lams))), (dec.flags(), clear)
 
 
@@ -167,8 +167,8 @@ def kernel_cv_predictions(params, data, folds, kernel: Kernel):
     X, y, graph = data[:3]
     lam = jnp.exp(params["log_lam"])
     s = params.get("log_scales")
-    K = kernel_matrix(ranking_form(kernel.with_log_params(params), graph),
-                      X if s is None else X * jnp.exp(s))
+    Xs = X if s is None else X * jnp.exp(s)
+    K = kernel_core(ranking_form(kernel.with_log_params(params), graph), Xs, Xs, None, True)
     system = dual_system(K, y, graph)
     C = lapack.cholesky(system.G + lam * jnp.eye(K.shape[0], dtype=K.dtype))
     tri = lambda B: lapack.solve_triangular(C, B)                            # noqa: E731
@@ -217,46 +217,49 @@ class Dual(AbstractSolver):
     kernel: Optional[Kernel] = None
     block_size: Optional[int] = None
 
-    kinds = {m: ("features", "kernel") for m in ("fit", "path", "holdout", "leave_pair_out")}
-
     def __post_init__(self):
         check_kernel_arg(self.kernel, allow_none=True)
         if self.block_size is not None and not (isinstance(self.block_size, int)
                                                 and self.block_size >= 1):
             raise ValueError(f"block_size must be a positive int, got {self.block_size!r}")
 
-    HOLDOUT_MATRICES = 6
-    """The ``m x m`` matrices its hold-out holds at once (its memory plan)."""
+    MATRICES = {"fit": 5, "path": 5, "holdout": 6, "leave_pair_out": 6, "cv_predictions": 12}
+    """The ``m x m`` matrices each method holds at once (its memory plan)."""
 
-    def init(self, problem, L=1, folds=None):
-        """The hold-out's memory plan from the shapes (``HOLDOUT_MATRICES`` ``m x m``
-        matrices), refused up front (:class:`~rankjax.MemoryPlanError`) before any kernel
-        value; nothing to hand back."""
+    def plan(self, problem, methods, L, folds):
+        """The most ``MATRICES`` of ``methods``: ``m x m`` matrices from the shapes, refused up
+        front (:class:`~rankjax.MemoryPlanError`) before any kernel value; no route."""
+        if self.tuned_kernel() is None:                # the linear model's tune: n x n
+            methods = [m for m in methods if m != "cv_predictions"] or ["fit"]
+        method = max(methods, key=self.MATRICES.__getitem__)
         X = problem.X
-        kernel_plan(X.shape[0], compute_dtype(X), self.HOLDOUT_MATRICES, "the dual hold-out")
+        what = {"cv_predictions": "tune with an exact kernel"}.get(
+            method, f"the dual {method.replace('_', '-')}")
+        kernel_plan(X.shape[0], compute_dtype(X), self.MATRICES[method], what)
+        if "path" in methods and problem.valid is not None and not isinstance(problem, KernelProblem):
+            Xv = problem.valid.X                      # the validation rows' kernel
+            check_memory(2 * Xv.shape[0] * X.shape[0] * compute_dtype(X).itemsize,
+                         f"the validation kernel of {Xv.shape[0]} x {X.shape[0]} rows",
+                         "use rj.Nystrom(kernel, basis), which holds m x b kernel values")
 
     @singledispatchmethod
-    def _inputs(self, problem, count, what, shift: bool = True):
-        """``(the dense rows X, kernel built in the program, X)``, planned (``count`` ``m x m``
-        matrices); the kernel in its ``rankjax.kernels.kernel.ranking_form`` unless ``shift``
-        is False."""
-        X = problem.rows()
-        kernel_plan(X.shape[0], compute_dtype(X), count, what)
-        X = jnp.asarray(as_dense(X))
+    def _inputs(self, problem, shift: bool = True):
+        """``(the dense rows X, kernel built in the program, X)`` (planned by :meth:`plan`);
+        the kernel in its ``rankjax.kernels.kernel.ranking_form`` unless ``shift`` is False."""
+        X = jnp.asarray(as_dense(problem.rows()))
         if self.kernel is None:
             return X, Kernel("linear"), X
         return X, ranking_form(self.kernel, problem.graph) if shift else self.kernel, X
 
     @_inputs.register(KernelProblem)
-    def _(self, problem, count, what, shift: bool = True):
-        """``(K checked square and symmetric, None, None)``, planned."""
+    def _(self, problem, shift: bool = True):
+        """``(K checked square and symmetric, None, None)``."""
         K = problem.X
         if is_bcoo(K):
             raise TypeError("K must be a dense kernel matrix")
         if K.shape[0] != K.shape[1]:
             raise ValueError(f"K must be a square [m, m] kernel matrix, got shape {tuple(K.shape)} "
                              "(a rectangular [m_v, m] kernel is the valid problem of one)")
-        kernel_plan(K.shape[0], compute_dtype(K), count, what)
         return check_symmetric(K), None, None
 
     def _model(self, coef, X, kernel):
@@ -274,8 +277,9 @@ class Dual(AbstractSolver):
             return PrimalPath(lams, W, None, valid)
         return DualPath(lams, coef, train, valid, X, kernel)
 
-    def fit(self, problem, lam):
-        M, kernel, X = self._inputs(problem, 5, "the dual solve")
+    @takes(KernelProblem)
+    def fit(self, problem, lam, state):
+        M, kernel, X = self._inputs(problem)
         A, psd, low = _dual_fit(M, problem.y, problem.graph, lam, kernel)
         if is_concrete(psd) and not bool(psd):     # the failed Cholesky said so: no extra eigh
             raise ValueError(f"K is not positive semidefinite: S K S + λ I has no Cholesky "
@@ -284,21 +288,23 @@ class Dual(AbstractSolver):
                              "parameters")
         warn_unresolved(A, lam, "rj.fit(Dual())", "S K S + λ I has no Cholesky factor and λ is "
                         f"below {RESOLVE_RTOL['path']:g} eps times its largest eigenvalue")
-        return Solution(self._model(A, X, kernel), lane_codes(A, lam, lanes=False), {})
+        return Solution(self._model(A, X, kernel), lane_codes(A, lanes=False), {})
 
-    def path(self, problem, lams):
-        M, kernel, X = self._inputs(problem, 5, "the dual path")
+    @takes(KernelProblem)
+    def path(self, problem, lams, state):
+        M, kernel, X = self._inputs(problem)
         Kv = None
         if problem.valid is not None:
             Xv = problem.valid.X
-            Kv = Xv if X is None else kernel_matrix(kernel, as_dense(Xv), X)
+            Kv = Xv if X is None else kernel_core(kernel, jnp.asarray(as_dense(Xv)), X)
         (A, train, valid), flags = _dual_path(M, problem.y, problem.graph, lams, Kv,
                                               range_rows(problem.graph, M.dtype), kernel)
         check_spectrum(flags, lams, "rj.path(Dual())")
-        return Solution(self._path(lams, A, train, valid, X, kernel), lane_codes(A, lams), {})
+        return Solution(self._path(lams, A, train, valid, X, kernel), lane_codes(A), {})
 
-    def holdout(self, problem, lams, folds):
-        M, kernel, X = self._inputs(problem, self.HOLDOUT_MATRICES, "the dual hold-out")
+    @takes(KernelProblem)
+    def holdout(self, problem, lams, folds, state):
+        M, kernel, X = self._inputs(problem)
         lams = lams.astype(M.dtype)
         y, graph = problem.y, problem.graph
         rows = range_rows(graph, M.dtype)            # the system on the range of S (reduced)
@@ -308,15 +314,16 @@ class Dual(AbstractSolver):
         check_spectrum(flags, lams, "rj.holdout(Dual())")
         _warn_cancelled(clear, lams, flags[3])
         path = self._path(lams, coef, None, None, X, kernel)
-        return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred, lams), {})
+        return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred), {})
 
-    def leave_pair_out(self, problem, lams, pairs):
+    @takes(KernelProblem)
+    def leave_pair_out(self, problem, lams, pairs, state):
         # its formula decomposes K itself (PSD): not the shifted kernel, which is indefinite
-        M, kernel, _ = self._inputs(problem, 6, "the dual leave-pair-out", shift=False)
+        M, kernel, _ = self._inputs(problem, shift=False)
         lams = lams.astype(M.dtype)
-        K = M if kernel is None else kernel_matrix(kernel, M)
+        K = M if kernel is None else kernel_core(kernel, M, M, None, True)
         h = dual_pairs(K, problem.y, pairs, lams, "rj.holdout(Dual(), LeavePairOut)")
-        return Solution(h, lane_codes(h.predictions, lams), {})
+        return Solution(h, lane_codes(h.predictions), {})
 
     def cv_predictions(self, params, data, folds):
         kernel = self.tuned_kernel()
@@ -324,8 +331,4 @@ class Dual(AbstractSolver):
             return linear_cv_predictions(params, data, folds)
         return kernel_cv_predictions(params, data, folds, kernel)
 
-    def prepare(self, problem):
-        data = super().prepare(problem)
-        if self.tuned_kernel() is not None:
-            kernel_plan(data[0].shape[0], data[0].dtype, 12, "tune with an exact kernel")
-        return data
+

@@ -31,13 +31,13 @@ from jax import lax
 from .._core import lapack
 from .._core.checks import check_count, check_seed
 from .._core.host import device_array, is_concrete
-from .._core.traced import lam_ok, nan_unless
+from .._core.traced import nan_unless
 from .._core.linalg import PSD_RTOL
 from .._core.memory import available_memory, check_memory
 from .._core.products import HI, mm, tdot
 from .._core.segments import padded_size
 from .._core.resolved import warn_unresolved
-from .._solution import RESULTS, Solution
+from .._solution import RESULTS, Solution, lams_valid
 from ..graphs.folds import make_folds
 from ..graphs.graph import Graph
 from ..kernels.basis import BasisRows, as_nystrom, coef_from, features, take_basis
@@ -181,7 +181,7 @@ def falkon_solve(C, A, lam, apply_H, rhs_raw, scores_fn, valid, options: CG, flo
 
     rhs = _tri(A, _tri(C, rhs_raw))
     valid_fn = criterion(options, valid, lambda beta: scores_fn(coef(beta)))
-    ok = lam_ok(lam, allow_zero=valid is not None)
+    ok = lams_valid(lam, allow_zero=valid is not None)
     # early stopping regularises below the features' floor; without it λ must clear the floor
     resolved = True if valid is not None else lam >= floor
     tol = jnp.where(ok & resolved, options.tolerance(rhs.dtype), jnp.nan)
@@ -285,11 +285,10 @@ class Falkon(AbstractSolver):
     def allows_zero(self, problem) -> bool:
         return problem.valid is not None           # early stopping regularises
 
-    kinds = {"fit": ("features", "sharded")}
     stops_early = True
 
     @singledispatchmethod
-    def fit(self, problem, lam):
+    def fit(self, problem, lam, state):
         X = dense_rows(problem)
         y, graph = problem.y, problem.graph
         graph.check_splittable("Falkon (its preconditioner's subsample)")
@@ -320,7 +319,7 @@ class Falkon(AbstractSolver):
         return Solution(model, r.result, r.stats())
 
     @fit.register(ShardedData)
-    def _(self, data, lam):
+    def _(self, data, lam, state):
         """FALKON on a sharded problem: the basis chosen among the rows it was built from
         (``data.source``) and read from ``data.X``, each device's ``K_mR`` block, one ``psum``
         per product."""

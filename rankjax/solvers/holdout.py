@@ -38,6 +38,9 @@ class HoldOut(NamedTuple):
     holds every λ's model trained on all rows, from the same decomposition (a selection
     needs no refit), or ``None``."""
 
+    LANES = ("predictions", "path")
+    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
+
     lams: jax.Array
     predictions: jax.Array
     folds: Folds

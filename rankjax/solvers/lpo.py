@@ -17,7 +17,7 @@ from .._core import lapack
 from .._core.checks import as_float_array, check_indices, host_labels
 from .._core.finite import value_range
 from .._core.host import is_concrete, reduce_concrete, reduction
-from .._core.traced import indices_ok, lam_ok, nan_unless
+from .._core.traced import indices_ok, nan_unless
 from .._core.linalg import eigh_psd, eigh_psd_checked, psd_ok, spectral_filter
 from .._core.products import HI, mm
 from .._core.resolved import warn_unresolved
@@ -30,6 +30,9 @@ from .ridge import check_spectrum, eigh_floor, lam_floor
 class PairHoldOut(NamedTuple):
     """Leave-pair-out predictions: ``predictions [L, p, 2(, k)]`` for the pairs
     ``pairs [p, 2]`` — both rows predicted by the model trained without them."""
+
+    LANES = ("predictions",)
+    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
 
     lams: jax.Array
     pairs: jax.Array
@@ -159,7 +162,7 @@ def _lpo_core(Pf, sig, y, pairs, lams, floor=0.0, X=None):
         return _lpo_pairs(Q, q1, jnp.sum(q1), Qy, yk.sum(0), Qy.sum(0), yk, h1, h2, n2)
 
     out, amplified = lax.map(per_lam, lams)              # [L, p, 2, k], [L]
-    ok = (lam_ok(lams) & indices_ok(pairs, m) & (lams >= floor)   # traced: NaN lanes
+    ok = (indices_ok(pairs, m) & (lams >= floor)   # traced: NaN lanes
           & (amplified <= PAIR_ERROR))
     out = nan_unless(ok, out)
     return out if y.ndim == 2 else out[..., 0]

@@ -117,6 +117,9 @@ class LinearModel(NamedTuple):
       [1.]
     """
 
+    LANES = ("weights",)
+    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
+
     weights: jax.Array
 
     num_features = columns_of("weights", 0)          # columns of the rows it scores
@@ -130,6 +133,9 @@ class DualModel(NamedTuple):
     """Dual coefficients ``a`` (``[m]`` or ``[m, k]``) of a precomputed kernel:
     ``f = K_test a`` for ``K_test [m_test, m]``."""
 
+    LANES = ("coef",)
+    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
+
     coef: jax.Array
 
     def predict(self, K_test):
@@ -141,6 +147,9 @@ class DualModel(NamedTuple):
 class KernelModel(NamedTuple):
     """Kernel scoring ``f(x) = sum_i a_i k(x, x_i)`` with its training rows and kernel;
     ``predict(X, block_size=)`` bounds the memory of the ``[m_test, m]`` kernel block."""
+
+    LANES = ("coef",)
+    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
 
     coef: jax.Array
     X_train: jax.Array
@@ -157,6 +166,9 @@ class NystromModel(NamedTuple):
     """The basis-vector model ``f(x) = sum_{i in R} a_i k(x, x_i)`` (Pahikkala et al. 2009,
     §3.5): ``coef [b(, k)]`` over the basis points ``basis [b, n]`` (the training rows
     ``basis_rows [b]``) and the kernel; ``O(b)`` kernel values a predicted row."""
+
+    LANES = ("coef",)
+    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
 
     coef: jax.Array
     basis: jax.Array
@@ -183,6 +195,9 @@ class ScaledModel(NamedTuple):
       [3.]
     """
 
+    LANES = ("model",)
+    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
+
     scales: jax.Array
     model: object
 
@@ -208,6 +223,9 @@ class MappedModel(NamedTuple):
       >>> print(np.round(np.asarray(m.predict(np.array([[2., np.nan]]))), 4))
       [0.746]
     """
+
+    LANES = ("model",)
+    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
 
     features: FeatureMap
     model: object
@@ -283,6 +301,9 @@ class PrimalPath(NamedTuple):
     ``[L, m(, k)]`` or ``None`` and the validation scores ``[L, m_valid(, k)]`` or ``None``;
     ``predict(X)`` is ``[L, m_test(, k)]``, ``model(i)`` the :class:`~rankjax.LinearModel` of ``lams[i]``."""
 
+    LANES = ("weights", "train_scores", "valid_scores")
+    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
+
     lams: jax.Array
     weights: jax.Array
     train_scores: Optional[jax.Array] = None
@@ -301,6 +322,9 @@ class DualPath(NamedTuple):
     the validation scores (or ``None``); with ``X_train`` and ``kernel`` it scores features
     (its models are :class:`KernelModel`), without them a precomputed ``K_test [m_test, m]``
     (:class:`DualModel`)."""
+
+    LANES = ("coef", "train_scores", "valid_scores")
+    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
 
     lams: jax.Array
     coef: jax.Array
@@ -328,6 +352,9 @@ class NystromPath(NamedTuple):
     """Nyström models of a λ grid: ``coef [L, b(, k)]`` over the basis points ``basis [b, n]``
     (the training rows ``basis_rows [b]``), training and validation scores as
     :class:`PrimalPath`; ``predict(X [m_test, n])``, ``model(i)`` a :class:`NystromModel`."""
+
+    LANES = ("coef", "train_scores", "valid_scores")
+    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
 
     lams: jax.Array
     coef: jax.Array

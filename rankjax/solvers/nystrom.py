@@ -19,7 +19,7 @@ import numpy as np
 from .._core import lapack
 from .._core.checks import check_count, check_seed
 from .._core.host import is_concrete
-from .._core.traced import lam_ok, nan_unless
+from .._core.traced import nan_unless
 from .._core.log import compiled, level, run
 from .._core.memory import compute_dtype
 from .._core.resolved import warn_unresolved
@@ -54,7 +54,7 @@ def _nystrom_fit(X, y, graph, basis: BasisRows, lam):
     C = basis.factor()
     G, b = primal_system(features(basis.block(X), C), y, graph, root=True)
     lam = jnp.asarray(lam, G.dtype)
-    return nan_unless(lam_ok(lam) & (lam >= features_floor(G)), coef_from(C, ridge_solve(G, b, lam)))
+    return nan_unless(lam >= features_floor(G), coef_from(C, ridge_solve(G, b, lam)))
 
 
 @partial(jax.jit, static_argnames=("block_size",))
@@ -62,7 +62,7 @@ def _nystrom_path(X, y, graph, basis: BasisRows, lams, X_valid, block_size=None)
     C = basis.factor()
     G, b = primal_system(features(basis.block(X, block_size), C), y, graph, root=True)
     W = decompose_primal(G, b).coef_path(lams)
-    ok = lam_ok(lams) & (lams >= features_floor(G))
+    ok = lams >= features_floor(G)
     coef = nan_unless(ok, basis_coef(C, W, 1))                             # [L, b_pad(, k)]
     valid = None if X_valid is None else (path_scores(basis.block(X_valid, block_size), coef)
                                           + basis.offset(coef, 1))
@@ -84,7 +84,7 @@ def _nystrom_holdout(X, y, graph, basis: BasisRows, lams, folds, route="both"):
                               u=basis.constant_row(C))
     (pred, W), floor = out if route == "shared" else (out, None)    # W [L, r(, k)]
     coef = basis_coef(C, W, 1)
-    ok = lam_ok(lams) & (lams >= features_floor(G))
+    ok = lams >= features_floor(G)
     if route == "shared":
         return nan_unless(ok, (pred, coef)), floor
     return nan_unless(ok, (pred, coef))
@@ -180,25 +180,51 @@ class Nystrom(AbstractSolver):
         kernel = self.kernel if graph is None else ranking_form(self.kernel, graph)
         return take_basis(X, self.basis, kernel, pad=pad)
 
-    def _route(self, problem, what, L=1):
-        """``(X, rows)``: the rows of a batch when the fit or path runs in row blocks of
-        whole queries (a concrete graph that splits into them; ``nystrom_plan``), else
-        ``None`` (``K_mR`` whole: a preference graph, a graph under a trace, or a query
-        larger than the basis), the memory of either planned from the shapes."""
-        X, graph = dense_rows(problem), problem.graph
-        m, n = X.shape
-        b = self.basis.rows_among(m)
+    @singledispatchmethod
+    def plan(self, problem, methods, L, folds) -> Optional[Plan]:
+        """The route of ``methods`` over ``L`` λ from the shapes alone, its memory checked
+        (:class:`~rankjax.MemoryPlanError` when it cannot fit): a hold-out's ``rows`` of a
+        batch of whole folds (``None``: ``K_mR`` whole) for ``folds`` (drawn
+        :class:`~rankjax.Folds`, or before they are drawn a count ``k`` or ``None`` for
+        leave-query-out; ``fold_bound`` of ``nystrom_plan``); a fit's or path's rows of a
+        batch of whole queries where the graph splits into them (a concrete query graph),
+        else ``K_mR`` whole; ``tune``'s ``m x b`` blocks and its learned model's fit."""
+        m, n = problem.rows().shape
+        b, dtype = self.basis.rows_among(m), compute_dtype(problem.X)
+        if "cv_predictions" in methods:          # the descent's blocks, then its model's fit
+            check_nystrom_memory(m, int(padded_size(b)), dtype, 10, "tune with a Nyström basis")
+        method = "holdout" if "holdout" in methods else "path" if "path" in methods else "fit"
+        if method == "holdout":
+            fold_rows = fold_bound(problem.graph, m, folds)
+            rows = nystrom_plan(m, n, int(padded_size(b)), dtype, L=L,
+                                tail=int(np.prod(problem.y.shape[1:])), fold_rows=fold_rows,
+                                block_rows=self.block_rows)
+            return Plan(rows, L, fold_rows)
+        what, graph = f"the Nyström {method}", problem.graph
+        if problem.valid is not None and method == "path":
+            check_nystrom_memory(problem.valid.X.shape[0], int(padded_size(b)), dtype, 2,
+                                 "the Nyström path's validation scores")
         if graph.splittable and all(is_concrete(a) for a in jax.tree.leaves(graph)):
             counts = getattr(graph, "counts", None)
             largest = 1 if counts is None else int(np.max(np.asarray(counts)))
-            return X, nystrom_plan(m, n, b, X.dtype, L=L, fold_rows=largest,
-                                   block_rows=self.block_rows, what=what, folds=False)
-        check_nystrom_memory(m, b, X.dtype, 4, what, "use a smaller basis, or call it outside "
+            return Plan(nystrom_plan(m, n, b, dtype, L=L, fold_rows=largest,
+                                     block_rows=self.block_rows, what=what, folds=False), L, 0)
+        check_nystrom_memory(m, b, dtype, 4, what, "use a smaller basis, or call it outside "
                              "jit with a query graph (row blocks of whole queries)")
-        return X, None
+        return Plan(None, L, 0)
 
-    def fit(self, problem, lam):
-        X, rows = self._route(problem, "the Nyström fit")
+    @plan.register(ShardedData)
+    def _(self, data, methods, L, folds):
+        """A sharded hold-out's row blocks on every device (``rows``), planned."""
+        rows = self.block_rows or BATCH_ROWS
+        m, n = data.source.X.shape
+        D, width = data.rows.shape
+        nystrom_plan(width, n, int(padded_size(self.basis.rows_among(m))), data.X.dtype,
+                     L=L, fold_rows=width, block_rows=rows)
+        return Plan(rows, L, width)
+
+    def fit(self, problem, lam, state):
+        X, rows = dense_rows(problem), state.plan.rows
         graph = problem.graph
         index, B = self.take(X, pad=None, graph=graph)
         if rows is None:
@@ -210,15 +236,12 @@ class Nystrom(AbstractSolver):
         warn_unresolved(coef, lam, "rj.fit(Nystrom())", _why(UNRESOLVED))
         b = index.shape[0]
         model = NystromModel(_head(coef, b), _head(B.X, b), _index(index), B.kernel)
-        return Solution(model, lane_codes(coef, lam, lanes=False), {})
+        return Solution(model, lane_codes(coef, lanes=False), {})
 
-    def path(self, problem, lams):
-        X, rows = self._route(problem, "the Nyström path", lams.shape[0])
+    def path(self, problem, lams, state):
+        X, rows = dense_rows(problem), state.plan.rows
         index, B = self.take(X, pad=None, graph=problem.graph)
         Xv = None if problem.valid is None else dense_rows(problem.valid)
-        if Xv is not None:
-            check_nystrom_memory(Xv.shape[0], B.X.shape[0], Xv.dtype, 2,
-                                 "the Nyström path's validation scores")
         if rows is None:
             coef, valid = _nystrom_path(X, problem.y, problem.graph, B, lams, Xv)
             why = UNRESOLVED
@@ -231,33 +254,18 @@ class Nystrom(AbstractSolver):
         b = index.shape[0]
         path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), B.kernel,
                            None, valid)
-        return Solution(path, lane_codes(coef, lams), {})
-
-    kinds = {"holdout": ("features", "sharded")}
-
-    def init(self, problem, L=1, folds=None) -> Plan:
-        """The plan of a hold-out of ``L`` λ on ``problem`` with ``folds`` (drawn
-        :class:`~rankjax.Folds`, or before they are drawn a count ``k`` or ``None`` for
-        leave-query-out; ``fold_bound`` of ``nystrom_plan``), from the shapes
-        alone: the route (``K_mR`` whole or row blocks of whole folds) and its memory
-        checked (:class:`~rankjax.MemoryPlanError` when it cannot fit). :meth:`holdout`
-        computes it unless given one that serves it (``plan=``, from selection's early
-        refusal)."""
-        m, n = problem.rows().shape
-        fold_rows = fold_bound(problem.graph, m, folds)
-        rows = nystrom_plan(m, n, int(padded_size(self.basis.rows_among(m))),
-                            compute_dtype(problem.X), L=L, tail=int(np.prod(problem.y.shape[1:])),
-                            fold_rows=fold_rows, block_rows=self.block_rows)
-        return Plan(rows, L, fold_rows)
+        return Solution(path, lane_codes(coef), {})
 
     @singledispatchmethod
-    def holdout(self, problem, lams, folds, plan=None):
+    def holdout(self, problem, lams, folds, state):
         X = dense_rows(problem)
         lams = lams.astype(X.dtype)
         L = lams.shape[0]
-        if plan is None or not plan.serves(L, fold_bound(problem.graph, X.shape[0], folds)):
-            plan = self.init(problem, L, folds)
-        rows = plan.rows
+        if not state.plan.serves(L, fold_bound(problem.graph, X.shape[0], folds)):
+            raise ValueError(f"state was planned for folds of up to {state.plan.fold_rows} "
+                             f"rows and {state.plan.L} λ: make it with solver.init(problem, "
+                             f"'holdout', L={L}, folds=folds)")
+        rows = state.plan.rows
         index, B = self.take(X, pad=True if rows is None else None, graph=problem.graph)
         folds = (premerge(folds, L, B.X.shape[0]) if rows is None
                  else batch_folds(folds, rows, L, B.X.shape[0]))
@@ -271,10 +279,10 @@ class Nystrom(AbstractSolver):
                         _why(UNRESOLVED if rows is None else UNRESOLVED_WIDE))
         b = index.shape[0]
         path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), B.kernel)
-        return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred, lams), {})
+        return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred), {})
 
     @holdout.register(ShardedData)
-    def _(self, data, lams, folds, plan=None):
+    def _(self, data, lams, folds, state):
         """Leave-query-out of a sharded problem in row blocks on every device, the basis
         chosen among the rows it was built from (``data.source``) and read from ``data.X``
         (a replaced ``X``, scaled under ``vmap``, gives its own basis rows)."""
@@ -285,17 +293,14 @@ class Nystrom(AbstractSolver):
         lams = lams.astype(data.X.dtype)
         index, B = self.take(X, graph=data.graph)
         B = data.basis_from_layout(index, B)       # the rows of data.X, replaced or not
-        rows = self.block_rows or BATCH_ROWS
-        D, width = data.rows.shape
-        nystrom_plan(width, X.shape[1], B.X.shape[0], data.X.dtype, L=lams.shape[0],
-                     fold_rows=width, block_rows=rows)
+        rows = state.plan.rows
         pred, coef = holdout_sharded(data.X, data.y, data.graph, B, lams, data.folds,
                                       X.shape[0], (data.mesh, data.axis, rows))
         pred = data.unshard(pred, 1)
         warn_unresolved(pred, lams, "rj.holdout(Nystrom())", _why(UNRESOLVED_WIDE))
         b = index.shape[0]
         path = NystromPath(lams, _head(coef, b, 1), _head(B.X, b), _index(index), B.kernel)
-        return Solution(HoldOut(lams, pred, None, path), lane_codes(pred, lams), {})
+        return Solution(HoldOut(lams, pred, None, path), lane_codes(pred), {})
 
     def tuned_kernel(self):
         return self.kernel
@@ -313,12 +318,11 @@ class Nystrom(AbstractSolver):
     def for_data(self):
         return dataclasses.replace(self, basis=_ANY_BASIS, seed=0)      # the data holds the rows
 
-    def prepare(self, problem):
+    def prepare(self, problem, state):
         """``(X, y, graph, BasisRows)``: the basis drawn once (padded to its bucket), its
-        ``m x b`` blocks planned: about 10 live in a differentiated step."""
+        ``m x b`` blocks planned by :meth:`plan` (about 10 live in a differentiated step)."""
         X = dense_rows(problem)
         _, B = self.take(X)
-        check_nystrom_memory(X.shape[0], B.X.shape[0], X.dtype, 10, "tune with a Nyström basis")
         return X, problem.y, problem.graph, B
 
     def cv_predictions(self, params, data, folds):

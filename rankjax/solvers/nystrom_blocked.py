@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .._core.traced import lam_ok, nan_unless
+from .._core.traced import nan_unless
 from .._core.backend import paths
 from .._core.log import compiled
 from .._core.linalg import gram_blocks, spectral_filter
@@ -115,7 +115,7 @@ def blocked_holdout(X, y, graph, basis: BasisRows, lams, folds, rows=BATCH_ROWS,
         return jnp.moveaxis(res, 0, 1)                                  # [L, bs, P(, k)]
 
     pred = fold_map(folds, rows, one, L, bp, tail, dt, "second pass, block")
-    ok = lam_ok(lams) & (lams >= jnp.maximum(floor, features_floor(G)))
+    ok = lams >= jnp.maximum(floor, features_floor(G))
     return nan_unless(ok, (pred, basis_coef(C, W, 1)))
 
 
@@ -143,7 +143,7 @@ def fit_blocked(X, y, graph, basis: BasisRows, lam, folds, rows=BATCH_ROWS):
     C = basis.factor()
     G, rhs, _ = blocked_system(X, y, graph, basis, C, folds, rows)
     lam = jnp.asarray(lam, G.dtype)
-    return nan_unless(lam_ok(lam) & (lam >= features_floor(G)), coef_from(C, ridge_solve(G, rhs, lam)))
+    return nan_unless(lam >= features_floor(G), coef_from(C, ridge_solve(G, rhs, lam)))
 
 
 @partial(jax.jit, static_argnames="rows")
@@ -154,7 +154,7 @@ def path_blocked(X, y, graph, basis: BasisRows, lams, folds, X_valid, rows=BATCH
     C = basis.factor()
     G, rhs, _ = blocked_system(X, y, graph, basis, C, folds, rows)
     eig, floor = wide_eigh(G)
-    coef = nan_unless(lam_ok(lams) & (lams >= jnp.maximum(floor, features_floor(G))),
+    coef = nan_unless(lams >= jnp.maximum(floor, features_floor(G)),
                       basis_coef(C, eigh_path(eig, rhs, lams), 1))
     return coef, None if X_valid is None else (path_scores(basis.block(X_valid), coef)
                                                + basis.offset(coef, 1))

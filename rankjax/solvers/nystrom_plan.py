@@ -18,7 +18,7 @@ __all__ = ["Plan", "fold_bound", "nystrom_plan", "check_nystrom_memory", "whole_
 
 
 class Plan(NamedTuple):
-    """What a hold-out computes once, before any work (:meth:`~rankjax.Nystrom.init`):
+    """What a Nyström solve decides once, before any work (:meth:`~rankjax.Nystrom.plan`):
     ``rows`` of a batch of whole folds in row blocks (``None``: ``K_mR`` whole), for ``L`` λ
     and folds of up to ``fold_rows`` rows, its memory checked."""
 
@@ -28,19 +28,20 @@ class Plan(NamedTuple):
 
     def serves(self, L: int, fold_rows: int) -> bool:
         """Whether this plan covers a hold-out of ``L`` λ on folds of ``fold_rows`` rows."""
-        return self.L == L and self.fold_rows >= fold_rows
+        return self.L >= L and self.fold_rows >= fold_rows
 
 
 def fold_bound(graph, m: int, folds) -> int:
     """The rows of the largest fold: of drawn :class:`~rankjax.Folds` their widest block;
     before they are drawn, of leave-query-out (``folds=None``) the largest query, of ``k``
-    folds of whole queries at most ``m // k`` rows and one query more."""
+    folds of whole queries at most ``m // k`` rows and one query more, padded to the bucket
+    the drawn folds take (:func:`~rankjax._core.segments.padded_size`)."""
     if hasattr(folds, "index"):
         return max(int(i.shape[1]) for i in folds.index)
     counts = getattr(graph, "counts", None)
     largest = 1 if counts is None else int(np.max(np.asarray(counts)))
     k = getattr(folds, "num_folds", folds)
-    return largest + (m // int(k) if k is not None else 0)
+    return int(padded_size(largest + (m // int(k) if k is not None else 0)))   # drawn: bucketed
 
 
 PAD_WORK = 1e10

@@ -14,7 +14,6 @@ import jax.numpy as jnp
 
 from .._core.checks import check_gram
 from .._core.host import is_concrete
-from .._core.traced import lam_ok, nan_unless
 from .._core.log import compiled, level
 from .._core.memory import compute_dtype
 from .._core.resolved import warn_unresolved
@@ -38,19 +37,17 @@ UNRESOLVED = "the Cholesky factor of the system + λ I fails (λ below its round
 @jax.jit
 def _primal_fit(X, y, graph, lam):
     G, b = primal_system(X, y, graph)
-    lam = jnp.asarray(lam, G.dtype)
-    return nan_unless(lam_ok(lam), ridge_solve(G, b, lam))
+    return ridge_solve(G, b, jnp.asarray(lam, G.dtype))
 
 
 @jax.jit
 def _solve_core(G, b, lam):
-    lam = jnp.asarray(lam, G.dtype)
-    return nan_unless(lam_ok(lam), ridge_solve(G, b, lam))
+    return ridge_solve(G, b, jnp.asarray(lam, G.dtype))
 
 
 @jax.jit
 def _path_from_system(G, b, lams):
-    return nan_unless(lam_ok(lams), decompose_primal(G, b).coef_path(lams))
+    return decompose_primal(G, b).coef_path(lams)
 
 
 def _in_compute_dtype(*arrays):
@@ -64,8 +61,8 @@ def path_core(X, y, graph, lams, X_valid, train=False, root=False):
     ``eigh`` of :math:`X^T L X` (the λ below its floor by their own Cholesky factor)."""
     G, b = primal_system(X, y, graph, root)
     W = decompose_primal(G, b).coef_path(lams)
-    return nan_unless(lam_ok(lams), (W, path_scores(X, W) if train else None,
-                                     None if X_valid is None else path_scores(X_valid, W)))
+    return (W, path_scores(X, W) if train else None,
+            None if X_valid is None else path_scores(X_valid, W))
 
 
 @compiled(static_argnames=("route",))
@@ -77,16 +74,13 @@ def _primal_holdout(X, y, graph, lams, folds, route="both"):
     fallback copies (a quarter of the program's generated kernels), for one pass writing
     ``Z`` (measured: benchmarks/REPORT.md §8)."""
     G, b = primal_system(X, y, graph, root=True)
-    out = holdout_from_system(X, y, graph, lams, folds, G, b, route=route, weights=True)
-    if route == "shared":
-        return nan_unless(lam_ok(lams), out[0]), out[1]
-    return nan_unless(lam_ok(lams), out)
+    return holdout_from_system(X, y, graph, lams, folds, G, b, route=route, weights=True)
 
 
 def _fitted(w, lam):
     """The :class:`Solution` of one λ's weights ``w`` (NaN lanes warned of)."""
     warn_unresolved(w, lam, "rj.fit(Primal())", UNRESOLVED)
-    return Solution(LinearModel(w), lane_codes(w, lam, lanes=False), {})
+    return Solution(LinearModel(w), lane_codes(w, lanes=False), {})
 
 
 def linear_holdout(X, y, graph, lams, folds, where):
@@ -112,12 +106,6 @@ def linear_cv_predictions(params, data, folds):
     return factored_holdout(_scaled(X, params), y, graph, folds, jnp.exp(params["log_lam"]))
 
 
-def checked_rows(problem):
-    """The problem's rows for the primal forms: ``n x n`` matrices must fit."""
-    X = problem.rows()
-    if is_concrete(X):
-        check_gram(X)
-    return X
 
 
 @saveable
@@ -140,22 +128,31 @@ class Primal(AbstractSolver):
       (3,)
     """
 
-    kinds = {**{m: ("features", "sharded", "stream") for m in ("fit", "path", "holdout")},
-             "cv_predictions": ("features", "sharded")}
+    @singledispatchmethod
+    def plan(self, problem, methods, L, folds):
+        """Feature rows: the ``n x n`` matrices must fit (``check_gram``); no route."""
+        X = problem.rows()
+        if is_concrete(X):
+            check_gram(X)
+
+    @plan.register(ShardedData)
+    @plan.register(StreamedProblem)
+    def _(self, problem, methods, L, folds):
+        """Sharded and streamed problems hold ``n x n`` per device: nothing to plan."""
 
     @singledispatchmethod
-    def prepare(self, problem):
+    def prepare(self, problem, state):
         """The data of :meth:`cv_predictions`: ``(X, y, graph)`` dense on one device."""
-        return super().prepare(problem)
+        return super().prepare(problem, state)
 
     @prepare.register(ShardedData)
-    def _(self, problem):
+    def _(self, problem, state):
         """A sharded problem's: those of the problem it was built from (the loss and the
         start read them) and the sharded problem itself (the hold-out runs on it)."""
         if problem.source is None:
             raise TypeError("tune on a sharded problem needs the problem it was built from: "
                             "shard it with rj.scale.shard(problem)")
-        return super().prepare(problem.source) + (problem,)
+        return super().prepare(problem.source, state) + (problem,)
 
     def cv_loss(self, params, data, folds):
         """The hold-out loss per row; a sharded problem's in its layout, one ``psum`` (no
@@ -165,30 +162,30 @@ class Primal(AbstractSolver):
         return super().cv_loss(params, data, folds)
 
     @singledispatchmethod
-    def fit(self, problem, lam):
-        return _fitted(_primal_fit(checked_rows(problem), problem.y, problem.graph, lam), lam)
+    def fit(self, problem, lam, state):
+        return _fitted(_primal_fit(problem.rows(), problem.y, problem.graph, lam), lam)
 
     @fit.register(ShardedData)
-    def _(self, problem, lam):
+    def _(self, problem, lam, state):
         return _fitted(sharded.primal_fit(problem, lam), lam)
 
     @fit.register(StreamedProblem)
-    def _(self, problem, lam):
+    def _(self, problem, lam, state):
         G, b, counts = streamed.normal_equations(problem)
         w = _solve_core(*_in_compute_dtype(G, b), lam)
-        return Solution(LinearModel(w), lane_codes(w, lam, lanes=False), counts)
+        return Solution(LinearModel(w), lane_codes(w, lanes=False), counts)
 
     @singledispatchmethod
-    def path(self, problem, lams):
-        W, _, _ = path_core(checked_rows(problem), problem.y, problem.graph, lams, None)
+    def path(self, problem, lams, state):
+        W, _, _ = path_core(problem.rows(), problem.y, problem.graph, lams, None)
         return self._path(problem, lams, W, {})
 
     @path.register(ShardedData)
-    def _(self, problem, lams):
+    def _(self, problem, lams, state):
         return self._path(problem, lams, sharded.primal_path(problem, lams), {})
 
     @path.register(StreamedProblem)
-    def _(self, problem, lams):
+    def _(self, problem, lams, state):
         G, b, stats = streamed.normal_equations(problem)
         W = _path_from_system(*_in_compute_dtype(G, b, lams))
         return self._path(problem, lams, W, stats)
@@ -196,38 +193,36 @@ class Primal(AbstractSolver):
     def _path(self, problem, lams, W, stats):
         valid = None if problem.valid is None else path_scores(problem.valid.X, W)
         warn_unresolved(W, lams, "rj.path(Primal())", UNRESOLVED)
-        return Solution(PrimalPath(lams, W, None, valid), lane_codes(W, lams), stats)
+        return Solution(PrimalPath(lams, W, None, valid), lane_codes(W), stats)
 
     @singledispatchmethod
-    def holdout(self, problem, lams, folds):
-        checked_rows(problem)
+    def holdout(self, problem, lams, folds, state):
         X = dense_rows(problem)
         lams = lams.astype(X.dtype)
         pred, W = linear_holdout(X, problem.y, problem.graph, lams, folds,
                                  "rj.holdout(Primal())")
-        return Solution(HoldOut(lams, pred, folds, PrimalPath(lams, W)), lane_codes(pred, lams),
+        return Solution(HoldOut(lams, pred, folds, PrimalPath(lams, W)), lane_codes(pred),
                         {})
 
     @holdout.register(ShardedData)
-    def _(self, problem, lams, folds):
+    def _(self, problem, lams, folds, state):
         pred, W = sharded.primal_holdout(problem, lams.astype(problem.X.dtype))
-        return Solution(HoldOut(lams, pred, None, PrimalPath(lams, W)), lane_codes(pred, lams), {})
+        return Solution(HoldOut(lams, pred, None, PrimalPath(lams, W)), lane_codes(pred), {})
 
     @holdout.register(StreamedProblem)
-    def _(self, problem, lams, folds):
+    def _(self, problem, lams, folds, state):
         G, b, stats = streamed.normal_equations(problem)
         G_, b_, lams = _in_compute_dtype(G, b, lams)
         W = _path_from_system(G_, b_, lams)
         pred = streamed.holdout_predictions(problem, G, b, lams, stats)
-        return Solution(HoldOut(lams, pred, None, PrimalPath(lams, W)), lane_codes(pred, lams),
+        return Solution(HoldOut(lams, pred, None, PrimalPath(lams, W)), lane_codes(pred),
                         stats)
 
-    def leave_pair_out(self, problem, lams, pairs):
-        checked_rows(problem)
+    def leave_pair_out(self, problem, lams, pairs, state):
         X = dense_rows(problem)
         lams = lams.astype(X.dtype)
         h = primal_pairs(X, problem.y, pairs, lams, "rj.holdout(Primal(), LeavePairOut)")
-        return Solution(h, lane_codes(h.predictions, lams), {})
+        return Solution(h, lane_codes(h.predictions), {})
 
     def cv_predictions(self, params, data, folds):
         return linear_cv_predictions(params, data, folds)
