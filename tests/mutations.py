@@ -210,7 +210,7 @@ MUTATIONS = [
              "return batched_op if paths().batch_factorisations else looped_op",
              "return batched_op",
              ("test_lapack.py::test_no_compiled_program_batches_a_lapack_call_on_the_cpu",)),
-    Mutation("selection_state_not_kept", "selection/select.py",
+    Mutation("selection_state_not_kept", "selection/grid.py",
              "        if solver not in self.states:\n", "        if True:\n",
              ("test_memory_plans.py::test_a_rankrlscv_fit_plans_once",
               "test_state.py::test_a_select_over_a_gamma_grid_calls_each_init_once")),

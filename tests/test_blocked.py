@@ -20,6 +20,7 @@ from rankjax._core.memory import MemoryPlanError
 from rankjax.estimators import RankRLSCV
 from rankjax.selection import refine as refine_mod
 from rankjax.selection import select as select_mod
+from rankjax.selection.grid import Grid
 
 GAUSS = rj.gaussian_kernel(0.3)
 EPS32 = float(np.finfo(np.float32).eps)
@@ -177,7 +178,7 @@ def test_ard_beyond_the_plan_learns_on_a_subsample_then_holds_out_every_row(data
     ``m / u``, equal to the Nyström fit of every row at the learned γ and scales, and
     ``best_score_`` is that point's hold-out NDCG on every row (not the subsample's)."""
     monkeypatch.setattr(select_mod, "TUNE_WORK", 4 * 300 * 128 ** 2)
-    monkeypatch.setattr(select_mod.Grid, "better", lambda self, a, b: True)
+    monkeypatch.setattr(Grid, "better", lambda self, a, b: True)
     monkeypatch.setattr(refine_mod, "_gain", lambda grid, new, old, queries: np.ones(len(queries)))
     seen = []
     real = refine_mod._halves

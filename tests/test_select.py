@@ -11,7 +11,7 @@ import rankjax as rj
 from conftest import tune_solver
 from rankjax.selection.cv import cross_validate
 from rankjax.solvers.models import ScaledModel
-from rankjax.selection import select as _select
+from rankjax.selection.grid import Grid
 from rankjax.selection.tune import TuneResult
 from rankjax.estimators import RankRLSCV
 
@@ -180,8 +180,8 @@ def test_optimize_with_a_basis_searches_gamma_and_a_finer_lambda_grid(data, gamm
     d, _ = data
     kernels = [rj.gaussian_kernel(g) for g in gammas]
     grid = select(d, kernels, basis=40, lams=lams)
-    calls, holdout = [], _select.Grid.holdout
-    monkeypatch.setattr(_select.Grid, "holdout",
+    calls, holdout = [], Grid.holdout
+    monkeypatch.setattr(Grid, "holdout",
                         lambda self, s, *a: calls.append(float(s.kernel.gamma)) or holdout(self, s, *a))
     sel = select(d, kernels, basis=40, lams=lams, optimize=True, optimize_steps=steps)
     monkeypatch.undo()

@@ -46,9 +46,11 @@ def user_stacklevel() -> int:
     """The ``stacklevel`` for ``warnings.warn`` called right here that names the first
     frame outside the rankjax package: the user's line, however deep the library's own
     calls run (``rj.select`` -> the solver's hold-out -> the warning is deeper than
-    ``rj.holdout`` -> the warning)."""
+    ``rj.holdout`` -> the warning); ``functools``' dispatch frames (a solver method's
+    ``singledispatchmethod``) are the library's too."""
     frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+    while frame is not None and (frame.f_code.co_filename.startswith(_PACKAGE)
+                                 or frame.f_code.co_filename == functools.__file__):
         frame, level = frame.f_back, level + 1
     return level
 

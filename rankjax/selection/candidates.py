@@ -57,7 +57,8 @@ from ..metrics.graded import ndcg
 from ..solvers import Auto, Dual, Nystrom
 from ..solvers.base import check_call
 from .refine import dense_segments
-from .select import UNDEFINED, Grid, select_grid
+from .grid import UNDEFINED, Grid
+from .select import select_grid
 
 __all__ = ["GAMMA_FACTORS", "SCREEN_BASIS", "SCREEN_ROWS", "CROSSFIT_BASIS", "CROSSFIT_PARTS",
            "Candidates", "Choice", "Rows", "choose", "crossfit_holdout"]

@@ -23,12 +23,13 @@ from .._problem import Problem, with_rows
 from ..scale.layout import ShardedData
 from ..graphs.folds import Folds, make_folds, problem_folds
 from ..solvers.falkon import query_subsample
-from ..metrics.choice import Selection, select_lambda, selection_ahead
+from ..metrics.choice import Selection, select_lambda
 from ..metrics.graded import ndcg
-from ..metrics.pairs import check_metric_options, metric_sign
+from ..metrics.pairs import check_metric_options
 from ..solvers.base import AbstractSolver, check_call, dense_rows
 from ..solvers.models import ScaledModel, scale_rows
 from .edges import Block, extend_grid, gamma_of, locate, same_gamma, with_gamma
+from .grid import Grid
 from .refine import Point, dense_segments, refine, rows_problem
 
 __all__ = ["select_grid"]
@@ -43,95 +44,6 @@ def _as_selection(blocks, factor, best, point, trajectory=None):
                      np.concatenate([c.scores for c in blocks]), best, point.lam,
                      _chosen_gamma(point.solver), point.score, point.model,
                      _basis(point.model), trajectory, point.solver, extended)
-
-
-UNDEFINED = ("the hold-out score is undefined (NaN) at every λ: either the scored labels (y, or "
-             "an evaluation set's) have no query the metric scores (NDCG: a document labelled "
-             "above 0; pairwise: two different labels), or every λ of the grid was refused as "
-             "unresolved in this dtype (the warnings say which; give larger lams, or compute in "
-             "float64)")
-"""The error of a selection with no finite score."""
-
-
-class Grid:
-    """One selection's settings: the problem, the metric and its options, the λ grid, and
-    the rows it scores (``scored``: a bool row mask of whole queries; None: every row)."""
-
-    def __init__(self, problem, metric, kw, lams, verbose, qid=None, solve_on=None,
-                 scored=None):
-        self.problem, self.metric, self.kw, self.verbose = problem, metric, kw, verbose
-        self.solve_on = problem if solve_on is None else solve_on      # a sharded problem
-        self.lams = np.asarray(lams, np.float64)
-        self.lams_grid = lams
-        self.seg = dense_segments(problem.qid if qid is None else qid)
-        self.sign = metric_sign(metric, None)
-        self.states = {}               # solver -> its State on solve_on (init once)
-        self.rows = None if scored is None else np.flatnonzero(np.asarray(scored, bool))
-        self.scored_y, self.scored_seg = (problem.y, self.seg) if self.rows is None else (
-            np.asarray(problem.y)[self.rows],
-            dense_segments(np.unique(self.seg.seg[self.rows], return_inverse=True)[1]))
-
-    def score(self, predictions, lams):
-        """``[L]`` the metric of every λ's scores on the scored rows (NaN where undefined:
-        every lane of one solver may be, e.g. a kernel whose λ float32 does not resolve; the
-        grid's best says when no point is defined), float64."""
-        if self.rows is not None:
-            predictions = np.asarray(predictions)[:, self.rows]
-        try:
-            t = select_lambda(lams, predictions, self.scored_y, self.scored_seg,
-                              metric=self.metric, **self.kw).table
-        except ValueError as e:
-            if "for every λ" not in str(e):
-                raise
-            return np.full(np.shape(lams)[0], np.nan)
-        return np.asarray(t, np.float64)
-
-    def best(self, s):
-        """The index of the best finite score (the metric's direction)."""
-        if np.all(np.isnan(s)):
-            raise ValueError(UNDEFINED)
-        return int(np.nanargmin(self.sign * s))
-
-    def better(self, a, b) -> bool:
-        """Whether score ``a`` is at least as good as ``b``."""
-        return bool(np.isfinite(a) and self.sign * a <= self.sign * b)
-
-    def ahead(self, lams):
-        """Starts compiling the scoring program for ``[L, m]`` hold-outs on another thread
-        (:func:`~rankjax.metrics.choice.selection_ahead`) while the hold-out traces; once
-        per shape and process, an error is left to the scoring itself."""
-        X, y = self.problem.X, self.scored_y
-        shape = (lams.shape[0],) + tuple(np.shape(y))
-        key = (shape, str(X.dtype), self.metric, tuple(sorted(self.kw.items())),
-               self.scored_seg.num_queries)
-        if key not in _ahead:
-            _ahead.add(key)
-            try:
-                selection_ahead(lams, np.zeros(shape, X.dtype), y, self.scored_seg,
-                                metric=self.metric, **self.kw)
-            except Exception:     # noqa: BLE001  the scoring itself reports it, after the hold-out
-                pass
-
-    def state(self, solver, folds=None, method="holdout"):
-        """The :class:`~rankjax.solvers.state.State` of ``solver`` on the problem this grid
-        solves on: its ``init`` once (``folds`` drawn, or before they are drawn a count or
-        ``None``; ``method`` one or a tuple: an exact kernel's grid that the gradient refines
-        plans the descent too), every later hold-out of the grid's size reading it."""
-        if solver not in self.states:
-            self.states[solver] = solver.init(self.solve_on, method, self.lams.size, folds)
-        return self.states[solver]
-
-    def holdout(self, solver, folds, lams=None):
-        """``(scores [L], path)`` of one solver's exact hold-out over ``lams`` (the grid's
-        by default; the same program for a searched grid of the same size)."""
-        lams = self.lams if lams is None else lams
-        lams = device_array(lams, self.problem.X.dtype)
-        self.ahead(lams)
-        h = solver.holdout(self.solve_on, lams, folds, self.state(solver, folds)).value
-        return self.score(h.predictions, lams), h.path
-
-
-_ahead: set = set()       # the scorings compiled ahead in this process
 
 
 def _check(problem, solvers, lams, optimize, optimize_steps, ard, metric, score_k, seed):
@@ -205,32 +117,46 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
         _plan_first(grid, solvers, folds, steps is not None)
     folds = None if on is not None else problem_folds(problem, folds, seed, "rj.select")
     work, wsolvers, wfolds, factor = _tune_subsample(grid, solvers, folds, steps, ard)
-    stages, blocks = Stages(wsolvers, "grid solver", grid.verbose), []
-    with active(grid.verbose):
-        for s, full in zip(stages, solvers):
-            scores, path = work.holdout(s, wfolds)
-            blocks.append(Block(s, full, work.lams, scores, path))
-            stages.note(f"{_name(s)}, best {getattr(metric, '__name__', 'score')} "
-                        f"{np.nanmax(scores) if grid.sign < 0 else np.nanmin(scores):.4f}")
-        blocks = extend_grid(work, blocks, lambda s, lams: work.holdout(s, wfolds, lams), extend,
-                         work.lams)
+    blocks = _grid_blocks(work, wsolvers, solvers, wfolds, extend)
     best = grid.best(np.concatenate([c.scores for c in blocks]))
     b, i = locate(blocks, best)
     point = Point(b.solver, float(b.lams[i]), float(b.scores[i]), b.path.model(i))
-    trajectory = None
-    if steps is not None:
-        if point.solver.basis_rows(work.problem.X.shape[0]) is not None and not ard:
-            point = _search(grid, blocks, point, folds, steps)
-        elif (work is grid and point.solver.tuned_kernel() is not None
-              and exact_tune_rows(grid.problem.X.shape[0], steps) is not None):
-            point, trajectory = _refine_exact_on_subsample(grid, point, folds, steps, ard,
-                                                           optimizer, seed)
-        else:
-            point, trajectory = refine(work, point, wfolds, steps, ard, optimizer,
-                                        fit=work is grid, seed=seed)
+    point, trajectory = _refined(grid, work, blocks, point, (folds, wfolds), steps, ard,
+                                 optimizer, seed)
     if work is not grid:
         point = _on_every_row(grid, point, b.full, folds, factor)
     return _as_selection(blocks, factor, best, point, trajectory)
+
+
+def _grid_blocks(work, wsolvers, solvers, wfolds, extend):
+    """Every solver's hold-out over the grid on ``work`` (a :class:`Block` each), extended
+    past a best point on the grid's edge ``extend`` times."""
+    stages, blocks = Stages(wsolvers, "grid solver", work.verbose), []
+    with active(work.verbose):
+        for s, full in zip(stages, solvers):
+            scores, path = work.holdout(s, wfolds)
+            blocks.append(Block(s, full, work.lams, scores, path))
+            stages.note(f"{_name(s)}, best {getattr(work.metric, '__name__', 'score')} "
+                        f"{np.nanmax(scores) if work.sign < 0 else np.nanmin(scores):.4f}")
+        return extend_grid(work, blocks, lambda s, lams: work.holdout(s, wfolds, lams), extend,
+                           work.lams)
+
+
+def _refined(grid, work, blocks, point, folds, steps, ard, optimizer, seed):
+    """``(point, TuneResult or None)``: the grid's best ``point`` as it is (no
+    ``optimize``: ``steps`` None), or refined by one of three routes: a Nyström grid
+    without ``ard`` searches γ (:func:`_search`); an exact kernel beyond
+    :func:`exact_tune_rows` descends on a subsample; else the gradient on ``work``
+    (:func:`~rankjax.selection.refine.refine`). ``folds``: (every row's, ``work``'s)."""
+    every, wfolds = folds
+    if steps is None:
+        return point, None
+    if point.solver.basis_rows(work.problem.X.shape[0]) is not None and not ard:
+        return _search(grid, blocks, point, every, steps), None
+    if (work is grid and point.solver.tuned_kernel() is not None
+            and exact_tune_rows(grid.problem.X.shape[0], steps) is not None):
+        return _refine_exact_on_subsample(grid, point, every, steps, ard, optimizer, seed)
+    return refine(work, point, wfolds, steps, ard, optimizer, fit=work is grid, seed=seed)
 
 
 def _sharded(problem, folds, optimize):

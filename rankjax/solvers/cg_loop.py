@@ -25,7 +25,7 @@ from .._core.checks import as_float_array
 from .._core.traced import finite_positive, nan_unless
 from .._core.log import loop_step
 from .._core.products import mm
-from .._solution import RESULTS, lams_valid
+from .._solution import RESULTS
 from ..metrics.pairs import check_metric_options
 
 __all__ = ["CGResult", "cg_loop", "differentiable_cg", "static_metric", "check_x0"]
@@ -85,7 +85,7 @@ def cg_loop(matvec, b, options, lam, x0, valid_fn) -> CGResult:
     res0 = jnp.linalg.norm(r) / scale
     # carry: i, x, r, p, rr, best_x, best_score, best_i, since_best, reason, hist_r, hist_v
     # under jit an invalid λ or tol cannot raise: no iteration, NaN weights, "invalid"
-    ok = lams_valid(lam, allow_zero=True) & finite_positive(tol, allow_zero=True)
+    ok = finite_positive(tol, allow_zero=True)          # an invalid λ: the caller's NaN tol
     init = (jnp.int32(0), x, r, r, mm(r, r), x, score0, jnp.int32(0), jnp.int32(0),
             jnp.select([~ok, res0 <= tol], [_CODE["invalid_input"], _CODE["successful"]],
                        -1).astype(jnp.int32),
@@ -164,9 +164,8 @@ def differentiable_cg(matvec, b, options, lam, x0=None, valid_fn=None) -> CGResu
         return cg_loop(matvec, b, options, lam, x0, valid_fn)
     lam = jnp.asarray(lam, b.dtype)
     op = lambda v: matvec(v) + lam * v  # noqa: E731
-    ok = lams_valid(lam, allow_zero=True)
-    # an invalid (traced) λ makes the tolerance invalid too: no iteration, "invalid"
-    options = options.with_tol(jnp.where(ok, options.tolerance(b.dtype), jnp.nan))
+    # an invalid (traced) λ comes with an invalid tolerance (``CG.refusing``): no iteration
+    ok = finite_positive(options.tolerance(b.dtype), allow_zero=True)
 
     def solve(mv, rhs):
         r = cg_loop(mv, rhs, options, 0.0, x0, None)

@@ -31,13 +31,13 @@ from jax import lax
 from .._core import lapack
 from .._core.checks import check_count, check_seed
 from .._core.host import device_array, is_concrete
-from .._core.traced import nan_unless
+from .._core.traced import finite_positive, nan_unless
 from .._core.linalg import PSD_RTOL
 from .._core.memory import available_memory, check_memory
 from .._core.products import HI, mm, tdot
 from .._core.segments import padded_size
 from .._core.resolved import warn_unresolved
-from .._solution import RESULTS, Solution, lams_valid
+from .._solution import RESULTS, Solution
 from ..graphs.folds import make_folds
 from ..graphs.graph import Graph
 from ..kernels.basis import BasisRows, as_nystrom, coef_from, features, take_basis
@@ -181,7 +181,7 @@ def falkon_solve(C, A, lam, apply_H, rhs_raw, scores_fn, valid, options: CG, flo
 
     rhs = _tri(A, _tri(C, rhs_raw))
     valid_fn = criterion(options, valid, lambda beta: scores_fn(coef(beta)))
-    ok = lams_valid(lam, allow_zero=valid is not None)
+    ok = finite_positive(options.tolerance(rhs.dtype), allow_zero=True)   # λ: Falkon.fit's
     # early stopping regularises below the features' floor; without it λ must clear the floor
     resolved = True if valid is not None else lam >= floor
     tol = jnp.where(ok & resolved, options.tolerance(rhs.dtype), jnp.nan)
@@ -305,14 +305,15 @@ class Falkon(AbstractSolver):
         block_rows = kmr_block_rows(m, bp, item, self.block_rows)
         valid = None if problem.valid is None else (
             dense_rows(problem.valid), problem.valid.y, problem.valid.graph)
+        options = self.options.refusing(lam, X.dtype, self.allows_zero(problem))
         counts = getattr(graph, "counts", None)
         largest = 1 if counts is None or not is_concrete(counts) else int(np.max(np.asarray(counts)))
         if (block_rows is not None and largest <= block_rows
                 and all(is_concrete(a) for a in jax.tree.leaves(graph))):    # whole queries
-            coef, r = _falkon_folds((X, y, graph), B, sub, lam, valid, self.options,
+            coef, r = _falkon_folds((X, y, graph), B, sub, lam, valid, options,
                                     make_folds(graph), rows=block_rows)
         else:
-            coef, r = _falkon_core((X, y, graph), B, sub, lam, valid, self.options, block_rows)
+            coef, r = _falkon_core((X, y, graph), B, sub, lam, valid, options, block_rows)
         b = index.shape[0]
         warn_unresolved(coef[:b], lam, "rj.fit(Falkon())", FLOOR)
         model = NystromModel(coef[:b], B.X[:b], jnp.asarray(index, jnp.int32), B.kernel)
@@ -333,7 +334,8 @@ class Falkon(AbstractSolver):
         block_rows = kmr_block_rows(data.rows.shape[1], bp, X.dtype.itemsize, self.block_rows)
         valid = None if data.valid is None else (
             dense_rows(data.valid), data.valid.y, data.valid.graph)
-        options = self.options.replace_verbose(0)                 # one line per device
+        options = self.options.replace_verbose(0).refusing(       # one line per device
+            lam, data.X.dtype, self.allows_zero(data))
         coef, r = sharded_fit(data, B, lam, valid, options, u, block_rows)
         b = index.shape[0]
         warn_unresolved(coef[:b], lam, "rj.fit(Falkon())", FLOOR)
