@@ -33,7 +33,7 @@ from .._core.checks import check_count, check_seed
 from .._core.host import device_array, is_concrete
 from .._core.traced import finite_positive, nan_unless
 from .._core.linalg import PSD_RTOL
-from .._core.memory import available_memory, check_memory
+from .._core.memory import available_memory, check_memory, compute_dtype
 from .._core.products import HI, mm, tdot
 from .._core.segments import padded_size
 from .._core.resolved import warn_unresolved
@@ -287,6 +287,31 @@ class Falkon(AbstractSolver):
 
     stops_early = True
 
+    def _precond_rows(self, m: int, bp: int) -> int:
+        """``u``: the preconditioner's rows (``3 b`` by default, at most ``m``)."""
+        return min(m, 3 * bp if self.precond_rows is None else self.precond_rows)
+
+    @singledispatchmethod
+    def plan(self, problem, methods, L, folds):
+        """The basis blocks and the preconditioner's from the shapes: ``u b + 6 b^2 + 4 m``
+        values, ``u`` the subsample's rows (whole queries: at most one query more, padded
+        to its bucket), refused up front (:class:`~rankjax.MemoryPlanError`); no route."""
+        m = problem.rows().shape[0]
+        b = self.basis.rows_among(m)
+        bp = int(padded_size(b))
+        u = self._precond_rows(m, bp)
+        counts = getattr(problem.graph, "counts", None)
+        largest = (1 if counts is None or not is_concrete(counts)
+                   else int(np.max(np.asarray(counts))))
+        up = int(padded_size(min(m, u + largest - 1)))
+        check_memory((up * bp + 6 * bp * bp + 4 * m) * compute_dtype(problem.X).itemsize,
+                     f"Falkon with {b} basis rows and a {u}-row preconditioner",
+                     "use a smaller basis or precond_rows")
+
+    @plan.register(ShardedData)
+    def _(self, data, methods, L, folds):
+        """A sharded problem holds each device's blocks: nothing to plan here."""
+
     @singledispatchmethod
     def fit(self, problem, lam, state):
         X = dense_rows(problem)
@@ -297,11 +322,7 @@ class Falkon(AbstractSolver):
         m = X.shape[0]
         index, B = take_basis(X, self.basis, ranking_form(self.kernel, graph))
         bp, item = B.X.shape[0], X.dtype.itemsize
-        u = min(m, 3 * bp if self.precond_rows is None else self.precond_rows)
-        sub = _subsample(X, graph, u, self.seed)
-        check_memory((sub.X.shape[0] * bp + 6 * bp * bp + 4 * m) * item,
-                     f"Falkon with {index.shape[0]} basis rows and a {u}-row preconditioner",
-                     "use a smaller basis or precond_rows")
+        sub = _subsample(X, graph, self._precond_rows(m, bp), self.seed)
         block_rows = kmr_block_rows(m, bp, item, self.block_rows)
         valid = None if problem.valid is None else (
             dense_rows(problem.valid), problem.valid.y, problem.valid.graph)
