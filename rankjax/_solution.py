@@ -15,7 +15,7 @@ from ._core.host import device_array, is_concrete, reduce_concrete, reduction
 from ._core.traced import nan_unless
 from ._core.types import saveable
 
-__all__ = ["RESULTS", "Solution", "lams_valid", "lane_codes", "with_lams", "throw_if"]
+__all__ = ["RESULTS", "Solution", "lams_valid", "lane_codes", "solvable", "with_lams", "throw_if"]
 
 _MESSAGES = {
     "successful": "the solver answered",
@@ -101,29 +101,55 @@ def lams_valid(lams, allow_zero: bool = False):
     return xp.isfinite(lam) & ((lam >= 0) if allow_zero else (lam > 0))
 
 
-def nan_lanes(value, ok):
+def nan_lanes(value, ok, lams=None):
     """``value`` (a model, path, hold-out or array tree) with NaN in every lane where ``ok``
     (``[]`` or ``[L]``) is False: the fields a value type names in ``LANES`` (those holding
     the λ axis first; a model's coefficients, not its training rows), every floating leaf
-    of any other tree."""
+    of any other tree; its ``lams`` field (and its parts') ``lams`` when given."""
     fields = getattr(type(value), "LANES", None)
     if fields is None:
         return nan_unless(ok, value)
-    return value._replace(**{f: nan_lanes(getattr(value, f), ok) for f in fields
-                             if getattr(value, f) is not None})
+    new = {f: nan_lanes(getattr(value, f), ok, lams) for f in fields
+           if getattr(value, f) is not None}
+    if lams is not None and "lams" in value._fields:
+        new["lams"] = jnp.asarray(lams, jnp.result_type(value.lams))
+    return value._replace(**new)
+
+
+def solvable(lams, allow_zero: bool = False):
+    """The λ a solver computes with: ``lams`` itself where :func:`lams_valid`, 1 in an
+    invalid lane (traced only: outside ``jit`` the verbs refuse such λ), so that no solver
+    ever works on an invalid λ and a loss that leaves the lane out has a finite derivative
+    (:func:`with_lams` then refuses the lane)."""
+    ok = lams_valid(lams, allow_zero)
+    if isinstance(ok, (np.ndarray, np.bool_)) and np.all(ok):
+        return lams
+    lams = jnp.asarray(lams)
+    return jnp.where(ok, lams, jnp.ones_like(lams))
 
 
 def with_lams(solution: Solution, lams, allow_zero: bool = False) -> Solution:
     """What the verbs apply to every solver's :class:`Solution` (the one place the λ rule,
     :func:`lams_valid`, meets the result): the lanes of an invalid λ NaN with the code
-    ``invalid_input``. Outside ``jit`` the verbs' checks have refused such λ already, and
-    the solution passes untouched."""
+    ``invalid_input``, the value's ``lams`` the given ones and, for one λ, the statistics
+    empty (floats NaN, counts 0, flags False: no solve ran for it). Outside ``jit`` the
+    verbs' checks have refused such λ already, and the solution passes untouched."""
     ok = lams_valid(lams, allow_zero)
-    if isinstance(ok, np.ndarray) and ok.all():
+    if isinstance(ok, (np.ndarray, np.bool_)) and np.all(ok):
         return solution
     ok = jnp.asarray(ok)
     result = jnp.where(ok, solution.result, int(RESULTS.invalid_input)).astype(jnp.int32)
-    return Solution(nan_lanes(solution.value, ok), result, solution.stats)
+    stats = solution.stats
+    if ok.ndim == 0:
+        stats = jax.tree.map(lambda v: jnp.where(ok, v, _EMPTY(jnp.result_type(v))), stats)
+    return Solution(nan_lanes(solution.value, ok, lams), result, stats)
+
+
+def _EMPTY(dtype):
+    """A statistic of no solve: NaN, 0 or False by its dtype."""
+    if jnp.issubdtype(dtype, jnp.inexact):
+        return jnp.nan
+    return False if dtype == jnp.bool_ else 0
 
 
 def lane_codes(values, lanes: bool = True):

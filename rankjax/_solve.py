@@ -24,7 +24,7 @@ from ._core.checks import check_flag, check_lams, check_positive
 from ._core.host import is_concrete
 from ._core.log import stage
 from ._problem import Problem, kind_of
-from ._solution import RESULTS, Solution, throw_if, with_lams
+from ._solution import RESULTS, Solution, solvable, throw_if, with_lams
 from .graphs.folds import problem_folds
 from .metrics.choice import Selection
 from .selection.select import select_grid
@@ -78,7 +78,7 @@ def fit(problem, solver=None, *, lam, state=None, verbose: int = 0,
     check_positive(lam, allow_zero=zero, scalar=True)
     throw = check_flag(throw, "throw")
     solution = stage(verbose, f"fit {type(solver).__name__}",
-                     lambda: solver.fit(problem, lam, state))
+                     lambda: solver.fit(problem, solvable(lam, zero), state))
     return throw_if(honest(problem, with_lams(solution, lam, zero)), "fit", throw)
 
 
@@ -116,7 +116,7 @@ def path(problem, solver=None, *, lams, state=None, verbose: int = 0,
     state = solve_state(problem, solver, state, "path", "path", lams.shape[0])
     solver = state.solver
     solution = stage(verbose, f"path {type(solver).__name__}",
-                     lambda: solver.path(problem, lams, state))
+                     lambda: solver.path(problem, solvable(lams), state))
     return throw_if(honest(problem, with_lams(solution, lams)), "path", throw)
 
 
@@ -173,7 +173,7 @@ def holdout(problem, solver=None, *, lams, folds=None, state=None, seed: int = 0
     state = solve_state(problem, solver, state, method, verb, lams.shape[0], folds)
     solver = state.solver
     solution = stage(verbose, f"holdout {type(solver).__name__}",
-                     lambda: getattr(solver, method)(problem, lams, folds, state))
+                     lambda: getattr(solver, method)(problem, solvable(lams), folds, state))
     return throw_if(honest(problem, with_lams(solution, lams)), "holdout", throw)
 
 

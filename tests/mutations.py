@@ -217,6 +217,12 @@ MUTATIONS = [
     Mutation("tune_state_not_read", "selection/tune.py",
              "        if state is None or state.solver != solver:\n", "        if True:\n",
              ("test_state.py::test_a_tune_calls_each_init_once",)),
+    Mutation("refused_lane_gradient_hidden", "_core/traced.py",
+             "    return lax.custom_linear_solve(lambda v: v, a, mask, mask_transpose)",
+             "    return jnp.where(ok, a, jnp.nan)",
+             ("test_float32.py::test_a_lane_below_the_float32_floor_never_hides_in_a_gradient"
+              "[dual-holdout]",
+              "test_under_jit.py::test_a_refused_lane_never_hides_in_a_gradient[primal-fit]")),
     Mutation("lams_rule_takes_negative", "_solution.py",
              "((lam >= 0) if allow_zero else (lam > 0))",
              "((lam >= -2) if allow_zero else (lam > -2))",

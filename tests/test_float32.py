@@ -400,3 +400,45 @@ def check_float32_rule(entry, verb):
 @pytest.mark.parametrize("entry,verb", CASES, ids=IDS)
 def test_every_solver_keeps_the_precision_rule(entry, verb):
     check_float32_rule(entry, verb)
+
+
+FLOOR_CASES = {
+    "dual-holdout": (lambda g: rj.Dual(rj.gaussian_kernel(g)), "holdout"),
+    "dual-path": (lambda g: rj.Dual(rj.gaussian_kernel(g)), "path"),
+    "nystrom-holdout": (lambda g: rj.Nystrom(rj.gaussian_kernel(g), 50), "holdout"),
+    "nystrom-path": (lambda g: rj.Nystrom(rj.gaussian_kernel(g), 50), "path"),
+    "falkon-fit": (lambda g: rj.Falkon(rj.gaussian_kernel(g), 50), "fit"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOOR_CASES))
+def test_a_lane_below_the_float32_floor_never_hides_in_a_gradient(name):
+    """``value_and_grad`` of a loss over a grid whose smallest λ float32 refuses (below the
+    solver's floor: NaN, ``unresolved_lambda``): the loss is NaN and so is its gradient in
+    γ and in the rows (issue 88: it was the finite gradient of the other lanes)."""
+    make, verb = FLOOR_CASES[name]
+    d = rj.make_ranking_data(20, num_features=5, seed=0)
+    X, y = jnp.asarray(d.X, jnp.float32), jnp.asarray(d.y, jnp.float32)
+    folds = rj.make_folds(rj.Problem(X, y, d.qid).graph)
+    lams = jnp.asarray([1e-7, 1.0], jnp.float32)
+
+    def lanes(gamma, rows):
+        p = rj.Problem(rows, y, d.qid)
+        if verb == "fit":
+            return jax.vmap(lambda lam: rj.predict(rj.fit(p, make(gamma), lam=lam).value,
+                                                   rows))(lams), None
+        if verb == "path":
+            s = rj.path(p, make(gamma), lams=lams)
+            return rj.predict(s.value, rows), s.result
+        s = rj.holdout(p, make(gamma), lams=lams, folds=folds)
+        return s.value.predictions, s.result
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pred, codes = lanes(0.5, X)
+        assert np.isnan(np.asarray(pred[0])).all() and np.isfinite(np.asarray(pred[1])).all()
+        loss = lambda g, rows: jnp.sum((lanes(g, rows)[0] - y) ** 2)       # noqa: E731
+        value, (dg, dX) = jax.value_and_grad(loss, argnums=(0, 1))(0.5, X)
+    assert np.isnan(float(value)) and np.isnan(float(dg)) and np.isnan(np.asarray(dX)).all()
+    if codes is not None:
+        assert np.asarray(codes).tolist() == [rj.RESULTS.unresolved_lambda, rj.RESULTS.successful]

@@ -190,6 +190,35 @@ def test_gradient_in_lambda_matches_finite_differences(entry, verb):
     check_gradient_in_lambda(entry, verb)
 
 
+def check_a_refused_lane_never_hides_in_a_gradient(entry, verb):
+    """A loss over a grid with a refused lane (λ = -1 under ``jit``) is NaN and so is its
+    gradient (in the labels' scale, which every solver's predictions follow), not the
+    finite gradient of the other lanes; a loss of the answered lane alone has that lane's
+    finite gradient, equal to the grid of that lane alone."""
+    X, y, qid = data()
+    pairs = rj.differing_pairs(y)[:15] if verb == "leave_pair_out" else None
+    queries = rj.global_graph(X.shape[0]) if pairs is not None else None
+    folds = rj.make_folds(problem(entry, X, y, qid).graph) if verb == "holdout" else None
+
+    def lanes(s, lams):
+        p = problem(entry, X, jnp.asarray(y) * s, qid, queries)
+        return _lanes(entry, verb, p, folds, pairs)(lams)
+
+    grid = jnp.asarray([1.0, -1.0])
+    every = jax.jit(jax.value_and_grad(lambda s, ls: jnp.sum(lanes(s, ls) ** 2)))
+    value, grad = every(1.0, grid)
+    assert np.isnan(float(value)) and np.isnan(float(grad)), (entry.name, float(grad))
+    first = float(jax.jit(jax.grad(lambda s, ls: jnp.sum(lanes(s, ls)[0] ** 2)))(1.0, grid))
+    alone = float(jax.jit(jax.grad(lambda s, ls: jnp.sum(lanes(s, ls)[0] ** 2)))(1.0, grid[:1]))
+    assert np.isfinite(alone), entry.name
+    np.testing.assert_allclose(first, alone, rtol=1e-7)
+
+
+@pytest.mark.parametrize("entry,verb", CASES, ids=IDS)
+def test_a_refused_lane_never_hides_in_a_gradient(entry, verb):
+    check_a_refused_lane_never_hides_in_a_gradient(entry, verb)
+
+
 def test_every_registry_solver_fits_under_every_transform():
     assert {e.name for e, _ in FITS} == {e.name for e in REGISTRY}
 

@@ -14,7 +14,6 @@ from typing import Optional
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
@@ -27,7 +26,7 @@ from .._core.products import HI, mm
 from .._core.sparse import is_bcoo, is_csr, is_scipy_sparse, to_csr
 from .._core.types import saveable
 from .._problem import KernelProblem
-from .._solution import Solution, lams_valid
+from .._solution import Solution
 from .base import AbstractSolver, takes
 from .cg_loop import differentiable_cg, static_metric
 from ..scale.hosts import local_block
@@ -132,15 +131,6 @@ class CG(AbstractSolver):
         leaves, aux = _flatten_cg(self)
         return _unflatten_cg(aux, (tol, leaves[1]))
 
-    def refusing(self, lam, dtype, allow_zero: bool = True) -> "CG":
-        """These options, with a NaN tolerance where λ is invalid by the verbs' one rule
-        (:func:`~rankjax._solution.lams_valid`): the loop then runs no iteration and codes
-        ``invalid_input`` (the verbs NaN the lanes); themselves when λ is valid on the host."""
-        ok = lams_valid(lam, allow_zero)
-        if is_concrete(ok) and bool(np.all(ok)):
-            return self
-        return self.with_tol(jnp.where(ok, self.tolerance(dtype), jnp.nan))
-
     def replace_verbose(self, verbose):
         """A copy with another ``verbose`` (a sharded loop logs nothing: one line per device)."""
         leaves, aux = _flatten_cg(self)
@@ -157,7 +147,7 @@ class CG(AbstractSolver):
             raise ValueError("CG solves one output: fit one column of y at a time (or vmap)")
         valid = None if problem.valid is None else (
             as_operator(problem.valid.X, "valid.X"), problem.valid.y, problem.valid.graph)
-        return self.refusing(lam, compute_dtype(problem.X))._fit(problem, lam, valid)
+        return self._fit(problem, lam, valid)
 
     @singledispatchmethod
     def _fit(self, problem, lam, valid):

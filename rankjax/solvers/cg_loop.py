@@ -85,7 +85,9 @@ def cg_loop(matvec, b, options, lam, x0, valid_fn) -> CGResult:
     res0 = jnp.linalg.norm(r) / scale
     # carry: i, x, r, p, rr, best_x, best_score, best_i, since_best, reason, hist_r, hist_v
     # under jit an invalid λ or tol cannot raise: no iteration, NaN weights, "invalid"
-    ok = finite_positive(tol, allow_zero=True)          # an invalid λ: the caller's NaN tol
+    # a non-finite right-hand side (a NaN cotangent in the implicit gradient, too) is NaN,
+    # not the best iterate of no progress (zeros); λ is the verbs' to refuse
+    ok = finite_positive(tol, allow_zero=True) & jnp.all(jnp.isfinite(b))
     init = (jnp.int32(0), x, r, r, mm(r, r), x, score0, jnp.int32(0), jnp.int32(0),
             jnp.select([~ok, res0 <= tol], [_CODE["invalid_input"], _CODE["successful"]],
                        -1).astype(jnp.int32),
@@ -164,8 +166,7 @@ def differentiable_cg(matvec, b, options, lam, x0=None, valid_fn=None) -> CGResu
         return cg_loop(matvec, b, options, lam, x0, valid_fn)
     lam = jnp.asarray(lam, b.dtype)
     op = lambda v: matvec(v) + lam * v  # noqa: E731
-    # an invalid (traced) λ comes with an invalid tolerance (``CG.refusing``): no iteration
-    ok = finite_positive(options.tolerance(b.dtype), allow_zero=True)
+    ok = finite_positive(options.tolerance(b.dtype), allow_zero=True)   # λ: the verbs
 
     def solve(mv, rhs):
         r = cg_loop(mv, rhs, options, 0.0, x0, None)

@@ -181,7 +181,7 @@ def falkon_solve(C, A, lam, apply_H, rhs_raw, scores_fn, valid, options: CG, flo
 
     rhs = _tri(A, _tri(C, rhs_raw))
     valid_fn = criterion(options, valid, lambda beta: scores_fn(coef(beta)))
-    ok = finite_positive(options.tolerance(rhs.dtype), allow_zero=True)   # λ: Falkon.fit's
+    ok = finite_positive(options.tolerance(rhs.dtype), allow_zero=True)   # λ: the verbs'
     # early stopping regularises below the features' floor; without it λ must clear the floor
     resolved = True if valid is not None else lam >= floor
     tol = jnp.where(ok & resolved, options.tolerance(rhs.dtype), jnp.nan)
@@ -326,7 +326,7 @@ class Falkon(AbstractSolver):
         block_rows = kmr_block_rows(m, bp, item, self.block_rows)
         valid = None if problem.valid is None else (
             dense_rows(problem.valid), problem.valid.y, problem.valid.graph)
-        options = self.options.refusing(lam, X.dtype, self.allows_zero(problem))
+        options = self.options
         counts = getattr(graph, "counts", None)
         largest = 1 if counts is None or not is_concrete(counts) else int(np.max(np.asarray(counts)))
         if (block_rows is not None and largest <= block_rows
@@ -355,8 +355,7 @@ class Falkon(AbstractSolver):
         block_rows = kmr_block_rows(data.rows.shape[1], bp, X.dtype.itemsize, self.block_rows)
         valid = None if data.valid is None else (
             dense_rows(data.valid), data.valid.y, data.valid.graph)
-        options = self.options.replace_verbose(0).refusing(       # one line per device
-            lam, data.X.dtype, self.allows_zero(data))
+        options = self.options.replace_verbose(0)                 # one line per device
         coef, r = sharded_fit(data, B, lam, valid, options, u, block_rows)
         b = index.shape[0]
         warn_unresolved(coef[:b], lam, "rj.fit(Falkon())", FLOOR)
