@@ -12,6 +12,8 @@ the library's ``LinearModel``).
 
     python examples/eigen_solver.py
 """
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -53,11 +55,12 @@ _factor = jax.jit(_decompose)
 _path = jax.jit(_from_factors, static_argnums=2)
 
 
-@jax.jit
+@partial(jax.jit, static_argnums=5)
 def _holdout(X, y, graph, lams, fold_of_row, folds):
     """``[L, m(, k)]``: every row predicted by the weights trained without its fold (the
     fold's queries zeroed: ``L`` acts on whole queries, so their rows drop out of the
-    system exactly)."""
+    system exactly). ``folds`` static: the loop's bounds are known, so it is a ``scan`` that
+    reverse-mode differentiates."""
     shape = (1, -1) + (1,) * (y.ndim - 1)
 
     def one(f, acc):
