@@ -189,7 +189,7 @@ def solve_state(problem, solver, state, method: str, verb: str, L: int, folds=No
         raise TypeError(f"state must be a rankjax State (solver.init(problem, ...)), got "
                         f"{type(state).__name__}")
     served = check_call(problem, state.solver if solver is None else solver, method, verb)
-    return state.check(served, method, L, verb)
+    return state.check(served, method, L, verb, getattr(getattr(problem, "X", None), "shape", None))
 
 
 def honest(problem, solution: Solution) -> Solution:

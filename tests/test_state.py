@@ -129,6 +129,9 @@ def test_one_state_serves_a_fit_a_path_and_a_holdout_and_is_checked():
         rj.holdout(p, lams=LAMS, state=rj.Primal().init(p, "fit"))
     with pytest.raises(TypeError, match="state must be a rankjax State"):
         rj.fit(p, lam=1.0, state={"solver": rj.Primal()})
+    other = rj.Problem(X[:30], y[:30], qid[:30])
+    with pytest.raises(ValueError, match=r"state was made for a problem of shape \(\d+, 4\)"):
+        rj.fit(other, lam=1.0, state=state)
 
 
 def _fit_entries():

@@ -123,8 +123,10 @@ class AbstractSolver:
         solver = self.resolve(problem)
         methods = (method,) if isinstance(method, str) else tuple(method)
         plan = solver.plan(problem, methods, L, folds)
+        X = getattr(problem, "X", None)
         return State(solver, solver.factor(problem, plan), plan, methods, int(L),
-                     compute_dtype(*[x for x in [getattr(problem, "X", None)] if x is not None]).name)
+                     compute_dtype(*[] if X is None else [X]).name,
+                     None if X is None else tuple(X.shape))
 
     def plan(self, problem, methods: tuple, L: int, folds):
         """The route and memory plan of ``methods`` over ``L`` λ on ``problem`` from the

@@ -34,6 +34,9 @@ class State:
         serves).
       L: the λ it was planned for (at most: a path or fit of fewer λ is served too).
       dtype: the compute dtype's name.
+      shape: the shape of the problem's ``X`` it was made from (``None``: a streamed
+        problem). A state belongs to that problem: a verb refuses it on another shape, and
+        on another problem of the same shape its plan and factors would be the first one's.
 
     Example:
       >>> import rankjax as rj
@@ -52,16 +55,21 @@ class State:
     methods: tuple = ("holdout",)
     L: int = 1
     dtype: str = "float32"
+    shape: Optional[tuple] = None
 
     def serves(self, method: str, L: int) -> bool:
         """Whether this state covers ``method`` over ``L`` λ."""
         return (any(method in COVERS.get(m, ()) for m in self.methods)
                 and (L <= self.L or method == "fit"))
 
-    def check(self, solver, method: str, L: int, verb: str) -> "State":
+    def check(self, solver, method: str, L: int, verb: str, shape=None) -> "State":
         """This state, or a ``ValueError`` naming ``state`` when it was made for another
-        solver, verb or a smaller grid (``solver`` the resolved solver of the call, or
-        ``None`` when the call names none)."""
+        solver, verb, a smaller grid or a problem of another ``shape`` (``solver`` the
+        resolved solver of the call, or ``None`` when the call names none)."""
+        if shape is not None and self.shape is not None and tuple(shape) != self.shape:
+            raise ValueError(f"state was made for a problem of shape {self.shape}, not "
+                             f"{tuple(shape)}: make it with solver.init(problem, ...) on "
+                             "the problem it solves")
         if solver is not None and type(solver) is not type(self.solver):
             raise ValueError(f"state was made by {type(self.solver).__name__}.init, not by "
                              f"{type(solver).__name__}: pass the state of the solver "
@@ -74,4 +82,4 @@ class State:
 
 
 jax.tree_util.register_dataclass(State, data_fields=["solver", "factors"],
-                                  meta_fields=["plan", "methods", "L", "dtype"])
+                                  meta_fields=["plan", "methods", "L", "dtype", "shape"])
