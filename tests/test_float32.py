@@ -438,7 +438,7 @@ def test_a_lane_below_the_float32_floor_never_hides_in_a_gradient(name):
         pred, codes = lanes(0.5, X)
         assert np.isnan(np.asarray(pred[0])).all() and np.isfinite(np.asarray(pred[1])).all()
         loss = lambda g, rows: jnp.sum((lanes(g, rows)[0] - y) ** 2)       # noqa: E731
-        value, (dg, dX) = jax.value_and_grad(loss, argnums=(0, 1))(0.5, X)
+        value, (dg, dX) = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))(0.5, X)
     assert np.isnan(float(value)) and np.isnan(float(dg)) and np.isnan(np.asarray(dX)).all()
     if codes is not None:
         assert np.asarray(codes).tolist() == [rj.RESULTS.unresolved_lambda, rj.RESULTS.successful]
