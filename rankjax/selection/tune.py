@@ -31,6 +31,7 @@ from .._problem import with_rows
 from ..solvers.base import check_call, dense_rows
 from ..solvers.models import LinearModel, ScaledModel, is_linear, scale_rows
 from ..solvers.primal import Primal
+from ..solvers.state import state_for
 from ..scale.layout import ShardedData
 
 __all__ = ["TuneResult", "cv_loss", "cv_predictions", "tune", "LOSSES", "descend", "checked_data",
@@ -55,8 +56,7 @@ def checked_data(problem, solver, what, state=None):
     if kernel is not None and kernel.kind == "polynomial" and int(kernel.degree) != 2:
         raise ValueError(f"{what} learns the degree-2 polynomial kernel, got degree "
                          f"{kernel.degree}")
-    if state is None or state.solver != solver or not state.serves("cv_predictions", 1):
-        state = solver.init(problem, "cv_predictions")
+    state = state_for(solver, problem, "cv_predictions", state)
     return solver, solver.prepare(problem, state), state
 
 
@@ -223,9 +223,7 @@ def learned_model(problem, solver, lam: float, scales=None, state=None):
     :class:`~rankjax.ScaledModel`. ``state``: the descent's on ``problem``, read when
     ``solver`` is still its solver (nothing learned moved it)."""
     if scales is None:
-        if state is None or state.solver != solver:
-            state = solver.init(problem, "fit")
-        return solver.fit(problem, lam, state).value
+        return solver.fit(problem, lam, state_for(solver, problem, "fit", state)).value
     scaled = (dataclasses.replace(problem, X=scale_rows(problem.X, jnp.asarray(scales)))
               if isinstance(problem, ShardedData) else      # padding rows stay zero
               with_rows(problem, scale_rows(dense_rows(problem), scales)))

@@ -48,6 +48,7 @@ from .cg import CG, criterion
 from .cg_loop import differentiable_cg
 from .ridge import features_floor
 from .fold_batches import batch_mv, fold_scan
+from .nystrom_plan import largest_query
 from .models import NystromModel
 from ..scale.hosts import local_block
 from ..scale.layout import ShardedData, dense_only
@@ -300,10 +301,7 @@ class Falkon(AbstractSolver):
         b = self.basis.rows_among(m)
         bp = int(padded_size(b))
         u = self._precond_rows(m, bp)
-        counts = getattr(problem.graph, "counts", None)
-        largest = (1 if counts is None or not is_concrete(counts)
-                   else int(np.max(np.asarray(counts))))
-        up = int(padded_size(min(m, u + largest - 1)))
+        up = int(padded_size(min(m, u + largest_query(problem.graph) - 1)))
         check_memory((up * bp + 6 * bp * bp + 4 * m) * compute_dtype(problem.X).itemsize,
                      f"Falkon with {b} basis rows and a {u}-row preconditioner",
                      "use a smaller basis or precond_rows")
@@ -327,9 +325,7 @@ class Falkon(AbstractSolver):
         valid = None if problem.valid is None else (
             dense_rows(problem.valid), problem.valid.y, problem.valid.graph)
         options = self.options
-        counts = getattr(graph, "counts", None)
-        largest = 1 if counts is None or not is_concrete(counts) else int(np.max(np.asarray(counts)))
-        if (block_rows is not None and largest <= block_rows
+        if (block_rows is not None and largest_query(graph) <= block_rows
                 and all(is_concrete(a) for a in jax.tree.leaves(graph))):    # whole queries
             coef, r = _falkon_folds((X, y, graph), B, sub, lam, valid, options,
                                     make_folds(graph), rows=block_rows)

@@ -41,7 +41,8 @@ from .primal import UNRESOLVED
 from .ridge import decompose_primal, features_floor, primal_system, ridge_solve
 from .nystrom_blocked import (UNRESOLVED_WIDE, basis_coef, fit_blocked, holdout_blocked,
                               holdout_sharded, path_blocked)
-from .nystrom_plan import PAD_WORK, Plan, check_nystrom_memory, fold_bound, nystrom_plan
+from .nystrom_plan import (PAD_WORK, Plan, check_nystrom_memory, fold_bound, largest_query,
+                           nystrom_plan)
 
 __all__ = ["Nystrom", "nystrom_blocks"]
 
@@ -205,9 +206,7 @@ class Nystrom(AbstractSolver):
             check_nystrom_memory(problem.valid.X.shape[0], int(padded_size(b)), dtype, 2,
                                  "the Nyström path's validation scores")
         if graph.splittable and all(is_concrete(a) for a in jax.tree.leaves(graph)):
-            counts = getattr(graph, "counts", None)
-            largest = 1 if counts is None else int(np.max(np.asarray(counts)))
-            return Plan(nystrom_plan(m, n, b, dtype, L=L, fold_rows=largest,
+            return Plan(nystrom_plan(m, n, b, dtype, L=L, fold_rows=largest_query(graph),
                                      block_rows=self.block_rows, what=what, folds=False), L, 0)
         check_nystrom_memory(m, b, dtype, 4, what, "use a smaller basis, or call it outside "
                              "jit with a query graph (row blocks of whole queries)")

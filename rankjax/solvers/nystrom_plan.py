@@ -8,6 +8,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from .._core.checks import check_count
+from .._core.host import is_concrete
 from .._core.memory import check_memory
 from .._core.segments import padded_size
 from ..graphs.folds import FOLD_BUDGET
@@ -31,6 +32,13 @@ class Plan(NamedTuple):
         return self.L >= L and self.fold_rows >= fold_rows
 
 
+def largest_query(graph) -> int:
+    """The rows of the graph's largest query: 1 without query counts (a preference or
+    global graph) or when they are traced (nothing to read on the host)."""
+    counts = getattr(graph, "counts", None)
+    return 1 if counts is None or not is_concrete(counts) else int(np.max(np.asarray(counts)))
+
+
 def fold_bound(graph, m: int, folds) -> int:
     """The rows of the largest fold: of drawn :class:`~rankjax.Folds` their widest block;
     before they are drawn, of leave-query-out (``folds=None``) the largest query, of ``k``
@@ -38,10 +46,8 @@ def fold_bound(graph, m: int, folds) -> int:
     the drawn folds take (:func:`~rankjax._core.segments.padded_size`)."""
     if hasattr(folds, "index"):
         return max(int(i.shape[1]) for i in folds.index)
-    counts = getattr(graph, "counts", None)
-    largest = 1 if counts is None else int(np.max(np.asarray(counts)))
     k = getattr(folds, "num_folds", folds)
-    return int(padded_size(largest + (m // int(k) if k is not None else 0)))   # drawn: bucketed
+    return int(padded_size(largest_query(graph) + (m // int(k) if k is not None else 0)))   # drawn: bucketed
 
 
 PAD_WORK = 1e10

@@ -12,7 +12,7 @@ from typing import Optional
 
 import jax
 
-__all__ = ["State", "COVERS"]
+__all__ = ["State", "COVERS", "state_for"]
 
 COVERS = {"holdout": ("holdout", "path", "fit"), "path": ("path", "fit"), "fit": ("fit",),
           "leave_pair_out": ("leave_pair_out",), "cv_predictions": ("cv_predictions", "fit")}
@@ -79,6 +79,15 @@ class State:
                              f"not cover {verb} of {L} λ: make it with "
                              f"solver.init(problem, {method!r}, L={L})")
         return self
+
+
+def state_for(solver, problem, method: str, state=None, L: int = 1, folds=None) -> State:
+    """``state`` when it is ``solver``'s and serves ``method`` over ``L`` λ (made on
+    ``problem`` by the caller), else ``solver.init(problem, method, L, folds)``: the one
+    way a caller holding a state it may reuse gets the one it needs."""
+    if state is not None and state.solver == solver and state.serves(method, L):
+        return state
+    return solver.init(problem, method, L, folds)
 
 
 jax.tree_util.register_dataclass(State, data_fields=["solver", "factors"],
