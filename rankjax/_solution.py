@@ -141,11 +141,11 @@ def with_lams(solution: Solution, lams, allow_zero: bool = False) -> Solution:
     result = jnp.where(ok, solution.result, int(RESULTS.invalid_input)).astype(jnp.int32)
     stats = solution.stats
     if ok.ndim == 0:
-        stats = jax.tree.map(lambda v: jnp.where(ok, v, _empty(jnp.result_type(v))), stats)
+        stats = jax.tree.map(lambda v: jnp.where(ok, v, _no_solve(jnp.result_type(v))), stats)
     return Solution(nan_lanes(solution.value, ok, lams), result, stats)
 
 
-def _empty(dtype):
+def _no_solve(dtype):
     """A statistic of no solve: NaN, 0 or False by its dtype."""
     if jnp.issubdtype(dtype, jnp.inexact):
         return jnp.nan
