@@ -8,13 +8,11 @@ root of ``L`` for tie-excluded and preference graphs. :math:`O(m^3)`.
 """
 from __future__ import annotations
 
-import warnings
 from functools import partial, singledispatchmethod
 from typing import Optional
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
 from .._core import lapack
@@ -22,10 +20,10 @@ from .._core.checks import check_symmetric
 from .._core.host import is_concrete
 from .._core.traced import nan_unless
 from .._core.linalg import eigh_psd_checked, spectral_filter
-from .._core.log import compiled, level, run, user_stacklevel
+from .._core.log import compiled, level, run
 from .._core.memory import check_memory, compute_dtype, kernel_plan
-from .._core.products import HI, tdot
-from .._core.resolved import UnresolvedLambdaWarning, warn_unresolved
+from .._core.products import HI
+from .._core.resolved import warn_unresolved
 from .._core.segments import block_means
 from .._core.sparse import as_dense, is_bcoo
 from .._problem import KernelProblem
@@ -51,6 +49,46 @@ def _kernel(K, kernel):
     return K if kernel is None else kernel_core(kernel, K, K, None, True)
 
 
+ROUNDING_RTOL = 2e-3
+"""A dual path or hold-out lane is answered only when the rounding of ``K`` in its dtype moves it
+by at most this share (:func:`rounding_settled`; a fifth of the precision rule's 1e-2: the
+probe measures the typical effect of a rounding, not its worst)."""
+
+
+def _signs(m, dtype):
+    """``[m, m]`` symmetric pseudo-random ±1 (a hash of ``i j`` and ``i + j``, no key)."""
+    i = jnp.arange(m, dtype=jnp.uint32)
+    h = (i[:, None] * i[None, :] * jnp.uint32(2654435761)
+         + (i[:, None] + i[None, :]) * jnp.uint32(40503))
+    h = h ^ (h >> 15)
+    return (1 - 2 * ((h >> 7) & 1).astype(jnp.int32)).astype(dtype)
+
+
+def rounding_settled(K, dec, coords, lams):
+    r"""``[L]``: the lanes whose solution a perturbation of ``K`` by its own rounding moves by at
+    most :data:`ROUNDING_RTOL` (on the system's norm, the spread of the fitted scores).
+
+    Refinement answers the system as stored; what no algorithm in the dtype removes is the
+    rounding of ``K`` itself, :math:`|\delta K_{ij}| \le u |K_{ij}|` (``u = eps / 2``), which
+    moves :math:`\beta = (S K S + \lambda I)^{-1} S y` by :math:`-(S K S + \lambda I)^{-1} S\,
+    \delta K\, S \beta` to first order: up to :math:`\epsilon \Gamma / \lambda` of it, and far
+    more, relative to what varies, for a kernel near its constant given precomputed (whose
+    shift the library cannot apply). The probe is that first-order term for one perturbation of
+    rounding size, :math:`\delta K = u |K| \circ R` with ``R`` symmetric pseudo-random signs
+    (:func:`_signs`), solved with the decomposition: :math:`O(L m^2)`, an a posteriori condition
+    estimate (Higham 2002, ch. 15) in place of an a priori floor."""
+    dK = (jnp.finfo(K.dtype).eps / 2) * jnp.abs(K) * _signs(K.shape[0], K.dtype)
+    dG = jnp.moveaxis(dec.root.apply(jnp.moveaxis(path_scores(dK, dec.lift(coords)), 0, -1)),
+                      -1, 0)                                               # [L, m(, k)]
+    eig = dec.eig
+    D = spectral_filter(eig.values[None, :], lams[:, None])                # [L, r]
+    dc = D.reshape(D.shape + (1,) * (coords.ndim - 2)) * jnp.einsum(
+        "pr,lp...->lr...", eig.vectors, dG, precision=HI)
+    w = eig.values.reshape((1, -1) + (1,) * (coords.ndim - 2))
+    spread = lambda v: jnp.sum((w * v * v).reshape(v.shape[0], -1), axis=1)   # noqa: E731
+    return spread(dc) <= ROUNDING_RTOL ** 2 * spread(coords)
+
+
 @jax.jit
 def _dual_fit(K, y, graph, lam, kernel=None):
     K = _kernel(K, kernel)
@@ -66,10 +104,11 @@ def _dual_path(K, y, graph, lams, K_valid, rows=None, kernel=None):
     dec = decompose_dual(K, y, graph, "path", eigh_psd_checked if rows is None   # rows: reduced
                          else partial(reduced_eigh, rows=rows, graph=graph),
                          None if rows is None else rows.queries)
-    A = dec.coef_path(lams)                                 # [L, m(, k)]
-    out = nan_unless(dec.ok(lams),
-                     (A, path_scores(K, A), None if K_valid is None else path_scores(K_valid, A)))
-    return out, dec.flags()
+    coords, ok = dec.coords(lams)
+    ok = ok & rounding_settled(K, dec, coords, lams)
+    A = dec.lift(coords)                                    # [L, m(, k)]
+    out = nan_unless(ok, (A, path_scores(K, A), None if K_valid is None else path_scores(K_valid, A)))
+    return out, dec.flags(), ok
 
 
 @compiled()
@@ -81,32 +120,17 @@ def _dual_holdout(K, y, graph, lams, folds, kernel=None, rows=None):
                          else partial(reduced_eigh, rows=rows, graph=graph), grid)
     eig = dec.eig
     KSU = kernel_root_product(K, graph, eig, dec.root, rows is not None, grid)  # [m, r]
-    c = tdot(eig.vectors, dec.rhs)
+    coords, settled = dec.coords(lams)                                # refined  [L, r(, k)]
+    settled = settled & rounding_settled(K, dec, coords, lams)
     D = spectral_filter(eig.values[None, :], lams[:, None])
-    Dc = D.reshape(D.shape + (1,) * (c.ndim - 1)) * c[None]
-    F = jnp.einsum("mr,lr...->lm...", KSU, Dc, precision=HI)
-    one = partial(woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=K)
+    beta = jnp.einsum("pr,lr...->lp...", eig.vectors, coords, precision=HI)   # [L, m(, k)]
+    A = dec.lift(coords)
+    F = path_scores(K, A)               # K S β: not K S U c, which holds the eigh's residual
+    one = partial(woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=None,
+                  U=eig.vectors, values=eig.values, coef=beta)
     pred = over_folds(folds, lams.shape[0], KSU.shape[1], F.shape, K.dtype, lambda P: one)
-    clear = above_cancellation(graph, pred, F, lams, dec.floor)
-    ok = dec.ok(lams) & clear
-    return nan_unless(ok, (pred, dec.coef_path(lams))), (dec.flags(), clear)
-
-
-def _warn_cancelled(clear, lams, floor):
-    """Outside jit: an :class:`~rankjax.UnresolvedLambdaWarning` naming the λ above the
-    floor (``check_spectrum`` names those below) that :func:`above_cancellation` refused;
-    two small host transfers, no program."""
-    if not all(is_concrete(v) for v in (clear, lams, floor)):
-        return
-    lams = np.asarray(lams)
-    bad = lams[(lams >= float(floor)) & ~np.asarray(clear)]
-    if bad.size:
-        shown = ", ".join(f"{v:.3g}" for v in bad)
-        warnings.warn(f"rj.holdout(Dual()): lams {shown} are not resolved in {lams.dtype}: "
-                      "their hold-out predictions lie within the fold formula's rounding "
-                      "(a kernel near the identity); their results are NaN. Use float64 "
-                      "(jax_enable_x64) or larger λ", UnresolvedLambdaWarning,
-                      stacklevel=user_stacklevel())
+    clear = above_cancellation(graph, pred, F, lams, dec.floor) & settled
+    return nan_unless(clear, (pred, A)), (dec.flags(), clear)
 
 
 def above_cancellation(graph, pred, fitted, lams, floor):
@@ -223,8 +247,10 @@ class Dual(AbstractSolver):
                                                 and self.block_size >= 1):
             raise ValueError(f"block_size must be a positive int, got {self.block_size!r}")
 
-    MATRICES = {"fit": 5, "path": 5, "holdout": 6, "leave_pair_out": 6, "cv_predictions": 12}
-    """The ``m x m`` matrices each method holds at once (its memory plan)."""
+    MATRICES = {"fit": 5, "path": 8, "holdout": 9, "leave_pair_out": 6, "cv_predictions": 12}
+    """The ``m x m`` matrices each method holds at once (its memory plan; a path and a hold-out
+    count the wide copy of ``S K S`` their refinement reads, two, and the rounding probe's
+    perturbation, one)."""
 
     def plan(self, problem, methods, L, folds):
         """The most ``MATRICES`` of ``methods``: ``m x m`` matrices from the shapes, refused up
@@ -297,9 +323,9 @@ class Dual(AbstractSolver):
         if problem.valid is not None:
             Xv = problem.valid.X
             Kv = Xv if X is None else kernel_core(kernel, jnp.asarray(as_dense(Xv)), X)
-        (A, train, valid), flags = _dual_path(M, problem.y, problem.graph, lams, Kv,
-                                              range_rows(problem.graph, M.dtype), kernel)
-        check_spectrum(flags, lams, "rj.path(Dual())")
+        (A, train, valid), flags, ok = _dual_path(M, problem.y, problem.graph, lams, Kv,
+                                                  range_rows(problem.graph, M.dtype), kernel)
+        check_spectrum(flags, lams, "rj.path(Dual())", ok=ok)
         return Solution(self._path(lams, A, train, valid, X, kernel), lane_codes(A), {})
 
     @takes(KernelProblem)
@@ -311,8 +337,7 @@ class Dual(AbstractSolver):
         width = M.shape[0] if rows is None else rows.keep.shape[0]
         (pred, coef), (flags, clear) = run(level(), _dual_holdout, M, y, graph, lams,
                                            premerge(folds, lams.shape[0], width), kernel, rows)
-        check_spectrum(flags, lams, "rj.holdout(Dual())")
-        _warn_cancelled(clear, lams, flags[3])
+        check_spectrum(flags, lams, "rj.holdout(Dual())", ok=clear)
         path = self._path(lams, coef, None, None, X, kernel)
         return Solution(HoldOut(lams, pred, folds, path), lane_codes(pred), {})
 

@@ -47,7 +47,8 @@ class HoldOut(NamedTuple):
     path: Optional[object] = None
 
 
-def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K, shift=None):
+def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K, shift=None, U=None, values=None,
+                  coef=None):
     r"""Eq. 33-34 for one padded fold: :math:`H_{UU} = P_U \operatorname{diag}(d) P_U^T` (primal) or
     :math:`(K_{UU} - P_U \operatorname{diag}(d) P_U^T) / \lambda` (dual), never formed: with
     :math:`Q = B^T P_U` (:math:`B B^T = L_{UU}`) the fold system is :math:`I - B^T H_{UU} B = I - Q
@@ -57,14 +58,17 @@ def woodbury_fold(graph, idx, mask, Pfeat, D, lams, F, y, K, shift=None):
     and since :math:`L y_U = B B^T y_U`, :math:`(I - B^T H B) z = B^T (f_U - y_U)`: one product
     through ``P_U`` per λ, where the right-hand side ``H L y`` took two more. :math:`O(|U|^2 r +
     |U|^3)` per λ, the :math:`|U|^3` one batched block inversion (:func:`symmetric_solve`).
-    ``shift``: see :func:`woodbury_rows`."""
+    ``shift``, ``U`` and ``values``: see :func:`woodbury_rows`; ``coef [L, m(, k)]`` the dual's
+    :math:`\beta = (S K S + \lambda I)^{-1} S y` (its fold rows give ``Bu``)."""
     mf = mask.astype(Pfeat.dtype)
     Kuu = None if K is None else K[idx[:, None], idx[None, :]] * (mf[:, None] * mf[None, :])
-    return woodbury_rows(graph, idx, mask, Pfeat[idx], F[:, idx], D, lams, y, Kuu, shift=shift)
+    return woodbury_rows(graph, idx, mask, Pfeat[idx], F[:, idx], D, lams, y, Kuu, shift=shift,
+                         Uu=None if U is None else U[idx], values=values,
+                         Bu=None if coef is None else coef[:, idx])
 
 
 def woodbury_rows(graph, idx, mask, Pu, fu, D, lams, y, Kuu=None, by_segments=False,
-                  small_solve=None, shift=None):
+                  small_solve=None, shift=None, Uu=None, values=None, Bu=None):
     r""":func:`woodbury_fold` from the fold's rows: ``Pu [P, r]`` its rows of the factor,
     ``fu [L, P(, k)]`` its full-data fitted values, ``Kuu`` its kernel block (dual) or
     ``None`` (primal, Nyström). ``by_segments``: :math:`B^T V` by the graph's segment sums
@@ -75,7 +79,21 @@ def woodbury_rows(graph, idx, mask, Pu, fu, D, lams, y, Kuu=None, by_segments=Fa
     u·Dc [L(, k)])`` when the rows ``Pu`` lack one row ``u`` that every row of the predictions
     holds (a Nyström map of a shifted kernel, :func:`fold_constant`): the fold's predictions
     then get :math:`u^T w_{-U}` back, :math:`w_{-U} = Dc + Dz` in these coordinates (``B^T``
-    annihilates a constant row, so the fold system is that of the whole rows)."""
+    annihilates a constant row, so the fold system is that of the whole rows).
+
+    ``Uu [P, r]`` and ``values [r]`` (the dual of an eigendecomposition :math:`S K S = U
+    \operatorname{diag}(Γ) U^T`, ``Pu`` the fold's rows of ``K S U``): the fold formula without
+    the cancellation of ``Kuu``'s. With ``B`` the fold's block of the symmetric root ``S`` (every
+    graph's ``block_root``), :math:`B^T H_{UU} B = [S K S (S K S + \lambda I)^{-1}]_{UU} = U_U
+    \operatorname{diag}(Γ / (Γ + \lambda)) U_U^T` and :math:`H B = [K S (S K S + \lambda
+    I)^{-1}]_{:, U} = P \operatorname{diag}(d) U_U^T`: the primal form with ``Q = U_U``, no
+    difference of terms the size of the in-sample scores divided by λ. Its rounding is that of
+    the decomposition (an exact hold-out of ``S K S`` perturbed by the ``eigh``'s backward
+    error), where the ``Kuu`` form's grew as :math:`\epsilon (Γ / \lambda)^2`. ``Bu [L, P(, k)]``:
+    the fold's rows of :math:`\beta = (S K S + \lambda I)^{-1} S y`, whose right-hand side
+    :math:`B^T (f_U - y_U) = [S K S \beta - S y]_U = -\lambda \beta_U` is then formed without
+    the difference of ``f`` and ``y`` (which rounds to :math:`\epsilon \Gamma / \lambda` of it
+    once β is stored in the dtype, however well it was refined)."""
     dtype = Pu.dtype
     mf = mask.astype(dtype)
     Pu = Pu * mf[:, None]                                           # [P, r]
@@ -85,15 +103,23 @@ def woodbury_rows(graph, idx, mask, Pu, fu, D, lams, y, Kuu=None, by_segments=Fa
     else:
         B = graph.block_root(idx, mask, dtype)
         root = lambda V: jnp.einsum("pq,p...->q...", B, V, precision=HI)   # noqa: E731
-    Q = root(Pu)                                                    # B^T P_U  [P, r]
+    if Uu is None:
+        Q = root(Pu)                                                # B^T P_U  [P, r]
+        BHB = _fold_systems(Q, D)
+    else:                                                           # the dual, U_U  [P, r]
+        Q = Uu * mf[:, None]
+        BHB = _fold_systems(Q, D * values[None, :])
     lam = lams.reshape((-1, 1, 1))
-    BHB = _fold_systems(Q, D)
     if Kuu is not None:
         KB = jnp.matmul(Kuu, B, precision=HI)
         BHB = (tdot(B, KB)[None] - BHB) / lam
     M = jnp.eye(idx.shape[0], dtype=dtype) - BHB                   # [L, P, P]
-    z = symmetric_solve(M, jnp.moveaxis(root(jnp.moveaxis(fu - yu[None], 0, 1)), 1, 0),
-                        small_solve)
+    if Bu is None:
+        rhs = jnp.moveaxis(root(jnp.moveaxis(fu - yu[None], 0, 1)), 1, 0)
+    else:
+        rhs = -lams.reshape((-1,) + (1,) * (Bu.ndim - 1)) * Bu * mf.reshape(
+            (1, -1) + (1,) * (Bu.ndim - 2))
+    z = symmetric_solve(M, rhs, small_solve)
     # H B z: one product through P_U per λ
     Dz = D.reshape(D.shape + (1,) * (z.ndim - 2)) * jnp.einsum("pr,lp...->lr...", Q, z,
                                                                 precision=HI)

@@ -38,28 +38,94 @@ from .._core.segments import sandwich
 from .._core.sparse import is_bcoo
 from .._core.linalg import (Eigh, eigh_psd, eigh_psd_checked, psd_ok, spectral_filter)
 
-__all__ = ["eigh_solve", "eigh_path", "ridge_solve", "ridge_solve_checked", "primal_system",
+__all__ = ["refined_coords", "refines", "REFINE_RTOL", "eigh_solve",
+           "eigh_path", "ridge_solve", "ridge_solve_checked", "primal_system",
            "dual_system", "Decomposition", "decompose_dual", "decompose_primal", "RESOLVE_RTOL",
            "lam_floor", "EIGH_RTOL", "eigh_floor", "features_floor", "wide_eigh", "cholesky_solve",
            "by_lane", "check_spectrum"]
 
 
-RESOLVE_RTOL = {"path": 1000.0, "pairs": 200.0}
-r"""How far above the rounding of its spectrum a λ must lie for a dual shortcut to give it to 1 %
-(float32 against float64, Gaussian and linear kernels, m = 1,000 and 3,000): the path's :math:`(S K
-S + \lambda I)^{-1}` (``"path"``), leave-pair-out's ``1 - (m-2) σ / ((m-2) σ + λ)`` (``"pairs"``);
-below :func:`lam_floor` a NaN lane. The hold-out (``"holdout"``) errs as :math:`c \epsilon
-(\text{largest} / \lambda)^2` (a cancellation divided by λ, then each fold's :math:`I - B^T H_{UU}
-B` turning singular): its floor is :data:`HOLDOUT_SQRT_EPS` :math:`= \sqrt{c / 1\%}` times
-:math:`\sqrt{\epsilon}` times the largest eigenvalue (benchmarks/design_measurements.md §8)."""
-HOLDOUT_SQRT_EPS = 3.5
+RESOLVE_RTOL = {"path": 1000.0, "refined": 100.0, "holdout": 100.0, "pairs": 200.0}
+r"""How far above the rounding of its spectrum (``rtol eps`` times the largest eigenvalue) a λ must
+lie for a dual shortcut to give it to 1 % (float32 against float64, Gaussian and linear kernels,
+m = 1,000 and 3,000); below :func:`lam_floor` a NaN lane. ``"path"``: :math:`(S K S + \lambda
+I)^{-1}` from one ``eigh`` (a relative error up to :math:`\epsilon \Gamma / \lambda`), in a dtype
+with no wider one to refine in; ``"refined"``: the same, refined (:func:`refined_coords`), which
+converges while λ stands above the ``eigh``'s own rounding and says a posteriori which lanes
+settled; ``"holdout"``: the fold blocks of the cancellation-free formula
+(:func:`~rankjax.solvers.holdout.woodbury_rows` with ``Uu``), an exact hold-out of the
+decomposition's perturbed system, measured at most :math:`0.07\, \epsilon \Gamma / \lambda`
+off (``lambdarank_sample``, MQ2008 S1: docs/precision.md), so 0.7 % at the floor;
+``"pairs"``: leave-pair-out's ``1 - (m-2) σ / ((m-2) σ + λ)``."""
 
 
 def lam_floor(largest, dtype, kind: str):
-    """Traced: the smallest λ ``dtype`` resolves for a shortcut given its ``largest`` eigenvalue."""
-    eps = float(jnp.finfo(dtype).eps)
-    rtol = HOLDOUT_SQRT_EPS * eps ** 0.5 if kind == "holdout" else RESOLVE_RTOL[kind] * eps
-    return rtol * largest
+    """Traced: the smallest λ ``dtype`` resolves for a shortcut given its ``largest`` eigenvalue
+    (:data:`RESOLVE_RTOL`; a path in a dtype :func:`refines` takes ``"refined"``)."""
+    if kind == "path" and refines(dtype):
+        kind = "refined"
+    return RESOLVE_RTOL[kind] * float(jnp.finfo(dtype).eps) * largest
+
+
+REFINE_STEPS = 4
+r"""Refinement steps of :func:`refined_coords`: each shrinks the ``eigh``'s error (about
+:math:`c\, \epsilon \Gamma / \lambda` of the solution) by that factor again; the last one's
+correction measures what is left (:data:`REFINE_RTOL`)."""
+
+REFINE_RTOL = 1e-3
+r"""A refined lane is answered when its last correction is at most this share of its solution
+(on the system's norm :math:`\sqrt{x^T G x}`, the spread of the fitted scores): a tenth of the
+precision rule's :math:`10^{-2}`; else NaN (:func:`refined_coords`)."""
+
+
+def refines(dtype) -> bool:
+    """Whether a solve in ``dtype`` is refined in a wider one
+    (:func:`~rankjax._core.backend.wide_dtype`: float32 on the CPU and GPUs; float64 has none)."""
+    return jnp.finfo(wide_dtype()).bits > jnp.finfo(dtype).bits
+
+
+def refined_coords(eig: Eigh, G, rhs, lams, steps: int = REFINE_STEPS):
+    r"""``(coords [L, r(, k)], settled [L])``: every λ's solution of :math:`(G + \lambda I) x = b`
+    in the eigenvectors' coordinates, :math:`x = U c`, from the decomposition ``eig`` of ``G``
+    (``[p, p]``; ``rhs`` ``[p(, k)]`` in its range).
+
+    Mixed-precision iterative refinement (Wilkinson's; LAPACK's ``dsposv``): :math:`c_0 = D U^T b`,
+    :math:`D = \operatorname{diag}(1 / (\Gamma + \lambda))`, then ``steps`` times
+    :math:`r = b - (G + \lambda I) U c` formed in the wide dtype (``G`` as stored, its products
+    exact to float64) and :math:`c \mathrel{+}= D U^T r`. The decomposition is the exact one of a
+    system :math:`G + E`, :math:`\lVert E \rVert \approx c\, \epsilon \Gamma_{\max}`, so each
+    step shrinks the error by about :math:`\lVert E \rVert / \lambda`: the float32 ``eigh``
+    answers to float32's own rounding of ``G`` wherever λ stands above its rounding.
+    ``settled``: the last correction's spread :math:`\sqrt{\delta^T \Gamma \delta}` at most
+    :data:`REFINE_RTOL` of the solution's (an a posteriori check: a lane whose refinement did
+    not converge is refused, never answered). :math:`O(L p^2)` wide flops a step, beside the
+    :math:`O(p^3)` decomposition; where the dtype has no wider one (:func:`refines`), one
+    application and every lane settled. ``U`` may span a subspace holding ``G``'s range
+    (:func:`~rankjax.solvers.reduced.reduced_eigh`)."""
+    U = eig.vectors
+    dtype = U.dtype
+    D = spectral_filter(eig.values[None, :], lams[:, None])                  # [L, r]
+    scale = lambda t: D.reshape(D.shape + (1,) * (t.ndim - 2)) * t          # noqa: E731
+    c = scale(jnp.broadcast_to(tdot(U, rhs), (lams.shape[0],) + (U.shape[1],) + rhs.shape[1:]))
+    settled = jnp.ones(lams.shape, bool)
+    if not refines(dtype):
+        return c, settled
+    wide = wide_dtype()
+    with jax.enable_x64(wide == jnp.float64):
+        Gw, bw, Uw = G.astype(wide), rhs.astype(wide), U.astype(wide)
+        lw = lams.astype(wide).reshape((-1,) + (1,) * rhs.ndim)
+        for _ in range(steps):
+            x = jnp.einsum("pr,lr...->lp...", Uw, c.astype(wide), precision=HI)
+            r = bw[None] - lw * x - jnp.einsum("pq,lq...->lp...", Gw, x, precision=HI)
+            delta = scale(jnp.einsum("pr,lp...->lr...", Uw, r, precision=HI).astype(dtype))
+            c = c + delta
+
+        def spread(v):
+            w = eig.values.astype(wide).reshape((1, -1) + (1,) * (v.ndim - 2))
+            return jnp.sum((w * v.astype(wide) ** 2).reshape(v.shape[0], -1), axis=1)
+
+        settled = spread(delta) <= REFINE_RTOL ** 2 * spread(c)
+    return c, settled
 
 
 EIGH_RTOL = 1e3
@@ -424,7 +490,8 @@ class Decomposition(NamedTuple):
     ``rhs`` (the system's right-hand side), ``root`` (``S`` of the dual, or ``None``)
     and the checks on the spectrum: ``psd`` (within rounding of PSD), the raw
     ``smallest`` / ``largest`` eigenvalues and ``floor``, the smallest λ the dtype
-    resolves for its shortcut (:func:`lam_floor`). ``system`` is ``G`` itself where the
+    resolves for its shortcut (:func:`lam_floor`). ``G``: the dual system, whose λ are
+    refined (:meth:`coords`). ``system`` is ``G`` itself where the
     λ below :func:`eigh_floor` are solved by their own Cholesky factor (the primal
     systems, ``n x n``), ``None`` where they are refused (the dual shortcuts)."""
 
@@ -436,10 +503,24 @@ class Decomposition(NamedTuple):
     largest: jax.Array
     floor: jax.Array
     system: object = None
+    G: object = None
 
     def ok(self, lams):
         """Traced ``[L]``: the λ lanes this decomposition answers (PSD, above the floor)."""
         return self.psd & (lams >= self.floor)
+
+    def coords(self, lams):
+        """``(coords [L, r(, k)], ok [L])``: every λ's solution in the eigenvectors' coordinates,
+        refined (:func:`refined_coords`) where the system ``G`` is kept, and the lanes answered
+        (:meth:`ok` and settled)."""
+        lams = lams.astype(self.rhs.dtype)
+        c, settled = refined_coords(self.eig, self.G, self.rhs, lams)
+        return c, self.ok(lams) & settled
+
+    def lift(self, coords):
+        r"""``[L, m(, k)]`` the coefficients :math:`root\, U c` of :meth:`coords`' ``c``."""
+        B = jnp.einsum("pr,lr...->lp...", self.eig.vectors, coords, precision=HI)
+        return jnp.moveaxis(self.root.apply(jnp.moveaxis(B, 0, -1)), -1, 0)
 
     def coef_path(self, lams):
         r"""``[L, m(, k)]`` coefficients of every λ: :math:`root (G + \lambda I)^{-1} rhs` (lanes below
@@ -461,11 +542,11 @@ class Decomposition(NamedTuple):
 def decompose_dual(K, y, graph, kind: str, decompose=eigh_psd_checked, grid=None) -> Decomposition:
     """:func:`dual_system` of ``K`` decomposed once (``decompose(G)``, as
     :func:`eigh_psd_checked`), checked for PSD and given the λ floor of the shortcut ``kind``
-    (``"path"`` or ``"holdout"``, :data:`RESOLVE_RTOL`)."""
+    (``"path"`` or ``"holdout"``, :data:`RESOLVE_RTOL`); its λ are refined (:meth:`coords`)."""
     system = dual_system(K, y, graph, grid)
     eig, low, high = decompose(system.G)
     return Decomposition(eig, system.rhs, system.root, psd_ok(low, high, K.shape[0], K.dtype),
-                         low, high, lam_floor(high, K.dtype, kind))
+                         low, high, lam_floor(high, K.dtype, kind), G=system.G)
 
 
 def decompose_primal(G, b) -> Decomposition:
@@ -477,12 +558,14 @@ def decompose_primal(G, b) -> Decomposition:
     return Decomposition(eig, b, None, jnp.ones((), bool), zero, jnp.max(eig.values), zero, G)
 
 
-def check_spectrum(flags, lams, where, name="K"):
-    """Outside jit: a ValueError when the kernel matrix was found indefinite, and an
+def check_spectrum(flags, lams, where, name="K", ok=None):
+    """Outside jit: a ValueError when the kernel matrix was found indefinite, and one
     :class:`UnresolvedLambdaWarning` naming the λ below the dtype's floor (NaN lanes,
-    :data:`rankjax.solvers.ridge.RESOLVE_RTOL`)."""
+    :data:`rankjax.solvers.ridge.RESOLVE_RTOL`) and those above it that ``ok`` ``[L]`` refused
+    after the solve (a refinement that did not settle, the rounding probe of ``K``, a
+    hold-out within its fold formula's rounding)."""
     psd, low, high, floor = flags
-    if not all(is_concrete(v) for v in (psd, low, high, floor, lams)):
+    if not all(is_concrete(v) for v in (psd, low, high, floor, lams, ok)):
         return                          # under a trace (jit, or grad's tangents): unchecked
     if not bool(psd):
         raise ValueError(f"{name} is not positive semidefinite: its system has the eigenvalue "
@@ -490,11 +573,20 @@ def check_spectrum(flags, lams, where, name="K"):
                          "rounding); a kernel matrix must be PSD: check the kernel and its "
                          "parameters")
     lams = np.asarray(lams)
-    low_lams = lams[lams < float(floor)]
-    if low_lams.size:
-        shown = ", ".join(f"{v:.3g}" for v in low_lams)
-        warnings.warn(
-            f"{where}: lams {shown} are below {float(floor):.3g}, the smallest λ that "
-            f"{lams.dtype} resolves against the largest eigenvalue {float(high):.3g} of the "
-            "system; their results are NaN. Use float64 (jax_enable_x64) or larger λ",
-            UnresolvedLambdaWarning, stacklevel=user_stacklevel())
+    below = lams < float(floor)
+    after = ~below & (False if ok is None else ~np.asarray(ok))
+    shown = lambda v: ", ".join(f"{x:.3g}" for x in v)                   # noqa: E731
+    parts = []
+    if below.any():
+        parts.append(f"lams {shown(lams[below])} are below {float(floor):.3g}, the smallest λ "
+                     f"that {lams.dtype} resolves against the largest eigenvalue "
+                     f"{float(high):.3g} of the system")
+    if after.any():
+        parts.append(f"lams {shown(lams[after])} are not resolved in {lams.dtype}: the "
+                     "rounding of K moves them beyond the precision rule, their refinement did "
+                     "not settle, or their hold-out predictions lie within the fold formula's "
+                     "rounding (a kernel near the identity)")
+    if parts:
+        warnings.warn(f"{where}: {'; '.join(parts)}; their results are NaN. Use float64 "
+                      "(jax_enable_x64) or larger λ", UnresolvedLambdaWarning,
+                      stacklevel=user_stacklevel())
