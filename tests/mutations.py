@@ -109,9 +109,13 @@ MUTATIONS = [
              '        yield fh\n'
              '    return\n',
              ("test_io.py::test_a_write_cut_halfway_leaves_the_old_file_and_no_temporary",)),
-    *[Mutation(f"float32_{kind}_floor_skipped", "solvers/ridge.py", f'"{kind}": {value}',
+    *[Mutation(f"float32_{kind}_floor_skipped", "solvers/floors.py", f'"{kind}": {value}',
                f'"{kind}": 0.0', ("test_float32_shortcuts.py",))
-      for kind, value in (("refined", "100.0"), ("holdout", "100.0"), ("pairs", "200.0"))],
+      for kind, value in (("path", "1000.0"), ("pairs", "200.0"))],
+    Mutation("float32_holdout_floor_skipped", "solvers/floors.py", "HOLDOUT_SQRT_EPS = 3.5\n",
+             "HOLDOUT_SQRT_EPS = 0.0\n", ("test_float32_shortcuts.py",)),
+    Mutation("float32_refined_floor_skipped", "solvers/floors.py", '"refined": 100.0',
+             '"refined": 0.0', ("test_float32_shortcuts.py",)),
     Mutation("sharded_psum_local", "solvers/sharded.py",
              "    return lax.psum(G, axis), lax.psum(b, axis)\n",
              "    return G, b\n",

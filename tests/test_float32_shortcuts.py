@@ -2,7 +2,8 @@
 
 Each shortcut is computed in float32 and in float64 on the same data. A λ below the
 float32 floor of its spectrum (``RESOLVE_RTOL[kind] * eps * largest eigenvalue``; the path
-refined in float64, ``"refined"``) must give a NaN lane and an
+refined in float64, ``"refined"``; the hold-out's ``HOLDOUT_SQRT_EPS * sqrt(eps) * largest``)
+must give a NaN lane and an
 :class:`UnresolvedLambdaWarning` naming it; every other lane must agree with float64 within
 1e-2 near the floor, less above it (as eps Γ / λ). Before the floor existed these lanes were
 5-170x off without a word.
@@ -14,7 +15,8 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax.solvers.ridge import RESOLVE_RTOL, dual_system
+from rankjax.solvers.floors import HOLDOUT_SQRT_EPS, RESOLVE_RTOL
+from rankjax.solvers.ridge import dual_system
 from precision import within
 
 EPS32 = float(np.finfo(np.float32).eps)
@@ -65,7 +67,8 @@ def _check_lanes(out32, out64, floor, caught, what):
 
 def _dual_floor(K, y, qid, kind):
     G = np.asarray(dual_system(K, y, rj.query_graph(qid)).G)
-    rtol = RESOLVE_RTOL["refined" if kind == "path" else kind] * EPS32   # float32 refines a path
+    rtol = (HOLDOUT_SQRT_EPS * np.sqrt(EPS32) if kind == "holdout"
+            else RESOLVE_RTOL["refined"] * EPS32)                       # float32 refines a path
     return rtol * np.linalg.eigvalsh(G).max()
 
 

@@ -5,7 +5,8 @@ import pytest
 
 import rankjax as rj
 from rankjax._core.linalg import eigh_psd, psd_root
-from rankjax.solvers.ridge import RESOLVE_RTOL, dual_system, eigh_path, lam_floor, primal_system, ridge_solve
+from rankjax.solvers.floors import HOLDOUT_SQRT_EPS, RESOLVE_RTOL, lam_floor
+from rankjax.solvers.ridge import dual_system, eigh_path, primal_system, ridge_solve
 from rankjax.solvers.small_solve import symmetric_solve
 
 
@@ -60,9 +61,14 @@ def test_symmetric_solve_and_psd_root():
 
 
 def test_lam_floor_is_the_documented_formula():
-    for kind, tol in RESOLVE_RTOL.items():
-        assert float(lam_floor(2.0, np.float32, kind)) == pytest.approx(
-            tol * np.finfo(np.float32).eps * 2.0)
+    for dtype in (np.float32, np.float64):
+        eps = np.finfo(dtype).eps
+        for kind, tol in RESOLVE_RTOL.items():
+            if kind == "path" and dtype == np.float32:      # float32 refines its path
+                tol = RESOLVE_RTOL["refined"]
+            assert float(lam_floor(2.0, dtype, kind)) == pytest.approx(tol * eps * 2.0)
+        assert float(lam_floor(2.0, dtype, "holdout")) == pytest.approx(
+            HOLDOUT_SQRT_EPS * np.sqrt(eps) * 2.0)
 
 
 @pytest.mark.parametrize("grid", [True, False])

@@ -70,7 +70,7 @@ def median_s(fn, repeats=5):
 def lambda_lanes(out, lams):
     """The λ lanes of a grid output ``[L, ...]``: the mask ``[L]`` of resolved lanes and the
     report fields ``unresolved_lambdas`` and ``smallest_resolved_lambda``. A lane whose λ is
-    below the dtype's floor (``rankjax.solvers.ridge.RESOLVE_RTOL``) is all NaN by design."""
+    below the dtype's floor (``rankjax.solvers.floors.RESOLVE_RTOL``) is all NaN by design."""
     lams = np.asarray(lams)
     ok = ~np.isnan(np.asarray(out, np.float64).reshape(lams.size, -1)).all(axis=1)
     return ok, dict(unresolved_lambdas=int((~ok).sum()),

@@ -38,8 +38,8 @@ from .lpo import dual_pairs
 from .models import DualModel, DualPath, KernelModel, LinearModel, PrimalPath, path_scores
 from .primal import linear_cv_predictions
 from .reduced import range_rows, reduced_eigh
-from .ridge import (RESOLVE_RTOL, check_spectrum, decompose_dual, dual_system,
-                    ridge_solve_checked)
+from .floors import RESOLVE_RTOL, check_spectrum
+from .ridge import decompose_dual, dual_system, ridge_solve_checked
 
 __all__ = ["Dual", "kernel_root_product", "check_kernel_matrix"]
 
@@ -138,7 +138,7 @@ def above_cancellation(graph, pred, fitted, lams, floor):
     formula, :math:`\lambda\, s(pred) \ge floor\, s(fitted)` with ``s`` the spread on the graph
     (:math:`\sqrt{v^T L v}`: within queries). The formula subtracts terms of the in-sample
     scores' size (``fitted [L, m(, k)]``), so its rounding, about 1 % of them at ``floor``
-    (:data:`~rankjax.solvers.ridge.RESOLVE_RTOL`), is that much larger relative to predictions
+    (:data:`~rankjax.solvers.floors.RESOLVE_RTOL`), is that much larger relative to predictions
     that are smaller than them: a kernel so narrow that ``K`` is nearly the identity fits its
     rows and predicts the held-out ones near 0."""
     def spread(V):

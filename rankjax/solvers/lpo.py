@@ -23,7 +23,8 @@ from .._core.products import HI, mm
 from .._core.resolved import warn_unresolved
 from .._core.types import saveable
 from ..graphs.graph import is_graph
-from .ridge import check_spectrum, eigh_floor, lam_floor
+from .floors import check_spectrum, lam_floor
+from .ridge import eigh_floor
 
 
 @saveable
@@ -237,7 +238,7 @@ def dual_pairs(K, y, pairs, lams, where) -> PairHoldOut:
     al. 2009, §3.4, eq. 35-39) on a checked kernel matrix: one ``eigh`` of ``K``, then one
     ``[m, m]`` product and O(1) per pair for every λ. Precision: the 3 x 3 system cancels
     ``1 - (m-2) σ / ((m-2) σ + λ)``; a λ below ``200 eps (m-2) max σ``
-    (:data:`~rankjax.solvers.ridge.RESOLVE_RTOL`) gives a NaN lane and an
+    (:data:`~rankjax.solvers.floors.RESOLVE_RTOL`) gives a NaN lane and an
     :class:`UnresolvedLambdaWarning`. An indefinite ``K`` is refused (NaN under ``jit``)."""
     pred, flags = _lpo_dual_core(K, y, pairs, lams)
     check_spectrum(flags, lams, where)
