@@ -38,7 +38,7 @@ from .lpo import dual_pairs
 from .models import DualModel, DualPath, KernelModel, LinearModel, PrimalPath, path_scores
 from .primal import linear_cv_predictions
 from .reduced import range_rows, reduced_eigh
-from .floors import RESOLVE_RTOL, check_spectrum
+from .floors import RESOLVE_RTOL, ROUNDING_RTOL, check_spectrum, rounding_signs
 from .ridge import decompose_dual, dual_system, ridge_solve_checked
 
 __all__ = ["Dual", "kernel_root_product", "check_kernel_matrix"]
@@ -47,21 +47,6 @@ __all__ = ["Dual", "kernel_root_product", "check_kernel_matrix"]
 def _kernel(K, kernel):
     """``K`` itself, or the kernel matrix of the rows ``K`` holds (built in the program)."""
     return K if kernel is None else kernel_core(kernel, K, K, None, True)
-
-
-ROUNDING_RTOL = 2e-3
-"""A dual path or hold-out lane is answered only when the rounding of ``K`` in its dtype moves it
-by at most this share (:func:`rounding_settled`; a fifth of the precision rule's 1e-2: the
-probe measures the typical effect of a rounding, not its worst)."""
-
-
-def _signs(m, dtype):
-    """``[m, m]`` symmetric pseudo-random ±1 (a hash of ``i j`` and ``i + j``, no key)."""
-    i = jnp.arange(m, dtype=jnp.uint32)
-    h = (i[:, None] * i[None, :] * jnp.uint32(2654435761)
-         + (i[:, None] + i[None, :]) * jnp.uint32(40503))
-    h = h ^ (h >> 15)
-    return (1 - 2 * ((h >> 7) & 1).astype(jnp.int32)).astype(dtype)
 
 
 def rounding_settled(K, dec, coords, lams):
@@ -75,9 +60,10 @@ def rounding_settled(K, dec, coords, lams):
     more, relative to what varies, for a kernel near its constant given precomputed (whose
     shift the library cannot apply). The probe is that first-order term for one perturbation of
     rounding size, :math:`\delta K = u |K| \circ R` with ``R`` symmetric pseudo-random signs
-    (:func:`_signs`), solved with the decomposition: :math:`O(L m^2)`, an a posteriori condition
-    estimate (Higham 2002, ch. 15) in place of an a priori floor."""
-    dK = (jnp.finfo(K.dtype).eps / 2) * jnp.abs(K) * _signs(K.shape[0], K.dtype)
+    (:func:`~rankjax.solvers.floors.rounding_signs`), solved with the decomposition:
+    :math:`O(L m^2)`, an a posteriori condition estimate (Higham 2002, ch. 15) in place of an a
+    priori floor."""
+    dK = (jnp.finfo(K.dtype).eps / 2) * jnp.abs(K) * rounding_signs(K.shape, K.dtype)
     dG = jnp.moveaxis(dec.root.apply(jnp.moveaxis(path_scores(dK, dec.lift(coords)), 0, -1)),
                       -1, 0)                                               # [L, m(, k)]
     eig = dec.eig

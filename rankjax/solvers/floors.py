@@ -23,7 +23,7 @@ from .._core.products import HI, tdot
 from .._core.resolved import UnresolvedLambdaWarning
 
 __all__ = ["RESOLVE_RTOL", "HOLDOUT_SQRT_EPS", "lam_floor", "REFINE_STEPS", "REFINE_RTOL",
-           "refines", "refined_coords", "check_spectrum"]
+           "refines", "refined_coords", "ROUNDING_RTOL", "rounding_signs", "check_spectrum"]
 
 
 RESOLVE_RTOL = {"path": 1000.0, "refined": 100.0, "pairs": 200.0}
@@ -112,6 +112,24 @@ def refined_coords(eig: Eigh, G, rhs, lams, steps: int = REFINE_STEPS):
 
         settled = spread(delta) <= REFINE_RTOL ** 2 * spread(c)
     return c, settled
+
+
+ROUNDING_RTOL = 2e-3
+"""A dual path or hold-out lane is answered only when the rounding of ``K`` in its dtype moves
+it by at most this share (:func:`~rankjax.solvers.dual.rounding_settled`; a fifth of the
+precision rule's 1e-2: the probe measures the typical effect of a rounding, not its
+worst)."""
+
+
+def rounding_signs(shape, dtype):
+    """``[p, q]`` pseudo-random ±1, symmetric where square (a hash of ``i j`` and ``i + j``, no
+    key): the signs of a perturbation of rounding size (the rounding probes of
+    :func:`~rankjax.solvers.dual.rounding_settled`)."""
+    i = jnp.arange(shape[0], dtype=jnp.uint32)[:, None]
+    j = jnp.arange(shape[1], dtype=jnp.uint32)[None, :]
+    h = i * j * jnp.uint32(2654435761) + (i + j) * jnp.uint32(40503)
+    h = h ^ (h >> 15)
+    return (1 - 2 * ((h >> 7) & 1).astype(jnp.int32)).astype(dtype)
 
 
 def check_spectrum(flags, lams, where, name="K", ok=None):
