@@ -85,16 +85,16 @@ def refined_coords(eig: Eigh, G, rhs, lams, steps: int = REFINE_STEPS):
     ``settled``: the last correction's spread :math:`\sqrt{\delta^T \Gamma \delta}` at most
     :data:`REFINE_RTOL` of the solution's (an a posteriori check: a lane whose refinement did
     not converge is refused, never answered). :math:`O(L p^2)` wide flops a step, beside the
-    :math:`O(p^3)` decomposition; where the dtype has no wider one (:func:`refines`), one
-    application and every lane settled. ``U`` may span a subspace holding ``G``'s range
-    (:func:`~rankjax.solvers.reduced.reduced_eigh`)."""
+    :math:`O(p^3)` decomposition; where the dtype has no wider one (:func:`refines`), or with
+    ``steps=0``, one application and every lane settled. ``U`` may span a subspace holding
+    ``G``'s range (:func:`~rankjax.solvers.reduced.reduced_eigh`)."""
     U = eig.vectors
     dtype = U.dtype
     D = spectral_filter(eig.values[None, :], lams[:, None])                  # [L, r]
     scale = lambda t: D.reshape(D.shape + (1,) * (t.ndim - 2)) * t          # noqa: E731
     c = scale(jnp.broadcast_to(tdot(U, rhs), (lams.shape[0],) + (U.shape[1],) + rhs.shape[1:]))
     settled = jnp.ones(lams.shape, bool)
-    if not refines(dtype):
+    if not refines(dtype) or steps == 0:
         return c, settled
     wide = wide_dtype()
     with jax.enable_x64(wide == jnp.float64):
