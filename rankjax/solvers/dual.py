@@ -106,8 +106,9 @@ def _dual_holdout(K, y, graph, lams, folds, kernel=None, rows=None):
                          else partial(reduced_eigh, rows=rows, graph=graph), grid)
     eig = dec.eig
     KSU = kernel_root_product(K, graph, eig, dec.root, rows is not None, grid)  # [m, r]
-    coords, settled = dec.coords(lams)                                # refined  [L, r(, k)]
-    settled = settled & rounding_settled(K, dec, coords, lams)
+    # refined [L, r(, k)]; no rounding probe of K: the hold-out's floor, sqrt(eps) Γ, stands far
+    # above what the rounding of K moves (the probe refused answered lanes of precomputed K)
+    coords, settled = dec.coords(lams)
     D = spectral_filter(eig.values[None, :], lams[:, None])
     beta = jnp.einsum("pr,lr...->lp...", eig.vectors, coords, precision=HI)   # [L, m(, k)]
     A = dec.lift(coords)
