@@ -234,10 +234,10 @@ class Dual(AbstractSolver):
                                                 and self.block_size >= 1):
             raise ValueError(f"block_size must be a positive int, got {self.block_size!r}")
 
-    MATRICES = {"fit": 5, "path": 8, "holdout": 9, "leave_pair_out": 6, "cv_predictions": 12}
+    MATRICES = {"fit": 5, "path": 8, "holdout": 8, "leave_pair_out": 6, "cv_predictions": 12}
     """The ``m x m`` matrices each method holds at once (its memory plan; a path and a hold-out
-    count the wide copy of ``S K S`` their refinement reads, two, and the rounding probe's
-    perturbation, one)."""
+    count the wide copy of ``S K S`` their refinement reads, two, and a path the rounding
+    probe's perturbation, one)."""
 
     def plan(self, problem, methods, L, folds):
         """The most ``MATRICES`` of ``methods``: ``m x m`` matrices from the shapes, refused up
