@@ -244,8 +244,9 @@ class RankRLSCV(RankRLS):
     In float32 (the default of JAX, and of accelerators) the smallest λ of a kernel's grid
     may lie below what float32 resolves against the kernel's spectrum: those grid points
     score NaN in ``cv_results_`` and are never chosen. A grid you give warns of them
-    (:class:`~rankjax.UnresolvedLambdaWarning`); the default grid leaves them out quietly
-    (a line with ``verbose``).
+    (:class:`~rankjax.UnresolvedLambdaWarning`); the default grid starts above them instead:
+    they are left out of ``cv_results_`` (a line with ``verbose`` names them), so no row of
+    a default fit is NaN.
     """
 
     evals_axis = ("grid point", 0, False)        # one score per (λ, γ): no iterations
@@ -295,11 +296,12 @@ class RankRLSCV(RankRLS):
         default = lams.shape == (len(DEFAULT_LAMS),) and np.allclose(lams, DEFAULT_LAMS, rtol=1e-12)
         for w in caught:            # the default grid's unresolved λ: a note, not a warning
             if default and issubclass(w.category, UnresolvedLambdaWarning):
-                _log.info(verbose, "default grid: %s", w.message)
+                _log.info(verbose, "default grid: %s left out (the grid starts above the λ "
+                          "this dtype resolves)", str(w.message).partition(" are ")[0])
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         self.selection_ = sel
-        self._results(sel, rows, features, kernel)
+        self._results(sel, rows, features, kernel, unresolved=not default)
         if eval_set is not None:            # every grid point's score, as cv_results_
             self.evals_result_ = {"valid_0": {f"ndcg@{self.score_k}":
                                               self.cv_results_["mean_test_score"].tolist()}}
@@ -360,20 +362,25 @@ class RankRLSCV(RankRLS):
             return [None]
         return [gamma_value(v, X) for v in ([self.gamma] if self.gammas is None else self.gammas)]
 
-    def _results(self, sel, rows, features, kernel):
+    def _results(self, sel, rows, features, kernel, unresolved=True):
         """``lam_``, ``gamma_`` (a kernel model's), ``best_score_``, ``best_params_`` and
         scikit-learn's ``cv_results_`` (a row per hold-out point of every candidate,
-        ``rows``; the final stage's rows ranked first, the chosen point 1)."""
+        ``rows``; the final stage's rows ranked first, the chosen point 1). ``unresolved``
+        False (the default grid): the points that scored NaN (λ the dtype does not resolve,
+        never chosen) are left out."""
         self.lam_, self.best_score_ = sel.lam, sel.score
         self.__dict__.pop("gamma_", None)
         self.best_params_ = {"features": features, "kernel": kernel, "lam": float(sel.lam)}
         if sel.gamma is not None:                # the linear model has no γ
             self.gamma_ = sel.gamma
             self.best_params_["gamma"] = float(sel.gamma)
-        cat = lambda f: np.concatenate([f(r) for r in rows])                  # noqa: E731
+        every = lambda f: np.concatenate([f(r) for r in rows])                # noqa: E731
+        s = every(lambda r: np.asarray(r.scores, np.float64))
+        keep = np.ones(s.shape, bool) if unresolved or np.isnan(s).all() else ~np.isnan(s)
+        cat = lambda f: every(f)[keep]                                       # noqa: E731
         lams = cat(lambda r: np.asarray(r.lams, np.float64))
         gammas = cat(lambda r: np.full(r.lams.size, r.gamma, np.float64))
-        s = cat(lambda r: np.asarray(r.scores, np.float64))
+        s = s[keep]
         final = cat(lambda r: np.full(r.lams.size, r.stage == "final"))
         order = np.lexsort((-nan_last(s), ~final))
         rank = np.empty(len(s), int)

@@ -112,7 +112,8 @@ def extend_grid(grid, blocks, evaluate, extend, lams):
         if what == "λ":
             solver, full = src.solver, src.full
             new = np.sort(v * ratio ** (side * np.arange(1.0, L + 1)))
-            past = f"λ {new[0]:.4g} .. {new[-1]:.4g} (γ {gamma_of(solver):.4g})"
+            g = gamma_of(solver)                            # NaN: a linear model, no γ
+            past = f"λ {new[0]:.4g} .. {new[-1]:.4g}" + ("" if np.isnan(g) else f" (γ {g:.4g})")
         else:
             u = np.unique([gamma_of(c.solver) for c in blocks])
             g_new = v * (u[-1] / u[-2] if side > 0 else u[1] / u[0]) ** side
