@@ -260,7 +260,7 @@ def run_tests(root: pathlib.Path, tests, timeout: int = 900):
     status and the message of every failed test (from its JUnit XML report)."""
     import xml.etree.ElementTree as ET
     env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               RANKJAX_MUTATION_ROOT=str(root))
+               RANKJAX_MUTATION_ROOT=str(root), RANKJAX_SLOW="1")   # the named tests, slow or not
     report = root / "report.xml"
     r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly",
                         "-p", "no:cacheprovider", "-o", "addopts=", f"--junitxml={report}",
