@@ -63,6 +63,9 @@ JOBS = [
      ["bench_precision.py"], ["bench_precision.py"]),
     ("sweep", 75, "The precision rule swept: λ x γ x per-feature scale spreads on two real sets, "
      "every solver", ["bench_sweep.py"], ["bench_sweep.py"]),
+    ("mixed", 88, "Mixed precision: float32 hold-outs of Primal, Dual and Nyström against "
+     "float64 on two real sets, the lanes each answers and the warm times",
+     ["bench_mixed.py"], ["bench_mixed.py"]),
     ("vmap", 59, "vmap over λ of rj.fit against the solver's own path",
      ["bench_vmap.py"], ["bench_vmap.py"]),
     ("million", 65, "Kernel RankRLS at 10^6 rows: linear, Nyström (γ grid; learned with ARD), "
@@ -83,6 +86,7 @@ BLOCKS = {"first-answer": ("bench_first_answer.py", "first_answer.jsonl"),
 ``benchmarks/lines/``)."""
 
 LINES = {**{f: s for s, f in BLOCKS.values()}, "sweep.jsonl": "bench_sweep.py",
+         "mixed.jsonl": "bench_mixed.py",
          "default.jsonl": "bench_default.py"}
 """Every committed JSON-lines file under ``benchmarks/lines/`` -> the script that writes it."""
 
