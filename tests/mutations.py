@@ -117,7 +117,7 @@ MUTATIONS = [
     Mutation("refinement_skipped", "solvers/floors.py", "    if not refines(dtype) or steps == 0:\n",
              "    if True:\n", ("test_floors.py",)),
     Mutation("dual_rounding_probe_skipped", "solvers/dual.py",
-             "    return spread(dc) <= ROUNDING_RTOL ** 2 * spread(coords)\n",
+             "    return spread(eig.values, dc) <= ROUNDING_RTOL ** 2 * spread(eig.values, coords)\n",
              "    return jnp.ones(lams.shape, bool)\n", ("test_float32_shortcuts.py",)),
     # float32 refines its path: its floor is "refined" (float64's "path" has no float32 test)
     Mutation("float32_path_floor_skipped", "solvers/floors.py", '"refined": 100.0',

@@ -38,7 +38,7 @@ from .lpo import dual_pairs
 from .models import DualModel, DualPath, KernelModel, LinearModel, PrimalPath, path_scores
 from .primal import linear_cv_predictions
 from .reduced import range_rows, reduced_eigh
-from .floors import RESOLVE_RTOL, ROUNDING_RTOL, check_spectrum, rounding_signs
+from .floors import RESOLVE_RTOL, ROUNDING_RTOL, check_spectrum, rounding_signs, spread
 from .ridge import decompose_dual, dual_system, ridge_solve_checked
 
 __all__ = ["Dual", "kernel_root_product", "check_kernel_matrix"]
@@ -49,7 +49,7 @@ def _kernel(K, kernel):
     return K if kernel is None else kernel_core(kernel, K, K, None, True)
 
 
-def rounding_settled(K, dec, coords, lams):
+def rounding_settled(K, dec, coords, A, lams):
     r"""``[L]``: the lanes whose solution a perturbation of ``K`` by its own rounding moves by at
     most :data:`ROUNDING_RTOL` (on the system's norm, the spread of the fitted scores).
 
@@ -62,17 +62,15 @@ def rounding_settled(K, dec, coords, lams):
     rounding size, :math:`\delta K = u |K| \circ R` with ``R`` symmetric pseudo-random signs
     (:func:`~rankjax.solvers.floors.rounding_signs`), solved with the decomposition:
     :math:`O(L m^2)`, an a posteriori condition estimate (Higham 2002, ch. 15) in place of an a
-    priori floor."""
+    priori floor. ``A [L, m(, k)]``: the coefficients of ``coords`` (:meth:`Decomposition.lift`)."""
     dK = (jnp.finfo(K.dtype).eps / 2) * jnp.abs(K) * rounding_signs(K.shape, K.dtype)
-    dG = jnp.moveaxis(dec.root.apply(jnp.moveaxis(path_scores(dK, dec.lift(coords)), 0, -1)),
+    dG = jnp.moveaxis(dec.root.apply(jnp.moveaxis(path_scores(dK, A), 0, -1)),
                       -1, 0)                                               # [L, m(, k)]
     eig = dec.eig
     D = spectral_filter(eig.values[None, :], lams[:, None])                # [L, r]
     dc = D.reshape(D.shape + (1,) * (coords.ndim - 2)) * jnp.einsum(
         "pr,lp...->lr...", eig.vectors, dG, precision=HI)
-    w = eig.values.reshape((1, -1) + (1,) * (coords.ndim - 2))
-    spread = lambda v: jnp.sum((w * v * v).reshape(v.shape[0], -1), axis=1)   # noqa: E731
-    return spread(dc) <= ROUNDING_RTOL ** 2 * spread(coords)
+    return spread(eig.values, dc) <= ROUNDING_RTOL ** 2 * spread(eig.values, coords)
 
 
 @jax.jit
@@ -91,8 +89,8 @@ def _dual_path(K, y, graph, lams, K_valid, rows=None, kernel=None):
                          else partial(reduced_eigh, rows=rows, graph=graph),
                          None if rows is None else rows.queries)
     coords, ok = dec.coords(lams)
-    ok = ok & rounding_settled(K, dec, coords, lams)
-    A = dec.lift(coords)                                    # [L, m(, k)]
+    _, A = dec.lift(coords)                                 # [L, m(, k)]
+    ok = ok & rounding_settled(K, dec, coords, A, lams)
     out = nan_unless(ok, (A, path_scores(K, A), None if K_valid is None else path_scores(K_valid, A)))
     return out, dec.flags(), ok
 
@@ -110,8 +108,7 @@ def _dual_holdout(K, y, graph, lams, folds, kernel=None, rows=None):
     # above what the rounding of K moves (the probe refused answered lanes of precomputed K)
     coords, settled = dec.coords(lams)
     D = spectral_filter(eig.values[None, :], lams[:, None])
-    beta = jnp.einsum("pr,lr...->lp...", eig.vectors, coords, precision=HI)   # [L, m(, k)]
-    A = dec.lift(coords)
+    beta, A = dec.lift(coords)                                         # [L, m(, k)]
     F = path_scores(K, A)               # K S β: not K S U c, which holds the eigh's residual
     one = partial(woodbury_fold, graph, Pfeat=KSU, D=D, lams=lams, F=F, y=y, K=None,
                   U=eig.vectors, values=eig.values, coef=beta)
@@ -128,10 +125,10 @@ def above_cancellation(graph, pred, fitted, lams, floor):
     (:data:`~rankjax.solvers.floors.RESOLVE_RTOL`), is that much larger relative to predictions
     that are smaller than them: a kernel so narrow that ``K`` is nearly the identity fits its
     rows and predicts the held-out ones near 0."""
-    def spread(V):
+    def on_graph(V):                     # sqrt(v^T L v) per lane
         q = jnp.sum((V * jax.vmap(graph.mv)(V)).reshape(V.shape[0], -1), axis=1)
         return jnp.sqrt(jnp.abs(q))
-    return lams * spread(pred) >= floor * spread(fitted)
+    return lams * on_graph(pred) >= floor * on_graph(fitted)
 
 
 def kernel_root_product(K, graph, eig, root, centred: bool = False, grid=None):

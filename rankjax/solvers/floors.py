@@ -23,11 +23,10 @@ from .._core.products import HI, tdot
 from .._core.resolved import UnresolvedLambdaWarning
 
 __all__ = ["RESOLVE_RTOL", "HOLDOUT_SQRT_EPS", "lam_floor", "REFINE_STEPS", "REFINE_RTOL",
-           "refines", "refined_coords", "ROUNDING_RTOL", "rounding_signs", "check_spectrum"]
+           "refines", "refined_coords", "spread", "ROUNDING_RTOL", "rounding_signs", "check_spectrum"]
 
 
 RESOLVE_RTOL = {"path": 1000.0, "refined": 100.0, "pairs": 200.0}
-HOLDOUT_SQRT_EPS = 3.5
 r"""How far above the rounding of its spectrum (``rtol eps`` times the largest eigenvalue) a λ must
 lie for a dual shortcut to give it to 1 % (float32 against float64, Gaussian and linear kernels,
 m = 1,000 and 3,000); below :func:`lam_floor` a NaN lane. ``"path"``: :math:`(S K S + \lambda
@@ -41,6 +40,10 @@ solution by at most 1 % (:math:`\lVert \delta G \rVert / \lambda`; the rounding 
 cancellation of ``K_UU``'s, errs as :math:`1.4\, \epsilon (\Gamma / \lambda)^2` on a kernel
 near its constant (``make_interaction_data``'s rank columns, float64: 3 % at λ = 1e-7 Γ),
 which the fold blocks' refinement would remove (open)."""
+
+HOLDOUT_SQRT_EPS = 3.5
+r"""The dual hold-out's floor in units of :math:`\sqrt{\epsilon}` times the largest eigenvalue
+(:data:`RESOLVE_RTOL`)."""
 
 
 def lam_floor(largest, dtype, kind: str):
@@ -106,17 +109,22 @@ def refined_coords(eig: Eigh, G, rhs, lams, steps: int = REFINE_STEPS):
             delta = scale(jnp.einsum("pr,lp...->lr...", Uw, r, precision=HI).astype(dtype))
             c = c + delta
 
-        def spread(v):
-            w = eig.values.astype(wide).reshape((1, -1) + (1,) * (v.ndim - 2))
-            return jnp.sum((w * v.astype(wide) ** 2).reshape(v.shape[0], -1), axis=1)
-
-        settled = spread(delta) <= REFINE_RTOL ** 2 * spread(c)
+        settled = (spread(eig.values, delta.astype(wide))
+                   <= REFINE_RTOL ** 2 * spread(eig.values, c.astype(wide)))
     return c, settled
 
 
+def spread(values, coords):
+    r"""``[L]``: :math:`\sum_i \Gamma_i c_i^2` of every lane of ``coords [L, r(, k)]`` in the
+    eigenvectors' coordinates of a system with eigenvalues ``values [r]`` (:math:`x^T G x`:
+    the squared spread of the fitted scores), in ``coords``' dtype."""
+    w = values.astype(coords.dtype).reshape((1, -1) + (1,) * (coords.ndim - 2))
+    return jnp.sum((w * coords * coords).reshape(coords.shape[0], -1), axis=1)
+
+
 ROUNDING_RTOL = 2e-3
-"""A dual path or hold-out lane is answered only when the rounding of ``K`` in its dtype moves
-it by at most this share (:func:`~rankjax.solvers.dual.rounding_settled`; a fifth of the
+"""A dual path lane is answered only when the rounding of ``K`` in its dtype moves it by at
+most this share (:func:`~rankjax.solvers.dual.rounding_settled`; a fifth of the
 precision rule's 1e-2: the probe measures the typical effect of a rounding, not its
 worst)."""
 

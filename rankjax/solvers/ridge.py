@@ -430,9 +430,10 @@ class Decomposition(NamedTuple):
         return c, self.ok(lams) & settled
 
     def lift(self, coords):
-        r"""``[L, m(, k)]`` the coefficients :math:`root\, U c` of :meth:`coords`' ``c``."""
-        B = jnp.einsum("pr,lr...->lp...", self.eig.vectors, coords, precision=HI)
-        return jnp.moveaxis(self.root.apply(jnp.moveaxis(B, 0, -1)), -1, 0)
+        r"""``(β, A)``, both ``[L, m(, k)]``: the solutions :math:`\beta = U c` of :meth:`coords`'
+        ``c`` and the coefficients :math:`A = root\, \beta`."""
+        beta = jnp.einsum("pr,lr...->lp...", self.eig.vectors, coords, precision=HI)
+        return beta, jnp.moveaxis(self.root.apply(jnp.moveaxis(beta, 0, -1)), -1, 0)
 
     def coef_path(self, lams):
         r"""``[L, m(, k)]`` coefficients of every λ: :math:`root (G + \lambda I)^{-1} rhs` (lanes below
