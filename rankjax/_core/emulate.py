@@ -28,6 +28,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.extend import core
 
@@ -61,7 +62,7 @@ def _eval(jaxpr, consts, args, bits):
     env = {}
 
     def read(v):
-        return v.val if isinstance(v, core.Literal) else env[v]
+        return np.asarray(v.val, v.aval.dtype) if isinstance(v, core.Literal) else env[v]
 
     for var, val in zip(jaxpr.constvars, consts):
         env[var] = val
@@ -76,13 +77,21 @@ def _eval(jaxpr, consts, args, bits):
                 invals = [round_mantissa(v, bits) for v in invals]
         bind = eqn.primitive.get_bind_params(params)
         subfuns, bind = bind if isinstance(bind, tuple) else ((), bind)   # jax < 0.7: a pair
-        with eqn.ctx.manager:
+        with eqn.ctx.manager, jax.enable_x64(_wide(eqn) or jax.config.jax_enable_x64):
             out = eqn.primitive.bind(*subfuns, *invals, **bind)
         out = out if eqn.primitive.multiple_results else [out]
         for var, val in zip(eqn.outvars, out):
             if not isinstance(var, core.DropVar):
                 env[var] = val
     return [read(v) for v in jaxpr.outvars]
+
+
+def _wide(eqn) -> bool:
+    """Whether an equation reads or writes a 64-bit value (a float64 step of a float32
+    program, as :func:`~rankjax._core.backend.wide_dtype` traces it): bound (and its
+    sub-programs traced) with x64 on, so that its values and literals keep their dtype."""
+    return any(getattr(getattr(v, "aval", None), "dtype", np.dtype(np.float32)).itemsize == 8
+               for v in (*eqn.invars, *eqn.outvars))
 
 
 def _rewrite(value, bits):
@@ -100,7 +109,9 @@ def _rewrite(value, bits):
 def _emulated_jaxpr(closed, bits):
     specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.in_avals]
     fn = functools.partial(_eval, closed.jaxpr, closed.consts, bits=bits)
-    return jax.make_jaxpr(lambda *xs: fn(list(xs)))(*specs)
+    wide = any(a.dtype.itemsize == 8 for a in (*closed.in_avals, *closed.out_avals))
+    with jax.enable_x64(wide or jax.config.jax_enable_x64):
+        return jax.make_jaxpr(lambda *xs: fn(list(xs)))(*specs)
 
 
 def reduced_precision(fn, fmt: str = "tf32"):
