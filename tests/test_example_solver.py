@@ -84,7 +84,9 @@ def test_a_solver_of_ones_own_saves_and_loads_through_the_estimators(make, tmp_p
         np.testing.assert_allclose(back.fit(d.X, d.y, qid=d.qid).predict(d.X), want, rtol=1e-9)
 
 
-def test_a_fresh_process_finds_the_solver_by_its_module(tmp_path):
+def test_a_fresh_process_finds_the_solver_in_the_module_it_imported(tmp_path):
+    """A model file imports nothing: the fresh process imports the solver's module (or
+    passes ``types=``) first; without either the file is refused, the module unrun."""
     from rankjax.estimators import RankRLS
     d = rj.make_ranking_data(6, num_features=3, seed=4)
     est = RankRLS(lam=1.0, solver=example.EigenPrimal()).fit(d.X, d.y, qid=d.qid)
@@ -92,6 +94,7 @@ def test_a_fresh_process_finds_the_solver_by_its_module(tmp_path):
     np.save(tmp_path / "X.npy", np.asarray(d.X))
     code = ("import sys, jax, numpy as np; sys.path.insert(0, sys.argv[1])\n"
             "jax.config.update('jax_enable_x64', True)\n"
+            "import eigen_solver\n"
             "from rankjax.estimators import load\n"
             "m = load(sys.argv[2]); print(type(m.solver).__module__, type(m.solver).__name__)\n"
             "np.save(sys.argv[3], m.predict(np.load(sys.argv[4])))\n")
@@ -101,7 +104,9 @@ def test_a_fresh_process_finds_the_solver_by_its_module(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["eigen_solver", "EigenPrimal"]
     np.testing.assert_allclose(np.load(tmp_path / "p.npy"), est.predict(d.X), rtol=1e-12)
-    gone = subprocess.run([sys.executable, "-c", "import sys; from rankjax.estimators import load; "
-                           "load(sys.argv[1])", str(tmp_path / "m.npz")],
+    gone = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[2]); "
+                           "from rankjax.estimators import load; load(sys.argv[1])",
+                           str(tmp_path / "m.npz"), str(_PATH.parent)],
                           capture_output=True, text=True, timeout=300)
     assert gone.returncode == 1 and "import the module that defines it" in gone.stderr
+    assert "a model file imports nothing" in gone.stderr

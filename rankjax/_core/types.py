@@ -9,6 +9,8 @@ import dataclasses
 import json
 from typing import Any, Dict, Optional, Protocol, Tuple, runtime_checkable
 
+import numpy as np
+
 
 @runtime_checkable
 class MetricFn(Protocol):
@@ -99,6 +101,41 @@ def model_type(name: str) -> type:
         return MODEL_TYPES[name]
     except KeyError:
         raise ValueError(f"unknown model type {name!r}") from None
+
+
+def check_saved(obj) -> None:
+    """Raises ``ValueError("FIELD: ...")`` where ``obj``'s arrays disagree with what its
+    type declares (what a model file is checked against when it is read): ``DIMS``,
+    ``{field: ("m", "n", "k?")}`` (each field's axes by name, a trailing ``?`` axis optional;
+    an axis name stands for one size across the fields), ``FINITE`` (fields that hold no
+    NaN or infinity) and an optional ``check_parts()`` (how its parts fit together)."""
+    cls, bound = type(obj), {}
+    for name, spec in getattr(cls, "DIMS", {}).items():
+        a = getattr(obj, name)
+        if a is None:
+            continue
+        shape = tuple(np.shape(a))
+        if len(shape) not in (len(spec), len(spec) - spec[-1].endswith("?")):
+            raise ValueError(f"{name}: an array of shape {list(shape)}, expected "
+                             f"[{', '.join(spec)}]")
+        for axis, size in zip(spec, shape):
+            axis = axis.rstrip("?")
+            size0, where = bound.setdefault(axis, (size, name))
+            if size0 != size:
+                raise ValueError(f"{name}: {axis} = {size} (shape {list(shape)}), but {where} "
+                                 f"has {axis} = {size0}")
+    for name in getattr(cls, "FINITE", ()):
+        a = getattr(obj, name)
+        if a is not None and np.asarray(a).dtype.kind in "fc" and not np.all(np.isfinite(a)):
+            raise ValueError(f"{name}: holds NaN or infinite values")
+    if hasattr(obj, "check_parts"):
+        obj.check_parts()
+
+
+def width_of(model) -> Optional[int]:
+    """The columns of the rows ``model`` scores, where it records them (else ``None``)."""
+    n = getattr(model, "num_features", None)
+    return int(n) if isinstance(n, (int, np.integer)) and n >= 0 else None
 
 
 def saveable(cls: type) -> type:

@@ -62,6 +62,9 @@ def parser(doc):
                                     "tab-separated 'qid row score' (stdout if unset)")
     p.add_argument("--seed", type=seed_arg, help="seed of the split and built-in data (default 0)")
     p.add_argument("--float64", action="store_true", help="compute in float64")
+    p.add_argument("--sparse", action="store_true",
+                   help="keep the rows sparse (files whose dense rows do not fit in memory; "
+                        "learners rankrls, rls, cg)")
     p.add_argument("--C", type=float, dest="C", help="ranksvm: the loss weight C (default 1)")
     p.add_argument("--rounds", type=int, help="rankboost: boosting rounds (default 100)")
     p.add_argument("--learner", choices=LEARNERS, default="kernel",
@@ -80,6 +83,8 @@ def parser(doc):
 
 
 LEARNERS = ("kernel", "rankrls", "rls", "ranksvm", "rankboost", "cg")
+SPARSE_LEARNERS = ("rankrls", "rls", "cg")
+"""The learners that train on sparse rows (``--sparse``)."""
 
 
 def version():
@@ -153,7 +158,8 @@ _APPLIES = {                                   # training flags and the learners
     "lams": ("kernel", "rankrls", "rls"), "folds": ("kernel", "rankrls", "rls"),
     "extend": ("kernel", "rankrls", "rls"), "graph": ("kernel", "rankrls", "cg"),
     "exclude_ties": ("kernel", "rankrls"), "valid_fraction": ("rankrls", "rls", "cg"),
-    "C": ("ranksvm",), "rounds": ("rankboost",), **{n: ("kernel",) for n in _KERNEL}}
+    "C": ("ranksvm",), "rounds": ("rankboost",), "sparse": SPARSE_LEARNERS,
+    **{n: ("kernel",) for n in _KERNEL}}
 
 
 def _given(args, name):

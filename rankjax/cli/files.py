@@ -12,16 +12,27 @@ import numpy as np
 from .._core.sparse import count_nonzero
 from ..io.files import atomic_write
 from ..io.models import is_weights
-from .args import UsageError
+from .args import SPARSE_LEARNERS, UsageError
 from .console import CONSOLE, fmt, print_report, rounded, say
 
 __all__ = ["load_file", "evaluate", "data", "use_loaded"]
 
 
 def load_file(path, args, num_features=None, flag="--train"):
+    """``(X, y, qid)`` of an SVMlight/LETOR file (``--sparse``: rows kept sparse), the labels
+    of a training or test file checked to be relevance grades (integers >= 0)."""
     from .. import io
+    from ..io.svmlight import DenseTooLargeError
     t0 = time.time()
-    d = io.read_svmlight(path, num_features=num_features)
+    try:
+        d = io.read_svmlight(path, num_features=num_features,
+                             sparse=bool(getattr(args, "sparse", False)))
+    except DenseTooLargeError as e:
+        raise UsageError(f"{flag} {path}: dense rows of {e.shape[0]} x {e.shape[1]} need "
+                         f"{e.need / 2**30:.1f} GiB; keep them sparse with --sparse (learners "
+                         f"{', '.join(SPARSE_LEARNERS)})") from None
+    if flag != "--predict":
+        grades(d.y, path, flag)
     nonzero = count_nonzero(d.X)
     if d.X.shape[0] and nonzero == 0:
         raise UsageError(f"{flag} {path}: no row has a nonzero feature (not an SVMlight/LETOR "
@@ -30,6 +41,15 @@ def load_file(path, args, num_features=None, flag="--train"):
     say(f"  read {path}: {d.X.shape[0]} rows in {dt:.2f} s ({d.X.shape[0] / dt:,.0f} rows/s)")
     X = io.normalize_per_query(d.X, d.qid) if args.normalize else d.X
     return X, d.y, d.qid
+
+
+def grades(y, path, flag) -> None:
+    """Labels are relevance grades, integers >= 0 (as LETOR's 0-4 and the NDCG the job
+    reports need): a UsageError naming the file and the first row that is not."""
+    bad = np.flatnonzero((y < 0) | (y != np.round(y)))
+    if bad.size:
+        raise UsageError(f"{flag} {path}: labels must be relevance grades (integers >= 0), "
+                         f"data row {bad[0] + 1} has {y[bad[0]]:g}")
 
 
 def evaluate(scores, y, qid):
@@ -99,7 +119,8 @@ def use_loaded(args, t0):
     path = args.test or args.predict
     if args.predict and not args.output:
         CONSOLE.quiet = True                    # stdout carries the scores
-    X, y, qid = load_file(path, argparse.Namespace(normalize=bool(meta.get("normalize"))),
+    X, y, qid = load_file(path, argparse.Namespace(normalize=bool(meta.get("normalize")),
+                                                sparse=args.sparse),
                       num_features=n, flag="--test" if args.test else "--predict")
     scores = score(X)
     if args.test:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import io
+from .._core.types import width_of
 
 __all__ = ["ESTIMATORS", "save", "load"]
 
@@ -32,9 +33,11 @@ def as_lists(v):
     return [as_lists(e) for e in v] if isinstance(v, tuple) else v
 
 
-def load(path):
+def load(path, types=()):
     """Loads an estimator written by ``save``; its class, hyper-parameters, feature
-    count and names come from the file.
+    count and names come from the file (checked as :func:`rankjax.io.load_model` checks
+    it; ``types``: classes of one's own it may hold, a solver say, else found only in the
+    modules already imported).
 
     Example:
       >>> import tempfile, pathlib, rankjax as rj
@@ -45,10 +48,14 @@ def load(path):
       >>> load(p).rounds
       5
     """
-    tree, meta = io.load_model(path)
+    tree, meta = io.load_model(path, types)
     cls = ESTIMATORS.get(meta.get("learner", ""))
     if not (isinstance(tree, dict) and cls is not None):
         raise ValueError(f"{path} holds no rankjax estimator (use rankjax.io.load_model)")
+    n, model = meta.get("num_features"), tree["state"].get("model_")
+    if width_of(model) is not None and width_of(model) != n:
+        raise ValueError(f"{path}: state.model_: scores rows of {width_of(model)} columns, but "
+                         f"the estimator was fitted on {n}")
     params = {k: (tuple(np.asarray(v).tolist()) if isinstance(v, np.ndarray) and v.ndim else v)
               for k, v in tree["params"].items()}
     est = cls(**params)

@@ -75,6 +75,12 @@ class FeatureMap(NamedTuple):
       True
     """
 
+    DIMS = {"knots": ("K", "c"), "lower": ("K", "c"), "upper": ("K", "c"), "fill": ("c",),
+            "center": ("c",), "scale": ("c",), "impute": ("c", "n"), "missing": ("k",)}
+    FINITE = ("fill", "center", "scale", "impute")
+    """Its arrays' axes and the fields that hold finite values (a model file is checked
+    against them: :func:`rankjax._core.types.check_saved`)."""
+
     knots: Optional[jax.Array]
     lower: Optional[jax.Array]
     upper: Optional[jax.Array]
@@ -91,6 +97,12 @@ class FeatureMap(NamedTuple):
     def num_features(self) -> int:
         """Columns of the rows it maps (the user's features)."""
         return int(self.center.shape[0] - self.missing.shape[0])
+
+    def check_parts(self):
+        """The missing indicators name columns of the rows it maps."""
+        n = self.num_features
+        if n < 0 or np.any((np.asarray(self.missing) < 0) | (np.asarray(self.missing) >= n)):
+            raise ValueError(f"missing: indicator columns outside the {n} mapped columns")
 
     @property
     def kind(self) -> str:

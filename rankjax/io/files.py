@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 import contextlib
+import io
+import lzma
 import os
 import tempfile
+import time
+import zlib
 
 import numpy as np
 
@@ -14,27 +18,60 @@ _MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "lzma"))
 
 def open_binary(path):
     """The file, decompressed transparently when it is gzip, bz2 or xz (by its first
-    bytes, as scikit-learn's loader does by extension)."""
+    bytes, as scikit-learn's loader does by extension). Reading a damaged or truncated
+    archive is a ``ValueError`` naming the file (not the decompressor's ``EOFError`` or
+    ``zlib.error``)."""
     path = os.fspath(path)
     with open(path, "rb") as fh:
         head = fh.read(6)
     for magic, module in _MAGIC:
         if head.startswith(magic):
-            return __import__(module).open(path, "rb")
+            return io.BufferedReader(_Checked(__import__(module).open(path, "rb"), path, module))
     return open(path, "rb")
 
 
+class _Checked(io.RawIOBase):
+    """A decompressing reader whose errors name the file: a ValueError ``PATH: a damaged or
+    truncated gzip file (...)``."""
+
+    def __init__(self, fh, path: str, kind: str):
+        super().__init__()
+        self._fh, self._path, self._kind = fh, path, kind
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b):
+        try:
+            return self._fh.readinto(b)
+        except (EOFError, OSError, zlib.error, lzma.LZMAError) as e:
+            raise ValueError(f"{self._path}: a damaged or truncated {self._kind} file "
+                             f"({e})") from None
+
+    def close(self):
+        self._fh.close()
+        super().close()
+
+
 def open_text(path):
-    return __import__("io").TextIOWrapper(open_binary(path), encoding="utf-8")
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8")
+
+
+STALE_S = 3600.0
+"""A temporary file of :func:`atomic_write` older than this is another write's remains
+whatever its process (a folder shared between machines, where the process id says nothing)."""
 
 
 @contextlib.contextmanager
 def atomic_write(path, mode="w"):
-    """Writes to a temporary file beside ``path`` and renames it over ``path`` only
-    when everything was written: a failed write leaves the old file intact."""
+    """Writes to a temporary file beside ``path`` (``.NAME.PID.XXXX.tmp``) and renames it
+    over ``path`` only when everything was written: a failed write leaves the old file
+    intact and no temporary file. The remains of a write that was killed (its process gone,
+    or older than :data:`STALE_S`) are removed by the next write of ``path``."""
     path = os.fspath(path)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
-                               prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    folder, name = os.path.dirname(os.path.abspath(path)), os.path.basename(path)
+    _remove_stale(folder, name)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.{os.getpid()}.", suffix=".tmp")
     try:
         os.chmod(tmp, 0o666 & ~_umask())     # mkstemp makes 0600: a new file follows the umask
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
@@ -44,6 +81,34 @@ def atomic_write(path, mode="w"):
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _remove_stale(folder: str, name: str) -> None:
+    """Removes ``folder/.name.PID.XXXX.tmp`` files whose process is gone or that are older
+    than :data:`STALE_S` (never another live write's)."""
+    prefix = f".{name}."
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for e in entries:
+            if not (e.name.startswith(prefix) and e.name.endswith(".tmp")):
+                continue
+            pid = e.name[len(prefix):].split(".")[0]
+            with contextlib.suppress(OSError, ValueError):
+                if not _alive(int(pid)) or time.time() - e.stat().st_mtime > STALE_S:
+                    os.unlink(e.path)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (ours always does; on Windows, where
+    ``os.kill`` would end it, every process counts as running: age decides there)."""
+    if pid == os.getpid() or os.name == "nt":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
 
 
 def _umask() -> int:

@@ -1,20 +1,22 @@
 """Model files: a zip archive with a UTF-8 JSON header (format, version, the model's
-structure) and one ``.npy`` member per array; the library's types are looked up in the
-model registry (:mod:`rankjax._core.types`), never by importing the package. A type of
-one's own (a solver written with the public API, its model) is saved with the module
-that defines it and found there when loaded, as ``pickle`` finds classes: loading imports
-that module (it must be importable, or already imported, where the file is read).
+structure) and one ``.npy`` member per array (each array once, however often the model
+holds it). Reading one runs no code: the library's types are looked up in the model
+registry (:mod:`rankjax._core.types`), and a type of one's own (a solver written with the
+public API, its model) is saved with the name of the module that defines it and found,
+when loaded, only among the modules the caller has imported or the ``types`` passed to
+:func:`load_model`: a file never makes ``load`` import a module. Every array is checked
+at load against its type's declared axes and finiteness
+(:func:`~rankjax._core.types.check_saved`), the error naming the file and the field.
 """
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 import sys
 
 import numpy as np
 
-from .._core.types import model_type
+from .._core.types import check_saved, model_type
 from .._version import __version__
 from .files import atomic_write
 
@@ -35,46 +37,73 @@ def is_weights(model) -> bool:
     return hasattr(model, "shape") and not hasattr(model, "_fields")
 
 
-def _encode(obj, arrays):
-    """A model as JSON-able structure; arrays go to ``arrays`` (names ``a0, a1 ..``)."""
+def _encode(obj, arrays, seen):
+    """A model as JSON-able structure; arrays go to ``arrays`` (names ``a0, a1 ..``), each
+    once (``seen``: id -> (name, array) of those already there)."""
     if obj is None or isinstance(obj, (str, bool, int, float)):
         return obj
     if isinstance(obj, np.generic):
         return obj.item()
     if hasattr(obj, "_fields"):                                  # a NamedTuple
         return {**_type_of(obj),
-                "fields": {f: _encode(getattr(obj, f), arrays) for f in obj._fields}}
+                "fields": {f: _encode(getattr(obj, f), arrays, seen) for f in obj._fields}}
     if dataclasses.is_dataclass(obj):                            # Kernel, a solver
         return {**_type_of(obj),
-                "fields": {f.name: _encode(getattr(obj, f.name), arrays)
+                "fields": {f.name: _encode(getattr(obj, f.name), arrays, seen)
                            for f in dataclasses.fields(obj)}}
     if isinstance(obj, (list, tuple)):
-        return {"list": [_encode(v, arrays) for v in obj]}
+        return {"list": [_encode(v, arrays, seen) for v in obj]}
     if isinstance(obj, dict):
         if not all(isinstance(k, str) for k in obj):
             raise TypeError("model dictionaries must have string keys")
-        return {"dict": {k: _encode(v, arrays) for k, v in obj.items()}}
+        return {"dict": {k: _encode(v, arrays, seen) for k, v in obj.items()}}
     if hasattr(obj, "shape") and hasattr(obj, "dtype"):
-        a = np.asarray(obj)
-        if a.dtype.kind not in "biufU":                          # numbers, text (no objects)
-            raise TypeError(f"cannot save an array of dtype {a.dtype}")
-        key = f"a{len(arrays)}"
-        arrays[key] = a
-        return {"array": key}
+        if id(obj) not in seen:
+            a = np.asarray(obj)
+            if a.dtype.kind not in "biufU":                      # numbers, text (no objects)
+                raise TypeError(f"cannot save an array of dtype {a.dtype}")
+            seen[id(obj)] = (f"a{len(arrays)}", obj)            # obj kept: its id stays its own
+            arrays[seen[id(obj)][0]] = a
+        return {"array": seen[id(obj)][0]}
     raise TypeError(f"cannot save a value of type {type(obj).__name__}")
 
 
-def _decode(tree, arrays):
+class FieldError(ValueError):
+    """A model file's field that is not what its type declares: ``field`` names it (its way
+    from the top of the model, ``state.model_.coef``)."""
+
+    def __init__(self, field: str, msg: str):
+        super().__init__(f"{field}: {msg}" if field else msg)
+        self.field = field
+
+
+def _decode(tree, arrays, types=(), where=""):
+    """The model of a header's structure ``tree``: arrays by name, the library's types by
+    name, one's own among ``types`` and the imported modules; each object checked
+    (:func:`~rankjax._core.types.check_saved`); a :class:`FieldError` naming the field."""
+    at = lambda k: f"{where}.{k}" if where else str(k)       # noqa: E731
     if not isinstance(tree, dict):
         return tree
     if "array" in tree:
         return arrays[tree["array"]]
     if "list" in tree:
-        return tuple(_decode(v, arrays) for v in tree["list"])
+        return tuple(_decode(v, arrays, types, at(i)) for i, v in enumerate(tree["list"]))
     if "dict" in tree:
-        return {k: _decode(v, arrays) for k, v in tree["dict"].items()}
-    cls = model_type(tree["type"]) if "module" not in tree else _imported(tree)
-    return cls(**{k: _decode(v, arrays) for k, v in tree["fields"].items()})
+        return {k: _decode(v, arrays, types, at(k)) for k, v in tree["dict"].items()}
+    cls = model_type(tree["type"]) if "module" not in tree else _imported(tree, types)
+    fields = {k: _decode(v, arrays, types, at(k)) for k, v in tree["fields"].items()}
+    try:
+        obj = cls(**fields)
+        check_saved(obj)
+    except FieldError:
+        raise
+    except (ValueError, TypeError) as e:
+        msg = str(e)
+        first = msg.split(":")[0]
+        inner = first in fields and " " not in first
+        raise FieldError(at(first) if inner else where,
+                         msg.split(":", 1)[1].strip() if inner else msg) from None
+    return obj
 
 
 def _type_of(obj):
@@ -85,18 +114,21 @@ def _type_of(obj):
     return {"type": cls.__qualname__, "module": cls.__module__}
 
 
-def _imported(tree):
-    """The class ``tree["type"]`` of module ``tree["module"]`` (imported if it is not
-    yet), a dataclass or NamedTuple; a ValueError naming both otherwise."""
+def _imported(tree, types=()):
+    """The class ``tree["type"]`` of module ``tree["module"]``: one of ``types`` of that
+    name and module, or found in the module if the caller has imported it (never imported
+    here: a file naming a module runs none of its code); a dataclass or NamedTuple, else a
+    ValueError naming both."""
     name, module = tree["type"], tree["module"]
-    try:
-        obj = sys.modules.get(module) or importlib.import_module(module)
-        for part in name.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as e:
-        raise ValueError(f"the model holds a {name} of module {module!r}, which cannot be "
-                         f"found here ({type(e).__name__}: {e}): import the module that "
-                         "defines it before loading") from None
+    given = [t for t in types if t.__qualname__ == name and t.__module__ == module]
+    obj = given[0] if given else sys.modules.get(module)
+    for part in ([] if given or obj is None else name.split(".")):
+        obj = getattr(obj, part, None)
+    if obj is None:
+        raise ValueError(f"the model holds a {name} of module {module!r}, which is not "
+                         f"{'imported' if module not in sys.modules else 'found'} here (a model "
+                         f"file imports nothing): import the module that defines it first, or "
+                         f"pass types=[{name}]")
     if not (isinstance(obj, type) and (dataclasses.is_dataclass(obj) or hasattr(obj, "_fields"))):
         raise ValueError(f"{module}.{name} is not a dataclass or NamedTuple type")
     return obj
@@ -130,7 +162,7 @@ def save_model(path, model, **meta) -> None:
             raise TypeError(f"metadata {k!r} must be a str, bool, int, float or a list of them, "
                             f"got {type(v).__name__}")
     arrays = {}
-    tree = _encode(model, arrays)
+    tree = _encode(model, arrays, {})
     meta = {k: (v.item() if isinstance(v, np.generic) else list(v) if isinstance(v, tuple) else v)
             for k, v in meta.items()}
     import zipfile
@@ -144,10 +176,12 @@ def save_model(path, model, **meta) -> None:
                 np.lib.format.write_array(member, np.ascontiguousarray(a), allow_pickle=False)
 
 
-def load_model(path):
+def load_model(path, types=()):
     """Loads what :func:`save_model` wrote: ``(model, meta_dict)`` — the weights array
     for linear weights, else the rankjax model. A file that is not a rankjax model,
-    is damaged, or has another format version is a ``ValueError``.
+    is damaged, has another format version, or holds an array its type does not declare
+    (a shape, a NaN) is a ``ValueError`` naming the file (and the field). ``types``:
+    classes of one's own the file may hold (else found only in imported modules).
 
     Example:
       >>> import tempfile, pathlib
@@ -193,7 +227,12 @@ def load_model(path):
         raise ValueError(f"{path} is a rankjax model of format version {version}; "
                          f"this rankjax reads version {MODEL_VERSION}")
     try:
-        model = _decode(header["model"], contents)
+        model = _decode(header["model"], contents, tuple(types))
+    except ValueError as e:                           # a field, an unknown or unimported type
+        raise ValueError(f"{path}: {e}") from None
     except (KeyError, TypeError) as e:
         raise ValueError(f"{path} is a damaged rankjax model file ({e})") from None
+    if is_weights(model) and (model.dtype.kind != "f" or model.ndim not in (1, 2)
+                              or not np.all(np.isfinite(model))):
+        raise ValueError(f"{path}: weights: must be a finite float array [n] or [n, k]")
     return model, header["meta"]

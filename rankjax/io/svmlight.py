@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from .._core.checks import check_flag
 from .._core.memory import memory_limit
 from .cells import format_cells
-from .files import (as_integers, atomic_write, open_binary, open_text)
+from .files import (as_integers, atomic_write, open_binary)
 from .groups import groups_to_qid, read_groups
 
 
@@ -118,10 +118,19 @@ def read_svmlight(path, *, num_features: Optional[int] = None, sparse: bool = Fa
     if not sparse:
         need = m * n * np.dtype(dtype).itemsize
         if need > memory_limit():
-            raise ValueError(f"{path}: a dense X of {m} x {n} needs {need / 2**30:.1f} GiB; "
-                             "read it with sparse=True")
+            raise DenseTooLargeError(path, m, n, need)
         X = X.toarray()
     return Dataset(X, np.asarray(labels, np.float64), qid, comments)
+
+
+class DenseTooLargeError(ValueError):
+    """The dense rows of a file would not fit in memory: ``path``, ``shape`` and ``need``
+    (bytes) for a caller's own hint (the command line names its ``--sparse``)."""
+
+    def __init__(self, path, m: int, n: int, need: int):
+        self.path, self.shape, self.need = path, (m, n), need
+        super().__init__(f"{path}: a dense X of {m} x {n} needs {need / 2**30:.1f} GiB; "
+                         "read it with sparse=True")
 
 
 def parse_fast(data: bytes, base: int):
@@ -191,8 +200,14 @@ def parse_lines(path, base: int, lines=None):
     ``(line number, text)`` pairs (default: the whole file)."""
     labels, qids, rows, cols, vals, comments = [], [], [], [], [], []
     has_qid = None
-    with contextlib.nullcontext(lines) if lines is not None else open_text(path) as fh:
+    with contextlib.nullcontext(lines) if lines is not None else open_binary(path) as fh:
         for lineno, line in (fh if lines is not None else enumerate(fh, 1)):
+            if isinstance(line, bytes):
+                try:
+                    line = line.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise ValueError(f"{path}: line {lineno}: not UTF-8 text (byte "
+                                     f"{line[e.start]:#04x} at column {e.start + 1})") from None
             body, _, comment = line.partition("#")
             tokens = body.split()
             if not tokens:

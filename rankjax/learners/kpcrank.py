@@ -68,6 +68,9 @@ class KPCModel(NamedTuple):
     """KPCRank model: ``scores = K_t @ coef - offset`` (``K_t`` the uncentred
     ``[m_t, m]`` kernel between test and training rows)."""
 
+    DIMS = {"coef": ("m", "k?")}
+    FINITE = ("coef", "offset")
+
     coef: jax.Array
     offset: jax.Array
 

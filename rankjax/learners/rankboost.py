@@ -40,11 +40,22 @@ class RankBoostModel(NamedTuple):
     """``scores = Σ_t alpha[t] * (X[:, feature[t]] > threshold[t])``; ``r`` is
     each round's weighted ranking correlation of the chosen weak ranker."""
 
+    DIMS = {"feature": ("T",), "threshold": ("T",), "alpha": ("T",), "r": ("T",)}
+    FINITE = ("alpha",)
+
     feature: jax.Array
     threshold: jax.Array
     alpha: jax.Array
     r: jax.Array
     num_features: int = -1          # columns of the training X (-1: not recorded)
+
+    def check_parts(self):
+        """Each round's feature is a column of the rows it scores."""
+        f = np.asarray(self.feature)
+        n = self.num_features if self.num_features >= 0 else None
+        if f.size and (f.min() < 0 or (n is not None and f.max() >= n)):
+            raise ValueError(f"feature: column indices {f.min()}..{f.max()} outside "
+                             f"0..{'' if n is None else n - 1}")
 
     def predict(self, X):
         return rankboost_predict(self, X)

@@ -429,6 +429,9 @@ def _tron_valid_jit(X, levels, opts, valid, spec, patience, hist_len, verbose):
 class RankSVMKernelModel(NamedTuple):
     """Kernel RankSVM: ``scores = kernel(X_test, basis_X) @ coef``."""
 
+    DIMS = {"coef": ("b", "k?"), "basis_X": ("b", "n")}
+    FINITE = ("coef", "basis_X")
+
     coef: jax.Array
     basis_X: jax.Array
     kernel: Kernel

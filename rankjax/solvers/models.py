@@ -30,7 +30,7 @@ from jax import lax
 from .._core.checks import check_matrix
 from .._core.host import device_array, lane
 from .._core.sparse import as_dense, matmul
-from .._core.types import saveable
+from .._core.types import saveable, width_of
 from .._core.products import HI
 from ..features.maps import FeatureMap
 from ..kernels.kernel import Kernel, check_kernel, kernel_block, kernel_matrix, kernel_offset
@@ -120,6 +120,11 @@ class LinearModel(NamedTuple):
     LANES = ("weights",)
     """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
 
+    DIMS = {"weights": ("n", "k?")}
+    FINITE = ("weights",)
+    """Its arrays' axes and the fields that hold finite values (a model file is checked
+    against them: :func:`rankjax._core.types.check_saved`)."""
+
     weights: jax.Array
 
     num_features = columns_of("weights", 0)          # columns of the rows it scores
@@ -136,6 +141,9 @@ class DualModel(NamedTuple):
     LANES = ("coef",)
     """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
 
+    DIMS = {"coef": ("m", "k?")}
+    FINITE = ("coef",)
+
     coef: jax.Array
 
     def predict(self, K_test):
@@ -150,6 +158,9 @@ class KernelModel(NamedTuple):
 
     LANES = ("coef",)
     """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
+
+    DIMS = {"coef": ("m", "k?"), "X_train": ("m", "n")}
+    FINITE = ("coef", "X_train")
 
     coef: jax.Array
     X_train: jax.Array
@@ -169,6 +180,9 @@ class NystromModel(NamedTuple):
 
     LANES = ("coef",)
     """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
+
+    DIMS = {"coef": ("b", "k?"), "basis": ("b", "n"), "basis_rows": ("b",)}
+    FINITE = ("coef", "basis")
 
     coef: jax.Array
     basis: jax.Array
@@ -198,10 +212,17 @@ class ScaledModel(NamedTuple):
     LANES = ("model",)
     """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
 
+    DIMS = {"scales": ("n",)}
+    FINITE = ("scales",)
+
     scales: jax.Array
     model: object
 
     num_features = columns_of("scales", 0)          # columns of the rows it scores
+
+    def check_parts(self):
+        """The model scores the scaled rows: as many columns as there are scales."""
+        parts_fit(self.model, self.scales.shape[0], "the scales")
 
     def predict(self, X, block_size: Optional[int] = None):
         X = check_test_matrix(X, self.scales.shape[0])
@@ -234,10 +255,22 @@ class MappedModel(NamedTuple):
     def num_features(self):
         return self.features.num_features
 
+    def check_parts(self):
+        """The model scores the mapped rows: as many columns as the map writes."""
+        parts_fit(self.model, self.features.center.shape[0], "the feature map's columns")
+
     def predict(self, X, block_size: Optional[int] = None):
         X = check_test_matrix(X, self.num_features, missing=True)
         kw = {} if block_size is None else {"block_size": block_size}
         return predict(self.model, self.features(as_dense(X)), **kw)
+
+
+def parts_fit(model, width: int, what: str) -> None:
+    """A ValueError naming ``model`` where the columns it scores (where it records them)
+    are not ``width``, those of ``what`` feeding it."""
+    n = width_of(model)
+    if n is not None and n != width:
+        raise ValueError(f"model: scores rows of {n} columns, but {what} give {width}")
 
 
 def on_features(features: FeatureMap, model):
