@@ -13,8 +13,9 @@ features as given. ``--save`` writes them (committed: ``benchmarks/lines/battery
 ``--readme`` rewrites the ``battery`` block of the README from them (``--lines``: from saved
 lines alone).
 
-    python benchmarks/bench_battery.py --save benchmarks/lines/battery.jsonl --readme README.md  # ~50 min
-    python benchmarks/bench_battery.py --lines benchmarks/lines/battery.jsonl --readme README.md
+    python benchmarks/bench_battery.py --save benchmarks/lines/battery.jsonl \
+        --readme docs/which_solver.md  # ~50 min
+    python benchmarks/bench_battery.py --lines benchmarks/lines/battery.jsonl --readme docs/which_solver.md
 """
 import argparse
 import os
@@ -156,7 +157,8 @@ def body(lines):
     run = next((r for r in lines if r["name"] == "battery_run"), {})
     machine = (f"{run.get('machine', '?')}, {run.get('cores', '?')} CPU cores, jax "
                f"{run.get('jax', '?')}, float32; seeds {SEEDS[0]}-{SEEDS[-1]}; `python "
-               "benchmarks/bench_battery.py --save benchmarks/lines/battery.jsonl --readme README.md`, "
+               "benchmarks/bench_battery.py --save benchmarks/lines/battery.jsonl --readme "
+               "docs/which_solver.md`, "
                f"{run.get('minutes', '?')} min")
     if run.get("learners"):
         machine += (f" for the learners named {', '.join(run['learners'])} (`--learners`); the "

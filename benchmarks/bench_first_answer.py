@@ -24,7 +24,8 @@ rewrites the README's first table (between the ``first-answer`` markers) from th
 lines, or from saved lines alone (``--lines``), byte for byte on any machine.
 
     python benchmarks/bench_first_answer.py --save benchmarks/lines/first_answer.jsonl  # ~10 min
-    python benchmarks/bench_first_answer.py --lines benchmarks/lines/first_answer.jsonl --readme README.md
+    python benchmarks/bench_first_answer.py --lines benchmarks/lines/first_answer.jsonl \
+        --readme docs/which_solver.md
 """
 import argparse
 import json
@@ -250,7 +251,7 @@ def table(lines, fl):
         f"{fl.get('machine', '?')}, {fl.get('cores', '?')} CPU cores, "
         f"jax {lines[0]['jax']}, float32; `python benchmarks/bench_first_answer.py --save "
         f"benchmarks/lines/first_answer.jsonl --readme "
-        f"README.md`.</sub>")
+        f"docs/which_solver.md`.</sub>")
 
 
 def saved_table(found):

@@ -25,7 +25,8 @@ rewrites the table between the ``first-screen`` markers of that file from them, 
 saved lines alone (``--lines``), byte for byte the same on any machine.
 
     python benchmarks/bench_first_screen.py --save benchmarks/lines/first_screen.jsonl  # ~20 min
-    python benchmarks/bench_first_screen.py --lines benchmarks/lines/first_screen.jsonl --readme README.md
+    python benchmarks/bench_first_screen.py --lines benchmarks/lines/first_screen.jsonl \
+        --readme docs/which_solver.md
 """
 import argparse
 import os
@@ -159,7 +160,7 @@ def body(lines):
     machine = (f"{run.get('machine', '?')}, {run.get('cores', '?')} CPU cores, jax "
                f"{run.get('jax', '?')}, float64; `python benchmarks/bench_first_screen.py --save "
                f"benchmarks/lines/first_screen.jsonl --readme "
-               f"README.md`, {run.get('minutes', '?')} min")
+               f"docs/which_solver.md`, {run.get('minutes', '?')} min")
     return f"{table([r for r in lines if 'learner' in r])}\n\n<sub>{machine}.</sub>"
 
 

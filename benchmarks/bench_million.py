@@ -26,7 +26,7 @@ and the README block is written from saved lines alone (``--lines ... --readme``
 for byte the same on any machine (``tests/test_readme.py``).
 
     python benchmarks/bench_million.py --save benchmarks/lines/million.jsonl   # 10^6 rows (~30 min)
-    python benchmarks/bench_million.py --lines benchmarks/lines/million.jsonl --readme README.md
+    python benchmarks/bench_million.py --lines benchmarks/lines/million.jsonl --readme docs/which_solver.md
     python benchmarks/bench_million.py --rows 100000       # a tenth
     python benchmarks/bench_million.py --full              # on a GPU: every step, 10^6 rows
 """

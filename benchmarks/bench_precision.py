@@ -8,7 +8,7 @@ largest share of within-query pairs whose order flips, and the float32 and float
 the call (first call, compile included).
 
     python benchmarks/bench_precision.py --save benchmarks/lines/precision.jsonl  # both sets (~2 min)
-    python benchmarks/bench_precision.py --lines benchmarks/lines/precision.jsonl --readme README.md
+    python benchmarks/bench_precision.py --lines benchmarks/lines/precision.jsonl --readme docs/precision.md
     python benchmarks/bench_precision.py --only near_collinear
 
 ``--readme`` rewrites the README's ``precision`` block from the lines (of the run, or of
@@ -49,7 +49,7 @@ def table(lines):
              "differences), and the share of within-query pairs whose order float32 reverses; "
              f"{info.get('machine', '?')}, jax {info.get('jax', '?')}; "
              "`python benchmarks/bench_precision.py --lines benchmarks/lines/precision.jsonl "
-             "--readme README.md`.</sub>"]
+             "--readme docs/precision.md`.</sub>"]
     return in_list_item(rows)
 
 

@@ -13,8 +13,8 @@ lane); an answer outside 1e-2 without its code is a *silent* one, and the rule a
   Falkon with ``BASIS`` rows and CG (a fit per λ). The linear solvers take no γ: their lines
   cover λ x spread.
 
-    python benchmarks/bench_sweep.py --save benchmarks/lines/sweep.jsonl --readme README.md  # ~2 min
-    python benchmarks/bench_sweep.py --lines benchmarks/lines/sweep.jsonl --readme README.md
+    python benchmarks/bench_sweep.py --save benchmarks/lines/sweep.jsonl --readme docs/precision.md  # ~2 min
+    python benchmarks/bench_sweep.py --lines benchmarks/lines/sweep.jsonl --readme docs/precision.md
 
 One JSON line per data set, solver and verb: points answered, refused, the largest answered
 error, and ``silent`` (answered beyond 1e-2 with ``successful``), which must be 0.
@@ -133,7 +133,7 @@ def table(lines):
              f"over 1/(n mean var), per-feature scale spreads {', '.join(map(str, SPREADS))}; "
              f"first {QUERIES} queries (test rows: the next {TEST_QUERIES}); `silent`: answered "
              "beyond 1e-2 with `successful`; `python benchmarks/bench_sweep.py --lines "
-             "benchmarks/lines/sweep.jsonl --readme README.md`.</sub>"]
+             "benchmarks/lines/sweep.jsonl --readme docs/precision.md`.</sub>"]
     return in_list_item(rows)
 
 

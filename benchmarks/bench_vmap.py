@@ -17,7 +17,7 @@ vectors (``holdout_scales``: ``Primal``, ``Dual``, ``Nystrom``) against a jitted
 hold-outs (issue 77).
 
     python benchmarks/bench_vmap.py --save benchmarks/lines/vmap.jsonl   # about two minutes, 2 cores
-    python benchmarks/bench_vmap.py --lines benchmarks/lines/vmap.jsonl --readme README.md
+    python benchmarks/bench_vmap.py --lines benchmarks/lines/vmap.jsonl --readme docs/jax_transformations.md
 
 ``--readme`` rewrites the README's ``vmap`` block (the table of ``docs/jax_transformations.md``)
 from the run's lines or from saved ones (``--lines``).
@@ -72,7 +72,8 @@ def table(lines):
     return ("\n".join(rows) + f"\n\n<sub>lambdarank_sample (3,005 x 300), float32, λ = 1 for γ and "
             f"the labels; warm runs, median of 3, `block_until_ready`; {info.get('machine', '?')}, "
             f"{info.get('cores', '?')} CPU cores, jax {info.get('jax', '?')}; `python "
-            "benchmarks/bench_vmap.py --lines benchmarks/lines/vmap.jsonl --readme README.md`.</sub>")
+            "benchmarks/bench_vmap.py --lines benchmarks/lines/vmap.jsonl --readme "
+            "docs/jax_transformations.md`.</sub>")
 
 
 def main():

@@ -134,7 +134,7 @@ device mesh (:func:`rankjax.scale.shard`) and chunks streamed from files
 
 
 def kind_of(problem) -> str:
-    """The kind (:data:`KINDS`) of ``problem``'s type, or a ``TypeError`` when it is no
+    """The kind (``KINDS``) of ``problem``'s type, or a ``TypeError`` when it is no
     rankjax problem: the one place a problem's kind is read."""
     kind = getattr(type(problem), "kind", None)
     if kind not in KINDS or not hasattr(problem, "graph"):

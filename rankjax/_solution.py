@@ -94,7 +94,7 @@ def lams_valid(lams, allow_zero: bool = False):
     """The one rule of λ validity, for every solver and verb: finite and ``> 0`` (``>= 0``
     where the solver regularises otherwise, ``allow_zero``); ``[]`` or ``[L]`` booleans,
     numpy on the host (no program), traced under ``jit``. The verbs apply it once to what
-    a solver computed (:func:`with_lams`); the host check :func:`~rankjax._core.checks.check_lams`
+    a solver computed (``with_lams``); the host check :func:`~rankjax._core.checks.check_lams`
     raises on the same values eagerly."""
     xp = np if is_concrete(lams) else jnp
     lam = xp.asarray(lams)
@@ -120,7 +120,7 @@ def solvable(lams, allow_zero: bool = False):
     """The λ a solver computes with: ``lams`` itself where :func:`lams_valid`, 1 in an
     invalid lane (traced only: outside ``jit`` the verbs refuse such λ), so that no solver
     ever works on an invalid λ and a loss that leaves the lane out has a finite derivative
-    (:func:`with_lams` then refuses the lane)."""
+    (``with_lams`` then refuses the lane)."""
     ok = lams_valid(lams, allow_zero)
     if isinstance(ok, (np.ndarray, np.bool_)) and np.all(ok):
         return lams
@@ -155,7 +155,7 @@ def _no_solve(dtype):
 def lane_codes(values, lanes: bool = True):
     """Result codes of a closed form: ``unresolved_lambda`` where the lane of ``values``
     (λ axis first when ``lanes``) holds NaN, else ``successful``; ``[L]`` (or a scalar).
-    An invalid λ is the verb's to code (:func:`with_lams`)."""
+    An invalid λ is the verb's to code (``with_lams``)."""
     if is_concrete(values):                              # on the host: no program per shape
         bad = np.asarray(reduce_concrete(_any_nan_lane if lanes else _any_nan, values))
         code = np.where(bad, RESULTS.unresolved_lambda, RESULTS.successful)

@@ -170,12 +170,12 @@ def test_bad_program_store_entries_are_ignored_and_replaced(tmp_path):
     want = run(None)
     np.testing.assert_allclose(run(store), want, rtol=1e-6)
     a, b, c = sorted((store / "executables").glob("*.pkl"))[:3]
-    from rankjax.runtime.programs import _read
+    from rankjax.runtime.entries import read_entry
 
     def replaced():
         np.testing.assert_allclose(run(store), want, rtol=1e-6)
         for p in (a, b, c):
-            assert p.is_file() and _read(p, p.stem) is not None, p.name
+            assert p.is_file() and read_entry(p, p.stem) is not None, p.name
 
     ta, tb = a.read_bytes(), b.read_bytes()
     a.write_bytes(tb)

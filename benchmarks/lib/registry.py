@@ -40,12 +40,12 @@ JOBS = [
                                                 "--large-rows", "1000000"]),
     ("first_screen", 34, "The README's first table: kernel, learned and linear RankRLSCV beside "
      "LightGBM and XGBoost on lambdarank_sample and MQ2008",
-     ["bench_first_screen.py", "--readme", "../README.md"],
-     ["bench_first_screen.py", "--readme", "../README.md"]),
+     ["bench_first_screen.py", "--readme", "../docs/which_solver.md"],
+     ["bench_first_screen.py", "--readme", "../docs/which_solver.md"]),
     ("battery", 74, "The distortion battery: every learner of the first screen on the real sets and "
      "raw web data, each column logged through a random monotone map (five seeds), float32",
-     ["bench_battery.py", "--readme", "../README.md"],
-     ["bench_battery.py", "--readme", "../README.md"]),
+     ["bench_battery.py", "--readme", "../docs/which_solver.md"],
+     ["bench_battery.py", "--readme", "../docs/which_solver.md"]),
     ("optimize", 43, "RankRLSCV(kernel=\"gaussian\", optimize=True) at 12k rows against 35b8738 "
      "(fresh processes, alternating)", ["bench_optimize.py"], ["bench_optimize.py"]),
     ("default", 86, "The default chosen by the data against the default before it (fresh "
@@ -81,12 +81,19 @@ BLOCKS = {"first-answer": ("bench_first_answer.py", "first_answer.jsonl"),
           "battery": ("bench_battery.py", "battery.jsonl"),
           "million": ("bench_million.py", "million.jsonl"),
           "precision": ("bench_precision.py", "precision.jsonl"),
-          "vmap": ("bench_vmap.py", "vmap.jsonl")}
-"""README block -> (the benchmark that writes it, its committed JSON lines under
+          "vmap": ("bench_vmap.py", "vmap.jsonl"),
+          "sweep": ("bench_sweep.py", "sweep.jsonl")}
+"""Measured block -> (the benchmark that writes it, its committed JSON lines under
 ``benchmarks/lines/``)."""
 
-LINES = {**{f: s for s, f in BLOCKS.values()}, "sweep.jsonl": "bench_sweep.py",
-         "mixed.jsonl": "bench_mixed.py",
+PAGES = {"first-answer": "docs/which_solver.md", "first-screen": "docs/which_solver.md",
+         "battery": "docs/which_solver.md", "million": "docs/which_solver.md",
+         "precision": "docs/precision.md", "vmap": "docs/jax_transformations.md",
+         "sweep": "docs/precision.md"}
+"""Measured block -> the documentation page that holds it (``--readme`` of its benchmark
+writes it there; the README states no measured figure)."""
+
+LINES = {**{f: s for s, f in BLOCKS.values()}, "mixed.jsonl": "bench_mixed.py",
          "default.jsonl": "bench_default.py"}
 """Every committed JSON-lines file under ``benchmarks/lines/`` -> the script that writes it."""
 

@@ -183,7 +183,7 @@ class RankRLSCV(RankRLS):
 
     **The default chosen by the data.** With a kernel given by name and
     ``feature_map="auto"`` the fit holds out candidates and keeps the best
-    (:mod:`rankjax.selection.candidates`, docs/math.md §7): the kernel on the columns' ranks
+    (``rankjax.selection.candidates``, docs/math.md §7): the kernel on the columns' ranks
     (learned without the labels) over a small γ grid around ``gamma`` (``gamma`` times
     ``GAMMA_FACTORS``, or ``gammas``), the kernel on the ranks weighted by each column's
     within-query correlation with the labels, and the linear model on the ranks. A map that

@@ -79,7 +79,7 @@ class FeatureMap(NamedTuple):
             "center": ("c",), "scale": ("c",), "impute": ("c", "n"), "missing": ("k",)}
     FINITE = ("fill", "center", "scale", "impute")
     """Its arrays' axes and the fields that hold finite values (a model file is checked
-    against them: :func:`rankjax._core.types.check_saved`)."""
+    against them: ``rankjax._core.types.check_saved``)."""
 
     knots: Optional[jax.Array]
     lower: Optional[jax.Array]

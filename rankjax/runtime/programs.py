@@ -53,9 +53,6 @@ import gc
 import hashlib
 import os
 import pathlib
-import pickle
-import shutil
-import stat
 import sys
 import threading
 from typing import Optional
@@ -65,7 +62,7 @@ import numpy as np
 
 from .._core.backend import paths
 from .._core.cores import Core
-from ..io.files import atomic_write
+from .entries import read_entry, write_entry
 
 @dataclasses.dataclass
 class Store:
@@ -194,48 +191,6 @@ def _key(name, statics, treedef, leaves) -> Optional[str]:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class _Unpickler(pickle.Unpickler):
-    """Reads a kept program's file: only classes of jax, jaxlib and rankjax (a pytree's
-    structure, the output's skeleton, an export's types) and JAX's pytree registries, never
-    a function or another module's object: a file put in the folder runs no code."""
-
-    def find_class(self, module, name):
-        if module.split(".")[0] in ("jax", "jaxlib", "rankjax"):
-            obj = super().find_class(module, name)
-            if isinstance(obj, type) or (module == "jax._src.tree_util"
-                                         and name.endswith("_registry")):
-                return obj
-        raise pickle.UnpicklingError(f"{module}.{name} is not read from a program file")
-
-
-def _read(path, key):
-    """``(contents, skeleton)`` of ``key``'s file, or ``None`` where it is absent, not a
-    regular file (a folder, a FIFO: never opened), torn, foreign or another key's (a file
-    copied or swapped): then the program is compiled again and the file replaced."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
-        with open(path, "rb") as fh:
-            got, contents, skeleton = _Unpickler(fh).load()
-    except Exception:             # noqa: BLE001  a torn or foreign file: compile again
-        return None
-    return (contents, skeleton) if got == key else None
-
-
-def _write(path, key, contents, skeleton) -> None:
-    """Atomically (:func:`~rankjax.io.files.atomic_write`: a temporary file renamed, never
-    left behind), over whatever stands at ``path`` (a folder is removed first); a folder
-    that cannot be written is skipped."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        with atomic_write(path, "wb") as fh:
-            pickle.dump((key, contents, skeleton), fh)
-    except (OSError, pickle.PicklingError, TypeError, AttributeError):
-        pass
-
-
 def _flat(call, in_tree):
     """``(flat, skeleton)``: ``call`` on the input's leaves returning the output's leaves,
     and, once ``flat`` is traced, the output's structure with leaf numbers for leaves."""
@@ -251,9 +206,9 @@ def _flat(call, in_tree):
 
 def _stored(key, kind):
     """``(path, contents)`` of ``key``'s file under ``kind/`` of the folder (contents
-    ``None`` when the file is absent or cannot be read: :func:`_read`)."""
+    ``None`` when the file is absent or cannot be read: :func:`~rankjax.runtime.entries.read_entry`)."""
     path = STORE.folder / kind / (key + ".pkl")
-    return path, _read(path, key)
+    return path, read_entry(path, key)
 
 
 def _exported(key, call, dyn_leaves, in_tree):
@@ -275,7 +230,7 @@ def _exported(key, call, dyn_leaves, in_tree):
     skeleton = skeleton_of()
     fields = {f.name: getattr(exp, f.name) for f in dataclasses.fields(exp)
               if f.name not in _FIELDS_DROPPED}
-    _write(path, key, fields, skeleton)
+    write_entry(path, key, fields, skeleton)
     STORE.stats["exported"] += 1
     return _remember(key, skeleton, exp)
 
@@ -354,7 +309,7 @@ def _lowered(key, path, call, dyn_leaves, in_tree):
             compiled = lowered.compile() if opts is None else first_try(
                 lambda: lowered.compile(compiler_options=opts), lowered.compile)
         from jax.experimental.serialize_executable import serialize
-        _write(path, key, serialize(compiled), skeleton)
+        write_entry(path, key, serialize(compiled), skeleton)
         STORE.stats["exported"] += 1
         STORE.memory[key] = (skeleton, compiled)
         return STORE.memory[key]

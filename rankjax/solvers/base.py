@@ -20,7 +20,7 @@ state)``
 ============================================  ==============================================
 
 :func:`capabilities` is the set of these a class implements. The kinds of problem a method
-takes are its dispatch's registrations (``functools.singledispatchmethod``, or :func:`takes`
+takes are its dispatch's registrations (``functools.singledispatchmethod``, or ``takes``
 for one body that serves several types; ``cv_predictions``'s are ``prepare``'s): the
 default takes feature rows, a registered :class:`~rankjax.KernelProblem` a precomputed
 kernel matrix, ``ShardedData`` a sharded problem, ``StreamedProblem`` a streamed one. A new
@@ -59,7 +59,7 @@ class AbstractSolver:
     form (Pahikkala et al. 2009, §3), as a frozen pytree object passed whole to a verb.
 
     Subclasses implement any of :data:`~rankjax.solvers.METHODS` (each dispatching on the
-    kinds of problem it takes, :func:`takes`); everything they compute they own.
+    kinds of problem it takes, ``takes``); everything they compute they own.
 
     Example:
       >>> import rankjax as rj
@@ -238,7 +238,7 @@ def takes(*types):
 
 
 def kinds_of(cls, method: str) -> Tuple[str, ...]:
-    """The kinds of problem (:data:`KINDS`) ``cls``'s ``method`` takes, read from its
+    """The kinds of problem (``KINDS``) ``cls``'s ``method`` takes, read from its
     dispatch (``prepare``'s for ``cv_predictions``): each registered problem type's
     ``kind``, and feature rows for the default; a plain method takes feature rows alone.
 

@@ -294,7 +294,7 @@ class Falkon(AbstractSolver):
 
     @singledispatchmethod
     def plan(self, problem, methods, L, folds):
-        """The basis blocks and the preconditioner's from the shapes: ``u b + 6 b^2 + 4 m``
+        """The basis blocks and the preconditioner's from the shapes: :math:`u b + 6 b^2 + 4 m`
         values, ``u`` the subsample's rows (whole queries: at most one query more, padded
         to its bucket), refused up front (:class:`~rankjax.MemoryPlanError`); no route."""
         m = problem.rows().shape[0]

@@ -39,7 +39,7 @@ class HoldOut(NamedTuple):
     needs no refit), or ``None``."""
 
     LANES = ("predictions", "path")
-    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
+    """The fields holding the λ lanes (``rankjax._solution.nan_lanes``)."""
 
     lams: jax.Array
     predictions: jax.Array

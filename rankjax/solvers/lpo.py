@@ -33,7 +33,7 @@ class PairHoldOut(NamedTuple):
     ``pairs [p, 2]`` — both rows predicted by the model trained without them."""
 
     LANES = ("predictions",)
-    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
+    """The fields holding the λ lanes (``rankjax._solution.nan_lanes``)."""
 
     lams: jax.Array
     pairs: jax.Array

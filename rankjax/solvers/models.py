@@ -118,12 +118,12 @@ class LinearModel(NamedTuple):
     """
 
     LANES = ("weights",)
-    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
+    """The fields holding the λ lanes (``rankjax._solution.nan_lanes``)."""
 
     DIMS = {"weights": ("n", "k?")}
     FINITE = ("weights",)
     """Its arrays' axes and the fields that hold finite values (a model file is checked
-    against them: :func:`rankjax._core.types.check_saved`)."""
+    against them: ``rankjax._core.types.check_saved``)."""
 
     weights: jax.Array
 
@@ -139,7 +139,7 @@ class DualModel(NamedTuple):
     ``f = K_test a`` for ``K_test [m_test, m]``."""
 
     LANES = ("coef",)
-    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
+    """The fields holding the λ lanes (``rankjax._solution.nan_lanes``)."""
 
     DIMS = {"coef": ("m", "k?")}
     FINITE = ("coef",)
@@ -157,7 +157,7 @@ class KernelModel(NamedTuple):
     ``predict(X, block_size=)`` bounds the memory of the ``[m_test, m]`` kernel block."""
 
     LANES = ("coef",)
-    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
+    """The fields holding the λ lanes (``rankjax._solution.nan_lanes``)."""
 
     DIMS = {"coef": ("m", "k?"), "X_train": ("m", "n")}
     FINITE = ("coef", "X_train")
@@ -179,7 +179,7 @@ class NystromModel(NamedTuple):
     ``basis_rows [b]``) and the kernel; ``O(b)`` kernel values a predicted row."""
 
     LANES = ("coef",)
-    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
+    """The fields holding the λ lanes (``rankjax._solution.nan_lanes``)."""
 
     DIMS = {"coef": ("b", "k?"), "basis": ("b", "n"), "basis_rows": ("b",)}
     FINITE = ("coef", "basis")
@@ -210,7 +210,7 @@ class ScaledModel(NamedTuple):
     """
 
     LANES = ("model",)
-    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
+    """The fields holding the λ lanes (``rankjax._solution.nan_lanes``)."""
 
     DIMS = {"scales": ("n",)}
     FINITE = ("scales",)
@@ -246,7 +246,7 @@ class MappedModel(NamedTuple):
     """
 
     LANES = ("model",)
-    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
+    """The fields holding the λ lanes (``rankjax._solution.nan_lanes``)."""
 
     features: FeatureMap
     model: object
@@ -335,7 +335,7 @@ class PrimalPath(NamedTuple):
     ``predict(X)`` is ``[L, m_test(, k)]``, ``model(i)`` the :class:`~rankjax.LinearModel` of ``lams[i]``."""
 
     LANES = ("weights", "train_scores", "valid_scores")
-    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
+    """The fields holding the λ lanes (``rankjax._solution.nan_lanes``)."""
 
     lams: jax.Array
     weights: jax.Array
@@ -357,7 +357,7 @@ class DualPath(NamedTuple):
     (:class:`DualModel`)."""
 
     LANES = ("coef", "train_scores", "valid_scores")
-    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
+    """The fields holding the λ lanes (``rankjax._solution.nan_lanes``)."""
 
     lams: jax.Array
     coef: jax.Array
@@ -387,7 +387,7 @@ class NystromPath(NamedTuple):
     :class:`PrimalPath`; ``predict(X [m_test, n])``, ``model(i)`` a :class:`NystromModel`."""
 
     LANES = ("coef", "train_scores", "valid_scores")
-    """The fields holding the λ lanes (:func:`rankjax._solution.nan_lanes`)."""
+    """The fields holding the λ lanes (``rankjax._solution.nan_lanes``)."""
 
     lams: jax.Array
     coef: jax.Array

@@ -30,7 +30,7 @@ class State:
       factors: what the solver factored once for every verb to reuse (a pytree of arrays,
         traced; :meth:`~rankjax.AbstractSolver.factor`), ``None`` where it keeps none.
       plan: the solver's route and memory plan (static; ``None`` where it has none).
-      methods: the methods it was planned for (:data:`COVERS` says which verbs each
+      methods: the methods it was planned for (``COVERS`` says which verbs each
         serves).
       L: the λ it was planned for (at most: a path or fit of fewer λ is served too).
       dtype: the compute dtype's name.
