@@ -24,6 +24,28 @@ def test_notebook_runs(path, monkeypatch):
     plt.close("all")
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs_from_a_fresh_copy_without_shared_data(path, tmp_path, monkeypatch, capsys):
+    """As on Colab: a copy of the repository's tracked files with no ``shared/`` beside it
+    or above it; the notebook runs on data it makes or the repository ships, and one that
+    would read the shared sets says what it uses instead."""
+    import shutil
+    import subprocess
+    root = path.parents[1]
+    files = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True,
+                           check=True).stdout.split()
+    copy = tmp_path / "clone"
+    for f in files:
+        (copy / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / f, copy / f)
+    assert not any((d / "shared").exists() for d in [copy, *copy.parents])
+    monkeypatch.chdir(copy / "notebooks")
+    test_notebook_runs(copy / "notebooks" / path.name, monkeypatch)
+    if "shared" in path.read_text():
+        assert "built-in LETOR-like data" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_is_committed_with_outputs_and_a_plot(path):
     cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]

@@ -24,7 +24,7 @@ from .._core.linalg import eigh_psd, spectral_filter
 from .._core.types import saveable
 from ..graphs.folds import Folds, over_folds
 from ..kernels.basis import features
-from .ridge import by_lane, cholesky_solve, eigh_floor, primal_system, shared_eigh
+from .ridge import by_lane, cholesky_solve, eigh_floor, primal_system
 from .small_solve import symmetric_solve
 
 __all__ = ["HoldOut", "woodbury_fold", "woodbury_rows", "fold_constant", "live_columns",
@@ -230,7 +230,7 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "
     live = live_columns(G, X)
     X = X * live
     u = None if u is None else u * live
-    eig, floor = shared_eigh(G) if eig is None else (eig, eigh_floor(eig.values, G.dtype))
+    eig = eigh_psd(G) if eig is None else eig
     Pf = jnp.matmul(X, eig.vectors, precision=HI)                  # [m, n]
     c = tdot(eig.vectors, b)                                       # [n(, k)]
     D = spectral_filter(eig.values[None, :], lams[:, None])        # [L, n]
@@ -263,6 +263,7 @@ def holdout_from_system(X, y, graph, lams, folds, G, b, eig=None, route: str = "
         return pred, w.reshape(b.shape)
 
     with_w = lambda pred, W: (pred, W) if weights else pred        # noqa: E731
+    floor = eigh_floor(eig.values, G.dtype)
     W = jnp.einsum("nr,lr...->ln...", eig.vectors, Dc, precision=HI) if weights else None
     if route == "direct":
         return by_lane(lams, with_w(jnp.zeros(F.shape, F.dtype), W), direct, floor)

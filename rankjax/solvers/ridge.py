@@ -29,7 +29,7 @@ from jax import lax
 from jax.experimental import sparse
 from .._core import lapack
 from .._core.backend import wide_dtype
-from .floors import lam_floor, refined_coords, refines
+from .floors import lam_floor, refined_coords
 from .._core.products import HI, tdot
 from .._core.segments import sandwich
 from .._core.sparse import is_bcoo
@@ -37,7 +37,7 @@ from .._core.linalg import (Eigh, eigh_psd, eigh_psd_checked, psd_ok, spectral_f
 
 __all__ = ["eigh_solve", "eigh_path", "ridge_solve", "ridge_solve_checked", "primal_system",
            "dual_system", "Decomposition", "decompose_dual", "decompose_primal", "EIGH_RTOL",
-           "eigh_floor", "features_floor", "wide_eigh", "shared_eigh", "cholesky_solve", "by_lane"]
+           "eigh_floor", "features_floor", "wide_eigh", "cholesky_solve", "by_lane"]
 
 
 EIGH_RTOL = 1e3
@@ -85,17 +85,6 @@ def wide_eigh(G):
         eig = eigh_psd(G.astype(wide))
         floor = eigh_floor(eig.values, wide)
         return Eigh(eig.values.astype(G.dtype), eig.vectors.astype(G.dtype)), floor.astype(G.dtype)
-
-
-def shared_eigh(G):
-    r"""``(Eigh, floor)`` of the ``eigh`` a λ grid shares: :func:`wide_eigh` where the dtype
-    :func:`~rankjax.solvers.floors.refines` (a float32 ``n x n`` system: :math:`O(n^3)` in
-    float64 beside the :math:`O(m n^2)` that formed it, and no λ between the two floors pays
-    for a factor of its own), else :func:`eigh_psd` and its :func:`eigh_floor`."""
-    if refines(G.dtype):
-        return wide_eigh(G)
-    eig = eigh_psd(G)
-    return eig, eigh_floor(eig.values, G.dtype)
 
 
 def cholesky_solve(G, b, lam):
