@@ -103,12 +103,24 @@ MUTATIONS = [
              'jnp.einsum("qp,lq...->lp...", eig.vectors, Dc, precision=HI)',
              ("test_ridge.py",)),
     Mutation("atomic_write_in_place", "io/files.py",
-             '    when everything was written: a failed write leaves the old file intact."""\n',
-             '    when everything was written: a failed write leaves the old file intact."""\n'
+             '    or older than :data:`STALE_S`) are removed by the next write of ``path``."""\n',
+             '    or older than :data:`STALE_S`) are removed by the next write of ``path``."""\n'
              '    with open(path, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:\n'
              '        yield fh\n'
              '    return\n',
              ("test_io.py::test_a_write_cut_halfway_leaves_the_old_file_and_no_temporary",)),
+    Mutation("stale_temporary_files_kept", "io/files.py",
+             "    _remove_stale(folder, name)\n", "",
+             ("test_reliability.py::test_a_killed_save_leaves_nothing_behind_after_the_next",)),
+    Mutation("model_file_imports_its_module", "io/models.py",
+             "obj = given[0] if given else sys.modules.get(module)",
+             "obj = given[0] if given else __import__('importlib').import_module(module)",
+             ("test_reliability.py::test_a_file_naming_a_module_is_refused_without_importing_it",)),
+    Mutation("model_fields_unchecked", "io/models.py", "        check_saved(obj)\n", "",
+             ("test_reliability.py::test_a_damaged_array_is_refused_at_load_naming_file_and_field",)),
+    Mutation("program_entry_key_unchecked", "runtime/entries.py",
+             "return (contents, skeleton) if got == key else None", "return (contents, skeleton)",
+             ("test_reliability.py::test_bad_program_store_entries_are_ignored_and_replaced",)),
     *[Mutation(f"float32_{kind}_floor_skipped", "solvers/floors.py", f'"{kind}": {value}',
                f'"{kind}": 0.0', ("test_float32_shortcuts.py",))
       for kind, value in (("pairs", "200.0"),)],
