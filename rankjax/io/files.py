@@ -53,8 +53,22 @@ class _Checked(io.RawIOBase):
         super().close()
 
 
-def open_text(path):
-    return io.TextIOWrapper(open_binary(path), encoding="utf-8")
+def text_lines(path):
+    """``(line number, text)`` of each line of the file (decompressed as
+    :func:`open_binary`), decoded as UTF-8 line by line: a line that is not is a ValueError
+    naming the file, the line and the byte."""
+    with open_binary(path) as fh:
+        for lineno, raw in enumerate(fh, 1):
+            yield lineno, utf8(raw, path, lineno)
+
+
+def utf8(raw: bytes, path, lineno: int) -> str:
+    """``raw`` decoded as UTF-8, or a ValueError naming ``path``, the line and the byte."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: line {lineno}: not UTF-8 text (byte {raw[e.start]:#04x} at "
+                         f"column {e.start + 1})") from None
 
 
 STALE_S = 3600.0

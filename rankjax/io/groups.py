@@ -8,7 +8,7 @@ import numpy as np
 from .._core.checks import require_concrete, scipy_to_bcoo
 from .._core.queries import segment_ids
 from .._core.sparse import as_dense, host_sparse
-from .files import (as_integers, atomic_write, format_value, open_text)
+from .files import (as_integers, atomic_write, format_value, text_lines)
 
 
 def read_groups(path) -> np.ndarray:
@@ -21,17 +21,16 @@ def read_groups(path) -> np.ndarray:
       [2, 3]
     """
     sizes = []
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                s = int(line)
-            except ValueError:
-                raise ValueError(f"{path}: line {lineno}: not an integer: {line.strip()!r}") from None
-            if s < 1:
-                raise ValueError(f"{path}: line {lineno}: query size must be >= 1, got {s}")
-            sizes.append(s)
+    for lineno, line in text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            s = int(line)
+        except ValueError:
+            raise ValueError(f"{path}: line {lineno}: not an integer: {line.strip()!r}") from None
+        if s < 1:
+            raise ValueError(f"{path}: line {lineno}: query size must be >= 1, got {s}")
+        sizes.append(s)
     return np.asarray(sizes, np.int64)
 
 
@@ -105,24 +104,23 @@ def read_preferences(path):
       [[0, 3], [1, 2], [2.5, 1.0]]
     """
     h, t, mag = [], [], []
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            tok = line.split("#")[0].split()
-            if not tok:
-                continue
-            try:
-                if len(tok) not in (2, 3):
-                    raise ValueError
-                a, b = int(tok[0]), int(tok[1])
-                c = float(tok[2]) if len(tok) == 3 else 1.0
-                if a < 0 or b < 0 or not np.isfinite(c):
-                    raise ValueError
-            except ValueError:
-                raise ValueError(f"{path}: line {lineno}: expected 'h j [magnitude]' with "
-                                 f"row indices >= 0, got {line.strip()!r}") from None
-            h.append(a)
-            t.append(b)
-            mag.append(c)
+    for lineno, line in text_lines(path):
+        tok = line.split("#")[0].split()
+        if not tok:
+            continue
+        try:
+            if len(tok) not in (2, 3):
+                raise ValueError
+            a, b = int(tok[0]), int(tok[1])
+            c = float(tok[2]) if len(tok) == 3 else 1.0
+            if a < 0 or b < 0 or not np.isfinite(c):
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"{path}: line {lineno}: expected 'h j [magnitude]' with "
+                             f"row indices >= 0, got {line.strip()!r}") from None
+        h.append(a)
+        t.append(b)
+        mag.append(c)
     return np.asarray(h, np.int64), np.asarray(t, np.int64), np.asarray(mag)
 
 

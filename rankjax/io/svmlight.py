@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from .._core.checks import check_flag
 from .._core.memory import memory_limit
 from .cells import format_cells
-from .files import (as_integers, atomic_write, open_binary)
+from .files import (as_integers, atomic_write, open_binary, utf8)
 from .groups import groups_to_qid, read_groups
 
 
@@ -202,12 +202,7 @@ def parse_lines(path, base: int, lines=None):
     has_qid = None
     with contextlib.nullcontext(lines) if lines is not None else open_binary(path) as fh:
         for lineno, line in (fh if lines is not None else enumerate(fh, 1)):
-            if isinstance(line, bytes):
-                try:
-                    line = line.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    raise ValueError(f"{path}: line {lineno}: not UTF-8 text (byte "
-                                     f"{line[e.start]:#04x} at column {e.start + 1})") from None
+            line = utf8(line, path, lineno) if isinstance(line, bytes) else line
             body, _, comment = line.partition("#")
             tokens = body.split()
             if not tokens:
