@@ -102,14 +102,14 @@ MUTATIONS = [
              'jnp.einsum("pq,lq...->lp...", eig.vectors, Dc, precision=HI)',
              'jnp.einsum("qp,lq...->lp...", eig.vectors, Dc, precision=HI)',
              ("test_ridge.py",)),
-    Mutation("atomic_write_in_place", "io/files.py",
+    Mutation("atomic_write_in_place", "_core/atomic.py",
              '    or older than :data:`STALE_S`) are removed by the next write of ``path``."""\n',
              '    or older than :data:`STALE_S`) are removed by the next write of ``path``."""\n'
              '    with open(path, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:\n'
              '        yield fh\n'
              '    return\n',
              ("test_io.py::test_a_write_cut_halfway_leaves_the_old_file_and_no_temporary",)),
-    Mutation("stale_temporary_files_kept", "io/files.py",
+    Mutation("stale_temporary_files_kept", "_core/atomic.py",
              "    _remove_stale(folder, name)\n", "",
              ("test_reliability.py::test_a_killed_save_leaves_nothing_behind_after_the_next",)),
     Mutation("model_file_imports_its_module", "io/models.py",

@@ -13,7 +13,7 @@ import pytest
 
 import rankjax as rj
 from rankjax import cli
-from rankjax.io.files import atomic_write
+from rankjax._core.atomic import atomic_write
 
 pytest.importorskip("sklearn")
 

@@ -6,7 +6,7 @@ import dataclasses
 import json
 import sys
 
-from ..io.files import atomic_write
+from .._core.atomic import atomic_write
 
 __all__ = ["CONSOLE", "say", "warn", "warned", "fmt", "rounded", "print_report"]
 

@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from .._core.sparse import count_nonzero
-from ..io.files import atomic_write
+from .._core.atomic import atomic_write
 from ..io.models import is_weights
 from .args import SPARSE_LEARNERS, UsageError
 from .console import CONSOLE, fmt, print_report, rounded, say

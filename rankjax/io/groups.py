@@ -8,7 +8,8 @@ import numpy as np
 from .._core.checks import require_concrete, scipy_to_bcoo
 from .._core.queries import segment_ids
 from .._core.sparse import as_dense, host_sparse
-from .files import (as_integers, atomic_write, format_value, text_lines)
+from .._core.atomic import atomic_write
+from .files import (as_integers, format_value, text_lines)
 
 
 def read_groups(path) -> np.ndarray:

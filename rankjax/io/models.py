@@ -18,7 +18,7 @@ import numpy as np
 
 from .._core.types import check_saved, model_type
 from .._version import __version__
-from .files import atomic_write
+from .._core.atomic import atomic_write
 
 MODEL_FORMAT = "rankjax-model"
 

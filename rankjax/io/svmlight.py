@@ -15,7 +15,8 @@ import scipy.sparse as sp
 from .._core.checks import check_flag
 from .._core.memory import memory_limit
 from .cells import format_cells
-from .files import (as_integers, atomic_write, open_binary, utf8)
+from .._core.atomic import atomic_write
+from .files import (as_integers, open_binary, utf8)
 from .groups import groups_to_qid, read_groups
 
 

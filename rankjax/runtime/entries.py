@@ -9,7 +9,7 @@ import pickle
 import shutil
 import stat
 
-from ..io.files import atomic_write
+from .._core.atomic import atomic_write
 
 __all__ = ["read_entry", "write_entry"]
 
@@ -43,7 +43,7 @@ def read_entry(path, key):
 
 
 def write_entry(path, key, contents, skeleton) -> None:
-    """Atomically (:func:`~rankjax.io.files.atomic_write`: a temporary file renamed, never
+    """Atomically (:func:`~rankjax._core.atomic.atomic_write`: a temporary file renamed, never
     left behind), over whatever stands at ``path`` (a folder is removed first); a folder
     that cannot be written is skipped."""
     try:
