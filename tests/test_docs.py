@@ -5,6 +5,7 @@ measured tables of its pages are the README's blocks, written from the benchmark
 JSON lines. The notebooks are not executed here (the documentation job executes them,
 ``docs/check_in_browser.py`` checks the pages in a browser)."""
 import importlib
+import json
 import inspect
 import pathlib
 import re
@@ -12,6 +13,7 @@ import subprocess
 import sys
 from html.parser import HTMLParser
 
+import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -154,3 +156,46 @@ def test_every_measured_block_of_the_pages_is_registered():
         named = re.findall(r"<!-- ([\w-]+): start -->", page.read_text(encoding="utf-8"))
         for name in named:
             assert name in BLOCKS and (ROOT / PAGES[name]) == page, (page.name, name)
+
+
+def _line_values():
+    """Every number of the committed JSON lines (``benchmarks/lines``, the report's run)."""
+    out = []
+
+    def walk(v):
+        if isinstance(v, dict):
+            [walk(x) for x in v.values()]
+        elif isinstance(v, list):
+            [walk(x) for x in v]
+        elif isinstance(v, float):
+            out.append(v)
+    files = [*(ROOT / "benchmarks" / "lines").glob("*.jsonl"),
+             ROOT / "benchmarks" / "report" / "results.jsonl"]
+    for f in files:
+        for line in f.read_text(encoding="utf-8").splitlines():
+            if line.startswith("{"):
+                walk(json.loads(line))
+    return np.asarray(out)
+
+
+def test_every_figure_of_the_readme_and_docs_is_read_from_a_committed_line():
+    """A measured figure (four decimals: NDCG, MAP, accuracy) in the prose of the README and
+    the documentation is a value of a committed JSON line, of a measured block written from
+    them, or of the report (``benchmarks/REPORT.md``, written from its run's lines): none
+    typed from a run nobody kept (issue 89)."""
+    block = re.compile(r"<!-- ([\w-]+): start -->(.*?)<!-- \1: end -->", re.S)
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    known = set(re.findall(r"\b0\.\d{4}\b", (ROOT / "benchmarks" / "REPORT.md").read_text(
+        encoding="utf-8")))
+    for page in pages:
+        known |= {x for m in block.finditer(page.read_text(encoding="utf-8"))
+                  for x in re.findall(r"\b0\.\d{4}\b", m.group(2))}
+    values = _line_values()
+    typed = {}
+    for page in pages:
+        text = re.sub(r"```.*?```", "", block.sub("", page.read_text(encoding="utf-8")),
+                      flags=re.S)
+        for x in re.findall(r"\b0\.\d{4}\b", text):
+            if x not in known and not np.any(np.abs(values - float(x)) <= 5e-5):
+                typed.setdefault(page.name, []).append(x)
+    assert not typed, typed
