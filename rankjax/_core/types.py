@@ -103,8 +103,21 @@ def model_type(name: str) -> type:
         raise ValueError(f"unknown model type {name!r}") from None
 
 
+class FieldError(ValueError):
+    """A field of a model that is not what its type declares; ``field`` names it (from the
+    object checked; a model file's reader prefixes its way from the top, ``state.model_.coef``)."""
+
+    def __init__(self, field: str, msg: str):
+        super().__init__(f"{field}: {msg}" if field else msg)
+        self.field, self.msg = field, msg
+
+    def under(self, where: str) -> "FieldError":
+        """The same error with ``where`` before its field."""
+        return FieldError(".".join(p for p in (where, self.field) if p), self.msg)
+
+
 def check_saved(obj) -> None:
-    """Raises ``ValueError("FIELD: ...")`` where ``obj``'s arrays disagree with what its
+    """Raises :class:`FieldError` where ``obj``'s arrays disagree with what its
     type declares (what a model file is checked against when it is read): ``DIMS``,
     ``{field: ("m", "n", "k?")}`` (each field's axes by name, a trailing ``?`` axis optional;
     an axis name stands for one size across the fields), ``FINITE`` (fields that hold no
@@ -116,18 +129,18 @@ def check_saved(obj) -> None:
             continue
         shape = tuple(np.shape(a))
         if len(shape) not in (len(spec), len(spec) - spec[-1].endswith("?")):
-            raise ValueError(f"{name}: an array of shape {list(shape)}, expected "
-                             f"[{', '.join(spec)}]")
+            raise FieldError(name, f"an array of shape {list(shape)}, expected "
+                                   f"[{', '.join(spec)}]")
         for axis, size in zip(spec, shape):
             axis = axis.rstrip("?")
             size0, where = bound.setdefault(axis, (size, name))
             if size0 != size:
-                raise ValueError(f"{name}: {axis} = {size} (shape {list(shape)}), but {where} "
-                                 f"has {axis} = {size0}")
+                raise FieldError(name, f"{axis} = {size} (shape {list(shape)}), but {where} "
+                                       f"has {axis} = {size0}")
     for name in getattr(cls, "FINITE", ()):
         a = getattr(obj, name)
         if a is not None and np.asarray(a).dtype.kind in "fc" and not np.all(np.isfinite(a)):
-            raise ValueError(f"{name}: holds NaN or infinite values")
+            raise FieldError(name, "holds NaN or infinite values")
     if hasattr(obj, "check_parts"):
         obj.check_parts()
 

@@ -39,7 +39,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from .._core.host import device_array, host_view
-from .._core.types import saveable
+from .._core.types import FieldError, saveable
 
 __all__ = ["FeatureMap", "KNOTS", "apply_map", "map_rows"]
 
@@ -102,7 +102,7 @@ class FeatureMap(NamedTuple):
         """The missing indicators name columns of the rows it maps."""
         n = self.num_features
         if n < 0 or np.any((np.asarray(self.missing) < 0) | (np.asarray(self.missing) >= n)):
-            raise ValueError(f"missing: indicator columns outside the {n} mapped columns")
+            raise FieldError("missing", f"indicator columns outside the {n} mapped columns")
 
     @property
     def kind(self) -> str:

@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 
-from .._core.types import check_saved, model_type
+from .._core.types import FieldError, check_saved, model_type
 from .._version import __version__
 from .._core.atomic import atomic_write
 
@@ -68,15 +68,6 @@ def _encode(obj, arrays, seen):
     raise TypeError(f"cannot save a value of type {type(obj).__name__}")
 
 
-class FieldError(ValueError):
-    """A model file's field that is not what its type declares: ``field`` names it (its way
-    from the top of the model, ``state.model_.coef``)."""
-
-    def __init__(self, field: str, msg: str):
-        super().__init__(f"{field}: {msg}" if field else msg)
-        self.field = field
-
-
 def _decode(tree, arrays, types=(), where=""):
     """The model of a header's structure ``tree``: arrays by name, the library's types by
     name, one's own among ``types`` and the imported modules; each object checked
@@ -95,14 +86,10 @@ def _decode(tree, arrays, types=(), where=""):
     try:
         obj = cls(**fields)
         check_saved(obj)
-    except FieldError:
-        raise
+    except FieldError as e:
+        raise e.under(where) from None                  # a field of this object
     except (ValueError, TypeError) as e:
-        msg = str(e)
-        first = msg.split(":")[0]
-        inner = first in fields and " " not in first
-        raise FieldError(at(first) if inner else where,
-                         msg.split(":", 1)[1].strip() if inner else msg) from None
+        raise FieldError(where, str(e)) from None
     return obj
 
 

@@ -30,7 +30,7 @@ from .._core.memory import compute_dtype
 from .ranksvm import rank_levels, row_weights
 from .._core.segments import bucket, seg_scan
 from .._core.sparse import as_dense
-from .._core.types import saveable
+from .._core.types import FieldError, saveable
 
 __all__ = ["RankBoostModel", "rankboost", "rankboost_predict"]
 
@@ -54,8 +54,8 @@ class RankBoostModel(NamedTuple):
         f = np.asarray(self.feature)
         n = self.num_features if self.num_features >= 0 else None
         if f.size and (f.min() < 0 or (n is not None and f.max() >= n)):
-            raise ValueError(f"feature: column indices {f.min()}..{f.max()} outside "
-                             f"0..{'' if n is None else n - 1}")
+            raise FieldError("feature", f"column indices {f.min()}..{f.max()} outside "
+                                        f"0..{'' if n is None else n - 1}")
 
     def predict(self, X):
         return rankboost_predict(self, X)

@@ -30,7 +30,7 @@ from jax import lax
 from .._core.checks import check_matrix
 from .._core.host import device_array, lane
 from .._core.sparse import as_dense, matmul
-from .._core.types import saveable, width_of
+from .._core.types import FieldError, saveable, width_of
 from .._core.products import HI
 from ..features.maps import FeatureMap
 from ..kernels.kernel import Kernel, check_kernel, kernel_block, kernel_matrix, kernel_offset
@@ -266,11 +266,11 @@ class MappedModel(NamedTuple):
 
 
 def parts_fit(model, width: int, what: str) -> None:
-    """A ValueError naming ``model`` where the columns it scores (where it records them)
-    are not ``width``, those of ``what`` feeding it."""
+    """A :class:`~rankjax._core.types.FieldError` naming ``model`` where the columns it
+    scores (where it records them) are not ``width``, those of ``what`` feeding it."""
     n = width_of(model)
     if n is not None and n != width:
-        raise ValueError(f"model: scores rows of {n} columns, but {what} give {width}")
+        raise FieldError("model", f"scores rows of {n} columns, but {what} give {width}")
 
 
 def on_features(features: FeatureMap, model):
