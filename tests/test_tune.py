@@ -341,7 +341,10 @@ BAD_INPUT["cv_loss"] = [
          E(ValueError, "loss")),
         (lambda d: rj.cv_loss({"log_lam": 0.0}, rj.Problem(d.X, d.y, d.g), tune_solver(), d.folds,
                               loss="pairwise"),
-         E(ValueError, "pairs")),
+         V(lambda v: np.isfinite(float(v)) and float(v) > 0)),
+        (lambda d: rj.cv_loss({"log_lam": 0.0}, rj.Problem(d.X, d.ties, d.g), tune_solver(), d.folds,
+                              loss="pairwise"),
+         E(ValueError, "different labels")),
         (lambda d: rj.cv_loss({"lam": 1.0}, rj.Problem(d.X, d.y, d.g), tune_solver(), d.folds), E(TypeError,
                                                                                                   "params")),
         (lambda d: rj.cv_loss({"log_lam": 0.0}, rj.Problem(d.X, d.ties, d.g), tune_solver(), d.folds),
@@ -464,3 +467,26 @@ def test_a_float32_nystrom_hold_out_is_finite_wherever_the_grid_resolves_it():
         err = np.abs(f[np.float32] - f64).max()
         floor = 100 * np.finfo(np.float32).eps * np.abs(f64).max()
         assert err <= 10 * np.abs(f32_grid - f64).max() + floor, (lam, err)
+
+
+def test_cv_loss_builds_the_pairwise_pairs_as_tune_does_and_says_how_under_jit():
+    """``cv_loss(loss="pairwise")`` without ``pairs`` builds them from concrete labels (every
+    within-query pair with different labels, each query weighted equally), the same value as
+    with the pairs given; under ``jit`` with traced labels the error says what to build."""
+    from rankjax.selection.tune import loss_pairs
+    d = rj.make_ranking_data(8, num_features=3, seed=0)
+    p = rj.Problem(d.X, d.y, d.qid)
+    folds = rj.make_folds(p.graph)
+    h, t, w = loss_pairs(d.y, p.graph, np.float64)
+    y = np.asarray(d.y)
+    assert np.all(y[np.asarray(h)] > y[np.asarray(t)])
+    seg = np.unique(np.asarray(d.qid), return_inverse=True)[1]
+    assert np.all(seg[np.asarray(h)] == seg[np.asarray(t)])
+    np.testing.assert_allclose(np.bincount(seg[np.asarray(h)], weights=np.asarray(w)), 1.0)
+    got = rj.cv_loss({"log_lam": 0.0}, p, rj.Primal(), folds, loss="pairwise")
+    given = rj.cv_loss({"log_lam": 0.0}, p, rj.Primal(), folds, loss="pairwise", pairs=(h, t, w))
+    np.testing.assert_allclose(float(got), float(given), rtol=1e-12)
+    traced = jax.jit(lambda y: rj.cv_loss({"log_lam": 0.0}, rj.Problem(d.X, y, d.qid), rj.Primal(),
+                                          folds, loss="pairwise"))
+    with pytest.raises(ValueError, match="build them outside it"):
+        traced(np.asarray(d.y))

@@ -154,9 +154,9 @@ def cv_loss(params, problem, solver, folds: Folds, loss="squared", pairs=None,
         ``sigmoid(./temperature)``, each query weighted equally; or a callable
         ``loss(f', y, seg)`` of the hold-out scores, the labels and the segment ids ``[m]``
         (jittable, differentiable, hashable: a module-level function).
-      pairs: ``(head, tail, weight)`` for ``"pairwise"`` (from :func:`tune`); indices are
-        range-checked, and under the caller's ``jit`` an index outside ``[0, m)`` makes the
-        loss NaN.
+      pairs: ``(head, tail, weight)`` for ``"pairwise"``, built from concrete labels when
+        not given (as :func:`tune` builds them); indices are range-checked, and under the
+        caller's ``jit`` an index outside ``[0, m)`` makes the loss NaN.
 
     Host checks, then one module-level jitted core: a second call with new values of the
     same shapes compiles nothing; gradients go through Cholesky factors.
@@ -176,8 +176,13 @@ def cv_loss(params, problem, solver, folds: Folds, loss="squared", pairs=None,
     folds = resolve_folds(data[2], folds, 0, data[0].shape[0])
     m = data[0].shape[0]
     if loss == "pairwise":
+        if pairs is None and is_concrete(data[1]) and is_concrete(data[0]):
+            pairs = loss_pairs(data[1], data[2], data[0].dtype)     # as tune builds them
         if pairs is None or len(pairs) != 3:
-            raise ValueError("loss='pairwise' needs pairs=(head, tail, weight)")
+            raise ValueError("loss='pairwise' needs pairs=(head, tail, weight): every pair of "
+                             "rows of a query with different labels, head the higher, weight "
+                             "1 / the query's pair count. Outside jit cv_loss builds them from "
+                             "the labels; under jit with traced labels, build them outside it")
         head, tail = (check_indices(v, f"pairs {k}", m)
                       for k, v in zip(("head", "tail"), pairs[:2]))
         weight = as_float_array(pairs[2], "pairs weight", finite=True)
@@ -189,6 +194,19 @@ def cv_loss(params, problem, solver, folds: Folds, loss="squared", pairs=None,
         pairs = (head, tail, weight)
     check_positive(temperature, name="temperature", scalar=True)
     return _loss_core(params, _traced(solver), data, folds, (pairs, temperature), loss=loss)
+
+
+def loss_pairs(y, graph, dtype):
+    """``(head, tail, weight)`` of ``loss="pairwise"``: every within-query pair of rows with
+    different labels (head the higher), each query weighted equally (``1 / its pairs``);
+    from concrete labels on the host."""
+    seg, _ = graph.segments()
+    seg = np.asarray(seg)
+    h, t, _ = pairs_from_scores(np.asarray(y), seg)
+    if h.size == 0:
+        raise ValueError("loss='pairwise' needs pairs with different labels in a query")
+    w = 1.0 / np.bincount(seg[h])[seg[h]]
+    return jnp.asarray(h), jnp.asarray(t), jnp.asarray(w, dtype)
 
 
 @saveable
@@ -314,15 +332,7 @@ def tune(problem, solver=Primal(), *, lam: float = 1.0, folds=None, ard: bool = 
     params = solver.start_params(X.shape[1], X.dtype, lam, ard)
     if centres:
         params["centres"] = jnp.asarray(data[3].X, X.dtype)
-    pairs = None
-    if loss == "pairwise":
-        seg, _ = graph.segments()
-        h, t, _ = pairs_from_scores(np.asarray(y), np.asarray(seg))
-        if h.size == 0:
-            raise ValueError("loss='pairwise' needs pairs with different labels in a query")
-        per_query = np.bincount(np.asarray(seg)[h])
-        w = 1.0 / per_query[np.asarray(seg)[h]]
-        pairs = (jnp.asarray(h), jnp.asarray(t), jnp.asarray(w, X.dtype))
+    pairs = loss_pairs(y, graph, X.dtype) if loss == "pairwise" else None
     r = descend(params, solver, data, folds, loss=loss, pairs=pairs, temperature=temperature,
                 steps=steps, optimizer=optimizer, verbose=verbose)
     if not np.isfinite(r.loss_history[-1]):
