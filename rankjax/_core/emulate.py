@@ -77,7 +77,7 @@ def _eval(jaxpr, consts, args, bits):
                 invals = [round_mantissa(v, bits) for v in invals]
         bind = eqn.primitive.get_bind_params(params)
         subfuns, bind = bind if isinstance(bind, tuple) else ((), bind)   # jax < 0.7: a pair
-        with eqn.ctx.manager, jax.enable_x64(_wide(eqn) or jax.config.jax_enable_x64):
+        with eqn.ctx.manager, _x64_for(v.aval for v in (*eqn.invars, *eqn.outvars)):
             out = eqn.primitive.bind(*subfuns, *invals, **bind)
         out = out if eqn.primitive.multiple_results else [out]
         for var, val in zip(eqn.outvars, out):
@@ -86,12 +86,12 @@ def _eval(jaxpr, consts, args, bits):
     return [read(v) for v in jaxpr.outvars]
 
 
-def _wide(eqn) -> bool:
-    """Whether an equation reads or writes a 64-bit value (a float64 step of a float32
-    program, as :func:`~rankjax._core.backend.wide_dtype` traces it): bound (and its
-    sub-programs traced) with x64 on, so that its values and literals keep their dtype."""
-    return any(getattr(getattr(v, "aval", None), "dtype", np.dtype(np.float32)).itemsize == 8
-               for v in (*eqn.invars, *eqn.outvars))
+def _x64_for(avals):
+    """x64 on where one of ``avals`` is 64-bit (a float64 step of a float32 program, as
+    :func:`~rankjax._core.backend.wide_dtype` traces it: an equation is bound, and a
+    sub-program traced, so that its values and literals keep their dtype), else as set."""
+    wide = any(np.dtype(getattr(a, "dtype", np.float32)).itemsize == 8 for a in avals)
+    return jax.enable_x64(wide or jax.config.jax_enable_x64)
 
 
 def _rewrite(value, bits):
@@ -109,8 +109,7 @@ def _rewrite(value, bits):
 def _emulated_jaxpr(closed, bits):
     specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.in_avals]
     fn = functools.partial(_eval, closed.jaxpr, closed.consts, bits=bits)
-    wide = any(a.dtype.itemsize == 8 for a in (*closed.in_avals, *closed.out_avals))
-    with jax.enable_x64(wide or jax.config.jax_enable_x64):
+    with _x64_for((*closed.in_avals, *closed.out_avals)):
         return jax.make_jaxpr(lambda *xs: fn(list(xs)))(*specs)
 
 

@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from .._core.sparse import count_nonzero
+from .._core.types import width_of
 from .._core.atomic import atomic_write
 from ..io.models import is_weights
 from .args import SPARSE_LEARNERS, UsageError
@@ -67,14 +68,6 @@ def evaluate(scores, y, qid):
     return out
 
 
-def feature_columns(model):
-    """The feature count of a saved library model that scores feature rows (its
-    ``num_features``; 0: not recorded, the file decides), or None for a model that does
-    not (a dual model, a path: those score a kernel matrix or a whole λ grid)."""
-    n = getattr(model, "num_features", None)
-    return None if n is None else max(int(n), 0)
-
-
 def predict_linear(weights, X):
     import jax.numpy as jnp
     from ..solvers.models import LinearModel, predict
@@ -108,9 +101,9 @@ def use_loaded(args, t0):
     elif is_weights(model):                # weights saved by an older command line
         n = model.shape[0]
         score = lambda X: np.asarray(predict_linear(model, X))  # noqa: E731
-    elif feature_columns(model) is not None:      # a library model saved by io.save_model
+    elif hasattr(model, "num_features"):      # a library model saved by io.save_model
         from ..solvers.models import predict
-        n = feature_columns(model) or None
+        n = width_of(model)                     # None: not recorded, the file decides
         score = lambda X: np.asarray(predict(model, X))  # noqa: E731
     else:
         raise UsageError(f"--load {args.load} holds a {type(model).__name__}, not a model that "
