@@ -203,6 +203,37 @@ def test_ard_beyond_the_plan_learns_on_a_subsample_then_holds_out_every_row(data
                                                           k=10)), rel=1e-9)
 
 
+def test_every_row_ladder_unresolved_moves_to_the_next_lambdas_above_it(data, monkeypatch):
+    """Where the dtype resolves no λ of the every-row ladder (here: forced NaN), the next
+    ladder starts one step above its top (contiguous: the least resolved λ is the nearest
+    to the learned one, not a decade past it), and the point is chosen from that one."""
+    monkeypatch.setattr(select_mod, "TUNE_WORK", 4 * 300 * 128 ** 2)
+    monkeypatch.setattr(Grid, "better", lambda self, a, b: True)
+    monkeypatch.setattr(refine_mod, "_gain", lambda grid, new, old, queries: np.ones(len(queries)))
+    ladders, real_score = [], Grid.score
+
+    def recorded(lams, dtype):
+        ladders.append(np.asarray(lams, np.float64))
+        return rj._core.host.device_array(lams, dtype)
+
+    def score(self, predictions, lams):
+        s = real_score(self, predictions, lams)
+        first = len(ladders) == 1 and np.array_equal(np.asarray(lams, np.float64), ladders[0])
+        return np.full_like(s, np.nan) if first else s
+
+    monkeypatch.setattr(select_mod, "device_array", recorded)
+    monkeypatch.setattr(Grid, "score", score)
+    est = RankRLSCV(lams=LAMS, kernel="gaussian", gammas=[0.3], basis=100, optimize=True,
+                    ard=True, optimize_steps=4, feature_map=None).fit(data.X, data.y, data.qid)
+    every = [a for a in ladders if a.size == select_mod.EVERY_ROW_LADDER.size
+             and np.allclose(a / a[0], select_mod.EVERY_ROW_LADDER / 1e-3)]
+    assert len(every) >= 2
+    first, second = every[0], every[1]
+    step = select_mod.EVERY_ROW_LADDER[1] / select_mod.EVERY_ROW_LADDER[0]
+    assert second[0] == pytest.approx(first[-1] * step, rel=1e-12)
+    assert np.min(np.abs(est.lam_ / second - 1)) < 1e-6, (est.lam_, second)
+
+
 def test_blocked_equals_whole_below_the_float32_eigh_floor(data):
     """λ below the float32 ``eigh`` floor of the basis system (the lanes the whole hold-out
     answers from a Cholesky factor of their own, the row-block one from its float64

@@ -24,9 +24,11 @@ def test_the_list_names_the_mutations_the_issue_asks_for():
             "sharded_psum_local", "lpo_correction_dropped", "ndcg_discount_off_by_one",
             "early_stopping_last_iterate", "float32_path_floor_skipped",
             "float32_holdout_floor_skipped", "float32_pairs_floor_skipped"} <= names
-    for m in mutations.MUTATIONS:                      # every named test file exists
+    assert len(names) == len(mutations.MUTATIONS)
+    for m in mutations.MUTATIONS:       # every named test file exists, every text still applies
         for t in m.tests:
             assert (mutations.TESTS / t.split("::")[0]).exists(), (m.name, t)
+        assert (mutations.PACKAGE / m.file).read_text().count(m.old) == 1, m.name
 
 
 def test_a_missing_test_file_or_a_stale_mutation_is_an_error(tmp_path):

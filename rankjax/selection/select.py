@@ -394,15 +394,17 @@ u``: the best λ per row falls as rows grow, so the scaled λ is the ladder's to
 
 
 EVERY_ROW_RETRIES = 2
-"""How many times :func:`_on_every_row` moves its ladder up past an unresolved one."""
+"""How many times :func:`_on_every_row` moves its ladder up past an unresolved one (each
+time to the next three decades above it)."""
 
 
 def _on_every_row(grid, point, solver, folds, factor):
     """The point chosen on a subsample (:func:`_tune_subsample`) on every row: ``solver``
     (its whole basis) at the point's kernel and learned scales, held out exactly on the
     whole problem at the λ of :data:`EVERY_ROW_LADDER` times its λ times ``m / u`` (one
-    row-block hold-out; where the dtype resolves none of them, the ladder a decade above its
-    top, :data:`EVERY_ROW_RETRIES` times); the best of them is returned, its model the
+    row-block hold-out; where the dtype resolves none of them, the same ladder again from
+    one step above its top, :data:`EVERY_ROW_RETRIES` times: the least λ the dtype resolves
+    is the nearest to the learned one); the best of them is returned, its model the
     hold-out's full-data model and its score that hold-out's metric (``best_score_``)."""
     p = grid.problem
     at = dataclasses.replace(solver, kernel=point.solver.tuned_kernel())
@@ -416,9 +418,9 @@ def _on_every_row(grid, point, solver, folds, factor):
         scores = grid.score(h.predictions, lams)
         if np.any(np.isfinite(scores)):
             break
-        info(grid.verbose, "every row: no λ of %.3g .. %.3g resolved in %s; the ladder a "
-             "decade above", ladder[0], ladder[-1], np.dtype(p.X.dtype).name)
-        ladder = ladder * 10 * EVERY_ROW_LADDER[-1] / EVERY_ROW_LADDER[0]
+        info(grid.verbose, "every row: no λ of %.3g .. %.3g resolved in %s; the ladder "
+             "next above it", ladder[0], ladder[-1], np.dtype(p.X.dtype).name)
+        ladder = ladder * (ladder[-1] / ladder[0]) * (ladder[1] / ladder[0])
     i = grid.best(scores)
     info(grid.verbose, "the chosen point on every row: λ %.4g, hold-out %.4f",
          float(lams[i]), float(scores[i]))
