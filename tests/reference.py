@@ -154,6 +154,28 @@ def average_precision(f, y, qid=None, threshold=1.0, k=None):
     return np.mean(vals) if vals else np.nan
 
 
+def mrr(f, y, qid=None, threshold=1.0, k=None, ties="average", no_relevant="skip"):
+    """Mean reciprocal rank of the first relevant row; ties 'average': the mean over every
+    order consistent with the scores (all permutations enumerated: keep queries small)."""
+    vals = []
+    for rows in _queries(qid, len(f)):
+        rel, s = y[rows] >= threshold, f[rows]
+        kk = len(rows) if k is None else k
+        if ties == "stable":
+            orders = [np.argsort(-s, kind="stable")]
+        else:
+            orders = [list(p) for p in itertools.permutations(range(len(rows)))
+                      if all(s[p[i]] >= s[p[i + 1]] for i in range(len(p) - 1))]
+        if not rel.any():
+            if no_relevant != "skip":
+                vals.append(1.0 if no_relevant == "one" else 0.0)
+            continue
+        rr = [1 / (np.flatnonzero(rel[o])[0] + 1) if np.flatnonzero(rel[o])[0] < kk else 0.0
+              for o in orders]
+        vals.append(np.mean(rr))
+    return np.mean(vals) if vals else np.nan
+
+
 def ranksvm_pairs(y, qid):
     """Every pair (i, j) of one query with y_i > y_j, enumerated."""
     qid = np.zeros(len(y), int) if qid is None else np.asarray(qid)

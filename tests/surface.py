@@ -33,7 +33,7 @@ def nan(x):
 
 
 PAIR_METRICS = ("pairwise_error", "cindex", "disagreement_error", "kendall_tau_b")
-LIST_METRICS = ("ndcg", "mean_average_precision", "precision_at_k")
+LIST_METRICS = ("ndcg", "mean_average_precision", "precision_at_k", "mrr")
 
 
 def make_problem(tmp):
@@ -77,7 +77,13 @@ def metric_cases(fn, **kw):
         (lambda d: fn(d.y, d.y, d.qid, num_queries=2.5, **kw), E(TypeError, "num_queries")),
         (lambda d: fn(d.y, d.y, d.qid + 100, num_queries=5, **kw), E(ValueError, "segment ids")),
         (lambda d: fn(np.zeros(0), np.zeros(0), **kw), E(ValueError, "scores is empty")),
-        (lambda d: fn(d.y[:, None], d.y[:, None], **kw), E(ValueError, "scores must be 1-D")),
+        (lambda d: fn(d.y[:, None, None], d.y[:, None, None], **kw),
+         E(ValueError, "scores must be 1-D")),
+        (lambda d: fn(d.y[:, None], d.y[:, None], d.qid, **kw), E(ValueError, r"\[Q, L\] lists")),
+        (lambda d: fn(d.y, d.y, d.qid, where=(d.qid > 0) * 1, **kw), E(TypeError, "where must be a bool")),
+        (lambda d: fn(d.nanv, d.y, d.qid, where=np.isfinite(d.nanv), **kw),
+         V(lambda v: nan(v) or np.isfinite(float(v)))),
+        (lambda d: fn(d.y, d.y, d.qid, where=(d.qid > 0)[:-1], **kw), E(ValueError, "where must have")),
         # degenerate: size-1 queries and all-tied labels have no pair / no relevant document
         (lambda d: fn(d.y, np.zeros(d.m), d.qid, **kw), V(nan)),
         (lambda d: fn(d.y, d.y, np.arange(d.m), **kw),

@@ -90,7 +90,7 @@ def test_every_public_name_has_a_page_and_the_guide_pages_exist(site):
         for name in mod.__all__:
             if not inspect.ismodule(getattr(mod, name)):
                 assert f"{modname}.{name}" in built, f"{modname}.{name} has no page"
-    for page in ("math", "design", "guide", "reference", "which_solver", "from_lightgbm",
+    for page in ("math", "design", "guide", "reference", "which_solver", "from_lightgbm", "from_rax",
                  "jax_transformations", "writing_a_solver", "precision", "examples/quickstart",
                  "examples/at_scale"):
         assert (site / f"{page}.html").exists(), page

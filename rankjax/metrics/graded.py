@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.scipy.special import gammaln
 from .._core.checks import is_int
 from .._core.host import is_concrete, reduce_concrete, reduction
 from .._core.segments import run_ids
@@ -52,9 +53,9 @@ def _present(seg, Q):
     return jax.ops.segment_sum(jnp.ones(seg.shape, jnp.int32), seg, num_segments=Q) > 0
 
 
-def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[int] = 10,
-         gain: str = "exp2", ties: str = "average", no_relevant: str = "skip",
-         per_query: bool = False):
+def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, where=None,
+         k: Optional[int] = 10, gain: str = "exp2", ties: str = "average",
+         no_relevant: str = "skip", per_query: bool = False):
     r"""NDCG@k per query, averaged (docs/math.md).
 
     ``DCG@k = sum_{r < k} gain(y_(r)) / log2(r + 2)`` over the rows ranked by
@@ -63,8 +64,10 @@ def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[
     :func:`rankjax.cv_loss` or a smooth surrogate).
 
     Args:
-      scores, y, qid, num_queries: as in :func:`pairwise_error`.
-      k: cut-off (static int; default 10, as the LETOR tools); ``None`` for the whole list.
+      scores, y, qid, num_queries, where: as in :func:`pairwise_error` (``[m]`` rows with
+        query ids, or ``[Q, L]`` lists with a ``where`` mask as rax's).
+      k: cut-off (static int; default 10, as the LETOR tools; rax's ``topn``); ``None`` for
+        the whole list.
       gain: ``"exp2"`` (:math:`2^y - 1`, default) or ``"linear"`` (``y``); labels must
         be ``>= 0`` (``ValueError`` otherwise).
       ties: ``"average"`` (default): rows with equal scores share the mean gain
@@ -72,12 +75,16 @@ def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[
         ``"stable"``: ties keep the input order.
       no_relevant: a query whose ideal DCG is 0 (no relevant document) is
         ``"skip"``-ped (default, as the LETOR tools), or counts as ``"one"`` or
-        ``"zero"``.
+        ``"zero"`` (rax's convention; with ``ties="stable"`` this equals
+        ``rax.ndcg_metric``).
       per_query: return :class:`PerQuery`.
 
     Example:
       >>> print(f"{float(ndcg([3., 2., 1.], [0, 1, 2], k=None, gain='linear')):.4f}")
       0.6199
+      >>> s, y = jnp.array([[3., 2., 1.], [1., 2., 0.]]), jnp.array([[0., 1., 2.], [1., 0., -1.]])
+      >>> print(f"{float(ndcg(s, y, where=y >= 0, ties='stable', no_relevant='zero')):.4f}")
+      0.6089
     """
     _check_k(k)
     if gain not in ("exp2", "linear"):
@@ -85,8 +92,8 @@ def ndcg(scores, y, qid=None, *, num_queries: Optional[int] = None, k: Optional[
     _check_ties(ties)
     if no_relevant not in _NO_RELEVANT:
         raise ValueError(f"no_relevant must be one of {_NO_RELEVANT}, got {no_relevant!r}")
-    f, y, seg, Q, num = prepare_scores(scores, y, qid, num_queries, per_query)
-    if is_concrete(y):
+    f, y, seg, Q, num = prepare_scores(scores, y, qid, num_queries, per_query, where)
+    if is_concrete(y):                          # the entries `where` leaves out read as 0
         if bool(reduce_concrete(_any_negative, y)):
             raise ValueError("ndcg needs graded relevance labels y >= 0 (gains 2^y - 1 or y); "
                              "shift or clip the labels, e.g. -1/+1 to 0/1")
@@ -103,7 +110,8 @@ def _ndcg(f, y, seg, opts):
     Q, num, per_query, kk, gain, ties, no_relevant = opts
     values, has_rel = _ndcg_core(f, y, seg, Q, kk, gain, ties)
     values, valid = _apply_no_relevant(values, has_rel, no_relevant)
-    return finish_per_query(values, valid & _present(seg, Q), per_query, num, nan_queries(f, y, seg, Q))
+    return finish_per_query(values, valid & _present(seg, Q), per_query, num,
+                            nan_queries(f, y, seg, Q))
 
 
 def _ndcg_core(f, y, seg, Q, kk, gain, ties):
@@ -140,7 +148,11 @@ def _check_ties(ties):
         raise ValueError(f"ties must be 'average' or 'stable', got {ties!r}")
 
 
-def _relevance_metric(scores, y, qid, num_queries, threshold, no_relevant, per_query, k, ties):
+_DENOMINATORS = ("k", "retrieved")
+
+
+def _relevance_metric(scores, y, qid, num_queries, where, threshold, no_relevant, per_query, k,
+                      ties, measure):
     _check_ties(ties)
     if no_relevant not in _NO_RELEVANT:
         raise ValueError(f"no_relevant must be one of {_NO_RELEVANT}, got {no_relevant!r}")
@@ -148,16 +160,17 @@ def _relevance_metric(scores, y, qid, num_queries, threshold, no_relevant, per_q
         raise TypeError(f"threshold must be a scalar, got shape {np.shape(threshold)}")
     if is_concrete(threshold) and not np.isfinite(float(threshold)):
         raise ValueError(f"threshold must be finite, got {threshold}")
-    f, y, seg, Q, num = prepare_scores(scores, y, qid, num_queries, per_query)
-    return _relevance(f, y, seg, threshold, (Q, num, per_query, no_relevant, k, ties))
+    f, y, seg, Q, num = prepare_scores(scores, y, qid, num_queries, per_query, where)
+    return _relevance(f, y, seg, threshold, (Q, num, per_query, no_relevant, k, ties, measure))
 
 
 @partial(jax.jit, static_argnums=4)
 def _relevance(f, y, seg, threshold, opts):
-    """MAP (``k is None``) or P@k over rows ranked by descending score; score ties
+    """MAP (``measure="ap"``), P@k (``"k"`` or ``"retrieved"``: its denominator) or the
+    reciprocal rank (``"rr"``, at most ``k``) over rows ranked by descending score; score ties
     averaged over their random orderings (``"average"``) or in input order.
-    ``opts = (Q, num, per_query, no_relevant, k, ties)`` (static)."""
-    Q, num, per_query, no_relevant, k, ties = opts
+    ``opts = (Q, num, per_query, no_relevant, k, ties, measure)`` (static)."""
+    Q, num, per_query, no_relevant, k, ties, measure = opts
     m = f.shape[0]
     s_seg, s_negf, s_idx, rank = _ranked(f, seg, Q)
     rel = (y[s_idx] >= threshold).astype(f.dtype)
@@ -166,6 +179,7 @@ def _relevance(f, y, seg, threshold, opts):
     # relevant rows before each position within its query: global cumsum minus query offset
     before = jnp.cumsum(rel) - rel - (jnp.cumsum(n_rel) - n_rel)[s_seg]
     pos = rank.astype(f.dtype)
+    cut = jnp.ones(m, bool) if k is None else rank < k
     if ties == "average":
         rid = run_ids(s_seg, s_negf)                 # tie groups, in ranked order
         n_g = jax.ops.segment_sum(jnp.ones(m, f.dtype), rid, num_segments=m)[rid]
@@ -175,19 +189,41 @@ def _relevance(f, y, seg, threshold, opts):
         p_rel = r_g / n_g
         # E[#relevant in the top pos+1 | this position relevant] (McSherry & Najork 2008)
         hits = r_before + 1 + j * (r_g - 1) / jnp.maximum(n_g - 1, 1)
+        # P(the group's first relevant row sits at offset j) = C(n-1-j, r-1) / C(n, r)
+        first = _first_at(n_g, r_g, j) * (r_before == 0)
     else:
-        p_rel, hits = rel, before + 1
-    if k is None:
+        p_rel, hits, first = rel, before + 1, rel * (before == 0)
+    if measure == "ap":
         ap = jax.ops.segment_sum(p_rel * hits / (pos + 1), s_seg, num_segments=Q)
         values = jnp.where(has_rel, ap / jnp.where(has_rel, n_rel, 1), 0)
+    elif measure == "rr":
+        values = jax.ops.segment_sum(first * cut / (pos + 1), s_seg, num_segments=Q)
     else:
-        values = jax.ops.segment_sum(p_rel * (rank < k), s_seg, num_segments=Q) / k
+        hit = jax.ops.segment_sum(p_rel * cut, s_seg, num_segments=Q)
+        if measure == "k":
+            values = hit / k
+        else:                                   # rax: of the rows retrieved, min(k, list)
+            size = jax.ops.segment_sum(jnp.ones(m, f.dtype), s_seg, num_segments=Q)
+            values = hit / jnp.maximum(jnp.minimum(size, k), 1)
     values, valid = _apply_no_relevant(values, has_rel, no_relevant)
-    return finish_per_query(values, valid & _present(seg, Q), per_query, num, nan_queries(f, y, seg, Q))
+    return finish_per_query(values, valid & _present(seg, Q), per_query, num,
+                            nan_queries(f, y, seg, Q))
+
+
+def _first_at(n, r, j):
+    """``C(n-1-j, r-1) / C(n, r)``: the chance that the first of ``r`` relevant rows among
+    ``n`` tied ones, in a random order, sits at offset ``j`` (0 past ``n - r`` and for
+    ``r = 0``)."""
+    ok = (r > 0) & (j <= n - r)
+    a, b = jnp.where(ok, n - 1 - j, 1), jnp.where(ok, r - 1, 0)
+    log_c = (gammaln(a + 1) - gammaln(b + 1) - gammaln(a - b + 1)
+             - gammaln(n + 1) + gammaln(r + 1) + gammaln(n - r + 1))
+    return jnp.where(ok, jnp.exp(log_c), 0)
 
 
 def mean_average_precision(scores, y, qid=None, *, num_queries: Optional[int] = None,
-                           threshold: float = 1.0, ties: str = "average", no_relevant: str = "skip",
+                           where=None, threshold: float = 1.0, ties: str = "average",
+                           no_relevant: str = "skip",
                            per_query: bool = False):
     """Mean average precision; a row is relevant when ``y >= threshold``
     (OHSUMED: ``threshold=2``, Pahikkala et al. 2007 §3.1). Score ties: ``"average"``
@@ -201,15 +237,18 @@ def mean_average_precision(scores, y, qid=None, *, num_queries: Optional[int] = 
       >>> print(f"{float(mean_average_precision([3., 2., 1.], [0, 1, 1])):.4f}")
       0.5833
     """
-    return _relevance_metric(scores, y, qid, num_queries, threshold, no_relevant, per_query, None,
-                             ties)
+    return _relevance_metric(scores, y, qid, num_queries, where, threshold, no_relevant,
+                             per_query, None, ties, "ap")
 
 
-def precision_at_k(scores, y, qid=None, *, num_queries: Optional[int] = None, k: int = 10,
-                   threshold: float = 1.0, ties: str = "average", no_relevant: str = "skip",
+def precision_at_k(scores, y, qid=None, *, num_queries: Optional[int] = None, where=None,
+                   k: int = 10, denominator: str = "k", threshold: float = 1.0,
+                   ties: str = "average", no_relevant: str = "skip",
                    per_query: bool = False):
     """P@k: relevant rows (``y >= threshold``) among the top ``k``, divided by ``k``
-    (also for queries shorter than ``k``, as the LETOR evaluation tool). Score ties:
+    (``denominator="k"``, default: also for queries shorter than ``k``, as the LETOR
+    evaluation tool) or by the rows retrieved, ``min(k, the query's rows)``
+    (``"retrieved"``: rax's ``precision_metric``). Score ties:
     ``"average"`` (default, the expectation over random orderings of tied rows) or
     ``"stable"`` (input order).
 
@@ -220,8 +259,32 @@ def precision_at_k(scores, y, qid=None, *, num_queries: Optional[int] = None, k:
     _check_k(k)
     if k is None:
         raise ValueError("k must be a positive int")
-    return _relevance_metric(scores, y, qid, num_queries, threshold, no_relevant, per_query, k, ties)
+    if denominator not in _DENOMINATORS:
+        raise ValueError(f"denominator must be one of {_DENOMINATORS}, got {denominator!r}")
+    return _relevance_metric(scores, y, qid, num_queries, where, threshold, no_relevant,
+                             per_query, k, ties, denominator)
 
 
-for _fn in (ndcg, mean_average_precision, precision_at_k):
+def mrr(scores, y, qid=None, *, num_queries: Optional[int] = None, where=None,
+        k: Optional[int] = None, threshold: float = 1.0, ties: str = "average",
+        no_relevant: str = "skip", per_query: bool = False):
+    """Mean reciprocal rank: ``1 / (r + 1)`` for the first relevant row (``y >= threshold``,
+    as rax's ``labels >= 1``) at 0-based rank ``r``, 0 when it lies at or past the cut-off
+    ``k`` (``None``: the whole list; rax's ``topn``). Score ties: ``"average"`` (default:
+    the expectation over random orderings of the tied rows, exact) or ``"stable"`` (input
+    order, as rax). Queries with no relevant row: ``no_relevant`` (see :func:`ndcg`; rax
+    counts them as ``"zero"``).
+
+    Example:
+      >>> print(f"{float(mrr([3., 2., 1.], [0, 1, 1])):.4f}")
+      0.5000
+      >>> print(f"{float(mrr([1., 1., 0.], [0, 1, 0])):.4f}")        # a tie: 1/2 (1 + 1/2)
+      0.7500
+    """
+    _check_k(k)
+    return _relevance_metric(scores, y, qid, num_queries, where, threshold, no_relevant,
+                             per_query, k, ties, "rr")
+
+
+for _fn in (ndcg, mean_average_precision, precision_at_k, mrr):
     _fn.higher_is_better = True

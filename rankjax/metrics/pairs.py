@@ -17,6 +17,13 @@ objective differentiate :func:`rankjax.cv_loss` (the RankRLS loss or its smooth
 
 Query ids: with ``num_queries=None`` any integer ids are remapped on the host;
 under ``jit`` pass segment ids ``0 .. Q-1`` and ``num_queries=Q`` (static).
+
+Lists (rax's, TF-Ranking's and allRank's layout): ``scores`` and ``y`` ``[Q, L]`` with
+``qid=None``, each row a query, and ``where`` ``[Q, L]`` (bool) the entries that count; the
+segments come from the static shape, so every input may be traced under ``jit``/``vmap``.
+A list with no entry counts as no query (left out of the mean, as rax does). ``where`` also
+works on rows with ``qid``. rax's conventions are ``ties="stable", no_relevant="zero"``
+(and ``denominator="retrieved"`` for precision); docs/from_rax.md compares them.
 """
 from __future__ import annotations
 
@@ -30,7 +37,7 @@ from .._core.checks import as_float_array, check_flag, check_indices
 from .._core.host import is_concrete, reduce_concrete, reduction
 from .._core.queries import resolve_segments
 from .._core.traced import indices_ok, nan_unless
-from .._core.segments import count_sum, count_to_float, run_ids
+from .._core.segments import bucket, count_sum, count_to_float, run_ids
 from .._core.types import saveable
 
 
@@ -42,32 +49,86 @@ class PerQuery(NamedTuple):
     valid: jax.Array
 
 
-def prepare_scores(scores, y, qid, num_queries, per_query=False):
+def prepare_scores(scores, y, qid, num_queries, per_query=False, where=None):
+    """``(f [m], y [m], seg [m], S, num)`` of a metric's inputs: rows with query ids
+    (``scores`` ``[m]``), or lists (``scores`` ``[Q, L]``, rax's layout: list ``q`` is query
+    ``q``, its static shape the segments). ``where`` (bool, the shape of ``scores``) leaves
+    out the entries it marks False: they join a segment of their own (``num``, past the real
+    queries) that :func:`finish_per_query` drops, so under ``jit`` nothing is sliced and
+    their values (padding, NaN) are never read. ``S`` the padded segment count; ``num`` the
+    real queries (0 where only the mean is asked for and nothing is left out: no static
+    argument per query count)."""
     check_flag(per_query, "per_query")
-    f = as_float_array(scores, "scores", finite=True)
-    if f.ndim != 1:
-        raise ValueError(f"scores must be 1-D [m] (vmap over outputs), got shape {f.shape}")
-    if f.shape[0] == 0:
+    lists = np.ndim(scores) == 2 and qid is None and num_queries is None
+    if np.ndim(scores) != 1 and not lists:
+        raise ValueError(f"scores must be 1-D [m] with qid, or [Q, L] lists (rax's layout, "
+                         f"qid=None), got shape {np.shape(scores)}")
+    f = as_float_array(scores, "scores", finite=where is None)
+    if f.size == 0:
         raise ValueError("scores is empty")
-    y = as_float_array(y, "y", finite=True)
+    y = as_float_array(y, "y", finite=where is None)
     if y.shape != f.shape:
         raise ValueError(f"y must have the shape of scores {f.shape}, got {y.shape}")
-    seg, Q, num = resolve_segments(qid, num_queries, f.shape[0])
     dtype = jnp.result_type(f.dtype, y.dtype)
-    # the real number of queries only matters (and is only a static argument) per query
-    return f.astype(dtype), y.astype(dtype), seg, Q, num if per_query else 0
+    f, y = f.astype(dtype), y.astype(dtype)
+    if where is None and not lists:
+        seg, Q, num = resolve_segments(qid, num_queries, f.shape[0])
+        # the real number of queries only matters (and is only a static argument) per query
+        return f, y, seg, Q, num if per_query else 0
+    keep = check_where(where, f.shape)
+    if is_concrete(f) and is_concrete(y) and is_concrete(keep):
+        for name, a in (("scores", f), ("y", y)):
+            if bool(reduce_concrete(_nonfinite_kept, a, keep)):
+                raise ValueError(f"{name} contains NaN or inf values where `where` is True "
+                                 f"{_first_kept_nonfinite(a, keep)}")
+    if lists:
+        Q = f.shape[0]
+        seg = jnp.broadcast_to(jnp.arange(Q, dtype=jnp.int32)[:, None], f.shape)
+        num = Q
+    else:
+        seg, _, num = resolve_segments(qid, num_queries, f.shape[0])
+    seg = jnp.where(keep, seg, num).reshape(-1)
+    f, y = (jnp.where(keep, a, 0).reshape(-1) for a in (f, y))
+    return f, y, seg, bucket(num + 1), num
+
+
+_nonfinite_kept = reduction(lambda xp, a, keep: xp.any(keep & ~xp.isfinite(a)))
+
+
+def _first_kept_nonfinite(a, keep) -> str:
+    """``(list q, position l: nan)`` or ``(row i: nan)``: the first non-finite kept entry,
+    for the error message (on the failing path only)."""
+    v, k = np.asarray(jax.device_get(a)), np.asarray(jax.device_get(keep))
+    at = tuple(int(i) for i in np.argwhere(k & ~np.isfinite(v))[0])
+    place = f"list {at[0]}, position {at[1]}" if v.ndim == 2 else f"row {at[0]}"
+    return f"({place}: {v[at]})"
+
+
+def check_where(where, shape):
+    """``where`` as a bool array of ``shape`` (all True for ``None``); traced masks pass."""
+    if where is None:
+        return jnp.ones(shape, bool)
+    dtype = where.dtype if hasattr(where, "dtype") else np.asarray(where).dtype
+    if dtype != np.bool_:
+        raise TypeError(f"where must be a bool array (True: the entry counts), got dtype {dtype}")
+    if np.shape(where) != tuple(shape):
+        raise ValueError(f"where must have the shape of scores {tuple(shape)}, got {np.shape(where)}")
+    return jnp.asarray(where)
 
 
 def finish_per_query(values, valid, per_query, num, nan_queries=None):
     """Mean over the valid queries, or the per-query values of the ``num`` real queries
-    (the segments beyond ``num`` are padding). A query with a NaN/inf score or label
-    (``nan_queries``, possible only under ``jit``, where values cannot be checked) is
-    NaN, and so is the mean: never a plausible number."""
+    (the segments from ``num`` on are padding, or the entries ``where`` leaves out; ``num``
+    0: no real count is known, every segment past the data is empty). A query with a NaN/inf
+    score or label (``nan_queries``, possible only under ``jit``, where values cannot be
+    checked) is NaN, and so is the mean: never a plausible number."""
     if nan_queries is not None:
         values = jnp.where(nan_queries, jnp.nan, values)
         valid = valid | nan_queries
+    if num:
+        values, valid = values[:num], valid[:num]
     if per_query:
-        return PerQuery(values[:num], valid[:num])
+        return PerQuery(values, valid)
     w = valid.astype(values.dtype)
     return jnp.sum(jnp.where(valid, values, 0)) / jnp.sum(w)
 
@@ -147,7 +208,7 @@ def safe_div(a, b):
     return jnp.where(b > 0, a / jnp.where(b > 0, b, 1), 0)
 
 
-def pairwise_error(scores, y, qid=None, *, num_queries: Optional[int] = None,
+def pairwise_error(scores, y, qid=None, *, num_queries: Optional[int] = None, where=None,
                    per_query: bool = False):
     """Pairwise ranking error (Airola et al. 2010 eq. 1), averaged over queries with pairs.
 
@@ -158,10 +219,13 @@ def pairwise_error(scores, y, qid=None, *, num_queries: Optional[int] = None,
     ``jax.grad`` of it is zero almost everywhere (module docstring).
 
     Args:
-      scores: ``[m]`` predicted scores.
-      y: ``[m]`` labels.
+      scores: ``[m]`` predicted scores, or ``[Q, L]`` lists (rax's layout).
+      y: labels, the shape of ``scores``.
       qid: ``[m]`` query ids; ``None`` for one global ranking.
       num_queries: see the module docstring.
+      where: ``None`` or a bool array of the shape of ``scores``: the entries marked False
+        are left out (padding; their values are never read). With ``scores`` ``[Q, L]``
+        (rax's list layout: ``qid=None``, each row a query) ``where`` is rax's mask.
       per_query: return :class:`PerQuery` instead of the mean.
 
     Example:
@@ -170,23 +234,25 @@ def pairwise_error(scores, y, qid=None, *, num_queries: Optional[int] = None,
       >>> print(f"{float(pairwise_error(f, y)):.4f}")
       0.1250
     """
-    return _pair_metric(*prepare_scores(scores, y, qid, num_queries, per_query), per_query, "pairwise")
+    return _pair_metric(*prepare_scores(scores, y, qid, num_queries, per_query, where), per_query, "pairwise")
 
 
-def cindex(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query: bool = False):
+def cindex(scores, y, qid=None, *, num_queries: Optional[int] = None, where=None,
+           per_query: bool = False):
     """Concordance index ``1 - pairwise_error`` (ties count half); AUC for two labels.
 
     Example:
       >>> print(f"{float(cindex([0.1, 0.4, 0.4, 0.9], [0, 1, 0, 1])):.4f}")
       0.8750
     """
-    return _pair_metric(*prepare_scores(scores, y, qid, num_queries, per_query), per_query, "cindex")
+    return _pair_metric(*prepare_scores(scores, y, qid, num_queries, per_query, where), per_query, "cindex")
 
 
 _not_binary = reduction(lambda xp, y: xp.any((y != 0) & (y != 1)))
 
 
-def auc(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query: bool = False):
+def auc(scores, y, qid=None, *, num_queries: Optional[int] = None, where=None,
+        per_query: bool = False):
     """Area under the ROC curve for binary labels (1 positive, 0 negative):
     the :func:`cindex` of the scores, ties counting half. Per query when ``qid``
     is given (queries with only one class are left out).
@@ -195,18 +261,19 @@ def auc(scores, y, qid=None, *, num_queries: Optional[int] = None, per_query: bo
       >>> print(f"{float(auc([0.2, 0.8, 0.5], [0, 1, 0])):.2f}")
       1.00
     """
-    if is_concrete(y) and np.size(y) and bool(reduce_concrete(_not_binary, as_float_array(y, "y"))):
+    f, y, seg, Q, num = prepare_scores(scores, y, qid, num_queries, per_query, where)
+    if is_concrete(y) and bool(reduce_concrete(_not_binary, y)):
         raise ValueError("auc needs binary labels 0/1 in y (graded labels: use cindex)")
-    out = cindex(scores, y, qid, num_queries=num_queries, per_query=per_query)
+    out = _pair_metric(f, y, seg, Q, num, per_query, "cindex")
     if is_concrete(y):
         return out
-    ok = ~_not_binary.device(jnp.asarray(y))    # traced labels: non-binary gives NaN
+    ok = ~_not_binary.device(y)                 # traced labels: non-binary gives NaN
     if per_query:
         return out._replace(values=jnp.where(ok, out.values, jnp.nan))
     return jnp.where(ok, out, jnp.nan)
 
 
-def disagreement_error(scores, y, qid=None, *, num_queries: Optional[int] = None,
+def disagreement_error(scores, y, qid=None, *, num_queries: Optional[int] = None, where=None,
                        per_query: bool = False):
     """Disagreement error (Pahikkala et al. 2009 eq. 1): like :func:`pairwise_error` but with the
     ``sign(0) = -1`` convention, i.e. a score tie counts as a full error.
@@ -215,10 +282,11 @@ def disagreement_error(scores, y, qid=None, *, num_queries: Optional[int] = None
       >>> print(f"{float(disagreement_error([0.1, 0.4, 0.4, 0.9], [0, 1, 0, 1])):.4f}")
       0.2500
     """
-    return _pair_metric(*prepare_scores(scores, y, qid, num_queries, per_query), per_query, "disagreement")
+    return _pair_metric(*prepare_scores(scores, y, qid, num_queries, per_query, where), per_query,
+                        "disagreement")
 
 
-def kendall_tau_b(scores, y, qid=None, *, num_queries: Optional[int] = None,
+def kendall_tau_b(scores, y, qid=None, *, num_queries: Optional[int] = None, where=None,
                   per_query: bool = False):
     r"""Kendall's τ_b between scores and labels per query (Pahikkala et al. 2007 §3.2).
 
@@ -230,7 +298,7 @@ def kendall_tau_b(scores, y, qid=None, *, num_queries: Optional[int] = None,
       >>> print(f"{float(kendall_tau_b([1., 2., 3.], [1, 3, 2])):.4f}")
       0.3333
     """
-    return _pair_metric(*prepare_scores(scores, y, qid, num_queries, per_query), per_query, "tau_b")
+    return _pair_metric(*prepare_scores(scores, y, qid, num_queries, per_query, where), per_query, "tau_b")
 
 
 @partial(jax.jit, static_argnums=(3, 4, 5, 6))
