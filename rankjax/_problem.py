@@ -14,6 +14,11 @@ from ._core.checks import check_flag
 from ._core.queries import Segments, segment_ids
 from .graphs.graph import check_problem, is_graph
 from .graphs.build import query_graph
+from .graphs.lists import list_graph
+from .metrics.pairs import check_where
+from ._core.checks import as_float_array
+from ._core.host import is_concrete
+import jax.numpy as jnp
 
 __all__ = ["Problem", "KernelProblem"]
 
@@ -37,6 +42,12 @@ class Problem:
       precomputed: ``X`` is a kernel matrix (solve with :class:`Dual` or :class:`CG`).
       qid: with a graph that holds no query ids (RLS's :func:`identity_graph`), the ``[m]``
         query ids the metrics of :func:`rankjax.select` average over.
+      where: padded lists (rax's layout): ``X`` ``[Q, L, n]``, ``y`` ``[Q, L]`` and ``where``
+        ``[Q, L]`` (bool; ``None``: every entry) the entries that count, with no ``queries``:
+        each list is a query (:func:`rankjax.list_graph`), the rows are the ``Q * L`` entries
+        list by list (``X.reshape(Q * L, n)``; predictions ``.reshape(-1, Q, L)``), the
+        left-out entries add nothing (their values, NaN padding included, are never read)
+        and the hold-out's folds are the lists. ``X``, ``y`` and ``where`` may all be traced.
 
     Attributes:
       X: the checked features, in the problem's dtype.
@@ -68,8 +79,10 @@ class Problem:
         return object.__new__(KernelProblem if kernel else cls)
 
     def __init__(self, X, y=None, queries=None, *, valid: Optional["Problem"] = None,
-                 precomputed: bool = False, qid=None):
+                 precomputed: bool = False, qid=None, where=None):
         precomputed = check_flag(precomputed, "precomputed")
+        if where is not None or np.ndim(X) == 3:
+            X, y, queries = _lists(X, y, queries, where, precomputed, qid)
         graph, ids = _as_graph(queries, np.shape(X)[0] if hasattr(X, "shape") else None, y)
         if qid is not None:
             if not is_graph(queries):
@@ -159,6 +172,32 @@ def _frozen(self, name, value):
 
 
 Problem.__setattr__ = _frozen
+
+
+def _lists(X, y, queries, where, precomputed, qid):
+    """``(X [Q L, n], y [Q L], ListGraph)`` of padded lists: the left-out entries zeroed (a
+    kept entry's NaN/inf is an error when concrete)."""
+    if precomputed or queries is not None or qid is not None:
+        raise ValueError("padded lists (X [Q, L, n] with where) are their own queries: pass "
+                         "no queries, qid or precomputed kernel")
+    if np.ndim(X) != 3:
+        raise ValueError(f"with where, X must be [Q, L, n] padded lists, got shape {np.shape(X)}")
+    Q, L, n = np.shape(X)
+    keep = check_where(where, (Q, L))
+    X = as_float_array(X, "X")
+    if y is None:
+        raise ValueError("padded lists need labels y [Q, L]")
+    y = as_float_array(y, "y")
+    if y.shape != (Q, L):
+        raise ValueError(f"y must be [Q, L] = {(Q, L)} with padded lists, got {y.shape}")
+    for name, a, k in (("X", X, keep[..., None]), ("y", y, keep)):
+        if is_concrete(a) and is_concrete(keep) and bool(jnp.any(k & ~jnp.isfinite(a))):
+            q, pos = (int(i) for i in np.argwhere(np.asarray(k & ~jnp.isfinite(a)))[0][:2])
+            raise ValueError(f"{name} contains NaN or inf values in a kept entry (list {q}, "
+                             f"position {pos})")
+    X = jnp.where(keep[..., None], X, 0).reshape(Q * L, n)
+    y = jnp.where(keep, y, 0).reshape(Q * L)
+    return X, y, list_graph(keep, dtype=X.dtype)
 
 
 def _as_graph(queries, m, y) -> tuple:

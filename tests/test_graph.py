@@ -201,6 +201,15 @@ BAD_INPUT["query_graph"] = [
         (lambda d: rj.query_graph(d.qid, query_weights=np.ones(4)), E(ValueError, "query_weights")),
         (lambda d: rj.query_graph(d.qid, exclude_ties=True), E(ValueError, "y")),
     ]
+BAD_INPUT["list_graph"] = [
+        (lambda d: rj.list_graph(np.ones((2, 3), int)), E(ValueError, "where must be a")),
+        (lambda d: rj.list_graph(np.ones(3, bool)), E(ValueError, r"\[Q, L\] bool")),
+        (lambda d: rj.list_graph(np.ones((0, 3), bool)), E(ValueError, "where")),
+        (lambda d: rj.list_graph(np.ones((2, 3), bool), normalized=np.ones(2)),
+         E((TypeError, ValueError), "normalized")),
+        (lambda d: rj.list_graph(np.zeros((2, 3), bool)).mv(np.ones(6)),    # nothing kept
+         V(lambda v: np.all(np.asarray(v) == 0))),
+    ]
 BAD_INPUT["global_graph"] = [
         (lambda d: rj.global_graph(0), E(ValueError, "num_rows")),
         (lambda d: rj.global_graph(2.5), E((TypeError, ValueError), "num_rows")),

@@ -342,7 +342,8 @@ def problem_folds(problem, folds, seed, where):
                         f"rankjax.LeavePairOut, got {type(folds).__name__}")
     graph = problem.graph
     graph.check_splittable("the hold-out")
-    if not isinstance(folds, Folds) and not all(is_concrete(a) for a in jax.tree.leaves(graph)):
+    if not (isinstance(folds, Folds) or getattr(graph, "static_folds", False)
+            or all(is_concrete(a) for a in jax.tree.leaves(graph))):
         raise TypeError(f"{where} under jit needs folds drawn outside it (the queries are "
                         "traced): folds=rj.make_folds(problem.graph) (or make_folds(graph, k))")
     return resolve_folds(graph, folds, seed, problem.X.shape[0])

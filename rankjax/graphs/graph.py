@@ -50,7 +50,7 @@ from .fold_blocks import FoldBlocks, QueryFoldBlocks
 Array = jax.Array
 
 
-def _pytree(data, meta):
+def graph_pytree(data, meta):
     def wrap(cls):
         cls = dataclasses.dataclass(frozen=True)(cls)
         return jax.tree_util.register_dataclass(cls, data_fields=data, meta_fields=meta)
@@ -113,6 +113,10 @@ class _GraphBase(FoldBlocks):
         ``None``."""
         return None
 
+    def kept_rows(self):
+        """The rows a per-row loss averages over: every row (a list graph's: its kept ones)."""
+        return self.num_rows
+
     def loss(self, f, y):
         r"""The RankRLS loss :math:`(y - f)^T L (y - f)`."""
         r = y - f
@@ -141,7 +145,7 @@ class _GraphBase(FoldBlocks):
         return lambda f: sign * metric(f, y, seg, num_queries=num, **kw)
 
 
-@_pytree(["seg", "counts", "edge_weight", "group_seg", "group_query", "group_counts"],
+@graph_pytree(["seg", "counts", "edge_weight", "group_seg", "group_query", "group_counts"],
          ["num_segments", "num_group_segments"])
 @saveable
 class QueryGraph(QueryFoldBlocks, _GraphBase):
@@ -253,11 +257,10 @@ class QueryGraph(QueryFoldBlocks, _GraphBase):
         return seg, int(seg.max()) + 1
 
     def restrict(self, rows, size: Optional[int] = None):
-        """The graph of the rows ``rows`` (host ``[r]`` indices of whole queries, in any
-        order): ``L_UU`` of those rows with the same edge weights (a preconditioner's
-        subsample). With ``size >= r`` the graph has ``size`` rows, the last ``size - r``
-        in one padding segment of edge weight 0 (adds nothing), so that subsamples of one
-        bucket share compiled programs. A query cut in two is an error."""
+        """The graph of the rows ``rows`` (host ``[r]`` indices of whole queries, any order):
+        ``L_UU`` of those rows with the same edge weights (a preconditioner's subsample). With
+        ``size >= r`` it has ``size`` rows, the last ``size - r`` in one padding segment of edge
+        weight 0 (adds nothing): subsamples of one bucket share programs. No query is cut."""
         rows = np.asarray(rows)
         size = rows.size if size is None else int(size)
         npad = size - rows.size
@@ -340,7 +343,8 @@ class QueryGraph(QueryFoldBlocks, _GraphBase):
 
 
 @saveable
-@_pytree(["head", "tail", "weight", "target"], ["num_rows"])
+
+@graph_pytree(["head", "tail", "weight", "target"], ["num_rows"])
 class PreferenceGraph(_GraphBase):
     r"""Explicit preference multigraph: row ``head[t]`` preferred to ``tail[t]``
     (build with :func:`preference_graph`).
@@ -413,7 +417,7 @@ class PreferenceGraph(_GraphBase):
 
 
 @saveable
-@_pytree([], ["num_rows"])
+@graph_pytree([], ["num_rows"])
 class IdentityGraph(_GraphBase):
     """``L = I`` over ``num_rows`` rows: RankRLS machinery becomes RLS regression."""
 
@@ -457,8 +461,7 @@ class IdentityGraph(_GraphBase):
 Graph = Union[QueryGraph, PreferenceGraph, IdentityGraph]
 
 
-GRAPH_KINDS = {"QueryGraph": QueryGraph, "PreferenceGraph": PreferenceGraph,
-               "IdentityGraph": IdentityGraph}
+GRAPH_KINDS = {"QueryGraph": QueryGraph, "PreferenceGraph": PreferenceGraph, "IdentityGraph": IdentityGraph}
 """The graph types by name: the one place that tells them apart (solvers call methods)."""
 
 
@@ -469,8 +472,7 @@ def is_graph(obj, kind: Optional[str] = None) -> bool:
 
 def check_graph(graph, m: Optional[int] = None, name: str = "graph", kind: Optional[str] = None,
                 why: str = ""):
-    """Raises unless ``graph`` is a rankjax graph (on ``m`` rows when given; of the type
-    named ``kind`` when given, ``why`` saying what needs it)."""
+    """Raises unless ``graph`` is a rankjax graph (on ``m`` rows; of the type ``kind``, ``why``)."""
     if not isinstance(graph, tuple(GRAPH_KINDS.values())):
         raise TypeError(f"{name} must be a rankjax graph (query_graph, preference_graph, "
                         f"identity_graph), got {type(graph).__name__}")
@@ -486,10 +488,9 @@ def pad_to(a, size):
 
 
 def check_problem(X, y, graph, name: str = "X"):
-    """Checks a learning problem at the public boundary: ``X`` a finite ``[m, n]``
-    matrix (dense or BCOO), ``graph`` a graph on its ``m`` rows, ``y`` as the graph
-    wants it (``None`` for preference edges). Returns ``(X, y)`` in one dtype, the
-    promotion of theirs (float32 ``X`` with float64 ``y`` computes in float64)."""
+    """Checks a learning problem at the public boundary: ``X`` a finite ``[m, n]`` matrix (dense
+    or BCOO), ``graph`` a graph on its ``m`` rows, ``y`` as the graph wants it (``None`` for
+    preference edges). Returns ``(X, y)`` in the promotion of their dtypes."""
     X = check_matrix(X, name)
     check_graph(graph, X.shape[0])
     y = graph.check_labels(y)

@@ -98,9 +98,9 @@ class AbstractSolver:
 
     def cv_loss(self, params, data, folds):
         r"""The hold-out RankRLS loss per row, :math:`(y - f')^T L (y - f') / m`, of
-        :meth:`cv_predictions` (traced, differentiable)."""
-        X, y, graph = data[:3]
-        return graph.loss(self.cv_predictions(params, data, folds), y) / X.shape[0]
+        :meth:`cv_predictions` (traced, differentiable; ``m`` the graph's kept rows)."""
+        y, graph = data[1:3]
+        return graph.loss(self.cv_predictions(params, data, folds), y) / graph.kept_rows()
 
     def init(self, problem, method="holdout", L: int = 1, folds=None) -> State:
         """The :class:`~rankjax.solvers.state.State` of ``method`` (one of
