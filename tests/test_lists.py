@@ -143,3 +143,27 @@ def test_list_graph_is_the_query_graph_of_the_kept_entries():
         got = np.asarray(g.mv(v))
         np.testing.assert_allclose(got.reshape(w.shape)[w], want, atol=1e-12)
         assert np.all(got.reshape(w.shape)[~w] == 0)
+
+
+def test_tune_on_lists_equals_tune_on_the_kept_rows():
+    X, y, w = padded(6, Q=12)
+    for solver in (rj.Primal(), rj.Dual(rj.gaussian_kernel(0.3))):
+        a = rj.tune(rj.Problem(X, y, where=w), solver, steps=3)
+        b = rj.tune(flat(X, y, w), solver, steps=3)
+        np.testing.assert_allclose(a.loss_history, b.loss_history, rtol=1e-9)
+        assert a.lam == pytest.approx(b.lam, rel=1e-9)
+
+
+def test_float32_lists_under_jit_equal_the_kept_rows_within_float32_rounding():
+    X, y, w = padded(7)
+    X32, y32 = (np.where(np.expand_dims(w, tuple(range(2, a.ndim))), a, 0).astype(np.float32)
+                for a in (X, y))
+    lams = jnp.asarray(LAMS, jnp.float32)
+    hold = jax.jit(lambda X, y, m: rj.holdout(rj.Problem(X, y, where=m), rj.Primal(),
+                                              lams=lams).value.predictions)
+    got = kept(hold(X32, y32, w), w)
+    q = np.broadcast_to(np.arange(w.shape[0])[:, None], w.shape)
+    want = rj.holdout(rj.Problem(X32[w], y32[w], q[w]), rj.Primal(), lams=lams).value.predictions
+    assert got.dtype == np.float32
+    scale = float(np.max(np.abs(want)))
+    np.testing.assert_allclose(got, want, atol=100 * np.finfo(np.float32).eps * scale)
