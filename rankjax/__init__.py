@@ -43,6 +43,7 @@ from .learners.rankboost import rankboost as rankboost, rankboost_predict as ran
 from .learners.ranksvm import (rank_levels as rank_levels, ranksvm_kernel as ranksvm_kernel,
                                ranksvm_l2 as ranksvm_l2)
 from .metrics.choice import Selection as Selection
+from .metrics.survival import harrell_c as harrell_c, uno_c as uno_c
 from .metrics.graded import (mean_average_precision as mean_average_precision, mrr as mrr,
                              ndcg as ndcg, precision_at_k as precision_at_k)
 from .metrics.pairs import (Metric as Metric, PerQuery as PerQuery, auc as auc, cindex as cindex,
@@ -89,6 +90,7 @@ __all__ = [
     "FeatureMap", "learn_feature_map",
     # metrics
     "Metric", "PerQuery", "ndcg", "mean_average_precision", "precision_at_k", "mrr", "cindex", "auc",
+    "harrell_c", "uno_c",
     "kendall_tau_b", "pairwise_error", "disagreement_error", "edge_disagreement_error",
     "lpo_cindex", "permutation_test",
     # hyper-parameters by gradient

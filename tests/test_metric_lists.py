@@ -158,3 +158,12 @@ def test_the_coming_from_rax_page_runs_and_its_rax_loss_has_the_finite_differenc
     grad = float(namespace["grad"]["log_lam"])
     eps = float(np.finfo(np.asarray(namespace["value"]).dtype).eps)
     assert np.isfinite(grad) and abs(grad - fd) <= 1e-4 + max(1e-3, 1e3 * eps) * abs(fd), (grad, fd)
+
+
+def test_a_refused_lane_passed_eagerly_says_what_it_is():
+    pred = rj.holdout(rj.Problem(np.eye(6), np.arange(6.0), np.repeat([0, 1, 2], 2)),
+                      rj.Primal(), lams=[1.0]).value.predictions
+    lane = np.full_like(np.asarray(pred[0]), np.nan)           # as a refused λ's lane
+    for fn in (rj.ndcg, rj.pairwise_error, rj.mrr):
+        with pytest.raises(ValueError, match="NaN in every row: a lane a solver refused"):
+            fn(lane, np.arange(6.0), np.repeat([0, 1, 2], 2))

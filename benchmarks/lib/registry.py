@@ -66,6 +66,10 @@ JOBS = [
     ("mixed", 88, "Mixed precision: float32 hold-outs of Primal, Dual and Nyström against "
      "float64 on two real sets, the lanes each answers and the warm times",
      ["bench_mixed.py"], ["bench_mixed.py"]),
+    ("research", 90, "A network's features under the exact hold-out of a RankRLS head, trained "
+     "end to end with optax, beside the estimators (lambdarank_sample, float32)",
+     ["bench_research.py", "--readme", "../docs/from_rax.md"],
+     ["bench_research.py", "--readme", "../docs/from_rax.md"]),
     ("vmap", 59, "vmap over λ of rj.fit against the solver's own path",
      ["bench_vmap.py"], ["bench_vmap.py"]),
     ("million", 65, "Kernel RankRLS at 10^6 rows: linear, Nyström (γ grid; learned with ARD), "
@@ -82,14 +86,15 @@ BLOCKS = {"first-answer": ("bench_first_answer.py", "first_answer.jsonl"),
           "million": ("bench_million.py", "million.jsonl"),
           "precision": ("bench_precision.py", "precision.jsonl"),
           "vmap": ("bench_vmap.py", "vmap.jsonl"),
-          "sweep": ("bench_sweep.py", "sweep.jsonl")}
+          "sweep": ("bench_sweep.py", "sweep.jsonl"),
+          "research": ("bench_research.py", "research.jsonl")}
 """Measured block -> (the benchmark that writes it, its committed JSON lines under
 ``benchmarks/lines/``)."""
 
 PAGES = {"first-answer": "docs/which_solver.md", "first-screen": "docs/which_solver.md",
          "battery": "docs/which_solver.md", "million": "docs/which_solver.md",
          "precision": "docs/precision.md", "vmap": "docs/jax_transformations.md",
-         "sweep": "docs/precision.md"}
+         "sweep": "docs/precision.md", "research": "docs/from_rax.md"}
 """Measured block -> the documentation page that holds it (``--readme`` of its benchmark
 writes it there; the README states no measured figure)."""
 

@@ -63,6 +63,11 @@ def prepare_scores(scores, y, qid, num_queries, per_query=False, where=None):
     if np.ndim(scores) != 1 and not lists:
         raise ValueError(f"scores must be 1-D [m] with qid, or [Q, L] lists (rax's layout, "
                          f"qid=None), got shape {np.shape(scores)}")
+    if where is None and is_concrete(scores) and np.size(scores) and bool(
+            reduce_concrete(_all_nan, as_float_array(scores, "scores"))):
+        raise ValueError("scores are NaN in every row: a lane a solver refused (a λ below what "
+                         "the dtype resolves, named in its UnresolvedLambdaWarning); score the "
+                         "answered lanes only, e.g. those where jnp.isfinite(pred).all(axis=1)")
     f = as_float_array(scores, "scores", finite=where is None)
     if f.size == 0:
         raise ValueError("scores is empty")
@@ -92,6 +97,7 @@ def prepare_scores(scores, y, qid, num_queries, per_query=False, where=None):
     return f, y, seg, bucket(num + 1), num
 
 
+_all_nan = reduction(lambda xp, a: xp.all(xp.isnan(a)))
 _nonfinite_kept = reduction(lambda xp, a, keep: xp.any(keep & ~xp.isfinite(a)))
 
 
