@@ -81,7 +81,7 @@ class Problem:
     def __init__(self, X, y=None, queries=None, *, valid: Optional["Problem"] = None,
                  precomputed: bool = False, qid=None, where=None):
         precomputed = check_flag(precomputed, "precomputed")
-        if where is not None or np.ndim(X) == 3:
+        if where is not None or getattr(X, "ndim", None) == 3:
             X, y, queries = _lists(X, y, queries, where, precomputed, qid)
         graph, ids = _as_graph(queries, np.shape(X)[0] if hasattr(X, "shape") else None, y)
         if qid is not None:
@@ -180,11 +180,11 @@ def _lists(X, y, queries, where, precomputed, qid):
     if precomputed or queries is not None or qid is not None:
         raise ValueError("padded lists (X [Q, L, n] with where) are their own queries: pass "
                          "no queries, qid or precomputed kernel")
-    if np.ndim(X) != 3:
-        raise ValueError(f"with where, X must be [Q, L, n] padded lists, got shape {np.shape(X)}")
-    Q, L, n = np.shape(X)
-    keep = check_where(where, (Q, L))
     X = as_float_array(X, "X")
+    if X.ndim != 3:
+        raise ValueError(f"with where, X must be [Q, L, n] padded lists, got shape {X.shape}")
+    Q, L, n = X.shape
+    keep = check_where(where, (Q, L))
     if y is None:
         raise ValueError("padded lists need labels y [Q, L]")
     y = as_float_array(y, "y")

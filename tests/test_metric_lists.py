@@ -138,6 +138,10 @@ def test_lists_equal_rax_at_its_conventions():
         ]
         for ours, theirs in pairs:
             assert float(ours) == pytest.approx(float(theirs), abs=1e-6)
+        # under jit, every input traced, ragged lists: rax.ndcg_metric(..., topn=10)
+        ours = jax.jit(lambda s, y, w: rj.ndcg(s, y, where=w, k=10, **conv))(js, jy, jw)
+        theirs = jax.jit(lambda s, y, w: rax.ndcg_metric(s, y, where=w, topn=10))(js, jy, jw)
+        assert float(ours) == pytest.approx(float(theirs), abs=1e-6)
 
 
 def test_the_coming_from_rax_page_runs_and_its_rax_loss_has_the_finite_difference_gradient():
