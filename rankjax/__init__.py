@@ -26,6 +26,7 @@ from .graphs.build import (global_graph as global_graph, identity_graph as ident
                            pairs_from_scores as pairs_from_scores,
                            preference_graph as preference_graph, query_graph as query_graph)
 from .graphs.lists import list_graph as list_graph
+from .graphs.survival import survival_graph as survival_graph
 from .graphs.folds import Folds as Folds, make_folds as make_folds
 from .graphs.graph import (IdentityGraph as IdentityGraph, PreferenceGraph as PreferenceGraph,
                            QueryGraph as QueryGraph)
@@ -83,7 +84,8 @@ __all__ = [
     "LinearModel", "DualModel", "KernelModel", "NystromModel", "MappedModel", "ScaledModel", "predict",
     # queries and preference graphs
     "Segments", "segment_ids", "QueryGraph", "PreferenceGraph", "IdentityGraph",
-    "query_graph", "list_graph", "preference_graph", "global_graph", "identity_graph", "pairs_from_scores",
+    "query_graph", "list_graph", "survival_graph",
+    "preference_graph", "global_graph", "identity_graph", "pairs_from_scores",
     "positive_negative_pairs", "differing_pairs", "laplacian_mv", "laplacian_dense",
     # kernels
     "Kernel", "kernel_matrix", "linear_kernel", "gaussian_kernel", "polynomial_kernel",

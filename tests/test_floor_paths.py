@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import rankjax as rj
-from rankjax.graphs.graph import _GraphBase
+from rankjax.graphs.graph import GraphBase
 from rankjax._core.linalg import WIDE_GRAM, gram
 from rankjax.solvers.ridge import primal_system, ridge_solve
 from rankjax.solvers.small_solve import spd_inverse, symmetric_solve
@@ -64,7 +64,7 @@ def test_root_form_is_kept_where_the_subtraction_would_cancel():
         y = rng.standard_normal(m).astype(np.float32)
         g = rj.query_graph(qid)
         G, b = jax.jit(lambda X, y, g: g.normal_equations(X, y))(jnp.asarray(X), jnp.asarray(y), g)
-        G_root, _ = jax.jit(lambda X, y, g: _GraphBase.normal_equations(g, X, y))(
+        G_root, _ = jax.jit(lambda X, y, g: GraphBase.normal_equations(g, X, y))(
             jnp.asarray(X), jnp.asarray(y), g)
         Xd = X.astype(np.float64)
         Z = Xd - np.repeat(Xd.reshape(40, 100, n).mean(1), 100, axis=0)

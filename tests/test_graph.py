@@ -210,6 +210,15 @@ BAD_INPUT["list_graph"] = [
         (lambda d: rj.list_graph(np.zeros((2, 3), bool)).mv(np.ones(6)),    # nothing kept
          V(lambda v: np.all(np.asarray(v) == 0))),
     ]
+BAD_INPUT["survival_graph"] = [
+        (lambda d: rj.survival_graph(d.y, (d.y > 0)[:-1]), E(ValueError, "event must have")),
+        (lambda d: rj.survival_graph(d.y[:, None], d.y > 0), E(ValueError, "time must be")),
+        (lambda d: rj.survival_graph(d.nanv, d.y > 0), E(ValueError, "time contains NaN")),
+        (lambda d: rj.survival_graph(d.y, d.y > 0, d.qid[:-1]), E(ValueError, "strata")),
+        (lambda d: rj.survival_graph(d.y, np.zeros(d.m, bool)), E(ValueError, "no comparable")),
+        (lambda d: rj.survival_graph(d.y + 1, d.y > 0, normalized=True).num_pairs,
+         V(lambda v: v > 0)),
+    ]
 BAD_INPUT["global_graph"] = [
         (lambda d: rj.global_graph(0), E(ValueError, "num_rows")),
         (lambda d: rj.global_graph(2.5), E((TypeError, ValueError), "num_rows")),

@@ -70,7 +70,7 @@ def _dense_root(graph, dtype, rhs):
                  lambda y: jnp.matmul(S_pinv, rhs(y), precision=HI))
 
 
-class _GraphBase(FoldBlocks):
+class GraphBase(FoldBlocks):
     """Operator methods common to all graphs (each graph overrides what differs)."""
 
     takes_labels = True
@@ -148,7 +148,7 @@ class _GraphBase(FoldBlocks):
 @graph_pytree(["seg", "counts", "edge_weight", "group_seg", "group_query", "group_counts"],
          ["num_segments", "num_group_segments"])
 @saveable
-class QueryGraph(QueryFoldBlocks, _GraphBase):
+class QueryGraph(QueryFoldBlocks, GraphBase):
     """Query (label-ranking) graph over ``m`` rows (build with :func:`query_graph`).
 
     Attributes:
@@ -194,7 +194,7 @@ class QueryGraph(QueryFoldBlocks, _GraphBase):
         r""":math:`(X^T L X, X^T L y)` from segment sums of ``X`` (no ``S X`` formed) where that
         is accurate, else (or with ``root``) as every graph (``segment_normal_equations``)."""
         if root:
-            return _GraphBase.normal_equations(self, X, y)
+            return GraphBase.normal_equations(self, X, y)
         dt = X.dtype
         e, n = self.edge_weight.astype(dt), self.counts.astype(dt)
         r = (e * n)[self.seg]
@@ -204,7 +204,7 @@ class QueryGraph(QueryFoldBlocks, _GraphBase):
             r = r - (eg * self.group_counts.astype(dt))[self.group_seg]
             cliques.append((-1, self.group_seg, eg, self.num_group_segments, self.group_counts))
         return segment_normal_equations(X, self.mv(y), r, cliques,
-                                        lambda: _GraphBase.normal_equations(self, X, y))
+                                        lambda: GraphBase.normal_equations(self, X, y))
 
     def mv(self, v):
         dt = v.dtype
@@ -342,10 +342,9 @@ class QueryGraph(QueryFoldBlocks, _GraphBase):
         return out, sizes, real
 
 
-@saveable
-
 @graph_pytree(["head", "tail", "weight", "target"], ["num_rows"])
-class PreferenceGraph(_GraphBase):
+@saveable
+class PreferenceGraph(GraphBase):
     r"""Explicit preference multigraph: row ``head[t]`` preferred to ``tail[t]``
     (build with :func:`preference_graph`).
 
@@ -418,7 +417,7 @@ class PreferenceGraph(_GraphBase):
 
 @saveable
 @graph_pytree([], ["num_rows"])
-class IdentityGraph(_GraphBase):
+class IdentityGraph(GraphBase):
     """``L = I`` over ``num_rows`` rows: RankRLS machinery becomes RLS regression."""
 
     num_rows: int

@@ -1,0 +1,88 @@
+"""The survival graph (rankjax.graphs.survival): its products, right-hand side and loss equal
+those of the comparable pairs enumerated as an explicit preference graph (the brute-force
+twin, float64), and so do the solvers' models on it; Harrell's C is its criterion."""
+import jax
+import numpy as np
+import pytest
+
+import rankjax as rj
+
+
+def data(seed, m=36):
+    rng = np.random.default_rng(seed)
+    t = rng.integers(1, 9, m).astype(float)           # tied times
+    e = rng.random(m) < 0.6
+    s = rng.integers(0, 2, m)
+    return rng.normal(size=(m, 5)), t, e, s
+
+
+def enumerated(t, e, s, normalized=True):
+    """The comparable pairs written out: an explicit preference graph of unit margins."""
+    head, tail = zip(*[(i, j) for i in range(len(t)) if e[i] for j in range(len(t))
+                       if s[i] == s[j] and (t[j] > t[i] or (t[j] == t[i] and not e[j]))])
+    w = np.full(len(head), 1 / np.sqrt(len(head)) if normalized else 1.0)
+    return rj.preference_graph(np.array(head), np.array(tail), np.ones(len(head)), num_rows=len(t),
+                               cost="unit"), w, len(head)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("normalized", [True, False])
+def test_products_rhs_and_loss_equal_the_pairs_enumerated(seed, normalized):
+    X, t, e, s = data(seed)
+    g = rj.survival_graph(t, e, s, normalized=normalized)
+    pg, _, pairs = enumerated(t, e, s)
+    assert g.num_pairs == pairs
+    w = 1 / pairs if normalized else 1.0
+    v = np.random.default_rng(seed).normal(size=(t.size, 3))
+    np.testing.assert_allclose(g.mv(v), w * np.asarray(pg.mv(v)), atol=1e-12)
+    np.testing.assert_allclose(g.rhs(None, np.float64), w * np.asarray(pg.rhs(None, np.float64)),
+                               atol=1e-12)
+    f = v[:, 0]
+    assert float(g.loss(f)) == pytest.approx(w * float(pg.loss(f)), rel=1e-12)
+    assert float(jax.jit(lambda g, f: g.loss(f))(g, f)) == pytest.approx(float(g.loss(f)), rel=1e-12)
+
+
+def test_models_on_it_equal_the_models_on_the_pairs_enumerated():
+    X, t, e, s = data(7, m=48)
+    g = rj.survival_graph(t, e, s, normalized=False)
+    pg, _, _ = enumerated(t, e, s)
+    rows = np.arange(0, 48, 3)
+    for solver in (rj.Primal(), rj.Dual(rj.gaussian_kernel(0.4)),
+                   rj.Nystrom(rj.gaussian_kernel(0.4), rj.Basis(rows=rows))):
+        a = rj.fit(rj.Problem(X, None, g), solver, lam=0.5).value
+        b = rj.fit(rj.Problem(X, None, pg), solver, lam=0.5).value
+        np.testing.assert_allclose(rj.predict(a, X), rj.predict(b, X), atol=1e-9)
+        pa = rj.path(rj.Problem(X, None, g), solver, lams=[0.1, 10.0]).value
+        pb = rj.path(rj.Problem(X, None, pg), solver, lams=[0.1, 10.0]).value
+        for i in range(2):
+            np.testing.assert_allclose(rj.predict(pa.model(i), X), rj.predict(pb.model(i), X),
+                                       atol=1e-9)
+
+
+def test_a_model_on_it_ranks_by_risk_and_its_criterion_is_harrell_c():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 4))
+    hazard = np.exp(X @ np.array([1.0, -0.5, 0.0, 0.0]))
+    t_event, t_cens = rng.exponential(1 / hazard), rng.exponential(2.0, 200)
+    t, e = np.minimum(t_event, t_cens), t_event <= t_cens
+    g = rj.survival_graph(t, e)
+    risk = np.asarray(rj.predict(rj.fit(rj.Problem(X, None, g), rj.Primal(), lam=1.0).value, X))
+    c = float(rj.harrell_c(risk, t, e))
+    assert c > 0.7                                       # the true risk's C is about 0.75 here
+    assert float(g.criterion(None)(risk)) == pytest.approx(1 - c, abs=1e-12)
+
+
+def test_bad_survival_graphs_are_refused_by_name():
+    X, t, e, s = data(1)
+    with pytest.raises(ValueError, match="event must have the shape"):
+        rj.survival_graph(t, e[:-1])
+    with pytest.raises(ValueError, match="event must be bool"):
+        rj.survival_graph(t, e * 2.0)
+    with pytest.raises(ValueError, match="no comparable pair"):
+        rj.survival_graph(t, np.zeros_like(e))
+    with pytest.raises(TypeError, match="must be concrete"):
+        jax.jit(lambda t: rj.survival_graph(t, e))(t)
+    with pytest.raises(ValueError, match="y must be None with a survival graph"):
+        rj.Problem(X, t, rj.survival_graph(t, e))
+    with pytest.raises(TypeError, match="hold-out"):
+        rj.holdout(rj.Problem(X, None, rj.survival_graph(t, e)), rj.Primal(), lams=[1.0])
