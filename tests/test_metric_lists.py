@@ -41,7 +41,7 @@ def flat(s, y, w):
     return s[w], y[w], q[w]
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, 1])
 def test_lists_equal_the_kept_rows_with_query_ids(seed):
     s, y, w = lists(seed)
     fs, fy, fq = flat(s, y, w)

@@ -42,6 +42,15 @@ def test_products_rhs_and_loss_equal_the_pairs_enumerated(seed, normalized):
     assert float(jax.jit(lambda g, f: g.loss(f))(g, f)) == pytest.approx(float(g.loss(f)), rel=1e-12)
 
 
+def test_every_event_observed_and_one_stratum_each_equal_the_pairs_enumerated():
+    X, t, e, s = data(11)
+    for ev, st in ((np.ones_like(e), s), (e, np.zeros_like(s)), (e, np.arange(t.size) % 5)):
+        g = rj.survival_graph(t, ev, st, normalized=False)
+        pg, _, _ = enumerated(t, ev, st)
+        v = np.random.default_rng(0).normal(size=t.size)
+        np.testing.assert_allclose(g.mv(v), pg.mv(v), atol=1e-12)
+
+
 def test_models_on_it_equal_the_models_on_the_pairs_enumerated():
     X, t, e, s = data(7, m=48)
     g = rj.survival_graph(t, e, s, normalized=False)
@@ -86,3 +95,15 @@ def test_bad_survival_graphs_are_refused_by_name():
         rj.Problem(X, t, rj.survival_graph(t, e))
     with pytest.raises(TypeError, match="hold-out"):
         rj.holdout(rj.Problem(X, None, rj.survival_graph(t, e)), rj.Primal(), lams=[1.0])
+
+
+def test_jit_vmap_and_grad_through_the_graph():
+    X, t, e, s = data(5)
+    g = rj.survival_graph(t, e, s)
+    V = np.random.default_rng(1).normal(size=(4, t.size))
+    by_vmap = jax.vmap(g.mv)(V)
+    np.testing.assert_allclose(by_vmap, np.stack([g.mv(v) for v in V]), atol=1e-12)
+    f = V[0]
+    grad = jax.jit(jax.grad(lambda f, g: g.loss(f)))(f, g)
+    want = 2 * (np.asarray(g.mv(f)) - np.asarray(g.rhs(None, np.float64)))     # L symmetric
+    np.testing.assert_allclose(grad, want, atol=1e-12)

@@ -70,6 +70,9 @@ JOBS = [
      "end to end with optax, beside the estimators (lambdarank_sample, float32)",
      ["bench_research.py", "--readme", "../docs/from_rax.md"],
      ["bench_research.py", "--readme", "../docs/from_rax.md"]),
+    ("survival", 91, "The survival graph's build and product, and Harrell's C, at 10^4 .. 10^6 "
+     "censored rows (float32)", ["bench_survival.py", "--sizes", "10000,100000"],
+     ["bench_survival.py"]),
     ("vmap", 59, "vmap over λ of rj.fit against the solver's own path",
      ["bench_vmap.py"], ["bench_vmap.py"]),
     ("million", 65, "Kernel RankRLS at 10^6 rows: linear, Nyström (γ grid; learned with ARD), "
@@ -99,7 +102,7 @@ PAGES = {"first-answer": "docs/which_solver.md", "first-screen": "docs/which_sol
 writes it there; the README states no measured figure)."""
 
 LINES = {**{f: s for s, f in BLOCKS.values()}, "mixed.jsonl": "bench_mixed.py",
-         "default.jsonl": "bench_default.py"}
+         "default.jsonl": "bench_default.py", "survival.jsonl": "bench_survival.py"}
 """Every committed JSON-lines file under ``benchmarks/lines/`` -> the script that writes it."""
 
 OTHER = {"bench_floor.py": "guard.py (the speed guard's hot paths)",
