@@ -85,8 +85,8 @@ def harrell_c(risk, time, event, strata=None, *, num_strata: Optional[int] = Non
 def uno_c(risk, time, event, train_time, train_event, *, tau: Optional[float] = None):
     r"""Uno's C: Harrell's pairs weighted by :math:`\hat G(t_i)^{-2}`, the inverse squared
     Kaplan-Meier estimate of the censoring distribution of the *training* data
-    (:func:`censoring_km`) at the earlier time, over the pairs whose earlier time lies
-    before ``tau``; equal to scikit-survival's ``concordance_index_ipcw(train, test, risk,
+    (``rankjax.metrics.survival.censoring_km``) at the earlier time, over the pairs whose
+    earlier time lies before ``tau``; equal to scikit-survival's ``concordance_index_ipcw(train, test, risk,
     tau)[0]``. Unlike Harrell's C its limit does not depend on the censoring.
 
     Args:
