@@ -175,7 +175,7 @@ class Ranker(BaseEstimator):
         if qid is None and group is None and self.graph != "identity":
             self._no_queries(X, ("qid", "group"))
         frame = frame_values(X, None) if is_frame(X) else None
-        X = _checked_rows(X, frame, missing=self._map_kind() is not None)
+        X = checked_rows(X, frame, missing=self._map_kind() is not None)
         self._record_rows(X.shape[1], frame)
         m = X.shape[0]
         return X, check_labels(y, m), query_segments(qid, group, m)
@@ -189,7 +189,7 @@ class Ranker(BaseEstimator):
         if need_queries and qid is None and group is None and self.graph != "identity":
             self._no_queries(X, names)
         frame = frame_values(X, self.categories_) if is_frame(X) else None
-        X = _checked_rows(X, frame, missing=self.feature_map_ is not None)
+        X = checked_rows(X, frame, missing=self.feature_map_ is not None)
         self._check_rows(X.shape[1], frame, names)
         m = X.shape[0]
         return (X, None if y is None else check_labels(y, m), query_segments(qid, group, m, names),
@@ -347,7 +347,7 @@ class Ranker(BaseEstimator):
         persist.save(self, path, **meta)
 
 
-def _checked_rows(X, frame, missing: bool):
+def checked_rows(X, frame, missing: bool):
     """The rows as a matrix (a frame's values), 2-D and non-empty; dense rows checked once
     (NaN allowed where a feature map fills it)."""
     X = as_matrix(X if frame is None else frame.values)

@@ -1,0 +1,81 @@
+"""SurvivalRankRLS as a scikit-survival user calls it: a structured y or time=/event=, risk
+scores, Harrell's C as its score, GridSearchCV, a Pipeline, save/load; equal to the library's
+fit on the survival graph (its twin)."""
+import numpy as np
+import pytest
+
+import rankjax as rj
+from rankjax.estimators import SurvivalRankRLS
+
+
+def patients(seed=0, m=150):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, 4))
+    t_event = rng.exponential(np.exp(-(X[:, 0] - 0.5 * X[:, 1])))
+    t_cens = rng.exponential(2.0, m)
+    t, e = np.round(np.minimum(t_event, t_cens), 2), t_event <= t_cens
+    y = np.empty(m, dtype=[("event", bool), ("time", float)])
+    y["event"], y["time"] = e, t
+    return X, y, t, e
+
+
+def test_structured_y_equals_time_and_event_and_the_library_fit():
+    X, y, t, e = patients()
+    a = SurvivalRankRLS(lam=0.5).fit(X, y)
+    b = SurvivalRankRLS(lam=0.5).fit(X, time=t, event=e)
+    np.testing.assert_allclose(a.predict(X), b.predict(X), atol=1e-12)
+    Z = np.asarray(a.feature_map_(X))                  # the linear default's standard map
+    model = rj.fit(rj.Problem(Z, None, rj.survival_graph(t, e)), rj.Primal(), lam=0.5).value
+    np.testing.assert_allclose(a.predict(X), rj.predict(model, Z), atol=1e-8)
+    assert a.score(X, y) == pytest.approx(float(rj.harrell_c(a.predict(X), t, e)))
+    assert a.score(X, y) > 0.65
+    k = SurvivalRankRLS(lam=0.5, kernel="gaussian").fit(X, y)
+    assert k.score(X, y) > 0.65
+
+
+def test_grid_search_pipeline_and_save_load(tmp_path):
+    pytest.importorskip("sklearn")
+    from sklearn.model_selection import GridSearchCV, KFold
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    X, y, t, e = patients(1)
+    gs = GridSearchCV(SurvivalRankRLS(), {"lam": [0.01, 1.0, 100.0]}, cv=KFold(3)).fit(X, y)
+    assert gs.best_params_["lam"] in (0.01, 1.0, 100.0) and 0.5 < gs.best_score_ <= 1
+    pipe = make_pipeline(StandardScaler(), SurvivalRankRLS(lam=1.0)).fit(X, y)
+    assert pipe.score(X, y) == pytest.approx(SurvivalRankRLS(lam=1.0).fit(X, y).score(X, y),
+                                             abs=1e-6)
+    m = SurvivalRankRLS(lam=1.0).fit(X, y)
+    m.save(tmp_path / "s.npz")
+    again = rj.estimators.load(tmp_path / "s.npz")
+    np.testing.assert_allclose(again.predict(X), m.predict(X), atol=0)
+
+
+def test_bad_survival_targets_are_refused():
+    X, y, t, e = patients(2, m=40)
+    with pytest.raises(ValueError, match="not both"):
+        SurvivalRankRLS().fit(X, y, time=t, event=e)
+    with pytest.raises(ValueError, match="not both"):
+        SurvivalRankRLS().fit(X)
+    with pytest.raises(TypeError, match="structured array of two fields"):
+        SurvivalRankRLS().fit(X, t)
+    with pytest.raises(ValueError, match="one entry per row"):
+        SurvivalRankRLS().fit(X, time=t[:-1], event=e[:-1])
+    with pytest.raises(ValueError, match="give both"):
+        SurvivalRankRLS().fit(X, time=t)
+
+
+# --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
+
+from surface import E, V, surface_test  # noqa: E402
+
+BAD_INPUT = {"estimators.SurvivalRankRLS": [
+    (lambda d: SurvivalRankRLS().fit(d.X, time=d.y), E(ValueError, "give both")),
+    (lambda d: SurvivalRankRLS().fit(d.X, d.y), E(TypeError, "structured array")),
+    (lambda d: SurvivalRankRLS().fit(d.X, time=d.y, event=np.zeros(d.m, bool)),
+     E(ValueError, "no comparable pair")),
+    (lambda d: SurvivalRankRLS(lam=-1.0).fit(d.X, time=d.y + 1, event=d.y > 0),
+     E(ValueError, "lam")),
+    (lambda d: SurvivalRankRLS().fit(d.X, time=d.y + 1, event=d.y > 0).score(
+        d.X, time=d.y + 1, event=d.y > 0), V(lambda v: 0 <= v <= 1)),
+]}
+test_bad_and_degenerate_input = surface_test(BAD_INPUT)
