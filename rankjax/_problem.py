@@ -8,17 +8,16 @@ from __future__ import annotations
 from typing import Optional
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-from ._core.checks import check_flag
+from ._core.checks import as_float_array, check_flag
+from ._core.host import is_concrete
 from ._core.queries import Segments, segment_ids
 from .graphs.graph import check_problem, is_graph
 from .graphs.build import query_graph
 from .graphs.lists import list_graph
 from .metrics.pairs import check_where
-from ._core.checks import as_float_array
-from ._core.host import is_concrete
-import jax.numpy as jnp
 
 __all__ = ["Problem", "KernelProblem"]
 

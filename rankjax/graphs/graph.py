@@ -146,7 +146,7 @@ class GraphBase(FoldBlocks):
 
 
 @graph_pytree(["seg", "counts", "edge_weight", "group_seg", "group_query", "group_counts"],
-         ["num_segments", "num_group_segments"])
+              ["num_segments", "num_group_segments"])
 @saveable
 class QueryGraph(QueryFoldBlocks, GraphBase):
     """Query (label-ranking) graph over ``m`` rows (build with :func:`query_graph`).

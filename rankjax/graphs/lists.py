@@ -19,7 +19,7 @@ __all__ = ["ListGraph", "list_graph"]
 
 
 @graph_pytree(["seg", "counts", "edge_weight", "group_seg", "group_query", "group_counts"],
-         ["num_segments", "num_group_segments", "lists"])
+              ["num_segments", "num_group_segments", "lists"])
 @saveable
 class ListGraph(QueryGraph):
     """The query graph of padded lists (rax's layout, :class:`~rankjax.Problem` with
