@@ -64,6 +64,33 @@ def test_bad_survival_targets_are_refused():
         SurvivalRankRLS().fit(X, time=t)
 
 
+def test_cv_scores_equal_each_fold_retrained_by_hand_and_the_best_is_refitted():
+    from rankjax.estimators import SurvivalRankRLSCV
+    X, y, t, e = patients(4, m=120)
+    lams = [0.01, 1.0, 100.0]
+    cv = SurvivalRankRLSCV(lams=lams, folds=3, random_state=5).fit(X, y)
+    fold = np.random.default_rng(5).permutation(X.shape[0]) % 3
+    for k in range(3):
+        tr, te = fold != k, fold == k
+        for i, lam in enumerate(lams):
+            by_hand = SurvivalRankRLS(lam=lam).fit(X[tr], y[tr])
+            # the map is learned on every patient (label-free) in the CV estimator: compare on
+            # that map's rows, through the library's fit on the fold's own graph
+            Z = np.asarray(cv.feature_map_(X))
+            model = rj.fit(rj.Problem(Z[tr], None, rj.survival_graph(t[tr], e[tr])), rj.Primal(),
+                           lam=lam).value
+            want = float(rj.harrell_c(rj.predict(model, Z[te]), t[te], e[te]))
+            assert cv.cv_results_[f"split{k}_test_score"][i] == pytest.approx(want, abs=1e-12)
+            assert by_hand.score(X[te], y[te]) == pytest.approx(want, abs=0.05)   # its own map
+    mean = np.mean([cv.cv_results_[f"split{k}_test_score"] for k in range(3)], axis=0)
+    np.testing.assert_allclose(cv.cv_results_["mean_test_score"], mean, atol=1e-12)
+    assert cv.lam_ == lams[int(np.argmax(mean))] and cv.best_score_ == pytest.approx(mean.max())
+    again = SurvivalRankRLS(lam=cv.lam_).fit(X, y)
+    np.testing.assert_allclose(cv.predict(X), again.predict(X), atol=1e-9)
+    k = SurvivalRankRLSCV(lams=lams, folds=3, kernel="gaussian").fit(X, time=t, event=e)
+    assert k.lam_ in lams and 0.5 < k.best_score_ <= 1
+
+
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
 
 from surface import E, V, surface_test  # noqa: E402
@@ -78,4 +105,12 @@ BAD_INPUT = {"estimators.SurvivalRankRLS": [
     (lambda d: SurvivalRankRLS().fit(d.X, time=d.y + 1, event=d.y > 0).score(
         d.X, time=d.y + 1, event=d.y > 0), V(lambda v: 0 <= v <= 1)),
 ]}
+BAD_INPUT["estimators.SurvivalRankRLSCV"] = [
+    (lambda d: rj.estimators.SurvivalRankRLSCV(folds=1).fit(d.X, time=d.y + 1, event=d.y > 0),
+     E(ValueError, "folds must be")),
+    (lambda d: rj.estimators.SurvivalRankRLSCV(lams=[-1.0]).fit(d.X, time=d.y + 1, event=d.y > 0),
+     E(ValueError, "lams must be")),
+    (lambda d: rj.estimators.SurvivalRankRLSCV(lams=[1.0, 10.0], folds=2).fit(
+        d.X, time=d.y + 1, event=d.y > 0).lam_, V(lambda v: v in (1.0, 10.0))),
+]
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)

@@ -55,7 +55,8 @@ from .iterative import RankBoost as RankBoost
 from .iterative import RankSVM as RankSVM
 from .rankrls import RankRLS as RankRLS
 from .rankrls import RankRLSCV as RankRLSCV
-from .survival import SurvivalRankRLS as SurvivalRankRLS
+from .survival import SurvivalRankRLS as SurvivalRankRLS, SurvivalRankRLSCV as SurvivalRankRLSCV
 
-__all__ = ["RankRLS", "RankRLSCV", "SurvivalRankRLS", "RankSVM", "KPCRank", "RankBoost", "load",
+__all__ = ["RankRLS", "RankRLSCV", "SurvivalRankRLS", "SurvivalRankRLSCV", "RankSVM", "KPCRank",
+           "RankBoost", "load",
            "permutation_importance"]
