@@ -91,6 +91,13 @@ def test_cv_scores_equal_each_fold_retrained_by_hand_and_the_best_is_refitted():
     assert k.lam_ in lams and 0.5 < k.best_score_ <= 1
 
 
+def test_a_best_lambda_on_the_grids_edge_warns():
+    from rankjax.estimators import SurvivalRankRLSCV
+    X, y, t, e = patients(6, m=90)
+    with pytest.warns(rj.GridEdgeWarning, match="edge of the grid"):
+        SurvivalRankRLSCV(lams=[1e5, 1e6, 1e7], folds=3).fit(X, y)    # such λ tie: the first
+
+
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
 
 from surface import E, V, surface_test  # noqa: E402

@@ -2,12 +2,15 @@
 scikit-learn estimator that a scikit-survival user recognises."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .._problem import Problem
 from .._solve import fit as _fit
 from ..graphs.survival import survival_graph
 from ..metrics.survival import harrell_c
+from ..selection.edges import GridEdgeWarning
 from .base import checked_rows
 from .frames import frame_values, is_frame
 from .inputs import query_segments
@@ -162,6 +165,10 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
             raise ValueError("no fold holds a comparable pair: too few observed events for "
                              f"{self.folds} folds")
         best = int(np.nanargmax(mean))
+        if lams.size > 2 and lams[best] in (lams.min(), lams.max()):   # two λ: no interior
+            warnings.warn(f"the best λ ({lams[best]:g}) lies on the edge of the grid "
+                          f"[{lams.min():g}, {lams.max():g}]: Harrell's C may still improve past "
+                          "it; give a wider lams", GridEdgeWarning, stacklevel=2)
         self.lam_, self.best_score_ = float(lams[best]), float(mean[best])
         self.best_params_ = {"lam": self.lam_}
         order = np.argsort(-np.nan_to_num(mean, nan=-np.inf), kind="stable")
