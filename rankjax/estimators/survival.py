@@ -67,6 +67,13 @@ class SurvivalRankRLS(RankRLS):
         """Fits the risk model of ``lam`` on ``X`` ``[m, n]`` and the times: ``y`` a
         structured array (event, time) as scikit-survival's, or ``time=``/``event=``;
         ``strata`` ``[m]`` (only patients of one stratum are compared)."""
+        X, t, e, seg = self._survival_rows(X, y, time, event)
+        graph = survival_graph(t, e, strata)
+        self.model_ = _fit(Problem(X, None, graph), self._solver(X), lam=self.lam).value
+        return self._finish_fit(seg)
+
+    def _survival_rows(self, X, y, time, event):
+        """``(rows through the label-free map, time, event, Segments)`` of a fit."""
         frame = frame_values(X, None) if is_frame(X) else None
         X = checked_rows(X, frame, missing=self._map_kind() is not None)
         self._record_rows(X.shape[1], frame)
@@ -77,10 +84,7 @@ class SurvivalRankRLS(RankRLS):
             raise TypeError("categorical columns are read as label scores, which survival "
                             "times do not have: one-hot encode them")
         seg = query_segments(None, None, m)
-        X = self._mapped(X, np.zeros(m), seg)
-        graph = survival_graph(t, e, strata)
-        self.model_ = _fit(Problem(X, None, graph), self._solver(X), lam=self.lam).value
-        return self._finish_fit(seg)
+        return self._mapped(X, np.zeros(m), seg), t, e, seg
 
     def score(self, X, y=None, *, time=None, event=None, strata=None):
         """Harrell's C of the predicted risks against ``y`` (or ``time``/``event``)."""
@@ -129,22 +133,13 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
         if lams.ndim != 1 or lams.size == 0 or not np.all(np.isfinite(lams) & (lams > 0)):
             raise ValueError(f"lams must be a non-empty 1-D grid of finite λ > 0, got "
                              f"{self.lams!r}")
-        frame = frame_values(X, None) if is_frame(X) else None
-        X = checked_rows(X, frame, missing=self._map_kind() is not None)
-        self._record_rows(X.shape[1], frame)
-        self.qid_column_ = None
-        m = X.shape[0]
-        t, e = survival_targets(y, time, event, m)
+        Z, t, e, seg = self._survival_rows(X, y, time, event)
+        Z, m = np.asarray(Z), Z.shape[0]
         if isinstance(self.folds, bool) or not isinstance(self.folds, (int, np.integer)) \
                 or not 2 <= self.folds <= m:
             raise ValueError(f"folds must be an int between 2 and the rows ({m}), got "
                              f"{self.folds!r}")
-        if self._categorical():
-            raise TypeError("categorical columns are read as label scores, which survival "
-                            "times do not have: one-hot encode them")
         s = None if strata is None else np.asarray(strata)
-        seg = query_segments(None, None, m)
-        Z = np.asarray(self._mapped(X, np.zeros(m), seg))
         solver = self._solver(Z)
         fold = np.random.default_rng(self.random_state).permutation(m) % int(self.folds)
         scores = np.full((int(self.folds), lams.size), np.nan)
