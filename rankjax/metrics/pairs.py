@@ -59,18 +59,20 @@ def prepare_scores(scores, y, qid, num_queries, per_query=False, where=None):
     real queries (0 where only the mean is asked for and nothing is left out: no static
     argument per query count)."""
     check_flag(per_query, "per_query")
-    lists = np.ndim(scores) == 2 and qid is None and num_queries is None
-    if np.ndim(scores) != 1 and not lists:
+    f = as_float_array(scores, "scores")                  # converted once; checked below
+    lists = f.ndim == 2 and qid is None and num_queries is None
+    if f.ndim != 1 and not lists:
         raise ValueError(f"scores must be 1-D [m] with qid, or [Q, L] lists (rax's layout, "
-                         f"qid=None), got shape {np.shape(scores)}")
-    if where is None and is_concrete(scores) and np.size(scores) and bool(
-            reduce_concrete(_all_nan, as_float_array(scores, "scores"))):
-        raise ValueError("scores are NaN in every row: a lane a solver refused (a λ below what "
-                         "the dtype resolves, named in its UnresolvedLambdaWarning); score the "
-                         "answered lanes only, e.g. those where jnp.isfinite(pred).all(axis=1)")
-    f = as_float_array(scores, "scores", finite=where is None)
+                         f"qid=None), got shape {f.shape}")
     if f.size == 0:
         raise ValueError("scores is empty")
+    if where is None:
+        if is_concrete(f) and bool(reduce_concrete(_all_nan, f)):
+            raise ValueError("scores are NaN in every row: a lane a solver refused (a λ below "
+                             "what the dtype resolves, named in its UnresolvedLambdaWarning); "
+                             "score the answered lanes only, e.g. those where "
+                             "jnp.isfinite(pred).all(axis=1)")
+        f = as_float_array(f, "scores", finite=True)
     y = as_float_array(y, "y", finite=where is None)
     if y.shape != f.shape:
         raise ValueError(f"y must have the shape of scores {f.shape}, got {y.shape}")
