@@ -107,3 +107,31 @@ def test_jit_vmap_and_grad_through_the_graph():
     grad = jax.jit(jax.grad(lambda f, g: g.loss(f)))(f, g)
     want = 2 * (np.asarray(g.mv(f)) - np.asarray(g.rhs(None, np.float64)))     # L symmetric
     np.testing.assert_allclose(grad, want, atol=1e-12)
+
+
+def test_other_times_of_the_same_size_compile_nothing():
+    """Only the number of rows is static: another set of patients of the same size (other
+    times, events, strata and number of pairs) reuses the programs (issue 91, item 6)."""
+    X, t, e, s = data(6)
+    fit = jax.jit(lambda X, g: rj.fit(rj.Problem(X, None, g), rj.Primal(), lam=1.0).value.weights)
+    loss = jax.jit(lambda f, g: g.loss(f))
+    g = rj.survival_graph(t, e, s)
+    fit(X, g), loss(X[:, 0], g)
+    X2, t2, e2, s2 = data(7)
+    g2 = rj.survival_graph(t2, e2, s2)
+    assert g2.num_pairs != g.num_pairs
+    before = fit._cache_size(), loss._cache_size()
+    coef = fit(X2, g2)
+    assert (fit._cache_size(), loss._cache_size()) == before
+    np.testing.assert_allclose(coef, rj.fit(rj.Problem(X2, None, g2), rj.Primal(), lam=1.0)
+                               .value.weights, atol=1e-12)
+    assert float(loss(X2[:, 0], g2)) == pytest.approx(float(enumerated_loss(X2[:, 0], t2, e2, s2)),
+                                                      abs=1e-10)
+    assert loss._cache_size() == before[1]
+
+
+def enumerated_loss(f, t, e, s):
+    """The normalised unit-margin loss over the comparable pairs written out."""
+    d = [f[i] - f[j] - 1 for i in range(len(t)) if e[i] for j in range(len(t))
+         if s[i] == s[j] and (t[j] > t[i] or (t[j] == t[i] and not e[j]))]
+    return np.mean(np.square(d))

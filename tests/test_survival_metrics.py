@@ -83,6 +83,42 @@ def test_equal_to_scikit_survival_where_installed():
                                            tau=7.0)[0], abs=1e-12)
 
 
+def real_set(name):
+    """``(X standardised one-hot, event, time)`` of scikit-survival's (or lifelines') set."""
+    if name == "rossi":
+        r = pytest.importorskip("lifelines.datasets").load_rossi()
+        return (r.drop(columns=["week", "arrest"]).to_numpy(float), r["arrest"].to_numpy(bool),
+                r["week"].to_numpy(float))
+    datasets = pytest.importorskip("sksurv.datasets")
+    from sksurv.preprocessing import OneHotEncoder
+    X, y = getattr(datasets, {"veterans": "load_veterans_lung_cancer", "whas500": "load_whas500",
+                              "gbsg2": "load_gbsg2"}[name])()
+    ev, tm = y.dtype.names
+    return OneHotEncoder().fit_transform(X).to_numpy(float), y[ev].astype(bool), y[tm].astype(float)
+
+
+@pytest.mark.parametrize("name", ["veterans", "whas500", "gbsg2", "rossi"])
+def test_equal_to_scikit_survival_on_its_data_sets(name):
+    """The acceptance of issue 91: both indices equal scikit-survival's to 1e-12 on the real
+    sets, on a linear risk and on the same risk rounded (ties), Uno's with and without tau."""
+    metrics = pytest.importorskip("sksurv.metrics")
+    from sksurv.util import Surv
+    X, e, t = real_set(name)
+    X = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1)
+    risk = X @ np.random.default_rng(0).normal(size=X.shape[1])
+    train = np.random.default_rng(1).random(t.size) < 0.75
+    tau = float(np.quantile(t[train], 0.8))
+    for r in (risk, np.round(risk)):
+        assert float(rj.harrell_c(r, t, e)) == pytest.approx(
+            metrics.concordance_index_censored(e, t, r)[0], abs=1e-12)
+        te = ~train & (t < t[train].max())     # Uno's C needs test times inside the training's
+        for cut in (None, tau):
+            want = metrics.concordance_index_ipcw(Surv.from_arrays(e[train], t[train]),
+                                                  Surv.from_arrays(e[te], t[te]), r[te], tau=cut)
+            got = rj.uno_c(r[te], t[te], e[te], t[train], e[train], tau=cut)
+            assert float(got) == pytest.approx(want[0], abs=1e-12)
+
+
 def test_under_jit_and_vmap():
     r, t, e = case(3)
     strata = np.arange(r.size) % 2

@@ -38,7 +38,7 @@ __all__ = ["SurvivalGraph", "survival_graph"]
 
 @graph_pytree(["order", "inverse", "event", "later", "earlier", "run_first", "run_last",
                "seg_first", "seg_last", "weight", "time", "event_rows", "strata"],
-              ["num_rows", "num_pairs"])
+              ["num_rows"])
 @saveable
 class SurvivalGraph(GraphBase):
     """The comparable pairs of censored survival times (module docstring; build with
@@ -46,8 +46,8 @@ class SurvivalGraph(GraphBase):
     time, censored), ``inverse`` its inverse, ``event`` ``[m]`` 0/1, ``later``/``earlier``
     ``[m]`` the pair counts :math:`A`, :math:`B`, ``run_first``/``run_last`` the bounds of each
     row's run of equal keys, ``seg_first``/``seg_last`` of its stratum; ``weight`` :math:`w`;
-    ``time``, ``event_rows``, ``strata`` ``[m]`` in row order (the criterion's); ``num_pairs``
-    the comparable pairs (static)."""
+    ``time``, ``event_rows``, ``strata`` ``[m]`` in row order (the criterion's). Only the
+    number of rows is static: data of the same size compile nothing new."""
 
     order: jnp.ndarray
     inverse: jnp.ndarray
@@ -63,11 +63,15 @@ class SurvivalGraph(GraphBase):
     event_rows: jnp.ndarray
     strata: jnp.ndarray
     num_rows: int
-    num_pairs: int
 
     takes_labels = False
     has_root = False
     splittable = False
+
+    @property
+    def num_pairs(self) -> int:
+        """The comparable pairs (a host reduction: outside ``jit``)."""
+        return int(np.sum(np.asarray(self.event, np.float64) * np.asarray(self.later, np.float64)))
 
     def check_labels(self, y, name: str = "y"):
         if y is not None:
@@ -99,7 +103,8 @@ class SurvivalGraph(GraphBase):
     def loss(self, f, y=None):
         r""":math:`\sum_{(i, j)} w (f_i - f_j - 1)^2` of scores ``f`` ``[m]``."""
         return (mm(f, self.mv(f)) - 2 * mm(f, self.rhs(None, f.dtype))
-                + self.weight.astype(f.dtype) * self.num_pairs)
+                + self.weight.astype(f.dtype) * mm(self.event.astype(f.dtype),
+                                                   self.later.astype(f.dtype)))
 
     def criterion(self, y, metric="pairwise_error", higher_is_better=None, **kw):
         from ..metrics.survival import harrell_c
@@ -185,7 +190,7 @@ def survival_graph(time, event, strata=None, *, normalized: bool = True) -> Surv
         seg_last=i32(seg_last), weight=device_array(np.asarray(1 / pairs if normalized else 1.0,
                                                                dtype)),
         time=device_array(t.astype(dtype)), event_rows=device_array(e), strata=i32(s),
-        num_rows=m, num_pairs=pairs)
+        num_rows=m)
 
 
 def _last(new):
