@@ -1,6 +1,8 @@
 """SurvivalRankRLS as a scikit-survival user calls it: a structured y or time=/event=, risk
 scores, Harrell's C as its score, GridSearchCV, a Pipeline, save/load; equal to the library's
 fit on the survival graph (its twin)."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -93,9 +95,34 @@ def test_cv_scores_equal_each_fold_retrained_by_hand_and_the_best_is_refitted():
 
 def test_a_best_lambda_on_the_grids_edge_warns():
     from rankjax.estimators import SurvivalRankRLSCV
-    X, y, t, e = patients(6, m=90)
+    X, y, t, e = patients(6, m=120)
     with pytest.warns(rj.GridEdgeWarning, match="edge of the grid"):
-        SurvivalRankRLSCV(lams=[1e5, 1e6, 1e7], folds=3).fit(X, y)    # such λ tie: the first
+        SurvivalRankRLSCV(lams=[1e-2, 1e-1, 1.0], folds=3).fit(X, y)    # C still rises at 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", rj.GridEdgeWarning)          # a plateau on the edge:
+        SurvivalRankRLSCV(lams=[1e5, 1e6, 1e7], folds=3).fit(X, y)    # such λ tie, no warning
+
+
+def test_the_default_grid_grows_past_the_edge_that_holds_the_best(monkeypatch):
+    """lams=None: while the best mean C lies on an edge the grid grows by EXTEND points at its
+    spacing, twice at most; the grown points score as the same grid given outright (each
+    fold's kept decomposition answers them), and the best still on the edge warns."""
+    from rankjax.estimators import SurvivalRankRLSCV, survival
+    X, y, t, e = patients(4, m=120)
+    base = np.array([1e-2, 10 ** -1.5, 1e-1])      # C still rises at 0.1 on these patients
+    monkeypatch.setattr(survival, "DEFAULT_LAMS", base)
+    grown = SurvivalRankRLSCV(folds=3).fit(X, y)
+    got = grown.cv_results_["param_lam"]
+    assert got.size > base.size and np.allclose(got[:3], base, rtol=1e-12), got
+    np.testing.assert_allclose(np.diff(np.log10(got)), 0.5, rtol=1e-9)   # the grid's spacing
+    assert got.size in (3 + survival.EXTEND, 3 + 2 * survival.EXTEND)
+    given = SurvivalRankRLSCV(lams=got, folds=3).fit(X, y)
+    for key in ("mean_test_score", "split0_test_score", "rank_test_score"):
+        np.testing.assert_allclose(grown.cv_results_[key], given.cv_results_[key], atol=1e-12)
+    assert grown.lam_ == given.lam_ > base[-1]
+    monkeypatch.setattr(survival, "DEFAULT_LAMS", np.logspace(-3, 3, 13))
+    inside = SurvivalRankRLSCV(folds=3).fit(X, y)          # the best inside: the grid as it is
+    np.testing.assert_allclose(inside.cv_results_["param_lam"], np.logspace(-3, 3, 13))
 
 
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---

@@ -11,6 +11,7 @@ from .._solve import fit as _fit
 from ..graphs.survival import survival_graph
 from ..metrics.survival import harrell_c
 from ..selection.edges import GridEdgeWarning
+from .._core.resolved import UnresolvedLambdaWarning
 from .base import checked_rows
 from .frames import frame_values, is_frame
 from .inputs import query_segments
@@ -94,17 +95,32 @@ class SurvivalRankRLS(RankRLS):
         return float(harrell_c(f, t, e, strata))
 
 
+DEFAULT_LAMS = np.logspace(-3, 3, 13)
+"""``SurvivalRankRLSCV``'s grid when ``lams`` is ``None``: extended by the data past an edge."""
+
+EXTEND = 4
+"""Points the default grid grows by, at its spacing, past an edge that holds the best λ."""
+
+
 class SurvivalRankRLSCV(SurvivalRankRLS):
     r""":class:`SurvivalRankRLS` with λ chosen by k-fold cross-validation over patients:
     each fold's models (every λ of ``lams``, one path) are trained on the comparable pairs
     inside the other folds' patients and scored by Harrell's C on the pairs inside the fold;
     the λ of the best mean C is refitted on every patient. Exactly retraining (each fold's
     own survival graph), so the scores are honest; the closed-form path makes a fold cost one
-    decomposition for the whole grid.
+    decomposition (kept in its state) for every λ.
+
+    ``lams=None`` (the default) holds :data:`DEFAULT_LAMS` (``logspace(-3, 3, 13)``) chosen
+    by the data: a λ the compute dtype does not resolve in some fold is left out (named with
+    ``verbose``), and while the best mean C lies on an edge, above its neighbour's, the grid
+    grows past it by :data:`EXTEND` points at its spacing (from the folds' kept
+    decompositions), twice at most. A grid you give is scored as given: a refused λ is a NaN
+    row (its warning). A best λ on the edge, above its neighbour, is a
+    :class:`~rankjax.GridEdgeWarning` (a plateau is not).
 
     Attributes (after ``fit``): ``lam_``, ``best_score_`` (the mean C), ``best_params_``,
     ``cv_results_`` (``param_lam``, ``mean_test_score``, ``std_test_score``,
-    ``split{k}_test_score``, ``rank_test_score``) and the refitted model.
+    ``split{k}_test_score``, ``rank_test_score``, over the grid scored) and the refitted model.
 
     Example:
       >>> import numpy as np
@@ -117,9 +133,9 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
       (True, True)
     """
 
-    def __init__(self, lams=tuple(np.logspace(-3, 3, 13)), *, folds=5, solver="auto",
-                 kernel=None, gamma="mean", degree=2, coef0=1.0, basis="auto", random_state=0,
-                 feature_map="auto", verbose=0):
+    def __init__(self, lams=None, *, folds=5, solver="auto", kernel=None, gamma="mean",
+                 degree=2, coef0=1.0, basis="auto", random_state=0, feature_map="auto",
+                 verbose=0):
         super().__init__(solver=solver, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
                          basis=basis, random_state=random_state, feature_map=feature_map,
                          verbose=verbose)
@@ -127,11 +143,10 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
 
     def fit(self, X, y=None, *, time=None, event=None, strata=None):
         """Chooses λ by k-fold over patients (class docstring), then fits it on every row."""
-        from .._solve import path as _path
-        from ..solvers import predict
-        lams = np.asarray(self.lams, np.float64)
+        default = self.lams is None
+        lams = DEFAULT_LAMS if default else np.asarray(self.lams, np.float64)
         if lams.ndim != 1 or lams.size == 0 or not np.all(np.isfinite(lams) & (lams > 0)):
-            raise ValueError(f"lams must be a non-empty 1-D grid of finite λ > 0, got "
+            raise ValueError(f"lams must be None or a non-empty 1-D grid of finite λ > 0, got "
                              f"{self.lams!r}")
         Z, t, e, seg = self._survival_rows(X, y, time, event)
         Z, m = np.asarray(Z), Z.shape[0]
@@ -141,39 +156,121 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
                              f"{self.folds!r}")
         s = None if strata is None else np.asarray(strata)
         solver = self._solver(Z)
-        fold = np.random.default_rng(self.random_state).permutation(m) % int(self.folds)
-        scores = np.full((int(self.folds), lams.size), np.nan)
-        for k in range(int(self.folds)):
-            tr, te = fold != k, fold == k
-            try:
-                graph = survival_graph(t[tr], e[tr], None if s is None else s[tr])
-            except ValueError:                  # no comparable pair among these patients
-                continue
-            models = _path(Problem(Z[tr], None, graph), solver, lams=lams).value
-            for i in range(lams.size):
-                f = np.asarray(predict(models.model(i), Z[te]))
-                scores[k, i] = float(harrell_c(f, t[te], e[te], None if s is None else s[te]))
-        answered = np.isfinite(scores)
-        mean = np.where(answered.any(0), np.nansum(scores, 0) / np.maximum(answered.sum(0), 1),
-                        np.nan)
-        if not answered.any():
+        parts = _fold_parts(Z, t, e, s, int(self.folds), self.random_state, solver,
+                            lams.size + 2 * EXTEND)
+        if not any(parts):
             raise ValueError("no fold holds a comparable pair: too few observed events for "
                              f"{self.folds} folds")
+        scores = _scores(parts, lams, quiet=default)
+        if default:
+            live = np.array([p is not None for p in parts])
+            lams, scores = self._resolved(lams, scores, live)
+            for _ in range(2):
+                more = _past_edge(lams, scores)
+                if more is None:
+                    break
+                extra = _scores(parts, more, quiet=True)
+                if np.isnan(extra[live]).any(0).all():     # none resolved past the edge
+                    break
+                lams, scores = self._resolved(np.r_[lams, more], np.c_[scores, extra], live)
+        mean = _mean(scores)
         best = int(np.nanargmax(mean))
-        if lams.size > 2 and lams[best] in (lams.min(), lams.max()):   # two λ: no interior
+        if _past_edge(lams, scores) is not None:
             warnings.warn(f"the best λ ({lams[best]:g}) lies on the edge of the grid "
                           f"[{lams.min():g}, {lams.max():g}]: Harrell's C may still improve past "
                           "it; give a wider lams", GridEdgeWarning, stacklevel=2)
         self.lam_, self.best_score_ = float(lams[best]), float(mean[best])
         self.best_params_ = {"lam": self.lam_}
-        order = np.argsort(-np.nan_to_num(mean, nan=-np.inf), kind="stable")
-        rank = np.empty(lams.size, int)
-        rank[order] = np.arange(1, lams.size + 1)
-        self.cv_results_ = {"param_lam": lams, "params": [{"lam": float(a)} for a in lams],
-                            "mean_test_score": mean,
-                            "std_test_score": np.sqrt(np.where(answered.any(0), np.nansum(
-                                (scores - mean) ** 2, 0) / np.maximum(answered.sum(0), 1), np.nan)),
-                            "rank_test_score": rank,
-                            **{f"split{k}_test_score": scores[k] for k in range(len(scores))}}
+        self.cv_results_ = _cv_results(lams, scores, mean)
         self.model_ = _fit(Problem(Z, None, survival_graph(t, e, s)), solver, lam=self.lam_).value
         return self._finish_fit(seg)
+
+    def _resolved(self, lams, scores, live):
+        """The grid sorted, without the λ some fold of ``live`` (those holding pairs)
+        refused (named with ``verbose``)."""
+        order = np.argsort(lams)
+        lams, scores = lams[order], scores[:, order]
+        refused = np.isnan(scores[live]).any(0)
+        if refused.all():
+            raise ValueError("no λ of the grid is resolved in this dtype: use float64 "
+                             "(jax_enable_x64) or give lams")
+        if refused.any() and self.verbose:
+            print(f"SurvivalRankRLSCV: λ {', '.join(f'{a:g}' for a in lams[refused])} not "
+                  "resolved in this dtype: left out of the grid")
+        return lams[~refused], scores[:, ~refused]
+
+
+def _fold_parts(Z, t, e, s, k, seed, solver, L):
+    """Per fold ``(problem, state, test rows)`` (``None`` for a fold whose training patients
+    hold no comparable pair): the fold's path decomposition made once, kept for more λ."""
+    fold = np.random.default_rng(seed).permutation(Z.shape[0]) % k
+    parts = []
+    for j in range(k):
+        tr, te = fold != j, fold == j
+        try:
+            graph = survival_graph(t[tr], e[tr], None if s is None else s[tr])
+        except ValueError:                      # no comparable pair among these patients
+            parts.append(None)
+            continue
+        problem = Problem(Z[tr], None, graph)
+        parts.append((problem, solver.init(problem, "path", L=L),
+                      (Z[te], t[te], e[te], None if s is None else s[te])))
+    return parts
+
+
+def _scores(parts, lams, quiet):
+    """``[k, L]`` Harrell's C of every fold's held-out patients at every λ (NaN: a fold with
+    no comparable pair, or a λ its solve refused; ``quiet``: that refusal's warning kept
+    back, the caller leaves the λ out)."""
+    from .._solve import path as _path
+    from ..solvers import predict
+    out = np.full((len(parts), lams.size), np.nan)
+    for j, part in enumerate(parts):
+        if part is None:
+            continue
+        problem, state, (Zte, tte, ete, ste) = part
+        with warnings.catch_warnings():
+            if quiet:
+                warnings.simplefilter("ignore", UnresolvedLambdaWarning)
+            models = _path(problem, lams=lams, state=state).value
+        F = np.asarray(predict(models, Zte))
+        for i in range(lams.size):
+            if np.all(np.isfinite(F[i])):
+                out[j, i] = float(harrell_c(F[i], tte, ete, ste))
+    return out
+
+
+def _past_edge(lams, scores):
+    """``EXTEND`` more λ past the edge whose mean C is the best and above its neighbour's
+    (the grid's spacing; a plateau, where C no longer moves with λ, is no reason to go on),
+    or ``None`` when the best is inside (or the grid has no interior: two λ)."""
+    mean = _mean(scores)
+    if lams.size < 3:
+        return None
+    best = int(np.nanargmax(mean))
+    step = np.exp(np.mean(np.diff(np.log(lams))))
+    if best == lams.size - 1 and mean[-1] > mean[-2]:
+        return lams[-1] * step ** np.arange(1, EXTEND + 1)
+    if best == 0 and mean[0] > mean[1]:
+        return lams[0] / step ** np.arange(1, EXTEND + 1)
+    return None
+
+
+def _mean(scores):
+    """``[L]`` the mean over the folds that answered (NaN where none did)."""
+    answered = np.isfinite(scores)
+    return np.where(answered.any(0), np.nansum(scores, 0) / np.maximum(answered.sum(0), 1),
+                    np.nan)
+
+
+def _cv_results(lams, scores, mean):
+    """scikit-learn's ``cv_results_`` of the grid ``lams``."""
+    answered = np.isfinite(scores)
+    order = np.argsort(-np.nan_to_num(mean, nan=-np.inf), kind="stable")
+    rank = np.empty(lams.size, int)
+    rank[order] = np.arange(1, lams.size + 1)
+    std = np.sqrt(np.where(answered.any(0), np.nansum((scores - mean) ** 2, 0)
+                           / np.maximum(answered.sum(0), 1), np.nan))
+    return {"param_lam": lams, "params": [{"lam": float(a)} for a in lams],
+            "mean_test_score": mean, "std_test_score": std, "rank_test_score": rank,
+            **{f"split{k}_test_score": scores[k] for k in range(len(scores))}}
