@@ -70,6 +70,7 @@ from .io.synthetic import (RankingData as RankingData, make_ranking_data as make
                            make_sparse_ranking_data as make_sparse_ranking_data,
                            make_web_data as make_web_data,
                            make_interaction_data as make_interaction_data,
+                           SurvivalData as SurvivalData, make_survival_data as make_survival_data,
                            distort_like_logs as distort_like_logs)
 from . import io as io
 from . import scale as scale
@@ -103,7 +104,7 @@ __all__ = [
     "rankboost_predict",
     # data and subpackages
     "make_ranking_data", "make_sparse_ranking_data", "make_web_data", "make_interaction_data",
-    "distort_like_logs",
+    "make_survival_data", "SurvivalData", "distort_like_logs",
     "RankingData", "CSRMatrix", "to_csr",
     "io", "scale",
 ]

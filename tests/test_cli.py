@@ -319,3 +319,45 @@ def test_the_default_learner_is_the_readmes_and_every_kernel_option_is_reached(t
     assert "--basis" in capsys.readouterr().err
     r = _console("--help")
     assert "kernel (default" in " ".join(r.stdout.split())
+
+
+def test_survival_files_train_evaluate_and_score_as_the_estimator(tmp_path, capsys):
+    """--learner survival: the label is the time, negative when censored (XGBoost's
+    survival:cox), qid: the strata; the test C, the saved model's --test and --predict equal
+    SurvivalRankRLSCV and harrell_c called directly; misuse is one line, status 2."""
+    import rankjax as rj
+    from rankjax import io
+    from rankjax.estimators import SurvivalRankRLSCV, load
+    d = rj.make_survival_data(240, num_features=5, seed=3)
+    strata = np.arange(240) % 2
+    label = np.where(d.event, d.time, -d.time)
+    tr, te = np.arange(240) < 180, np.arange(240) >= 180
+    io.write_svmlight(tmp_path / "train.txt", d.X[tr], label[tr], strata[tr])
+    io.write_svmlight(tmp_path / "test.txt", d.X[te], label[te], strata[te])
+    model = tmp_path / "m.npz"
+    args = ["--learner", "survival", "--train", str(tmp_path / "train.txt"), "--test",
+            str(tmp_path / "test.txt"), "--lams", "0.01", "1", "100", "--folds", "3",
+            "--save", str(model)]
+    assert cli.main(args) == 0
+    res = _last_json(capsys.readouterr().out)
+    # the file's values went through SVMlight text: read them back as the job did
+    Xtr, Xte = io.read_svmlight(tmp_path / "train.txt").X, io.read_svmlight(tmp_path / "test.txt").X
+    want = SurvivalRankRLSCV(lams=(0.01, 1, 100), folds=3).fit(
+        Xtr, time=d.time[tr], event=d.event[tr], strata=strata[tr])
+    assert res["lam"] == want.lam_
+    c = float(rj.harrell_c(want.predict(Xte), d.time[te], d.event[te], strata[te]))
+    assert res["harrell_c"] == pytest.approx(c, abs=1e-6)
+    assert cli.main(["--load", str(model), "--test", str(tmp_path / "test.txt")]) == 0
+    assert _last_json(capsys.readouterr().out)["harrell_c"] == pytest.approx(c, abs=1e-6)
+    out = tmp_path / "risk.txt"
+    assert cli.main(["--load", str(model), "--predict", str(tmp_path / "test.txt"),
+                     "--output", str(out)]) == 0
+    np.testing.assert_allclose(np.loadtxt(out)[:, 2], load(model).predict(Xte), rtol=1e-6)
+    capsys.readouterr()
+    for bad, words in ((["--folds", "loo"], "k-fold over patients"),
+                       (["--optimize"], "does not apply to --learner survival")):
+        assert cli.main(["--learner", "survival", *bad]) == 2
+        assert words in capsys.readouterr().err
+    assert cli.main(["--train", str(tmp_path / "train.txt"), "--test",
+                     str(tmp_path / "test.txt")]) == 2           # a ranking learner: grades
+    assert "--learner survival" in capsys.readouterr().err

@@ -97,30 +97,31 @@ def test_a_best_lambda_on_the_grids_edge_warns():
     from rankjax.estimators import SurvivalRankRLSCV
     X, y, t, e = patients(6, m=120)
     with pytest.warns(rj.GridEdgeWarning, match="edge of the grid"):
-        SurvivalRankRLSCV(lams=[1e-2, 1e-1, 1.0], folds=3).fit(X, y)    # C still rises at 1
+        SurvivalRankRLSCV(lams=[1e-2, 1e-1, 1.0], folds=3, extend=0).fit(X, y)   # C rises at 1
     with warnings.catch_warnings():
         warnings.simplefilter("error", rj.GridEdgeWarning)          # a plateau on the edge:
         SurvivalRankRLSCV(lams=[1e5, 1e6, 1e7], folds=3).fit(X, y)    # such λ tie, no warning
 
 
-def test_the_default_grid_grows_past_the_edge_that_holds_the_best(monkeypatch):
-    """lams=None: while the best mean C lies on an edge the grid grows by EXTEND points at its
-    spacing, twice at most; the grown points score as the same grid given outright (each
-    fold's kept decomposition answers them), and the best still on the edge warns."""
-    from rankjax.estimators import SurvivalRankRLSCV, survival
+def test_the_grid_grows_past_the_edge_that_holds_the_best():
+    """While the best mean C lies on an edge the grid grows by as many λ again at its spacing
+    (``extend`` times, marked ``extended``); the grown points score as the same grid given
+    outright with ``extend=0`` (each fold's kept decomposition answers them)."""
+    from rankjax.estimators import SurvivalRankRLSCV
     X, y, t, e = patients(4, m=120)
     base = np.array([1e-2, 10 ** -1.5, 1e-1])      # C still rises at 0.1 on these patients
-    monkeypatch.setattr(survival, "DEFAULT_LAMS", base)
-    grown = SurvivalRankRLSCV(folds=3).fit(X, y)
-    got = grown.cv_results_["param_lam"]
-    assert got.size > base.size and np.allclose(got[:3], base, rtol=1e-12), got
+    grown = SurvivalRankRLSCV(base, folds=3).fit(X, y)
+    got, ext = grown.cv_results_["param_lam"], grown.cv_results_["extended"]
+    assert got.size in (6, 9) and np.allclose(got[:3], base, rtol=1e-12), got
+    np.testing.assert_array_equal(ext, np.arange(got.size) >= 3)
     np.testing.assert_allclose(np.diff(np.log10(got)), 0.5, rtol=1e-9)   # the grid's spacing
-    assert got.size in (3 + survival.EXTEND, 3 + 2 * survival.EXTEND)
-    given = SurvivalRankRLSCV(lams=got, folds=3).fit(X, y)
+    given = SurvivalRankRLSCV(lams=got, folds=3, extend=0).fit(X, y)
     for key in ("mean_test_score", "split0_test_score", "rank_test_score"):
         np.testing.assert_allclose(grown.cv_results_[key], given.cv_results_[key], atol=1e-12)
     assert grown.lam_ == given.lam_ > base[-1]
-    monkeypatch.setattr(survival, "DEFAULT_LAMS", np.logspace(-3, 3, 13))
+    with pytest.warns(rj.GridEdgeWarning):
+        kept = SurvivalRankRLSCV(base, folds=3, extend=0).fit(X, y)
+    np.testing.assert_allclose(kept.cv_results_["param_lam"], base)
     inside = SurvivalRankRLSCV(folds=3).fit(X, y)          # the best inside: the grid as it is
     np.testing.assert_allclose(inside.cv_results_["param_lam"], np.logspace(-3, 3, 13))
 
@@ -146,5 +147,14 @@ BAD_INPUT["estimators.SurvivalRankRLSCV"] = [
      E(ValueError, "lams must be")),
     (lambda d: rj.estimators.SurvivalRankRLSCV(lams=[1.0, 10.0], folds=2).fit(
         d.X, time=d.y + 1, event=d.y > 0).lam_, V(lambda v: v in (1.0, 10.0))),
+    (lambda d: rj.estimators.SurvivalRankRLSCV(extend=-1).fit(d.X, time=d.y + 1, event=d.y > 0),
+     E(ValueError, "extend must be")),
+]
+BAD_INPUT["make_survival_data"] = [
+    (lambda d: rj.make_survival_data(1), E(ValueError, "num_rows")),
+    (lambda d: rj.make_survival_data(10, num_features=3), E(ValueError, "num_features")),
+    (lambda d: rj.make_survival_data(10, censoring=0.0), E(ValueError, "censoring")),
+    (lambda d: rj.make_survival_data(10, seed=-1), E(ValueError, "non-negative")),
+    (lambda d: rj.make_survival_data(10).event.dtype, V(lambda v: v == bool)),
 ]
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)

@@ -7,7 +7,9 @@ train file, reports NDCG@1/5/10, MAP and pairwise accuracy on a test file, and p
 them as one JSON line (``--json FILE`` also writes it). ``--learner`` picks linear
 RankRLS or RLS (λ chosen on held-out training queries, one eigendecomposition for the
 whole grid; ``--folds k`` / ``loo`` for exact k-fold / leave-query-out), RankSVM,
-RankBoost or CG with early stopping instead. A best λ on the grid's edge extends the
+RankBoost or CG with early stopping instead; ``--learner survival`` ranks patients by risk
+from censored times (the file's label the time, negative when censored, as XGBoost's
+``survival:cox``; Harrell's C on the test file). A best λ on the grid's edge extends the
 grid (``--extend``). ``--load`` + ``--predict`` scores a new file (tab-separated qid,
 row, score); ``--load`` + ``--test`` evaluates a saved model on a labelled file;
 LightGBM's spelling ``rankjax train ...`` / ``rankjax predict ...`` names the task.
@@ -32,6 +34,7 @@ from .args import UsageError, check_args, parser
 from .console import CONSOLE, fmt, print_report, rounded, say
 from .files import data, evaluate, use_loaded
 from .learn import fit_kernel, fit_main_job, fit_other
+from .survival import fit_survival
 
 __all__ = ["main"]
 
@@ -60,6 +63,9 @@ def _main(argv):
     t0 = time.time()
     if args.load:
         return use_loaded(args, t0)
+    if args.learner == "survival":
+        model, result, metrics = fit_survival(args)
+        return _finish(model, result, metrics, args, t0)
     X, y, qid, Xt, yt, qt = data(args)
     if len(np.unique(qid)) < 2:
         raise UsageError("the training data has one query (no qid: fields or .query file?); "
@@ -73,6 +79,12 @@ def _main(argv):
     scores = model.predict(Xt)
     metrics = evaluate(scores, yt, qt)
     say("  test: " + ", ".join(f"{k}={fmt(v)}" for k, v in metrics.items()))
+    return _finish(model, result, metrics, args, t0)
+
+
+def _finish(model, result, metrics, args, t0):
+    """Saves the model when asked, prints the summary and the JSON line."""
+    import jax
     if args.save:                         # the estimators' model file, for every learner
         model.save(args.save, normalize=bool(args.normalize), cli_learner=args.learner)
         say(f"  model saved to {args.save}")

@@ -28,7 +28,9 @@ def parser(doc):
     p.add_argument("task", nargs="?", choices=["train", "predict"],
                    help="LightGBM's spelling: 'train' (the default task) or 'predict' "
                         "(with --load and --predict or --test)")
-    p.add_argument("--train", help="SVMlight/LETOR training file (qid: or a .query file)")
+    p.add_argument("--train", help="SVMlight/LETOR training file (qid: or a .query file); "
+                                   "--learner survival: the label is the time, negative for a "
+                                   "censored one (XGBoost's survival:cox), qid: the strata")
     p.add_argument("--test", help="SVMlight/LETOR test file")
     p.add_argument("--valid-fraction", type=float,
                    help="fraction of training queries held out to choose λ (rankrls, rls) or to "
@@ -72,7 +74,9 @@ def parser(doc):
                         "RankRLSCV(kernel='gaussian'), λ by exact leave-query-out; --kernel, "
                         "--gamma, --basis, --optimize, --ard), rankrls (linear, λ chosen), rls "
                         "(pointwise RLS, λ chosen), ranksvm (L2 RankSVM, --C), rankboost "
-                        "(--rounds), cg (RankRLS by CG, early stopping on the held-out queries)")
+                        "(--rounds), cg (RankRLS by CG, early stopping on the held-out queries), "
+                        "survival (patients by risk from censored times: SurvivalRankRLSCV, "
+                        "linear or --kernel, λ by k-fold over patients, Harrell's C)")
     p.add_argument("--folds", type=folds_arg,
                    help="choose λ by exact k-fold over the training queries (an int k >= 2) or "
                         "leave-query-out ('loo') instead of one held-out split")
@@ -82,7 +86,7 @@ def parser(doc):
     return p
 
 
-LEARNERS = ("kernel", "rankrls", "rls", "ranksvm", "rankboost", "cg")
+LEARNERS = ("kernel", "rankrls", "rls", "ranksvm", "rankboost", "cg", "survival")
 SPARSE_LEARNERS = ("rankrls", "rls", "cg")
 """The learners that train on sparse rows (``--sparse``)."""
 
@@ -155,11 +159,12 @@ def writable(path, flag):
 
 _KERNEL = ("kernel", "gamma", "basis", "optimize", "ard")
 _APPLIES = {                                   # training flags and the learners they act on
-    "lams": ("kernel", "rankrls", "rls"), "folds": ("kernel", "rankrls", "rls"),
-    "extend": ("kernel", "rankrls", "rls"), "graph": ("kernel", "rankrls", "cg"),
+    "lams": ("kernel", "rankrls", "rls", "survival"),
+    "folds": ("kernel", "rankrls", "rls", "survival"),
+    "extend": ("kernel", "rankrls", "rls", "survival"), "graph": ("kernel", "rankrls", "cg"),
     "exclude_ties": ("kernel", "rankrls"), "valid_fraction": ("rankrls", "rls", "cg"),
     "C": ("ranksvm",), "rounds": ("rankboost",), "sparse": SPARSE_LEARNERS,
-    **{n: ("kernel",) for n in _KERNEL}}
+    **{n: ("kernel",) for n in _KERNEL}, **{n: ("kernel", "survival") for n in _KERNEL[:3]}}
 
 
 def _given(args, name):

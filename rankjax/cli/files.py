@@ -21,7 +21,8 @@ __all__ = ["load_file", "evaluate", "data", "use_loaded"]
 
 def load_file(path, args, num_features=None, flag="--train"):
     """``(X, y, qid)`` of an SVMlight/LETOR file (``--sparse``: rows kept sparse), the labels
-    of a training or test file checked to be relevance grades (integers >= 0)."""
+    of a training or test file checked to be relevance grades (integers >= 0; survival
+    times with ``--learner survival``, read by :func:`rankjax.cli.survival.times`)."""
     from .. import io
     from ..io.svmlight import DenseTooLargeError
     t0 = time.time()
@@ -32,7 +33,7 @@ def load_file(path, args, num_features=None, flag="--train"):
         raise UsageError(f"{flag} {path}: dense rows of {e.shape[0]} x {e.shape[1]} need "
                          f"{e.need / 2**30:.1f} GiB; keep them sparse with --sparse (learners "
                          f"{', '.join(SPARSE_LEARNERS)})") from None
-    if flag != "--predict":
+    if flag != "--predict" and getattr(args, "learner", None) != "survival":
         grades(d.y, path, flag)
     nonzero = count_nonzero(d.X)
     if d.X.shape[0] and nonzero == 0:
@@ -49,8 +50,10 @@ def grades(y, path, flag) -> None:
     reports need): a UsageError naming the file and the first row that is not."""
     bad = np.flatnonzero((y < 0) | (y != np.round(y)))
     if bad.size:
+        hint = ("; survival times (negative: censored) are read by --learner survival"
+                if np.any(y < 0) else "")
         raise UsageError(f"{flag} {path}: labels must be relevance grades (integers >= 0), "
-                         f"data row {bad[0] + 1} has {y[bad[0]]:g}")
+                         f"data row {bad[0] + 1} has {y[bad[0]]:g}{hint}")
 
 
 def evaluate(scores, y, qid):
@@ -112,12 +115,20 @@ def use_loaded(args, t0):
     path = args.test or args.predict
     if args.predict and not args.output:
         CONSOLE.quiet = True                    # stdout carries the scores
+    survival = meta.get("cli_learner") == "survival" or meta.get("learner", "").startswith(
+        "Survival")
     X, y, qid = load_file(path, argparse.Namespace(normalize=bool(meta.get("normalize")),
-                                                sparse=args.sparse),
+                                                sparse=args.sparse,
+                                                learner="survival" if survival else None),
                       num_features=n, flag="--test" if args.test else "--predict")
     scores = score(X)
     if args.test:
-        metrics = evaluate(scores, y, qid)
+        if survival:
+            from .survival import evaluate_survival, times
+            t, e = times(y, path, "--test")
+            metrics = evaluate_survival(scores, t, e, None if np.unique(qid).size == 1 else qid)
+        else:
+            metrics = evaluate(scores, y, qid)
         say(f"  {args.load} on {path}: " + ", ".join(f"{k}={fmt(v)}" for k, v in metrics.items()))
         print_report({**{k: rounded(v) for k, v in metrics.items()},
                  "seconds": round(time.time() - t0, 3)}, args)

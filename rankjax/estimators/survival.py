@@ -10,12 +10,12 @@ from .._problem import Problem
 from .._solve import fit as _fit
 from ..graphs.survival import survival_graph
 from ..metrics.survival import harrell_c
-from ..selection.edges import GridEdgeWarning
+from ..selection.edges import EXTEND, GridEdgeWarning
 from .._core.resolved import UnresolvedLambdaWarning
 from .base import checked_rows
 from .frames import frame_values, is_frame
 from .inputs import query_segments
-from .rankrls import RankRLS
+from .rankrls import DEFAULT_LAMS, RankRLS
 
 
 def survival_targets(y, time, event, m: int):
@@ -95,13 +95,6 @@ class SurvivalRankRLS(RankRLS):
         return float(harrell_c(f, t, e, strata))
 
 
-DEFAULT_LAMS = np.logspace(-3, 3, 13)
-"""``SurvivalRankRLSCV``'s grid when ``lams`` is ``None``: extended by the data past an edge."""
-
-EXTEND = 4
-"""Points the default grid grows by, at its spacing, past an edge that holds the best λ."""
-
-
 class SurvivalRankRLSCV(SurvivalRankRLS):
     r""":class:`SurvivalRankRLS` with λ chosen by k-fold cross-validation over patients:
     each fold's models (every λ of ``lams``, one path) are trained on the comparable pairs
@@ -110,17 +103,17 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
     own survival graph), so the scores are honest; the closed-form path makes a fold cost one
     decomposition (kept in its state) for every λ.
 
-    ``lams=None`` (the default) holds :data:`DEFAULT_LAMS` (``logspace(-3, 3, 13)``) chosen
-    by the data: a λ the compute dtype does not resolve in some fold is left out (named with
-    ``verbose``), and while the best mean C lies on an edge, above its neighbour's, the grid
-    grows past it by :data:`EXTEND` points at its spacing (from the folds' kept
-    decompositions), twice at most. A grid you give is scored as given: a refused λ is a NaN
-    row (its warning). A best λ on the edge, above its neighbour, is a
-    :class:`~rankjax.GridEdgeWarning` (a plateau is not).
+    The grid is :class:`RankRLSCV`'s: ``lams`` (default ``logspace(-3, 3, 13)``); while the
+    best mean C lies on an edge, above its neighbour's, the folds' kept decompositions hold
+    out as many λ again past it, spaced as the grid (``extend`` times, default 2;
+    ``cv_results_["extended"]`` marks them); an optimum still on the edge then is a
+    :class:`~rankjax.GridEdgeWarning` (a plateau, where C no longer moves with λ, is not).
+    A λ of the default grid that the compute dtype does not resolve in some fold is left
+    out (named with ``verbose``); in a grid you give it is a NaN row (and its warning).
 
     Attributes (after ``fit``): ``lam_``, ``best_score_`` (the mean C), ``best_params_``,
     ``cv_results_`` (``param_lam``, ``mean_test_score``, ``std_test_score``,
-    ``split{k}_test_score``, ``rank_test_score``, over the grid scored) and the refitted model.
+    ``split{k}_test_score``, ``rank_test_score``, ``extended``) and the refitted model.
 
     Example:
       >>> import numpy as np
@@ -133,21 +126,25 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
       (True, True)
     """
 
-    def __init__(self, lams=None, *, folds=5, solver="auto", kernel=None, gamma="mean",
-                 degree=2, coef0=1.0, basis="auto", random_state=0, feature_map="auto",
-                 verbose=0):
+    def __init__(self, lams=DEFAULT_LAMS, *, folds=5, extend=EXTEND, solver="auto", kernel=None,
+                 gamma="mean", degree=2, coef0=1.0, basis="auto", random_state=0,
+                 feature_map="auto", verbose=0):
         super().__init__(solver=solver, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
                          basis=basis, random_state=random_state, feature_map=feature_map,
                          verbose=verbose)
-        self.lams, self.folds = lams, folds
+        self.lams, self.folds, self.extend = lams, folds, extend
 
     def fit(self, X, y=None, *, time=None, event=None, strata=None):
         """Chooses λ by k-fold over patients (class docstring), then fits it on every row."""
-        default = self.lams is None
-        lams = DEFAULT_LAMS if default else np.asarray(self.lams, np.float64)
+        lams = np.asarray(self.lams, np.float64)
         if lams.ndim != 1 or lams.size == 0 or not np.all(np.isfinite(lams) & (lams > 0)):
-            raise ValueError(f"lams must be None or a non-empty 1-D grid of finite λ > 0, got "
+            raise ValueError(f"lams must be a non-empty 1-D grid of finite λ > 0, got "
                              f"{self.lams!r}")
+        if isinstance(self.extend, bool) or not isinstance(self.extend, (int, np.integer)) \
+                or self.extend < 0:
+            raise ValueError(f"extend must be an int >= 0, got {self.extend!r}")
+        default = lams.shape == (len(DEFAULT_LAMS),) and np.allclose(lams, DEFAULT_LAMS,
+                                                                      rtol=1e-12)
         Z, t, e, seg = self._survival_rows(X, y, time, event)
         Z, m = np.asarray(Z), Z.shape[0]
         if isinstance(self.folds, bool) or not isinstance(self.folds, (int, np.integer)) \
@@ -156,40 +153,42 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
                              f"{self.folds!r}")
         s = None if strata is None else np.asarray(strata)
         solver = self._solver(Z)
-        parts = _fold_parts(Z, t, e, s, int(self.folds), self.random_state, solver,
-                            lams.size + 2 * EXTEND)
+        parts = _fold_parts(Z, t, e, s, int(self.folds), self.random_state, solver, lams.size)
         if not any(parts):
             raise ValueError("no fold holds a comparable pair: too few observed events for "
                              f"{self.folds} folds")
         scores = _scores(parts, lams, quiet=default)
+        live = np.array([p is not None for p in parts])
+        extended = np.zeros(lams.size, bool)
         if default:
-            live = np.array([p is not None for p in parts])
-            lams, scores = self._resolved(lams, scores, live)
-            for _ in range(2):
-                more = _past_edge(lams, scores)
-                if more is None:
-                    break
-                extra = _scores(parts, more, quiet=True)
-                if np.isnan(extra[live]).any(0).all():     # none resolved past the edge
-                    break
-                lams, scores = self._resolved(np.r_[lams, more], np.c_[scores, extra], live)
+            lams, scores, extended = self._resolved(lams, scores, extended, live)
+        for _ in range(int(self.extend)):
+            more = _past_edge(lams, scores, int(np.asarray(self.lams).size))
+            if more is None:
+                break
+            extra = _scores(parts, more, quiet=True)
+            if np.isnan(extra[live]).any(0).all():         # none resolved past the edge
+                break
+            lams, scores, extended = self._resolved(np.r_[lams, more], np.c_[scores, extra],
+                                                    np.r_[extended, np.ones(more.size, bool)],
+                                                    live)
         mean = _mean(scores)
         best = int(np.nanargmax(mean))
-        if _past_edge(lams, scores) is not None:
+        if _past_edge(lams, scores, 1) is not None:
             warnings.warn(f"the best λ ({lams[best]:g}) lies on the edge of the grid "
                           f"[{lams.min():g}, {lams.max():g}]: Harrell's C may still improve past "
                           "it; give a wider lams", GridEdgeWarning, stacklevel=2)
         self.lam_, self.best_score_ = float(lams[best]), float(mean[best])
         self.best_params_ = {"lam": self.lam_}
-        self.cv_results_ = _cv_results(lams, scores, mean)
+        self.cv_results_ = {**_cv_results(lams, scores, mean), "extended": extended}
         self.model_ = _fit(Problem(Z, None, survival_graph(t, e, s)), solver, lam=self.lam_).value
         return self._finish_fit(seg)
 
-    def _resolved(self, lams, scores, live):
+    def _resolved(self, lams, scores, extended, live):
         """The grid sorted, without the λ some fold of ``live`` (those holding pairs)
         refused (named with ``verbose``)."""
         order = np.argsort(lams)
-        lams, scores = lams[order], scores[:, order]
+        lams, scores, extended = lams[order], scores[:, order], extended[order]
         refused = np.isnan(scores[live]).any(0)
         if refused.all():
             raise ValueError("no λ of the grid is resolved in this dtype: use float64 "
@@ -197,7 +196,7 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
         if refused.any() and self.verbose:
             print(f"SurvivalRankRLSCV: λ {', '.join(f'{a:g}' for a in lams[refused])} not "
                   "resolved in this dtype: left out of the grid")
-        return lams[~refused], scores[:, ~refused]
+        return lams[~refused], scores[:, ~refused], extended[~refused]
 
 
 def _fold_parts(Z, t, e, s, k, seed, solver, L):
@@ -240,8 +239,8 @@ def _scores(parts, lams, quiet):
     return out
 
 
-def _past_edge(lams, scores):
-    """``EXTEND`` more λ past the edge whose mean C is the best and above its neighbour's
+def _past_edge(lams, scores, count):
+    """``count`` more λ past the edge whose mean C is the best and above its neighbour's
     (the grid's spacing; a plateau, where C no longer moves with λ, is no reason to go on),
     or ``None`` when the best is inside (or the grid has no interior: two λ)."""
     mean = _mean(scores)
@@ -250,9 +249,9 @@ def _past_edge(lams, scores):
     best = int(np.nanargmax(mean))
     step = np.exp(np.mean(np.diff(np.log(lams))))
     if best == lams.size - 1 and mean[-1] > mean[-2]:
-        return lams[-1] * step ** np.arange(1, EXTEND + 1)
+        return lams[-1] * step ** np.arange(1, count + 1)
     if best == 0 and mean[0] > mean[1]:
-        return lams[0] / step ** np.arange(1, EXTEND + 1)
+        return lams[0] / step ** np.arange(1, count + 1)
     return None
 
 
