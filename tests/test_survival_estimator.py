@@ -155,6 +155,6 @@ BAD_INPUT["make_survival_data"] = [
     (lambda d: rj.make_survival_data(10, num_features=3), E(ValueError, "num_features")),
     (lambda d: rj.make_survival_data(10, censoring=0.0), E(ValueError, "censoring")),
     (lambda d: rj.make_survival_data(10, seed=-1), E(ValueError, "non-negative")),
-    (lambda d: rj.make_survival_data(10).event.dtype, V(lambda v: v == bool)),
+    (lambda d: rj.make_survival_data(10).event.dtype, V(lambda v: v == np.dtype(bool))),
 ]
 test_bad_and_degenerate_input = surface_test(BAD_INPUT)
