@@ -7,7 +7,7 @@ by the event), float32 for rankjax with x64 off: ``SurvivalRankRLSCV()`` and
 2^-12 .. 2^12), FastKernelSurvivalSVM (RBF, defaults), RandomSurvivalForest (100 trees),
 gradient boosting (defaults) and lifelines' CoxPHFitter. Each line holds the model's C per
 split, its mean, the paired standard error of its difference to the Gaussian default, and
-the median fit seconds (tuning included). ``--large M``: generated censored data of M rows
+the median fit seconds (tuning included). ``--large M``: ``rj.make_survival_data`` of M rows
 (ten columns, the risk through an interaction and a square; 80 % to train) where a kernel
 survival SVM cannot go (its kernel matrix is M^2 floats): the two defaults, CoxPH and one
 FastSurvivalSVM (α = 1, untuned), their C, seconds and the warnings of our fits.
@@ -141,23 +141,16 @@ def real(only, skip):
                  warnings=sorted(caught))
 
 
-def generated(m, seed=0):
-    """Ten columns; the log-hazard through an interaction and a square; ~35 % censored."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(m, 10))
-    h = X[:, 0] * X[:, 1] + 0.5 * X[:, 2] ** 2 + 0.5 * X[:, 3]
-    te, tc = rng.exponential(np.exp(-h)), rng.exponential(2.0, m)
-    return X, te <= tc, np.minimum(te, tc)
-
-
 def large(m):
     from sksurv.linear_model import CoxPHSurvivalAnalysis
     from sksurv.metrics import concordance_index_censored
     from sksurv.svm import FastSurvivalSVM
     from sksurv.util import Surv
 
+    import rankjax as rj
     from rankjax.estimators import SurvivalRankRLSCV
-    X, e, t = generated(m)
+    d = rj.make_survival_data(m, seed=0)
+    X, e, t = d.X, d.event, d.time
     tr = np.arange(m) < int(0.8 * m)
     y = Surv.from_arrays(e[tr], t[tr])
     runs = {"rankjax linear": lambda: SurvivalRankRLSCV(),

@@ -126,6 +126,53 @@ def test_the_grid_grows_past_the_edge_that_holds_the_best():
     np.testing.assert_allclose(inside.cv_results_["param_lam"], np.logspace(-3, 3, 13))
 
 
+def test_an_optimum_at_the_dtypes_floor_is_left_out_of_the_grid_and_warns(monkeypatch):
+    """The default grid leaves out the λ some fold refuses; when the best lies on the edge and
+    nothing past it is resolved, the warning says it is the dtype's floor (a stand-in floor:
+    every λ below 0.5 refused as a float32 solve would; these patients' C peaks at 1)."""
+    from rankjax.estimators import SurvivalRankRLSCV, survival
+    X, y, t, e = patients(4, m=120)
+    scores = survival._scores
+
+    def floored(parts, lams, quiet):
+        out = scores(parts, lams, quiet)
+        out[:, lams < 0.5] = np.nan
+        return out
+    monkeypatch.setattr(survival, "_scores", floored)
+    with pytest.warns(rj.GridEdgeWarning, match="not resolved in this dtype"):
+        m = SurvivalRankRLSCV(folds=3).fit(X, y)
+    grid = np.logspace(-3, 3, 13)
+    np.testing.assert_allclose(m.cv_results_["param_lam"], grid[grid >= 0.5])
+    assert m.lam_ == 1.0 and not np.isnan(m.cv_results_["mean_test_score"]).any()
+
+
+def test_frames_with_missing_values_fit_and_a_category_is_refused_by_name():
+    pd = pytest.importorskip("pandas")
+    d = rj.make_survival_data(150, num_features=5, seed=2)
+    X = d.X.copy()
+    X[::7, 2] = np.nan
+    df = pd.DataFrame(X, columns=[f"c{j}" for j in range(5)])
+    m = SurvivalRankRLS(lam=1.0).fit(df, time=d.time, event=d.event)
+    assert list(m.feature_names_in_) == list(df.columns)
+    assert np.all(np.isfinite(m.predict(df))) and 0.5 < m.score(df, time=d.time, event=d.event)
+    df["arm"] = pd.Categorical(np.arange(150) % 3)
+    with pytest.raises(TypeError, match="column 'arm' is categorical.*one-hot"):
+        SurvivalRankRLS().fit(df, time=d.time, event=d.event)
+
+
+def test_the_survival_page_runs():
+    """docs/survival.md's Python blocks, as a scikit-survival user runs them."""
+    pytest.importorskip("sksurv")
+    import pathlib
+    import re
+    page = (pathlib.Path(__file__).parent.parent / "docs" / "survival.md").read_text()
+    namespace = {}
+    for i, code in enumerate(re.findall(r"```python\n(.*?)```", page, re.S)):
+        exec(compile(code, f"docs/survival.md block {i}", "exec"), namespace)
+    assert 0.6 < namespace["model"].score(namespace["X_test"], namespace["y_test"]) <= 1
+    assert namespace["scores"].shape == (7, 2000) and np.all(np.asarray(namespace["c"]) > 0.55)
+
+
 # --- bad and degenerate input: the public-surface contract (tests/surface.py) ---
 
 from surface import E, V, surface_test  # noqa: E402

@@ -73,6 +73,11 @@ JOBS = [
     ("survival", 91, "The survival graph's build and product, and Harrell's C, at 10^4 .. 10^6 "
      "censored rows (float32)", ["bench_survival.py", "--sizes", "10000,100000"],
      ["bench_survival.py"]),
+    ("survival_real", 91, "Patients by risk against scikit-survival and lifelines: test Harrell's C "
+     "and fit seconds on veterans, whas500, gbsg2 and rossi (five splits), and at 10^5 "
+     "censored rows (needs the bench extra)",
+     ["bench_survival_real.py", "--readme", "../docs/survival.md"],
+     ["bench_survival_real.py", "--large", "100000", "--readme", "../docs/survival.md"]),
     ("vmap", 59, "vmap over λ of rj.fit against the solver's own path",
      ["bench_vmap.py"], ["bench_vmap.py"]),
     ("million", 65, "Kernel RankRLS at 10^6 rows: linear, Nyström (γ grid; learned with ARD), "
@@ -90,14 +95,16 @@ BLOCKS = {"first-answer": ("bench_first_answer.py", "first_answer.jsonl"),
           "precision": ("bench_precision.py", "precision.jsonl"),
           "vmap": ("bench_vmap.py", "vmap.jsonl"),
           "sweep": ("bench_sweep.py", "sweep.jsonl"),
-          "research": ("bench_research.py", "research.jsonl")}
+          "research": ("bench_research.py", "research.jsonl"),
+          "survival": ("bench_survival_real.py", "survival_real.jsonl")}
 """Measured block -> (the benchmark that writes it, its committed JSON lines under
 ``benchmarks/lines/``)."""
 
 PAGES = {"first-answer": "docs/which_solver.md", "first-screen": "docs/which_solver.md",
          "battery": "docs/which_solver.md", "million": "docs/which_solver.md",
          "precision": "docs/precision.md", "vmap": "docs/jax_transformations.md",
-         "sweep": "docs/precision.md", "research": "docs/from_rax.md"}
+         "sweep": "docs/precision.md", "research": "docs/from_rax.md",
+         "survival": "docs/survival.md"}
 """Measured block -> the documentation page that holds it (``--readme`` of its benchmark
 writes it there; the README states no measured figure)."""
 

@@ -81,9 +81,12 @@ class SurvivalRankRLS(RankRLS):
         self.qid_column_ = None
         m = X.shape[0]
         t, e = survival_targets(y, time, event, m)
-        if self._categorical():
-            raise TypeError("categorical columns are read as label scores, which survival "
-                            "times do not have: one-hot encode them")
+        cat = self._categorical()
+        if cat:
+            raise TypeError(f"X column {self.feature_names_in_[cat[0]]!r} is categorical: the "
+                            "estimators read a category as a score learned from the labels, "
+                            "which survival times do not give; one-hot encode it "
+                            "(pandas.get_dummies, sksurv.preprocessing.OneHotEncoder)")
         seg = query_segments(None, None, m)
         return self._mapped(X, np.zeros(m), seg), t, e, seg
 
@@ -159,7 +162,7 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
                              f"{self.folds} folds")
         scores = _scores(parts, lams, quiet=default)
         live = np.array([p is not None for p in parts])
-        extended = np.zeros(lams.size, bool)
+        extended, at_floor = np.zeros(lams.size, bool), False
         if default:
             lams, scores, extended = self._resolved(lams, scores, extended, live)
         for _ in range(int(self.extend)):
@@ -168,6 +171,7 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
                 break
             extra = _scores(parts, more, quiet=True)
             if np.isnan(extra[live]).any(0).all():         # none resolved past the edge
+                at_floor = True
                 break
             lams, scores, extended = self._resolved(np.r_[lams, more], np.c_[scores, extra],
                                                     np.r_[extended, np.ones(more.size, bool)],
@@ -175,9 +179,11 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
         mean = _mean(scores)
         best = int(np.nanargmax(mean))
         if _past_edge(lams, scores, 1) is not None:
+            why = ("the λ past it are not resolved in this dtype; float64 (jax_enable_x64) "
+                   "resolves smaller λ" if at_floor else "give a wider lams")
             warnings.warn(f"the best λ ({lams[best]:g}) lies on the edge of the grid "
                           f"[{lams.min():g}, {lams.max():g}]: Harrell's C may still improve past "
-                          "it; give a wider lams", GridEdgeWarning, stacklevel=2)
+                          f"it; {why}", GridEdgeWarning, stacklevel=2)
         self.lam_, self.best_score_ = float(lams[best]), float(mean[best])
         self.best_params_ = {"lam": self.lam_}
         self.cv_results_ = {**_cv_results(lams, scores, mean), "extended": extended}
