@@ -84,11 +84,14 @@ def test_install_cell_works_without_a_package_index(path, tmp_path, monkeypatch)
         exec(code, ns)
         return ns["calls"]
 
-    assert run(repo / "notebooks") == [f"{repo}[plot,sklearn]"]
+    import re
+    extras = re.search(r'source \+ "(\[[\w,]+\])"', code).group(1)    # what the notebook needs
+    assert {"plot", "sklearn"} <= set(extras[1:-1].split(","))
+    assert run(repo / "notebooks") == [f"{repo}{extras}"]
     monkeypatch.delenv("RANKJAX_SOURCE", raising=False)
     with pytest.raises(RuntimeError, match="RANKJAX_SOURCE"):
         run(tmp_path)
     monkeypatch.setenv("RANKJAX_SOURCE", "git+https://example.org/rankjax")
-    assert run(tmp_path) == ["rankjax[plot,sklearn] @ git+https://example.org/rankjax"]
+    assert run(tmp_path) == [f"rankjax{extras} @ git+https://example.org/rankjax"]
     (tmp_path / "rankjax-0.1.0-py3-none-any.whl").write_bytes(b"")
-    assert run(tmp_path) == ["rankjax-0.1.0-py3-none-any.whl[plot,sklearn]"]
+    assert run(tmp_path) == [f"rankjax-0.1.0-py3-none-any.whl{extras}"]

@@ -70,7 +70,7 @@ def test_cv_scores_equal_each_fold_retrained_by_hand_and_the_best_is_refitted():
     from rankjax.estimators import SurvivalRankRLSCV
     X, y, t, e = patients(4, m=120)
     lams = [0.01, 1.0, 100.0]
-    cv = SurvivalRankRLSCV(lams=lams, folds=3, random_state=5).fit(X, y)
+    cv = SurvivalRankRLSCV(lams=lams, folds=3, random_state=5, extend=0).fit(X, y)
     fold = np.random.default_rng(5).permutation(X.shape[0]) % 3
     for k in range(3):
         tr, te = fold != k, fold == k
@@ -89,7 +89,7 @@ def test_cv_scores_equal_each_fold_retrained_by_hand_and_the_best_is_refitted():
     assert cv.lam_ == lams[int(np.argmax(mean))] and cv.best_score_ == pytest.approx(mean.max())
     again = SurvivalRankRLS(lam=cv.lam_).fit(X, y)
     np.testing.assert_allclose(cv.predict(X), again.predict(X), atol=1e-9)
-    k = SurvivalRankRLSCV(lams=lams, folds=3, kernel="gaussian").fit(X, time=t, event=e)
+    k = SurvivalRankRLSCV(lams=lams, folds=3, kernel="gaussian", extend=0).fit(X, time=t, event=e)
     assert k.lam_ in lams and 0.5 < k.best_score_ <= 1
 
 
