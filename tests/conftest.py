@@ -152,3 +152,14 @@ def tune_solver(kind="linear", basis=None, gamma=1.0):
     if basis is not None:
         return rj.Nystrom(rj.linear_kernel() if kernel is None else kernel, basis)
     return rj.Primal() if kernel is None else rj.Dual(kernel)
+
+
+def run_page(name):
+    """The namespace after running every ```python block of ``docs/{name}`` in order."""
+    import pathlib
+    import re
+    page = (pathlib.Path(__file__).parent.parent / "docs" / name).read_text(encoding="utf-8")
+    namespace = {}
+    for i, code in enumerate(re.findall(r"```python\n(.*?)```", page, re.S)):
+        exec(compile(code, f"docs/{name} block {i}", "exec"), namespace)
+    return namespace

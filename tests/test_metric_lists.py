@@ -146,12 +146,8 @@ def test_lists_equal_rax_at_its_conventions():
 
 def test_the_coming_from_rax_page_runs_and_its_rax_loss_has_the_finite_difference_gradient():
     pytest.importorskip("rax")
-    import pathlib
-    import re
-    page = (pathlib.Path(__file__).parent.parent / "docs" / "from_rax.md").read_text()
-    namespace = {}
-    for i, code in enumerate(re.findall(r"```python\n(.*?)```", page, re.S)):
-        exec(compile(code, f"docs/from_rax.md block {i}", "exec"), namespace)
+    from conftest import run_page
+    namespace = run_page("from_rax.md")
     assert np.all(np.isfinite(np.asarray(namespace["held_out_ndcg"](
         jnp.nan_to_num(jnp.asarray(namespace["X"])), namespace["y"], namespace["where"]))))
     lists, folds, listwise = namespace["lists"], namespace["folds"], namespace["listwise"]

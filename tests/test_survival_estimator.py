@@ -163,12 +163,8 @@ def test_frames_with_missing_values_fit_and_a_category_is_refused_by_name():
 def test_the_survival_page_runs():
     """docs/survival.md's Python blocks, as a scikit-survival user runs them."""
     pytest.importorskip("sksurv")
-    import pathlib
-    import re
-    page = (pathlib.Path(__file__).parent.parent / "docs" / "survival.md").read_text()
-    namespace = {}
-    for i, code in enumerate(re.findall(r"```python\n(.*?)```", page, re.S)):
-        exec(compile(code, f"docs/survival.md block {i}", "exec"), namespace)
+    from conftest import run_page
+    namespace = run_page("survival.md")
     assert 0.6 < namespace["model"].score(namespace["X_test"], namespace["y_test"]) <= 1
     assert namespace["scores"].shape == (7, 2000) and np.all(np.asarray(namespace["c"]) > 0.55)
 
