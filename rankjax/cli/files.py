@@ -16,7 +16,7 @@ from ..io.models import is_weights
 from .args import SPARSE_LEARNERS, UsageError
 from .console import CONSOLE, fmt, print_report, rounded, say
 
-__all__ = ["load_file", "evaluate", "data", "use_loaded"]
+__all__ = ["load_file", "evaluate", "evaluate_survival", "times", "data", "use_loaded"]
 
 
 def load_file(path, args, num_features=None, flag="--train"):
@@ -69,6 +69,23 @@ def evaluate(scores, y, qid):
     out["map"] = float(mean_average_precision(scores, y, qid))
     out["pairwise_accuracy"] = 1 - float(pairwise_error(scores, y, qid))
     return out
+
+
+def times(y, path, flag):
+    """``(time, event)`` of a survival file's labels (negative: censored at ``|y|``)."""
+    y = np.asarray(y, np.float64)
+    if np.any(np.signbit(y) & (y == 0)):
+        raise UsageError(f"{flag} {path}: a label of -0 is neither an event nor a censored "
+                         "time > 0")
+    if not np.any(y >= 0):
+        raise UsageError(f"{flag} {path}: every label is negative (censored): no event observed")
+    return np.abs(y), y >= 0
+
+
+def evaluate_survival(scores, t, e, strata):
+    """Harrell's C of the risk ``scores`` (strata as given)."""
+    from ..metrics.survival import harrell_c
+    return {"harrell_c": float(harrell_c(np.asarray(scores), t, e, strata))}
 
 
 def predict_linear(weights, X):
@@ -124,7 +141,6 @@ def use_loaded(args, t0):
     scores = score(X)
     if args.test:
         if survival:
-            from .survival import evaluate_survival, times
             t, e = times(y, path, "--test")
             metrics = evaluate_survival(scores, t, e, None if np.unique(qid).size == 1 else qid)
         else:

@@ -11,25 +11,14 @@ import numpy as np
 
 from .args import UsageError
 from .console import fmt, say, warned
+from .files import evaluate_survival, load_file, times
 
-__all__ = ["survival_data", "fit_survival", "evaluate_survival", "times"]
-
-
-def times(y, path, flag):
-    """``(time, event)`` of a survival file's labels (negative: censored at ``|y|``)."""
-    y = np.asarray(y, np.float64)
-    if np.any(np.signbit(y) & (y == 0)):
-        raise UsageError(f"{flag} {path}: a label of -0 is neither an event nor a censored "
-                         "time > 0")
-    if not np.any(y >= 0):
-        raise UsageError(f"{flag} {path}: every label is negative (censored): no event observed")
-    return np.abs(y), y >= 0
+__all__ = ["survival_data", "fit_survival"]
 
 
 def survival_data(args):
     """``(X, time, event, strata, X_test, time_test, event_test, strata_test)`` of
     ``--train``/``--test``, or of :func:`rankjax.make_survival_data` (built-in)."""
-    from .files import load_file
     if args.train:
         say(f"rankjax: survival train={args.train} test={args.test}")
         X, y, s = load_file(args.train, args, flag="--train")
@@ -47,12 +36,6 @@ def survival_data(args):
         f"{'' if strata is None else f', {np.unique(s).size} strata'}; test {Xt.shape[0]} "
         f"patients, {int(et.sum())} events")
     return X, t, e, strata, Xt, tt, et, (None if strata is None else st)
-
-
-def evaluate_survival(scores, t, e, strata):
-    """Harrell's C of the risk ``scores`` (strata as given)."""
-    from ..metrics.survival import harrell_c
-    return {"harrell_c": float(harrell_c(np.asarray(scores), t, e, strata))}
 
 
 def fit_survival(args):
