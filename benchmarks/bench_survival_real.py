@@ -2,7 +2,8 @@
 seconds on scikit-survival's veterans, whas500 and gbsg2 and lifelines' rossi (one-hot,
 standardised over every patient, the same matrix for everyone; five stratified 75/25 splits
 by the event), float32 for rankjax with x64 off: ``SurvivalRankRLSCV()`` and
-``SurvivalRankRLSCV(kernel="gaussian")`` at their defaults beside CoxPH, CoxNet (α by
+``SurvivalRankRLSCV(kernel="gaussian")`` at their defaults (and each with one margin:
+``margins="unit"``, ``"log_time"``) beside CoxPH, CoxNet (α by
 3-fold GridSearchCV over its own path), FastSurvivalSVM (α by 3-fold GridSearchCV over
 2^-12 .. 2^12), FastKernelSurvivalSVM (RBF, defaults), RandomSurvivalForest (100 trees),
 gradient boosting (defaults) and lifelines' CoxPHFitter. Each line holds the model's C per
@@ -32,6 +33,7 @@ from lib.timing import EMITTED, emit  # noqa: E402
 
 SETS = ("veterans", "whas500", "gbsg2", "rossi")
 OURS = ("rankjax linear", "rankjax gaussian")
+"""The defaults, the references of the paired differences."""
 
 
 def load(name):
@@ -87,6 +89,8 @@ def models():
 
     plain = lambda est: lambda X, y: est.fit(X, y).predict      # noqa: E731
     return {"rankjax linear": ours(), "rankjax gaussian": ours(kernel="gaussian"),
+            **{f"rankjax {k} ({mg} margin)": ours(margins=mg, **kw) for k, kw in (
+                ("linear", {}), ("gaussian", {"kernel": "gaussian"})) for mg in ("unit", "log_time")},
             "sksurv CoxPH": plain(CoxPHSurvivalAnalysis()), "sksurv CoxNet": coxnet,
             "sksurv FastSurvivalSVM tuned": svm,
             "sksurv FastKernelSurvivalSVM rbf": plain(FastKernelSurvivalSVM(kernel="rbf",
@@ -120,7 +124,7 @@ def real(only, skip):
                         got[k][1].append(time.perf_counter() - t0)
                         continue
                     fit_s = time.perf_counter() - t0
-                if k in OURS:
+                if k.startswith("rankjax"):
                     got[k][2].update(f"{w.category.__name__}: {str(w.message)[:80]}"
                                      for w in caught)
                 risk = np.asarray(predict(X[te]), np.float64)
@@ -134,8 +138,9 @@ def real(only, skip):
                 tag = r.split()[1]
                 paired[f"diff_to_{tag}"] = float(np.mean(d))
                 paired[f"paired_se_{tag}"] = float(np.std(d, ddof=1) / np.sqrt(len(d)))
-            emit(name="survival_real", data=name, model=k, dtype="float32" if k in OURS
-                 else "float64", shape=list(X.shape), events=int(e.sum()), splits=len(c),
+            emit(name="survival_real", data=name, model=k,
+                 dtype="float32" if k.startswith("rankjax") else "float64",
+                 shape=list(X.shape), events=int(e.sum()), splits=len(c),
                  c=[round(v, 6) for v in c], c_mean=float(np.mean(c)), **paired,
                  fit_s_median=float(np.median(s)), fit_s=[round(v, 4) for v in s],
                  warnings=sorted(caught))
@@ -167,7 +172,7 @@ def large(m):
             est = make().fit(Xf[tr], y)
             fit_s = time.perf_counter() - t0
         risk = np.asarray(est.predict(Xf[~tr]), np.float64)
-        extra = {"lam": est.lam_, "refused_lams": int(np.isnan(
+        extra = {"lam": est.lam_, "margin": est.margin_, "refused_lams": int(np.isnan(
             est.cv_results_["mean_test_score"]).sum())} if ours else {}
         emit(name="survival_large", model=k, dtype="float32" if ours else "float64",
              shape=[int(tr.sum()), X.shape[1]], test_rows=int((~tr).sum()),

@@ -70,7 +70,7 @@ def test_cv_scores_equal_each_fold_retrained_by_hand_and_the_best_is_refitted():
     from rankjax.estimators import SurvivalRankRLSCV
     X, y, t, e = patients(4, m=120)
     lams = [0.01, 1.0, 100.0]
-    cv = SurvivalRankRLSCV(lams=lams, folds=3, random_state=5, extend=0).fit(X, y)
+    cv = SurvivalRankRLSCV(lams, margins="unit", folds=3, random_state=5, extend=0).fit(X, y)
     fold = np.random.default_rng(5).permutation(X.shape[0]) % 3
     for k in range(3):
         tr, te = fold != k, fold == k
@@ -89,7 +89,8 @@ def test_cv_scores_equal_each_fold_retrained_by_hand_and_the_best_is_refitted():
     assert cv.lam_ == lams[int(np.argmax(mean))] and cv.best_score_ == pytest.approx(mean.max())
     again = SurvivalRankRLS(lam=cv.lam_).fit(X, y)
     np.testing.assert_allclose(cv.predict(X), again.predict(X), atol=1e-9)
-    k = SurvivalRankRLSCV(lams=lams, folds=3, kernel="gaussian", extend=0).fit(X, time=t, event=e)
+    k = SurvivalRankRLSCV(lams, margins="unit", folds=3, kernel="gaussian", extend=0).fit(
+        X, time=t, event=e)
     assert k.lam_ in lams and 0.5 < k.best_score_ <= 1
 
 
@@ -97,10 +98,10 @@ def test_a_best_lambda_on_the_grids_edge_warns():
     from rankjax.estimators import SurvivalRankRLSCV
     X, y, t, e = patients(6, m=120)
     with pytest.warns(rj.GridEdgeWarning, match="edge of the grid"):
-        SurvivalRankRLSCV(lams=[1e-2, 1e-1, 1.0], folds=3, extend=0).fit(X, y)   # C rises at 1
+        SurvivalRankRLSCV([1e-2, 1e-1, 1.0], margins="unit", folds=3, extend=0).fit(X, y)  # rises
     with warnings.catch_warnings():
         warnings.simplefilter("error", rj.GridEdgeWarning)          # a plateau on the edge:
-        SurvivalRankRLSCV(lams=[1e5, 1e6, 1e7], folds=3).fit(X, y)    # such λ tie, no warning
+        SurvivalRankRLSCV([1e5, 1e6, 1e7], margins="unit", folds=3).fit(X, y)   # λ tie: no warning
 
 
 def test_the_grid_grows_past_the_edge_that_holds_the_best():
@@ -110,19 +111,19 @@ def test_the_grid_grows_past_the_edge_that_holds_the_best():
     from rankjax.estimators import SurvivalRankRLSCV
     X, y, t, e = patients(4, m=120)
     base = np.array([1e-2, 10 ** -1.5, 1e-1])      # C still rises at 0.1 on these patients
-    grown = SurvivalRankRLSCV(base, folds=3).fit(X, y)
+    grown = SurvivalRankRLSCV(base, margins="unit", folds=3).fit(X, y)
     got, ext = grown.cv_results_["param_lam"], grown.cv_results_["extended"]
     assert got.size in (6, 9) and np.allclose(got[:3], base, rtol=1e-12), got
     np.testing.assert_array_equal(ext, np.arange(got.size) >= 3)
     np.testing.assert_allclose(np.diff(np.log10(got)), 0.5, rtol=1e-9)   # the grid's spacing
-    given = SurvivalRankRLSCV(lams=got, folds=3, extend=0).fit(X, y)
+    given = SurvivalRankRLSCV(margins="unit", lams=got, folds=3, extend=0).fit(X, y)
     for key in ("mean_test_score", "split0_test_score", "rank_test_score"):
         np.testing.assert_allclose(grown.cv_results_[key], given.cv_results_[key], atol=1e-12)
     assert grown.lam_ == given.lam_ > base[-1]
     with pytest.warns(rj.GridEdgeWarning):
-        kept = SurvivalRankRLSCV(base, folds=3, extend=0).fit(X, y)
+        kept = SurvivalRankRLSCV(base, margins="unit", folds=3, extend=0).fit(X, y)
     np.testing.assert_allclose(kept.cv_results_["param_lam"], base)
-    inside = SurvivalRankRLSCV(folds=3).fit(X, y)          # the best inside: the grid as it is
+    inside = SurvivalRankRLSCV(margins="unit", folds=3).fit(X, y)     # the best inside: as it is
     np.testing.assert_allclose(inside.cv_results_["param_lam"], np.logspace(-3, 3, 13))
 
 
@@ -140,10 +141,46 @@ def test_an_optimum_at_the_dtypes_floor_is_left_out_of_the_grid_and_warns(monkey
         return out
     monkeypatch.setattr(survival, "_scores", floored)
     with pytest.warns(rj.GridEdgeWarning, match="not resolved in this dtype"):
-        m = SurvivalRankRLSCV(folds=3).fit(X, y)
+        m = SurvivalRankRLSCV(margins="unit", folds=3).fit(X, y)
     grid = np.logspace(-3, 3, 13)
     np.testing.assert_allclose(m.cv_results_["param_lam"], grid[grid >= 0.5])
     assert m.lam_ == 1.0 and not np.isnan(m.cv_results_["mean_test_score"]).any()
+
+
+def test_the_margin_is_chosen_by_the_same_folds():
+    """margins=('unit', 'log_time'): each margin's rows equal the CV of that margin alone
+    (the same folds), the (margin, λ) of the best mean C is chosen and refitted; a time of 0
+    leaves 'log_time' out; the single estimator takes margin= (the graph's own twin)."""
+    from rankjax.estimators import SurvivalRankRLSCV
+    X, y, t, e = patients(4, m=120)
+    t = y["time"] = t + 0.005                                   # every time > 0
+    both = SurvivalRankRLSCV(folds=3).fit(X, y)
+    r = both.cv_results_
+    for margin in ("unit", "log_time"):
+        alone = SurvivalRankRLSCV(margins=margin, folds=3).fit(X, y).cv_results_
+        rows = r["param_margin"] == margin
+        np.testing.assert_allclose(r["param_lam"][rows], alone["param_lam"])
+        np.testing.assert_allclose(r["mean_test_score"][rows], alone["mean_test_score"], atol=1e-12)
+    unit, log = (r["mean_test_score"][r["param_margin"] == mg] for mg in ("unit", "log_time"))
+    assert not np.allclose(unit, log)                  # the folds' graphs take the margin
+    best = int(np.argmax(r["mean_test_score"]))
+    assert (both.margin_, both.lam_) == (r["param_margin"][best], r["param_lam"][best])
+    assert both.best_params_ == {"lam": both.lam_, "margin": both.margin_}
+    assert r["rank_test_score"][best] == 1
+    refit = SurvivalRankRLS(both.lam_, margin=both.margin_).fit(X, y)
+    np.testing.assert_allclose(both.predict(X), refit.predict(X), atol=1e-9)
+    g = rj.survival_graph(t, e, margin="log_time")
+    model = rj.fit(rj.Problem(np.asarray(refit.feature_map_(X)), None, g), rj.Primal(), lam=0.3)
+    np.testing.assert_allclose(SurvivalRankRLS(0.3, margin="log_time").fit(X, y).predict(X),
+                               rj.predict(model.value, np.asarray(refit.feature_map_(X))),
+                               atol=1e-9)
+    t0 = np.where(np.arange(t.size) == 0, 0.0, t)
+    zero = SurvivalRankRLSCV(folds=3).fit(X, time=t0, event=e)
+    assert set(zero.cv_results_["param_margin"]) == {"unit"}
+    with pytest.raises(ValueError, match="margins must be"):
+        SurvivalRankRLSCV(margins=("unit", "unit")).fit(X, y)
+    with pytest.raises(ValueError, match="needs every time > 0"):
+        SurvivalRankRLSCV(margins="log_time").fit(X, time=t0, event=e)
 
 
 def test_frames_with_missing_values_fit_and_a_category_is_refused_by_name():

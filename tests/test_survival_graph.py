@@ -42,6 +42,31 @@ def test_products_rhs_and_loss_equal_the_pairs_enumerated(seed, normalized):
     assert float(jax.jit(lambda g, f: g.loss(f))(g, f)) == pytest.approx(float(g.loss(f)), rel=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_log_time_margins_equal_the_pairs_enumerated_with_their_gaps(seed):
+    """margin='log_time': each comparable pair's target is log t_j - log t_i (0 for a tied
+    pair whose lower patient is censored): rhs, loss and a fit equal the enumerated
+    magnitude-preserving preference graph of those gaps; the Laplacian is the unit margins'."""
+    X, t, e, s = data(seed)
+    g = rj.survival_graph(t, e, s, margin="log_time", normalized=False)
+    head, tail = zip(*[(i, j) for i in range(len(t)) if e[i] for j in range(len(t))
+                       if s[i] == s[j] and (t[j] > t[i] or (t[j] == t[i] and not e[j]))])
+    gap = np.log(t[list(tail)]) - np.log(t[list(head)])
+    pg = rj.preference_graph(np.array(head), np.array(tail), gap, num_rows=len(t))
+    v = np.random.default_rng(seed).normal(size=(t.size, 2))
+    np.testing.assert_allclose(g.mv(v), pg.mv(v), atol=1e-12)
+    np.testing.assert_allclose(g.rhs(None, np.float64), pg.rhs(None, np.float64), atol=1e-12)
+    assert float(g.loss(v[:, 0])) == pytest.approx(float(np.sum(
+        (v[list(head), 0] - v[list(tail), 0] - gap) ** 2)), rel=1e-12)
+    a = rj.fit(rj.Problem(X, None, g), rj.Primal(), lam=0.5).value.weights
+    b = rj.fit(rj.Problem(X, None, pg), rj.Primal(), lam=0.5).value.weights
+    np.testing.assert_allclose(a, b, atol=1e-10)
+    with pytest.raises(ValueError, match="margin must be one of"):
+        rj.survival_graph(t, e, margin="log")
+    with pytest.raises(ValueError, match="every time > 0"):
+        rj.survival_graph(t - t.min(), e, margin="log_time")
+
+
 def test_every_event_observed_and_one_stratum_each_equal_the_pairs_enumerated():
     X, t, e, s = data(11)
     for ev, st in ((np.ones_like(e), s), (e, np.zeros_like(s)), (e, np.arange(t.size) % 5)):

@@ -60,13 +60,15 @@ def fit_survival(args):
     t0 = time.time()
     cv = warned(lambda: SurvivalRankRLSCV(**opts).fit(X, time=t, event=e, strata=s))
     r = cv.cv_results_
-    for lam, sc, ext in zip(r["param_lam"], r["mean_test_score"], r["extended"]):
-        say(f"    λ={lam:<10.4g} held-out C={sc:.4f}{'  (past the grid)' if ext else ''}"
-            f"{'  <- chosen' if lam == cv.lam_ else ''}")
-    say(f"  chosen: λ={cv.lam_:.4g}, held-out C={cv.best_score_:.4f}; fitted in "
-        f"{time.time() - t0:.2f} s")
+    for lam, mg, sc, ext in zip(r["param_lam"], r["param_margin"], r["mean_test_score"],
+                                r["extended"]):
+        say(f"    margin={mg:<9s}λ={lam:<10.4g} held-out C={sc:.4f}"
+            f"{'  (past the grid)' if ext else ''}"
+            f"{'  <- chosen' if (lam, mg) == (cv.lam_, cv.margin_) else ''}")
+    say(f"  chosen: margin={cv.margin_}, λ={cv.lam_:.4g}, held-out C={cv.best_score_:.4f}; "
+        f"fitted in {time.time() - t0:.2f} s")
     metrics = evaluate_survival(cv.predict(Xt), tt, et, st)
     say("  test: " + ", ".join(f"{k}={fmt(v)}" for k, v in metrics.items()))
-    result = {"lam": float(cv.lam_), "kernel": args.kernel or "linear",
+    result = {"lam": float(cv.lam_), "margin": cv.margin_, "kernel": args.kernel or "linear",
               "cv_harrell_c": round(float(cv.best_score_), 6)}
     return cv, result, metrics

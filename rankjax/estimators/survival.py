@@ -8,7 +8,7 @@ import numpy as np
 
 from .._problem import Problem
 from .._solve import fit as _fit
-from ..graphs.survival import survival_graph
+from ..graphs.survival import MARGINS, survival_graph
 from ..metrics.survival import harrell_c
 from ..selection.edges import EXTEND, GridEdgeWarning
 from .._core.resolved import UnresolvedLambdaWarning
@@ -49,8 +49,10 @@ class SurvivalRankRLS(RankRLS):
     scores (higher: the event sooner, as scikit-survival's); ``score`` is Harrell's C
     (:func:`rankjax.harrell_c`). The columns go through a label-free map (``feature_map``,
     as :class:`RankRLS`); categorical columns are refused (their map reads label scores).
-    Choose ``lam`` with scikit-learn's ``GridSearchCV`` (its folds retrain on each training
-    part's own pairs).
+    ``margin``: ``"unit"`` (default) or ``"log_time"``, the pairs' targets (the difference
+    of their log-times; :func:`rankjax.survival_graph`). Choose ``lam`` (and ``margin``) with
+    scikit-learn's ``GridSearchCV`` (its folds retrain on each training part's own pairs), or
+    use :class:`SurvivalRankRLSCV`.
 
     Example:
       >>> import numpy as np, rankjax as rj
@@ -64,12 +66,20 @@ class SurvivalRankRLS(RankRLS):
       True
     """
 
+    def __init__(self, lam=1.0, *, margin="unit", solver="auto", kernel=None, gamma="mean",
+                 degree=2, coef0=1.0, basis="auto", random_state=0, feature_map="auto",
+                 verbose=0):
+        super().__init__(lam, solver=solver, kernel=kernel, gamma=gamma, degree=degree,
+                         coef0=coef0, basis=basis, random_state=random_state,
+                         feature_map=feature_map, verbose=verbose)
+        self.margin = margin
+
     def fit(self, X, y=None, *, time=None, event=None, strata=None):
         """Fits the risk model of ``lam`` on ``X`` ``[m, n]`` and the times: ``y`` a
         structured array (event, time) as scikit-survival's, or ``time=``/``event=``;
         ``strata`` ``[m]`` (only patients of one stratum are compared)."""
         X, t, e, seg = self._survival_rows(X, y, time, event)
-        graph = survival_graph(t, e, strata)
+        graph = survival_graph(t, e, strata, margin=self.margin)
         self.model_ = _fit(Problem(X, None, graph), self._solver(X), lam=self.lam).value
         return self._finish_fit(seg)
 
@@ -99,24 +109,28 @@ class SurvivalRankRLS(RankRLS):
 
 
 class SurvivalRankRLSCV(SurvivalRankRLS):
-    r""":class:`SurvivalRankRLS` with λ chosen by k-fold cross-validation over patients:
-    each fold's models (every λ of ``lams``, one path) are trained on the comparable pairs
-    inside the other folds' patients and scored by Harrell's C on the pairs inside the fold;
-    the λ of the best mean C is refitted on every patient. Exactly retraining (each fold's
-    own survival graph), so the scores are honest; the closed-form path makes a fold cost one
-    decomposition (kept in its state) for every λ.
+    r""":class:`SurvivalRankRLS` with λ and the margin chosen by k-fold cross-validation over
+    patients: each fold's models (every λ of ``lams``, one path, for each of ``margins``) are
+    trained on the comparable pairs inside the other folds' patients and scored by Harrell's
+    C on the pairs inside the fold; the (margin, λ) of the best mean C is refitted on every
+    patient. Exactly retraining (each fold's own survival graph), so the scores are honest;
+    the closed-form path makes a fold cost one decomposition a margin for the whole grid.
+    ``margins`` (default both ``"unit"`` and ``"log_time"``): neither ranks better on every
+    data set (``docs/survival.md``), so the data choose; ``"log_time"`` is left out where a
+    time is 0.
 
     The grid is :class:`RankRLSCV`'s: ``lams`` (default ``logspace(-3, 3, 13)``); while the
-    best mean C lies on an edge, above its neighbour's, the folds' kept decompositions hold
-    out as many λ again past it, spaced as the grid (``extend`` times, default 2;
-    ``cv_results_["extended"]`` marks them); an optimum still on the edge then is a
+    best mean C of a margin lies on an edge, above its neighbour's, as many λ again are held
+    out past it, spaced as the grid (one more path a fold; ``extend`` times, default 2;
+    ``cv_results_["extended"]`` marks them); the chosen optimum still on the edge then is a
     :class:`~rankjax.GridEdgeWarning` (a plateau, where C no longer moves with λ, is not).
     A λ of the default grid that the compute dtype does not resolve in some fold is left
     out (named with ``verbose``); in a grid you give it is a NaN row (and its warning).
 
-    Attributes (after ``fit``): ``lam_``, ``best_score_`` (the mean C), ``best_params_``,
-    ``cv_results_`` (``param_lam``, ``mean_test_score``, ``std_test_score``,
-    ``split{k}_test_score``, ``rank_test_score``, ``extended``) and the refitted model.
+    Attributes (after ``fit``): ``lam_``, ``margin_``, ``best_score_`` (the mean C),
+    ``best_params_``, ``cv_results_`` (``param_lam``, ``param_margin``, ``mean_test_score``,
+    ``std_test_score``, ``split{k}_test_score``, ``rank_test_score``, ``extended``) and the
+    refitted model.
 
     Example:
       >>> import numpy as np
@@ -129,13 +143,13 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
       (True, True)
     """
 
-    def __init__(self, lams=DEFAULT_LAMS, *, folds=5, extend=EXTEND, solver="auto", kernel=None,
-                 gamma="mean", degree=2, coef0=1.0, basis="auto", random_state=0,
-                 feature_map="auto", verbose=0):
+    def __init__(self, lams=DEFAULT_LAMS, *, margins=MARGINS, folds=5, extend=EXTEND,
+                 solver="auto", kernel=None, gamma="mean", degree=2, coef0=1.0, basis="auto",
+                 random_state=0, feature_map="auto", verbose=0):
         super().__init__(solver=solver, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
                          basis=basis, random_state=random_state, feature_map=feature_map,
                          verbose=verbose)
-        self.lams, self.folds, self.extend = lams, folds, extend
+        self.lams, self.margins, self.folds, self.extend = lams, margins, folds, extend
 
     def fit(self, X, y=None, *, time=None, event=None, strata=None):
         """Chooses λ by k-fold over patients (class docstring), then fits it on every row."""
@@ -156,7 +170,55 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
                              f"{self.folds!r}")
         s = None if strata is None else np.asarray(strata)
         solver = self._solver(Z)
-        parts = _fold_parts(Z, t, e, s, int(self.folds), self.random_state, solver, lams.size)
+        runs = {mg: self._grid(Z, t, e, s, solver, lams, default, mg)
+                for mg in self._chosen_margins(t)}
+        best_of = {mg: np.nanmax(_mean(r[1])) for mg, r in runs.items()}
+        margin = max(best_of, key=lambda mg: best_of[mg])          # ties: the first given
+        lams_m, scores_m, _, at_floor = runs[margin]
+        if _past_edge(lams_m, scores_m, 1) is not None:
+            best = lams_m[int(np.nanargmax(_mean(scores_m)))]
+            why = ("the λ past it are not resolved in this dtype; float64 (jax_enable_x64) "
+                   "resolves smaller λ" if at_floor else "give a wider lams")
+            warnings.warn(f"the best λ ({best:g}) lies on the edge of the grid "
+                          f"[{lams_m.min():g}, {lams_m.max():g}]: Harrell's C may still improve "
+                          f"past it; {why}", GridEdgeWarning, stacklevel=2)
+        all_lams = np.concatenate([r[0] for r in runs.values()])
+        scores = np.concatenate([r[1] for r in runs.values()], axis=1)
+        mean = _mean(scores)
+        mine = np.concatenate([np.full(r[0].size, mg == margin) for mg, r in runs.items()])
+        best = int(np.nanargmax(np.where(mine, mean, -np.inf)))
+        self.lam_, self.margin_ = float(all_lams[best]), margin
+        self.best_score_ = float(mean[best])
+        self.best_params_ = {"lam": self.lam_, "margin": margin}
+        self.cv_results_ = {**_cv_results(all_lams, scores, mean),
+                            "param_margin": np.concatenate([np.full(r[0].size, mg)
+                                                            for mg, r in runs.items()]),
+                            "extended": np.concatenate([r[2] for r in runs.values()])}
+        self.model_ = _fit(Problem(Z, None, survival_graph(t, e, s, margin=margin)), solver,
+                           lam=self.lam_).value
+        return self._finish_fit(seg)
+
+    def _chosen_margins(self, t):
+        """The margins held out: ``margins`` checked, ``"log_time"`` left out (named with
+        ``verbose``) where a time is not > 0 and another margin remains."""
+        margins = (self.margins,) if isinstance(self.margins, str) else tuple(self.margins)
+        if not margins or any(mg not in MARGINS for mg in margins) \
+                or len(set(margins)) != len(margins):
+            raise ValueError(f"margins must be distinct margins of {MARGINS}, got "
+                             f"{self.margins!r}")
+        if "log_time" in margins and np.any(t <= 0):
+            if len(margins) == 1:
+                raise ValueError("margin 'log_time' needs every time > 0")
+            if self.verbose:
+                print("SurvivalRankRLSCV: a time is 0: margin 'log_time' left out")
+            margins = tuple(mg for mg in margins if mg != "log_time")
+        return margins
+
+    def _grid(self, Z, t, e, s, solver, lams, default, margin):
+        """``(lams, scores [k, L], extended [L], at_floor)`` of one margin: the grid held out
+        on every fold, the refused λ of a default grid left out, extended past an edge."""
+        parts = _fold_parts(Z, t, e, s, int(self.folds), self.random_state, solver, lams.size,
+                            margin)
         if not any(parts):
             raise ValueError("no fold holds a comparable pair: too few observed events for "
                              f"{self.folds} folds")
@@ -176,19 +238,7 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
             lams, scores, extended = self._resolved(np.r_[lams, more], np.c_[scores, extra],
                                                     np.r_[extended, np.ones(more.size, bool)],
                                                     live)
-        mean = _mean(scores)
-        best = int(np.nanargmax(mean))
-        if _past_edge(lams, scores, 1) is not None:
-            why = ("the λ past it are not resolved in this dtype; float64 (jax_enable_x64) "
-                   "resolves smaller λ" if at_floor else "give a wider lams")
-            warnings.warn(f"the best λ ({lams[best]:g}) lies on the edge of the grid "
-                          f"[{lams.min():g}, {lams.max():g}]: Harrell's C may still improve past "
-                          f"it; {why}", GridEdgeWarning, stacklevel=2)
-        self.lam_, self.best_score_ = float(lams[best]), float(mean[best])
-        self.best_params_ = {"lam": self.lam_}
-        self.cv_results_ = {**_cv_results(lams, scores, mean), "extended": extended}
-        self.model_ = _fit(Problem(Z, None, survival_graph(t, e, s)), solver, lam=self.lam_).value
-        return self._finish_fit(seg)
+        return lams, scores, extended, at_floor
 
     def _resolved(self, lams, scores, extended, live):
         """The grid sorted, without the λ some fold of ``live`` (those holding pairs)
@@ -205,15 +255,15 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
         return lams[~refused], scores[:, ~refused], extended[~refused]
 
 
-def _fold_parts(Z, t, e, s, k, seed, solver, L):
+def _fold_parts(Z, t, e, s, k, seed, solver, L, margin):
     """Per fold ``(problem, state, test rows)`` (``None`` for a fold whose training patients
-    hold no comparable pair): the fold's path decomposition made once, kept for more λ."""
+    hold no comparable pair): the fold's graph, problem and plan made once, for more λ."""
     fold = np.random.default_rng(seed).permutation(Z.shape[0]) % k
     parts = []
     for j in range(k):
         tr, te = fold != j, fold == j
         try:
-            graph = survival_graph(t[tr], e[tr], None if s is None else s[tr])
+            graph = survival_graph(t[tr], e[tr], None if s is None else s[tr], margin=margin)
         except ValueError:                      # no comparable pair among these patients
             parts.append(None)
             continue

@@ -3,11 +3,14 @@ Pahikkala et al. 2009 §2.4 for the preference costs): patient ``i`` is ranked a
 higher risk) for every *comparable* pair, ``i``'s event observed and :math:`t_i < t_j`, or
 :math:`t_i = t_j` with ``j`` censored (the pairs of :func:`rankjax.harrell_c`), within a stratum.
 
-With unit margins the loss is :math:`\sum_{(i, j)} w\,(f_i - f_j - 1)^2`, a quadratic form in
-the Laplacian :math:`L = w \sum_{(i, j)} (e_i - e_j)(e_i - e_j)^T` with right-hand side
-:math:`b = w \sum_{(i, j)} (e_i - e_j)`. In the order of (stratum, time, censored) the pairs of
-a patient are a run of the patients after it (when its event is observed) and the observed
-events before it, so
+The loss is :math:`\sum_{(i, j)} w\,(f_i - f_j - z_{ij})^2` with a unit margin
+:math:`z_{ij} = 1` (the default) or the difference of log-times
+:math:`z_{ij} = \log t_j - \log t_i` (``margin="log_time"``): a quadratic form in the
+Laplacian :math:`L = w \sum_{(i, j)} (e_i - e_j)(e_i - e_j)^T` with right-hand side
+:math:`b = w \sum_{(i, j)} z_{ij} (e_i - e_j)`, both margins' :math:`b` and
+:math:`\sum z_{ij}^2` computed once on the host by the same prefix sums. In the order of
+(stratum, time, censored) the pairs of a patient are a run of the patients after it (when its
+event is observed) and the observed events before it, so
 
 .. math::
 
@@ -37,15 +40,18 @@ __all__ = ["SurvivalGraph", "survival_graph"]
 
 
 @graph_pytree(["order", "inverse", "event", "later", "earlier", "run_first", "run_last",
-               "seg_first", "seg_last", "weight", "time", "event_rows", "strata"],
+               "seg_first", "seg_last", "weight", "target", "target_sq", "time", "event_rows",
+               "strata"],
               ["num_rows"])
 @saveable
 class SurvivalGraph(GraphBase):
-    """The comparable pairs of censored survival times (module docstring; build with
+    r"""The comparable pairs of censored survival times (module docstring; build with
     :func:`survival_graph`). Sorted-order fields: ``order`` ``[m]`` the rows by (stratum,
     time, censored), ``inverse`` its inverse, ``event`` ``[m]`` 0/1, ``later``/``earlier``
     ``[m]`` the pair counts :math:`A`, :math:`B`, ``run_first``/``run_last`` the bounds of each
     row's run of equal keys, ``seg_first``/``seg_last`` of its stratum; ``weight`` :math:`w`;
+    ``target`` ``[m]`` :math:`\sum_{(i, j)} z_{ij} (e_i - e_j)` in row order and
+    ``target_sq`` :math:`\sum z_{ij}^2` (the margins');
     ``time``, ``event_rows``, ``strata`` ``[m]`` in row order (the criterion's). Only the
     number of rows is static: data of the same size compile nothing new."""
 
@@ -59,6 +65,8 @@ class SurvivalGraph(GraphBase):
     seg_first: jnp.ndarray
     seg_last: jnp.ndarray
     weight: jnp.ndarray
+    target: jnp.ndarray
+    target_sq: jnp.ndarray
     time: jnp.ndarray
     event_rows: jnp.ndarray
     strata: jnp.ndarray
@@ -94,17 +102,15 @@ class SurvivalGraph(GraphBase):
         return self.weight.astype(dt) * out[self.inverse]
 
     def rhs(self, y, dtype):
-        b = self.event.astype(dtype) * self.later.astype(dtype) - self.earlier.astype(dtype)
-        return self.weight.astype(dtype) * b[self.inverse]
+        return self.weight.astype(dtype) * self.target.astype(dtype)
 
     def centre(self, X):
         return X - jnp.mean(X, axis=0)
 
     def loss(self, f, y=None):
-        r""":math:`\sum_{(i, j)} w (f_i - f_j - 1)^2` of scores ``f`` ``[m]``."""
+        r""":math:`\sum_{(i, j)} w (f_i - f_j - z_{ij})^2` of scores ``f`` ``[m]``."""
         return (mm(f, self.mv(f)) - 2 * mm(f, self.rhs(None, f.dtype))
-                + self.weight.astype(f.dtype) * mm(self.event.astype(f.dtype),
-                                                   self.later.astype(f.dtype)))
+                + self.weight.astype(f.dtype) * self.target_sq.astype(f.dtype))
 
     def criterion(self, y, metric="pairwise_error", higher_is_better=None, **kw):
         from ..metrics.survival import harrell_c
@@ -130,7 +136,12 @@ class SurvivalGraph(GraphBase):
 GRAPH_KINDS["SurvivalGraph"] = SurvivalGraph       # a graph like the three of graph.py
 
 
-def survival_graph(time, event, strata=None, *, normalized: bool = True) -> SurvivalGraph:
+MARGINS = ("unit", "log_time")
+"""The margins of a comparable pair: 1, or the difference of the two log-times."""
+
+
+def survival_graph(time, event, strata=None, *, normalized: bool = True,
+                   margin: str = "unit") -> SurvivalGraph:
     r"""The graph of the comparable pairs of censored survival times (module docstring):
     a RankRLS model on it predicts a risk (higher: the event sooner), scored by
     :func:`rankjax.harrell_c`.
@@ -140,6 +151,9 @@ def survival_graph(time, event, strata=None, *, normalized: bool = True) -> Surv
       event: ``[m]`` bool (or 0/1), True where the event was observed.
       strata: ``[m]`` stratum ids (only patients of one stratum are compared), or ``None``.
       normalized: weight :math:`1 / \#\text{pairs}` (default) or 1 per pair.
+      margin: ``"unit"`` (default) or ``"log_time"`` (:math:`\log t_j - \log t_i`, the
+        pair's gap on the log scale; times must be > 0). A tied pair (``j`` censored at
+        ``i``'s time) has margin 0 under ``"log_time"``.
 
     Example:
       >>> import numpy as np
@@ -148,6 +162,8 @@ def survival_graph(time, event, strata=None, *, normalized: bool = True) -> Surv
       (3, [2.0, -1.0, -1.0])
     """
     normalized = check_flag(normalized, "normalized")
+    if margin not in MARGINS:
+        raise ValueError(f"margin must be one of {MARGINS}, got {margin!r}")
     require_concrete(time, "time", "survival_graph")
     require_concrete(event, "event", "survival_graph")
     t = np.asarray(as_float_array(time, "time", finite=True), np.float64)
@@ -181,6 +197,20 @@ def survival_graph(time, event, strata=None, *, normalized: bool = True) -> Surv
     if pairs == 0:
         raise ValueError("no comparable pair: every observed event is the last time of its "
                          "stratum (or no event is observed)")
+    if margin == "log_time" and np.any(t <= 0):
+        raise ValueError("margin='log_time' needs every time > 0")
+    a = np.log(ts) if margin == "log_time" else np.zeros(m)     # unit: z = 1 + a_j - a_i, a = 0
+    unit = 1.0 if margin == "unit" else 0.0
+    sums = lambda v, first, last: np.r_[0, np.cumsum(v)][last] - np.r_[0, np.cumsum(v)][first]  # noqa: E731
+    after, after_sq = sums(a, run_last + 1, seg_last + 1), sums(a * a, run_last + 1, seg_last + 1)
+    before = sums(es * a, seg_first, run_first)
+    # as the upper patient: z = unit + a_j - a_k over the later ones; as the lower: over the
+    # earlier events
+    up = later * (unit - a) + after
+    down = earlier * (unit + a) - before
+    target = np.empty(m)
+    target[order] = es * up - down
+    target_sq = float(np.sum(es * (later * (unit - a) ** 2 + 2 * (unit - a) * after + after_sq)))
     dtype = compute_dtype()
     i32 = lambda a: device_array(a.astype(np.int32))               # noqa: E731
     return SurvivalGraph(
@@ -189,6 +219,8 @@ def survival_graph(time, event, strata=None, *, normalized: bool = True) -> Surv
         run_first=i32(run_first), run_last=i32(run_last), seg_first=i32(seg_first),
         seg_last=i32(seg_last), weight=device_array(np.asarray(1 / pairs if normalized else 1.0,
                                                                dtype)),
+        target=device_array(target.astype(dtype)), target_sq=device_array(np.asarray(target_sq,
+                                                                                     dtype)),
         time=device_array(t.astype(dtype)), event_rows=device_array(e), strata=i32(s),
         num_rows=m)
 
