@@ -133,13 +133,13 @@ def test_an_optimum_at_the_dtypes_floor_is_left_out_of_the_grid_and_warns(monkey
     every λ below 0.5 refused as a float32 solve would; these patients' C peaks at 1)."""
     from rankjax.estimators import SurvivalRankRLSCV, survival
     X, y, t, e = patients(4, m=120)
-    scores = survival._scores
+    scores = survival._fold_scores
 
     def floored(parts, lams, quiet):
         out = scores(parts, lams, quiet)
         out[:, lams < 0.5] = np.nan
         return out
-    monkeypatch.setattr(survival, "_scores", floored)
+    monkeypatch.setattr(survival, "_fold_scores", floored)
     with pytest.warns(rj.GridEdgeWarning, match="not resolved in this dtype"):
         m = SurvivalRankRLSCV(margins="unit", folds=3).fit(X, y)
     grid = np.logspace(-3, 3, 13)

@@ -222,7 +222,7 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
         if not any(parts):
             raise ValueError("no fold holds a comparable pair: too few observed events for "
                              f"{self.folds} folds")
-        scores = _scores(parts, lams, quiet=default)
+        scores = _fold_scores(parts, lams, quiet=default)
         live = np.array([p is not None for p in parts])
         extended, at_floor = np.zeros(lams.size, bool), False
         if default:
@@ -231,7 +231,7 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
             more = _past_edge(lams, scores, int(np.asarray(self.lams).size))
             if more is None:
                 break
-            extra = _scores(parts, more, quiet=True)
+            extra = _fold_scores(parts, more, quiet=True)
             if np.isnan(extra[live]).any(0).all():         # none resolved past the edge
                 at_floor = True
                 break
@@ -273,7 +273,7 @@ def _fold_parts(Z, t, e, s, k, seed, solver, L, margin):
     return parts
 
 
-def _scores(parts, lams, quiet):
+def _fold_scores(parts, lams, quiet):
     """``[k, L]`` Harrell's C of every fold's held-out patients at every λ (NaN: a fold with
     no comparable pair, or a λ its solve refused; ``quiet``: that refusal's warning kept
     back, the caller leaves the λ out)."""

@@ -315,7 +315,7 @@ def make_survival_data(num_rows: int = 1000, *, num_features: int = 10, censorin
 
     Example:
       >>> d = make_survival_data(500, seed=0)
-      >>> d.X.shape, 0.5 < d.event.mean() < 0.9
+      >>> d.X.shape, bool(0.5 < d.event.mean() < 0.9)
       ((500, 10), True)
     """
     if num_rows < 2 or num_features < 4 or not censoring > 0:
