@@ -25,6 +25,7 @@ SLOW_TESTS = (
     "test_lists.py::test_tune_on_lists_equals_tune_on_the_kept_rows",
     "test_metric_lists.py::test_lists_equal_the_kept_rows_with_query_ids[1]",
     "test_survival_estimator.py::test_the_survival_page_runs",
+    "test_metric_lists.py::test_the_coming_from_rax_page_runs_and_its_rax_loss_has_the_finite_difference_gradient",
     "test_survival_estimator.py::test_cv_scores_equal_each_fold_retrained_by_hand_and_the_best_is_refitted",
     "test_mutations.py::test_every_mutation_is_caught",
     "test_distributed.py::test_two_simulated_devices_equal_one",
