@@ -217,6 +217,8 @@ BAD_INPUT = {"estimators.SurvivalRankRLS": [
      E(ValueError, "no comparable pair")),
     (lambda d: SurvivalRankRLS(lam=-1.0).fit(d.X, time=d.y + 1, event=d.y > 0),
      E(ValueError, "lam")),
+    (lambda d: SurvivalRankRLS(margin="hinge").fit(d.X, time=d.y + 1, event=d.y > 0),
+     E(ValueError, "margin must be one of")),
     (lambda d: SurvivalRankRLS().fit(d.X, time=d.y + 1, event=d.y > 0).score(
         d.X, time=d.y + 1, event=d.y > 0), V(lambda v: 0 <= v <= 1)),
 ]}
@@ -229,6 +231,8 @@ BAD_INPUT["estimators.SurvivalRankRLSCV"] = [
         d.X, time=d.y + 1, event=d.y > 0).lam_, V(lambda v: v in (1.0, 10.0))),
     (lambda d: rj.estimators.SurvivalRankRLSCV(extend=-1).fit(d.X, time=d.y + 1, event=d.y > 0),
      E(ValueError, "extend must be")),
+    (lambda d: rj.estimators.SurvivalRankRLSCV(margins=("unit", "hinge")).fit(
+        d.X, time=d.y + 1, event=d.y > 0), E(ValueError, "margins must be")),
 ]
 BAD_INPUT["make_survival_data"] = [
     (lambda d: rj.make_survival_data(1), E(ValueError, "num_rows")),

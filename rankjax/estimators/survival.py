@@ -172,7 +172,11 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
         solver = self._solver(Z)
         runs = {mg: self._grid(Z, t, e, s, solver, lams, default, mg)
                 for mg in self._chosen_margins(t)}
-        best_of = {mg: np.nanmax(_mean(r[1])) for mg, r in runs.items()}
+        best_of = {mg: np.max(_mean(r[1]), initial=-np.inf, where=np.isfinite(_mean(r[1])))
+                   for mg, r in runs.items()}
+        if not np.isfinite(max(best_of.values())):
+            raise ValueError("no λ of the grid is answered in this dtype (every lane NaN): use "
+                             "float64 (jax_enable_x64) or larger lams")
         margin = max(best_of, key=lambda mg: best_of[mg])          # ties: the first given
         lams_m, scores_m, _, at_floor = runs[margin]
         if _past_edge(lams_m, scores_m, 1) is not None:
