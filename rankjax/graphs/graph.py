@@ -123,13 +123,15 @@ class GraphBase(FoldBlocks):
         return mm(r, self.mv(r))
 
     splittable = True          # the rows split into whole queries without cutting an edge
+    unsplittable_hint = ""     # what to use instead, where the graph's kind has it
 
     def check_splittable(self, what: str):
         """Raises when the rows cannot be split without cutting edges (hold-out folds, a
-        subsample, row blocks): a :class:`PreferenceGraph`."""
+        subsample, row blocks): a :class:`PreferenceGraph` or a survival graph."""
         if not self.splittable:
             raise TypeError(f"{what} needs a QueryGraph (whole queries) or an IdentityGraph: "
-                            "the edges of a PreferenceGraph may cross any split of the rows")
+                            f"the edges of a {type(self).__name__} may cross any split of the "
+                            f"rows{self.unsplittable_hint}")
 
     def criterion(self, y, metric="pairwise_error", higher_is_better=None, **kw):
         """``f -> value`` (lower is better) on this graph's rows: ``"pairwise_error"``,

@@ -75,6 +75,8 @@ class SurvivalGraph(GraphBase):
     takes_labels = False
     has_root = False
     splittable = False
+    unsplittable_hint = ("; to hold out patients, retrain on each fold's own survival_graph "
+                         "(rankjax.estimators.SurvivalRankRLSCV does)")
 
     @property
     def num_pairs(self) -> int:
