@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+import jax
 import numpy as np
 
 from .._problem import Problem
@@ -172,8 +173,7 @@ class SurvivalRankRLSCV(SurvivalRankRLS):
         solver = self._solver(Z)
         runs = {mg: self._grid(Z, t, e, s, solver, lams, default, mg)
                 for mg in self._chosen_margins(t)}
-        best_of = {mg: np.max(_mean(r[1]), initial=-np.inf, where=np.isfinite(_mean(r[1])))
-                   for mg, r in runs.items()}
+        best_of = {mg: np.max(np.nan_to_num(_mean(r[1]), nan=-np.inf)) for mg, r in runs.items()}
         if not np.isfinite(max(best_of.values())):
             raise ValueError("no λ of the grid is answered in this dtype (every lane NaN): use "
                              "float64 (jax_enable_x64) or larger lams")
@@ -293,9 +293,9 @@ def _fold_scores(parts, lams, quiet):
                 warnings.simplefilter("ignore", UnresolvedLambdaWarning)
             models = _path(problem, lams=lams, state=state).value
         F = np.asarray(predict(models, Zte))
-        for i in range(lams.size):
-            if np.all(np.isfinite(F[i])):
-                out[j, i] = float(harrell_c(F[i], tte, ete, ste))
+        ok = np.all(np.isfinite(F), axis=1)              # a refused lane's risks are NaN
+        if ok.any():                                      # one call for every answered lane
+            out[j, ok] = np.asarray(jax.vmap(lambda f: harrell_c(f, tte, ete, ste))(F[ok]))
     return out
 
 
