@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import warnings
 
-import jax
 import numpy as np
 
 from .._problem import Problem
@@ -293,9 +292,8 @@ def _fold_scores(parts, lams, quiet):
                 warnings.simplefilter("ignore", UnresolvedLambdaWarning)
             models = _path(problem, lams=lams, state=state).value
         F = np.asarray(predict(models, Zte))
-        ok = np.all(np.isfinite(F), axis=1)              # a refused lane's risks are NaN
-        if ok.any():                                      # one call for every answered lane
-            out[j, ok] = np.asarray(jax.vmap(lambda f: harrell_c(f, tte, ete, ste))(F[ok]))
+        for i in np.flatnonzero(np.all(np.isfinite(F), axis=1)):   # refused lanes: NaN risks
+            out[j, i] = float(harrell_c(F[i], tte, ete, ste))
     return out
 
 

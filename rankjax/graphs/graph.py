@@ -122,8 +122,7 @@ class GraphBase(FoldBlocks):
         r = y - f
         return mm(r, self.mv(r))
 
-    splittable = True          # the rows split into whole queries without cutting an edge
-    unsplittable_hint = ""     # what to use instead, where the graph's kind has it
+    splittable, unsplittable_hint = True, ""    # rows split into whole queries; else a remedy
 
     def check_splittable(self, what: str):
         """Raises when the rows cannot be split without cutting edges (hold-out folds, a
