@@ -62,7 +62,7 @@ from .solvers.lpo import (LeavePairOut as LeavePairOut, differing_pairs as diffe
                           lpo_cindex as lpo_cindex, positive_negative_pairs as positive_negative_pairs)
 from .solvers.models import (DualModel as DualModel, KernelModel as KernelModel,
                              LinearModel as LinearModel, MappedModel as MappedModel,
-                             ScaledModel as ScaledModel,
+                             ScaledModel as ScaledModel, BlendModel as BlendModel,
                              NystromModel as NystromModel, predict as predict)
 from .solvers.nystrom import Nystrom as Nystrom
 from .solvers.primal import Primal as Primal
@@ -82,7 +82,8 @@ __all__ = [
     "fit", "path", "holdout", "select", "capabilities", "Solution", "RESULTS",
     "LeavePairOut", "Folds", "make_folds", "Selection", "UnresolvedLambdaWarning",
     "GridEdgeWarning", "MemoryPlanError",
-    "LinearModel", "DualModel", "KernelModel", "NystromModel", "MappedModel", "ScaledModel", "predict",
+    "LinearModel", "DualModel", "KernelModel", "NystromModel", "MappedModel", "ScaledModel",
+    "BlendModel", "predict",
     # queries and preference graphs
     "Segments", "segment_ids", "QueryGraph", "PreferenceGraph", "IdentityGraph",
     "query_graph", "list_graph", "survival_graph",

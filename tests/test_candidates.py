@@ -108,8 +108,9 @@ def test_the_crossfitted_holdout_equals_retraining_on_the_other_parts_map(small,
 def test_every_candidate_is_held_out_and_the_best_kept(small):
     """``cv_results_`` holds every candidate's screen (the ranks over a γ ladder, the
     weighted ranks at the ranks' best γ factor), the chosen kernel candidate's final
-    hold-out and the linear model's; the higher final one is kept, ranked 1, named in
-    ``best_params_``, and its model predicts through the map it carries."""
+    hold-out, the linear model's and their blends'; the highest final one is kept, ranked
+    1, named in ``best_params_``, and its model predicts through the map it carries (a
+    blend: the kernel candidate's and the linear model's, each fitted alone, blended)."""
     d = small
     m = est.RankRLSCV(kernel="gaussian", lams=LAMS).fit(d.X, d.y, qid=d.qid)
     r = m.cv_results_
@@ -118,20 +119,79 @@ def test_every_candidate_is_held_out_and_the_best_kept(small):
     assert len(np.unique(r["param_gamma"][screen & (feats == "ranks")])) >= len(cand.GAMMA_FACTORS)
     assert np.any(screen & (feats == "weighted ranks"))
     final = stage == "final"
-    assert set(kerns[final]) == {"gaussian", "linear"}
+    assert set(kerns[final]) == {"gaussian", "linear", "gaussian + linear"}
     assert np.all(feats[final & (kerns == "linear")] == "ranks")
     best = int(np.nanargmax(np.where(final, r["mean_test_score"], -np.inf)))
     assert r["rank_test_score"][best] == 1
     assert m.best_score_ == r["mean_test_score"][best] and m.lam_ == r["param_lam"][best]
     assert m.best_params_["features"] == feats[best] and m.best_params_["kernel"] == kerns[best]
     assert r["params"][best] == m.best_params_
-    fm = m.feature_map_
-    by_hand = est.RankRLS(lam=m.lam_, feature_map=None, basis=None,
-                          **({"kernel": "gaussian", "gamma": m.gamma_} if hasattr(m, "gamma_")
-                             else {})).fit(np.asarray(fm(d.X)), d.y, qid=d.qid)
     Xt = rj.make_ranking_data(5, num_features=6, seed=8).X
-    np.testing.assert_allclose(m.predict(Xt), by_hand.predict(np.asarray(fm(Xt))), rtol=1e-8,
-                               atol=1e-10)
+    np.testing.assert_allclose(m.predict(Xt), by_hand(m, d, Xt), rtol=1e-8, atol=1e-10)
+
+
+def by_hand(m, d, Xt):
+    """The scores of ``Xt`` by the default's chosen candidate refitted by hand on its
+    features (a blend: the kernel candidate and the linear model on the ranks, each
+    fitted alone, blended by the chosen weight)."""
+    seg = segment_ids(d.qid)
+    fm, U = learn_and_map(d.X, d.y, seg, "rank")
+    p = m.best_params_
+    linear = p["kernel"] == "linear"
+    kernel_map = fm if p["features"] in ("ranks", "ranks + ranks") else weighted_from(
+        fm, U, d.y, seg)[0]
+    kernel_fit = est.RankRLS(lam=p["lam"], feature_map=None, basis=None,
+                             **({} if linear else {"kernel": "gaussian", "gamma": p["gamma"]}))
+    f = kernel_fit.fit(np.asarray(kernel_map(d.X)), d.y, qid=d.qid).predict(
+        np.asarray(kernel_map(Xt)))
+    if "kernel_weight" not in p:
+        return f
+    lin = est.RankRLS(lam=p["linear_lam"], feature_map=None).fit(np.asarray(U), d.y, qid=d.qid)
+    w = p["kernel_weight"]
+    return w * f + (1 - w) * lin.predict(np.asarray(fm(Xt)))
+
+
+def test_the_blend_is_held_out_by_blending_the_candidates_held_out_predictions(small):
+    """Each blend row of ``cv_results_`` scores ``w a + (1 - w) b``: ``a`` the kernel
+    candidate's held-out predictions at its λ (the exact hold-out on the ranks, or the
+    cross-fitted one of the weighted ranks), ``b`` the linear model's on the ranks at its
+    λ, both recomputed here; the weights lie strictly inside (0, 1), one per λ of the grid
+    less the two ends; a blend is kept only above both candidates' final scores."""
+    d = small
+    m = est.RankRLSCV(kernel="gaussian", lams=LAMS).fit(d.X, d.y, qid=d.qid)
+    r = m.cv_results_
+    blend = r["param_kernel"] == "gaussian + linear"
+    w = r["param_kernel_weight"][blend]
+    np.testing.assert_allclose(w, np.linspace(0, 1, len(LAMS))[1:-1])
+    assert np.all(np.isnan(r["param_kernel_weight"][~blend]))
+    final = r["stage"] == "final"
+    kern = final & (r["param_kernel"] == "gaussian")
+    feats = r["param_features"][kern][0]
+    lam_k = r["param_lam"][kern][np.nanargmax(r["mean_test_score"][kern])]
+    lin = final & (r["param_kernel"] == "linear")
+    lam_l = r["param_lam"][lin][np.nanargmax(r["mean_test_score"][lin])]
+    gamma = r["param_gamma"][kern][0]
+    seg = segment_ids(d.qid)
+    fm, U = learn_and_map(d.X, d.y, seg, "rank")
+    folds = rj.make_folds(rj.query_graph(d.qid))
+    kernel = rj.Dual(rj.gaussian_kernel(gamma))
+    if feats == "ranks":
+        a = rj.holdout(rj.Problem(U, d.y, d.qid), kernel, lams=[lam_k], folds=folds).value
+        a = np.asarray(a.predictions)[0]
+    else:
+        part = parts(d.qid)
+        problems = [rj.Problem(weighted_from(fm, U, d.y, seg, part != k)[1], d.y, d.qid)
+                    for k in range(cand.CROSSFIT_PARTS)]
+        solver = kernel if d.X.shape[0] <= cand.CROSSFIT_BASIS else None
+        if solver is None:
+            pytest.skip("the cross-fitted hold-out's basis is drawn inside the fit")
+        a = cand.crossfit_holdout(problems, part, solver, np.array([lam_k]), folds)[0]
+    b = rj.holdout(rj.Problem(U, d.y, d.qid), rj.Auto(), lams=[lam_l], folds=folds).value
+    b = np.asarray(b.predictions)[0]
+    want = [float(rj.ndcg(v * a + (1 - v) * b, d.y, d.qid, k=10)) for v in w]
+    np.testing.assert_allclose(r["mean_test_score"][blend], want, rtol=1e-8)
+    singles = np.nanmax(r["mean_test_score"][kern | lin])
+    assert ("kernel_weight" in m.best_params_) == (np.nanmax(want) > singles)
 
 
 def test_a_label_derived_map_is_crossfitted_then_fitted_on_every_label(small):

@@ -258,6 +258,8 @@ def _every_model():
         nys,
         ScaledModel(np.array([1.0, 0.5, 2.0, 1.0]), nys),
         MappedModel(rj.learn_feature_map(d.X * 10), nys),
+        rj.BlendModel(nys, rj.fit(rj.Problem(d.X, d.y, g), rj.Primal(), lam=1.0).value,
+                      np.array(0.25)),
         rj.path(rj.Problem(d.X, d.y, g), rj.Primal(), lams=[1.0, 2.0]).value,
         rj.path(rj.Problem(K, d.y, g, precomputed=True), rj.Dual(), lams=[1.0]).value,
         rj.path(rj.Problem(d.X, d.y, g), rj.Nystrom(rj.polynomial_kernel(2), 8), lams=[1.0]).value,
@@ -285,7 +287,7 @@ def test_every_model_type_round_trips(tmp_path):
         back, meta = io.load_model(path)
         assert type(back) is type(model) and meta == {"names": ["a", "b", "c", "d"]}
         for a, b in zip(jax.tree.leaves(model), jax.tree.leaves(back)):
-            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b), strict=True)  # 0-d too
         if hasattr(model, "predict") and not _takes_kernel(model):
             np.testing.assert_array_equal(rj.predict(back, d.X), rj.predict(model, d.X))
 

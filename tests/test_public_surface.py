@@ -29,7 +29,7 @@ TYPES = {"CSRMatrix", "DualModel", "Folds", "IdentityGraph", "Kernel", "KernelMo
          "LinearModel", "Metric", "PerQuery", "PreferenceGraph", "QueryGraph", "RankingData",
          "Segments", "Selection", "io.Dataset", "UnresolvedLambdaWarning", "CG", "Solution",
          "scale.QueryPartition", "scale.ShardedData", "scale.StreamedProblem", "NystromModel",
-         "FeatureMap", "MappedModel", "ScaledModel", "MemoryPlanError", "GridEdgeWarning",
+         "FeatureMap", "MappedModel", "ScaledModel", "BlendModel", "MemoryPlanError", "GridEdgeWarning",
          "SurvivalData"}
 CONSTANTS = {"RESULTS", "io", "scale", "io.MODEL_FORMAT", "io.MODEL_VERSION",
              "scale.AXIS"}   # data, no input

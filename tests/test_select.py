@@ -90,10 +90,12 @@ def test_the_estimator_is_the_library_selection(data, name, how):
 @pytest.mark.parametrize("kernel", [None, rj.gaussian_kernel(0.5)])
 def test_scores_equal_retraining_without_each_query(data, kernel):
     """The brute-force twin: every grid point's NDCG from models retrained on all queries
-    but one, the held-out query scored by its own model."""
+    but one, the held-out query scored by its own model; ``predictions`` the chosen λ's
+    retrained scores of each query (up to a constant per query, where the query graph
+    leaves a kernel model's shift free)."""
     d, _ = data
     sel = select(d, [kernel])
-    ref = []
+    ref, scores = [], []
     for lam in LAMS:
         f = np.zeros(len(d.y))
         for q in np.unique(d.qid):
@@ -108,8 +110,25 @@ def test_scores_equal_retraining_without_each_query(data, kernel):
                 model = rj.fit(rj.Problem(d.X[tr], d.y[tr], g), rj.Dual(kernel), lam=lam).value
                 f[te] = np.asarray(rj.predict(model, d.X[te]))
         ref.append(float(rj.ndcg(f, d.y, d.qid, k=10)))
+        scores.append(f)
     np.testing.assert_allclose(sel.scores, ref, rtol=1e-9)
     assert sel.lam == LAMS[int(np.nanargmax(ref))]
+    got, want = np.asarray(sel.predictions), scores[int(np.nanargmax(ref))]
+    for q in np.unique(d.qid):
+        i = d.qid == q
+        np.testing.assert_allclose(got[i] - got[i].mean(), want[i] - want[i].mean(),
+                                   rtol=1e-8, atol=1e-10 * np.abs(want).max())
+
+
+def test_the_predictions_of_an_evaluation_set_are_the_chosen_models(data):
+    """With ``problem.valid`` the kept predictions are the chosen model's scores of the
+    evaluation rows; a point the gradient moved off the grid keeps none."""
+    d, v = data
+    sel = select(d, [rj.gaussian_kernel(0.5)], valid=(v.X, v.y, v.qid))
+    np.testing.assert_allclose(sel.predictions, rj.predict(sel.model, v.X), rtol=1e-9,
+                               atol=1e-12)
+    moved = select(d, [rj.gaussian_kernel(0.5)], optimize=True, optimize_steps=3, ard=True)
+    assert (moved.predictions is None) == bool(moved.trajectory.moved)
 
 
 def test_nystrom_scores_are_the_nystrom_hold_out(data):

@@ -287,12 +287,13 @@ class RankRLSCV(RankRLS):
                            valid, lams)
                 self.feature_map_ = c.feature_map
                 sel, rows, features, kernel = c.selection, c.rows, c.features, c.kernel
+                blend = c.blend
             else:
                 sel, features = self._one_map(X, y, seg, graph, lams, optimize, verbose,
                                               eval_set, eval_qid, eval_group)
                 kernel = "linear" if self.kernel in (None, "linear") else getattr(
                     self.kernel, "kind", self.kernel)
-                rows = final_rows(sel, features, kernel)
+                rows, blend = final_rows(sel, features, kernel), None
         default = lams.shape == (len(DEFAULT_LAMS),) and np.allclose(lams, DEFAULT_LAMS, rtol=1e-12)
         for w in caught:            # the default grid's unresolved λ: a note, not a warning
             if default and issubclass(w.category, UnresolvedLambdaWarning):
@@ -301,7 +302,7 @@ class RankRLSCV(RankRLS):
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         self.selection_ = sel
-        self._results(sel, rows, features, kernel, unresolved=not default)
+        self._results(sel, rows, features, kernel, unresolved=not default, blend=blend)
         if eval_set is not None:            # every grid point's score, as cv_results_
             self.evals_result_ = {"valid_0": {f"ndcg@{self.score_k}":
                                               self.cv_results_["mean_test_score"].tolist()}}
@@ -362,18 +363,21 @@ class RankRLSCV(RankRLS):
             return [None]
         return [gamma_value(v, X) for v in ([self.gamma] if self.gammas is None else self.gammas)]
 
-    def _results(self, sel, rows, features, kernel, unresolved=True):
+    def _results(self, sel, rows, features, kernel, unresolved=True, blend=None):
         """``lam_``, ``gamma_`` (a kernel model's), ``best_score_``, ``best_params_`` and
         scikit-learn's ``cv_results_`` (a row per hold-out point of every candidate,
         ``rows``; the final stage's rows ranked first, the chosen point 1). ``unresolved``
         False (the default grid): the points that scored NaN (λ the dtype does not resolve,
-        never chosen) are left out."""
+        never chosen) are left out. ``blend``: the chosen blend's ``{"kernel_weight",
+        "linear_lam"}`` (in ``best_params_``); where blends were held out, ``cv_results_``
+        has ``param_kernel_weight`` (NaN on the other rows)."""
         self.lam_, self.best_score_ = sel.lam, sel.score
         self.__dict__.pop("gamma_", None)
         self.best_params_ = {"features": features, "kernel": kernel, "lam": float(sel.lam)}
         if sel.gamma is not None:                # the linear model has no γ
             self.gamma_ = sel.gamma
             self.best_params_["gamma"] = float(sel.gamma)
+        self.best_params_.update(blend or {})
         every = lambda f: np.concatenate([f(r) for r in rows])                # noqa: E731
         s = every(lambda r: np.asarray(r.scores, np.float64))
         keep = np.ones(s.shape, bool) if unresolved or np.isnan(s).all() else ~np.isnan(s)
@@ -387,11 +391,17 @@ class RankRLSCV(RankRLS):
         rank[order] = np.arange(1, len(s) + 1)
         feats = cat(lambda r: np.full(r.lams.size, r.features))
         kerns = cat(lambda r: np.full(r.lams.size, r.kernel))
-        params = [{"features": str(f), "kernel": str(k), "lam": float(a)} if np.isnan(g) else
-                  {"features": str(f), "kernel": str(k), "lam": float(a), "gamma": float(g)}
-                  for f, k, a, g in zip(feats, kerns, lams, gammas)]
+        weights = cat(lambda r: np.full(r.lams.size, np.nan) if r.kernel_weight is None
+                      else np.asarray(r.kernel_weight, np.float64))
+        linear = cat(lambda r: np.full(r.lams.size, r.linear_lam, np.float64))
+        params = [dict({"features": str(f), "kernel": str(k), "lam": float(a)},
+                       **({} if np.isnan(g) else {"gamma": float(g)}),
+                       **({} if np.isnan(v) else {"kernel_weight": float(v), "linear_lam": float(u)}))
+                  for f, k, a, g, v, u in zip(feats, kerns, lams, gammas, weights, linear)]
         self.cv_results_ = {"params": params, "param_features": feats, "param_kernel": kerns,
                             "param_lam": lams, "param_gamma": gammas,
                             "mean_test_score": s, "rank_test_score": rank,
                             "stage": np.where(final, "final", "screen"),
                             "extended": cat(lambda r: np.asarray(r.extended, bool))}
+        if not np.all(np.isnan(weights)):
+            self.cv_results_["param_kernel_weight"] = weights

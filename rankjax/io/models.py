@@ -160,7 +160,7 @@ def save_model(path, model, **meta) -> None:
         z.writestr("header.json", header.encode("utf-8"))
         for key, a in arrays.items():
             with z.open(key + ".npy", "w") as member:
-                np.lib.format.write_array(member, np.ascontiguousarray(a), allow_pickle=False)
+                np.lib.format.write_array(member, np.asarray(a, order="C"), allow_pickle=False)
 
 
 def load_model(path, types=()):

@@ -63,6 +63,11 @@ class Selection(NamedTuple):
       solver: the chosen solver, at the refined point (its kernel's γ) when refined.
       extended: ``[P]`` bool, the points held out past the given grid's edge (``extend``),
         or ``None``.
+      predictions: ``[m]`` the chosen point's held-out predictions of the rows it was scored
+        on (each training row predicted by the model of the folds without it; with
+        ``problem.valid`` the evaluation rows' scores): the out-of-fold predictions a
+        stacked model learns from; ``None`` where a gradient refinement moved the point
+        off the grid (not held out there).
 
     Example:
       >>> import numpy as np, rankjax as rj
@@ -84,6 +89,7 @@ class Selection(NamedTuple):
     trajectory: object = None
     solver: object = None
     extended: Optional[np.ndarray] = None
+    predictions: object = None
 
 
 def as_selection(lams, choice: LambdaChoice) -> Selection:

@@ -56,6 +56,7 @@ from ..metrics.choice import Selection
 from ..metrics.graded import ndcg
 from ..solvers import Auto, Dual, Nystrom
 from ..solvers.base import check_call
+from ..solvers.models import BlendModel, ScaledModel
 from .refine import dense_segments
 from .grid import UNDEFINED, Grid
 from .select import select_grid
@@ -123,7 +124,8 @@ class Rows:
     """The ``cv_results_`` rows of one hold-out: a candidate (``features``, ``kernel``,
     ``gamma`` NaN for the linear model) at ``lams``, its ``scores``, the points past the given
     grid (``extended``) and the ``stage`` (``"screen"``: the subsample's; ``"final"``: every
-    row's)."""
+    row's); a blend's rows: the kernel candidate's share ``kernel_weight`` ``[L]`` of each
+    prediction and the linear candidate's λ ``linear_lam`` (``lams``: the kernel's)."""
     features: str
     kernel: str
     gamma: float
@@ -131,6 +133,8 @@ class Rows:
     scores: np.ndarray
     extended: np.ndarray
     stage: str = "screen"
+    kernel_weight: Optional[np.ndarray] = None
+    linear_lam: float = np.nan
 
 
 @dataclasses.dataclass
@@ -152,13 +156,14 @@ class Features:
 @dataclasses.dataclass
 class Choice:
     """What :func:`choose` returns: the final :class:`~rankjax.Selection`, the chosen
-    candidate's feature map, its name and kernel (``"linear"`` or the kernel's kind), and
-    every hold-out's :class:`Rows`."""
+    candidate's feature map, its name and kernel (``"linear"`` or the kernel's kind), every
+    hold-out's :class:`Rows`, and for a blend ``{"kernel_weight", "linear_lam"}``."""
     selection: object
     feature_map: object
     features: str
     kernel: str
     rows: list
+    blend: Optional[dict] = None
 
 
 class _Fit:
@@ -239,18 +244,25 @@ class _Fit:
         """``[L]`` NDCG of ``solver``'s hold-out on the candidate's features (every row or
         the subsample; each part's queries predicted through the other parts' map where the
         map learns from labels), or of its path on the evaluation set."""
+        return self.scored(*self.predictions(feats, solver, sub))[0]
+
+    def predictions(self, feats, solver, sub=False):
+        """``(problem scored, [L, m] predictions)`` of :meth:`held_out`: the hold-out's
+        predictions of the training rows, or the path's of the evaluation rows."""
         folds = self.sub_folds if sub else self.folds
         if feats.parts is None:
             p = self.problem(feats.full[1], feats.full[0], sub)
             if self.valid is not None:
-                pred = _value_of(p, solver, "path", self.lams).valid_scores
-                return self.grid(p.valid).score(pred, self.lams)
-            pred = _value_of(p, solver, "holdout", self.lams, folds).predictions
-            return self.grid(p).score(pred, self.lams)
+                return p.valid, _value_of(p, solver, "path", self.lams).valid_scores
+            return p, _value_of(p, solver, "holdout", self.lams, folds).predictions
         part = self.part[self.sub] if sub else self.part
         problems = [self.problem(rows, fm, sub) for fm, rows in feats.parts]
-        pred = crossfit_holdout(problems, part, solver, self.lams, folds)
-        return self.grid(problems[0]).score(pred, self.lams)
+        return problems[0], crossfit_holdout(problems, part, solver, self.lams, folds)
+
+    def scored(self, p, pred, weights=None):
+        """``([L] NDCG, pred)`` of predictions ``[L, m]`` of ``p``'s rows (``weights``: the
+        values the lanes stand for, the λ grid by default)."""
+        return self.grid(p).score(pred, self.lams if weights is None else weights), pred
 
     def final(self, feats, solver, optimize=True, others=(), states=None):
         """The candidate held out on every row: a :class:`~rankjax.Selection`. A label-free
@@ -274,7 +286,7 @@ class _Fit:
         k = solver.tuned_kernel()
         cf = (Auto() if k is None else Dual(k) if self.crossfit_rows is None else
               Nystrom(k, Basis(rows=self.crossfit_rows)))
-        scores = self.held_out(feats, cf)
+        scores, pred = self.scored(*self.predictions(feats, cf))
         i = best_index(scores)
         fm, rows = self.learn(feats.kind, None)
         feats.full = (fm, rows)
@@ -288,7 +300,7 @@ class _Fit:
         return Selection(self.lams, None if k is None else np.full(n, gam), scores, i, lam,
                          gam, float(scores[i]), model,
                          None if rows_ is None else np.asarray(rows_), None, solver,
-                         np.zeros(n, bool))
+                         np.zeros(n, bool), pred[i])
 
 
 def _value_of(problem, solver, method, lam, *args):
@@ -409,10 +421,56 @@ def choose(c: Candidates, X, y, seg, graph, valid, lams) -> Choice:
     info(c.verbose, "%s γ %.4g: hold-out NDCG %.4f; the linear model on the ranks: %.4f",
          feats.name, g, kernel_sel.score, linear_sel.score)
     rows += final_rows(kernel_sel, feats.name, kind) + final_rows(linear_sel, ranks.name, "linear")
+    mixed = blend(f, feats, ranks, kernel_sel, linear_sel, kind)
+    if mixed is not None:
+        rows.append(mixed[1])
+        info(c.verbose, "the blend of the two, %.3g of the kernel's: hold-out NDCG %.4f",
+             float(mixed[0].model.weight), mixed[0].score)
+        if mixed[0].score > max(best_score(kernel_sel.score), best_score(linear_sel.score)):
+            return Choice(mixed[0], ranks.full[0], mixed[1].features, mixed[1].kernel, rows,
+                          {"kernel_weight": float(mixed[0].model.weight),
+                           "linear_lam": float(linear_sel.lam)})
     if best_score(linear_sel.score) > best_score(kernel_sel.score):    # the kernel's descent kept
         return Choice(linear_sel._replace(trajectory=kernel_sel.trajectory), ranks.full[0],
                       ranks.name, "linear", rows)
     return Choice(kernel_sel, feats.full[0], feats.name, kind, rows)
+
+
+def blend(f: _Fit, feats, ranks, kernel_sel, linear_sel, kind):
+    r"""``(Selection, Rows)`` of the best blend :math:`w f_K + (1 - w) f_L` of the kernel and
+    linear candidates' final models, :math:`w` on the :math:`L - 2` weights strictly inside
+    (0, 1) of ``linspace(0, 1, L)`` (``L`` the λ grid's size, at least 3), judged by the
+    exact hold-out of the blended held-out predictions (each candidate's at its own λ; a
+    blend of two fixed models is held out by blending their held-out predictions). The
+    Selection's model is a :class:`~rankjax.BlendModel` of rows through the ranks' map (the
+    weighted ranks' kernel as a :class:`~rankjax.ScaledModel` of the ranks). None where a
+    candidate kept no held-out predictions (a gradient refinement) or with categorical
+    columns under the weighted map (not the ranks times column weights)."""
+    if (kernel_sel.predictions is None or linear_sel.predictions is None
+            or (feats is not ranks and f.c.categorical)):
+        return None
+    a, b = jnp.asarray(kernel_sel.predictions), jnp.asarray(linear_sel.predictions)
+    dt = jnp.result_type(a, b)
+    n = max(f.lams.size, 3)
+    w = np.linspace(0.0, 1.0, n)
+    P = jnp.asarray(w, dt)[:, None] * a + jnp.asarray(1 - w, dt)[:, None] * b
+    scored = f.problem(ranks.full[1], ranks.full[0])
+    scores = f.scored(scored if f.valid is None else scored.valid, P, w)[0][1:-1]
+    if np.all(np.isnan(scores)):
+        return None
+    j = int(np.nanargmax(scores))
+    first = kernel_sel.model
+    if feats is not ranks:                  # the weighted ranks: the ranks times the weights
+        s0, s1 = np.asarray(ranks.full[0].scale), np.asarray(feats.full[0].scale)
+        first = ScaledModel(device_array(np.where(s0 != 0, s1 / np.where(s0 != 0, s0, 1), 0)),
+                            first)
+    weight = device_array(np.asarray(w[1 + j], dt))
+    sel = kernel_sel._replace(score=float(scores[j]), predictions=P[1 + j], trajectory=None,
+                              model=BlendModel(first, linear_sel.model, weight))
+    name = ranks.name if feats is ranks else f"{feats.name} + {ranks.name}"
+    return sel, Rows(name, f"{kind} + linear", float(sel.gamma),
+                     np.full(n - 2, float(kernel_sel.lam)), scores, np.zeros(n - 2, bool),
+                     "final", w[1:-1], float(linear_sel.lam))
 
 
 def final_rows(sel, features, kernel):

@@ -36,6 +36,7 @@ class Grid:
         self.seg = dense_segments(problem.qid if qid is None else qid)
         self.sign = metric_sign(metric, None)
         self.states = {}               # solver -> its State on solve_on (init once)
+        self.kept = {}                 # (solver, λ) -> [m] the best lane's held-out predictions
         self.rows = None if scored is None else np.flatnonzero(np.asarray(scored, bool))
         self.scored_y, self.scored_seg = (problem.y, self.seg) if self.rows is None else (
             np.asarray(problem.y)[self.rows],
@@ -93,12 +94,17 @@ class Grid:
 
     def holdout(self, solver, folds, lams=None):
         """``(scores [L], path)`` of one solver's exact hold-out over ``lams`` (the grid's
-        by default; the same program for a searched grid of the same size)."""
-        lams = self.lams if lams is None else lams
-        lams = device_array(lams, self.problem.X.dtype)
+        by default; the same program for a searched grid of the same size); the best lane's
+        predictions are kept (``kept``, by solver and λ)."""
+        host = self.lams if lams is None else np.asarray(lams, np.float64)
+        lams = device_array(host, self.problem.X.dtype)
         self.ahead(lams)
         h = solver.holdout(self.solve_on, lams, folds, self.state(solver, folds)).value
-        return self.score(h.predictions, lams), h.path
+        scores = self.score(h.predictions, lams)
+        if np.any(np.isfinite(scores)):
+            i = self.best(scores)
+            self.kept[(solver, float(host[i]))] = h.predictions[i]
+        return scores, h.path
 
 
 _ahead: set = set()       # the scorings compiled ahead in this process

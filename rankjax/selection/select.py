@@ -35,15 +35,16 @@ from .refine import Point, dense_segments, refine, rows_problem
 __all__ = ["select_grid"]
 
 
-def _as_selection(blocks, factor, best, point, trajectory=None):
-    """The :class:`Selection` of the blocks (λ on every row's scale: times ``factor``)."""
+def _as_selection(blocks, factor, best, point, trajectory=None, predictions=None):
+    """The :class:`Selection` of the blocks (λ on every row's scale: times ``factor``);
+    ``predictions`` the chosen point's held-out ones."""
     lams = np.concatenate([c.lams for c in blocks]) * factor
     gammas = np.concatenate([np.full(c.lams.size, gamma_of(c.solver)) for c in blocks])
     extended = np.concatenate([np.full(c.lams.size, c.extended) for c in blocks])
     return Selection(lams, None if np.all(np.isnan(gammas)) else gammas,
                      np.concatenate([c.scores for c in blocks]), best, point.lam,
                      _chosen_gamma(point.solver), point.score, point.model,
-                     _basis(point.model), trajectory, point.solver, extended)
+                     _basis(point.model), trajectory, point.solver, extended, predictions)
 
 
 def _check(problem, solvers, lams, optimize, optimize_steps, ard, metric, score_k, seed):
@@ -125,7 +126,9 @@ def select_grid(problem, solvers: Sequence, *, lams, folds=None, metric=None, sc
                                  optimizer, seed)
     if work is not grid:
         point = _on_every_row(grid, point, b.full, folds, factor)
-    return _as_selection(blocks, factor, best, point, trajectory)
+    moved = trajectory is not None and trajectory.moved      # a refined point: not held out
+    kept = None if moved or point.scales is not None else grid.kept.get((point.solver, point.lam))
+    return _as_selection(blocks, factor, best, point, trajectory, kept)
 
 
 def _grid_blocks(work, wsolvers, solvers, wfolds, extend):
@@ -230,7 +233,7 @@ def _on_valid(grid, solvers, extend):
     best = grid.best(np.concatenate([c.scores for c in blocks]))
     b, i = locate(blocks, best)
     return _as_selection(blocks, 1.0, best, Point(b.solver, float(b.lams[i]), float(b.scores[i]),
-                                               b.path.model(i)))
+                                               b.path.model(i)), predictions=b.path.valid_scores[i])
 
 
 def _search(grid, blocks, point, folds, steps):

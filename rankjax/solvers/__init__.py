@@ -14,7 +14,8 @@ from .holdout import HoldOut as HoldOut
 from .lpo import LeavePairOut as LeavePairOut
 from .models import (PrimalPath as PrimalPath, DualModel as DualModel, KernelModel as KernelModel,
                      LinearModel as LinearModel, NystromModel as NystromModel,
-                     ScaledModel as ScaledModel, MappedModel as MappedModel, is_linear as is_linear,
+                     ScaledModel as ScaledModel, MappedModel as MappedModel,
+                     BlendModel as BlendModel, is_linear as is_linear,
                      predict as predict)
 from .nystrom import Nystrom as Nystrom
 from .primal import Primal as Primal

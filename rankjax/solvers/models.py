@@ -11,6 +11,7 @@ model                         scores                           takes
 :class:`ScaledModel`          a model of ``x * scales``        features
 :class:`MappedModel`          a model of ``t(x)`` (a learned   features
                               :class:`FeatureMap`)
+:class:`BlendModel`           ``w f_1(x) + (1 - w) f_2(x)``    features
 ============================  ===============================  =====================
 
 A model of one output predicts ``[m]`` (``[m, k]`` for ``k`` outputs); a path predicts
@@ -36,6 +37,7 @@ from ..features.maps import FeatureMap
 from ..kernels.kernel import Kernel, check_kernel, kernel_block, kernel_matrix, kernel_offset
 
 __all__ = ["LinearModel", "DualModel", "KernelModel", "NystromModel", "ScaledModel", "MappedModel",
+           "BlendModel",
            "PrimalPath", "DualPath", "NystromPath", "predict", "check_test_matrix",
            "linear_scores", "path_scores", "scale_rows", "is_linear", "on_features",
            "feature_weights", "feature_importances"]
@@ -265,6 +267,52 @@ class MappedModel(NamedTuple):
         return predict(self.model, self.features(as_dense(X)), **kw)
 
 
+@saveable
+class BlendModel(NamedTuple):
+    """Two models of the same rows blended: ``predict(X) = weight * first.predict(X) + (1 -
+    weight) * second.predict(X)``, ``weight`` a scalar in (0, 1). The kernel estimators'
+    default keeps a blend of its kernel and linear candidates where the exact hold-out of the
+    blended predictions scores above either alone (``docs/math.md`` §8).
+
+    Example:
+      >>> import numpy as np
+      >>> m = BlendModel(LinearModel(np.array([1., 0.])), LinearModel(np.array([0., 1.])),
+      ...                np.array(0.25))
+      >>> print(np.asarray(m.predict(np.array([[4., 8.]]))))
+      [7.]
+    """
+
+    FINITE = ("weight",)
+
+    first: object
+    second: object
+    weight: jax.Array
+
+    @property
+    def num_features(self):
+        return width_of(self.first)
+
+    def check_parts(self):
+        """Both models score rows of the same width; the weight is a scalar in (0, 1)."""
+        w = np.asarray(self.weight)
+        if w.shape != () or not 0 < float(w) < 1:
+            raise FieldError("weight", f"a scalar in (0, 1), got {w.tolist()}")
+        n = width_of(self.first)
+        if n is not None:
+            parts_fit(self.second, n, "the first model's rows")
+
+    def predict(self, X, block_size: Optional[int] = None):
+        w = self.weight
+        return w * _bounded(self.first, X, block_size) + (1 - w) * _bounded(self.second, X,
+                                                                               block_size)
+
+
+def _bounded(model, X, block_size):
+    """``model``'s scores of ``X``, ``block_size`` passed where its ``predict`` takes one."""
+    takes = block_size is not None and "block_size" in inspect.signature(model.predict).parameters
+    return predict(model, X, block_size=block_size) if takes else predict(model, X)
+
+
 def parts_fit(model, width: int, what: str) -> None:
     """A :class:`~rankjax._core.types.FieldError` naming ``model`` where the columns it
     scores (where it records them) are not ``width``, those of ``what`` feeding it."""
@@ -298,13 +346,19 @@ def feature_weights(model):
 
 def feature_importances(model):
     """``[n]`` non-negative, summing to 1, or None: how much each of the user's features
-    weighs in ``model``. A linear model: the size of its weight on the standardised feature
-    (``|w_j| / scale_j`` behind a standard map; ``|w_j|`` on features as given). A kernel
+    weighs in ``model``. A blend: its parts' shares, by its weight. A linear model: the
+    size of its weight on the standardised feature (``|w_j| / scale_j`` behind a standard
+    map; ``|w_j|`` on features as given). A kernel
     model behind a rank map: the feature's share of the kernel's squared distance (its map
     weight squared, times its learned ARD scale squared). A missing indicator counts for its
     feature. None for other models."""
     inner = model.model if isinstance(model, MappedModel) else model
     fm = model.features if isinstance(model, MappedModel) else None
+    if isinstance(inner, BlendModel):                # the parts' shares, by the weight
+        parts = [feature_importances(m if fm is None else MappedModel(fm, m))
+                 for m in (inner.first, inner.second)]
+        w = float(inner.weight)
+        return None if parts[0] is None or parts[1] is None else w * parts[0] + (1 - w) * parts[1]
     if isinstance(inner, LinearModel):
         w = np.abs(np.asarray(inner.weights, np.float64)).reshape(inner.weights.shape[0], -1).sum(1)
         if fm is None:
