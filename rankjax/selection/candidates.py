@@ -44,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._core.checks import as_float_array
-from .._core.host import device_array, host_view
+from .._core.host import device_array, host_view, lane
 from .._core.log import info
 from .._core.sparse import as_dense
 from .._problem import Problem
@@ -449,11 +449,14 @@ def blend(f: _Fit, feats, ranks, kernel_sel, linear_sel, kind):
     if (kernel_sel.predictions is None or linear_sel.predictions is None
             or (feats is not ranks and f.c.categorical)):
         return None
-    a, b = jnp.asarray(kernel_sel.predictions), jnp.asarray(linear_sel.predictions)
-    dt = jnp.result_type(a, b)
+    a, b = kernel_sel.predictions, linear_sel.predictions
+    views = host_view(a), host_view(b)          # on the CPU no program per shape: numpy
+    xp = np if all(v is not None for v in views) else jnp
+    a, b = views if xp is np else (jnp.asarray(a), jnp.asarray(b))
+    dt = xp.result_type(a, b)
     n = max(f.lams.size, 3)
     w = np.linspace(0.0, 1.0, n)
-    P = jnp.asarray(w, dt)[:, None] * a + jnp.asarray(1 - w, dt)[:, None] * b
+    P = device_array(xp.asarray(w, dt)[:, None] * a + xp.asarray(1 - w, dt)[:, None] * b)
     scored = f.problem(ranks.full[1], ranks.full[0])
     scores = f.scored(scored if f.valid is None else scored.valid, P, w)[0][1:-1]
     if np.all(np.isnan(scores)):
@@ -465,7 +468,7 @@ def blend(f: _Fit, feats, ranks, kernel_sel, linear_sel, kind):
         first = ScaledModel(device_array(np.where(s0 != 0, s1 / np.where(s0 != 0, s0, 1), 0)),
                             first)
     weight = device_array(np.asarray(w[1 + j], dt))
-    sel = kernel_sel._replace(score=float(scores[j]), predictions=P[1 + j], trajectory=None,
+    sel = kernel_sel._replace(score=float(scores[j]), predictions=lane(P, 1 + j), trajectory=None,
                               model=BlendModel(first, linear_sel.model, weight))
     name = ranks.name if feats is ranks else f"{feats.name} + {ranks.name}"
     return sel, Rows(name, f"{kind} + linear", float(sel.gamma),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.host import device_array
+from .._core.host import device_array, lane
 from ..metrics.choice import select_lambda, selection_ahead
 from ..metrics.pairs import metric_sign
 from .refine import dense_segments
@@ -103,7 +103,7 @@ class Grid:
         scores = self.score(h.predictions, lams)
         if np.any(np.isfinite(scores)):
             i = self.best(scores)
-            self.kept[(solver, float(host[i]))] = h.predictions[i]
+            self.kept[(solver, float(host[i]))] = lane(h.predictions, i)
         return scores, h.path
 
 
