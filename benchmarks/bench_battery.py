@@ -26,7 +26,8 @@ import warnings
 import jax
 import numpy as np
 
-from lib.blocks import add_arguments, from_lines, read_lines, rewrite, save_lines
+from lib.blocks import (add_arguments, add_learner_arguments, from_lines, kept, learners_note,
+                        named, rewrite, save_lines)
 from lib.shared import SHARED, mq2008_folds, sizes
 from lib.timing import emit
 
@@ -77,8 +78,8 @@ def learners():
     return out
 
 
-ONLY_LEARNERS = ()
-"""``--learners``: the learners (by a part of their name) this run fits; empty: every one."""
+ARGS = None
+"""The run's arguments (``--learners``: the learners this run fits)."""
 
 
 def run(name, fold, X, y, q, Xt, yt, qt, learned=True):
@@ -86,7 +87,7 @@ def run(name, fold, X, y, q, Xt, yt, qt, learned=True):
         A, B = (X, Xt) if seed == 0 else rj.distort_like_logs(X, Xt, seed=seed)[:2]
         jax.clear_caches()        # every seed has shapes of its own: drop the last seed's code
         for learner, fit in learners().items():
-            if ONLY_LEARNERS and not any(part in learner for part in ONLY_LEARNERS):
+            if not named(ARGS, learner):
                 continue
             if learner == LEARNED and not (learned and seed in (0,) + LEARNED_SEEDS):
                 continue
@@ -160,9 +161,7 @@ def body(lines):
                "benchmarks/bench_battery.py --save benchmarks/lines/battery.jsonl --readme "
                "docs/which_solver.md`, "
                f"{run.get('minutes', '?')} min")
-    if run.get("learners"):
-        machine += (f" for the learners named {', '.join(run['learners'])} (`--learners`); the "
-                    "other rows kept from the run before (`--keep`: their code unchanged)")
+    machine += learners_note(run)
     folds = sorted({r["fold"] for r in lines if r.get("learner") == LEARNED
                     and r["set"] == "MQ2008"})
     return (f"{table([r for r in lines if 'learner' in r])}\n\n<sub>{machine}; the learned "
@@ -175,15 +174,14 @@ def main():
     ap.add_argument("--only", default="lambdarank,mq2008,web")
     ap.add_argument("--folds", default="1,2,3,4,5")
     ap.add_argument("--learned-folds", default="1")
-    ap.add_argument("--learners", default="", help="fit only the learners whose names contain "
-                    "one of these comma-separated parts")
-    ap.add_argument("--keep", help="a saved run whose lines of the other learners are kept")
+    add_learner_arguments(ap)
     add_arguments(ap, "battery")
     a = ap.parse_args()
     if from_lines(a, "battery", body):
         return
-    global ONLY_LEARNERS
-    ONLY_LEARNERS = tuple(p for p in a.learners.split(",") if p)
+    global ARGS
+    ARGS = a
+    parts = [p for p in a.learners.split(",") if p]
     start = time.perf_counter()
     if "lambdarank" in a.only:
         lambdarank()
@@ -193,11 +191,9 @@ def main():
         web()
     run = dict(name="battery_run", machine=platform.machine(), cores=os.cpu_count(),
                jax=jax.__version__, minutes=round((time.perf_counter() - start) / 60),
-               **({"learners": list(ONLY_LEARNERS)} if ONLY_LEARNERS else {}))
+               **({"learners": parts} if parts else {}))
     emit(**run)
-    kept = [] if not a.keep else [r for r in read_lines([a.keep]) if "learner" in r and not any(
-        part in r["learner"] for part in ONLY_LEARNERS)]
-    lines = kept + LINES
+    lines = kept(a) + LINES
     lines.sort(key=lambda r: list(learners()).index(r["learner"]) if r["learner"] in learners()
                else len(learners()))
     if a.save:

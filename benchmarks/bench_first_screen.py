@@ -36,7 +36,8 @@ import time
 import jax
 import numpy as np
 
-from lib.blocks import add_arguments, from_lines, rewrite, save_lines
+from lib.blocks import (add_arguments, add_learner_arguments, from_lines, kept, learners_note,
+                        named, rewrite, save_lines)
 from lib.shared import first_screen_sets, sizes
 from lib.timing import emit
 
@@ -45,6 +46,7 @@ import rankjax as rj  # noqa: E402
 from rankjax.estimators import RankRLSCV  # noqa: E402
 
 LINES = []                                  # this run's lines, for the table
+ARGS = None                                 # the run's arguments (``--learners``)
 
 
 def learners():
@@ -122,6 +124,8 @@ def web_learners():
 
 def run(name, fold, X, y, q, Xt, yt, qt, extra=None):
     for learner, fit in {**learners(), **(extra or {})}.items():
+        if not named(ARGS, learner):
+            continue
         t0 = time.perf_counter()
         score = fit(X, y, q)
         fit_s = time.perf_counter() - t0
@@ -160,7 +164,7 @@ def body(lines):
     machine = (f"{run.get('machine', '?')}, {run.get('cores', '?')} CPU cores, jax "
                f"{run.get('jax', '?')}, float64; `python benchmarks/bench_first_screen.py --save "
                f"benchmarks/lines/first_screen.jsonl --readme "
-               f"docs/which_solver.md`, {run.get('minutes', '?')} min")
+               f"docs/which_solver.md`, {run.get('minutes', '?')} min{learners_note(run)}")
     return f"{table([r for r in lines if 'learner' in r])}\n\n<sub>{machine}.</sub>"
 
 
@@ -169,20 +173,29 @@ def main():
     ap.add_argument("--only", default="lambdarank,mq2008,web")
     ap.add_argument("--folds", default="1,2,3,4,5")
     add_arguments(ap, "first-screen")
+    add_learner_arguments(ap)
     a = ap.parse_args()
     if from_lines(a, "first-screen", body):
         return
+    global ARGS
+    ARGS = a
+    parts = [p for p in a.learners.split(",") if p]
     start = time.perf_counter()
     for name, fold, data in first_screen_sets(a.only.split(","),
                                               [int(f) for f in a.folds.split(",")]):
         run(name, fold, *data, extra=web_learners() if name.startswith("web") else None)
     done = dict(name="first_screen_run", machine=platform.machine(), cores=os.cpu_count(),
-                jax=jax.__version__, minutes=round((time.perf_counter() - start) / 60))
+                jax=jax.__version__, minutes=round((time.perf_counter() - start) / 60),
+                **({"learners": parts} if parts else {}))
     emit(**done)
+    order = [*learners(), *web_learners()]
+    lines = sorted(kept(a) + LINES, key=lambda r: (SETS.index(r["set"]), r["fold"],
+                                                   order.index(r["learner"])
+                                                   if r["learner"] in order else len(order)))
     if a.save:
-        save_lines(a.save, LINES + [done])
+        save_lines(a.save, lines + [done])
     if a.readme:
-        rewrite(a.readme, "first-screen", body(LINES + [done]))
+        rewrite(a.readme, "first-screen", body(lines + [done]))
 
 
 if __name__ == "__main__":

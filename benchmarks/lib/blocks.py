@@ -73,3 +73,33 @@ def from_lines(args, name, render, indent=""):
     else:
         print(text)
     return True
+
+
+def add_learner_arguments(ap):
+    """``--learners`` (fit only the learners whose names contain one of these
+    comma-separated parts) and ``--keep`` (a saved run whose other learners' lines are
+    kept: their code unchanged)."""
+    ap.add_argument("--learners", default="", help="fit only the learners whose names contain "
+                    "one of these comma-separated parts")
+    ap.add_argument("--keep", help="a saved run whose lines of the other learners are kept")
+
+
+def named(args, learner):
+    """Whether this run fits ``learner`` (``--learners``; empty: every one)."""
+    parts = [p for p in args.learners.split(",") if p]
+    return not parts or any(p in learner for p in parts)
+
+
+def kept(args):
+    """The lines of ``--keep`` of the learners this run does not fit."""
+    if not args.keep:
+        return []
+    return [r for r in read_lines([args.keep]) if "learner" in r and not named(args, r["learner"])]
+
+
+def learners_note(run):
+    """The block's note on a run of some learners (``--learners``), or ``""``."""
+    if not run.get("learners"):
+        return ""
+    return (f" for the learners named {', '.join(run['learners'])} (`--learners`); the other "
+            "rows kept from the run before (`--keep`: their code unchanged)")
