@@ -50,10 +50,11 @@ def grid_report(cv, args, what):
     """The grid's lines (every held-out point, the extensions marked) and, for a grid kept
     as given (``--extend 0``), the edge warning."""
     r = cv.cv_results_
-    gam = r.get("param_gamma")
+    gam, wt = r.get("param_gamma"), r.get("param_kernel_weight")
     many = len(set(zip(r["param_features"], r["param_kernel"]))) > 1
     for j, (lam, sc, ext) in enumerate(zip(r["param_lam"], r["mean_test_score"], r["extended"])):
         g = "" if gam is None or np.isnan(gam[j]) else f" γ={gam[j]:<10.4g}"
+        g += "" if wt is None or np.isnan(wt[j]) else f" kernel weight={wt[j]:<6.3g}"
         who = (f"{r['param_features'][j]}, {r['param_kernel'][j]}"
                f"{' (screen)' if r['stage'][j] == 'screen' else ''}: " if many else "")
         chosen = r["rank_test_score"][j] == 1 and lam == cv.lam_
@@ -122,15 +123,19 @@ def fit_kernel(args, X, y, qid):
     basis = getattr(cv, "basis_", None)
     best = cv.best_params_
     gamma = getattr(cv, "gamma_", None)
+    blend = ("" if "kernel_weight" not in best else
+             f", kernel weight={best['kernel_weight']:.3g}, linear λ={best['linear_lam']:.4g}")
     say(f"  chosen: {best['kernel']} on {best['features']}, λ={cv.lam_:.4g}"
-         f"{'' if gamma is None else f', γ={gamma:.4g}'}, hold-out NDCG@10={cv.best_score_:.4f}"
+         f"{'' if gamma is None else f', γ={gamma:.4g}'}{blend}"
+         f", hold-out NDCG@10={cv.best_score_:.4f}"
          f"{'' if basis is None else f', {len(basis)} basis rows'}; fitted in "
          f"{time.time() - t:.2f} s")
     result = {"lam": float(cv.lam_), "gamma": None if gamma is None else float(gamma),
               "kernel": best["kernel"], "features": best["features"],
               "cv_ndcg@10": round(float(cv.best_score_), 6),
               "basis": None if basis is None else int(len(basis)),
-              "optimize": opts["optimize"], "ard": opts["ard"]}
+              "optimize": opts["optimize"], "ard": opts["ard"],
+              **{k: float(best[k]) for k in ("kernel_weight", "linear_lam") if k in best}}
     return cv, result
 
 
