@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .._core.checks import check_matrix
+from .._core.checks import as_float_array, check_matrix
 from .._core.host import device_array, lane
 from .._core.sparse import as_dense, matmul
 from .._core.types import FieldError, saveable, width_of
@@ -229,7 +229,8 @@ class ScaledModel(NamedTuple):
     def predict(self, X, block_size: Optional[int] = None):
         X = check_test_matrix(X, self.scales.shape[0])
         kw = {} if block_size is None else {"block_size": block_size}
-        return predict(self.model, scale_rows(as_dense(X), self.scales), **kw)
+        scaled = as_float_array(scale_rows(as_dense(X), self.scales), "scaled rows", finite=True)
+        return predict(self.model, scaled, **kw)      # checked once, as scaled rows
 
 
 @saveable
