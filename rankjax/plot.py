@@ -77,9 +77,15 @@ def _lambda_curves(result):
         lams = np.asarray(result["param_lam"], float)
         table = np.asarray(result["mean_test_score"], float)
         gam = result.get("param_gamma")
-        keys = [None] * lams.size if gam is None else [float(g) for g in np.asarray(gam)]
+        blend = result.get("param_kernel_weight")   # a blend's rows: weights, not a λ curve
+        if blend is not None:
+            keep = np.isnan(np.asarray(blend, float))
+            lams, table = lams[keep], table[keep]
+            gam = None if gam is None else np.asarray(gam)[keep]
+        keys = [None if gam is None or np.isnan(g) else float(g)    # NaN: the linear model
+                for g in (np.full(lams.size, np.nan) if gam is None else np.asarray(gam))]
         curves = {}
-        for k in sorted(set(keys), key=lambda k: -np.inf if k is None else k):
+        for k in sorted(set(keys), key=lambda k: np.inf if k is None else k):   # linear last
             sel = np.flatnonzero([kk == k for kk in keys])
             sel = sel[np.argsort(lams[sel], kind="stable")]      # extensions join in order
             curves[k] = (lams[sel], table[sel])

@@ -39,8 +39,11 @@ def test_plots_take_fitted_estimators_and_cv_results():
     gammas = np.unique(m.cv_results_["param_gamma"])     # the grid's and its extensions
     assert len(ax.lines) == gammas.size + 1 and ax.get_ylabel() == "NDCG@10" and ax.get_title()
     assert ax.lines[-1].get_xdata()[0] == m.lam_
+    curve = np.isnan(m.cv_results_["param_kernel_weight"])  # the blends' rows: no λ curve
+    assert not curve.all()
     for i, g in enumerate(gammas):
-        sel = np.flatnonzero(m.cv_results_["param_gamma"] == g)
+        pg = m.cv_results_["param_gamma"]              # NaN: the linear model's rows
+        sel = np.flatnonzero((np.isnan(pg) if np.isnan(g) else pg == g) & curve)
         sel = sel[np.argsort(m.cv_results_["param_lam"][sel])]
         np.testing.assert_allclose(ax.lines[i].get_xdata(), m.cv_results_["param_lam"][sel])
         np.testing.assert_allclose(ax.lines[i].get_ydata(), m.cv_results_["mean_test_score"][sel])
