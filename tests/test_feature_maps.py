@@ -409,13 +409,15 @@ def test_ard_whose_loss_is_never_finite_warns_and_keeps_the_grid_point(web, monk
     from rankjax.selection import refine
     tr, _ = web
     kw = dict(kernel="gaussian", basis=120, optimize=True, optimize_steps=4, ard=True)
-    grid = estimators.RankRLSCV(kernel="gaussian", basis=120).fit(tr.X, tr.y, qid=tr.qid)
     real = refine.descend
     monkeypatch.setattr(refine, "descend", lambda *a, **k: real(*a, **k)._replace(
         loss_history=np.full(5, np.nan)))
     with pytest.warns(RuntimeWarning, match="every gradient step"):
         est = estimators.RankRLSCV(**kw).fit(tr.X, tr.y, qid=tr.qid)
-    assert est.lam_ == grid.lam_ and est.best_score_ == pytest.approx(grid.best_score_)
+    r = est.cv_results_                         # the grid's best final point kept
+    top = int(np.argmin(r["rank_test_score"]))
+    assert r["stage"][top] == "final" and est.lam_ == r["param_lam"][top]
+    assert est.best_score_ == pytest.approx(r["mean_test_score"][top])
     assert est.tune_.moved is False
 
 

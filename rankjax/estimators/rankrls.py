@@ -192,17 +192,22 @@ class RankRLSCV(RankRLS):
     labels, so no held-out query's labels shaped the features it is scored on. The kernel
     candidates are screened on a subsample of at most ``SCREEN_ROWS`` rows of whole queries
     with a Nyström basis of ``SCREEN_BASIS`` rows; the best is held out on every row on its
-    own route (``basis``) and compared there with the linear model. ``feature_map="rank"``
+    own route (``basis``) and compared there with the linear model and with their blends
+    ``w f_kernel + (1 - w) f_linear`` (held out exactly by blending the two candidates'
+    held-out predictions; a blend is kept only above both, its model an
+    :class:`rankjax.BlendModel`). ``feature_map="rank"``
     (or ``"standard"``, or None) fits the one map as asked over the λ (and γ) grid.
 
     Attributes (after fit): ``lam_``, ``gamma_`` (a kernel model's), ``best_score_`` (the
     returned point's hold-out NDCG on every training row), ``best_params_`` (``features``:
     ``"ranks"``, ``"weighted ranks"``, ``"standard"`` or ``"as given"``; ``kernel``:
-    ``"linear"`` or the kernel's kind; ``lam``, ``gamma``) and ``cv_results_`` (a row per
+    ``"linear"`` or the kernel's kind, ``"gaussian + linear"`` for a blend; ``lam``,
+    ``gamma``; a blend's ``kernel_weight`` and ``linear_lam``) and ``cv_results_`` (a row per
     hold-out point of every candidate: ``params``, ``param_features``, ``param_kernel``,
     ``param_lam``, ``param_gamma`` (NaN for the linear model), ``mean_test_score``,
     ``rank_test_score``, ``stage`` (``"screen"``: the subsample's; ``"final"``: every row's),
-    ``extended``), scored by NDCG@``score_k``; the final stage's rows rank first, the
+    ``extended``; ``param_kernel_weight`` where blends were held out, NaN on the other rows),
+    scored by NDCG@``score_k``; the final stage's rows rank first, the
     returned point 1. A screen's rows are honest estimates of their own (smaller) model; the
     chosen kernel's final rows sit above what new queries will score by the choice itself,
     as every selection's best does.

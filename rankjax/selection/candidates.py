@@ -444,9 +444,10 @@ def blend(f: _Fit, feats, ranks, kernel_sel, linear_sel, kind):
     blend of two fixed models is held out by blending their held-out predictions). The
     Selection's model is a :class:`~rankjax.BlendModel` of rows through the ranks' map (the
     weighted ranks' kernel as a :class:`~rankjax.ScaledModel` of the ranks). None where a
-    candidate kept no held-out predictions (a gradient refinement) or with categorical
+    candidate kept no held-out predictions, with ``optimize`` (the learned kernel is kept as
+    learned, or the grid's point as the grid without blends chose it) or with categorical
     columns under the weighted map (not the ranks times column weights)."""
-    if (kernel_sel.predictions is None or linear_sel.predictions is None
+    if (f.c.optimize or kernel_sel.predictions is None or linear_sel.predictions is None
             or (feats is not ranks and f.c.categorical)):
         return None
     a, b = kernel_sel.predictions, linear_sel.predictions
@@ -468,7 +469,7 @@ def blend(f: _Fit, feats, ranks, kernel_sel, linear_sel, kind):
         first = ScaledModel(device_array(np.where(s0 != 0, s1 / np.where(s0 != 0, s0, 1), 0)),
                             first)
     weight = device_array(np.asarray(w[1 + j], dt))
-    sel = kernel_sel._replace(score=float(scores[j]), predictions=lane(P, 1 + j), trajectory=None,
+    sel = kernel_sel._replace(score=float(scores[j]), predictions=lane(P, 1 + j),
                               model=BlendModel(first, linear_sel.model, weight))
     name = ranks.name if feats is ranks else f"{feats.name} + {ranks.name}"
     return sel, Rows(name, f"{kind} + linear", float(sel.gamma),
