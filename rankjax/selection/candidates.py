@@ -244,7 +244,7 @@ class _Fit:
         """``[L]`` NDCG of ``solver``'s hold-out on the candidate's features (every row or
         the subsample; each part's queries predicted through the other parts' map where the
         map learns from labels), or of its path on the evaluation set."""
-        return self.scored(*self.predictions(feats, solver, sub))[0]
+        return self.scored(*self.predictions(feats, solver, sub))
 
     def predictions(self, feats, solver, sub=False):
         """``(problem scored, [L, m] predictions)`` of :meth:`held_out`: the hold-out's
@@ -260,9 +260,9 @@ class _Fit:
         return problems[0], crossfit_holdout(problems, part, solver, self.lams, folds)
 
     def scored(self, p, pred, weights=None):
-        """``([L] NDCG, pred)`` of predictions ``[L, m]`` of ``p``'s rows (``weights``: the
-        values the lanes stand for, the λ grid by default)."""
-        return self.grid(p).score(pred, self.lams if weights is None else weights), pred
+        """``[L]`` NDCG of predictions ``[L, m]`` of ``p``'s rows (``weights``: the values
+        the lanes stand for, the λ grid by default)."""
+        return self.grid(p).score(pred, self.lams if weights is None else weights)
 
     def final(self, feats, solver, optimize=True, others=(), states=None):
         """The candidate held out on every row: a :class:`~rankjax.Selection`. A label-free
@@ -286,7 +286,8 @@ class _Fit:
         k = solver.tuned_kernel()
         cf = (Auto() if k is None else Dual(k) if self.crossfit_rows is None else
               Nystrom(k, Basis(rows=self.crossfit_rows)))
-        scores, pred = self.scored(*self.predictions(feats, cf))
+        p, pred = self.predictions(feats, cf)
+        scores = self.scored(p, pred)
         i = best_index(scores)
         fm, rows = self.learn(feats.kind, None)
         feats.full = (fm, rows)
@@ -459,7 +460,7 @@ def blend(f: _Fit, feats, ranks, kernel_sel, linear_sel, kind):
     w = np.linspace(0.0, 1.0, n)
     P = device_array(xp.asarray(w, dt)[:, None] * a + xp.asarray(1 - w, dt)[:, None] * b)
     scored = f.problem(ranks.full[1], ranks.full[0])
-    scores = f.scored(scored if f.valid is None else scored.valid, P, w)[0][1:-1]
+    scores = f.scored(scored if f.valid is None else scored.valid, P, w)[1:-1]
     if np.all(np.isnan(scores)):
         return None
     j = int(np.nanargmax(scores))
